@@ -1,0 +1,316 @@
+/* libuccl public point-to-point API: engines, connections, memory regions,
+ * two-sided send/recv, one-sided read/write, notifications and requests. */
+#ifndef UCCL_UCCL_H
+#define UCCL_UCCL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UCCL_VERSION_MAJOR 0
+#define UCCL_VERSION_MINOR 1
+#define UCCL_VERSION_PATCH 0
+
+#if defined(__GNUC__)
+#define UCCL_API __attribute__((visibility("default")))
+#else
+#define UCCL_API
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+/* One list generates the enum, uccl_strerror() and uccl_status_name().
+ * OK is 0, "in progress" is 1, errors are negative; errors caused by the
+ * peer or the link sit in [-100, -199] (see UCCL_STATUS_IS_PEER_ERROR). */
+#define UCCL_STATUS_MAP(X)                                                                   \
+    X(OK, 0, "success")                                                                      \
+    X(INPROGRESS, 1, "operation in progress")                                                \
+    X(ERR_INVALID_PARAM, -1, "invalid parameter")                                            \
+    X(ERR_NO_MEMORY, -2, "out of memory")                                                    \
+    X(ERR_UNSUPPORTED, -3, "operation not supported")                                        \
+    X(ERR_NOT_FOUND, -4, "not found")                                                        \
+    X(ERR_TRUNCATED, -5, "message truncated: receive buffer smaller than message")           \
+    X(ERR_OUT_OF_BOUNDS, -6, "access outside the registered or described range")             \
+    X(ERR_TIMEOUT, -7, "timed out")                                                          \
+    X(ERR_BUFFER_TOO_SMALL, -8, "output buffer too small")                                   \
+    X(ERR_BAD_ADDRESS, -9, "malformed or truncated engine address")                          \
+    X(ERR_BAD_DESC, -10, "malformed remote descriptor")                                      \
+    X(ERR_VERSION, -11, "incompatible libuccl wire version")                                 \
+    X(ERR_STALE, -12, "stale: the descriptor or address belongs to another engine incarnation") \
+    X(ERR_INVALID_HANDLE, -13, "invalid or already released handle")                         \
+    X(ERR_BUSY, -14, "resource busy: operations still in flight")                            \
+    X(ERR_NO_DEVICE, -15, "no usable device")                                                \
+    X(ERR_NO_TRANSPORT, -16, "no transport can reach this peer")                             \
+    X(ERR_IO, -17, "I/O error")                                                              \
+    X(ERR_CANCELED, -18, "operation canceled")                                               \
+    X(ERR_TRANSPORT, -19, "transport error")                                                 \
+    X(ERR_NOT_REGISTERED, -20, "memory region not registered for this transport")            \
+    X(ERR_PEER_FAILED, -100, "peer failed or connection lost")                               \
+    X(ERR_UNREACHABLE, -101, "peer unreachable")                                             \
+    X(ERR_CONN_REFUSED, -102, "connection refused by peer")                                  \
+    X(ERR_REMOTE_ACCESS, -103, "peer refused the remote access (region gone or out of range)")
+
+typedef enum {
+#define UCCL_STATUS_ENUM_(name, value, text) UCCL_##name = value,
+    UCCL_STATUS_MAP(UCCL_STATUS_ENUM_)
+#undef UCCL_STATUS_ENUM_
+} uccl_status_t;
+
+#define UCCL_STATUS_IS_ERR(s) ((s) < 0)
+#define UCCL_STATUS_IS_PEER_ERROR(s) ((s) <= -100 && (s) > -200)
+
+/* Human-readable text of a status ("unknown status" for values not listed). */
+UCCL_API const char *uccl_strerror(uccl_status_t status);
+/* Symbolic name of a status, e.g. "UCCL_ERR_TIMEOUT". */
+UCCL_API const char *uccl_status_name(uccl_status_t status);
+/* Library version as "MAJOR.MINOR.PATCH". */
+UCCL_API const char *uccl_version(void);
+
+/* ---------------------------------------------------------------- handles */
+
+typedef struct uccl_engine uccl_engine_t;
+typedef struct uccl_conn uccl_conn_t;
+typedef struct uccl_mr uccl_mr_t;
+typedef struct uccl_req uccl_req_t;
+
+/* ---------------------------------------------------------------- engine */
+
+/* Which fields of uccl_engine_params_t are set; unset fields take defaults
+ * from the configuration table (UCCL_* environment variables). */
+enum {
+    UCCL_ENGINE_PARAM_GPU_INDEX = 1u << 0,
+    UCCL_ENGINE_PARAM_TRANSPORTS = 1u << 1,
+    UCCL_ENGINE_PARAM_NET_DEVICES = 1u << 2,
+    UCCL_ENGINE_PARAM_PROGRESS_THREAD = 1u << 3,
+};
+
+typedef struct uccl_engine_params {
+    uint64_t field_mask;     /* UCCL_ENGINE_PARAM_* bits */
+    int gpu_index;           /* local GPU ordinal, -1 = host memory only */
+    const char *transports;  /* comma list ("shm,tcp"), overrides UCCL_TRANSPORTS */
+    const char *net_devices; /* "mlx5_0:1,rxe0", overrides UCCL_NET_DEVICES */
+    int progress_thread;     /* 1 = background progress thread */
+} uccl_engine_params_t;
+
+/* Engine capability bits (uccl_engine_caps). */
+enum {
+    UCCL_CAP_SHM = 1u << 0,
+    UCCL_CAP_TCP = 1u << 1,
+    UCCL_CAP_VERBS = 1u << 2,
+    UCCL_CAP_OFI = 1u << 3,
+    UCCL_CAP_GPU_IPC = 1u << 4,
+    UCCL_CAP_CUDA = 1u << 8,
+    UCCL_CAP_ROCM = 1u << 9,
+    UCCL_CAP_HWLOC = 1u << 10,
+    UCCL_CAP_MPI = 1u << 11,
+};
+
+/* Create an engine: opens every allowed transport that is usable on this
+ * host (a transport whose probe fails is skipped and reported at info
+ * level), a listening socket for connection setup, and draws a random
+ * 64-bit incarnation id. params may be NULL (all defaults).
+ * Errors: UCCL_ERR_INVALID_PARAM (bad field, unknown transport name),
+ * UCCL_ERR_NO_TRANSPORT (nothing usable), UCCL_ERR_NO_MEMORY, UCCL_ERR_IO. */
+UCCL_API uccl_status_t uccl_engine_create(const uccl_engine_params_t *params,
+                                          uccl_engine_t **engine);
+
+/* Destroy an engine, closing its connections and releasing its regions and
+ * requests. Outstanding requests complete with UCCL_ERR_CANCELED first. */
+UCCL_API uccl_status_t uccl_engine_destroy(uccl_engine_t *engine);
+
+/* Bitmask of UCCL_CAP_* for what this engine can use: transports opened
+ * here, GPU runtime and libraries compiled in. */
+UCCL_API uint64_t uccl_engine_caps(const uccl_engine_t *engine);
+
+/* The engine's random incarnation id (also carried in its address and in
+ * every remote descriptor it packs). */
+UCCL_API uint64_t uccl_engine_id(const uccl_engine_t *engine);
+
+/* Largest address blob any engine produces. */
+#define UCCL_ADDRESS_MAX 1024
+
+/* Write this engine's address blob to buf. On entry *len is buf's size, on
+ * return the blob's length. The blob is opaque, versioned and self-checking;
+ * send it to peers by any means (MPI, a file, a socket).
+ * Errors: UCCL_ERR_BUFFER_TOO_SMALL (then *len holds the size needed). */
+UCCL_API uccl_status_t uccl_engine_address(uccl_engine_t *engine, void *buf, size_t *len);
+
+/* Drive every transport once; returns the number of events handled (>= 0).
+ * Other calls progress by themselves; this is for callers that poll. */
+UCCL_API int uccl_engine_progress(uccl_engine_t *engine);
+
+/* ---------------------------------------------------------------- connections */
+
+/* Connect to the engine whose address blob is addr. Picks the transport
+ * automatically (same host -> shm, else verbs > ofi > tcp; restricted by
+ * UCCL_TRANSPORTS) and blocks up to UCCL_TIMEOUT_MS while progressing the
+ * engine. The connection is bidirectional.
+ * Errors: UCCL_ERR_BAD_ADDRESS / UCCL_ERR_VERSION (blob rejected, nothing
+ * sent), UCCL_ERR_NO_TRANSPORT, UCCL_ERR_UNREACHABLE, UCCL_ERR_CONN_REFUSED,
+ * UCCL_ERR_TIMEOUT. */
+UCCL_API uccl_status_t uccl_connect(uccl_engine_t *engine, const void *addr, size_t len,
+                                    uccl_conn_t **conn);
+
+/* Wait up to timeout_ms (-1 = UCCL_TIMEOUT_MS) for the next incoming
+ * connection and return it. Incoming connections are set up by progress,
+ * so peers never block on us calling accept.
+ * Errors: UCCL_ERR_TIMEOUT. */
+UCCL_API uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **conn);
+
+/* Close a connection. Its outstanding requests complete with
+ * UCCL_ERR_CANCELED; the peer's requests on it fail with UCCL_ERR_PEER_FAILED. */
+UCCL_API uccl_status_t uccl_conn_close(uccl_conn_t *conn);
+
+typedef struct uccl_conn_attr {
+    uint64_t peer_id;      /* peer engine's incarnation id */
+    const char *transport; /* "shm", "tcp", "verbs", ... (owned by the library) */
+    int same_host;         /* 1 when the peer runs on this host */
+    uccl_status_t state;   /* UCCL_OK, or the error that failed the connection */
+} uccl_conn_attr_t;
+
+UCCL_API uccl_status_t uccl_conn_query(const uccl_conn_t *conn, uccl_conn_attr_t *attr);
+
+/* ---------------------------------------------------------------- memory */
+
+enum {
+    UCCL_MR_LOCAL_ONLY = 1u << 0, /* never packed for remote access */
+};
+
+typedef enum {
+    UCCL_MEM_HOST = 0,
+    UCCL_MEM_CUDA = 1,
+    UCCL_MEM_ROCM = 2,
+} uccl_mem_type_t;
+
+/* Register [ptr, ptr+len) with every transport of the engine. The memory
+ * type is detected from the pointer. A cache makes registering the same (or
+ * an enclosed) range again cheap (UCCL_RCACHE=0 turns it off). len > 0.
+ * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_MEMORY, UCCL_ERR_TRANSPORT. */
+UCCL_API uccl_status_t uccl_mr_reg(uccl_engine_t *engine, void *ptr, size_t len,
+                                   unsigned flags, uccl_mr_t **mr);
+
+/* Release a region. Errors: UCCL_ERR_INVALID_HANDLE (already released),
+ * UCCL_ERR_BUSY (requests on it still in flight; nothing is released). */
+UCCL_API uccl_status_t uccl_mr_dereg(uccl_mr_t *mr);
+
+typedef struct uccl_mr_attr {
+    void *addr;
+    size_t len;
+    uccl_mem_type_t mem_type;
+    int device; /* GPU ordinal, -1 for host memory */
+} uccl_mr_attr_t;
+
+UCCL_API uccl_status_t uccl_mr_query(const uccl_mr_t *mr, uccl_mr_attr_t *attr);
+
+/* A remote descriptor: 64 bytes, position independent, safe to send
+ * anywhere. Describes [off, off+len) of a region for one-sided access. */
+#define UCCL_RDESC_SIZE 64
+typedef struct uccl_rdesc {
+    uint8_t bytes[UCCL_RDESC_SIZE];
+} uccl_rdesc_t;
+
+/* Describe [off, off+len) of mr for peers. Errors: UCCL_ERR_OUT_OF_BOUNDS,
+ * UCCL_ERR_INVALID_PARAM (LOCAL_ONLY region), UCCL_ERR_INVALID_HANDLE. */
+UCCL_API uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len,
+                                    uccl_rdesc_t *rdesc);
+
+typedef struct uccl_rdesc_info {
+    uint64_t engine_id; /* incarnation id of the engine that packed it */
+    uint64_t addr;      /* remote virtual address of byte 0 */
+    uint64_t len;
+    uccl_mem_type_t mem_type;
+} uccl_rdesc_info_t;
+
+/* Check and decode a descriptor received from elsewhere.
+ * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
+UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
+
+/* ---------------------------------------------------------------- transfers */
+
+/* One piece of a vectored transfer. */
+typedef struct uccl_iov {
+    uccl_mr_t *mr;
+    size_t off;
+    size_t len;
+} uccl_iov_t;
+
+/* Most pieces one vectored call accepts. */
+#define UCCL_IOV_MAX 64
+
+/* Two-sided. A message is matched to the first receive posted on the same
+ * conn with the same tag, in posting order. A receive larger than the
+ * message completes with the message's length (uccl_req_bytes); a smaller
+ * one fails with UCCL_ERR_TRUNCATED and the message stays for the next
+ * receive with that tag. Zero-length messages are allowed.
+ * On success *req is a new request (free it with uccl_req_free).
+ * Errors (immediate): UCCL_ERR_INVALID_PARAM, UCCL_ERR_OUT_OF_BOUNDS (off+len
+ * past the region), UCCL_ERR_INVALID_HANDLE, UCCL_ERR_PEER_FAILED. */
+UCCL_API uccl_status_t uccl_send(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                 uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_recv(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                 uint64_t tag, uccl_req_t **req);
+/* Gather iov into one message / scatter one message into iov (1..UCCL_IOV_MAX). */
+UCCL_API uccl_status_t uccl_sendv(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
+                                  uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_recvv(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
+                                  uint64_t tag, uccl_req_t **req);
+
+/* One-sided. Write [off, off+len) of mr to the start of rdesc's range plus
+ * roff / read into it from there. rdesc must come from the engine at the
+ * other end of conn (else UCCL_ERR_STALE); roff+len past the described range
+ * is refused locally with UCCL_ERR_OUT_OF_BOUNDS. A region deregistered by
+ * the peer fails the request with UCCL_ERR_REMOTE_ACCESS. */
+UCCL_API uccl_status_t uccl_write(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                  const uccl_rdesc_t *rdesc, size_t roff, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_read(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                 const uccl_rdesc_t *rdesc, size_t roff, uccl_req_t **req);
+/* Vectored: local pieces are gathered (write) / scattered (read) to/from the
+ * contiguous remote range starting at roff. */
+UCCL_API uccl_status_t uccl_writev(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
+                                   const uccl_rdesc_t *rdesc, size_t roff, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_readv(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
+                                  const uccl_rdesc_t *rdesc, size_t roff, uccl_req_t **req);
+
+/* Write, then deliver notif to the peer once the data has landed there;
+ * the peer reads it with uccl_notif_poll in delivery order. */
+UCCL_API uccl_status_t uccl_write_notify(uccl_conn_t *conn, uccl_mr_t *mr, size_t off,
+                                         size_t len, const uccl_rdesc_t *rdesc, size_t roff,
+                                         uint64_t notif, uccl_req_t **req);
+
+/* Progress the engine once and pop the oldest notification of conn.
+ * Returns UCCL_OK with *value set, UCCL_ERR_NOT_FOUND when none is pending,
+ * or the connection's error. */
+UCCL_API uccl_status_t uccl_notif_poll(uccl_conn_t *conn, uint64_t *value);
+
+/* ---------------------------------------------------------------- requests */
+
+/* Progress once, then report: *done = 1 when finished. Returns the request's
+ * status when done (UCCL_OK or its error), UCCL_INPROGRESS otherwise.
+ * Errors: UCCL_ERR_INVALID_HANDLE (freed or never valid). */
+UCCL_API uccl_status_t uccl_test(uccl_req_t *req, int *done);
+
+/* Progress until req finishes or timeout_ms passes (-1 = UCCL_TIMEOUT_MS,
+ * 0 = poll once). Returns the request's final status or UCCL_ERR_TIMEOUT
+ * (the request stays valid and may still complete). */
+UCCL_API uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms);
+
+/* Wait for all n requests (NULL entries are skipped). Returns UCCL_OK when all
+ * succeeded, else the first error in array order; UCCL_ERR_TIMEOUT when the
+ * time ran out first. */
+UCCL_API uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms);
+
+/* Bytes moved by a finished request (for a receive: the message length). */
+UCCL_API uccl_status_t uccl_req_bytes(const uccl_req_t *req, size_t *bytes);
+
+/* Release a request. A request still in flight is detached: it completes in
+ * the background and is then recycled. Errors: UCCL_ERR_INVALID_HANDLE. */
+UCCL_API uccl_status_t uccl_req_free(uccl_req_t *req);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UCCL_UCCL_H */

@@ -1,0 +1,28 @@
+/* Bootstrap a libuccl communicator from an MPI communicator. MPI is used only
+ * here, to exchange engine addresses; no MPI call is on any data path. */
+#ifndef UCCL_UCCL_MPI_H
+#define UCCL_UCCL_MPI_H
+
+#include <mpi.h>
+#include <uccl/uccl_coll.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Collective over mpi_comm: each rank creates an engine (or uses
+ * params->engine), all ranks exchange address blobs with MPI_Allgather,
+ * connect to every peer (lower ranks connect, higher ranks accept: no
+ * deadlock), and learn which peers share their host. params may be NULL.
+ * Every rank gets the same status: if any rank fails, all return an error
+ * (the failing rank's own status there, UCCL_ERR_PEER_FAILED elsewhere).
+ * Errors: those of uccl_engine_create / uccl_connect / uccl_accept,
+ * UCCL_ERR_IO (an MPI call failed). */
+UCCL_API uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *params,
+                                          uccl_comm_t **comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UCCL_UCCL_MPI_H */

@@ -1,0 +1,24 @@
+dnl UCCL_CHECK_CUDA: --with-cuda[=PATH]; CUDA runtime backend of src/gpu.
+AC_DEFUN([UCCL_CHECK_CUDA], [
+AC_ARG_WITH([cuda], [AS_HELP_STRING([--with-cuda@<:@=PATH@:>@], [CUDA GPU support (default: auto, /usr/local/cuda)])],
+            [], [with_cuda=check])
+uccl_have_cuda=no
+CUDA_CFLAGS=; CUDA_LIBS=
+AS_IF([test "x$with_cuda" != xno], [
+    cuda_home=/usr/local/cuda
+    AS_IF([test "x$with_cuda" != xyes && test "x$with_cuda" != xcheck], [cuda_home=$with_cuda])
+    AS_IF([test -d "$cuda_home/include"], [CUDA_CFLAGS="-I$cuda_home/include"])
+    for d in "$cuda_home/lib64" "$cuda_home/lib" "$cuda_home/targets/x86_64-linux/lib"; do
+        AS_IF([test -d "$d"], [CUDA_LDFLAGS="$CUDA_LDFLAGS -L$d"])
+    done
+    save_CPPFLAGS=$CPPFLAGS; save_LDFLAGS=$LDFLAGS
+    CPPFLAGS="$CPPFLAGS $CUDA_CFLAGS"; LDFLAGS="$LDFLAGS $CUDA_LDFLAGS"
+    AC_CHECK_HEADER([cuda_runtime_api.h],
+        [AC_CHECK_LIB([cudart], [cudaMalloc], [uccl_have_cuda=yes; CUDA_LIBS="$CUDA_LDFLAGS -lcudart"])])
+    CPPFLAGS=$save_CPPFLAGS; LDFLAGS=$save_LDFLAGS
+    AS_IF([test "x$uccl_have_cuda" != xyes && test "x$with_cuda" != xcheck], [AC_MSG_ERROR([CUDA requested but not found])])
+])
+AS_IF([test "x$uccl_have_cuda" = xyes], [AC_DEFINE([UCCL_HAVE_CUDA], [1], [CUDA backend built])])
+AC_SUBST([CUDA_CFLAGS]); AC_SUBST([CUDA_LIBS])
+AM_CONDITIONAL([UCCL_HAVE_CUDA], [test "x$uccl_have_cuda" = xyes])
+])

@@ -1,0 +1,211 @@
+/* Internal definitions of the core objects: engine, connection, memory
+ * region, and the calls transports make back into the core. */
+#ifndef UCCL_CORE_CORE_H
+#define UCCL_CORE_CORE_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uccl/uccl.h>
+
+#include "config.h"
+#include "list.h"
+#include "log.h"
+#include "pool.h"
+#include "req.h"
+#include "tp.h"
+
+#define UCCL_MAGIC_ENGINE 0x454e4743u /* "CGNE" */
+#define UCCL_MAGIC_CONN 0x4e4e4f43u
+#define UCCL_MAGIC_MR 0x524d4343u
+#define UCCL_MAGIC_DEAD 0xdeadbeefu
+
+#define UCCL_HOSTNAME_MAX 64
+
+/* One registered range shared by every handle that registered it (the
+ * registration cache); transports keep their per-region handle in memh. */
+typedef struct uccl_region {
+    void *addr;
+    size_t len;
+    uccl_mem_type_t mem_type;
+    int device;
+    uint64_t id;      /* engine-unique, carried in remote descriptors */
+    int refcount;     /* live uccl_mr_t handles */
+    uccl_tp_memh_t *memh[UCCL_TP_MAX];
+    void *alloc_base; /* GPU allocation holding addr (for IPC), else addr */
+    size_t alloc_size;
+} uccl_region_t;
+
+/* A user's registration handle. */
+struct uccl_mr {
+    uint32_t magic;
+    unsigned flags;
+    uccl_engine_t *engine;
+    uccl_region_t *region;
+    void *addr;
+    size_t len;
+    int inflight; /* requests that still reference this handle */
+    uccl_list_t pool_link;
+};
+
+/* Peer's address blob, parsed (pointers point into the parsed buffer). */
+typedef struct uccl_address {
+    uint16_t version;
+    uint64_t engine_id;
+    uint64_t host_id;
+    uint32_t pid;
+    struct sockaddr_in oob;
+    char hostname[UCCL_HOSTNAME_MAX];
+    int ntp;
+    struct {
+        char name[16];
+        const void *addr;
+        size_t len;
+    } tp[UCCL_TP_MAX];
+} uccl_address_t;
+
+struct uccl_conn {
+    uint32_t magic;
+    uccl_engine_t *engine;
+    uint64_t peer_id;
+    uint64_t peer_host_id;
+    int peer_pid;
+    char peer_host[UCCL_HOSTNAME_MAX];
+    bool same_host;
+    bool is_initiator;
+    uccl_status_t state;  /* UCCL_OK or the error that failed it */
+    bool teardown_pending; /* failed: endpoints are released by the next progress */
+    int oob_fd;           /* setup socket, kept to notice a peer going away */
+    uint64_t peer_gone_ms; /* when that socket closed (0 = still open) */
+    uccl_tp_ep_t *ep[UCCL_TP_MAX]; /* indexed by transport slot; NULL = unused */
+    int host_tp;          /* slot used for host memory, -1 = none */
+    int dev_tp;           /* slot used for GPU memory, -1 = none */
+    uccl_list_t reqs;     /* requests in flight on this conn */
+    uint64_t *notifs;     /* ring of pending notifications */
+    size_t notif_head, notif_count, notif_cap;
+    uccl_list_t link;     /* engine->conns or engine->accept_q */
+    uccl_list_t pool_link;
+};
+
+/* An incoming connection whose setup message is still being read. */
+typedef struct uccl_handshake {
+    int fd;
+    uint64_t deadline_ms;
+    uint8_t *buf;
+    size_t have, need;
+    uccl_list_t link;
+} uccl_handshake_t;
+
+struct uccl_engine {
+    uint32_t magic;
+    pthread_mutex_t lock; /* recursive: serializes every public call */
+    uccl_config_t cfg;
+    uint64_t id;
+    uint64_t host_id;
+    int pid;
+    char hostname[UCCL_HOSTNAME_MAX];
+    int gpu_index;
+    uint64_t caps;
+    uccl_tp_t *tp[UCCL_TP_MAX];
+    int ntp;
+    int listen_fd;
+    struct sockaddr_in oob_addr;
+    uccl_list_t conns;
+    uccl_list_t accept_q;
+    uccl_list_t handshakes;
+    uccl_pool_t req_pool;
+    uccl_pool_t mr_pool;
+    uccl_pool_t conn_pool;
+    void *rcache_by_range; /* tsearch roots */
+    void *region_by_id;
+    uint64_t next_region_id;
+    uint64_t next_liveness_ms;
+    bool in_progress; /* progress is not re-entered */
+    pthread_t progress_thread;
+    volatile int progress_stop;
+    bool has_progress_thread;
+};
+
+/* ---- time and hashing (util.c) */
+uint64_t uccl_time_ms(void);
+uint32_t uccl_fnv1a32(const void *data, size_t len);
+uint64_t uccl_random_u64(void);
+uint64_t uccl_host_id(char *hostname, size_t len);
+
+/* ---- engine internals (engine.c) */
+/* Progress every transport, pending setups, liveness, deferred teardowns. */
+int uccl_engine_progress_locked(uccl_engine_t *engine);
+uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
+static inline void uccl_engine_lock(uccl_engine_t *e) { pthread_mutex_lock(&e->lock); }
+static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&e->lock); }
+
+/* ---- address blob (address.c): the one parser of untrusted blobs */
+uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);
+uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out);
+
+/* ---- connections (conn.c) */
+/* Called by transports when a connection cannot go on (peer gone, link
+ * error). Marks it failed now; endpoints are torn down and its requests
+ * completed with status by the engine's next progress, outside the
+ * transport's own progress call. */
+void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status);
+/* Deliver a notification that arrived for conn (transports call this). */
+uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value);
+uccl_status_t uccl_conn_check(const uccl_conn_t *conn);
+void uccl_conn_progress_setup(uccl_engine_t *engine);
+void uccl_conn_progress_liveness(uccl_engine_t *engine);
+void uccl_conn_progress_teardown(uccl_engine_t *engine);
+void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
+
+/* ---- memory (mr.c) */
+uccl_status_t uccl_mr_check(const uccl_mr_t *mr);
+/* Target-side check of a remote access (tcp, shm): region id must be live
+ * and [addr, addr+len) inside it. Returns UCCL_ERR_REMOTE_ACCESS otherwise. */
+uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,
+                                      uint64_t len, uccl_region_t **region);
+void uccl_mr_release_all(uccl_engine_t *engine);
+
+/* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors */
+typedef struct uccl_rdesc_fields {
+    uint64_t engine_id;
+    uint64_t region_id;
+    uint64_t addr;
+    uint64_t len;
+    uccl_mem_type_t mem_type;
+    int device;
+    uint8_t rkey[UCCL_TP_RKEY_SIZE];
+} uccl_rdesc_fields_t;
+
+void uccl_rdesc_encode(const uccl_rdesc_fields_t *f, uccl_rdesc_t *rdesc);
+uccl_status_t uccl_rdesc_decode(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *f);
+
+/* ---- small helpers shared by parsers */
+static inline void uccl_put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void uccl_put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void uccl_put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t uccl_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t uccl_get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t uccl_get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+#endif

@@ -1,0 +1,382 @@
+/* Engine: configuration, transports, the connection-setup listener, the
+ * progress loop and the optional progress thread. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "gpu/gpu.h"
+#include "uccl_build.h"
+
+/* How often progress looks at the setup listener and at peer liveness. */
+#define UCCL_SLOW_PROGRESS_MS 1
+
+uccl_status_t uccl_engine_check(const uccl_engine_t *engine)
+{
+    if (engine == NULL || engine->magic != UCCL_MAGIC_ENGINE)
+        return UCCL_ERR_INVALID_HANDLE;
+    return UCCL_OK;
+}
+
+/* Is name in the comma list? An empty list allows everything. */
+static bool list_has(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    if (list == NULL || *list == '\0')
+        return true;
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
+}
+
+/* Every name in the list must be a transport compiled in. */
+static uccl_status_t check_transport_list(const char *list)
+{
+    char known[256] = "";
+    char name[32];
+
+    for (const struct uccl_tp_ops *const *ops = uccl_tp_list(); *ops; ops++) {
+        strncat(known, known[0] ? "," : "", sizeof(known) - strlen(known) - 1);
+        strncat(known, (*ops)->name, sizeof(known) - strlen(known) - 1);
+    }
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+        snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : 0), p);
+        if (len == 0 || len >= sizeof(name) || !list_has(known, name)) {
+            uccl_error("unknown transport '%.*s' in transport list '%s' (built in: %s)", (int)len, p,
+                       list, known);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        p += len + (end ? 1 : 0);
+    }
+    return UCCL_OK;
+}
+
+static void pick_oob_address(const uccl_config_t *cfg, struct in_addr *out)
+{
+    struct ifaddrs *ifs, *ifa;
+
+    out->s_addr = htonl(INADDR_LOOPBACK);
+    if (cfg->oob_ifaddr[0] != '\0') {
+        if (inet_pton(AF_INET, cfg->oob_ifaddr, out) != 1)
+            uccl_warn("UCCL_OOB_IFADDR=%s is not an IPv4 address; using 127.0.0.1", cfg->oob_ifaddr);
+        return;
+    }
+    if (getifaddrs(&ifs) != 0)
+        return;
+    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+        if (ifa->ifa_addr == NULL || ifa->ifa_addr->sa_family != AF_INET ||
+            (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
+            continue;
+        *out = ((struct sockaddr_in *)ifa->ifa_addr)->sin_addr;
+        break;
+    }
+    freeifaddrs(ifs);
+}
+
+static uccl_status_t open_listener(uccl_engine_t *engine)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t salen = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        uccl_error("socket: %s", strerror(errno));
+        return UCCL_ERR_IO;
+    }
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        uccl_error("setup listener: %s", strerror(errno));
+        close(fd);
+        return UCCL_ERR_IO;
+    }
+    engine->listen_fd = fd;
+    engine->oob_addr.sin_family = AF_INET;
+    engine->oob_addr.sin_port = sa.sin_port;
+    pick_oob_address(&engine->cfg, &engine->oob_addr.sin_addr);
+    return UCCL_OK;
+}
+
+static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
+{
+    bool explicit_list = allowed[0] != '\0';
+
+    for (const struct uccl_tp_ops *const *ops = uccl_tp_list(); *ops; ops++) {
+        uccl_tp_t *tp = NULL;
+        uccl_status_t st;
+
+        if (!list_has(allowed, (*ops)->name))
+            continue;
+        if (engine->ntp == UCCL_TP_MAX)
+            break;
+        st = (*ops)->open(engine, &tp);
+        if (st != UCCL_OK) {
+            if (explicit_list) {
+                uccl_error("transport %s was asked for but cannot be used here: %s", (*ops)->name,
+                           uccl_strerror(st));
+                return st;
+            }
+            uccl_info("transport %s not usable here (%s); going on without it", (*ops)->name,
+                      uccl_strerror(st));
+            continue;
+        }
+        tp->ops = *ops;
+        tp->engine = engine;
+        tp->index = engine->ntp;
+        engine->tp[engine->ntp++] = tp;
+        engine->caps |= (*ops)->engine_cap;
+    }
+    if (engine->ntp == 0) {
+        uccl_error("no transport usable (allowed: '%s')", allowed[0] ? allowed : "all");
+        return UCCL_ERR_NO_TRANSPORT;
+    }
+    return UCCL_OK;
+}
+
+static void close_transports(uccl_engine_t *engine)
+{
+    for (int i = engine->ntp - 1; i >= 0; i--)
+        engine->tp[i]->ops->close(engine->tp[i]);
+    engine->ntp = 0;
+}
+
+static void *progress_thread_main(void *arg)
+{
+    uccl_engine_t *engine = arg;
+
+    while (!engine->progress_stop) {
+        uccl_engine_lock(engine);
+        uccl_engine_progress_locked(engine);
+        uccl_engine_unlock(engine);
+        sched_yield();
+    }
+    return NULL;
+}
+
+static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_params_t *params,
+                                  char *transports, size_t tlen)
+{
+    const uint64_t known = UCCL_ENGINE_PARAM_GPU_INDEX | UCCL_ENGINE_PARAM_TRANSPORTS |
+                           UCCL_ENGINE_PARAM_NET_DEVICES | UCCL_ENGINE_PARAM_PROGRESS_THREAD;
+
+    snprintf(transports, tlen, "%s", engine->cfg.transports);
+    engine->gpu_index = -1;
+    if (params == NULL)
+        return UCCL_OK;
+    if (params->field_mask & ~known) {
+        uccl_error("uccl_engine_create: unknown field_mask bits 0x%llx",
+                   (unsigned long long)(params->field_mask & ~known));
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (params->field_mask & UCCL_ENGINE_PARAM_GPU_INDEX) {
+        if (params->gpu_index < -1)
+            return UCCL_ERR_INVALID_PARAM;
+        engine->gpu_index = params->gpu_index;
+    }
+    if ((params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) && params->transports != NULL) {
+        if (strlen(params->transports) >= tlen)
+            return UCCL_ERR_INVALID_PARAM;
+        snprintf(transports, tlen, "%s", params->transports);
+    }
+    if ((params->field_mask & UCCL_ENGINE_PARAM_NET_DEVICES) && params->net_devices != NULL) {
+        if (strlen(params->net_devices) >= sizeof(engine->cfg.net_devices))
+            return UCCL_ERR_INVALID_PARAM;
+        snprintf(engine->cfg.net_devices, sizeof(engine->cfg.net_devices), "%s", params->net_devices);
+    }
+    if (params->field_mask & UCCL_ENGINE_PARAM_PROGRESS_THREAD)
+        engine->cfg.progress_thread = params->progress_thread != 0;
+    return UCCL_OK;
+}
+
+static uint64_t built_in_caps(void)
+{
+    uint64_t caps = 0;
+#ifdef UCCL_HAVE_HWLOC
+    caps |= UCCL_CAP_HWLOC;
+#endif
+#ifdef UCCL_HAVE_MPI
+    caps |= UCCL_CAP_MPI;
+#endif
+#if defined(UCCL_HAVE_CUDA)
+    caps |= UCCL_CAP_CUDA;
+#elif defined(UCCL_HAVE_ROCM)
+    caps |= UCCL_CAP_ROCM;
+#endif
+    return caps;
+}
+
+uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine_t **engine_out)
+{
+    char transports[UCCL_CFG_STRING_MAX];
+    pthread_mutexattr_t attr;
+    uccl_engine_t *engine;
+    uccl_status_t st;
+
+    if (engine_out == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    engine = calloc(1, sizeof(*engine));
+    if (engine == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    engine->listen_fd = -1;
+    st = uccl_config_get(&engine->cfg);
+    if (st != UCCL_OK)
+        goto err_free;
+    st = apply_params(engine, params, transports, sizeof(transports));
+    if (st != UCCL_OK)
+        goto err_free;
+    st = check_transport_list(transports);
+    if (st != UCCL_OK)
+        goto err_free;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&engine->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    engine->magic = UCCL_MAGIC_ENGINE;
+    engine->id = uccl_random_u64();
+    engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname));
+    engine->pid = (int)getpid();
+    engine->caps = built_in_caps();
+    uccl_list_init(&engine->conns);
+    uccl_list_init(&engine->accept_q);
+    uccl_list_init(&engine->handshakes);
+    uccl_pool_init(&engine->req_pool, sizeof(uccl_req_t), offsetof(uccl_req_t, pool_link), 256);
+    uccl_pool_init(&engine->mr_pool, sizeof(uccl_mr_t), offsetof(uccl_mr_t, pool_link), 256);
+    uccl_pool_init(&engine->conn_pool, sizeof(uccl_conn_t), offsetof(uccl_conn_t, pool_link), 16);
+    st = open_listener(engine);
+    if (st != UCCL_OK)
+        goto err_pools;
+    st = open_transports(engine, transports);
+    if (st != UCCL_OK)
+        goto err_listener;
+    if (engine->cfg.progress_thread) {
+        if (pthread_create(&engine->progress_thread, NULL, progress_thread_main, engine) != 0) {
+            uccl_error("cannot start the progress thread: %s", strerror(errno));
+            st = UCCL_ERR_NO_MEMORY;
+            goto err_transports;
+        }
+        engine->has_progress_thread = true;
+    }
+    uccl_debug("engine %016llx created: %d transports, setup listener port %d",
+               (unsigned long long)engine->id, engine->ntp, ntohs(engine->oob_addr.sin_port));
+    *engine_out = engine;
+    return UCCL_OK;
+
+err_transports:
+    close_transports(engine);
+err_listener:
+    close(engine->listen_fd);
+err_pools:
+    uccl_pool_destroy(&engine->req_pool);
+    uccl_pool_destroy(&engine->mr_pool);
+    uccl_pool_destroy(&engine->conn_pool);
+    pthread_mutex_destroy(&engine->lock);
+err_free:
+    free(engine);
+    return st;
+}
+
+uccl_status_t uccl_engine_destroy(uccl_engine_t *engine)
+{
+    uccl_status_t st = uccl_engine_check(engine);
+    uccl_list_t *pos, *tmp;
+
+    if (st != UCCL_OK)
+        return st;
+    if (engine->has_progress_thread) {
+        engine->progress_stop = 1;
+        pthread_join(engine->progress_thread, NULL);
+    }
+    uccl_engine_lock(engine);
+    uccl_list_for_each_safe(pos, tmp, &engine->accept_q)
+        uccl_conn_destroy(uccl_container_of(pos, uccl_conn_t, link), UCCL_ERR_CANCELED);
+    uccl_list_for_each_safe(pos, tmp, &engine->conns)
+        uccl_conn_destroy(uccl_container_of(pos, uccl_conn_t, link), UCCL_ERR_CANCELED);
+    uccl_list_for_each_safe(pos, tmp, &engine->handshakes) {
+        uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
+        close(hs->fd);
+        free(hs->buf);
+        uccl_list_del(&hs->link);
+        free(hs);
+    }
+    uccl_mr_release_all(engine);
+    close_transports(engine);
+    close(engine->listen_fd);
+    engine->magic = UCCL_MAGIC_DEAD;
+    uccl_pool_destroy(&engine->req_pool);
+    uccl_pool_destroy(&engine->mr_pool);
+    uccl_pool_destroy(&engine->conn_pool);
+    uccl_engine_unlock(engine);
+    pthread_mutex_destroy(&engine->lock);
+    free(engine);
+    return UCCL_OK;
+}
+
+int uccl_engine_progress_locked(uccl_engine_t *engine)
+{
+    int events = 0;
+    uint64_t now;
+
+    if (engine->in_progress)
+        return 0;
+    engine->in_progress = true;
+    for (int i = 0; i < engine->ntp; i++)
+        events += engine->tp[i]->ops->progress(engine->tp[i]);
+    now = uccl_time_ms();
+    if (now >= engine->next_liveness_ms) {
+        uccl_conn_progress_setup(engine);
+        uccl_conn_progress_liveness(engine);
+        engine->next_liveness_ms = now + UCCL_SLOW_PROGRESS_MS;
+    }
+    uccl_conn_progress_teardown(engine);
+    engine->in_progress = false;
+    return events;
+}
+
+int uccl_engine_progress(uccl_engine_t *engine)
+{
+    int events;
+
+    if (uccl_engine_check(engine) != UCCL_OK)
+        return 0;
+    uccl_engine_lock(engine);
+    events = uccl_engine_progress_locked(engine);
+    uccl_engine_unlock(engine);
+    return events;
+}
+
+uint64_t uccl_engine_caps(const uccl_engine_t *engine)
+{
+    return uccl_engine_check(engine) == UCCL_OK ? engine->caps : 0;
+}
+
+uint64_t uccl_engine_id(const uccl_engine_t *engine)
+{
+    return uccl_engine_check(engine) == UCCL_OK ? engine->id : 0;
+}
+
+uccl_status_t uccl_engine_address(uccl_engine_t *engine, void *buf, size_t *len)
+{
+    uccl_status_t st = uccl_engine_check(engine);
+
+    if (st != UCCL_OK)
+        return st;
+    uccl_engine_lock(engine);
+    st = uccl_address_pack(engine, buf, len);
+    uccl_engine_unlock(engine);
+    return st;
+}

@@ -1,0 +1,278 @@
+/* Memory registration with a registration cache: registering a range that
+ * is already registered (same start, length and memory type) shares the
+ * existing region (O(log n) lookup); the last deregistration releases it
+ * eagerly, so freed and reused memory never meets a stale registration. */
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "gpu/gpu.h"
+
+static int region_cmp_range(const void *a, const void *b)
+{
+    const uccl_region_t *x = a, *y = b;
+
+    if (x->addr != y->addr)
+        return (char *)x->addr < (char *)y->addr ? -1 : 1;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return (int)x->mem_type - (int)y->mem_type;
+}
+
+static int region_cmp_id(const void *a, const void *b)
+{
+    const uccl_region_t *x = a, *y = b;
+
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void region_tp_dereg(uccl_engine_t *engine, uccl_region_t *region)
+{
+    for (int i = 0; i < engine->ntp; i++) {
+        uccl_tp_t *tp = engine->tp[i];
+        if (region->memh[i] != NULL && tp->ops->mem_dereg != NULL)
+            tp->ops->mem_dereg(tp, region->memh[i]);
+        region->memh[i] = NULL;
+    }
+}
+
+static uccl_status_t region_create(uccl_engine_t *engine, void *ptr, size_t len,
+                                   const uccl_gpu_ptr_attr_t *attr, uccl_region_t **out)
+{
+    uccl_region_t *region = calloc(1, sizeof(*region));
+    uccl_status_t st = UCCL_OK;
+
+    if (region == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    region->addr = ptr;
+    region->len = len;
+    region->mem_type = attr->type;
+    region->device = attr->device;
+    region->alloc_base = attr->base ? attr->base : ptr;
+    region->alloc_size = attr->size ? attr->size : len;
+    region->id = ++engine->next_region_id;
+    for (int i = 0; i < engine->ntp; i++) {
+        uccl_tp_t *tp = engine->tp[i];
+        if (!(tp->ops->caps & UCCL_TP_CAP_MEM_REG) || tp->ops->mem_reg == NULL)
+            continue;
+        st = tp->ops->mem_reg(tp, ptr, len, attr->type, attr->device, &region->memh[i]);
+        if (st != UCCL_OK) {
+            uccl_error("%s: cannot register %zu bytes at %p: %s", tp->ops->name, len, ptr,
+                       uccl_strerror(st));
+            goto err_dereg;
+        }
+    }
+    if (tsearch(region, &engine->region_by_id, region_cmp_id) == NULL) {
+        st = UCCL_ERR_NO_MEMORY;
+        goto err_dereg;
+    }
+    *out = region;
+    return UCCL_OK;
+
+err_dereg:
+    region_tp_dereg(engine, region);
+    free(region);
+    return st;
+}
+
+static void region_destroy(uccl_engine_t *engine, uccl_region_t *region)
+{
+    if (engine->cfg.rcache)
+        tdelete(region, &engine->rcache_by_range, region_cmp_range);
+    tdelete(region, &engine->region_by_id, region_cmp_id);
+    region_tp_dereg(engine, region);
+    free(region);
+}
+
+uccl_status_t uccl_mr_check(const uccl_mr_t *mr)
+{
+    if (mr == NULL || mr->magic != UCCL_MAGIC_MR)
+        return UCCL_ERR_INVALID_HANDLE;
+    return UCCL_OK;
+}
+
+static uccl_status_t region_get(uccl_engine_t *engine, void *ptr, size_t len, uccl_region_t **out)
+{
+    uccl_gpu_ptr_attr_t attr;
+    uccl_region_t key, **found;
+    uccl_status_t st = uccl_gpu_ptr_attr(ptr, &attr);
+
+    if (st != UCCL_OK)
+        return st;
+    key.addr = ptr;
+    key.len = len;
+    key.mem_type = attr.type;
+    if (engine->cfg.rcache) {
+        found = tfind(&key, &engine->rcache_by_range, region_cmp_range);
+        if (found != NULL) {
+            (*found)->refcount++;
+            *out = *found;
+            return UCCL_OK;
+        }
+    }
+    st = region_create(engine, ptr, len, &attr, out);
+    if (st != UCCL_OK)
+        return st;
+    if (engine->cfg.rcache && tsearch(*out, &engine->rcache_by_range, region_cmp_range) == NULL) {
+        region_destroy(engine, *out);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    (*out)->refcount = 1;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_mr_reg(uccl_engine_t *engine, void *ptr, size_t len, unsigned flags,
+                          uccl_mr_t **mr_out)
+{
+    uccl_status_t st = uccl_engine_check(engine);
+    uccl_region_t *region;
+    uccl_mr_t *mr;
+
+    if (st != UCCL_OK)
+        return st;
+    if (ptr == NULL || len == 0 || mr_out == NULL || (uintptr_t)ptr + len < (uintptr_t)ptr ||
+        (flags & ~(unsigned)UCCL_MR_LOCAL_ONLY) != 0)
+        return UCCL_ERR_INVALID_PARAM;
+    uccl_engine_lock(engine);
+    mr = uccl_pool_get(&engine->mr_pool);
+    if (mr == NULL) {
+        st = UCCL_ERR_NO_MEMORY;
+        goto out;
+    }
+    st = region_get(engine, ptr, len, &region);
+    if (st != UCCL_OK) {
+        uccl_pool_put(&engine->mr_pool, mr);
+        goto out;
+    }
+    mr->magic = UCCL_MAGIC_MR;
+    mr->flags = flags;
+    mr->engine = engine;
+    mr->region = region;
+    mr->addr = ptr;
+    mr->len = len;
+    mr->inflight = 0;
+    *mr_out = mr;
+out:
+    uccl_engine_unlock(engine);
+    return st;
+}
+
+uccl_status_t uccl_mr_dereg(uccl_mr_t *mr)
+{
+    uccl_status_t st = uccl_mr_check(mr);
+    uccl_engine_t *engine;
+
+    if (st != UCCL_OK)
+        return st;
+    engine = mr->engine;
+    uccl_engine_lock(engine);
+    if (mr->inflight > 0) {
+        uccl_warn("uccl_mr_dereg: %d requests still use region %p", mr->inflight, mr->addr);
+        uccl_engine_unlock(engine);
+        return UCCL_ERR_BUSY;
+    }
+    if (--mr->region->refcount == 0)
+        region_destroy(engine, mr->region);
+    mr->magic = UCCL_MAGIC_DEAD;
+    mr->region = NULL;
+    uccl_pool_put(&engine->mr_pool, mr);
+    uccl_engine_unlock(engine);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_mr_query(const uccl_mr_t *mr, uccl_mr_attr_t *attr)
+{
+    uccl_status_t st = uccl_mr_check(mr);
+
+    if (st != UCCL_OK)
+        return st;
+    if (attr == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    attr->addr = mr->addr;
+    attr->len = mr->len;
+    attr->mem_type = mr->region->mem_type;
+    attr->device = mr->region->device;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len, uccl_rdesc_t *rdesc)
+{
+    uccl_status_t st = uccl_mr_check(mr);
+    uccl_rdesc_fields_t f;
+    const uccl_engine_t *engine;
+
+    if (st != UCCL_OK)
+        return st;
+    if (rdesc == NULL || (mr->flags & UCCL_MR_LOCAL_ONLY))
+        return UCCL_ERR_INVALID_PARAM;
+    if (off > mr->len || len > mr->len - off)
+        return UCCL_ERR_OUT_OF_BOUNDS;
+    engine = mr->engine;
+    memset(&f, 0, sizeof(f));
+    f.engine_id = engine->id;
+    f.region_id = mr->region->id;
+    f.addr = (uint64_t)(uintptr_t)mr->addr + off;
+    f.len = len;
+    f.mem_type = mr->region->mem_type;
+    f.device = mr->region->device;
+    /* the key area belongs to the best transport that needs remote keys */
+    for (int i = 0, best = -1; i < engine->ntp; i++) {
+        const uccl_tp_t *tp = engine->tp[i];
+        if (!(tp->ops->caps & UCCL_TP_CAP_RKEY) || mr->region->memh[i] == NULL)
+            continue;
+        if (best < 0 || tp->ops->priority > engine->tp[best]->ops->priority) {
+            best = i;
+            tp->ops->mem_pack((uccl_tp_t *)tp, mr->region->memh[i], f.rkey);
+        }
+    }
+    uccl_rdesc_encode(&f, rdesc);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,
+                                      uint64_t len, uccl_region_t **out)
+{
+    uccl_region_t key, **found;
+    uint64_t start, end;
+
+    key.id = region_id;
+    found = tfind(&key, &engine->region_by_id, region_cmp_id);
+    if (found == NULL)
+        return UCCL_ERR_REMOTE_ACCESS;
+    start = (uint64_t)(uintptr_t)(*found)->addr;
+    end = start + (*found)->len;
+    if (addr < start || addr > end || len > end - addr)
+        return UCCL_ERR_REMOTE_ACCESS;
+    *out = *found;
+    return UCCL_OK;
+}
+
+static uccl_engine_t *release_engine; /* tdestroy has no user argument */
+
+static void region_free_node(void *node)
+{
+    uccl_region_t *region = node;
+
+    region_tp_dereg(release_engine, region);
+    free(region);
+}
+
+static void noop_free(void *node)
+{
+    (void)node;
+}
+
+void uccl_mr_release_all(uccl_engine_t *engine)
+{
+    static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+
+    pthread_mutex_lock(&release_lock);
+    release_engine = engine;
+    tdestroy(engine->rcache_by_range, noop_free);
+    tdestroy(engine->region_by_id, region_free_node);
+    release_engine = NULL;
+    pthread_mutex_unlock(&release_lock);
+    engine->rcache_by_range = NULL;
+    engine->region_by_id = NULL;
+}

@@ -1,0 +1,208 @@
+/* Request lifecycle: allocation from the engine pool, completion, test,
+ * wait, free. */
+#include <sched.h>
+#include <string.h>
+
+#include "core.h"
+
+uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
+{
+    uccl_req_t *req = uccl_pool_get(&engine->req_pool);
+
+    if (req == NULL)
+        return NULL;
+    req->magic = UCCL_MAGIC_REQ;
+    req->done = false;
+    req->detached = false;
+    req->engine = engine;
+    req->conn = NULL;
+    req->ep = NULL;
+    req->status = UCCL_INPROGRESS;
+    req->bytes = 0;
+    req->tag = 0;
+    req->len = 0;
+    req->iovcnt = 0;
+    memset(&req->remote, 0, sizeof(req->remote));
+    req->has_notif = false;
+    req->notif = 0;
+    uccl_list_init(&req->tp_link);
+    memset(req->tp_data, 0, sizeof(req->tp_data));
+    req->tp_ptr = NULL;
+    uccl_list_init(&req->conn_link);
+    return req;
+}
+
+void uccl_req_release(uccl_req_t *req)
+{
+    req->magic = UCCL_MAGIC_REQ_FREE;
+    uccl_pool_put(&req->engine->req_pool, req);
+}
+
+uccl_status_t uccl_req_check(const uccl_req_t *req)
+{
+    /* a detached request is no longer the caller's: treat it as freed */
+    if (req == NULL || req->magic != UCCL_MAGIC_REQ || req->detached)
+        return UCCL_ERR_INVALID_HANDLE;
+    return UCCL_OK;
+}
+
+void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
+{
+    if (req->done) {
+        uccl_error("request %p completed twice (internal error)", (void *)req);
+        return;
+    }
+    req->done = true;
+    req->status = status;
+    req->bytes = bytes;
+    for (int i = 0; i < req->iovcnt; i++)
+        if (req->iov[i].mr != NULL)
+            req->iov[i].mr->inflight--;
+    uccl_list_del(&req->conn_link);
+    if (status != UCCL_OK)
+        uccl_debug("request %p (op %d) failed: %s", (void *)req, (int)req->op, uccl_strerror(status));
+    if (req->detached)
+        uccl_req_release(req);
+}
+
+void uccl_req_iov_copy_in(uccl_req_t *req, size_t off, const void *src, size_t len)
+{
+    const char *s = src;
+
+    for (int i = 0; i < req->iovcnt && len > 0; i++) {
+        size_t piece = req->iov[i].len;
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        size_t n = piece - off < len ? piece - off : len;
+        memcpy((char *)req->iov[i].addr + off, s, n);
+        s += n;
+        len -= n;
+        off = 0;
+    }
+}
+
+void uccl_req_iov_copy_out(const uccl_req_t *req, size_t off, void *dst, size_t len)
+{
+    char *d = dst;
+
+    for (int i = 0; i < req->iovcnt && len > 0; i++) {
+        size_t piece = req->iov[i].len;
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        size_t n = piece - off < len ? piece - off : len;
+        memcpy(d, (const char *)req->iov[i].addr + off, n);
+        d += n;
+        len -= n;
+        off = 0;
+    }
+}
+
+uccl_status_t uccl_test(uccl_req_t *req, int *done)
+{
+    uccl_status_t st = uccl_req_check(req);
+    uccl_engine_t *engine;
+
+    if (st != UCCL_OK || done == NULL)
+        return st != UCCL_OK ? st : UCCL_ERR_INVALID_PARAM;
+    engine = req->engine;
+    uccl_engine_lock(engine);
+    if (!req->done)
+        uccl_engine_progress_locked(engine);
+    *done = req->done;
+    st = req->done ? req->status : UCCL_INPROGRESS;
+    uccl_engine_unlock(engine);
+    return st;
+}
+
+static int effective_timeout(const uccl_engine_t *engine, int timeout_ms)
+{
+    return timeout_ms < 0 ? engine->cfg.timeout_ms : timeout_ms;
+}
+
+uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms)
+{
+    return uccl_wait_all(&req, 1, timeout_ms);
+}
+
+uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
+{
+    uccl_engine_t *engine = NULL;
+    uint64_t deadline;
+    uccl_status_t st;
+
+    if (reqs == NULL && n > 0)
+        return UCCL_ERR_INVALID_PARAM;
+    for (size_t i = 0; i < n; i++) {
+        if (reqs[i] == NULL)
+            continue;
+        if ((st = uccl_req_check(reqs[i])) != UCCL_OK)
+            return st;
+        if (engine == NULL)
+            engine = reqs[i]->engine;
+        else if (reqs[i]->engine != engine)
+            return UCCL_ERR_INVALID_PARAM; /* one engine per call */
+    }
+    if (engine == NULL)
+        return UCCL_OK;
+    deadline = uccl_time_ms() + (uint64_t)effective_timeout(engine, timeout_ms);
+    uccl_engine_lock(engine);
+    for (;;) {
+        size_t pending = 0;
+        for (size_t i = 0; i < n; i++)
+            if (reqs[i] != NULL && !reqs[i]->done)
+                pending++;
+        if (pending == 0)
+            break;
+        if (uccl_time_ms() >= deadline) {
+            uccl_engine_unlock(engine);
+            return UCCL_ERR_TIMEOUT;
+        }
+        uccl_engine_progress_locked(engine);
+        if (engine->has_progress_thread) { /* let the thread take the lock */
+            uccl_engine_unlock(engine);
+            sched_yield();
+            uccl_engine_lock(engine);
+        }
+    }
+    st = UCCL_OK;
+    for (size_t i = 0; i < n && st == UCCL_OK; i++)
+        if (reqs[i] != NULL)
+            st = reqs[i]->status;
+    uccl_engine_unlock(engine);
+    return st;
+}
+
+uccl_status_t uccl_req_bytes(const uccl_req_t *req, size_t *bytes)
+{
+    uccl_status_t st = uccl_req_check(req);
+
+    if (st != UCCL_OK)
+        return st;
+    if (bytes == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (!req->done)
+        return UCCL_INPROGRESS;
+    *bytes = req->bytes;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_req_free(uccl_req_t *req)
+{
+    uccl_status_t st = uccl_req_check(req);
+    uccl_engine_t *engine;
+
+    if (st != UCCL_OK)
+        return st;
+    engine = req->engine;
+    uccl_engine_lock(engine);
+    if (req->done)
+        uccl_req_release(req);
+    else
+        req->detached = true;
+    uccl_engine_unlock(engine);
+    return UCCL_OK;
+}

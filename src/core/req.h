@@ -1,0 +1,85 @@
+/* Requests: what a transport receives in post_* and completes with
+ * uccl_req_complete(). Fields above "transport scratch" are set by the core
+ * before the post and are read-only for the transport. */
+#ifndef UCCL_CORE_REQ_H
+#define UCCL_CORE_REQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uccl/uccl.h>
+
+#include "list.h"
+#include "tp.h"
+
+#define UCCL_MAGIC_REQ 0x51455243u
+#define UCCL_MAGIC_REQ_FREE 0x45455246u
+
+typedef enum {
+    UCCL_OP_SEND,
+    UCCL_OP_RECV,
+    UCCL_OP_WRITE,
+    UCCL_OP_READ,
+} uccl_op_t;
+
+struct uccl_region;
+
+/* One local piece: addr is the absolute address (region + offset). */
+typedef struct uccl_req_iov {
+    void *addr;
+    size_t len;
+    struct uccl_region *region; /* region->memh[tp->index] for registering transports */
+    uccl_mr_t *mr;
+} uccl_req_iov_t;
+
+/* The remote side of a one-sided operation, decoded from its descriptor,
+ * already bounds-checked: addr is the absolute remote address. */
+typedef struct uccl_req_remote {
+    uint64_t addr;
+    uint64_t len;
+    uint64_t region_id;
+    uccl_mem_type_t mem_type;
+    int device;
+    uint8_t rkey[UCCL_TP_RKEY_SIZE];
+} uccl_req_remote_t;
+
+struct uccl_req {
+    uint32_t magic;
+    bool done;
+    bool detached;     /* the user freed it in flight: recycle on completion */
+    uccl_engine_t *engine;
+    uccl_conn_t *conn;
+    uccl_tp_ep_t *ep;
+    uccl_status_t status;
+    size_t bytes;      /* bytes moved (receive: the message length) */
+    uccl_op_t op;
+    uint64_t tag;
+    size_t len;        /* sum of iov lengths */
+    int iovcnt;
+    uccl_req_iov_t iov[UCCL_IOV_MAX];
+    uccl_req_remote_t remote;
+    bool has_notif;
+    uint64_t notif;
+    /* transport scratch: free for the transport that holds the request */
+    uccl_list_t tp_link;
+    uint64_t tp_data[8];
+    void *tp_ptr;
+    /* core */
+    uccl_list_t conn_link;
+    uccl_list_t pool_link;
+};
+
+/* Finish a request (transports call this exactly once per posted request). */
+void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes);
+
+/* Copy len bytes starting at byte offset off of the request's local iov
+ * from/to a flat buffer; the helpers transports use to scatter/gather. */
+void uccl_req_iov_copy_in(uccl_req_t *req, size_t off, const void *src, size_t len);
+void uccl_req_iov_copy_out(const uccl_req_t *req, size_t off, void *dst, size_t len);
+
+/* core-only */
+uccl_req_t *uccl_req_alloc(uccl_engine_t *engine);
+void uccl_req_release(uccl_req_t *req);
+uccl_status_t uccl_req_check(const uccl_req_t *req);
+
+#endif

@@ -1,0 +1,116 @@
+/* The transport interface: one ops table per transport (src/tp/NAME/), filled
+ * with designated initializers. The core asks capabilities, never names. */
+#ifndef UCCL_CORE_TP_H
+#define UCCL_CORE_TP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uccl/uccl.h>
+
+#include "config.h"
+#include "list.h"
+
+#define UCCL_TP_MAX 8
+
+/* Capability flags of a transport (uccl_tp_ops.caps). */
+enum {
+    UCCL_TP_CAP_HOST_MEM = 1u << 0,  /* moves host memory */
+    UCCL_TP_CAP_CUDA_MEM = 1u << 1,  /* moves CUDA device memory */
+    UCCL_TP_CAP_ROCM_MEM = 1u << 2,  /* moves ROCm device memory */
+    UCCL_TP_CAP_SAME_HOST = 1u << 3, /* reaches peers on this host only */
+    UCCL_TP_CAP_RMA = 1u << 4,       /* post_write / post_read */
+    UCCL_TP_CAP_NOTIFY = 1u << 5,    /* write with notification */
+    UCCL_TP_CAP_MEM_REG = 1u << 6,   /* needs mem_reg for every region */
+    UCCL_TP_CAP_RKEY = 1u << 7,      /* mem_pack fills the descriptor's key area */
+};
+
+typedef struct uccl_tp uccl_tp_t;
+typedef struct uccl_tp_ep uccl_tp_ep_t;
+typedef struct uccl_tp_memh uccl_tp_memh_t;
+
+/* Base of a transport instance (one per engine and transport); a transport
+ * embeds it as the first member of its own struct. */
+struct uccl_tp {
+    const struct uccl_tp_ops *ops;
+    uccl_engine_t *engine;
+    int index; /* slot in the engine's transport array and in region memh arrays */
+};
+
+/* Base of a transport endpoint (one per connection and transport). */
+struct uccl_tp_ep {
+    uccl_tp_t *tp;
+    uccl_conn_t *conn;
+};
+
+/* What a peer told us about itself, from its address blob. */
+typedef struct uccl_tp_peer {
+    uint64_t engine_id;
+    uint64_t host_id;   /* equal host_id = same host (boot id + hostname) */
+    int pid;
+    const void *addr;   /* the peer transport's own address entry */
+    size_t addr_len;
+} uccl_tp_peer_t;
+
+/* Size of the transport key area of a remote descriptor. */
+#define UCCL_TP_RKEY_SIZE 16
+
+struct uccl_tp_ops {
+    size_t size;        /* sizeof(struct uccl_tp_ops) at build time */
+    const char *name;   /* "shm", "tcp", ... as in UCCL_TRANSPORTS */
+    int priority;       /* higher wins among transports that can reach a peer */
+    uint64_t caps;      /* UCCL_TP_CAP_* */
+    uint64_t engine_cap; /* the UCCL_CAP_* bit reported when opened */
+    const uccl_cfg_table_t *config_table; /* may be NULL */
+
+    /* Open on an engine: allocate a derived struct, fill base.ops; the core
+     * sets base.engine and base.index before calling open's caller back.
+     * UCCL_ERR_NO_DEVICE = not usable here (logged at info, engine goes on). */
+    uccl_status_t (*open)(uccl_engine_t *engine, uccl_tp_t **tp);
+    void (*close)(uccl_tp_t *tp);
+
+    /* The entry peers need to reach us, placed in the engine address blob
+     * (at most 256 bytes). */
+    uccl_status_t (*address)(uccl_tp_t *tp, void *buf, size_t *len);
+    /* Can this transport reach the peer? (e.g. shm: same host_id). */
+    bool (*reachable)(uccl_tp_t *tp, const uccl_tp_peer_t *peer);
+
+    /* Connection setup. Both sides: ep_create, then ep_pack (wiring info, at
+     * most 1024 bytes, sent over the core's setup socket), then ep_connect
+     * with the peer's packed info. is_initiator tells the sides apart.
+     * ep_destroy fails the endpoint's outstanding requests with
+     * UCCL_ERR_CANCELED (through uccl_req_complete) before freeing. */
+    uccl_status_t (*ep_create)(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                               bool is_initiator, uccl_tp_ep_t **ep);
+    uccl_status_t (*ep_pack)(uccl_tp_ep_t *ep, void *buf, size_t *len);
+    uccl_status_t (*ep_connect)(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
+    void (*ep_destroy)(uccl_tp_ep_t *ep);
+
+    /* Memory registration of one region (called once per region and
+     * transport with UCCL_TP_CAP_MEM_REG, may be NULL otherwise). mem_pack
+     * writes the rkey area (UCCL_TP_CAP_RKEY only). */
+    uccl_status_t (*mem_reg)(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                             int device, uccl_tp_memh_t **memh);
+    void (*mem_dereg)(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+    void (*mem_pack)(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE]);
+
+    /* Data movement: the request (src/core/req.h) carries everything; the
+     * transport completes it later with uccl_req_complete(), or returns an
+     * error now (then the request is not queued anywhere). */
+    uccl_status_t (*post_send)(uccl_tp_ep_t *ep, uccl_req_t *req);
+    uccl_status_t (*post_recv)(uccl_tp_ep_t *ep, uccl_req_t *req);
+    uccl_status_t (*post_write)(uccl_tp_ep_t *ep, uccl_req_t *req); /* notify too */
+    uccl_status_t (*post_read)(uccl_tp_ep_t *ep, uccl_req_t *req);
+
+    /* Make progress; return the number of events handled. Must not block. */
+    int (*progress)(uccl_tp_t *tp);
+};
+
+/* The transports compiled in, NULL-terminated, in no particular order. */
+const struct uccl_tp_ops *const *uccl_tp_list(void);
+
+/* Optional ops are checked by table size and non-NULL (libfabric FI_CHECK_OP). */
+#define UCCL_TP_HAS_OP(ops, op) \
+    ((ops)->size > offsetof(struct uccl_tp_ops, op) && (ops)->op != NULL)
+
+#endif

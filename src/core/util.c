@@ -1,0 +1,76 @@
+/* Clock, hashing, randomness and host identity. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+
+uint64_t uccl_time_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint32_t uccl_fnv1a32(const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static uint64_t fnv1a64(const void *data, size_t len, uint64_t h)
+{
+    const uint8_t *p = data;
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+uint64_t uccl_random_u64(void)
+{
+    uint64_t v = 0;
+    struct timespec ts;
+
+    if (getrandom(&v, sizeof(v), 0) == (ssize_t)sizeof(v) && v != 0)
+        return v;
+    /* getrandom unavailable: time and pid still make restarts distinct */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    v = fnv1a64(&ts, sizeof(ts), 14695981039346656037ull);
+    v = fnv1a64(&(pid_t){getpid()}, sizeof(pid_t), v);
+    return v ? v : 1;
+}
+
+/* Same hostname and same boot id = same host (and same kernel, so CMA and
+ * shared memory can work between the two). */
+uint64_t uccl_host_id(char *hostname, size_t len)
+{
+    char boot_id[64] = "";
+    uint64_t h = 14695981039346656037ull;
+    FILE *f;
+
+    if (gethostname(hostname, len - 1) != 0)
+        snprintf(hostname, len, "unknown");
+    hostname[len - 1] = '\0';
+    f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f != NULL) {
+        if (fgets(boot_id, sizeof(boot_id), f) == NULL)
+            boot_id[0] = '\0';
+        fclose(f);
+    }
+    h = fnv1a64(hostname, strlen(hostname), h);
+    h = fnv1a64(boot_id, strlen(boot_id), h);
+    return h;
+}

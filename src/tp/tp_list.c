@@ -1,0 +1,17 @@
+/* The transports compiled into this build. Adding a transport adds one
+ * line here and its own directory; no other transport changes. */
+#include "uccl_build.h"
+#include "core/tp.h"
+
+extern const struct uccl_tp_ops uccl_tp_shm_ops;
+extern const struct uccl_tp_ops uccl_tp_tcp_ops;
+
+const struct uccl_tp_ops *const *uccl_tp_list(void)
+{
+    static const struct uccl_tp_ops *const list[] = {
+        &uccl_tp_shm_ops,
+        &uccl_tp_tcp_ops,
+        NULL,
+    };
+    return list;
+}
