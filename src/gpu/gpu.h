@@ -18,4 +18,12 @@ const char *uccl_gpu_backend(void);
 /* Classify a pointer. Never fails for host pointers. */
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
 
+/* Number of GPUs the runtime shows this process (0 when there is no runtime
+ * or no device; then the call still returns UCCL_OK). */
+uccl_status_t uccl_gpu_count(int *n);
+/* PCI address of GPU ordinal device as "DDDD:BB:DD.F" (lower case, the form
+ * hwloc prints) into buf. Errors: UCCL_ERR_NO_DEVICE (no such ordinal),
+ * UCCL_ERR_BUFFER_TOO_SMALL (len < 13). */
+uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len);
+
 #endif
