@@ -93,19 +93,25 @@ void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status)
     conn->engine->teardowns_pending++;
 }
 
-void uccl_conn_progress_teardown(uccl_engine_t *engine)
+static void release_failed(uccl_list_t *list)
 {
     uccl_list_t *pos;
 
-    if (engine->teardowns_pending == 0) /* the common case: nothing to scan */
-        return;
-    uccl_list_for_each(pos, &engine->conns) {
+    uccl_list_for_each(pos, list) {
         uccl_conn_t *conn = uccl_container_of(pos, uccl_conn_t, link);
         if (conn->teardown_pending) {
             conn->teardown_pending = false;
             conn_release_endpoints(conn, conn->state);
         }
     }
+}
+
+void uccl_conn_progress_teardown(uccl_engine_t *engine)
+{
+    if (engine->teardowns_pending == 0) /* the common case: nothing to scan */
+        return;
+    release_failed(&engine->conns);
+    release_failed(&engine->accept_q);
     engine->teardowns_pending = 0;
 }
 
