@@ -148,7 +148,10 @@ static uccl_status_t select_for_host(const uccl_topo_t *topo, int node, unsigned
     uccl_topo_dist_t best = UCCL_TOPO_DIST_SYS;
     char who[64];
 
-    snprintf(who, sizeof(who), "host memory (NUMA node %d)", node);
+    if (node >= 0)
+        snprintf(who, sizeof(who), "host memory (NUMA node %d)", node);
+    else
+        snprintf(who, sizeof(who), "host memory");
     for (int pass = 0; pass < 2 && n == 0; pass++) {
         best = pass == 0 ? UCCL_TOPO_DIST_NODE : UCCL_TOPO_DIST_SYS;
         for (int i = 0; i < topo->nnics && n < (int)(sizeof(set) / sizeof(set[0])); i++) {
