@@ -249,6 +249,17 @@ static int bridges_below(hwloc_obj_t obj, hwloc_obj_t top)
     return n;
 }
 
+/* hwloc_get_common_ancestor_obj compares depths, which are negative
+ * special values for I/O objects: walk parents instead. */
+static hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b)
+{
+    for (hwloc_obj_t x = a; x != NULL; x = x->parent)
+        for (hwloc_obj_t y = b; y != NULL; y = y->parent)
+            if (x == y)
+                return x;
+    return NULL;
+}
+
 /* The class from the nearest common ancestor in hwloc's PCI tree: a PCI
  * bridge (switch) below the host bridge, the host bridge itself, or a
  * normal object, where the NUMA nodes of both sides decide. */
@@ -263,7 +274,12 @@ static void pair_distance(hwloc_topology_t hw, hwloc_obj_t gpu, hwloc_obj_t nic,
         *hops = 0;
         return;
     }
-    top = hwloc_get_common_ancestor_obj(hw, gpu, nic);
+    top = common_ancestor(gpu, nic);
+    if (top == NULL) { /* separate trees cannot happen in one topology */
+        *dist = UCCL_TOPO_DIST_SYS;
+        *hops = 0;
+        return;
+    }
     below_gpu = bridges_below(gpu, top);
     below_nic = bridges_below(nic, top);
     *hops = (uint8_t)(below_gpu + below_nic + (top->type == HWLOC_OBJ_BRIDGE));
