@@ -13,6 +13,13 @@ grep -q 'transports (compiled in)' "$tmp/live.txt"
 "$info" -c >"$tmp/config.txt"
 grep -q '^UCCL_NET_DEVICES=' "$tmp/config.txt"
 "$info" --json >"$tmp/live.json"
+if grep -q '"topology":{"status":"UCCL_ERR_UNSUPPORTED"' "$tmp/live.json"; then
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/live.json"
+    fi
+    echo "uccl_info: 1 passed, 0 failed (built without hwloc: topology checks skipped)"
+    exit 0
+fi
 "$info" --topo-xml "$data/synth-dgx-h100.xml" --json >"$tmp/dgx.json"
 if "$info" --topo-xml "$data/does-not-exist.xml" >"$tmp/missing.txt" 2>&1; then
     echo "uccl_info accepted a missing XML file"; exit 1
