@@ -119,6 +119,7 @@ typedef struct tcp_rx_rec {
     uint8_t type;
     uint64_t id, tag, total, received;
     bool presented, in_active;
+    bool chunk_seen; /* a chunk ended (a zero-length message has one) */
     uint8_t *bounce;  /* message payload when no receive was there first */
     uccl_req_t *req;  /* matched receive */
     uint64_t region_id, addr, notif;

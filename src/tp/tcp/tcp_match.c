@@ -44,7 +44,7 @@ static tcp_rx_rec_t *tcp_rec_new(tcp_ep_t *ep, const tcp_hdr_t *h)
 /* A message with all its bytes in and a receive matched: hand it over. */
 static void tcp_rec_settle(tcp_rx_rec_t *rec)
 {
-    if (!rec->presented || rec->received != rec->total)
+    if (!rec->presented || !rec->chunk_seen || rec->received != rec->total)
         return;
     if (rec->in_active) {
         uccl_list_del(&rec->link);
@@ -285,6 +285,7 @@ void tcp_rx_chunk_end(tcp_stream_t *s)
     if (h->type == TCP_FRAME_MSG) {
         tcp_rx_rec_t *rec = s->target;
         rec->received += h->clen;
+        rec->chunk_seen = true;
         tcp_rec_settle(rec);
     } else if (h->type == TCP_FRAME_WRITE) {
         tcp_end_write(s->ep, s->target, h->clen);
