@@ -181,14 +181,20 @@ uccl_status_t uccl_gpu_free(void *ptr)
     return CUDA_CHECK(cudaFree(ptr));
 }
 
+/* The test helpers are synchronous: a memset or device-to-device copy is
+ * otherwise still running when the caller hands the memory to a peer. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)
 {
-    return CUDA_CHECK(cudaMemcpy(dst, src, len, cudaMemcpyDefault));
+    uccl_status_t st = CUDA_CHECK(cudaMemcpy(dst, src, len, cudaMemcpyDefault));
+
+    return st == UCCL_OK ? CUDA_CHECK(cudaDeviceSynchronize()) : st;
 }
 
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len)
 {
-    return CUDA_CHECK(cudaMemset(ptr, value, len));
+    uccl_status_t st = CUDA_CHECK(cudaMemset(ptr, value, len));
+
+    return st == UCCL_OK ? CUDA_CHECK(cudaDeviceSynchronize()) : st;
 }
 
 uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)

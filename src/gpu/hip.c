@@ -153,14 +153,20 @@ uccl_status_t uccl_gpu_free(void *ptr)
     return HIP_CHECK(hipFree(ptr));
 }
 
+/* The test helpers are synchronous: a memset or device-to-device copy is
+ * otherwise still running when the caller hands the memory to a peer. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)
 {
-    return HIP_CHECK(hipMemcpy(dst, src, len, hipMemcpyDefault));
+    uccl_status_t st = HIP_CHECK(hipMemcpy(dst, src, len, hipMemcpyDefault));
+
+    return st == UCCL_OK ? HIP_CHECK(hipDeviceSynchronize()) : st;
 }
 
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len)
 {
-    return HIP_CHECK(hipMemset(ptr, value, len));
+    uccl_status_t st = HIP_CHECK(hipMemset(ptr, value, len));
+
+    return st == UCCL_OK ? HIP_CHECK(hipDeviceSynchronize()) : st;
 }
 
 uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)

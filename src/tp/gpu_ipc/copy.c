@@ -152,7 +152,9 @@ uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int
         st = ipc_use_device(tp, ep->peer_device);
         if (st != UCCL_OK)
             return st;
-        first = (int)(tp->next_stream++ % (unsigned)tp->nstreams);
+        /* one stream for everything not split: switching streams between
+         * back-to-back copies cost bandwidth on the device */
+        first = 0;
         st = issue_plan(tp, dst, nd, src, ns, len, first, &used);
         for (int s = 0; s < tp->nstreams && used; s++) {
             if (!(used & (1u << s)))

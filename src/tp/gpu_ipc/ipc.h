@@ -150,7 +150,6 @@ typedef struct ipc_tp {
     char bus_id[UCCL_GPU_BUS_ID_MAX];
     int nstreams;        /* 0 until created */
     uccl_gpu_stream_t streams[IPC_STREAMS_MAX];
-    unsigned next_stream;
     uccl_gpu_event_t *free_ev;
     int nfree_ev, cap_free_ev;
     uccl_list_t allocs;  /* ipc_alloc_t */
