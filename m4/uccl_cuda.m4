@@ -19,6 +19,7 @@ AS_IF([test "x$with_cuda" != xno], [
     AS_IF([test "x$uccl_have_cuda" != xyes && test "x$with_cuda" != xcheck], [AC_MSG_ERROR([CUDA requested but not found])])
 ])
 AS_IF([test "x$uccl_have_cuda" = xyes], [AC_DEFINE([UCCL_HAVE_CUDA], [1], [CUDA backend built])])
-AC_SUBST([CUDA_CFLAGS]); AC_SUBST([CUDA_LIBS])
+AC_SUBST([CUDA_CFLAGS])
+AC_SUBST([CUDA_LIBS])
 AM_CONDITIONAL([UCCL_HAVE_CUDA], [test "x$uccl_have_cuda" = xyes])
 ])

@@ -10,6 +10,7 @@ AS_IF([test "x$with_hwloc" != xno], [
     AS_IF([test "x$uccl_have_hwloc" != xyes && test "x$with_hwloc" != xcheck], [AC_MSG_ERROR([hwloc requested but not found])])
 ])
 AS_IF([test "x$uccl_have_hwloc" = xyes], [AC_DEFINE([UCCL_HAVE_HWLOC], [1], [hwloc topology built])])
-AC_SUBST([HWLOC_CFLAGS]); AC_SUBST([HWLOC_LIBS])
+AC_SUBST([HWLOC_CFLAGS])
+AC_SUBST([HWLOC_LIBS])
 AM_CONDITIONAL([UCCL_HAVE_HWLOC], [test "x$uccl_have_hwloc" = xyes])
 ])

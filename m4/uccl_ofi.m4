@@ -10,6 +10,7 @@ AS_IF([test "x$with_ofi" != xno], [
     AS_IF([test "x$uccl_have_ofi" != xyes && test "x$with_ofi" != xcheck], [AC_MSG_ERROR([libfabric requested but not found])])
 ])
 AS_IF([test "x$uccl_have_ofi" = xyes], [AC_DEFINE([UCCL_HAVE_OFI], [1], [libfabric found])])
-AC_SUBST([OFI_CFLAGS]); AC_SUBST([OFI_LIBS])
+AC_SUBST([OFI_CFLAGS])
+AC_SUBST([OFI_LIBS])
 AM_CONDITIONAL([UCCL_HAVE_OFI], [test "x$uccl_have_ofi" = xyes])
 ])

@@ -16,6 +16,7 @@ AS_IF([test "x$with_rocm" != xno && test "x$uccl_have_cuda" != xyes], [
     ROCM_CFLAGS="$ROCM_CFLAGS -D__HIP_PLATFORM_AMD__"
 ])
 AS_IF([test "x$uccl_have_rocm" = xyes], [AC_DEFINE([UCCL_HAVE_ROCM], [1], [HIP backend built])])
-AC_SUBST([ROCM_CFLAGS]); AC_SUBST([ROCM_LIBS])
+AC_SUBST([ROCM_CFLAGS])
+AC_SUBST([ROCM_LIBS])
 AM_CONDITIONAL([UCCL_HAVE_ROCM], [test "x$uccl_have_rocm" = xyes])
 ])

@@ -18,6 +18,7 @@ AS_IF([test "x$with_verbs" != xno], [
 ])
 AS_IF([test "x$uccl_have_verbs" = xyes], [AC_DEFINE([UCCL_HAVE_VERBS], [1], [verbs transport built])
                                          uccl_summary_tp="$uccl_summary_tp verbs"])
-AC_SUBST([VERBS_CFLAGS]); AC_SUBST([VERBS_LIBS])
+AC_SUBST([VERBS_CFLAGS])
+AC_SUBST([VERBS_LIBS])
 AM_CONDITIONAL([UCCL_HAVE_VERBS], [test "x$uccl_have_verbs" = xyes])
 ])
