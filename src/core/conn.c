@@ -70,6 +70,10 @@ static void conn_release_endpoints(uccl_conn_t *conn, uccl_status_t reason)
 
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason)
 {
+    if (conn->teardown_pending) {
+        conn->teardown_pending = false;
+        conn->engine->teardowns_pending--;
+    }
     conn_release_endpoints(conn, reason);
     uccl_list_del(&conn->link);
     free(conn->notifs);
@@ -86,19 +90,29 @@ void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status)
               (unsigned long long)conn->peer_id, uccl_strerror(status));
     conn->state = status;
     conn->teardown_pending = true;
+    conn->engine->teardowns_pending++;
 }
 
-void uccl_conn_progress_teardown(uccl_engine_t *engine)
+static void release_failed(uccl_list_t *list)
 {
     uccl_list_t *pos;
 
-    uccl_list_for_each(pos, &engine->conns) {
+    uccl_list_for_each(pos, list) {
         uccl_conn_t *conn = uccl_container_of(pos, uccl_conn_t, link);
         if (conn->teardown_pending) {
             conn->teardown_pending = false;
             conn_release_endpoints(conn, conn->state);
         }
     }
+}
+
+void uccl_conn_progress_teardown(uccl_engine_t *engine)
+{
+    if (engine->teardowns_pending == 0) /* the common case: nothing to scan */
+        return;
+    release_failed(&engine->conns);
+    release_failed(&engine->accept_q);
+    engine->teardowns_pending = 0;
 }
 
 uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value)

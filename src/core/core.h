@@ -121,6 +121,7 @@ struct uccl_engine {
     void *region_by_id;
     uint64_t next_region_id;
     uint64_t next_liveness_ms;
+    int teardowns_pending; /* failed conns whose endpoints await release */
     bool in_progress; /* progress is not re-entered */
     pthread_t progress_thread;
     volatile int progress_stop;
