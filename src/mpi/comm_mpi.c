@@ -94,9 +94,11 @@ static uccl_status_t exchange(boot_t *b, const boot_entry_t *me)
         boot_error(b, "MPI_Allgather of addresses failed (MPI error %d)", rc);
         return UCCL_ERR_IO;
     }
+    if (me->status != UCCL_OK)
+        return (uccl_status_t)me->status;
     for (int r = 0; r < b->size; r++) {
         if (b->entries[r].status != UCCL_OK)
-            return r == b->rank ? (uccl_status_t)b->entries[r].status : UCCL_ERR_PEER_FAILED;
+            return UCCL_ERR_PEER_FAILED;
     }
     return UCCL_OK;
 }
