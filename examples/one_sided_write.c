@@ -20,13 +20,15 @@ static int check(uccl_status_t st, const char *what)
     return st == UCCL_OK ? 0 : -1;
 }
 
-static int wait_free(uccl_status_t posted, uccl_req_t *req, const char *what)
+/* req is read only after the post (an argument's order of evaluation is
+ * unspecified, hence the pointer). */
+static int wait_free(uccl_status_t posted, uccl_req_t **req, const char *what)
 {
     uccl_status_t st = posted;
 
     if (posted == UCCL_OK) {
-        st = uccl_wait(req, -1);
-        uccl_req_free(req);
+        st = uccl_wait(*req, -1);
+        uccl_req_free(*req);
     }
     return check(st, what);
 }
@@ -37,11 +39,11 @@ static int writer(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, uccl_mr_t *des
 {
     uccl_req_t *req = NULL;
 
-    if (wait_free(uccl_recv(conn, desc_mr, 0, sizeof(*desc), 0, &req), req, "receive descriptor"))
+    if (wait_free(uccl_recv(conn, desc_mr, 0, sizeof(*desc), 0, &req), &req, "receive descriptor"))
         return -1;
     for (size_t i = 0; i < SIZE; i++)
         buf[i] = (uint8_t)(i % 251);
-    return wait_free(uccl_write_notify(conn, mr, 0, SIZE, desc, 0, NOTIF, &req), req,
+    return wait_free(uccl_write_notify(conn, mr, 0, SIZE, desc, 0, NOTIF, &req), &req,
                      "uccl_write_notify");
 }
 
@@ -56,7 +58,7 @@ static int target(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, uccl_mr_t *des
 
     memset(buf, 0, SIZE);
     if (check(uccl_mr_pack(mr, 0, SIZE, desc), "uccl_mr_pack") ||
-        wait_free(uccl_send(conn, desc_mr, 0, sizeof(*desc), 0, &req), req, "send descriptor"))
+        wait_free(uccl_send(conn, desc_mr, 0, sizeof(*desc), 0, &req), &req, "send descriptor"))
         return -1;
     while ((st = uccl_notif_poll(conn, &value)) == UCCL_ERR_NOT_FOUND && time(NULL) < deadline)
         ;
