@@ -181,6 +181,16 @@ uccl_status_t uccl_gpu_free(void *ptr)
     return CUDA_CHECK(cudaFree(ptr));
 }
 
+uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
+{
+    return CUDA_CHECK(cudaHostAlloc(ptr, len, cudaHostAllocPortable));
+}
+
+uccl_status_t uccl_gpu_host_free(void *ptr)
+{
+    return CUDA_CHECK(cudaFreeHost(ptr));
+}
+
 /* The test helpers are synchronous: a memset or device-to-device copy is
  * otherwise still running when the caller hands the memory to a peer. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)

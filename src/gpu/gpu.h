@@ -53,6 +53,9 @@ uccl_status_t uccl_gpu_peer_enable(int peer);
 /* Device memory on the current device (tests, benchmarks). */
 uccl_status_t uccl_gpu_malloc(void **ptr, size_t len);
 uccl_status_t uccl_gpu_free(void *ptr);
+/* Page-locked host memory, visible to every device (staging buffers). */
+uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len);
+uccl_status_t uccl_gpu_host_free(void *ptr);
 /* Synchronous helpers for tests: any direction, any memory. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len);
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);

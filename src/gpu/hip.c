@@ -153,6 +153,16 @@ uccl_status_t uccl_gpu_free(void *ptr)
     return HIP_CHECK(hipFree(ptr));
 }
 
+uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
+{
+    return HIP_CHECK(hipHostMalloc(ptr, len, hipHostMallocPortable));
+}
+
+uccl_status_t uccl_gpu_host_free(void *ptr)
+{
+    return HIP_CHECK(hipHostFree(ptr));
+}
+
 /* The test helpers are synchronous: a memset or device-to-device copy is
  * otherwise still running when the caller hands the memory to a peer. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)

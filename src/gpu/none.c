@@ -37,6 +37,8 @@ uccl_status_t uccl_gpu_peer_query(int device, int peer, int *can_access, int *nv
 uccl_status_t uccl_gpu_peer_enable(int peer) NO_DEVICE(peer)
 uccl_status_t uccl_gpu_malloc(void **ptr, size_t len) NO_DEVICE(ptr, len)
 uccl_status_t uccl_gpu_free(void *ptr) NO_DEVICE(ptr)
+uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len) NO_DEVICE(ptr, len)
+uccl_status_t uccl_gpu_host_free(void *ptr) NO_DEVICE(ptr)
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len) NO_DEVICE(dst, src, len)
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len) NO_DEVICE(ptr, value, len)
 uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle) NO_DEVICE(base, handle)
