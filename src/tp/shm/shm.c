@@ -23,6 +23,10 @@ static const uccl_cfg_field_t shm_fields[] = {
     SHM_FIELD("EAGER_THRESHOLD", "16K",
               "messages up to this size are copied through the ring, larger ones use rendezvous",
               eager_threshold, UCCL_CFG_SIZE),
+    SHM_FIELD("STAGE_CHUNK", "1M", "GPU memory is staged through pinned host buffers of this size",
+              stage_chunk, UCCL_CFG_SIZE),
+    SHM_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the ring",
+              stage_depth, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -72,7 +76,6 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     shm_tp_t *tp = calloc(1, sizeof(*tp));
     uccl_status_t st;
 
-    (void)engine;
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
     st = uccl_cfg_parse(&shm_config_table, &tp->cfg);
@@ -92,6 +95,15 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     tp->chunk = tp->cfg.ring_size / 4 < 256 * 1024 ? tp->cfg.ring_size / 4 : 256 * 1024;
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
     uccl_list_init(&tp->eps);
+    if (tp->cfg.stage_chunk < 4096) {
+        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu: must be at least 4K", tp->cfg.stage_chunk);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    /* GPU memory is moved by staging when a GPU is usable here */
+    if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
+                          &tp->stage) == UCCL_OK)
+        tp->base.open_caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_ROCM_MEM;
     *out = &tp->base;
     return UCCL_OK;
 
@@ -102,6 +114,7 @@ err_free:
 
 static void shm_close_tp(uccl_tp_t *base)
 {
+    uccl_stage_destroy(((shm_tp_t *)base)->stage);
     free(base);
 }
 
@@ -348,7 +361,10 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->waiting);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
-    shm_free_list(&ep->streams);
+    while (!uccl_list_empty(&ep->streams))
+        shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
+    if (ep->tp->stage != NULL)
+        uccl_stage_cancel(ep->tp->stage, ep);
     if (ep->seg != NULL)
         munmap(ep->seg, ep->seg_len);
     if (ep->seg_named)
@@ -361,7 +377,7 @@ static int shm_progress(uccl_tp_t *base)
 {
     shm_tp_t *tp = (shm_tp_t *)base;
     uccl_list_t *pos;
-    int events = 0;
+    int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
 
     uccl_list_for_each(pos, &tp->eps) {
         shm_ep_t *ep = uccl_container_of(pos, shm_ep_t, link);

@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "shm_ring.h"
+#include "tp/staging.h"
 
 /* ------------------------------------------------------------------ config */
 
@@ -18,6 +19,8 @@ typedef struct shm_config {
     char cma[UCCL_CFG_STRING_MAX];
     size_t ring_size;
     size_t eager_threshold;
+    size_t stage_chunk;
+    int stage_depth;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -31,6 +34,10 @@ enum {
     SHM_PKT_RMA,       /* write/read request: remote range + initiator iov */
     SHM_PKT_WDATA,     /* a chunk of a streamed write, checked by the target */
 };
+
+/* RTS and RMA flags (their reserved word): the sender's pieces include GPU
+ * memory, so the peer must not pull or push them with CMA. */
+#define SHM_FLAG_GPU 1u
 
 #define SHM_WIRE_MAGIC 0x55434353484d3031ull /* "UCCSHM01" */
 
@@ -105,6 +112,7 @@ typedef struct shm_tp {
     size_t chunk;          /* payload of one streamed chunk */
     uccl_list_t eps;
     volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
+    uccl_stage_t *stage;   /* GPU memory through pinned buffers; NULL without a GPU */
 } shm_tp_t;
 
 /* A message that arrived before its receive (EAGER: payload follows;
@@ -116,6 +124,7 @@ typedef struct shm_unexp {
     uint64_t len;
     uint64_t id;
     uint32_t iovcnt;
+    uint32_t flags;        /* RTS: SHM_FLAG_* */
     _Alignas(8) uint8_t data[];
 } shm_unexp_t;
 
@@ -138,6 +147,8 @@ typedef struct shm_stream {
     uint64_t raddr;      /* WDATA: target address of byte 0 */
     uint64_t len, off;
     bool started;
+    bool staged;         /* source is GPU memory: read through src */
+    uccl_stage_src_t src;
 } shm_stream_t;
 
 typedef struct shm_ep {
@@ -177,7 +188,12 @@ uccl_status_t shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
 void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
 int shm_tx_progress(shm_ep_t *ep);
 void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
-                 const void *data, uint32_t iovcnt);
+                 const void *data, uint32_t iovcnt, uint32_t flags);
+/* Copy len bytes into a receive or read (staged when it has GPU pieces);
+ * complete it with total bytes when last. */
+void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
+                  bool last, size_t total);
+void shm_stream_free(shm_stream_t *s);
 uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
 
 /* shm_rx.c: the receive side of the ring */
