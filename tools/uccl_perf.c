@@ -278,6 +278,25 @@ static void setup_uccl(perf_ctx_t *c)
     MPI_Bcast(&c->peer_desc, (int)sizeof(c->peer_desc), MPI_BYTE, 1, MPI_COMM_WORLD);
 }
 
+/* Some MPI paths have no one-sided support (Open MPI's osc over btl tcp
+ * alone): say so and stop, rather than abort in MPI. */
+static int setup_window(perf_ctx_t *c)
+{
+    int rc, any = 0;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_create(c->buf, (MPI_Aint)c->o.max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c->win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (rc != MPI_SUCCESS)
+        c->win = MPI_WIN_NULL;
+    rc = rc != MPI_SUCCESS;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any && c->rank == 0)
+        fprintf(stderr, "uccl_perf: MPI_Win_create failed: this MPI setup has no one-sided "
+                        "path for the reference (with Open MPI try --mca btl self,vader,tcp)\n");
+    return any ? -1 : 0;
+}
+
 static int setup(perf_ctx_t *c)
 {
     int nranks;
@@ -299,8 +318,7 @@ static int setup(perf_ctx_t *c)
     }
     memset(c->buf, 0, c->o.max);
     setup_uccl(c);
-    MPI_Win_create(c->buf, (MPI_Aint)c->o.max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c->win);
-    return 0;
+    return c->o.op == PERF_OP_SEND ? 0 : setup_window(c);
 }
 
 static void teardown(perf_ctx_t *c)
