@@ -5,12 +5,18 @@
 
 extern const struct uccl_tp_ops uccl_tp_shm_ops;
 extern const struct uccl_tp_ops uccl_tp_tcp_ops;
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
+extern const struct uccl_tp_ops uccl_tp_gpu_ipc_ops;
+#endif
 
 const struct uccl_tp_ops *const *uccl_tp_list(void)
 {
     static const struct uccl_tp_ops *const list[] = {
         &uccl_tp_shm_ops,
         &uccl_tp_tcp_ops,
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
+        &uccl_tp_gpu_ipc_ops,
+#endif
         NULL,
     };
     return list;
