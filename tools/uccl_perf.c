@@ -71,10 +71,18 @@ static void uccl_wait_free(perf_ctx_t *c, int n, const char *what)
         uccl_req_free(c->reqs[i]);
 }
 
+/* 0-byte control messages name the GPU region with --mem cuda, so that they
+ * go over the transport that moves the data (--transport gpu_ipc alone has
+ * no host path). */
+static uccl_mr_t *ctl_mr(const perf_ctx_t *c)
+{
+    return c->gpu != NULL ? c->mr : NULL;
+}
+
 static void uccl_ctl(perf_ctx_t *c, int send, uint64_t tag)
 {
-    uccl_status_t st = send ? uccl_send(c->conn, NULL, 0, 0, tag, &c->reqs[0])
-                            : uccl_recv(c->conn, NULL, 0, 0, tag, &c->reqs[0]);
+    uccl_status_t st = send ? uccl_send(c->conn, ctl_mr(c), 0, 0, tag, &c->reqs[0])
+                            : uccl_recv(c->conn, ctl_mr(c), 0, 0, tag, &c->reqs[0]);
     if (st != UCCL_OK)
         perf_fail(c, send ? "sending an ack" : "receiving an ack", st);
     uccl_wait_free(c, 1, "an ack");
@@ -89,7 +97,7 @@ static void uccl_window(perf_ctx_t *c, size_t size)
     if (c->rank == 1 && c->o.op != PERF_OP_SEND)
         return;
     if (c->rank == 0 && c->o.op == PERF_OP_SEND) {
-        uccl_status_t st = uccl_recv(c->conn, NULL, 0, 0, TAG_ACK, &c->reqs[n++]);
+        uccl_status_t st = uccl_recv(c->conn, ctl_mr(c), 0, 0, TAG_ACK, &c->reqs[n++]);
         if (st != UCCL_OK)
             perf_fail(c, "posting the ack receive", st);
     }

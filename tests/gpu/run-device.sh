@@ -49,7 +49,7 @@ done
 for op in write send; do
     $PERF --op $op --min 4K --max 64M --window 1 --iters 200 --json "$OUT/perf_${op}_w1.json" 2>&1 | grep -v "^\[" | grep -E "^ |^#   " 
 done
-step "variants (write, window 1): default transports; no split"
+step "variants: default transports (write, window 1); split over 4 streams from 16M (write, window 16)"
 timeout 60 $MPIRUN tools/uccl_perf p2p --mem cuda --op write --min 4K --max 64M --window 1 --iters 200 2>&1 | grep -E "^ |over"
-timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=0 tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op write --min 1M --max 1G --window 16 2>&1 | grep -E "^ "
+timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=16M tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op write --min 1M --max 1G --window 16 2>&1 | grep -E "^ "
 step "done"

@@ -87,7 +87,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     size_t chunk;
     int n = tp->nstreams;
 
-    if (len < tp->cfg.split_min || n == 1) {
+    if (tp->cfg.split_min == 0 || len < tp->cfg.split_min || n == 1) {
         *used |= 1u << first;
         return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
     }
