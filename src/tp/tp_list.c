@@ -5,12 +5,18 @@
 
 extern const struct uccl_tp_ops uccl_tp_shm_ops;
 extern const struct uccl_tp_ops uccl_tp_tcp_ops;
+#ifdef UCCL_HAVE_VERBS
+extern const struct uccl_tp_ops uccl_tp_verbs_ops;
+#endif
 
 const struct uccl_tp_ops *const *uccl_tp_list(void)
 {
     static const struct uccl_tp_ops *const list[] = {
         &uccl_tp_shm_ops,
         &uccl_tp_tcp_ops,
+#ifdef UCCL_HAVE_VERBS
+        &uccl_tp_verbs_ops,
+#endif
         NULL,
     };
     return list;
