@@ -186,8 +186,9 @@ typedef enum {
 } uccl_mem_type_t;
 
 /* Register [ptr, ptr+len) with every transport of the engine. The memory
- * type is detected from the pointer. A cache makes registering the same (or
- * an enclosed) range again cheap (UCCL_RCACHE=0 turns it off). len > 0.
+ * type is detected from the pointer. A cache makes registering the same range
+ * (start, length, memory type) again cheap while an earlier registration of it
+ * is alive (UCCL_RCACHE=0 turns it off). len > 0.
  * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_MEMORY, UCCL_ERR_TRANSPORT. */
 UCCL_API uccl_status_t uccl_mr_reg(uccl_engine_t *engine, void *ptr, size_t len,
                                    unsigned flags, uccl_mr_t **mr);
@@ -297,7 +298,8 @@ UCCL_API uccl_status_t uccl_test(uccl_req_t *req, int *done);
  * (the request stays valid and may still complete). */
 UCCL_API uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms);
 
-/* Wait for all n requests (NULL entries are skipped). Returns UCCL_OK when all
+/* Wait for all n requests (NULL entries are skipped), which must all belong to
+ * one engine (else UCCL_ERR_INVALID_PARAM). Returns UCCL_OK when all
  * succeeded, else the first error in array order; UCCL_ERR_TIMEOUT when the
  * time ran out first. */
 UCCL_API uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms);

@@ -1,6 +1,7 @@
 /* The core configuration table and the generic table parser and printer. */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -57,7 +58,7 @@ static uccl_status_t parse_size(const char *t, size_t *out)
     unsigned long long v;
     unsigned shift = 0;
 
-    if (*t == '\0' || *t == '-')
+    if (!isdigit((unsigned char)*t)) /* strtoull would skip blanks and negate "-1" */
         return UCCL_ERR_INVALID_PARAM;
     errno = 0;
     v = strtoull(t, &end, 10);
@@ -120,26 +121,36 @@ uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void 
 uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg)
 {
     char envname[128];
+    uccl_status_t st = UCCL_OK;
+    void *tmp;
 
     if (table == NULL || cfg == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    memset(cfg, 0, table->struct_size);
+    /* parse into a scratch copy so that a bad variable leaves cfg untouched */
+    tmp = calloc(1, table->struct_size);
+    if (tmp == NULL)
+        return UCCL_ERR_NO_MEMORY;
     for (const uccl_cfg_field_t *f = table->fields; f->name != NULL; f++) {
-        void *dst = (char *)cfg + f->offset;
+        void *dst = (char *)tmp + f->offset;
         const char *env;
 
         if (uccl_cfg_parse_value(f->type, f->dflt, dst) != UCCL_OK) {
             uccl_error("bad built-in default %s for UCCL_%s%s", f->dflt, table->prefix, f->name);
-            return UCCL_ERR_INVALID_PARAM;
+            st = UCCL_ERR_INVALID_PARAM;
+            break;
         }
         snprintf(envname, sizeof(envname), "UCCL_%s%s", table->prefix, f->name);
         env = getenv(envname);
         if (env != NULL && uccl_cfg_parse_value(f->type, env, dst) != UCCL_OK) {
             uccl_error("invalid value '%s' for %s (%s)", env, envname, f->doc);
-            return UCCL_ERR_INVALID_PARAM;
+            st = UCCL_ERR_INVALID_PARAM;
+            break;
         }
     }
-    return UCCL_OK;
+    if (st == UCCL_OK)
+        memcpy(cfg, tmp, table->struct_size);
+    free(tmp);
+    return st;
 }
 
 static void format_value(const uccl_cfg_field_t *f, const void *src, char *buf, size_t len)

@@ -52,6 +52,10 @@ static uccl_status_t check_transport_list(const char *list)
         strncat(known, known[0] ? "," : "", sizeof(known) - strlen(known) - 1);
         strncat(known, (*ops)->name, sizeof(known) - strlen(known) - 1);
     }
+    if (list != NULL && *list != '\0' && list[strlen(list) - 1] == ',') {
+        uccl_error("empty transport name at the end of transport list '%s'", list);
+        return UCCL_ERR_INVALID_PARAM;
+    }
     for (const char *p = list; p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);

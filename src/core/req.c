@@ -125,6 +125,9 @@ static int effective_timeout(const uccl_engine_t *engine, int timeout_ms)
 
 uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms)
 {
+    /* wait_all skips NULL entries; a single NULL request is a bad handle */
+    if (req == NULL)
+        return UCCL_ERR_INVALID_HANDLE;
     return uccl_wait_all(&req, 1, timeout_ms);
 }
 

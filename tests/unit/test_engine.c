@@ -1,0 +1,415 @@
+/* Unit tests of engines and connections (src/core/engine.c, conn.c,
+ * xfer.c argument checks): parameter validation, address buffers, bad
+ * address blobs, dead and closed peers, stale descriptors, bounds, NULL
+ * arguments. The "engine" suite needs no transport; one "engine/NAME" suite
+ * runs per transport that opens here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit.h"
+#include "unit_conn.h"
+
+static const char *transport;
+
+/* ------------------------------------------------------------ no transport needed */
+
+static void test_params_rejected(void)
+{
+    uccl_engine_params_t p;
+    uccl_engine_t *e = (uccl_engine_t *)0x1;
+    char long_list[UCCL_ADDRESS_MAX];
+
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, NULL), UCCL_ERR_INVALID_PARAM);
+    p = (uccl_engine_params_t){.field_mask = 1u << 20};
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = "nosuch"};
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p.transports = "shm,nosuch";
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p.transports = "shm,,tcp";
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p.transports = "tcp,";
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    memset(long_list, 'x', sizeof(long_list) - 1);
+    long_list[sizeof(long_list) - 1] = '\0';
+    p.transports = long_list;
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = -2};
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_NET_DEVICES, .net_devices = long_list};
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_PTR_EQUAL(e, (uccl_engine_t *)0x1); /* nothing returned */
+}
+
+static void test_env_rejected(void)
+{
+    uccl_engine_t *e = (uccl_engine_t *)0x1;
+
+    setenv("UCCL_TRANSPORTS", "carrier-pigeon", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
+    unsetenv("UCCL_TRANSPORTS");
+    setenv("UCCL_TIMEOUT_MS", "0", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
+    setenv("UCCL_TIMEOUT_MS", "many", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
+    setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
+    setenv("UCCL_RCACHE", "perhaps", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
+    unsetenv("UCCL_RCACHE");
+    CU_ASSERT_PTR_EQUAL(e, (uccl_engine_t *)0x1);
+}
+
+static void test_null_handles(void)
+{
+    uint8_t blob[64] = {0};
+    size_t len = sizeof(blob);
+    uccl_conn_t *conn;
+    uccl_conn_attr_t cattr;
+    uccl_mr_t *mr;
+    uccl_req_t *req;
+    uccl_iov_t iov = {NULL, 0, 0};
+    uccl_rdesc_t d = {{0}};
+    uint64_t v;
+
+    UNIT_ASSERT_STATUS(uccl_engine_destroy(NULL), UCCL_ERR_INVALID_HANDLE);
+    CU_ASSERT_EQUAL(uccl_engine_caps(NULL), 0);
+    CU_ASSERT_EQUAL(uccl_engine_id(NULL), 0);
+    CU_ASSERT_EQUAL(uccl_engine_progress(NULL), 0);
+    UNIT_ASSERT_STATUS(uccl_engine_address(NULL, blob, &len), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_connect(NULL, blob, len, &conn), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_accept(NULL, 0, &conn), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_conn_close(NULL), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_conn_query(NULL, &cattr), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(NULL, blob, len, 0, &mr), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_send(NULL, NULL, 0, 0, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_recv(NULL, NULL, 0, 0, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_sendv(NULL, &iov, 1, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_recvv(NULL, &iov, 1, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_write(NULL, NULL, 0, 0, &d, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_read(NULL, NULL, 0, 0, &d, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_writev(NULL, &iov, 1, &d, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_readv(NULL, &iov, 1, &d, 0, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_write_notify(NULL, NULL, 0, 0, &d, 0, 1, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_notif_poll(NULL, &v), UCCL_ERR_INVALID_HANDLE);
+}
+
+/* ------------------------------------------------------------ per transport */
+
+static int suite_init_shm(void) { transport = "shm"; return 0; }
+static int suite_init_tcp(void) { transport = "tcp"; return 0; }
+
+static void test_create_caps_ids(void)
+{
+    uccl_engine_t *a = NULL, *b = NULL;
+    uint64_t bit = strcmp(transport, "shm") == 0 ? UCCL_CAP_SHM : UCCL_CAP_TCP;
+
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    if (a == NULL || b == NULL)
+        goto out;
+    CU_ASSERT(uccl_engine_caps(a) & bit);
+    CU_ASSERT_NOT_EQUAL(uccl_engine_id(a), 0);
+    CU_ASSERT_NOT_EQUAL(uccl_engine_id(a), uccl_engine_id(b));
+    CU_ASSERT(uccl_engine_progress(a) >= 0);
+out:
+    if (a != NULL)
+        UNIT_ASSERT_STATUS(uccl_engine_destroy(a), UCCL_OK);
+    if (b != NULL)
+        UNIT_ASSERT_STATUS(uccl_engine_destroy(b), UCCL_OK);
+}
+
+static void test_address_buffer(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX + 1];
+    uccl_engine_t *e = NULL;
+    size_t need = 0, len;
+
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &e), UCCL_OK);
+    if (e == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, NULL, &need), UCCL_ERR_BUFFER_TOO_SMALL);
+    CU_ASSERT(need > 0 && need <= UCCL_ADDRESS_MAX);
+    len = need - 1;
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, &len), UCCL_ERR_BUFFER_TOO_SMALL);
+    CU_ASSERT_EQUAL(len, need);
+    len = need;
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, &len), UCCL_OK);
+    CU_ASSERT_EQUAL(len, need);
+    len = sizeof(blob);
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, &len), UCCL_OK);
+    CU_ASSERT_EQUAL(len, need);
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, NULL), UCCL_ERR_INVALID_PARAM);
+    uccl_engine_destroy(e);
+}
+
+/* A blob that is wrong is refused at once with a specific status. */
+static void test_connect_bad_blobs(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX], bad[UCCL_ADDRESS_MAX];
+    uccl_engine_t *a = NULL, *b = NULL;
+    uccl_conn_t *conn = NULL;
+    size_t len = sizeof(blob);
+    uint64_t t0;
+
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    if (a == NULL || b == NULL)
+        goto out;
+    UNIT_ASSERT_STATUS(uccl_engine_address(b, blob, &len), UCCL_OK);
+    t0 = unit_now_ms();
+    memset(bad, 0x42, sizeof(bad));
+    UNIT_ASSERT_STATUS(uccl_connect(a, bad, sizeof(bad), &conn), UCCL_ERR_BAD_ADDRESS);
+    UNIT_ASSERT_STATUS(uccl_connect(a, blob, len / 2, &conn), UCCL_ERR_BAD_ADDRESS);
+    UNIT_ASSERT_STATUS(uccl_connect(a, blob, 0, &conn), UCCL_ERR_BAD_ADDRESS);
+    memcpy(bad, blob, len);
+    bad[len / 2] ^= 0x10;
+    UNIT_ASSERT_STATUS(uccl_connect(a, bad, len, &conn), UCCL_ERR_BAD_ADDRESS);
+    memcpy(bad, blob, len);
+    bad[4] = 9; /* version 9 */
+    UNIT_ASSERT_STATUS(uccl_connect(a, bad, len, &conn), UCCL_ERR_VERSION);
+    UNIT_ASSERT_STATUS(uccl_connect(a, NULL, len, &conn), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_connect(a, blob, len, NULL), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(unit_now_ms() - t0 < 1000); /* nothing waited on a peer */
+    CU_ASSERT_PTR_NULL(conn);
+    /* b saw nothing: no connection to accept */
+    UNIT_ASSERT_STATUS(uccl_accept(b, 50, &conn), UCCL_ERR_TIMEOUT);
+    UNIT_ASSERT_STATUS(uccl_accept(b, 0, NULL), UCCL_ERR_INVALID_PARAM);
+out:
+    if (a != NULL)
+        uccl_engine_destroy(a);
+    if (b != NULL)
+        uccl_engine_destroy(b);
+}
+
+/* The blob of an engine that is gone: an error, well within the timeout. */
+static void test_connect_destroyed_engine(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    uccl_engine_t *a = NULL, *b = NULL;
+    uccl_conn_t *conn = NULL;
+    size_t len = sizeof(blob);
+    uccl_status_t st;
+    uint64_t t0;
+
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    if (a == NULL || b == NULL)
+        goto out;
+    UNIT_ASSERT_STATUS(uccl_engine_address(b, blob, &len), UCCL_OK);
+    uccl_engine_destroy(b);
+    b = NULL;
+    t0 = unit_now_ms();
+    st = uccl_connect(a, blob, len, &conn);
+    CU_ASSERT(UCCL_STATUS_IS_ERR(st));
+    CU_ASSERT(st == UCCL_ERR_CONN_REFUSED || st == UCCL_ERR_UNREACHABLE || st == UCCL_ERR_TIMEOUT ||
+              st == UCCL_ERR_STALE);
+    CU_ASSERT(unit_now_ms() - t0 <= UNIT_TIMEOUT_MS + 500);
+    CU_ASSERT_PTR_NULL(conn);
+out:
+    if (a != NULL)
+        uccl_engine_destroy(a);
+    if (b != NULL)
+        uccl_engine_destroy(b);
+}
+
+static void test_conn_query_close(void)
+{
+    unit_pair_t p;
+    uccl_conn_attr_t attr;
+    uint8_t buf[64];
+    uccl_mr_t *mr = NULL;
+    uccl_req_t *req = NULL;
+    uint64_t v;
+
+    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, &attr), UCCL_OK);
+    CU_ASSERT_EQUAL(attr.peer_id, uccl_engine_id(p.b));
+    CU_ASSERT_STRING_EQUAL(attr.transport, transport);
+    CU_ASSERT_EQUAL(attr.same_host, 1);
+    CU_ASSERT_EQUAL(attr.state, UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_query(p.ba, &attr), UCCL_OK);
+    CU_ASSERT_EQUAL(attr.peer_id, uccl_engine_id(p.a));
+    UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_notif_poll(p.ab, &v), UCCL_ERR_NOT_FOUND);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, buf, sizeof(buf), 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_close(p.ab), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_close(p.ab), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, &attr), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, mr, 0, 8, 1, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_recv(p.ab, mr, 0, 8, 1, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_notif_poll(p.ab, &v), UCCL_ERR_INVALID_HANDLE);
+    CU_ASSERT_PTR_NULL(req);
+    unit_pair_close(&p);
+}
+
+/* Destroying the peer engine fails the connection with PEER_FAILED: a
+ * receive in flight completes with it, new posts are refused with it. */
+static void test_peer_destroyed(void)
+{
+    unit_pair_t p;
+    uccl_conn_attr_t attr;
+    uint8_t buf[64];
+    uccl_mr_t *mr = NULL;
+    uccl_req_t *req = NULL, *req2 = NULL;
+    uint64_t t0;
+    uccl_status_t st;
+
+    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, buf, sizeof(buf), 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(p.ab, mr, 0, sizeof(buf), 5, &req), UCCL_OK);
+    uccl_engine_destroy(p.b);
+    p.b = NULL;
+    t0 = unit_now_ms();
+    UNIT_ASSERT_STATUS(uccl_wait(req, -1), UCCL_ERR_PEER_FAILED);
+    CU_ASSERT(unit_now_ms() - t0 <= UNIT_TIMEOUT_MS + 500);
+    UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, &attr), UCCL_OK);
+    CU_ASSERT_EQUAL(attr.state, UCCL_ERR_PEER_FAILED);
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, mr, 0, 8, 5, &req2), UCCL_ERR_PEER_FAILED);
+    UNIT_ASSERT_STATUS(uccl_recv(p.ab, mr, 0, 8, 5, &req2), UCCL_ERR_PEER_FAILED);
+    st = uccl_notif_poll(p.ab, &t0);
+    CU_ASSERT_EQUAL(st, UCCL_ERR_PEER_FAILED);
+    CU_ASSERT_PTR_NULL(req2);
+    UNIT_ASSERT_STATUS(uccl_req_free(req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK); /* nothing in flight any more */
+    UNIT_ASSERT_STATUS(uccl_conn_close(p.ab), UCCL_OK);
+    unit_pair_close(&p);
+}
+
+/* One-sided argument checks, all refused locally before anything moves. */
+static void test_rma_checks(void)
+{
+    static uint8_t abuf[4096], bbuf[4096], cbuf[4096];
+    uccl_engine_t *c = NULL;
+    uccl_mr_t *amr = NULL, *bmr = NULL, *cmr = NULL;
+    uccl_rdesc_t bdesc, adesc, cdesc, junk;
+    uccl_req_t *req = NULL;
+    unit_pair_t p;
+
+    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(unit_engine_create(transport, &c), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, bbuf, sizeof(bbuf), 0, &bmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(c, cbuf, sizeof(cbuf), 0, &cmr), UCCL_OK);
+    if (c == NULL || amr == NULL || bmr == NULL || cmr == NULL)
+        goto out;
+    UNIT_ASSERT_STATUS(uccl_mr_pack(bmr, 0, 100, &bdesc), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(amr, 0, 100, &adesc), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(cmr, 0, 100, &cdesc), UCCL_OK);
+    /* descriptors of other engines */
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 10, &cdesc, 0, &req), UCCL_ERR_STALE);
+    UNIT_ASSERT_STATUS(uccl_read(p.ab, amr, 0, 10, &cdesc, 0, &req), UCCL_ERR_STALE);
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 10, &adesc, 0, &req), UCCL_ERR_STALE);
+    UNIT_ASSERT_STATUS(uccl_write_notify(p.ab, amr, 0, 10, &cdesc, 0, 9, &req), UCCL_ERR_STALE);
+    /* outside the described range */
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 10, &bdesc, 91, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_read(p.ab, amr, 0, 101, &bdesc, 0, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 0, &bdesc, 101, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 10, &bdesc, SIZE_MAX, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_read(p.ab, amr, 0, 2, &bdesc, SIZE_MAX - 1, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    /* outside the local region */
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 4090, 10, &bdesc, 0, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, amr, 1, 4096, 1, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_recv(p.ab, amr, SIZE_MAX, 2, 1, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    /* descriptors that are not descriptors */
+    UNIT_ASSERT_STATUS(uccl_write(p.ab, amr, 0, 10, NULL, 0, &req), UCCL_ERR_INVALID_PARAM);
+    memset(&junk, 0x3c, sizeof(junk));
+    UNIT_ASSERT_STATUS(uccl_read(p.ab, amr, 0, 10, &junk, 0, &req), UCCL_ERR_BAD_DESC);
+    /* a region of another engine, a released region */
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, cmr, 0, 10, 1, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(cmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, cmr, 0, 10, 1, &req), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_send(p.ab, amr, 0, 10, 1, NULL), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_PTR_NULL(req);
+out:
+    if (c != NULL)
+        uccl_engine_destroy(c);
+    unit_pair_close(&p);
+}
+
+static void test_iov_counts(void)
+{
+    static uint8_t abuf[4096];
+    uccl_iov_t iov[UCCL_IOV_MAX + 1];
+    uccl_rdesc_t d;
+    uccl_req_t *req = NULL;
+    uccl_mr_t *amr = NULL;
+    unit_pair_t p;
+    const int bad[] = {0, -1, UCCL_IOV_MAX + 1};
+
+    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, abuf, sizeof(abuf), 0, NULL), UCCL_ERR_INVALID_PARAM);
+    {
+        uccl_mr_t *bmr = NULL;
+        UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, abuf, sizeof(abuf), 0, &bmr), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_pack(bmr, 0, sizeof(abuf), &d), UCCL_OK);
+    }
+    for (int i = 0; i <= UCCL_IOV_MAX; i++)
+        iov[i] = (uccl_iov_t){amr, (size_t)i, 1};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+        UNIT_ASSERT_STATUS(uccl_sendv(p.ab, iov, bad[k], 1, &req), UCCL_ERR_INVALID_PARAM);
+        UNIT_ASSERT_STATUS(uccl_recvv(p.ab, iov, bad[k], 1, &req), UCCL_ERR_INVALID_PARAM);
+        UNIT_ASSERT_STATUS(uccl_writev(p.ab, iov, bad[k], &d, 0, &req), UCCL_ERR_INVALID_PARAM);
+        UNIT_ASSERT_STATUS(uccl_readv(p.ab, iov, bad[k], &d, 0, &req), UCCL_ERR_INVALID_PARAM);
+    }
+    UNIT_ASSERT_STATUS(uccl_sendv(p.ab, NULL, 1, 1, &req), UCCL_ERR_INVALID_PARAM);
+    /* a piece without a region must be empty */
+    iov[1] = (uccl_iov_t){NULL, 0, 4};
+    UNIT_ASSERT_STATUS(uccl_sendv(p.ab, iov, 2, 1, &req), UCCL_ERR_INVALID_PARAM);
+    iov[1] = (uccl_iov_t){amr, 4095, 2};
+    UNIT_ASSERT_STATUS(uccl_sendv(p.ab, iov, 2, 1, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    CU_ASSERT_PTR_NULL(req);
+    /* exactly UCCL_IOV_MAX is accepted */
+    iov[1] = (uccl_iov_t){amr, 1, 1};
+    UNIT_ASSERT_STATUS(uccl_recvv(p.ab, iov, UCCL_IOV_MAX, 1, &req), UCCL_OK);
+    if (req != NULL)
+        UNIT_ASSERT_STATUS(uccl_req_free(req), UCCL_OK);
+    unit_pair_close(&p);
+}
+
+static CU_TestInfo common_tests[] = {
+    {"bad params rejected", test_params_rejected},
+    {"bad environment rejected", test_env_rejected},
+    {"NULL handles everywhere", test_null_handles},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo tp_tests[] = {
+    {"create, caps, incarnation ids", test_create_caps_ids},
+    {"address buffer sizes", test_address_buffer},
+    {"connect with bad blobs", test_connect_bad_blobs},
+    {"connect to a destroyed engine", test_connect_destroyed_engine},
+    {"conn query, close, use after close", test_conn_query_close},
+    {"peer engine destroyed", test_peer_destroyed},
+    {"one-sided: stale descriptors, bounds", test_rma_checks},
+    {"iov counts", test_iov_counts},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo per_tp[] = {
+        {"engine/shm", suite_init_shm, NULL, NULL, NULL, tp_tests},
+        {"engine/tcp", suite_init_tcp, NULL, NULL, NULL, tp_tests},
+    };
+    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 2] = {
+        {"engine", NULL, NULL, NULL, NULL, common_tests},
+    };
+    size_t n = 1;
+
+    unsetenv("UCCL_TRANSPORTS");
+    setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
+    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
+        if (unit_transport_usable(unit_transports[i]))
+            suites[n++] = per_tp[i];
+    suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
+    return unit_main(suites);
+}

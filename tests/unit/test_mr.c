@@ -1,0 +1,475 @@
+/* Unit tests of memory registration and the registration cache
+ * (src/core/mr.c). This program supplies its own transport list with one
+ * fake transport that counts mem_reg/mem_dereg calls and holds receives until
+ * their endpoint goes, so the cache is observed exactly and a request can be
+ * kept in flight; no real transport is linked in. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "unit.h"
+
+/* ------------------------------------------------------------ fake transport */
+
+struct uccl_tp_memh {
+    void *addr;
+    size_t len;
+};
+
+typedef struct fake_ep {
+    uccl_tp_ep_t base;
+    uccl_list_t held; /* posted receives, completed only by ep_destroy */
+} fake_ep_t;
+
+static int fake_reg_calls, fake_dereg_calls, fake_live_memh;
+
+static uccl_status_t fake_open(uccl_engine_t *engine, uccl_tp_t **tp)
+{
+    (void)engine;
+    *tp = calloc(1, sizeof(**tp));
+    return *tp ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+}
+
+static void fake_close(uccl_tp_t *tp) { free(tp); }
+
+static uccl_status_t fake_address(uccl_tp_t *tp, void *buf, size_t *len)
+{
+    (void)tp;
+    *(uint8_t *)buf = 1;
+    *len = 1;
+    return UCCL_OK;
+}
+
+static uccl_status_t fake_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                    bool is_initiator, uccl_tp_ep_t **ep)
+{
+    fake_ep_t *fep = calloc(1, sizeof(*fep));
+
+    (void)tp, (void)conn, (void)peer, (void)is_initiator;
+    if (fep == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    uccl_list_init(&fep->held);
+    *ep = &fep->base;
+    return UCCL_OK;
+}
+
+static uccl_status_t fake_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len)
+{
+    (void)ep, (void)buf;
+    *len = 0;
+    return UCCL_OK;
+}
+
+static uccl_status_t fake_ep_connect(uccl_tp_ep_t *ep, const void *info, size_t len)
+{
+    (void)ep, (void)info;
+    return len == 0 ? UCCL_OK : UCCL_ERR_IO;
+}
+
+static void fake_ep_destroy(uccl_tp_ep_t *ep)
+{
+    fake_ep_t *fep = (fake_ep_t *)ep;
+
+    while (!uccl_list_empty(&fep->held)) {
+        uccl_req_t *req = uccl_list_first(&fep->held, uccl_req_t, tp_link);
+        uccl_list_del(&req->tp_link);
+        uccl_req_complete(req, UCCL_ERR_CANCELED, 0);
+    }
+    free(fep);
+}
+
+static uccl_status_t fake_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                                  int device, uccl_tp_memh_t **memh)
+{
+    (void)tp, (void)type, (void)device;
+    *memh = malloc(sizeof(**memh));
+    if (*memh == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    (*memh)->addr = addr;
+    (*memh)->len = len;
+    fake_reg_calls++;
+    fake_live_memh++;
+    return UCCL_OK;
+}
+
+static void fake_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
+{
+    (void)tp;
+    free(memh);
+    fake_dereg_calls++;
+    fake_live_memh--;
+}
+
+static void fake_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE])
+{
+    (void)tp;
+    memset(rkey, 0, UCCL_TP_RKEY_SIZE);
+    memcpy(rkey, &memh, sizeof(memh));
+}
+
+static uccl_status_t fake_post_hold(uccl_tp_ep_t *ep, uccl_req_t *req)
+{
+    uccl_list_push_back(&((fake_ep_t *)ep)->held, &req->tp_link);
+    return UCCL_OK;
+}
+
+static int fake_progress(uccl_tp_t *tp)
+{
+    (void)tp;
+    return 0;
+}
+
+static const struct uccl_tp_ops fake_ops = {
+    .size = sizeof(struct uccl_tp_ops),
+    .name = "fake",
+    .priority = 1,
+    .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_RMA | UCCL_TP_CAP_MEM_REG | UCCL_TP_CAP_RKEY,
+    .engine_cap = UCCL_CAP_TCP,
+    .open = fake_open,
+    .close = fake_close,
+    .address = fake_address,
+    .ep_create = fake_ep_create,
+    .ep_pack = fake_ep_pack,
+    .ep_connect = fake_ep_connect,
+    .ep_destroy = fake_ep_destroy,
+    .mem_reg = fake_mem_reg,
+    .mem_dereg = fake_mem_dereg,
+    .mem_pack = fake_mem_pack,
+    .post_send = fake_post_hold,
+    .post_recv = fake_post_hold,
+    .post_write = fake_post_hold,
+    .post_read = fake_post_hold,
+    .progress = fake_progress,
+};
+
+/* Replaces src/tp/tp_list.c for this program (the static archive member
+ * defining it is then never pulled in). */
+const struct uccl_tp_ops *const *uccl_tp_list(void)
+{
+    static const struct uccl_tp_ops *const list[] = {&fake_ops, NULL};
+    return list;
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+static uccl_engine_t *engine;
+static char buf[1 << 16];
+
+static int suite_init(void)
+{
+    unsetenv("UCCL_RCACHE");
+    unsetenv("UCCL_TRANSPORTS");
+    return uccl_engine_create(NULL, &engine) == UCCL_OK ? 0 : 1;
+}
+
+static int suite_cleanup(void)
+{
+    uccl_status_t st = uccl_engine_destroy(engine);
+    engine = NULL;
+    /* the engine released every registration it still held */
+    return st == UCCL_OK && fake_live_memh == 0 ? 0 : 1;
+}
+
+static void counters_reset(void) { fake_reg_calls = fake_dereg_calls = 0; }
+
+/* ------------------------------------------------------------ tests */
+
+static void test_same_range_shares_region(void)
+{
+    uccl_mr_t *a, *b, *c;
+
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 4096, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 4096, 0, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 4096, UCCL_MR_LOCAL_ONLY, &c), UCCL_OK);
+    CU_ASSERT_PTR_NOT_EQUAL(a, b);
+    CU_ASSERT_PTR_EQUAL(a->region, b->region);
+    CU_ASSERT_PTR_EQUAL(a->region, c->region);
+    CU_ASSERT_EQUAL(a->region->refcount, 3);
+    CU_ASSERT_EQUAL(fake_reg_calls, 1);
+    /* release in registration order: the region lives until the last handle */
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    CU_ASSERT_EQUAL(b->region->refcount, 2);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 0);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(c), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 1);
+    /* registering again after the last release makes a fresh region */
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 4096, 0, &a), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_reg_calls, 2);
+    CU_ASSERT_EQUAL(a->region->refcount, 1);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+}
+
+static void test_reverse_dereg_order(void)
+{
+    uccl_mr_t *a, *b;
+
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf + 64, 100, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf + 64, 100, 0, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 0);
+    CU_ASSERT_EQUAL(a->region->refcount, 1);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 1);
+}
+
+static void test_different_ranges_separate(void)
+{
+    uccl_mr_t *a, *b, *c;
+
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 4096, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 8192, 0, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf + 1, 4096, 0, &c), UCCL_OK);
+    CU_ASSERT_PTR_NOT_EQUAL(a->region, b->region);
+    CU_ASSERT_PTR_NOT_EQUAL(a->region, c->region);
+    CU_ASSERT_NOT_EQUAL(a->region->id, b->region->id);
+    CU_ASSERT_NOT_EQUAL(a->region->id, c->region->id);
+    CU_ASSERT_EQUAL(fake_reg_calls, 3);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(c), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 3);
+}
+
+static void test_rcache_off(void)
+{
+    uccl_engine_t *e;
+    uccl_mr_t *a, *b;
+
+    setenv("UCCL_RCACHE", "0", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_OK);
+    unsetenv("UCCL_RCACHE");
+    if (e == NULL)
+        return;
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(e, buf, 4096, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(e, buf, 4096, 0, &b), UCCL_OK);
+    CU_ASSERT_PTR_NOT_EQUAL(a->region, b->region);
+    CU_ASSERT_EQUAL(fake_reg_calls, 2);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 1);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 2);
+    /* left registered on purpose: destroy releases it */
+    UNIT_ASSERT_STATUS(uccl_mr_reg(e, buf, 4096, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_engine_destroy(e), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, 3);
+}
+
+static void test_double_dereg(void)
+{
+    uccl_mr_t *a, *b;
+    uccl_mr_attr_t attr;
+    uccl_rdesc_t d;
+
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 512, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 512, 0, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_ERR_INVALID_HANDLE);
+    /* the second dereg of a must not have dropped b's reference */
+    CU_ASSERT_EQUAL(b->region->refcount, 1);
+    UNIT_ASSERT_STATUS(uccl_mr_query(a, &attr), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(a, 0, 1, &d), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(NULL), UCCL_ERR_INVALID_HANDLE);
+}
+
+static void test_bad_reg_args(void)
+{
+    uccl_mr_t *mr = (uccl_mr_t *)0x1;
+
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, NULL, 16, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 0, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, (void *)(UINTPTR_MAX - 10), 100, 0, &mr),
+                       UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, SIZE_MAX, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 16, 0x80, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 16, 0, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(NULL, buf, 16, 0, &mr), UCCL_ERR_INVALID_HANDLE);
+    CU_ASSERT_PTR_EQUAL(mr, (uccl_mr_t *)0x1); /* nothing returned */
+    CU_ASSERT_EQUAL(fake_reg_calls, 0);
+}
+
+static void test_query(void)
+{
+    uccl_mr_attr_t attr;
+    uccl_mr_t *mr;
+
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf + 8, 1000, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_query(mr, &attr), UCCL_OK);
+    CU_ASSERT_PTR_EQUAL(attr.addr, buf + 8);
+    CU_ASSERT_EQUAL(attr.len, 1000);
+    CU_ASSERT_EQUAL(attr.mem_type, UCCL_MEM_HOST);
+    CU_ASSERT_EQUAL(attr.device, -1);
+    UNIT_ASSERT_STATUS(uccl_mr_query(mr, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_query(NULL, &attr), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+}
+
+static void test_pack_bounds(void)
+{
+    uccl_rdesc_info_t info;
+    uccl_rdesc_t d;
+    uccl_mr_t *mr, *local;
+
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 1000, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 100, 900, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_rdesc_info(&d, &info), UCCL_OK);
+    CU_ASSERT_EQUAL(info.engine_id, uccl_engine_id(engine));
+    CU_ASSERT_EQUAL(info.addr, (uint64_t)(uintptr_t)(buf + 100));
+    CU_ASSERT_EQUAL(info.len, 900);
+    CU_ASSERT_EQUAL(info.mem_type, UCCL_MEM_HOST);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 0, 1000, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 1000, 0, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 0, 1001, &d), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 1001, 0, &d), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 999, 2, &d), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 1, SIZE_MAX, &d), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, SIZE_MAX, 2, &d), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 0, 1, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(NULL, 0, 1, &d), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 1000, UCCL_MR_LOCAL_ONLY, &local), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(local, 0, 1, &d), UCCL_ERR_INVALID_PARAM);
+    /* the shared region does not make the LOCAL_ONLY handle packable, nor
+     * the other handle unpackable */
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 0, 1, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(local), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+}
+
+/* The target-side check transports use for incoming one-sided accesses. */
+static void test_region_find(void)
+{
+    uint64_t base = (uint64_t)(uintptr_t)buf;
+    uccl_region_t *region = NULL;
+    uccl_mr_t *mr;
+    uint64_t id;
+
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 1000, 0, &mr), UCCL_OK);
+    id = mr->region->id;
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base, 1000, &region), UCCL_OK);
+    CU_ASSERT_PTR_EQUAL(region, mr->region);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base + 999, 1, &region), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base + 999, 2, &region),
+                       UCCL_ERR_REMOTE_ACCESS);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base - 1, 1, &region),
+                       UCCL_ERR_REMOTE_ACCESS);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base + 1, UINT64_MAX, &region),
+                       UCCL_ERR_REMOTE_ACCESS);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id + 1000, base, 1, &region),
+                       UCCL_ERR_REMOTE_ACCESS);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_engine_region_find(engine, id, base, 1, &region), UCCL_ERR_REMOTE_ACCESS);
+}
+
+/* Many distinct registrations, released in an interleaved order. */
+static void test_churn(void)
+{
+    enum { N = 512 };
+    static uccl_mr_t *mrs[N];
+
+    counters_reset();
+    for (int i = 0; i < N; i++)
+        CU_ASSERT_EQUAL_FATAL(uccl_mr_reg(engine, buf + i, 64 + (size_t)i, 0, &mrs[i]), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_reg_calls, N);
+    for (int step = 0; step < 2; step++)
+        for (int i = step; i < N; i += 2)
+            CU_ASSERT_EQUAL(uccl_mr_dereg(mrs[i]), UCCL_OK);
+    CU_ASSERT_EQUAL(fake_dereg_calls, N);
+}
+
+/* A region used by a request in flight cannot be released; once the request
+ * is gone it can. The request is a receive on a connection of the engine to
+ * itself that the fake transport never completes. */
+static void test_dereg_busy(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t blob_len = sizeof(blob);
+    uccl_conn_t *out = NULL, *in = NULL;
+    uccl_req_t *req = NULL;
+    uccl_mr_attr_t attr;
+    uccl_mr_t *mr;
+
+    UNIT_ASSERT_STATUS(uccl_engine_address(engine, blob, &blob_len), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_connect(engine, blob, blob_len, &out), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_accept(engine, 2000, &in), UCCL_OK);
+    if (out == NULL || in == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 256, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(in, mr, 0, 256, 7, &req), UCCL_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_ERR_BUSY);
+    /* nothing was released: the handle still works */
+    UNIT_ASSERT_STATUS(uccl_mr_query(mr, &attr), UCCL_OK);
+    CU_ASSERT_EQUAL(mr->region->refcount, 1);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_ERR_TIMEOUT);
+    /* closing the connection cancels the receive and frees the region */
+    UNIT_ASSERT_STATUS(uccl_conn_close(in), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_ERR_CANCELED);
+    UNIT_ASSERT_STATUS(uccl_req_free(req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_close(out), UCCL_OK);
+}
+
+/* A vectored request counts each piece: the region is busy until it ends,
+ * also when the user freed the request while it was in flight. */
+static void test_dereg_busy_detached(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t blob_len = sizeof(blob);
+    uccl_conn_t *out = NULL, *in = NULL;
+    uccl_req_t *req = NULL;
+    uccl_iov_t iov[3];
+    uccl_mr_t *a, *b;
+
+    UNIT_ASSERT_STATUS(uccl_engine_address(engine, blob, &blob_len), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_connect(engine, blob, blob_len, &out), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_accept(engine, 2000, &in), UCCL_OK);
+    if (out == NULL || in == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 256, 0, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf + 1024, 256, 0, &b), UCCL_OK);
+    iov[0] = (uccl_iov_t){a, 0, 16};
+    iov[1] = (uccl_iov_t){b, 16, 16};
+    iov[2] = (uccl_iov_t){a, 100, 16};
+    UNIT_ASSERT_STATUS(uccl_sendv(out, iov, 3, 1, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_free(req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(uccl_conn_close(out), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(a), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(b), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_close(in), UCCL_OK);
+}
+
+static CU_TestInfo mr_tests[] = {
+    {"same range twice shares one region", test_same_range_shares_region},
+    {"dereg in reverse order", test_reverse_dereg_order},
+    {"different ranges get separate regions", test_different_ranges_separate},
+    {"UCCL_RCACHE=0 gives separate regions", test_rcache_off},
+    {"double dereg", test_double_dereg},
+    {"NULL, zero-length, overflowing ranges, bad flags", test_bad_reg_args},
+    {"query", test_query},
+    {"pack bounds and LOCAL_ONLY", test_pack_bounds},
+    {"target-side region lookup", test_region_find},
+    {"churn of distinct ranges", test_churn},
+    {"dereg while a request uses it", test_dereg_busy},
+    {"dereg while a freed vectored request uses it", test_dereg_busy_detached},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"mr", suite_init, suite_cleanup, NULL, NULL, mr_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+    return unit_main(suites);
+}

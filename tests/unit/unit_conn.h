@@ -1,0 +1,151 @@
+/* Helpers of the tests that need live connections: engines restricted to one
+ * transport, a connected pair of engines in one process (the accept runs on a
+ * helper thread because uccl_connect progresses only its own engine), and a
+ * loop that drives both engines until requests finish. */
+#ifndef UCCL_TESTS_UNIT_CONN_H
+#define UCCL_TESTS_UNIT_CONN_H
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <uccl/uccl.h>
+
+/* Short enough that failure tests finish fast, long enough for a loaded CI box. */
+#define UNIT_TIMEOUT_MS 3000
+#define UNIT_TIMEOUT_TEXT "3000"
+
+static inline uint64_t unit_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline uccl_status_t unit_engine_create(const char *transport, uccl_engine_t **engine)
+{
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS,
+                                   .transports = transport};
+    return uccl_engine_create(&params, engine);
+}
+
+typedef struct unit_pair {
+    uccl_engine_t *a, *b;
+    uccl_conn_t *ab; /* a's end */
+    uccl_conn_t *ba; /* b's end */
+} unit_pair_t;
+
+typedef struct unit_accept_arg {
+    uccl_engine_t *engine;
+    uccl_conn_t *conn;
+    uccl_status_t status;
+} unit_accept_arg_t;
+
+static void *unit_accept_main(void *p)
+{
+    unit_accept_arg_t *arg = p;
+    arg->status = uccl_accept(arg->engine, UNIT_TIMEOUT_MS, &arg->conn);
+    return NULL;
+}
+
+/* Connect engine a to engine b (b accepts on a thread). */
+static inline uccl_status_t unit_connect(uccl_engine_t *a, uccl_engine_t *b, uccl_conn_t **ab,
+                                         uccl_conn_t **ba)
+{
+    unit_accept_arg_t arg = {.engine = b, .conn = NULL, .status = UCCL_ERR_IO};
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    pthread_t thread;
+    uccl_status_t st = uccl_engine_address(b, blob, &len);
+
+    if (st != UCCL_OK)
+        return st;
+    if (pthread_create(&thread, NULL, unit_accept_main, &arg) != 0)
+        return UCCL_ERR_NO_MEMORY;
+    st = uccl_connect(a, blob, len, ab);
+    pthread_join(thread, NULL);
+    if (st != UCCL_OK)
+        return st;
+    if (arg.status != UCCL_OK) {
+        uccl_conn_close(*ab);
+        return arg.status;
+    }
+    *ba = arg.conn;
+    return UCCL_OK;
+}
+
+static inline uccl_status_t unit_pair_open(const char *transport, unit_pair_t *p)
+{
+    uccl_status_t st;
+
+    memset(p, 0, sizeof(*p));
+    st = unit_engine_create(transport, &p->a);
+    if (st != UCCL_OK)
+        return st;
+    st = unit_engine_create(transport, &p->b);
+    if (st == UCCL_OK)
+        st = unit_connect(p->a, p->b, &p->ab, &p->ba);
+    if (st != UCCL_OK) {
+        if (p->b != NULL)
+            uccl_engine_destroy(p->b);
+        uccl_engine_destroy(p->a);
+        memset(p, 0, sizeof(*p));
+    }
+    return st;
+}
+
+static inline void unit_pair_close(unit_pair_t *p)
+{
+    if (p->a != NULL)
+        uccl_engine_destroy(p->a);
+    if (p->b != NULL)
+        uccl_engine_destroy(p->b);
+    memset(p, 0, sizeof(*p));
+}
+
+/* Drive both engines until every non-NULL request of reqs is done or the
+ * timeout passes. Returns UCCL_OK when all are done (whatever their status),
+ * UCCL_ERR_TIMEOUT otherwise. */
+static inline uccl_status_t unit_drive(unit_pair_t *p, uccl_req_t **reqs, size_t n, int timeout_ms)
+{
+    uint64_t deadline = unit_now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        size_t pending = 0;
+
+        uccl_engine_progress(p->a);
+        uccl_engine_progress(p->b);
+        for (size_t i = 0; i < n; i++) {
+            int done = 0;
+            if (reqs[i] != NULL) {
+                uccl_test(reqs[i], &done);
+                pending += !done;
+            }
+        }
+        if (pending == 0)
+            return UCCL_OK;
+        if (unit_now_ms() >= deadline)
+            return UCCL_ERR_TIMEOUT;
+    }
+}
+
+/* Which transports to run the live suites over; a suite is registered only
+ * when an engine with that transport alone can be created here. */
+static const char *const unit_transports[] = {"shm", "tcp"};
+#define UNIT_NTRANSPORTS (sizeof(unit_transports) / sizeof(unit_transports[0]))
+
+static inline int unit_transport_usable(const char *transport)
+{
+    uccl_engine_t *e;
+    uccl_status_t st = unit_engine_create(transport, &e);
+
+    if (st != UCCL_OK) {
+        printf("transport %s not usable here (%s): its suite is skipped\n", transport,
+               uccl_status_name(st));
+        return 0;
+    }
+    uccl_engine_destroy(e);
+    return 1;
+}
+
+#endif
