@@ -26,12 +26,12 @@ perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 	wait
 }
 
-uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's figure in Gb/s (rank 0 on rxe0, rank 1 on rxe1)
-	local n; n=$(( $(iters "$2") / 16 + 3 ))
+uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
+	local n; n=$(( $(iters "$2") / 16 )); [ $n -lt 2 ] && n=2
 	rm -f /tmp/uccl.json
 	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
 		--min "$2" --max "$2" --iters "$n" --json /tmp/uccl.json >/tmp/uccl.out 2>&1
-	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % r["uccl_gbps"])' 2>/dev/null ||
+	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }
 }
 
