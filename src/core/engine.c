@@ -13,6 +13,7 @@
 
 #include "core.h"
 #include "gpu/gpu.h"
+#include "topo/topo.h"
 #include "uccl_build.h"
 
 /* How often progress looks at the setup listener and at peer liveness. */
@@ -172,6 +173,26 @@ static void *progress_thread_main(void *arg)
     return NULL;
 }
 
+/* Pin the progress thread near the engine's GPU (its NUMA node's CPUs).
+ * Best effort: without hwloc, a GPU or locality information it runs anywhere. */
+static void progress_thread_affinity(uccl_engine_t *engine)
+{
+    char busid[UCCL_TOPO_BUSID_MAX];
+    const uccl_topo_gpu_t *gpu;
+    uccl_topo_t *topo;
+    cpu_set_t set;
+
+    if (engine->gpu_index < 0 ||
+        uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) != UCCL_OK ||
+        uccl_topo_load(engine->cfg.topo_xml[0] ? engine->cfg.topo_xml : NULL, &topo) != UCCL_OK)
+        return;
+    gpu = uccl_topo_gpu_by_busid(topo, busid);
+    if (gpu != NULL && uccl_topo_cpuset(topo, gpu->index, -1, &set) == UCCL_OK &&
+        pthread_setaffinity_np(engine->progress_thread, sizeof(set), &set) == 0)
+        uccl_info("progress thread pinned to the CPUs of GPU %d (%s)", engine->gpu_index, busid);
+    uccl_topo_free(topo);
+}
+
 static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_params_t *params,
                                   char *transports, size_t tlen)
 {
@@ -274,6 +295,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
             goto err_transports;
         }
         engine->has_progress_thread = true;
+        progress_thread_affinity(engine);
     }
     uccl_debug("engine %016llx created: %d transports, setup listener port %d",
                (unsigned long long)engine->id, engine->ntp, ntohs(engine->oob_addr.sin_port));

@@ -78,8 +78,10 @@ struct uccl_tp_ops {
     /* Connection setup. Both sides: ep_create, then ep_pack (wiring info, at
      * most 1024 bytes, sent over the core's setup socket), then ep_connect
      * with the peer's packed info. is_initiator tells the sides apart.
-     * ep_destroy fails the endpoint's outstanding requests with
-     * UCCL_ERR_CANCELED (through uccl_req_complete) before freeing. */
+     * ep_destroy drops every reference to the endpoint's requests without
+     * completing them (the core then completes each one still on the
+     * connection, with the connection's error or UCCL_ERR_CANCELED) and
+     * frees everything the endpoint holds. */
     uccl_status_t (*ep_create)(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                                bool is_initiator, uccl_tp_ep_t **ep);
     uccl_status_t (*ep_pack)(uccl_tp_ep_t *ep, void *buf, size_t *len);

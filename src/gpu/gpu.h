@@ -1,9 +1,12 @@
 /* GPU runtime abstraction: the only door to CUDA or HIP. One backend
- * (cuda.c, hip.c or none.c) is chosen at configure time. */
+ * (cuda.c, hip.c or none.c) is chosen at configure time; nothing outside
+ * src/gpu includes a vendor header. Every call logs the runtime's own error
+ * text once where it fails and returns a uccl_status_t. */
 #ifndef UCCL_GPU_GPU_H
 #define UCCL_GPU_GPU_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uccl/uccl.h>
 
 typedef struct uccl_gpu_ptr_attr {
@@ -13,9 +16,68 @@ typedef struct uccl_gpu_ptr_attr {
     size_t size;          /* size of that allocation (0 when unknown) */
 } uccl_gpu_ptr_attr_t;
 
+/* Opaque IPC handle of one device allocation (cudaIpcMemHandle_t and
+ * hipIpcMemHandle_t are both 64 bytes). */
+#define UCCL_GPU_IPC_HANDLE_SIZE 64
+typedef struct uccl_gpu_ipc_handle {
+    uint8_t bytes[UCCL_GPU_IPC_HANDLE_SIZE];
+} uccl_gpu_ipc_handle_t;
+
+/* Opaque runtime objects (cudaStream_t / cudaEvent_t and the HIP twins). */
+typedef struct uccl_gpu_stream *uccl_gpu_stream_t;
+typedef struct uccl_gpu_event *uccl_gpu_event_t;
+
+/* Longest PCI bus id string, "0000:19:00.0" plus room for the runtime's own. */
+#define UCCL_GPU_BUS_ID_MAX 32
+
 /* "cuda", "hip" or "none". */
 const char *uccl_gpu_backend(void);
 /* Classify a pointer. Never fails for host pointers. */
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
+
+/* Devices. uccl_gpu_count gives 0 (and UCCL_OK) when no GPU or driver is
+ * usable. The bus id is "0000:19:00.0", lower case. */
+uccl_status_t uccl_gpu_count(int *n);
+uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len);
+/* Ordinal of the device with this bus id (as uccl_gpu_pci_bus_id writes it). */
+uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device);
+/* Current device of the calling thread. */
+uccl_status_t uccl_gpu_set_device(int device);
+uccl_status_t uccl_gpu_get_device(int *device);
+/* Can device reach peer's memory directly; *nvlink = 1 when the link also
+ * carries native atomics (NVLink/xGMI, not PCIe). */
+uccl_status_t uccl_gpu_peer_query(int device, int peer, int *can_access, int *nvlink);
+/* Enable access from the current device to peer (already enabled is OK). */
+uccl_status_t uccl_gpu_peer_enable(int peer);
+
+/* Device memory on the current device (tests, benchmarks). */
+uccl_status_t uccl_gpu_malloc(void **ptr, size_t len);
+uccl_status_t uccl_gpu_free(void *ptr);
+/* Synchronous helpers for tests: any direction, any memory. */
+uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len);
+uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);
+
+/* IPC: get the handle of an allocation base, open a peer's handle on the
+ * current device (peer access enabled lazily), close what open returned. */
+uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle);
+uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base);
+uccl_status_t uccl_gpu_ipc_close(void *base);
+
+/* Streams (non-blocking with respect to the legacy default stream). */
+uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream);
+uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream);
+uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream);
+/* Copy between any two pointers the runtime can see (unified addressing). */
+uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len,
+                                    uccl_gpu_stream_t stream);
+
+/* Events. timing = 0 gives the cheap kind used for completion polling. */
+uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing);
+uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event);
+uccl_status_t uccl_gpu_event_record(uccl_gpu_event_t event, uccl_gpu_stream_t stream);
+/* UCCL_OK when done, UCCL_INPROGRESS when not yet, an error otherwise. Never blocks. */
+uccl_status_t uccl_gpu_event_query(uccl_gpu_event_t event);
+uccl_status_t uccl_gpu_event_sync(uccl_gpu_event_t event);
+uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t end, float *ms);
 
 #endif

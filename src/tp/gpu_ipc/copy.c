@@ -1,0 +1,263 @@
+/* gpu_ipc copies: a few streams per engine, a pool of timing-free events,
+ * gather/scatter plans issued as few cudaMemcpyAsync calls as the pieces
+ * allow (large pieces split over every stream), completion by event query. */
+#include <stdlib.h>
+
+#include "tp/gpu_ipc/ipc.h"
+
+/* Pieces of a split copy are cut at this alignment. */
+#define SPLIT_ALIGN (1u << 20)
+
+static uccl_status_t streams_create(ipc_tp_t *tp)
+{
+    int n = tp->cfg.streams < 1 ? 1 : tp->cfg.streams > IPC_STREAMS_MAX ? IPC_STREAMS_MAX : tp->cfg.streams;
+
+    for (int i = 0; i < n; i++) {
+        uccl_status_t st = uccl_gpu_stream_create(&tp->streams[i]);
+        if (st != UCCL_OK)
+            return st;
+        tp->nstreams = i + 1;
+    }
+    return UCCL_OK;
+}
+
+/* Make the engine's device current for this thread (and pick one on a
+ * host-only engine: hint, the peer's GPU, else 0); streams on first use. */
+uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint)
+{
+    uccl_status_t st;
+
+    if (tp->device < 0)
+        tp->device = hint >= 0 ? hint : 0;
+    st = uccl_gpu_set_device(tp->device);
+    if (st == UCCL_OK && tp->nstreams == 0)
+        st = streams_create(tp);
+    return st;
+}
+
+void ipc_streams_destroy(ipc_tp_t *tp)
+{
+    if (tp->nstreams > 0)
+        uccl_gpu_set_device(tp->device);
+    for (int i = 0; i < tp->nstreams; i++) {
+        uccl_gpu_stream_sync(tp->streams[i]);
+        uccl_gpu_stream_destroy(tp->streams[i]);
+    }
+    tp->nstreams = 0;
+    for (int i = 0; i < tp->nfree_ev; i++)
+        uccl_gpu_event_destroy(tp->free_ev[i]);
+    free(tp->free_ev);
+    tp->free_ev = NULL;
+    tp->nfree_ev = tp->cap_free_ev = 0;
+}
+
+static uccl_status_t event_get(ipc_tp_t *tp, uccl_gpu_event_t *ev)
+{
+    if (tp->nfree_ev > 0) {
+        *ev = tp->free_ev[--tp->nfree_ev];
+        return UCCL_OK;
+    }
+    return uccl_gpu_event_create(ev, 0);
+}
+
+static void event_put(ipc_tp_t *tp, uccl_gpu_event_t ev)
+{
+    if (tp->nfree_ev == tp->cap_free_ev) {
+        int cap = tp->cap_free_ev ? tp->cap_free_ev * 2 : 64;
+        uccl_gpu_event_t *a = realloc(tp->free_ev, (size_t)cap * sizeof(*a));
+        if (a == NULL) {
+            uccl_gpu_event_destroy(ev);
+            return;
+        }
+        tp->free_ev = a;
+        tp->cap_free_ev = cap;
+    }
+    tp->free_ev[tp->nfree_ev++] = ev;
+}
+
+/* Issue one piece: on one stream, or cut over all of them when large. */
+static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_t len, int first,
+                                 unsigned *used)
+{
+    size_t chunk;
+    int n = tp->nstreams;
+
+    if (len < tp->cfg.split_min || n == 1) {
+        *used |= 1u << first;
+        return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
+    }
+    chunk = (len / (size_t)n + SPLIT_ALIGN - 1) & ~(size_t)(SPLIT_ALIGN - 1);
+    for (int k = 0; len > 0; k++) {
+        size_t c = len < chunk ? len : chunk;
+        int s = (first + k) % n;
+        uccl_status_t st = uccl_gpu_memcpy_async(dst, src, c, tp->streams[s]);
+        if (st != UCCL_OK)
+            return st;
+        *used |= 1u << s;
+        dst += c;
+        src += c;
+        len -= c;
+    }
+    return UCCL_OK;
+}
+
+static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, const ipc_seg_t *src,
+                                int ns, size_t len, int first, unsigned *used)
+{
+    size_t doff = 0, soff = 0;
+    int i = 0, j = 0;
+
+    while (len > 0 && i < nd && j < ns) {
+        size_t n = dst[i].len - doff;
+        uccl_status_t st;
+
+        if (src[j].len - soff < n)
+            n = src[j].len - soff;
+        if (len < n)
+            n = len;
+        if (n > 0) {
+            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, used);
+            if (st != UCCL_OK)
+                return st;
+        }
+        doff += n;
+        soff += n;
+        len -= n;
+        if (doff == dst[i].len) {
+            i++;
+            doff = 0;
+        }
+        if (soff == src[j].len) {
+            j++;
+            soff = 0;
+        }
+    }
+    return len == 0 ? UCCL_OK : UCCL_ERR_OUT_OF_BOUNDS;
+}
+
+/* Start the copies of op (len bytes from src to dst) and queue it; an op
+ * with nothing to copy finishes at the next progress. On error nothing is
+ * queued; copies already issued are waited for. */
+uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
+                           const ipc_seg_t *src, int ns, size_t len)
+{
+    ipc_tp_t *tp = ep->tp;
+    unsigned used = 0;
+    uccl_status_t st = UCCL_OK;
+    int first;
+
+    op->nev = 0;
+    op->status = UCCL_OK;
+    if (len > 0) {
+        st = ipc_use_device(tp, ep->peer_device);
+        if (st != UCCL_OK)
+            return st;
+        /* one stream for everything not split: switching streams between
+         * back-to-back copies cost bandwidth on the device */
+        first = 0;
+        st = issue_plan(tp, dst, nd, src, ns, len, first, &used);
+        for (int s = 0; s < tp->nstreams && used; s++) {
+            if (!(used & (1u << s)))
+                continue;
+            if (st != UCCL_OK) {
+                uccl_gpu_stream_sync(tp->streams[s]);
+                continue;
+            }
+            st = event_get(tp, &op->ev[op->nev]);
+            if (st == UCCL_OK)
+                st = uccl_gpu_event_record(op->ev[op->nev], tp->streams[s]);
+            if (st == UCCL_OK)
+                op->nev++;
+            else
+                uccl_gpu_stream_sync(tp->streams[s]);
+        }
+        if (st != UCCL_OK) {
+            for (int k = 0; k < op->nev; k++) {
+                uccl_gpu_event_sync(op->ev[k]);
+                event_put(tp, op->ev[k]);
+            }
+            return st;
+        }
+    }
+    if (op->kind == OP_TGT && op->memh != NULL)
+        op->memh->tgt_inflight++;
+    uccl_list_push_back(&ep->ops, &op->link);
+    return UCCL_OK;
+}
+
+/* Drop events from the back as they complete; true when none is left. */
+static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
+{
+    while (op->nev > 0) {
+        uccl_status_t st = uccl_gpu_event_query(op->ev[op->nev - 1]);
+        if (st == UCCL_INPROGRESS)
+            return false;
+        if (st != UCCL_OK)
+            op->status = UCCL_ERR_TRANSPORT;
+        event_put(tp, op->ev[--op->nev]);
+    }
+    return true;
+}
+
+static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
+{
+    (void)tp;
+    uccl_list_del(&op->link);
+    if (op->kind == OP_TGT && op->memh != NULL)
+        op->memh->tgt_inflight--;
+    ipc_op_finish(ep, op);
+    free(op);
+}
+
+int ipc_ops_progress(ipc_ep_t *ep)
+{
+    uccl_list_t *pos, *tmp;
+    int events = 0;
+
+    if (uccl_list_empty(&ep->ops))
+        return 0;
+    if (ep->tp->nstreams > 0)
+        uccl_gpu_set_device(ep->tp->device);
+    uccl_list_for_each_safe(pos, tmp, &ep->ops) {
+        ipc_op_t *op = uccl_container_of(pos, ipc_op_t, link);
+        if (!op_poll(ep->tp, op))
+            continue;
+        op_release(ep->tp, ep, op);
+        events++;
+    }
+    return events;
+}
+
+/* ep going away: wait for the copies (local GPU work, bounded), then
+ * cancel what they were for. */
+void ipc_ops_cancel(ipc_ep_t *ep)
+{
+    while (!uccl_list_empty(&ep->ops)) {
+        ipc_op_t *op = uccl_list_first(&ep->ops, ipc_op_t, link);
+        for (int k = 0; k < op->nev; k++)
+            uccl_gpu_event_sync(op->ev[k]);
+        op_poll(ep->tp, op);
+        op->status = UCCL_ERR_CANCELED;
+        op_release(ep->tp, ep, op);
+    }
+}
+
+/* A region is being deregistered: let the copies touching it finish first
+ * (so nothing writes it once dereg returns) and forget it. */
+void ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh)
+{
+    uccl_list_t *e, *o;
+
+    uccl_list_for_each(e, &tp->eps) {
+        ipc_ep_t *ep = uccl_container_of(e, ipc_ep_t, link);
+        uccl_list_for_each(o, &ep->ops) {
+            ipc_op_t *op = uccl_container_of(o, ipc_op_t, link);
+            if (op->kind != OP_TGT || op->memh != memh)
+                continue;
+            for (int k = 0; k < op->nev; k++)
+                uccl_gpu_event_sync(op->ev[k]);
+            op->memh = NULL;
+        }
+    }
+    memh->tgt_inflight = 0;
+}

@@ -1,0 +1,396 @@
+/* gpu_ipc transport: ops table, open/close, endpoints wired by a pair of
+ * shared-memory mailboxes, message dispatch and progress. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "uccl_build.h"
+#include "tp/gpu_ipc/ipc.h"
+
+#define POLL_BUDGET 64
+
+static const uccl_cfg_field_t ipc_cfg_fields[] = {
+    {"STREAMS", "4", "copy streams per engine; copies of at least SPLIT_MIN bytes are cut over all of them",
+     offsetof(ipc_cfg_t, streams), UCCL_CFG_INT},
+    {"SPLIT_MIN", "16M", "copies at least this large are split across the streams (0 = never split)",
+     offsetof(ipc_cfg_t, split_min), UCCL_CFG_SIZE},
+    {NULL, NULL, NULL, 0, 0},
+};
+
+static const uccl_cfg_table_t ipc_cfg_table = {"GPU_IPC_", ipc_cfg_fields, sizeof(ipc_cfg_t)};
+
+/* What ep_pack sends. */
+typedef struct ipc_wire {
+    char ring[IPC_RING_NAME_MAX];
+    int32_t pid;
+    char bus_id[UCCL_GPU_BUS_ID_MAX];
+} ipc_wire_t;
+
+/* ------------------------------------------------------------ transport */
+
+static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
+{
+    ipc_tp_t *tp;
+    uccl_status_t st;
+    int n = 0;
+
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
+        return UCCL_ERR_NO_DEVICE;
+    if (engine->gpu_index >= n) {
+        uccl_info("gpu_ipc: GPU %d asked for, %d present", engine->gpu_index, n);
+        return UCCL_ERR_NO_DEVICE;
+    }
+    tp = calloc(1, sizeof(*tp));
+    if (tp == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    st = uccl_cfg_parse(&ipc_cfg_table, &tp->cfg);
+    if (st != UCCL_OK)
+        goto err_free;
+    tp->base.engine = engine;
+    tp->device = engine->gpu_index;
+    uccl_list_init(&tp->allocs);
+    uccl_list_init(&tp->eps);
+    if (tp->device >= 0) {
+        /* create the context and streams now, not inside the first transfer */
+        st = uccl_gpu_pci_bus_id(tp->device, tp->bus_id, sizeof(tp->bus_id));
+        if (st == UCCL_OK)
+            st = ipc_use_device(tp, -1);
+        if (st != UCCL_OK)
+            goto err_streams;
+        uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes", tp->device,
+                  tp->bus_id, tp->nstreams, tp->cfg.split_min);
+    }
+    *out = &tp->base;
+    return UCCL_OK;
+
+err_streams:
+    ipc_streams_destroy(tp);
+err_free:
+    free(tp);
+    return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
+}
+
+static void ipc_close(uccl_tp_t *base)
+{
+    ipc_tp_t *tp = (ipc_tp_t *)base;
+
+    ipc_streams_destroy(tp);
+    while (!uccl_list_empty(&tp->allocs)) {
+        ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);
+        uccl_list_del(&a->link);
+        free(a);
+    }
+    free(tp);
+}
+
+static uccl_status_t ipc_address(uccl_tp_t *base, void *buf, size_t *len)
+{
+    (void)base;
+    (void)buf;
+    *len = 0; /* everything a peer needs travels in ep_pack */
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------ messages */
+
+static void txq_flush(ipc_ep_t *ep)
+{
+    while (!uccl_list_empty(&ep->txq) && ep->tx.shm != NULL) {
+        ipc_txmsg_t *m = uccl_list_first(&ep->txq, ipc_txmsg_t, link);
+        if (!ipc_ring_push(&ep->tx, m->type, m->data, m->len, NULL, 0))
+            return;
+        uccl_list_del(&m->link);
+        free(m);
+    }
+}
+
+/* Send in order: straight into the ring, or queued behind what waits. */
+uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
+                           size_t blen)
+{
+    ipc_txmsg_t *m;
+
+    if (ep->failed)
+        return UCCL_ERR_PEER_FAILED;
+    txq_flush(ep);
+    if (uccl_list_empty(&ep->txq) && ep->tx.shm != NULL && ipc_ring_push(&ep->tx, type, a, alen, b, blen))
+        return UCCL_OK;
+    m = malloc(sizeof(*m) + alen + blen);
+    if (m == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    m->type = type;
+    m->len = alen + blen;
+    memcpy(m->data, a, alen);
+    if (blen)
+        memcpy(m->data + alen, b, blen);
+    uccl_list_push_back(&ep->txq, &m->link);
+    return UCCL_OK;
+}
+
+void ipc_ep_fail(ipc_ep_t *ep, const char *why)
+{
+    if (ep->failed)
+        return;
+    uccl_error("gpu_ipc: connection to pid %d broken: %s", ep->peer_pid, why);
+    ep->failed = true;
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
+}
+
+/* Payload of a message with nseg trailing segments, checked. */
+static bool seg_msg_ok(size_t len, size_t hdr, uint32_t nseg)
+{
+    return nseg <= UCCL_IOV_MAX && len == hdr + nseg * sizeof(msg_seg_t);
+}
+
+static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
+{
+    const msg_rts_t *rts = p;
+    const msg_tgt_op_t *tgt = p;
+    ipc_map_t *map;
+
+    switch (type) {
+    case IPC_MSG_ALLOC:
+        if (len == sizeof(msg_alloc_t) && ipc_map_get(ep, p, &map) == UCCL_OK)
+            return;
+        break; /* a mapping we cannot open fails the connection: its messages need it */
+    case IPC_MSG_ALLOC_GONE:
+        if (len == sizeof(msg_key_t) && (map = ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
+            ipc_map_put(ep, map);
+            return;
+        }
+        break;
+    case IPC_MSG_GRANT_REQ:
+        if (len != sizeof(msg_grant_req_t))
+            break;
+        ipc_on_grant_req(ep, p);
+        return;
+    case IPC_MSG_GRANT:
+        if (len != sizeof(msg_grant_t))
+            break;
+        ipc_on_grant(ep, p);
+        return;
+    case IPC_MSG_REVOKE:
+        if (len != sizeof(msg_key_t))
+            break;
+        ipc_on_revoke(ep, ((const msg_key_t *)p)->key);
+        return;
+    case IPC_MSG_RTS:
+        if (len < sizeof(*rts) || !seg_msg_ok(len, sizeof(*rts), rts->nseg))
+            break;
+        ipc_on_rts(ep, rts, (const msg_seg_t *)(rts + 1));
+        return;
+    case IPC_MSG_FIN:
+    case IPC_MSG_TGT_DONE:
+        if (len != sizeof(msg_fin_t))
+            break;
+        ipc_on_fin(ep, type == IPC_MSG_FIN ? &ep->sends : &ep->tgt_wait, p);
+        return;
+    case IPC_MSG_TGT_OP:
+        if (len < sizeof(*tgt) || !seg_msg_ok(len, sizeof(*tgt), tgt->nseg))
+            break;
+        ipc_on_tgt_op(ep, tgt, (const msg_seg_t *)(tgt + 1));
+        return;
+    case IPC_MSG_NOTIF:
+        if (len != sizeof(msg_key_t))
+            break;
+        uccl_conn_notif_push(ep->base.conn, ((const msg_key_t *)p)->key);
+        return;
+    default:
+        break;
+    }
+    ipc_ep_fail(ep, "malformed mailbox message");
+}
+
+/* Handle what the peer sent (bounded, never blocks). */
+void ipc_ep_poll(ipc_ep_t *ep)
+{
+    for (int i = 0; i < POLL_BUDGET && !ep->failed && ep->rx.shm != NULL; i++) {
+        const void *payload;
+        uint16_t type;
+        size_t len;
+        uccl_status_t st = ipc_ring_peek(&ep->rx, &type, &payload, &len);
+
+        if (st == UCCL_ERR_NOT_FOUND)
+            break;
+        if (st != UCCL_OK) {
+            ipc_ep_fail(ep, "mailbox corrupted");
+            break;
+        }
+        dispatch(ep, type, payload, len);
+        if (ep->rx.shm != NULL)
+            ipc_ring_pop(&ep->rx);
+    }
+}
+
+static int ipc_progress(uccl_tp_t *base)
+{
+    ipc_tp_t *tp = (ipc_tp_t *)base;
+    uccl_list_t *pos;
+    int events = 0;
+
+    uccl_list_for_each(pos, &tp->eps) {
+        ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
+        if (ep->failed || !ep->connected)
+            continue;
+        ipc_ep_poll(ep);
+        txq_flush(ep);
+        events += ipc_ops_progress(ep);
+        if (!uccl_list_empty(&ep->zombies))
+            ipc_maps_release(ep, false);
+    }
+    return events;
+}
+
+/* ------------------------------------------------------------ endpoints */
+
+static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                   bool is_initiator, uccl_tp_ep_t **out)
+{
+    ipc_tp_t *tp = (ipc_tp_t *)base;
+    ipc_ep_t *ep = calloc(1, sizeof(*ep));
+    uccl_status_t st;
+
+    (void)is_initiator;
+    if (ep == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->tp = tp;
+    ep->base.tp = base;
+    ep->base.conn = conn;
+    ep->peer_pid = peer->pid;
+    ep->peer_device = -1;
+    uccl_list_t *lists[] = {&ep->txq, &ep->maps, &ep->zombies, &ep->grants, &ep->ops, &ep->sends,
+                            &ep->recvs, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+        uccl_list_init(lists[i]);
+    st = ipc_ring_create(&ep->rx);
+    if (st != UCCL_OK) {
+        free(ep);
+        return st;
+    }
+    uccl_list_push_back(&tp->eps, &ep->link);
+    *out = &ep->base;
+    return UCCL_OK;
+}
+
+static uccl_status_t ipc_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+    ipc_wire_t w;
+
+    if (*len < sizeof(w))
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    memset(&w, 0, sizeof(w));
+    snprintf(w.ring, sizeof(w.ring), "%s", ep->rx.name);
+    w.pid = ep->tp->base.engine->pid;
+    snprintf(w.bus_id, sizeof(w.bus_id), "%s", ep->tp->bus_id);
+    memcpy(buf, &w, sizeof(w));
+    *len = sizeof(w);
+    return UCCL_OK;
+}
+
+/* Say at info level how the two GPUs are linked. */
+static void log_link(ipc_ep_t *ep, const char *peer_bus)
+{
+    int can = 0, nvlink = 0;
+
+    if (ep->tp->device < 0 || ep->peer_device < 0)
+        return;
+    if (uccl_gpu_peer_query(ep->tp->device, ep->peer_device, &can, &nvlink) != UCCL_OK)
+        return;
+    uccl_info("gpu_ipc: GPU %d (%s) <-> pid %d GPU %d (%s): %s", ep->tp->device, ep->tp->bus_id,
+              ep->peer_pid, ep->peer_device, peer_bus,
+              ep->tp->device == ep->peer_device ? "same GPU"
+              : !can                            ? "no peer access (copies staged by the driver)"
+              : nvlink                          ? "peer access over NVLink"
+                                                : "peer access over PCIe");
+}
+
+static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t len)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+    ipc_wire_t w;
+    uccl_status_t st;
+
+    if (len != sizeof(w))
+        return UCCL_ERR_BAD_ADDRESS;
+    memcpy(&w, info, sizeof(w));
+    w.ring[sizeof(w.ring) - 1] = '\0';
+    w.bus_id[sizeof(w.bus_id) - 1] = '\0';
+    st = ipc_ring_attach(&ep->tx, w.ring);
+    if (st != UCCL_OK)
+        return st;
+    ep->peer_pid = w.pid;
+    if (w.bus_id[0] != '\0' && uccl_gpu_device_by_bus_id(w.bus_id, &ep->peer_device) != UCCL_OK)
+        ep->peer_device = -1;
+    log_link(ep, w.bus_id);
+    ep->connected = true;
+    return UCCL_OK;
+}
+
+static void cancel_list(uccl_list_t *list)
+{
+    while (!uccl_list_empty(list)) {
+        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
+        uccl_list_del(&req->tp_link);
+        uccl_req_complete(req, UCCL_ERR_CANCELED, 0);
+    }
+}
+
+static void free_list(uccl_list_t *list, size_t link_offset)
+{
+    while (!uccl_list_empty(list)) {
+        uccl_list_t *l = uccl_list_pop_front(list);
+        free((char *)l - link_offset);
+    }
+}
+
+static void ipc_ep_destroy(uccl_tp_ep_t *base)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+
+    ep->failed = true; /* nothing more goes out */
+    ipc_ops_cancel(ep);
+    cancel_list(&ep->sends);
+    cancel_list(&ep->recvs);
+    cancel_list(&ep->grant_wait);
+    cancel_list(&ep->tgt_wait);
+    free_list(&ep->grants, offsetof(ipc_grant_t, link));
+    ipc_maps_release(ep, true);
+    free_list(&ep->unexp, offsetof(ipc_rts_t, link));
+    free_list(&ep->txq, offsetof(ipc_txmsg_t, link));
+    ipc_ring_destroy(&ep->rx);
+    ipc_ring_destroy(&ep->tx);
+    free(ep->announced);
+    uccl_list_del(&ep->link);
+    free(ep);
+}
+
+const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
+    .size = sizeof(struct uccl_tp_ops),
+    .name = "gpu_ipc",
+    .priority = 100,
+#if defined(UCCL_HAVE_CUDA)
+    .caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY |
+            UCCL_TP_CAP_MEM_REG,
+#else
+    .caps = UCCL_TP_CAP_ROCM_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY |
+            UCCL_TP_CAP_MEM_REG,
+#endif
+    .engine_cap = UCCL_CAP_GPU_IPC,
+    .config_table = &ipc_cfg_table,
+    .open = ipc_open,
+    .close = ipc_close,
+    .address = ipc_address,
+    .reachable = NULL,
+    .ep_create = ipc_ep_create,
+    .ep_pack = ipc_ep_pack,
+    .ep_connect = ipc_ep_connect,
+    .ep_destroy = ipc_ep_destroy,
+    .mem_reg = ipc_mem_reg,
+    .mem_dereg = ipc_mem_dereg,
+    .mem_pack = NULL,
+    .post_send = ipc_post_send,
+    .post_recv = ipc_post_recv,
+    .post_write = ipc_post_write,
+    .post_read = ipc_post_read,
+    .progress = ipc_progress,
+};

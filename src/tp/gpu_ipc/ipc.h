@@ -1,0 +1,241 @@
+/* Internals of the gpu_ipc transport: same-host GPU memory moved by the copy
+ * engines through CUDA/HIP IPC mappings, with a shared-memory mailbox per
+ * connection for rendezvous, handle exchange and notifications.
+ *
+ * Who copies: whoever can see both buffers. Device memory is visible to
+ * both processes through IPC, host memory only to its owner. So a receive
+ * pulls from the sender's device buffers; a write/read to a remote device
+ * region is done by the initiator; a write/read to a remote host region is
+ * done by the target (it pulls/pushes the initiator's device buffers).
+ *
+ * Validation: the target checks every access before its memory is touched.
+ * Target-side copies are checked per operation with uccl_engine_region_find.
+ * Initiator-side copies use a grant: the first access to a region asks the
+ * target, which checks the region with uccl_engine_region_find and answers
+ * with that live region's exact range and its allocation's IPC handle; the
+ * initiator then bounds-checks every later access against the grant, and the
+ * target revokes the grant when it deregisters the region. This keeps a
+ * round trip off every small write (the 4 KiB latency goal) at the cost that
+ * a write already posted when the revoke is in flight can still land, as
+ * with RDMA. */
+#ifndef UCCL_TP_GPU_IPC_IPC_H
+#define UCCL_TP_GPU_IPC_IPC_H
+
+#include "core/core.h"
+#include "gpu/gpu.h"
+#include "tp/gpu_ipc/ring.h"
+
+#define IPC_STREAMS_MAX 16
+
+/* Mailbox message types. */
+enum {
+    IPC_MSG_ALLOC = 1,  /* msg_alloc_t: a device allocation of the sender */
+    IPC_MSG_ALLOC_GONE, /* msg_key_t: that allocation is no longer registered */
+    IPC_MSG_GRANT_REQ,  /* msg_grant_req_t */
+    IPC_MSG_GRANT,      /* msg_grant_t */
+    IPC_MSG_REVOKE,     /* msg_key_t: region id */
+    IPC_MSG_RTS,        /* msg_rts_t + msg_seg_t[nseg]: a send waiting for its receive */
+    IPC_MSG_FIN,        /* msg_fin_t: the receiver is done with an RTS */
+    IPC_MSG_TGT_OP,     /* msg_tgt_op_t + msg_seg_t[nseg]: copy to/from my host region */
+    IPC_MSG_TGT_DONE,   /* msg_fin_t */
+    IPC_MSG_NOTIF,      /* msg_key_t: notification value */
+};
+
+typedef struct msg_alloc {
+    uint64_t key; /* the allocation's base address in the sender */
+    uint64_t size;
+    uccl_gpu_ipc_handle_t handle;
+} msg_alloc_t;
+
+typedef struct msg_key {
+    uint64_t key;
+} msg_key_t;
+
+typedef struct msg_grant_req {
+    uint64_t region_id, addr, len;
+} msg_grant_req_t;
+
+typedef struct msg_grant {
+    uint64_t region_id;
+    int32_t status;
+    uint32_t pad;
+    uint64_t addr, len; /* the live region */
+    msg_alloc_t alloc;  /* the allocation that holds it */
+} msg_grant_t;
+
+typedef struct msg_seg {
+    uint64_t key, off, len; /* off from the allocation's base */
+} msg_seg_t;
+
+typedef struct msg_rts {
+    uint64_t seq, tag, len;
+    uint32_t nseg, pad;
+} msg_rts_t;
+
+typedef struct msg_fin {
+    uint64_t seq;
+    int32_t status;
+    uint32_t pad;
+    uint64_t bytes;
+} msg_fin_t;
+
+typedef struct msg_tgt_op {
+    uint64_t seq, region_id, addr, len, notif;
+    uint32_t op; /* UCCL_OP_WRITE or UCCL_OP_READ, as the initiator sees it */
+    uint32_t has_notif;
+    uint32_t nseg, pad;
+} msg_tgt_op_t;
+
+/* A local device allocation that some registered region lies in. */
+typedef struct ipc_alloc {
+    void *base;
+    size_t size;
+    uccl_gpu_ipc_handle_t handle;
+    int refs; /* regions registered in it */
+    uint64_t gen;
+    uccl_list_t link;
+} ipc_alloc_t;
+
+struct uccl_tp_memh {
+    void *addr;
+    size_t len;
+    uccl_mem_type_t type;
+    ipc_alloc_t *alloc; /* NULL for host memory */
+    uint64_t region_id; /* known once granted */
+    bool granted;
+    int tgt_inflight;   /* target-side copies touching it */
+};
+
+/* A peer allocation mapped here (or, for a peer in this process, used as is). */
+typedef struct ipc_map {
+    uint64_t key; /* base address in the peer */
+    size_t size;
+    uccl_gpu_ipc_handle_t handle;
+    void *ptr;
+    int refs; /* 1 for the announcement + 1 per grant */
+    uccl_list_t link;
+} ipc_map_t;
+
+typedef struct ipc_grant {
+    uint64_t region_id, addr, len;
+    ipc_map_t *map;
+    uccl_list_t link;
+} ipc_grant_t;
+
+typedef enum { OP_LOCAL, OP_RECV, OP_TGT } ipc_op_kind_t;
+
+/* Copies in flight on the streams, finished by progress. */
+typedef struct ipc_op {
+    ipc_op_kind_t kind;
+    uccl_req_t *req;           /* OP_LOCAL, OP_RECV */
+    uccl_tp_memh_t *memh;      /* OP_TGT: the region touched */
+    uint64_t seq, notif;
+    bool has_notif;
+    size_t bytes;
+    uccl_status_t status;
+    int nev;
+    uccl_gpu_event_t ev[IPC_STREAMS_MAX];
+    uccl_list_t link;
+} ipc_op_t;
+
+typedef struct ipc_cfg {
+    int streams;
+    size_t split_min;
+} ipc_cfg_t;
+
+typedef struct ipc_tp {
+    uccl_tp_t base;
+    ipc_cfg_t cfg;
+    int device;          /* -1 until needed on a host-only engine */
+    char bus_id[UCCL_GPU_BUS_ID_MAX];
+    int nstreams;        /* 0 until created */
+    uccl_gpu_stream_t streams[IPC_STREAMS_MAX];
+    uccl_gpu_event_t *free_ev;
+    int nfree_ev, cap_free_ev;
+    uccl_list_t allocs;  /* ipc_alloc_t */
+    uint64_t next_gen;
+    uccl_list_t eps;     /* ipc_ep_t */
+} ipc_tp_t;
+
+typedef struct ipc_txmsg {
+    uint16_t type;
+    size_t len;
+    uccl_list_t link;
+    uint8_t data[];
+} ipc_txmsg_t;
+
+typedef struct ipc_rts {
+    msg_rts_t hdr;
+    uccl_list_t link;
+    msg_seg_t seg[];
+} ipc_rts_t;
+
+typedef struct ipc_ep {
+    uccl_tp_ep_t base;
+    ipc_tp_t *tp;
+    ipc_ring_t rx, tx;
+    bool connected, failed;
+    int peer_pid;
+    int peer_device; /* local ordinal of the peer's GPU, -1 unknown */
+    uint64_t next_seq;
+    uint64_t *announced; /* gens of local allocations the peer knows */
+    int nannounced, cap_announced;
+    uccl_list_t txq;     /* ipc_txmsg_t waiting for ring space */
+    uccl_list_t maps, zombies; /* ipc_map_t live / to close when no op runs */
+    uccl_list_t grants;  /* ipc_grant_t */
+    uccl_list_t ops;     /* ipc_op_t */
+    uccl_list_t sends;   /* reqs waiting for FIN (tp_data[0] = seq) */
+    uccl_list_t recvs;   /* posted receives */
+    uccl_list_t unexp;   /* ipc_rts_t not matched yet */
+    uccl_list_t grant_wait; /* reqs waiting for a grant */
+    uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE (tp_data[0] = seq) */
+    uccl_list_t link;
+} ipc_ep_t;
+
+/* One side of a copy plan. */
+typedef struct ipc_seg {
+    char *ptr;
+    size_t len;
+} ipc_seg_t;
+
+/* ---- ep.c */
+uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
+                           size_t blen);
+void ipc_ep_poll(ipc_ep_t *ep);
+void ipc_ep_fail(ipc_ep_t *ep, const char *why);
+
+/* ---- mem.c */
+uccl_status_t ipc_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type, int device,
+                          uccl_tp_memh_t **memh);
+void ipc_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *alloc);
+uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out);
+void ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
+ipc_map_t *ipc_map_find(ipc_ep_t *ep, uint64_t key);
+void ipc_maps_release(ipc_ep_t *ep, bool all);
+void ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m);
+void ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id);
+ipc_grant_t *ipc_grant_find(ipc_ep_t *ep, uint64_t region_id);
+uccl_status_t ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m);
+
+/* ---- copy.c */
+uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint);
+uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
+                           const ipc_seg_t *src, int ns, size_t len);
+int ipc_ops_progress(ipc_ep_t *ep);
+void ipc_ops_cancel(ipc_ep_t *ep);
+void ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
+void ipc_streams_destroy(ipc_tp_t *tp);
+
+/* ---- xfer.c */
+uccl_status_t ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t ipc_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
+void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
+void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
+void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
+void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
+
+#endif

@@ -1,0 +1,306 @@
+/* gpu_ipc memory: local device allocations (one IPC handle each, however
+ * many regions lie in them), announcements to peers, peer allocations
+ * mapped here (opened once, closed when the peer withdraws them and no copy
+ * runs), and grants to access a peer's region (see ipc.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/gpu_ipc/ipc.h"
+
+/* ------------------------------------------------------------ local allocations */
+
+static ipc_alloc_t *alloc_find(ipc_tp_t *tp, void *base, size_t size)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &tp->allocs) {
+        ipc_alloc_t *a = uccl_container_of(pos, ipc_alloc_t, link);
+        if (a->base == base && a->size == size)
+            return a;
+    }
+    return NULL;
+}
+
+static uccl_status_t alloc_get(ipc_tp_t *tp, void *addr, ipc_alloc_t **out)
+{
+    uccl_gpu_ptr_attr_t attr;
+    ipc_alloc_t *a;
+    uccl_status_t st = uccl_gpu_ptr_attr(addr, &attr);
+
+    if (st != UCCL_OK)
+        return st;
+    a = alloc_find(tp, attr.base, attr.size);
+    if (a == NULL) {
+        a = calloc(1, sizeof(*a));
+        if (a == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        a->base = attr.base;
+        a->size = attr.size;
+        st = uccl_gpu_ipc_get(a->base, &a->handle);
+        if (st != UCCL_OK) {
+            free(a);
+            return st;
+        }
+        a->gen = ++tp->next_gen;
+        uccl_list_push_back(&tp->allocs, &a->link);
+    }
+    a->refs++;
+    *out = a;
+    return UCCL_OK;
+}
+
+static bool announced_has(ipc_ep_t *ep, uint64_t gen, bool remove)
+{
+    for (int i = 0; i < ep->nannounced; i++) {
+        if (ep->announced[i] != gen)
+            continue;
+        if (remove)
+            ep->announced[i] = ep->announced[--ep->nannounced];
+        return true;
+    }
+    return false;
+}
+
+/* Last region of an allocation gone: tell the peers that mapped it. */
+static void alloc_put(ipc_tp_t *tp, ipc_alloc_t *a)
+{
+    uccl_list_t *pos;
+    msg_key_t m = {(uint64_t)(uintptr_t)a->base};
+
+    if (--a->refs > 0)
+        return;
+    uccl_list_for_each(pos, &tp->eps) {
+        ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
+        if (announced_has(ep, a->gen, true))
+            ipc_send_msg(ep, IPC_MSG_ALLOC_GONE, &m, sizeof(m), NULL, 0);
+    }
+    uccl_list_del(&a->link);
+    free(a);
+}
+
+uccl_status_t ipc_mem_reg(uccl_tp_t *base, void *addr, size_t len, uccl_mem_type_t type, int device,
+                          uccl_tp_memh_t **out)
+{
+    ipc_tp_t *tp = (ipc_tp_t *)base;
+    uccl_tp_memh_t *memh = calloc(1, sizeof(*memh));
+    uccl_status_t st;
+
+    (void)device;
+    if (memh == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    memh->addr = addr;
+    memh->len = len;
+    memh->type = type;
+    if (type != UCCL_MEM_HOST) {
+        st = alloc_get(tp, addr, &memh->alloc);
+        if (st != UCCL_OK) {
+            free(memh);
+            return st;
+        }
+    }
+    *out = memh;
+    return UCCL_OK;
+}
+
+void ipc_mem_dereg(uccl_tp_t *base, uccl_tp_memh_t *memh)
+{
+    ipc_tp_t *tp = (ipc_tp_t *)base;
+    uccl_list_t *pos;
+
+    if (memh->tgt_inflight > 0)
+        ipc_ops_forget_memh(tp, memh);
+    if (memh->granted) {
+        msg_key_t m = {memh->region_id};
+        uccl_list_for_each(pos, &tp->eps)
+            ipc_send_msg(uccl_container_of(pos, ipc_ep_t, link), IPC_MSG_REVOKE, &m, sizeof(m), NULL, 0);
+    }
+    if (memh->alloc != NULL)
+        alloc_put(tp, memh->alloc);
+    free(memh);
+}
+
+uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
+{
+    msg_alloc_t m;
+    uccl_status_t st;
+
+    if (announced_has(ep, a->gen, false))
+        return UCCL_OK;
+    if (ep->nannounced == ep->cap_announced) {
+        int cap = ep->cap_announced ? ep->cap_announced * 2 : 16;
+        uint64_t *arr = realloc(ep->announced, (size_t)cap * sizeof(*arr));
+        if (arr == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        ep->announced = arr;
+        ep->cap_announced = cap;
+    }
+    m.key = (uint64_t)(uintptr_t)a->base;
+    m.size = a->size;
+    m.handle = a->handle;
+    st = ipc_send_msg(ep, IPC_MSG_ALLOC, &m, sizeof(m), NULL, 0);
+    if (st == UCCL_OK)
+        ep->announced[ep->nannounced++] = a->gen;
+    return st;
+}
+
+/* ------------------------------------------------------------ peer allocations */
+
+ipc_map_t *ipc_map_find(ipc_ep_t *ep, uint64_t key)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->maps) {
+        ipc_map_t *m = uccl_container_of(pos, ipc_map_t, link);
+        if (m->key == key)
+            return m;
+    }
+    return NULL;
+}
+
+static void map_retire(ipc_ep_t *ep, ipc_map_t *map)
+{
+    uccl_list_del(&map->link);
+    uccl_list_push_back(&ep->zombies, &map->link);
+}
+
+/* Take a reference on the mapping of the peer allocation m describes,
+ * opening it on first use; a different handle under a known key means the
+ * peer freed and reallocated: the old mapping is retired. */
+uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
+{
+    ipc_map_t *map = ipc_map_find(ep, m->key);
+    uccl_status_t st;
+
+    if (map != NULL && memcmp(&map->handle, &m->handle, sizeof(m->handle)) == 0) {
+        map->refs++;
+        *out = map;
+        return UCCL_OK;
+    }
+    if (map != NULL)
+        map_retire(ep, map);
+    map = calloc(1, sizeof(*map));
+    if (map == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    map->key = m->key;
+    map->size = m->size;
+    map->handle = m->handle;
+    if (ep->peer_pid == ep->tp->base.engine->pid) {
+        map->ptr = (void *)(uintptr_t)m->key; /* same process: the pointer is ours */
+    } else {
+        st = ipc_use_device(ep->tp, ep->peer_device);
+        if (st == UCCL_OK)
+            st = uccl_gpu_ipc_open(&m->handle, &map->ptr);
+        if (st != UCCL_OK) {
+            uccl_error("gpu_ipc: cannot map a %zu-byte allocation of pid %d: %s", (size_t)m->size,
+                       ep->peer_pid, uccl_strerror(st));
+            free(map);
+            return st;
+        }
+    }
+    map->refs = 1;
+    uccl_list_push_back(&ep->maps, &map->link);
+    *out = map;
+    return UCCL_OK;
+}
+
+void ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
+{
+    if (--map->refs == 0)
+        map_retire(ep, map);
+}
+
+/* Close retired mappings once no copy may use them (all = ep going away). */
+void ipc_maps_release(ipc_ep_t *ep, bool all)
+{
+    if (!all && !uccl_list_empty(&ep->ops))
+        return;
+    if (all)
+        while (!uccl_list_empty(&ep->maps))
+            map_retire(ep, uccl_list_first(&ep->maps, ipc_map_t, link));
+    while (!uccl_list_empty(&ep->zombies)) {
+        ipc_map_t *map = uccl_list_first(&ep->zombies, ipc_map_t, link);
+        uccl_list_del(&map->link);
+        if (ep->peer_pid != ep->tp->base.engine->pid && ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
+            uccl_gpu_ipc_close(map->ptr);
+        free(map);
+    }
+}
+
+/* ------------------------------------------------------------ grants */
+
+/* Target side: check the region, answer with its range and allocation. */
+void ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
+{
+    uccl_engine_t *engine = ep->tp->base.engine;
+    uccl_region_t *region;
+    uccl_tp_memh_t *memh;
+    msg_grant_t g;
+    uccl_status_t st = uccl_engine_region_find(engine, m->region_id, m->addr, m->len, &region);
+
+    memset(&g, 0, sizeof(g));
+    g.region_id = m->region_id;
+    memh = st == UCCL_OK ? region->memh[ep->tp->base.index] : NULL;
+    if (st == UCCL_OK && (memh == NULL || memh->alloc == NULL))
+        st = UCCL_ERR_REMOTE_ACCESS; /* host memory is never mapped by peers */
+    if (st == UCCL_OK) {
+        memh->region_id = region->id;
+        memh->granted = true;
+        g.addr = (uint64_t)(uintptr_t)region->addr;
+        g.len = region->len;
+        g.alloc.key = (uint64_t)(uintptr_t)memh->alloc->base;
+        g.alloc.size = memh->alloc->size;
+        g.alloc.handle = memh->alloc->handle;
+    } else {
+        uccl_debug("gpu_ipc: refusing access to region %llu for pid %d",
+                   (unsigned long long)m->region_id, ep->peer_pid);
+    }
+    g.status = st;
+    ipc_send_msg(ep, IPC_MSG_GRANT, &g, sizeof(g), NULL, 0);
+}
+
+ipc_grant_t *ipc_grant_find(ipc_ep_t *ep, uint64_t region_id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->grants) {
+        ipc_grant_t *g = uccl_container_of(pos, ipc_grant_t, link);
+        if (g->region_id == region_id)
+            return g;
+    }
+    return NULL;
+}
+
+uccl_status_t ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
+{
+    ipc_grant_t *g;
+    uccl_status_t st;
+
+    if (m->addr < m->alloc.key || m->len > m->alloc.size || m->addr - m->alloc.key > m->alloc.size - m->len) {
+        ipc_ep_fail(ep, "grant outside its allocation");
+        return UCCL_ERR_PEER_FAILED;
+    }
+    g = calloc(1, sizeof(*g));
+    if (g == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    st = ipc_map_get(ep, &m->alloc, &g->map);
+    if (st != UCCL_OK) {
+        free(g);
+        return st;
+    }
+    g->region_id = m->region_id;
+    g->addr = m->addr;
+    g->len = m->len;
+    uccl_list_push_back(&ep->grants, &g->link);
+    return UCCL_OK;
+}
+
+void ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
+{
+    ipc_grant_t *g = ipc_grant_find(ep, region_id);
+
+    if (g == NULL)
+        return;
+    uccl_list_del(&g->link);
+    ipc_map_put(ep, g->map);
+    free(g);
+}

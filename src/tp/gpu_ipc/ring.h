@@ -1,0 +1,46 @@
+/* The gpu_ipc control mailbox: one single-producer single-consumer byte
+ * ring in POSIX shared memory per direction. The receiving side creates it,
+ * the sending side maps it and unlinks the name, so nothing outlives the
+ * two processes. Records are {u32 len, u16 type, u16 0, payload}, 8-aligned. */
+#ifndef UCCL_TP_GPU_IPC_RING_H
+#define UCCL_TP_GPU_IPC_RING_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uccl/uccl.h>
+
+#define IPC_RING_BYTES (256u * 1024u)
+#define IPC_RING_NAME_MAX 64
+#define IPC_MSG_MAX 4096 /* largest payload one record carries */
+
+typedef struct ipc_ring_shm {
+    _Atomic uint64_t head; /* written by the producer only */
+    char pad0[56];
+    _Atomic uint64_t tail; /* written by the consumer only */
+    char pad1[56];
+    uint8_t data[IPC_RING_BYTES];
+} ipc_ring_shm_t;
+
+typedef struct ipc_ring {
+    ipc_ring_shm_t *shm;
+    char name[IPC_RING_NAME_MAX];
+    bool linked; /* our name still exists in /dev/shm */
+} ipc_ring_t;
+
+/* Create a fresh ring (the consumer side). */
+uccl_status_t ipc_ring_create(ipc_ring_t *ring);
+/* Map the peer's ring by name and unlink the name (the producer side). */
+uccl_status_t ipc_ring_attach(ipc_ring_t *ring, const char *name);
+void ipc_ring_destroy(ipc_ring_t *ring);
+
+/* Append one record made of two parts; false when the ring is full. */
+bool ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
+                   size_t blen);
+/* Oldest record, or UCCL_ERR_NOT_FOUND when empty, or UCCL_ERR_PEER_FAILED
+ * when the ring holds garbage. *payload stays valid until ipc_ring_pop. */
+uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len);
+void ipc_ring_pop(ipc_ring_t *ring);
+
+#endif

@@ -1,0 +1,381 @@
+/* gpu_ipc transfers: send/recv as a rendezvous pulled by the receiver,
+ * write/read by the initiator under a grant (remote device memory) or by the
+ * target (remote host memory), and the completions of each. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/gpu_ipc/ipc.h"
+
+static uccl_tp_memh_t *iov_memh(const ipc_ep_t *ep, const uccl_req_iov_t *iov)
+{
+    return iov->region != NULL ? iov->region->memh[ep->tp->base.index] : NULL;
+}
+
+/* Local iovs as segments of announced device allocations (the peer copies). */
+static uccl_status_t local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *seg, uint32_t *nseg)
+{
+    *nseg = 0;
+    for (int i = 0; i < req->iovcnt; i++) {
+        uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
+        uccl_status_t st;
+
+        if (req->iov[i].len == 0)
+            continue;
+        if (memh == NULL || memh->alloc == NULL) {
+            uccl_error("gpu_ipc: host memory cannot be read or written by the peer process; "
+                       "this operation needs every local piece in GPU memory");
+            return UCCL_ERR_UNSUPPORTED;
+        }
+        st = ipc_announce(ep, memh->alloc);
+        if (st != UCCL_OK)
+            return st;
+        seg[*nseg].key = (uint64_t)(uintptr_t)memh->alloc->base;
+        seg[*nseg].off = (uint64_t)((char *)req->iov[i].addr - (char *)memh->alloc->base);
+        seg[*nseg].len = req->iov[i].len;
+        (*nseg)++;
+    }
+    return UCCL_OK;
+}
+
+static int local_plan(const uccl_req_t *req, ipc_seg_t *seg)
+{
+    int n = 0;
+
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        seg[n].ptr = req->iov[i].addr;
+        seg[n].len = req->iov[i].len;
+        n++;
+    }
+    return n;
+}
+
+/* Peer segments through our mappings, each checked against its allocation. */
+static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, ipc_seg_t *out)
+{
+    for (uint32_t i = 0; i < nseg; i++) {
+        ipc_map_t *map = ipc_map_find(ep, seg[i].key);
+        if (map == NULL || seg[i].off > map->size || seg[i].len > map->size - seg[i].off) {
+            ipc_ep_fail(ep, "peer named memory it never announced");
+            return UCCL_ERR_PEER_FAILED;
+        }
+        out[i].ptr = (char *)map->ptr + seg[i].off;
+        out[i].len = seg[i].len;
+    }
+    return UCCL_OK;
+}
+
+static ipc_op_t *op_new(ipc_op_kind_t kind, uccl_req_t *req)
+{
+    ipc_op_t *op = calloc(1, sizeof(*op));
+
+    if (op != NULL) {
+        op->kind = kind;
+        op->req = req;
+        uccl_list_init(&op->link);
+    }
+    return op;
+}
+
+/* ------------------------------------------------------------ send / recv */
+
+uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+    msg_seg_t seg[UCCL_IOV_MAX];
+    msg_rts_t m = {0};
+    uccl_status_t st = local_segs(ep, req, seg, &m.nseg);
+
+    if (st != UCCL_OK)
+        return st;
+    m.seq = ep->next_seq++;
+    m.tag = req->tag;
+    m.len = req->len;
+    st = ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
+    if (st != UCCL_OK)
+        return st;
+    req->tp_data[0] = m.seq;
+    uccl_list_push_back(&ep->sends, &req->tp_link);
+    return UCCL_OK;
+}
+
+static uccl_req_t *recv_find(ipc_ep_t *ep, uint64_t tag)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->recvs) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tag == tag)
+            return req;
+    }
+    return NULL;
+}
+
+static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
+{
+    msg_fin_t f = {.seq = seq, .status = st, .bytes = bytes};
+
+    ipc_send_msg(ep, type, &f, sizeof(f), NULL, 0);
+}
+
+/* Pull a matched message into the receive. */
+static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
+{
+    ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
+    ipc_op_t *op = op_new(OP_RECV, req);
+    uccl_status_t st = op ? peer_plan(ep, rts->seg, rts->hdr.nseg, src) : UCCL_ERR_NO_MEMORY;
+
+    if (st == UCCL_OK) {
+        op->seq = rts->hdr.seq;
+        op->bytes = rts->hdr.len;
+        st = ipc_op_start(ep, op, dst, local_plan(req, dst), src, (int)rts->hdr.nseg, rts->hdr.len);
+    }
+    if (st != UCCL_OK) {
+        free(op);
+        fin_send(ep, IPC_MSG_FIN, rts->hdr.seq, UCCL_ERR_TRANSPORT, 0);
+        uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
+    }
+}
+
+/* Match unexpected messages, oldest first, to the first receive with their
+ * tag; a receive too small fails and the message waits for the next one. */
+static void recv_match(ipc_ep_t *ep)
+{
+    uccl_list_t *pos, *tmp;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->unexp) {
+        ipc_rts_t *rts = uccl_container_of(pos, ipc_rts_t, link);
+        uccl_req_t *req;
+
+        while ((req = recv_find(ep, rts->hdr.tag)) != NULL && req->len < rts->hdr.len) {
+            uccl_list_del(&req->tp_link);
+            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rts->hdr.len);
+        }
+        if (req == NULL)
+            continue;
+        uccl_list_del(&req->tp_link);
+        uccl_list_del(&rts->link);
+        recv_start(ep, req, rts);
+        free(rts);
+        if (ep->failed)
+            return;
+    }
+}
+
+uccl_status_t ipc_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+
+    uccl_list_push_back(&ep->recvs, &req->tp_link);
+    recv_match(ep);
+    return UCCL_OK;
+}
+
+void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
+{
+    ipc_rts_t *rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
+
+    if (rts == NULL) {
+        ipc_ep_fail(ep, "out of memory for an incoming message");
+        return;
+    }
+    rts->hdr = *m;
+    memcpy(rts->seg, seg, m->nseg * sizeof(*seg));
+    uccl_list_push_back(&ep->unexp, &rts->link);
+    recv_match(ep);
+}
+
+/* FIN (send done) and TGT_DONE (target copy done) complete the request
+ * waiting under that sequence number. */
+void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, waiters) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tp_data[0] != m->seq)
+            continue;
+        uccl_list_del(&req->tp_link);
+        uccl_req_complete(req, (uccl_status_t)m->status, m->status == UCCL_OK ? req->len : 0);
+        return;
+    }
+    ipc_ep_fail(ep, "completion for an unknown request");
+}
+
+/* ------------------------------------------------------------ write / read */
+
+/* Initiator-side copy against a grant (remote device memory). */
+static uccl_status_t rma_local(ipc_ep_t *ep, uccl_req_t *req, const ipc_grant_t *g)
+{
+    ipc_seg_t local[UCCL_IOV_MAX], remote;
+    const uccl_req_remote_t *r = &req->remote;
+    int n = local_plan(req, local);
+    ipc_op_t *op;
+    uccl_status_t st;
+
+    if (r->addr < g->addr || r->len > g->len || r->addr - g->addr > g->len - r->len)
+        return UCCL_ERR_REMOTE_ACCESS;
+    op = op_new(OP_LOCAL, req);
+    if (op == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    op->has_notif = req->has_notif;
+    op->notif = req->notif;
+    op->bytes = req->len;
+    remote.ptr = (char *)g->map->ptr + (r->addr - g->map->key);
+    remote.len = r->len;
+    if (req->op == UCCL_OP_WRITE)
+        st = ipc_op_start(ep, op, &remote, 1, local, n, req->len);
+    else
+        st = ipc_op_start(ep, op, local, n, &remote, 1, req->len);
+    if (st != UCCL_OK)
+        free(op);
+    return st;
+}
+
+/* Target-side copy (remote host memory): ship our device pieces. */
+static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
+{
+    msg_seg_t seg[UCCL_IOV_MAX];
+    msg_tgt_op_t m = {0};
+    uccl_status_t st = local_segs(ep, req, seg, &m.nseg);
+
+    if (st != UCCL_OK)
+        return st;
+    m.seq = ep->next_seq++;
+    m.region_id = req->remote.region_id;
+    m.addr = req->remote.addr;
+    m.len = req->len;
+    m.op = req->op;
+    m.has_notif = req->has_notif;
+    m.notif = req->notif;
+    st = ipc_send_msg(ep, IPC_MSG_TGT_OP, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
+    if (st != UCCL_OK)
+        return st;
+    req->tp_data[0] = m.seq;
+    uccl_list_push_back(&ep->tgt_wait, &req->tp_link);
+    return UCCL_OK;
+}
+
+static bool grant_requested(ipc_ep_t *ep, uint64_t region_id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->grant_wait)
+        if (uccl_container_of(pos, uccl_req_t, tp_link)->remote.region_id == region_id)
+            return true;
+    return false;
+}
+
+static uccl_status_t post_rma(ipc_ep_t *ep, uccl_req_t *req)
+{
+    ipc_grant_t *g;
+
+    if (req->remote.mem_type == UCCL_MEM_HOST)
+        return rma_remote(ep, req);
+    ipc_ep_poll(ep); /* see a revoke that already arrived */
+    if (ep->failed)
+        return UCCL_ERR_PEER_FAILED;
+    g = ipc_grant_find(ep, req->remote.region_id);
+    if (g != NULL)
+        return rma_local(ep, req, g);
+    if (!grant_requested(ep, req->remote.region_id)) {
+        msg_grant_req_t m = {req->remote.region_id, req->remote.addr, req->remote.len};
+        uccl_status_t st = ipc_send_msg(ep, IPC_MSG_GRANT_REQ, &m, sizeof(m), NULL, 0);
+        if (st != UCCL_OK)
+            return st;
+    }
+    uccl_list_push_back(&ep->grant_wait, &req->tp_link);
+    return UCCL_OK;
+}
+
+uccl_status_t ipc_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return post_rma((ipc_ep_t *)base, req);
+}
+
+uccl_status_t ipc_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return post_rma((ipc_ep_t *)base, req);
+}
+
+void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
+{
+    uccl_status_t st = m->status == UCCL_OK ? ipc_grant_add(ep, m) : UCCL_ERR_REMOTE_ACCESS;
+    ipc_grant_t *g = st == UCCL_OK ? ipc_grant_find(ep, m->region_id) : NULL;
+    uccl_list_t *pos, *tmp;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->grant_wait) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        uccl_status_t rst = st;
+
+        if (req->remote.region_id != m->region_id)
+            continue;
+        uccl_list_del(&req->tp_link);
+        if (rst == UCCL_OK)
+            rst = rma_local(ep, req, g);
+        if (rst != UCCL_OK)
+            uccl_req_complete(req, rst == UCCL_ERR_PEER_FAILED ? rst : UCCL_ERR_REMOTE_ACCESS, 0);
+    }
+}
+
+/* Target side of a copy to/from one of our host regions. */
+void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
+{
+    uccl_engine_t *engine = ep->tp->base.engine;
+    ipc_seg_t mine, peer[UCCL_IOV_MAX];
+    uccl_region_t *region;
+    ipc_op_t *op = NULL;
+    uccl_status_t st = uccl_engine_region_find(engine, m->region_id, m->addr, m->len, &region);
+
+    if (st == UCCL_OK)
+        st = peer_plan(ep, seg, m->nseg, peer);
+    if (st == UCCL_OK && (op = op_new(OP_TGT, NULL)) == NULL)
+        st = UCCL_ERR_NO_MEMORY;
+    if (st == UCCL_OK) {
+        op->memh = region->memh[ep->tp->base.index];
+        op->seq = m->seq;
+        op->has_notif = m->has_notif != 0;
+        op->notif = m->notif;
+        mine.ptr = (char *)(uintptr_t)m->addr;
+        mine.len = m->len;
+        if (m->op == UCCL_OP_WRITE)
+            st = ipc_op_start(ep, op, &mine, 1, peer, (int)m->nseg, m->len);
+        else
+            st = ipc_op_start(ep, op, peer, (int)m->nseg, &mine, 1, m->len);
+    }
+    if (st != UCCL_OK) {
+        free(op);
+        if (!ep->failed)
+            fin_send(ep, IPC_MSG_TGT_DONE, m->seq,
+                     st == UCCL_ERR_REMOTE_ACCESS ? st : UCCL_ERR_TRANSPORT, 0);
+    }
+}
+
+/* ------------------------------------------------------------ completions */
+
+void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
+{
+    uccl_status_t st = op->status;
+
+    switch (op->kind) {
+    case OP_LOCAL:
+        if (st == UCCL_OK && op->has_notif) {
+            msg_key_t n = {op->notif};
+            st = ipc_send_msg(ep, IPC_MSG_NOTIF, &n, sizeof(n), NULL, 0);
+        }
+        uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
+        break;
+    case OP_RECV:
+        if (st != UCCL_ERR_CANCELED)
+            fin_send(ep, IPC_MSG_FIN, op->seq, st, op->bytes);
+        uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
+        break;
+    case OP_TGT:
+        if (st == UCCL_OK && op->has_notif)
+            uccl_conn_notif_push(ep->base.conn, op->notif);
+        if (st != UCCL_ERR_CANCELED)
+            fin_send(ep, IPC_MSG_TGT_DONE, op->seq, st, 0);
+        break;
+    }
+}

@@ -1,0 +1,398 @@
+/* The shm transport: configuration, open/close, connection setup over a
+ * POSIX shared segment holding one ring per direction, and the ops table. */
+#include "shm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SHM_FIELD(name, dflt, doc, field, type) {name, dflt, doc, offsetof(shm_config_t, field), type}
+
+static const uccl_cfg_field_t shm_fields[] = {
+    SHM_FIELD("CMA", "auto",
+              "single-copy large transfers with process_vm_readv/writev: auto (probe at connect), "
+              "on (required), off (pipeline through the ring)", cma, UCCL_CFG_STRING),
+    SHM_FIELD("RING_SIZE", "1M", "bytes of the shared ring of each direction (power of two, >= 64K)",
+              ring_size, UCCL_CFG_SIZE),
+    SHM_FIELD("EAGER_THRESHOLD", "16K",
+              "messages up to this size are copied through the ring, larger ones use rendezvous",
+              eager_threshold, UCCL_CFG_SIZE),
+    {NULL, NULL, NULL, 0, 0},
+};
+
+const uccl_cfg_table_t shm_config_table = {"SHM_", shm_fields, sizeof(shm_config_t)};
+
+/* Segment: header, ring initiator->acceptor, ring acceptor->initiator. */
+typedef struct shm_seg_hdr {
+    uint64_t magic;
+    uint64_t ring_size;
+    char pad[48];
+} shm_seg_hdr_t;
+
+/* What one side sends the other in ep_pack. */
+typedef struct shm_ep_info {
+    uint64_t magic;
+    uint64_t ring_size;
+    uint64_t probe_addr;
+    uint64_t probe_value;
+    char seg_name[64];
+} shm_ep_info_t;
+
+static uccl_status_t shm_parse_cma(const char *text, shm_cma_mode_t *mode)
+{
+    static const char *const on[] = {"1", "on", "yes", "y", "true"};
+    static const char *const off[] = {"0", "off", "no", "n", "false"};
+
+    if (strcasecmp(text, "auto") == 0) {
+        *mode = SHM_CMA_AUTO;
+        return UCCL_OK;
+    }
+    for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        if (strcasecmp(text, on[i]) == 0) {
+            *mode = SHM_CMA_ON;
+            return UCCL_OK;
+        }
+        if (strcasecmp(text, off[i]) == 0) {
+            *mode = SHM_CMA_OFF;
+            return UCCL_OK;
+        }
+    }
+    uccl_error("UCCL_SHM_CMA=%s: expected auto, on or off", text);
+    return UCCL_ERR_INVALID_PARAM;
+}
+
+static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
+{
+    shm_tp_t *tp = calloc(1, sizeof(*tp));
+    uccl_status_t st;
+
+    (void)engine;
+    if (tp == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    st = uccl_cfg_parse(&shm_config_table, &tp->cfg);
+    if (st == UCCL_OK)
+        st = shm_parse_cma(tp->cfg.cma, &tp->cma_mode);
+    if (st != UCCL_OK)
+        goto err_free;
+    if (tp->cfg.ring_size < 65536 || (tp->cfg.ring_size & (tp->cfg.ring_size - 1)) ||
+        tp->cfg.ring_size > (1ull << 31)) {
+        uccl_error("UCCL_SHM_RING_SIZE=%zu: must be a power of two in [64K, 2G]", tp->cfg.ring_size);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    /* a packet may take at most half the ring; keep room for the header */
+    if (tp->cfg.eager_threshold > tp->cfg.ring_size / 4)
+        tp->cfg.eager_threshold = tp->cfg.ring_size / 4;
+    tp->chunk = tp->cfg.ring_size / 4 < 256 * 1024 ? tp->cfg.ring_size / 4 : 256 * 1024;
+    tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
+    uccl_list_init(&tp->eps);
+    *out = &tp->base;
+    return UCCL_OK;
+
+err_free:
+    free(tp);
+    return st;
+}
+
+static void shm_close_tp(uccl_tp_t *base)
+{
+    free(base);
+}
+
+static uccl_status_t shm_address(uccl_tp_t *tp, void *buf, size_t *len)
+{
+    uint8_t *p = buf;
+
+    (void)tp;
+    if (*len < 8)
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    uccl_put_u64(p, SHM_WIRE_MAGIC);
+    *len = 8;
+    return UCCL_OK;
+}
+
+static bool shm_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
+{
+    return peer->host_id == tp->engine->host_id && peer->addr_len == 8 &&
+           uccl_get_u64(peer->addr) == SHM_WIRE_MAGIC;
+}
+
+/* ------------------------------------------------------------------ segment */
+
+static size_t shm_seg_size(size_t ring_size)
+{
+    return sizeof(shm_seg_hdr_t) + 2 * shm_ring_footprint(ring_size);
+}
+
+/* Attach both rings of a mapped segment: the initiator produces into ring 0. */
+static void shm_ep_attach(shm_ep_t *ep, size_t ring_size, bool init)
+{
+    uint8_t *base = (uint8_t *)ep->seg + sizeof(shm_seg_hdr_t);
+    uint8_t *ring0 = base, *ring1 = base + shm_ring_footprint(ring_size);
+
+    shm_ring_attach(&ep->tx, ep->is_initiator ? ring0 : ring1, ring_size, true, init);
+    shm_ring_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, false, init);
+}
+
+static uccl_status_t shm_seg_create(shm_ep_t *ep)
+{
+    size_t ring_size = ep->tp->cfg.ring_size;
+    size_t len = shm_seg_size(ring_size);
+    shm_seg_hdr_t *hdr;
+    int fd;
+
+    snprintf(ep->seg_name, sizeof(ep->seg_name), "/uccl-shm-%016" PRIx64 "-%016" PRIx64,
+             ep->tp->base.engine->id, uccl_random_u64());
+    fd = shm_open(ep->seg_name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+        uccl_error("shm_open(%s): %s", ep->seg_name, strerror(errno));
+        return UCCL_ERR_NO_MEMORY;
+    }
+    ep->seg_named = true;
+    if (ftruncate(fd, (off_t)len) != 0) {
+        uccl_error("ftruncate(%s, %zu): %s", ep->seg_name, len, strerror(errno));
+        goto err_unlink;
+    }
+    ep->seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (ep->seg == MAP_FAILED) {
+        uccl_error("mmap(%s, %zu): %s", ep->seg_name, len, strerror(errno));
+        ep->seg = NULL;
+        goto err_unlink;
+    }
+    close(fd);
+    ep->seg_len = len;
+    hdr = ep->seg;
+    hdr->magic = SHM_WIRE_MAGIC;
+    hdr->ring_size = ring_size;
+    shm_ep_attach(ep, ring_size, true);
+    return UCCL_OK;
+
+err_unlink:
+    close(fd);
+    shm_unlink(ep->seg_name);
+    ep->seg_named = false;
+    return UCCL_ERR_NO_MEMORY;
+}
+
+/* Map the peer's segment and remove its name at once: from now on the
+ * mapping alone keeps it alive, so nothing is left behind by a crash. */
+static uccl_status_t shm_seg_map(shm_ep_t *ep, const shm_ep_info_t *info)
+{
+    size_t len = shm_seg_size(info->ring_size);
+    struct stat sb;
+    int fd;
+
+    if (info->ring_size < 65536 || (info->ring_size & (info->ring_size - 1)) ||
+        info->ring_size > (1ull << 31) || memchr(info->seg_name, '\0', sizeof(info->seg_name)) == NULL ||
+        strncmp(info->seg_name, "/uccl-shm-", 10) != 0) {
+        uccl_error("shm: malformed connection info from pid %d", ep->peer_pid);
+        return UCCL_ERR_TRANSPORT;
+    }
+    fd = shm_open(info->seg_name, O_RDWR, 0);
+    if (fd < 0) {
+        uccl_error("shm_open(%s): %s", info->seg_name, strerror(errno));
+        return UCCL_ERR_TRANSPORT;
+    }
+    shm_unlink(info->seg_name);
+    if (fstat(fd, &sb) != 0 || (size_t)sb.st_size != len) {
+        uccl_error("shm segment %s has the wrong size", info->seg_name);
+        close(fd);
+        return UCCL_ERR_TRANSPORT;
+    }
+    ep->seg = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (ep->seg == MAP_FAILED) {
+        uccl_error("mmap(%s, %zu): %s", info->seg_name, len, strerror(errno));
+        ep->seg = NULL;
+        return UCCL_ERR_NO_MEMORY;
+    }
+    ep->seg_len = len;
+    if (((shm_seg_hdr_t *)ep->seg)->magic != SHM_WIRE_MAGIC) {
+        uccl_error("shm segment %s: bad magic", info->seg_name);
+        return UCCL_ERR_TRANSPORT;
+    }
+    shm_ep_attach(ep, info->ring_size, false);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ endpoints */
+
+static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                   bool is_initiator, uccl_tp_ep_t **out)
+{
+    shm_tp_t *tp = (shm_tp_t *)base;
+    shm_ep_t *ep = calloc(1, sizeof(*ep));
+    uccl_status_t st;
+
+    (void)conn;
+    if (ep == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->tp = tp;
+    ep->peer_pid = peer->pid;
+    ep->is_initiator = is_initiator;
+    ep->next_id = 1;
+    uccl_list_init(&ep->posted);
+    uccl_list_init(&ep->recv_active);
+    uccl_list_init(&ep->unexp);
+    uccl_list_init(&ep->txq);
+    uccl_list_init(&ep->waiting);
+    uccl_list_init(&ep->ctrlq);
+    uccl_list_init(&ep->streams);
+    if (is_initiator) {
+        st = shm_seg_create(ep);
+        if (st != UCCL_OK) {
+            free(ep);
+            return st;
+        }
+    }
+    uccl_list_push_back(&tp->eps, &ep->link);
+    *out = &ep->base;
+    return UCCL_OK;
+}
+
+static uccl_status_t shm_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+    shm_ep_info_t info = {
+        .magic = SHM_WIRE_MAGIC,
+        .ring_size = ep->is_initiator ? ep->tp->cfg.ring_size : 0,
+        .probe_addr = (uint64_t)(uintptr_t)&ep->tp->probe,
+        .probe_value = ep->tp->probe,
+    };
+
+    if (*len < sizeof(info))
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    if (ep->is_initiator)
+        snprintf(info.seg_name, sizeof(info.seg_name), "%s", ep->seg_name);
+    memcpy(buf, &info, sizeof(info));
+    *len = sizeof(info);
+    return UCCL_OK;
+}
+
+static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
+{
+    if (ep->tp->cma_mode == SHM_CMA_OFF) {
+        ep->cma = false;
+        return UCCL_OK;
+    }
+    ep->cma = shm_cma_probe(ep);
+    if (!ep->cma && ep->tp->cma_mode == SHM_CMA_ON) {
+        uccl_error("UCCL_SHM_CMA=on but CMA to pid %d is not permitted", ep->peer_pid);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    uccl_debug("shm: connection to pid %d uses %s for large transfers", ep->peer_pid,
+               ep->cma ? "CMA" : "the ring");
+    return UCCL_OK;
+}
+
+static uccl_status_t shm_ep_connect(uccl_tp_ep_t *base, const void *peer_info, size_t len)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+    shm_ep_info_t info;
+    uccl_status_t st;
+
+    if (len != sizeof(info)) {
+        uccl_error("shm: connection info of %zu bytes from pid %d (expected %zu)", len,
+                   ep->peer_pid, sizeof(info));
+        return UCCL_ERR_TRANSPORT;
+    }
+    memcpy(&info, peer_info, sizeof(info));
+    if (info.magic != SHM_WIRE_MAGIC)
+        return UCCL_ERR_VERSION;
+    ep->peer_probe_addr = info.probe_addr;
+    ep->peer_probe_value = info.probe_value;
+    if (ep->is_initiator) {
+        /* the acceptor has mapped the segment by now: drop its name */
+        shm_unlink(ep->seg_name);
+        ep->seg_named = false;
+    } else {
+        st = shm_seg_map(ep, &info);
+        if (st != UCCL_OK)
+            return st;
+    }
+    st = shm_ep_decide_cma(ep);
+    if (st != UCCL_OK)
+        return st;
+    ep->connected = true;
+    return UCCL_OK;
+}
+
+static void shm_free_list(uccl_list_t *head)
+{
+    uccl_list_t *link;
+
+    while ((link = uccl_list_pop_front(head)) != NULL)
+        free(link); /* every element type starts with its link */
+}
+
+/* Requests are the core's to complete: only forget them here. */
+static void shm_forget_reqs(uccl_list_t *head)
+{
+    while (uccl_list_pop_front(head) != NULL)
+        ;
+}
+
+static void shm_ep_destroy(uccl_tp_ep_t *base)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+
+    shm_forget_reqs(&ep->posted);
+    shm_forget_reqs(&ep->recv_active);
+    shm_forget_reqs(&ep->txq);
+    shm_forget_reqs(&ep->waiting);
+    shm_free_list(&ep->unexp);
+    shm_free_list(&ep->ctrlq);
+    shm_free_list(&ep->streams);
+    if (ep->seg != NULL)
+        munmap(ep->seg, ep->seg_len);
+    if (ep->seg_named)
+        shm_unlink(ep->seg_name);
+    uccl_list_del(&ep->link);
+    free(ep);
+}
+
+static int shm_progress(uccl_tp_t *base)
+{
+    shm_tp_t *tp = (shm_tp_t *)base;
+    uccl_list_t *pos;
+    int events = 0;
+
+    uccl_list_for_each(pos, &tp->eps) {
+        shm_ep_t *ep = uccl_container_of(pos, shm_ep_t, link);
+
+        if (!ep->connected || ep->base.conn->state != UCCL_OK)
+            continue;
+        events += shm_rx_progress(ep);
+        if (ep->base.conn->state == UCCL_OK)
+            events += shm_tx_progress(ep);
+    }
+    return events;
+}
+
+const struct uccl_tp_ops uccl_tp_shm_ops = {
+    .size = sizeof(struct uccl_tp_ops),
+    .name = "shm",
+    .priority = 50,
+    .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY,
+    .engine_cap = UCCL_CAP_SHM,
+    .config_table = &shm_config_table,
+    .open = shm_open_tp,
+    .close = shm_close_tp,
+    .address = shm_address,
+    .reachable = shm_reachable,
+    .ep_create = shm_ep_create,
+    .ep_pack = shm_ep_pack,
+    .ep_connect = shm_ep_connect,
+    .ep_destroy = shm_ep_destroy,
+    .post_send = shm_post_send,
+    .post_recv = shm_post_recv,
+    .post_write = shm_post_rma,
+    .post_read = shm_post_rma,
+    .progress = shm_progress,
+};

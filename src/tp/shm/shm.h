@@ -1,0 +1,195 @@
+/* Private definitions of the shm transport: configuration, the transport and
+ * endpoint objects, the wire packets that travel through the rings. */
+#ifndef UCCL_TP_SHM_H
+#define UCCL_TP_SHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "core/core.h"
+#include "shm_ring.h"
+
+/* ------------------------------------------------------------------ config */
+
+typedef enum { SHM_CMA_OFF = 0, SHM_CMA_ON = 1, SHM_CMA_AUTO = 2 } shm_cma_mode_t;
+
+typedef struct shm_config {
+    char cma[UCCL_CFG_STRING_MAX];
+    size_t ring_size;
+    size_t eager_threshold;
+} shm_config_t;
+
+/* ------------------------------------------------------------------ wire */
+
+enum {
+    SHM_PKT_EAGER = 2, /* whole message: tag, len, payload */
+    SHM_PKT_RTS,       /* rendezvous offer: tag, len, sender id, sender iov */
+    SHM_PKT_CTS,       /* no CMA here: stream the data to me */
+    SHM_PKT_DATA,      /* a chunk of a streamed message or of a read's data */
+    SHM_PKT_FIN,       /* a pulled rendezvous send or an RMA finished (status) */
+    SHM_PKT_RMA,       /* write/read request: remote range + initiator iov */
+    SHM_PKT_WDATA,     /* a chunk of a streamed write, checked by the target */
+};
+
+#define SHM_WIRE_MAGIC 0x55434353484d3031ull /* "UCCSHM01" */
+
+typedef struct shm_wire_iov {
+    uint64_t addr;
+    uint64_t len;
+} shm_wire_iov_t;
+
+typedef struct shm_pkt_eager {
+    shm_pkt_hdr_t hdr;
+    uint64_t tag;
+    uint64_t len;
+} shm_pkt_eager_t;
+
+typedef struct shm_pkt_rts {
+    shm_pkt_hdr_t hdr;
+    uint64_t tag;
+    uint64_t len;
+    uint64_t id;
+    uint32_t iovcnt;
+    uint32_t reserved;
+    shm_wire_iov_t iov[];
+} shm_pkt_rts_t;
+
+/* CTS and FIN. */
+typedef struct shm_pkt_ctl {
+    shm_pkt_hdr_t hdr;
+    uint64_t id;     /* the peer's request id */
+    uint64_t rid;    /* CTS of a send: the receiver's id for the DATA chunks */
+    int32_t status;  /* FIN */
+    uint32_t reserved;
+} shm_pkt_ctl_t;
+
+typedef struct shm_pkt_data {
+    shm_pkt_hdr_t hdr;
+    uint64_t id;
+    uint64_t off;
+    uint64_t len;
+} shm_pkt_data_t;
+
+typedef struct shm_pkt_rma {
+    shm_pkt_hdr_t hdr;
+    uint32_t is_read;
+    uint32_t iovcnt;
+    uint64_t id;
+    uint64_t region_id;
+    uint64_t addr;
+    uint64_t len;
+    uint64_t notif;
+    uint32_t has_notif;
+    uint32_t reserved;
+    shm_wire_iov_t iov[];
+} shm_pkt_rma_t;
+
+typedef struct shm_pkt_wdata {
+    shm_pkt_hdr_t hdr;
+    uint64_t id;
+    uint64_t region_id;
+    uint64_t addr; /* target address of this chunk */
+    uint64_t len;
+    uint64_t notif;
+    uint32_t has_notif;
+    uint32_t last;
+} shm_pkt_wdata_t;
+
+/* ------------------------------------------------------------------ objects */
+
+typedef struct shm_tp {
+    uccl_tp_t base;
+    shm_config_t cfg;
+    shm_cma_mode_t cma_mode;
+    size_t chunk;          /* payload of one streamed chunk */
+    uccl_list_t eps;
+    volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
+} shm_tp_t;
+
+/* A message that arrived before its receive (EAGER: payload follows;
+ * RTS: the sender's iov follows). */
+typedef struct shm_unexp {
+    uccl_list_t link;
+    uint32_t type;
+    uint64_t tag;
+    uint64_t len;
+    uint64_t id;
+    uint32_t iovcnt;
+    _Alignas(8) uint8_t data[];
+} shm_unexp_t;
+
+/* A control packet that did not fit in the ring yet. */
+typedef struct shm_ctrl {
+    uccl_list_t link;
+    shm_pkt_ctl_t pkt;
+} shm_ctrl_t;
+
+/* Data pushed through the ring chunk by chunk when CMA cannot be used:
+ * from a local request (DATA of a send, WDATA of a write) or from target
+ * memory (DATA answering a read, re-checked against the region each chunk). */
+typedef struct shm_stream {
+    uccl_list_t link;
+    uint32_t type;       /* SHM_PKT_DATA or SHM_PKT_WDATA */
+    uint64_t id;         /* the peer's id for it */
+    uccl_req_t *req;     /* source request, or NULL: source is flat */
+    uint64_t flat;       /* target memory of a read */
+    uint64_t region_id;  /* WDATA: target region; read: our region */
+    uint64_t raddr;      /* WDATA: target address of byte 0 */
+    uint64_t len, off;
+    bool started;
+} shm_stream_t;
+
+typedef struct shm_ep {
+    uccl_tp_ep_t base;
+    shm_tp_t *tp;
+    uccl_list_t link;      /* tp->eps */
+    int peer_pid;
+    bool is_initiator;
+    bool cma;              /* we may read/write the peer's memory */
+    bool connected;
+    char seg_name[64];
+    bool seg_named;        /* still has a name in /dev/shm */
+    void *seg;
+    size_t seg_len;
+    shm_ring_t tx, rx;
+    uint64_t peer_probe_addr, peer_probe_value;
+    uint64_t next_id;
+    uccl_list_t posted;    /* receives not matched yet, posting order */
+    uccl_list_t recv_active; /* matched receives waiting for streamed chunks */
+    uccl_list_t unexp;     /* shm_unexp_t, arrival order */
+    uccl_list_t txq;       /* sends and RMA requests not in the ring yet */
+    uccl_list_t waiting;   /* in the ring, waiting for CTS/FIN/data */
+    uccl_list_t ctrlq;     /* shm_ctrl_t */
+    uccl_list_t streams;   /* shm_stream_t */
+} shm_ep_t;
+
+/* request scratch: tp_data[SHM_REQ_ID] is our id for it, [SHM_REQ_MSGLEN]
+ * the matched message's length (streamed receives) */
+enum { SHM_REQ_ID = 0, SHM_REQ_MSGLEN = 1 };
+
+extern const uccl_cfg_table_t shm_config_table;
+
+/* shm_proto.c: posting and the send side */
+uccl_status_t shm_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t shm_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
+void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
+int shm_tx_progress(shm_ep_t *ep);
+void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
+                 const void *data, uint32_t iovcnt);
+uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
+
+/* shm_rx.c: the receive side of the ring */
+int shm_rx_progress(shm_ep_t *ep);
+
+/* shm_cma.c: single copy between processes */
+/* Copy len bytes between the local and remote pieces (write = to the peer). */
+uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
+                           const shm_wire_iov_t *remote, int rcnt, size_t len);
+/* Local pieces of a request as an iovec array (empty pieces dropped). */
+int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
+/* Can we read the peer's memory? (probe of the word it told us about) */
+bool shm_cma_probe(shm_ep_t *ep);
+
+#endif

@@ -1,0 +1,292 @@
+/* The shm protocol, posting side: eager sends copied into the ring,
+ * rendezvous offers (RTS) for large sends, RMA requests checked by the
+ * target, control packets, streams of chunks when CMA is not usable, and
+ * delivery of a matched message into a receive. */
+#include "shm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, list) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tp_data[SHM_REQ_ID] == id)
+            return req;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ control */
+
+static bool shm_ctrl_write(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
+{
+    void *slot = shm_ring_reserve(&ep->tx, sizeof(*pkt));
+
+    if (slot == NULL)
+        return false;
+    memcpy(slot, pkt, sizeof(*pkt));
+    shm_ring_commit(&ep->tx, sizeof(*pkt));
+    return true;
+}
+
+void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status)
+{
+    shm_pkt_ctl_t pkt = {{type, sizeof(pkt)}, id, rid, (int32_t)status, 0};
+    shm_ctrl_t *ctrl;
+
+    if (uccl_list_empty(&ep->ctrlq) && shm_ctrl_write(ep, &pkt))
+        return;
+    ctrl = malloc(sizeof(*ctrl));
+    if (ctrl == NULL) {
+        uccl_error("shm: no memory to queue a control packet");
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    ctrl->pkt = pkt;
+    uccl_list_push_back(&ep->ctrlq, &ctrl->link);
+}
+
+/* ------------------------------------------------------------------ sends, RMA requests */
+
+static void shm_fill_wire_iov(const uccl_req_t *req, shm_wire_iov_t *iov, uint32_t *cnt)
+{
+    uint32_t n = 0;
+
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        iov[n].addr = (uint64_t)(uintptr_t)req->iov[i].addr;
+        iov[n].len = req->iov[i].len;
+        n++;
+    }
+    *cnt = n;
+}
+
+/* Try to put one send or RMA request into the ring; false = ring full. */
+static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
+{
+    if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold) {
+        size_t size = sizeof(shm_pkt_eager_t) + req->len;
+        shm_pkt_eager_t *pkt = shm_ring_reserve(&ep->tx, size);
+
+        if (pkt == NULL)
+            return false;
+        pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_EAGER, (uint32_t)size};
+        pkt->tag = req->tag;
+        pkt->len = req->len;
+        uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
+        shm_ring_commit(&ep->tx, size);
+        uccl_req_complete(req, UCCL_OK, req->len);
+        return true;
+    }
+    if (req->op == UCCL_OP_SEND) {
+        size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
+        shm_pkt_rts_t *pkt = shm_ring_reserve(&ep->tx, size);
+
+        if (pkt == NULL)
+            return false;
+        shm_fill_wire_iov(req, pkt->iov, &pkt->iovcnt);
+        size = sizeof(*pkt) + pkt->iovcnt * sizeof(shm_wire_iov_t);
+        pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RTS, (uint32_t)size};
+        pkt->tag = req->tag;
+        pkt->len = req->len;
+        pkt->id = req->tp_data[SHM_REQ_ID];
+        pkt->reserved = 0;
+        shm_ring_commit(&ep->tx, size);
+    } else {
+        size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
+        shm_pkt_rma_t *pkt = shm_ring_reserve(&ep->tx, size);
+
+        if (pkt == NULL)
+            return false;
+        shm_fill_wire_iov(req, pkt->iov, &pkt->iovcnt);
+        size = sizeof(*pkt) + pkt->iovcnt * sizeof(shm_wire_iov_t);
+        pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RMA, (uint32_t)size};
+        pkt->is_read = req->op == UCCL_OP_READ;
+        pkt->id = req->tp_data[SHM_REQ_ID];
+        pkt->region_id = req->remote.region_id;
+        pkt->addr = req->remote.addr;
+        pkt->len = req->len;
+        pkt->notif = req->notif;
+        pkt->has_notif = req->has_notif;
+        pkt->reserved = 0;
+        shm_ring_commit(&ep->tx, size);
+    }
+    uccl_list_push_back(&ep->waiting, &req->tp_link);
+    return true;
+}
+
+/* Posting order is matching order: a request goes straight into the ring
+ * only when nothing is queued before it. */
+static uccl_status_t shm_post_tx(shm_ep_t *ep, uccl_req_t *req)
+{
+    req->tp_data[SHM_REQ_ID] = ep->next_id++;
+    if (uccl_list_empty(&ep->txq) && shm_tx_req(ep, req))
+        return UCCL_OK;
+    uccl_list_push_back(&ep->txq, &req->tp_link);
+    return UCCL_OK;
+}
+
+uccl_status_t shm_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return shm_post_tx((shm_ep_t *)base, req);
+}
+
+uccl_status_t shm_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    if (req->remote.mem_type != UCCL_MEM_HOST)
+        return UCCL_ERR_UNSUPPORTED;
+    return shm_post_tx((shm_ep_t *)base, req);
+}
+
+/* ------------------------------------------------------------------ receives */
+
+/* A message matched req (big enough): copy it (EAGER, data = payload),
+ * pull it (RTS with CMA, data = sender iov), or ask for it (RTS without). */
+void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
+                 const void *data, uint32_t iovcnt)
+{
+    struct iovec local[UCCL_IOV_MAX];
+    uccl_status_t st;
+
+    if (type == SHM_PKT_EAGER) {
+        uccl_req_iov_copy_in(req, 0, data, len);
+        uccl_req_complete(req, UCCL_OK, len);
+        return;
+    }
+    if (!ep->cma) {
+        req->tp_data[SHM_REQ_ID] = ep->next_id++;
+        req->tp_data[SHM_REQ_MSGLEN] = len;
+        uccl_list_push_back(&ep->recv_active, &req->tp_link);
+        shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
+        return;
+    }
+    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), data, (int)iovcnt, len);
+    if (st == UCCL_ERR_PEER_FAILED)
+        return; /* the connection fails; the core completes req */
+    uccl_req_complete(req, st, st == UCCL_OK ? len : 0);
+    shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+}
+
+uccl_status_t shm_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->unexp) {
+        shm_unexp_t *u = uccl_container_of(pos, shm_unexp_t, link);
+
+        if (u->tag != req->tag)
+            continue;
+        if (u->len > req->len) {
+            /* the message stays for the next receive with this tag */
+            uccl_req_complete(req, UCCL_ERR_TRUNCATED, u->len);
+            return UCCL_OK;
+        }
+        uccl_list_del(&u->link);
+        shm_deliver(ep, req, u->type, u->len, u->id, u->data, u->iovcnt);
+        free(u);
+        return UCCL_OK;
+    }
+    uccl_list_push_back(&ep->posted, &req->tp_link);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ streams */
+
+/* Copy the next piece of a stream's source to dst. */
+static uccl_status_t shm_stream_source(shm_ep_t *ep, shm_stream_t *s, void *dst, size_t n)
+{
+    uccl_region_t *region;
+
+    if (s->req != NULL) {
+        uccl_req_iov_copy_out(s->req, s->off, dst, n);
+        return UCCL_OK;
+    }
+    /* target memory of a read: the region may have gone since the last chunk */
+    if (uccl_engine_region_find(ep->tp->base.engine, s->region_id, s->flat + s->off, n, &region) !=
+        UCCL_OK)
+        return UCCL_ERR_REMOTE_ACCESS;
+    memcpy(dst, (const void *)(uintptr_t)(s->flat + s->off), n);
+    return UCCL_OK;
+}
+
+/* Write as many chunks of s as fit; true when s is finished. */
+static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
+{
+    while (!s->started || s->off < s->len) {
+        size_t n = s->len - s->off < ep->tp->chunk ? s->len - s->off : ep->tp->chunk;
+        size_t head = s->type == SHM_PKT_WDATA ? sizeof(shm_pkt_wdata_t) : sizeof(shm_pkt_data_t);
+        uint8_t *slot = shm_ring_reserve(&ep->tx, head + n);
+
+        if (slot == NULL)
+            return false;
+        if (shm_stream_source(ep, s, slot + head, n) != UCCL_OK) {
+            shm_ctrl_send(ep, SHM_PKT_FIN, s->id, 0, UCCL_ERR_REMOTE_ACCESS);
+            return true; /* nothing committed */
+        }
+        if (s->type == SHM_PKT_WDATA) {
+            shm_pkt_wdata_t *pkt = (shm_pkt_wdata_t *)slot;
+            *pkt = (shm_pkt_wdata_t){{SHM_PKT_WDATA, (uint32_t)(head + n)}, s->id, s->region_id,
+                                     s->raddr + s->off, n, s->req->notif, s->req->has_notif,
+                                     s->off + n == s->len};
+        } else {
+            shm_pkt_data_t *pkt = (shm_pkt_data_t *)slot;
+            *pkt = (shm_pkt_data_t){{SHM_PKT_DATA, (uint32_t)(head + n)}, s->id, s->off, n};
+        }
+        shm_ring_commit(&ep->tx, head + n);
+        s->off += n;
+        s->started = true;
+    }
+    return true;
+}
+
+static void shm_stream_finished(shm_ep_t *ep, shm_stream_t *s)
+{
+    (void)ep;
+    /* a streamed send is done once its last byte is in the ring; a write
+     * waits for the target's FIN */
+    if (s->req != NULL && s->req->op == UCCL_OP_SEND) {
+        uccl_list_del(&s->req->tp_link);
+        uccl_req_complete(s->req, UCCL_OK, s->req->len);
+    }
+    uccl_list_del(&s->link);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ tx progress */
+
+int shm_tx_progress(shm_ep_t *ep)
+{
+    uccl_list_t *link;
+    int events = 0;
+
+    while (!uccl_list_empty(&ep->ctrlq)) {
+        shm_ctrl_t *ctrl = uccl_list_first(&ep->ctrlq, shm_ctrl_t, link);
+        if (!shm_ctrl_write(ep, &ctrl->pkt))
+            return events;
+        uccl_list_del(&ctrl->link);
+        free(ctrl);
+        events++;
+    }
+    while (!uccl_list_empty(&ep->txq)) {
+        uccl_req_t *req = uccl_list_first(&ep->txq, uccl_req_t, tp_link);
+        uccl_list_del(&req->tp_link);
+        if (!shm_tx_req(ep, req)) {
+            uccl_list_push_front(&ep->txq, &req->tp_link);
+            return events;
+        }
+        events++;
+    }
+    while ((link = ep->streams.next) != &ep->streams) {
+        shm_stream_t *s = uccl_container_of(link, shm_stream_t, link);
+        if (!shm_stream_push(ep, s))
+            return events;
+        shm_stream_finished(ep, s);
+        events++;
+    }
+    return events;
+}

@@ -1,0 +1,318 @@
+/* The shm protocol, receiving side: every packet the peer put in our ring
+ * is checked (the ring is shared memory the peer can scribble on) and
+ * handled: matching of messages to receives, rendezvous, RMA requests that
+ * this side validates against its own regions before touching memory. */
+#include "shm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SHM_RX_BUDGET 64 /* packets per progress call and endpoint */
+
+static void shm_rx_bad(shm_ep_t *ep, const char *what)
+{
+    uccl_error("shm: malformed %s packet from pid %d", what, ep->peer_pid);
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+}
+
+/* First posted receive with this tag that can hold len bytes; smaller
+ * ones met on the way fail with TRUNCATED (the message stays). */
+static uccl_req_t *shm_match_posted(shm_ep_t *ep, uint64_t tag, uint64_t len)
+{
+    uccl_list_t *pos, *tmp;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->posted) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+
+        if (req->tag != tag)
+            continue;
+        uccl_list_del(&req->tp_link);
+        if (req->len >= len)
+            return req;
+        uccl_req_complete(req, UCCL_ERR_TRUNCATED, len);
+    }
+    return NULL;
+}
+
+static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t tag, uint64_t len, uint64_t id,
+                              const void *data, size_t data_len, uint32_t iovcnt)
+{
+    shm_unexp_t *u = malloc(sizeof(*u) + data_len);
+
+    if (u == NULL) {
+        uccl_error("shm: no memory for an unexpected message of %zu bytes", data_len);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    u->type = type;
+    u->tag = tag;
+    u->len = len;
+    u->id = id;
+    u->iovcnt = iovcnt;
+    memcpy(u->data, data, data_len);
+    uccl_list_push_back(&ep->unexp, &u->link);
+}
+
+static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_pkt_eager_t pkt;
+    uccl_req_t *req;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_bad(ep, "eager");
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    if (pkt.len != hdr->size - sizeof(pkt)) {
+        shm_rx_bad(ep, "eager");
+        return;
+    }
+    req = shm_match_posted(ep, pkt.tag, pkt.len);
+    if (req != NULL)
+        shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0);
+    else
+        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len, 0);
+}
+
+static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_wire_iov_t iov[UCCL_IOV_MAX];
+    shm_pkt_rts_t pkt;
+    uccl_req_t *req;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_bad(ep, "rts");
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
+        shm_rx_bad(ep, "rts");
+        return;
+    }
+    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
+    req = shm_match_posted(ep, pkt.tag, pkt.len);
+    if (req != NULL)
+        shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt);
+    else
+        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.tag, pkt.len, pkt.id, iov,
+                          pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt);
+}
+
+static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
+{
+    shm_stream_t *s = malloc(sizeof(*s));
+
+    if (s == NULL) {
+        uccl_error("shm: no memory for a stream");
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    *s = *init;
+    uccl_list_push_back(&ep->streams, &s->link);
+}
+
+static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
+{
+    uccl_req_t *req = shm_find_req(&ep->waiting, pkt->id);
+
+    if (req == NULL || (req->op != UCCL_OP_SEND && req->op != UCCL_OP_WRITE)) {
+        shm_rx_bad(ep, "cts");
+        return;
+    }
+    if (req->op == UCCL_OP_SEND)
+        shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_DATA, .id = pkt->rid, .req = req,
+                                           .len = req->len});
+    else
+        shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_WDATA, .id = pkt->id, .req = req,
+                                           .region_id = req->remote.region_id,
+                                           .raddr = req->remote.addr, .len = req->len});
+}
+
+static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
+{
+    uccl_req_t *req = shm_find_req(&ep->waiting, pkt->id);
+    uccl_status_t st = (uccl_status_t)pkt->status;
+    uccl_list_t *pos, *tmp;
+
+    if (req == NULL)
+        return; /* a later chunk of a write already refused */
+    uccl_list_for_each_safe(pos, tmp, &ep->streams) {
+        shm_stream_t *s = uccl_container_of(pos, shm_stream_t, link);
+        if (s->req == req) {
+            uccl_list_del(&s->link);
+            free(s);
+        }
+    }
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
+        st = UCCL_ERR_TRANSPORT;
+    uccl_list_del(&req->tp_link);
+    uccl_req_complete(req, st, st == UCCL_OK ? req->len : 0);
+}
+
+/* A chunk of a streamed message (receive) or of a read's data. */
+static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_pkt_data_t pkt;
+    uccl_req_t *req;
+    uint64_t total;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_bad(ep, "data");
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    req = shm_find_req(&ep->recv_active, pkt.id);
+    if (req == NULL) {
+        req = shm_find_req(&ep->waiting, pkt.id);
+        if (req == NULL || req->op != UCCL_OP_READ) {
+            shm_rx_bad(ep, "data");
+            return;
+        }
+    }
+    total = req->op == UCCL_OP_RECV ? req->tp_data[SHM_REQ_MSGLEN] : req->len;
+    if (pkt.len != hdr->size - sizeof(pkt) || pkt.off > total || pkt.len > total - pkt.off) {
+        shm_rx_bad(ep, "data");
+        return;
+    }
+    uccl_req_iov_copy_in(req, pkt.off, p + sizeof(pkt), pkt.len);
+    if (pkt.off + pkt.len == total) {
+        uccl_list_del(&req->tp_link);
+        uccl_req_complete(req, UCCL_OK, total);
+    }
+}
+
+/* Target side of write/read: check the access against our own regions
+ * first; only then copy (CMA) or ask for / send the data through the ring. */
+static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_wire_iov_t iov[UCCL_IOV_MAX];
+    uccl_region_t *region;
+    shm_pkt_rma_t pkt;
+    uccl_status_t st;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_bad(ep, "rma");
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
+        shm_rx_bad(ep, "rma");
+        return;
+    }
+    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
+    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
+    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST)
+        st = UCCL_ERR_REMOTE_ACCESS;
+    if (st != UCCL_OK) {
+        uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
+                   pkt.is_read ? "read" : "write", (unsigned long long)pkt.len,
+                   (unsigned long long)pkt.region_id, ep->peer_pid);
+        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        return;
+    }
+    if (!ep->cma) {
+        if (pkt.is_read)
+            shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_DATA, .id = pkt.id, .flat = pkt.addr,
+                                               .region_id = pkt.region_id, .len = pkt.len});
+        else
+            shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
+        return;
+    }
+    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1,
+                      iov, (int)pkt.iovcnt, pkt.len);
+    if (st == UCCL_ERR_PEER_FAILED)
+        return;
+    if (st == UCCL_OK && !pkt.is_read && pkt.has_notif)
+        st = uccl_conn_notif_push(ep->base.conn, pkt.notif);
+    shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+}
+
+static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    uccl_region_t *region;
+    shm_pkt_wdata_t pkt;
+    uccl_status_t st;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_bad(ep, "wdata");
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    if (pkt.len != hdr->size - sizeof(pkt)) {
+        shm_rx_bad(ep, "wdata");
+        return;
+    }
+    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
+    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST)
+        st = UCCL_ERR_REMOTE_ACCESS;
+    if (st != UCCL_OK) {
+        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        return;
+    }
+    memcpy((void *)(uintptr_t)pkt.addr, p + sizeof(pkt), pkt.len);
+    if (!pkt.last)
+        return;
+    if (pkt.has_notif)
+        st = uccl_conn_notif_push(ep->base.conn, pkt.notif);
+    shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+}
+
+static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_pkt_ctl_t ctl;
+
+    switch (hdr->type) {
+    case SHM_PKT_EAGER:
+        shm_rx_eager(ep, p, hdr);
+        break;
+    case SHM_PKT_RTS:
+        shm_rx_rts(ep, p, hdr);
+        break;
+    case SHM_PKT_DATA:
+        shm_rx_data(ep, p, hdr);
+        break;
+    case SHM_PKT_RMA:
+        shm_rx_rma(ep, p, hdr);
+        break;
+    case SHM_PKT_WDATA:
+        shm_rx_wdata(ep, p, hdr);
+        break;
+    case SHM_PKT_CTS:
+    case SHM_PKT_FIN:
+        if (hdr->size != sizeof(ctl)) {
+            shm_rx_bad(ep, "control");
+            return;
+        }
+        memcpy(&ctl, p, sizeof(ctl));
+        if (hdr->type == SHM_PKT_CTS)
+            shm_rx_cts(ep, &ctl);
+        else
+            shm_rx_fin(ep, &ctl);
+        break;
+    default:
+        shm_rx_bad(ep, "unknown");
+    }
+}
+
+int shm_rx_progress(shm_ep_t *ep)
+{
+    int events = 0;
+
+    while (events < SHM_RX_BUDGET) {
+        shm_pkt_hdr_t hdr;
+        bool bad;
+        const uint8_t *p = shm_ring_peek(&ep->rx, &hdr, &bad);
+
+        if (p == NULL) {
+            if (bad)
+                shm_rx_bad(ep, "ring");
+            break;
+        }
+        shm_rx_one(ep, p, &hdr);
+        shm_ring_release(&ep->rx, hdr.size);
+        events++;
+        if (ep->base.conn->state != UCCL_OK)
+            break;
+    }
+    return events;
+}

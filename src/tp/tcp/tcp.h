@@ -1,0 +1,190 @@
+/* Private definitions of the tcp transport: the transport instance, its
+ * endpoints and their parallel streams, outgoing operations and incoming
+ * records, and the calls between tcp.c, tcp_ep.c, tcp_tx.c, tcp_rx.c and
+ * tcp_match.c. */
+#ifndef UCCL_TP_TCP_H
+#define UCCL_TP_TCP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "tcp_wire.h"
+
+typedef struct tcp_config {
+    int num_streams;
+    size_t chunk;
+    size_t sockbuf;
+    size_t rxbuf;
+    size_t progress_bytes;
+} tcp_config_t;
+
+/* What an epoll event points to. */
+typedef enum { TCP_POLL_LISTENER, TCP_POLL_PENDING, TCP_POLL_STREAM } tcp_poll_kind_t;
+typedef struct tcp_poll {
+    tcp_poll_kind_t kind;
+} tcp_poll_t;
+
+typedef struct tcp_tp {
+    uccl_tp_t base;
+    tcp_config_t cfg;
+    int epfd;
+    int listen_fd;
+    uint16_t port; /* network order */
+    tcp_poll_t listen_poll;
+    uccl_list_t eps;
+    uccl_list_t pending; /* accepted sockets whose hello is not in yet */
+} tcp_tp_t;
+
+/* An accepted socket waiting for its hello. */
+typedef struct tcp_pending {
+    tcp_poll_t poll;
+    int fd;
+    uint8_t buf[TCP_HELLO_LEN];
+    size_t have;
+    uint64_t deadline_ms;
+    uccl_list_t link;
+} tcp_pending_t;
+
+/* Where incoming payload bytes go. */
+typedef enum { TCP_SINK_DISCARD, TCP_SINK_REQ, TCP_SINK_FLAT } tcp_sink_kind_t;
+typedef struct tcp_sink {
+    tcp_sink_kind_t kind;
+    uccl_req_t *req; /* REQ: bytes go to the request's iov at pos */
+    uint8_t *ptr;    /* FLAT: bytes go to ptr + pos */
+    size_t pos;
+} tcp_sink_t;
+
+/* An operation to send (a message, a write, a read request or response, an
+ * ack) and, for one-sided requests, the initiator's record until the reply. */
+typedef struct tcp_op {
+    uccl_list_t all_link;  /* ep->ops: every op of the endpoint, for teardown */
+    uccl_list_t tx_link;   /* ep->tx_queue while chunks remain to be cut */
+    uccl_list_t wait_link; /* ep->rma_wait: write/read waiting for the peer */
+    tcp_hdr_t hdr;         /* template of every chunk's header */
+    uccl_req_t *req;       /* payload source (send, write) or destination (read) */
+    const uint8_t *flat;   /* payload source of a read response */
+    size_t next_off;       /* first byte not yet cut into a chunk */
+    int frames;            /* chunks cut but not fully sent */
+    int rx_busy;           /* read data chunks being received into req */
+    size_t received;       /* read data bytes landed */
+    bool waiting;          /* in rma_wait */
+    bool cut_done;         /* every chunk has been cut (a frame exists for each) */
+    bool sent;             /* every chunk has been written to a socket */
+} tcp_op_t;
+
+/* One chunk on its way out of a stream. */
+typedef struct tcp_frame {
+    tcp_op_t *op;
+    uint8_t hdr[TCP_HDR_LEN];
+    size_t off, len; /* payload range within the operation */
+    size_t sent;     /* header + payload bytes already written */
+} tcp_frame_t;
+
+#define TCP_TX_RING 32
+
+typedef enum { TCP_STREAM_NONE, TCP_STREAM_CONNECTING, TCP_STREAM_UP, TCP_STREAM_DEAD } tcp_stream_state_t;
+
+typedef struct tcp_ep tcp_ep_t;
+
+typedef struct tcp_stream {
+    tcp_poll_t poll;
+    tcp_ep_t *ep;
+    int fd;
+    int index;
+    tcp_stream_state_t state;
+    bool readable, writable;
+    uint8_t hello[TCP_HELLO_LEN];
+    size_t hello_left;
+    /* transmit: a ring of frames written with one sendmsg */
+    tcp_frame_t ring[TCP_TX_RING];
+    int tx_head, tx_count;
+    size_t tx_bytes;
+    /* receive: a staging buffer for headers and small payloads */
+    uint8_t *rbuf;
+    size_t rhead, rtail;
+    bool in_payload;
+    bool header_only; /* next staged read takes only a header */
+    tcp_hdr_t cur;
+    size_t remaining;
+    tcp_sink_t sink;
+    void *target; /* the record the current chunk belongs to */
+} tcp_stream_t;
+
+/* An incoming message (MSG) or write (WRITE) being received. */
+typedef struct tcp_rx_rec {
+    uccl_list_t link;    /* ep->rx_active until all bytes are in */
+    uccl_list_t uq_link; /* ep->unexpected: presented, no receive matched yet */
+    uint8_t type;
+    uint64_t id, tag, total, received;
+    bool presented, in_active;
+    bool chunk_seen; /* a chunk ended (a zero-length message has one) */
+    uint8_t *bounce;  /* message payload when no receive was there first */
+    uccl_req_t *req;  /* matched receive */
+    uint64_t region_id, addr, notif;
+    bool has_notif;
+    uccl_status_t status; /* write: UCCL_OK or why the target refused it */
+} tcp_rx_rec_t;
+
+struct tcp_ep {
+    uccl_tp_ep_t base;
+    uccl_list_t link; /* tp->eps */
+    bool is_initiator;
+    bool failing; /* a stream died: drain the others, then fail the conn */
+    uint64_t token, peer_token;
+    struct sockaddr_in peer;
+    int nstreams;
+    tcp_stream_t *streams;
+    uint64_t next_msg_id, next_op_id, next_rx_id;
+    uccl_list_t ops;          /* tcp_op_t by all_link */
+    uccl_list_t tx_queue;     /* tcp_op_t by tx_link */
+    uccl_list_t rma_wait;     /* tcp_op_t by wait_link */
+    uccl_list_t rx_active;    /* tcp_rx_rec_t by link */
+    uccl_list_t unexpected;   /* tcp_rx_rec_t by uq_link */
+    uccl_list_t posted_recvs; /* uccl_req_t by tp_link */
+};
+
+static inline tcp_tp_t *tcp_tp_of(tcp_ep_t *ep) { return (tcp_tp_t *)ep->base.tp; }
+
+/* tcp_ep.c */
+uccl_status_t tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                            bool is_initiator, uccl_tp_ep_t **ep);
+uccl_status_t tcp_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
+uccl_status_t tcp_ep_connect(uccl_tp_ep_t *ep, const void *info, size_t len);
+void tcp_ep_destroy(uccl_tp_ep_t *ep);
+/* Attach an accepted socket whose hello arrived; false = no such endpoint. */
+bool tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello);
+/* An initiator's stream became writable: finish its non-blocking connect. */
+void tcp_stream_connect_done(tcp_stream_t *s);
+/* Note that a stream is gone; the endpoint fails after draining the rest. */
+void tcp_stream_lost(tcp_stream_t *s, const char *why);
+/* Fail the connection of ep now (protocol error, no memory). */
+void tcp_ep_fail(tcp_ep_t *ep, const char *why);
+
+/* tcp_tx.c */
+uccl_status_t tcp_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+/* Queue a control frame or a read response (no request behind it). */
+uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
+uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len);
+/* Send what the endpoint has queued, within budget bytes. */
+int tcp_ep_tx(tcp_ep_t *ep, size_t budget);
+void tcp_op_free(tcp_op_t *op);
+/* The iovec of bytes [off, off+len) of a request's local iov. */
+int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max);
+
+/* tcp_rx.c */
+/* Read and handle what a stream has, up to budget bytes (SIZE_MAX = all). */
+int tcp_stream_rx(tcp_stream_t *s, size_t budget);
+
+/* tcp_match.c */
+uccl_status_t tcp_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+/* A chunk header arrived: choose s->sink and s->target (false = protocol error). */
+bool tcp_rx_chunk_begin(tcp_stream_t *s);
+/* The current chunk's payload is all in. */
+void tcp_rx_chunk_end(tcp_stream_t *s);
+void tcp_match_release(tcp_ep_t *ep);
+
+#endif

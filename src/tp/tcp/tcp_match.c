@@ -1,0 +1,314 @@
+/* What incoming chunks mean: two-sided matching by (conn, tag) in send
+ * order (message ids are dense, a message is presented to the receives only
+ * after every earlier one), and the target side of one-sided operations. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tcp.h"
+
+static void tcp_rec_free(tcp_rx_rec_t *rec)
+{
+    uccl_list_del(&rec->link);
+    uccl_list_del(&rec->uq_link);
+    free(rec->bounce);
+    free(rec);
+}
+
+static tcp_rx_rec_t *tcp_rec_find(tcp_ep_t *ep, uint8_t type, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->rx_active) {
+        tcp_rx_rec_t *rec = uccl_container_of(pos, tcp_rx_rec_t, link);
+        if (rec->type == type && rec->id == id)
+            return rec;
+    }
+    return NULL;
+}
+
+static tcp_rx_rec_t *tcp_rec_new(tcp_ep_t *ep, const tcp_hdr_t *h)
+{
+    tcp_rx_rec_t *rec = calloc(1, sizeof(*rec));
+
+    if (rec == NULL)
+        return NULL;
+    uccl_list_init(&rec->uq_link);
+    rec->type = h->type;
+    rec->id = h->id;
+    rec->total = h->total;
+    rec->in_active = true;
+    uccl_list_push_back(&ep->rx_active, &rec->link);
+    return rec;
+}
+
+/* A message with all its bytes in and a receive matched: hand it over. */
+static void tcp_rec_settle(tcp_rx_rec_t *rec)
+{
+    if (!rec->presented || !rec->chunk_seen || rec->received != rec->total)
+        return;
+    if (rec->in_active) {
+        uccl_list_del(&rec->link);
+        rec->in_active = false;
+    }
+    if (rec->req == NULL)
+        return; /* stays on the unexpected list */
+    if (rec->bounce != NULL)
+        uccl_req_iov_copy_in(rec->req, 0, rec->bounce, rec->total);
+    uccl_req_complete(rec->req, UCCL_OK, rec->total);
+    tcp_rec_free(rec);
+}
+
+/* The next message in send order meets the posted receives. A receive too
+ * small for it fails and the message stays for the next one. */
+static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
+{
+    uccl_list_t *pos, *tmp;
+
+    rec->presented = true;
+    uccl_list_for_each_safe(pos, tmp, &ep->posted_recvs) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tag != rec->tag)
+            continue;
+        uccl_list_del(&req->tp_link);
+        if (req->len < rec->total) {
+            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rec->total);
+            continue;
+        }
+        rec->req = req;
+        break;
+    }
+    if (rec->req == NULL)
+        uccl_list_push_back(&ep->unexpected, &rec->uq_link);
+    tcp_rec_settle(rec);
+}
+
+static void tcp_present_ready(tcp_ep_t *ep)
+{
+    tcp_rx_rec_t *rec;
+
+    while ((rec = tcp_rec_find(ep, TCP_FRAME_MSG, ep->next_rx_id)) != NULL && !rec->presented) {
+        ep->next_rx_id++;
+        tcp_present(ep, rec);
+    }
+}
+
+uccl_status_t tcp_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)base;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->unexpected) {
+        tcp_rx_rec_t *rec = uccl_container_of(pos, tcp_rx_rec_t, uq_link);
+        if (rec->tag != req->tag)
+            continue;
+        if (req->len < rec->total) {
+            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rec->total);
+            return UCCL_OK;
+        }
+        uccl_list_del(&rec->uq_link);
+        rec->req = req;
+        tcp_rec_settle(rec);
+        return UCCL_OK;
+    }
+    uccl_list_push_back(&ep->posted_recvs, &req->tp_link);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ chunk starts */
+
+static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
+{
+    tcp_ep_t *ep = s->ep;
+    tcp_rx_rec_t *rec = tcp_rec_find(ep, TCP_FRAME_MSG, h->id);
+
+    if (rec == NULL) {
+        if (h->id < ep->next_rx_id) {
+            tcp_ep_fail(ep, "chunk of a message already delivered");
+            return false;
+        }
+        rec = tcp_rec_new(ep, h);
+        if (rec == NULL) {
+            tcp_ep_fail(ep, "out of memory for an incoming message");
+            return false;
+        }
+        rec->tag = h->a;
+        tcp_present_ready(ep);
+    }
+    if (rec->tag != h->a || rec->total != h->total || h->clen > rec->total - rec->received) {
+        tcp_ep_fail(ep, "inconsistent chunk of a message");
+        return false;
+    }
+    s->target = rec;
+    if (rec->req != NULL && rec->bounce == NULL) {
+        s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = rec->req, .pos = h->off};
+        return true;
+    }
+    if (rec->bounce == NULL && rec->total > 0 && (rec->bounce = malloc(rec->total)) == NULL) {
+        tcp_ep_fail(ep, "out of memory for an unexpected message");
+        return false;
+    }
+    s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = rec->bounce, .pos = h->off};
+    return true;
+}
+
+/* Target of a write: every chunk is checked against the live regions. */
+static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
+{
+    tcp_ep_t *ep = s->ep;
+    uccl_engine_t *engine = ep->base.conn->engine;
+    tcp_rx_rec_t *rec = tcp_rec_find(ep, TCP_FRAME_WRITE, h->id);
+    uccl_region_t *region;
+
+    if (rec == NULL) {
+        rec = tcp_rec_new(ep, h);
+        if (rec == NULL) {
+            tcp_ep_fail(ep, "out of memory for an incoming write");
+            return false;
+        }
+        rec->region_id = h->a;
+        rec->addr = h->b;
+        rec->notif = h->c;
+        rec->has_notif = (h->flags & TCP_FLAG_NOTIF) != 0;
+        rec->status = uccl_engine_region_find(engine, h->a, h->b, h->total, &region);
+    }
+    if (rec->region_id != h->a || rec->addr != h->b || rec->total != h->total ||
+        h->clen > rec->total - rec->received) {
+        tcp_ep_fail(ep, "inconsistent chunk of a write");
+        return false;
+    }
+    if (rec->status == UCCL_OK)
+        rec->status = uccl_engine_region_find(engine, h->a, h->b + h->off, h->clen, &region);
+    if (rec->status != UCCL_OK) {
+        s->sink = (tcp_sink_t){.kind = TCP_SINK_DISCARD};
+    } else {
+        s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = (uint8_t *)(uintptr_t)h->b, .pos = h->off};
+    }
+    s->target = rec;
+    return true;
+}
+
+static bool tcp_begin_read_req(tcp_ep_t *ep, const tcp_hdr_t *h)
+{
+    uccl_region_t *region;
+    uccl_status_t st = uccl_engine_region_find(ep->base.conn->engine, h->a, h->b, h->total, &region);
+
+    if (st == UCCL_OK)
+        st = tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total);
+    else
+        st = tcp_queue_ack(ep, h->id, st);
+    if (st != UCCL_OK) {
+        tcp_ep_fail(ep, "out of memory for a read response");
+        return false;
+    }
+    return true;
+}
+
+static tcp_op_t *tcp_rma_find(tcp_ep_t *ep, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->rma_wait) {
+        tcp_op_t *op = uccl_container_of(pos, tcp_op_t, wait_link);
+        if (op->hdr.id == id)
+            return op;
+    }
+    return NULL;
+}
+
+static bool tcp_begin_read_data(tcp_stream_t *s, const tcp_hdr_t *h)
+{
+    tcp_op_t *op = tcp_rma_find(s->ep, h->id);
+
+    if (op == NULL || op->hdr.type != TCP_FRAME_READ_REQ || !op->sent || op->hdr.total != h->total ||
+        h->clen > op->hdr.total - op->received) {
+        tcp_ep_fail(s->ep, "read data that matches no read in flight");
+        return false;
+    }
+    op->rx_busy++;
+    s->target = op;
+    s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = op->req, .pos = h->off};
+    return true;
+}
+
+/* The peer's verdict on a write (done or refused) or a refused read. */
+static bool tcp_handle_ack(tcp_ep_t *ep, const tcp_hdr_t *h)
+{
+    tcp_op_t *op = tcp_rma_find(ep, h->id);
+    uccl_status_t st = (uccl_status_t)(int64_t)h->a;
+
+    if (op == NULL || !op->sent || op->rx_busy > 0 || (st == UCCL_OK && op->hdr.type != TCP_FRAME_WRITE)) {
+        tcp_ep_fail(ep, "reply that matches no operation in flight");
+        return false;
+    }
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS)
+        st = UCCL_ERR_REMOTE_ACCESS; /* the only refusal the target sends */
+    uccl_req_complete(op->req, st, st == UCCL_OK ? op->hdr.total : 0);
+    tcp_op_free(op);
+    return true;
+}
+
+bool tcp_rx_chunk_begin(tcp_stream_t *s)
+{
+    const tcp_hdr_t *h = &s->cur;
+
+    s->target = NULL;
+    s->sink = (tcp_sink_t){.kind = TCP_SINK_DISCARD};
+    switch (h->type) {
+    case TCP_FRAME_MSG: return tcp_begin_msg(s, h);
+    case TCP_FRAME_WRITE: return tcp_begin_write(s, h);
+    case TCP_FRAME_READ_REQ: return tcp_begin_read_req(s->ep, h);
+    case TCP_FRAME_READ_DATA: return tcp_begin_read_data(s, h);
+    default: return tcp_handle_ack(s->ep, h);
+    }
+}
+
+/* ------------------------------------------------------------------ chunk ends */
+
+static void tcp_end_write(tcp_ep_t *ep, tcp_rx_rec_t *rec, uint32_t clen)
+{
+    rec->received += clen;
+    if (rec->received < rec->total)
+        return;
+    if (rec->status == UCCL_OK && rec->has_notif)
+        rec->status = uccl_conn_notif_push(ep->base.conn, rec->notif);
+    if (tcp_queue_ack(ep, rec->id, rec->status) != UCCL_OK)
+        tcp_ep_fail(ep, "out of memory for a write reply");
+    tcp_rec_free(rec);
+}
+
+void tcp_rx_chunk_end(tcp_stream_t *s)
+{
+    const tcp_hdr_t *h = &s->cur;
+
+    if (s->target == NULL)
+        return;
+    if (h->type == TCP_FRAME_MSG) {
+        tcp_rx_rec_t *rec = s->target;
+        rec->received += h->clen;
+        rec->chunk_seen = true;
+        tcp_rec_settle(rec);
+    } else if (h->type == TCP_FRAME_WRITE) {
+        tcp_end_write(s->ep, s->target, h->clen);
+    } else if (h->type == TCP_FRAME_READ_DATA) {
+        tcp_op_t *op = s->target;
+        op->rx_busy--;
+        op->received += h->clen;
+        if (op->received == op->hdr.total) {
+            uccl_req_complete(op->req, UCCL_OK, op->hdr.total);
+            tcp_op_free(op);
+        }
+    }
+    s->target = NULL;
+}
+
+void tcp_match_release(tcp_ep_t *ep)
+{
+    uccl_list_t *pos, *tmp;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->rx_active)
+        tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, link));
+    uccl_list_for_each_safe(pos, tmp, &ep->unexpected)
+        tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, uq_link));
+    uccl_list_for_each_safe(pos, tmp, &ep->posted_recvs)
+        uccl_list_del(pos);
+}

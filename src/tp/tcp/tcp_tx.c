@@ -1,0 +1,275 @@
+/* Sending side of the tcp transport: operations are cut into chunks that
+ * free streams pull in turn, and written with sendmsg straight from the
+ * user's buffers (no copy), several frames per call. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "tcp.h"
+
+#define TCP_TX_IOV 256
+
+static tcp_op_t *tcp_op_new(tcp_ep_t *ep, uint8_t type, uint64_t id, uint64_t total)
+{
+    tcp_op_t *op = calloc(1, sizeof(*op));
+
+    if (op == NULL)
+        return NULL;
+    uccl_list_init(&op->tx_link);
+    uccl_list_init(&op->wait_link);
+    op->hdr.type = type;
+    op->hdr.id = id;
+    op->hdr.total = total;
+    uccl_list_push_back(&ep->ops, &op->all_link);
+    uccl_list_push_back(&ep->tx_queue, &op->tx_link);
+    return op;
+}
+
+void tcp_op_free(tcp_op_t *op)
+{
+    uccl_list_del(&op->all_link);
+    uccl_list_del(&op->tx_link);
+    uccl_list_del(&op->wait_link);
+    free(op);
+}
+
+int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max)
+{
+    int n = 0;
+
+    for (int i = 0; i < req->iovcnt && len > 0 && n < max; i++) {
+        size_t piece = req->iov[i].len;
+        size_t take;
+
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        take = piece - off < len ? piece - off : len;
+        out[n].iov_base = (char *)req->iov[i].addr + off;
+        out[n].iov_len = take;
+        n++;
+        len -= take;
+        off = 0;
+    }
+    return n;
+}
+
+uccl_status_t tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)base;
+    tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_MSG, ep->next_msg_id, req->len);
+
+    if (op == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->next_msg_id++;
+    op->hdr.a = req->tag;
+    op->req = req;
+    return UCCL_OK;
+}
+
+static uccl_status_t tcp_post_rma(tcp_ep_t *ep, uccl_req_t *req, uint8_t type)
+{
+    tcp_op_t *op = tcp_op_new(ep, type, ep->next_op_id, req->len);
+
+    if (op == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->next_op_id++;
+    op->hdr.a = req->remote.region_id;
+    op->hdr.b = req->remote.addr;
+    if (req->has_notif) {
+        op->hdr.flags = TCP_FLAG_NOTIF;
+        op->hdr.c = req->notif;
+    }
+    op->req = req;
+    op->waiting = true;
+    uccl_list_push_back(&ep->rma_wait, &op->wait_link);
+    return UCCL_OK;
+}
+
+uccl_status_t tcp_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return tcp_post_rma((tcp_ep_t *)base, req, TCP_FRAME_WRITE);
+}
+
+uccl_status_t tcp_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return tcp_post_rma((tcp_ep_t *)base, req, TCP_FRAME_READ_REQ);
+}
+
+uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status)
+{
+    tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_ACK, id, 0);
+
+    if (op == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    op->hdr.a = (uint64_t)(int64_t)status;
+    return UCCL_OK;
+}
+
+uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len)
+{
+    tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_READ_DATA, id, len);
+
+    if (op == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    op->flat = src;
+    return UCCL_OK;
+}
+
+static size_t tcp_op_payload(const tcp_op_t *op)
+{
+    uint8_t t = op->hdr.type;
+    return t == TCP_FRAME_MSG || t == TCP_FRAME_WRITE || t == TCP_FRAME_READ_DATA ? op->hdr.total : 0;
+}
+
+/* Every chunk of op is in the socket: finish what depends only on that. */
+static void tcp_op_sent(tcp_op_t *op)
+{
+    op->sent = true;
+    if (op->hdr.type == TCP_FRAME_MSG)
+        uccl_req_complete(op->req, UCCL_OK, op->hdr.total);
+    if (!op->waiting)
+        tcp_op_free(op);
+}
+
+/* Pull chunks from the endpoint's queue into the stream's ring. */
+static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
+{
+    tcp_ep_t *ep = s->ep;
+
+    while (s->tx_count < TCP_TX_RING && s->tx_bytes < chunk && !uccl_list_empty(&ep->tx_queue)) {
+        tcp_op_t *op = uccl_list_first(&ep->tx_queue, tcp_op_t, tx_link);
+        tcp_frame_t *f = &s->ring[(s->tx_head + s->tx_count) % TCP_TX_RING];
+        size_t payload = tcp_op_payload(op);
+        size_t len = payload - op->next_off < chunk ? payload - op->next_off : chunk;
+        tcp_hdr_t h = op->hdr;
+
+        h.off = op->next_off;
+        h.clen = (uint32_t)len;
+        tcp_hdr_encode(&h, f->hdr);
+        f->op = op;
+        f->off = op->next_off;
+        f->len = len;
+        f->sent = 0;
+        op->next_off += len;
+        op->frames++;
+        if (op->next_off == payload) {
+            op->cut_done = true;
+            uccl_list_del(&op->tx_link);
+        }
+        s->tx_count++;
+        s->tx_bytes += TCP_HDR_LEN + len;
+    }
+}
+
+static int tcp_frame_iovec(const tcp_frame_t *f, struct iovec *iov, int max)
+{
+    size_t poff = f->sent > TCP_HDR_LEN ? f->sent - TCP_HDR_LEN : 0;
+    int n = 0;
+
+    if (f->sent < TCP_HDR_LEN) {
+        iov[n].iov_base = (void *)(f->hdr + f->sent);
+        iov[n].iov_len = TCP_HDR_LEN - f->sent;
+        n++;
+    }
+    if (f->len == poff)
+        return n;
+    if (f->op->flat != NULL) {
+        iov[n].iov_base = (void *)(f->op->flat + f->off + poff);
+        iov[n].iov_len = f->len - poff;
+        return n + 1;
+    }
+    return n + tcp_req_iovec(f->op->req, f->off + poff, f->len - poff, iov + n, max - n);
+}
+
+/* Account n written bytes to the hello and the ring's frames, in order. */
+static void tcp_stream_consume(tcp_stream_t *s, size_t n)
+{
+    size_t h = n < s->hello_left ? n : s->hello_left;
+
+    s->hello_left -= h;
+    n -= h;
+    /* every frame has a header, so a frame is done only when bytes reach it */
+    while (s->tx_count > 0) {
+        tcp_frame_t *f = &s->ring[s->tx_head];
+        size_t rest = TCP_HDR_LEN + f->len - f->sent;
+        size_t take = n < rest ? n : rest;
+
+        f->sent += take;
+        n -= take;
+        if (take < rest)
+            break;
+        s->tx_head = (s->tx_head + 1) % TCP_TX_RING;
+        s->tx_count--;
+        s->tx_bytes -= TCP_HDR_LEN + f->len;
+        if (--f->op->frames == 0 && f->op->cut_done)
+            tcp_op_sent(f->op);
+    }
+}
+
+/* One sendmsg of the hello and as many queued frames as fit one call. */
+static size_t tcp_stream_send(tcp_stream_t *s)
+{
+    struct iovec iov[TCP_TX_IOV];
+    struct msghdr msg = {.msg_iov = iov};
+    size_t want = 0;
+    ssize_t n;
+    int cnt = 0;
+
+    if (s->hello_left > 0) {
+        iov[cnt].iov_base = s->hello + TCP_HELLO_LEN - s->hello_left;
+        iov[cnt++].iov_len = s->hello_left;
+    }
+    for (int i = 0; i < s->tx_count && cnt < TCP_TX_IOV - UCCL_IOV_MAX - 2; i++)
+        cnt += tcp_frame_iovec(&s->ring[(s->tx_head + i) % TCP_TX_RING], iov + cnt, TCP_TX_IOV - cnt);
+    for (int i = 0; i < cnt; i++)
+        want += iov[i].iov_len;
+    msg.msg_iovlen = (size_t)cnt;
+    n = cnt > 0 ? sendmsg(s->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    if (n < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            s->writable = false;
+        else if (errno != EINTR)
+            tcp_stream_lost(s, strerror(errno));
+        return 0;
+    }
+    if ((size_t)n < want)
+        s->writable = false; /* the socket is full; epoll says when it drains */
+    tcp_stream_consume(s, (size_t)n);
+    return (size_t)n;
+}
+
+int tcp_ep_tx(tcp_ep_t *ep, size_t budget)
+{
+    size_t chunk = tcp_tp_of(ep)->cfg.chunk;
+    size_t total = 0, limit = budget * (size_t)ep->nstreams;
+    int events = 0;
+    bool moved = true;
+
+    /* rounds over the streams: each takes about one chunk per round, which
+     * stripes large messages and lets a slow stream fall behind */
+    while (moved && total < limit && !ep->failing) {
+        moved = false;
+        for (int i = 0; i < ep->nstreams && !ep->failing; i++) {
+            tcp_stream_t *s = &ep->streams[i];
+            size_t n;
+
+            if (s->state != TCP_STREAM_UP || !s->writable)
+                continue;
+            tcp_stream_fill(s, chunk);
+            if (s->tx_count == 0 && s->hello_left == 0)
+                continue;
+            n = tcp_stream_send(s);
+            if (n > 0) {
+                moved = true;
+                total += n;
+                events++;
+            }
+        }
+    }
+    return events;
+}

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Everything the GPU work needs on the 2-GPU device machine, in one call:
+# install the carried .debs, build with CUDA, run the GPU tests under
+# mpirun -np 2, uccl_info, and the benchmarks. Logs and JSON go to $OUT.
+# Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
+set -u
+OUT=${OUT:-/tmp/uccl-gpu-out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/device.log") 2>&1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+step() { echo "=== $* ($(date +%T))"; }
+
+step "packages"
+for d in ../.debs .debs; do [ -d "$d" ] && dpkg -i "$d"/*.deb >/dev/null && echo "installed $d"; done
+nvidia-smi --query-gpu=index,name,pci.bus_id,memory.total --format=csv
+nvidia-smi topo -m
+
+step "build"
+./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; exit 1; }
+mkdir -p build-dev && cd build-dev || exit 1
+../configure --with-cuda --enable-werror >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+tail -13 configure.log
+make -j16 >make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+make -j16 check TESTS= >>make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+
+NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
+[ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
+echo "nccl: ${NCCL_DIR:-not found}"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
+        -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+
+step "GPU tests (mpirun -np 2)"
+UCCL_LOG_LEVEL=info timeout 240 $MPIRUN -x UCCL_LOG_LEVEL tests/gpu/t_gpu_ipc >"$OUT/t_gpu_ipc.log" 2>&1
+echo "t_gpu_ipc exit code: $?"
+grep -E "PASS|FAIL|ok |skipped|unsupported|gpu_ipc:" "$OUT/t_gpu_ipc.log" | sort | uniq -c | head -60
+
+step "uccl_info"
+if [ -x tools/uccl_info ]; then timeout 60 tools/uccl_info >"$OUT/uccl_info.txt" 2>&1; cat "$OUT/uccl_info.txt"
+else echo "tools/uccl_info not built in this tree"; fi
+
+step "benchmarks"
+timeout 120 $MPIRUN tests/gpu/b_gpu_ipc >"$OUT/bench_gpu0_gpu1.json" 2>&1; echo "exit $?"
+cat "$OUT/bench_gpu0_gpu1.json"
+timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=0 tests/gpu/b_gpu_ipc >"$OUT/bench_nosplit.json" 2>&1; echo "exit $?"
+grep -E "uccl_write|uccl_send" "$OUT/bench_nosplit.json"
+timeout 60 $MPIRUN tests/gpu/b_gpu_ipc same >"$OUT/bench_same_gpu.json" 2>&1; echo "exit $?"
+grep -E "config|uccl_write|plain" "$OUT/bench_same_gpu.json"
+step "done"

@@ -1,0 +1,16 @@
+#!/bin/sh
+# Run an MPI test: run-mpi.sh NP TRANSPORTS PROGRAM [ARGS...]
+# TRANSPORTS goes to UCCL_TRANSPORTS (shm, tcp, verbs, ...); the program
+# exits 77 (skip) on every rank when they are not usable here. MPIEXEC and
+# top_builddir come from make check's TESTS_ENVIRONMENT (MPIEXEC holds a
+# $(...) for the root check, hence eval); a hang is cut off after 170 s.
+np=$1 transports=$2 prog=${top_builddir:-.}/$3
+shift 3
+UCCL_TRANSPORTS=$transports
+UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-30000}
+export UCCL_TRANSPORTS UCCL_TIMEOUT_MS
+echo "# $np ranks, UCCL_TRANSPORTS=$transports, UCCL_TIMEOUT_MS=$UCCL_TIMEOUT_MS: $prog $*"
+eval "timeout 170 ${MPIEXEC:-mpirun --oversubscribe} -np \$np \"\$prog\" \"\$@\""
+rc=$?
+[ $rc = 124 ] && echo "FAIL: $prog timed out (170 s)"
+exit $rc

@@ -1,0 +1,227 @@
+/* uccl_perf: command line, the human table and the JSON file. */
+#include "perf_opts.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+#include <uccl/uccl.h>
+
+#define PERF_DEFAULT_MIN 4096
+#define PERF_DEFAULT_MAX (64 << 20)
+#define PERF_MAX_SIZE ((size_t)1 << 30) /* MPI counts are int */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: mpirun -np 2 uccl_perf p2p [options]\n"
+            "  --op send|write|read   operation measured (default send)\n"
+            "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
+            "                         (default: $UCCL_TRANSPORTS, else every usable one)\n"
+            "  --min SIZE             smallest message (default 4K; K/M/G suffixes)\n"
+            "  --max SIZE             largest message, sizes double (default 64M, at most 1G)\n"
+            "  --iters N              timed windows per size (default: 256 MiB / (size*window),\n"
+            "                         between 3 and 200)\n"
+            "  --warmup N             untimed windows per size first (default 2)\n"
+            "  --window W             transfers in flight per window (default 16)\n"
+            "  --json FILE            also write the results as JSON\n"
+            "The MPI reference (MPI_Isend/Irecv, MPI_Put/MPI_Get with lock_all+flush) runs\n"
+            "the same pattern in the same job; choose its path with mpirun --mca btl ....\n");
+}
+
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v == 0 || v > PERF_MAX_SIZE)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *text, int min, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > 1000000)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_op(const char *text, perf_op_t *op)
+{
+    static const char *const names[] = {"send", "write", "read"};
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(text, names[i]) == 0) {
+            *op = (perf_op_t)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_one(int opt, const char *arg, perf_opts_t *o)
+{
+    switch (opt) {
+    case 'o': return parse_op(arg, &o->op);
+    case 't': o->transport = arg; return 0;
+    case 'a': return parse_size(arg, &o->min);
+    case 'b': return parse_size(arg, &o->max);
+    case 'i': return parse_int(arg, 1, &o->iters);
+    case 'w': return parse_int(arg, 0, &o->warmup);
+    case 'W': return parse_int(arg, 1, &o->window);
+    case 'j': o->json = arg; return 0;
+    default: return -1;
+    }
+}
+
+int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
+{
+    static const struct option longopts[] = {
+        {"op", required_argument, NULL, 'o'},     {"transport", required_argument, NULL, 't'},
+        {"min", required_argument, NULL, 'a'},    {"max", required_argument, NULL, 'b'},
+        {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
+        {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int opt;
+
+    *o = (perf_opts_t){.op = PERF_OP_SEND, .min = PERF_DEFAULT_MIN, .max = PERF_DEFAULT_MAX,
+                       .warmup = 2, .window = 16};
+    if (argc < 2 || strcmp(argv[1], "p2p") != 0)
+        goto err_usage;
+    optind = 2;
+    opterr = verbose;
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (opt == 'h' || parse_one(opt, optarg, o) != 0)
+            goto err_usage;
+    }
+    if (optind != argc || o->min > o->max)
+        goto err_usage;
+    return 0;
+
+err_usage:
+    if (verbose)
+        usage();
+    return -1;
+}
+
+static const char *op_name(perf_op_t op)
+{
+    return op == PERF_OP_SEND ? "send" : op == PERF_OP_WRITE ? "write" : "read";
+}
+
+static const char *ref_pattern(perf_op_t op)
+{
+    return op == PERF_OP_SEND    ? "MPI_Isend/MPI_Irecv + 0-byte ack"
+           : op == PERF_OP_WRITE ? "MPI_Put, MPI_Win_lock_all + MPI_Win_flush"
+                                 : "MPI_Get, MPI_Win_lock_all + MPI_Win_flush";
+}
+
+/* "Open MPI v4.1.4" out of the library's multi-line version text. */
+static void mpi_name(char *buf, size_t len)
+{
+    char text[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+
+    MPI_Get_library_version(text, &n);
+    text[strcspn(text, ",\n")] = '\0';
+    snprintf(buf, len, "%s", text);
+}
+
+static void machine_name(char *buf, size_t len)
+{
+    struct utsname u;
+    char host[128] = "?";
+
+    gethostname(host, sizeof(host) - 1);
+    if (uname(&u) != 0)
+        snprintf(u.release, sizeof(u.release), "?");
+    snprintf(buf, len, "%s, %ld CPUs, Linux %s", host, sysconf(_SC_NPROCESSORS_ONLN), u.release);
+}
+
+void perf_print_header(const perf_opts_t *o, const char *conn_transport)
+{
+    char mpi[256], machine[256];
+    const char *btl = getenv("OMPI_MCA_btl");
+
+    mpi_name(mpi, sizeof(mpi));
+    machine_name(machine, sizeof(machine));
+    printf("# uccl_perf p2p --op %s: uccl %s over %s (asked: %s), window %d, on %s\n",
+           op_name(o->op), uccl_version(), conn_transport,
+           o->transport ? o->transport : "default", o->window, machine);
+    printf("# reference: %s, %s%s%s\n", mpi, ref_pattern(o->op), btl ? ", btl " : "",
+           btl ? btl : "");
+    printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us/op = the same time per "
+           "transfer\n#   (a window of %d in flight, not a ping-pong latency); last window of "
+           "each size verified byte for byte\n", o->window);
+    printf("%10s %11s %11s %11s %11s %7s\n", "size", "uccl GB/s", "uccl us/op", "ref GB/s",
+           "ref us/op", "ratio");
+    fflush(stdout);
+}
+
+static double gbps(const perf_row_t *r, double t)
+{
+    return t > 0 ? (double)r->size * r->ops / t / 1e9 : 0;
+}
+
+void perf_print_row(const perf_opts_t *o, const perf_row_t *r)
+{
+    double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);
+
+    (void)o;
+    printf("%10zu %11.3f %11.2f %11.3f %11.2f %7.2f\n", r->size, u, r->uccl_s / r->ops * 1e6, m,
+           r->ref_s / r->ops * 1e6, m > 0 ? u / m : 0);
+    fflush(stdout);
+}
+
+int perf_write_json(const perf_opts_t *o, const char *conn_transport, const perf_row_t *rows,
+                    int nrows)
+{
+    char mpi[256], machine[256];
+    FILE *f = fopen(o->json, "w");
+
+    if (f == NULL) {
+        fprintf(stderr, "uccl_perf: cannot write %s: %s\n", o->json, strerror(errno));
+        return -1;
+    }
+    mpi_name(mpi, sizeof(mpi));
+    machine_name(machine, sizeof(machine));
+    fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d,\n"
+               " \"reference\": \"%s (%s)\",\n \"rows\": [\n",
+            machine, conn_transport, op_name(o->op), o->window, mpi, ref_pattern(o->op));
+    for (int i = 0; i < nrows; i++) {
+        const perf_row_t *r = &rows[i];
+        double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);
+        fprintf(f, "  {\"size\": %zu, \"uccl_gbps\": %.4f, \"uccl_us\": %.3f, \"ref_gbps\": %.4f, "
+                   "\"ref_us\": %.3f, \"ratio\": %.4f}%s\n",
+                r->size, u, r->uccl_s / r->ops * 1e6, m, r->ref_s / r->ops * 1e6,
+                m > 0 ? u / m : 0, i + 1 < nrows ? "," : "");
+    }
+    fprintf(f, " ]}\n");
+    if (fclose(f) != 0) {
+        fprintf(stderr, "uccl_perf: writing %s: %s\n", o->json, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

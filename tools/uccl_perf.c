@@ -1,0 +1,366 @@
+/* uccl_perf: point-to-point bandwidth of libuccl against MPI, measured in the
+ * same run with the same pattern (a window of transfers, then an ack). */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uccl/uccl_mpi.h>
+
+#include "perf_opts.h"
+
+enum { TAG_DATA = 1, TAG_ACK = 2, TAG_FIN = 3 };
+
+typedef struct perf_ctx {
+    perf_opts_t o;
+    int rank;
+    uccl_comm_t *comm;
+    uccl_conn_t *conn;
+    const char *conn_transport;
+    uint8_t *buf;
+    uccl_mr_t *mr;
+    uccl_rdesc_t peer_desc; /* rank 1's buffer, for write/read */
+    uccl_req_t **reqs;      /* window + 1 */
+    MPI_Win win;
+    MPI_Request *mreqs; /* window */
+} perf_ctx_t;
+
+static void perf_fail(const perf_ctx_t *c, const char *what, uccl_status_t st)
+{
+    fprintf(stderr, "uccl_perf rank %d: %s failed: %s (%s)\n", c->rank, what,
+            uccl_status_name(st), uccl_strerror(st));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ uccl */
+
+static uccl_status_t uccl_post_data(perf_ctx_t *c, size_t size, uccl_req_t **req)
+{
+    switch (c->o.op) {
+    case PERF_OP_SEND:
+        if (c->rank == 0)
+            return uccl_send(c->conn, c->mr, 0, size, TAG_DATA, req);
+        return uccl_recv(c->conn, c->mr, 0, size, TAG_DATA, req);
+    case PERF_OP_WRITE: return uccl_write(c->conn, c->mr, 0, size, &c->peer_desc, 0, req);
+    case PERF_OP_READ: return uccl_read(c->conn, c->mr, 0, size, &c->peer_desc, 0, req);
+    }
+    return UCCL_ERR_INVALID_PARAM;
+}
+
+static void uccl_wait_free(perf_ctx_t *c, int n, const char *what)
+{
+    uccl_status_t st = uccl_wait_all(c->reqs, (size_t)n, -1);
+
+    if (st != UCCL_OK)
+        perf_fail(c, what, st);
+    for (int i = 0; i < n; i++)
+        uccl_req_free(c->reqs[i]);
+}
+
+static void uccl_ctl(perf_ctx_t *c, int send, uint64_t tag)
+{
+    uccl_status_t st = send ? uccl_send(c->conn, NULL, 0, 0, tag, &c->reqs[0])
+                            : uccl_recv(c->conn, NULL, 0, 0, tag, &c->reqs[0]);
+    if (st != UCCL_OK)
+        perf_fail(c, send ? "sending an ack" : "receiving an ack", st);
+    uccl_wait_free(c, 1, "an ack");
+}
+
+/* One window of W transfers. Two-sided: rank 0 sends W, rank 1 receives them
+ * and acks; rank 0 is done when it has the ack. One-sided: rank 0 only. */
+static void uccl_window(perf_ctx_t *c, size_t size)
+{
+    int w = c->o.window, n = 0;
+
+    if (c->rank == 1 && c->o.op != PERF_OP_SEND)
+        return;
+    if (c->rank == 0 && c->o.op == PERF_OP_SEND) {
+        uccl_status_t st = uccl_recv(c->conn, NULL, 0, 0, TAG_ACK, &c->reqs[n++]);
+        if (st != UCCL_OK)
+            perf_fail(c, "posting the ack receive", st);
+    }
+    for (int i = 0; i < w; i++) {
+        uccl_status_t st = uccl_post_data(c, size, &c->reqs[n++]);
+        if (st != UCCL_OK)
+            perf_fail(c, "posting a transfer", st);
+    }
+    uccl_wait_free(c, n, "the window");
+    if (c->rank == 1)
+        uccl_ctl(c, 1, TAG_ACK);
+}
+
+/* Runs iters windows; returns rank 0's time. For one-sided ops rank 1 waits
+ * for a fin while its engine progresses (some transports need the target). */
+static double uccl_phase(perf_ctx_t *c, size_t size, int iters)
+{
+    double t0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    if (c->rank == 1 && c->o.op != PERF_OP_SEND) {
+        uccl_ctl(c, 0, TAG_FIN);
+        return 0;
+    }
+    for (int i = 0; i < iters; i++)
+        uccl_window(c, size);
+    t0 = now_s() - t0;
+    if (c->rank == 0 && c->o.op != PERF_OP_SEND)
+        uccl_ctl(c, 1, TAG_FIN);
+    return t0;
+}
+
+/* ------------------------------------------------------------------ MPI */
+
+static void mpi_window(perf_ctx_t *c, size_t size)
+{
+    int w = c->o.window, n = (int)size;
+
+    if (c->o.op == PERF_OP_SEND) {
+        for (int i = 0; i < w; i++) {
+            if (c->rank == 0)
+                MPI_Isend(c->buf, n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &c->mreqs[i]);
+            else
+                MPI_Irecv(c->buf, n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &c->mreqs[i]);
+        }
+        MPI_Waitall(w, c->mreqs, MPI_STATUSES_IGNORE);
+        if (c->rank == 1)
+            MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+        else
+            MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return;
+    }
+    for (int i = 0; i < w; i++) {
+        if (c->o.op == PERF_OP_WRITE)
+            MPI_Put(c->buf, n, MPI_BYTE, 1, 0, n, MPI_BYTE, c->win);
+        else
+            MPI_Get(c->buf, n, MPI_BYTE, 1, 0, n, MPI_BYTE, c->win);
+    }
+    MPI_Win_flush(1, c->win);
+}
+
+/* Passive target (lock_all + flush): rank 1 makes no call during the loop. */
+static double mpi_phase(perf_ctx_t *c, size_t size, int iters)
+{
+    int one_sided = c->o.op != PERF_OP_SEND;
+    double t = 0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c->rank == 0 || !one_sided) {
+        if (one_sided)
+            MPI_Win_lock_all(0, c->win);
+        t = now_s();
+        for (int i = 0; i < iters; i++)
+            mpi_window(c, size);
+        t = now_s() - t;
+        if (one_sided)
+            MPI_Win_unlock_all(c->win);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return t;
+}
+
+/* ------------------------------------------------------------------ data check */
+
+static uint8_t pattern_byte(size_t size, size_t i)
+{
+    return (uint8_t)(i * 131 + (i >> 12) * 7 + size * 13 + 1);
+}
+
+/* The destination of the data: rank 1 for send/write, rank 0 for read. */
+static int is_destination(const perf_ctx_t *c)
+{
+    return (c->o.op == PERF_OP_READ) == (c->rank == 0);
+}
+
+static void fill(perf_ctx_t *c, size_t size, int poison)
+{
+    for (size_t i = 0; i < size; i++)
+        c->buf[i] = (uint8_t)(pattern_byte(size, i) ^ (poison ? 0xff : 0));
+}
+
+/* One untimed window with a poisoned destination, then a byte compare.
+ * Returns 0 on both ranks when the data arrived intact. */
+static int verify(perf_ctx_t *c, size_t size, const char *who,
+                  double (*phase)(perf_ctx_t *, size_t, int))
+{
+    int bad = 0, any_bad = 0;
+
+    if (is_destination(c))
+        fill(c, size, 1);
+    phase(c, size, 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (size_t i = 0; is_destination(c) && i < size; i++) {
+        if (c->buf[i] != pattern_byte(size, i)) {
+            fprintf(stderr, "uccl_perf: DATA MISMATCH (%s) at size %zu offset %zu: got 0x%02x "
+                    "expected 0x%02x\n", who, size, i, c->buf[i], pattern_byte(size, i));
+            bad = 1;
+            break;
+        }
+    }
+    MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return any_bad;
+}
+
+/* ------------------------------------------------------------------ driver */
+
+static int auto_iters(const perf_ctx_t *c, size_t size)
+{
+    size_t per_iter = size * (size_t)c->o.window, iters;
+
+    if (c->o.iters > 0)
+        return c->o.iters;
+    iters = ((size_t)256 << 20) / (per_iter ? per_iter : 1);
+    return iters < 3 ? 3 : iters > 200 ? 200 : (int)iters;
+}
+
+static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
+{
+    int iters = auto_iters(c, size);
+
+    if (!is_destination(c))
+        fill(c, size, 0);
+    if (c->o.warmup > 0)
+        uccl_phase(c, size, c->o.warmup);
+    row->uccl_s = uccl_phase(c, size, iters);
+    if (verify(c, size, "uccl", uccl_phase))
+        return -1;
+    if (!is_destination(c))
+        fill(c, size, 0);
+    if (c->o.warmup > 0)
+        mpi_phase(c, size, c->o.warmup);
+    row->ref_s = mpi_phase(c, size, iters);
+    if (verify(c, size, "MPI reference", mpi_phase))
+        return -1;
+    row->size = size;
+    row->ops = (double)iters * c->o.window;
+    return 0;
+}
+
+static void setup_uccl(perf_ctx_t *c)
+{
+    uccl_engine_params_t ep = {0};
+    uccl_comm_params_t cp = {0};
+    uccl_conn_attr_t attr;
+    uccl_status_t st;
+
+    if (c->o.transport != NULL) {
+        ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
+        ep.transports = c->o.transport;
+        cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+        cp.engine_params = &ep;
+    }
+    st = uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &c->comm);
+    if (st != UCCL_OK)
+        perf_fail(c, "uccl_comm_init_mpi", st);
+    c->conn = uccl_comm_conn(c->comm, 1 - c->rank);
+    st = uccl_conn_query(c->conn, &attr);
+    if (st != UCCL_OK)
+        perf_fail(c, "uccl_conn_query", st);
+    c->conn_transport = attr.transport;
+    st = uccl_mr_reg(uccl_comm_engine(c->comm), c->buf, c->o.max, 0, &c->mr);
+    if (st != UCCL_OK)
+        perf_fail(c, "uccl_mr_reg", st);
+    if (c->rank == 1) {
+        st = uccl_mr_pack(c->mr, 0, c->o.max, &c->peer_desc);
+        if (st != UCCL_OK)
+            perf_fail(c, "uccl_mr_pack", st);
+    }
+    /* Setup only; no data moves through MPI on the uccl side. */
+    MPI_Bcast(&c->peer_desc, (int)sizeof(c->peer_desc), MPI_BYTE, 1, MPI_COMM_WORLD);
+}
+
+/* Some MPI paths have no one-sided support (Open MPI's osc over btl tcp
+ * alone): say so and stop, rather than abort in MPI. */
+static int setup_window(perf_ctx_t *c)
+{
+    int rc, any = 0;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_create(c->buf, (MPI_Aint)c->o.max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c->win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (rc != MPI_SUCCESS)
+        c->win = MPI_WIN_NULL;
+    rc = rc != MPI_SUCCESS;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any && c->rank == 0)
+        fprintf(stderr, "uccl_perf: MPI_Win_create failed: this MPI setup has no one-sided "
+                        "path for the reference (with Open MPI try --mca btl self,vader,tcp)\n");
+    return any ? -1 : 0;
+}
+
+static int setup(perf_ctx_t *c)
+{
+    int nranks;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks != 2) {
+        if (c->rank == 0)
+            fprintf(stderr, "uccl_perf p2p needs exactly 2 ranks (mpirun -np 2), got %d\n",
+                    nranks);
+        return -1;
+    }
+    c->buf = aligned_alloc(4096, (c->o.max + 4095) / 4096 * 4096);
+    c->reqs = calloc((size_t)c->o.window + 1, sizeof(*c->reqs));
+    c->mreqs = calloc((size_t)c->o.window, sizeof(*c->mreqs));
+    if (c->buf == NULL || c->reqs == NULL || c->mreqs == NULL) {
+        fprintf(stderr, "uccl_perf: out of memory for %zu-byte buffers\n", c->o.max);
+        return -1;
+    }
+    memset(c->buf, 0, c->o.max);
+    setup_uccl(c);
+    return c->o.op == PERF_OP_SEND ? 0 : setup_window(c);
+}
+
+static void teardown(perf_ctx_t *c)
+{
+    if (c->win != MPI_WIN_NULL)
+        MPI_Win_free(&c->win);
+    if (c->mr != NULL)
+        uccl_mr_dereg(c->mr);
+    if (c->comm != NULL)
+        uccl_comm_destroy(c->comm);
+    free(c->mreqs);
+    free(c->reqs);
+    free(c->buf);
+}
+
+int main(int argc, char **argv)
+{
+    perf_ctx_t c = {.win = MPI_WIN_NULL};
+    perf_row_t *rows = NULL;
+    int nrows = 0, rc = 0;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    rc = perf_parse_args(argc, argv, &c.o, c.rank == 0);
+    if (rc == 0)
+        rc = setup(&c);
+    if (rc == 0) {
+        rows = calloc(64, sizeof(*rows));
+        rc = rows ? 0 : -1;
+    }
+    if (rc == 0 && c.rank == 0)
+        perf_print_header(&c.o, c.conn_transport);
+    for (size_t size = c.o.min; rc == 0 && size <= c.o.max && nrows < 64; size *= 2) {
+        rc = run_size(&c, size, &rows[nrows]);
+        if (rc == 0 && c.rank == 0)
+            perf_print_row(&c.o, &rows[nrows]);
+        nrows += rc == 0;
+    }
+    if (rc == 0 && c.rank == 0 && c.o.json != NULL)
+        rc = perf_write_json(&c.o, c.conn_transport, rows, nrows);
+    teardown(&c);
+    free(rows);
+    MPI_Finalize();
+    return rc == 0 ? 0 : 1;
+}
