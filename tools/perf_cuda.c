@@ -2,6 +2,7 @@
  * NCCL through dlopen with the few prototypes it needs declared here. */
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -111,4 +112,190 @@ double perf_cuda_nccl(int rank, void *buf, size_t len, int iters, perf_xchg_fn x
     us = (now_us() - t0) / iters;
     uccl_gpu_stream_destroy(s);
     return us;
+}
+
+/* ---------------------------------------------------------------- windowed */
+
+struct perf_cuda {
+    int rank, gpu;
+    perf_xchg_fn xchg;
+    size_t len;
+    void *buf;         /* ours, on gpu */
+    void *peer_map;    /* the peer's buffer mapped here, NULL if it failed */
+    uccl_gpu_stream_t stream;
+    nccl_comm_t nccl;  /* NULL when NCCL is absent */
+    p2p_fn nccl_send, nccl_recv;
+};
+
+static int nccl_setup(perf_cuda_t *g)
+{
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    int ok = lib != NULL, peer_ok = 0;
+    get_id_fn get_id = NULL;
+    init_rank_fn init_rank = NULL;
+    nccl_id_t id, peer_id;
+
+    if (ok) {
+        get_id = (get_id_fn)dlsym(lib, "ncclGetUniqueId");
+        init_rank = (init_rank_fn)dlsym(lib, "ncclCommInitRank");
+        g->nccl_send = (p2p_fn)dlsym(lib, "ncclSend");
+        g->nccl_recv = (p2p_fn)dlsym(lib, "ncclRecv");
+        ok = get_id && init_rank && g->nccl_send && g->nccl_recv;
+    }
+    g->xchg(&ok, &peer_ok, sizeof(ok));
+    if (!ok || !peer_ok)
+        return 0;
+    memset(&id, 0, sizeof(id));
+    if (g->rank == 0 && get_id(&id) != 0)
+        memset(&id, 0, sizeof(id));
+    g->xchg(&id, &peer_id, sizeof(id));
+    if (init_rank(&g->nccl, 2, g->rank == 0 ? id : peer_id, g->rank) != 0) {
+        fprintf(stderr, "perf: ncclCommInitRank failed; no NCCL reference\n");
+        g->nccl = NULL;
+    }
+    return 0;
+}
+
+/* Export our buffer, map the peer's. */
+static int plain_setup(perf_cuda_t *g)
+{
+    plain_export_t mine, theirs;
+
+    memset(&mine, 0, sizeof(mine));
+    mine.ok = uccl_gpu_ipc_get(g->buf, &mine.handle) == UCCL_OK;
+    g->xchg(&mine, &theirs, sizeof(mine));
+    if (theirs.ok && uccl_gpu_ipc_open(&theirs.handle, &g->peer_map) != UCCL_OK)
+        g->peer_map = NULL;
+    return 0;
+}
+
+int perf_cuda_setup(int rank, int local_rank, size_t len, perf_xchg_fn xchg, perf_cuda_t **out)
+{
+    perf_cuda_t *g = calloc(1, sizeof(*g));
+    int n = 0;
+
+    if (g == NULL)
+        return -1;
+    g->rank = rank;
+    g->xchg = xchg;
+    g->len = len;
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
+        fprintf(stderr, "perf: --mem cuda needs a GPU (%s backend found none)\n", uccl_gpu_backend());
+        free(g);
+        return -1;
+    }
+    g->gpu = local_rank % n;
+    if (uccl_gpu_set_device(g->gpu) != UCCL_OK || uccl_gpu_malloc(&g->buf, len) != UCCL_OK ||
+        uccl_gpu_memset(g->buf, 0, len) != UCCL_OK || uccl_gpu_stream_create(&g->stream) != UCCL_OK) {
+        fprintf(stderr, "perf: cannot set up %zu bytes on GPU %d\n", len, g->gpu);
+        if (g->buf != NULL)
+            uccl_gpu_free(g->buf);
+        free(g);
+        return -1;
+    }
+    plain_setup(g);
+    nccl_setup(g);
+    *out = g;
+    return 0;
+}
+
+void *perf_cuda_buf(const perf_cuda_t *g)
+{
+    return g->buf;
+}
+
+int perf_cuda_gpu(const perf_cuda_t *g)
+{
+    return g->gpu;
+}
+
+int perf_cuda_have_nccl(const perf_cuda_t *g)
+{
+    return g->nccl != NULL;
+}
+
+void perf_cuda_describe(const perf_cuda_t *g, char *buf, size_t len)
+{
+    char bus[UCCL_GPU_BUS_ID_MAX] = "?";
+
+    uccl_gpu_pci_bus_id(g->gpu, bus, sizeof(bus));
+    snprintf(buf, len, "GPU %d (%s)", g->gpu, bus);
+}
+
+int perf_cuda_upload(perf_cuda_t *g, const void *host, size_t len)
+{
+    return uccl_gpu_memcpy(g->buf, host, len) == UCCL_OK ? 0 : -1;
+}
+
+int perf_cuda_download(perf_cuda_t *g, void *host, size_t len)
+{
+    return uccl_gpu_memcpy(host, g->buf, len) == UCCL_OK ? 0 : -1;
+}
+
+/* Both ranks: barrier, rank 0's timed body, then rank 0's result to both. */
+static double timed(perf_cuda_t *g, double secs)
+{
+    double peer = -1;
+
+    g->xchg(&secs, &peer, sizeof(secs));
+    return g->rank == 0 ? secs : peer;
+}
+
+double perf_cuda_plain_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters)
+{
+    int ok = 1, peer_ok = 0;
+    double t0, secs = -1;
+
+    g->xchg(&ok, &peer_ok, sizeof(ok));
+    if (g->rank == 0 && g->peer_map != NULL) {
+        char *dst = from_rank0 ? g->peer_map : g->buf;
+        const char *src = from_rank0 ? g->buf : g->peer_map;
+        t0 = now_us();
+        for (int i = 0; i < iters && ok; i++) {
+            for (int k = 0; k < window && ok; k++)
+                ok = uccl_gpu_memcpy_async(dst, src, len, g->stream) == UCCL_OK;
+            ok = ok && uccl_gpu_stream_sync(g->stream) == UCCL_OK;
+        }
+        secs = ok ? (now_us() - t0) / 1e6 : -1;
+    }
+    return timed(g, secs);
+}
+
+double perf_cuda_nccl_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters)
+{
+    int sender = from_rank0 ? 0 : 1, ok = 1, peer_ok = 0;
+    double t0, secs = -1;
+
+    if (g->nccl == NULL)
+        return -1;
+    g->xchg(&ok, &peer_ok, sizeof(ok));
+    t0 = now_us();
+    for (int i = 0; i < iters && ok; i++) {
+        for (int k = 0; k < window && ok; k++)
+            ok = (g->rank == sender ? g->nccl_send(g->buf, len, 0 /* ncclInt8 */, 1 - g->rank, g->nccl, g->stream)
+                                    : g->nccl_recv(g->buf, len, 0, 1 - g->rank, g->nccl, g->stream)) == 0;
+        /* the ack: the receiver says it has the whole window */
+        ok = ok && (g->rank == sender ? g->nccl_recv(g->buf, 1, 0, 1 - g->rank, g->nccl, g->stream)
+                                      : g->nccl_send(g->buf, 1, 0, 1 - g->rank, g->nccl, g->stream)) == 0;
+        ok = ok && uccl_gpu_stream_sync(g->stream) == UCCL_OK;
+    }
+    secs = ok ? (now_us() - t0) / 1e6 : -1;
+    return timed(g, secs);
+}
+
+void perf_cuda_teardown(perf_cuda_t *g)
+{
+    if (g == NULL)
+        return;
+    if (g->nccl != NULL) {
+        void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        destroy_fn destroy = lib ? (destroy_fn)dlsym(lib, "ncclCommDestroy") : NULL;
+        if (destroy)
+            destroy(g->nccl);
+    }
+    if (g->peer_map != NULL)
+        uccl_gpu_ipc_close(g->peer_map);
+    uccl_gpu_stream_destroy(g->stream);
+    uccl_gpu_free(g->buf);
+    free(g);
 }

@@ -30,8 +30,12 @@ static void usage(void)
             "  --warmup N             untimed windows per size first (default 2)\n"
             "  --window W             transfers in flight per window (default 16)\n"
             "  --json FILE            also write the results as JSON\n"
+            "  --mem host|cuda        buffers in host memory (default) or on the GPUs (GPU =\n"
+            "                         local rank %% GPU count; e.g. --transport gpu_ipc)\n"
             "The MPI reference (MPI_Isend/Irecv, MPI_Put/MPI_Get with lock_all+flush) runs\n"
-            "the same pattern in the same job; choose its path with mpirun --mca btl ....\n");
+            "the same pattern in the same job; choose its path with mpirun --mca btl ....\n"
+            "With --mem cuda the references are a plain single-stream cudaMemcpyAsync between\n"
+            "the same IPC-mapped buffers and NCCL send/recv (when libnccl.so.2 loads).\n");
 }
 
 static int parse_size(const char *text, size_t *out)
@@ -91,6 +95,12 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     case 'w': return parse_int(arg, 0, &o->warmup);
     case 'W': return parse_int(arg, 1, &o->window);
     case 'j': o->json = arg; return 0;
+    case 'm':
+        if (strcmp(arg, "host") == 0 || strcmp(arg, "cuda") == 0) {
+            o->mem = arg[0] == 'c' ? PERF_MEM_CUDA : PERF_MEM_HOST;
+            return 0;
+        }
+        return -1;
     default: return -1;
     }
 }
@@ -102,7 +112,8 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
         {"min", required_argument, NULL, 'a'},    {"max", required_argument, NULL, 'b'},
         {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
         {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"mem", required_argument, NULL, 'm'},    {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
 
@@ -160,13 +171,44 @@ static void machine_name(char *buf, size_t len)
     snprintf(buf, len, "%s, %ld CPUs, Linux %s", host, sysconf(_SC_NPROCESSORS_ONLN), u.release);
 }
 
-void perf_print_header(const perf_opts_t *o, const char *conn_transport)
+static const char *gpu_ref_pattern(perf_op_t op)
+{
+    return op == PERF_OP_READ ? "plain: rank 0 cudaMemcpyAsync from rank 1's IPC-mapped buffer, "
+                                "one stream, one stream sync per window; NCCL: rank 1 ncclSend, "
+                                "rank 0 ncclRecv, 1-byte ack back, one stream sync per window"
+                              : "plain: rank 0 cudaMemcpyAsync into rank 1's IPC-mapped buffer, "
+                                "one stream, one stream sync per window; NCCL: rank 0 ncclSend, "
+                                "rank 1 ncclRecv, 1-byte ack back, one stream sync per window";
+}
+
+static void print_gpu_header(const perf_opts_t *o, const char *conn_transport, const char *gpu,
+                             const char *machine)
+{
+    printf("# uccl_perf p2p --op %s --mem cuda: uccl %s over %s (asked: %s), %s, window %d, on %s\n",
+           op_name(o->op), uccl_version(), conn_transport, o->transport ? o->transport : "default",
+           gpu, o->window, machine);
+    printf("# references in the same run, same sizes, window and iterations: %s\n",
+           gpu_ref_pattern(o->op));
+    printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us = the same time per "
+           "transfer\n#   (a window of %d in flight%s); x = uccl / reference (GB/s); last "
+           "uccl window verified byte for byte\n", o->window,
+           o->window == 1 ? ": with window 1 this is post-to-completion latency" : ", not a latency");
+    printf("%10s %9s %9s %9s %9s %7s %9s %9s %7s\n", "size", "uccl GB/s", "uccl us", "copy GB/s",
+           "copy us", "x copy", "nccl GB/s", "nccl us", "x nccl");
+    fflush(stdout);
+}
+
+void perf_print_header(const perf_opts_t *o, const char *conn_transport, const char *gpu)
 {
     char mpi[256], machine[256];
     const char *btl = getenv("OMPI_MCA_btl");
 
-    mpi_name(mpi, sizeof(mpi));
     machine_name(machine, sizeof(machine));
+    if (gpu != NULL) {
+        print_gpu_header(o, conn_transport, gpu, machine);
+        return;
+    }
+    mpi_name(mpi, sizeof(mpi));
     printf("# uccl_perf p2p --op %s: uccl %s over %s (asked: %s), window %d, on %s\n",
            op_name(o->op), uccl_version(), conn_transport,
            o->transport ? o->transport : "default", o->window, machine);
@@ -185,18 +227,42 @@ static double gbps(const perf_row_t *r, double t)
     return t > 0 ? (double)r->size * r->ops / t / 1e9 : 0;
 }
 
+static double us_op(const perf_row_t *r, double t)
+{
+    return t > 0 ? t / r->ops * 1e6 : 0;
+}
+
 void perf_print_row(const perf_opts_t *o, const perf_row_t *r)
 {
-    double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);
+    double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s), n = gbps(r, r->nccl_s);
 
-    (void)o;
+    if (o->mem == PERF_MEM_CUDA) {
+        printf("%10zu %9.2f %9.2f %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f\n", r->size, u,
+               us_op(r, r->uccl_s), m, us_op(r, r->ref_s), m > 0 ? u / m : 0, n,
+               us_op(r, r->nccl_s), n > 0 ? u / n : 0);
+        fflush(stdout);
+        return;
+    }
     printf("%10zu %11.3f %11.2f %11.3f %11.2f %7.2f\n", r->size, u, r->uccl_s / r->ops * 1e6, m,
            r->ref_s / r->ops * 1e6, m > 0 ? u / m : 0);
     fflush(stdout);
 }
 
-int perf_write_json(const perf_opts_t *o, const char *conn_transport, const perf_row_t *rows,
-                    int nrows)
+static void json_gpu_rows(FILE *f, const perf_row_t *rows, int nrows)
+{
+    for (int i = 0; i < nrows; i++) {
+        const perf_row_t *r = &rows[i];
+        double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s), n = gbps(r, r->nccl_s);
+        fprintf(f, "  {\"size\": %zu, \"uccl_gbps\": %.4f, \"uccl_us\": %.3f, \"copy_gbps\": %.4f, "
+                   "\"copy_us\": %.3f, \"ratio_copy\": %.4f, \"nccl_gbps\": %.4f, \"nccl_us\": %.3f, "
+                   "\"ratio_nccl\": %.4f}%s\n",
+                r->size, u, us_op(r, r->uccl_s), m, us_op(r, r->ref_s), m > 0 ? u / m : 0, n,
+                us_op(r, r->nccl_s), n > 0 ? u / n : 0, i + 1 < nrows ? "," : "");
+    }
+}
+
+int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char *gpu,
+                    const perf_row_t *rows, int nrows)
 {
     char mpi[256], machine[256];
     FILE *f = fopen(o->json, "w");
@@ -207,6 +273,13 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const perf
     }
     mpi_name(mpi, sizeof(mpi));
     machine_name(machine, sizeof(machine));
+    if (gpu != NULL) {
+        fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"mem\": \"cuda\", \"gpu\": \"%s\", "
+                   "\"op\": \"%s\", \"window\": %d,\n \"reference\": \"%s\",\n \"rows\": [\n",
+                machine, conn_transport, gpu, op_name(o->op), o->window, gpu_ref_pattern(o->op));
+        json_gpu_rows(f, rows, nrows);
+        goto out;
+    }
     fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d,\n"
                " \"reference\": \"%s (%s)\",\n \"rows\": [\n",
             machine, conn_transport, op_name(o->op), o->window, mpi, ref_pattern(o->op));
@@ -218,6 +291,7 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const perf
                 r->size, u, r->uccl_s / r->ops * 1e6, m, r->ref_s / r->ops * 1e6,
                 m > 0 ? u / m : 0, i + 1 < nrows ? "," : "");
     }
+out:
     fprintf(f, " ]}\n");
     if (fclose(f) != 0) {
         fprintf(stderr, "uccl_perf: writing %s: %s\n", o->json, strerror(errno));

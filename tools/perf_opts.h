@@ -5,9 +5,11 @@
 #include <stddef.h>
 
 typedef enum { PERF_OP_SEND, PERF_OP_WRITE, PERF_OP_READ } perf_op_t;
+typedef enum { PERF_MEM_HOST, PERF_MEM_CUDA } perf_mem_t;
 
 typedef struct perf_opts {
     perf_op_t op;
+    perf_mem_t mem;
     const char *transport; /* NULL = UCCL_TRANSPORTS / all usable */
     size_t min, max;
     int iters; /* 0 = by size */
@@ -20,14 +22,16 @@ typedef struct perf_row {
     size_t size;
     double ops;    /* transfers timed */
     double uccl_s; /* rank 0's time for them */
-    double ref_s;
+    double ref_s;  /* MPI, or with --mem cuda the plain cudaMemcpyAsync */
+    double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
 } perf_row_t;
 
 /* 0 on success; -1 after printing why (when verbose). */
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose);
-void perf_print_header(const perf_opts_t *o, const char *conn_transport);
+/* gpu: "GPU n (bus id), NCCL" with --mem cuda, else NULL. */
+void perf_print_header(const perf_opts_t *o, const char *conn_transport, const char *gpu);
 void perf_print_row(const perf_opts_t *o, const perf_row_t *row);
-int perf_write_json(const perf_opts_t *o, const char *conn_transport, const perf_row_t *rows,
-                    int nrows);
+int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char *gpu,
+                    const perf_row_t *rows, int nrows);
 
 #endif

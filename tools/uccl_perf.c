@@ -1,5 +1,7 @@
 /* uccl_perf: point-to-point bandwidth of libuccl against MPI, measured in the
- * same run with the same pattern (a window of transfers, then an ack). */
+ * same run with the same pattern (a window of transfers, then an ack).
+ * With --mem cuda the buffers are on the GPUs and the references are a plain
+ * cudaMemcpyAsync and NCCL (tools/perf_cuda.c) instead of MPI. */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 #include <uccl/uccl_mpi.h>
 
+#include "perf_cuda.h"
 #include "perf_opts.h"
 
 enum { TAG_DATA = 1, TAG_ACK = 2, TAG_FIN = 3 };
@@ -19,7 +22,9 @@ typedef struct perf_ctx {
     uccl_comm_t *comm;
     uccl_conn_t *conn;
     const char *conn_transport;
-    uint8_t *buf;
+    uint8_t *buf;  /* the transfers' buffer: host, or the GPU's with --mem cuda */
+    uint8_t *host; /* filled and checked here; buf itself in host mode */
+    perf_cuda_t *gpu;
     uccl_mr_t *mr;
     uccl_rdesc_t peer_desc; /* rank 1's buffer, for write/read */
     uccl_req_t **reqs;      /* window + 1 */
@@ -66,10 +71,18 @@ static void uccl_wait_free(perf_ctx_t *c, int n, const char *what)
         uccl_req_free(c->reqs[i]);
 }
 
+/* 0-byte control messages name the GPU region with --mem cuda, so that they
+ * go over the transport that moves the data (--transport gpu_ipc alone has
+ * no host path). */
+static uccl_mr_t *ctl_mr(const perf_ctx_t *c)
+{
+    return c->gpu != NULL ? c->mr : NULL;
+}
+
 static void uccl_ctl(perf_ctx_t *c, int send, uint64_t tag)
 {
-    uccl_status_t st = send ? uccl_send(c->conn, NULL, 0, 0, tag, &c->reqs[0])
-                            : uccl_recv(c->conn, NULL, 0, 0, tag, &c->reqs[0]);
+    uccl_status_t st = send ? uccl_send(c->conn, ctl_mr(c), 0, 0, tag, &c->reqs[0])
+                            : uccl_recv(c->conn, ctl_mr(c), 0, 0, tag, &c->reqs[0]);
     if (st != UCCL_OK)
         perf_fail(c, send ? "sending an ack" : "receiving an ack", st);
     uccl_wait_free(c, 1, "an ack");
@@ -84,7 +97,7 @@ static void uccl_window(perf_ctx_t *c, size_t size)
     if (c->rank == 1 && c->o.op != PERF_OP_SEND)
         return;
     if (c->rank == 0 && c->o.op == PERF_OP_SEND) {
-        uccl_status_t st = uccl_recv(c->conn, NULL, 0, 0, TAG_ACK, &c->reqs[n++]);
+        uccl_status_t st = uccl_recv(c->conn, ctl_mr(c), 0, 0, TAG_ACK, &c->reqs[n++]);
         if (st != UCCL_OK)
             perf_fail(c, "posting the ack receive", st);
     }
@@ -184,7 +197,9 @@ static int is_destination(const perf_ctx_t *c)
 static void fill(perf_ctx_t *c, size_t size, int poison)
 {
     for (size_t i = 0; i < size; i++)
-        c->buf[i] = (uint8_t)(pattern_byte(size, i) ^ (poison ? 0xff : 0));
+        c->host[i] = (uint8_t)(pattern_byte(size, i) ^ (poison ? 0xff : 0));
+    if (c->gpu != NULL && perf_cuda_upload(c->gpu, c->host, size) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 2);
 }
 
 /* One untimed window with a poisoned destination, then a byte compare.
@@ -198,10 +213,12 @@ static int verify(perf_ctx_t *c, size_t size, const char *who,
         fill(c, size, 1);
     phase(c, size, 1);
     MPI_Barrier(MPI_COMM_WORLD);
-    for (size_t i = 0; is_destination(c) && i < size; i++) {
-        if (c->buf[i] != pattern_byte(size, i)) {
+    if (c->gpu != NULL && is_destination(c) && perf_cuda_download(c->gpu, c->host, size) != 0)
+        bad = 1;
+    for (size_t i = 0; is_destination(c) && !bad && i < size; i++) {
+        if (c->host[i] != pattern_byte(size, i)) {
             fprintf(stderr, "uccl_perf: DATA MISMATCH (%s) at size %zu offset %zu: got 0x%02x "
-                    "expected 0x%02x\n", who, size, i, c->buf[i], pattern_byte(size, i));
+                    "expected 0x%02x\n", who, size, i, c->host[i], pattern_byte(size, i));
             bad = 1;
             break;
         }
@@ -222,6 +239,23 @@ static int auto_iters(const perf_ctx_t *c, size_t size)
     return iters < 3 ? 3 : iters > 200 ? 200 : (int)iters;
 }
 
+/* --mem cuda: the plain copy and NCCL, same sizes, window and iterations. */
+static int gpu_refs(perf_ctx_t *c, size_t size, int iters, perf_row_t *row)
+{
+    int from0 = c->o.op != PERF_OP_READ, w = c->o.window;
+
+    if (c->o.warmup > 0)
+        perf_cuda_plain_window(c->gpu, from0, size, w, c->o.warmup);
+    row->ref_s = perf_cuda_plain_window(c->gpu, from0, size, w, iters);
+    row->nccl_s = -1;
+    if (perf_cuda_have_nccl(c->gpu)) {
+        if (c->o.warmup > 0)
+            perf_cuda_nccl_window(c->gpu, from0, size, w, c->o.warmup);
+        row->nccl_s = perf_cuda_nccl_window(c->gpu, from0, size, w, iters);
+    }
+    return row->ref_s > 0 ? 0 : -1;
+}
+
 static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
 {
     int iters = auto_iters(c, size);
@@ -233,6 +267,10 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
     row->uccl_s = uccl_phase(c, size, iters);
     if (verify(c, size, "uccl", uccl_phase))
         return -1;
+    row->size = size;
+    row->ops = (double)iters * c->o.window;
+    if (c->gpu != NULL)
+        return gpu_refs(c, size, iters, row);
     if (!is_destination(c))
         fill(c, size, 0);
     if (c->o.warmup > 0)
@@ -255,6 +293,12 @@ static void setup_uccl(perf_ctx_t *c)
     if (c->o.transport != NULL) {
         ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
         ep.transports = c->o.transport;
+    }
+    if (c->gpu != NULL) {
+        ep.field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX;
+        ep.gpu_index = perf_cuda_gpu(c->gpu);
+    }
+    if (ep.field_mask != 0) {
         cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
         cp.engine_params = &ep;
     }
@@ -278,6 +322,51 @@ static void setup_uccl(perf_ctx_t *c)
     MPI_Bcast(&c->peer_desc, (int)sizeof(c->peer_desc), MPI_BYTE, 1, MPI_COMM_WORLD);
 }
 
+/* Some MPI paths have no one-sided support (Open MPI's osc over btl tcp
+ * alone): say so and stop, rather than abort in MPI. */
+static int setup_window(perf_ctx_t *c)
+{
+    int rc, any = 0;
+
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_create(c->buf, (MPI_Aint)c->o.max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c->win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (rc != MPI_SUCCESS)
+        c->win = MPI_WIN_NULL;
+    rc = rc != MPI_SUCCESS;
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any && c->rank == 0)
+        fprintf(stderr, "uccl_perf: MPI_Win_create failed: this MPI setup has no one-sided "
+                        "path for the reference (with Open MPI try --mca btl self,vader,tcp)\n");
+    return any ? -1 : 0;
+}
+
+static int mpi_xchg(const void *mine, void *theirs, size_t len)
+{
+    int rank;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return MPI_Sendrecv(mine, (int)len, MPI_BYTE, 1 - rank, TAG_FIN, theirs, (int)len, MPI_BYTE,
+                        1 - rank, TAG_FIN, MPI_COMM_WORLD, MPI_STATUS_IGNORE) == MPI_SUCCESS ? 0 : -1;
+}
+
+/* GPU = local rank % GPUs; the buffer, the plain-copy mapping and NCCL. */
+static int setup_gpu(perf_ctx_t *c)
+{
+    MPI_Comm node;
+    int local = 0, rc, any = 0;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    rc = c->host == NULL ? -1 : perf_cuda_setup(c->rank, local, c->o.max, mpi_xchg, &c->gpu);
+    MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (any != 0)
+        return -1;
+    c->buf = perf_cuda_buf(c->gpu);
+    return 0;
+}
+
 static int setup(perf_ctx_t *c)
 {
     int nranks;
@@ -290,17 +379,19 @@ static int setup(perf_ctx_t *c)
                     nranks);
         return -1;
     }
-    c->buf = aligned_alloc(4096, (c->o.max + 4095) / 4096 * 4096);
+    c->host = aligned_alloc(4096, (c->o.max + 4095) / 4096 * 4096);
+    c->buf = c->host;
+    if (c->o.mem == PERF_MEM_CUDA && setup_gpu(c) != 0)
+        return -1;
     c->reqs = calloc((size_t)c->o.window + 1, sizeof(*c->reqs));
     c->mreqs = calloc((size_t)c->o.window, sizeof(*c->mreqs));
-    if (c->buf == NULL || c->reqs == NULL || c->mreqs == NULL) {
+    if (c->host == NULL || c->reqs == NULL || c->mreqs == NULL) {
         fprintf(stderr, "uccl_perf: out of memory for %zu-byte buffers\n", c->o.max);
         return -1;
     }
-    memset(c->buf, 0, c->o.max);
+    memset(c->host, 0, c->o.max);
     setup_uccl(c);
-    MPI_Win_create(c->buf, (MPI_Aint)c->o.max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &c->win);
-    return 0;
+    return c->o.op == PERF_OP_SEND || c->gpu != NULL ? 0 : setup_window(c);
 }
 
 static void teardown(perf_ctx_t *c)
@@ -313,7 +404,20 @@ static void teardown(perf_ctx_t *c)
         uccl_comm_destroy(c->comm);
     free(c->mreqs);
     free(c->reqs);
-    free(c->buf);
+    perf_cuda_teardown(c->gpu);
+    free(c->host);
+}
+
+/* "GPU 0 (0000:19:00.0), NCCL" for the header, NULL in host mode. */
+static const char *gpu_text(const perf_ctx_t *c)
+{
+    static char text[128];
+
+    if (c->gpu == NULL)
+        return NULL;
+    perf_cuda_describe(c->gpu, text, sizeof(text) - 16);
+    strcat(text, perf_cuda_have_nccl(c->gpu) ? ", NCCL" : ", no NCCL");
+    return text;
 }
 
 int main(int argc, char **argv)
@@ -332,7 +436,7 @@ int main(int argc, char **argv)
         rc = rows ? 0 : -1;
     }
     if (rc == 0 && c.rank == 0)
-        perf_print_header(&c.o, c.conn_transport);
+        perf_print_header(&c.o, c.conn_transport, gpu_text(&c));
     for (size_t size = c.o.min; rc == 0 && size <= c.o.max && nrows < 64; size *= 2) {
         rc = run_size(&c, size, &rows[nrows]);
         if (rc == 0 && c.rank == 0)
@@ -340,7 +444,7 @@ int main(int argc, char **argv)
         nrows += rc == 0;
     }
     if (rc == 0 && c.rank == 0 && c.o.json != NULL)
-        rc = perf_write_json(&c.o, c.conn_transport, rows, nrows);
+        rc = perf_write_json(&c.o, c.conn_transport, gpu_text(&c), rows, nrows);
     teardown(&c);
     free(rows);
     MPI_Finalize();

@@ -65,40 +65,37 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
         uccl_req_release(req);
 }
 
-void uccl_req_iov_copy_in(uccl_req_t *req, size_t off, const void *src, size_t len)
+/* Copy between a flat buffer and bytes [off, off+len) of the request's
+ * pieces; to_iov picks the direction. */
+static void iov_copy(const uccl_req_t *req, size_t off, char *flat, size_t len, bool to_iov)
 {
-    const char *s = src;
-
     for (int i = 0; i < req->iovcnt && len > 0; i++) {
-        size_t piece = req->iov[i].len;
+        size_t piece = req->iov[i].len, n;
+        char *addr = req->iov[i].addr;
+
         if (off >= piece) {
             off -= piece;
             continue;
         }
-        size_t n = piece - off < len ? piece - off : len;
-        memcpy((char *)req->iov[i].addr + off, s, n);
-        s += n;
+        n = piece - off < len ? piece - off : len;
+        if (to_iov)
+            memcpy(addr + off, flat, n);
+        else
+            memcpy(flat, addr + off, n);
+        flat += n;
         len -= n;
         off = 0;
     }
 }
 
+void uccl_req_iov_copy_in(uccl_req_t *req, size_t off, const void *src, size_t len)
+{
+    iov_copy(req, off, (char *)src, len, true);
+}
+
 void uccl_req_iov_copy_out(const uccl_req_t *req, size_t off, void *dst, size_t len)
 {
-    char *d = dst;
-
-    for (int i = 0; i < req->iovcnt && len > 0; i++) {
-        size_t piece = req->iov[i].len;
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        size_t n = piece - off < len ? piece - off : len;
-        memcpy(d, (const char *)req->iov[i].addr + off, n);
-        d += n;
-        len -= n;
-        off = 0;
-    }
+    iov_copy(req, off, dst, len, false);
 }
 
 uccl_status_t uccl_test(uccl_req_t *req, int *done)

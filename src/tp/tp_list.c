@@ -5,6 +5,9 @@
 
 extern const struct uccl_tp_ops uccl_tp_shm_ops;
 extern const struct uccl_tp_ops uccl_tp_tcp_ops;
+#ifdef UCCL_HAVE_VERBS
+extern const struct uccl_tp_ops uccl_tp_verbs_ops;
+#endif
 #if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
 extern const struct uccl_tp_ops uccl_tp_gpu_ipc_ops;
 #endif
@@ -14,6 +17,9 @@ const struct uccl_tp_ops *const *uccl_tp_list(void)
     static const struct uccl_tp_ops *const list[] = {
         &uccl_tp_shm_ops,
         &uccl_tp_tcp_ops,
+#ifdef UCCL_HAVE_VERBS
+        &uccl_tp_verbs_ops,
+#endif
 #if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
         &uccl_tp_gpu_ipc_ops,
 #endif

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Everything the GPU work needs on the 2-GPU device machine, in one call:
 # install the carried .debs, build with CUDA, run the GPU tests under
-# mpirun -np 2, uccl_info, and the benchmarks. Logs and JSON go to $OUT.
+# mpirun -np 2, uccl_info, and uccl_perf --mem cuda (uccl vs plain copy vs
+# NCCL, windowed and latency). Logs and JSON go to $OUT.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -35,14 +36,20 @@ echo "t_gpu_ipc exit code: $?"
 grep -E "PASS|FAIL|ok |skipped|unsupported|gpu_ipc:" "$OUT/t_gpu_ipc.log" | sort | uniq -c | head -60
 
 step "uccl_info"
-if [ -x tools/uccl_info ]; then timeout 60 tools/uccl_info >"$OUT/uccl_info.txt" 2>&1; cat "$OUT/uccl_info.txt"
+if [ -x tools/uccl_info ]; then timeout 60 tools/uccl_info 2>&1 | head -40
 else echo "tools/uccl_info not built in this tree"; fi
 
-step "benchmarks"
-timeout 120 $MPIRUN tests/gpu/b_gpu_ipc >"$OUT/bench_gpu0_gpu1.json" 2>&1; echo "exit $?"
-cat "$OUT/bench_gpu0_gpu1.json"
-timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=0 tests/gpu/b_gpu_ipc >"$OUT/bench_nosplit.json" 2>&1; echo "exit $?"
-grep -E "uccl_write|uccl_send" "$OUT/bench_nosplit.json"
-timeout 60 $MPIRUN tests/gpu/b_gpu_ipc same >"$OUT/bench_same_gpu.json" 2>&1; echo "exit $?"
-grep -E "config|uccl_write|plain" "$OUT/bench_same_gpu.json"
+step "uccl_perf --mem cuda (GPU 0 -> GPU 1)"
+PERF="timeout 90 $MPIRUN tools/uccl_perf p2p --mem cuda --transport gpu_ipc"
+# bandwidth: a window of 16 in flight, every op, 4 KiB .. 1 GiB
+for op in write read send; do
+    $PERF --op $op --min 4K --max 1G --window 16 --json "$OUT/perf_${op}_w16.json" 2>&1 | grep -v "^\["
+done
+# latency: window 1 (post to completion), small to mid sizes
+for op in write send; do
+    $PERF --op $op --min 4K --max 64M --window 1 --iters 200 --json "$OUT/perf_${op}_w1.json" 2>&1 | grep -v "^\[" | grep -E "^ |^#   " 
+done
+step "variants: default transports (write, window 1); split over 4 streams from 16M (write, window 16)"
+timeout 60 $MPIRUN tools/uccl_perf p2p --mem cuda --op write --min 4K --max 64M --window 1 --iters 200 2>&1 | grep -E "^ |over"
+timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=16M tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op write --min 1M --max 1G --window 16 2>&1 | grep -E "^ "
 step "done"

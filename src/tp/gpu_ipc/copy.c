@@ -27,9 +27,14 @@ uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint)
 {
     uccl_status_t st;
 
+    int cur = -1;
+
     if (tp->device < 0)
         tp->device = hint >= 0 ? hint : 0;
-    st = uccl_gpu_set_device(tp->device);
+    /* cudaGetDevice is a thread-local read; setting it takes the driver's
+     * context path, so only when the caller's thread is elsewhere */
+    st = uccl_gpu_get_device(&cur) == UCCL_OK && cur == tp->device ? UCCL_OK
+                                                                   : uccl_gpu_set_device(tp->device);
     if (st == UCCL_OK && tp->nstreams == 0)
         st = streams_create(tp);
     return st;
@@ -82,7 +87,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     size_t chunk;
     int n = tp->nstreams;
 
-    if (len < tp->cfg.split_min || n == 1) {
+    if (tp->cfg.split_min == 0 || len < tp->cfg.split_min || n == 1) {
         *used |= 1u << first;
         return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
     }
@@ -217,11 +222,14 @@ int ipc_ops_progress(ipc_ep_t *ep)
     if (uccl_list_empty(&ep->ops))
         return 0;
     if (ep->tp->nstreams > 0)
-        uccl_gpu_set_device(ep->tp->device);
+        ipc_use_device(ep->tp, -1);
+    /* Every op with copies records an event on stream 0 after its copies
+     * there, so ops finish in the order they were queued: stop at the first
+     * one still running instead of querying every event of a deep window. */
     uccl_list_for_each_safe(pos, tmp, &ep->ops) {
         ipc_op_t *op = uccl_container_of(pos, ipc_op_t, link);
         if (!op_poll(ep->tp, op))
-            continue;
+            break;
         op_release(ep->tp, ep, op);
         events++;
     }

@@ -1,0 +1,164 @@
+/* Private definitions of the RDMA verbs transport: the transport instance,
+ * endpoints with one RC control QP and N data QPs, and the control wire format. */
+#ifndef UCCL_TP_VERBS_H
+#define UCCL_TP_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+#define VERBS_MAX_QPS 16
+#define VERBS_MAX_SGE 16
+#define VERBS_WIRE_VERSION 1
+
+/* Control message types (always on the RC control QP, in order). */
+enum {
+    VERBS_MSG_EAGER = 1,  /* a = tag, b = len, payload follows */
+    VERBS_MSG_RTS = 2,    /* a = tag, b = len, c = send id */
+    VERBS_MSG_CTS = 3,    /* a = send id, b = recv id, c = nseg, segments follow */
+    VERBS_MSG_FIN = 4,    /* a = recv id, b = len, status */
+    VERBS_MSG_NOTIFY = 5, /* a = value */
+};
+
+#define VERBS_HDR_SIZE 32 /* type(1) pad(3) status(4) a(8) b(8) c(8) */
+#define VERBS_SEG_SIZE 24 /* addr(8) rkey(4) pad(4) len(8) */
+
+/* wr_id: low 3 bits say what the work request was for. */
+enum {
+    VERBS_WR_CTRL_SEND = 1, /* index of a control send slot */
+    VERBS_WR_CTRL_RECV = 2, /* index of a control receive buffer */
+    VERBS_WR_DATA = 3,      /* uccl_req_t pointer */
+};
+
+/* State of a request held by the verbs transport (req->tp_data[VERBS_RD_STATE]). */
+enum {
+    VERBS_RS_DATA = 1,     /* RDMA chunks to post or in flight */
+    VERBS_RS_WAIT_CTS,     /* rendezvous send waiting for the receiver's buffer */
+    VERBS_RS_RECV_POSTED,  /* receive not matched yet */
+    VERBS_RS_RECV_WAIT_FIN, /* receive matched to an RTS, data on its way */
+    VERBS_RS_CTRL,         /* waiting for the completion of its control message */
+};
+
+/* Indexes into req->tp_data. */
+enum {
+    VERBS_RD_WRS = 0,  /* work requests posted and not completed */
+    VERBS_RD_OFF,      /* bytes posted so far */
+    VERBS_RD_ERR,      /* first error (uccl_status_t as int64), 0 = none */
+    VERBS_RD_STATE,
+    VERBS_RD_ID,       /* our id (rendezvous send / receive) */
+    VERBS_RD_PEER_ID,  /* peer's receive id (rendezvous send) */
+    VERBS_RD_MSG_LEN,  /* message length (receive) */
+    VERBS_RD_NSEG,     /* remote segments in tp_ptr (rendezvous send) */
+};
+
+typedef struct tp_verbs_config {
+    char qp_type[UCCL_CFG_STRING_MAX];
+    int num_qps;
+    size_t chunk;
+    size_t eager;
+    int tx_depth;
+    int rx_depth;
+    int gid_index;
+} tp_verbs_config_t;
+
+typedef struct tp_verbs {
+    uccl_tp_t base;
+    tp_verbs_config_t cfg;
+    struct ibv_context *ctx;
+    struct ibv_pd *pd;
+    char dev_name[64];
+    uint8_t port;
+    int gid_index;
+    union ibv_gid gid;
+    uint16_t lid;
+    bool is_roce;
+    enum ibv_mtu mtu;
+    int max_sge;
+    int max_rd_atomic;
+    bool uc;
+    int mr_access;
+    uccl_list_t eps;
+} tp_verbs_t;
+
+struct uccl_tp_memh {
+    struct ibv_mr *mr;
+};
+
+typedef struct tp_verbs_qp {
+    struct ibv_qp *qp;
+    uint32_t psn;
+    int outstanding; /* send work requests not yet completed */
+} tp_verbs_qp_t;
+
+/* A remote piece of memory a chunk may target. */
+typedef struct tp_verbs_seg {
+    uint64_t addr;
+    uint32_t rkey;
+    uint64_t len;
+} tp_verbs_seg_t;
+
+typedef struct tp_verbs_ep {
+    uccl_tp_ep_t base;
+    tp_verbs_t *tp;
+    uccl_list_t link; /* tp->eps */
+    bool connected;
+    struct ibv_cq *cq;
+    tp_verbs_qp_t ctrl;
+    tp_verbs_qp_t data[VERBS_MAX_QPS];
+    int nq;
+    int next_qp;
+    /* control buffers: rx_depth receive buffers, then tx_depth send slots */
+    uint8_t *bufs;
+    struct ibv_mr *bufs_mr;
+    size_t slot_size;
+    int *free_slots;
+    int nfree;
+    uccl_req_t **slot_req; /* request completed by the send of that slot */
+    uccl_list_t ctrl_pending; /* tp_verbs_out_t waiting for a slot or a credit */
+    uccl_list_t data_pending; /* requests with chunks still to post */
+    uccl_list_t inflight;     /* requests fully posted, waiting for completions */
+    uccl_list_t rndv_wait;    /* rendezvous sends waiting for CTS */
+    uccl_list_t recv_posted;  /* receives not matched yet, in posting order */
+    uccl_list_t recv_wait_fin;
+    uccl_list_t unexpected;   /* tp_verbs_unexp_t, in arrival order */
+    uint64_t next_send_id, next_recv_id;
+} tp_verbs_ep_t;
+
+/* ---- verbs_dev.c */
+extern const uccl_cfg_table_t tp_verbs_config_table;
+
+/* ---- verbs_ep.c */
+uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                 bool is_initiator, uccl_tp_ep_t **ep);
+uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
+uccl_status_t tp_verbs_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
+void tp_verbs_ep_destroy(uccl_tp_ep_t *ep);
+uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index);
+
+/* ---- verbs_msg.c: two-sided messages and the control channel */
+uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len);
+void tp_verbs_ctrl_send_done(tp_verbs_ep_t *ep, int slot, uccl_status_t st);
+void tp_verbs_ctrl_flush(tp_verbs_ep_t *ep);
+uccl_status_t tp_verbs_ctrl_send(tp_verbs_ep_t *ep, int type, uccl_status_t status, uint64_t a,
+                                 uint64_t b, uint64_t c, uccl_req_t *req);
+void tp_verbs_data_done(tp_verbs_ep_t *ep, uccl_req_t *req);
+void tp_verbs_msg_release(tp_verbs_ep_t *ep);
+
+/* ---- verbs_data.c: RDMA chunks, completions, progress */
+uccl_status_t tp_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t tp_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
+void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
+void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status);
+int tp_verbs_progress(uccl_tp_t *tp);
+
+static inline uccl_status_t tp_verbs_req_err(const uccl_req_t *req)
+{
+    return (uccl_status_t)(int64_t)req->tp_data[VERBS_RD_ERR];
+}
+
+#endif

@@ -1,0 +1,346 @@
+/* Verbs data path: requests cut into chunks of at most UCCL_VERBS_CHUNK,
+ * striped over the data QPs and posted as WR chains (one doorbell per QP and
+ * batch); completion polling, error mapping, and progress. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+#define VERBS_BATCH 32 /* work requests per doorbell batch */
+#define VERBS_POLL 32
+
+void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
+{
+    uccl_list_del(&req->tp_link);
+    free(req->tp_ptr);
+    req->tp_ptr = NULL;
+    uccl_req_complete(req, status, bytes);
+}
+
+void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status)
+{
+    if (req->tp_data[VERBS_RD_ERR] == 0)
+        req->tp_data[VERBS_RD_ERR] = (uint64_t)(int64_t)status;
+}
+
+/* Every local piece must be registered with this transport. */
+static uccl_status_t verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        if (req->iov[i].region == NULL || req->iov[i].region->memh[ep->tp->base.index] == NULL) {
+            uccl_error("verbs: local buffer %p is not registered with this transport",
+                       req->iov[i].addr);
+            return UCCL_ERR_NOT_REGISTERED;
+        }
+    }
+    return UCCL_OK;
+}
+
+/* Remote address, key and bytes left in that remote piece at byte off. */
+static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint32_t *rkey,
+                            uint64_t *left)
+{
+    const tp_verbs_seg_t *segs = req->tp_ptr;
+
+    *addr = 0;
+    *rkey = 0;
+    *left = 0;
+    if (segs == NULL) {
+        *addr = req->remote.addr + off;
+        *rkey = uccl_get_u32(req->remote.rkey);
+        *left = req->len - off;
+        return;
+    }
+    for (uint64_t i = 0; i < req->tp_data[VERBS_RD_NSEG]; i++) {
+        if (off < segs[i].len) {
+            *addr = segs[i].addr + off;
+            *rkey = segs[i].rkey;
+            *left = segs[i].len - off;
+            return;
+        }
+        off -= segs[i].len;
+    }
+}
+
+/* Fill wr and sge for the next chunk of req; returns the bytes it covers. */
+static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct ibv_send_wr *wr,
+                                struct ibv_sge *sge)
+{
+    size_t off = req->tp_data[VERBS_RD_OFF], want = req->len - off, got = 0;
+    uint64_t raddr, rleft;
+    uint32_t rkey;
+    int n = 0;
+
+    verbs_remote_at(req, off, &raddr, &rkey, &rleft);
+    if (want > ep->tp->cfg.chunk)
+        want = ep->tp->cfg.chunk;
+    if (want > rleft)
+        want = rleft;
+    for (int i = 0; i < req->iovcnt && got < want && n < ep->tp->max_sge; i++) {
+        size_t piece = req->iov[i].len, take;
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        take = piece - off < want - got ? piece - off : want - got;
+        sge[n].addr = (uintptr_t)req->iov[i].addr + off;
+        sge[n].length = (uint32_t)take;
+        sge[n].lkey = req->iov[i].region->memh[ep->tp->base.index]->mr->lkey;
+        n++;
+        got += take;
+        off = 0;
+    }
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
+    wr->sg_list = sge;
+    wr->num_sge = n;
+    wr->opcode = req->op == UCCL_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+    wr->send_flags = IBV_SEND_SIGNALED;
+    wr->wr.rdma.remote_addr = raddr;
+    wr->wr.rdma.rkey = rkey;
+    return got;
+}
+
+/* UC gives no delivery guarantee, so data that a control message must
+ * follow (rendezvous, notify) goes on the RC control QP instead. */
+static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    if (ep->tp->uc && (req->op == UCCL_OP_SEND || req->has_notif))
+        return &ep->ctrl;
+    return &ep->data[ep->next_qp];
+}
+
+typedef struct verbs_batch {
+    struct ibv_send_wr wr[VERBS_BATCH];
+    struct ibv_sge sge[VERBS_BATCH][VERBS_MAX_SGE];
+    tp_verbs_qp_t *qp[VERBS_BATCH];
+    int n;
+} verbs_batch_t;
+
+/* One ibv_post_send per QP for what the batch holds. */
+static uccl_status_t verbs_batch_flush(tp_verbs_ep_t *ep, verbs_batch_t *b)
+{
+    for (int i = 0; i < b->n; i++) {
+        struct ibv_send_wr *head = NULL, **tail = &head, *bad;
+        tp_verbs_qp_t *q = b->qp[i];
+        int rc;
+
+        if (q == NULL)
+            continue;
+        for (int j = i; j < b->n; j++) {
+            if (b->qp[j] != q)
+                continue;
+            *tail = &b->wr[j];
+            tail = &b->wr[j].next;
+            b->qp[j] = NULL;
+        }
+        *tail = NULL;
+        rc = ibv_post_send(q->qp, head, &bad);
+        if (rc != 0) {
+            uccl_error("%s: ibv_post_send on QP %u: %s", ep->tp->dev_name, q->qp->qp_num, strerror(rc));
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+            return UCCL_ERR_TRANSPORT;
+        }
+    }
+    b->n = 0;
+    return UCCL_OK;
+}
+
+/* Post chunks of the pending requests, in order, while the send queues have
+ * room; the rest waits for the next progress. */
+static void verbs_post_pending(tp_verbs_ep_t *ep)
+{
+    verbs_batch_t b;
+    uccl_list_t *pos, *tmp;
+
+    b.n = 0;
+    uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        size_t chunk;
+
+        while (req->tp_data[VERBS_RD_OFF] < req->len && req->tp_data[VERBS_RD_ERR] == 0) {
+            tp_verbs_qp_t *q = verbs_pick_qp(ep, req);
+            if (q->outstanding >= ep->tp->cfg.tx_depth)
+                goto flush;
+            if (b.n == VERBS_BATCH && verbs_batch_flush(ep, &b) != UCCL_OK)
+                return;
+            chunk = verbs_build_chunk(ep, req, &b.wr[b.n], b.sge[b.n]);
+            if (chunk == 0) { /* remote pieces shorter than the message */
+                tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
+                break;
+            }
+            req->tp_data[VERBS_RD_OFF] += chunk;
+            req->tp_data[VERBS_RD_WRS]++;
+            q->outstanding++;
+            b.qp[b.n++] = q;
+            if (q != &ep->ctrl)
+                ep->next_qp = (ep->next_qp + 1) % ep->nq;
+        }
+        uccl_list_del(&req->tp_link);
+        uccl_list_push_back(&ep->inflight, &req->tp_link);
+        if (req->tp_data[VERBS_RD_WRS] == 0) /* failed before posting anything */
+            tp_verbs_data_done(ep, req);
+    }
+flush:
+    verbs_batch_flush(ep, &b);
+}
+
+void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
+{
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_DATA;
+    req->tp_data[VERBS_RD_OFF] = 0;
+    req->tp_data[VERBS_RD_WRS] = 0;
+    if (req->len == 0) {
+        tp_verbs_data_done(ep, req);
+        return;
+    }
+    uccl_list_push_back(&ep->data_pending, &req->tp_link);
+    verbs_post_pending(ep);
+}
+
+static uccl_status_t verbs_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    uccl_status_t st = verbs_check_local(ep, req);
+
+    if (st != UCCL_OK)
+        return st;
+    tp_verbs_data_start(ep, req);
+    return UCCL_OK;
+}
+
+uccl_status_t tp_verbs_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return verbs_post_rma(base, req);
+}
+
+uccl_status_t tp_verbs_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+
+    if (ep->tp->uc) {
+        uccl_error("verbs: RDMA READ needs RC QPs; this engine uses UC (UCCL_VERBS_QP_TYPE=uc)");
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    return verbs_post_rma(base, req);
+}
+
+/* ------------------------------------------------------------------ completions */
+
+static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
+{
+    uccl_conn_t *conn = ep->base.conn;
+    uccl_status_t st;
+
+    if (wc->status == IBV_WC_SUCCESS)
+        return UCCL_OK;
+    if (wc->status == IBV_WC_WR_FLUSH_ERR) { /* the QP already failed; said once */
+        uccl_debug("%s: work request flushed on QP %u", ep->tp->dev_name, wc->qp_num);
+        return conn->state != UCCL_OK ? conn->state : UCCL_ERR_TRANSPORT;
+    }
+    switch (wc->status) {
+    case IBV_WC_REM_ACCESS_ERR: st = UCCL_ERR_REMOTE_ACCESS; break;
+    case IBV_WC_RETRY_EXC_ERR:
+    case IBV_WC_RNR_RETRY_EXC_ERR: st = UCCL_ERR_PEER_FAILED; break;
+    default: st = UCCL_ERR_TRANSPORT; break;
+    }
+    uccl_error("%s: completion error on QP %u (opcode %d): %s (vendor error 0x%x)", ep->tp->dev_name,
+               wc->qp_num, (int)wc->opcode, ibv_wc_status_str(wc->status), wc->vendor_err);
+    /* the QP is in error now: its connection cannot go on */
+    uccl_conn_fail(conn, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+    return st;
+}
+
+static tp_verbs_qp_t *verbs_find_qp(tp_verbs_ep_t *ep, uint32_t qp_num)
+{
+    if (ep->ctrl.qp->qp_num == qp_num)
+        return &ep->ctrl;
+    for (int i = 0; i < ep->nq; i++)
+        if (ep->data[i].qp->qp_num == qp_num)
+            return &ep->data[i];
+    return NULL;
+}
+
+static void verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
+{
+    if (st != UCCL_OK)
+        tp_verbs_req_error(req, st);
+    req->tp_data[VERBS_RD_WRS]--;
+    if (req->tp_data[VERBS_RD_WRS] > 0)
+        return;
+    if (req->tp_data[VERBS_RD_OFF] < req->len && req->tp_data[VERBS_RD_ERR] == 0)
+        return; /* more chunks wait in data_pending */
+    uccl_list_del(&req->tp_link);
+    tp_verbs_data_done(ep, req);
+}
+
+static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
+{
+    uccl_status_t st = verbs_wc_status(ep, wc);
+    int kind = (int)(wc->wr_id & 7);
+    tp_verbs_qp_t *q;
+
+    switch (kind) {
+    case VERBS_WR_CTRL_RECV:
+        if (st == UCCL_OK)
+            tp_verbs_ctrl_recv_done(ep, (int)(wc->wr_id >> 3), wc->byte_len);
+        return;
+    case VERBS_WR_CTRL_SEND:
+        ep->ctrl.outstanding--;
+        tp_verbs_ctrl_send_done(ep, (int)(wc->wr_id >> 3), st);
+        return;
+    case VERBS_WR_DATA:
+        q = verbs_find_qp(ep, wc->qp_num);
+        if (q != NULL)
+            q->outstanding--;
+        verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
+        return;
+    }
+    uccl_error("verbs: completion with unknown wr_id 0x%llx (internal error)",
+               (unsigned long long)wc->wr_id);
+}
+
+static int verbs_poll_ep(tp_verbs_ep_t *ep)
+{
+    struct ibv_wc wc[VERBS_POLL];
+    int events = 0, n;
+
+    for (int round = 0; round < 8; round++) {
+        n = ibv_poll_cq(ep->cq, VERBS_POLL, wc);
+        if (n < 0) {
+            uccl_error("%s: ibv_poll_cq failed", ep->tp->dev_name);
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+            return events;
+        }
+        for (int i = 0; i < n; i++)
+            verbs_handle_wc(ep, &wc[i]);
+        events += n;
+        if (n < VERBS_POLL)
+            break;
+    }
+    return events;
+}
+
+int tp_verbs_progress(uccl_tp_t *tp)
+{
+    tp_verbs_t *v = (tp_verbs_t *)tp;
+    uccl_list_t *pos;
+    int events = 0;
+
+    uccl_list_for_each(pos, &v->eps) {
+        tp_verbs_ep_t *ep = uccl_container_of(pos, tp_verbs_ep_t, link);
+
+        if (!ep->connected)
+            continue;
+        events += verbs_poll_ep(ep);
+        if (ep->base.conn->state != UCCL_OK)
+            continue;
+        tp_verbs_ctrl_flush(ep);
+        if (!uccl_list_empty(&ep->data_pending))
+            verbs_post_pending(ep);
+    }
+    return events;
+}

@@ -1,0 +1,357 @@
+/* Verbs transport instance: configuration, device/port/GID selection, the
+ * address entry, memory registration, and the ops table. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uccl_build.h"
+#include "verbs.h"
+
+#define VERBS_FIELD(name, dflt, doc, field, type) \
+    {name, dflt, doc, offsetof(tp_verbs_config_t, field), type}
+
+static const uccl_cfg_field_t verbs_fields[] = {
+    VERBS_FIELD("VERBS_QP_TYPE", "rc",
+                "rc or uc; uc carries one-sided writes only (read needs rc), control stays rc",
+                qp_type, UCCL_CFG_STRING),
+    VERBS_FIELD("VERBS_NUM_QPS", "2", "data QPs per connection (1..16), chunks striped over them",
+                num_qps, UCCL_CFG_INT),
+    VERBS_FIELD("VERBS_CHUNK", "1M", "largest RDMA work request; larger transfers are split",
+                chunk, UCCL_CFG_SIZE),
+    VERBS_FIELD("VERBS_EAGER", "4K", "messages up to this size are sent eagerly (copied)", eager,
+                UCCL_CFG_SIZE),
+    VERBS_FIELD("VERBS_TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
+    VERBS_FIELD("VERBS_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
+                UCCL_CFG_INT),
+    VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
+                gid_index, UCCL_CFG_INT),
+    {NULL, NULL, NULL, 0, 0},
+};
+
+const uccl_cfg_table_t tp_verbs_config_table = {"", verbs_fields, sizeof(tp_verbs_config_t)};
+
+static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
+{
+    if (strcmp(cfg->qp_type, "rc") != 0 && strcmp(cfg->qp_type, "uc") != 0) {
+        uccl_error("UCCL_VERBS_QP_TYPE=%s: expected rc or uc", cfg->qp_type);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    *uc = strcmp(cfg->qp_type, "uc") == 0;
+    if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
+        cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
+        cfg->eager > (1u << 20)) {
+        uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
+                   "EAGER <= 1M", VERBS_MAX_QPS);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ GID choice */
+
+static bool gid_is_usable(const union ibv_gid *gid)
+{
+    static const uint8_t zero[16];
+
+    if (memcmp(gid->raw, zero, sizeof(zero)) == 0)
+        return false;
+    return !(gid->raw[0] == 0xfe && (gid->raw[1] & 0xc0) == 0x80); /* fe80::/10 */
+}
+
+static bool gid_is_ipv4_mapped(const union ibv_gid *gid)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(gid->raw, prefix, sizeof(prefix)) == 0;
+}
+
+/* Rank a GID entry: 3 = IPv4-mapped RoCE v2, 2 = other RoCE v2, 1 = RoCE v1, 0 = unusable. */
+static int gid_rank(const struct ibv_gid_entry *e)
+{
+    if (!gid_is_usable(&e->gid))
+        return 0;
+    if (e->gid_type == IBV_GID_TYPE_ROCE_V2)
+        return gid_is_ipv4_mapped(&e->gid) ? 3 : 2;
+    return 1;
+}
+
+static uccl_status_t verbs_pick_gid(tp_verbs_t *v, int table_len)
+{
+    struct ibv_gid_entry e;
+    int best = -1, best_rank = 0;
+
+    if (v->cfg.gid_index >= 0) {
+        if (ibv_query_gid(v->ctx, v->port, v->cfg.gid_index, &v->gid) != 0 ||
+            !gid_is_usable(&v->gid)) {
+            uccl_error("%s:%u: UCCL_IB_GID_INDEX=%d is empty, link-local or invalid", v->dev_name,
+                       v->port, v->cfg.gid_index);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        v->gid_index = v->cfg.gid_index;
+        return UCCL_OK;
+    }
+    for (int i = 0; i < table_len; i++) {
+        if (ibv_query_gid_ex(v->ctx, v->port, (uint32_t)i, &e, 0) != 0)
+            continue; /* empty entry */
+        if (gid_rank(&e) > best_rank) {
+            best_rank = gid_rank(&e);
+            best = i;
+        }
+    }
+    if (best < 0) {
+        uccl_info("%s:%u: no usable RoCE GID (all empty or link-local)", v->dev_name, v->port);
+        return UCCL_ERR_NO_DEVICE;
+    }
+    v->gid_index = best;
+    return ibv_query_gid(v->ctx, v->port, best, &v->gid) == 0 ? UCCL_OK : UCCL_ERR_NO_DEVICE;
+}
+
+/* ------------------------------------------------------------------ device choice */
+
+/* Open name (port 0 = first active port) and fill v; UCCL_ERR_NO_DEVICE when unusable. */
+static uccl_status_t verbs_try_device(tp_verbs_t *v, struct ibv_device *dev, int want_port)
+{
+    struct ibv_device_attr dattr;
+    struct ibv_port_attr pattr;
+    uccl_status_t st = UCCL_ERR_NO_DEVICE;
+
+    v->ctx = ibv_open_device(dev);
+    if (v->ctx == NULL) {
+        uccl_info("cannot open %s: %s", ibv_get_device_name(dev), strerror(errno));
+        return UCCL_ERR_NO_DEVICE;
+    }
+    snprintf(v->dev_name, sizeof(v->dev_name), "%s", ibv_get_device_name(dev));
+    if (ibv_query_device(v->ctx, &dattr) != 0)
+        goto err_close;
+    for (int p = 1; p <= dattr.phys_port_cnt; p++) {
+        if ((want_port && p != want_port) || ibv_query_port(v->ctx, (uint8_t)p, &pattr) != 0 ||
+            pattr.state != IBV_PORT_ACTIVE)
+            continue;
+        v->port = (uint8_t)p;
+        v->lid = pattr.lid;
+        v->mtu = pattr.active_mtu;
+        v->is_roce = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+        v->max_sge = dattr.max_sge < VERBS_MAX_SGE ? dattr.max_sge : VERBS_MAX_SGE;
+        v->max_rd_atomic = dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16;
+        st = v->is_roce ? verbs_pick_gid(v, pattr.gid_tbl_len) : UCCL_OK;
+        if (st == UCCL_OK || st == UCCL_ERR_INVALID_PARAM)
+            break;
+    }
+    if (st == UCCL_OK)
+        return UCCL_OK;
+    if (st == UCCL_ERR_NO_DEVICE)
+        uccl_info("%s: no ACTIVE port%s", v->dev_name, want_port ? " of the one named" : "");
+err_close:
+    ibv_close_device(v->ctx);
+    v->ctx = NULL;
+    return st;
+}
+
+static struct ibv_device *verbs_find_device(struct ibv_device **list, int n, const char *name,
+                                            size_t name_len)
+{
+    for (int i = 0; i < n; i++)
+        if (strlen(ibv_get_device_name(list[i])) == name_len &&
+            strncmp(ibv_get_device_name(list[i]), name, name_len) == 0)
+            return list[i];
+    return NULL;
+}
+
+/* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used. */
+static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n, const char *names)
+{
+    for (const char *p = names; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        size_t name_len = colon ? (size_t)(colon - p) : len;
+        struct ibv_device *dev = verbs_find_device(list, n, p, name_len);
+        int port = colon ? atoi(colon + 1) : 0;
+
+        if (dev != NULL && verbs_try_device(v, dev, port) == UCCL_OK)
+            return UCCL_OK;
+        p += len + (end ? 1 : 0);
+    }
+    uccl_info("none of the RDMA devices in '%s' is present and active", names);
+    return UCCL_ERR_NO_DEVICE;
+}
+
+/* TOPOLOGY HOOK: the device used when none is named. This is where
+ * uccl_topo_select_nics() (src/topo/topo.h) goes once it exists: the NIC
+ * nearest to engine->gpu_index. Until then: the first device with an ACTIVE port. */
+static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (verbs_try_device(v, list[i], 0) == UCCL_OK)
+            return UCCL_OK;
+    return UCCL_ERR_NO_DEVICE;
+}
+
+static uccl_status_t verbs_open_device(tp_verbs_t *v, const char *names)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    uccl_status_t st;
+
+    if (list == NULL || n == 0) {
+        uccl_info("no RDMA device on this host");
+        if (list != NULL)
+            ibv_free_device_list(list);
+        return UCCL_ERR_NO_DEVICE;
+    }
+    st = names[0] ? verbs_open_named(v, list, n, names) : verbs_open_default(v, list, n);
+    ibv_free_device_list(list);
+    return st;
+}
+
+/* ------------------------------------------------------------------ open, close */
+
+static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
+{
+    tp_verbs_t *v = calloc(1, sizeof(*v));
+    uccl_status_t st;
+
+    if (v == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    st = uccl_cfg_parse(&tp_verbs_config_table, &v->cfg);
+    if (st == UCCL_OK)
+        st = verbs_check_config(&v->cfg, &v->uc);
+    if (st != UCCL_OK)
+        goto err_free;
+    st = verbs_open_device(v, engine->cfg.net_devices);
+    if (st != UCCL_OK)
+        goto err_free;
+    v->pd = ibv_alloc_pd(v->ctx);
+    if (v->pd == NULL) {
+        uccl_error("%s: ibv_alloc_pd: %s", v->dev_name, strerror(errno));
+        st = UCCL_ERR_TRANSPORT;
+        goto err_close;
+    }
+    v->mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+#if HAVE_DECL_IBV_ACCESS_RELAXED_ORDERING
+    v->mr_access |= IBV_ACCESS_RELAXED_ORDERING; /* optional: dropped where unsupported */
+#endif
+    uccl_list_init(&v->eps);
+    uccl_info("verbs: %s port %u, %s, gid index %d, mtu %d, %s QPs x %d", v->dev_name, v->port,
+              v->is_roce ? "RoCE" : "IB", v->is_roce ? v->gid_index : -1, 128 << v->mtu,
+              v->uc ? "UC" : "RC", v->cfg.num_qps);
+    *out = &v->base;
+    return UCCL_OK;
+
+err_close:
+    ibv_close_device(v->ctx);
+err_free:
+    free(v);
+    return st;
+}
+
+static void tp_verbs_close(uccl_tp_t *tp)
+{
+    tp_verbs_t *v = (tp_verbs_t *)tp;
+
+    ibv_dealloc_pd(v->pd);
+    ibv_close_device(v->ctx);
+    free(v);
+}
+
+/* ------------------------------------------------------------------ address */
+
+/* Address entry: version(1) port(1) mtu(1) roce(1) lid(2) gid(16). */
+#define VERBS_ADDR_LEN 22
+
+static uccl_status_t tp_verbs_address(uccl_tp_t *tp, void *buf, size_t *len)
+{
+    tp_verbs_t *v = (tp_verbs_t *)tp;
+    uint8_t *p = buf;
+
+    if (*len < VERBS_ADDR_LEN) {
+        *len = VERBS_ADDR_LEN;
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    }
+    p[0] = VERBS_WIRE_VERSION;
+    p[1] = v->port;
+    p[2] = (uint8_t)v->mtu;
+    p[3] = v->is_roce;
+    uccl_put_u16(p + 4, v->lid);
+    memcpy(p + 6, v->gid.raw, 16);
+    *len = VERBS_ADDR_LEN;
+    return UCCL_OK;
+}
+
+/* Same link layer on both sides, and a well-formed entry. */
+static bool tp_verbs_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
+{
+    const tp_verbs_t *v = (const tp_verbs_t *)tp;
+    const uint8_t *p = peer->addr;
+
+    if (p == NULL || peer->addr_len < VERBS_ADDR_LEN || p[0] != VERBS_WIRE_VERSION)
+        return false;
+    return p[3] == v->is_roce;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                                      int device, uccl_tp_memh_t **out)
+{
+    tp_verbs_t *v = (tp_verbs_t *)tp;
+    uccl_tp_memh_t *memh;
+
+    (void)device;
+    if (type != UCCL_MEM_HOST) { /* GPU memory goes through another transport here */
+        *out = NULL;
+        return UCCL_OK;
+    }
+    memh = calloc(1, sizeof(*memh));
+    if (memh == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    memh->mr = ibv_reg_mr(v->pd, addr, len, v->mr_access);
+    if (memh->mr == NULL) {
+        uccl_error("%s: ibv_reg_mr(%p, %zu): %s", v->dev_name, addr, len, strerror(errno));
+        free(memh);
+        return errno == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+    }
+    *out = memh;
+    return UCCL_OK;
+}
+
+static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
+{
+    (void)tp;
+    if (ibv_dereg_mr(memh->mr) != 0)
+        uccl_warn("ibv_dereg_mr: %s", strerror(errno));
+    free(memh);
+}
+
+static void tp_verbs_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE])
+{
+    (void)tp;
+    memset(rkey, 0, UCCL_TP_RKEY_SIZE);
+    if (memh != NULL)
+        uccl_put_u32(rkey, memh->mr->rkey);
+}
+
+const struct uccl_tp_ops uccl_tp_verbs_ops = {
+    .size = sizeof(struct uccl_tp_ops),
+    .name = "verbs",
+    .priority = 30,
+    .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY | UCCL_TP_CAP_MEM_REG |
+            UCCL_TP_CAP_RKEY,
+    .engine_cap = UCCL_CAP_VERBS,
+    .config_table = &tp_verbs_config_table,
+    .open = tp_verbs_open,
+    .close = tp_verbs_close,
+    .address = tp_verbs_address,
+    .reachable = tp_verbs_reachable,
+    .ep_create = tp_verbs_ep_create,
+    .ep_pack = tp_verbs_ep_pack,
+    .ep_connect = tp_verbs_ep_connect,
+    .ep_destroy = tp_verbs_ep_destroy,
+    .mem_reg = tp_verbs_mem_reg,
+    .mem_dereg = tp_verbs_mem_dereg,
+    .mem_pack = tp_verbs_mem_pack,
+    .post_send = tp_verbs_post_send,
+    .post_recv = tp_verbs_post_recv,
+    .post_write = tp_verbs_post_write,
+    .post_read = tp_verbs_post_read,
+    .progress = tp_verbs_progress,
+};

@@ -1,0 +1,323 @@
+/* Verbs endpoints: one RC control QP plus N data QPs (RC or UC) per
+ * connection, their wiring info (QPN, PSN, GID, LID, MTU) and teardown. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+/* ep_pack: version(1) uc(1) nq(1) mtu(1) roce(1) pad(1) lid(2) gid(16), then
+ * (1 + nq) x { qpn(4) psn(4) }, control QP first. */
+#define VERBS_EP_HDR 24
+
+static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool uc, int recv_depth)
+{
+    tp_verbs_t *v = ep->tp;
+    struct ibv_qp_init_attr init = {
+        .send_cq = ep->cq,
+        .recv_cq = ep->cq,
+        .cap = {.max_send_wr = (uint32_t)v->cfg.tx_depth, .max_recv_wr = (uint32_t)(recv_depth ? recv_depth : 1),
+                .max_send_sge = (uint32_t)v->max_sge, .max_recv_sge = 1},
+        .qp_type = uc ? IBV_QPT_UC : IBV_QPT_RC,
+    };
+    struct ibv_qp_attr attr = {
+        .qp_state = IBV_QPS_INIT,
+        .port_num = v->port,
+        .qp_access_flags = uc ? IBV_ACCESS_REMOTE_WRITE
+                              : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+    };
+
+    q->qp = ibv_create_qp(v->pd, &init);
+    if (q->qp == NULL) {
+        uccl_error("%s: ibv_create_qp: %s", v->dev_name, strerror(errno));
+        return UCCL_ERR_TRANSPORT;
+    }
+    if (ibv_modify_qp(q->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                        IBV_QP_ACCESS_FLAGS) != 0) {
+        uccl_error("%s: QP to INIT: %s", v->dev_name, strerror(errno));
+        ibv_destroy_qp(q->qp);
+        q->qp = NULL;
+        return UCCL_ERR_TRANSPORT;
+    }
+    q->psn = (uint32_t)uccl_random_u64() & 0xffffff;
+    return UCCL_OK;
+}
+
+static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
+{
+    tp_verbs_t *v = ep->tp;
+    size_t nslots = (size_t)v->cfg.rx_depth + (size_t)v->cfg.tx_depth;
+    size_t cts_max = VERBS_HDR_SIZE + (size_t)UCCL_IOV_MAX * VERBS_SEG_SIZE;
+
+    ep->slot_size = v->cfg.eager + VERBS_HDR_SIZE;
+    if (ep->slot_size < cts_max)
+        ep->slot_size = cts_max;
+    ep->slot_size = (ep->slot_size + 63) & ~(size_t)63;
+    ep->bufs = aligned_alloc(4096, (nslots * ep->slot_size + 4095) & ~(size_t)4095);
+    ep->free_slots = calloc((size_t)v->cfg.tx_depth, sizeof(int));
+    ep->slot_req = calloc((size_t)v->cfg.tx_depth, sizeof(uccl_req_t *));
+    if (ep->bufs == NULL || ep->free_slots == NULL || ep->slot_req == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->bufs_mr = ibv_reg_mr(v->pd, ep->bufs, nslots * ep->slot_size, IBV_ACCESS_LOCAL_WRITE);
+    if (ep->bufs_mr == NULL) {
+        uccl_error("%s: registering control buffers: %s", v->dev_name, strerror(errno));
+        return UCCL_ERR_TRANSPORT;
+    }
+    for (int i = 0; i < v->cfg.tx_depth; i++)
+        ep->free_slots[ep->nfree++] = v->cfg.tx_depth - 1 - i;
+    return UCCL_OK;
+}
+
+uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
+{
+    struct ibv_sge sge = {
+        .addr = (uintptr_t)(ep->bufs + (size_t)index * ep->slot_size),
+        .length = (uint32_t)ep->slot_size,
+        .lkey = ep->bufs_mr->lkey,
+    };
+    struct ibv_recv_wr wr = {.wr_id = ((uint64_t)index << 3) | VERBS_WR_CTRL_RECV, .sg_list = &sge, .num_sge = 1};
+    struct ibv_recv_wr *bad;
+    int rc = ibv_post_recv(ep->ctrl.qp, &wr, &bad);
+
+    if (rc != 0) {
+        uccl_error("%s: ibv_post_recv: %s", ep->tp->dev_name, strerror(rc));
+        return UCCL_ERR_TRANSPORT;
+    }
+    return UCCL_OK;
+}
+
+static void verbs_ep_free(tp_verbs_ep_t *ep)
+{
+    for (int i = 0; i < ep->nq; i++)
+        if (ep->data[i].qp != NULL)
+            ibv_destroy_qp(ep->data[i].qp);
+    if (ep->ctrl.qp != NULL)
+        ibv_destroy_qp(ep->ctrl.qp);
+    if (ep->cq != NULL)
+        ibv_destroy_cq(ep->cq);
+    if (ep->bufs_mr != NULL)
+        ibv_dereg_mr(ep->bufs_mr);
+    free(ep->bufs);
+    free(ep->free_slots);
+    free(ep->slot_req);
+    free(ep);
+}
+
+static void verbs_ep_init_lists(tp_verbs_ep_t *ep)
+{
+    uccl_list_init(&ep->link);
+    uccl_list_init(&ep->ctrl_pending);
+    uccl_list_init(&ep->data_pending);
+    uccl_list_init(&ep->inflight);
+    uccl_list_init(&ep->rndv_wait);
+    uccl_list_init(&ep->recv_posted);
+    uccl_list_init(&ep->recv_wait_fin);
+    uccl_list_init(&ep->unexpected);
+}
+
+uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                 bool is_initiator, uccl_tp_ep_t **out)
+{
+    tp_verbs_t *v = (tp_verbs_t *)tp;
+    tp_verbs_ep_t *ep = calloc(1, sizeof(*ep));
+    int cqe = (1 + v->cfg.num_qps) * v->cfg.tx_depth + v->cfg.rx_depth + 16;
+    uccl_status_t st;
+
+    (void)peer;
+    (void)is_initiator;
+    if (ep == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->tp = v;
+    ep->base.conn = conn;
+    verbs_ep_init_lists(ep);
+    ep->cq = ibv_create_cq(v->ctx, cqe, NULL, NULL, 0);
+    if (ep->cq == NULL) {
+        uccl_error("%s: ibv_create_cq(%d): %s", v->dev_name, cqe, strerror(errno));
+        st = UCCL_ERR_TRANSPORT;
+        goto err_free;
+    }
+    st = verbs_alloc_bufs(ep);
+    if (st == UCCL_OK)
+        st = verbs_create_qp(ep, &ep->ctrl, false, v->cfg.rx_depth);
+    for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++, ep->nq++)
+        st = verbs_create_qp(ep, &ep->data[i], v->uc, 0);
+    for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
+        st = tp_verbs_post_ctrl_recv(ep, i);
+    if (st != UCCL_OK)
+        goto err_free;
+    uccl_list_push_back(&v->eps, &ep->link);
+    *out = &ep->base;
+    return UCCL_OK;
+
+err_free:
+    verbs_ep_free(ep);
+    return st;
+}
+
+uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    tp_verbs_t *v = ep->tp;
+    size_t need = VERBS_EP_HDR + 8 * (size_t)(1 + ep->nq);
+    uint8_t *p = buf;
+
+    if (*len < need) {
+        *len = need;
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    }
+    memset(p, 0, VERBS_EP_HDR);
+    p[0] = VERBS_WIRE_VERSION;
+    p[1] = v->uc;
+    p[2] = (uint8_t)ep->nq;
+    p[3] = (uint8_t)v->mtu;
+    p[4] = v->is_roce;
+    uccl_put_u16(p + 6, v->lid);
+    memcpy(p + 8, v->gid.raw, 16);
+    p += VERBS_EP_HDR;
+    for (int i = -1; i < ep->nq; i++, p += 8) {
+        const tp_verbs_qp_t *q = i < 0 ? &ep->ctrl : &ep->data[i];
+        uccl_put_u32(p, q->qp->qp_num);
+        uccl_put_u32(p + 4, q->psn);
+    }
+    *len = need;
+    return UCCL_OK;
+}
+
+typedef struct verbs_peer_info {
+    bool uc;
+    int nq;
+    enum ibv_mtu mtu;
+    bool roce;
+    uint16_t lid;
+    union ibv_gid gid;
+    const uint8_t *qps;
+} verbs_peer_info_t;
+
+/* The one parser of a peer's wiring info. */
+static uccl_status_t verbs_parse_peer(const tp_verbs_ep_t *ep, const uint8_t *p, size_t len,
+                                      verbs_peer_info_t *info)
+{
+    const tp_verbs_t *v = ep->tp;
+
+    if (len < VERBS_EP_HDR || p[0] != VERBS_WIRE_VERSION) {
+        uccl_error("verbs: malformed wiring info from peer (%zu bytes)", len);
+        return UCCL_ERR_VERSION;
+    }
+    info->uc = p[1] != 0;
+    info->nq = p[2];
+    info->mtu = (enum ibv_mtu)p[3];
+    info->roce = p[4] != 0;
+    info->lid = uccl_get_u16(p + 6);
+    memcpy(info->gid.raw, p + 8, 16);
+    info->qps = p + VERBS_EP_HDR;
+    if (len != VERBS_EP_HDR + 8 * (size_t)(1 + info->nq) || info->mtu < IBV_MTU_256 ||
+        info->mtu > IBV_MTU_4096) {
+        uccl_error("verbs: malformed wiring info from peer (%zu bytes, %d QPs)", len, info->nq);
+        return UCCL_ERR_VERSION;
+    }
+    if (info->uc != v->uc || info->nq != ep->nq || info->roce != v->is_roce) {
+        uccl_error("verbs: peer uses %s x %d%s, this side %s x %d%s: set UCCL_VERBS_QP_TYPE and "
+                   "UCCL_VERBS_NUM_QPS alike on both",
+                   info->uc ? "UC" : "RC", info->nq, info->roce ? " (RoCE)" : " (IB)",
+                   v->uc ? "UC" : "RC", ep->nq, v->is_roce ? " (RoCE)" : " (IB)");
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
+/* INIT -> RTR -> RTS toward the peer's QP. */
+static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool uc,
+                                      const verbs_peer_info_t *info, const uint8_t *peer_qp)
+{
+    tp_verbs_t *v = ep->tp;
+    struct ibv_qp_attr attr = {
+        .qp_state = IBV_QPS_RTR,
+        .path_mtu = info->mtu < v->mtu ? info->mtu : v->mtu,
+        .dest_qp_num = uccl_get_u32(peer_qp),
+        .rq_psn = uccl_get_u32(peer_qp + 4),
+        .max_dest_rd_atomic = (uint8_t)v->max_rd_atomic,
+        .min_rnr_timer = 12,
+        .ah_attr = {.dlid = info->lid, .port_num = v->port, .is_global = v->is_roce},
+    };
+    int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+
+    if (v->is_roce) {
+        attr.ah_attr.grh.dgid = info->gid;
+        attr.ah_attr.grh.sgid_index = (uint8_t)v->gid_index;
+        attr.ah_attr.grh.hop_limit = 64;
+    }
+    if (!uc)
+        mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+    if (ibv_modify_qp(q->qp, &attr, mask) != 0) {
+        uccl_error("%s: QP %u to RTR (peer QP %u): %s", v->dev_name, q->qp->qp_num,
+                   attr.dest_qp_num, strerror(errno));
+        return UCCL_ERR_UNREACHABLE;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state = IBV_QPS_RTS;
+    attr.sq_psn = q->psn;
+    attr.timeout = 14;
+    attr.retry_cnt = 7;
+    attr.rnr_retry = 7; /* infinite: a receiver short of buffers slows us, never fails us */
+    attr.max_rd_atomic = (uint8_t)v->max_rd_atomic;
+    mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+    if (!uc)
+        mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+    if (ibv_modify_qp(q->qp, &attr, mask) != 0) {
+        uccl_error("%s: QP %u to RTS: %s", v->dev_name, q->qp->qp_num, strerror(errno));
+        return UCCL_ERR_TRANSPORT;
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t tp_verbs_ep_connect(uccl_tp_ep_t *base, const void *peer_info, size_t len)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    verbs_peer_info_t info;
+    uccl_status_t st = verbs_parse_peer(ep, peer_info, len, &info);
+
+    if (st != UCCL_OK)
+        return st;
+    st = verbs_connect_qp(ep, &ep->ctrl, false, &info, info.qps);
+    for (int i = 0; i < ep->nq && st == UCCL_OK; i++)
+        st = verbs_connect_qp(ep, &ep->data[i], ep->tp->uc, &info, info.qps + 8 * (size_t)(i + 1));
+    if (st == UCCL_OK)
+        ep->connected = true;
+    return st;
+}
+
+/* Fail every request the endpoint still holds: with its own error when it
+ * had one (a remote access error stays a remote access error), else with
+ * the connection's error, else as canceled. */
+static void verbs_fail_list(uccl_list_t *list, uccl_status_t reason)
+{
+    while (!uccl_list_empty(list)) {
+        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
+        uccl_status_t st = tp_verbs_req_err(req);
+        tp_verbs_req_finish(req, st != UCCL_OK ? st : reason, 0);
+    }
+}
+
+void tp_verbs_ep_destroy(uccl_tp_ep_t *base)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    uccl_conn_t *conn = base->conn;
+    uccl_status_t reason = conn->state != UCCL_OK ? conn->state : UCCL_ERR_CANCELED;
+
+    uccl_list_del(&ep->link);
+    for (int i = 0; i < ep->tp->cfg.tx_depth; i++) {
+        if (ep->slot_req[i] != NULL) {
+            uccl_req_t *req = ep->slot_req[i];
+            ep->slot_req[i] = NULL;
+            if (!req->done)
+                tp_verbs_req_finish(req, reason, 0);
+        }
+    }
+    verbs_fail_list(&ep->data_pending, reason);
+    verbs_fail_list(&ep->inflight, reason);
+    verbs_fail_list(&ep->rndv_wait, reason);
+    verbs_fail_list(&ep->recv_posted, reason);
+    verbs_fail_list(&ep->recv_wait_fin, reason);
+    tp_verbs_msg_release(ep);
+    verbs_ep_free(ep);
+}

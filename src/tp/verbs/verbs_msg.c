@@ -1,0 +1,415 @@
+/* Verbs two-sided messages and the control channel: eager SENDs into
+ * pre-posted buffers, rendezvous (RTS, CTS with the receive buffer, RDMA
+ * writes, FIN), notifications, and (conn, tag) matching in posting order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs.h"
+
+/* A control message waiting for a send slot or a send queue credit. */
+typedef struct tp_verbs_out {
+    uccl_list_t link;
+    uccl_req_t *req;
+    size_t len;
+    uint8_t buf[];
+} tp_verbs_out_t;
+
+/* A message that arrived before its receive. */
+typedef struct tp_verbs_unexp {
+    uccl_list_t link;
+    uint64_t tag;
+    uint64_t len;
+    bool rndv;
+    uint64_t send_id;
+    uint8_t data[];
+} tp_verbs_unexp_t;
+
+static uint8_t *verbs_slot(tp_verbs_ep_t *ep, int index)
+{
+    return ep->bufs + (size_t)index * ep->slot_size;
+}
+
+static uint8_t *verbs_send_slot(tp_verbs_ep_t *ep, int slot)
+{
+    return verbs_slot(ep, ep->tp->cfg.rx_depth + slot);
+}
+
+static void verbs_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a, uint64_t b,
+                          uint64_t c)
+{
+    memset(p, 0, 4);
+    p[0] = (uint8_t)type;
+    uccl_put_u32(p + 4, (uint32_t)(int32_t)status);
+    uccl_put_u64(p + 8, a);
+    uccl_put_u64(p + 16, b);
+    uccl_put_u64(p + 24, c);
+}
+
+/* ------------------------------------------------------------------ sending */
+
+static void verbs_ctrl_post(tp_verbs_ep_t *ep, int slot, size_t len, uccl_req_t *req)
+{
+    struct ibv_sge sge = {
+        .addr = (uintptr_t)verbs_send_slot(ep, slot),
+        .length = (uint32_t)len,
+        .lkey = ep->bufs_mr->lkey,
+    };
+    struct ibv_send_wr wr = {
+        .wr_id = ((uint64_t)slot << 3) | VERBS_WR_CTRL_SEND,
+        .sg_list = &sge,
+        .num_sge = 1,
+        .opcode = IBV_WR_SEND,
+        .send_flags = IBV_SEND_SIGNALED,
+    };
+    struct ibv_send_wr *bad;
+    int rc;
+
+    ep->slot_req[slot] = req; /* a failed post leaves it to the teardown */
+    ep->ctrl.outstanding++;
+    rc = ibv_post_send(ep->ctrl.qp, &wr, &bad);
+    if (rc != 0) {
+        uccl_error("%s: ibv_post_send (control): %s", ep->tp->dev_name, strerror(rc));
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+    }
+}
+
+/* Room for one message: a send slot when nothing waits before it, else a
+ * queued copy (order on the control QP is the matching order). */
+static uint8_t *verbs_ctrl_begin(tp_verbs_ep_t *ep, int *slot, tp_verbs_out_t **out)
+{
+    *out = NULL;
+    if (uccl_list_empty(&ep->ctrl_pending) && ep->nfree > 0 &&
+        ep->ctrl.outstanding < ep->tp->cfg.tx_depth && ep->base.conn->state == UCCL_OK) {
+        *slot = ep->free_slots[--ep->nfree];
+        return verbs_send_slot(ep, *slot);
+    }
+    *out = malloc(sizeof(**out) + ep->slot_size);
+    if (*out == NULL)
+        return NULL;
+    *slot = -1;
+    return (*out)->buf;
+}
+
+static void verbs_ctrl_commit(tp_verbs_ep_t *ep, int slot, tp_verbs_out_t *out, size_t len,
+                              uccl_req_t *req)
+{
+    if (out != NULL) {
+        out->len = len;
+        out->req = req;
+        uccl_list_push_back(&ep->ctrl_pending, &out->link);
+        return;
+    }
+    verbs_ctrl_post(ep, slot, len, req);
+}
+
+void tp_verbs_ctrl_flush(tp_verbs_ep_t *ep)
+{
+    while (!uccl_list_empty(&ep->ctrl_pending) && ep->nfree > 0 &&
+           ep->ctrl.outstanding < ep->tp->cfg.tx_depth) {
+        tp_verbs_out_t *out = uccl_container_of(uccl_list_pop_front(&ep->ctrl_pending),
+                                                tp_verbs_out_t, link);
+        int slot = ep->free_slots[--ep->nfree];
+
+        memcpy(verbs_send_slot(ep, slot), out->buf, out->len);
+        verbs_ctrl_post(ep, slot, out->len, out->req);
+        free(out);
+    }
+}
+
+uccl_status_t tp_verbs_ctrl_send(tp_verbs_ep_t *ep, int type, uccl_status_t status, uint64_t a,
+                                 uint64_t b, uint64_t c, uccl_req_t *req)
+{
+    tp_verbs_out_t *out;
+    int slot;
+    uint8_t *p = verbs_ctrl_begin(ep, &slot, &out);
+
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    verbs_put_hdr(p, type, status, a, b, c);
+    verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE, req);
+    return UCCL_OK;
+}
+
+void tp_verbs_ctrl_send_done(tp_verbs_ep_t *ep, int slot, uccl_status_t st)
+{
+    uccl_req_t *req;
+
+    if (slot < 0 || slot >= ep->tp->cfg.tx_depth)
+        return;
+    req = ep->slot_req[slot];
+    ep->slot_req[slot] = NULL;
+    ep->free_slots[ep->nfree++] = slot;
+    if (req == NULL)
+        return;
+    if (st == UCCL_OK)
+        st = tp_verbs_req_err(req);
+    tp_verbs_req_finish(req, st, st == UCCL_OK ? req->len : 0);
+}
+
+/* Data of a request has landed (or failed): what follows depends on the op. */
+void tp_verbs_data_done(tp_verbs_ep_t *ep, uccl_req_t *req)
+{
+    uccl_status_t err = tp_verbs_req_err(req), st = UCCL_OK;
+
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_CTRL;
+    if (req->op == UCCL_OP_SEND) /* tell the receiver, also when we failed */
+        st = tp_verbs_ctrl_send(ep, VERBS_MSG_FIN, err, req->tp_data[VERBS_RD_PEER_ID],
+                                err == UCCL_OK ? req->len : 0, 0, req);
+    else if (err == UCCL_OK && req->op == UCCL_OP_WRITE && req->has_notif)
+        st = tp_verbs_ctrl_send(ep, VERBS_MSG_NOTIFY, UCCL_OK, req->notif, 0, 0, req);
+    else
+        tp_verbs_req_finish(req, err, err == UCCL_OK ? req->len : 0);
+    if (st != UCCL_OK)
+        tp_verbs_req_finish(req, st, 0);
+}
+
+uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    tp_verbs_out_t *out;
+    uint8_t *p;
+    int slot;
+
+    for (int i = 0; i < req->iovcnt; i++)
+        if (req->iov[i].len > 0 && req->iov[i].region->memh[ep->tp->base.index] == NULL)
+            return UCCL_ERR_NOT_REGISTERED;
+    if (req->len > ep->tp->cfg.eager) {
+        req->tp_data[VERBS_RD_ID] = ++ep->next_send_id;
+        req->tp_data[VERBS_RD_STATE] = VERBS_RS_WAIT_CTS;
+        uccl_list_push_back(&ep->rndv_wait, &req->tp_link);
+        if (tp_verbs_ctrl_send(ep, VERBS_MSG_RTS, UCCL_OK, req->tag, req->len,
+                               req->tp_data[VERBS_RD_ID], NULL) != UCCL_OK) {
+            uccl_list_del(&req->tp_link);
+            return UCCL_ERR_NO_MEMORY;
+        }
+        return UCCL_OK;
+    }
+    p = verbs_ctrl_begin(ep, &slot, &out);
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    verbs_put_hdr(p, VERBS_MSG_EAGER, UCCL_OK, req->tag, req->len, 0);
+    uccl_req_iov_copy_out(req, 0, p + VERBS_HDR_SIZE, req->len);
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_CTRL;
+    verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE + req->len, req);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ receiving */
+
+/* Matched a receive to an RTS: advertise the receive buffer (CTS). */
+static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t send_id)
+{
+    tp_verbs_out_t *out;
+    int slot, nseg = 0;
+    uint8_t *p = verbs_ctrl_begin(ep, &slot, &out), *s;
+
+    if (p == NULL) {
+        tp_verbs_req_finish(req, UCCL_ERR_NO_MEMORY, 0);
+        return;
+    }
+    req->tp_data[VERBS_RD_ID] = ++ep->next_recv_id;
+    req->tp_data[VERBS_RD_MSG_LEN] = len;
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_WAIT_FIN;
+    uccl_list_push_back(&ep->recv_wait_fin, &req->tp_link);
+    s = p + VERBS_HDR_SIZE;
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        uccl_put_u64(s, (uintptr_t)req->iov[i].addr);
+        uccl_put_u32(s + 8, req->iov[i].region->memh[ep->tp->base.index]->mr->rkey);
+        uccl_put_u32(s + 12, 0);
+        uccl_put_u64(s + 16, req->iov[i].len);
+        s += VERBS_SEG_SIZE;
+        nseg++;
+    }
+    verbs_put_hdr(p, VERBS_MSG_CTS, UCCL_OK, send_id, req->tp_data[VERBS_RD_ID], (uint64_t)nseg);
+    verbs_ctrl_commit(ep, slot, out, (size_t)(s - p), NULL);
+}
+
+/* Hand an arrived message to the receive it matches; a matching receive
+ * that is too small fails with TRUNCATED and the message looks further. */
+static void verbs_msg_arrived(tp_verbs_ep_t *ep, uint64_t tag, uint64_t len, bool rndv,
+                              const uint8_t *data, uint64_t send_id)
+{
+    uccl_list_t *pos, *tmp;
+    tp_verbs_unexp_t *u;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->recv_posted) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+
+        if (req->tag != tag)
+            continue;
+        if (req->len < len) {
+            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
+            continue;
+        }
+        uccl_list_del(&req->tp_link);
+        if (rndv) {
+            verbs_recv_match_rts(ep, req, len, send_id);
+        } else {
+            uccl_req_iov_copy_in(req, 0, data, len);
+            tp_verbs_req_finish(req, UCCL_OK, len);
+        }
+        return;
+    }
+    u = malloc(sizeof(*u) + (rndv ? 0 : len));
+    if (u == NULL) {
+        uccl_error("verbs: out of memory holding an unexpected message; connection fails");
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    u->tag = tag;
+    u->len = len;
+    u->rndv = rndv;
+    u->send_id = send_id;
+    if (!rndv && len > 0)
+        memcpy(u->data, data, len);
+    uccl_list_push_back(&ep->unexpected, &u->link);
+}
+
+uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    uccl_list_t *pos;
+
+    for (int i = 0; i < req->iovcnt; i++)
+        if (req->iov[i].len > 0 && req->iov[i].region->memh[ep->tp->base.index] == NULL)
+            return UCCL_ERR_NOT_REGISTERED;
+    uccl_list_for_each(pos, &ep->unexpected) {
+        tp_verbs_unexp_t *u = uccl_container_of(pos, tp_verbs_unexp_t, link);
+
+        if (u->tag != req->tag)
+            continue;
+        if (u->len > req->len) { /* the message stays for the next receive */
+            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
+            return UCCL_OK;
+        }
+        uccl_list_del(&u->link);
+        if (u->rndv) {
+            verbs_recv_match_rts(ep, req, u->len, u->send_id);
+        } else {
+            uccl_req_iov_copy_in(req, 0, u->data, u->len);
+            tp_verbs_req_finish(req, UCCL_OK, u->len);
+        }
+        free(u);
+        return UCCL_OK;
+    }
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_POSTED;
+    uccl_list_push_back(&ep->recv_posted, &req->tp_link);
+    return UCCL_OK;
+}
+
+static uccl_req_t *verbs_find_by_id(uccl_list_t *list, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, list) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tp_data[VERBS_RD_ID] == id)
+            return req;
+    }
+    return NULL;
+}
+
+/* The receiver's buffer for one of our rendezvous sends: write into it. */
+static void verbs_cts_arrived(tp_verbs_ep_t *ep, uint64_t send_id, uint64_t recv_id, uint64_t nseg,
+                              const uint8_t *p, size_t len)
+{
+    uccl_req_t *req = verbs_find_by_id(&ep->rndv_wait, send_id);
+    tp_verbs_seg_t *segs;
+    uint64_t total = 0;
+
+    if (req == NULL || nseg == 0 || nseg > UCCL_IOV_MAX || len < nseg * VERBS_SEG_SIZE) {
+        uccl_error("verbs: malformed or unexpected CTS (send id %llu, %llu segments)",
+                   (unsigned long long)send_id, (unsigned long long)nseg);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    uccl_list_del(&req->tp_link);
+    segs = malloc(nseg * sizeof(*segs));
+    if (segs == NULL) {
+        tp_verbs_req_finish(req, UCCL_ERR_NO_MEMORY, 0);
+        return;
+    }
+    for (uint64_t i = 0; i < nseg; i++, p += VERBS_SEG_SIZE) {
+        segs[i].addr = uccl_get_u64(p);
+        segs[i].rkey = uccl_get_u32(p + 8);
+        segs[i].len = uccl_get_u64(p + 16);
+        total += segs[i].len;
+    }
+    req->tp_ptr = segs;
+    req->tp_data[VERBS_RD_NSEG] = nseg;
+    req->tp_data[VERBS_RD_PEER_ID] = recv_id;
+    if (total < req->len) /* the receiver matched only receives that fit */
+        tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
+    tp_verbs_data_start(ep, req);
+}
+
+static void verbs_fin_arrived(tp_verbs_ep_t *ep, uint64_t recv_id, uint64_t len, uccl_status_t st)
+{
+    uccl_req_t *req = verbs_find_by_id(&ep->recv_wait_fin, recv_id);
+
+    if (req == NULL) {
+        uccl_error("verbs: FIN for unknown receive %llu", (unsigned long long)recv_id);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (st == UCCL_OK && len != req->tp_data[VERBS_RD_MSG_LEN])
+        st = UCCL_ERR_TRANSPORT;
+    if (st > 0 || st < -199) /* only statuses we know cross the wire */
+        st = UCCL_ERR_TRANSPORT;
+    tp_verbs_req_finish(req, st, st == UCCL_OK ? len : 0);
+}
+
+/* The one parser of control messages from the peer. */
+void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
+{
+    const uint8_t *p = verbs_slot(ep, index);
+    uccl_status_t status;
+    uint64_t a, b, c;
+
+    if (index < 0 || index >= ep->tp->cfg.rx_depth)
+        return;
+    if (len < VERBS_HDR_SIZE)
+        goto bad;
+    status = (uccl_status_t)(int32_t)uccl_get_u32(p + 4);
+    a = uccl_get_u64(p + 8);
+    b = uccl_get_u64(p + 16);
+    c = uccl_get_u64(p + 24);
+    switch (p[0]) {
+    case VERBS_MSG_EAGER:
+        if (b != len - VERBS_HDR_SIZE)
+            goto bad;
+        verbs_msg_arrived(ep, a, b, false, p + VERBS_HDR_SIZE, 0);
+        break;
+    case VERBS_MSG_RTS: verbs_msg_arrived(ep, a, b, true, NULL, c); break;
+    case VERBS_MSG_CTS: verbs_cts_arrived(ep, a, b, c, p + VERBS_HDR_SIZE, len - VERBS_HDR_SIZE); break;
+    case VERBS_MSG_FIN: verbs_fin_arrived(ep, a, b, status); break;
+    case VERBS_MSG_NOTIFY:
+        if (uccl_conn_notif_push(ep->base.conn, a) != UCCL_OK)
+            uccl_error("verbs: notification %llu lost: out of memory", (unsigned long long)a);
+        break;
+    default: goto bad;
+    }
+    tp_verbs_post_ctrl_recv(ep, index);
+    return;
+bad:
+    uccl_error("verbs: malformed control message (type %d, %zu bytes); connection fails", p[0], len);
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+}
+
+void tp_verbs_msg_release(tp_verbs_ep_t *ep)
+{
+    uccl_conn_t *conn = ep->base.conn;
+    uccl_status_t reason = conn->state != UCCL_OK ? conn->state : UCCL_ERR_CANCELED;
+
+    while (!uccl_list_empty(&ep->unexpected))
+        free(uccl_container_of(uccl_list_pop_front(&ep->unexpected), tp_verbs_unexp_t, link));
+    while (!uccl_list_empty(&ep->ctrl_pending)) {
+        tp_verbs_out_t *out = uccl_container_of(uccl_list_pop_front(&ep->ctrl_pending),
+                                                tp_verbs_out_t, link);
+        if (out->req != NULL && !out->req->done)
+            tp_verbs_req_finish(out->req, reason, 0);
+        free(out);
+    }
+}
