@@ -362,10 +362,14 @@ uccl_status_t uccl_stage_defer(uccl_stage_t *stage, void *key, uccl_stage_fn_t f
     return UCCL_OK;
 }
 
-static void stage_complete_req(void *arg, uint64_t status, uint64_t bytes, uint64_t unused)
+static void stage_complete_req(void *arg, uccl_status_t copy_status, uint64_t status,
+                               uint64_t bytes, uint64_t unused)
 {
     (void)unused;
-    uccl_req_complete(arg, (uccl_status_t)(int64_t)status, (size_t)bytes);
+    if (copy_status != UCCL_OK)
+        uccl_req_complete(arg, copy_status, 0);
+    else
+        uccl_req_complete(arg, (uccl_status_t)(int64_t)status, (size_t)bytes);
 }
 
 uccl_status_t uccl_stage_complete_req(uccl_stage_t *stage, void *key, uccl_req_t *req,
@@ -403,11 +407,13 @@ int uccl_stage_progress(uccl_stage_t *stage)
 
         if (st == UCCL_INPROGRESS)
             break;
-        if (st != UCCL_OK)
+        if (st != UCCL_OK) {
             uccl_error("staging copy failed: %s", uccl_strerror(st));
+            st = UCCL_ERR_TRANSPORT;
+        }
         uccl_list_del(&d->link);
         uccl_gpu_event_destroy(d->event);
-        d->fn(d->arg, d->a, d->b, d->c);
+        d->fn(d->arg, st, d->a, d->b, d->c);
         free(d);
         events++;
     }

@@ -26,8 +26,11 @@ typedef struct uccl_stage_src {
     int nqueued;
 } uccl_stage_src_t;
 
-/* Called once the copies issued before uccl_stage_defer are done. */
-typedef void (*uccl_stage_fn_t)(void *arg, uint64_t a, uint64_t b, uint64_t c);
+/* Called once the copies issued before uccl_stage_defer are done;
+ * copy_status is UCCL_OK or the error that a copy of the stream hit, so the
+ * work that waited for the copies can fail instead of reporting success. */
+typedef void (*uccl_stage_fn_t)(void *arg, uccl_status_t copy_status, uint64_t a, uint64_t b,
+                                uint64_t c);
 
 /* Open staging on device (-1 = the current one): UCCL_ERR_NO_DEVICE when no
  * GPU is usable. chunk = bytes per pinned buffer, depth = chunks a source

@@ -240,9 +240,13 @@ static void shm_write_done(shm_ep_t *ep, uint64_t id, bool has_notif, uint64_t n
     shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
 }
 
-static void shm_write_done_deferred(void *arg, uint64_t id, uint64_t has_notif, uint64_t notif)
+static void shm_write_done_deferred(void *arg, uccl_status_t copy_status, uint64_t id,
+                                    uint64_t has_notif, uint64_t notif)
 {
-    shm_write_done(arg, id, has_notif != 0, notif);
+    if (copy_status != UCCL_OK) /* the data did not land: no notification, a failed FIN */
+        shm_ctrl_send(arg, SHM_PKT_FIN, id, 0, copy_status);
+    else
+        shm_write_done(arg, id, has_notif != 0, notif);
 }
 
 static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
