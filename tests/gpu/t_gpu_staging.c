@@ -112,9 +112,14 @@ static void side_fini(side_t *s)
         free(s->buf);
 }
 
+/* A failed post leaves req NULL: report that instead of waiting on nothing. */
 static uccl_status_t wait_free(uccl_req_t *req, size_t *bytes)
 {
-    uccl_status_t st = uccl_wait(req, TMO);
+    uccl_status_t st;
+
+    if (req == NULL)
+        return UCCL_ERR_INVALID_HANDLE;
+    st = uccl_wait(req, TMO);
 
     if (bytes != NULL)
         uccl_req_bytes(req, bytes);
@@ -137,7 +142,7 @@ static void share_rdesc(side_t *s, size_t off, size_t len, uccl_rdesc_t *rd)
 
 static void t_sendrecv(side_t *me, size_t len, size_t off, unsigned seed)
 {
-    uccl_req_t *req;
+    uccl_req_t *req = NULL;
     size_t bytes = 0;
 
     if (rank == 0)
@@ -163,7 +168,7 @@ static void t_rma(side_t *me, const side_t *peer_kind, size_t len, size_t off, s
                   int notify, unsigned seed)
 {
     uccl_rdesc_t rd;
-    uccl_req_t *req;
+    uccl_req_t *req = NULL;
 
     (void)peer_kind;
     if ((rank == 0) == (write != 0))
@@ -203,7 +208,7 @@ static void t_vectored(side_t *me, size_t len, unsigned seed)
     size_t p = len / 3;
     uccl_iov_t iov[3] = {{me->mr1, 7, p}, {me->mr2, 0, p}, {me->mr2, p + 5, len - 2 * p}};
     uccl_rdesc_t rd;
-    uccl_req_t *req;
+    uccl_req_t *req = NULL;
     size_t bytes;
 
     /* sendv/recvv: rank 0 sends one contiguous piece, rank 1 scatters */
@@ -249,7 +254,7 @@ static void t_refused(side_t *me)
 {
     uccl_rdesc_t rd, rd2;
     uccl_mr_t *tmp = NULL;
-    uccl_req_t *req;
+    uccl_req_t *req = NULL;
     uccl_rdesc_t mine;
 
     share_rdesc(me, 0, 4096, &rd);
@@ -317,7 +322,7 @@ static void bandwidth(side_t *me, const char *name)
 {
     const int iters = 5;
     struct timespec t0, t1;
-    uccl_req_t *req;
+    uccl_req_t *req = NULL;
 
     boot_barrier(eng);
     clock_gettime(CLOCK_MONOTONIC, &t0);
