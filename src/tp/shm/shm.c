@@ -18,6 +18,10 @@ static const uccl_cfg_field_t shm_fields[] = {
     SHM_FIELD("CMA", "auto",
               "single-copy large transfers with process_vm_readv/writev: auto (probe at connect), "
               "on (required), off (pipeline through the ring)", cma, UCCL_CFG_STRING),
+    SHM_FIELD("CMA_PTRACER", "1",
+              "under Yama ptrace_scope 1, let any process of this user attach to this one "
+              "(prctl PR_SET_PTRACER_ANY, as Open MPI does) so that peers can use CMA", cma_ptracer,
+              UCCL_CFG_BOOL),
     SHM_FIELD("RING_SIZE", "1M", "bytes of the shared ring of each direction (power of two, >= 64K)",
               ring_size, UCCL_CFG_SIZE),
     SHM_FIELD("EAGER_THRESHOLD", "16K",
@@ -100,6 +104,7 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
         st = UCCL_ERR_INVALID_PARAM;
         goto err_free;
     }
+    shm_cma_allow_peers(tp);
     /* GPU memory is moved by staging when a GPU is usable here */
     if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
                           &tp->stage) == UCCL_OK)
@@ -299,7 +304,7 @@ static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
         uccl_error("UCCL_SHM_CMA=on but CMA to pid %d is not permitted", ep->peer_pid);
         return UCCL_ERR_UNSUPPORTED;
     }
-    uccl_debug("shm: connection to pid %d uses %s for large transfers", ep->peer_pid,
+    uccl_info("shm: connection to pid %d uses %s for large transfers", ep->peer_pid,
                ep->cma ? "CMA" : "the ring");
     return UCCL_OK;
 }

@@ -17,6 +17,7 @@ typedef enum { SHM_CMA_OFF = 0, SHM_CMA_ON = 1, SHM_CMA_AUTO = 2 } shm_cma_mode_
 
 typedef struct shm_config {
     char cma[UCCL_CFG_STRING_MAX];
+    int cma_ptracer;
     size_t ring_size;
     size_t eager_threshold;
     size_t stage_chunk;
@@ -205,6 +206,9 @@ uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, 
                            const shm_wire_iov_t *remote, int rcnt, size_t len);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
 int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
+/* Under Yama ptrace_scope 1, let peers of this user attach to this process
+ * (CMA needs that); called at open, so before any peer probes us. */
+void shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
 bool shm_cma_probe(shm_ep_t *ep);
 
