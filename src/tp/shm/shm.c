@@ -22,8 +22,11 @@ static const uccl_cfg_field_t shm_fields[] = {
               "under Yama ptrace_scope 1, let any process of this user attach to this one "
               "(prctl PR_SET_PTRACER_ANY, as Open MPI does) so that peers can use CMA", cma_ptracer,
               UCCL_CFG_BOOL),
-    SHM_FIELD("RING_SIZE", "1M", "bytes of the shared ring of each direction (power of two, >= 64K)",
+    SHM_FIELD("RING_SIZE", "4M", "bytes of the shared ring of each direction (power of two, >= 64K)",
               ring_size, UCCL_CFG_SIZE),
+    SHM_FIELD("CHUNK", "64K",
+              "without CMA, large transfers stream through the ring in packets of this size "
+              "(header included; at most a quarter of the ring)", chunk, UCCL_CFG_SIZE),
     SHM_FIELD("EAGER_THRESHOLD", "16K",
               "messages up to this size are copied through the ring, larger ones use rendezvous",
               eager_threshold, UCCL_CFG_SIZE),
@@ -96,7 +99,14 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     /* a packet may take at most half the ring; keep room for the header */
     if (tp->cfg.eager_threshold > tp->cfg.ring_size / 4)
         tp->cfg.eager_threshold = tp->cfg.ring_size / 4;
-    tp->chunk = tp->cfg.ring_size / 4 < 256 * 1024 ? tp->cfg.ring_size / 4 : 256 * 1024;
+    /* packets of one size tile the ring: no PAD at the end that would make
+     * the sender wait for more than one packet's room */
+    tp->chunk = tp->cfg.chunk < tp->cfg.ring_size / 4 ? tp->cfg.chunk : tp->cfg.ring_size / 4;
+    if (tp->chunk < 4096) {
+        uccl_error("UCCL_SHM_CHUNK=%zu: must be at least 4K", tp->cfg.chunk);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
     uccl_list_init(&tp->eps);
     if (tp->cfg.stage_chunk < 4096) {

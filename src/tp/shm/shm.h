@@ -19,6 +19,7 @@ typedef struct shm_config {
     char cma[UCCL_CFG_STRING_MAX];
     int cma_ptracer;
     size_t ring_size;
+    size_t chunk;
     size_t eager_threshold;
     size_t stage_chunk;
     int stage_depth;
@@ -72,11 +73,15 @@ typedef struct shm_pkt_ctl {
     uint32_t reserved;
 } shm_pkt_ctl_t;
 
+/* DATA and WDATA headers take one cache line, so that with chunks of a
+ * multiple of 64 bytes the payload in the ring keeps the source's alignment:
+ * memcpy between buffers misaligned to each other is markedly slower. */
 typedef struct shm_pkt_data {
     shm_pkt_hdr_t hdr;
     uint64_t id;
     uint64_t off;
     uint64_t len;
+    uint8_t pad[32];
 } shm_pkt_data_t;
 
 typedef struct shm_pkt_rma {
@@ -102,7 +107,11 @@ typedef struct shm_pkt_wdata {
     uint64_t notif;
     uint32_t has_notif;
     uint32_t last;
+    uint8_t pad[8];
 } shm_pkt_wdata_t;
+
+_Static_assert(sizeof(shm_pkt_data_t) == 64 && sizeof(shm_pkt_wdata_t) == 64,
+               "streamed payloads start on a cache line");
 
 /* ------------------------------------------------------------------ objects */
 
@@ -110,7 +119,7 @@ typedef struct shm_tp {
     uccl_tp_t base;
     shm_config_t cfg;
     shm_cma_mode_t cma_mode;
-    size_t chunk;          /* payload of one streamed chunk */
+    size_t chunk;          /* bytes of one streamed packet, header included */
     uccl_list_t eps;
     volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
     uccl_stage_t *stage;   /* GPU memory through pinned buffers; NULL without a GPU */

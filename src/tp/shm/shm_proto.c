@@ -280,8 +280,8 @@ static bool shm_stream_ready(shm_stream_t *s, size_t *n, uccl_status_t *st)
 static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
 {
     while (!s->started || s->off < s->len) {
-        size_t n = s->len - s->off < ep->tp->chunk ? s->len - s->off : ep->tp->chunk;
         size_t head = s->type == SHM_PKT_WDATA ? sizeof(shm_pkt_wdata_t) : sizeof(shm_pkt_data_t);
+        size_t n = s->len - s->off < ep->tp->chunk - head ? s->len - s->off : ep->tp->chunk - head;
         uccl_status_t st;
         uint8_t *slot;
 
@@ -301,12 +301,14 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
         }
         if (s->type == SHM_PKT_WDATA) {
             shm_pkt_wdata_t *pkt = (shm_pkt_wdata_t *)slot;
-            *pkt = (shm_pkt_wdata_t){{SHM_PKT_WDATA, (uint32_t)(head + n)}, s->id, s->region_id,
-                                     s->raddr + s->off, n, s->req->notif, s->req->has_notif,
-                                     s->off + n == s->len};
+            *pkt = (shm_pkt_wdata_t){.hdr = {SHM_PKT_WDATA, (uint32_t)(head + n)}, .id = s->id,
+                                     .region_id = s->region_id, .addr = s->raddr + s->off,
+                                     .len = n, .notif = s->req->notif,
+                                     .has_notif = s->req->has_notif, .last = s->off + n == s->len};
         } else {
             shm_pkt_data_t *pkt = (shm_pkt_data_t *)slot;
-            *pkt = (shm_pkt_data_t){{SHM_PKT_DATA, (uint32_t)(head + n)}, s->id, s->off, n};
+            *pkt = (shm_pkt_data_t){.hdr = {SHM_PKT_DATA, (uint32_t)(head + n)}, .id = s->id,
+                                    .off = s->off, .len = n};
         }
         shm_ring_commit(&ep->tx, head + n);
         s->off += n;
