@@ -298,37 +298,58 @@ void uccl_stage_src_fini(uccl_stage_src_t *src)
 
 /* Pieces are packed into the fill buffer; it goes back to the pool (with an
  * event after its last copy) when full. */
+uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, uint8_t **ptr, size_t *n)
+{
+    if (stage->fill != NULL && stage->fill_off == stage->chunk) {
+        uccl_status_t st = stage_record(stage, stage->fill);
+
+        uccl_stage_buf_put(stage, stage->fill);
+        stage->fill = NULL;
+        if (st != UCCL_OK)
+            return st;
+    }
+    if (stage->fill == NULL) {
+        stage->fill = stage_buf_get(stage);
+        if (stage->fill == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        stage->fill_off = 0;
+    }
+    *ptr = stage->fill->ptr + stage->fill_off;
+    *n = stage->chunk - stage->fill_off;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
+                                     size_t off, size_t n)
+{
+    uccl_status_t st = stage_copy(stage, req, flat, off, stage->fill->ptr + stage->fill_off, n,
+                                  false);
+
+    if (st == UCCL_OK)
+        stage->fill_off += n;
+    return st;
+}
+
 uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                  size_t off, const void *src, size_t n)
 {
     const uint8_t *p = src;
 
     while (n > 0) {
-        size_t take;
-        uccl_status_t st;
+        uint8_t *dst;
+        size_t room;
+        uccl_status_t st = uccl_stage_sink_reserve(stage, &dst, &room);
 
-        if (stage->fill != NULL && stage->fill_off == stage->chunk) {
-            st = stage_record(stage, stage->fill);
-            uccl_stage_buf_put(stage, stage->fill);
-            stage->fill = NULL;
-            if (st != UCCL_OK)
-                return st;
-        }
-        if (stage->fill == NULL) {
-            stage->fill = stage_buf_get(stage);
-            if (stage->fill == NULL)
-                return UCCL_ERR_NO_MEMORY;
-            stage->fill_off = 0;
-        }
-        take = stage->chunk - stage->fill_off < n ? stage->chunk - stage->fill_off : n;
-        memcpy(stage->fill->ptr + stage->fill_off, p, take);
-        st = stage_copy(stage, req, flat, off, stage->fill->ptr + stage->fill_off, take, false);
         if (st != UCCL_OK)
             return st;
-        stage->fill_off += take;
-        p += take;
-        off += take;
-        n -= take;
+        room = room < n ? room : n;
+        memcpy(dst, p, room);
+        st = uccl_stage_sink_commit(stage, req, flat, off, room);
+        if (st != UCCL_OK)
+            return st;
+        p += room;
+        off += room;
+        n -= room;
     }
     return UCCL_OK;
 }
