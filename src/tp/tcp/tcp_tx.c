@@ -32,10 +32,16 @@ static tcp_op_t *tcp_op_new(tcp_ep_t *ep, uint8_t type, uint64_t id, uint64_t to
 /* The payload of op (req or flat) is GPU memory: read it through a source. */
 static void tcp_op_stage(tcp_ep_t *ep, tcp_op_t *op, const uint8_t *flat)
 {
+    const uint8_t *ptr;
+    size_t n;
+
     op->gpu = true;
-    if (op->hdr.total > 0)
-        uccl_stage_src_init(&op->src, tcp_tp_of(ep)->stage, flat != NULL ? NULL : op->req, flat,
-                            op->hdr.total);
+    if (op->hdr.total == 0)
+        return;
+    uccl_stage_src_init(&op->src, tcp_tp_of(ep)->stage, flat != NULL ? NULL : op->req, flat,
+                        op->hdr.total);
+    /* start the first copies now; an error shows again when a frame is cut */
+    (void)uccl_stage_src_peek(&op->src, &ptr, &n, NULL);
 }
 
 void tcp_op_free(tcp_op_t *op)
