@@ -54,22 +54,30 @@ const char *uccl_gpu_backend(void)
     return "cuda";
 }
 
-static void addr_range_lookup(void)
+typedef CUresult (*device_get_fn_t)(CUdevice *dev, int ordinal);
+typedef CUresult (*ctx_state_fn_t)(CUdevice dev, unsigned int *flags, int *active);
+
+/* A driver API function through the runtime, so nothing links libcuda. */
+static void *driver_entry(const char *name)
 {
     enum cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
-    cudaError_t err;
 
 #if CUDART_VERSION >= 12050
-    err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020, cudaEnableDefault, &q);
+    if (cudaGetDriverEntryPointByVersion(name, &fn, CUDART_VERSION, cudaEnableDefault, &q) != cudaSuccess)
 #else
-    err = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn, cudaEnableDefault, &q);
+    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess)
 #endif
-    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess)
-        addr_range_fn = (addr_range_fn_t)fn;
-    else
-        uccl_warn("cuMemGetAddressRange not found (%s): IPC of pointers inside an allocation "
-                  "falls back to the pointer itself", cudaGetErrorString(err));
+        return NULL;
+    return q == cudaDriverEntryPointSuccess ? fn : NULL;
+}
+
+static void addr_range_lookup(void)
+{
+    addr_range_fn = (addr_range_fn_t)driver_entry("cuMemGetAddressRange");
+    if (addr_range_fn == NULL)
+        uccl_warn("cuMemGetAddressRange not found: IPC of pointers inside an allocation "
+                  "falls back to the pointer itself");
 }
 
 static void attr_host(const void *ptr, uccl_gpu_ptr_attr_t *attr)
@@ -102,6 +110,19 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
         attr->base = (void *)(uintptr_t)base;
         attr->size = size;
     }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
+{
+    device_get_fn_t device_get = (device_get_fn_t)driver_entry("cuDeviceGet");
+    ctx_state_fn_t ctx_state = (ctx_state_fn_t)driver_entry("cuDevicePrimaryCtxGetState");
+    unsigned int flags;
+    CUdevice dev;
+
+    if (device_get == NULL || ctx_state == NULL || device_get(&dev, device) != CUDA_SUCCESS ||
+        ctx_state(dev, &flags, active) != CUDA_SUCCESS)
+        return UCCL_ERR_NO_DEVICE;
     return UCCL_OK;
 }
 

@@ -38,6 +38,10 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
 /* Devices. uccl_gpu_count gives 0 (and UCCL_OK) when no GPU or driver is
  * usable. The bus id is "0000:19:00.0", lower case. */
 uccl_status_t uccl_gpu_count(int *n);
+/* Is the primary context of GPU ordinal device active in this process? Asks
+ * without creating one (tests use it to check that engines touch only their
+ * own GPU). */
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active);
 uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len);
 /* Ordinal of the device with this bus id (as uccl_gpu_pci_bus_id writes it). */
 uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device);

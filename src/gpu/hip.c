@@ -73,6 +73,19 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     return UCCL_OK;
 }
 
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
+{
+    unsigned int flags;
+    hipDevice_t dev;
+
+    if (hipDeviceGet(&dev, device) != hipSuccess ||
+        hipDevicePrimaryCtxGetState(dev, &flags, active) != hipSuccess) {
+        (void)hipGetLastError();
+        return UCCL_ERR_NO_DEVICE;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_gpu_count(int *n)
 {
     hipError_t err = hipGetDeviceCount(n);
