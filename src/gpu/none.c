@@ -45,6 +45,8 @@ uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len) NO_DEVICE(ptr, v
 uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle) NO_DEVICE(base, handle)
 uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base) NO_DEVICE(handle, base)
 uccl_status_t uccl_gpu_ipc_close(void *base) NO_DEVICE(base)
+uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset)
+    NO_DEVICE(base, len, fd, offset)
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream) NO_DEVICE(stream)
