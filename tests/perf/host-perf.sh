@@ -1,0 +1,24 @@
+#!/bin/bash
+# host-perf.sh BUILD_DIR [OUT_DIR]: the [A] benchmarks, each in one uccl_perf
+# run next to Open MPI in the same job: shm send/write/read against btl
+# self,vader (CMA single copy), tcp send against btl self,tcp. (Open MPI
+# has no one-sided path over btl tcp alone, so tcp write/read are shown
+# against vader, for scale only.) Tables to stdout, JSON to OUT_DIR.
+set -u
+build=${1:?usage: host-perf.sh BUILD_DIR [OUT_DIR]}
+out=${2:-.}
+mkdir -p "$out"
+root=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )
+perf=$build/tools/uccl_perf
+min=${PERF_MIN:-4K} max=${PERF_MAX:-64M}
+# one core per rank when there are enough, so the two ranks do not share one
+bind=--bind-to\ core
+[ "$(nproc)" -lt 4 ] && bind="--oversubscribe --bind-to none"
+run() { # run TRANSPORT OP BTL
+    echo "### $1 $2 (reference btl $3)"
+    timeout 300 mpirun $root $bind -np 2 --mca btl "$3" "$perf" p2p --transport "$1" --op "$2" \
+        --min "$min" --max "$max" --json "$out/perf_host_$1_$2.json" 2>&1 | grep -v '^\[uccl'
+}
+for op in send write read; do run shm $op self,vader; done
+run tcp send self,tcp
+for op in write read; do run tcp $op self,vader; done
