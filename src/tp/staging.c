@@ -328,8 +328,13 @@ void uccl_stage_src_fini(uccl_stage_src_t *src)
 
 /* Pieces are packed into the fill buffer; it goes back to the pool (with an
  * event after its last copy) when full. */
-uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, uint8_t **ptr, size_t *n)
+uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, const uccl_req_t *req,
+                                      const uint8_t *flat, uint8_t **ptr, size_t *n)
 {
+    uccl_status_t ready = stage_ready(stage, flat != NULL ? (const void *)flat : stage_req_gpu_ptr(req));
+
+    if (ready != UCCL_OK)
+        return ready;
     if (stage->fill != NULL && stage->fill_off == stage->chunk) {
         uccl_status_t st = stage_record(stage, stage->fill);
 
@@ -364,14 +369,11 @@ uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uin
                                  size_t off, const void *src, size_t n)
 {
     const uint8_t *p = src;
-    uccl_status_t ready = stage_ready(stage, flat != NULL ? (const void *)flat : stage_req_gpu_ptr(req));
 
-    if (ready != UCCL_OK)
-        return ready;
     while (n > 0) {
         uint8_t *dst;
         size_t room;
-        uccl_status_t st = uccl_stage_sink_reserve(stage, &dst, &room);
+        uccl_status_t st = uccl_stage_sink_reserve(stage, req, flat, &dst, &room);
 
         if (st != UCCL_OK)
             return st;

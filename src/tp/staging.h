@@ -61,9 +61,11 @@ uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uin
                                  size_t off, const void *src, size_t n);
 
 /* The same without the host copy, for data read from a socket: reserve
- * gives up to *n free bytes of pinned memory to fill (nothing is taken),
- * commit copies the first n of them to off of req or flat + off. */
-uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, uint8_t **ptr, size_t *n);
+ * gives up to *n free bytes of pinned memory to fill (nothing is taken;
+ * req/flat name the destination, as for commit), commit copies the first
+ * n of them to off of req or flat + off. */
+uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, const uccl_req_t *req,
+                                      const uint8_t *flat, uint8_t **ptr, size_t *n);
 uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                      size_t off, size_t n);
 

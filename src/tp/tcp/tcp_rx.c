@@ -37,9 +37,11 @@ static uccl_status_t tcp_sink_put(tcp_stream_t *s, const uint8_t *src, size_t n)
 /* Read the rest of a payload bound for GPU memory into pinned memory. */
 static ssize_t tcp_stream_read_pinned(tcp_stream_t *s, size_t *want, uccl_status_t *st)
 {
+    tcp_sink_t *sink = &s->sink;
     uint8_t *dst;
 
-    *st = uccl_stage_sink_reserve(tcp_tp_of(s->ep)->stage, &dst, want);
+    *st = uccl_stage_sink_reserve(tcp_tp_of(s->ep)->stage, sink->kind == TCP_SINK_REQ ? sink->req : NULL,
+                                  sink->ptr, &dst, want);
     if (*st != UCCL_OK)
         return -1;
     *want = *want < s->remaining ? *want : s->remaining;
