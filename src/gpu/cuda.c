@@ -1,11 +1,13 @@
 /* GPU backend on the CUDA runtime API (libcudart). The allocation range
- * comes from the driver's cuMemGetAddressRange, reached through the
- * runtime's entry-point query so that nothing links libcuda directly. */
+ * (cuMemGetAddressRange) and dma-buf export (cuMemGetHandleForAddressRange)
+ * come from the driver, reached through the runtime's entry-point query so
+ * that nothing links libcuda directly. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <ctype.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 #include "gpu/gpu.h"
@@ -14,8 +16,13 @@ _Static_assert(sizeof(cudaIpcMemHandle_t) == UCCL_GPU_IPC_HANDLE_SIZE, "IPC hand
 
 typedef CUresult (*addr_range_fn_t)(CUdeviceptr *base, size_t *size, CUdeviceptr ptr);
 
+typedef CUresult (*range_handle_fn_t)(void *handle, CUdeviceptr dptr, size_t size,
+                                      CUmemRangeHandleType type, unsigned long long flags);
+
 static pthread_once_t addr_range_once = PTHREAD_ONCE_INIT;
 static addr_range_fn_t addr_range_fn;
+static pthread_once_t range_handle_once = PTHREAD_ONCE_INIT;
+static range_handle_fn_t range_handle_fn;
 
 static uccl_status_t cuda_status(cudaError_t err)
 {
@@ -47,22 +54,30 @@ const char *uccl_gpu_backend(void)
     return "cuda";
 }
 
-static void addr_range_lookup(void)
+typedef CUresult (*device_get_fn_t)(CUdevice *dev, int ordinal);
+typedef CUresult (*ctx_state_fn_t)(CUdevice dev, unsigned int *flags, int *active);
+
+/* A driver API function through the runtime, so nothing links libcuda. */
+static void *driver_entry(const char *name)
 {
     enum cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
-    cudaError_t err;
 
 #if CUDART_VERSION >= 12050
-    err = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 3020, cudaEnableDefault, &q);
+    if (cudaGetDriverEntryPointByVersion(name, &fn, CUDART_VERSION, cudaEnableDefault, &q) != cudaSuccess)
 #else
-    err = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn, cudaEnableDefault, &q);
+    if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess)
 #endif
-    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess)
-        addr_range_fn = (addr_range_fn_t)fn;
-    else
-        uccl_warn("cuMemGetAddressRange not found (%s): IPC of pointers inside an allocation "
-                  "falls back to the pointer itself", cudaGetErrorString(err));
+        return NULL;
+    return q == cudaDriverEntryPointSuccess ? fn : NULL;
+}
+
+static void addr_range_lookup(void)
+{
+    addr_range_fn = (addr_range_fn_t)driver_entry("cuMemGetAddressRange");
+    if (addr_range_fn == NULL)
+        uccl_warn("cuMemGetAddressRange not found: IPC of pointers inside an allocation "
+                  "falls back to the pointer itself");
 }
 
 static void attr_host(const void *ptr, uccl_gpu_ptr_attr_t *attr)
@@ -95,6 +110,19 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
         attr->base = (void *)(uintptr_t)base;
         attr->size = size;
     }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
+{
+    device_get_fn_t device_get = (device_get_fn_t)driver_entry("cuDeviceGet");
+    ctx_state_fn_t ctx_state = (ctx_state_fn_t)driver_entry("cuDevicePrimaryCtxGetState");
+    unsigned int flags;
+    CUdevice dev;
+
+    if (device_get == NULL || ctx_state == NULL || device_get(&dev, device) != CUDA_SUCCESS ||
+        ctx_state(dev, &flags, active) != CUDA_SUCCESS)
+        return UCCL_ERR_NO_DEVICE;
     return UCCL_OK;
 }
 
@@ -228,6 +256,74 @@ uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base
 uccl_status_t uccl_gpu_ipc_close(void *base)
 {
     return CUDA_CHECK(cudaIpcCloseMemHandle(base));
+}
+
+/* cuMemGetHandleForAddressRange appeared in CUDA 11.7 (ABI version 11070). */
+static void range_handle_lookup(void)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    void *fn = NULL;
+    cudaError_t err;
+
+#if CUDART_VERSION >= 12050
+    err = cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn, 11070,
+                                           cudaEnableDefault, &q);
+#else
+    err = cudaGetDriverEntryPoint("cuMemGetHandleForAddressRange", &fn, cudaEnableDefault, &q);
+#endif
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess)
+        range_handle_fn = (range_handle_fn_t)fn;
+    else
+        (void)cudaGetLastError();
+}
+
+static uccl_status_t dmabuf_check_ptr(const void *base)
+{
+    struct cudaPointerAttributes pa;
+    cudaError_t err = cudaPointerGetAttributes(&pa, base);
+
+    if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        uccl_debug("dma-buf export of %p: %s", base, cudaGetErrorString(err));
+        return cuda_status(err) == UCCL_ERR_NO_DEVICE ? UCCL_ERR_NO_DEVICE : UCCL_ERR_INVALID_PARAM;
+    }
+    if (pa.type != cudaMemoryTypeDevice) {
+        uccl_error("dma-buf export of %p: not CUDA device memory", base);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)base & ~(page - 1);
+    uintptr_t end = ((uintptr_t)base + len + page - 1) & ~(page - 1);
+    uccl_status_t st;
+    CUresult res;
+    int handle = -1;
+
+    if (fd == NULL || offset == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    st = dmabuf_check_ptr(base);
+    if (st != UCCL_OK)
+        return st;
+    pthread_once(&range_handle_once, range_handle_lookup);
+    if (range_handle_fn == NULL) {
+        uccl_info("dma-buf export: the CUDA driver has no cuMemGetHandleForAddressRange (needs 11.7+)");
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    res = range_handle_fn(&handle, (CUdeviceptr)start, end - start,
+                          CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+    if (res != CUDA_SUCCESS) {
+        uccl_info("cuMemGetHandleForAddressRange(%p, %zu, DMA_BUF_FD) failed: CUresult %d",
+                  (void *)start, (size_t)(end - start), (int)res);
+        return res == CUDA_ERROR_NOT_SUPPORTED ? UCCL_ERR_UNSUPPORTED
+               : res == CUDA_ERROR_INVALID_VALUE ? UCCL_ERR_INVALID_PARAM : UCCL_ERR_IO;
+    }
+    *fd = handle;
+    *offset = (uint64_t)((uintptr_t)base - start);
+    return UCCL_OK;
 }
 
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)

@@ -2,6 +2,9 @@
 #include <hip/hip_runtime_api.h>
 #include <ctype.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "uccl_build.h"
 
 #include "core/log.h"
 #include "gpu/gpu.h"
@@ -66,6 +69,19 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     if (hipMemGetAddressRange(&base, &size, (hipDeviceptr_t)(uintptr_t)ptr) == hipSuccess) {
         attr->base = (void *)base;
         attr->size = size;
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
+{
+    unsigned int flags;
+    hipDevice_t dev;
+
+    if (hipDeviceGet(&dev, device) != hipSuccess ||
+        hipDevicePrimaryCtxGetState(dev, &flags, active) != hipSuccess) {
+        (void)hipGetLastError();
+        return UCCL_ERR_NO_DEVICE;
     }
     return UCCL_OK;
 }
@@ -200,6 +216,49 @@ uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base
 uccl_status_t uccl_gpu_ipc_close(void *base)
 {
     return HIP_CHECK(hipIpcCloseMemHandle(base));
+}
+
+/* hipMemGetHandleForAddressRange is newer than some distributions' HIP
+ * headers (Debian's among them): configure checks for it. */
+uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset)
+{
+#if HAVE_DECL_HIPMEMGETHANDLEFORADDRESSRANGE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start = (uintptr_t)base & ~(page - 1);
+    uintptr_t end = ((uintptr_t)base + len + page - 1) & ~(page - 1);
+    hipPointerAttribute_t pa;
+    hipError_t err;
+    int handle = -1;
+
+    if (fd == NULL || offset == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    err = hipPointerGetAttributes(&pa, base);
+    if (err != hipSuccess) {
+        (void)hipGetLastError();
+        return hip_status(err) == UCCL_ERR_NO_DEVICE ? UCCL_ERR_NO_DEVICE : UCCL_ERR_INVALID_PARAM;
+    }
+    if (pa.memoryType != hipMemoryTypeDevice) {
+        uccl_error("dma-buf export of %p: not HIP device memory", base);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    err = hipMemGetHandleForAddressRange(&handle, (hipDeviceptr_t)start, end - start,
+                                         hipMemRangeHandleTypeDmaBufFd, 0);
+    if (err != hipSuccess) {
+        uccl_info("hipMemGetHandleForAddressRange(%p, %zu) failed: %s", (void *)start,
+                  (size_t)(end - start), hipGetErrorString(err));
+        return err == hipErrorNotSupported ? UCCL_ERR_UNSUPPORTED : hip_status(err);
+    }
+    *fd = handle;
+    *offset = (uint64_t)((uintptr_t)base - start);
+    return UCCL_OK;
+#else
+    (void)base;
+    (void)len;
+    (void)fd;
+    (void)offset;
+    uccl_info("dma-buf export: this HIP has no hipMemGetHandleForAddressRange");
+    return UCCL_ERR_UNSUPPORTED;
+#endif
 }
 
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)

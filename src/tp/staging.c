@@ -30,7 +30,8 @@ typedef struct stage_deferred {
 } stage_deferred_t;
 
 struct uccl_stage {
-    int device;
+    int device;           /* -1 until first use when the engine has no GPU */
+    bool ready;           /* stream made (a GPU context exists from then on) */
     size_t chunk;
     int depth;
     int nbufs, max_bufs;
@@ -61,12 +62,9 @@ static void stage_leave(const uccl_stage_t *stage, int old)
 uccl_status_t uccl_stage_create(int device, size_t chunk, int depth, uccl_stage_t **out)
 {
     uccl_stage_t *stage;
-    uccl_status_t st;
-    int count = 0, old;
+    int count = 0;
 
     if (uccl_gpu_count(&count) != UCCL_OK || count == 0)
-        return UCCL_ERR_NO_DEVICE;
-    if (device < 0 && uccl_gpu_get_device(&device) != UCCL_OK)
         return UCCL_ERR_NO_DEVICE;
     stage = calloc(1, sizeof(*stage));
     if (stage == NULL)
@@ -78,15 +76,40 @@ uccl_status_t uccl_stage_create(int device, size_t chunk, int depth, uccl_stage_
     uccl_list_init(&stage->free);
     uccl_list_init(&stage->all);
     uccl_list_init(&stage->deferred);
+    *out = stage;
+    return UCCL_OK;
+}
+
+/* The stream (and with it a context on a GPU) is made at the first staged
+ * copy, on the engine's GPU or else the GPU that gpu_ptr lives on: an engine
+ * that never moves GPU memory never touches a GPU. */
+static uccl_status_t stage_ready(uccl_stage_t *stage, const void *gpu_ptr)
+{
+    uccl_gpu_ptr_attr_t attr;
+    uccl_status_t st;
+    int old;
+
+    if (stage->ready)
+        return UCCL_OK;
+    if (stage->device < 0 && gpu_ptr != NULL && uccl_gpu_ptr_attr(gpu_ptr, &attr) == UCCL_OK &&
+        attr.device >= 0)
+        stage->device = attr.device;
+    if (stage->device < 0 && uccl_gpu_get_device(&stage->device) != UCCL_OK)
+        return UCCL_ERR_NO_DEVICE;
     old = stage_enter(stage);
     st = uccl_gpu_stream_create(&stage->stream);
     stage_leave(stage, old);
-    if (st != UCCL_OK) {
-        free(stage);
-        return st;
-    }
-    *out = stage;
-    return UCCL_OK;
+    stage->ready = st == UCCL_OK;
+    return st;
+}
+
+/* The GPU memory a staged request works on (NULL when none). */
+static const void *stage_req_gpu_ptr(const uccl_req_t *req)
+{
+    for (int i = 0; req != NULL && i < req->iovcnt; i++)
+        if (req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST)
+            return req->iov[i].addr;
+    return NULL;
 }
 
 void uccl_stage_destroy(uccl_stage_t *stage)
@@ -95,6 +118,10 @@ void uccl_stage_destroy(uccl_stage_t *stage)
 
     if (stage == NULL)
         return;
+    if (!stage->ready) { /* never used: nothing was made on a GPU */
+        free(stage);
+        return;
+    }
     uccl_gpu_stream_sync(stage->stream);
     uccl_list_for_each_safe(pos, tmp, &stage->deferred) {
         stage_deferred_t *d = uccl_container_of(pos, stage_deferred_t, link);
@@ -254,9 +281,12 @@ static uccl_status_t stage_src_issue(uccl_stage_src_t *src)
 uccl_status_t uccl_stage_src_peek(uccl_stage_src_t *src, const uint8_t **ptr, size_t *n,
                                   uccl_stage_buf_t **bufp)
 {
-    uccl_status_t st = stage_src_issue(src);
+    uccl_status_t st = stage_ready(src->stage, src->flat ? (const void *)src->flat
+                                                         : stage_req_gpu_ptr(src->req));
     uccl_stage_buf_t *buf;
 
+    if (st == UCCL_OK)
+        st = stage_src_issue(src);
     if (st != UCCL_OK)
         return st;
     if (uccl_list_empty(&src->queue))
@@ -298,37 +328,63 @@ void uccl_stage_src_fini(uccl_stage_src_t *src)
 
 /* Pieces are packed into the fill buffer; it goes back to the pool (with an
  * event after its last copy) when full. */
+uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, const uccl_req_t *req,
+                                      const uint8_t *flat, uint8_t **ptr, size_t *n)
+{
+    uccl_status_t ready = stage_ready(stage, flat != NULL ? (const void *)flat : stage_req_gpu_ptr(req));
+
+    if (ready != UCCL_OK)
+        return ready;
+    if (stage->fill != NULL && stage->fill_off == stage->chunk) {
+        uccl_status_t st = stage_record(stage, stage->fill);
+
+        uccl_stage_buf_put(stage, stage->fill);
+        stage->fill = NULL;
+        if (st != UCCL_OK)
+            return st;
+    }
+    if (stage->fill == NULL) {
+        stage->fill = stage_buf_get(stage);
+        if (stage->fill == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        stage->fill_off = 0;
+    }
+    *ptr = stage->fill->ptr + stage->fill_off;
+    *n = stage->chunk - stage->fill_off;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
+                                     size_t off, size_t n)
+{
+    uccl_status_t st = stage_copy(stage, req, flat, off, stage->fill->ptr + stage->fill_off, n,
+                                  false);
+
+    if (st == UCCL_OK)
+        stage->fill_off += n;
+    return st;
+}
+
 uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                  size_t off, const void *src, size_t n)
 {
     const uint8_t *p = src;
 
     while (n > 0) {
-        size_t take;
-        uccl_status_t st;
+        uint8_t *dst;
+        size_t room;
+        uccl_status_t st = uccl_stage_sink_reserve(stage, req, flat, &dst, &room);
 
-        if (stage->fill != NULL && stage->fill_off == stage->chunk) {
-            st = stage_record(stage, stage->fill);
-            uccl_stage_buf_put(stage, stage->fill);
-            stage->fill = NULL;
-            if (st != UCCL_OK)
-                return st;
-        }
-        if (stage->fill == NULL) {
-            stage->fill = stage_buf_get(stage);
-            if (stage->fill == NULL)
-                return UCCL_ERR_NO_MEMORY;
-            stage->fill_off = 0;
-        }
-        take = stage->chunk - stage->fill_off < n ? stage->chunk - stage->fill_off : n;
-        memcpy(stage->fill->ptr + stage->fill_off, p, take);
-        st = stage_copy(stage, req, flat, off, stage->fill->ptr + stage->fill_off, take, false);
         if (st != UCCL_OK)
             return st;
-        stage->fill_off += take;
-        p += take;
-        off += take;
-        n -= take;
+        room = room < n ? room : n;
+        memcpy(dst, p, room);
+        st = uccl_stage_sink_commit(stage, req, flat, off, room);
+        if (st != UCCL_OK)
+            return st;
+        p += room;
+        off += room;
+        n -= room;
     }
     return UCCL_OK;
 }
@@ -344,6 +400,10 @@ uccl_status_t uccl_stage_defer(uccl_stage_t *stage, void *key, uccl_stage_fn_t f
 
     if (d == NULL)
         return UCCL_ERR_NO_MEMORY;
+    if ((st = stage_ready(stage, NULL)) != UCCL_OK) {
+        free(d);
+        return st;
+    }
     old = stage_enter(stage);
     st = uccl_gpu_event_create(&d->event, 0);
     stage_leave(stage, old);

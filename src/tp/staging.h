@@ -60,6 +60,15 @@ void uccl_stage_buf_put(uccl_stage_t *stage, uccl_stage_buf_t *buf);
 uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                  size_t off, const void *src, size_t n);
 
+/* The same without the host copy, for data read from a socket: reserve
+ * gives up to *n free bytes of pinned memory to fill (nothing is taken;
+ * req/flat name the destination, as for commit), commit copies the first
+ * n of them to off of req or flat + off. */
+uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, const uccl_req_t *req,
+                                      const uint8_t *flat, uint8_t **ptr, size_t *n);
+uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
+                                     size_t off, size_t n);
+
 /* Run fn(arg, a, b, c) from uccl_stage_progress once every copy issued so
  * far is done; key names the owner for uccl_stage_cancel. */
 uccl_status_t uccl_stage_defer(uccl_stage_t *stage, void *key, uccl_stage_fn_t fn, void *arg,
