@@ -1,12 +1,12 @@
 #!/bin/bash
 # host-perf.sh BUILD_DIR [OUT_DIR]: the [A] benchmarks, each in one uccl_perf
 # run next to Open MPI in the same job: shm send/write/read against btl
-# self,vader (CMA single copy), tcp send against btl self,tcp. Open MPI 4.1's
-# one-sided component (osc rdma) wants btl tcp in the list even between two
-# local ranks, so write/read references run with self,vader,tcp (the data
-# still moves through vader). Open MPI has no one-sided path over btl tcp
-# alone, so tcp write/read are shown against that, for scale only. Tables to
-# stdout, JSON to OUT_DIR.
+# self,vader (CMA single copy), tcp send against btl self,tcp. Open MPI 4.1.6
+# found no one-sided path for MPI_Win_create on the device machine with btl
+# self,vader nor self,vader,tcp (osc rdma), so write/read references use osc
+# pt2pt over self,vader (one-sided emulated over vader's send path). Open MPI
+# has no one-sided path over btl tcp alone, so tcp write/read are shown
+# against that, for scale only. Tables to stdout, JSON to OUT_DIR.
 set -u
 build=${1:?usage: host-perf.sh BUILD_DIR [OUT_DIR]}
 out=${2:-.}
@@ -17,12 +17,14 @@ min=${PERF_MIN:-4K} max=${PERF_MAX:-64M}
 # one core per rank when there are enough, so the two ranks do not share one
 bind=--bind-to\ core
 [ "$(nproc)" -lt 4 ] && bind="--oversubscribe --bind-to none"
-run() { # run TRANSPORT OP BTL
-    echo "### $1 $2 (reference btl $3)"
-    timeout 300 mpirun $root $bind -np 2 --mca btl "$3" "$perf" p2p --transport "$1" --op "$2" \
-        --min "$min" --max "$max" --json "$out/perf_host_$1_$2.json" 2>&1 | grep -v '^\[uccl'
+run() { # run TRANSPORT OP BTL [MPIRUN_ARGS...]
+    local tp=$1 op=$2 btl=$3
+    shift 3
+    echo "### $tp $op (reference btl $btl $*)"
+    timeout 300 mpirun $root $bind -np 2 --mca btl "$btl" "$@" "$perf" p2p --transport "$tp" --op "$op" \
+        --min "$min" --max "$max" --json "$out/perf_host_${tp}_$op.json" 2>&1 | grep -v '^\[uccl'
 }
 run shm send self,vader
-for op in write read; do run shm $op self,vader,tcp; done
+for op in write read; do run shm $op self,vader --mca osc pt2pt; done
 run tcp send self,tcp
-for op in write read; do run tcp $op self,vader,tcp; done
+for op in write read; do run tcp $op self,vader --mca osc pt2pt; done

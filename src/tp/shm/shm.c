@@ -307,6 +307,8 @@ static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
 {
     if (ep->tp->cma_mode == SHM_CMA_OFF) {
         ep->cma = false;
+        uccl_info("shm: connection to pid %d uses the ring for large transfers (UCCL_SHM_CMA=0)",
+                  ep->peer_pid);
         return UCCL_OK;
     }
     ep->cma = shm_cma_probe(ep);
