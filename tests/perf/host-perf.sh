@@ -4,9 +4,8 @@
 # self,vader (CMA single copy), tcp send against btl self,tcp. Open MPI 4.1.6
 # found no one-sided path for MPI_Win_create on the device machine with btl
 # self,vader nor self,vader,tcp (osc rdma), so write/read references use osc
-# pt2pt over self,vader (one-sided emulated over vader's send path). Open MPI
-# has no one-sided path over btl tcp alone, so tcp write/read are shown
-# against that, for scale only. Tables to stdout, JSON to OUT_DIR.
+# pt2pt (one-sided emulated over the send path): over self,vader for shm and
+# over self,tcp for tcp. Tables to stdout, JSON to OUT_DIR.
 set -u
 build=${1:?usage: host-perf.sh BUILD_DIR [OUT_DIR]}
 out=${2:-.}
@@ -27,4 +26,4 @@ run() { # run TRANSPORT OP BTL [MPIRUN_ARGS...]
 run shm send self,vader
 for op in write read; do run shm $op self,vader --mca osc pt2pt; done
 run tcp send self,tcp
-for op in write read; do run tcp $op self,vader --mca osc pt2pt; done
+for op in write read; do run tcp $op self,tcp --mca osc pt2pt; done
