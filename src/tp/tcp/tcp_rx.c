@@ -107,8 +107,11 @@ static ssize_t tcp_stream_read_staged(tcp_stream_t *s, size_t *want)
 static bool tcp_stream_read(tcp_stream_t *s, size_t *total)
 {
     size_t want;
+    /* a large chunk goes to its destination to its last byte: reading its
+     * tail through the staging buffer would also pull in (and copy) the
+     * start of the chunk behind it */
     bool direct = s->in_payload && s->rhead == s->rtail && s->sink.kind != TCP_SINK_DISCARD &&
-                  s->remaining >= tcp_tp_of(s->ep)->cfg.rxbuf / 2;
+                  s->cur.clen >= tcp_tp_of(s->ep)->cfg.rxbuf / 2;
     uccl_status_t st = UCCL_OK;
     ssize_t n;
 
