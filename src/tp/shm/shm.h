@@ -25,6 +25,7 @@ typedef struct shm_config {
     int stage_depth;
     size_t split_min;
     int split_pct;
+    size_t cma_chunk;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
