@@ -41,7 +41,7 @@ static const uccl_cfg_field_t shm_fields[] = {
     SHM_FIELD("SPLIT_PCT", "50",
               "percent of a split CMA transfer that the receiver or target copies (0..100)",
               split_pct, UCCL_CFG_INT),
-    SHM_FIELD("CMA_CHUNK", "0",
+    SHM_FIELD("CMA_CHUNK", "4M",
               "largest process_vm_readv/writev call in bytes (a larger copy takes several); "
               "0 = one call per copy", cma_chunk, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
