@@ -34,6 +34,16 @@ static const uccl_cfg_field_t shm_fields[] = {
               stage_chunk, UCCL_CFG_SIZE),
     SHM_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the ring",
               stage_depth, UCCL_CFG_INT),
+    SHM_FIELD("SPLIT_MIN", "1M",
+              "CMA transfers of at least this size are copied by both processes at once (the "
+              "receiver or target pulls or pushes the first part, the peer the rest); 0 = off",
+              split_min, UCCL_CFG_SIZE),
+    SHM_FIELD("SPLIT_PCT", "50",
+              "percent of a split CMA transfer that the receiver or target copies (0..100)",
+              split_pct, UCCL_CFG_INT),
+    SHM_FIELD("CMA_CHUNK", "4M",
+              "largest process_vm_readv/writev call in bytes (a larger copy takes several); "
+              "0 = one call per copy", cma_chunk, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -111,6 +121,11 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     uccl_list_init(&tp->eps);
     if (tp->cfg.stage_chunk < 4096) {
         uccl_error("UCCL_SHM_STAGE_CHUNK=%zu: must be at least 4K", tp->cfg.stage_chunk);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    if (tp->cfg.split_pct < 0 || tp->cfg.split_pct > 100) {
+        uccl_error("UCCL_SHM_SPLIT_PCT=%d: must be in [0, 100]", tp->cfg.split_pct);
         st = UCCL_ERR_INVALID_PARAM;
         goto err_free;
     }
@@ -272,6 +287,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     uccl_list_init(&ep->waiting);
     uccl_list_init(&ep->ctrlq);
     uccl_list_init(&ep->streams);
+    uccl_list_init(&ep->splits);
     if (is_initiator) {
         st = shm_seg_create(ep);
         if (st != UCCL_OK) {
@@ -378,6 +394,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->waiting);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
+    shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
     if (ep->tp->stage != NULL)

@@ -23,6 +23,9 @@ typedef struct shm_config {
     size_t eager_threshold;
     size_t stage_chunk;
     int stage_depth;
+    size_t split_min;
+    int split_pct;
+    size_t cma_chunk;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -35,6 +38,8 @@ enum {
     SHM_PKT_FIN,       /* a pulled rendezvous send or an RMA finished (status) */
     SHM_PKT_RMA,       /* write/read request: remote range + initiator iov */
     SHM_PKT_WDATA,     /* a chunk of a streamed write, checked by the target */
+    SHM_PKT_OFFER,     /* split CMA: copy your part [split, len) to/from my iov */
+    SHM_PKT_DONE,      /* split CMA: the offered part is copied (status) */
 };
 
 /* RTS and RMA flags (their reserved word): the sender's pieces include GPU
@@ -76,6 +81,19 @@ typedef struct shm_pkt_ctl {
 /* DATA and WDATA headers take one cache line, so that with chunks of a
  * multiple of 64 bytes the payload in the ring keeps the source's alignment:
  * memcpy between buffers misaligned to each other is markedly slower. */
+/* The receiver (send/recv) or target (write/read) of a large CMA transfer
+ * copies [0, split) itself and offers the peer the rest, so that both
+ * processes copy at once; iov covers exactly [split, len) on its side. */
+typedef struct shm_pkt_offer {
+    shm_pkt_hdr_t hdr;
+    uint64_t id;    /* the peer's request id */
+    uint64_t rid;   /* our id for the transfer, echoed in DONE */
+    uint64_t split;
+    uint32_t iovcnt;
+    uint32_t reserved;
+    shm_wire_iov_t iov[];
+} shm_pkt_offer_t;
+
 typedef struct shm_pkt_data {
     shm_pkt_hdr_t hdr;
     uint64_t id;
@@ -114,6 +132,20 @@ _Static_assert(sizeof(shm_pkt_data_t) == 64 && sizeof(shm_pkt_wdata_t) == 64,
                "streamed payloads start on a cache line");
 
 /* ------------------------------------------------------------------ objects */
+
+/* A split transfer on the receiver's or target's side: its own part is
+ * copied; it waits for the peer's DONE to complete and send the FIN. */
+typedef struct shm_split {
+    uccl_list_t link;
+    uint64_t rid;       /* our id (OFFER, DONE) */
+    uint64_t peer_id;   /* the peer's request id (FIN) */
+    uccl_req_t *req;    /* the receive, or NULL: target of a write/read */
+    uint64_t len;
+    uccl_status_t st;   /* of our own part */
+    bool is_read;
+    bool has_notif;
+    uint64_t notif;
+} shm_split_t;
 
 typedef struct shm_tp {
     uccl_tp_t base;
@@ -183,6 +215,7 @@ typedef struct shm_ep {
     uccl_list_t waiting;   /* in the ring, waiting for CTS/FIN/data */
     uccl_list_t ctrlq;     /* shm_ctrl_t */
     uccl_list_t streams;   /* shm_stream_t */
+    uccl_list_t splits;    /* shm_split_t */
 } shm_ep_t;
 
 /* request scratch: tp_data[SHM_REQ_ID] is our id for it, [SHM_REQ_MSGLEN]
@@ -210,9 +243,10 @@ uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
 int shm_rx_progress(shm_ep_t *ep);
 
 /* shm_cma.c: single copy between processes */
-/* Copy len bytes between the local and remote pieces (write = to the peer). */
+/* Copy len bytes between the local pieces from byte loff on and the remote
+ * pieces (write = to the peer). */
 uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           const shm_wire_iov_t *remote, int rcnt, size_t len);
+                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
 int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 /* Under Yama ptrace_scope 1, let peers of this user attach to this process
@@ -220,5 +254,15 @@ int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 void shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
 bool shm_cma_probe(shm_ep_t *ep);
+
+/* shm_split.c: large CMA transfers copied by both processes at once */
+/* Receiver of a matched RTS / target of a validated write or read: offer
+ * the peer its part and copy ours; false = not split (too small, or no
+ * room for the offer), then the caller copies it all as before. */
+bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
+                    const shm_wire_iov_t *iov, uint32_t iovcnt);
+bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
+void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
+void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 
 #endif

@@ -131,7 +131,7 @@ static int shm_iov_trim(struct iovec *iov, int cnt, size_t len)
 }
 
 uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           const shm_wire_iov_t *remote, int rcnt, size_t len)
+                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len)
 {
     struct iovec l[SHM_CMA_IOV_MAX], r[SHM_CMA_IOV_MAX];
     size_t done = 0;
@@ -143,13 +143,25 @@ uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, 
         r[i].iov_base = (void *)(uintptr_t)remote[i].addr;
         r[i].iov_len = remote[i].len;
     }
-    lcnt = shm_iov_trim(l, lcnt, len);
+    lcnt = shm_iov_trim(l, shm_iov_advance(l, lcnt, loff), len);
     rcnt = shm_iov_trim(r, rcnt, len);
     while (done < len) {
-        ssize_t n = write ? process_vm_writev(ep->peer_pid, l, (unsigned long)lcnt, r,
-                                              (unsigned long)rcnt, 0)
-                          : process_vm_readv(ep->peer_pid, l, (unsigned long)lcnt, r,
-                                             (unsigned long)rcnt, 0);
+        size_t piece = len - done;
+        struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
+        int lpcnt, rpcnt;
+        ssize_t n;
+
+        /* calls of at most cma_chunk bytes (0 = one call) */
+        if (ep->tp->cfg.cma_chunk != 0 && piece > ep->tp->cfg.cma_chunk)
+            piece = ep->tp->cfg.cma_chunk;
+        memcpy(lp, l, (size_t)lcnt * sizeof(*l));
+        memcpy(rp, r, (size_t)rcnt * sizeof(*r));
+        lpcnt = shm_iov_trim(lp, lcnt, piece);
+        rpcnt = shm_iov_trim(rp, rcnt, piece);
+        n = write ? process_vm_writev(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                      (unsigned long)rpcnt, 0)
+                  : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                     (unsigned long)rpcnt, 0);
         if (n <= 0) {
             int err = n < 0 ? errno : EFAULT;
             if (err == EINTR)

@@ -191,7 +191,9 @@ void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uin
         shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
         return;
     }
-    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), data, (int)iovcnt, len);
+    if (shm_split_recv(ep, req, len, id, data, iovcnt))
+        return;
+    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), 0, data, (int)iovcnt, len);
     if (st == UCCL_ERR_PEER_FAILED)
         return; /* the connection fails; the core completes req */
     uccl_req_complete(req, st, st == UCCL_OK ? len : 0);

@@ -223,7 +223,9 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
             shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
         return;
     }
-    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1,
+    if (shm_split_rma(ep, &pkt, iov))
+        return;
+    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1, 0,
                       iov, (int)pkt.iovcnt, pkt.len);
     if (st == UCCL_ERR_PEER_FAILED)
         return;
@@ -308,8 +310,12 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     case SHM_PKT_WDATA:
         shm_rx_wdata(ep, p, hdr);
         break;
+    case SHM_PKT_OFFER:
+        shm_rx_offer(ep, p, hdr);
+        break;
     case SHM_PKT_CTS:
     case SHM_PKT_FIN:
+    case SHM_PKT_DONE:
         if (hdr->size != sizeof(ctl)) {
             shm_rx_bad(ep, "control");
             return;
@@ -317,6 +323,8 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         memcpy(&ctl, p, sizeof(ctl));
         if (hdr->type == SHM_PKT_CTS)
             shm_rx_cts(ep, &ctl);
+        else if (hdr->type == SHM_PKT_DONE)
+            shm_rx_done(ep, &ctl);
         else
             shm_rx_fin(ep, &ctl);
         break;
