@@ -61,6 +61,7 @@ typedef struct tp_verbs_config {
     int tx_depth;
     int rx_depth;
     int gid_index;
+    int ib_timeout;
 } tp_verbs_config_t;
 
 typedef struct tp_verbs {

@@ -23,6 +23,10 @@ static const uccl_cfg_field_t verbs_fields[] = {
     VERBS_FIELD("VERBS_TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
     VERBS_FIELD("VERBS_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
                 UCCL_CFG_INT),
+    VERBS_FIELD("IB_TIMEOUT", "18",
+                "RC ACK timeout exponent: 4.096 us * 2^N (18 = 1.07 s); short ones make slow "
+                "peers (Soft-RoCE, loaded hosts) retry whole reads",
+                ib_timeout, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
@@ -39,9 +43,9 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
     *uc = strcmp(cfg->qp_type, "uc") == 0;
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
-        cfg->eager > (1u << 20)) {
+        cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31) {
         uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
-                   "EAGER <= 1M", VERBS_MAX_QPS);
+                   "EAGER <= 1M, IB_TIMEOUT 1..31", VERBS_MAX_QPS);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
