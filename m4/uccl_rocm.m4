@@ -11,6 +11,8 @@ AS_IF([test "x$with_rocm" != xno && test "x$uccl_have_cuda" != xyes], [
     CPPFLAGS="$CPPFLAGS $ROCM_CFLAGS -D__HIP_PLATFORM_AMD__"; LDFLAGS="$LDFLAGS $ROCM_LDFLAGS"
     AC_CHECK_HEADER([hip/hip_runtime_api.h],
         [AC_CHECK_LIB([amdhip64], [hipMalloc], [uccl_have_rocm=yes; ROCM_LIBS="$ROCM_LDFLAGS -lamdhip64"])])
+    AS_IF([test "x$uccl_have_rocm" = xyes],
+        [AC_CHECK_DECLS([hipMemGetHandleForAddressRange], [], [], [[#include <hip/hip_runtime_api.h>]])])
     CPPFLAGS=$save_CPPFLAGS; LDFLAGS=$save_LDFLAGS
     AS_IF([test "x$uccl_have_rocm" != xyes && test "x$with_rocm" != xcheck], [AC_MSG_ERROR([ROCm/HIP requested but not found])])
     ROCM_CFLAGS="$ROCM_CFLAGS -D__HIP_PLATFORM_AMD__"

@@ -13,6 +13,7 @@
 
 #include "core/config.h"
 #include "core/tp.h"
+#include "gpu/gpu.h"
 #include "topo/topo.h"
 
 typedef struct info_opts {
@@ -288,6 +289,39 @@ static int report_topology(FILE *out, const info_opts_t *opts)
     return rc;
 }
 
+/* How the GPUs of this process reach each other (what gpu_ipc will use):
+ * "NVLink" when peer access carries native atomics, "PCIe" for plain peer
+ * access, "none" when copies must go through the host. */
+static void report_gpu_links(FILE *out, const info_opts_t *opts)
+{
+    bool first = true;
+    int n = 0;
+
+    if (opts->topo_xml != NULL || uccl_gpu_count(&n) != UCCL_OK || n < 1)
+        return;
+    fprintf(out, opts->json ? "\"gpu_links\":[" : "GPU peer access (%s runtime):\n", uccl_gpu_backend());
+    for (int a = 0; a < n; a++) {
+        for (int b = 0; b < n; b++) {
+            int can = 0, nvlink = 0;
+            const char *link;
+
+            if (a == b)
+                continue;
+            if (uccl_gpu_peer_query(a, b, &can, &nvlink) != UCCL_OK)
+                link = "unknown";
+            else
+                link = !can ? "none" : nvlink ? "NVLink" : "PCIe";
+            if (opts->json)
+                fprintf(out, "%s{\"from\":%d,\"to\":%d,\"link\":\"%s\"}", first ? "" : ",", a,
+                        b, link);
+            else
+                fprintf(out, "  GPU %d -> GPU %d: %s\n", a, b, link);
+            first = false;
+        }
+    }
+    fprintf(out, opts->json ? "]," : "\n");
+}
+
 /* ------------------------------------------------------------ main */
 
 static void usage(FILE *out)
@@ -342,6 +376,7 @@ int main(int argc, char **argv)
         rc |= report_config(stdout, &opts);
     } else {
         report_transports(stdout, &opts);
+        report_gpu_links(stdout, &opts);
         rc |= report_topology(stdout, &opts);
     }
     if (opts.json)

@@ -185,7 +185,7 @@ static int pick_transport(uccl_engine_t *engine, const uccl_address_t *addr, uin
         int entry = peer_entry(addr, tp->ops->name);
         uccl_tp_peer_t peer;
 
-        if (!(tp->ops->caps & caps) || entry < 0)
+        if (!(uccl_tp_caps(tp) & caps) || entry < 0)
             continue;
         if ((tp->ops->caps & UCCL_TP_CAP_SAME_HOST) && addr->host_id != engine->host_id)
             continue;

@@ -115,6 +115,8 @@ uccl_status_t uccl_test(uccl_req_t *req, int *done)
     return st;
 }
 
+#define UCCL_WAIT_SPINS_BEFORE_YIELD 256
+
 static int effective_timeout(const uccl_engine_t *engine, int timeout_ms)
 {
     return timeout_ms < 0 ? engine->cfg.timeout_ms : timeout_ms;
@@ -150,7 +152,7 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
         return UCCL_OK;
     deadline = uccl_time_ms() + (uint64_t)effective_timeout(engine, timeout_ms);
     uccl_engine_lock(engine);
-    for (;;) {
+    for (unsigned idle = 0;;) {
         size_t pending = 0;
         for (size_t i = 0; i < n; i++)
             if (reqs[i] != NULL && !reqs[i]->done)
@@ -161,11 +163,15 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
             uccl_engine_unlock(engine);
             return UCCL_ERR_TIMEOUT;
         }
-        uccl_engine_progress_locked(engine);
-        if (engine->has_progress_thread) { /* let the thread take the lock */
+        idle = uccl_engine_progress_locked(engine) > 0 ? 0 : idle + 1;
+        /* Yield after a run of empty polls: an oversubscribed peer (or the
+         * progress thread) then gets the CPU it needs to make the progress
+         * we wait for; a busy wait pays nothing. */
+        if (engine->has_progress_thread || idle >= UCCL_WAIT_SPINS_BEFORE_YIELD) {
             uccl_engine_unlock(engine);
             sched_yield();
             uccl_engine_lock(engine);
+            idle = 0;
         }
     }
     st = UCCL_OK;

@@ -35,7 +35,12 @@ struct uccl_tp {
     const struct uccl_tp_ops *ops;
     uccl_engine_t *engine;
     int index; /* slot in the engine's transport array and in region memh arrays */
+    /* Memory caps (UCCL_TP_CAP_*_MEM) this instance gained at open beyond
+     * ops->caps, e.g. GPU memory staged through host buffers when a GPU is
+     * present; open may set it, the core ORs it with ops->caps. */
+    uint64_t open_caps;
 };
+
 
 /* Base of a transport endpoint (one per connection and transport). */
 struct uccl_tp_ep {
@@ -107,6 +112,9 @@ struct uccl_tp_ops {
     /* Make progress; return the number of events handled. Must not block. */
     int (*progress)(uccl_tp_t *tp);
 };
+
+/* Caps of an opened transport instance. */
+static inline uint64_t uccl_tp_caps(const uccl_tp_t *tp) { return tp->ops->caps | tp->open_caps; }
 
 /* The transports compiled in, NULL-terminated, in no particular order. */
 const struct uccl_tp_ops *const *uccl_tp_list(void);

@@ -38,6 +38,10 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
 /* Devices. uccl_gpu_count gives 0 (and UCCL_OK) when no GPU or driver is
  * usable. The bus id is "0000:19:00.0", lower case. */
 uccl_status_t uccl_gpu_count(int *n);
+/* Is the primary context of GPU ordinal device active in this process? Asks
+ * without creating one (tests use it to check that engines touch only their
+ * own GPU). */
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active);
 uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len);
 /* Ordinal of the device with this bus id (as uccl_gpu_pci_bus_id writes it). */
 uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device);
@@ -53,6 +57,9 @@ uccl_status_t uccl_gpu_peer_enable(int peer);
 /* Device memory on the current device (tests, benchmarks). */
 uccl_status_t uccl_gpu_malloc(void **ptr, size_t len);
 uccl_status_t uccl_gpu_free(void *ptr);
+/* Page-locked host memory, visible to every device (staging buffers). */
+uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len);
+uccl_status_t uccl_gpu_host_free(void *ptr);
 /* Synchronous helpers for tests: any direction, any memory. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len);
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);
@@ -62,6 +69,16 @@ uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);
 uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle);
 uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base);
 uccl_status_t uccl_gpu_ipc_close(void *base);
+
+/* dma-buf export of device memory, for NICs that register GPU memory from a
+ * dma-buf (ibv_reg_dmabuf_mr). The range [base, base + len) is widened to
+ * whole host pages; *fd covers the widened range and *offset is where base
+ * lies in it. The caller owns *fd and closes it (a registration made from it
+ * keeps its own reference). Errors: UCCL_ERR_INVALID_PARAM (NULL out pointer,
+ * len 0, not device memory), UCCL_ERR_NO_DEVICE (no GPU or driver, and always
+ * in builds without a GPU runtime), UCCL_ERR_UNSUPPORTED (runtime, driver or
+ * kernel cannot export dma-bufs), UCCL_ERR_IO (any other runtime failure). */
+uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset);
 
 /* Streams (non-blocking with respect to the legacy default stream). */
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream);

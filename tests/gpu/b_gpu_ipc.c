@@ -31,9 +31,18 @@ static int xchg(const void *mine, void *theirs, size_t len)
     return boot_xchg(eng, mine, theirs, len);
 }
 
+/* Rank 0's figure, on both ranks (both must call it: it is an exchange). */
+static double rank0_us(double us)
+{
+    double peer;
+
+    xchg(&us, &peer, sizeof(us));
+    return rank == 0 ? us : peer;
+}
+
 static double bench_write(uccl_mr_t *mr, const uccl_rdesc_t *rd, size_t len, int iters)
 {
-    double t0 = 0, us = -1, peer;
+    double t0 = 0, us = -1;
 
     if (rank == 0) {
         for (int i = -2; i < iters; i++) {
@@ -46,13 +55,12 @@ static double bench_write(uccl_mr_t *mr, const uccl_rdesc_t *rd, size_t len, int
         }
         us = (now_us() - t0) / iters;
     }
-    xchg(&us, &peer, sizeof(us));
-    return rank == 0 ? us : peer;
+    return rank0_us(us);
 }
 
 static double bench_sendrecv(uccl_mr_t *mr, size_t len, int iters)
 {
-    double t0 = 0, us, peer;
+    double t0 = 0, us;
 
     boot_barrier(eng);
     for (int i = -2; i < iters; i++) {
@@ -65,8 +73,7 @@ static double bench_sendrecv(uccl_mr_t *mr, size_t len, int iters)
         uccl_req_free(req);
     }
     us = (now_us() - t0) / iters;
-    xchg(&us, &peer, sizeof(us));
-    return rank == 0 ? us : peer;
+    return rank0_us(us);
 }
 
 static void report(const char *what, size_t len, double us)

@@ -35,6 +35,14 @@ UCCL_LOG_LEVEL=info timeout 240 $MPIRUN -x UCCL_LOG_LEVEL tests/gpu/t_gpu_ipc >"
 echo "t_gpu_ipc exit code: $?"
 grep -E "PASS|FAIL|ok |skipped|unsupported|gpu_ipc:" "$OUT/t_gpu_ipc.log" | sort | uniq -c | head -60
 
+step "host-only engine leaves the GPUs untouched; GPU memory staged over shm and tcp"
+timeout 120 tests/gpu/t_gpu_host_only; echo "t_gpu_host_only exit code: $?"
+for tp in shm tcp; do
+    timeout 240 $MPIRUN tests/gpu/t_gpu_staging $tp >"$OUT/t_gpu_staging_$tp.log" 2>&1
+    echo "t_gpu_staging $tp exit code: $?"
+    grep -E "FAIL|GB/s|skipped" "$OUT/t_gpu_staging_$tp.log" | head -20
+done
+
 step "uccl_info"
 if [ -x tools/uccl_info ]; then timeout 60 tools/uccl_info 2>&1 | head -40
 else echo "tools/uccl_info not built in this tree"; fi
@@ -52,4 +60,10 @@ done
 step "variants: default transports (write, window 1); split over 4 streams from 16M (write, window 16)"
 timeout 60 $MPIRUN tools/uccl_perf p2p --mem cuda --op write --min 4K --max 64M --window 1 --iters 200 2>&1 | grep -E "^ |over"
 timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=16M tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op write --min 1M --max 1G --window 16 2>&1 | grep -E "^ "
+step "host transports vs Open MPI (issue A), on this quiet machine"
+bash ../tests/perf/host-perf.sh . "$OUT" 2>&1 | tee "$OUT/host-perf.txt" | grep -v "^#   "
+
+step "bundle"
+# the device tool returns at most 8 files: JSON results travel in one archive
+(cd "$OUT" && tar czf results-json.tgz ./*.json && rm -f ./*.json)
 step "done"

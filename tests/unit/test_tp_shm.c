@@ -139,11 +139,29 @@ static void test_sizes(void)
     }
 }
 
+/* Around UCCL_SHM_SPLIT_MIN (1M here): copied whole by the receiver below
+ * it, by both processes at once from it on. */
+static void test_split_sizes(void)
+{
+    static const size_t sizes[] = {(1u << 20) - 1, 1u << 20, (1u << 20) + 1, (1u << 20) + 65,
+                                   (3u << 20) + 7};
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        for (int dir = 0; dir < 2; dir++) {
+            if (rank == dir)
+                send_pattern(sizes[i], 200 + i, (unsigned)(i + 3 * dir));
+            else
+                recv_pattern(sizes[i], 200 + i, (unsigned)(i + 3 * dir));
+        }
+    }
+}
+
 static void test_vectored(void)
 {
-    static const size_t sizes[] = {4000, 70000};
+    /* the last is split, with the split point inside uneven pieces */
+    static const size_t sizes[] = {4000, 70000, 700001};
 
-    for (size_t k = 0; k < 2; k++) {
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t total = 3 * sizes[k] + 5;
         buf_t a = buf_new(total), b = buf_new(total);
         uccl_req_t *req;
@@ -219,9 +237,9 @@ static void test_same_tag_order(void)
 /* Too small a receive fails with TRUNCATED and the message waits for the next. */
 static void test_truncation(void)
 {
-    static const size_t sizes[] = {1000, 100000};
+    static const size_t sizes[] = {1000, 100000, (3u << 20) + 1};
 
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         if (rank == 0) {
             send_pattern(sizes[k], 77, 3);
         } else {
@@ -300,9 +318,9 @@ static void test_rma(void)
 /* A region the target deregistered is never touched: REMOTE_ACCESS. */
 static void test_remote_access_refused(void)
 {
-    static const size_t sizes[] = {100, 1u << 20};
+    static const size_t sizes[] = {100, 1u << 20, (4u << 20) + 3};
 
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         size_t len = sizes[k];
         buf_t l = buf_new(len);
         uccl_rdesc_t rd;
@@ -362,12 +380,14 @@ static unsigned run_suite(int mode)
 
     setenv("UCCL_TRANSPORTS", "shm", 1);
     setenv("UCCL_SHM_CMA", modes[mode], 1);
+    setenv("UCCL_SHM_SPLIT_MIN", "1M", 1); /* the split tests are built around it */
     setenv("UCCL_TIMEOUT_MS", "30000", 0);
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     snprintf(name, sizeof(name), "tp_shm rank %d UCCL_SHM_CMA=%s", rank, modes[mode]);
     suite = CU_add_suite(name, suite_init, suite_cleanup);
     CU_add_test(suite, "send/recv sizes 0..64MiB+3, both ways", test_sizes);
+    CU_add_test(suite, "send/recv around the split threshold, both ways", test_split_sizes);
     CU_add_test(suite, "sendv gathers, recvv scatters", test_vectored);
     CU_add_test(suite, "64 messages in flight each way", test_many_in_flight);
     CU_add_test(suite, "same tag keeps posting order", test_same_tag_order);

@@ -18,11 +18,32 @@ static const uccl_cfg_field_t shm_fields[] = {
     SHM_FIELD("CMA", "auto",
               "single-copy large transfers with process_vm_readv/writev: auto (probe at connect), "
               "on (required), off (pipeline through the ring)", cma, UCCL_CFG_STRING),
-    SHM_FIELD("RING_SIZE", "1M", "bytes of the shared ring of each direction (power of two, >= 64K)",
+    SHM_FIELD("CMA_PTRACER", "1",
+              "under Yama ptrace_scope 1, let any process of this user attach to this one "
+              "(prctl PR_SET_PTRACER_ANY, as Open MPI does) so that peers can use CMA", cma_ptracer,
+              UCCL_CFG_BOOL),
+    SHM_FIELD("RING_SIZE", "4M", "bytes of the shared ring of each direction (power of two, >= 64K)",
               ring_size, UCCL_CFG_SIZE),
+    SHM_FIELD("CHUNK", "64K",
+              "without CMA, large transfers stream through the ring in packets of this size "
+              "(header included; at most a quarter of the ring)", chunk, UCCL_CFG_SIZE),
     SHM_FIELD("EAGER_THRESHOLD", "16K",
               "messages up to this size are copied through the ring, larger ones use rendezvous",
               eager_threshold, UCCL_CFG_SIZE),
+    SHM_FIELD("STAGE_CHUNK", "1M", "GPU memory is staged through pinned host buffers of this size",
+              stage_chunk, UCCL_CFG_SIZE),
+    SHM_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the ring",
+              stage_depth, UCCL_CFG_INT),
+    SHM_FIELD("SPLIT_MIN", "1M",
+              "CMA transfers of at least this size are copied by both processes at once (the "
+              "receiver or target pulls or pushes the first part, the peer the rest); 0 = off",
+              split_min, UCCL_CFG_SIZE),
+    SHM_FIELD("SPLIT_PCT", "50",
+              "percent of a split CMA transfer that the receiver or target copies (0..100)",
+              split_pct, UCCL_CFG_INT),
+    SHM_FIELD("CMA_CHUNK", "4M",
+              "largest process_vm_readv/writev call in bytes (a larger copy takes several); "
+              "0 = one call per copy", cma_chunk, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -72,7 +93,6 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     shm_tp_t *tp = calloc(1, sizeof(*tp));
     uccl_status_t st;
 
-    (void)engine;
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
     st = uccl_cfg_parse(&shm_config_table, &tp->cfg);
@@ -89,9 +109,31 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     /* a packet may take at most half the ring; keep room for the header */
     if (tp->cfg.eager_threshold > tp->cfg.ring_size / 4)
         tp->cfg.eager_threshold = tp->cfg.ring_size / 4;
-    tp->chunk = tp->cfg.ring_size / 4 < 256 * 1024 ? tp->cfg.ring_size / 4 : 256 * 1024;
+    /* packets of one size tile the ring: no PAD at the end that would make
+     * the sender wait for more than one packet's room */
+    tp->chunk = tp->cfg.chunk < tp->cfg.ring_size / 4 ? tp->cfg.chunk : tp->cfg.ring_size / 4;
+    if (tp->chunk < 4096) {
+        uccl_error("UCCL_SHM_CHUNK=%zu: must be at least 4K", tp->cfg.chunk);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
     uccl_list_init(&tp->eps);
+    if (tp->cfg.stage_chunk < 4096) {
+        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu: must be at least 4K", tp->cfg.stage_chunk);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    if (tp->cfg.split_pct < 0 || tp->cfg.split_pct > 100) {
+        uccl_error("UCCL_SHM_SPLIT_PCT=%d: must be in [0, 100]", tp->cfg.split_pct);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    shm_cma_allow_peers(tp);
+    /* GPU memory is moved by staging when a GPU is usable here */
+    if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
+                          &tp->stage) == UCCL_OK)
+        tp->base.open_caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_ROCM_MEM;
     *out = &tp->base;
     return UCCL_OK;
 
@@ -102,6 +144,7 @@ err_free:
 
 static void shm_close_tp(uccl_tp_t *base)
 {
+    uccl_stage_destroy(((shm_tp_t *)base)->stage);
     free(base);
 }
 
@@ -244,6 +287,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     uccl_list_init(&ep->waiting);
     uccl_list_init(&ep->ctrlq);
     uccl_list_init(&ep->streams);
+    uccl_list_init(&ep->splits);
     if (is_initiator) {
         st = shm_seg_create(ep);
         if (st != UCCL_OK) {
@@ -279,6 +323,8 @@ static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
 {
     if (ep->tp->cma_mode == SHM_CMA_OFF) {
         ep->cma = false;
+        uccl_info("shm: connection to pid %d uses the ring for large transfers (UCCL_SHM_CMA=0)",
+                  ep->peer_pid);
         return UCCL_OK;
     }
     ep->cma = shm_cma_probe(ep);
@@ -286,7 +332,7 @@ static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
         uccl_error("UCCL_SHM_CMA=on but CMA to pid %d is not permitted", ep->peer_pid);
         return UCCL_ERR_UNSUPPORTED;
     }
-    uccl_debug("shm: connection to pid %d uses %s for large transfers", ep->peer_pid,
+    uccl_info("shm: connection to pid %d uses %s for large transfers", ep->peer_pid,
                ep->cma ? "CMA" : "the ring");
     return UCCL_OK;
 }
@@ -348,7 +394,11 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->waiting);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
-    shm_free_list(&ep->streams);
+    shm_free_list(&ep->splits); /* their receives are the core's */
+    while (!uccl_list_empty(&ep->streams))
+        shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
+    if (ep->tp->stage != NULL)
+        uccl_stage_cancel(ep->tp->stage, ep);
     if (ep->seg != NULL)
         munmap(ep->seg, ep->seg_len);
     if (ep->seg_named)
@@ -361,7 +411,7 @@ static int shm_progress(uccl_tp_t *base)
 {
     shm_tp_t *tp = (shm_tp_t *)base;
     uccl_list_t *pos;
-    int events = 0;
+    int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
 
     uccl_list_for_each(pos, &tp->eps) {
         shm_ep_t *ep = uccl_container_of(pos, shm_ep_t, link);

@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "shm_ring.h"
+#include "tp/staging.h"
 
 /* ------------------------------------------------------------------ config */
 
@@ -16,8 +17,15 @@ typedef enum { SHM_CMA_OFF = 0, SHM_CMA_ON = 1, SHM_CMA_AUTO = 2 } shm_cma_mode_
 
 typedef struct shm_config {
     char cma[UCCL_CFG_STRING_MAX];
+    int cma_ptracer;
     size_t ring_size;
+    size_t chunk;
     size_t eager_threshold;
+    size_t stage_chunk;
+    int stage_depth;
+    size_t split_min;
+    int split_pct;
+    size_t cma_chunk;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -30,7 +38,13 @@ enum {
     SHM_PKT_FIN,       /* a pulled rendezvous send or an RMA finished (status) */
     SHM_PKT_RMA,       /* write/read request: remote range + initiator iov */
     SHM_PKT_WDATA,     /* a chunk of a streamed write, checked by the target */
+    SHM_PKT_OFFER,     /* split CMA: copy your part [split, len) to/from my iov */
+    SHM_PKT_DONE,      /* split CMA: the offered part is copied (status) */
 };
+
+/* RTS and RMA flags (their reserved word): the sender's pieces include GPU
+ * memory, so the peer must not pull or push them with CMA. */
+#define SHM_FLAG_GPU 1u
 
 #define SHM_WIRE_MAGIC 0x55434353484d3031ull /* "UCCSHM01" */
 
@@ -64,11 +78,28 @@ typedef struct shm_pkt_ctl {
     uint32_t reserved;
 } shm_pkt_ctl_t;
 
+/* DATA and WDATA headers take one cache line, so that with chunks of a
+ * multiple of 64 bytes the payload in the ring keeps the source's alignment:
+ * memcpy between buffers misaligned to each other is markedly slower. */
+/* The receiver (send/recv) or target (write/read) of a large CMA transfer
+ * copies [0, split) itself and offers the peer the rest, so that both
+ * processes copy at once; iov covers exactly [split, len) on its side. */
+typedef struct shm_pkt_offer {
+    shm_pkt_hdr_t hdr;
+    uint64_t id;    /* the peer's request id */
+    uint64_t rid;   /* our id for the transfer, echoed in DONE */
+    uint64_t split;
+    uint32_t iovcnt;
+    uint32_t reserved;
+    shm_wire_iov_t iov[];
+} shm_pkt_offer_t;
+
 typedef struct shm_pkt_data {
     shm_pkt_hdr_t hdr;
     uint64_t id;
     uint64_t off;
     uint64_t len;
+    uint8_t pad[32];
 } shm_pkt_data_t;
 
 typedef struct shm_pkt_rma {
@@ -94,17 +125,36 @@ typedef struct shm_pkt_wdata {
     uint64_t notif;
     uint32_t has_notif;
     uint32_t last;
+    uint8_t pad[8];
 } shm_pkt_wdata_t;
 
+_Static_assert(sizeof(shm_pkt_data_t) == 64 && sizeof(shm_pkt_wdata_t) == 64,
+               "streamed payloads start on a cache line");
+
 /* ------------------------------------------------------------------ objects */
+
+/* A split transfer on the receiver's or target's side: its own part is
+ * copied; it waits for the peer's DONE to complete and send the FIN. */
+typedef struct shm_split {
+    uccl_list_t link;
+    uint64_t rid;       /* our id (OFFER, DONE) */
+    uint64_t peer_id;   /* the peer's request id (FIN) */
+    uccl_req_t *req;    /* the receive, or NULL: target of a write/read */
+    uint64_t len;
+    uccl_status_t st;   /* of our own part */
+    bool is_read;
+    bool has_notif;
+    uint64_t notif;
+} shm_split_t;
 
 typedef struct shm_tp {
     uccl_tp_t base;
     shm_config_t cfg;
     shm_cma_mode_t cma_mode;
-    size_t chunk;          /* payload of one streamed chunk */
+    size_t chunk;          /* bytes of one streamed packet, header included */
     uccl_list_t eps;
     volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
+    uccl_stage_t *stage;   /* GPU memory through pinned buffers; NULL without a GPU */
 } shm_tp_t;
 
 /* A message that arrived before its receive (EAGER: payload follows;
@@ -116,6 +166,7 @@ typedef struct shm_unexp {
     uint64_t len;
     uint64_t id;
     uint32_t iovcnt;
+    uint32_t flags;        /* RTS: SHM_FLAG_* */
     _Alignas(8) uint8_t data[];
 } shm_unexp_t;
 
@@ -138,6 +189,8 @@ typedef struct shm_stream {
     uint64_t raddr;      /* WDATA: target address of byte 0 */
     uint64_t len, off;
     bool started;
+    bool staged;         /* source is GPU memory: read through src */
+    uccl_stage_src_t src;
 } shm_stream_t;
 
 typedef struct shm_ep {
@@ -162,6 +215,7 @@ typedef struct shm_ep {
     uccl_list_t waiting;   /* in the ring, waiting for CTS/FIN/data */
     uccl_list_t ctrlq;     /* shm_ctrl_t */
     uccl_list_t streams;   /* shm_stream_t */
+    uccl_list_t splits;    /* shm_split_t */
 } shm_ep_t;
 
 /* request scratch: tp_data[SHM_REQ_ID] is our id for it, [SHM_REQ_MSGLEN]
@@ -177,19 +231,38 @@ uccl_status_t shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
 void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
 int shm_tx_progress(shm_ep_t *ep);
 void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
-                 const void *data, uint32_t iovcnt);
+                 const void *data, uint32_t iovcnt, uint32_t flags);
+/* Copy len bytes into a receive or read (staged when it has GPU pieces);
+ * complete it with total bytes when last. */
+void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
+                  bool last, size_t total);
+void shm_stream_free(shm_stream_t *s);
 uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
 
 /* shm_rx.c: the receive side of the ring */
 int shm_rx_progress(shm_ep_t *ep);
 
 /* shm_cma.c: single copy between processes */
-/* Copy len bytes between the local and remote pieces (write = to the peer). */
+/* Copy len bytes between the local pieces from byte loff on and the remote
+ * pieces (write = to the peer). */
 uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           const shm_wire_iov_t *remote, int rcnt, size_t len);
+                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
 int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
+/* Under Yama ptrace_scope 1, let peers of this user attach to this process
+ * (CMA needs that); called at open, so before any peer probes us. */
+void shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
 bool shm_cma_probe(shm_ep_t *ep);
+
+/* shm_split.c: large CMA transfers copied by both processes at once */
+/* Receiver of a matched RTS / target of a validated write or read: offer
+ * the peer its part and copy ours; false = not split (too small, or no
+ * room for the offer), then the caller copies it all as before. */
+bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
+                    const shm_wire_iov_t *iov, uint32_t iovcnt);
+bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
+void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
+void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 
 #endif

@@ -4,9 +4,71 @@
 #include "shm.h"
 
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_PTRACER_ANY
+#define PR_SET_PTRACER_ANY ((unsigned long)-1)
+#endif
 
 #define SHM_CMA_IOV_MAX 64 /* == UCCL_IOV_MAX: both sides hold at most this many */
+
+/* Yama's ptrace_scope, or -1 without Yama. */
+static int shm_yama_scope(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int scope = -1;
+
+    if (f == NULL)
+        return -1;
+    if (fscanf(f, "%d", &scope) != 1)
+        scope = -1;
+    fclose(f);
+    return scope;
+}
+
+void shm_cma_allow_peers(const shm_tp_t *tp)
+{
+    /* the setting belongs to the process: say once what we did */
+    static atomic_flag logged = ATOMIC_FLAG_INIT;
+    int scope;
+
+    if (tp->cma_mode == SHM_CMA_OFF)
+        return;
+    scope = shm_yama_scope();
+    if (scope <= 0)
+        return;
+    if (scope >= 2) {
+        if (!atomic_flag_test_and_set(&logged))
+            uccl_info("shm: Yama ptrace_scope is %d: CMA only with CAP_SYS_PTRACE (probed at "
+                      "connect), otherwise large transfers pipeline through the ring", scope);
+        return;
+    }
+    if (!tp->cfg.cma_ptracer) {
+        if (!atomic_flag_test_and_set(&logged))
+            uccl_info("shm: Yama ptrace_scope is 1 and UCCL_SHM_CMA_PTRACER=0: peers cannot use "
+                      "CMA with this process");
+        return;
+    }
+    /* Yama 1 lets only ancestors attach, and MPI ranks are siblings; like
+     * Open MPI's vader, declare any process of this user an allowed tracer
+     * (process_vm_readv/writev need that permission on the peer) */
+    if (prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) != 0) {
+        if (!atomic_flag_test_and_set(&logged))
+            uccl_info("shm: prctl(PR_SET_PTRACER) under Yama ptrace_scope 1: %s; CMA with "
+                      "peers probably not permitted", strerror(errno));
+        return;
+    }
+    if (!atomic_flag_test_and_set(&logged))
+        uccl_info("shm: Yama ptrace_scope is 1: allowed processes of this user to attach "
+                  "(PR_SET_PTRACER_ANY) so that peers can copy with CMA; UCCL_SHM_CMA_PTRACER=0 "
+                  "turns this off");
+}
 
 bool shm_cma_probe(shm_ep_t *ep)
 {
@@ -69,7 +131,7 @@ static int shm_iov_trim(struct iovec *iov, int cnt, size_t len)
 }
 
 uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           const shm_wire_iov_t *remote, int rcnt, size_t len)
+                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len)
 {
     struct iovec l[SHM_CMA_IOV_MAX], r[SHM_CMA_IOV_MAX];
     size_t done = 0;
@@ -81,13 +143,25 @@ uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, 
         r[i].iov_base = (void *)(uintptr_t)remote[i].addr;
         r[i].iov_len = remote[i].len;
     }
-    lcnt = shm_iov_trim(l, lcnt, len);
+    lcnt = shm_iov_trim(l, shm_iov_advance(l, lcnt, loff), len);
     rcnt = shm_iov_trim(r, rcnt, len);
     while (done < len) {
-        ssize_t n = write ? process_vm_writev(ep->peer_pid, l, (unsigned long)lcnt, r,
-                                              (unsigned long)rcnt, 0)
-                          : process_vm_readv(ep->peer_pid, l, (unsigned long)lcnt, r,
-                                             (unsigned long)rcnt, 0);
+        size_t piece = len - done;
+        struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
+        int lpcnt, rpcnt;
+        ssize_t n;
+
+        /* calls of at most cma_chunk bytes (0 = one call) */
+        if (ep->tp->cfg.cma_chunk != 0 && piece > ep->tp->cfg.cma_chunk)
+            piece = ep->tp->cfg.cma_chunk;
+        memcpy(lp, l, (size_t)lcnt * sizeof(*l));
+        memcpy(rp, r, (size_t)rcnt * sizeof(*r));
+        lpcnt = shm_iov_trim(lp, lcnt, piece);
+        rpcnt = shm_iov_trim(rp, rcnt, piece);
+        n = write ? process_vm_writev(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                      (unsigned long)rpcnt, 0)
+                  : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                     (unsigned long)rpcnt, 0);
         if (n <= 0) {
             int err = n < 0 ? errno : EFAULT;
             if (err == EINTR)

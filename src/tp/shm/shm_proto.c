@@ -68,7 +68,10 @@ static void shm_fill_wire_iov(const uccl_req_t *req, shm_wire_iov_t *iov, uint32
 /* Try to put one send or RMA request into the ring; false = ring full. */
 static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 {
-    if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold) {
+    bool gpu = uccl_stage_req_is_gpu(req);
+
+    /* GPU sources always take the staged stream (rendezvous, then DATA) */
+    if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu) {
         size_t size = sizeof(shm_pkt_eager_t) + req->len;
         shm_pkt_eager_t *pkt = shm_ring_reserve(&ep->tx, size);
 
@@ -94,7 +97,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->tag = req->tag;
         pkt->len = req->len;
         pkt->id = req->tp_data[SHM_REQ_ID];
-        pkt->reserved = 0;
+        pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
         shm_ring_commit(&ep->tx, size);
     } else {
         size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
@@ -112,7 +115,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->len = req->len;
         pkt->notif = req->notif;
         pkt->has_notif = req->has_notif;
-        pkt->reserved = 0;
+        pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
         shm_ring_commit(&ep->tx, size);
     }
     uccl_list_push_back(&ep->waiting, &req->tp_link);
@@ -137,34 +140,60 @@ uccl_status_t shm_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 
 uccl_status_t shm_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 {
-    if (req->remote.mem_type != UCCL_MEM_HOST)
+    shm_ep_t *ep = (shm_ep_t *)base;
+
+    if (req->remote.mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
         return UCCL_ERR_UNSUPPORTED;
-    return shm_post_tx((shm_ep_t *)base, req);
+    return shm_post_tx(ep, req);
 }
 
 /* ------------------------------------------------------------------ receives */
 
+void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
+                  bool last, size_t total)
+{
+    uccl_stage_t *stage = ep->tp->stage;
+    uccl_status_t st;
+
+    if (stage == NULL || !uccl_stage_req_is_gpu(req)) {
+        uccl_req_iov_copy_in(req, off, src, len);
+        if (last)
+            uccl_req_complete(req, UCCL_OK, total);
+        return;
+    }
+    st = uccl_stage_copy_in(stage, req, NULL, off, src, len);
+    if (st == UCCL_OK && last)
+        st = uccl_stage_complete_req(stage, ep, req, UCCL_OK, total);
+    if (st != UCCL_OK) {
+        uccl_error("shm: staging %zu bytes into GPU memory failed: %s", len, uccl_strerror(st));
+        if (last)
+            uccl_req_complete(req, st, 0);
+    }
+}
+
 /* A message matched req (big enough): copy it (EAGER, data = payload),
  * pull it (RTS with CMA, data = sender iov), or ask for it (RTS without). */
 void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
-                 const void *data, uint32_t iovcnt)
+                 const void *data, uint32_t iovcnt, uint32_t flags)
 {
     struct iovec local[UCCL_IOV_MAX];
     uccl_status_t st;
 
     if (type == SHM_PKT_EAGER) {
-        uccl_req_iov_copy_in(req, 0, data, len);
-        uccl_req_complete(req, UCCL_OK, len);
+        shm_req_fill(ep, req, 0, data, len, true, len);
         return;
     }
-    if (!ep->cma) {
+    /* CMA cannot reach GPU memory on either side: stream through the ring */
+    if (!ep->cma || (flags & SHM_FLAG_GPU) || uccl_stage_req_is_gpu(req)) {
         req->tp_data[SHM_REQ_ID] = ep->next_id++;
         req->tp_data[SHM_REQ_MSGLEN] = len;
         uccl_list_push_back(&ep->recv_active, &req->tp_link);
         shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
         return;
     }
-    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), data, (int)iovcnt, len);
+    if (shm_split_recv(ep, req, len, id, data, iovcnt))
+        return;
+    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), 0, data, (int)iovcnt, len);
     if (st == UCCL_ERR_PEER_FAILED)
         return; /* the connection fails; the core completes req */
     uccl_req_complete(req, st, st == UCCL_OK ? len : 0);
@@ -187,7 +216,7 @@ uccl_status_t shm_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
             return UCCL_OK;
         }
         uccl_list_del(&u->link);
-        shm_deliver(ep, req, u->type, u->len, u->id, u->data, u->iovcnt);
+        shm_deliver(ep, req, u->type, u->len, u->id, u->data, u->iovcnt, u->flags);
         free(u);
         return UCCL_OK;
     }
@@ -202,6 +231,21 @@ static uccl_status_t shm_stream_source(shm_ep_t *ep, shm_stream_t *s, void *dst,
 {
     uccl_region_t *region;
 
+    if (s->staged) {
+        const uint8_t *ptr;
+        size_t avail;
+
+        /* target memory of a read: the region may have gone meanwhile */
+        if (s->req == NULL && uccl_engine_region_find(ep->tp->base.engine, s->region_id,
+                                                      s->flat + s->off, n, &region) != UCCL_OK)
+            return UCCL_ERR_REMOTE_ACCESS;
+        /* shm_stream_ready made sure n bytes are ready in one buffer */
+        if (uccl_stage_src_peek(&s->src, &ptr, &avail, NULL) != UCCL_OK || avail < n)
+            return UCCL_ERR_TRANSPORT;
+        memcpy(dst, ptr, n);
+        uccl_stage_src_take(&s->src, n);
+        return UCCL_OK;
+    }
     if (s->req != NULL) {
         uccl_req_iov_copy_out(s->req, s->off, dst, n);
         return UCCL_OK;
@@ -214,34 +258,73 @@ static uccl_status_t shm_stream_source(shm_ep_t *ep, shm_stream_t *s, void *dst,
     return UCCL_OK;
 }
 
+/* A staged source: clip n to the bytes its next pinned buffer has ready;
+ * false while that D2H copy runs (the chunks after it are in flight too). */
+static bool shm_stream_ready(shm_stream_t *s, size_t *n, uccl_status_t *st)
+{
+    const uint8_t *ptr;
+    size_t avail;
+
+    *st = UCCL_OK;
+    if (!s->staged || *n == 0)
+        return true;
+    *st = uccl_stage_src_peek(&s->src, &ptr, &avail, NULL);
+    if (*st == UCCL_INPROGRESS) {
+        *st = UCCL_OK;
+        return false;
+    }
+    if (*st == UCCL_OK && avail < *n)
+        *n = avail;
+    return true;
+}
+
 /* Write as many chunks of s as fit; true when s is finished. */
 static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
 {
     while (!s->started || s->off < s->len) {
-        size_t n = s->len - s->off < ep->tp->chunk ? s->len - s->off : ep->tp->chunk;
         size_t head = s->type == SHM_PKT_WDATA ? sizeof(shm_pkt_wdata_t) : sizeof(shm_pkt_data_t);
-        uint8_t *slot = shm_ring_reserve(&ep->tx, head + n);
+        size_t n = s->len - s->off < ep->tp->chunk - head ? s->len - s->off : ep->tp->chunk - head;
+        uccl_status_t st;
+        uint8_t *slot;
 
-        if (slot == NULL)
+        if (!shm_stream_ready(s, &n, &st))
             return false;
-        if (shm_stream_source(ep, s, slot + head, n) != UCCL_OK) {
+        slot = st == UCCL_OK ? shm_ring_reserve(&ep->tx, head + n) : NULL;
+        if (slot == NULL && st == UCCL_OK)
+            return false;
+        if (st != UCCL_OK && s->req != NULL) {
+            /* a failed copy out of our own GPU memory: nothing sane to send */
+            uccl_conn_fail(ep->base.conn, st);
+            return false;
+        }
+        if (st != UCCL_OK || shm_stream_source(ep, s, slot + head, n) != UCCL_OK) {
             shm_ctrl_send(ep, SHM_PKT_FIN, s->id, 0, UCCL_ERR_REMOTE_ACCESS);
             return true; /* nothing committed */
         }
         if (s->type == SHM_PKT_WDATA) {
             shm_pkt_wdata_t *pkt = (shm_pkt_wdata_t *)slot;
-            *pkt = (shm_pkt_wdata_t){{SHM_PKT_WDATA, (uint32_t)(head + n)}, s->id, s->region_id,
-                                     s->raddr + s->off, n, s->req->notif, s->req->has_notif,
-                                     s->off + n == s->len};
+            *pkt = (shm_pkt_wdata_t){.hdr = {SHM_PKT_WDATA, (uint32_t)(head + n)}, .id = s->id,
+                                     .region_id = s->region_id, .addr = s->raddr + s->off,
+                                     .len = n, .notif = s->req->notif,
+                                     .has_notif = s->req->has_notif, .last = s->off + n == s->len};
         } else {
             shm_pkt_data_t *pkt = (shm_pkt_data_t *)slot;
-            *pkt = (shm_pkt_data_t){{SHM_PKT_DATA, (uint32_t)(head + n)}, s->id, s->off, n};
+            *pkt = (shm_pkt_data_t){.hdr = {SHM_PKT_DATA, (uint32_t)(head + n)}, .id = s->id,
+                                    .off = s->off, .len = n};
         }
         shm_ring_commit(&ep->tx, head + n);
         s->off += n;
         s->started = true;
     }
     return true;
+}
+
+void shm_stream_free(shm_stream_t *s)
+{
+    if (s->staged)
+        uccl_stage_src_fini(&s->src);
+    uccl_list_del(&s->link);
+    free(s);
 }
 
 static void shm_stream_finished(shm_ep_t *ep, shm_stream_t *s)
@@ -253,8 +336,7 @@ static void shm_stream_finished(shm_ep_t *ep, shm_stream_t *s)
         uccl_list_del(&s->req->tp_link);
         uccl_req_complete(s->req, UCCL_OK, s->req->len);
     }
-    uccl_list_del(&s->link);
-    free(s);
+    shm_stream_free(s);
 }
 
 /* ------------------------------------------------------------------ tx progress */

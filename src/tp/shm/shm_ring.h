@@ -1,5 +1,5 @@
 /* Single-producer/single-consumer byte ring in shared memory: packets of
- * variable size, 8-byte aligned, never split across the end (a PAD packet
+ * variable size, 64-byte aligned, never split across the end (a PAD packet
  * fills the tail instead). head and tail are C11 atomics on their own cache
  * lines; the producer publishes with release, the consumer reads with acquire. */
 #ifndef UCCL_TP_SHM_RING_H
@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SHM_RING_ALIGN 8
+#define SHM_RING_ALIGN 64 /* a packet per cache line at least: payloads stay aligned */
 #define SHM_RING_PAD 1u /* packet type reserved by the ring */
 
 /* Every packet starts with this header; size counts the header too. */

@@ -35,7 +35,7 @@ static uccl_req_t *shm_match_posted(shm_ep_t *ep, uint64_t tag, uint64_t len)
 }
 
 static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t tag, uint64_t len, uint64_t id,
-                              const void *data, size_t data_len, uint32_t iovcnt)
+                              const void *data, size_t data_len, uint32_t iovcnt, uint32_t flags)
 {
     shm_unexp_t *u = malloc(sizeof(*u) + data_len);
 
@@ -49,6 +49,7 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t tag, uint64_
     u->len = len;
     u->id = id;
     u->iovcnt = iovcnt;
+    u->flags = flags;
     memcpy(u->data, data, data_len);
     uccl_list_push_back(&ep->unexp, &u->link);
 }
@@ -69,9 +70,9 @@ static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
     }
     req = shm_match_posted(ep, pkt.tag, pkt.len);
     if (req != NULL)
-        shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0);
+        shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0, 0);
     else
-        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len, 0);
+        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len, 0, 0);
 }
 
 static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
@@ -92,10 +93,10 @@ static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     req = shm_match_posted(ep, pkt.tag, pkt.len);
     if (req != NULL)
-        shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt);
+        shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt, pkt.reserved);
     else
         shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.tag, pkt.len, pkt.id, iov,
-                          pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt);
+                          pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt, pkt.reserved);
 }
 
 static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
@@ -108,6 +109,9 @@ static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
         return;
     }
     *s = *init;
+    if (s->staged)
+        uccl_stage_src_init(&s->src, ep->tp->stage, s->req, (const void *)(uintptr_t)s->flat,
+                            s->len);
     uccl_list_push_back(&ep->streams, &s->link);
 }
 
@@ -119,13 +123,16 @@ static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         shm_rx_bad(ep, "cts");
         return;
     }
+    bool staged = ep->tp->stage != NULL && uccl_stage_req_is_gpu(req);
+
     if (req->op == UCCL_OP_SEND)
         shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_DATA, .id = pkt->rid, .req = req,
-                                           .len = req->len});
+                                           .len = req->len, .staged = staged});
     else
         shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_WDATA, .id = pkt->id, .req = req,
                                            .region_id = req->remote.region_id,
-                                           .raddr = req->remote.addr, .len = req->len});
+                                           .raddr = req->remote.addr, .len = req->len,
+                                           .staged = staged});
 }
 
 static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
@@ -138,10 +145,8 @@ static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         return; /* a later chunk of a write already refused */
     uccl_list_for_each_safe(pos, tmp, &ep->streams) {
         shm_stream_t *s = uccl_container_of(pos, shm_stream_t, link);
-        if (s->req == req) {
-            uccl_list_del(&s->link);
-            free(s);
-        }
+        if (s->req == req)
+            shm_stream_free(s);
     }
     if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
@@ -174,11 +179,9 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
         shm_rx_bad(ep, "data");
         return;
     }
-    uccl_req_iov_copy_in(req, pkt.off, p + sizeof(pkt), pkt.len);
-    if (pkt.off + pkt.len == total) {
+    if (pkt.off + pkt.len == total)
         uccl_list_del(&req->tp_link);
-        uccl_req_complete(req, UCCL_OK, total);
-    }
+    shm_req_fill(ep, req, pkt.off, p + sizeof(pkt), pkt.len, pkt.off + pkt.len == total, total);
 }
 
 /* Target side of write/read: check the access against our own regions
@@ -201,7 +204,7 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     }
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST)
+    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
@@ -210,21 +213,42 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
         return;
     }
-    if (!ep->cma) {
+    /* CMA cannot reach GPU memory on either side: stream through the ring */
+    if (!ep->cma || region->mem_type != UCCL_MEM_HOST || (pkt.reserved & SHM_FLAG_GPU)) {
         if (pkt.is_read)
             shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_DATA, .id = pkt.id, .flat = pkt.addr,
-                                               .region_id = pkt.region_id, .len = pkt.len});
+                                               .region_id = pkt.region_id, .len = pkt.len,
+                                               .staged = region->mem_type != UCCL_MEM_HOST});
         else
             shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
         return;
     }
-    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1,
+    if (shm_split_rma(ep, &pkt, iov))
+        return;
+    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1, 0,
                       iov, (int)pkt.iovcnt, pkt.len);
     if (st == UCCL_ERR_PEER_FAILED)
         return;
     if (st == UCCL_OK && !pkt.is_read && pkt.has_notif)
         st = uccl_conn_notif_push(ep->base.conn, pkt.notif);
     shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+}
+
+/* The last chunk of a write is in place: notify, then tell the initiator. */
+static void shm_write_done(shm_ep_t *ep, uint64_t id, bool has_notif, uint64_t notif)
+{
+    uccl_status_t st = has_notif ? uccl_conn_notif_push(ep->base.conn, notif) : UCCL_OK;
+
+    shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+}
+
+static void shm_write_done_deferred(void *arg, uccl_status_t copy_status, uint64_t id,
+                                    uint64_t has_notif, uint64_t notif)
+{
+    if (copy_status != UCCL_OK) /* the data did not land: no notification, a failed FIN */
+        shm_ctrl_send(arg, SHM_PKT_FIN, id, 0, copy_status);
+    else
+        shm_write_done(arg, id, has_notif != 0, notif);
 }
 
 static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
@@ -243,18 +267,27 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
         return;
     }
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST)
+    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
         shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
         return;
     }
-    memcpy((void *)(uintptr_t)pkt.addr, p + sizeof(pkt), pkt.len);
-    if (!pkt.last)
+    if (region->mem_type == UCCL_MEM_HOST) {
+        memcpy((void *)(uintptr_t)pkt.addr, p + sizeof(pkt), pkt.len);
+        if (pkt.last)
+            shm_write_done(ep, pkt.id, pkt.has_notif, pkt.notif);
         return;
-    if (pkt.has_notif)
-        st = uccl_conn_notif_push(ep->base.conn, pkt.notif);
-    shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+    }
+    st = uccl_stage_copy_in(ep->tp->stage, NULL, (uint8_t *)(uintptr_t)pkt.addr, 0, p + sizeof(pkt),
+                            pkt.len);
+    if (st == UCCL_OK && pkt.last) /* the FIN waits for the H2D copies */
+        st = uccl_stage_defer(ep->tp->stage, ep, shm_write_done_deferred, ep, pkt.id,
+                              pkt.has_notif, pkt.notif);
+    if (st != UCCL_OK) {
+        uccl_error("shm: staging a write into GPU memory failed: %s", uccl_strerror(st));
+        uccl_conn_fail(ep->base.conn, st);
+    }
 }
 
 static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
@@ -277,8 +310,12 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     case SHM_PKT_WDATA:
         shm_rx_wdata(ep, p, hdr);
         break;
+    case SHM_PKT_OFFER:
+        shm_rx_offer(ep, p, hdr);
+        break;
     case SHM_PKT_CTS:
     case SHM_PKT_FIN:
+    case SHM_PKT_DONE:
         if (hdr->size != sizeof(ctl)) {
             shm_rx_bad(ep, "control");
             return;
@@ -286,6 +323,8 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         memcpy(&ctl, p, sizeof(ctl));
         if (hdr->type == SHM_PKT_CTS)
             shm_rx_cts(ep, &ctl);
+        else if (hdr->type == SHM_PKT_DONE)
+            shm_rx_done(ep, &ctl);
         else
             shm_rx_fin(ep, &ctl);
         break;

@@ -24,6 +24,10 @@ static const uccl_cfg_field_t tcp_config_fields[] = {
               UCCL_CFG_SIZE),
     TCP_FIELD("PROGRESS_BYTES", "8M", "most bytes one progress call moves per direction and stream",
               progress_bytes, UCCL_CFG_SIZE),
+    TCP_FIELD("STAGE_CHUNK", "1M", "GPU memory is staged through pinned host buffers of this size",
+              stage_chunk, UCCL_CFG_SIZE),
+    TCP_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the sockets",
+              stage_depth, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -49,6 +53,11 @@ static uccl_status_t tcp_config_load(tcp_config_t *cfg)
     }
     if (cfg->rxbuf < 4 * TCP_HDR_LEN || cfg->progress_bytes < 1) {
         uccl_error("UCCL_TCP_RXBUF must be >= %d and UCCL_TCP_PROGRESS_BYTES > 0", 4 * TCP_HDR_LEN);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (cfg->stage_chunk < 4096 || cfg->stage_chunk > (1u << 30) || cfg->stage_depth < 1) {
+        uccl_error("UCCL_TCP_STAGE_CHUNK=%zu must be in 4K..1G and UCCL_TCP_STAGE_DEPTH=%d >= 1",
+                   cfg->stage_chunk, cfg->stage_depth);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
@@ -83,7 +92,6 @@ static uccl_status_t tcp_open(uccl_engine_t *engine, uccl_tp_t **out)
     tcp_tp_t *tp = calloc(1, sizeof(*tp));
     uccl_status_t st;
 
-    (void)engine;
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
     tp->listen_fd = -1;
@@ -101,6 +109,10 @@ static uccl_status_t tcp_open(uccl_engine_t *engine, uccl_tp_t **out)
     st = tcp_open_listener(tp);
     if (st != UCCL_OK)
         goto err_epoll;
+    /* GPU memory is moved by staging when a GPU is usable here */
+    if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, tp->cfg.stage_depth, &tp->stage) ==
+        UCCL_OK)
+        tp->base.open_caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_ROCM_MEM;
     *out = &tp->base;
     return UCCL_OK;
 
@@ -130,6 +142,7 @@ static void tcp_close(uccl_tp_t *base)
         tcp_pending_drop(uccl_container_of(pos, tcp_pending_t, link));
     close(tp->listen_fd);
     close(tp->epfd);
+    uccl_stage_destroy(tp->stage);
     free(tp);
 }
 
@@ -279,7 +292,7 @@ static int tcp_progress(uccl_tp_t *base)
     tcp_tp_t *tp = (tcp_tp_t *)base;
     struct epoll_event evs[TCP_EVENTS_MAX];
     uccl_list_t *pos;
-    int events = 0;
+    int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
     int n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
 
     for (int i = 0; i < n; i++)

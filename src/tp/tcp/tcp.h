@@ -11,6 +11,7 @@
 
 #include "core/core.h"
 #include "tcp_wire.h"
+#include "tp/staging.h"
 
 typedef struct tcp_config {
     int num_streams;
@@ -18,6 +19,8 @@ typedef struct tcp_config {
     size_t sockbuf;
     size_t rxbuf;
     size_t progress_bytes;
+    size_t stage_chunk;
+    int stage_depth;
 } tcp_config_t;
 
 /* What an epoll event points to. */
@@ -35,6 +38,7 @@ typedef struct tcp_tp {
     tcp_poll_t listen_poll;
     uccl_list_t eps;
     uccl_list_t pending; /* accepted sockets whose hello is not in yet */
+    uccl_stage_t *stage; /* GPU memory through pinned buffers; NULL without a GPU */
 } tcp_tp_t;
 
 /* An accepted socket waiting for its hello. */
@@ -51,6 +55,7 @@ typedef struct tcp_pending {
 typedef enum { TCP_SINK_DISCARD, TCP_SINK_REQ, TCP_SINK_FLAT } tcp_sink_kind_t;
 typedef struct tcp_sink {
     tcp_sink_kind_t kind;
+    bool staged;     /* GPU memory: through pinned buffers and H2D copies */
     uccl_req_t *req; /* REQ: bytes go to the request's iov at pos */
     uint8_t *ptr;    /* FLAT: bytes go to ptr + pos */
     size_t pos;
@@ -72,11 +77,15 @@ typedef struct tcp_op {
     bool waiting;          /* in rma_wait */
     bool cut_done;         /* every chunk has been cut (a frame exists for each) */
     bool sent;             /* every chunk has been written to a socket */
+    bool gpu;              /* req (or flat) is GPU memory: staged */
+    uccl_stage_src_t src;  /* payload source when gpu and sending */
 } tcp_op_t;
 
 /* One chunk on its way out of a stream. */
 typedef struct tcp_frame {
     tcp_op_t *op;
+    uccl_stage_buf_t *buf; /* staged payload: the pinned buffer it holds */
+    const uint8_t *data;   /* staged payload: its bytes in buf */
     uint8_t hdr[TCP_HDR_LEN];
     size_t off, len; /* payload range within the operation */
     size_t sent;     /* header + payload bytes already written */
@@ -124,6 +133,7 @@ typedef struct tcp_rx_rec {
     uccl_req_t *req;  /* matched receive */
     uint64_t region_id, addr, notif;
     bool has_notif;
+    bool staged; /* write: some chunk went to GPU memory through staging */
     uccl_status_t status; /* write: UCCL_OK or why the target refused it */
 } tcp_rx_rec_t;
 
@@ -168,10 +178,13 @@ uccl_status_t tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 /* Queue a control frame or a read response (no request behind it). */
 uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
-uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len);
+uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
+                                  bool gpu);
 /* Send what the endpoint has queued, within budget bytes. */
 int tcp_ep_tx(tcp_ep_t *ep, size_t budget);
 void tcp_op_free(tcp_op_t *op);
+/* Give back the pinned buffers that the stream's unsent frames hold. */
+void tcp_stream_tx_release(tcp_stream_t *s);
 /* The iovec of bytes [off, off+len) of a request's local iov. */
 int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max);
 

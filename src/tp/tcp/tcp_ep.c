@@ -229,10 +229,15 @@ void tcp_ep_destroy(uccl_tp_ep_t *base)
     tcp_ep_t *ep = (tcp_ep_t *)base;
     uccl_list_t *pos, *tmp;
 
+    /* completions and write replies still waiting for H2D copies are dropped
+     * (after the copies end: their memory may be freed next) */
+    if (tcp_tp_of(ep)->stage != NULL)
+        uccl_stage_cancel(tcp_tp_of(ep)->stage, ep);
     for (int i = 0; ep->streams != NULL && i < ep->nstreams; i++) {
         if (ep->streams[i].fd >= 0)
             close(ep->streams[i].fd); /* also leaves the epoll set */
         free(ep->streams[i].rbuf);
+        tcp_stream_tx_release(&ep->streams[i]);
     }
     free(ep->streams);
     /* requests are the core's: forget them, free only our own records */

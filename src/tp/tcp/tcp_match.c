@@ -1,6 +1,8 @@
 /* What incoming chunks mean: two-sided matching by (conn, tag) in send
  * order (message ids are dense, a message is presented to the receives only
- * after every earlier one), and the target side of one-sided operations. */
+ * after every earlier one), and the target side of one-sided operations.
+ * Bytes bound for GPU memory go through staging, and whatever reports them
+ * done (completion, write reply, notification) waits for the H2D copies. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +43,33 @@ static tcp_rx_rec_t *tcp_rec_new(tcp_ep_t *ep, const tcp_hdr_t *h)
     return rec;
 }
 
-/* A message with all its bytes in and a receive matched: hand it over. */
-static void tcp_rec_settle(tcp_rx_rec_t *rec)
+static bool tcp_req_staged(tcp_ep_t *ep, const uccl_req_t *req)
 {
+    return tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req);
+}
+
+/* All bytes of a receive or read are in (or their copies issued): complete
+ * it, after the H2D copies when staged. */
+static void tcp_req_done(tcp_ep_t *ep, uccl_req_t *req, bool staged, size_t total)
+{
+    uccl_status_t st;
+
+    if (!staged) {
+        uccl_req_complete(req, UCCL_OK, total);
+        return;
+    }
+    st = uccl_stage_complete_req(tcp_tp_of(ep)->stage, ep, req, UCCL_OK, total);
+    if (st != UCCL_OK) {
+        uccl_error("tcp: cannot wait for the copies into GPU memory: %s", uccl_strerror(st));
+        uccl_req_complete(req, st, 0);
+    }
+}
+
+/* A message with all its bytes in and a receive matched: hand it over. */
+static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
+{
+    bool staged;
+
     if (!rec->presented || !rec->chunk_seen || rec->received != rec->total)
         return;
     if (rec->in_active) {
@@ -52,9 +78,20 @@ static void tcp_rec_settle(tcp_rx_rec_t *rec)
     }
     if (rec->req == NULL)
         return; /* stays on the unexpected list */
-    if (rec->bounce != NULL)
+    staged = tcp_req_staged(ep, rec->req);
+    if (rec->bounce != NULL && staged) {
+        uccl_status_t st = uccl_stage_copy_in(tcp_tp_of(ep)->stage, rec->req, NULL, 0, rec->bounce,
+                                              rec->total);
+        if (st != UCCL_OK) {
+            uccl_error("tcp: staging a message into GPU memory failed: %s", uccl_strerror(st));
+            uccl_req_complete(rec->req, st, 0);
+            tcp_rec_free(rec);
+            return;
+        }
+    } else if (rec->bounce != NULL) {
         uccl_req_iov_copy_in(rec->req, 0, rec->bounce, rec->total);
-    uccl_req_complete(rec->req, UCCL_OK, rec->total);
+    }
+    tcp_req_done(ep, rec->req, staged, rec->total);
     tcp_rec_free(rec);
 }
 
@@ -79,7 +116,7 @@ static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
     }
     if (rec->req == NULL)
         uccl_list_push_back(&ep->unexpected, &rec->uq_link);
-    tcp_rec_settle(rec);
+    tcp_rec_settle(ep, rec);
 }
 
 static void tcp_present_ready(tcp_ep_t *ep)
@@ -107,7 +144,7 @@ uccl_status_t tcp_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
         }
         uccl_list_del(&rec->uq_link);
         rec->req = req;
-        tcp_rec_settle(rec);
+        tcp_rec_settle(ep, rec);
         return UCCL_OK;
     }
     uccl_list_push_back(&ep->posted_recvs, &req->tp_link);
@@ -140,7 +177,8 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     s->target = rec;
     if (rec->req != NULL && rec->bounce == NULL) {
-        s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = rec->req, .pos = h->off};
+        s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = rec->req, .pos = h->off,
+                               .staged = tcp_req_staged(ep, rec->req)};
         return true;
     }
     if (rec->bounce == NULL && rec->total > 0 && (rec->bounce = malloc(rec->total)) == NULL) {
@@ -178,10 +216,15 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     if (rec->status == UCCL_OK)
         rec->status = uccl_engine_region_find(engine, h->a, h->b + h->off, h->clen, &region);
+    if (rec->status == UCCL_OK && region->mem_type != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
+        rec->status = UCCL_ERR_REMOTE_ACCESS; /* GPU memory, and no GPU staging here */
     if (rec->status != UCCL_OK) {
         s->sink = (tcp_sink_t){.kind = TCP_SINK_DISCARD};
     } else {
-        s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = (uint8_t *)(uintptr_t)h->b, .pos = h->off};
+        bool staged = region->mem_type != UCCL_MEM_HOST;
+        s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = (uint8_t *)(uintptr_t)h->b, .pos = h->off,
+                               .staged = staged};
+        rec->staged = rec->staged || staged;
     }
     s->target = rec;
     return true;
@@ -192,8 +235,11 @@ static bool tcp_begin_read_req(tcp_ep_t *ep, const tcp_hdr_t *h)
     uccl_region_t *region;
     uccl_status_t st = uccl_engine_region_find(ep->base.conn->engine, h->a, h->b, h->total, &region);
 
+    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
+        st = UCCL_ERR_REMOTE_ACCESS; /* GPU memory, and no GPU staging here */
     if (st == UCCL_OK)
-        st = tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total);
+        st = tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total,
+                                 region->mem_type != UCCL_MEM_HOST);
     else
         st = tcp_queue_ack(ep, h->id, st);
     if (st != UCCL_OK) {
@@ -226,7 +272,7 @@ static bool tcp_begin_read_data(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     op->rx_busy++;
     s->target = op;
-    s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = op->req, .pos = h->off};
+    s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = op->req, .pos = h->off, .staged = op->gpu};
     return true;
 }
 
@@ -264,15 +310,37 @@ bool tcp_rx_chunk_begin(tcp_stream_t *s)
 
 /* ------------------------------------------------------------------ chunk ends */
 
+/* A write's bytes are all in place: notify, then reply. */
+static void tcp_write_done(tcp_ep_t *ep, uint64_t id, uccl_status_t st, bool has_notif, uint64_t notif)
+{
+    if (st == UCCL_OK && has_notif)
+        st = uccl_conn_notif_push(ep->base.conn, notif);
+    if (tcp_queue_ack(ep, id, st) != UCCL_OK)
+        tcp_ep_fail(ep, "out of memory for a write reply");
+}
+
+/* The H2D copies of a staged write are done (or failed: no notification,
+ * a failed reply). */
+static void tcp_write_done_deferred(void *arg, uccl_status_t copy_status, uint64_t id,
+                                    uint64_t has_notif, uint64_t notif)
+{
+    tcp_write_done(arg, id, copy_status, has_notif != 0, notif);
+}
+
 static void tcp_end_write(tcp_ep_t *ep, tcp_rx_rec_t *rec, uint32_t clen)
 {
     rec->received += clen;
     if (rec->received < rec->total)
         return;
-    if (rec->status == UCCL_OK && rec->has_notif)
-        rec->status = uccl_conn_notif_push(ep->base.conn, rec->notif);
-    if (tcp_queue_ack(ep, rec->id, rec->status) != UCCL_OK)
-        tcp_ep_fail(ep, "out of memory for a write reply");
+    if (rec->status == UCCL_OK && rec->staged) {
+        rec->status = uccl_stage_defer(tcp_tp_of(ep)->stage, ep, tcp_write_done_deferred, ep, rec->id,
+                                       rec->has_notif, rec->notif);
+        if (rec->status == UCCL_OK) {
+            tcp_rec_free(rec); /* the reply goes once the copies are done */
+            return;
+        }
+    }
+    tcp_write_done(ep, rec->id, rec->status, rec->has_notif, rec->notif);
     tcp_rec_free(rec);
 }
 
@@ -286,7 +354,7 @@ void tcp_rx_chunk_end(tcp_stream_t *s)
         tcp_rx_rec_t *rec = s->target;
         rec->received += h->clen;
         rec->chunk_seen = true;
-        tcp_rec_settle(rec);
+        tcp_rec_settle(s->ep, rec);
     } else if (h->type == TCP_FRAME_WRITE) {
         tcp_end_write(s->ep, s->target, h->clen);
     } else if (h->type == TCP_FRAME_READ_DATA) {
@@ -294,7 +362,7 @@ void tcp_rx_chunk_end(tcp_stream_t *s)
         op->rx_busy--;
         op->received += h->clen;
         if (op->received == op->hdr.total) {
-            uccl_req_complete(op->req, UCCL_OK, op->hdr.total);
+            tcp_req_done(s->ep, op->req, op->gpu, op->hdr.total);
             tcp_op_free(op);
         }
     }

@@ -1,6 +1,7 @@
 /* Receiving side of the tcp transport: one state machine per stream that
  * reads headers (and small payloads) through a staging buffer and large
- * payloads straight into their destination with readv. */
+ * payloads straight into their destination with readv, or for GPU memory
+ * into pinned buffers that are copied H2D. */
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,13 +11,50 @@
 
 #define TCP_RX_IOV UCCL_IOV_MAX
 
-static void tcp_sink_put(tcp_sink_t *sink, const uint8_t *src, size_t n)
+/* A copy into our own GPU memory could not be issued: the data is lost. */
+static void tcp_rx_stage_failed(tcp_stream_t *s, uccl_status_t st)
 {
-    if (sink->kind == TCP_SINK_REQ)
+    uccl_error("tcp: staging received bytes into GPU memory failed: %s", uccl_strerror(st));
+    uccl_conn_fail(s->ep->base.conn, st);
+}
+
+static uccl_status_t tcp_sink_put(tcp_stream_t *s, const uint8_t *src, size_t n)
+{
+    tcp_sink_t *sink = &s->sink;
+    uccl_status_t st = UCCL_OK;
+
+    if (sink->staged)
+        st = uccl_stage_copy_in(tcp_tp_of(s->ep)->stage, sink->kind == TCP_SINK_REQ ? sink->req : NULL,
+                                sink->ptr, sink->pos, src, n);
+    else if (sink->kind == TCP_SINK_REQ)
         uccl_req_iov_copy_in(sink->req, sink->pos, src, n);
     else if (sink->kind == TCP_SINK_FLAT)
         memcpy(sink->ptr + sink->pos, src, n);
     sink->pos += n;
+    return st;
+}
+
+/* Read the rest of a payload bound for GPU memory into pinned memory. */
+static ssize_t tcp_stream_read_pinned(tcp_stream_t *s, size_t *want, uccl_status_t *st)
+{
+    tcp_sink_t *sink = &s->sink;
+    uint8_t *dst;
+
+    *st = uccl_stage_sink_reserve(tcp_tp_of(s->ep)->stage, sink->kind == TCP_SINK_REQ ? sink->req : NULL,
+                                  sink->ptr, &dst, want);
+    if (*st != UCCL_OK)
+        return -1;
+    *want = *want < s->remaining ? *want : s->remaining;
+    return recv(s->fd, dst, *want, 0);
+}
+
+/* n bytes were read into the reserved pinned memory: copy them H2D. */
+static uccl_status_t tcp_stream_commit_pinned(tcp_stream_t *s, size_t n)
+{
+    tcp_sink_t *sink = &s->sink;
+
+    return uccl_stage_sink_commit(tcp_tp_of(s->ep)->stage,
+                                  sink->kind == TCP_SINK_REQ ? sink->req : NULL, sink->ptr, sink->pos, n);
 }
 
 static void tcp_chunk_finish(tcp_stream_t *s)
@@ -71,11 +109,21 @@ static bool tcp_stream_read(tcp_stream_t *s, size_t *total)
     size_t want;
     bool direct = s->in_payload && s->rhead == s->rtail && s->sink.kind != TCP_SINK_DISCARD &&
                   s->remaining >= tcp_tp_of(s->ep)->cfg.rxbuf / 2;
+    uccl_status_t st = UCCL_OK;
     ssize_t n;
 
     if (!s->readable)
         return false;
-    n = direct ? tcp_stream_read_direct(s, &want) : tcp_stream_read_staged(s, &want);
+    if (direct && s->sink.staged)
+        n = tcp_stream_read_pinned(s, &want, &st);
+    else
+        n = direct ? tcp_stream_read_direct(s, &want) : tcp_stream_read_staged(s, &want);
+    if (n > 0 && direct && s->sink.staged)
+        st = tcp_stream_commit_pinned(s, (size_t)n);
+    if (st != UCCL_OK) {
+        tcp_rx_stage_failed(s, st);
+        return false;
+    }
     if (n < 0) {
         if (errno == EINTR)
             return true;
@@ -114,7 +162,11 @@ int tcp_stream_rx(tcp_stream_t *s, size_t budget)
             events++;
         } else if (s->in_payload && avail > 0) {
             size_t n = avail < s->remaining ? avail : s->remaining;
-            tcp_sink_put(&s->sink, s->rbuf + s->rhead, n);
+            uccl_status_t st = tcp_sink_put(s, s->rbuf + s->rhead, n);
+            if (st != UCCL_OK) {
+                tcp_rx_stage_failed(s, st);
+                break;
+            }
             s->rhead += n;
             s->remaining -= n;
         } else if (!s->in_payload && avail >= TCP_HDR_LEN) {

@@ -1,6 +1,7 @@
 /* Sending side of the tcp transport: operations are cut into chunks that
  * free streams pull in turn, and written with sendmsg straight from the
- * user's buffers (no copy), several frames per call. */
+ * user's buffers (no copy), several frames per call. GPU memory is fed to
+ * the sockets from staged sources: pinned buffers filled D2H ahead. */
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -28,8 +29,25 @@ static tcp_op_t *tcp_op_new(tcp_ep_t *ep, uint8_t type, uint64_t id, uint64_t to
     return op;
 }
 
+/* The payload of op (req or flat) is GPU memory: read it through a source. */
+static void tcp_op_stage(tcp_ep_t *ep, tcp_op_t *op, const uint8_t *flat)
+{
+    const uint8_t *ptr;
+    size_t n;
+
+    op->gpu = true;
+    if (op->hdr.total == 0)
+        return;
+    uccl_stage_src_init(&op->src, tcp_tp_of(ep)->stage, flat != NULL ? NULL : op->req, flat,
+                        op->hdr.total);
+    /* start the first copies now; an error shows again when a frame is cut */
+    (void)uccl_stage_src_peek(&op->src, &ptr, &n, NULL);
+}
+
 void tcp_op_free(tcp_op_t *op)
 {
+    if (op->src.stage != NULL)
+        uccl_stage_src_fini(&op->src);
     uccl_list_del(&op->all_link);
     uccl_list_del(&op->tx_link);
     uccl_list_del(&op->wait_link);
@@ -68,6 +86,8 @@ uccl_status_t tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     ep->next_msg_id++;
     op->hdr.a = req->tag;
     op->req = req;
+    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
+        tcp_op_stage(ep, op, NULL);
     return UCCL_OK;
 }
 
@@ -85,6 +105,12 @@ static uccl_status_t tcp_post_rma(tcp_ep_t *ep, uccl_req_t *req, uint8_t type)
         op->hdr.c = req->notif;
     }
     op->req = req;
+    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req)) {
+        if (type == TCP_FRAME_WRITE)
+            tcp_op_stage(ep, op, NULL);
+        else
+            op->gpu = true; /* the read's data lands through staging */
+    }
     op->waiting = true;
     uccl_list_push_back(&ep->rma_wait, &op->wait_link);
     return UCCL_OK;
@@ -110,13 +136,16 @@ uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status)
     return UCCL_OK;
 }
 
-uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len)
+uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
+                                  bool gpu)
 {
     tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_READ_DATA, id, len);
 
     if (op == NULL)
         return UCCL_ERR_NO_MEMORY;
     op->flat = src;
+    if (gpu)
+        tcp_op_stage(ep, op, src);
     return UCCL_OK;
 }
 
@@ -136,18 +165,75 @@ static void tcp_op_sent(tcp_op_t *op)
         tcp_op_free(op);
 }
 
+/* A copy out of our GPU memory failed. An operation of which nothing is on
+ * the wire yet fails alone (a read response becomes a refusal); else the
+ * peer holds part of it and only failing the connection is sane. */
+static void tcp_op_stage_failed(tcp_ep_t *ep, tcp_op_t *op, uccl_status_t st)
+{
+    uccl_error("tcp: staging %llu bytes out of GPU memory failed: %s",
+               (unsigned long long)op->hdr.total, uccl_strerror(st));
+    if (op->next_off == 0 && op->hdr.type == TCP_FRAME_WRITE) {
+        uccl_req_complete(op->req, st, 0);
+        tcp_op_free(op);
+    } else if (op->next_off == 0 && op->hdr.type == TCP_FRAME_READ_DATA) {
+        uccl_stage_src_fini(&op->src);
+        op->src.stage = NULL;
+        op->flat = NULL;
+        op->hdr.type = TCP_FRAME_ACK;
+        op->hdr.total = 0;
+        op->hdr.a = (uint64_t)(int64_t)UCCL_ERR_REMOTE_ACCESS;
+    } else {
+        uccl_conn_fail(ep->base.conn, st);
+    }
+}
+
+/* A staged op's next frame takes the pinned bytes that are ready (at most
+ * *len) and holds their buffer until sent. UCCL_INPROGRESS while the D2H
+ * copy runs; another error when it failed (op is then failed or changed). */
+static uccl_status_t tcp_frame_stage(tcp_ep_t *ep, tcp_op_t *op, tcp_frame_t *f, size_t *len)
+{
+    uccl_stage_buf_t *buf;
+    const uint8_t *ptr;
+    size_t avail;
+    uccl_status_t st;
+
+    f->buf = NULL;
+    f->data = NULL;
+    if (op->src.stage == NULL || *len == 0)
+        return UCCL_OK;
+    st = uccl_stage_src_peek(&op->src, &ptr, &avail, &buf);
+    if (st != UCCL_OK) {
+        if (st != UCCL_INPROGRESS)
+            tcp_op_stage_failed(ep, op, st);
+        return st;
+    }
+    *len = avail < *len ? avail : *len;
+    uccl_stage_buf_hold(buf);
+    uccl_stage_src_take(&op->src, *len);
+    f->buf = buf;
+    f->data = ptr;
+    return UCCL_OK;
+}
+
 /* Pull chunks from the endpoint's queue into the stream's ring. */
 static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
 {
     tcp_ep_t *ep = s->ep;
 
-    while (s->tx_count < TCP_TX_RING && s->tx_bytes < chunk && !uccl_list_empty(&ep->tx_queue)) {
+    while (s->tx_count < TCP_TX_RING && s->tx_bytes < chunk && !uccl_list_empty(&ep->tx_queue) &&
+           ep->base.conn->state == UCCL_OK) {
         tcp_op_t *op = uccl_list_first(&ep->tx_queue, tcp_op_t, tx_link);
         tcp_frame_t *f = &s->ring[(s->tx_head + s->tx_count) % TCP_TX_RING];
         size_t payload = tcp_op_payload(op);
         size_t len = payload - op->next_off < chunk ? payload - op->next_off : chunk;
-        tcp_hdr_t h = op->hdr;
+        uccl_status_t st = tcp_frame_stage(ep, op, f, &len);
+        tcp_hdr_t h;
 
+        if (st == UCCL_INPROGRESS)
+            break; /* the copy engine runs; the next progress call goes on */
+        if (st != UCCL_OK)
+            continue; /* op failed, or became a refusal to send next */
+        h = op->hdr;
         h.off = op->next_off;
         h.clen = (uint32_t)len;
         tcp_hdr_encode(&h, f->hdr);
@@ -178,6 +264,11 @@ static int tcp_frame_iovec(const tcp_frame_t *f, struct iovec *iov, int max)
     }
     if (f->len == poff)
         return n;
+    if (f->data != NULL) {
+        iov[n].iov_base = (void *)(f->data + poff);
+        iov[n].iov_len = f->len - poff;
+        return n + 1;
+    }
     if (f->op->flat != NULL) {
         iov[n].iov_base = (void *)(f->op->flat + f->off + poff);
         iov[n].iov_len = f->len - poff;
@@ -206,6 +297,8 @@ static void tcp_stream_consume(tcp_stream_t *s, size_t n)
         s->tx_head = (s->tx_head + 1) % TCP_TX_RING;
         s->tx_count--;
         s->tx_bytes -= TCP_HDR_LEN + f->len;
+        if (f->buf != NULL)
+            uccl_stage_buf_put(tcp_tp_of(s->ep)->stage, f->buf);
         if (--f->op->frames == 0 && f->op->cut_done)
             tcp_op_sent(f->op);
     }
@@ -243,6 +336,17 @@ static size_t tcp_stream_send(tcp_stream_t *s)
     return (size_t)n;
 }
 
+void tcp_stream_tx_release(tcp_stream_t *s)
+{
+    for (; s->tx_count > 0; s->tx_count--) {
+        tcp_frame_t *f = &s->ring[s->tx_head];
+
+        if (f->buf != NULL)
+            uccl_stage_buf_put(tcp_tp_of(s->ep)->stage, f->buf);
+        s->tx_head = (s->tx_head + 1) % TCP_TX_RING;
+    }
+}
+
 int tcp_ep_tx(tcp_ep_t *ep, size_t budget)
 {
     size_t chunk = tcp_tp_of(ep)->cfg.chunk;
@@ -252,9 +356,9 @@ int tcp_ep_tx(tcp_ep_t *ep, size_t budget)
 
     /* rounds over the streams: each takes about one chunk per round, which
      * stripes large messages and lets a slow stream fall behind */
-    while (moved && total < limit && !ep->failing) {
+    while (moved && total < limit && !ep->failing && ep->base.conn->state == UCCL_OK) {
         moved = false;
-        for (int i = 0; i < ep->nstreams && !ep->failing; i++) {
+        for (int i = 0; i < ep->nstreams && !ep->failing && ep->base.conn->state == UCCL_OK; i++) {
             tcp_stream_t *s = &ep->streams[i];
             size_t n;
 

@@ -9,6 +9,7 @@
 #include "topo/topo.h"
 #include "uccl_build.h"
 #include "verbs.h"
+#include "verbs_gdr.h"
 
 #define VERBS_FIELD(name, dflt, doc, field, type) \
     {name, dflt, doc, offsetof(tp_verbs_config_t, field), type}
@@ -32,6 +33,8 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 ib_timeout, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
+    VERBS_FIELD("VERBS_GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
+                "staging), dmabuf, peermem or off", gdr, UCCL_CFG_STRING),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -39,11 +42,15 @@ const uccl_cfg_table_t tp_verbs_config_table = {"", verbs_fields, sizeof(tp_verb
 
 static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
 {
+    verbs_gdr_want_t gdr;
+
     if (strcmp(cfg->qp_type, "rc") != 0 && strcmp(cfg->qp_type, "uc") != 0) {
         uccl_error("UCCL_VERBS_QP_TYPE=%s: expected rc or uc", cfg->qp_type);
         return UCCL_ERR_INVALID_PARAM;
     }
     *uc = strcmp(cfg->qp_type, "uc") == 0;
+    if (verbs_gdr_parse_want(cfg->gdr, &gdr) != UCCL_OK)
+        return UCCL_ERR_INVALID_PARAM;
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
         cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31) {
@@ -370,11 +377,8 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
     tp_verbs_t *v = (tp_verbs_t *)tp;
     uccl_tp_memh_t *memh;
 
-    (void)device;
-    if (type != UCCL_MEM_HOST) { /* GPU memory goes through another transport here */
-        *out = NULL;
-        return UCCL_OK;
-    }
+    if (type != UCCL_MEM_HOST) /* GPUDirect RDMA, or no handle: staging elsewhere */
+        return tp_verbs_gdr_mem_reg(v, addr, len, type, device, out);
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;

@@ -1,0 +1,188 @@
+/* Split CMA: one process_vm_readv/writev runs on one core and falls well
+ * short of memcpy for large copies, so the receiver (or the target of a
+ * write/read) copies the first part and the peer the rest at the same time:
+ * OFFER tells the peer which of our bytes to fill or take, DONE says it has. */
+#include "shm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes the receiver or target copies itself: its configured share,
+ * rounded down to a cache line. */
+static uint64_t shm_split_point(const shm_ep_t *ep, uint64_t len)
+{
+    uint64_t split = len / 100 * (uint64_t)ep->tp->cfg.split_pct +
+                     len % 100 * (uint64_t)ep->tp->cfg.split_pct / 100;
+
+    return split & ~(uint64_t)63;
+}
+
+/* The wire pieces of local covering [off, off + len). */
+static uint32_t shm_split_wire_iov(const struct iovec *local, int lcnt, uint64_t off, uint64_t len,
+                                   shm_wire_iov_t *out)
+{
+    uint32_t n = 0;
+
+    for (int i = 0; i < lcnt && len > 0; i++) {
+        uint64_t piece = local[i].iov_len;
+
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        piece -= off;
+        if (piece > len)
+            piece = len;
+        out[n++] = (shm_wire_iov_t){(uint64_t)(uintptr_t)local[i].iov_base + off, piece};
+        len -= piece;
+        off = 0;
+    }
+    return n;
+}
+
+/* Put the OFFER straight into the ring (after any queued control packet
+ * it would overtake it, so then we do not split); false = no room. */
+static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
+                            const shm_wire_iov_t *iov, uint32_t iovcnt)
+{
+    size_t size = sizeof(shm_pkt_offer_t) + iovcnt * sizeof(*iov);
+    shm_pkt_offer_t *pkt;
+
+    if (!uccl_list_empty(&ep->ctrlq))
+        return false;
+    pkt = shm_ring_reserve(&ep->tx, size);
+    if (pkt == NULL)
+        return false;
+    *pkt = (shm_pkt_offer_t){.hdr = {SHM_PKT_OFFER, (uint32_t)size}, .id = s->peer_id,
+                             .rid = s->rid, .split = split, .iovcnt = iovcnt};
+    memcpy(pkt->iov, iov, iovcnt * sizeof(*iov));
+    shm_ring_commit(&ep->tx, size);
+    return true;
+}
+
+/* Record s, offer the peer [split, len) of local, copy [0, split) with the
+ * peer's remote pieces ourselves. */
+static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct iovec *local,
+                            int lcnt, const shm_wire_iov_t *remote, uint32_t rcnt)
+{
+    uint64_t split = shm_split_point(ep, init->len);
+    shm_wire_iov_t offer[UCCL_IOV_MAX];
+    uint32_t ocnt = shm_split_wire_iov(local, lcnt, split, init->len - split, offer);
+    shm_split_t *s = malloc(sizeof(*s));
+    uccl_status_t st;
+
+    if (s == NULL)
+        return false; /* the caller copies it all */
+    *s = *init;
+    s->rid = ep->next_id++;
+    if (!shm_split_offer(ep, s, split, offer, ocnt)) {
+        free(s);
+        return false;
+    }
+    uccl_list_push_back(&ep->splits, &s->link);
+    /* a receive pulls, a write's target pulls, a read's target pushes */
+    st = shm_cma_copy(ep, s->req == NULL && s->is_read, local, lcnt, 0, remote, (int)rcnt, split);
+    s->st = st; /* PEER_FAILED: the connection fails, the record goes with it */
+    return true;
+}
+
+bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
+                    const shm_wire_iov_t *iov, uint32_t iovcnt)
+{
+    struct iovec local[UCCL_IOV_MAX];
+
+    if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min)
+        return false;
+    return shm_split_start(ep, &(shm_split_t){.peer_id = id, .req = req, .len = len}, local,
+                           shm_req_iovec(req, local), iov, iovcnt);
+}
+
+bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov)
+{
+    /* the region was validated for exactly [addr, addr + len) */
+    struct iovec local = {(void *)(uintptr_t)pkt->addr, pkt->len};
+
+    if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min)
+        return false;
+    return shm_split_start(ep, &(shm_split_t){.peer_id = pkt->id, .len = pkt->len,
+                                              .is_read = pkt->is_read != 0,
+                                              .has_notif = pkt->has_notif != 0,
+                                              .notif = pkt->notif},
+                           &local, 1, iov, pkt->iovcnt);
+}
+
+static void shm_rx_offer_bad(shm_ep_t *ep)
+{
+    uccl_error("shm: malformed offer packet from pid %d", ep->peer_pid);
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+}
+
+/* Sender or initiator: copy the part the peer offered, then say so. */
+void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+{
+    shm_wire_iov_t iov[UCCL_IOV_MAX];
+    struct iovec local[UCCL_IOV_MAX];
+    shm_pkt_offer_t pkt;
+    uccl_req_t *req;
+    uint64_t sum = 0;
+    uccl_status_t st;
+
+    if (hdr->size < sizeof(pkt)) {
+        shm_rx_offer_bad(ep);
+        return;
+    }
+    memcpy(&pkt, p, sizeof(pkt));
+    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
+        shm_rx_offer_bad(ep);
+        return;
+    }
+    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
+    for (uint32_t i = 0; i < pkt.iovcnt; i++)
+        sum += iov[i].len;
+    req = shm_find_req(&ep->waiting, pkt.id);
+    /* only a CMA peer offers, and only for host memory we announced */
+    if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt.split > req->len ||
+        sum != req->len - pkt.split) {
+        shm_rx_offer_bad(ep);
+        return;
+    }
+    st = shm_cma_copy(ep, req->op != UCCL_OP_READ, local, shm_req_iovec(req, local), pkt.split,
+                      iov, (int)pkt.iovcnt, sum);
+    if (st == UCCL_ERR_PEER_FAILED)
+        return;
+    /* req completes with the peer's FIN, which reports our status too */
+    shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
+}
+
+/* Receiver or target: both parts are copied; complete, notify, FIN. */
+void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
+{
+    uccl_status_t st = (uccl_status_t)pkt->status;
+    shm_split_t *s = NULL;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->splits) {
+        shm_split_t *cur = uccl_container_of(pos, shm_split_t, link);
+        if (cur->rid == pkt->id) {
+            s = cur;
+            break;
+        }
+    }
+    if (s == NULL) {
+        uccl_error("shm: DONE for unknown transfer %llu from pid %d", (unsigned long long)pkt->id,
+                   ep->peer_pid);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    uccl_list_del(&s->link);
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
+        st = UCCL_ERR_TRANSPORT;
+    if (s->st != UCCL_OK)
+        st = s->st;
+    if (s->req != NULL)
+        uccl_req_complete(s->req, st, st == UCCL_OK ? s->len : 0);
+    else if (st == UCCL_OK && !s->is_read && s->has_notif)
+        st = uccl_conn_notif_push(ep->base.conn, s->notif);
+    shm_ctrl_send(ep, SHM_PKT_FIN, s->peer_id, 0, st);
+    free(s);
+}

@@ -1,0 +1,382 @@
+/* Shared harness of the two-process GPU transport tests (see gpu_test.h):
+ * byte patterns on GPU or host sides, the operation cases, one run per mode. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "boot.h"
+#include "gpu/gpu.h"
+#include "gpu_test.h"
+
+#define SKIP 77
+#define OFF_A GPU_TEST_OFF_A
+#define TMO 20000
+
+gpu_test_state_t gpu_test;
+
+static uint8_t pat(size_t i, unsigned seed)
+{
+    return (uint8_t)(((i * 2654435761u) >> 13) ^ seed);
+}
+
+static void mem_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
+{
+    uint8_t *h = s->gpu ? malloc(len ? len : 1) : (uint8_t *)s->buf + off;
+
+    for (size_t i = 0; i < len; i++)
+        h[i] = pat(i, seed);
+    if (s->gpu) {
+        uccl_gpu_memcpy(s->buf + off, h, len);
+        free(h);
+    }
+}
+
+static void mem_zero(const gpu_test_side_t *s, size_t off, size_t len)
+{
+    if (s->gpu)
+        uccl_gpu_memset(s->buf + off, 0, len);
+    else
+        memset(s->buf + off, 0, len);
+}
+
+/* Index of the first wrong byte, or -1. */
+static long mem_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
+{
+    uint8_t *h = s->gpu ? malloc(len ? len : 1) : (uint8_t *)s->buf + off;
+    long bad = -1;
+
+    if (s->gpu)
+        uccl_gpu_memcpy(h, s->buf + off, len);
+    for (size_t i = 0; i < len && bad < 0; i++)
+        if (h[i] != pat(i, seed))
+            bad = (long)i;
+    if (s->gpu)
+        free(h);
+    return bad;
+}
+
+static int side_init(gpu_test_side_t *s, size_t size, int gpu)
+{
+    memset(s, 0, sizeof(*s));
+    s->size = size;
+    s->gpu = gpu;
+    s->half = (size - OFF_A) / 2;
+    if (gpu ? uccl_gpu_malloc((void **)&s->buf, size) != UCCL_OK : (s->buf = malloc(size)) == NULL)
+        return -1;
+    if (uccl_mr_reg(gpu_test.eng, s->buf + OFF_A, s->half, 0, &s->mr1) != UCCL_OK ||
+        uccl_mr_reg(gpu_test.eng, s->buf + OFF_A + s->half, s->half, 0, &s->mr2) != UCCL_OK)
+        return -1;
+    return 0;
+}
+
+static void side_fini(gpu_test_side_t *s)
+{
+    CHECK_ST(uccl_mr_dereg(s->mr1), UCCL_OK);
+    CHECK_ST(uccl_mr_dereg(s->mr2), UCCL_OK);
+    if (s->gpu)
+        uccl_gpu_free(s->buf);
+    else
+        free(s->buf);
+}
+
+/* A failed post leaves req NULL: report that instead of waiting on nothing. */
+uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes)
+{
+    uccl_status_t st;
+
+    if (req == NULL)
+        return UCCL_ERR_INVALID_HANDLE;
+    st = uccl_wait(req, TMO);
+
+    if (bytes != NULL)
+        uccl_req_bytes(req, bytes);
+    uccl_req_free(req);
+    return st;
+}
+
+/* Rank 1 describes [off, off+len) of its mr1 to gpu_test.rank 0. */
+static void share_rdesc(gpu_test_side_t *s, size_t off, size_t len, uccl_rdesc_t *rd)
+{
+    uccl_rdesc_t mine;
+
+    memset(&mine, 0, sizeof(mine));
+    if (gpu_test.rank == 1)
+        CHECK_ST(uccl_mr_pack(s->mr1, off, len, &mine), UCCL_OK);
+    boot_xchg(gpu_test.eng, &mine, rd, sizeof(*rd));
+}
+
+/* ---------------------------------------------------------------- operations */
+
+void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned seed)
+{
+    uccl_req_t *req = NULL;
+    size_t bytes = 0;
+
+    if (gpu_test.rank == 0)
+        mem_fill(me, OFF_A + off, len, seed);
+    else
+        mem_zero(me, OFF_A + off, len);
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_send(gpu_test.conn, me->mr1, off, len, seed, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, &bytes), UCCL_OK);
+    } else {
+        CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, off, len + 16 <= me->half - off ? len + 16 : len, seed, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, &bytes), UCCL_OK);
+        CHECK(bytes == len, "recv bytes %zu want %zu", bytes, len);
+        long bad = mem_check(me, OFF_A + off, len, seed);
+        CHECK(bad < 0, "send/recv %zu B: byte %ld wrong", len, bad);
+    }
+    boot_barrier(gpu_test.eng);
+}
+
+/* gpu_test.rank 0 writes (or reads) len bytes at local off to gpu_test.rank 1's region at roff. */
+static void t_rma(gpu_test_side_t *me, size_t len, size_t off, size_t roff, int write, int notify, unsigned seed)
+{
+    uccl_rdesc_t rd;
+    uccl_req_t *req = NULL;
+
+    if ((gpu_test.rank == 0) == (write != 0))
+        mem_fill(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len, seed);
+    else
+        mem_zero(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len);
+    share_rdesc(me, 0, me->half, &rd);
+    if (gpu_test.rank == 0) {
+        if (notify)
+            CHECK_ST(uccl_write_notify(gpu_test.conn, me->mr1, off, len, &rd, roff, seed, &req), UCCL_OK);
+        else if (write)
+            CHECK_ST(uccl_write(gpu_test.conn, me->mr1, off, len, &rd, roff, &req), UCCL_OK);
+        else
+            CHECK_ST(uccl_read(gpu_test.conn, me->mr1, off, len, &rd, roff, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+        if (!write) {
+            long bad = mem_check(me, OFF_A + off, len, seed);
+            CHECK(bad < 0, "read %zu B: byte %ld wrong", len, bad);
+        }
+    } else if (notify) {
+        uint64_t v = 0;
+        uccl_status_t st;
+        while ((st = uccl_notif_poll(gpu_test.conn, &v)) == UCCL_ERR_NOT_FOUND)
+            ;
+        CHECK(st == UCCL_OK && v == seed, "notification %s %llu", uccl_status_name(st), (unsigned long long)v);
+    }
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 1 && write) {
+        long bad = mem_check(me, OFF_A + roff, len, seed);
+        CHECK(bad < 0, "write %zu B: byte %ld wrong", len, bad);
+    }
+}
+
+/* Vectored: 3 pieces over both regions of one allocation. */
+static void t_vectored(gpu_test_side_t *me, size_t len, unsigned seed)
+{
+    size_t p = len / 3;
+    uccl_iov_t iov[3] = {{me->mr1, 7, p}, {me->mr2, 0, p}, {me->mr2, p + 5, len - 2 * p}};
+    uccl_rdesc_t rd;
+    uccl_req_t *req = NULL;
+    size_t bytes;
+
+    /* sendv/recvv: gpu_test.rank 0 sends one contiguous piece, gpu_test.rank 1 scatters */
+    if (gpu_test.rank == 0)
+        mem_fill(me, OFF_A, len, seed);
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_send(gpu_test.conn, me->mr1, 0, len, 99, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+    } else {
+        CHECK_ST(uccl_recvv(gpu_test.conn, iov, 3, 99, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, &bytes), UCCL_OK);
+        CHECK(bytes == len, "recvv bytes %zu", bytes);
+        /* pieces hold the message in order: check through one host copy */
+        uint8_t *h = malloc(len), *q = h;
+        for (int i = 0; i < 3; i++) {
+            char *src = (char *)(iov[i].mr == me->mr1 ? me->buf + OFF_A : me->buf + OFF_A + me->half) + iov[i].off;
+            uccl_gpu_memcpy(q, src, iov[i].len);
+            q += iov[i].len;
+        }
+        long bad = -1;
+        for (size_t i = 0; i < len && bad < 0; i++)
+            if (h[i] != pat(i, seed))
+                bad = (long)i;
+        CHECK(bad < 0, "recvv %zu B: byte %ld wrong", len, bad);
+        free(h);
+    }
+    boot_barrier(gpu_test.eng);
+    /* writev: gpu_test.rank 0 gathers its three pieces into gpu_test.rank 1's contiguous range */
+    share_rdesc(me, 0, me->half, &rd);
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_writev(gpu_test.conn, iov, 3, &rd, 64, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+        CHECK_ST(uccl_readv(gpu_test.conn, iov, 3, &rd, 64, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+    }
+    boot_barrier(gpu_test.eng);
+}
+
+/* Refused accesses: out of range locally, a region the target released
+ * (never granted, and granted then revoked). */
+static void t_refused(gpu_test_side_t *me)
+{
+    uccl_rdesc_t rd, rd2;
+    uccl_mr_t *tmp = NULL;
+    uccl_req_t *req = NULL;
+    uccl_rdesc_t mine;
+
+    share_rdesc(me, 0, 4096, &rd);
+    if (gpu_test.rank == 0)
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, 64, &rd, 4096 - 32, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    /* a region packed then deregistered before any access */
+    memset(&mine, 0, sizeof(mine));
+    if (gpu_test.rank == 1) {
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + 64, 4096, 0, &tmp), UCCL_OK);
+        CHECK_ST(uccl_mr_pack(tmp, 0, 4096, &mine), UCCL_OK);
+        CHECK_ST(uccl_mr_dereg(tmp), UCCL_OK);
+    }
+    boot_xchg(gpu_test.eng, &mine, &rd2, sizeof(rd2));
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, 64, &rd2, 0, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_ERR_REMOTE_ACCESS);
+    }
+    boot_barrier(gpu_test.eng);
+    /* granted (one good write), then revoked by dereg */
+    if (gpu_test.rank == 1) {
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + 128, 8192, 0, &tmp), UCCL_OK);
+        CHECK_ST(uccl_mr_pack(tmp, 0, 8192, &mine), UCCL_OK);
+    }
+    boot_xchg(gpu_test.eng, &mine, &rd2, sizeof(rd2));
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, 64, &rd2, 0, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+    }
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 1)
+        CHECK_ST(uccl_mr_dereg(tmp), UCCL_OK);
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, 64, &rd2, 0, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_ERR_REMOTE_ACCESS);
+    }
+    boot_barrier(gpu_test.eng);
+    /* truncation: a receive smaller than the message fails, the message stays */
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_send(gpu_test.conn, me->mr1, 0, 100, 555, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+    } else {
+        size_t bytes = 0;
+        CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, 0, 50, 555, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_ERR_TRUNCATED);
+        CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, 0, 100, 555, &req), UCCL_OK);
+        CHECK_ST(gpu_test_wait_free(req, &bytes), UCCL_OK);
+        CHECK(bytes == 100, "after truncation got %zu", bytes);
+    }
+    boot_barrier(gpu_test.eng);
+}
+
+static void run_sizes(gpu_test_side_t *me, const size_t *sizes, int n, int big_ops)
+{
+    for (int i = 0; i < n; i++) {
+        size_t len = sizes[i];
+        unsigned seed = (unsigned)(i * 7 + 1);
+        int small = len < (64u << 20);
+
+        gpu_test_sendrecv(me, len, small ? 3 : 0, seed);
+        t_rma(me, len, small ? 3 : 0, small ? 5 : 0, 1, 0, seed + 1);
+        if (small || big_ops) {
+            t_rma(me, len, small ? 1 : 0, small ? 2 : 0, 0, 0, seed + 2);
+            t_rma(me, len, 0, 0, 1, 1, seed + 3);
+        }
+        if (gpu_test.rank == 0)
+            printf("%s %zu B: send/recv, write%s\n", gpu_test.failures ? "after failures" : "ok", len,
+                   small || big_ops ? ", read, write_notify" : "");
+    }
+}
+
+static int connect_pair(int gpu, const gpu_test_mode_t *mode)
+{
+    uccl_engine_params_t p = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = gpu};
+    char mine[UCCL_ADDRESS_MAX], theirs[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(mine);
+
+    if (uccl_gpu_set_device(gpu) != UCCL_OK || uccl_engine_create(&p, &gpu_test.eng) != UCCL_OK)
+        return -1;
+    if (mode->need_caps != 0)
+        CHECK((uccl_engine_caps(gpu_test.eng) & mode->need_caps) == mode->need_caps, "engine has no %s",
+              mode->caps_name);
+    memset(mine, 0, sizeof(mine));
+    if (uccl_engine_address(gpu_test.eng, mine, &len) != UCCL_OK)
+        return -1;
+    boot_xchg(NULL, mine, theirs, sizeof(mine));
+    if (gpu_test.rank == 0)
+        return uccl_connect(gpu_test.eng, theirs, sizeof(theirs), &gpu_test.conn) == UCCL_OK ? 0 : -1;
+    return uccl_accept(gpu_test.eng, TMO, &gpu_test.conn) == UCCL_OK ? 0 : -1;
+}
+
+/* GPU<->host one-sided, each way, from either end. */
+static void run_host_sizes(gpu_test_side_t *dev, gpu_test_side_t *host, const gpu_test_mode_t *mode)
+{
+    gpu_test_side_t *a = gpu_test.rank == 0 ? dev : host, *b = gpu_test.rank == 0 ? host : dev;
+
+    for (int i = 0; i < mode->n_host_sizes; i++) {
+        size_t len = mode->host_sizes[i];
+        t_rma(a, len, 3, 5, 1, 0, 50 + (unsigned)i); /* GPU -> remote host: target copies */
+        t_rma(a, len, 3, 5, 0, 0, 60 + (unsigned)i); /* remote host -> GPU */
+        t_rma(a, len, 0, 0, 1, 1, 70 + (unsigned)i); /* with notification */
+        t_rma(b, len, 3, 5, 1, 0, 80 + (unsigned)i); /* host -> remote GPU: initiator copies */
+        t_rma(b, len, 3, 5, 0, 0, 90 + (unsigned)i); /* remote GPU -> host */
+    }
+}
+
+static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
+{
+    gpu_test_side_t dev, host;
+    int f0 = gpu_test.failures;
+
+    if (connect_pair(gpu, mode) != 0) {
+        CHECK(0, "%s: engine/connection setup failed", name);
+        return;
+    }
+    if (side_init(&dev, mode->gpu_alloc, 1) != 0 || side_init(&host, mode->host_alloc, 0) != 0) {
+        CHECK(0, "%s: allocation/registration failed", name);
+        return;
+    }
+    run_sizes(&dev, mode->gpu_sizes, mode->n_gpu_sizes, mode->big_ops);
+    if (mode->after_sizes != NULL)
+        mode->after_sizes(&dev, name);
+    t_vectored(&dev, 3u << 20, 41);
+    t_refused(&dev);
+    run_host_sizes(&dev, &host, mode);
+    if (gpu_test.rank == 0)
+        printf("%s GPU<->host one-sided %s\n", gpu_test.failures == f0 ? "ok" : "FAILED", mode->host_range);
+    mode->sendrecv_mixed(&dev, &host, f0);
+    boot_barrier(gpu_test.eng);
+    CHECK_ST(uccl_conn_close(gpu_test.conn), UCCL_OK);
+    side_fini(&dev);
+    side_fini(&host);
+    boot_barrier(NULL);
+    CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
+    printf("[rank %d] %s: %s\n", gpu_test.rank, name, gpu_test.failures == f0 ? "PASS" : "FAIL");
+}
+
+int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode)
+{
+    int n = 0;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    gpu_test.rank = boot_init(argc, argv); /* before any GPU runtime call */
+    if (gpu_test.rank < 0) {
+        perror("bootstrap");
+        return 1;
+    }
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
+        if (gpu_test.rank == 0)
+            printf("skipped: no GPU\n");
+        return boot_finish(SKIP);
+    }
+    if (n >= 2)
+        run_mode("GPU0 -> GPU1 (two processes)", gpu_test.rank, mode);
+    else if (gpu_test.rank == 0)
+        printf("skipped: GPU0 -> GPU1 needs 2 GPUs, %d present\n", n);
+    run_mode("same GPU (two processes)", 0, mode);
+    return boot_finish(gpu_test.failures ? 1 : 0);
+}

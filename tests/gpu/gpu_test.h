@@ -1,0 +1,75 @@
+/* Shared harness of the two-process GPU transport tests (t_gpu_ipc,
+ * t_gpu_staging): checks, GPU and host sides, the operation cases, and the
+ * run over GPU0->GPU1 and same GPU; each program describes what differs. */
+#ifndef UCCL_TESTS_GPU_GPU_TEST_H
+#define UCCL_TESTS_GPU_GPU_TEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uccl/uccl.h>
+
+#define GPU_TEST_OFF_A 4099 /* first region starts this far into the allocation */
+
+/* The state of this process: one engine and one connection at a time. */
+typedef struct gpu_test_state {
+    int rank;     /* 0 or 1 */
+    int failures; /* CHECKs failed so far */
+    uccl_engine_t *eng;
+    uccl_conn_t *conn;
+} gpu_test_state_t;
+
+extern gpu_test_state_t gpu_test;
+
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (!(cond)) {                                                          \
+            gpu_test.failures++;                                                \
+            printf("[rank %d] FAIL %s:%d: ", gpu_test.rank, __FILE__, __LINE__); \
+            printf(__VA_ARGS__);                                                \
+            printf("\n");                                                       \
+        }                                                                       \
+    } while (0)
+#define CHECK_ST(call, want)                                                                   \
+    do {                                                                                       \
+        uccl_status_t st_ = (call);                                                            \
+        CHECK(st_ == (want), "%s = %s, want %s", #call, uccl_status_name(st_), uccl_status_name(want)); \
+    } while (0)
+
+/* One side's memory: an allocation with two regions inside it. */
+typedef struct gpu_test_side {
+    char *buf; /* allocation */
+    size_t size;
+    int gpu;                                 /* 1 = device memory */
+    uccl_mr_t *mr1, *mr2; /* [OFF_A, OFF_A+half), [OFF_A+half, ...) */
+    size_t half;
+} gpu_test_side_t;
+
+/* What one program runs on each pair of engines. */
+typedef struct gpu_test_mode {
+    const size_t *gpu_sizes; /* every operation on GPU memory, at each size */
+    int n_gpu_sizes;
+    int big_ops;              /* read and write_notify also from 64 MiB up */
+    const size_t *host_sizes; /* one-sided GPU<->host, at each size */
+    int n_host_sizes;
+    const char *host_range;  /* names host_sizes in the summary line */
+    size_t gpu_alloc;        /* bytes of the GPU side's allocation */
+    size_t host_alloc;       /* bytes of the host side's allocation */
+    uint64_t need_caps;      /* engine capabilities checked after create, or 0 */
+    const char *caps_name;   /* names need_caps in the failure */
+    /* Optional: runs on the GPU side after the sizes. */
+    void (*after_sizes)(gpu_test_side_t *gpu, const char *name);
+    /* Two-sided GPU<->host; failures_before: gpu_test.failures when the mode began. */
+    void (*sendrecv_mixed)(gpu_test_side_t *gpu, gpu_test_side_t *host, int failures_before);
+} gpu_test_mode_t;
+
+/* Waits for req (NULL after a failed post: UCCL_ERR_INVALID_HANDLE), stores
+ * its byte count in bytes (may be NULL), frees it. */
+uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes);
+/* rank 0 sends len bytes at off of its mr1 to rank 1's mr1 at off; checked. */
+void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned seed);
+/* The whole program: bootstrap, skip (77) without a GPU, GPU0->GPU1 when
+ * there are two, same GPU; returns the exit code. */
+int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode);
+
+#endif
