@@ -3,12 +3,17 @@
 # ib_read_bw, ib_send_bw) between the same two Soft-RoCE devices, same sizes,
 # in one VM boot; prints a table with ratios. A report, not a timed test.
 # Run from the build directory: ../tests/rxe/bench.sh   (BENCH_SIZES, BENCH_OPS)
+# The VM script: RXE_VM, default the source tree's sibling ../shared/rxe-vm.
 here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
 if [ -z "${RXE_DEV:-}" ]; then
+	vm=${RXE_VM:-$top_srcdir/../shared/rxe-vm}/run-in-rxe-vm.sh
+	[ -x "$vm" ] || { echo "bench: the Soft-RoCE VM script $vm is missing (set RXE_VM)"; exit 1; }
 	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-900}" \
-		"${RXE_VM:-/work/shared/rxe-vm}/run-in-rxe-vm.sh" "$here/bench.sh"
+		"$vm" "$here/bench.sh"
 fi
+sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-65536 262144 1048576 4194304}
 ops=${BENCH_OPS:-write read send}
 perf=$builddir/tools/uccl_perf

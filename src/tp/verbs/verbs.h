@@ -61,6 +61,7 @@ typedef struct tp_verbs_config {
     int tx_depth;
     int rx_depth;
     int gid_index;
+    int ib_timeout;
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
 } tp_verbs_config_t;
 

@@ -1,9 +1,12 @@
-/* Verbs transport instance: configuration, device/port/GID selection, the
+/* Verbs transport instance: configuration, device/port/GID selection (by
+ * UCCL_NET_DEVICES, else by topology, else the first active port), the
  * address entry, memory registration, and the ops table. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/gpu.h"
+#include "topo/topo.h"
 #include "uccl_build.h"
 #include "verbs.h"
 #include "verbs_gdr.h"
@@ -24,6 +27,10 @@ static const uccl_cfg_field_t verbs_fields[] = {
     VERBS_FIELD("VERBS_TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
     VERBS_FIELD("VERBS_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
                 UCCL_CFG_INT),
+    VERBS_FIELD("IB_TIMEOUT", "18",
+                "RC ACK timeout exponent: 4.096 us * 2^N (18 = 1.07 s); short ones make slow "
+                "peers (Soft-RoCE, loaded hosts) retry whole reads",
+                ib_timeout, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("VERBS_GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
@@ -46,9 +53,9 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
         return UCCL_ERR_INVALID_PARAM;
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
-        cfg->eager > (1u << 20)) {
+        cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31) {
         uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
-                   "EAGER <= 1M", VERBS_MAX_QPS);
+                   "EAGER <= 1M, IB_TIMEOUT 1..31", VERBS_MAX_QPS);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
@@ -163,9 +170,25 @@ static struct ibv_device *verbs_find_device(struct ibv_device **list, int n, con
     return NULL;
 }
 
-/* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used. */
+/* "rxe0, rxe1" into buf: the devices a bad UCCL_NET_DEVICES can be told about. */
+static const char *verbs_known_devices(struct ibv_device **list, int n, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                                 ibv_get_device_name(list[i]));
+    return buf;
+}
+
+/* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used.
+ * Names that are no RDMA device here are an error when none of them works. */
 static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n, const char *names)
 {
+    bool any_known = false;
+    char known[256];
+
     for (const char *p = names; *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
@@ -174,27 +197,77 @@ static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, i
         struct ibv_device *dev = verbs_find_device(list, n, p, name_len);
         int port = colon ? atoi(colon + 1) : 0;
 
-        if (dev != NULL && verbs_try_device(v, dev, port) == UCCL_OK)
+        any_known |= dev != NULL;
+        if (dev != NULL && verbs_try_device(v, dev, port) == UCCL_OK) {
+            uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
             return UCCL_OK;
+        }
         p += len + (end ? 1 : 0);
     }
-    uccl_info("none of the RDMA devices in '%s' is present and active", names);
+    verbs_known_devices(list, n, known, sizeof(known));
+    if (!any_known) {
+        uccl_error("UCCL_NET_DEVICES=%s names no RDMA device of this host; known: %s", names, known);
+        return UCCL_ERR_NOT_FOUND;
+    }
+    uccl_error("UCCL_NET_DEVICES=%s: no named device has an ACTIVE port (devices: %s)", names, known);
     return UCCL_ERR_NO_DEVICE;
 }
 
-/* TOPOLOGY HOOK: the device used when none is named. This is where
- * uccl_topo_select_nics() (src/topo/topo.h) goes once it exists: the NIC
- * nearest to engine->gpu_index. Until then: the first device with an ACTIVE port. */
-static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list, int n)
+/* The verbs NIC that the topology finds nearest to the engine's GPU (or to
+ * this process's NUMA node for host memory); UCCL_ERR_NOT_FOUND when the
+ * topology is unavailable (no hwloc) or chooses nothing usable. */
+static uccl_status_t verbs_open_by_topo(tp_verbs_t *v, const uccl_engine_t *engine,
+                                        struct ibv_device **list, int n)
 {
-    for (int i = 0; i < n; i++)
-        if (verbs_try_device(v, list[i], 0) == UCCL_OK)
+    char busid[UCCL_TOPO_BUSID_MAX];
+    uccl_topo_query_t query = {.numa_node = -1, .kinds = UCCL_TOPO_NIC_VERBS};
+    uccl_topo_choice_t choice;
+    uccl_topo_t *topo;
+    uccl_status_t st = uccl_topo_load(engine->cfg.topo_xml[0] ? engine->cfg.topo_xml : NULL, &topo);
+
+    if (st != UCCL_OK) {
+        uccl_info("verbs: no topology (%s): taking the first device with an ACTIVE port",
+                  st == UCCL_ERR_UNSUPPORTED ? "built without hwloc" : uccl_strerror(st));
+        return UCCL_ERR_NOT_FOUND;
+    }
+    if (engine->gpu_index >= 0 &&
+        uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) == UCCL_OK)
+        query.gpu_busid = busid;
+    st = uccl_topo_select(topo, &query, &choice);
+    if (st == UCCL_OK) {
+        struct ibv_device *dev = verbs_find_device(list, n, choice.nics[0].nic->name,
+                                                   strlen(choice.nics[0].nic->name));
+        st = dev != NULL ? verbs_try_device(v, dev, choice.nics[0].port) : UCCL_ERR_NOT_FOUND;
+    }
+    if (st == UCCL_OK)
+        uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port, choice.why);
+    else
+        uccl_info("verbs: topology chose nothing usable (%s): taking the first device with an "
+                  "ACTIVE port", uccl_strerror(st));
+    uccl_topo_free(topo);
+    return st == UCCL_OK ? UCCL_OK : UCCL_ERR_NOT_FOUND;
+}
+
+/* The device used when none is named: by topology, else the first device
+ * with an ACTIVE port. */
+static uccl_status_t verbs_open_default(tp_verbs_t *v, const uccl_engine_t *engine,
+                                        struct ibv_device **list, int n)
+{
+    if (verbs_open_by_topo(v, engine, list, n) == UCCL_OK)
+        return UCCL_OK;
+    for (int i = 0; i < n; i++) {
+        if (verbs_try_device(v, list[i], 0) == UCCL_OK) {
+            uccl_info("verbs: %s port %u, the first device with an ACTIVE port", v->dev_name,
+                      v->port);
             return UCCL_OK;
+        }
+    }
     return UCCL_ERR_NO_DEVICE;
 }
 
-static uccl_status_t verbs_open_device(tp_verbs_t *v, const char *names)
+static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_engine_t *engine)
 {
+    const char *names = engine->cfg.net_devices;
     int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     uccl_status_t st;
@@ -205,7 +278,8 @@ static uccl_status_t verbs_open_device(tp_verbs_t *v, const char *names)
             ibv_free_device_list(list);
         return UCCL_ERR_NO_DEVICE;
     }
-    st = names[0] ? verbs_open_named(v, list, n, names) : verbs_open_default(v, list, n);
+    st = names[0] ? verbs_open_named(v, list, n, names)
+                   : verbs_open_default(v, engine, list, n);
     ibv_free_device_list(list);
     return st;
 }
@@ -224,7 +298,7 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
         st = verbs_check_config(&v->cfg, &v->uc);
     if (st != UCCL_OK)
         goto err_free;
-    st = verbs_open_device(v, engine->cfg.net_devices);
+    st = verbs_open_device(v, engine);
     if (st != UCCL_OK)
         goto err_free;
     v->pd = ibv_alloc_pd(v->ctx);

@@ -256,7 +256,7 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
     memset(&attr, 0, sizeof(attr));
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = q->psn;
-    attr.timeout = 14;
+    attr.timeout = (uint8_t)v->cfg.ib_timeout;
     attr.retry_cnt = 7;
     attr.rnr_retry = 7; /* infinite: a receiver short of buffers slows us, never fails us */
     attr.max_rd_atomic = (uint8_t)v->max_rd_atomic;
