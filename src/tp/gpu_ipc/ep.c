@@ -15,10 +15,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      * ran at 0.81x a single-stream cudaMemcpyAsync, unsplit copies at 0.97x+. */
     {"SPLIT_MIN", "0", "copies at least this large are split across the streams (0 = never split)",
      offsetof(ipc_cfg_t, split_min), UCCL_CFG_SIZE},
-    /* Pull vs push on 2x H200 (NVLink), window 16: a single-stream copy that
-     * reads the peer's memory ran at 0.85x one that writes it at 1 MiB, 0.84x
-     * at 2 MiB, ~1.0x from 16 MiB; a push costs one more mailbox message. */
-    {"PUSH_MIN", "256K",
+    /* 2x H200 (NVLink), send/recv window 16, x the plain push copy, pull vs
+     * push (same run): 1 MiB 0.79 vs 0.90, 2 MiB 0.80 vs 0.93, 4 MiB 0.89 vs
+     * 0.96, 8 MiB 0.94 vs 0.98; 512 KiB 0.76 vs 0.74 and 256 KiB 0.75 vs
+     * 0.59: below 1 MiB the extra CTS per message costs more than it saves. */
+    {"PUSH_MIN", "1M",
      "messages at least this large go to a receive in GPU memory by a sender-side copy after the "
      "receiver's clear-to-send; smaller ones are pulled by the receiver (0 = always pull)",
      offsetof(ipc_cfg_t, push_min), UCCL_CFG_SIZE},
