@@ -309,7 +309,7 @@ static void setup_uccl(perf_ctx_t *c)
     st = uccl_conn_query(c->conn, &attr);
     if (st != UCCL_OK)
         perf_fail(c, "uccl_conn_query", st);
-    c->conn_transport = attr.transport;
+    c->conn_transport = c->o.mem == PERF_MEM_CUDA ? attr.gpu_transport : attr.transport;
     st = uccl_mr_reg(uccl_comm_engine(c->comm), c->buf, c->o.max, 0, &c->mr);
     if (st != UCCL_OK)
         perf_fail(c, "uccl_mr_reg", st);

@@ -166,7 +166,9 @@ UCCL_API uccl_status_t uccl_conn_close(uccl_conn_t *conn);
 
 typedef struct uccl_conn_attr {
     uint64_t peer_id;      /* peer engine's incarnation id */
-    const char *transport; /* "shm", "tcp", "verbs", ... (owned by the library) */
+    const char *transport; /* moves host memory: "shm", "tcp", "verbs", ... or "none"
+                            * (strings owned by the library) */
+    const char *gpu_transport; /* moves GPU memory: "gpu_ipc", "shm", ... or "none" */
     int same_host;         /* 1 when the peer runs on this host */
     uccl_status_t state;   /* UCCL_OK, or the error that failed the connection */
 } uccl_conn_attr_t;

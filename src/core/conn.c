@@ -604,18 +604,22 @@ uccl_status_t uccl_conn_close(uccl_conn_t *conn)
     return UCCL_OK;
 }
 
+static const char *slot_name(const uccl_conn_t *conn, int slot)
+{
+    return slot >= 0 ? conn->engine->tp[slot]->ops->name : "none";
+}
+
 uccl_status_t uccl_conn_query(const uccl_conn_t *conn, uccl_conn_attr_t *attr)
 {
     uccl_status_t st = uccl_conn_check(conn);
-    int slot;
 
     if (st != UCCL_OK)
         return st;
     if (attr == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    slot = conn->host_tp >= 0 ? conn->host_tp : conn->dev_tp;
     attr->peer_id = conn->peer_id;
-    attr->transport = slot >= 0 ? conn->engine->tp[slot]->ops->name : "none";
+    attr->transport = slot_name(conn, conn->host_tp);
+    attr->gpu_transport = slot_name(conn, conn->dev_tp);
     attr->same_host = conn->same_host;
     attr->state = conn->state;
     return UCCL_OK;

@@ -227,6 +227,8 @@ static void test_conn_query_close(void)
     UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, &attr), UCCL_OK);
     CU_ASSERT_EQUAL(attr.peer_id, uccl_engine_id(p.b));
     CU_ASSERT_STRING_EQUAL(attr.transport, transport);
+    /* a host-only engine (no gpu_index) has no GPU path on its connections */
+    CU_ASSERT_STRING_EQUAL(attr.gpu_transport, "none");
     CU_ASSERT_EQUAL(attr.same_host, 1);
     CU_ASSERT_EQUAL(attr.state, UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_conn_query(p.ba, &attr), UCCL_OK);
