@@ -11,7 +11,7 @@
 
 #define VERBS_MAX_QPS 16
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 1
+#define VERBS_WIRE_VERSION 2 /* 2: writes closed by immediates (VERBS_IMM_*) */
 
 /* Control message types (always on the RC control QP, in order). */
 enum {

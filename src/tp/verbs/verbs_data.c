@@ -1,6 +1,7 @@
 /* Verbs data path: requests cut into chunks of at most UCCL_VERBS_CHUNK,
  * striped over the data QPs and posted as WR chains (one doorbell per QP and
- * batch); completion polling, error mapping, and progress. */
+ * batch), closed by immediates where the target must learn of them;
+ * completion polling, error mapping, and progress. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
