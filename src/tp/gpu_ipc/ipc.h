@@ -4,7 +4,11 @@
  *
  * Who copies: whoever can see both buffers. Device memory is visible to
  * both processes through IPC, host memory only to its owner. So a receive
- * pulls from the sender's device buffers; a write/read to a remote device
+ * pulls from the sender's device buffers, except that a message of at least
+ * PUSH_MIN bytes matched to a receive in device memory is pushed by the
+ * sender once the receiver's CTS names the receive's buffers (over NVLink a
+ * copy that writes the peer's memory runs faster than one that reads it:
+ * 1.18x at 1 MiB on 2x H200); a write/read to a remote device
  * region is done by the initiator; a write/read to a remote host region is
  * done by the target (it pulls/pushes the initiator's device buffers).
  *
@@ -39,6 +43,8 @@ enum {
     IPC_MSG_TGT_OP,     /* msg_tgt_op_t + msg_seg_t[nseg]: copy to/from my host region */
     IPC_MSG_TGT_DONE,   /* msg_fin_t */
     IPC_MSG_NOTIF,      /* msg_key_t: notification value */
+    IPC_MSG_CTS,        /* msg_cts_t + msg_seg_t[nseg]: push that RTS into these buffers */
+    IPC_MSG_PUSH_DONE,  /* msg_fin_t: the sender's push for that RTS is done */
 };
 
 typedef struct msg_alloc {
@@ -71,6 +77,11 @@ typedef struct msg_rts {
     uint64_t seq, tag, len;
     uint32_t nseg, pad;
 } msg_rts_t;
+
+typedef struct msg_cts {
+    uint64_t seq, len; /* the RTS answered and its length */
+    uint32_t nseg, pad;
+} msg_cts_t;
 
 typedef struct msg_fin {
     uint64_t seq;
@@ -122,12 +133,12 @@ typedef struct ipc_grant {
     uccl_list_t link;
 } ipc_grant_t;
 
-typedef enum { OP_LOCAL, OP_RECV, OP_TGT } ipc_op_kind_t;
+typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
 
 /* Copies in flight on the streams, finished by progress. */
 typedef struct ipc_op {
     ipc_op_kind_t kind;
-    uccl_req_t *req;           /* OP_LOCAL, OP_RECV */
+    uccl_req_t *req;           /* OP_LOCAL, OP_RECV, OP_PUSH */
     uccl_tp_memh_t *memh;      /* OP_TGT: the region touched */
     uint64_t seq, notif;
     bool has_notif;
@@ -141,6 +152,7 @@ typedef struct ipc_op {
 typedef struct ipc_cfg {
     int streams;
     size_t split_min;
+    size_t push_min;
 } ipc_cfg_t;
 
 typedef struct ipc_tp {
@@ -184,11 +196,13 @@ typedef struct ipc_ep {
     uccl_list_t maps, zombies; /* ipc_map_t live / to close when no op runs */
     uccl_list_t grants;  /* ipc_grant_t */
     uccl_list_t ops;     /* ipc_op_t */
-    uccl_list_t sends;   /* reqs waiting for FIN (tp_data[0] = seq) */
+    /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
+    uccl_list_t sends;   /* reqs waiting for FIN or CTS */
     uccl_list_t recvs;   /* posted receives */
+    uccl_list_t pushes;  /* matched receives waiting for PUSH_DONE */
     uccl_list_t unexp;   /* ipc_rts_t not matched yet */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
-    uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE (tp_data[0] = seq) */
+    uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE */
     uccl_list_t link;
 } ipc_ep_t;
 
@@ -233,6 +247,7 @@ uccl_status_t ipc_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
+void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
 void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
 void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
 void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);

@@ -1,6 +1,7 @@
-/* gpu_ipc transfers: send/recv as a rendezvous pulled by the receiver,
+/* gpu_ipc transfers: send/recv as a rendezvous matched by the receiver and
+ * copied by it (pull) or, for large messages, by the sender (push);
  * write/read by the initiator under a grant (remote device memory) or by the
- * target (remote host memory), and the completions of each. */
+ * target (remote host memory); and the completions of each. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,7 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     if (st != UCCL_OK)
         return st;
     req->tp_data[0] = m.seq;
+    req->tp_data[1] = req->len;
     uccl_list_push_back(&ep->sends, &req->tp_link);
     return UCCL_OK;
 }
@@ -119,13 +121,48 @@ static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st
     ipc_send_msg(ep, type, &f, sizeof(f), NULL, 0);
 }
 
-/* Pull a matched message into the receive. */
+/* Push when large enough and the sender can map every piece of the receive. */
+static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
+{
+    size_t min = ep->tp->cfg.push_min;
+
+    if (min == 0 || len < min)
+        return false;
+    for (int i = 0; i < req->iovcnt; i++) {
+        uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
+        if (req->iov[i].len > 0 && (memh == NULL || memh->alloc == NULL))
+            return false;
+    }
+    return true;
+}
+
+/* Ask the sender to push a matched message; false leaves it to a pull. */
+static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const ipc_rts_t *rts)
+{
+    msg_seg_t seg[UCCL_IOV_MAX];
+    msg_cts_t m = {.seq = rts->hdr.seq, .len = rts->hdr.len};
+
+    if (!push_wanted(ep, req, rts->hdr.len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
+        return false;
+    if (ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
+        return false;
+    req->tp_data[0] = m.seq;
+    req->tp_data[1] = m.len;
+    uccl_list_push_back(&ep->pushes, &req->tp_link);
+    return true;
+}
+
+/* Pull a matched message into the receive, or have the sender push it. */
 static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
-    ipc_op_t *op = op_new(OP_RECV, req);
-    uccl_status_t st = op ? peer_plan(ep, rts->seg, rts->hdr.nseg, src) : UCCL_ERR_NO_MEMORY;
+    ipc_op_t *op;
+    uccl_status_t st;
 
+    if (recv_push(ep, req, rts))
+        return;
+    op = op_new(OP_RECV, req);
+    st = op ? peer_plan(ep, rts->seg, rts->hdr.nseg, src) : UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
         op->seq = rts->hdr.seq;
         op->bytes = rts->hdr.len;
@@ -186,21 +223,60 @@ void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
     recv_match(ep);
 }
 
-/* FIN (send done) and TGT_DONE (target copy done) complete the request
- * waiting under that sequence number. */
-void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
+static uccl_req_t *waiter_take(uccl_list_t *waiters, uint64_t seq)
 {
     uccl_list_t *pos;
 
     uccl_list_for_each(pos, waiters) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tp_data[0] != m->seq)
-            continue;
-        uccl_list_del(&req->tp_link);
-        uccl_req_complete(req, (uccl_status_t)m->status, m->status == UCCL_OK ? req->len : 0);
+        if (req->tp_data[0] == seq) {
+            uccl_list_del(&req->tp_link);
+            return req;
+        }
+    }
+    return NULL;
+}
+
+/* The receiver's clear-to-send: copy the send into the named buffers; the
+ * send completes with its copy, the receive on our PUSH_DONE. */
+void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
+{
+    ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
+    uccl_req_t *req = waiter_take(&ep->sends, m->seq);
+    ipc_op_t *op;
+    uccl_status_t st;
+
+    if (req == NULL || m->len != req->len) {
+        if (req != NULL)
+            uccl_req_complete(req, UCCL_ERR_PEER_FAILED, 0);
+        ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
         return;
     }
-    ipc_ep_fail(ep, "completion for an unknown request");
+    op = op_new(OP_PUSH, req);
+    st = op ? peer_plan(ep, seg, m->nseg, dst) : UCCL_ERR_NO_MEMORY;
+    if (st == UCCL_OK) {
+        op->seq = m->seq;
+        op->bytes = m->len;
+        st = ipc_op_start(ep, op, dst, (int)m->nseg, src, local_plan(req, src), m->len);
+    }
+    if (st != UCCL_OK) {
+        free(op);
+        fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
+        uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
+    }
+}
+
+/* FIN (pulled send done), TGT_DONE (target copy done) and PUSH_DONE (pushed
+ * receive done) complete the request waiting under that sequence number. */
+void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
+{
+    uccl_req_t *req = waiter_take(waiters, m->seq);
+
+    if (req == NULL) {
+        ipc_ep_fail(ep, "completion for an unknown request");
+        return;
+    }
+    uccl_req_complete(req, (uccl_status_t)m->status, m->status == UCCL_OK ? req->tp_data[1] : 0);
 }
 
 /* ------------------------------------------------------------ write / read */
@@ -253,6 +329,7 @@ static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
     if (st != UCCL_OK)
         return st;
     req->tp_data[0] = m.seq;
+    req->tp_data[1] = req->len;
     uccl_list_push_back(&ep->tgt_wait, &req->tp_link);
     return UCCL_OK;
 }
@@ -367,8 +444,9 @@ void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
         uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
         break;
     case OP_RECV:
+    case OP_PUSH:
         if (st != UCCL_ERR_CANCELED)
-            fin_send(ep, IPC_MSG_FIN, op->seq, st, op->bytes);
+            fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE, op->seq, st, op->bytes);
         uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
         break;
     case OP_TGT:

@@ -76,6 +76,8 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
     *s = *init;
     s->rid = ep->next_id++;
     if (!shm_split_offer(ep, s, split, offer, ocnt)) {
+        uccl_debug("shm: %llu-byte transfer copied whole (control queue busy or ring full)",
+                   (unsigned long long)init->len);
         free(s);
         return false;
     }
