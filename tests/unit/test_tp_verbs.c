@@ -389,6 +389,106 @@ static void test_many_qps(void)
     unsetenv("UCCL_VERBS_CHUNK");
 }
 
+/* Many write_notify over 4 QPs, 16K chunks: one-chunk and striped writes,
+ * values that fit the immediate and full 64-bit ones. The child checks each
+ * value, that the write it names has fully landed when it arrives, and, for
+ * writes the parent waited for one by one, the order. */
+#define WN_SERIAL 48
+#define WN_BURST 96
+#define WN_SLOT (96 * 1024)
+static const size_t wn_sizes[] = {100, 16384, 3 * 16384 + 5, 40000, 5 * 16384 + 17, 1};
+
+static uint64_t wn_value(int i)
+{
+    return i % 2 == 0 ? (uint64_t)i * 4 + 1 : 0xa5a5000000000000ull | (uint64_t)i << 16 | 0x1234;
+}
+
+static int wn_index(uint64_t v)
+{
+    int i = v < (1u << 30) ? (int)(v / 4) : (int)((v >> 16) & 0xffff);
+    return i >= 0 && i < WN_SERIAL + WN_BURST && wn_value(i) == v ? i : -1;
+}
+
+static void wn_target(peer_t *p, const uint8_t *buf)
+{
+    bool seen[WN_SERIAL + WN_BURST] = {false};
+    int got = 0, misorder = 0, bad = 0, nodata = 0;
+    uint64_t v;
+
+    for (int tries = 0; got < WN_SERIAL + WN_BURST && tries < 200000; tries++) {
+        uccl_status_t st = uccl_notif_poll(p->conn, &v);
+        int i;
+        if (st == UCCL_ERR_NOT_FOUND) {
+            usleep(100);
+            continue;
+        }
+        if (st != UCCL_OK)
+            break;
+        i = wn_index(v);
+        if (i < 0 || seen[i]) {
+            bad++;
+            continue;
+        }
+        seen[i] = true;
+        if (got < WN_SERIAL && i != got)
+            misorder++;
+        if (!check_fill(buf + (size_t)i * WN_SLOT, wn_sizes[i % 6], (unsigned)i))
+            nodata++;
+        got++;
+    }
+    CHECK(p, got == WN_SERIAL + WN_BURST);
+    CHECK(p, bad == 0 && misorder == 0 && nodata == 0);
+}
+
+static void wn_initiator(peer_t *p, uccl_mr_t *mr, uint8_t *buf, const uccl_rdesc_t *rd)
+{
+    uccl_req_t *reqs[WN_BURST];
+
+    for (int i = 0; i < WN_SERIAL + WN_BURST; i++)
+        fill(buf + (size_t)i * WN_SLOT, wn_sizes[i % 6], (unsigned)i);
+    for (int i = 0; i < WN_SERIAL; i++)
+        CHECK(p, xfer_wait(uccl_write_notify(p->conn, mr, (size_t)i * WN_SLOT, wn_sizes[i % 6], rd,
+                                             (size_t)i * WN_SLOT, wn_value(i), &reqs[0]),
+                           &reqs[0], NULL) == UCCL_OK);
+    for (int k = 0; k < WN_BURST; k++) {
+        int i = WN_SERIAL + k;
+        CHECK(p, uccl_write_notify(p->conn, mr, (size_t)i * WN_SLOT, wn_sizes[i % 6], rd,
+                                   (size_t)i * WN_SLOT, wn_value(i), &reqs[k]) == UCCL_OK);
+    }
+    CHECK(p, uccl_wait_all(reqs, WN_BURST, -1) == UCCL_OK);
+    for (int k = 0; k < WN_BURST; k++)
+        uccl_req_free(reqs[k]);
+}
+
+static void side_write_notify_many(peer_t *p)
+{
+    size_t cap = (size_t)(WN_SERIAL + WN_BURST) * WN_SLOT;
+    uint8_t *buf = calloc(1, cap);
+    uccl_mr_t *mr;
+    uccl_rdesc_t rd;
+
+    CHECK(p, uccl_mr_reg(p->engine, buf, cap, 0, &mr) == UCCL_OK);
+    CHECK(p, uccl_mr_pack(mr, 0, cap, &rd) == UCCL_OK);
+    sock_xfer(p->sock, &rd, sizeof(rd), true);
+    sock_xfer(p->sock, &rd, sizeof(rd), false);
+    if (p->rank == 0)
+        wn_initiator(p, mr, buf, &rd);
+    else
+        wn_target(p, buf);
+    sync_peers(p);
+    uccl_mr_dereg(mr);
+    free(buf);
+}
+
+static void test_write_notify_many(void)
+{
+    setenv("UCCL_VERBS_NUM_QPS", "4", 1);
+    setenv("UCCL_VERBS_CHUNK", "16K", 1);
+    run_pair(side_write_notify_many);
+    unsetenv("UCCL_VERBS_NUM_QPS");
+    unsetenv("UCCL_VERBS_CHUNK");
+}
+
 /* The child deregisters a region whose descriptor the parent holds: the
  * parent's write fails with REMOTE_ACCESS, nothing crashes. */
 static void side_dereg(peer_t *p)
@@ -457,6 +557,7 @@ int main(void)
     CU_add_test(suite, "write, read, vectored, write_notify 64-bit", test_rma);
     CU_add_test(suite, "1000 operations in flight", test_many_in_flight);
     CU_add_test(suite, "8 QPs, 16K chunks", test_many_qps);
+    CU_add_test(suite, "write_notify x144 over 4 QPs: values, data, order", test_write_notify_many);
     CU_add_test(suite, "dereg'd region: REMOTE_ACCESS, no crash", test_dereg_remote_access);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -11,16 +11,34 @@
 
 #define VERBS_MAX_QPS 16
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 1
+#define VERBS_WIRE_VERSION 2 /* 2: writes closed by immediates (VERBS_IMM_*) */
 
 /* Control message types (always on the RC control QP, in order). */
 enum {
     VERBS_MSG_EAGER = 1,  /* a = tag, b = len, payload follows */
     VERBS_MSG_RTS = 2,    /* a = tag, b = len, c = send id */
     VERBS_MSG_CTS = 3,    /* a = send id, b = recv id, c = nseg, segments follow */
-    VERBS_MSG_FIN = 4,    /* a = recv id, b = len, status */
-    VERBS_MSG_NOTIFY = 5, /* a = value */
+    VERBS_MSG_FIN = 4,    /* a = recv id, b = len, status; only when a rendezvous send failed */
+    VERBS_MSG_NOTIFY = 5, /* a = notify id, b = value; for values VERBS_IMM_NOTIFY_SMALL cannot carry */
 };
+
+/* Immediate data of the RDMA_WRITE_WITH_IMM that closes a notified write or
+ * a rendezvous send. A request striped over several QPs ends with one
+ * WRITE_WITH_IMM on every QP that carried its data (the last chunk on one of
+ * them, zero-length ones on the others): RC orders only within a QP, so the
+ * target acts once it has counted all of them, which proves that every chunk
+ * has landed. The immediate names the request and how many to count:
+ *   bits 31..30 kind, then for VERBS_IMM_NOTIFY_SMALL a value below 2^30
+ *   (one part: the common case, one WR and nothing else), else
+ *   bits 29..25 parts - 1, bits 24..0 the notify id or the receive id. */
+enum {
+    VERBS_IMM_NOTIFY_SMALL = 1, /* value in the immediate, one part */
+    VERBS_IMM_NOTIFY = 2,       /* value in a VERBS_MSG_NOTIFY on the control QP */
+    VERBS_IMM_RNDV = 3,         /* rendezvous data for a receive id */
+};
+#define VERBS_IMM_SMALL_MAX (1u << 30)
+#define VERBS_IMM_ID_MASK ((1u << 25) - 1)
+#define VERBS_IMM_CTRL_BIT VERBS_MAX_QPS /* the control QP in a request's QP mask */
 
 #define VERBS_HDR_SIZE 32 /* type(1) pad(3) status(4) a(8) b(8) c(8) */
 #define VERBS_SEG_SIZE 24 /* addr(8) rkey(4) pad(4) len(8) */
@@ -30,6 +48,7 @@ enum {
     VERBS_WR_CTRL_SEND = 1, /* index of a control send slot */
     VERBS_WR_CTRL_RECV = 2, /* index of a control receive buffer */
     VERBS_WR_DATA = 3,      /* uccl_req_t pointer */
+    VERBS_WR_IMM_RECV = 4,  /* index of the data QP; receives only immediates */
 };
 
 /* State of a request held by the verbs transport (req->tp_data[VERBS_RD_STATE]). */
@@ -47,9 +66,11 @@ enum {
     VERBS_RD_OFF,      /* bytes posted so far */
     VERBS_RD_ERR,      /* first error (uccl_status_t as int64), 0 = none */
     VERBS_RD_STATE,
-    VERBS_RD_ID,       /* our id (rendezvous send / receive) */
+    VERBS_RD_ID,       /* our id (rendezvous send / receive, notified write) */
     VERBS_RD_PEER_ID,  /* peer's receive id (rendezvous send) */
     VERBS_RD_MSG_LEN,  /* message length (receive) */
+    VERBS_RD_QPS = VERBS_RD_MSG_LEN, /* data requests: QPs that carried data (low 32 bits),
+                                      * QPs still owed a zero-length immediate (high 32) */
     VERBS_RD_NSEG,     /* remote segments in tp_ptr (rendezvous send) */
 };
 
@@ -125,7 +146,8 @@ typedef struct tp_verbs_ep {
     uccl_list_t recv_posted;  /* receives not matched yet, in posting order */
     uccl_list_t recv_wait_fin;
     uccl_list_t unexpected;   /* tp_verbs_unexp_t, in arrival order */
-    uint64_t next_send_id, next_recv_id;
+    uccl_list_t notif_wait;   /* tp_verbs_notif_t: notified writes not all landed yet */
+    uint64_t next_send_id, next_recv_id, next_notif_id;
 } tp_verbs_ep_t;
 
 /* ---- verbs_dev.c */
@@ -138,6 +160,7 @@ uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
 uccl_status_t tp_verbs_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
 void tp_verbs_ep_destroy(uccl_tp_ep_t *ep);
 uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index);
+uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index);
 
 /* ---- verbs_msg.c: two-sided messages and the control channel */
 uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
@@ -148,12 +171,17 @@ void tp_verbs_ctrl_flush(tp_verbs_ep_t *ep);
 uccl_status_t tp_verbs_ctrl_send(tp_verbs_ep_t *ep, int type, uccl_status_t status, uint64_t a,
                                  uint64_t b, uint64_t c, uccl_req_t *req);
 void tp_verbs_data_done(tp_verbs_ep_t *ep, uccl_req_t *req);
+bool tp_verbs_req_needs_imm(const uccl_req_t *req);
+uccl_status_t tp_verbs_imm_begin(tp_verbs_ep_t *ep, uccl_req_t *req, int nparts);
+uint32_t tp_verbs_req_imm(const uccl_req_t *req, int nparts);
+void tp_verbs_imm_arrived(tp_verbs_ep_t *ep, uint32_t imm);
 void tp_verbs_msg_release(tp_verbs_ep_t *ep);
 
 /* ---- verbs_data.c: RDMA chunks, completions, progress */
 uccl_status_t tp_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t tp_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
+void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
 void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status);
 int tp_verbs_progress(uccl_tp_t *tp);

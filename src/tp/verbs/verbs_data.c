@@ -1,6 +1,8 @@
 /* Verbs data path: requests cut into chunks of at most UCCL_VERBS_CHUNK,
  * striped over the data QPs and posted as WR chains (one doorbell per QP and
- * batch); completion polling, error mapping, and progress. */
+ * batch), closed by immediates where the target must learn of them;
+ * completion polling, error mapping, and progress. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +106,9 @@ static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct
     return got;
 }
 
-/* UC gives no delivery guarantee, so data that a control message must
- * follow (rendezvous, notify) goes on the RC control QP instead. */
+/* UC gives no delivery guarantee (a lost packet drops the message silently,
+ * and an immediate that never lands would hang its target), so data closed
+ * by immediates (rendezvous, notify) goes on the RC control QP instead. */
 static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     if (ep->tp->uc && (req->op == UCCL_OP_SEND || req->has_notif))
@@ -149,8 +152,81 @@ static uccl_status_t verbs_batch_flush(tp_verbs_ep_t *ep, verbs_batch_t *b)
     return UCCL_OK;
 }
 
-/* Post chunks of the pending requests, in order, while the send queues have
- * room; the rest waits for the next progress. */
+static int verbs_qp_bit(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q)
+{
+    return q == &ep->ctrl ? VERBS_IMM_CTRL_BIT : (int)(q - ep->data);
+}
+
+/* The zero-length WRITE_WITH_IMM that closes req on a QP which carried
+ * some of its data but not its last chunk. */
+static void verbs_build_imm_only(uccl_req_t *req, int nparts, struct ibv_send_wr *wr)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
+    wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->send_flags = IBV_SEND_SIGNALED;
+    wr->imm_data = htonl(tp_verbs_req_imm(req, nparts));
+    verbs_remote_at(req, 0, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
+}
+
+/* The QP for req's next work request: round robin for data, then each QP
+ * still owed an immediate (req->tp_data[VERBS_RD_QPS] high half). */
+static tp_verbs_qp_t *verbs_next_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    uint32_t owed = (uint32_t)(req->tp_data[VERBS_RD_QPS] >> 32);
+    int bit;
+
+    if (req->tp_data[VERBS_RD_OFF] < req->len)
+        return verbs_pick_qp(ep, req);
+    bit = __builtin_ctz(owed);
+    return bit == VERBS_IMM_CTRL_BIT ? &ep->ctrl : &ep->data[bit];
+}
+
+/* Build req's next work request for q into the batch: a data chunk (the last
+ * one a WRITE_WITH_IMM when req needs immediates) or an owed immediate.
+ * False when req failed. */
+static bool verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_verbs_qp_t *q,
+                             struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+    uint64_t qps = req->tp_data[VERBS_RD_QPS], bit = 1ull << verbs_qp_bit(ep, q);
+    int nparts;
+    size_t chunk;
+
+    if (req->tp_data[VERBS_RD_OFF] >= req->len) { /* an owed immediate */
+        verbs_build_imm_only(req, __builtin_popcount((uint32_t)qps), wr);
+        req->tp_data[VERBS_RD_QPS] = qps & ~(bit << 32);
+        return true;
+    }
+    chunk = verbs_build_chunk(ep, req, wr, sge);
+    if (chunk == 0) { /* remote pieces shorter than the message */
+        tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
+        return false;
+    }
+    req->tp_data[VERBS_RD_OFF] += chunk;
+    qps |= bit;
+    req->tp_data[VERBS_RD_QPS] = qps;
+    if (req->tp_data[VERBS_RD_OFF] < req->len || !tp_verbs_req_needs_imm(req))
+        return true;
+    nparts = __builtin_popcount((uint32_t)qps);
+    if (tp_verbs_imm_begin(ep, req, nparts) != UCCL_OK) {
+        tp_verbs_req_error(req, UCCL_ERR_NO_MEMORY);
+        req->tp_data[VERBS_RD_OFF] -= chunk;
+        return false;
+    }
+    wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+    wr->imm_data = htonl(tp_verbs_req_imm(req, nparts));
+    req->tp_data[VERBS_RD_QPS] = qps | (qps & ~bit) << 32;
+    return true;
+}
+
+static bool verbs_req_has_work(const uccl_req_t *req)
+{
+    return req->tp_data[VERBS_RD_ERR] == 0 &&
+           (req->tp_data[VERBS_RD_OFF] < req->len || (req->tp_data[VERBS_RD_QPS] >> 32) != 0);
+}
+
+/* Post work requests of the pending requests, in order, while the send
+ * queues have room; the rest waits for the next progress. */
 static void verbs_post_pending(tp_verbs_ep_t *ep)
 {
     verbs_batch_t b;
@@ -159,24 +235,21 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
     b.n = 0;
     uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        size_t chunk;
 
-        while (req->tp_data[VERBS_RD_OFF] < req->len && req->tp_data[VERBS_RD_ERR] == 0) {
-            tp_verbs_qp_t *q = verbs_pick_qp(ep, req);
+        while (verbs_req_has_work(req)) {
+            tp_verbs_qp_t *q = verbs_next_qp(ep, req);
+            bool data = req->tp_data[VERBS_RD_OFF] < req->len;
+
             if (q->outstanding >= ep->tp->cfg.tx_depth)
                 goto flush;
             if (b.n == VERBS_BATCH && verbs_batch_flush(ep, &b) != UCCL_OK)
                 return;
-            chunk = verbs_build_chunk(ep, req, &b.wr[b.n], b.sge[b.n]);
-            if (chunk == 0) { /* remote pieces shorter than the message */
-                tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
+            if (!verbs_build_next(ep, req, q, &b.wr[b.n], b.sge[b.n]))
                 break;
-            }
-            req->tp_data[VERBS_RD_OFF] += chunk;
             req->tp_data[VERBS_RD_WRS]++;
             q->outstanding++;
             b.qp[b.n++] = q;
-            if (q != &ep->ctrl)
+            if (data && q != &ep->ctrl)
                 ep->next_qp = (ep->next_qp + 1) % ep->nq;
         }
         uccl_list_del(&req->tp_link);
@@ -193,6 +266,7 @@ void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_STATE] = VERBS_RS_DATA;
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_WRS] = 0;
+    req->tp_data[VERBS_RD_QPS] = 0;
     if (req->len == 0) {
         tp_verbs_data_done(ep, req);
         return;
@@ -264,15 +338,16 @@ static tp_verbs_qp_t *verbs_find_qp(tp_verbs_ep_t *ep, uint32_t qp_num)
     return NULL;
 }
 
-static void verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
+/* One of req's work requests completed. */
+void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 {
     if (st != UCCL_OK)
         tp_verbs_req_error(req, st);
     req->tp_data[VERBS_RD_WRS]--;
     if (req->tp_data[VERBS_RD_WRS] > 0)
         return;
-    if (req->tp_data[VERBS_RD_OFF] < req->len && req->tp_data[VERBS_RD_ERR] == 0)
-        return; /* more chunks wait in data_pending */
+    if (verbs_req_has_work(req))
+        return; /* more work requests wait in data_pending */
     uccl_list_del(&req->tp_link);
     tp_verbs_data_done(ep, req);
 }
@@ -285,8 +360,22 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
 
     switch (kind) {
     case VERBS_WR_CTRL_RECV:
-        if (st == UCCL_OK)
+        if (st != UCCL_OK)
+            return;
+        if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
             tp_verbs_ctrl_recv_done(ep, (int)(wc->wr_id >> 3), wc->byte_len);
+            return;
+        }
+        if (tp_verbs_post_ctrl_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+        tp_verbs_imm_arrived(ep, ntohl(wc->imm_data));
+        return;
+    case VERBS_WR_IMM_RECV:
+        if (st != UCCL_OK)
+            return;
+        if (tp_verbs_post_imm_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+        tp_verbs_imm_arrived(ep, ntohl(wc->imm_data));
         return;
     case VERBS_WR_CTRL_SEND:
         ep->ctrl.outstanding--;
@@ -296,7 +385,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         q = verbs_find_qp(ep, wc->qp_num);
         if (q != NULL)
             q->outstanding--;
-        verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
+        tp_verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
         return;
     }
     uccl_error("verbs: completion with unknown wr_id 0x%llx (internal error)",

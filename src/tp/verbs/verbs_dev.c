@@ -25,8 +25,9 @@ static const uccl_cfg_field_t verbs_fields[] = {
     VERBS_FIELD("VERBS_EAGER", "4K", "messages up to this size are sent eagerly (copied)", eager,
                 UCCL_CFG_SIZE),
     VERBS_FIELD("VERBS_TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
-    VERBS_FIELD("VERBS_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
-                UCCL_CFG_INT),
+    VERBS_FIELD("VERBS_RX_DEPTH", "64",
+                "control receive buffers per connection; also receives for immediates per data QP",
+                rx_depth, UCCL_CFG_INT),
     VERBS_FIELD("IB_TIMEOUT", "18",
                 "RC ACK timeout exponent: 4.096 us * 2^N (18 = 1.07 s); short ones make slow "
                 "peers (Soft-RoCE, loaded hosts) retry whole reads",

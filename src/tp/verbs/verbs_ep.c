@@ -86,6 +86,28 @@ uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
     return UCCL_OK;
 }
 
+/* A receive without buffer on a data QP: a WRITE_WITH_IMM consumes it to
+ * report its immediate. rx_depth of them per QP, replenished as each
+ * completes; a sender that outruns us meets RNR and retries (rnr_retry 7,
+ * forever) on RC. Posted on UC QPs too, although today everything closed
+ * by an immediate travels on RC (see verbs_pick_qp). */
+uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index)
+{
+    struct ibv_recv_wr wr = {.wr_id = ((uint64_t)qp_index << 3) | VERBS_WR_IMM_RECV};
+    struct ibv_recv_wr *bad;
+    int rc;
+
+    if (qp_index < 0 || qp_index >= ep->nq)
+        return UCCL_ERR_TRANSPORT;
+    rc = ibv_post_recv(ep->data[qp_index].qp, &wr, &bad);
+    if (rc != 0) {
+        uccl_error("%s: ibv_post_recv (immediates, QP %u): %s", ep->tp->dev_name,
+                   ep->data[qp_index].qp->qp_num, strerror(rc));
+        return UCCL_ERR_TRANSPORT;
+    }
+    return UCCL_OK;
+}
+
 static void verbs_ep_free(tp_verbs_ep_t *ep)
 {
     for (int i = 0; i < ep->nq; i++)
@@ -113,6 +135,7 @@ static void verbs_ep_init_lists(tp_verbs_ep_t *ep)
     uccl_list_init(&ep->recv_posted);
     uccl_list_init(&ep->recv_wait_fin);
     uccl_list_init(&ep->unexpected);
+    uccl_list_init(&ep->notif_wait);
 }
 
 uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
@@ -120,7 +143,7 @@ uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
     tp_verbs_ep_t *ep = calloc(1, sizeof(*ep));
-    int cqe = (1 + v->cfg.num_qps) * v->cfg.tx_depth + v->cfg.rx_depth + 16;
+    int cqe = (1 + v->cfg.num_qps) * (v->cfg.tx_depth + v->cfg.rx_depth) + 16;
     uccl_status_t st;
 
     (void)peer;
@@ -140,9 +163,12 @@ uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp
     if (st == UCCL_OK)
         st = verbs_create_qp(ep, &ep->ctrl, false, v->cfg.rx_depth);
     for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++, ep->nq++)
-        st = verbs_create_qp(ep, &ep->data[i], v->uc, 0);
+        st = verbs_create_qp(ep, &ep->data[i], v->uc, v->cfg.rx_depth);
     for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
         st = tp_verbs_post_ctrl_recv(ep, i);
+    for (int q = 0; q < ep->nq && st == UCCL_OK; q++)
+        for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
+            st = tp_verbs_post_imm_recv(ep, q);
     if (st != UCCL_OK)
         goto err_free;
     uccl_list_push_back(&v->eps, &ep->link);

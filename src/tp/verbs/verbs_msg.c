@@ -1,6 +1,7 @@
 /* Verbs two-sided messages and the control channel: eager SENDs into
  * pre-posted buffers, rendezvous (RTS, CTS with the receive buffer, RDMA
- * writes, FIN), notifications, and (conn, tag) matching in posting order. */
+ * writes closed by immediates), notifications, and (conn, tag) matching in
+ * posting order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,16 @@ typedef struct tp_verbs_unexp {
     uint64_t send_id;
     uint8_t data[];
 } tp_verbs_unexp_t;
+
+/* A notified write whose value or immediates are still on their way. */
+typedef struct tp_verbs_notif {
+    uccl_list_t link;
+    uint32_t id;
+    int nparts; /* 0 = no immediate seen yet */
+    int got;
+    bool have_value;
+    uint64_t value;
+} tp_verbs_notif_t;
 
 static uint8_t *verbs_slot(tp_verbs_ep_t *ep, int index)
 {
@@ -141,26 +152,73 @@ void tp_verbs_ctrl_send_done(tp_verbs_ep_t *ep, int slot, uccl_status_t st)
     ep->free_slots[ep->nfree++] = slot;
     if (req == NULL)
         return;
+    if (req->tp_data[VERBS_RD_STATE] == VERBS_RS_DATA) { /* a notified write's value */
+        tp_verbs_data_wc(ep, req, st);
+        return;
+    }
     if (st == UCCL_OK)
         st = tp_verbs_req_err(req);
     tp_verbs_req_finish(req, st, st == UCCL_OK ? req->len : 0);
 }
 
-/* Data of a request has landed (or failed): what follows depends on the op. */
+/* Data of a request has landed (or failed). Success was already told to the
+ * peer by the immediates; a failed rendezvous send still needs a FIN so that
+ * the receive does not wait for immediates that will never come. */
 void tp_verbs_data_done(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
     uccl_status_t err = tp_verbs_req_err(req), st = UCCL_OK;
 
     req->tp_data[VERBS_RD_STATE] = VERBS_RS_CTRL;
-    if (req->op == UCCL_OP_SEND) /* tell the receiver, also when we failed */
-        st = tp_verbs_ctrl_send(ep, VERBS_MSG_FIN, err, req->tp_data[VERBS_RD_PEER_ID],
-                                err == UCCL_OK ? req->len : 0, 0, req);
-    else if (err == UCCL_OK && req->op == UCCL_OP_WRITE && req->has_notif)
-        st = tp_verbs_ctrl_send(ep, VERBS_MSG_NOTIFY, UCCL_OK, req->notif, 0, 0, req);
+    if (req->op == UCCL_OP_SEND && err != UCCL_OK)
+        st = tp_verbs_ctrl_send(ep, VERBS_MSG_FIN, err, req->tp_data[VERBS_RD_PEER_ID], 0, 0, req);
     else
         tp_verbs_req_finish(req, err, err == UCCL_OK ? req->len : 0);
     if (st != UCCL_OK)
         tp_verbs_req_finish(req, st, 0);
+}
+
+bool tp_verbs_req_needs_imm(const uccl_req_t *req)
+{
+    return req->op == UCCL_OP_SEND || (req->op == UCCL_OP_WRITE && req->has_notif);
+}
+
+static bool verbs_notif_small(const uccl_req_t *req, int nparts)
+{
+    return nparts == 1 && req->notif < VERBS_IMM_SMALL_MAX;
+}
+
+/* The last chunk of req is being built and will need nparts immediates: a
+ * value the immediate cannot carry goes ahead on the control QP, tagged with
+ * a notify id that the immediates repeat. Sent only now, when nothing but a
+ * failing QP (and with it the connection) can keep the immediates away. The
+ * message counts as one of req's work requests, so that req completes only
+ * once the value is there too: a write_notify that was waited for is then
+ * delivered before any later one. */
+uccl_status_t tp_verbs_imm_begin(tp_verbs_ep_t *ep, uccl_req_t *req, int nparts)
+{
+    uccl_status_t st;
+
+    if (req->op != UCCL_OP_WRITE || verbs_notif_small(req, nparts))
+        return UCCL_OK;
+    req->tp_data[VERBS_RD_ID] = ep->next_notif_id++ & VERBS_IMM_ID_MASK;
+    st = tp_verbs_ctrl_send(ep, VERBS_MSG_NOTIFY, UCCL_OK, req->tp_data[VERBS_RD_ID], req->notif,
+                            0, req);
+    if (st == UCCL_OK)
+        req->tp_data[VERBS_RD_WRS]++;
+    return st;
+}
+
+uint32_t tp_verbs_req_imm(const uccl_req_t *req, int nparts)
+{
+    uint32_t kind = VERBS_IMM_RNDV, id = (uint32_t)req->tp_data[VERBS_RD_PEER_ID];
+
+    if (req->op == UCCL_OP_WRITE && verbs_notif_small(req, nparts))
+        return (uint32_t)VERBS_IMM_NOTIFY_SMALL << 30 | (uint32_t)req->notif;
+    if (req->op == UCCL_OP_WRITE) {
+        kind = VERBS_IMM_NOTIFY;
+        id = (uint32_t)req->tp_data[VERBS_RD_ID];
+    }
+    return kind << 30 | (uint32_t)(nparts - 1) << 25 | (id & VERBS_IMM_ID_MASK);
 }
 
 uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
@@ -209,6 +267,7 @@ static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t le
     }
     req->tp_data[VERBS_RD_ID] = ++ep->next_recv_id;
     req->tp_data[VERBS_RD_MSG_LEN] = len;
+    req->tp_data[VERBS_RD_OFF] = 0; /* immediates counted so far */
     req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_WAIT_FIN;
     uccl_list_push_back(&ep->recv_wait_fin, &req->tp_link);
     s = p + VERBS_HDR_SIZE;
@@ -361,6 +420,95 @@ static void verbs_fin_arrived(tp_verbs_ep_t *ep, uint64_t recv_id, uint64_t len,
     tp_verbs_req_finish(req, st, st == UCCL_OK ? len : 0);
 }
 
+static tp_verbs_notif_t *verbs_notif_get(tp_verbs_ep_t *ep, uint32_t id)
+{
+    uccl_list_t *pos;
+    tp_verbs_notif_t *n;
+
+    uccl_list_for_each(pos, &ep->notif_wait) {
+        n = uccl_container_of(pos, tp_verbs_notif_t, link);
+        if (n->id == id)
+            return n;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        uccl_error("verbs: out of memory tracking notification %u; connection fails", id);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        return NULL;
+    }
+    n->id = id;
+    uccl_list_push_back(&ep->notif_wait, &n->link);
+    return n;
+}
+
+static void verbs_notif_push(tp_verbs_ep_t *ep, uint64_t value)
+{
+    if (uccl_conn_notif_push(ep->base.conn, value) != UCCL_OK)
+        uccl_error("verbs: notification %llu lost: out of memory", (unsigned long long)value);
+}
+
+/* Value and every immediate of a notified write are here: deliver it. */
+static void verbs_notif_check(tp_verbs_ep_t *ep, tp_verbs_notif_t *n)
+{
+    if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
+        return;
+    uccl_list_del(&n->link);
+    verbs_notif_push(ep, n->value);
+    free(n);
+}
+
+static void verbs_notif_value(tp_verbs_ep_t *ep, uint64_t id, uint64_t value)
+{
+    tp_verbs_notif_t *n = verbs_notif_get(ep, (uint32_t)(id & VERBS_IMM_ID_MASK));
+
+    if (n == NULL)
+        return;
+    n->value = value;
+    n->have_value = true;
+    verbs_notif_check(ep, n);
+}
+
+/* One immediate of a rendezvous send: the receive completes with the last. */
+static void verbs_rndv_imm(tp_verbs_ep_t *ep, uint32_t id, int nparts)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->recv_wait_fin) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+
+        if ((req->tp_data[VERBS_RD_ID] & VERBS_IMM_ID_MASK) != id)
+            continue;
+        if ((int)++req->tp_data[VERBS_RD_OFF] >= nparts)
+            tp_verbs_req_finish(req, UCCL_OK, req->tp_data[VERBS_RD_MSG_LEN]);
+        return;
+    }
+    uccl_error("verbs: immediate for unknown receive %u; connection fails", id);
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+}
+
+/* An RDMA_WRITE_WITH_IMM landed (see VERBS_IMM_*). */
+void tp_verbs_imm_arrived(tp_verbs_ep_t *ep, uint32_t imm)
+{
+    uint32_t kind = imm >> 30, id = imm & VERBS_IMM_ID_MASK;
+    int nparts = (int)((imm >> 25) & 31) + 1;
+    tp_verbs_notif_t *n;
+
+    switch (kind) {
+    case VERBS_IMM_NOTIFY_SMALL: verbs_notif_push(ep, imm & (VERBS_IMM_SMALL_MAX - 1)); return;
+    case VERBS_IMM_RNDV: verbs_rndv_imm(ep, id, nparts); return;
+    case VERBS_IMM_NOTIFY:
+        n = verbs_notif_get(ep, id);
+        if (n == NULL)
+            return;
+        n->nparts = nparts;
+        n->got++;
+        verbs_notif_check(ep, n);
+        return;
+    }
+    uccl_error("verbs: malformed immediate 0x%x; connection fails", imm);
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+}
+
 /* The one parser of control messages from the peer. */
 void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
 {
@@ -385,10 +533,7 @@ void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
     case VERBS_MSG_RTS: verbs_msg_arrived(ep, a, b, true, NULL, c); break;
     case VERBS_MSG_CTS: verbs_cts_arrived(ep, a, b, c, p + VERBS_HDR_SIZE, len - VERBS_HDR_SIZE); break;
     case VERBS_MSG_FIN: verbs_fin_arrived(ep, a, b, status); break;
-    case VERBS_MSG_NOTIFY:
-        if (uccl_conn_notif_push(ep->base.conn, a) != UCCL_OK)
-            uccl_error("verbs: notification %llu lost: out of memory", (unsigned long long)a);
-        break;
+    case VERBS_MSG_NOTIFY: verbs_notif_value(ep, a, b); break;
     default: goto bad;
     }
     tp_verbs_post_ctrl_recv(ep, index);
@@ -405,6 +550,8 @@ void tp_verbs_msg_release(tp_verbs_ep_t *ep)
 
     while (!uccl_list_empty(&ep->unexpected))
         free(uccl_container_of(uccl_list_pop_front(&ep->unexpected), tp_verbs_unexp_t, link));
+    while (!uccl_list_empty(&ep->notif_wait))
+        free(uccl_container_of(uccl_list_pop_front(&ep->notif_wait), tp_verbs_notif_t, link));
     while (!uccl_list_empty(&ep->ctrl_pending)) {
         tp_verbs_out_t *out = uccl_container_of(uccl_list_pop_front(&ep->ctrl_pending),
                                                 tp_verbs_out_t, link);
