@@ -256,31 +256,30 @@ static int gpu_refs(perf_ctx_t *c, size_t size, int iters, perf_row_t *row)
     return row->ref_s > 0 ? 0 : -1;
 }
 
+/* Fill, warm up, time and verify one implementation of the pattern; the
+ * seconds of the timed windows go to *seconds. Returns -1 on bad data. */
+static int timed_phase(perf_ctx_t *c, size_t size, int iters, const char *who,
+                       double (*phase)(perf_ctx_t *, size_t, int), double *seconds)
+{
+    if (!is_destination(c))
+        fill(c, size, 0);
+    if (c->o.warmup > 0)
+        phase(c, size, c->o.warmup);
+    *seconds = phase(c, size, iters);
+    return verify(c, size, who, phase) ? -1 : 0;
+}
+
 static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
 {
     int iters = auto_iters(c, size);
 
-    if (!is_destination(c))
-        fill(c, size, 0);
-    if (c->o.warmup > 0)
-        uccl_phase(c, size, c->o.warmup);
-    row->uccl_s = uccl_phase(c, size, iters);
-    if (verify(c, size, "uccl", uccl_phase))
+    if (timed_phase(c, size, iters, "uccl", uccl_phase, &row->uccl_s) != 0)
         return -1;
     row->size = size;
     row->ops = (double)iters * c->o.window;
     if (c->gpu != NULL)
         return gpu_refs(c, size, iters, row);
-    if (!is_destination(c))
-        fill(c, size, 0);
-    if (c->o.warmup > 0)
-        mpi_phase(c, size, c->o.warmup);
-    row->ref_s = mpi_phase(c, size, iters);
-    if (verify(c, size, "MPI reference", mpi_phase))
-        return -1;
-    row->size = size;
-    row->ops = (double)iters * c->o.window;
-    return 0;
+    return timed_phase(c, size, iters, "MPI reference", mpi_phase, &row->ref_s);
 }
 
 static void setup_uccl(perf_ctx_t *c)

@@ -380,13 +380,19 @@ static void side_many_qps(peer_t *p)
     free(buf);
 }
 
-static void test_many_qps(void)
+/* Run a two-process case with QP count and chunk size set for both sides. */
+static void run_pair_striped(const char *qps, const char *chunk, void (*side)(peer_t *))
 {
-    setenv("UCCL_VERBS_NUM_QPS", "8", 1);
-    setenv("UCCL_VERBS_CHUNK", "16K", 1);
-    run_pair(side_many_qps);
+    setenv("UCCL_VERBS_NUM_QPS", qps, 1);
+    setenv("UCCL_VERBS_CHUNK", chunk, 1);
+    run_pair(side);
     unsetenv("UCCL_VERBS_NUM_QPS");
     unsetenv("UCCL_VERBS_CHUNK");
+}
+
+static void test_many_qps(void)
+{
+    run_pair_striped("8", "16K", side_many_qps);
 }
 
 /* Many write_notify over 4 QPs, 16K chunks: one-chunk and striped writes,
@@ -482,11 +488,7 @@ static void side_write_notify_many(peer_t *p)
 
 static void test_write_notify_many(void)
 {
-    setenv("UCCL_VERBS_NUM_QPS", "4", 1);
-    setenv("UCCL_VERBS_CHUNK", "16K", 1);
-    run_pair(side_write_notify_many);
-    unsetenv("UCCL_VERBS_NUM_QPS");
-    unsetenv("UCCL_VERBS_CHUNK");
+    run_pair_striped("4", "16K", side_write_notify_many);
 }
 
 /* The child deregisters a region whose descriptor the parent holds: the
