@@ -277,6 +277,8 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
         return -1;
     row->size = size;
     row->ops = (double)iters * c->o.window;
+    if (c->o.no_ref)
+        return 0;
     if (c->gpu != NULL)
         return gpu_refs(c, size, iters, row);
     return timed_phase(c, size, iters, "MPI reference", mpi_phase, &row->ref_s);
@@ -390,7 +392,7 @@ static int setup(perf_ctx_t *c)
     }
     memset(c->host, 0, c->o.max);
     setup_uccl(c);
-    return c->o.op == PERF_OP_SEND || c->gpu != NULL ? 0 : setup_window(c);
+    return c->o.op == PERF_OP_SEND || c->gpu != NULL || c->o.no_ref ? 0 : setup_window(c);
 }
 
 static void teardown(perf_ctx_t *c)
