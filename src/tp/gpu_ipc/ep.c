@@ -278,7 +278,7 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->peer_pid = peer->pid;
     ep->peer_device = -1;
     uccl_list_t *lists[] = {&ep->txq, &ep->maps, &ep->zombies, &ep->grants, &ep->ops, &ep->sends,
-                            &ep->recvs, &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
+                            &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
     st = ipc_ring_create(&ep->rx);
@@ -370,7 +370,6 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     ep->failed = true; /* nothing more goes out */
     ipc_ops_cancel(ep);
     cancel_list(&ep->sends);
-    cancel_list(&ep->recvs);
     cancel_list(&ep->pushes);
     cancel_list(&ep->grant_wait);
     cancel_list(&ep->tgt_wait);
@@ -410,7 +409,7 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .mem_dereg = ipc_mem_dereg,
     .mem_pack = NULL,
     .post_send = ipc_post_send,
-    .post_recv = ipc_post_recv,
+    .msg_deliver = ipc_msg_deliver,
     .post_write = ipc_post_write,
     .post_read = ipc_post_read,
     .progress = ipc_progress,

@@ -75,6 +75,7 @@ typedef struct msg_seg {
 
 typedef struct msg_rts {
     uint64_t seq, tag, len;
+    uint64_t msg_seq; /* the connection's message number (req->msg_seq) */
     uint32_t nseg, pad;
 } msg_rts_t;
 
@@ -176,9 +177,11 @@ typedef struct ipc_txmsg {
     uint8_t data[];
 } ipc_txmsg_t;
 
+/* A message held by the core's matching until a receive takes it. */
 typedef struct ipc_rts {
     msg_rts_t hdr;
-    uccl_list_t link;
+    uccl_list_t link; /* ep->unexp, to free at teardown */
+    uccl_msg_t msg;
     msg_seg_t seg[];
 } ipc_rts_t;
 
@@ -198,9 +201,8 @@ typedef struct ipc_ep {
     uccl_list_t ops;     /* ipc_op_t */
     /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
     uccl_list_t sends;   /* reqs waiting for FIN or CTS */
-    uccl_list_t recvs;   /* posted receives */
     uccl_list_t pushes;  /* matched receives waiting for PUSH_DONE */
-    uccl_list_t unexp;   /* ipc_rts_t not matched yet */
+    uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
     uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE */
     uccl_list_t link;
@@ -243,7 +245,7 @@ void ipc_streams_destroy(ipc_tp_t *tp);
 
 /* ---- xfer.c */
 uccl_status_t ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t ipc_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 uccl_status_t ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);

@@ -93,6 +93,7 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.seq = ep->next_seq++;
     m.tag = req->tag;
     m.len = req->len;
+    m.msg_seq = req->msg_seq;
     st = ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
     if (st != UCCL_OK)
         return st;
@@ -100,18 +101,6 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     req->tp_data[1] = req->len;
     uccl_list_push_back(&ep->sends, &req->tp_link);
     return UCCL_OK;
-}
-
-static uccl_req_t *recv_find(ipc_ep_t *ep, uint64_t tag)
-{
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->recvs) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tag == tag)
-            return req;
-    }
-    return NULL;
 }
 
 static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
@@ -175,43 +164,22 @@ static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
     }
 }
 
-/* Match unexpected messages, oldest first, to the first receive with their
- * tag; a receive too small fails and the message waits for the next one. */
-static void recv_match(ipc_ep_t *ep)
-{
-    uccl_list_t *pos, *tmp;
-
-    uccl_list_for_each_safe(pos, tmp, &ep->unexp) {
-        ipc_rts_t *rts = uccl_container_of(pos, ipc_rts_t, link);
-        uccl_req_t *req;
-
-        while ((req = recv_find(ep, rts->hdr.tag)) != NULL && req->len < rts->hdr.len) {
-            uccl_list_del(&req->tp_link);
-            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rts->hdr.len);
-        }
-        if (req == NULL)
-            continue;
-        uccl_list_del(&req->tp_link);
-        uccl_list_del(&rts->link);
-        recv_start(ep, req, rts);
-        free(rts);
-        if (ep->failed)
-            return;
-    }
-}
-
-uccl_status_t ipc_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+/* A receive took a held message. */
+void ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     ipc_ep_t *ep = (ipc_ep_t *)base;
+    ipc_rts_t *rts = uccl_container_of(msg, ipc_rts_t, msg);
 
-    uccl_list_push_back(&ep->recvs, &req->tp_link);
-    recv_match(ep);
-    return UCCL_OK;
+    uccl_list_del(&rts->link);
+    recv_start(ep, req, rts);
+    free(rts);
 }
 
+/* A send arrived: into the receive the core has for it, else held. */
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
 {
     ipc_rts_t *rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
+    uccl_req_t *req;
 
     if (rts == NULL) {
         ipc_ep_fail(ep, "out of memory for an incoming message");
@@ -219,8 +187,21 @@ void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
     }
     rts->hdr = *m;
     memcpy(rts->seg, seg, m->nseg * sizeof(*seg));
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, m->msg_seq, m->tag, m->len, &req) != UCCL_OK) {
+        free(rts);
+        ipc_ep_fail(ep, "a message number came twice");
+        return;
+    }
+    if (req != NULL) {
+        recv_start(ep, req, rts);
+        free(rts);
+        return;
+    }
+    rts->msg.seq = m->msg_seq;
+    rts->msg.tag = m->tag;
+    rts->msg.len = m->len;
     uccl_list_push_back(&ep->unexp, &rts->link);
-    recv_match(ep);
+    uccl_msg_hold(ep->base.conn, &ep->base, &rts->msg);
 }
 
 static uccl_req_t *waiter_take(uccl_list_t *waiters, uint64_t seq)

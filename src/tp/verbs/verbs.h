@@ -40,7 +40,9 @@ enum {
 #define VERBS_IMM_ID_MASK ((1u << 25) - 1)
 #define VERBS_IMM_CTRL_BIT VERBS_MAX_QPS /* the control QP in a request's QP mask */
 
-#define VERBS_HDR_SIZE 32 /* type(1) pad(3) status(4) a(8) b(8) c(8) */
+/* type(1) pad(3) status(4) a(8) b(8) c(8) seq(8); seq: the connection's
+ * message number (req->msg_seq) in EAGER and RTS, else 0 */
+#define VERBS_HDR_SIZE 40
 #define VERBS_SEG_SIZE 24 /* addr(8) rkey(4) pad(4) len(8) */
 
 /* wr_id: low 3 bits say what the work request was for. */
@@ -55,7 +57,6 @@ enum {
 enum {
     VERBS_RS_DATA = 1,     /* RDMA chunks to post or in flight */
     VERBS_RS_WAIT_CTS,     /* rendezvous send waiting for the receiver's buffer */
-    VERBS_RS_RECV_POSTED,  /* receive not matched yet */
     VERBS_RS_RECV_WAIT_FIN, /* receive matched to an RTS, data on its way */
     VERBS_RS_CTRL,         /* waiting for the completion of its control message */
 };
@@ -143,9 +144,8 @@ typedef struct tp_verbs_ep {
     uccl_list_t data_pending; /* requests with chunks still to post */
     uccl_list_t inflight;     /* requests fully posted, waiting for completions */
     uccl_list_t rndv_wait;    /* rendezvous sends waiting for CTS */
-    uccl_list_t recv_posted;  /* receives not matched yet, in posting order */
     uccl_list_t recv_wait_fin;
-    uccl_list_t unexpected;   /* tp_verbs_unexp_t, in arrival order */
+    uccl_list_t unexpected;   /* tp_verbs_unexp_t held by the core's matching */
     uccl_list_t notif_wait;   /* tp_verbs_notif_t: notified writes not all landed yet */
     uint64_t next_send_id, next_recv_id, next_notif_id;
 } tp_verbs_ep_t;
@@ -164,7 +164,7 @@ uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index);
 
 /* ---- verbs_msg.c: two-sided messages and the control channel */
 uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void tp_verbs_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len);
 void tp_verbs_ctrl_send_done(tp_verbs_ep_t *ep, int slot, uccl_status_t st);
 void tp_verbs_ctrl_flush(tp_verbs_ep_t *ep);

@@ -1,7 +1,7 @@
 /* Verbs two-sided messages and the control channel: eager SENDs into
  * pre-posted buffers, rendezvous (RTS, CTS with the receive buffer, RDMA
- * writes closed by immediates), notifications, and (conn, tag) matching in
- * posting order. */
+ * writes closed by immediates), notifications; arrived messages go to the
+ * core's (conn, tag) matching. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +15,10 @@ typedef struct tp_verbs_out {
     uint8_t buf[];
 } tp_verbs_out_t;
 
-/* A message that arrived before its receive. */
+/* A message held by the core's matching until a receive takes it. */
 typedef struct tp_verbs_unexp {
-    uccl_list_t link;
-    uint64_t tag;
-    uint64_t len;
+    uccl_list_t link; /* ep->unexpected, to free at teardown */
+    uccl_msg_t msg;
     bool rndv;
     uint64_t send_id;
     uint8_t data[];
@@ -54,6 +53,14 @@ static void verbs_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a
     uccl_put_u64(p + 8, a);
     uccl_put_u64(p + 16, b);
     uccl_put_u64(p + 24, c);
+    uccl_put_u64(p + 32, 0);
+}
+
+/* EAGER and RTS carry the message number after the common header fields. */
+static void verbs_put_msg_hdr(uint8_t *p, int type, const uccl_req_t *req, uint64_t c)
+{
+    verbs_put_hdr(p, type, UCCL_OK, req->tag, req->len, c);
+    uccl_put_u64(p + 32, req->msg_seq);
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -234,18 +241,18 @@ uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     if (req->len > ep->tp->cfg.eager) {
         req->tp_data[VERBS_RD_ID] = ++ep->next_send_id;
         req->tp_data[VERBS_RD_STATE] = VERBS_RS_WAIT_CTS;
-        uccl_list_push_back(&ep->rndv_wait, &req->tp_link);
-        if (tp_verbs_ctrl_send(ep, VERBS_MSG_RTS, UCCL_OK, req->tag, req->len,
-                               req->tp_data[VERBS_RD_ID], NULL) != UCCL_OK) {
-            uccl_list_del(&req->tp_link);
+        p = verbs_ctrl_begin(ep, &slot, &out);
+        if (p == NULL)
             return UCCL_ERR_NO_MEMORY;
-        }
+        uccl_list_push_back(&ep->rndv_wait, &req->tp_link);
+        verbs_put_msg_hdr(p, VERBS_MSG_RTS, req, req->tp_data[VERBS_RD_ID]);
+        verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE, NULL);
         return UCCL_OK;
     }
     p = verbs_ctrl_begin(ep, &slot, &out);
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
-    verbs_put_hdr(p, VERBS_MSG_EAGER, UCCL_OK, req->tag, req->len, 0);
+    verbs_put_msg_hdr(p, VERBS_MSG_EAGER, req, 0);
     uccl_req_iov_copy_out(req, 0, p + VERBS_HDR_SIZE, req->len);
     req->tp_data[VERBS_RD_STATE] = VERBS_RS_CTRL;
     verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE + req->len, req);
@@ -285,77 +292,58 @@ static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t le
     verbs_ctrl_commit(ep, slot, out, (size_t)(s - p), NULL);
 }
 
-/* Hand an arrived message to the receive it matches; a matching receive
- * that is too small fails with TRUNCATED and the message looks further. */
-static void verbs_msg_arrived(tp_verbs_ep_t *ep, uint64_t tag, uint64_t len, bool rndv,
-                              const uint8_t *data, uint64_t send_id)
+/* Move a matched message into its receive: copy an eager payload, or
+ * advertise the receive's buffer for a rendezvous. */
+static void verbs_msg_start(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t len, bool rndv,
+                            const uint8_t *data, uint64_t send_id)
 {
-    uccl_list_t *pos, *tmp;
+    if (rndv) {
+        verbs_recv_match_rts(ep, req, len, send_id);
+    } else {
+        uccl_req_iov_copy_in(req, 0, data, len);
+        tp_verbs_req_finish(req, UCCL_OK, len);
+    }
+}
+
+/* An EAGER or RTS came in: into the receive the core has for it, else held. */
+static void verbs_msg_arrived(tp_verbs_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len,
+                              bool rndv, const uint8_t *data, uint64_t send_id)
+{
+    uccl_conn_t *conn = ep->base.conn;
     tp_verbs_unexp_t *u;
+    uccl_req_t *req;
 
-    uccl_list_for_each_safe(pos, tmp, &ep->recv_posted) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-
-        if (req->tag != tag)
-            continue;
-        if (req->len < len) {
-            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
-            continue;
-        }
-        uccl_list_del(&req->tp_link);
-        if (rndv) {
-            verbs_recv_match_rts(ep, req, len, send_id);
-        } else {
-            uccl_req_iov_copy_in(req, 0, data, len);
-            tp_verbs_req_finish(req, UCCL_OK, len);
-        }
+    if (uccl_msg_arrived(conn, &ep->base, seq, tag, len, &req) != UCCL_OK) {
+        uccl_conn_fail(conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (req != NULL) {
+        verbs_msg_start(ep, req, len, rndv, data, send_id);
         return;
     }
     u = malloc(sizeof(*u) + (rndv ? 0 : len));
     if (u == NULL) {
         uccl_error("verbs: out of memory holding an unexpected message; connection fails");
-        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
         return;
     }
-    u->tag = tag;
-    u->len = len;
+    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len};
     u->rndv = rndv;
     u->send_id = send_id;
     if (!rndv && len > 0)
         memcpy(u->data, data, len);
     uccl_list_push_back(&ep->unexpected, &u->link);
+    uccl_msg_hold(conn, &ep->base, &u->msg);
 }
 
-uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+void tp_verbs_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
-    uccl_list_t *pos;
+    tp_verbs_unexp_t *u = uccl_container_of(msg, tp_verbs_unexp_t, msg);
 
-    for (int i = 0; i < req->iovcnt; i++)
-        if (req->iov[i].len > 0 && req->iov[i].region->memh[ep->tp->base.index] == NULL)
-            return UCCL_ERR_NOT_REGISTERED;
-    uccl_list_for_each(pos, &ep->unexpected) {
-        tp_verbs_unexp_t *u = uccl_container_of(pos, tp_verbs_unexp_t, link);
-
-        if (u->tag != req->tag)
-            continue;
-        if (u->len > req->len) { /* the message stays for the next receive */
-            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
-            return UCCL_OK;
-        }
-        uccl_list_del(&u->link);
-        if (u->rndv) {
-            verbs_recv_match_rts(ep, req, u->len, u->send_id);
-        } else {
-            uccl_req_iov_copy_in(req, 0, u->data, u->len);
-            tp_verbs_req_finish(req, UCCL_OK, u->len);
-        }
-        free(u);
-        return UCCL_OK;
-    }
-    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_POSTED;
-    uccl_list_push_back(&ep->recv_posted, &req->tp_link);
-    return UCCL_OK;
+    uccl_list_del(&u->link);
+    verbs_msg_start(ep, req, msg->len, u->rndv, u->data, u->send_id);
+    free(u);
 }
 
 static uccl_req_t *verbs_find_by_id(uccl_list_t *list, uint64_t id)
@@ -514,7 +502,7 @@ void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
 {
     const uint8_t *p = verbs_slot(ep, index);
     uccl_status_t status;
-    uint64_t a, b, c;
+    uint64_t a, b, c, seq;
 
     if (index < 0 || index >= ep->tp->cfg.rx_depth)
         return;
@@ -524,13 +512,14 @@ void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
     a = uccl_get_u64(p + 8);
     b = uccl_get_u64(p + 16);
     c = uccl_get_u64(p + 24);
+    seq = uccl_get_u64(p + 32);
     switch (p[0]) {
     case VERBS_MSG_EAGER:
         if (b != len - VERBS_HDR_SIZE)
             goto bad;
-        verbs_msg_arrived(ep, a, b, false, p + VERBS_HDR_SIZE, 0);
+        verbs_msg_arrived(ep, seq, a, b, false, p + VERBS_HDR_SIZE, 0);
         break;
-    case VERBS_MSG_RTS: verbs_msg_arrived(ep, a, b, true, NULL, c); break;
+    case VERBS_MSG_RTS: verbs_msg_arrived(ep, seq, a, b, true, NULL, c); break;
     case VERBS_MSG_CTS: verbs_cts_arrived(ep, a, b, c, p + VERBS_HDR_SIZE, len - VERBS_HDR_SIZE); break;
     case VERBS_MSG_FIN: verbs_fin_arrived(ep, a, b, status); break;
     case VERBS_MSG_NOTIFY: verbs_notif_value(ep, a, b); break;
