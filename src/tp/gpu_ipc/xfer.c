@@ -97,6 +97,10 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     st = ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
     if (st != UCCL_OK)
         return st;
+    if (req->len == 0) { /* nothing for the peer to read: no FIN comes */
+        uccl_req_complete(req, UCCL_OK, 0);
+        return UCCL_OK;
+    }
     req->tp_data[0] = m.seq;
     req->tp_data[1] = req->len;
     uccl_list_push_back(&ep->sends, &req->tp_link);
@@ -126,12 +130,12 @@ static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
 }
 
 /* Ask the sender to push a matched message; false leaves it to a pull. */
-static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const ipc_rts_t *rts)
+static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts)
 {
     msg_seg_t seg[UCCL_IOV_MAX];
-    msg_cts_t m = {.seq = rts->hdr.seq, .len = rts->hdr.len};
+    msg_cts_t m = {.seq = rts->seq, .len = rts->len};
 
-    if (!push_wanted(ep, req, rts->hdr.len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
+    if (!push_wanted(ep, req, rts->len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
         return false;
     if (ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
         return false;
@@ -141,25 +145,30 @@ static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const ipc_rts_t *rts)
     return true;
 }
 
-/* Pull a matched message into the receive, or have the sender push it. */
-static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
+/* Pull a matched message into the receive, or have the sender push it. An
+ * empty message is done at once (its sender did not wait for a FIN). */
+static void recv_start(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const msg_seg_t *seg)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
     ipc_op_t *op;
     uccl_status_t st;
 
+    if (rts->len == 0) {
+        uccl_req_complete(req, UCCL_OK, 0);
+        return;
+    }
     if (recv_push(ep, req, rts))
         return;
     op = op_new(OP_RECV, req);
-    st = op ? peer_plan(ep, rts->seg, rts->hdr.nseg, src) : UCCL_ERR_NO_MEMORY;
+    st = op ? peer_plan(ep, seg, rts->nseg, src) : UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
-        op->seq = rts->hdr.seq;
-        op->bytes = rts->hdr.len;
-        st = ipc_op_start(ep, op, dst, local_plan(req, dst), src, (int)rts->hdr.nseg, rts->hdr.len);
+        op->seq = rts->seq;
+        op->bytes = rts->len;
+        st = ipc_op_start(ep, op, dst, local_plan(req, dst), src, (int)rts->nseg, rts->len);
     }
     if (st != UCCL_OK) {
         free(op);
-        fin_send(ep, IPC_MSG_FIN, rts->hdr.seq, UCCL_ERR_TRANSPORT, 0);
+        fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
         uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
     }
 }
@@ -167,39 +176,35 @@ static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
 /* A receive took a held message. */
 void ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
-    ipc_ep_t *ep = (ipc_ep_t *)base;
     ipc_rts_t *rts = uccl_container_of(msg, ipc_rts_t, msg);
 
     uccl_list_del(&rts->link);
-    recv_start(ep, req, rts);
+    recv_start((ipc_ep_t *)base, req, &rts->hdr, rts->seg);
     free(rts);
 }
 
 /* A send arrived: into the receive the core has for it, else held. */
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
 {
-    ipc_rts_t *rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
+    ipc_rts_t *rts;
     uccl_req_t *req;
 
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, m->msg_seq, m->tag, m->len, &req) != UCCL_OK) {
+        ipc_ep_fail(ep, "a message number came twice");
+        return;
+    }
+    if (req != NULL) {
+        recv_start(ep, req, m, seg);
+        return;
+    }
+    rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
     if (rts == NULL) {
         ipc_ep_fail(ep, "out of memory for an incoming message");
         return;
     }
     rts->hdr = *m;
     memcpy(rts->seg, seg, m->nseg * sizeof(*seg));
-    if (uccl_msg_arrived(ep->base.conn, &ep->base, m->msg_seq, m->tag, m->len, &req) != UCCL_OK) {
-        free(rts);
-        ipc_ep_fail(ep, "a message number came twice");
-        return;
-    }
-    if (req != NULL) {
-        recv_start(ep, req, rts);
-        free(rts);
-        return;
-    }
-    rts->msg.seq = m->msg_seq;
-    rts->msg.tag = m->tag;
-    rts->msg.len = m->len;
+    rts->msg = (uccl_msg_t){.seq = m->msg_seq, .tag = m->tag, .len = m->len};
     uccl_list_push_back(&ep->unexp, &rts->link);
     uccl_msg_hold(ep->base.conn, &ep->base, &rts->msg);
 }
