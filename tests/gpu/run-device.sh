@@ -27,7 +27,7 @@ make -j16 check TESTS= >>make.log 2>&1 || { grep -E "error|Error" make.log | hea
 NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
 echo "nccl: ${NCCL_DIR:-not found}"
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
+MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 
 step "GPU tests (mpirun -np 2)"
