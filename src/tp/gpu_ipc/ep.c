@@ -24,6 +24,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "messages at least this large go to a receive in GPU memory by a sender-side copy after the "
      "receiver's clear-to-send; smaller ones are pulled by the receiver (0 = always pull)",
      offsetof(ipc_cfg_t, push_min), UCCL_CFG_SIZE},
+    {"PULL_SHARE", "50",
+     "percent of a pushed message (see PUSH_MIN) that the receiver pulls itself while the sender "
+     "pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all)",
+     offsetof(ipc_cfg_t, pull_share), UCCL_CFG_INT},
     {NULL, NULL, NULL, 0, 0},
 };
 

@@ -8,7 +8,10 @@
  * PUSH_MIN bytes matched to a receive in device memory is pushed by the
  * sender once the receiver's CTS names the receive's buffers (over NVLink a
  * copy that writes the peer's memory runs faster than one that reads it:
- * 1.18x at 1 MiB on 2x H200); a write/read to a remote device
+ * 1.18x at 1 MiB on 2x H200), and the receiver pulls the last PULL_SHARE
+ * percent of it at the same time, so both GPUs' copy engines work on one
+ * message and each side's request is done when its own copy and the
+ * other's report (PUSH_DONE, FIN) are; a write/read to a remote device
  * region is done by the initiator; a write/read to a remote host region is
  * done by the target (it pulls/pushes the initiator's device buffers).
  *
@@ -81,7 +84,8 @@ typedef struct msg_rts {
 
 typedef struct msg_cts {
     uint64_t seq, len; /* the RTS answered and its length */
-    uint32_t nseg, pad;
+    uint64_t push_len; /* push bytes [0, push_len); the receiver pulls the rest */
+    uint32_t nseg, pad; /* the segments cover [0, push_len) of the receive */
 } msg_cts_t;
 
 typedef struct msg_fin {
@@ -154,6 +158,7 @@ typedef struct ipc_cfg {
     int streams;
     size_t split_min;
     size_t push_min;
+    int pull_share;
 } ipc_cfg_t;
 
 typedef struct ipc_tp {
