@@ -30,6 +30,7 @@ static void usage(void)
             "  --warmup N             untimed windows per size first (default 2)\n"
             "  --window W             transfers in flight per window (default 16)\n"
             "  --json FILE            also write the results as JSON\n"
+            "  --no-ref               uccl only, no reference (its columns read 0)\n"
             "  --mem host|cuda        buffers in host memory (default) or on the GPUs (GPU =\n"
             "                         local rank %% GPU count; e.g. --transport gpu_ipc)\n"
             "The MPI reference (MPI_Isend/Irecv, MPI_Put/MPI_Get with lock_all+flush) runs\n"
@@ -95,6 +96,7 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     case 'w': return parse_int(arg, 0, &o->warmup);
     case 'W': return parse_int(arg, 1, &o->window);
     case 'j': o->json = arg; return 0;
+    case 'n': o->no_ref = 1; return 0;
     case 'm':
         if (strcmp(arg, "host") == 0 || strcmp(arg, "cuda") == 0) {
             o->mem = arg[0] == 'c' ? PERF_MEM_CUDA : PERF_MEM_HOST;
@@ -112,7 +114,8 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
         {"min", required_argument, NULL, 'a'},    {"max", required_argument, NULL, 'b'},
         {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
         {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
-        {"mem", required_argument, NULL, 'm'},    {"help", no_argument, NULL, 'h'},
+        {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -188,7 +191,7 @@ static void print_gpu_header(const perf_opts_t *o, const char *conn_transport, c
            op_name(o->op), uccl_version(), conn_transport, o->transport ? o->transport : "default",
            gpu, o->window, machine);
     printf("# references in the same run, same sizes, window and iterations: %s\n",
-           gpu_ref_pattern(o->op));
+           o->no_ref ? "none (--no-ref)" : gpu_ref_pattern(o->op));
     printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us = the same time per "
            "transfer\n#   (a window of %d in flight%s); x = uccl / reference (GB/s); last "
            "uccl window verified byte for byte\n", o->window,
@@ -212,8 +215,11 @@ void perf_print_header(const perf_opts_t *o, const char *conn_transport, const c
     printf("# uccl_perf p2p --op %s: uccl %s over %s (asked: %s), window %d, on %s\n",
            op_name(o->op), uccl_version(), conn_transport,
            o->transport ? o->transport : "default", o->window, machine);
-    printf("# reference: %s, %s%s%s\n", mpi, ref_pattern(o->op), btl ? ", btl " : "",
-           btl ? btl : "");
+    if (o->no_ref)
+        printf("# reference: none (--no-ref)\n");
+    else
+        printf("# reference: %s, %s%s%s\n", mpi, ref_pattern(o->op), btl ? ", btl " : "",
+               btl ? btl : "");
     printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us/op = the same time per "
            "transfer\n#   (a window of %d in flight, not a ping-pong latency); last window of "
            "each size verified byte for byte\n", o->window);
@@ -282,7 +288,8 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
     }
     fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d,\n"
                " \"reference\": \"%s (%s)\",\n \"rows\": [\n",
-            machine, conn_transport, op_name(o->op), o->window, mpi, ref_pattern(o->op));
+            machine, conn_transport, op_name(o->op), o->window, o->no_ref ? "none" : mpi,
+            o->no_ref ? "--no-ref" : ref_pattern(o->op));
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];
         double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);

@@ -16,6 +16,7 @@ typedef struct perf_opts {
     int warmup;
     int window;
     const char *json; /* NULL = no JSON */
+    int no_ref;       /* 1 = uccl only */
 } perf_opts_t;
 
 typedef struct perf_row {

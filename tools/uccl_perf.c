@@ -71,6 +71,46 @@ static void uccl_wait_free(perf_ctx_t *c, int n, const char *what)
         uccl_req_free(c->reqs[i]);
 }
 
+/* How the passive rank waits for the initiator's fin: polling while its
+ * engine has work (a transport that needs the target, like tcp, keeps its
+ * pace), sleeping once it has had none for a while. A one-sided transfer over
+ * verbs needs nothing from the target's CPU; spinning there would take it from
+ * whatever moves the data (with Soft-RoCE, the kernel on these same CPUs), and
+ * perftest's server sleeps too. */
+#define PERF_IDLE_SPIN_S 1e-3 /* busy polling after the last event */
+#define PERF_IDLE_PAUSE_MIN_NS 10000L
+#define PERF_IDLE_PAUSE_MAX_NS 1000000L
+#define PERF_IDLE_LIMIT_S 600.0 /* a peer gone silent this long is stuck */
+
+static uccl_status_t idle_wait(perf_ctx_t *c, uccl_req_t *req)
+{
+    uccl_engine_t *engine = uccl_comm_engine(c->comm);
+    double last_event = now_s(), deadline = last_event + PERF_IDLE_LIMIT_S;
+    long pause_ns = 0;
+
+    for (;;) {
+        int events = uccl_engine_progress(engine), done = 0;
+        uccl_status_t st = uccl_test(req, &done);
+        double t = now_s();
+
+        if (done || st < 0)
+            return st;
+        if (events > 0) {
+            last_event = t;
+            pause_ns = 0;
+            continue;
+        }
+        if (t - last_event < PERF_IDLE_SPIN_S)
+            continue;
+        if (t > deadline)
+            return UCCL_ERR_TIMEOUT;
+        pause_ns = pause_ns == 0 ? PERF_IDLE_PAUSE_MIN_NS : pause_ns * 2;
+        if (pause_ns > PERF_IDLE_PAUSE_MAX_NS)
+            pause_ns = PERF_IDLE_PAUSE_MAX_NS;
+        nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
+    }
+}
+
 /* 0-byte control messages name the GPU region with --mem cuda, so that they
  * go over the transport that moves the data (--transport gpu_ipc alone has
  * no host path). */
@@ -86,6 +126,18 @@ static void uccl_ctl(perf_ctx_t *c, int send, uint64_t tag)
     if (st != UCCL_OK)
         perf_fail(c, send ? "sending an ack" : "receiving an ack", st);
     uccl_wait_free(c, 1, "an ack");
+}
+
+/* The passive rank of a one-sided phase: idle until the initiator's fin. */
+static void uccl_await_fin(perf_ctx_t *c)
+{
+    uccl_status_t st = uccl_recv(c->conn, ctl_mr(c), 0, 0, TAG_FIN, &c->reqs[0]);
+
+    if (st == UCCL_OK)
+        st = idle_wait(c, c->reqs[0]);
+    if (st != UCCL_OK)
+        perf_fail(c, "waiting for the fin", st);
+    uccl_req_free(c->reqs[0]);
 }
 
 /* One window of W transfers. Two-sided: rank 0 sends W, rank 1 receives them
@@ -112,7 +164,7 @@ static void uccl_window(perf_ctx_t *c, size_t size)
 }
 
 /* Runs iters windows; returns rank 0's time. For one-sided ops rank 1 waits
- * for a fin while its engine progresses (some transports need the target). */
+ * for a fin (idle_wait: progressing while its engine has work, else asleep). */
 static double uccl_phase(perf_ctx_t *c, size_t size, int iters)
 {
     double t0;
@@ -120,7 +172,7 @@ static double uccl_phase(perf_ctx_t *c, size_t size, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     if (c->rank == 1 && c->o.op != PERF_OP_SEND) {
-        uccl_ctl(c, 0, TAG_FIN);
+        uccl_await_fin(c);
         return 0;
     }
     for (int i = 0; i < iters; i++)
@@ -277,6 +329,8 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
         return -1;
     row->size = size;
     row->ops = (double)iters * c->o.window;
+    if (c->o.no_ref)
+        return 0;
     if (c->gpu != NULL)
         return gpu_refs(c, size, iters, row);
     return timed_phase(c, size, iters, "MPI reference", mpi_phase, &row->ref_s);
@@ -390,7 +444,7 @@ static int setup(perf_ctx_t *c)
     }
     memset(c->host, 0, c->o.max);
     setup_uccl(c);
-    return c->o.op == PERF_OP_SEND || c->gpu != NULL ? 0 : setup_window(c);
+    return c->o.op == PERF_OP_SEND || c->gpu != NULL || c->o.no_ref ? 0 : setup_window(c);
 }
 
 static void teardown(perf_ctx_t *c)

@@ -1,8 +1,12 @@
 #!/bin/bash
 # bench.sh: uccl_perf p2p over verbs next to perftest (ib_write_bw,
-# ib_read_bw, ib_send_bw) between the same two Soft-RoCE devices, same sizes,
-# in one VM boot; prints a table with ratios. A report, not a timed test.
-# Run from the build directory: ../tests/rxe/bench.sh   (BENCH_SIZES, BENCH_OPS)
+# ib_read_bw, ib_send_bw) between the same two Soft-RoCE devices, same sizes
+# and bytes, in one VM boot; prints a table of medians with ratios. A report,
+# not a timed test.
+# Run from the build directory: ../tests/rxe/bench.sh
+#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 3: uccl and perftest take
+#   turns, the first of each pair alternating, so that drift in the emulated
+#   VM hits both alike)
 # The VM script: RXE_VM, default the source tree's sibling ../shared/rxe-vm.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -10,41 +14,61 @@ builddir=$(cd "${top_builddir:-.}" && pwd)
 if [ -z "${RXE_DEV:-}" ]; then
 	vm=${RXE_VM:-$top_srcdir/../shared/rxe-vm}/run-in-rxe-vm.sh
 	[ -x "$vm" ] || { echo "bench: the Soft-RoCE VM script $vm is missing (set RXE_VM)"; exit 1; }
-	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-900}" \
+	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
 		"$vm" "$here/bench.sh"
 fi
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-65536 262144 1048576 4194304}
 ops=${BENCH_OPS:-write read send}
+rounds=${BENCH_ROUNDS:-3}
 perf=$builddir/tools/uccl_perf
-mpiexec="mpirun --oversubscribe --allow-run-as-root --mca btl self,vader,tcp"
+# Unbound, as perftest runs: Open MPI binds each of 2 ranks to a core by
+# default, and a rank pinned to the vCPU where rxe's softirq work lands (the
+# VM has 2) starves it: read 1 MiB went from 0.21-0.25 to 0.42-0.54 Gb/s.
+mpiexec="mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader,tcp"
 [ -x "$perf" ] || { echo "bench: $perf not built (needs MPI and tools/uccl_perf)"; exit 1; }
 
-iters() { echo $(( (64 << 20) / $1 < 20 ? 20 : ((64 << 20) / $1 > 1000 ? 1000 : (64 << 20) / $1) )); }
+# Transfers per run, the same for both tools: about 64 MiB, a multiple of
+# uccl_perf's window of 16, at least 2 windows.
+count() { local n=$(( ((64 << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 32 ? 32 : n > 1024 ? 1024 : n )); }
 
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
-	local n; n=$(iters "$2")
+	local n; n=$(count "$2")
 	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits >/tmp/pt.srv 2>&1 &
 	sleep 1
 	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits 127.0.0.1 2>&1 |
-		awk -v s="$2" '$1 == s { print $4 }'
+		awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
 
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
-	local n; n=$(( $(iters "$2") / 16 )); [ $n -lt 2 ] && n=2
 	rm -f /tmp/uccl.json
 	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
-		--min "$2" --max "$2" --iters "$n" --json /tmp/uccl.json >/tmp/uccl.out 2>&1
+		--min "$2" --max "$2" --iters $(( $(count "$2") / 16 )) --window 16 --warmup 1 --no-ref \
+		--json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }
 }
 
-printf "%-6s %10s %14s %14s %8s\n" op size "uccl Gb/s" "perftest Gb/s" ratio
+# median of the non-zero arguments (a failed run reads 0), 0 when none
+median() { printf '%s\n' "$@" | awk '$1 > 0' | sort -g | awk '{ v[NR] = $1 } END {
+	if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+echo "# $rounds rounds per row, uccl and perftest in turns; medians in Gb/s (1e9 bit/s); runs listed"
+printf "%-6s %8s %6s %10s %10s %6s   %s\n" op size count uccl perftest ratio "runs: uccl | perftest"
 for op in $ops; do
 	for s in $sizes; do
-		u=$(uccl_gbps "$op" "$s"); p=$(perftest_gbps "$op" "$s")
-		awk -v o="$op" -v s="$s" -v u="$u" -v p="$p" \
-			'BEGIN { printf "%-6s %10d %14.3f %14.3f %8.2f\n", o, s, u, p, (p > 0 ? u / p : 0) }'
+		us=() ps=()
+		for r in $(seq "$rounds"); do
+			if [ $((r % 2)) = 1 ]; then
+				us+=("$(uccl_gbps "$op" "$s")"); ps+=("$(perftest_gbps "$op" "$s")")
+			else
+				ps+=("$(perftest_gbps "$op" "$s")"); us+=("$(uccl_gbps "$op" "$s")")
+			fi
+		done
+		u=$(median "${us[@]}") p=$(median "${ps[@]}")
+		awk -v o="$op" -v s="$s" -v n="$(count "$s")" -v u="$u" -v p="$p" -v ur="${us[*]}" -v pr="${ps[*]}" \
+			'BEGIN { printf "%-6s %8d %6d %10.3f %10.3f %6.2f   %s | %s\n", o, s, n, u, p,
+			         (p > 0 ? u / p : 0), ur, pr }'
 	done
 done
