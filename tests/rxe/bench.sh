@@ -4,7 +4,7 @@
 # and bytes, in one VM boot; prints a table of medians with ratios. A report,
 # not a timed test.
 # Run from the build directory: ../tests/rxe/bench.sh
-#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 3: uccl and perftest take
+#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl and perftest take
 #   turns, the first of each pair alternating, so that drift in the emulated
 #   VM hits both alike)
 # The VM script: RXE_VM, default the source tree's sibling ../shared/rxe-vm.
@@ -20,7 +20,7 @@ fi
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-65536 262144 1048576 4194304}
 ops=${BENCH_OPS:-write read send}
-rounds=${BENCH_ROUNDS:-3}
+rounds=${BENCH_ROUNDS:-5}
 perf=$builddir/tools/uccl_perf
 # Unbound, as perftest runs: Open MPI binds each of 2 ranks to a core by
 # default, and a rank pinned to the vCPU where rxe's softirq work lands (the

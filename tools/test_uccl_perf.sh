@@ -1,0 +1,49 @@
+#!/bin/sh
+# uccl_perf p2p on 2 ranks over shm and tcp: every op completes and verifies
+# its data (the passive rank of write/read sleeps between polls, and tcp needs
+# it to progress), the JSON parses with one row per size, --no-ref leaves the
+# reference out, and a bad option is refused with the usage text.
+set -e
+perf=${top_builddir:-.}/tools/uccl_perf
+# no leak check under mpirun, as tests/mpi/run-mpi.sh explains
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export ASAN_OPTIONS
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+
+perf2() {  # perf2 ARGS...: uccl_perf p2p on 2 ranks; MPIEXEC holds a $(...), hence eval
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 \"\$perf\" p2p \"\$@\"" >"$tmp/out" 2>&1
+}
+
+check_json() {  # check_json FILE ROWS WANT_REF
+    command -v python3 >/dev/null 2>&1 || return 0
+    python3 - "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+rows, want_ref = d["rows"], sys.argv[3] == "1"
+assert [r["size"] for r in rows] == [4096 << i for i in range(int(sys.argv[2]))], rows
+assert all(r["uccl_gbps"] > 0 for r in rows), rows
+assert all((r["ref_gbps"] > 0) == want_ref for r in rows), rows
+assert (d["reference"] == "none (--no-ref)") != want_ref, d["reference"]
+PY
+}
+
+for tp in shm tcp; do
+    for op in write read; do
+        perf2 --transport $tp --op $op --min 4K --max 32K --iters 3 --no-ref \
+            --json "$tmp/$tp-$op.json" ||
+            { cat "$tmp/out"; echo "uccl_perf $tp $op failed"; exit 1; }
+        check_json "$tmp/$tp-$op.json" 4 0
+        n=$((n + 1))
+    done
+    perf2 --transport $tp --op send --min 4K --max 32K --iters 3 --json "$tmp/$tp-send.json" ||
+        { cat "$tmp/out"; echo "uccl_perf $tp send failed"; exit 1; }
+    check_json "$tmp/$tp-send.json" 4 1
+    n=$((n + 1))
+done
+if perf2 --no-ref=1; then
+    echo "uccl_perf accepted --no-ref=1"; exit 1
+fi
+grep -q 'usage: mpirun -np 2 uccl_perf p2p' "$tmp/out"
+echo "uccl_perf: $((n + 1)) passed, 0 failed"
