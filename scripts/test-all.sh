@@ -4,6 +4,8 @@
 #  2. ASan+UBSan build, make check again
 #  3. HIP backend build (compile and link only: no AMD GPU here)
 #  4. verbs tests inside the Soft-RoCE VM (../shared/rxe-vm), when present
+#  5. GPU memory over verbs in that VM, on the test-only fake GPU backend
+#     (--enable-fake-gpu: staging and GPUDirect paths; no real GPU involved)
 # Ends with one line "N passed, N failed, N skipped" over all of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,11 +54,25 @@ else
     echo "skipped: no ../shared/rxe-vm or no verbs support built"
 fi
 
+step "GPU memory over verbs in the Soft-RoCE VM (fake GPU backend)"
+if [ -x ../shared/rxe-vm/run-in-rxe-vm.sh ] && grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
+    { build build/fakegpu --without-cuda --without-rocm --enable-fake-gpu &&
+        make -C build/fakegpu check-verbs-gpu >build/fakegpu/verbs-gpu.out 2>&1; } || fail=1
+    tail -8 build/fakegpu/verbs-gpu.out 2>/dev/null
+else
+    echo "skipped: no ../shared/rxe-vm or no verbs support built"
+fi
+
 step "summary"
 # one closing line over every suite: the automake runs plus the VM's own count
 read -r p f k < <(tests/summary.sh build/ci build/asan | tail -1 | awk '{print $1, $3, $5}')
 if [ -f build/ci/verbs.out ]; then
     read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/ci/verbs.out | tail -1 |
+        awk '{print $1, $3, $5}')
+    p=$((p + ${vp:-0})) f=$((f + ${vf:-1})) k=$((k + ${vk:-0}))
+fi
+if [ -f build/fakegpu/verbs-gpu.out ]; then
+    read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/fakegpu/verbs-gpu.out | tail -1 |
         awk '{print $1, $3, $5}')
     p=$((p + ${vp:-0})) f=$((f + ${vf:-1})) k=$((k + ${vk:-0}))
 fi

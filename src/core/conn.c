@@ -38,6 +38,8 @@ static uccl_conn_t *conn_alloc(uccl_engine_t *engine)
     conn->oob_fd = -1;
     conn->host_tp = conn->dev_tp = -1;
     uccl_list_init(&conn->reqs);
+    uccl_list_init(&conn->posted);
+    uccl_list_init(&conn->held);
     uccl_list_init(&conn->link);
     return conn;
 }
@@ -52,6 +54,7 @@ uccl_status_t uccl_conn_check(const uccl_conn_t *conn)
 /* Release endpoints and fail every request still on the connection. */
 static void conn_release_endpoints(uccl_conn_t *conn, uccl_status_t reason)
 {
+    uccl_msg_forget(conn);
     for (int i = 0; i < UCCL_TP_MAX; i++) {
         if (conn->ep[i] != NULL) {
             conn->ep[i]->tp->ops->ep_destroy(conn->ep[i]);

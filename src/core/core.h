@@ -82,6 +82,11 @@ struct uccl_conn {
     int host_tp;          /* slot used for host memory, -1 = none */
     int dev_tp;           /* slot used for GPU memory, -1 = none */
     uccl_list_t reqs;     /* requests in flight on this conn */
+    /* Two-sided matching (match.c), common to every transport of the conn. */
+    uint64_t tx_msg_seq;  /* number of the next message we send */
+    uint64_t rx_msg_next; /* lowest message number not arrived yet */
+    uccl_list_t posted;   /* receives not matched yet, in posting order */
+    uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;
     uccl_list_t link;     /* engine->conns or engine->accept_q */
@@ -158,6 +163,41 @@ void uccl_conn_progress_setup(uccl_engine_t *engine);
 void uccl_conn_progress_liveness(uccl_engine_t *engine);
 void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
+
+/* ---- two-sided matching (match.c)
+ * Every send gets a per-connection message number (req->msg_seq) that its
+ * transport carries to the peer. Messages of one connection may arrive on
+ * different transports (host memory on shm, GPU memory on gpu_ipc), so the
+ * receiving core, not the transport, pairs them with receives: a message is
+ * matched only once every lower-numbered one has arrived, to the oldest
+ * receive with its tag, so (conn, tag) keeps posting order whatever the
+ * transports. The one rule a sender must keep: once post_send returned OK,
+ * the message header reaches the peer (or the connection fails), else every
+ * later message of the connection waits for it. */
+
+/* A message that arrived and waits for a receive; a transport embeds it in
+ * its own record of the message (payload or rendezvous data). */
+struct uccl_msg {
+    uint64_t seq, tag, len;
+    uccl_tp_ep_t *ep; /* set by uccl_msg_hold */
+    uccl_list_t link;
+};
+
+/* A message header came in: *req is the receive to deliver it into now, or
+ * NULL: then the transport records the message and hands the record to
+ * uccl_msg_hold before it handles anything else; the core gives it back
+ * through ops->msg_deliver once a receive takes it. Receives met on the way
+ * that cannot take it fail: too small with UCCL_ERR_TRUNCATED, GPU memory
+ * the transport cannot write with UCCL_ERR_UNSUPPORTED. A number seen before fails
+ * with UCCL_ERR_TRANSPORT (the transport fails the connection). */
+uccl_status_t uccl_msg_arrived(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64_t seq,
+                               uint64_t tag, uint64_t len, uccl_req_t **req);
+void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg);
+/* A receive was posted (xfer.c). */
+void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
+/* Forget held messages of a connection going away (their transports free
+ * the records in ep_destroy). */
+void uccl_msg_forget(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);

@@ -21,14 +21,17 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
     req->bytes = 0;
     req->tag = 0;
     req->len = 0;
+    req->gpu_caps = 0;
     req->iovcnt = 0;
     memset(&req->remote, 0, sizeof(req->remote));
     req->has_notif = false;
     req->notif = 0;
+    req->msg_seq = 0;
     uccl_list_init(&req->tp_link);
     memset(req->tp_data, 0, sizeof(req->tp_data));
     req->tp_ptr = NULL;
     uccl_list_init(&req->conn_link);
+    uccl_list_init(&req->match_link);
     return req;
 }
 
@@ -59,6 +62,7 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
         if (req->iov[i].mr != NULL)
             req->iov[i].mr->inflight--;
     uccl_list_del(&req->conn_link);
+    uccl_list_del(&req->match_link);
     if (status != UCCL_OK)
         uccl_debug("request %p (op %d) failed: %s", (void *)req, (int)req->op, uccl_strerror(status));
     if (req->detached)

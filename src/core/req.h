@@ -55,17 +55,20 @@ struct uccl_req {
     uccl_op_t op;
     uint64_t tag;
     size_t len;        /* sum of iov lengths */
+    uint64_t gpu_caps; /* UCCL_TP_CAP_{CUDA,ROCM}_MEM of the local pieces' memory */
     int iovcnt;
     uccl_req_iov_t iov[UCCL_IOV_MAX];
     uccl_req_remote_t remote;
     bool has_notif;
     uint64_t notif;
+    uint64_t msg_seq;  /* send: the connection's message number; carry it to the peer */
     /* transport scratch: free for the transport that holds the request */
     uccl_list_t tp_link;
     uint64_t tp_data[8];
     void *tp_ptr;
     /* core */
     uccl_list_t conn_link;
+    uccl_list_t match_link; /* receive: on conn->posted until matched */
     uccl_list_t pool_link;
 };
 

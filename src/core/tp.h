@@ -28,6 +28,7 @@ enum {
 typedef struct uccl_tp uccl_tp_t;
 typedef struct uccl_tp_ep uccl_tp_ep_t;
 typedef struct uccl_tp_memh uccl_tp_memh_t;
+typedef struct uccl_msg uccl_msg_t; /* core.h */
 
 /* Base of a transport instance (one per engine and transport); a transport
  * embeds it as the first member of its own struct. */
@@ -86,7 +87,8 @@ struct uccl_tp_ops {
      * ep_destroy drops every reference to the endpoint's requests without
      * completing them (the core then completes each one still on the
      * connection, with the connection's error or UCCL_ERR_CANCELED) and
-     * frees everything the endpoint holds. */
+     * frees everything the endpoint holds, held message records included
+     * (the core has forgotten them by then). */
     uccl_status_t (*ep_create)(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                                bool is_initiator, uccl_tp_ep_t **ep);
     uccl_status_t (*ep_pack)(uccl_tp_ep_t *ep, void *buf, size_t *len);
@@ -103,9 +105,14 @@ struct uccl_tp_ops {
 
     /* Data movement: the request (src/core/req.h) carries everything; the
      * transport completes it later with uccl_req_complete(), or returns an
-     * error now (then the request is not queued anywhere). */
+     * error now (then the request is not queued anywhere and nothing went
+     * to the peer). A send carries req->msg_seq to the peer. */
     uccl_status_t (*post_send)(uccl_tp_ep_t *ep, uccl_req_t *req);
-    uccl_status_t (*post_recv)(uccl_tp_ep_t *ep, uccl_req_t *req);
+    /* Receives are matched by the core (core.h, uccl_msg_arrived): it hands
+     * a message the transport held to the receive that takes it (req->len
+     * is at least msg->len). The transport moves the data, completes req,
+     * and frees its record of the message. */
+    void (*msg_deliver)(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
     uccl_status_t (*post_write)(uccl_tp_ep_t *ep, uccl_req_t *req); /* notify too */
     uccl_status_t (*post_read)(uccl_tp_ep_t *ep, uccl_req_t *req);
 

@@ -16,13 +16,22 @@ typedef struct xfer_args {
     uint64_t notif;
 } xfer_args_t;
 
+static uint64_t mem_cap(uccl_mem_type_t type)
+{
+    switch (type) {
+    case UCCL_MEM_CUDA: return UCCL_TP_CAP_CUDA_MEM;
+    case UCCL_MEM_ROCM: return UCCL_TP_CAP_ROCM_MEM;
+    default: return 0;
+    }
+}
+
 static uccl_status_t check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
-                               size_t *total, bool *device)
+                               size_t *total, uint64_t *gpu_caps)
 {
     if (iov == NULL || iovcnt < 1 || iovcnt > UCCL_IOV_MAX)
         return UCCL_ERR_INVALID_PARAM;
     *total = 0;
-    *device = false;
+    *gpu_caps = 0;
     for (int i = 0; i < iovcnt; i++) {
         const uccl_mr_t *mr = iov[i].mr;
         if (mr == NULL) {
@@ -36,8 +45,7 @@ static uccl_status_t check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, i
             return UCCL_ERR_INVALID_PARAM;
         if (iov[i].off > mr->len || iov[i].len > mr->len - iov[i].off)
             return UCCL_ERR_OUT_OF_BOUNDS;
-        if (mr->region->mem_type != UCCL_MEM_HOST)
-            *device = true;
+        *gpu_caps |= mem_cap(mr->region->mem_type);
         *total += iov[i].len;
     }
     return UCCL_OK;
@@ -84,13 +92,23 @@ static uccl_status_t pick_endpoint(const uccl_conn_t *conn, bool device, uccl_op
     return UCCL_OK;
 }
 
-static uccl_status_t post_to_transport(uccl_tp_ep_t *ep, uccl_req_t *req)
+/* Receives go to the core's matching (match.c), the rest to the transport. */
+static uccl_status_t post_to_transport(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_req_t *req)
 {
     const struct uccl_tp_ops *ops = ep->tp->ops;
+    uccl_status_t st;
 
     switch (req->op) {
-    case UCCL_OP_SEND: return ops->post_send(ep, req);
-    case UCCL_OP_RECV: return ops->post_recv(ep, req);
+    case UCCL_OP_SEND:
+        req->msg_seq = conn->tx_msg_seq;
+        st = ops->post_send(ep, req);
+        if (st == UCCL_OK)
+            conn->tx_msg_seq++;
+        return st;
+    case UCCL_OP_RECV:
+        req->ep = NULL; /* the transport the message comes on, once matched */
+        uccl_msg_post_recv(conn, req);
+        return UCCL_OK;
     case UCCL_OP_WRITE: return ops->post_write(ep, req);
     case UCCL_OP_READ: return ops->post_read(ep, req);
     }
@@ -104,13 +122,15 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
     uccl_req_t *req;
     uccl_status_t st;
     size_t total;
+    uint64_t gpu_caps;
     bool device;
 
     if (conn->state != UCCL_OK)
         return conn->state;
-    st = check_iov(conn, a->iov, a->iovcnt, &total, &device);
+    st = check_iov(conn, a->iov, a->iovcnt, &total, &gpu_caps);
     if (st != UCCL_OK)
         return st;
+    device = gpu_caps != 0;
     if (a->rdesc != NULL) {
         st = check_remote(conn, a, total, &remote);
         if (st != UCCL_OK)
@@ -130,6 +150,7 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
     req->op = a->op;
     req->tag = a->tag;
     req->len = total;
+    req->gpu_caps = gpu_caps;
     req->remote = remote;
     req->has_notif = a->has_notif;
     req->notif = a->notif;
@@ -144,7 +165,7 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
             mr->inflight++;
     }
     uccl_list_push_back(&conn->reqs, &req->conn_link);
-    st = post_to_transport(ep, req);
+    st = post_to_transport(conn, ep, req);
     if (st != UCCL_OK) {
         for (int i = 0; i < req->iovcnt; i++)
             if (req->iov[i].mr != NULL)

@@ -59,8 +59,6 @@ typedef struct gpu_test_mode {
     const char *caps_name;   /* names need_caps in the failure */
     /* Optional: runs on the GPU side after the sizes. */
     void (*after_sizes)(gpu_test_side_t *gpu, const char *name);
-    /* Two-sided GPU<->host; failures_before: gpu_test.failures when the mode began. */
-    void (*sendrecv_mixed)(gpu_test_side_t *gpu, gpu_test_side_t *host, int failures_before);
 } gpu_test_mode_t;
 
 /* Waits for req (NULL after a failed post: UCCL_ERR_INVALID_HANDLE), stores

@@ -27,7 +27,7 @@ make -j16 check TESTS= >>make.log 2>&1 || { grep -E "error|Error" make.log | hea
 NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
 echo "nccl: ${NCCL_DIR:-not found}"
-MPIRUN="mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
+MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 
 step "GPU tests (mpirun -np 2)"
@@ -60,6 +60,11 @@ done
 step "variants: default transports (write, window 1); split over 4 streams from 16M (write, window 16)"
 timeout 60 $MPIRUN tools/uccl_perf p2p --mem cuda --op write --min 4K --max 64M --window 1 --iters 200 2>&1 | grep -E "^ |over"
 timeout 60 $MPIRUN -x UCCL_GPU_IPC_SPLIT_MIN=16M tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op write --min 1M --max 1G --window 16 2>&1 | grep -E "^ "
+step "send/recv 512 KiB .. 4 MiB: the default five times (run-to-run spread), then push only (PULL_SHARE=0) and pull only (PUSH_MIN=0)"
+for v in "" "" "" "" "" "UCCL_GPU_IPC_PULL_SHARE=0" "UCCL_GPU_IPC_PUSH_MIN=0"; do
+    echo "# ${v:-default}"
+    timeout 60 $MPIRUN ${v:+-x "$v"} tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op send --min 512K --max 4M --window 16 2>&1 | grep -E "^ +[0-9]"
+done
 if [ "${HOST_PERF:-1}" = 1 ]; then
     step "host transports vs Open MPI (issue A), on this quiet machine"
     bash ../tests/perf/host-perf.sh . "$OUT" 2>&1 | tee "$OUT/host-perf.txt" | grep -v "^#   "

@@ -2,38 +2,12 @@
  * operation with bytes verified, GPU0->GPU1 and same GPU, GPU<->host,
  * offsets inside one allocation, 1 B to 1 GiB, and the refused accesses.
  * Without a GPU it prints "skipped: no GPU" and exits 77. The cases live in
- * gpu_test.c; this file holds the sizes and the two-sided GPU<->host case. */
+ * gpu_test.c; this file holds the sizes. */
 #include <stdio.h>
 
 #include "gpu_test.h"
 
 #define MAX_BIG (1ul << 30) /* largest transfer */
-
-/* Two-sided GPU<->host: the GPU side goes over gpu_ipc, the host side over
- * the host transport, so the two never meet. Check exactly that. */
-static void t_sendrecv_mixed(gpu_test_side_t *gpu, gpu_test_side_t *host, int failures_before)
-{
-    uccl_req_t *req;
-    uccl_status_t st;
-
-    (void)failures_before;
-    if (gpu_test.rank == 0) {
-        CHECK_ST(uccl_send(gpu_test.conn, gpu->mr1, 0, 256, 777, &req), UCCL_OK);
-        CHECK_ST(uccl_wait(req, 300), UCCL_ERR_TIMEOUT);
-        uccl_req_free(req);
-        return;
-    }
-    st = uccl_recv(gpu_test.conn, host->mr1, 0, 256, 777, &req);
-    if (st == UCCL_OK) {
-        st = uccl_wait(req, 300);
-        uccl_req_free(req);
-        CHECK(st == UCCL_ERR_TIMEOUT, "GPU->host recv: %s", uccl_status_name(st));
-    } else {
-        CHECK(st == UCCL_ERR_UNSUPPORTED, "GPU->host recv post: %s", uccl_status_name(st));
-    }
-    printf("unsupported: two-sided GPU->host (send from GPU memory, receive into host memory): "
-           "the receive gets %s\n", uccl_status_name(st));
-}
 
 int main(int argc, char **argv)
 {
@@ -50,7 +24,6 @@ int main(int argc, char **argv)
         .host_alloc = GPU_TEST_OFF_A + 2 * ((64u << 20) + 4096),
         .need_caps = UCCL_CAP_GPU_IPC,
         .caps_name = "gpu_ipc",
-        .sendrecv_mixed = t_sendrecv_mixed,
     };
 
     return gpu_test_main(&argc, &argv, &mode);

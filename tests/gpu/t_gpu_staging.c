@@ -3,8 +3,7 @@
  * operation with bytes verified, GPU0->GPU1 and same GPU, GPU<->host,
  * 1 B to 64 MiB + 3, the refused accesses, and a rough bandwidth line.
  * Without a GPU it prints "skipped: no GPU" and exits 77. The cases live in
- * gpu_test.c; this file holds the sizes, the bandwidth line and the
- * two-sided GPU<->host case. */
+ * gpu_test.c; this file holds the sizes and the bandwidth line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,18 +12,6 @@
 #include "gpu_test.h"
 
 #define MAX_BIG ((64ul << 20) + 3) /* largest transfer */
-
-/* Two-sided GPU<->host: the same staging transport carries both, so a
- * GPU send meets a host receive and the other way round. */
-static void t_sendrecv_mixed(gpu_test_side_t *gpu, gpu_test_side_t *host, int failures_before)
-{
-    for (int dir = 0; dir < 2; dir++) {
-        gpu_test_side_t *me = (gpu_test.rank == 0) == (dir == 0) ? gpu : host;
-        gpu_test_sendrecv(me, (1u << 20) + 3, 3, 200 + (unsigned)dir);
-    }
-    if (gpu_test.rank == 0)
-        printf("%s GPU->host and host->GPU send/recv\n", gpu_test.failures == failures_before ? "ok" : "FAILED");
-}
 
 /* Staged send/recv of the largest size, timed on the receiver. */
 static void bandwidth(gpu_test_side_t *me, const char *name)
@@ -65,7 +52,6 @@ int main(int argc, char **argv)
         .gpu_alloc = GPU_TEST_OFF_A + 2 * (MAX_BIG + (1u << 20)),
         .host_alloc = GPU_TEST_OFF_A + 2 * (MAX_BIG + (1u << 20)),
         .after_sizes = bandwidth,
-        .sendrecv_mixed = t_sendrecv_mixed,
     };
 
     setenv("UCCL_TRANSPORTS", argc > 1 && argv[1][0] != '-' ? argv[1] : "shm", 1);

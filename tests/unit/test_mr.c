@@ -1,8 +1,8 @@
 /* Unit tests of memory registration and the registration cache
  * (src/core/mr.c). This program supplies its own transport list with one
- * fake transport that counts mem_reg/mem_dereg calls and holds receives until
- * their endpoint goes, so the cache is observed exactly and a request can be
- * kept in flight; no real transport is linked in. */
+ * fake transport that counts mem_reg/mem_dereg calls and holds sends and RMA
+ * until their endpoint goes, so the cache is observed exactly and a request
+ * can be kept in flight; no real transport is linked in. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ struct uccl_tp_memh {
 
 typedef struct fake_ep {
     uccl_tp_ep_t base;
-    uccl_list_t held; /* posted receives, completed only by ep_destroy */
+    uccl_list_t held; /* posted requests, completed only by ep_destroy */
 } fake_ep_t;
 
 static int fake_reg_calls, fake_dereg_calls, fake_live_memh;
@@ -137,7 +137,6 @@ static const struct uccl_tp_ops fake_ops = {
     .mem_dereg = fake_mem_dereg,
     .mem_pack = fake_mem_pack,
     .post_send = fake_post_hold,
-    .post_recv = fake_post_hold,
     .post_write = fake_post_hold,
     .post_read = fake_post_hold,
     .progress = fake_progress,
@@ -386,7 +385,7 @@ static void test_churn(void)
 
 /* A region used by a request in flight cannot be released; once the request
  * is gone it can. The request is a receive on a connection of the engine to
- * itself that the fake transport never completes. */
+ * itself that no message ever matches. */
 static void test_dereg_busy(void)
 {
     uint8_t blob[UCCL_ADDRESS_MAX];

@@ -285,34 +285,34 @@ static void test_reg_no_direct_path(void)
     if (peermem) {
         printf("\n    a peer-memory module is loaded here: auto and peermem not checked ");
     } else {
-        UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+        UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                          VERBS_GDR_WANT_AUTO, &mr, &mode, why, sizeof(why)),
                            UCCL_ERR_UNSUPPORTED);
         CU_ASSERT_EQUAL(mode, VERBS_GDR_STAGING);
         CU_ASSERT_PTR_NULL(mr);
         CU_ASSERT(strncmp(why, "staging: ", 9) == 0);
-        UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+        UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                          VERBS_GDR_WANT_PEERMEM, &mr, &mode, why, sizeof(why)),
                            UCCL_ERR_UNSUPPORTED);
         CU_ASSERT_EQUAL(mode, VERBS_GDR_UNSUPPORTED);
     }
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_DMABUF, &mr, &mode, why, sizeof(why)),
                        UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_UNSUPPORTED);
     CU_ASSERT(strstr(why, "UCCL_VERBS_GDR=dmabuf") != NULL);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_ROCM, 0,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_ROCM, 0,
                                      VERBS_GDR_WANT_OFF, &mr, &mode, why, sizeof(why)),
                        UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_STAGING);
     CU_ASSERT_PTR_NULL(mr);
     /* bad arguments */
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, 0, access, UCCL_MEM_CUDA, 0, VERBS_GDR_WANT_AUTO,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, 0, access, UCCL_MEM_CUDA, 0, VERBS_GDR_WANT_AUTO,
                                      &mr, &mode, why, sizeof(why)), UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_AUTO, NULL, &mode, why, sizeof(why)),
                        UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_AUTO, &mr, &mode, why, 0), UCCL_ERR_INVALID_PARAM);
 }
 
@@ -369,7 +369,7 @@ static void test_reg_host_on_device(void)
         printf("\n    SKIP: no usable RDMA device here ");
         goto out;
     }
-    UNIT_ASSERT_STATUS(verbs_gdr_reg(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, UCCL_MEM_HOST,
+    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, UCCL_MEM_HOST,
                                      -1, VERBS_GDR_WANT_DMABUF, &mr, &mode, why, sizeof(why)),
                        UCCL_OK);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_HOST);

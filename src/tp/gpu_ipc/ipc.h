@@ -8,7 +8,10 @@
  * PUSH_MIN bytes matched to a receive in device memory is pushed by the
  * sender once the receiver's CTS names the receive's buffers (over NVLink a
  * copy that writes the peer's memory runs faster than one that reads it:
- * 1.18x at 1 MiB on 2x H200); a write/read to a remote device
+ * 1.18x at 1 MiB on 2x H200), and the receiver pulls the last PULL_SHARE
+ * percent of it at the same time, so both GPUs' copy engines work on one
+ * message and each side's request is done when its own copy and the
+ * other's report (PUSH_DONE, FIN) are; a write/read to a remote device
  * region is done by the initiator; a write/read to a remote host region is
  * done by the target (it pulls/pushes the initiator's device buffers).
  *
@@ -75,12 +78,14 @@ typedef struct msg_seg {
 
 typedef struct msg_rts {
     uint64_t seq, tag, len;
+    uint64_t msg_seq; /* the connection's message number (req->msg_seq) */
     uint32_t nseg, pad;
 } msg_rts_t;
 
 typedef struct msg_cts {
     uint64_t seq, len; /* the RTS answered and its length */
-    uint32_t nseg, pad;
+    uint64_t push_len; /* push bytes [0, push_len); the receiver pulls the rest */
+    uint32_t nseg, pad; /* the segments cover [0, push_len) of the receive */
 } msg_cts_t;
 
 typedef struct msg_fin {
@@ -153,6 +158,7 @@ typedef struct ipc_cfg {
     int streams;
     size_t split_min;
     size_t push_min;
+    int pull_share;
 } ipc_cfg_t;
 
 typedef struct ipc_tp {
@@ -176,9 +182,11 @@ typedef struct ipc_txmsg {
     uint8_t data[];
 } ipc_txmsg_t;
 
+/* A message held by the core's matching until a receive takes it. */
 typedef struct ipc_rts {
     msg_rts_t hdr;
-    uccl_list_t link;
+    uccl_list_t link; /* ep->unexp, to free at teardown */
+    uccl_msg_t msg;
     msg_seg_t seg[];
 } ipc_rts_t;
 
@@ -198,9 +206,8 @@ typedef struct ipc_ep {
     uccl_list_t ops;     /* ipc_op_t */
     /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
     uccl_list_t sends;   /* reqs waiting for FIN or CTS */
-    uccl_list_t recvs;   /* posted receives */
     uccl_list_t pushes;  /* matched receives waiting for PUSH_DONE */
-    uccl_list_t unexp;   /* ipc_rts_t not matched yet */
+    uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
     uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE */
     uccl_list_t link;
@@ -243,7 +250,7 @@ void ipc_streams_destroy(ipc_tp_t *tp);
 
 /* ---- xfer.c */
 uccl_status_t ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t ipc_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 uccl_status_t ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);

@@ -93,25 +93,19 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.seq = ep->next_seq++;
     m.tag = req->tag;
     m.len = req->len;
+    m.msg_seq = req->msg_seq;
     st = ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
     if (st != UCCL_OK)
         return st;
+    if (req->len == 0) { /* nothing for the peer to read: no FIN comes */
+        uccl_req_complete(req, UCCL_OK, 0);
+        return UCCL_OK;
+    }
     req->tp_data[0] = m.seq;
     req->tp_data[1] = req->len;
+    req->tp_data[2] = 1; /* parts: the FIN, or the push (+ the FIN of a split) */
     uccl_list_push_back(&ep->sends, &req->tp_link);
     return UCCL_OK;
-}
-
-static uccl_req_t *recv_find(ipc_ep_t *ep, uint64_t tag)
-{
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->recvs) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tag == tag)
-            return req;
-    }
-    return NULL;
 }
 
 static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
@@ -119,6 +113,60 @@ static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st
     msg_fin_t f = {.seq = seq, .status = st, .bytes = bytes};
 
     ipc_send_msg(ep, type, &f, sizeof(f), NULL, 0);
+}
+
+/* A request split in two parts (its own copy and the peer's report of the
+ * other) is done when both are: tp_data[2] counts the parts left,
+ * tp_data[3] keeps the first error, tp_data[1] the bytes. */
+static void part_done(uccl_req_t *req, uccl_status_t st)
+{
+    if (st != UCCL_OK && req->tp_data[3] == 0)
+        req->tp_data[3] = (uint64_t)(int64_t)st;
+    if (req->tp_data[2] > 1) {
+        req->tp_data[2]--;
+        return;
+    }
+    uccl_list_del(&req->tp_link);
+    st = (uccl_status_t)(int64_t)req->tp_data[3];
+    uccl_req_complete(req, st, st == UCCL_OK ? req->tp_data[1] : 0);
+}
+
+/* Keep the first len bytes of a segment list; returns the new count. */
+static uint32_t msg_segs_cut(msg_seg_t *seg, uint32_t n, size_t len)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (seg[i].len >= len) {
+            seg[i].len = len;
+            return len > 0 ? i + 1 : i;
+        }
+        len -= seg[i].len;
+    }
+    return n;
+}
+
+/* Drop the first off bytes of a copy plan; returns the new count. */
+static int plan_skip(ipc_seg_t *seg, int n, size_t off)
+{
+    int i = 0, k = 0;
+
+    while (i < n && off >= seg[i].len)
+        off -= seg[i++].len;
+    for (; i < n; i++, k++) {
+        seg[k].ptr = seg[i].ptr + off;
+        seg[k].len = seg[i].len - off;
+        off = 0;
+    }
+    return k;
+}
+
+/* Bytes of a pushed message of len that the receiver pulls itself. */
+static size_t pull_part(const ipc_ep_t *ep, size_t len)
+{
+    int share = ep->tp->cfg.pull_share;
+
+    if (share <= 0 || share >= 100)
+        return 0;
+    return (len / 100 * (size_t)share) & ~(size_t)0xffff; /* 64 KiB multiples */
 }
 
 /* Push when large enough and the sender can map every piece of the receive. */
@@ -136,91 +184,110 @@ static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
     return true;
 }
 
-/* Ask the sender to push a matched message; false leaves it to a pull. */
-static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const ipc_rts_t *rts)
+static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts,
+                               const msg_seg_t *seg, size_t off);
+
+/* Ask the sender to push a matched message (all of it, or the head while
+ * we pull the tail); false leaves it all to a pull. */
+static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const msg_seg_t *peer)
 {
     msg_seg_t seg[UCCL_IOV_MAX];
-    msg_cts_t m = {.seq = rts->hdr.seq, .len = rts->hdr.len};
+    msg_cts_t m = {.seq = rts->seq, .len = rts->len};
+    uccl_status_t st;
 
-    if (!push_wanted(ep, req, rts->hdr.len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
+    if (!push_wanted(ep, req, rts->len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
         return false;
+    m.push_len = rts->len - pull_part(ep, rts->len);
+    m.nseg = msg_segs_cut(seg, m.nseg, m.push_len);
     if (ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
         return false;
     req->tp_data[0] = m.seq;
     req->tp_data[1] = m.len;
+    req->tp_data[2] = m.push_len < m.len ? 2 : 1; /* PUSH_DONE (+ our pull) */
     uccl_list_push_back(&ep->pushes, &req->tp_link);
+    if (m.push_len < m.len && (st = recv_pull(ep, req, rts, peer, m.push_len)) != UCCL_OK) {
+        fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
+        part_done(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+    }
     return true;
 }
 
-/* Pull a matched message into the receive, or have the sender push it. */
-static void recv_start(ipc_ep_t *ep, uccl_req_t *req, ipc_rts_t *rts)
+/* Pull bytes [off, len) of a matched message into the same bytes of req. */
+static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts,
+                               const msg_seg_t *seg, size_t off)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
-    ipc_op_t *op;
+    ipc_op_t *op = op_new(OP_RECV, req);
+    uccl_status_t st = op ? peer_plan(ep, seg, rts->nseg, src) : UCCL_ERR_NO_MEMORY;
+
+    if (st == UCCL_OK) {
+        int nd = plan_skip(dst, local_plan(req, dst), off);
+        int ns = plan_skip(src, (int)rts->nseg, off);
+
+        op->seq = rts->seq;
+        op->bytes = rts->len - off;
+        st = ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
+    }
+    if (st != UCCL_OK)
+        free(op);
+    return st;
+}
+
+/* Pull a matched message into the receive, or have the sender push it. An
+ * empty message is done at once (its sender did not wait for a FIN). */
+static void recv_start(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const msg_seg_t *seg)
+{
     uccl_status_t st;
 
-    if (recv_push(ep, req, rts))
+    if (rts->len == 0) {
+        uccl_req_complete(req, UCCL_OK, 0);
         return;
-    op = op_new(OP_RECV, req);
-    st = op ? peer_plan(ep, rts->seg, rts->hdr.nseg, src) : UCCL_ERR_NO_MEMORY;
-    if (st == UCCL_OK) {
-        op->seq = rts->hdr.seq;
-        op->bytes = rts->hdr.len;
-        st = ipc_op_start(ep, op, dst, local_plan(req, dst), src, (int)rts->hdr.nseg, rts->hdr.len);
     }
+    if (recv_push(ep, req, rts, seg))
+        return;
+    req->tp_data[1] = rts->len;
+    req->tp_data[2] = 1;
+    st = recv_pull(ep, req, rts, seg, 0);
     if (st != UCCL_OK) {
-        free(op);
-        fin_send(ep, IPC_MSG_FIN, rts->hdr.seq, UCCL_ERR_TRANSPORT, 0);
+        fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
         uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
     }
 }
 
-/* Match unexpected messages, oldest first, to the first receive with their
- * tag; a receive too small fails and the message waits for the next one. */
-static void recv_match(ipc_ep_t *ep)
+/* A receive took a held message. */
+void ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
-    uccl_list_t *pos, *tmp;
+    ipc_rts_t *rts = uccl_container_of(msg, ipc_rts_t, msg);
 
-    uccl_list_for_each_safe(pos, tmp, &ep->unexp) {
-        ipc_rts_t *rts = uccl_container_of(pos, ipc_rts_t, link);
-        uccl_req_t *req;
-
-        while ((req = recv_find(ep, rts->hdr.tag)) != NULL && req->len < rts->hdr.len) {
-            uccl_list_del(&req->tp_link);
-            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rts->hdr.len);
-        }
-        if (req == NULL)
-            continue;
-        uccl_list_del(&req->tp_link);
-        uccl_list_del(&rts->link);
-        recv_start(ep, req, rts);
-        free(rts);
-        if (ep->failed)
-            return;
-    }
+    uccl_list_del(&rts->link);
+    recv_start((ipc_ep_t *)base, req, &rts->hdr, rts->seg);
+    free(rts);
 }
 
-uccl_status_t ipc_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    ipc_ep_t *ep = (ipc_ep_t *)base;
-
-    uccl_list_push_back(&ep->recvs, &req->tp_link);
-    recv_match(ep);
-    return UCCL_OK;
-}
-
+/* A send arrived: into the receive the core has for it, else held. */
 void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
 {
-    ipc_rts_t *rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
+    ipc_rts_t *rts;
+    uccl_req_t *req;
 
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, m->msg_seq, m->tag, m->len, &req) != UCCL_OK) {
+        ipc_ep_fail(ep, "a message number came twice");
+        return;
+    }
+    if (req != NULL) {
+        recv_start(ep, req, m, seg);
+        return;
+    }
+    rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
     if (rts == NULL) {
         ipc_ep_fail(ep, "out of memory for an incoming message");
         return;
     }
     rts->hdr = *m;
     memcpy(rts->seg, seg, m->nseg * sizeof(*seg));
+    rts->msg = (uccl_msg_t){.seq = m->msg_seq, .tag = m->tag, .len = m->len};
     uccl_list_push_back(&ep->unexp, &rts->link);
-    recv_match(ep);
+    uccl_msg_hold(ep->base.conn, &ep->base, &rts->msg);
 }
 
 static uccl_req_t *waiter_take(uccl_list_t *waiters, uint64_t seq)
@@ -246,23 +313,27 @@ void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
     ipc_op_t *op;
     uccl_status_t st;
 
-    if (req == NULL || m->len != req->len) {
+    if (req == NULL || m->len != req->len || m->push_len == 0 || m->push_len > m->len) {
         if (req != NULL)
             uccl_req_complete(req, UCCL_ERR_PEER_FAILED, 0);
         ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
         return;
     }
+    if (m->push_len < m->len) { /* the receiver pulls the rest: its FIN comes too */
+        req->tp_data[2] = 2;
+        uccl_list_push_back(&ep->sends, &req->tp_link);
+    }
     op = op_new(OP_PUSH, req);
     st = op ? peer_plan(ep, seg, m->nseg, dst) : UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
         op->seq = m->seq;
-        op->bytes = m->len;
-        st = ipc_op_start(ep, op, dst, (int)m->nseg, src, local_plan(req, src), m->len);
+        op->bytes = m->push_len;
+        st = ipc_op_start(ep, op, dst, (int)m->nseg, src, local_plan(req, src), m->push_len);
     }
     if (st != UCCL_OK) {
         free(op);
         fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
-        uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
+        part_done(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
 }
 
@@ -276,7 +347,7 @@ void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
         ipc_ep_fail(ep, "completion for an unknown request");
         return;
     }
-    uccl_req_complete(req, (uccl_status_t)m->status, m->status == UCCL_OK ? req->tp_data[1] : 0);
+    part_done(req, (uccl_status_t)m->status);
 }
 
 /* ------------------------------------------------------------ write / read */
@@ -330,6 +401,7 @@ static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
         return st;
     req->tp_data[0] = m.seq;
     req->tp_data[1] = req->len;
+    req->tp_data[2] = 1;
     uccl_list_push_back(&ep->tgt_wait, &req->tp_link);
     return UCCL_OK;
 }
@@ -447,7 +519,7 @@ void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
     case OP_PUSH:
         if (st != UCCL_ERR_CANCELED)
             fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE, op->seq, st, op->bytes);
-        uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
+        part_done(op->req, st);
         break;
     case OP_TGT:
         if (st == UCCL_OK && op->has_notif)

@@ -280,7 +280,6 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->peer_pid = peer->pid;
     ep->is_initiator = is_initiator;
     ep->next_id = 1;
-    uccl_list_init(&ep->posted);
     uccl_list_init(&ep->recv_active);
     uccl_list_init(&ep->unexp);
     uccl_list_init(&ep->txq);
@@ -388,7 +387,6 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
 
-    shm_forget_reqs(&ep->posted);
     shm_forget_reqs(&ep->recv_active);
     shm_forget_reqs(&ep->txq);
     shm_forget_reqs(&ep->waiting);
@@ -441,7 +439,7 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .ep_connect = shm_ep_connect,
     .ep_destroy = shm_ep_destroy,
     .post_send = shm_post_send,
-    .post_recv = shm_post_recv,
+    .msg_deliver = shm_msg_deliver,
     .post_write = shm_post_rma,
     .post_read = shm_post_rma,
     .progress = shm_progress,

@@ -57,12 +57,14 @@ typedef struct shm_pkt_eager {
     shm_pkt_hdr_t hdr;
     uint64_t tag;
     uint64_t len;
+    uint64_t seq; /* the connection's message number (req->msg_seq) */
 } shm_pkt_eager_t;
 
 typedef struct shm_pkt_rts {
     shm_pkt_hdr_t hdr;
     uint64_t tag;
     uint64_t len;
+    uint64_t seq;
     uint64_t id;
     uint32_t iovcnt;
     uint32_t reserved;
@@ -159,11 +161,11 @@ typedef struct shm_tp {
 
 /* A message that arrived before its receive (EAGER: payload follows;
  * RTS: the sender's iov follows). */
+/* A message held by the core's matching until a receive takes it. */
 typedef struct shm_unexp {
-    uccl_list_t link;
+    uccl_list_t link;      /* ep->unexp, to free at teardown */
+    uccl_msg_t msg;        /* the core's view: number, tag, length */
     uint32_t type;
-    uint64_t tag;
-    uint64_t len;
     uint64_t id;
     uint32_t iovcnt;
     uint32_t flags;        /* RTS: SHM_FLAG_* */
@@ -208,9 +210,8 @@ typedef struct shm_ep {
     shm_ring_t tx, rx;
     uint64_t peer_probe_addr, peer_probe_value;
     uint64_t next_id;
-    uccl_list_t posted;    /* receives not matched yet, posting order */
     uccl_list_t recv_active; /* matched receives waiting for streamed chunks */
-    uccl_list_t unexp;     /* shm_unexp_t, arrival order */
+    uccl_list_t unexp;     /* shm_unexp_t held by the core's matching */
     uccl_list_t txq;       /* sends and RMA requests not in the ring yet */
     uccl_list_t waiting;   /* in the ring, waiting for CTS/FIN/data */
     uccl_list_t ctrlq;     /* shm_ctrl_t */
@@ -226,7 +227,7 @@ extern const uccl_cfg_table_t shm_config_table;
 
 /* shm_proto.c: posting and the send side */
 uccl_status_t shm_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t shm_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void shm_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 uccl_status_t shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
 void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
 int shm_tx_progress(shm_ep_t *ep);

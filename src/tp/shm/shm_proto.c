@@ -80,6 +80,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_EAGER, (uint32_t)size};
         pkt->tag = req->tag;
         pkt->len = req->len;
+        pkt->seq = req->msg_seq;
         uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
         shm_ring_commit(&ep->tx, size);
         uccl_req_complete(req, UCCL_OK, req->len);
@@ -96,6 +97,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RTS, (uint32_t)size};
         pkt->tag = req->tag;
         pkt->len = req->len;
+        pkt->seq = req->msg_seq;
         pkt->id = req->tp_data[SHM_REQ_ID];
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
         shm_ring_commit(&ep->tx, size);
@@ -200,28 +202,14 @@ void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uin
     shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
 }
 
-uccl_status_t shm_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+void shm_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
-    uccl_list_t *pos;
+    shm_unexp_t *u = uccl_container_of(msg, shm_unexp_t, msg);
 
-    uccl_list_for_each(pos, &ep->unexp) {
-        shm_unexp_t *u = uccl_container_of(pos, shm_unexp_t, link);
-
-        if (u->tag != req->tag)
-            continue;
-        if (u->len > req->len) {
-            /* the message stays for the next receive with this tag */
-            uccl_req_complete(req, UCCL_ERR_TRUNCATED, u->len);
-            return UCCL_OK;
-        }
-        uccl_list_del(&u->link);
-        shm_deliver(ep, req, u->type, u->len, u->id, u->data, u->iovcnt, u->flags);
-        free(u);
-        return UCCL_OK;
-    }
-    uccl_list_push_back(&ep->posted, &req->tp_link);
-    return UCCL_OK;
+    uccl_list_del(&u->link);
+    shm_deliver(ep, req, u->type, msg->len, u->id, u->data, u->iovcnt, u->flags);
+    free(u);
 }
 
 /* ------------------------------------------------------------------ streams */

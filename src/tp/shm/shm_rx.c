@@ -15,27 +15,10 @@ static void shm_rx_bad(shm_ep_t *ep, const char *what)
     uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
 }
 
-/* First posted receive with this tag that can hold len bytes; smaller
- * ones met on the way fail with TRUNCATED (the message stays). */
-static uccl_req_t *shm_match_posted(shm_ep_t *ep, uint64_t tag, uint64_t len)
-{
-    uccl_list_t *pos, *tmp;
-
-    uccl_list_for_each_safe(pos, tmp, &ep->posted) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-
-        if (req->tag != tag)
-            continue;
-        uccl_list_del(&req->tp_link);
-        if (req->len >= len)
-            return req;
-        uccl_req_complete(req, UCCL_ERR_TRUNCATED, len);
-    }
-    return NULL;
-}
-
-static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t tag, uint64_t len, uint64_t id,
-                              const void *data, size_t data_len, uint32_t iovcnt, uint32_t flags)
+/* Keep a message no receive took yet (the core's matching holds it). */
+static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_t tag, uint64_t len,
+                              uint64_t id, const void *data, size_t data_len, uint32_t iovcnt,
+                              uint32_t flags)
 {
     shm_unexp_t *u = malloc(sizeof(*u) + data_len);
 
@@ -44,14 +27,25 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t tag, uint64_
         uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
         return;
     }
+    u->msg.seq = seq;
+    u->msg.tag = tag;
+    u->msg.len = len;
     u->type = type;
-    u->tag = tag;
-    u->len = len;
     u->id = id;
     u->iovcnt = iovcnt;
     u->flags = flags;
     memcpy(u->data, data, data_len);
     uccl_list_push_back(&ep->unexp, &u->link);
+    uccl_msg_hold(ep->base.conn, &ep->base, &u->msg);
+}
+
+/* Ask the core for the receive of an arrived message; NULL = hold it. */
+static bool shm_rx_match(shm_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len, uccl_req_t **req)
+{
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, req) == UCCL_OK)
+        return true;
+    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+    return false;
 }
 
 static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
@@ -68,11 +62,13 @@ static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
         shm_rx_bad(ep, "eager");
         return;
     }
-    req = shm_match_posted(ep, pkt.tag, pkt.len);
+    if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
+        return;
     if (req != NULL)
         shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0, 0);
     else
-        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len, 0, 0);
+        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.seq, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len,
+                          0, 0);
 }
 
 static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
@@ -91,11 +87,12 @@ static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         return;
     }
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
-    req = shm_match_posted(ep, pkt.tag, pkt.len);
+    if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
+        return;
     if (req != NULL)
         shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt, pkt.reserved);
     else
-        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.tag, pkt.len, pkt.id, iov,
+        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.seq, pkt.tag, pkt.len, pkt.id, iov,
                           pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt, pkt.reserved);
 }
 

@@ -124,9 +124,10 @@ typedef struct tcp_stream {
 /* An incoming message (MSG) or write (WRITE) being received. */
 typedef struct tcp_rx_rec {
     uccl_list_t link;    /* ep->rx_active until all bytes are in */
-    uccl_list_t uq_link; /* ep->unexpected: presented, no receive matched yet */
+    uccl_list_t uq_link; /* ep->unexpected: held by the core's matching */
+    uccl_msg_t msg;      /* the core's view of a held message */
     uint8_t type;
-    uint64_t id, tag, total, received;
+    uint64_t id, tag, msg_seq, total, received;
     bool presented, in_active;
     bool chunk_seen; /* a chunk ended (a zero-length message has one) */
     uint8_t *bounce;  /* message payload when no receive was there first */
@@ -152,7 +153,6 @@ struct tcp_ep {
     uccl_list_t rma_wait;     /* tcp_op_t by wait_link */
     uccl_list_t rx_active;    /* tcp_rx_rec_t by link */
     uccl_list_t unexpected;   /* tcp_rx_rec_t by uq_link */
-    uccl_list_t posted_recvs; /* uccl_req_t by tp_link */
 };
 
 static inline tcp_tp_t *tcp_tp_of(tcp_ep_t *ep) { return (tcp_tp_t *)ep->base.tp; }
@@ -193,7 +193,7 @@ int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *o
 int tcp_stream_rx(tcp_stream_t *s, size_t budget);
 
 /* tcp_match.c */
-uccl_status_t tcp_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void tcp_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 /* A chunk header arrived: choose s->sink and s->target (false = protocol error). */
 bool tcp_rx_chunk_begin(tcp_stream_t *s);
 /* The current chunk's payload is all in. */

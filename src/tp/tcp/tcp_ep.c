@@ -36,7 +36,6 @@ uccl_status_t tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer
     uccl_list_init(&ep->rma_wait);
     uccl_list_init(&ep->rx_active);
     uccl_list_init(&ep->unexpected);
-    uccl_list_init(&ep->posted_recvs);
     uccl_list_push_back(&((tcp_tp_t *)tp)->eps, &ep->link);
     *out = &ep->base;
     return UCCL_OK;

@@ -1,6 +1,6 @@
-/* What incoming chunks mean: two-sided matching by (conn, tag) in send
- * order (message ids are dense, a message is presented to the receives only
- * after every earlier one), and the target side of one-sided operations.
+/* What incoming chunks mean: two-sided messages handed to the core's
+ * matching in send order (message ids are dense, a message is presented
+ * only after every earlier one), and the target side of one-sided operations.
  * Bytes bound for GPU memory go through staging, and whatever reports them
  * done (completion, write reply, notification) waits for the H2D copies. */
 #include <stdlib.h>
@@ -95,27 +95,23 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
     tcp_rec_free(rec);
 }
 
-/* The next message in send order meets the posted receives. A receive too
- * small for it fails and the message stays for the next one. */
+/* The next message in send order goes to the core's matching: into the
+ * receive it has for it, or held until one comes (tcp_msg_deliver). */
 static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
 {
-    uccl_list_t *pos, *tmp;
+    uccl_conn_t *conn = ep->base.conn;
 
     rec->presented = true;
-    uccl_list_for_each_safe(pos, tmp, &ep->posted_recvs) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tag != rec->tag)
-            continue;
-        uccl_list_del(&req->tp_link);
-        if (req->len < rec->total) {
-            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rec->total);
-            continue;
-        }
-        rec->req = req;
-        break;
+    if (uccl_msg_arrived(conn, &ep->base, rec->msg_seq, rec->tag, rec->total, &rec->req) !=
+        UCCL_OK) {
+        tcp_ep_fail(ep, "a message number came twice");
+        return;
     }
-    if (rec->req == NULL)
+    if (rec->req == NULL) {
+        rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total};
         uccl_list_push_back(&ep->unexpected, &rec->uq_link);
+        uccl_msg_hold(conn, &ep->base, &rec->msg);
+    }
     tcp_rec_settle(ep, rec);
 }
 
@@ -129,26 +125,13 @@ static void tcp_present_ready(tcp_ep_t *ep)
     }
 }
 
-uccl_status_t tcp_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+void tcp_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
-    tcp_ep_t *ep = (tcp_ep_t *)base;
-    uccl_list_t *pos;
+    tcp_rx_rec_t *rec = uccl_container_of(msg, tcp_rx_rec_t, msg);
 
-    uccl_list_for_each(pos, &ep->unexpected) {
-        tcp_rx_rec_t *rec = uccl_container_of(pos, tcp_rx_rec_t, uq_link);
-        if (rec->tag != req->tag)
-            continue;
-        if (req->len < rec->total) {
-            uccl_req_complete(req, UCCL_ERR_TRUNCATED, rec->total);
-            return UCCL_OK;
-        }
-        uccl_list_del(&rec->uq_link);
-        rec->req = req;
-        tcp_rec_settle(ep, rec);
-        return UCCL_OK;
-    }
-    uccl_list_push_back(&ep->posted_recvs, &req->tp_link);
-    return UCCL_OK;
+    uccl_list_del(&rec->uq_link);
+    rec->req = req;
+    tcp_rec_settle((tcp_ep_t *)base, rec);
 }
 
 /* ------------------------------------------------------------------ chunk starts */
@@ -169,9 +152,11 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
             return false;
         }
         rec->tag = h->a;
+        rec->msg_seq = h->b;
         tcp_present_ready(ep);
     }
-    if (rec->tag != h->a || rec->total != h->total || h->clen > rec->total - rec->received) {
+    if (rec->tag != h->a || rec->msg_seq != h->b || rec->total != h->total ||
+        h->clen > rec->total - rec->received) {
         tcp_ep_fail(ep, "inconsistent chunk of a message");
         return false;
     }
@@ -377,6 +362,4 @@ void tcp_match_release(tcp_ep_t *ep)
         tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, link));
     uccl_list_for_each_safe(pos, tmp, &ep->unexpected)
         tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, uq_link));
-    uccl_list_for_each_safe(pos, tmp, &ep->posted_recvs)
-        uccl_list_del(pos);
 }

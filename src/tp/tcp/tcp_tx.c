@@ -85,6 +85,7 @@ uccl_status_t tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
         return UCCL_ERR_NO_MEMORY;
     ep->next_msg_id++;
     op->hdr.a = req->tag;
+    op->hdr.b = req->msg_seq;
     op->req = req;
     if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
         tcp_op_stage(ep, op, NULL);

@@ -25,7 +25,7 @@
 
 /* Frame types. Every frame is a header, then clen payload bytes. */
 enum {
-    TCP_FRAME_MSG = 1,       /* two-sided message chunk: a = tag */
+    TCP_FRAME_MSG = 1,       /* two-sided message chunk: a = tag, b = connection message number */
     TCP_FRAME_WRITE = 2,     /* write chunk: a = region id, b = remote addr, c = notif */
     TCP_FRAME_READ_REQ = 3,  /* read request (no payload): a = region id, b = remote addr */
     TCP_FRAME_READ_DATA = 4, /* read response chunk */

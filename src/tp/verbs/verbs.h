@@ -40,7 +40,9 @@ enum {
 #define VERBS_IMM_ID_MASK ((1u << 25) - 1)
 #define VERBS_IMM_CTRL_BIT VERBS_MAX_QPS /* the control QP in a request's QP mask */
 
-#define VERBS_HDR_SIZE 32 /* type(1) pad(3) status(4) a(8) b(8) c(8) */
+/* type(1) pad(3) status(4) a(8) b(8) c(8) seq(8); seq: the connection's
+ * message number (req->msg_seq) in EAGER and RTS, else 0 */
+#define VERBS_HDR_SIZE 40
 #define VERBS_SEG_SIZE 24 /* addr(8) rkey(4) pad(4) len(8) */
 
 /* wr_id: low 3 bits say what the work request was for. */
@@ -55,7 +57,6 @@ enum {
 enum {
     VERBS_RS_DATA = 1,     /* RDMA chunks to post or in flight */
     VERBS_RS_WAIT_CTS,     /* rendezvous send waiting for the receiver's buffer */
-    VERBS_RS_RECV_POSTED,  /* receive not matched yet */
     VERBS_RS_RECV_WAIT_FIN, /* receive matched to an RTS, data on its way */
     VERBS_RS_CTRL,         /* waiting for the completion of its control message */
 };
@@ -71,7 +72,6 @@ enum {
     VERBS_RD_MSG_LEN,  /* message length (receive) */
     VERBS_RD_QPS = VERBS_RD_MSG_LEN, /* data requests: QPs that carried data (low 32 bits),
                                       * QPs still owed a zero-length immediate (high 32) */
-    VERBS_RD_NSEG,     /* remote segments in tp_ptr (rendezvous send) */
 };
 
 typedef struct tp_verbs_config {
@@ -84,7 +84,16 @@ typedef struct tp_verbs_config {
     int gid_index;
     int ib_timeout;
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
+    char gdr_sysroot[UCCL_CFG_STRING_MAX]; /* where the peer-memory module check looks */
 } tp_verbs_config_t;
+
+/* A pinned, NIC-registered host buffer that staged GPU data goes through. */
+typedef struct tp_verbs_bounce {
+    uccl_list_t link; /* tp->bounce_cache while unused */
+    uint8_t *buf;
+    size_t size;
+    struct ibv_mr *mr;
+} tp_verbs_bounce_t;
 
 typedef struct tp_verbs {
     uccl_tp_t base;
@@ -103,11 +112,23 @@ typedef struct tp_verbs {
     bool uc;
     int mr_access;
     uccl_list_t eps;
+    /* GPU memory of the engine's GPU: HOST = not claimed (no GPU), DMABUF or
+     * PEERMEM = registered with the NIC (GPUDirect RDMA), STAGING = moved
+     * through bounce buffers (verbs_stage.c) */
+    int gpu_mode; /* verbs_gdr_mode_t */
+    uccl_mem_type_t gpu_mem_type;
+    uccl_list_t bounce_cache;
+    int nbounce_cached;
 } tp_verbs_t;
 
+/* mr NULL: GPU memory without a NIC registration, staged through bounces. */
 struct uccl_tp_memh {
     struct ibv_mr *mr;
 };
+
+/* Byte of the descriptor's key area that says the rkey before it is real
+ * (a staged GPU region has none: peers cannot reach it one-sided). */
+#define VERBS_RKEY_VALID_BYTE 4
 
 typedef struct tp_verbs_qp {
     struct ibv_qp *qp;
@@ -121,6 +142,16 @@ typedef struct tp_verbs_seg {
     uint32_t rkey;
     uint64_t len;
 } tp_verbs_seg_t;
+
+/* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
+ * bounce its local data is staged through, and a rendezvous send's remote
+ * pieces from the CTS (nseg 0: the target is req->remote). */
+typedef struct tp_verbs_xfer {
+    struct tp_verbs *tp; /* where the bounce goes back to */
+    tp_verbs_bounce_t *bounce;
+    uint64_t nseg;
+    tp_verbs_seg_t segs[];
+} tp_verbs_xfer_t;
 
 typedef struct tp_verbs_ep {
     uccl_tp_ep_t base;
@@ -143,9 +174,8 @@ typedef struct tp_verbs_ep {
     uccl_list_t data_pending; /* requests with chunks still to post */
     uccl_list_t inflight;     /* requests fully posted, waiting for completions */
     uccl_list_t rndv_wait;    /* rendezvous sends waiting for CTS */
-    uccl_list_t recv_posted;  /* receives not matched yet, in posting order */
     uccl_list_t recv_wait_fin;
-    uccl_list_t unexpected;   /* tp_verbs_unexp_t, in arrival order */
+    uccl_list_t unexpected;   /* tp_verbs_unexp_t held by the core's matching */
     uccl_list_t notif_wait;   /* tp_verbs_notif_t: notified writes not all landed yet */
     uint64_t next_send_id, next_recv_id, next_notif_id;
 } tp_verbs_ep_t;
@@ -164,7 +194,7 @@ uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index);
 
 /* ---- verbs_msg.c: two-sided messages and the control channel */
 uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *ep, uccl_req_t *req);
+void tp_verbs_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len);
 void tp_verbs_ctrl_send_done(tp_verbs_ep_t *ep, int slot, uccl_status_t st);
 void tp_verbs_ctrl_flush(tp_verbs_ep_t *ep);
@@ -185,6 +215,24 @@ void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
 void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status);
 int tp_verbs_progress(uccl_tp_t *tp);
+
+/* ---- verbs_stage.c: GPU memory (GPUDirect decision at open, staging) */
+uccl_status_t tp_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine);
+void tp_verbs_gpu_close(tp_verbs_t *v);
+uccl_status_t tp_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
+                                   int device, uccl_tp_memh_t **memh);
+bool tp_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
+uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
+void tp_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes);
+uccl_status_t tp_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov);
+uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+uccl_status_t tp_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+
+static inline tp_verbs_xfer_t *tp_verbs_xfer(const uccl_req_t *req)
+{
+    return req->tp_ptr;
+}
 
 static inline uccl_status_t tp_verbs_req_err(const uccl_req_t *req)
 {

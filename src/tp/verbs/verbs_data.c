@@ -15,9 +15,8 @@
 void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
 {
     uccl_list_del(&req->tp_link);
-    free(req->tp_ptr);
-    req->tp_ptr = NULL;
-    uccl_req_complete(req, status, bytes);
+    tp_verbs_xfer_release(req, &status, bytes); /* staged data lands in GPU memory here */
+    uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
 void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status)
@@ -26,44 +25,29 @@ void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status)
         req->tp_data[VERBS_RD_ERR] = (uint64_t)(int64_t)status;
 }
 
-/* Every local piece must be registered with this transport. */
-static uccl_status_t verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req)
-{
-    for (int i = 0; i < req->iovcnt; i++) {
-        if (req->iov[i].len == 0)
-            continue;
-        if (req->iov[i].region == NULL || req->iov[i].region->memh[ep->tp->base.index] == NULL) {
-            uccl_error("verbs: local buffer %p is not registered with this transport",
-                       req->iov[i].addr);
-            return UCCL_ERR_NOT_REGISTERED;
-        }
-    }
-    return UCCL_OK;
-}
-
 /* Remote address, key and bytes left in that remote piece at byte off. */
 static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint32_t *rkey,
                             uint64_t *left)
 {
-    const tp_verbs_seg_t *segs = req->tp_ptr;
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
 
     *addr = 0;
     *rkey = 0;
     *left = 0;
-    if (segs == NULL) {
+    if (x == NULL || x->nseg == 0) {
         *addr = req->remote.addr + off;
         *rkey = uccl_get_u32(req->remote.rkey);
         *left = req->len - off;
         return;
     }
-    for (uint64_t i = 0; i < req->tp_data[VERBS_RD_NSEG]; i++) {
-        if (off < segs[i].len) {
-            *addr = segs[i].addr + off;
-            *rkey = segs[i].rkey;
-            *left = segs[i].len - off;
+    for (uint64_t i = 0; i < x->nseg; i++) {
+        if (off < x->segs[i].len) {
+            *addr = x->segs[i].addr + off;
+            *rkey = x->segs[i].rkey;
+            *left = x->segs[i].len - off;
             return;
         }
-        off -= segs[i].len;
+        off -= x->segs[i].len;
     }
 }
 
@@ -72,6 +56,8 @@ static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct
                                 struct ibv_sge *sge)
 {
     size_t off = req->tp_data[VERBS_RD_OFF], want = req->len - off, got = 0;
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+    bool staged = x != NULL && x->bounce != NULL;
     uint64_t raddr, rleft;
     uint32_t rkey;
     int n = 0;
@@ -81,7 +67,12 @@ static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct
         want = ep->tp->cfg.chunk;
     if (want > rleft)
         want = rleft;
-    for (int i = 0; i < req->iovcnt && got < want && n < ep->tp->max_sge; i++) {
+    if (staged && want > 0) { /* staged: one piece, the bounce */
+        sge[0] = (struct ibv_sge){(uintptr_t)x->bounce->buf + off, (uint32_t)want, x->bounce->mr->lkey};
+        n = 1;
+        got = want;
+    }
+    for (int i = 0; !staged && i < req->iovcnt && got < want && n < ep->tp->max_sge; i++) {
         size_t piece = req->iov[i].len, take;
         if (off >= piece) {
             off -= piece;
@@ -278,10 +269,21 @@ void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 static uccl_status_t verbs_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
-    uccl_status_t st = verbs_check_local(ep, req);
+    uccl_status_t st = tp_verbs_check_local(ep, req);
 
+    if (st == UCCL_OK)
+        st = tp_verbs_check_remote(ep, req);
     if (st != UCCL_OK)
         return st;
+    /* local GPU pieces without GPUDirect: a write copies them out now, a
+     * read copies the bounce in when it finishes (tp_verbs_req_finish) */
+    if (req->len > 0 && tp_verbs_req_staged(ep, req)) {
+        st = tp_verbs_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
+        if (st != UCCL_OK) {
+            tp_verbs_xfer_release(req, &st, 0);
+            return st;
+        }
+    }
     tp_verbs_data_start(ep, req);
     return UCCL_OK;
 }

@@ -36,6 +36,9 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("VERBS_GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
                 "staging), dmabuf, peermem or off", gdr, UCCL_CFG_STRING),
+    VERBS_FIELD("VERBS_GDR_SYSROOT", "/sys", "sysfs root where the peer-memory module "
+                "(nvidia_peermem...) is looked for; tests point it at a fake tree",
+                gdr_sysroot, UCCL_CFG_STRING),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -313,12 +316,17 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
     v->mr_access |= IBV_ACCESS_RELAXED_ORDERING; /* optional: dropped where unsupported */
 #endif
     uccl_list_init(&v->eps);
+    st = tp_verbs_gpu_open(v, engine);
+    if (st != UCCL_OK)
+        goto err_pd;
     uccl_info("verbs: %s port %u, %s, gid index %d, mtu %d, %s QPs x %d", v->dev_name, v->port,
               v->is_roce ? "RoCE" : "IB", v->is_roce ? v->gid_index : -1, 128 << v->mtu,
               v->uc ? "UC" : "RC", v->cfg.num_qps);
     *out = &v->base;
     return UCCL_OK;
 
+err_pd:
+    ibv_dealloc_pd(v->pd);
 err_close:
     ibv_close_device(v->ctx);
 err_free:
@@ -330,6 +338,7 @@ static void tp_verbs_close(uccl_tp_t *tp)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
 
+    tp_verbs_gpu_close(v);
     ibv_dealloc_pd(v->pd);
     ibv_close_device(v->ctx);
     free(v);
@@ -378,8 +387,8 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
     tp_verbs_t *v = (tp_verbs_t *)tp;
     uccl_tp_memh_t *memh;
 
-    if (type != UCCL_MEM_HOST) /* GPUDirect RDMA, or no handle: staging elsewhere */
-        return tp_verbs_gdr_mem_reg(v, addr, len, type, device, out);
+    if (type != UCCL_MEM_HOST) /* GPUDirect RDMA, else staged (verbs_stage.c) */
+        return tp_verbs_gpu_mem_reg(v, addr, len, type, device, out);
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -396,7 +405,7 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
 static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
 {
     (void)tp;
-    if (ibv_dereg_mr(memh->mr) != 0)
+    if (memh->mr != NULL && ibv_dereg_mr(memh->mr) != 0)
         uccl_warn("ibv_dereg_mr: %s", strerror(errno));
     free(memh);
 }
@@ -404,9 +413,11 @@ static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
 static void tp_verbs_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE])
 {
     (void)tp;
-    memset(rkey, 0, UCCL_TP_RKEY_SIZE);
-    if (memh != NULL)
+    memset(rkey, 0, UCCL_TP_RKEY_SIZE); /* no valid byte: a staged GPU region has no key */
+    if (memh != NULL && memh->mr != NULL) {
         uccl_put_u32(rkey, memh->mr->rkey);
+        rkey[VERBS_RKEY_VALID_BYTE] = 1;
+    }
 }
 
 const struct uccl_tp_ops uccl_tp_verbs_ops = {
@@ -429,7 +440,7 @@ const struct uccl_tp_ops uccl_tp_verbs_ops = {
     .mem_dereg = tp_verbs_mem_dereg,
     .mem_pack = tp_verbs_mem_pack,
     .post_send = tp_verbs_post_send,
-    .post_recv = tp_verbs_post_recv,
+    .msg_deliver = tp_verbs_msg_deliver,
     .post_write = tp_verbs_post_write,
     .post_read = tp_verbs_post_read,
     .progress = tp_verbs_progress,

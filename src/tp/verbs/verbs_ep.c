@@ -132,7 +132,6 @@ static void verbs_ep_init_lists(tp_verbs_ep_t *ep)
     uccl_list_init(&ep->data_pending);
     uccl_list_init(&ep->inflight);
     uccl_list_init(&ep->rndv_wait);
-    uccl_list_init(&ep->recv_posted);
     uccl_list_init(&ep->recv_wait_fin);
     uccl_list_init(&ep->unexpected);
     uccl_list_init(&ep->notif_wait);
@@ -342,7 +341,6 @@ void tp_verbs_ep_destroy(uccl_tp_ep_t *base)
     verbs_fail_list(&ep->data_pending, reason);
     verbs_fail_list(&ep->inflight, reason);
     verbs_fail_list(&ep->rndv_wait, reason);
-    verbs_fail_list(&ep->recv_posted, reason);
     verbs_fail_list(&ep->recv_wait_fin, reason);
     tp_verbs_msg_release(ep);
     verbs_ep_free(ep);

@@ -189,13 +189,13 @@ static void log_no_direct(verbs_gdr_mode_t mode, void *addr, size_t len, int dev
                           const char *why)
 {
     if (mode == VERBS_GDR_STAGING)
-        uccl_info("verbs: GPU %d memory %p+%zu not registered with the NIC (%s); verbs does not "
-                  "stage GPU memory itself, another transport must carry it", device, addr, len, why);
+        uccl_info("verbs: GPU %d memory %p+%zu not registered with the NIC (%s); it is staged "
+                  "through host buffers", device, addr, len, why);
     else
         uccl_error("verbs: GPU %d memory %p+%zu cannot be registered: %s", device, addr, len, why);
 }
 
-uccl_status_t verbs_gdr_reg(struct ibv_pd *pd, void *addr, size_t len, int access,
+uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
                             uccl_mem_type_t type, int device, verbs_gdr_want_t want,
                             struct ibv_mr **mr, verbs_gdr_mode_t *mode, char *why, size_t whylen)
 {
@@ -210,7 +210,7 @@ uccl_status_t verbs_gdr_reg(struct ibv_pd *pd, void *addr, size_t len, int acces
     *mr = NULL;
     if (type != UCCL_MEM_HOST && want != VERBS_GDR_WANT_OFF) {
         in.runtime_dmabuf = in.have_reg_dmabuf && uccl_gpu_dmabuf_fd(addr, len, &fd, &offset) == UCCL_OK;
-        in.peermem = verbs_gdr_peermem_loaded("/sys", type);
+        in.peermem = verbs_gdr_peermem_loaded(sysroot, type);
     }
     *mode = verbs_gdr_choose(&in, why, whylen);
     switch (*mode) {
@@ -259,7 +259,7 @@ uccl_status_t tp_verbs_gdr_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_m
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = verbs_gdr_reg(v->pd, addr, len, v->mr_access, type, device, want, &memh->mr, &mode, why,
+    st = verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, addr, len, v->mr_access, type, device, want, &memh->mr, &mode, why,
                        sizeof(why));
     if (st == UCCL_OK) {
         *out = memh;

@@ -60,21 +60,20 @@ uccl_status_t verbs_gdr_parse_want(const char *text, verbs_gdr_want_t *want);
 bool verbs_gdr_peermem_loaded(const char *sysroot, uccl_mem_type_t type);
 
 /* Register [addr, addr + len) of memory type on pd, choosing the way with
- * verbs_gdr_choose (staging allowed). device is the GPU ordinal (logs only).
+ * verbs_gdr_choose (staging allowed); sysroot as for verbs_gdr_peermem_loaded. device is the GPU ordinal (logs only).
  * *mode says what was decided and *mr is set on UCCL_OK. In auto mode a
  * dma-buf registration the NIC refuses falls back to peermem when loaded.
- * Errors: UCCL_ERR_UNSUPPORTED with *mode STAGING (no direct path: verbs does
- * not stage GPU memory itself, another transport must carry it; logged at
- * info) or UNSUPPORTED (an override cannot be met; logged as an error),
+ * Errors: UCCL_ERR_UNSUPPORTED with *mode STAGING (no direct path: the
+ * caller stages the memory through host buffers; logged at info) or UNSUPPORTED (an override cannot be met; logged as an error),
  * UCCL_ERR_NO_MEMORY / UCCL_ERR_TRANSPORT (the NIC refused; errno logged),
  * UCCL_ERR_INVALID_PARAM (bad arguments). */
-uccl_status_t verbs_gdr_reg(struct ibv_pd *pd, void *addr, size_t len, int access,
+uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
                             uccl_mem_type_t type, int device, verbs_gdr_want_t want,
                             struct ibv_mr **mr, verbs_gdr_mode_t *mode, char *why, size_t whylen);
 
-/* The verbs transport's mem_reg for GPU memory (verbs_dev.c calls it):
- * UCCL_VERBS_GDR decides; no direct path leaves *memh NULL and returns
- * UCCL_OK, the region then goes through a transport that moves GPU memory.
+/* Direct registration of GPU memory for the verbs transport
+ * (tp_verbs_gpu_mem_reg calls it): UCCL_VERBS_GDR decides; no direct path
+ * leaves *memh NULL and returns UCCL_OK (the caller stages the region).
  * In auto mode a registration the NIC refuses does the same (warned); an
  * override that cannot be met, or a bad UCCL_VERBS_GDR, is an error. */
 struct tp_verbs;

@@ -1,7 +1,7 @@
 /* Verbs two-sided messages and the control channel: eager SENDs into
  * pre-posted buffers, rendezvous (RTS, CTS with the receive buffer, RDMA
- * writes closed by immediates), notifications, and (conn, tag) matching in
- * posting order. */
+ * writes closed by immediates), notifications; arrived messages go to the
+ * core's (conn, tag) matching. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,11 +15,10 @@ typedef struct tp_verbs_out {
     uint8_t buf[];
 } tp_verbs_out_t;
 
-/* A message that arrived before its receive. */
+/* A message held by the core's matching until a receive takes it. */
 typedef struct tp_verbs_unexp {
-    uccl_list_t link;
-    uint64_t tag;
-    uint64_t len;
+    uccl_list_t link; /* ep->unexpected, to free at teardown */
+    uccl_msg_t msg;
     bool rndv;
     uint64_t send_id;
     uint8_t data[];
@@ -54,6 +53,14 @@ static void verbs_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a
     uccl_put_u64(p + 8, a);
     uccl_put_u64(p + 16, b);
     uccl_put_u64(p + 24, c);
+    uccl_put_u64(p + 32, 0);
+}
+
+/* EAGER and RTS carry the message number after the common header fields. */
+static void verbs_put_msg_hdr(uint8_t *p, int type, const uccl_req_t *req, uint64_t c)
+{
+    verbs_put_hdr(p, type, UCCL_OK, req->tag, req->len, c);
+    uccl_put_u64(p + 32, req->msg_seq);
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -221,32 +228,68 @@ uint32_t tp_verbs_req_imm(const uccl_req_t *req, int nparts)
     return kind << 30 | (uint32_t)(nparts - 1) << 25 | (id & VERBS_IMM_ID_MASK);
 }
 
-uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+/* Give back what verbs_ctrl_begin handed out for a message not sent. */
+static void verbs_ctrl_abort(tp_verbs_ep_t *ep, int slot, tp_verbs_out_t *out)
 {
-    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    if (out != NULL)
+        free(out);
+    else
+        ep->free_slots[ep->nfree++] = slot;
+}
+
+static uccl_status_t verbs_post_rts(tp_verbs_ep_t *ep, uccl_req_t *req)
+{
     tp_verbs_out_t *out;
     uint8_t *p;
     int slot;
 
-    for (int i = 0; i < req->iovcnt; i++)
-        if (req->iov[i].len > 0 && req->iov[i].region->memh[ep->tp->base.index] == NULL)
-            return UCCL_ERR_NOT_REGISTERED;
-    if (req->len > ep->tp->cfg.eager) {
-        req->tp_data[VERBS_RD_ID] = ++ep->next_send_id;
-        req->tp_data[VERBS_RD_STATE] = VERBS_RS_WAIT_CTS;
-        uccl_list_push_back(&ep->rndv_wait, &req->tp_link);
-        if (tp_verbs_ctrl_send(ep, VERBS_MSG_RTS, UCCL_OK, req->tag, req->len,
-                               req->tp_data[VERBS_RD_ID], NULL) != UCCL_OK) {
-            uccl_list_del(&req->tp_link);
-            return UCCL_ERR_NO_MEMORY;
-        }
-        return UCCL_OK;
+    req->tp_data[VERBS_RD_ID] = ++ep->next_send_id;
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_WAIT_CTS;
+    p = verbs_ctrl_begin(ep, &slot, &out);
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    uccl_list_push_back(&ep->rndv_wait, &req->tp_link);
+    verbs_put_msg_hdr(p, VERBS_MSG_RTS, req, req->tp_data[VERBS_RD_ID]);
+    verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE, NULL);
+    return UCCL_OK;
+}
+
+/* Rendezvous above the eager limit, and for any GPU memory the NIC reads
+ * directly (the eager copy would be a CPU memcpy from the device). Staged
+ * GPU memory is copied out first: a bounce for a rendezvous, the control
+ * slot through the GPU layer for an eager message. */
+uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
+    uccl_status_t st = tp_verbs_check_local(ep, req);
+    bool staged = tp_verbs_req_staged(ep, req);
+    tp_verbs_out_t *out;
+    uint8_t *p;
+    int slot;
+
+    if (st != UCCL_OK)
+        return st;
+    if (req->len > ep->tp->cfg.eager || (req->gpu_caps != 0 && !staged && req->len > 0)) {
+        if (staged)
+            st = tp_verbs_xfer_stage(ep, req, req->len, true);
+        if (st == UCCL_OK)
+            st = verbs_post_rts(ep, req);
+        if (st != UCCL_OK)
+            tp_verbs_xfer_release(req, &st, 0);
+        return st;
     }
     p = verbs_ctrl_begin(ep, &slot, &out);
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
-    verbs_put_hdr(p, VERBS_MSG_EAGER, UCCL_OK, req->tag, req->len, 0);
-    uccl_req_iov_copy_out(req, 0, p + VERBS_HDR_SIZE, req->len);
+    verbs_put_msg_hdr(p, VERBS_MSG_EAGER, req, 0);
+    if (req->gpu_caps != 0)
+        st = tp_verbs_iov_copy(req, p + VERBS_HDR_SIZE, req->len, false);
+    else
+        uccl_req_iov_copy_out(req, 0, p + VERBS_HDR_SIZE, req->len);
+    if (st != UCCL_OK) {
+        verbs_ctrl_abort(ep, slot, out);
+        return st;
+    }
     req->tp_data[VERBS_RD_STATE] = VERBS_RS_CTRL;
     verbs_ctrl_commit(ep, slot, out, VERBS_HDR_SIZE + req->len, req);
     return UCCL_OK;
@@ -254,23 +297,22 @@ uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 
 /* ------------------------------------------------------------------ receiving */
 
-/* Matched a receive to an RTS: advertise the receive buffer (CTS). */
-static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t send_id)
+/* The CTS segments of req: its pieces, or the one bounce it is staged
+ * through; returns the end of what was written. */
+static uint8_t *verbs_put_cts_segs(const tp_verbs_ep_t *ep, const uccl_req_t *req, uint64_t len,
+                                   uint8_t *s, int *nseg)
 {
-    tp_verbs_out_t *out;
-    int slot, nseg = 0;
-    uint8_t *p = verbs_ctrl_begin(ep, &slot, &out), *s;
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
 
-    if (p == NULL) {
-        tp_verbs_req_finish(req, UCCL_ERR_NO_MEMORY, 0);
-        return;
+    *nseg = 0;
+    if (x != NULL && x->bounce != NULL) {
+        uccl_put_u64(s, (uintptr_t)x->bounce->buf);
+        uccl_put_u32(s + 8, x->bounce->mr->rkey);
+        uccl_put_u32(s + 12, 0);
+        uccl_put_u64(s + 16, len);
+        *nseg = 1;
+        return s + VERBS_SEG_SIZE;
     }
-    req->tp_data[VERBS_RD_ID] = ++ep->next_recv_id;
-    req->tp_data[VERBS_RD_MSG_LEN] = len;
-    req->tp_data[VERBS_RD_OFF] = 0; /* immediates counted so far */
-    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_WAIT_FIN;
-    uccl_list_push_back(&ep->recv_wait_fin, &req->tp_link);
-    s = p + VERBS_HDR_SIZE;
     for (int i = 0; i < req->iovcnt; i++) {
         if (req->iov[i].len == 0)
             continue;
@@ -279,83 +321,95 @@ static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t le
         uccl_put_u32(s + 12, 0);
         uccl_put_u64(s + 16, req->iov[i].len);
         s += VERBS_SEG_SIZE;
-        nseg++;
+        (*nseg)++;
     }
+    return s;
+}
+
+/* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
+ * bounce when the receive is in GPU memory the NIC cannot reach. */
+static void verbs_recv_match_rts(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t send_id)
+{
+    tp_verbs_out_t *out;
+    int slot, nseg = 0;
+    uccl_status_t st = tp_verbs_check_local(ep, req);
+    uint8_t *p, *s;
+
+    if (st == UCCL_OK && len > 0 && tp_verbs_req_staged(ep, req))
+        st = tp_verbs_xfer_stage(ep, req, len, false);
+    p = st == UCCL_OK ? verbs_ctrl_begin(ep, &slot, &out) : NULL;
+    if (p == NULL) {
+        tp_verbs_req_finish(req, st != UCCL_OK ? st : UCCL_ERR_NO_MEMORY, 0);
+        return;
+    }
+    req->tp_data[VERBS_RD_ID] = ++ep->next_recv_id;
+    req->tp_data[VERBS_RD_MSG_LEN] = len;
+    req->tp_data[VERBS_RD_OFF] = 0; /* immediates counted so far */
+    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_WAIT_FIN;
+    uccl_list_push_back(&ep->recv_wait_fin, &req->tp_link);
+    s = verbs_put_cts_segs(ep, req, len, p + VERBS_HDR_SIZE, &nseg);
     verbs_put_hdr(p, VERBS_MSG_CTS, UCCL_OK, send_id, req->tp_data[VERBS_RD_ID], (uint64_t)nseg);
     verbs_ctrl_commit(ep, slot, out, (size_t)(s - p), NULL);
 }
 
-/* Hand an arrived message to the receive it matches; a matching receive
- * that is too small fails with TRUNCATED and the message looks further. */
-static void verbs_msg_arrived(tp_verbs_ep_t *ep, uint64_t tag, uint64_t len, bool rndv,
-                              const uint8_t *data, uint64_t send_id)
+/* Move a matched message into its receive: copy an eager payload (GPU
+ * pieces through the GPU layer), or advertise the receive's buffer for a
+ * rendezvous. */
+static void verbs_msg_start(tp_verbs_ep_t *ep, uccl_req_t *req, uint64_t len, bool rndv,
+                            const uint8_t *data, uint64_t send_id)
 {
-    uccl_list_t *pos, *tmp;
+    uccl_status_t st = UCCL_OK;
+
+    if (rndv) {
+        verbs_recv_match_rts(ep, req, len, send_id);
+        return;
+    }
+    if (req->gpu_caps != 0)
+        st = tp_verbs_iov_copy(req, (void *)(uintptr_t)data, len, true);
+    else
+        uccl_req_iov_copy_in(req, 0, data, len);
+    tp_verbs_req_finish(req, st, len);
+}
+
+/* An EAGER or RTS came in: into the receive the core has for it, else held. */
+static void verbs_msg_arrived(tp_verbs_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len,
+                              bool rndv, const uint8_t *data, uint64_t send_id)
+{
+    uccl_conn_t *conn = ep->base.conn;
     tp_verbs_unexp_t *u;
+    uccl_req_t *req;
 
-    uccl_list_for_each_safe(pos, tmp, &ep->recv_posted) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-
-        if (req->tag != tag)
-            continue;
-        if (req->len < len) {
-            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
-            continue;
-        }
-        uccl_list_del(&req->tp_link);
-        if (rndv) {
-            verbs_recv_match_rts(ep, req, len, send_id);
-        } else {
-            uccl_req_iov_copy_in(req, 0, data, len);
-            tp_verbs_req_finish(req, UCCL_OK, len);
-        }
+    if (uccl_msg_arrived(conn, &ep->base, seq, tag, len, &req) != UCCL_OK) {
+        uccl_conn_fail(conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (req != NULL) {
+        verbs_msg_start(ep, req, len, rndv, data, send_id);
         return;
     }
     u = malloc(sizeof(*u) + (rndv ? 0 : len));
     if (u == NULL) {
         uccl_error("verbs: out of memory holding an unexpected message; connection fails");
-        uccl_conn_fail(ep->base.conn, UCCL_ERR_NO_MEMORY);
+        uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
         return;
     }
-    u->tag = tag;
-    u->len = len;
+    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len};
     u->rndv = rndv;
     u->send_id = send_id;
     if (!rndv && len > 0)
         memcpy(u->data, data, len);
     uccl_list_push_back(&ep->unexpected, &u->link);
+    uccl_msg_hold(conn, &ep->base, &u->msg);
 }
 
-uccl_status_t tp_verbs_post_recv(uccl_tp_ep_t *base, uccl_req_t *req)
+void tp_verbs_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
-    uccl_list_t *pos;
+    tp_verbs_unexp_t *u = uccl_container_of(msg, tp_verbs_unexp_t, msg);
 
-    for (int i = 0; i < req->iovcnt; i++)
-        if (req->iov[i].len > 0 && req->iov[i].region->memh[ep->tp->base.index] == NULL)
-            return UCCL_ERR_NOT_REGISTERED;
-    uccl_list_for_each(pos, &ep->unexpected) {
-        tp_verbs_unexp_t *u = uccl_container_of(pos, tp_verbs_unexp_t, link);
-
-        if (u->tag != req->tag)
-            continue;
-        if (u->len > req->len) { /* the message stays for the next receive */
-            tp_verbs_req_finish(req, UCCL_ERR_TRUNCATED, 0);
-            return UCCL_OK;
-        }
-        uccl_list_del(&u->link);
-        if (u->rndv) {
-            verbs_recv_match_rts(ep, req, u->len, u->send_id);
-        } else {
-            uccl_req_iov_copy_in(req, 0, u->data, u->len);
-            tp_verbs_req_finish(req, UCCL_OK, u->len);
-        }
-        free(u);
-        return UCCL_OK;
-    }
-    req->tp_data[VERBS_RD_STATE] = VERBS_RS_RECV_POSTED;
-    uccl_list_push_back(&ep->recv_posted, &req->tp_link);
-    return UCCL_OK;
+    uccl_list_del(&u->link);
+    verbs_msg_start(ep, req, msg->len, u->rndv, u->data, u->send_id);
+    free(u);
 }
 
 static uccl_req_t *verbs_find_by_id(uccl_list_t *list, uint64_t id)
@@ -375,7 +429,7 @@ static void verbs_cts_arrived(tp_verbs_ep_t *ep, uint64_t send_id, uint64_t recv
                               const uint8_t *p, size_t len)
 {
     uccl_req_t *req = verbs_find_by_id(&ep->rndv_wait, send_id);
-    tp_verbs_seg_t *segs;
+    tp_verbs_xfer_t *x;
     uint64_t total = 0;
 
     if (req == NULL || nseg == 0 || nseg > UCCL_IOV_MAX || len < nseg * VERBS_SEG_SIZE) {
@@ -385,19 +439,17 @@ static void verbs_cts_arrived(tp_verbs_ep_t *ep, uint64_t send_id, uint64_t recv
         return;
     }
     uccl_list_del(&req->tp_link);
-    segs = malloc(nseg * sizeof(*segs));
-    if (segs == NULL) {
+    if (tp_verbs_xfer_segs(req, nseg) != UCCL_OK) {
         tp_verbs_req_finish(req, UCCL_ERR_NO_MEMORY, 0);
         return;
     }
+    x = tp_verbs_xfer(req);
     for (uint64_t i = 0; i < nseg; i++, p += VERBS_SEG_SIZE) {
-        segs[i].addr = uccl_get_u64(p);
-        segs[i].rkey = uccl_get_u32(p + 8);
-        segs[i].len = uccl_get_u64(p + 16);
-        total += segs[i].len;
+        x->segs[i].addr = uccl_get_u64(p);
+        x->segs[i].rkey = uccl_get_u32(p + 8);
+        x->segs[i].len = uccl_get_u64(p + 16);
+        total += x->segs[i].len;
     }
-    req->tp_ptr = segs;
-    req->tp_data[VERBS_RD_NSEG] = nseg;
     req->tp_data[VERBS_RD_PEER_ID] = recv_id;
     if (total < req->len) /* the receiver matched only receives that fit */
         tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
@@ -514,7 +566,7 @@ void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
 {
     const uint8_t *p = verbs_slot(ep, index);
     uccl_status_t status;
-    uint64_t a, b, c;
+    uint64_t a, b, c, seq;
 
     if (index < 0 || index >= ep->tp->cfg.rx_depth)
         return;
@@ -524,13 +576,14 @@ void tp_verbs_ctrl_recv_done(tp_verbs_ep_t *ep, int index, size_t len)
     a = uccl_get_u64(p + 8);
     b = uccl_get_u64(p + 16);
     c = uccl_get_u64(p + 24);
+    seq = uccl_get_u64(p + 32);
     switch (p[0]) {
     case VERBS_MSG_EAGER:
         if (b != len - VERBS_HDR_SIZE)
             goto bad;
-        verbs_msg_arrived(ep, a, b, false, p + VERBS_HDR_SIZE, 0);
+        verbs_msg_arrived(ep, seq, a, b, false, p + VERBS_HDR_SIZE, 0);
         break;
-    case VERBS_MSG_RTS: verbs_msg_arrived(ep, a, b, true, NULL, c); break;
+    case VERBS_MSG_RTS: verbs_msg_arrived(ep, seq, a, b, true, NULL, c); break;
     case VERBS_MSG_CTS: verbs_cts_arrived(ep, a, b, c, p + VERBS_HDR_SIZE, len - VERBS_HDR_SIZE); break;
     case VERBS_MSG_FIN: verbs_fin_arrived(ep, a, b, status); break;
     case VERBS_MSG_NOTIFY: verbs_notif_value(ep, a, b); break;

@@ -1,0 +1,289 @@
+/* GPU memory on the verbs transport: at open, whether the engine's GPU
+ * memory registers with the NIC (GPUDirect RDMA) or is staged; the
+ * registration of GPU regions; and staging itself: one pinned, NIC-registered
+ * bounce buffer per staged request, sized to it (a few kept for reuse), with
+ * synchronous copies through the GPU layer. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
+#include "topo/topo.h"
+#include "verbs.h"
+#include "verbs_gdr.h"
+
+#define VERBS_BOUNCE_CACHE 4           /* unused bounces kept */
+#define VERBS_BOUNCE_CACHE_MAX (16u << 20) /* larger ones are freed at once */
+#define VERBS_BOUNCE_ROUND 65536
+#define VERBS_PROBE_SIZE 65536
+
+/* ------------------------------------------------------------------ open */
+
+static uccl_mem_type_t verbs_gpu_mem_type(void)
+{
+    return strcmp(uccl_gpu_backend(), "hip") == 0 ? UCCL_MEM_ROCM : UCCL_MEM_CUDA;
+}
+
+/* Register a probe allocation of the engine's GPU the way UCCL_VERBS_GDR
+ * asks: what works for it works for the regions of that GPU. */
+static uccl_status_t verbs_gpu_probe(tp_verbs_t *v, int device, verbs_gdr_want_t want,
+                                     verbs_gdr_mode_t *mode)
+{
+    char why[UCCL_TOPO_WHY_MAX];
+    struct ibv_mr *mr = NULL;
+    void *probe = NULL;
+    int prev = -1;
+    uccl_status_t st;
+
+    *mode = VERBS_GDR_UNSUPPORTED;
+    if (uccl_gpu_get_device(&prev) != UCCL_OK)
+        prev = -1;
+    st = uccl_gpu_set_device(device);
+    if (st == UCCL_OK)
+        st = uccl_gpu_malloc(&probe, VERBS_PROBE_SIZE);
+    if (st == UCCL_OK) {
+        st = verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, probe, VERBS_PROBE_SIZE, v->mr_access,
+                           v->gpu_mem_type, device, want, &mr, mode, why, sizeof(why));
+        if (mr != NULL)
+            ibv_dereg_mr(mr);
+        uccl_gpu_free(probe);
+        if (st == UCCL_OK)
+            uccl_info("verbs: %s registers GPU %d memory directly: %s", v->dev_name, device, why);
+    } else {
+        uccl_warn("verbs: cannot allocate on GPU %d to probe GPUDirect RDMA: %s", device,
+                  uccl_strerror(st));
+    }
+    if (prev >= 0 && prev != device)
+        uccl_gpu_set_device(prev);
+    return st;
+}
+
+uccl_status_t tp_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
+{
+    verbs_gdr_mode_t mode = VERBS_GDR_STAGING;
+    verbs_gdr_want_t want;
+    uccl_status_t st;
+
+    v->gpu_mode = VERBS_GDR_HOST;
+    uccl_list_init(&v->bounce_cache);
+    if (engine->gpu_index < 0)
+        return UCCL_OK;
+    st = verbs_gdr_parse_want(v->cfg.gdr, &want);
+    if (st != UCCL_OK)
+        return st;
+    v->gpu_mem_type = verbs_gpu_mem_type();
+    if (want != VERBS_GDR_WANT_OFF) {
+        st = verbs_gpu_probe(v, engine->gpu_index, want, &mode);
+        if (st != UCCL_OK && want != VERBS_GDR_WANT_AUTO)
+            return st; /* an override that cannot be met (verbs_gdr_reg said why) */
+        if (st != UCCL_OK)
+            mode = VERBS_GDR_STAGING;
+    }
+    v->gpu_mode = (int)mode;
+    v->base.open_caps = v->gpu_mem_type == UCCL_MEM_ROCM ? UCCL_TP_CAP_ROCM_MEM : UCCL_TP_CAP_CUDA_MEM;
+    if (mode == VERBS_GDR_STAGING)
+        uccl_info("verbs: GPU %d memory is staged through pinned host buffers (no GPUDirect RDMA; "
+                  "UCCL_VERBS_GDR=%s)", engine->gpu_index, v->cfg.gdr);
+    return UCCL_OK;
+}
+
+static void verbs_bounce_free(tp_verbs_bounce_t *b)
+{
+    if (b->mr != NULL && ibv_dereg_mr(b->mr) != 0)
+        uccl_warn("ibv_dereg_mr (bounce buffer): %s", strerror(errno));
+    if (b->buf != NULL)
+        uccl_gpu_host_free(b->buf);
+    free(b);
+}
+
+void tp_verbs_gpu_close(tp_verbs_t *v)
+{
+    while (!uccl_list_empty(&v->bounce_cache))
+        verbs_bounce_free(uccl_container_of(uccl_list_pop_front(&v->bounce_cache),
+                                            tp_verbs_bounce_t, link));
+    v->nbounce_cached = 0;
+}
+
+/* ------------------------------------------------------------------ regions */
+
+uccl_status_t tp_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
+                                   int device, uccl_tp_memh_t **out)
+{
+    uccl_status_t st = UCCL_OK;
+
+    *out = NULL;
+    if (v->gpu_mode != VERBS_GDR_STAGING) /* GPUDirect, or an engine without GPU */
+        st = tp_verbs_gdr_mem_reg(v, addr, len, type, device, out);
+    if (st != UCCL_OK || *out != NULL || v->gpu_mode == VERBS_GDR_HOST)
+        return st;
+    /* staged: a handle without MR, so that the region is known here */
+    *out = calloc(1, sizeof(**out));
+    return *out != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+}
+
+bool tp_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    for (int i = 0; i < req->iovcnt; i++) {
+        const uccl_tp_memh_t *memh;
+
+        if (req->iov[i].len == 0 || req->iov[i].region == NULL)
+            continue;
+        memh = req->iov[i].region->memh[ep->tp->base.index];
+        if (memh != NULL && memh->mr == NULL)
+            return true;
+    }
+    return false;
+}
+
+uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        if (req->iov[i].region == NULL || req->iov[i].region->memh[ep->tp->base.index] == NULL) {
+            uccl_error("verbs: local buffer %p is not registered with this transport",
+                       req->iov[i].addr);
+            return UCCL_ERR_NOT_REGISTERED;
+        }
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t tp_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+{
+    if (req->remote.rkey[VERBS_RKEY_VALID_BYTE] == 1)
+        return UCCL_OK;
+    uccl_error("verbs: remote region %llu (%s memory) has no RDMA key: its owner could not "
+               "register it with %s's peer NIC (no GPUDirect RDMA there, the region is staged), "
+               "so only send/recv reach it", (unsigned long long)req->remote.region_id,
+               req->remote.mem_type == UCCL_MEM_HOST ? "host" : "GPU", ep->tp->dev_name);
+    return UCCL_ERR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------------ bounces */
+
+static tp_verbs_bounce_t *verbs_bounce_get(tp_verbs_t *v, size_t len)
+{
+    tp_verbs_bounce_t *b;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &v->bounce_cache) {
+        b = uccl_container_of(pos, tp_verbs_bounce_t, link);
+        if (b->size >= len) {
+            uccl_list_del(&b->link);
+            v->nbounce_cached--;
+            return b;
+        }
+    }
+    b = calloc(1, sizeof(*b));
+    if (b == NULL)
+        return NULL;
+    b->size = (len + VERBS_BOUNCE_ROUND - 1) / VERBS_BOUNCE_ROUND * VERBS_BOUNCE_ROUND;
+    if (uccl_gpu_host_alloc((void **)&b->buf, b->size) != UCCL_OK) {
+        b->buf = NULL;
+        verbs_bounce_free(b);
+        return NULL;
+    }
+    b->mr = ibv_reg_mr(v->pd, b->buf, b->size, v->mr_access);
+    if (b->mr == NULL) {
+        uccl_error("%s: ibv_reg_mr of a %zu-byte bounce buffer: %s", v->dev_name, b->size,
+                   strerror(errno));
+        verbs_bounce_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static void verbs_bounce_put(tp_verbs_t *v, tp_verbs_bounce_t *b)
+{
+    if (v->nbounce_cached >= VERBS_BOUNCE_CACHE || b->size > VERBS_BOUNCE_CACHE_MAX) {
+        verbs_bounce_free(b);
+        return;
+    }
+    uccl_list_push_front(&v->bounce_cache, &b->link);
+    v->nbounce_cached++;
+}
+
+/* Copy between req's local pieces and flat[0, len): GPU pieces through the
+ * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
+uccl_status_t tp_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
+{
+    uint8_t *p = flat;
+
+    for (int i = 0; i < req->iovcnt && len > 0; i++) {
+        size_t n = req->iov[i].len < len ? req->iov[i].len : len;
+        bool gpu = req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST;
+        void *dst = to_iov ? req->iov[i].addr : p;
+        const void *src = to_iov ? (const void *)p : req->iov[i].addr;
+        uccl_status_t st;
+
+        if (n == 0)
+            continue;
+        if (gpu) {
+            st = uccl_gpu_memcpy(dst, src, n);
+            if (st != UCCL_OK)
+                return st;
+        } else {
+            memcpy(dst, src, n);
+        }
+        p += n;
+        len -= n;
+    }
+    return UCCL_OK;
+}
+
+static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_t *v, uccl_req_t *req)
+{
+    if (req->tp_ptr == NULL) {
+        req->tp_ptr = calloc(1, sizeof(tp_verbs_xfer_t));
+        if (req->tp_ptr != NULL)
+            tp_verbs_xfer(req)->tp = v;
+    }
+    return req->tp_ptr;
+}
+
+uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
+{
+    tp_verbs_xfer_t *x = verbs_xfer_get(ep->tp, req);
+
+    if (x == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (x->bounce == NULL)
+        x->bounce = verbs_bounce_get(ep->tp, len);
+    if (x->bounce == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    return gather ? tp_verbs_iov_copy(req, x->bounce->buf, len, false) : UCCL_OK;
+}
+
+uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
+{
+    tp_verbs_xfer_t *old = req->tp_ptr, *x = calloc(1, sizeof(*x) + nseg * sizeof(tp_verbs_seg_t));
+
+    if (x == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (old != NULL) {
+        x->tp = old->tp;
+        x->bounce = old->bounce;
+        free(old);
+    }
+    x->nseg = nseg;
+    req->tp_ptr = x;
+    return UCCL_OK;
+}
+
+/* Finishing req: data staged for a receive or a read goes to its pieces
+ * (a failed copy becomes the request's status), the bounce goes back. */
+void tp_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes)
+{
+    tp_verbs_xfer_t *x = req->tp_ptr;
+
+    if (x == NULL)
+        return;
+    if (x->bounce != NULL) {
+        if (*status == UCCL_OK && (req->op == UCCL_OP_RECV || req->op == UCCL_OP_READ))
+            *status = tp_verbs_iov_copy(req, x->bounce->buf, bytes, true);
+        verbs_bounce_put(x->tp, x->bounce);
+    }
+    free(x);
+    req->tp_ptr = NULL;
+}

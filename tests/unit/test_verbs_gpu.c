@@ -1,0 +1,391 @@
+/* GPU memory over the verbs transport, two processes (fork) over real RDMA
+ * devices, on the test-only fake GPU backend (--enable-fake-gpu: "device"
+ * memory is host memory the backend classifies as CUDA). UCCL_VERBS_GDR
+ * picks the path under test: off = staging through bounce buffers,
+ * peermem = GPUDirect RDMA (with UCCL_VERBS_GDR_SYSROOT pointing at a tree
+ * that has module/nvidia_peermem; rxe registers the "device" memory like any
+ * host memory). tests/rxe/check-gpu.sh runs both in the Soft-RoCE VM.
+ * Exits 77 (skip) without the fake backend or without RDMA devices. */
+#include <CUnit/Basic.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <uccl/uccl.h>
+
+#include "core/core.h"
+#include "gpu/gpu.h"
+
+typedef struct peer {
+    uccl_engine_t *engine;
+    uccl_conn_t *conn;
+    int sock; /* socketpair to the other process: blobs, descriptors, sync */
+    int rank;
+} peer_t;
+
+static int child_failures;
+static bool direct; /* UCCL_VERBS_GDR=peermem: GPUDirect; else staging */
+
+#define CHECK(p, cond)                                                                    \
+    do {                                                                                  \
+        if ((p)->rank == 0) {                                                             \
+            CU_ASSERT(cond);                                                              \
+        } else if (!(cond)) {                                                             \
+            fprintf(stderr, "child: check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            child_failures++;                                                             \
+        }                                                                                 \
+    } while (0)
+
+static void sock_xfer(int fd, void *buf, size_t len, bool out)
+{
+    for (size_t done = 0; done < len;) {
+        ssize_t n = out ? write(fd, (char *)buf + done, len - done) : read(fd, (char *)buf + done, len - done);
+        if (n <= 0)
+            _exit(3);
+        done += (size_t)n;
+    }
+}
+
+static void sync_peers(peer_t *p)
+{
+    char c = 's';
+    sock_xfer(p->sock, &c, 1, true);
+    sock_xfer(p->sock, &c, 1, false);
+}
+
+static uccl_status_t peer_setup(peer_t *p)
+{
+    const char *dev = getenv(p->rank == 0 ? "RXE_DEV" : "RXE_DEV2");
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
+                                   .transports = "verbs", .gpu_index = 0};
+    uint8_t blob[UCCL_ADDRESS_MAX], peer_blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob), peer_len;
+    uccl_status_t st;
+
+    if (dev != NULL) {
+        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
+        params.net_devices = dev;
+    }
+    st = uccl_engine_create(&params, &p->engine);
+    if (st != UCCL_OK)
+        return st;
+    if ((st = uccl_engine_address(p->engine, blob, &len)) != UCCL_OK)
+        return st;
+    sock_xfer(p->sock, &len, sizeof(len), true);
+    sock_xfer(p->sock, blob, len, true);
+    sock_xfer(p->sock, &peer_len, sizeof(peer_len), false);
+    if (peer_len > sizeof(peer_blob))
+        return UCCL_ERR_BAD_ADDRESS;
+    sock_xfer(p->sock, peer_blob, peer_len, false);
+    if (p->rank == 0)
+        return uccl_connect(p->engine, peer_blob, peer_len, &p->conn);
+    return uccl_accept(p->engine, -1, &p->conn);
+}
+
+static void run_pair(void (*fn)(peer_t *p))
+{
+    int sv[2], status = 0;
+    peer_t p = {0};
+    pid_t pid;
+
+    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    p.rank = pid == 0;
+    p.sock = sv[p.rank];
+    close(sv[1 - p.rank]);
+    alarm(120);
+    if (peer_setup(&p) == UCCL_OK)
+        fn(&p);
+    else
+        CHECK(&p, !"setup failed");
+    sync_peers(&p);
+    uccl_engine_destroy(p.engine);
+    close(p.sock);
+    if (pid == 0)
+        _exit(child_failures ? 1 : 0);
+    alarm(0);
+    waitpid(pid, &status, 0);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)(seed * 31 + i * 7 + (i >> 11));
+}
+
+/* Fill or check GPU or host memory through a host copy, as a real GPU needs. */
+static void fill(void *buf, size_t len, unsigned seed)
+{
+    uint8_t *tmp = malloc(len + 1);
+
+    for (size_t i = 0; i < len; i++)
+        tmp[i] = pattern(i, seed);
+    uccl_gpu_memcpy(buf, tmp, len);
+    free(tmp);
+}
+
+static bool check_fill(const void *buf, size_t len, unsigned seed)
+{
+    uint8_t *tmp = malloc(len + 1);
+    bool ok = uccl_gpu_memcpy(tmp, buf, len) == UCCL_OK;
+
+    for (size_t i = 0; ok && i < len; i++)
+        ok = tmp[i] == pattern(i, seed);
+    free(tmp);
+    return ok;
+}
+
+static uccl_status_t xfer_wait(uccl_status_t st, uccl_req_t **reqp, size_t *bytes)
+{
+    uccl_req_t *req;
+
+    if (st != UCCL_OK)
+        return st;
+    req = *reqp;
+    st = uccl_wait(req, -1);
+    if (bytes != NULL)
+        uccl_req_bytes(req, bytes);
+    uccl_req_free(req);
+    return st;
+}
+
+/* A GPU and a host buffer of cap bytes, registered. */
+typedef struct bufs {
+    void *gpu, *host;
+    uccl_mr_t *gpu_mr, *host_mr;
+} bufs_t;
+
+static void bufs_init(peer_t *p, bufs_t *b, size_t cap)
+{
+    CHECK(p, uccl_gpu_malloc(&b->gpu, cap) == UCCL_OK);
+    b->host = calloc(1, cap);
+    CHECK(p, uccl_mr_reg(p->engine, b->gpu, cap, 0, &b->gpu_mr) == UCCL_OK);
+    CHECK(p, uccl_mr_reg(p->engine, b->host, cap, 0, &b->host_mr) == UCCL_OK);
+}
+
+static void bufs_fini(bufs_t *b)
+{
+    uccl_mr_dereg(b->gpu_mr);
+    uccl_mr_dereg(b->host_mr);
+    uccl_gpu_free(b->gpu);
+    free(b->host);
+}
+
+/* ------------------------------------------------------------------ send/recv */
+
+/* below, at and above the eager limit (4 KiB), several chunks over 4 QPs */
+static const size_t msg_sizes[] = {0, 1, 4095, 4096, 4097, 65537, (1 << 20) + 3};
+#define NSIZES (sizeof(msg_sizes) / sizeof(msg_sizes[0]))
+#define CAP ((1 << 20) + 64)
+
+/* kinds: 0 GPU->GPU, 1 GPU->host, 2 host->GPU */
+static void side_sendrecv(peer_t *p)
+{
+    bufs_t b;
+    uccl_req_t *req;
+    size_t got;
+
+    bufs_init(p, &b, CAP);
+    for (int kind = 0; kind < 3; kind++) {
+        uccl_mr_t *smr = kind == 2 ? b.host_mr : b.gpu_mr, *rmr = kind == 1 ? b.host_mr : b.gpu_mr;
+        void *sbuf = kind == 2 ? b.host : b.gpu, *rbuf = kind == 1 ? b.host : b.gpu;
+
+        for (size_t i = 0; i < NSIZES; i++) {
+            size_t n = msg_sizes[i];
+            unsigned seed = (unsigned)(kind * 16 + i);
+
+            if (p->rank == 0) {
+                fill(sbuf, n, seed);
+                CHECK(p, xfer_wait(uccl_send(p->conn, smr, 0, n, 100 + i, &req), &req, NULL) == UCCL_OK);
+            } else {
+                uccl_gpu_memset(rbuf, 0, CAP);
+                got = 12345;
+                CHECK(p, xfer_wait(uccl_recv(p->conn, rmr, 0, CAP, 100 + i, &req), &req, &got) == UCCL_OK);
+                CHECK(p, got == n);
+                CHECK(p, check_fill(rbuf, n, seed));
+            }
+        }
+        sync_peers(p);
+    }
+    bufs_fini(&b);
+}
+
+static void test_sendrecv(void) { run_pair(side_sendrecv); }
+
+/* One message gathered from host and GPU pieces, scattered into GPU and
+ * host pieces on the other side, received before it was sent and after. */
+static void side_mixed_iov(peer_t *p)
+{
+    const size_t n1 = 3000, n2 = 70001;
+    bufs_t b;
+    uccl_req_t *req;
+    size_t got;
+
+    bufs_init(p, &b, CAP);
+    for (int round = 0; round < 2; round++) {
+        if (p->rank == 0) {
+            uccl_iov_t iov[2] = {{b.host_mr, 0, n1}, {b.gpu_mr, 0, n2}};
+            fill(b.host, n1, 7 + round);
+            fill(b.gpu, n2, 8 + round);
+            if (round == 1)
+                sync_peers(p); /* the receive is posted first */
+            CHECK(p, xfer_wait(uccl_sendv(p->conn, iov, 2, 9, &req), &req, NULL) == UCCL_OK);
+        } else {
+            uccl_iov_t iov[2] = {{b.gpu_mr, 0, n1}, {b.host_mr, 0, n2 + 100}};
+            uccl_gpu_memset(b.gpu, 0, CAP);
+            memset(b.host, 0, CAP);
+            CHECK(p, uccl_recvv(p->conn, iov, 2, 9, &req) == UCCL_OK);
+            if (round == 1)
+                sync_peers(p);
+            CHECK(p, xfer_wait(UCCL_OK, &req, &got) == UCCL_OK);
+            CHECK(p, got == n1 + n2 && check_fill(b.gpu, n1, 7 + round) &&
+                     check_fill(b.host, n2, 8 + round));
+        }
+    }
+    bufs_fini(&b);
+}
+
+static void test_mixed_iov(void) { run_pair(side_mixed_iov); }
+
+/* ------------------------------------------------------------------ one-sided */
+
+static bool rdesc_has_key(const uccl_rdesc_t *rd)
+{
+    uccl_rdesc_fields_t f;
+
+    return uccl_rdesc_decode(rd, &f) == UCCL_OK && f.rkey[4] == 1;
+}
+
+/* The child exposes a host and a GPU region; the parent writes to and
+ * reads from both out of its GPU memory. Staging: the remote GPU region has
+ * no key, so one-sided access to it fails UNSUPPORTED; the host one works. */
+static void side_rma(peer_t *p)
+{
+    const size_t n = (1 << 20) + 3;
+    uccl_rdesc_t rd_host, rd_gpu;
+    uccl_req_t *req;
+    bufs_t b;
+
+    bufs_init(p, &b, CAP);
+    if (p->rank == 1) {
+        CHECK(p, uccl_mr_pack(b.host_mr, 0, CAP, &rd_host) == UCCL_OK);
+        CHECK(p, uccl_mr_pack(b.gpu_mr, 0, CAP, &rd_gpu) == UCCL_OK);
+        CHECK(p, rdesc_has_key(&rd_host) && rdesc_has_key(&rd_gpu) == direct);
+        sock_xfer(p->sock, &rd_host, sizeof(rd_host), true);
+        sock_xfer(p->sock, &rd_gpu, sizeof(rd_gpu), true);
+        sync_peers(p); /* writes done */
+        CHECK(p, check_fill((uint8_t *)b.host + 5, n, 21));
+        CHECK(p, !direct || check_fill((uint8_t *)b.gpu + 7, n, 22));
+        CHECK(p, !direct || check_fill((uint8_t *)b.gpu + CAP - 45, 40, 25));
+        fill(b.host, n, 23);
+        fill(b.gpu, n, 24);
+        sync_peers(p); /* ready for reads */
+        sync_peers(p); /* reads done: the regions may go */
+    } else {
+        uccl_status_t want = direct ? UCCL_OK : UCCL_ERR_UNSUPPORTED;
+
+        sock_xfer(p->sock, &rd_host, sizeof(rd_host), false);
+        sock_xfer(p->sock, &rd_gpu, sizeof(rd_gpu), false);
+        fill(b.gpu, n, 21);
+        CHECK(p, xfer_wait(uccl_write(p->conn, b.gpu_mr, 0, n, &rd_host, 5, &req), &req, NULL) == UCCL_OK);
+        fill(b.gpu, n, 22);
+        CHECK(p, xfer_wait(uccl_write(p->conn, b.gpu_mr, 0, n, &rd_gpu, 7, &req), &req, NULL) == want);
+        /* host memory to a GPU region: the remote side decides alone */
+        fill(b.host, 40, 25);
+        CHECK(p, xfer_wait(uccl_write(p->conn, b.host_mr, 0, 40, &rd_gpu, CAP - 45, &req), &req, NULL) == want);
+        sync_peers(p);
+        sync_peers(p);
+        uccl_gpu_memset(b.gpu, 0, CAP);
+        CHECK(p, xfer_wait(uccl_read(p->conn, b.gpu_mr, 0, n, &rd_host, 0, &req), &req, NULL) == UCCL_OK);
+        CHECK(p, check_fill(b.gpu, n, 23));
+        uccl_gpu_memset(b.gpu, 0, CAP);
+        CHECK(p, xfer_wait(uccl_read(p->conn, b.gpu_mr, 3, 5000, &rd_gpu, 0, &req), &req, NULL) == want);
+        CHECK(p, !direct || check_fill((uint8_t *)b.gpu + 3, 5000, 24));
+        CHECK(p, xfer_wait(uccl_read(p->conn, b.host_mr, 0, n, &rd_gpu, 0, &req), &req, NULL) == want);
+        CHECK(p, !direct || check_fill(b.host, n, 24));
+        sync_peers(p);
+    }
+    bufs_fini(&b);
+}
+
+static void test_rma(void) { run_pair(side_rma); }
+
+/* An override UCCL_VERBS_GDR cannot meet (dmabuf on the fake GPU, peermem
+ * without the module) must fail the engine, never fall back silently. */
+static int expect_open_refused(const char *gdr)
+{
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
+                                   .transports = "verbs", .gpu_index = 0};
+    uccl_engine_t *e = NULL;
+    uccl_status_t st;
+
+    if (getenv("RXE_DEV") != NULL) {
+        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
+        params.net_devices = getenv("RXE_DEV");
+    }
+    st = uccl_engine_create(&params, &e);
+    if (st == UCCL_OK)
+        uccl_engine_destroy(e);
+    printf("UCCL_VERBS_GDR=%s on the fake GPU: engine create gives %s (want %s)\n", gdr,
+           uccl_strerror(st), uccl_strerror(UCCL_ERR_UNSUPPORTED));
+    return st == UCCL_ERR_UNSUPPORTED ? 0 : 1;
+}
+
+static int verbs_device_present(void)
+{
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
+                                   .transports = "verbs", .gpu_index = 0};
+    uccl_engine_t *e;
+
+    if (getenv("RXE_DEV") != NULL) {
+        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
+        params.net_devices = getenv("RXE_DEV");
+    }
+    if (uccl_engine_create(&params, &e) != UCCL_OK)
+        return 0;
+    uccl_engine_destroy(e);
+    return 1;
+}
+
+int main(void)
+{
+    const char *gdr = getenv("UCCL_VERBS_GDR");
+    CU_pSuite suite;
+    unsigned failed;
+
+    if (strcmp(uccl_gpu_backend(), "fake") != 0) {
+        printf("skip: needs the fake GPU backend (configure --without-cuda --without-rocm "
+               "--enable-fake-gpu); this one is %s\n", uccl_gpu_backend());
+        return 77;
+    }
+    if (getenv("VERBS_GPU_EXPECT_REFUSED") != NULL)
+        return expect_open_refused(gdr ? gdr : "auto");
+    direct = gdr != NULL && strcmp(gdr, "peermem") == 0;
+    setenv("UCCL_VERBS_NUM_QPS", "4", 0);
+    setenv("UCCL_VERBS_CHUNK", "256K", 0);
+    if (!verbs_device_present()) {
+        printf("skip: no usable RDMA device for an engine on GPU 0 (UCCL_VERBS_GDR=%s)\n",
+               gdr ? gdr : "auto");
+        return 77;
+    }
+    printf("verbs GPU memory: %s path (UCCL_VERBS_GDR=%s)\n", direct ? "GPUDirect" : "staging",
+           gdr ? gdr : "auto");
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    suite = CU_add_suite("verbs_gpu", NULL, NULL);
+    CU_add_test(suite, "sendrecv GPU<->GPU/host", test_sendrecv);
+    CU_add_test(suite, "mixed host+GPU iov", test_mixed_iov);
+    CU_add_test(suite, "write/read, local GPU", test_rma);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
