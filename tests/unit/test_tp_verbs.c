@@ -15,101 +15,9 @@
 
 #include <uccl/uccl.h>
 
-typedef struct peer {
-    uccl_engine_t *engine;
-    uccl_conn_t *conn;
-    int sock; /* socketpair to the other process: blobs, descriptors, sync */
-    int rank;
-} peer_t;
+#include "verbs_pair.h"
 
-static int child_failures;
 static bool uc_mode;
-
-/* Checks in the child count failures (its exit status); the parent uses CUnit. */
-#define CHECK(p, cond)                                                                    \
-    do {                                                                                  \
-        if ((p)->rank == 0) {                                                             \
-            CU_ASSERT(cond);                                                              \
-        } else if (!(cond)) {                                                             \
-            fprintf(stderr, "child: check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            child_failures++;                                                             \
-        }                                                                                 \
-    } while (0)
-
-static void sock_xfer(int fd, void *buf, size_t len, bool out)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = out ? write(fd, (char *)buf + done, len - done) : read(fd, (char *)buf + done, len - done);
-        if (n <= 0)
-            _exit(3);
-        done += (size_t)n;
-    }
-}
-
-static void sync_peers(peer_t *p)
-{
-    char c = 's';
-    sock_xfer(p->sock, &c, 1, true);
-    sock_xfer(p->sock, &c, 1, false);
-}
-
-static uccl_status_t peer_setup(peer_t *p)
-{
-    const char *dev = getenv(p->rank == 0 ? "RXE_DEV" : "RXE_DEV2");
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = "verbs"};
-    uint8_t blob[UCCL_ADDRESS_MAX], peer_blob[UCCL_ADDRESS_MAX];
-    size_t len = sizeof(blob), peer_len;
-    uccl_status_t st;
-
-    if (dev != NULL) {
-        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
-        params.net_devices = dev;
-    }
-    st = uccl_engine_create(&params, &p->engine);
-    if (st != UCCL_OK)
-        return st;
-    if ((st = uccl_engine_address(p->engine, blob, &len)) != UCCL_OK)
-        return st;
-    sock_xfer(p->sock, &len, sizeof(len), true);
-    sock_xfer(p->sock, blob, len, true);
-    sock_xfer(p->sock, &peer_len, sizeof(peer_len), false);
-    if (peer_len > sizeof(peer_blob))
-        return UCCL_ERR_BAD_ADDRESS;
-    sock_xfer(p->sock, peer_blob, peer_len, false);
-    if (p->rank == 0)
-        return uccl_connect(p->engine, peer_blob, peer_len, &p->conn);
-    return uccl_accept(p->engine, -1, &p->conn);
-}
-
-/* Run fn in this process (rank 0) and in a forked child (rank 1). */
-static void run_pair(void (*fn)(peer_t *p))
-{
-    int sv[2];
-    pid_t pid;
-    int status = 0;
-    peer_t p = {0};
-
-    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    fflush(NULL);
-    pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    p.rank = pid == 0;
-    p.sock = sv[p.rank];
-    close(sv[1 - p.rank]);
-    alarm(120);
-    if (peer_setup(&p) == UCCL_OK)
-        fn(&p);
-    else
-        CHECK(&p, !"setup failed");
-    sync_peers(&p);
-    uccl_engine_destroy(p.engine);
-    close(p.sock);
-    if (pid == 0)
-        _exit(child_failures ? 1 : 0);
-    alarm(0);
-    waitpid(pid, &status, 0);
-    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
 
 static void fill(uint8_t *buf, size_t len, unsigned seed)
 {
@@ -123,23 +31,6 @@ static bool check_fill(const uint8_t *buf, size_t len, unsigned seed)
         if (buf[i] != (uint8_t)(seed * 31 + i * 7 + (i >> 11)))
             return false;
     return true;
-}
-
-/* reqp is read only after the call that fills it has run */
-static uccl_status_t xfer_wait(uccl_status_t st, uccl_req_t **reqp, size_t *bytes)
-{
-    uccl_req_t *req;
-
-    if (st != UCCL_OK)
-        return st;
-    req = *reqp;
-    if (st != UCCL_OK)
-        return st;
-    st = uccl_wait(req, -1);
-    if (bytes != NULL)
-        uccl_req_bytes(req, bytes);
-    uccl_req_free(req);
-    return st;
 }
 
 /* ------------------------------------------------------------------ send/recv */
@@ -528,17 +419,6 @@ static void side_dereg(peer_t *p)
 
 static void test_dereg_remote_access(void) { run_pair(side_dereg); }
 
-static bool have_rdma_device(void)
-{
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = "verbs"};
-    uccl_engine_t *engine;
-
-    if (uccl_engine_create(&params, &engine) != UCCL_OK)
-        return false;
-    uccl_engine_destroy(engine);
-    return true;
-}
-
 int main(void)
 {
     const char *qp_type = getenv("UCCL_VERBS_QP_TYPE");
@@ -546,7 +426,7 @@ int main(void)
     unsigned failed;
 
     signal(SIGPIPE, SIG_IGN);
-    if (!have_rdma_device()) {
+    if (!pair_device_present()) {
         printf("SKIP: no usable RDMA device here (run in the Soft-RoCE VM: tests/rxe/check.sh)\n");
         return 77;
     }

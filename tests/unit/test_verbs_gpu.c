@@ -20,100 +20,9 @@
 
 #include "core/core.h"
 #include "gpu/gpu.h"
+#include "verbs_pair.h"
 
-typedef struct peer {
-    uccl_engine_t *engine;
-    uccl_conn_t *conn;
-    int sock; /* socketpair to the other process: blobs, descriptors, sync */
-    int rank;
-} peer_t;
-
-static int child_failures;
 static bool direct; /* UCCL_VERBS_GDR=peermem: GPUDirect; else staging */
-
-#define CHECK(p, cond)                                                                    \
-    do {                                                                                  \
-        if ((p)->rank == 0) {                                                             \
-            CU_ASSERT(cond);                                                              \
-        } else if (!(cond)) {                                                             \
-            fprintf(stderr, "child: check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-            child_failures++;                                                             \
-        }                                                                                 \
-    } while (0)
-
-static void sock_xfer(int fd, void *buf, size_t len, bool out)
-{
-    for (size_t done = 0; done < len;) {
-        ssize_t n = out ? write(fd, (char *)buf + done, len - done) : read(fd, (char *)buf + done, len - done);
-        if (n <= 0)
-            _exit(3);
-        done += (size_t)n;
-    }
-}
-
-static void sync_peers(peer_t *p)
-{
-    char c = 's';
-    sock_xfer(p->sock, &c, 1, true);
-    sock_xfer(p->sock, &c, 1, false);
-}
-
-static uccl_status_t peer_setup(peer_t *p)
-{
-    const char *dev = getenv(p->rank == 0 ? "RXE_DEV" : "RXE_DEV2");
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
-                                   .transports = "verbs", .gpu_index = 0};
-    uint8_t blob[UCCL_ADDRESS_MAX], peer_blob[UCCL_ADDRESS_MAX];
-    size_t len = sizeof(blob), peer_len;
-    uccl_status_t st;
-
-    if (dev != NULL) {
-        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
-        params.net_devices = dev;
-    }
-    st = uccl_engine_create(&params, &p->engine);
-    if (st != UCCL_OK)
-        return st;
-    if ((st = uccl_engine_address(p->engine, blob, &len)) != UCCL_OK)
-        return st;
-    sock_xfer(p->sock, &len, sizeof(len), true);
-    sock_xfer(p->sock, blob, len, true);
-    sock_xfer(p->sock, &peer_len, sizeof(peer_len), false);
-    if (peer_len > sizeof(peer_blob))
-        return UCCL_ERR_BAD_ADDRESS;
-    sock_xfer(p->sock, peer_blob, peer_len, false);
-    if (p->rank == 0)
-        return uccl_connect(p->engine, peer_blob, peer_len, &p->conn);
-    return uccl_accept(p->engine, -1, &p->conn);
-}
-
-static void run_pair(void (*fn)(peer_t *p))
-{
-    int sv[2], status = 0;
-    peer_t p = {0};
-    pid_t pid;
-
-    CU_ASSERT_FATAL(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    fflush(NULL);
-    pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    p.rank = pid == 0;
-    p.sock = sv[p.rank];
-    close(sv[1 - p.rank]);
-    alarm(120);
-    if (peer_setup(&p) == UCCL_OK)
-        fn(&p);
-    else
-        CHECK(&p, !"setup failed");
-    sync_peers(&p);
-    uccl_engine_destroy(p.engine);
-    close(p.sock);
-    if (pid == 0)
-        _exit(child_failures ? 1 : 0);
-    alarm(0);
-    waitpid(pid, &status, 0);
-    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
 
 static uint8_t pattern(size_t i, unsigned seed)
 {
@@ -140,20 +49,6 @@ static bool check_fill(const void *buf, size_t len, unsigned seed)
         ok = tmp[i] == pattern(i, seed);
     free(tmp);
     return ok;
-}
-
-static uccl_status_t xfer_wait(uccl_status_t st, uccl_req_t **reqp, size_t *bytes)
-{
-    uccl_req_t *req;
-
-    if (st != UCCL_OK)
-        return st;
-    req = *reqp;
-    st = uccl_wait(req, -1);
-    if (bytes != NULL)
-        uccl_req_bytes(req, bytes);
-    uccl_req_free(req);
-    return st;
 }
 
 /* A GPU and a host buffer of cap bytes, registered. */
@@ -321,37 +216,14 @@ static void test_rma(void) { run_pair(side_rma); }
  * without the module) must fail the engine, never fall back silently. */
 static int expect_open_refused(const char *gdr)
 {
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
-                                   .transports = "verbs", .gpu_index = 0};
     uccl_engine_t *e = NULL;
-    uccl_status_t st;
+    uccl_status_t st = pair_engine_create(0, &e);
 
-    if (getenv("RXE_DEV") != NULL) {
-        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
-        params.net_devices = getenv("RXE_DEV");
-    }
-    st = uccl_engine_create(&params, &e);
     if (st == UCCL_OK)
         uccl_engine_destroy(e);
     printf("UCCL_VERBS_GDR=%s on the fake GPU: engine create gives %s (want %s)\n", gdr,
            uccl_strerror(st), uccl_strerror(UCCL_ERR_UNSUPPORTED));
     return st == UCCL_ERR_UNSUPPORTED ? 0 : 1;
-}
-
-static int verbs_device_present(void)
-{
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_GPU_INDEX,
-                                   .transports = "verbs", .gpu_index = 0};
-    uccl_engine_t *e;
-
-    if (getenv("RXE_DEV") != NULL) {
-        params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
-        params.net_devices = getenv("RXE_DEV");
-    }
-    if (uccl_engine_create(&params, &e) != UCCL_OK)
-        return 0;
-    uccl_engine_destroy(e);
-    return 1;
 }
 
 int main(void)
@@ -365,12 +237,13 @@ int main(void)
                "--enable-fake-gpu); this one is %s\n", uccl_gpu_backend());
         return 77;
     }
+    pair_gpu_index = 0;
     if (getenv("VERBS_GPU_EXPECT_REFUSED") != NULL)
         return expect_open_refused(gdr ? gdr : "auto");
     direct = gdr != NULL && strcmp(gdr, "peermem") == 0;
     setenv("UCCL_VERBS_NUM_QPS", "4", 0);
     setenv("UCCL_VERBS_CHUNK", "256K", 0);
-    if (!verbs_device_present()) {
+    if (!pair_device_present()) {
         printf("skip: no usable RDMA device for an engine on GPU 0 (UCCL_VERBS_GDR=%s)\n",
                gdr ? gdr : "auto");
         return 77;
