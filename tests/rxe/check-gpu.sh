@@ -9,16 +9,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
-if [ -z "${RXE_DEV:-}" ]; then
-	vmdir=${RXE_VM:-$top_srcdir/../shared/rxe-vm}
-	if [ ! -x "$vmdir/run-in-rxe-vm.sh" ]; then
-		echo "FAIL: the Soft-RoCE VM script $vmdir/run-in-rxe-vm.sh is missing (set RXE_VM)"
-		echo "0 passed, 1 failed, 0 skipped"
-		exit 1
-	fi
-	cd "$builddir" && exec env top_builddir="$builddir" \
-		RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-300}" "$vmdir/run-in-rxe-vm.sh" "$here/check-gpu.sh"
-fi
+. "$here/reexec.sh"
+rxe_reexec "$here/check-gpu.sh" 300
 
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null || true
 pass=0 fail=0 skip=0

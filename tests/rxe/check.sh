@@ -9,16 +9,8 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
-if [ -z "${RXE_DEV:-}" ]; then
-	vmdir=${RXE_VM:-$top_srcdir/../shared/rxe-vm}
-	if [ ! -x "$vmdir/run-in-rxe-vm.sh" ]; then
-		echo "FAIL: the Soft-RoCE VM script $vmdir/run-in-rxe-vm.sh is missing (set RXE_VM)"
-		echo "0 passed, 1 failed, 0 skipped"
-		exit 1
-	fi
-	cd "$builddir" && exec env top_builddir="$builddir" MPIEXEC="${MPIEXEC:-}" \
-		RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-600}" "$vmdir/run-in-rxe-vm.sh" "$here/check.sh"
-fi
+. "$here/reexec.sh"
+rxe_reexec "$here/check.sh" 600 MPIEXEC="${MPIEXEC:-}"
 
 # Inside the VM. The veth pair hands every packet to the backlog queue of
 # the receiving side (netdev_max_backlog, 1000 by default); the emulated CPU
