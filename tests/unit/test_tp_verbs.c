@@ -15,6 +15,7 @@
 
 #include <uccl/uccl.h>
 
+#include "unit.h"
 #include "verbs_pair.h"
 
 static bool uc_mode;
@@ -422,8 +423,17 @@ static void test_dereg_remote_access(void) { run_pair(side_dereg); }
 int main(void)
 {
     const char *qp_type = getenv("UCCL_VERBS_QP_TYPE");
-    CU_pSuite suite;
-    unsigned failed;
+    CU_TestInfo tests[] = {
+        {"send/recv eager and rendezvous, chunk boundaries", test_sendrecv},
+        {"truncation keeps the message; tag order", test_truncate_and_tags},
+        {"write, read, vectored, write_notify 64-bit", test_rma},
+        {"1000 operations in flight", test_many_in_flight},
+        {"8 QPs, 16K chunks", test_many_qps},
+        {"write_notify x144 over 4 QPs: values, data, order", test_write_notify_many},
+        {"dereg'd region: REMOTE_ACCESS, no crash", test_dereg_remote_access},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"tp_verbs_rc", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
 
     signal(SIGPIPE, SIG_IGN);
     if (!pair_device_present()) {
@@ -431,19 +441,7 @@ int main(void)
         return 77;
     }
     uc_mode = qp_type != NULL && strcmp(qp_type, "uc") == 0;
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    suite = CU_add_suite(uc_mode ? "tp_verbs_uc" : "tp_verbs_rc", NULL, NULL);
-    CU_add_test(suite, "send/recv eager and rendezvous, chunk boundaries", test_sendrecv);
-    CU_add_test(suite, "truncation keeps the message; tag order", test_truncate_and_tags);
-    CU_add_test(suite, "write, read, vectored, write_notify 64-bit", test_rma);
-    CU_add_test(suite, "1000 operations in flight", test_many_in_flight);
-    CU_add_test(suite, "8 QPs, 16K chunks", test_many_qps);
-    CU_add_test(suite, "write_notify x144 over 4 QPs: values, data, order", test_write_notify_many);
-    CU_add_test(suite, "dereg'd region: REMOTE_ACCESS, no crash", test_dereg_remote_access);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    if (uc_mode)
+        suites[0].pName = "tp_verbs_uc";
+    return unit_main(suites);
 }

@@ -20,6 +20,7 @@
 
 #include "core/core.h"
 #include "gpu/gpu.h"
+#include "unit.h"
 #include "verbs_pair.h"
 
 static bool direct; /* UCCL_VERBS_GDR=peermem: GPUDirect; else staging */
@@ -229,8 +230,13 @@ static int expect_open_refused(const char *gdr)
 int main(void)
 {
     const char *gdr = getenv("UCCL_VERBS_GDR");
-    CU_pSuite suite;
-    unsigned failed;
+    CU_TestInfo tests[] = {
+        {"sendrecv GPU<->GPU/host", test_sendrecv},
+        {"mixed host+GPU iov", test_mixed_iov},
+        {"write/read, local GPU", test_rma},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {{"verbs_gpu", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
 
     if (strcmp(uccl_gpu_backend(), "fake") != 0) {
         printf("skip: needs the fake GPU backend (configure --without-cuda --without-rocm "
@@ -250,15 +256,5 @@ int main(void)
     }
     printf("verbs GPU memory: %s path (UCCL_VERBS_GDR=%s)\n", direct ? "GPUDirect" : "staging",
            gdr ? gdr : "auto");
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 1;
-    suite = CU_add_suite("verbs_gpu", NULL, NULL);
-    CU_add_test(suite, "sendrecv GPU<->GPU/host", test_sendrecv);
-    CU_add_test(suite, "mixed host+GPU iov", test_mixed_iov);
-    CU_add_test(suite, "write/read, local GPU", test_rma);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    failed = CU_get_number_of_failures();
-    CU_cleanup_registry();
-    return failed ? 1 : 0;
+    return unit_main(suites);
 }
