@@ -1,5 +1,5 @@
 #!/bin/bash
-# Everything the GPU work needs on the 2-GPU device machine, in one call:
+# Everything the GPU work needs on the device machine, in one call:
 # install the carried .debs, build with CUDA, run the GPU tests under
 # mpirun -np 2, uccl_info, and uccl_perf --mem cuda (uccl vs plain copy vs
 # NCCL, windowed and latency). Logs and JSON go to $OUT.
@@ -47,7 +47,8 @@ step "uccl_info"
 if [ -x tools/uccl_info ]; then timeout 60 tools/uccl_info 2>&1 | head -40
 else echo "tools/uccl_info not built in this tree"; fi
 
-step "uccl_perf --mem cuda (GPU 0 -> GPU 1)"
+ngpu=$(nvidia-smi -L | grep -c "^GPU")
+step "uccl_perf --mem cuda ($([ "$ngpu" -ge 2 ] && echo "GPU 0 -> GPU 1" || echo "both processes on GPU 0: one GPU"))"
 PERF="timeout 90 $MPIRUN tools/uccl_perf p2p --mem cuda --transport gpu_ipc"
 # bandwidth: a window of 16 in flight, every op, 4 KiB .. 1 GiB
 for op in write read send; do

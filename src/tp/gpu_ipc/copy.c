@@ -1,6 +1,7 @@
 /* gpu_ipc copies: a few streams per engine, a pool of timing-free events,
  * gather/scatter plans issued as few cudaMemcpyAsync calls as the pieces
- * allow (large pieces split over every stream), completion by event query. */
+ * allow (large pieces split over every stream), completion by fences (events
+ * recorded once per progress for every copy issued since the last). */
 #include <stdlib.h>
 
 #include "tp/gpu_ipc/ipc.h"
@@ -49,6 +50,8 @@ void ipc_streams_destroy(ipc_tp_t *tp)
         uccl_gpu_stream_destroy(tp->streams[i]);
     }
     tp->nstreams = 0;
+    free(tp->open_fence); /* no op is left to wait on it */
+    tp->open_fence = NULL;
     for (int i = 0; i < tp->nfree_ev; i++)
         uccl_gpu_event_destroy(tp->free_ev[i]);
     free(tp->free_ev);
@@ -140,6 +143,54 @@ static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, cons
     return len == 0 ? UCCL_OK : UCCL_ERR_OUT_OF_BOUNDS;
 }
 
+/* The fence that copies issued now join (made on first use). */
+static ipc_fence_t *fence_open(ipc_tp_t *tp)
+{
+    if (tp->open_fence == NULL)
+        tp->open_fence = calloc(1, sizeof(*tp->open_fence));
+    return tp->open_fence;
+}
+
+/* Record the open fence: an event on every stream its copies went to. A
+ * failed record waits for that stream instead and fails the fence's ops. */
+static void fence_close(ipc_tp_t *tp)
+{
+    ipc_fence_t *f = tp->open_fence;
+
+    if (f == NULL)
+        return;
+    tp->open_fence = NULL;
+    if (f->refs == 0) { /* its only ops failed to start, and waited */
+        free(f);
+        return;
+    }
+    f->recorded = true;
+    for (int s = 0; s < tp->nstreams; s++) {
+        uccl_gpu_event_t ev;
+
+        if (!(f->streams & (1u << s)))
+            continue;
+        if (event_get(tp, &ev) == UCCL_OK) {
+            if (uccl_gpu_event_record(ev, tp->streams[s]) == UCCL_OK) {
+                f->ev[f->nev++] = ev;
+                continue;
+            }
+            event_put(tp, ev);
+        }
+        uccl_gpu_stream_sync(tp->streams[s]);
+        f->status = UCCL_ERR_TRANSPORT;
+    }
+}
+
+static void fence_put(ipc_tp_t *tp, ipc_fence_t *f)
+{
+    if (f == NULL || --f->refs > 0 || !f->recorded)
+        return; /* an open fence with no op left goes at fence_close */
+    while (f->nev > 0)
+        event_put(tp, f->ev[--f->nev]);
+    free(f);
+}
+
 /* Start the copies of op (len bytes from src to dst) and queue it; an op
  * with nothing to copy finishes at the next progress. On error nothing is
  * queued; copies already issued are waited for. */
@@ -147,42 +198,32 @@ uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int
                            const ipc_seg_t *src, int ns, size_t len)
 {
     ipc_tp_t *tp = ep->tp;
-    unsigned used = 0;
-    uccl_status_t st = UCCL_OK;
-    int first;
+    uccl_status_t st;
 
-    op->nev = 0;
+    op->fence = NULL;
     op->status = UCCL_OK;
     if (len > 0) {
+        unsigned used = 0;
+        ipc_fence_t *f;
+
         st = ipc_use_device(tp, ep->peer_device);
         if (st != UCCL_OK)
             return st;
+        f = fence_open(tp);
+        if (f == NULL)
+            return UCCL_ERR_NO_MEMORY;
         /* one stream for everything not split: switching streams between
          * back-to-back copies cost bandwidth on the device */
-        first = 0;
-        st = issue_plan(tp, dst, nd, src, ns, len, first, &used);
-        for (int s = 0; s < tp->nstreams && used; s++) {
-            if (!(used & (1u << s)))
-                continue;
-            if (st != UCCL_OK) {
-                uccl_gpu_stream_sync(tp->streams[s]);
-                continue;
-            }
-            st = event_get(tp, &op->ev[op->nev]);
-            if (st == UCCL_OK)
-                st = uccl_gpu_event_record(op->ev[op->nev], tp->streams[s]);
-            if (st == UCCL_OK)
-                op->nev++;
-            else
-                uccl_gpu_stream_sync(tp->streams[s]);
-        }
+        st = issue_plan(tp, dst, nd, src, ns, len, 0, &used);
+        f->streams |= used;
         if (st != UCCL_OK) {
-            for (int k = 0; k < op->nev; k++) {
-                uccl_gpu_event_sync(op->ev[k]);
-                event_put(tp, op->ev[k]);
-            }
+            for (int s = 0; s < tp->nstreams; s++)
+                if (used & (1u << s))
+                    uccl_gpu_stream_sync(tp->streams[s]);
             return st;
         }
+        f->refs++;
+        op->fence = f;
     }
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight++;
@@ -190,26 +231,45 @@ uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int
     return UCCL_OK;
 }
 
-/* Drop events from the back as they complete; true when none is left. */
+/* Is op's fence passed? Drops its events from the back as they complete. */
 static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
 {
-    while (op->nev > 0) {
-        uccl_status_t st = uccl_gpu_event_query(op->ev[op->nev - 1]);
+    ipc_fence_t *f = op->fence;
+
+    if (f == NULL)
+        return true;
+    if (!f->recorded)
+        fence_close(tp);
+    while (f->nev > 0) {
+        uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
         if (st == UCCL_INPROGRESS)
             return false;
         if (st != UCCL_OK)
-            op->status = UCCL_ERR_TRANSPORT;
-        event_put(tp, op->ev[--op->nev]);
+            f->status = UCCL_ERR_TRANSPORT;
+        event_put(tp, f->ev[--f->nev]);
     }
+    if (f->status != UCCL_OK)
+        op->status = f->status;
     return true;
+}
+
+/* Wait for op's copies (teardown and dereg only: local GPU work, bounded). */
+static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
+{
+    if (op->fence == NULL)
+        return;
+    if (!op->fence->recorded)
+        fence_close(tp);
+    for (int k = 0; k < op->fence->nev; k++)
+        uccl_gpu_event_sync(op->fence->ev[k]);
 }
 
 static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
 {
-    (void)tp;
     uccl_list_del(&op->link);
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight--;
+    fence_put(tp, op->fence);
     ipc_op_finish(ep, op);
     free(op);
 }
@@ -223,9 +283,10 @@ int ipc_ops_progress(ipc_ep_t *ep)
         return 0;
     if (ep->tp->nstreams > 0)
         ipc_use_device(ep->tp, -1);
-    /* Every op with copies records an event on stream 0 after its copies
-     * there, so ops finish in the order they were queued: stop at the first
-     * one still running instead of querying every event of a deep window. */
+    fence_close(ep->tp);
+    /* Every op with copies has some on stream 0 and fences are recorded in
+     * order, so ops finish in the order they were queued: stop at the first
+     * one still running instead of querying every fence of a deep window. */
     uccl_list_for_each_safe(pos, tmp, &ep->ops) {
         ipc_op_t *op = uccl_container_of(pos, ipc_op_t, link);
         if (!op_poll(ep->tp, op))
@@ -242,8 +303,7 @@ void ipc_ops_cancel(ipc_ep_t *ep)
 {
     while (!uccl_list_empty(&ep->ops)) {
         ipc_op_t *op = uccl_list_first(&ep->ops, ipc_op_t, link);
-        for (int k = 0; k < op->nev; k++)
-            uccl_gpu_event_sync(op->ev[k]);
+        op_sync(ep->tp, op);
         op_poll(ep->tp, op);
         op->status = UCCL_ERR_CANCELED;
         op_release(ep->tp, ep, op);
@@ -262,8 +322,7 @@ void ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh)
             ipc_op_t *op = uccl_container_of(o, ipc_op_t, link);
             if (op->kind != OP_TGT || op->memh != memh)
                 continue;
-            for (int k = 0; k < op->nev; k++)
-                uccl_gpu_event_sync(op->ev[k]);
+            op_sync(tp, op);
             op->memh = NULL;
         }
     }

@@ -140,6 +140,20 @@ typedef struct ipc_grant {
 
 typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
 
+/* Events recorded on the streams after a run of copies: every op whose
+ * copies were issued before them is done when they are. Copies join the
+ * engine's open fence as they are issued, and progress records it once for
+ * all of them (one event per stream used, not one per op: on one H200 an
+ * event per 1 MiB copy took a window of 16 writes from 3.9 to 7 us a copy). */
+typedef struct ipc_fence {
+    int refs;         /* ops waiting on it */
+    bool recorded;    /* else still open: copies may join */
+    unsigned streams; /* streams with copies before it */
+    int nev;          /* events recorded and not yet seen done */
+    uccl_status_t status;
+    uccl_gpu_event_t ev[IPC_STREAMS_MAX];
+} ipc_fence_t;
+
 /* Copies in flight on the streams, finished by progress. */
 typedef struct ipc_op {
     ipc_op_kind_t kind;
@@ -149,8 +163,7 @@ typedef struct ipc_op {
     bool has_notif;
     size_t bytes;
     uccl_status_t status;
-    int nev;
-    uccl_gpu_event_t ev[IPC_STREAMS_MAX];
+    ipc_fence_t *fence;        /* NULL when it copies nothing */
     uccl_list_t link;
 } ipc_op_t;
 
@@ -170,6 +183,7 @@ typedef struct ipc_tp {
     uccl_gpu_stream_t streams[IPC_STREAMS_MAX];
     uccl_gpu_event_t *free_ev;
     int nfree_ev, cap_free_ev;
+    ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
