@@ -29,6 +29,8 @@ static void usage(void)
             "                         between 3 and 200)\n"
             "  --warmup N             untimed windows per size first (default 2)\n"
             "  --window W             transfers in flight per window (default 16)\n"
+            "  --rounds N             per size, time uccl then each reference N times\n"
+            "                         alternately and report the medians (default 1, at most 15)\n"
             "  --json FILE            also write the results as JSON\n"
             "  --no-ref               uccl only, no reference (its columns read 0)\n"
             "  --mem host|cuda        buffers in host memory (default) or on the GPUs (GPU =\n"
@@ -95,6 +97,7 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     case 'i': return parse_int(arg, 1, &o->iters);
     case 'w': return parse_int(arg, 0, &o->warmup);
     case 'W': return parse_int(arg, 1, &o->window);
+    case 'r': return parse_int(arg, 1, &o->rounds) || o->rounds > PERF_ROUNDS_MAX ? -1 : 0;
     case 'j': o->json = arg; return 0;
     case 'n': o->no_ref = 1; return 0;
     case 'm':
@@ -115,13 +118,13 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
         {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
         {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
         {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},
+        {"rounds", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int opt;
 
     *o = (perf_opts_t){.op = PERF_OP_SEND, .min = PERF_DEFAULT_MIN, .max = PERF_DEFAULT_MAX,
-                       .warmup = 2, .window = 16};
+                       .warmup = 2, .window = 16, .rounds = 1};
     if (argc < 2 || strcmp(argv[1], "p2p") != 0)
         goto err_usage;
     optind = 2;
@@ -192,6 +195,9 @@ static void print_gpu_header(const perf_opts_t *o, const char *conn_transport, c
            gpu, o->window, machine);
     printf("# references in the same run, same sizes, window and iterations: %s\n",
            o->no_ref ? "none (--no-ref)" : gpu_ref_pattern(o->op));
+    if (o->rounds > 1)
+        printf("# each time: the median of %d rounds, uccl and the references alternating\n",
+               o->rounds);
     printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us = the same time per "
            "transfer\n#   (a window of %d in flight%s); x = uccl / reference (GB/s); last "
            "uccl window verified byte for byte\n", o->window,
@@ -220,6 +226,9 @@ void perf_print_header(const perf_opts_t *o, const char *conn_transport, const c
     else
         printf("# reference: %s, %s%s%s\n", mpi, ref_pattern(o->op), btl ? ", btl " : "",
                btl ? btl : "");
+    if (o->rounds > 1)
+        printf("# each time: the median of %d rounds, uccl and the reference alternating\n",
+               o->rounds);
     printf("# GB/s = size*transfers/time on rank 0 (1 GB = 1e9 B); us/op = the same time per "
            "transfer\n#   (a window of %d in flight, not a ping-pong latency); last window of "
            "each size verified byte for byte\n", o->window);
@@ -281,14 +290,15 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
     machine_name(machine, sizeof(machine));
     if (gpu != NULL) {
         fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"mem\": \"cuda\", \"gpu\": \"%s\", "
-                   "\"op\": \"%s\", \"window\": %d,\n \"reference\": \"%s\",\n \"rows\": [\n",
-                machine, conn_transport, gpu, op_name(o->op), o->window, gpu_ref_pattern(o->op));
+                   "\"op\": \"%s\", \"window\": %d, \"rounds\": %d,\n \"reference\": \"%s\",\n \"rows\": [\n",
+                machine, conn_transport, gpu, op_name(o->op), o->window, o->rounds,
+                gpu_ref_pattern(o->op));
         json_gpu_rows(f, rows, nrows);
         goto out;
     }
-    fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d,\n"
-               " \"reference\": \"%s (%s)\",\n \"rows\": [\n",
-            machine, conn_transport, op_name(o->op), o->window, o->no_ref ? "none" : mpi,
+    fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d, "
+               "\"rounds\": %d,\n \"reference\": \"%s (%s)\",\n \"rows\": [\n",
+            machine, conn_transport, op_name(o->op), o->window, o->rounds, o->no_ref ? "none" : mpi,
             o->no_ref ? "--no-ref" : ref_pattern(o->op));
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];

@@ -17,12 +17,15 @@ typedef struct perf_opts {
     int window;
     const char *json; /* NULL = no JSON */
     int no_ref;       /* 1 = uccl only */
+    int rounds;       /* per size: uccl then the references, this many times; medians */
 } perf_opts_t;
+
+#define PERF_ROUNDS_MAX 15
 
 typedef struct perf_row {
     size_t size;
-    double ops;    /* transfers timed */
-    double uccl_s; /* rank 0's time for them */
+    double ops;    /* transfers timed (in each round) */
+    double uccl_s; /* rank 0's time for them (median of the rounds, as the others) */
     double ref_s;  /* MPI, or with --mem cuda the plain cudaMemcpyAsync */
     double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
 } perf_row_t;

@@ -42,6 +42,18 @@ for tp in shm tcp; do
     check_json "$tmp/$tp-send.json" 4 1
     n=$((n + 1))
 done
+# --rounds: medians of alternating rounds, said in the header and the JSON
+perf2 --transport shm --op send --min 4K --max 8K --iters 3 --rounds 3 --json "$tmp/rounds.json" ||
+    { cat "$tmp/out"; echo "uccl_perf --rounds 3 failed"; exit 1; }
+check_json "$tmp/rounds.json" 2 1
+grep -q 'the median of 3 rounds' "$tmp/out" || { cat "$tmp/out"; echo "no rounds line"; exit 1; }
+grep -q '"rounds": 3' "$tmp/rounds.json" || { echo "no rounds in the JSON"; exit 1; }
+n=$((n + 1))
+for bad in --no-ref=1 "--rounds 0" "--rounds 16"; do
+    if perf2 $bad; then
+        echo "uccl_perf accepted $bad"; exit 1
+    fi
+done
 if perf2 --no-ref=1; then
     echo "uccl_perf accepted --no-ref=1"; exit 1
 fi

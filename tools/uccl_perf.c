@@ -308,32 +308,64 @@ static int gpu_refs(perf_ctx_t *c, size_t size, int iters, perf_row_t *row)
     return row->ref_s > 0 ? 0 : -1;
 }
 
-/* Fill, warm up, time and verify one implementation of the pattern; the
- * seconds of the timed windows go to *seconds. Returns -1 on bad data. */
+/* Fill, warm up and time one implementation of the pattern, then verify it
+ * when asked; the seconds of the timed windows go to *seconds. Returns -1
+ * on bad data. */
 static int timed_phase(perf_ctx_t *c, size_t size, int iters, const char *who,
-                       double (*phase)(perf_ctx_t *, size_t, int), double *seconds)
+                       double (*phase)(perf_ctx_t *, size_t, int), double *seconds, int check)
 {
     if (!is_destination(c))
         fill(c, size, 0);
     if (c->o.warmup > 0)
         phase(c, size, c->o.warmup);
     *seconds = phase(c, size, iters);
-    return verify(c, size, who, phase) ? -1 : 0;
+    return check && verify(c, size, who, phase) ? -1 : 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n times; -1 (no result) when any of them is. */
+static double median(double *t, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (t[i] < 0)
+            return -1;
+    qsort(t, (size_t)n, sizeof(*t), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* One size: --rounds times uccl then the references, each round's uccl
+ * data verified; every column is the median of its rounds. */
 static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
 {
-    int iters = auto_iters(c, size);
+    double u[PERF_ROUNDS_MAX], r[PERF_ROUNDS_MAX], n[PERF_ROUNDS_MAX];
+    int iters = auto_iters(c, size), rounds = c->o.rounds;
 
-    if (timed_phase(c, size, iters, "uccl", uccl_phase, &row->uccl_s) != 0)
-        return -1;
+    for (int k = 0; k < rounds; k++) {
+        u[k] = r[k] = n[k] = -1;
+        if (timed_phase(c, size, iters, "uccl", uccl_phase, &u[k], 1) != 0)
+            return -1;
+        if (c->o.no_ref)
+            continue;
+        if (c->gpu != NULL) {
+            if (gpu_refs(c, size, iters, row) != 0)
+                return -1;
+            r[k] = row->ref_s;
+            n[k] = row->nccl_s;
+        } else if (timed_phase(c, size, iters, "MPI reference", mpi_phase, &r[k], k == rounds - 1) != 0) {
+            return -1;
+        }
+    }
     row->size = size;
     row->ops = (double)iters * c->o.window;
-    if (c->o.no_ref)
-        return 0;
-    if (c->gpu != NULL)
-        return gpu_refs(c, size, iters, row);
-    return timed_phase(c, size, iters, "MPI reference", mpi_phase, &row->ref_s);
+    row->uccl_s = median(u, rounds);
+    row->ref_s = c->o.no_ref ? 0 : median(r, rounds);
+    row->nccl_s = median(n, rounds);
+    return 0;
 }
 
 static void setup_uccl(perf_ctx_t *c)
