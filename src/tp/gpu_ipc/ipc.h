@@ -144,9 +144,10 @@ typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
 /* Events recorded on the streams after a run of copies: every op whose
  * copies were issued before them is done when they are. Copies join the
  * engine's open fence as they are issued, and progress records it once for
- * all of them: one event per stream used, not one per op (one H200, a window
- * of 16 1 MiB writes: 6.97 us a copy with an event each, 4.31 with fences,
- * 3.96 for the plain copy). */
+ * all of them: one event per stream used, not one per op. On one H200 a
+ * cudaMemcpyAsync costs the CPU 3.3 us, the same for 4 KiB and 1 MiB, local
+ * or IPC-mapped, and an event recorded after each added up to 0.3 us; below
+ * a few MiB that CPU time, not the GPU, bounds a window of copies. */
 typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     bool recorded;    /* else still open: copies may join */
