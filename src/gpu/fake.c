@@ -196,9 +196,11 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
 
 uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset)
 {
-    (void)base;
-    if (fd == NULL || offset == NULL || len == 0)
-        return UCCL_ERR_INVALID_PARAM;
+    uccl_gpu_ptr_attr_t attr;
+
+    if (fd == NULL || offset == NULL || len == 0 || uccl_gpu_ptr_attr(base, &attr) != UCCL_OK ||
+        attr.type == UCCL_MEM_HOST)
+        return UCCL_ERR_INVALID_PARAM; /* as gpu.h says for memory that is not the device's */
     return UCCL_ERR_UNSUPPORTED;
 }
 

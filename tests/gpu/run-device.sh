@@ -37,6 +37,7 @@ grep -E "PASS|FAIL|ok |skipped|unsupported|gpu_ipc:" "$OUT/t_gpu_ipc.log" | sort
 
 step "host-only engine leaves the GPUs untouched; GPU memory staged over shm and tcp"
 timeout 120 tests/gpu/t_gpu_host_only; echo "t_gpu_host_only exit code: $?"
+timeout 60 tests/gpu/t_gpu_dmabuf; echo "t_gpu_dmabuf exit code: $?"
 for tp in shm tcp; do
     timeout 240 $MPIRUN tests/gpu/t_gpu_staging $tp >"$OUT/t_gpu_staging_$tp.log" 2>&1
     echo "t_gpu_staging $tp exit code: $?"
