@@ -165,6 +165,7 @@ static void fence_close(ipc_tp_t *tp)
         return;
     }
     f->recorded = true;
+    ipc_use_device(tp, -1); /* teardown can get here from another thread */
     for (int s = 0; s < tp->nstreams; s++) {
         uccl_gpu_event_t ev;
 
