@@ -397,7 +397,7 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .size = sizeof(struct uccl_tp_ops),
     .name = "gpu_ipc",
     .priority = 100,
-#if defined(UCCL_HAVE_CUDA)
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_FAKE_GPU) /* fake memory says UCCL_MEM_CUDA */
     .caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY |
             UCCL_TP_CAP_MEM_REG,
 #else
