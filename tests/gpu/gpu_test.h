@@ -57,6 +57,11 @@ typedef struct gpu_test_mode {
     size_t host_alloc;       /* bytes of the host side's allocation */
     uint64_t need_caps;      /* engine capabilities checked after create, or 0 */
     const char *caps_name;   /* names need_caps in the failure */
+    /* On the fake GPU backend (CI without a GPU): the largest transfer, and
+     * the largest allocation that needs, or 0 to run every size. Larger
+     * sizes are left out and this size is run once in their place. */
+    size_t fake_max;
+    size_t fake_gpu_alloc;
     /* Optional: runs on the GPU side after the sizes. */
     void (*after_sizes)(gpu_test_side_t *gpu, const char *name);
 } gpu_test_mode_t;
