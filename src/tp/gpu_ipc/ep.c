@@ -355,13 +355,13 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
     return UCCL_OK;
 }
 
-static void cancel_list(uccl_list_t *list)
+/* Drop our references to waiting requests without completing them: the
+ * core completes them with the connection's error, or UCCL_ERR_CANCELED
+ * when it is closed (tp.h, ep_destroy). */
+static void forget_list(uccl_list_t *list)
 {
-    while (!uccl_list_empty(list)) {
-        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_list_del(&req->tp_link);
-        uccl_req_complete(req, UCCL_ERR_CANCELED, 0);
-    }
+    while (!uccl_list_empty(list))
+        uccl_list_del(uccl_list_pop_front(list));
 }
 
 static void free_list(uccl_list_t *list, size_t link_offset)
@@ -378,10 +378,10 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
 
     ep->failed = true; /* nothing more goes out */
     ipc_ops_cancel(ep);
-    cancel_list(&ep->sends);
-    cancel_list(&ep->pushes);
-    cancel_list(&ep->grant_wait);
-    cancel_list(&ep->tgt_wait);
+    forget_list(&ep->sends);
+    forget_list(&ep->pushes);
+    forget_list(&ep->grant_wait);
+    forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
     ipc_maps_release(ep, true);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
