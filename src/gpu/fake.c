@@ -22,7 +22,9 @@
  *   those copies, where a GPU would fault. Malformed handles, names not of
  *   this backend and objects that no longer exist give UCCL_ERR_INVALID_PARAM
  *   or UCCL_ERR_NOT_FOUND with an error line, never a crash.
- * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED. */
+ * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED.
+ * As with CUDA, a process must fork before its first GPU call: a child
+ * forked later inherits the parent's allocations as its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
