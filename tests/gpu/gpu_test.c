@@ -214,6 +214,65 @@ static void t_vectored(gpu_test_side_t *me, size_t len, unsigned seed)
     boot_barrier(gpu_test.eng);
 }
 
+/* Many small messages in flight at once, sent before the receiver looks:
+ * more control records than a channel holds (gpu_ipc: 4096 RTS of 72 bytes
+ * > the 256 KiB mailbox, so the sender queues the rest and the ring wraps),
+ * held as unexpected, then received in order, each
+ * into its own slot: slot i holds the first len(i) bytes of the sender's
+ * slot i and nothing else. */
+#define SMALL_N 4096
+#define SMALL_SLOT 16
+#define SMALL_LEN(i) (SMALL_SLOT - 1 - (size_t)(i) % 7)
+
+static long many_small_check(const gpu_test_side_t *me, unsigned seed)
+{
+    size_t total = (size_t)SMALL_N * SMALL_SLOT;
+    uint8_t *h = malloc(total);
+    long bad = -1;
+
+    if (h == NULL || uccl_gpu_memcpy(h, me->buf + OFF_A, total) != UCCL_OK)
+        bad = 0;
+    for (size_t k = 0; k < total && bad < 0; k++)
+        if (h[k] != (k % SMALL_SLOT < SMALL_LEN(k / SMALL_SLOT) ? pat(k, seed) : 0))
+            bad = (long)k;
+    free(h);
+    return bad;
+}
+
+static void t_many_small(gpu_test_side_t *me, unsigned seed)
+{
+    uccl_req_t **req = calloc(SMALL_N, sizeof(*req));
+    int failed = 0;
+    long bad;
+
+    if (gpu_test.rank == 0)
+        gpu_test_fill(me, OFF_A, (size_t)SMALL_N * SMALL_SLOT, seed);
+    else
+        gpu_test_zero(me, OFF_A, (size_t)SMALL_N * SMALL_SLOT);
+    boot_barrier(gpu_test.eng);
+    for (int i = 0; i < SMALL_N && gpu_test.rank == 0; i++)
+        CHECK_ST(uccl_send(gpu_test.conn, me->mr1, (size_t)i * SMALL_SLOT, SMALL_LEN(i), 700, &req[i]),
+                 UCCL_OK);
+    boot_barrier(NULL); /* the receiver has not progressed: the sends wait for room */
+    for (int i = 0; i < SMALL_N && gpu_test.rank == 1; i++)
+        CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, (size_t)i * SMALL_SLOT, SMALL_SLOT, 700, &req[i]),
+                 UCCL_OK);
+    for (int i = 0; i < SMALL_N; i++) {
+        size_t bytes = 0;
+        uccl_status_t st = gpu_test_wait_free(req[i], &bytes);
+        if ((st != UCCL_OK || bytes != SMALL_LEN(i)) && failed++ == 0)
+            CHECK(0, "small message %d: %s, %zu bytes", i, uccl_status_name(st), bytes);
+    }
+    free(req);
+    if (gpu_test.rank == 1 && (bad = many_small_check(me, seed)) >= 0)
+        CHECK(0, "%d small messages in flight: byte %ld wrong (slot %ld)", SMALL_N, bad,
+              bad / SMALL_SLOT);
+    if (gpu_test.rank == 0)
+        printf("%s %d small messages in flight before the receiver looks\n",
+               failed ? "FAILED" : "ok", SMALL_N);
+    boot_barrier(gpu_test.eng);
+}
+
 /* Refused accesses: out of range locally, a region the target released
  * (never granted, and granted then revoked). */
 static void t_refused(gpu_test_side_t *me)
@@ -404,6 +463,7 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     if (mode->after_sizes != NULL)
         mode->after_sizes(&dev, name);
     t_vectored(&dev, 3u << 20, 41);
+    t_many_small(&dev, 43);
     t_refused(&dev);
     run_host_sizes(&dev, &host, mode);
     if (gpu_test.rank == 0)
