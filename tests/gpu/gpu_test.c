@@ -392,6 +392,24 @@ static void t_sendrecv_order(gpu_test_side_t *dev, gpu_test_side_t *host, int ea
     boot_barrier(gpu_test.eng);
 }
 
+/* Every region of the allocation released (the peer is told to unmap it)
+ * and registered again: the peer maps it afresh, both directions. */
+static void t_reregister(gpu_test_side_t *me, unsigned seed)
+{
+    for (int round = 0; round < 3; round++) {
+        CHECK_ST(uccl_mr_dereg(me->mr1), UCCL_OK);
+        CHECK_ST(uccl_mr_dereg(me->mr2), UCCL_OK);
+        boot_barrier(gpu_test.eng); /* the peer handles ALLOC_GONE */
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + OFF_A, me->half, 0, &me->mr1), UCCL_OK);
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + OFF_A + me->half, me->half, 0, &me->mr2), UCCL_OK);
+        gpu_test_sendrecv(me, (size_t)(4096 << round) + 1, 3, seed + (unsigned)round);
+        t_rma(me, 65536, 3, 5, 1, 1, seed + 10 + (unsigned)round);
+        t_rma(me, (size_t)(1u << 20), 0, 0, 0, 0, seed + 20 + (unsigned)round);
+    }
+    if (gpu_test.rank == 0)
+        printf("%s regions released and registered again, 3 rounds\n", gpu_test.failures ? "after failures" : "ok");
+}
+
 static void run_sizes(gpu_test_side_t *me, const size_t *sizes, int n, int big_ops)
 {
     for (int i = 0; i < n; i++) {
@@ -472,6 +490,7 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     t_sendrecv_host_gpu(&dev, &host, 200);
     t_sendrecv_order(&dev, &host, 1, 220);
     t_sendrecv_order(&dev, &host, 0, 230);
+    t_reregister(&dev, 240);
     if (gpu_test.rank == 0)
         printf("%s two-sided GPU<->host 1 B .. 16 MiB, and host/GPU/host messages in order\n",
                gpu_test.failures == f1 ? "ok" : "FAILED");
