@@ -245,7 +245,7 @@ void ipc_ep_poll(ipc_ep_t *ep)
         /* parse a private copy (the peer can still write the ring), taken
          * off the ring first so that nothing handles it twice */
         memcpy(msg, payload, len);
-        ipc_ring_pop(&ep->rx);
+        ipc_ring_pop(&ep->rx, len);
         dispatch(ep, type, msg, len);
     }
 }
