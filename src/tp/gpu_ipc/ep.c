@@ -165,9 +165,11 @@ static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
 
     switch (type) {
     case IPC_MSG_ALLOC:
-        if (len == sizeof(msg_alloc_t) && ipc_map_get(ep, p, &map) == UCCL_OK)
-            return;
-        break; /* a mapping we cannot open fails the connection: its messages need it */
+        if (len != sizeof(msg_alloc_t))
+            break;
+        if (ipc_map_get(ep, p, &map) != UCCL_OK) /* the messages that follow need it */
+            ipc_ep_fail(ep, "the peer announced GPU memory that cannot be mapped here");
+        return;
     case IPC_MSG_ALLOC_GONE:
         if (len == sizeof(msg_key_t) && (map = ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
             ipc_map_put(ep, map);
