@@ -81,6 +81,8 @@ static const fault_case_t cases[] = {
      .rec_type = IPC_MSG_RTS, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: record of an unknown type", .kind = CASE_MAILBOX, .rec_len = 8,
      .rec_type = 0x7777, .want = UCCL_ERR_PEER_FAILED},
+    {.name = "mailbox: allocation announced with a garbage IPC handle", .kind = CASE_MAILBOX,
+     .rec_len = sizeof(msg_alloc_t), .rec_type = IPC_MSG_ALLOC, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: bad record right behind a message whose pull is in flight",
      .kind = CASE_MAILBOX_INFLIGHT, .rec_len = IPC_MSG_MAX + 8, .rec_type = IPC_MSG_NOTIF,
      .want = UCCL_ERR_PEER_FAILED, .bug_status = UCCL_ERR_CANCELED,
@@ -178,7 +180,8 @@ static void write_step(gpu_test_side_t *src, gpu_test_side_t *dst, size_t len, u
 
 /* ---------------------------------------------------------------- mailbox */
 
-/* Put a record header (and len bytes of zeros when they fit) at the head of
+/* Put a record header (and len bytes of zeros when they fit: an all-zero
+ * IPC handle for IPC_MSG_ALLOC) at the head of
  * the ring rank 0 sends on to rank 1, as ring.h lays records out. */
 static void mailbox_corrupt(const fault_case_t *c)
 {
