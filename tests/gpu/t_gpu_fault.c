@@ -31,10 +31,18 @@
 #define SIDE (OFF_A + 2 * (4u << 20))
 #define CASE_TIMEOUT_S 60
 #define TAG 1                /* one tag: a lost message would meet the next receive */
+#define LIE_LEN (256u << 10) /* what a lying peer claims its SMALL allocation holds */
 
 #define RC_KNOWN_BUG 3       /* a case's exit code: it hit exactly its known bug */
 
-typedef enum { CASE_MSG, CASE_NOTIFY, CASE_TGT_WRITE, CASE_MAILBOX, CASE_MAILBOX_INFLIGHT } case_kind_t;
+typedef enum {
+    CASE_MSG,
+    CASE_NOTIFY,
+    CASE_TGT_WRITE,
+    CASE_MAILBOX,          /* a bad record, then a send behind it */
+    CASE_MAILBOX_INFLIGHT, /* a send, then a bad record right behind it */
+    CASE_MAILBOX_LIE,      /* an allocation announced larger than it is, and a message reading it all */
+} case_kind_t;
 
 typedef struct fault_case {
     const char *name;
@@ -83,6 +91,8 @@ static const fault_case_t cases[] = {
      .rec_type = 0x7777, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: allocation announced with a garbage IPC handle", .kind = CASE_MAILBOX,
      .rec_len = sizeof(msg_alloc_t), .rec_type = IPC_MSG_ALLOC, .want = UCCL_ERR_PEER_FAILED},
+    {.name = "mailbox: allocation announced larger than it is, then a message reading all of it",
+     .kind = CASE_MAILBOX_LIE, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: bad record right behind a message whose pull is in flight",
      .kind = CASE_MAILBOX_INFLIGHT, .rec_len = IPC_MSG_MAX + 8, .rec_type = IPC_MSG_NOTIF,
      .want = UCCL_ERR_PEER_FAILED, .bug_status = UCCL_ERR_CANCELED,
@@ -180,17 +190,17 @@ static void write_step(gpu_test_side_t *src, gpu_test_side_t *dst, size_t len, u
 
 /* ---------------------------------------------------------------- mailbox */
 
-/* Put a record header (and len bytes of zeros when they fit: an all-zero
- * IPC handle for IPC_MSG_ALLOC) at the head of
- * the ring rank 0 sends on to rank 1, as ring.h lays records out. */
-static void mailbox_corrupt(const fault_case_t *c)
+/* Put a record at the head of the ring rank 0 sends on to rank 1, as
+ * ring.h lays records out: a header saying len_field bytes, then plen bytes
+ * of payload (zeros when payload is NULL). */
+static void mailbox_put(uint32_t len_field, uint16_t type, const void *payload, size_t plen)
 {
     uccl_conn_t *conn = gpu_test.conn;
     uccl_engine_t *eng = gpu_test.eng;
+    size_t pos, advance = 8 + ((plen + 7u) & ~(size_t)7u);
+    uint16_t zero = 0;
     ipc_ring_shm_t *s;
     uint64_t head;
-    size_t pos, advance = 8;
-    uint16_t zero = 0;
 
     uccl_engine_lock(eng);
     CHECK(conn->dev_tp >= 0 && strcmp(eng->tp[conn->dev_tp]->ops->name, "gpu_ipc") == 0,
@@ -198,15 +208,37 @@ static void mailbox_corrupt(const fault_case_t *c)
     s = ((ipc_ep_t *)conn->ep[conn->dev_tp])->tx.shm;
     head = atomic_load(&s->head);
     pos = head % IPC_RING_BYTES;
-    if (c->rec_len < IPC_RING_BYTES / 2)
-        advance += (c->rec_len + 7u) & ~7u;
     CHECK(pos + advance <= IPC_RING_BYTES, "no room to corrupt the ring without wrapping");
     memset(s->data + pos, 0, advance);
-    memcpy(s->data + pos, &c->rec_len, 4);
-    memcpy(s->data + pos + 4, &c->rec_type, 2);
+    memcpy(s->data + pos, &len_field, 4);
+    memcpy(s->data + pos + 4, &type, 2);
     memcpy(s->data + pos + 6, &zero, 2);
+    if (payload != NULL)
+        memcpy(s->data + pos + 8, payload, plen);
     atomic_store_explicit(&s->head, head + advance, memory_order_release);
     uccl_engine_unlock(eng);
+}
+
+/* A real allocation of SMALL bytes announced as LIE_LEN, then a message
+ * (next message number) that reads all LIE_LEN bytes of it. */
+static void *mailbox_lie(void)
+{
+    struct {
+        msg_rts_t rts;
+        msg_seg_t seg;
+    } m;
+    msg_alloc_t a = {.key = 0xfa6e0000u, .size = LIE_LEN};
+    void *small = NULL;
+
+    CHECK_ST(uccl_gpu_malloc(&small, SMALL), UCCL_OK);
+    CHECK_ST(uccl_gpu_ipc_get(small, &a.handle), UCCL_OK);
+    mailbox_put(sizeof(a), IPC_MSG_ALLOC, &a, sizeof(a));
+    memset(&m, 0, sizeof(m));
+    m.rts = (msg_rts_t){.seq = 1u << 30, .tag = TAG, .len = LIE_LEN, .nseg = 1,
+                        .msg_seq = gpu_test.conn->tx_msg_seq++};
+    m.seg = (msg_seg_t){.key = a.key, .off = 0, .len = LIE_LEN};
+    mailbox_put(sizeof(m), IPC_MSG_RTS, &m, sizeof(m));
+    return small;
 }
 
 /* The failed request's status: want, or exactly the case's known bug. */
@@ -231,20 +263,26 @@ static void mailbox_case(gpu_test_side_t *dev, const fault_case_t *c)
     int inflight = c->kind == CASE_MAILBOX_INFLIGHT;
     uccl_req_t *req = NULL, *late = NULL;
     uccl_conn_attr_t attr;
+    void *lie = NULL;
 
     msg_step(dev, SMALL, 11, UCCL_OK);
     if (gpu_test.rank == 1)
-        CHECK_ST(uccl_recv(gpu_test.conn, dev->mr1, 0, SMALL, TAG, &req), UCCL_OK);
+        CHECK_ST(uccl_recv(gpu_test.conn, dev->mr1, 0, LIE_LEN, TAG, &req), UCCL_OK);
     boot_barrier(gpu_test.eng);
     if (gpu_test.rank == 0) {
         if (inflight)
             CHECK_ST(uccl_send(gpu_test.conn, dev->mr1, 0, SMALL, TAG, &req), UCCL_OK);
-        mailbox_corrupt(c);
+        if (c->kind == CASE_MAILBOX_LIE)
+            lie = mailbox_lie();
+        else
+            mailbox_put(c->rec_len, c->rec_type, NULL, c->rec_len < IPC_RING_BYTES / 2 ? c->rec_len : 0);
         if (!inflight)
             CHECK_ST(uccl_send(gpu_test.conn, dev->mr1, 0, SMALL, TAG, &req), UCCL_OK);
     }
     boot_barrier(NULL); /* no progress here: rank 1 sees both records at once */
     status_expect(gpu_test_wait_free(req, NULL), c);
+    if (lie != NULL)
+        CHECK_ST(uccl_gpu_free(lie), UCCL_OK);
     CHECK_ST(uccl_conn_query(gpu_test.conn, &attr), UCCL_OK);
     CHECK(attr.state == UCCL_ERR_PEER_FAILED, "connection state %s", uccl_status_name(attr.state));
     CHECK_ST(uccl_send(gpu_test.conn, dev->mr1, 0, SMALL, TAG, &late), UCCL_ERR_PEER_FAILED);
@@ -273,6 +311,7 @@ static void run_case(const fault_case_t *c, gpu_test_side_t *dev, gpu_test_side_
         break;
     case CASE_MAILBOX:
     case CASE_MAILBOX_INFLIGHT:
+    case CASE_MAILBOX_LIE:
         mailbox_case(dev, c);
         break;
     }
