@@ -8,8 +8,9 @@
  * arrive intact), and that the connection and engine tear down cleanly.
  * A case that meets exactly a known bug it names (in a file this test may
  * not fix) reports XFAIL; once the bug is fixed it reports XPASS and fails,
- * so that the mark is removed. On any other backend it prints
- * "skipped: ..." and exits 77. */
+ * so that the mark is removed. Without a GPU it prints "skipped: no GPU",
+ * on a real GPU "skipped: fault injection needs the fake GPU backend", and
+ * exits 77. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,13 +383,13 @@ int main(void)
     int n = 0, failed = 0, xfailed = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (strcmp(uccl_gpu_backend(), "fake") != 0) {
-        printf("skipped: fault injection needs the fake GPU backend (configure --without-cuda "
-               "--without-rocm --enable-fake-gpu); this build has \"%s\"\n", uccl_gpu_backend());
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
+        printf("skipped: no GPU\n");
         return SKIP;
     }
-    if (uccl_gpu_count(&n) != UCCL_OK || n < 2) {
-        printf("skipped: no GPU\n");
+    if (strcmp(uccl_gpu_backend(), "fake") != 0 || n < 2) {
+        printf("skipped: fault injection needs the fake GPU backend (configure --without-cuda "
+               "--without-rocm --enable-fake-gpu); this build has \"%s\"\n", uccl_gpu_backend());
         return SKIP;
     }
     printf("fake GPU backend: transport logic only, no real GPU (injected faults)\n");
