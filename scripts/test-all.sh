@@ -3,16 +3,31 @@
 #  1. -Werror build, make check (unit, transport, MPI, example tests)
 #  2. ASan+UBSan build, make check again
 #  3. HIP backend build (compile and link only: no AMD GPU here)
-#  4. verbs tests inside the Soft-RoCE VM (../shared/rxe-vm), when present
-#  5. GPU memory over verbs in that VM, on the test-only fake GPU backend
-#     (--enable-fake-gpu: staging and GPUDirect paths; no real GPU involved)
+#  4. test-only fake GPU backend build (--enable-fake-gpu: two "GPUs" whose
+#     memory is host shared memory), make check: gpu_ipc and the GPU tests
+#     run there (transport logic only, no real GPU involved)
+#  5. the same fake GPU build with ASan+UBSan, make check again
+#  6. verbs tests inside the Soft-RoCE VM (RXE_VM, default ../shared/rxe-vm),
+#     when present
+#  7. GPU memory over verbs in that VM, on the fake GPU build of step 4
+#     (staging and GPUDirect paths)
 # Ends with one line "N passed, N failed, N skipped" over all of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 cd "$top"
 fail=0
-step() { echo; echo "=== $*"; }
+step() { echo; echo "=== $* ($(date +%T))"; }
+rxe_vm=${RXE_VM:-../shared/rxe-vm}
+if [ -d "$rxe_vm" ]; then
+    rxe_vm=$(cd "$rxe_vm" && pwd)
+    export RXE_VM=$rxe_vm # for tests/rxe/reexec.sh, which runs from the build tree
+fi
+sanitizer_env() { # run "$@" with the sanitizer settings of the ASan+UBSan builds
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$@"
+}
 
 step autogen
 ./autogen.sh >/dev/null 2>&1 || { ./autogen.sh; exit 1; }
@@ -34,9 +49,7 @@ tests/summary.sh build/ci || fail=1
 step "build (ASan+UBSan)"
 build build/asan --enable-sanitizers || exit 1
 step "make check (ASan+UBSan build)"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0 \
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    make -C build/asan -j"$jobs" check >build/asan/check.out 2>&1 || fail=1
+sanitizer_env make -C build/asan -j"$jobs" check >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
 
 step "build (HIP backend, compile and link only)"
@@ -46,26 +59,56 @@ else
     echo "skipped: HIP headers not installed (libamdhip64-dev)"
 fi
 
+# The GPU tests (tests/gpu, test_gpu_fake) run for real only here: no GPU
+# on this machine, so they run on the fake backend and say so.
+fake_gpu="--without-cuda --without-rocm --enable-fake-gpu"
+step "build (fake GPU backend)"
+fake_built=0
+# shellcheck disable=SC2086
+build build/fakegpu $fake_gpu && fake_built=1 || fail=1
+step "make check (fake GPU backend: gpu_ipc and the GPU tests on host memory)"
+if [ $fake_built = 1 ]; then
+    make -C build/fakegpu -j"$jobs" check >build/fakegpu/check.out 2>&1 || fail=1
+    tests/summary.sh build/fakegpu || fail=1
+    grep -h -E '^(fake GPU backend|t_gpu_fault:|XFAIL)' build/fakegpu/tests/gpu/*.log | sort | uniq -c
+fi
+
+step "build (fake GPU backend, ASan+UBSan)"
+fake_asan_built=0
+# shellcheck disable=SC2086
+build build/fakegpu-asan $fake_gpu --enable-sanitizers && fake_asan_built=1 || fail=1
+step "make check (fake GPU backend, ASan+UBSan build)"
+if [ $fake_asan_built = 1 ]; then
+    sanitizer_env make -C build/fakegpu-asan -j"$jobs" check >build/fakegpu-asan/check.out 2>&1 || fail=1
+    tests/summary.sh build/fakegpu-asan || fail=1
+fi
+
+rm -f build/ci/verbs.out build/fakegpu/verbs-gpu.out # counted below only when run now
 step "verbs tests in the Soft-RoCE VM"
-if [ -x ../shared/rxe-vm/run-in-rxe-vm.sh ] && grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
+if [ -x "$rxe_vm/run-in-rxe-vm.sh" ] && grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
     make -C build/ci check-verbs >build/ci/verbs.out 2>&1 || fail=1
     tail -30 build/ci/verbs.out
 else
-    echo "skipped: no ../shared/rxe-vm or no verbs support built"
+    echo "skipped: no Soft-RoCE VM at $rxe_vm (set RXE_VM) or no verbs support built"
 fi
 
 step "GPU memory over verbs in the Soft-RoCE VM (fake GPU backend)"
-if [ -x ../shared/rxe-vm/run-in-rxe-vm.sh ] && grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
-    { build build/fakegpu --without-cuda --without-rocm --enable-fake-gpu &&
-        make -C build/fakegpu check-verbs-gpu >build/fakegpu/verbs-gpu.out 2>&1; } || fail=1
+if [ -x "$rxe_vm/run-in-rxe-vm.sh" ] && grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null &&
+    [ $fake_built = 1 ]; then
+    make -C build/fakegpu check-verbs-gpu >build/fakegpu/verbs-gpu.out 2>&1 || fail=1
     tail -8 build/fakegpu/verbs-gpu.out 2>/dev/null
 else
-    echo "skipped: no ../shared/rxe-vm or no verbs support built"
+    echo "skipped: no Soft-RoCE VM at $rxe_vm (set RXE_VM), no verbs support or no fake GPU build"
 fi
 
 step "summary"
 # one closing line over every suite: the automake runs plus the VM's own count
-read -r p f k < <(tests/summary.sh build/ci build/asan | tail -1 | awk '{print $1, $3, $5}')
+dirs="build/ci build/asan"
+[ $fake_built = 1 ] && dirs="$dirs build/fakegpu"
+[ $fake_asan_built = 1 ] && dirs="$dirs build/fakegpu-asan"
+# shellcheck disable=SC2086
+read -r p f k < <(tests/summary.sh $dirs | tail -1 | awk '{print $1, $3, $5}')
+[ $fake_built = 1 ] && [ $fake_asan_built = 1 ] || f=$((f + 1)) # a build that failed counts
 if [ -f build/ci/verbs.out ]; then
     read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/ci/verbs.out | tail -1 |
         awk '{print $1, $3, $5}')

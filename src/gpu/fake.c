@@ -1,150 +1,327 @@
-/* Test-only GPU backend (configure --enable-fake-gpu): one "device" whose
- * memory is ordinary host memory, so that the GPU paths of the transports
- * (classification, staging, GPUDirect registration) run where no GPU is.
- * uccl_gpu_backend() says "fake" so that nobody mistakes it for a GPU. */
+/* Test-only GPU backend (configure --enable-fake-gpu): two "devices" whose
+ * memory is host memory, so that the GPU paths of the transports (pointer
+ * classification, staging, GPUDirect registration, gpu_ipc) run where no GPU
+ * is. uccl_gpu_backend() says "fake" so that nobody mistakes it for a GPU.
+ * This file holds the devices, memory and IPC; streams, events and injected
+ * copy faults are in fake_stream.c (its top comment gives the copy model).
+ *
+ * - Devices 0 and 1: a current device per thread (0 to start with), peer
+ *   access both ways reported as NVLink, bus ids in PCI domain fa6e that no
+ *   machine has. A device's "primary context" becomes active at the first
+ *   call that would create it in CUDA (memory, copies, streams, events, IPC,
+ *   set_device), so tests can check that host-only engines touch none.
+ * - Device memory is POSIX shared memory: shm_open of a fresh name
+ *   (/uccl-fakegpu-PID-N-RANDOM), backed in full at allocation (a full
+ *   /dev/shm gives UCCL_ERR_NO_MEMORY, not SIGBUS later) and mapped shared;
+ *   freeing waits for queued copies (as cudaFree does), unmaps and unlinks.
+ * - IPC: the 64-byte handle holds a magic, the size and the name; opening it
+ *   in another process maps the object as memory of the caller's current
+ *   device (opening the same handle again there counts references, as the
+ *   CUDA driver does; a handle of the caller's own allocation is refused, as
+ *   CUDA refuses it). Closing a mapping that queued copies still use fails
+ *   those copies, where a GPU would fault. Malformed handles, names not of
+ *   this backend and objects that no longer exist give UCCL_ERR_INVALID_PARAM
+ *   or UCCL_ERR_NOT_FOUND with an error line, never a crash.
+ * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED.
+ * As with CUDA, a process must fork before its first GPU call: a child
+ * forked later inherits the parent's allocations as its own. */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "core/log.h"
-#include "gpu/gpu.h"
+#include "core/core.h"
+#include "gpu/fake.h"
 
 #define FAKE_MAX_ALLOCS 1024
+#define FAKE_NAME_PREFIX "/uccl-fakegpu-"
+#define FAKE_NAME_MAX 48
+#define FAKE_IPC_MAGIC "uccl-fk1"
 
-/* The "device" allocations: what uccl_gpu_ptr_attr reports as UCCL_MEM_CUDA. */
+typedef enum { FAKE_SLOT_FREE = 0, FAKE_OWNED, FAKE_MAPPED } fake_kind_t;
+
+/* Device memory this process sees: its own allocations and the peers'
+ * allocations it opened; what uccl_gpu_ptr_attr reports as UCCL_MEM_CUDA. */
 typedef struct fake_alloc {
+    fake_kind_t kind;
     uint8_t *base;
     size_t size;
+    int device;
+    int refs; /* FAKE_MAPPED: opens of the handle on that device */
+    char name[FAKE_NAME_MAX];
 } fake_alloc_t;
+
+/* What uccl_gpu_ipc_get writes into the opaque handle. */
+typedef struct fake_ipc_handle {
+    char magic[8];
+    uint64_t size;
+    char name[FAKE_NAME_MAX];
+} fake_ipc_handle_t;
+
+_Static_assert(sizeof(fake_ipc_handle_t) == UCCL_GPU_IPC_HANDLE_SIZE, "fake IPC handle size");
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static fake_alloc_t fake_allocs[FAKE_MAX_ALLOCS];
+static _Thread_local int fake_cur_dev;
+static atomic_int fake_ctx[FAKE_NDEV];
 
 const char *uccl_gpu_backend(void)
 {
     return "fake";
 }
 
-uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+/* ------------------------------------------------------------ devices */
+
+int fake_current_device(void)
+{
+    return fake_cur_dev;
+}
+
+void fake_ctx_touch(int device)
+{
+    if (device >= 0 && device < FAKE_NDEV)
+        atomic_store(&fake_ctx[device], 1);
+}
+
+static uccl_status_t fake_check_device(int device)
+{
+    return device >= 0 && device < FAKE_NDEV ? UCCL_OK : UCCL_ERR_NO_DEVICE;
+}
+
+uccl_status_t uccl_gpu_count(int *n)
+{
+    *n = FAKE_NDEV;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
+{
+    uccl_status_t st = fake_check_device(device);
+
+    if (st == UCCL_OK)
+        *active = atomic_load(&fake_ctx[device]);
+    return st;
+}
+
+uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len)
+{
+    char id[UCCL_GPU_BUS_ID_MAX];
+
+    if (fake_check_device(device) != UCCL_OK)
+        return UCCL_ERR_NO_DEVICE;
+    if (buf == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    snprintf(id, sizeof(id), "fa6e:%02x:00.0", device);
+    if (strlen(id) >= len)
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    memcpy(buf, id, strlen(id) + 1);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device)
+{
+    char id[UCCL_GPU_BUS_ID_MAX];
+
+    if (bus_id == NULL || device == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    for (int d = 0; d < FAKE_NDEV; d++) {
+        uccl_gpu_pci_bus_id(d, id, sizeof(id));
+        if (strcasecmp(id, bus_id) == 0) {
+            *device = d;
+            return UCCL_OK;
+        }
+    }
+    return UCCL_ERR_NOT_FOUND;
+}
+
+uccl_status_t uccl_gpu_set_device(int device)
+{
+    uccl_status_t st = fake_check_device(device);
+
+    if (st == UCCL_OK) {
+        fake_cur_dev = device;
+        fake_ctx_touch(device); /* cudaSetDevice makes the primary context (CUDA 12) */
+    }
+    return st;
+}
+
+uccl_status_t uccl_gpu_get_device(int *device)
+{
+    *device = fake_cur_dev;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_peer_query(int device, int peer, int *can_access, int *nvlink)
+{
+    *can_access = *nvlink = 0;
+    if (fake_check_device(device) != UCCL_OK || fake_check_device(peer) != UCCL_OK)
+        return UCCL_ERR_NO_DEVICE;
+    *can_access = 1;
+    *nvlink = device != peer; /* as rt_common.h: a device and itself is no link */
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_peer_enable(int peer)
+{
+    uccl_status_t st = fake_check_device(peer);
+
+    if (st == UCCL_OK)
+        fake_ctx_touch(fake_cur_dev);
+    return st;
+}
+
+/* ------------------------------------------------------------ memory */
+
+/* The allocation or mapping holding ptr; with fake_lock held. */
+static fake_alloc_t *alloc_find_locked(const void *ptr)
 {
     const uint8_t *p = ptr;
+
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        fake_alloc_t *a = &fake_allocs[i];
+        if (a->kind != FAKE_SLOT_FREE && p >= a->base && p < a->base + a->size)
+            return a;
+    }
+    return NULL;
+}
+
+static fake_alloc_t *alloc_find_name_locked(const char *name)
+{
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++)
+        if (fake_allocs[i].kind != FAKE_SLOT_FREE && strcmp(fake_allocs[i].name, name) == 0)
+            return &fake_allocs[i];
+    return NULL;
+}
+
+/* Record a new allocation or mapping; false when the table is full. */
+static bool alloc_add(const fake_alloc_t *a)
+{
+    pthread_mutex_lock(&fake_lock);
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
+        if (fake_allocs[i].kind == FAKE_SLOT_FREE) {
+            fake_allocs[i] = *a;
+            pthread_mutex_unlock(&fake_lock);
+            return true;
+        }
+    }
+    pthread_mutex_unlock(&fake_lock);
+    uccl_error("fake GPU: more than %d allocations and IPC mappings", FAKE_MAX_ALLOCS);
+    return false;
+}
+
+/* Take the entry whose base is ptr and of kind out of the table. */
+static bool alloc_remove(void *ptr, fake_kind_t kind, fake_alloc_t *out)
+{
+    bool found = false;
+
+    pthread_mutex_lock(&fake_lock);
+    for (int i = 0; i < FAKE_MAX_ALLOCS && !found; i++) {
+        if (fake_allocs[i].kind == kind && fake_allocs[i].base == ptr) {
+            *out = fake_allocs[i];
+            fake_allocs[i] = (fake_alloc_t){0};
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&fake_lock);
+    return found;
+}
+
+uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+{
+    fake_alloc_t *a;
 
     attr->type = UCCL_MEM_HOST;
     attr->device = -1;
     attr->base = (void *)ptr;
     attr->size = 0;
     pthread_mutex_lock(&fake_lock);
-    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
-        fake_alloc_t *a = &fake_allocs[i];
-        if (a->base != NULL && p >= a->base && p < a->base + a->size) {
-            attr->type = UCCL_MEM_CUDA;
-            attr->device = 0;
-            attr->base = a->base;
-            attr->size = a->size;
-            break;
-        }
+    a = alloc_find_locked(ptr);
+    if (a != NULL) {
+        attr->type = UCCL_MEM_CUDA;
+        attr->device = a->device;
+        attr->base = a->base;
+        attr->size = a->size;
     }
     pthread_mutex_unlock(&fake_lock);
     return UCCL_OK;
 }
 
-uccl_status_t uccl_gpu_count(int *n)
+/* A fresh shared-memory object of len bytes, backed now and mapped. */
+static uccl_status_t shm_create(fake_alloc_t *a)
 {
-    *n = 1;
+    static atomic_uint counter;
+    uccl_status_t st = UCCL_ERR_NO_MEMORY;
+    void *p;
+    int fd, err;
+
+    snprintf(a->name, sizeof(a->name), FAKE_NAME_PREFIX "%d-%u-%08x", (int)getpid(),
+             atomic_fetch_add(&counter, 1), (unsigned)uccl_random_u64());
+    fd = shm_open(a->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        uccl_error("fake GPU: shm_open %s: %s", a->name, strerror(errno));
+        return UCCL_ERR_IO;
+    }
+    err = ftruncate(fd, (off_t)a->size) == 0 ? posix_fallocate(fd, 0, (off_t)a->size) : errno;
+    if (err != 0) {
+        uccl_error("fake GPU: no room for %zu bytes in /dev/shm (%s): %s", a->size, a->name, strerror(err));
+        goto err_unlink;
+    }
+    p = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        uccl_error("fake GPU: mmap of %zu bytes (%s): %s", a->size, a->name, strerror(errno));
+        goto err_unlink;
+    }
+    close(fd);
+    a->base = p;
     return UCCL_OK;
-}
 
-static uccl_status_t fake_check_device(int device)
-{
-    return device == 0 ? UCCL_OK : UCCL_ERR_NO_DEVICE;
-}
-
-uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
-{
-    *active = 1;
-    return fake_check_device(device);
-}
-
-uccl_status_t uccl_gpu_pci_bus_id(int device, char *buf, size_t len)
-{
-    (void)buf, (void)len;
-    /* no PCI device: topology-driven choices fall back as without a GPU */
-    return device == 0 ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_NO_DEVICE;
-}
-
-uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device)
-{
-    (void)bus_id, (void)device;
-    return UCCL_ERR_NOT_FOUND;
-}
-
-uccl_status_t uccl_gpu_set_device(int device)
-{
-    return fake_check_device(device);
-}
-
-uccl_status_t uccl_gpu_get_device(int *device)
-{
-    *device = 0;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_peer_query(int device, int peer, int *can_access, int *nvlink)
-{
-    *can_access = device == peer;
-    *nvlink = 0;
-    return fake_check_device(device) == UCCL_OK ? fake_check_device(peer) : UCCL_ERR_NO_DEVICE;
-}
-
-uccl_status_t uccl_gpu_peer_enable(int peer)
-{
-    return fake_check_device(peer);
+err_unlink:
+    close(fd);
+    shm_unlink(a->name);
+    return st;
 }
 
 uccl_status_t uccl_gpu_malloc(void **ptr, size_t len)
 {
-    void *p;
+    fake_alloc_t a = {.kind = FAKE_OWNED, .size = len, .device = fake_cur_dev};
+    uccl_status_t st;
 
     if (ptr == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
-    p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    fake_ctx_touch(a.device);
+    st = shm_create(&a);
+    if (st != UCCL_OK)
+        return st;
+    if (!alloc_add(&a)) {
+        munmap(a.base, a.size);
+        shm_unlink(a.name);
         return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&fake_lock);
-    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
-        if (fake_allocs[i].base == NULL) {
-            fake_allocs[i] = (fake_alloc_t){p, len};
-            pthread_mutex_unlock(&fake_lock);
-            *ptr = p;
-            return UCCL_OK;
-        }
     }
-    pthread_mutex_unlock(&fake_lock);
-    munmap(p, len);
-    uccl_error("fake GPU: more than %d allocations", FAKE_MAX_ALLOCS);
-    return UCCL_ERR_NO_MEMORY;
+    *ptr = a.base;
+    return UCCL_OK;
 }
 
 uccl_status_t uccl_gpu_free(void *ptr)
 {
-    fake_alloc_t a = {0};
+    fake_alloc_t a;
 
-    pthread_mutex_lock(&fake_lock);
-    for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
-        if (ptr != NULL && fake_allocs[i].base == ptr) {
-            a = fake_allocs[i];
-            fake_allocs[i] = (fake_alloc_t){0};
-            break;
-        }
-    }
-    pthread_mutex_unlock(&fake_lock);
-    if (a.base == NULL) {
+    if (ptr == NULL)
+        return UCCL_OK;
+    fake_streams_flush(-1); /* cudaFree waits for the device */
+    if (!alloc_remove(ptr, FAKE_OWNED, &a)) {
         uccl_error("fake GPU: free of %p, which uccl_gpu_malloc did not return", ptr);
         return UCCL_ERR_INVALID_PARAM;
     }
     munmap(a.base, a.size);
+    shm_unlink(a.name); /* peers that opened it keep their mapping */
     return UCCL_OK;
 }
 
@@ -153,119 +330,201 @@ uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
 {
     if (ptr == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
+    fake_ctx_touch(fake_cur_dev);
     return posix_memalign(ptr, 4096, len) == 0 ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
 uccl_status_t uccl_gpu_host_free(void *ptr)
 {
+    fake_streams_flush(-1); /* as cudaFreeHost */
     free(ptr);
     return UCCL_OK;
 }
 
+/* The synchronous helpers copy first and then wait for the device, like
+ * cudaMemcpy + cudaDeviceSynchronize: the copy itself does not wait for
+ * copies queued on the (non-blocking) streams. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)
 {
+    fake_ctx_touch(fake_cur_dev);
     if (len > 0)
         memmove(dst, src, len);
+    fake_streams_flush(fake_cur_dev);
     return UCCL_OK;
 }
 
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len)
 {
+    fake_ctx_touch(fake_cur_dev);
     memset(ptr, value, len);
+    fake_streams_flush(fake_cur_dev);
     return UCCL_OK;
-}
-
-/* No IPC and no dma-buf: the fake device has no driver behind it. */
-uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)
-{
-    (void)base, (void)handle;
-    return UCCL_ERR_UNSUPPORTED;
-}
-
-uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base)
-{
-    (void)handle, (void)base;
-    return UCCL_ERR_UNSUPPORTED;
-}
-
-uccl_status_t uccl_gpu_ipc_close(void *base)
-{
-    (void)base;
-    return UCCL_ERR_UNSUPPORTED;
 }
 
 uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offset)
 {
-    uccl_gpu_ptr_attr_t attr;
+    fake_alloc_t *a;
 
-    if (fd == NULL || offset == NULL || len == 0 || uccl_gpu_ptr_attr(base, &attr) != UCCL_OK ||
-        attr.type == UCCL_MEM_HOST)
-        return UCCL_ERR_INVALID_PARAM; /* as gpu.h says for memory that is not the device's */
-    return UCCL_ERR_UNSUPPORTED;
+    if (fd == NULL || offset == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&fake_lock);
+    a = alloc_find_locked(base);
+    pthread_mutex_unlock(&fake_lock);
+    if (a == NULL) {
+        uccl_error("dma-buf export of %p: not fake GPU device memory", base);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_ERR_UNSUPPORTED; /* no driver behind the fake device */
 }
 
-/* Streams and events: every copy is synchronous, so all is always done. A
- * stream or event is a non-NULL token that the runtime never dereferences. */
-static uint8_t fake_token;
+/* ------------------------------------------------------------ IPC */
 
-uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)
+uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)
 {
-    *stream = (uccl_gpu_stream_t)(void *)&fake_token;
+    fake_ipc_handle_t h;
+    fake_alloc_t *a;
+
+    if (handle == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    memset(&h, 0, sizeof(h));
+    pthread_mutex_lock(&fake_lock);
+    a = alloc_find_locked(base);
+    if (a != NULL && a->kind == FAKE_OWNED) {
+        memcpy(h.magic, FAKE_IPC_MAGIC, sizeof(h.magic));
+        h.size = a->size;
+        memcpy(h.name, a->name, sizeof(h.name));
+        fake_ctx_touch(a->device);
+    }
+    pthread_mutex_unlock(&fake_lock);
+    if (h.size == 0) {
+        uccl_error("fake GPU: IPC handle of %p: not device memory allocated by this process", base);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    memcpy(handle->bytes, &h, sizeof(h));
     return UCCL_OK;
 }
 
-uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
+/* A handle from a peer is untrusted bytes: check all of it. */
+static uccl_status_t handle_parse(const uccl_gpu_ipc_handle_t *handle, fake_ipc_handle_t *h)
 {
-    (void)stream;
+    memcpy(h, handle->bytes, sizeof(*h));
+    if (memcmp(h->magic, FAKE_IPC_MAGIC, sizeof(h->magic)) != 0) {
+        uccl_error("fake GPU: IPC open: not a handle of the fake GPU backend (bad magic)");
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (memchr(h->name, '\0', sizeof(h->name)) == NULL ||
+        strncmp(h->name, FAKE_NAME_PREFIX, strlen(FAKE_NAME_PREFIX)) != 0 || strchr(h->name + 1, '/') ||
+        h->size == 0 || h->size > SIZE_MAX / 2) {
+        uccl_error("fake GPU: IPC open: malformed handle (name or size)");
+        return UCCL_ERR_INVALID_PARAM;
+    }
     return UCCL_OK;
 }
 
-uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
+/* Map the peer's object; its size must be the handle's. */
+static uccl_status_t shm_map(const fake_ipc_handle_t *h, void **out)
 {
-    (void)stream;
+    struct stat sb;
+    void *p;
+    int fd = shm_open(h->name, O_RDWR | O_CLOEXEC, 0);
+
+    if (fd < 0) {
+        uccl_error("fake GPU: IPC open of %s: %s", h->name, strerror(errno));
+        return errno == ENOENT ? UCCL_ERR_NOT_FOUND : UCCL_ERR_IO;
+    }
+    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != h->size) {
+        uccl_error("fake GPU: IPC open of %s: object is not the %llu bytes the handle says", h->name,
+                   (unsigned long long)h->size);
+        close(fd);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    p = mmap(NULL, (size_t)h->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        uccl_error("fake GPU: IPC open of %s: mmap: %s", h->name, strerror(errno));
+        return UCCL_ERR_NO_MEMORY;
+    }
+    *out = p;
     return UCCL_OK;
 }
 
-uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+/* Same handle already open on this device: one more reference. */
+static uccl_status_t open_known(const fake_ipc_handle_t *h, int device, void **base)
 {
-    (void)stream;
-    return uccl_gpu_memcpy(dst, src, len);
+    uccl_status_t st = UCCL_ERR_NOT_FOUND;
+    fake_alloc_t *a;
+
+    pthread_mutex_lock(&fake_lock);
+    a = alloc_find_name_locked(h->name);
+    if (a != NULL && a->kind == FAKE_OWNED) {
+        st = UCCL_ERR_INVALID_PARAM;
+    } else if (a != NULL && a->device == device) {
+        a->refs++;
+        *base = a->base;
+        st = UCCL_OK;
+    }
+    pthread_mutex_unlock(&fake_lock);
+    if (st == UCCL_ERR_INVALID_PARAM)
+        uccl_error("fake GPU: IPC open of %s: an allocation of this process (CUDA refuses those too)",
+                   h->name);
+    return st;
 }
 
-uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
+uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base)
 {
-    (void)timing;
-    *event = (uccl_gpu_event_t)(void *)&fake_token;
+    fake_alloc_t a = {.kind = FAKE_MAPPED, .device = fake_cur_dev, .refs = 1};
+    fake_ipc_handle_t h;
+    uccl_status_t st;
+
+    if (handle == NULL || base == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    st = handle_parse(handle, &h);
+    if (st == UCCL_OK)
+        st = open_known(&h, a.device, base);
+    if (st != UCCL_ERR_NOT_FOUND)
+        return st;
+    st = shm_map(&h, (void **)&a.base);
+    if (st != UCCL_OK)
+        return st;
+    a.size = (size_t)h.size;
+    memcpy(a.name, h.name, sizeof(a.name));
+    if (!alloc_add(&a)) {
+        munmap(a.base, a.size);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    fake_ctx_touch(a.device);
+    *base = a.base;
     return UCCL_OK;
 }
 
-uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event)
+uccl_status_t uccl_gpu_ipc_close(void *base)
 {
-    (void)event;
-    return UCCL_OK;
-}
+    fake_alloc_t a;
+    bool last = false, found = false;
+    int queued;
 
-uccl_status_t uccl_gpu_event_record(uccl_gpu_event_t event, uccl_gpu_stream_t stream)
-{
-    (void)event, (void)stream;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_event_query(uccl_gpu_event_t event)
-{
-    (void)event;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_event_sync(uccl_gpu_event_t event)
-{
-    (void)event;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t end, float *ms)
-{
-    (void)start, (void)end;
-    *ms = 0;
+    pthread_mutex_lock(&fake_lock);
+    for (int i = 0; i < FAKE_MAX_ALLOCS && !found; i++) {
+        fake_alloc_t *e = &fake_allocs[i];
+        if (e->kind != FAKE_MAPPED || e->base != base)
+            continue;
+        found = true;
+        a = *e;
+        last = --e->refs == 0;
+        if (last)
+            *e = (fake_alloc_t){0};
+    }
+    pthread_mutex_unlock(&fake_lock);
+    if (!found) {
+        uccl_error("fake GPU: IPC close of %p, which uccl_gpu_ipc_open did not return", base);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (!last)
+        return UCCL_OK;
+    queued = fake_streams_fault_range(a.base, a.size);
+    if (queued > 0)
+        uccl_error("fake GPU: IPC mapping %p closed while %d queued copies still use it: they fail "
+                   "(a GPU would fault)", base, queued);
+    munmap(a.base, a.size);
     return UCCL_OK;
 }

@@ -8,7 +8,7 @@ extern const struct uccl_tp_ops uccl_tp_tcp_ops;
 #ifdef UCCL_HAVE_VERBS
 extern const struct uccl_tp_ops uccl_tp_verbs_ops;
 #endif
-#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM) || defined(UCCL_HAVE_FAKE_GPU)
 extern const struct uccl_tp_ops uccl_tp_gpu_ipc_ops;
 #endif
 
@@ -20,7 +20,7 @@ const struct uccl_tp_ops *const *uccl_tp_list(void)
 #ifdef UCCL_HAVE_VERBS
         &uccl_tp_verbs_ops,
 #endif
-#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM)
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM) || defined(UCCL_HAVE_FAKE_GPU)
         &uccl_tp_gpu_ipc_ops,
 #endif
         NULL,

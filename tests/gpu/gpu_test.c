@@ -20,7 +20,7 @@ static uint8_t pat(size_t i, unsigned seed)
     return (uint8_t)(((i * 2654435761u) >> 13) ^ seed);
 }
 
-static void mem_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
+void gpu_test_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
 {
     uint8_t *h = s->gpu ? malloc(len ? len : 1) : (uint8_t *)s->buf + off;
 
@@ -32,7 +32,7 @@ static void mem_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned 
     }
 }
 
-static void mem_zero(const gpu_test_side_t *s, size_t off, size_t len)
+void gpu_test_zero(const gpu_test_side_t *s, size_t off, size_t len)
 {
     if (s->gpu)
         uccl_gpu_memset(s->buf + off, 0, len);
@@ -41,7 +41,7 @@ static void mem_zero(const gpu_test_side_t *s, size_t off, size_t len)
 }
 
 /* Index of the first wrong byte, or -1. */
-static long mem_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
+long gpu_test_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed)
 {
     uint8_t *h = s->gpu ? malloc(len ? len : 1) : (uint8_t *)s->buf + off;
     long bad = -1;
@@ -56,7 +56,7 @@ static long mem_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned
     return bad;
 }
 
-static int side_init(gpu_test_side_t *s, size_t size, int gpu)
+int gpu_test_side_init(gpu_test_side_t *s, size_t size, int gpu)
 {
     memset(s, 0, sizeof(*s));
     s->size = size;
@@ -70,7 +70,7 @@ static int side_init(gpu_test_side_t *s, size_t size, int gpu)
     return 0;
 }
 
-static void side_fini(gpu_test_side_t *s)
+void gpu_test_side_fini(gpu_test_side_t *s)
 {
     CHECK_ST(uccl_mr_dereg(s->mr1), UCCL_OK);
     CHECK_ST(uccl_mr_dereg(s->mr2), UCCL_OK);
@@ -96,7 +96,7 @@ uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes)
 }
 
 /* Rank 1 describes [off, off+len) of its mr1 to gpu_test.rank 0. */
-static void share_rdesc(gpu_test_side_t *s, size_t off, size_t len, uccl_rdesc_t *rd)
+void gpu_test_share_rdesc(gpu_test_side_t *s, size_t off, size_t len, uccl_rdesc_t *rd)
 {
     uccl_rdesc_t mine;
 
@@ -114,9 +114,9 @@ void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned see
     size_t bytes = 0;
 
     if (gpu_test.rank == 0)
-        mem_fill(me, OFF_A + off, len, seed);
+        gpu_test_fill(me, OFF_A + off, len, seed);
     else
-        mem_zero(me, OFF_A + off, len);
+        gpu_test_zero(me, OFF_A + off, len);
     boot_barrier(gpu_test.eng);
     if (gpu_test.rank == 0) {
         CHECK_ST(uccl_send(gpu_test.conn, me->mr1, off, len, seed, &req), UCCL_OK);
@@ -125,7 +125,7 @@ void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned see
         CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, off, len + 16 <= me->half - off ? len + 16 : len, seed, &req), UCCL_OK);
         CHECK_ST(gpu_test_wait_free(req, &bytes), UCCL_OK);
         CHECK(bytes == len, "recv bytes %zu want %zu", bytes, len);
-        long bad = mem_check(me, OFF_A + off, len, seed);
+        long bad = gpu_test_check(me, OFF_A + off, len, seed);
         CHECK(bad < 0, "send/recv %zu B: byte %ld wrong", len, bad);
     }
     boot_barrier(gpu_test.eng);
@@ -138,10 +138,10 @@ static void t_rma(gpu_test_side_t *me, size_t len, size_t off, size_t roff, int 
     uccl_req_t *req = NULL;
 
     if ((gpu_test.rank == 0) == (write != 0))
-        mem_fill(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len, seed);
+        gpu_test_fill(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len, seed);
     else
-        mem_zero(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len);
-    share_rdesc(me, 0, me->half, &rd);
+        gpu_test_zero(me, OFF_A + (gpu_test.rank == 0 ? off : roff), len);
+    gpu_test_share_rdesc(me, 0, me->half, &rd);
     if (gpu_test.rank == 0) {
         if (notify)
             CHECK_ST(uccl_write_notify(gpu_test.conn, me->mr1, off, len, &rd, roff, seed, &req), UCCL_OK);
@@ -151,7 +151,7 @@ static void t_rma(gpu_test_side_t *me, size_t len, size_t off, size_t roff, int 
             CHECK_ST(uccl_read(gpu_test.conn, me->mr1, off, len, &rd, roff, &req), UCCL_OK);
         CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
         if (!write) {
-            long bad = mem_check(me, OFF_A + off, len, seed);
+            long bad = gpu_test_check(me, OFF_A + off, len, seed);
             CHECK(bad < 0, "read %zu B: byte %ld wrong", len, bad);
         }
     } else if (notify) {
@@ -163,7 +163,7 @@ static void t_rma(gpu_test_side_t *me, size_t len, size_t off, size_t roff, int 
     }
     boot_barrier(gpu_test.eng);
     if (gpu_test.rank == 1 && write) {
-        long bad = mem_check(me, OFF_A + roff, len, seed);
+        long bad = gpu_test_check(me, OFF_A + roff, len, seed);
         CHECK(bad < 0, "write %zu B: byte %ld wrong", len, bad);
     }
 }
@@ -179,7 +179,7 @@ static void t_vectored(gpu_test_side_t *me, size_t len, unsigned seed)
 
     /* sendv/recvv: gpu_test.rank 0 sends one contiguous piece, gpu_test.rank 1 scatters */
     if (gpu_test.rank == 0)
-        mem_fill(me, OFF_A, len, seed);
+        gpu_test_fill(me, OFF_A, len, seed);
     boot_barrier(gpu_test.eng);
     if (gpu_test.rank == 0) {
         CHECK_ST(uccl_send(gpu_test.conn, me->mr1, 0, len, 99, &req), UCCL_OK);
@@ -204,13 +204,72 @@ static void t_vectored(gpu_test_side_t *me, size_t len, unsigned seed)
     }
     boot_barrier(gpu_test.eng);
     /* writev: gpu_test.rank 0 gathers its three pieces into gpu_test.rank 1's contiguous range */
-    share_rdesc(me, 0, me->half, &rd);
+    gpu_test_share_rdesc(me, 0, me->half, &rd);
     if (gpu_test.rank == 0) {
         CHECK_ST(uccl_writev(gpu_test.conn, iov, 3, &rd, 64, &req), UCCL_OK);
         CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
         CHECK_ST(uccl_readv(gpu_test.conn, iov, 3, &rd, 64, &req), UCCL_OK);
         CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
     }
+    boot_barrier(gpu_test.eng);
+}
+
+/* Many small messages in flight at once, sent before the receiver looks:
+ * more control records than a channel holds (gpu_ipc: 4096 RTS of 72 bytes
+ * > the 256 KiB mailbox, so the sender queues the rest and the ring wraps),
+ * held as unexpected, then received in order, each
+ * into its own slot: slot i holds the first len(i) bytes of the sender's
+ * slot i and nothing else. */
+#define SMALL_N 4096
+#define SMALL_SLOT 16
+#define SMALL_LEN(i) (SMALL_SLOT - 1 - (size_t)(i) % 7)
+
+static long many_small_check(const gpu_test_side_t *me, unsigned seed)
+{
+    size_t total = (size_t)SMALL_N * SMALL_SLOT;
+    uint8_t *h = malloc(total);
+    long bad = -1;
+
+    if (h == NULL || uccl_gpu_memcpy(h, me->buf + OFF_A, total) != UCCL_OK)
+        bad = 0;
+    for (size_t k = 0; k < total && bad < 0; k++)
+        if (h[k] != (k % SMALL_SLOT < SMALL_LEN(k / SMALL_SLOT) ? pat(k, seed) : 0))
+            bad = (long)k;
+    free(h);
+    return bad;
+}
+
+static void t_many_small(gpu_test_side_t *me, unsigned seed)
+{
+    uccl_req_t **req = calloc(SMALL_N, sizeof(*req));
+    int failed = 0;
+    long bad;
+
+    if (gpu_test.rank == 0)
+        gpu_test_fill(me, OFF_A, (size_t)SMALL_N * SMALL_SLOT, seed);
+    else
+        gpu_test_zero(me, OFF_A, (size_t)SMALL_N * SMALL_SLOT);
+    boot_barrier(gpu_test.eng);
+    for (int i = 0; i < SMALL_N && gpu_test.rank == 0; i++)
+        CHECK_ST(uccl_send(gpu_test.conn, me->mr1, (size_t)i * SMALL_SLOT, SMALL_LEN(i), 700, &req[i]),
+                 UCCL_OK);
+    boot_barrier(NULL); /* the receiver has not progressed: the sends wait for room */
+    for (int i = 0; i < SMALL_N && gpu_test.rank == 1; i++)
+        CHECK_ST(uccl_recv(gpu_test.conn, me->mr1, (size_t)i * SMALL_SLOT, SMALL_SLOT, 700, &req[i]),
+                 UCCL_OK);
+    for (int i = 0; i < SMALL_N; i++) {
+        size_t bytes = 0;
+        uccl_status_t st = gpu_test_wait_free(req[i], &bytes);
+        if ((st != UCCL_OK || bytes != SMALL_LEN(i)) && failed++ == 0)
+            CHECK(0, "small message %d: %s, %zu bytes", i, uccl_status_name(st), bytes);
+    }
+    free(req);
+    if (gpu_test.rank == 1 && (bad = many_small_check(me, seed)) >= 0)
+        CHECK(0, "%d small messages in flight: byte %ld wrong (slot %ld)", SMALL_N, bad,
+              bad / SMALL_SLOT);
+    if (gpu_test.rank == 0)
+        printf("%s %d small messages in flight before the receiver looks\n",
+               failed ? "FAILED" : "ok", SMALL_N);
     boot_barrier(gpu_test.eng);
 }
 
@@ -223,7 +282,7 @@ static void t_refused(gpu_test_side_t *me)
     uccl_req_t *req = NULL;
     uccl_rdesc_t mine;
 
-    share_rdesc(me, 0, 4096, &rd);
+    gpu_test_share_rdesc(me, 0, 4096, &rd);
     if (gpu_test.rank == 0)
         CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, 64, &rd, 4096 - 32, &req), UCCL_ERR_OUT_OF_BOUNDS);
     /* a region packed then deregistered before any access */
@@ -304,9 +363,9 @@ static void t_sendrecv_order(gpu_test_side_t *dev, gpu_test_side_t *host, int ea
         size_t off = OFF_A + (i == 2 ? s->half : 0);
 
         if (gpu_test.rank == 0) {
-            mem_fill(s, off, len[i], seed + (unsigned)i);
+            gpu_test_fill(s, off, len[i], seed + (unsigned)i);
         } else {
-            mem_zero(s, off, len[i]);
+            gpu_test_zero(s, off, len[i]);
             if (early)
                 CHECK_ST(uccl_recv(gpu_test.conn, mr, 0, len[i] + 8, 600, &req[i]), UCCL_OK);
         }
@@ -324,13 +383,31 @@ static void t_sendrecv_order(gpu_test_side_t *dev, gpu_test_side_t *host, int ea
         CHECK_ST(gpu_test_wait_free(req[i], &bytes), UCCL_OK);
         if (gpu_test.rank == 1) {
             gpu_test_side_t *s = dst[i];
-            long bad = mem_check(s, OFF_A + (i == 2 ? s->half : 0), len[i], seed + (unsigned)i);
+            long bad = gpu_test_check(s, OFF_A + (i == 2 ? s->half : 0), len[i], seed + (unsigned)i);
             CHECK(bytes == len[i], "ordered message %d: %zu bytes, want %zu", i, bytes, len[i]);
             CHECK(bad < 0, "ordered message %d (%s -> %s memory): byte %ld wrong", i,
                   src[i]->gpu ? "GPU" : "host", s->gpu ? "GPU" : "host", bad);
         }
     }
     boot_barrier(gpu_test.eng);
+}
+
+/* Every region of the allocation released (the peer is told to unmap it)
+ * and registered again: the peer maps it afresh, both directions. */
+static void t_reregister(gpu_test_side_t *me, unsigned seed)
+{
+    for (int round = 0; round < 3; round++) {
+        CHECK_ST(uccl_mr_dereg(me->mr1), UCCL_OK);
+        CHECK_ST(uccl_mr_dereg(me->mr2), UCCL_OK);
+        boot_barrier(gpu_test.eng); /* the peer handles ALLOC_GONE */
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + OFF_A, me->half, 0, &me->mr1), UCCL_OK);
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, me->buf + OFF_A + me->half, me->half, 0, &me->mr2), UCCL_OK);
+        gpu_test_sendrecv(me, (size_t)(4096 << round) + 1, 3, seed + (unsigned)round);
+        t_rma(me, 65536, 3, 5, 1, 1, seed + 10 + (unsigned)round);
+        t_rma(me, (size_t)(1u << 20), 0, 0, 0, 0, seed + 20 + (unsigned)round);
+    }
+    if (gpu_test.rank == 0)
+        printf("%s regions released and registered again, 3 rounds\n", gpu_test.failures ? "after failures" : "ok");
 }
 
 static void run_sizes(gpu_test_side_t *me, const size_t *sizes, int n, int big_ops)
@@ -352,7 +429,7 @@ static void run_sizes(gpu_test_side_t *me, const size_t *sizes, int n, int big_o
     }
 }
 
-static int connect_pair(int gpu, const gpu_test_mode_t *mode)
+int gpu_test_connect(int gpu, const gpu_test_mode_t *mode)
 {
     uccl_engine_params_t p = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = gpu};
     char mine[UCCL_ADDRESS_MAX], theirs[UCCL_ADDRESS_MAX];
@@ -392,11 +469,11 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     gpu_test_side_t dev, host;
     int f0 = gpu_test.failures, f1;
 
-    if (connect_pair(gpu, mode) != 0) {
+    if (gpu_test_connect(gpu, mode) != 0) {
         CHECK(0, "%s: engine/connection setup failed", name);
         return;
     }
-    if (side_init(&dev, mode->gpu_alloc, 1) != 0 || side_init(&host, mode->host_alloc, 0) != 0) {
+    if (gpu_test_side_init(&dev, mode->gpu_alloc, 1) != 0 || gpu_test_side_init(&host, mode->host_alloc, 0) != 0) {
         CHECK(0, "%s: allocation/registration failed", name);
         return;
     }
@@ -404,6 +481,7 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     if (mode->after_sizes != NULL)
         mode->after_sizes(&dev, name);
     t_vectored(&dev, 3u << 20, 41);
+    t_many_small(&dev, 43);
     t_refused(&dev);
     run_host_sizes(&dev, &host, mode);
     if (gpu_test.rank == 0)
@@ -412,20 +490,49 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     t_sendrecv_host_gpu(&dev, &host, 200);
     t_sendrecv_order(&dev, &host, 1, 220);
     t_sendrecv_order(&dev, &host, 0, 230);
+    t_reregister(&dev, 240);
     if (gpu_test.rank == 0)
         printf("%s two-sided GPU<->host 1 B .. 16 MiB, and host/GPU/host messages in order\n",
                gpu_test.failures == f1 ? "ok" : "FAILED");
     boot_barrier(gpu_test.eng);
     CHECK_ST(uccl_conn_close(gpu_test.conn), UCCL_OK);
-    side_fini(&dev);
-    side_fini(&host);
+    gpu_test_side_fini(&dev);
+    gpu_test_side_fini(&host);
     boot_barrier(NULL);
     CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
     printf("[rank %d] %s: %s\n", gpu_test.rank, name, gpu_test.failures == f0 ? "PASS" : "FAIL");
 }
 
+/* The fake GPU backend copies "device" memory with the CPU: there, sizes
+ * above mode->fake_max only cost CI time, so they run once at fake_max. */
+static gpu_test_mode_t fake_capped(const gpu_test_mode_t *mode, size_t *sizes, int cap)
+{
+    gpu_test_mode_t m = *mode;
+    int n = 0, dropped = 0;
+
+    if (mode->fake_max == 0)
+        return m;
+    for (int i = 0; i < mode->n_gpu_sizes && n < cap - 1; i++) {
+        if (mode->gpu_sizes[i] <= mode->fake_max)
+            sizes[n++] = mode->gpu_sizes[i];
+        else
+            dropped++;
+    }
+    if (dropped > 0 && (n == 0 || sizes[n - 1] != mode->fake_max))
+        sizes[n++] = mode->fake_max;
+    m.gpu_sizes = sizes;
+    m.n_gpu_sizes = n;
+    m.gpu_alloc = mode->fake_gpu_alloc;
+    if (gpu_test.rank == 0 && dropped > 0)
+        printf("fake GPU backend: sizes capped at %zu B for CI time (%d larger size(s) not run)\n",
+               mode->fake_max, dropped);
+    return m;
+}
+
 int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode)
 {
+    size_t fake_sizes[32];
+    gpu_test_mode_t capped;
     int n = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -438,6 +545,13 @@ int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode)
         if (gpu_test.rank == 0)
             printf("skipped: no GPU\n");
         return boot_finish(SKIP);
+    }
+    if (strcmp(uccl_gpu_backend(), "fake") == 0) {
+        if (gpu_test.rank == 0)
+            printf("fake GPU backend: transport logic only, no real GPU (device memory is host shared "
+                   "memory, copies run on the CPU)\n");
+        capped = fake_capped(mode, fake_sizes, (int)(sizeof(fake_sizes) / sizeof(fake_sizes[0])));
+        mode = &capped;
     }
     if (n >= 2)
         run_mode("GPU0 -> GPU1 (two processes)", gpu_test.rank, mode);

@@ -1,6 +1,7 @@
 /* Shared harness of the two-process GPU transport tests (t_gpu_ipc,
- * t_gpu_staging): checks, GPU and host sides, the operation cases, and the
- * run over GPU0->GPU1 and same GPU; each program describes what differs. */
+ * t_gpu_staging, and the sides and checks of t_gpu_fault): checks, GPU and
+ * host sides, the operation cases, and the run over GPU0->GPU1 and same
+ * GPU; each program describes what differs. */
 #ifndef UCCL_TESTS_GPU_GPU_TEST_H
 #define UCCL_TESTS_GPU_GPU_TEST_H
 
@@ -57,10 +58,29 @@ typedef struct gpu_test_mode {
     size_t host_alloc;       /* bytes of the host side's allocation */
     uint64_t need_caps;      /* engine capabilities checked after create, or 0 */
     const char *caps_name;   /* names need_caps in the failure */
+    /* On the fake GPU backend (CI without a GPU): the largest transfer, and
+     * the largest allocation that needs, or 0 to run every size. Larger
+     * sizes are left out and this size is run once in their place. */
+    size_t fake_max;
+    size_t fake_gpu_alloc;
     /* Optional: runs on the GPU side after the sizes. */
     void (*after_sizes)(gpu_test_side_t *gpu, const char *name);
 } gpu_test_mode_t;
 
+/* Byte patterns: fill [off, off+len) of a side with the pattern of seed,
+ * zero it, or find the first byte that differs from the pattern (-1: none). */
+void gpu_test_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed);
+void gpu_test_zero(const gpu_test_side_t *s, size_t off, size_t len);
+long gpu_test_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed);
+/* Allocate size bytes (device memory when gpu) and register the two
+ * regions on gpu_test.eng; -1 on failure. fini deregisters and frees. */
+int gpu_test_side_init(gpu_test_side_t *s, size_t size, int gpu);
+void gpu_test_side_fini(gpu_test_side_t *s);
+/* Rank 1 describes [off, off+len) of its mr1; rank 0 gets it in rd. */
+void gpu_test_share_rdesc(gpu_test_side_t *s, size_t off, size_t len, uccl_rdesc_t *rd);
+/* Engine on GPU gpu, connected to the peer rank (mode: need_caps only);
+ * sets gpu_test.eng and gpu_test.conn; -1 on failure. */
+int gpu_test_connect(int gpu, const gpu_test_mode_t *mode);
 /* Waits for req (NULL after a failed post: UCCL_ERR_INVALID_HANDLE), stores
  * its byte count in bytes (may be NULL), frees it. */
 uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes);

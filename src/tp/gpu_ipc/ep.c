@@ -165,9 +165,11 @@ static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
 
     switch (type) {
     case IPC_MSG_ALLOC:
-        if (len == sizeof(msg_alloc_t) && ipc_map_get(ep, p, &map) == UCCL_OK)
-            return;
-        break; /* a mapping we cannot open fails the connection: its messages need it */
+        if (len != sizeof(msg_alloc_t))
+            break;
+        if (ipc_map_get(ep, p, &map) != UCCL_OK) /* the messages that follow need it */
+            ipc_ep_fail(ep, "the peer announced GPU memory that cannot be mapped here");
+        return;
     case IPC_MSG_ALLOC_GONE:
         if (len == sizeof(msg_key_t) && (map = ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
             ipc_map_put(ep, map);
@@ -245,7 +247,7 @@ void ipc_ep_poll(ipc_ep_t *ep)
         /* parse a private copy (the peer can still write the ring), taken
          * off the ring first so that nothing handles it twice */
         memcpy(msg, payload, len);
-        ipc_ring_pop(&ep->rx);
+        ipc_ring_pop(&ep->rx, len);
         dispatch(ep, type, msg, len);
     }
 }
@@ -355,13 +357,13 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
     return UCCL_OK;
 }
 
-static void cancel_list(uccl_list_t *list)
+/* Drop our references to waiting requests without completing them: the
+ * core completes them with the connection's error, or UCCL_ERR_CANCELED
+ * when it is closed (tp.h, ep_destroy). */
+static void forget_list(uccl_list_t *list)
 {
-    while (!uccl_list_empty(list)) {
-        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_list_del(&req->tp_link);
-        uccl_req_complete(req, UCCL_ERR_CANCELED, 0);
-    }
+    while (!uccl_list_empty(list))
+        uccl_list_del(uccl_list_pop_front(list));
 }
 
 static void free_list(uccl_list_t *list, size_t link_offset)
@@ -378,10 +380,10 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
 
     ep->failed = true; /* nothing more goes out */
     ipc_ops_cancel(ep);
-    cancel_list(&ep->sends);
-    cancel_list(&ep->pushes);
-    cancel_list(&ep->grant_wait);
-    cancel_list(&ep->tgt_wait);
+    forget_list(&ep->sends);
+    forget_list(&ep->pushes);
+    forget_list(&ep->grant_wait);
+    forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
     ipc_maps_release(ep, true);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
@@ -397,7 +399,7 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .size = sizeof(struct uccl_tp_ops),
     .name = "gpu_ipc",
     .priority = 100,
-#if defined(UCCL_HAVE_CUDA)
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_FAKE_GPU) /* fake memory says UCCL_MEM_CUDA */
     .caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY |
             UCCL_TP_CAP_MEM_REG,
 #else

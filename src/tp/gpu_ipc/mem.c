@@ -163,6 +163,25 @@ static void map_retire(ipc_ep_t *ep, ipc_map_t *map)
     uccl_list_push_back(&ep->zombies, &map->link);
 }
 
+/* The peer's word for an allocation's size bounds every copy from or to
+ * it (peer_plan, grants): check it against the range the runtime reports
+ * for the mapping, where it reports one. */
+static uccl_status_t map_check_size(const ipc_ep_t *ep, const ipc_map_t *map)
+{
+    uccl_gpu_ptr_attr_t attr;
+    uintptr_t p = (uintptr_t)map->ptr, base, end;
+
+    if (uccl_gpu_ptr_attr(map->ptr, &attr) != UCCL_OK || attr.type == UCCL_MEM_HOST || attr.size == 0)
+        return UCCL_OK; /* the runtime cannot tell: nothing to check against */
+    base = (uintptr_t)attr.base;
+    end = base + attr.size;
+    if (p >= base && p < end && map->size <= end - p)
+        return UCCL_OK;
+    uccl_error("gpu_ipc: pid %d announced a %zu-byte allocation; its mapping at %p lies in a "
+               "%zu-byte range at %p", ep->peer_pid, map->size, map->ptr, attr.size, attr.base);
+    return UCCL_ERR_PEER_FAILED;
+}
+
 /* Take a reference on the mapping of the peer allocation m describes,
  * opening it on first use; a different handle under a known key means the
  * peer freed and reallocated: the old mapping is retired. */
@@ -187,12 +206,18 @@ uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
     if (ep->peer_pid == ep->tp->base.engine->pid) {
         map->ptr = (void *)(uintptr_t)m->key; /* same process: the pointer is ours */
     } else {
-        st = ipc_use_device(ep->tp, ep->peer_device);
+        st = m->size > 0 ? ipc_use_device(ep->tp, ep->peer_device) : UCCL_ERR_PEER_FAILED;
         if (st == UCCL_OK)
             st = uccl_gpu_ipc_open(&m->handle, &map->ptr);
         if (st != UCCL_OK) {
             uccl_error("gpu_ipc: cannot map a %zu-byte allocation of pid %d: %s", (size_t)m->size,
                        ep->peer_pid, uccl_strerror(st));
+            free(map);
+            return st;
+        }
+        st = map_check_size(ep, map);
+        if (st != UCCL_OK) {
+            uccl_gpu_ipc_close(map->ptr);
             free(map);
             return st;
         }

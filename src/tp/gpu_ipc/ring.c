@@ -163,12 +163,10 @@ uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **paylo
     }
 }
 
-void ipc_ring_pop(ipc_ring_t *ring)
+void ipc_ring_pop(ipc_ring_t *ring, size_t len)
 {
     ipc_ring_shm_t *s = ring->shm;
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    uint32_t rlen;
 
-    memcpy(&rlen, s->data + tail % IPC_RING_BYTES, 4);
-    atomic_store_explicit(&s->tail, tail + rec_size(rlen), memory_order_release);
+    atomic_store_explicit(&s->tail, tail + rec_size(len), memory_order_release);
 }

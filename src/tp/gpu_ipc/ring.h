@@ -39,8 +39,11 @@ void ipc_ring_destroy(ipc_ring_t *ring);
 bool ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
                    size_t blen);
 /* Oldest record, or UCCL_ERR_NOT_FOUND when empty, or UCCL_ERR_PEER_FAILED
- * when the ring holds garbage. *payload stays valid until ipc_ring_pop. */
+ * when the ring holds garbage. *payload stays valid until ipc_ring_pop, but
+ * the peer can still write it: copy before parsing. */
 uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len);
-void ipc_ring_pop(ipc_ring_t *ring);
+/* Drop the record peek returned; len is the length peek gave (the shared
+ * header is not read again: the peer may have changed it since). */
+void ipc_ring_pop(ipc_ring_t *ring, size_t len);
 
 #endif

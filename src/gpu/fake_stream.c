@@ -1,0 +1,367 @@
+/* Streams, events and injected copy faults of the test-only fake GPU backend
+ * (see fake.c). The model, deterministic and as lazy as CUDA allows, so that
+ * a caller that reads a copy's result before waiting for it sees old bytes:
+ *
+ * - uccl_gpu_memcpy_async only queues the copy on its stream. Queued copies
+ *   run, in the order they were issued on their stream, only when something
+ *   waits for them: uccl_gpu_stream_sync (all of the stream), an event sync
+ *   or the second query of an event (the copies issued on its stream before
+ *   it was recorded), uccl_gpu_memcpy/memset (every stream of the current
+ *   device, after their own copy, like cudaMemcpy + cudaDeviceSynchronize),
+ *   uccl_gpu_free/host_free and uccl_gpu_stream_destroy.
+ * - An event is complete once every copy issued on its stream before it was
+ *   recorded has run. The first query after each record of an event whose
+ *   copies have not run yet says UCCL_INPROGRESS and runs nothing; the next
+ *   query runs them and reports, so every caller's "not yet" path runs.
+ * - Injected faults, for tests only, through the config table below (read
+ *   at the first async copy; the count is of every uccl_gpu_memcpy_async
+ *   call of the process, from 1):
+ *   UCCL_FAKE_GPU_FAIL_COPY=N: the N-th copy is accepted but fails when it
+ *     runs (no byte is written), as an asynchronous copy fault would: the
+ *     first event recorded after it on its stream reports UCCL_ERR_IO, and
+ *     so does the stream sync that runs it. Unlike CUDA, where such a fault
+ *     poisons the whole context, later copies and events are fine, so a
+ *     test can check that the one transfer fails and the rest goes on.
+ *   UCCL_FAKE_GPU_FAIL_ISSUE=N: uccl_gpu_memcpy_async refuses the N-th copy
+ *     with UCCL_ERR_IO, nothing queued.
+ * Streams and events are allocated objects; destroying a stream runs what
+ * it still holds and completes the events recorded on it. */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "gpu/fake.h"
+
+#define FAKE_FAULTS_MAX 16
+
+typedef struct fake_copy {
+    void *dst;
+    const void *src;
+    size_t len;
+    uint64_t seq; /* its number on its stream, from 1 */
+    bool fail;
+    uccl_list_t link;
+} fake_copy_t;
+
+struct uccl_gpu_stream {
+    int device;
+    uint64_t issued;      /* copies queued on it so far */
+    uint64_t done;        /* copies run (or failed) so far: issue order */
+    uint64_t last_record; /* issued when an event was last recorded here */
+    uint64_t last_sync;   /* faults up to here were reported by a stream sync */
+    uint64_t faults[FAKE_FAULTS_MAX]; /* seq of the latest copies that failed */
+    int nfaults;
+    uccl_list_t queue; /* fake_copy_t not run yet */
+    uccl_list_t link;  /* fake_streams */
+};
+
+struct uccl_gpu_event {
+    uccl_gpu_stream_t stream; /* recorded on and not complete yet, else NULL */
+    uint64_t since, ticket;   /* it covers the copies (since, ticket] of stream */
+    bool polled;              /* said UCCL_INPROGRESS once for this record */
+    uccl_status_t status;     /* once complete */
+    uccl_list_t link;         /* fake_events */
+};
+
+typedef struct fake_cfg {
+    int fail_copy;
+    int fail_issue;
+} fake_cfg_t;
+
+static const uccl_cfg_field_t fake_cfg_fields[] = {
+    {"FAIL_COPY", "0",
+     "fake GPU, tests only: the N-th async copy of the process fails when it runs; the first event "
+     "recorded after it on its stream reports the error (0 = never)",
+     offsetof(fake_cfg_t, fail_copy), UCCL_CFG_INT},
+    {"FAIL_ISSUE", "0",
+     "fake GPU, tests only: uccl_gpu_memcpy_async refuses the N-th async copy of the process (0 = never)",
+     offsetof(fake_cfg_t, fail_issue), UCCL_CFG_INT},
+    {NULL, NULL, NULL, 0, 0},
+};
+
+static const uccl_cfg_table_t fake_cfg_table = {"FAKE_GPU_", fake_cfg_fields, sizeof(fake_cfg_t)};
+
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static uccl_list_t fake_streams = UCCL_LIST_INIT(fake_streams);
+static uccl_list_t fake_events = UCCL_LIST_INIT(fake_events);
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static fake_cfg_t fake_cfg;
+static uint64_t copies_issued; /* async copies of the process, under stream_lock */
+
+static void cfg_load(void)
+{
+    if (uccl_cfg_parse(&fake_cfg_table, &fake_cfg) != UCCL_OK)
+        memset(&fake_cfg, 0, sizeof(fake_cfg));
+    if (fake_cfg.fail_copy > 0)
+        uccl_warn("fake GPU: async copy %d of this process will fail when it runs "
+                  "(UCCL_FAKE_GPU_FAIL_COPY)", fake_cfg.fail_copy);
+    if (fake_cfg.fail_issue > 0)
+        uccl_warn("fake GPU: async copy %d of this process will be refused (UCCL_FAKE_GPU_FAIL_ISSUE)",
+                  fake_cfg.fail_issue);
+}
+
+/* ------------------------------------------------------------ running copies */
+
+static void fault_add(uccl_gpu_stream_t s, uint64_t seq)
+{
+    if (s->nfaults == FAKE_FAULTS_MAX) {
+        memmove(s->faults, s->faults + 1, (FAKE_FAULTS_MAX - 1) * sizeof(s->faults[0]));
+        s->nfaults--;
+    }
+    s->faults[s->nfaults++] = seq;
+}
+
+static bool fault_in(uccl_gpu_stream_t s, uint64_t since, uint64_t upto)
+{
+    for (int i = 0; i < s->nfaults; i++)
+        if (s->faults[i] > since && s->faults[i] <= upto)
+            return true;
+    return false;
+}
+
+/* Run the queued copies of s numbered up to upto, in order; stream_lock held. */
+static void run_until(uccl_gpu_stream_t s, uint64_t upto)
+{
+    while (!uccl_list_empty(&s->queue)) {
+        fake_copy_t *c = uccl_list_first(&s->queue, fake_copy_t, link);
+        if (c->seq > upto)
+            break;
+        uccl_list_del(&c->link);
+        if (c->fail)
+            fault_add(s, c->seq);
+        else if (c->len > 0)
+            memmove(c->dst, c->src, c->len);
+        s->done = c->seq;
+        free(c);
+    }
+}
+
+/* The event's copies have run: fix its status; stream_lock held. */
+static void event_complete(uccl_gpu_event_t e)
+{
+    e->status = fault_in(e->stream, e->since, e->ticket) ? UCCL_ERR_IO : UCCL_OK;
+    if (e->status != UCCL_OK)
+        uccl_error("fake GPU: event %p: an async copy before it failed (injected fault)", (void *)e);
+    e->stream = NULL;
+}
+
+void fake_streams_flush(int device)
+{
+    uccl_list_t *pos;
+
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_for_each(pos, &fake_streams) {
+        uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
+        if (device < 0 || s->device == device)
+            run_until(s, s->issued);
+    }
+    pthread_mutex_unlock(&stream_lock);
+}
+
+static bool overlaps(const void *p, size_t len, const void *base, size_t blen)
+{
+    const char *a = p, *b = base;
+
+    return len > 0 && a < b + blen && b < a + len;
+}
+
+int fake_streams_fault_range(const void *base, size_t len)
+{
+    uccl_list_t *spos, *cpos;
+    int n = 0;
+
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_for_each(spos, &fake_streams) {
+        uccl_gpu_stream_t s = uccl_container_of(spos, struct uccl_gpu_stream, link);
+        uccl_list_for_each(cpos, &s->queue) {
+            fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
+            if (!c->fail && (overlaps(c->dst, c->len, base, len) || overlaps(c->src, c->len, base, len))) {
+                c->fail = true;
+                n++;
+            }
+        }
+    }
+    pthread_mutex_unlock(&stream_lock);
+    return n;
+}
+
+/* ------------------------------------------------------------ streams */
+
+uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)
+{
+    uccl_gpu_stream_t s;
+
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    s->device = fake_current_device();
+    fake_ctx_touch(s->device);
+    uccl_list_init(&s->queue);
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_push_back(&fake_streams, &s->link);
+    pthread_mutex_unlock(&stream_lock);
+    *stream = s;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
+{
+    uccl_list_t *pos;
+
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    run_until(stream, stream->issued);
+    uccl_list_for_each(pos, &fake_events) {
+        uccl_gpu_event_t e = uccl_container_of(pos, struct uccl_gpu_event, link);
+        if (e->stream == stream)
+            event_complete(e);
+    }
+    uccl_list_del(&stream->link);
+    pthread_mutex_unlock(&stream_lock);
+    free(stream);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
+{
+    bool failed;
+
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    run_until(stream, stream->issued);
+    failed = fault_in(stream, stream->last_sync, stream->issued);
+    stream->last_sync = stream->issued;
+    pthread_mutex_unlock(&stream_lock);
+    if (failed)
+        uccl_error("fake GPU: stream %p: an async copy failed (injected fault)", (void *)stream);
+    return failed ? UCCL_ERR_IO : UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    fake_copy_t *c;
+    uint64_t n;
+    bool fail;
+
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_once(&cfg_once, cfg_load);
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    pthread_mutex_lock(&stream_lock);
+    n = ++copies_issued;
+    if (fake_cfg.fail_issue > 0 && n == (uint64_t)fake_cfg.fail_issue) {
+        pthread_mutex_unlock(&stream_lock);
+        free(c);
+        uccl_error("fake GPU: async copy %llu of %zu bytes refused (injected, UCCL_FAKE_GPU_FAIL_ISSUE)",
+                   (unsigned long long)n, len);
+        return UCCL_ERR_IO;
+    }
+    fail = fake_cfg.fail_copy > 0 && n == (uint64_t)fake_cfg.fail_copy;
+    *c = (fake_copy_t){.dst = dst, .src = src, .len = len, .seq = ++stream->issued, .fail = fail};
+    uccl_list_push_back(&stream->queue, &c->link);
+    pthread_mutex_unlock(&stream_lock);
+    if (fail)
+        uccl_warn("fake GPU: async copy %llu of %zu bytes will fail (injected, UCCL_FAKE_GPU_FAIL_COPY)",
+                  (unsigned long long)n, len);
+    fake_ctx_touch(stream->device);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------ events */
+
+uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
+{
+    uccl_gpu_event_t e;
+
+    (void)timing; /* no clock: elapsed times are 0 */
+    if (event == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    fake_ctx_touch(fake_current_device());
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_push_back(&fake_events, &e->link);
+    pthread_mutex_unlock(&stream_lock);
+    *event = e;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event)
+{
+    if (event == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_del(&event->link);
+    pthread_mutex_unlock(&stream_lock);
+    free(event);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_event_record(uccl_gpu_event_t event, uccl_gpu_stream_t stream)
+{
+    if (event == NULL || stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    event->stream = stream;
+    event->since = stream->last_record;
+    event->ticket = stream->issued;
+    event->polled = false;
+    event->status = UCCL_OK;
+    stream->last_record = stream->issued;
+    pthread_mutex_unlock(&stream_lock);
+    return UCCL_OK;
+}
+
+/* Query (wait = false: "not yet" once per record) or sync (wait = true). */
+static uccl_status_t event_wait(uccl_gpu_event_t e, bool wait)
+{
+    uccl_status_t st;
+
+    if (e == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    if (e->stream != NULL && e->stream->done < e->ticket) {
+        if (!wait && !e->polled) {
+            e->polled = true;
+            pthread_mutex_unlock(&stream_lock);
+            return UCCL_INPROGRESS;
+        }
+        run_until(e->stream, e->ticket);
+    }
+    if (e->stream != NULL)
+        event_complete(e);
+    st = e->status;
+    pthread_mutex_unlock(&stream_lock);
+    return st;
+}
+
+uccl_status_t uccl_gpu_event_query(uccl_gpu_event_t event)
+{
+    return event_wait(event, false);
+}
+
+uccl_status_t uccl_gpu_event_sync(uccl_gpu_event_t event)
+{
+    return event_wait(event, true);
+}
+
+uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t end, float *ms)
+{
+    uccl_status_t st = uccl_gpu_event_sync(start);
+
+    if (st == UCCL_OK)
+        st = uccl_gpu_event_sync(end);
+    if (ms != NULL)
+        *ms = 0;
+    return st;
+}
