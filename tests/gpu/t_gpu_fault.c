@@ -6,9 +6,7 @@
  * a timeout and checks the exact status on both sides, that a receive never
  * completes OK with wrong bytes (the message after the fault, same tag, must
  * arrive intact), and that the connection and engine tear down cleanly.
- * A case that meets exactly a known bug it names (in a file this test may
- * not fix) reports XFAIL; once the bug is fixed it reports XPASS and fails,
- * so that the mark is removed. Without a GPU it prints "skipped: no GPU",
+ * Without a GPU it prints "skipped: no GPU",
  * on a real GPU "skipped: fault injection needs the fake GPU backend", and
  * exits 77. */
 #include <signal.h>
@@ -34,7 +32,6 @@
 #define TAG 1                /* one tag: a lost message would meet the next receive */
 #define LIE_LEN (256u << 10) /* what a lying peer claims its SMALL allocation holds */
 
-#define RC_KNOWN_BUG 3       /* a case's exit code: it hit exactly its known bug */
 
 typedef enum {
     CASE_MSG,
@@ -55,10 +52,6 @@ typedef struct fault_case {
     uint32_t rec_len;  /* CASE_MAILBOX: the record header written */
     uint16_t rec_type;
     uccl_status_t want; /* the failed transfer's status on each side that has a request */
-    /* A bug known and reported but not fixable here: the status the failed
-     * receive gets instead of want, and where the fix belongs. */
-    uccl_status_t bug_status;
-    const char *bug;
 } fault_case_t;
 
 #define COPY "UCCL_FAKE_GPU_FAIL_COPY"
@@ -96,13 +89,9 @@ static const fault_case_t cases[] = {
      .kind = CASE_MAILBOX_LIE, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: bad record right behind a message whose pull is in flight",
      .kind = CASE_MAILBOX_INFLIGHT, .rec_len = IPC_MSG_MAX + 8, .rec_type = IPC_MSG_NOTIF,
-     .want = UCCL_ERR_PEER_FAILED, .bug_status = UCCL_ERR_CANCELED,
-     .bug = "copy.c ipc_ops_cancel finishes in-flight ops as UCCL_ERR_CANCELED, so xfer.c "
-            "ipc_op_finish completes their requests itself instead of leaving them to the core "
-            "(tp.h, ep_destroy)"},
+     .want = UCCL_ERR_PEER_FAILED},
 };
 
-static int known_bug_seen; /* this process met its case's known bug */
 
 #define NCASES ((int)(sizeof(cases) / sizeof(cases[0])))
 
@@ -242,15 +231,9 @@ static void *mailbox_lie(void)
     return small;
 }
 
-/* The failed request's status: want, or exactly the case's known bug. */
+/* The failed request's status. */
 static void status_expect(uccl_status_t st, const fault_case_t *c)
 {
-    if (c->bug != NULL && st == c->bug_status) {
-        known_bug_seen = 1;
-        printf("[rank %d] known bug: %s instead of %s: %s\n", gpu_test.rank, uccl_status_name(st),
-               uccl_status_name(c->want), c->bug);
-        return;
-    }
     CHECK(st == c->want, "failed request: %s, want %s", uccl_status_name(st), uccl_status_name(c->want));
 }
 
@@ -346,7 +329,7 @@ static int case_main(const fault_case_t *c)
     gpu_test_side_fini(&host);
     boot_barrier(NULL);
     CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
-    return boot_finish(gpu_test.failures ? 1 : known_bug_seen ? RC_KNOWN_BUG : 0);
+    return boot_finish(gpu_test.failures ? 1 : 0);
 }
 
 /* ---------------------------------------------------------------- runner */
@@ -380,7 +363,7 @@ static int run_isolated(const fault_case_t *c)
 
 int main(void)
 {
-    int n = 0, failed = 0, xfailed = 0;
+    int n = 0, failed = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
@@ -399,18 +382,10 @@ int main(void)
 
         printf("--- %s\n", c->name);
         rc = run_isolated(c);
-        if (rc == RC_KNOWN_BUG && c->bug != NULL) {
-            printf("XFAIL %d - %s (known bug, see above)\n", i + 1, c->name);
-            xfailed++;
-        } else if (rc == 0 && c->bug != NULL) {
-            printf("XPASS %d - %s: the known bug is gone, remove its mark from the case\n", i + 1, c->name);
-            failed++;
-        } else {
-            printf("%s %d - %s", rc == 0 ? "ok" : "FAIL", i + 1, c->name);
-            printf(rc == 0 || rc == -1 ? "\n" : " (exit %d)\n", rc);
-            failed += rc != 0;
-        }
+        printf("%s %d - %s", rc == 0 ? "ok" : "FAIL", i + 1, c->name);
+        printf(rc == 0 || rc == -1 ? "\n" : " (exit %d)\n", rc);
+        failed += rc != 0;
     }
-    printf("t_gpu_fault: %d passed, %d failed, %d known bugs\n", NCASES - failed - xfailed, failed, xfailed);
+    printf("t_gpu_fault: %d passed, %d failed\n", NCASES - failed, failed);
     return failed ? 1 : 0;
 }

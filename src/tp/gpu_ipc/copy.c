@@ -265,12 +265,18 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
         uccl_gpu_event_sync(op->fence->ev[k]);
 }
 
-static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
+/* Take a done op off its list, let go of its region and fence. */
+static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
 {
     uccl_list_del(&op->link);
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight--;
     fence_put(tp, op->fence);
+}
+
+static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
+{
+    op_unlink(tp, op);
     ipc_op_finish(ep, op);
     free(op);
 }
@@ -298,16 +304,18 @@ int ipc_ops_progress(ipc_ep_t *ep)
     return events;
 }
 
-/* ep going away: wait for the copies (local GPU work, bounded), then
- * cancel what they were for. */
+/* ep going away: wait for the copies (local GPU work, bounded) and drop
+ * them. */
 void ipc_ops_cancel(ipc_ep_t *ep)
 {
     while (!uccl_list_empty(&ep->ops)) {
         ipc_op_t *op = uccl_list_first(&ep->ops, ipc_op_t, link);
         op_sync(ep->tp, op);
         op_poll(ep->tp, op);
-        op->status = UCCL_ERR_CANCELED;
-        op_release(ep->tp, ep, op);
+        /* not finished: its request is the core's to complete, with the
+         * connection's error or CANCELED (tp.h, ep_destroy) */
+        op_unlink(ep->tp, op);
+        free(op);
     }
 }
 
