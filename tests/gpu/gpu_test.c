@@ -80,6 +80,16 @@ void gpu_test_side_fini(gpu_test_side_t *s)
         free(s->buf);
 }
 
+void gpu_test_teardown(gpu_test_side_t *dev, gpu_test_side_t *host)
+{
+    boot_barrier(gpu_test.eng);
+    CHECK_ST(uccl_conn_close(gpu_test.conn), UCCL_OK);
+    gpu_test_side_fini(dev);
+    gpu_test_side_fini(host);
+    boot_barrier(NULL);
+    CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
+}
+
 /* A failed post leaves req NULL: report that instead of waiting on nothing. */
 uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes)
 {
@@ -494,12 +504,7 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     if (gpu_test.rank == 0)
         printf("%s two-sided GPU<->host 1 B .. 16 MiB, and host/GPU/host messages in order\n",
                gpu_test.failures == f1 ? "ok" : "FAILED");
-    boot_barrier(gpu_test.eng);
-    CHECK_ST(uccl_conn_close(gpu_test.conn), UCCL_OK);
-    gpu_test_side_fini(&dev);
-    gpu_test_side_fini(&host);
-    boot_barrier(NULL);
-    CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
+    gpu_test_teardown(&dev, &host);
     printf("[rank %d] %s: %s\n", gpu_test.rank, name, gpu_test.failures == f0 ? "PASS" : "FAIL");
 }
 

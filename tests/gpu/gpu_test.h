@@ -76,6 +76,9 @@ long gpu_test_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned s
  * regions on gpu_test.eng; -1 on failure. fini deregisters and frees. */
 int gpu_test_side_init(gpu_test_side_t *s, size_t size, int gpu);
 void gpu_test_side_fini(gpu_test_side_t *s);
+/* Both ranks: close the connection, free both sides, destroy the engine
+ * (statuses checked), with a barrier before and between. */
+void gpu_test_teardown(gpu_test_side_t *dev, gpu_test_side_t *host);
 /* Rank 1 describes [off, off+len) of its mr1; rank 0 gets it in rd. */
 void gpu_test_share_rdesc(gpu_test_side_t *s, size_t off, size_t len, uccl_rdesc_t *rd);
 /* Engine on GPU gpu, connected to the peer rank (mode: need_caps only);

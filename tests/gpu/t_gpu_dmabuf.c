@@ -12,21 +12,12 @@
 #include <unistd.h>
 
 #include "gpu/gpu.h"
+#include "check1.h"
 
 #define ALLOC (8u << 20)
 #define OFF 4099u /* not page aligned */
 #define LEN (3u << 20)
 
-static int failures;
-
-#define CHECK(cond, ...)                  \
-    do {                                  \
-        if (!(cond)) {                    \
-            failures++;                   \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");                 \
-        }                                 \
-    } while (0)
 
 static void check_refusals(char *dev)
 {

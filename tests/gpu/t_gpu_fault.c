@@ -323,12 +323,7 @@ static int case_main(const fault_case_t *c)
         return boot_finish(1);
     }
     run_case(c, &dev, &host);
-    boot_barrier(gpu_test.eng);
-    CHECK_ST(uccl_conn_close(gpu_test.conn), UCCL_OK);
-    gpu_test_side_fini(&dev);
-    gpu_test_side_fini(&host);
-    boot_barrier(NULL);
-    CHECK_ST(uccl_engine_destroy(gpu_test.eng), UCCL_OK);
+    gpu_test_teardown(&dev, &host);
     return boot_finish(gpu_test.failures ? 1 : 0);
 }
 

@@ -10,20 +10,11 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
+#include "check1.h"
 #include "../unit/unit_conn.h"
 
 #define LEN (1u << 20)
 
-static int failures;
-
-#define CHECK(cond, ...)                        \
-    do {                                        \
-        if (!(cond)) {                          \
-            failures++;                         \
-            printf("FAIL: " __VA_ARGS__);       \
-            printf("\n");                       \
-        }                                       \
-    } while (0)
 
 /* send/recv then write, 1 MiB each, a -> b, bytes compared */
 static void move_host_bytes(const char *transport)
