@@ -159,13 +159,11 @@ static void fence_close(ipc_tp_t *tp)
 
     if (f == NULL)
         return;
-    tp->open_fence = NULL;
+    tp->open_fence = NULL; /* from now on it is recorded */
     if (f->refs == 0) { /* its only ops failed to start, and waited */
         free(f);
         return;
     }
-    f->recorded = true;
-    ipc_use_device(tp, -1); /* teardown can get here from another thread */
     for (int s = 0; s < tp->nstreams; s++) {
         uccl_gpu_event_t ev;
 
@@ -185,7 +183,7 @@ static void fence_close(ipc_tp_t *tp)
 
 static void fence_put(ipc_tp_t *tp, ipc_fence_t *f)
 {
-    if (f == NULL || --f->refs > 0 || !f->recorded)
+    if (f == NULL || --f->refs > 0 || f == tp->open_fence)
         return; /* an open fence with no op left goes at fence_close */
     while (f->nev > 0)
         event_put(tp, f->ev[--f->nev]);
@@ -239,7 +237,7 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
 
     if (f == NULL)
         return true;
-    if (!f->recorded)
+    if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
     while (f->nev > 0) {
         uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
@@ -259,8 +257,10 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
 {
     if (op->fence == NULL)
         return;
-    if (!op->fence->recorded)
+    if (op->fence == tp->open_fence) {
+        ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
         fence_close(tp);
+    }
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);
 }

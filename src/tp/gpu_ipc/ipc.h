@@ -143,14 +143,14 @@ typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
 
 /* Events recorded on the streams after a run of copies: every op whose
  * copies were issued before them is done when they are. Copies join the
- * engine's open fence as they are issued, and progress records it once for
- * all of them: one event per stream used, not one per op. On one H200 a
+ * engine's open fence (ipc_tp_t.open_fence) as they are issued; progress
+ * records it once for all of them, one event per stream used, not one per
+ * op, and from then on it is no longer open_fence. On one H200 a
  * cudaMemcpyAsync costs the CPU 3.3 us, the same for 4 KiB and 1 MiB, local
  * or IPC-mapped, and an event recorded after each added up to 0.3 us; below
  * a few MiB that CPU time, not the GPU, bounds a window of copies. */
 typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
-    bool recorded;    /* else still open: copies may join */
     unsigned streams; /* streams with copies before it */
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
