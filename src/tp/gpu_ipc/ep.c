@@ -362,8 +362,8 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
  * when it is closed (tp.h, ep_destroy). */
 static void forget_list(uccl_list_t *list)
 {
-    while (!uccl_list_empty(list))
-        uccl_list_del(uccl_list_pop_front(list));
+    while (uccl_list_pop_front(list) != NULL)
+        ;
 }
 
 static void free_list(uccl_list_t *list, size_t link_offset)
