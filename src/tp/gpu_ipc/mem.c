@@ -209,15 +209,11 @@ uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
         st = m->size > 0 ? ipc_use_device(ep->tp, ep->peer_device) : UCCL_ERR_PEER_FAILED;
         if (st == UCCL_OK)
             st = uccl_gpu_ipc_open(&m->handle, &map->ptr);
+        if (st == UCCL_OK && (st = map_check_size(ep, map)) != UCCL_OK)
+            uccl_gpu_ipc_close(map->ptr);
         if (st != UCCL_OK) {
             uccl_error("gpu_ipc: cannot map a %zu-byte allocation of pid %d: %s", (size_t)m->size,
                        ep->peer_pid, uccl_strerror(st));
-            free(map);
-            return st;
-        }
-        st = map_check_size(ep, map);
-        if (st != UCCL_OK) {
-            uccl_gpu_ipc_close(map->ptr);
             free(map);
             return st;
         }
