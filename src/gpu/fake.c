@@ -217,21 +217,28 @@ static bool alloc_add(const fake_alloc_t *a)
     return false;
 }
 
+/* The entry of kind whose base is ptr; with fake_lock held. */
+static fake_alloc_t *alloc_at_locked(const void *ptr, fake_kind_t kind)
+{
+    for (int i = 0; i < FAKE_MAX_ALLOCS; i++)
+        if (fake_allocs[i].kind == kind && fake_allocs[i].base == ptr)
+            return &fake_allocs[i];
+    return NULL;
+}
+
 /* Take the entry whose base is ptr and of kind out of the table. */
 static bool alloc_remove(void *ptr, fake_kind_t kind, fake_alloc_t *out)
 {
-    bool found = false;
+    fake_alloc_t *e;
 
     pthread_mutex_lock(&fake_lock);
-    for (int i = 0; i < FAKE_MAX_ALLOCS && !found; i++) {
-        if (fake_allocs[i].kind == kind && fake_allocs[i].base == ptr) {
-            *out = fake_allocs[i];
-            fake_allocs[i] = (fake_alloc_t){0};
-            found = true;
-        }
+    e = alloc_at_locked(ptr, kind);
+    if (e != NULL) {
+        *out = *e;
+        *e = (fake_alloc_t){0};
     }
     pthread_mutex_unlock(&fake_lock);
-    return found;
+    return e != NULL;
 }
 
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
@@ -499,23 +506,20 @@ uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base
 
 uccl_status_t uccl_gpu_ipc_close(void *base)
 {
-    fake_alloc_t a;
-    bool last = false, found = false;
+    fake_alloc_t a, *e;
+    bool last = false;
     int queued;
 
     pthread_mutex_lock(&fake_lock);
-    for (int i = 0; i < FAKE_MAX_ALLOCS && !found; i++) {
-        fake_alloc_t *e = &fake_allocs[i];
-        if (e->kind != FAKE_MAPPED || e->base != base)
-            continue;
-        found = true;
+    e = alloc_at_locked(base, FAKE_MAPPED);
+    if (e != NULL) {
         a = *e;
         last = --e->refs == 0;
         if (last)
             *e = (fake_alloc_t){0};
     }
     pthread_mutex_unlock(&fake_lock);
-    if (!found) {
+    if (e == NULL) {
         uccl_error("fake GPU: IPC close of %p, which uccl_gpu_ipc_open did not return", base);
         return UCCL_ERR_INVALID_PARAM;
     }
