@@ -384,8 +384,10 @@ static void test_throughput(void)
 
 /* ------------------------------------------------------------------ peer death */
 
-/* Rank 1 reports its own result so far, starts a large send and exits:
- * rank 0 must see UCCL_ERR_PEER_FAILED, never a hang. */
+/* Rank 1 reports its own result so far, starts a large send of tag 98 and
+ * exits mid-transfer. Rank 0 waits on a receive of tag 99, a message that is
+ * never sent: however much of tag 98 got through before the exit, that
+ * receive can only end UCCL_ERR_PEER_FAILED (never OK, never a hang). */
 static void test_peer_death(void)
 {
     size_t len = 64u << 20;
@@ -399,14 +401,14 @@ static void test_peer_death(void)
         child_failures = CU_get_number_of_failures();
         xwrite(&child_failures, sizeof(child_failures));
         memset(buf, 5, len);
-        if (uccl_send(g_conn, mr, 0, len, 99, &req) == UCCL_OK)
+        if (uccl_send(g_conn, mr, 0, len, 98, &req) == UCCL_OK)
             for (int i = 0; i < 20; i++)
                 uccl_engine_progress(g_engine);
         _exit(0); /* mid-transfer, no goodbye */
     }
+    CU_ASSERT_FATAL(uccl_recv(g_conn, mr, 0, len, 99, &req) == UCCL_OK);
     xread(&child_failures, sizeof(child_failures));
     CU_ASSERT(child_failures == 0);
-    CU_ASSERT_FATAL(uccl_recv(g_conn, mr, 0, len, 99, &req) == UCCL_OK);
     CU_ASSERT(xfer_wait(req, NULL) == UCCL_ERR_PEER_FAILED);
     CU_ASSERT(uccl_recv(g_conn, mr, 0, len, 100, &late) == UCCL_ERR_PEER_FAILED);
     uccl_mr_dereg(mr);
