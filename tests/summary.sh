@@ -1,7 +1,8 @@
 #!/bin/sh
 # Summarize 'make check' runs from the .trs files automake's parallel test
 # harness leaves in build trees: one line per test that did not pass (with its
-# log), then "N passed, N failed, N skipped" over all of them. Exit 1 when
+# log), one per case skipped (tests/driver.sh: a test skipped whole, or a
+# "SKIP: " line of one that ran), then "N passed, N failed, N skipped" over all. Exit 1 when
 # anything failed or a build dir holds no results, 2 on bad usage.
 # Usage: tests/summary.sh BUILD_DIR...
 set -u
@@ -22,6 +23,7 @@ for dir in "$@"; do
     while IFS= read -r trs; do
         # A test script may report several results (TAP); count each one.
         results=$(sed -n 's/^:test-result:[[:space:]]*\([A-Z]*\).*/\1/p' "$trs")
+        sed -n "s|^:test-result:[[:space:]]*SKIP[[:space:]]*\(.*\)|SKIP: ${trs%.trs}: \1|p" "$trs"
         [ -n "$results" ] || results=ERROR # no result: the harness was interrupted
         for r in $results; do
             case $r in

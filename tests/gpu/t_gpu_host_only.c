@@ -26,7 +26,7 @@ static void move_host_bytes(const char *transport)
     uccl_rdesc_t rd;
 
     if (unit_pair_open(transport, &p) != UCCL_OK) {
-        printf("skipped: transport %s not usable here\n", transport);
+        printf("SKIP: host bytes over %s: transport not usable here\n", transport);
         free(src);
         free(dst);
         return;

@@ -173,11 +173,12 @@ static int run_case(mt_ctx_t *c, const op_desc_t *d, size_t len, int size_index)
     return all_unsupported;
 }
 
-/* Rank 0 prints why a case was skipped; all ranks agree that it was. */
+/* Rank 0 prints why a case was skipped, as a "SKIP: " line that
+ * tests/driver.sh and tests/rxe/check.sh count; all ranks agree that it was. */
 static void report_skip(mt_ctx_t *c, const char *name)
 {
     if (c->rank == 0) {
-        printf("skip %s [%s, np %d]: reads need RC (the transport answered "
+        printf("SKIP: %s [%s, np %d]: reads need RC (the transport answered "
                "UCCL_ERR_UNSUPPORTED)\n", name, c->transport, c->size);
         fflush(stdout);
     }

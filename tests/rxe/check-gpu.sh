@@ -15,12 +15,13 @@ rxe_reexec "$here/check-gpu.sh" 300
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null || true
 pass=0 fail=0 skip=0
 out=${TMPDIR:-/tmp}/check-verbs-gpu.out
-run() {  # run NAME CMD...: exit 0 pass, 77 skip, else fail
+run() {  # run NAME CMD...: exit 0 pass (+ one skip per "SKIP: " line), 77 skip, else fail
 	local t0=$SECONDS rc
 	"${@:2}" >"$out" 2>&1
 	rc=$?
 	case $rc in
-	0) pass=$((pass + 1)); echo "ok   $1 ($((SECONDS - t0)) s)" ;;
+	0) pass=$((pass + 1)) skip=$((skip + $(grep -c '^SKIP: ' "$out")))
+	   echo "ok   $1 ($((SECONDS - t0)) s)"; grep '^SKIP: ' "$out" | sed 's/^/     /' ;;
 	77) skip=$((skip + 1)); echo "SKIP $1"; tail -3 "$out" | sed 's/^/     /' ;;
 	*) fail=$((fail + 1)); echo "FAIL $1 (exit $rc, $((SECONDS - t0)) s)"
 	   grep -v '^ok ' "$out" | head -40 | sed 's/^/     /' ;;

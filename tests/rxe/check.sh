@@ -23,21 +23,22 @@ sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null ||
 
 pass=0 fail=0 skip=0
 out=${TMPDIR:-/tmp}/check-verbs.out
-run() {  # run NAME CMD...: exit 0 pass, 77 skip, else fail; one line per case
+run() {  # run NAME CMD...: exit 0 pass (+ one skip per "SKIP: " line), 77 skip, else fail
 	local t0=$SECONDS rc
 	"${@:2}" >"$out" 2>&1
 	rc=$?
 	case $rc in
-	0) pass=$((pass + 1)); echo "ok   $1 ($((SECONDS - t0)) s$(skips))" ;;
+	0) pass=$((pass + 1)) skip=$((skip + $(grep -c '^SKIP: ' "$out")))
+	   echo "ok   $1 ($((SECONDS - t0)) s$(skips))" ;;
 	77) skip=$((skip + 1)); echo "SKIP $1"; tail -3 "$out" | sed 's/^/     /' ;;
 	*) fail=$((fail + 1)); echo "FAIL $1 (exit $rc, $((SECONDS - t0)) s)"
 	   grep -v '^ok ' "$out" | head -40 | sed 's/^/     /' ;;
 	esac
 }
-skips() {  # ", N cases skipped: WHY" from t_p2p's "skip NAME: WHY" lines
+skips() {  # ", N cases skipped: WHY" from the "SKIP: NAME: WHY" lines of a run that passed
 	local n why
-	n=$(grep -c '^skip ' "$out")
-	why=$(grep -m1 '^skip ' "$out" | sed 's/^[^:]*: //')
+	n=$(grep -c '^SKIP: ' "$out")
+	why=$(grep -m1 '^SKIP: ' "$out" | sed 's/^SKIP: //')
 	[ "$n" -gt 0 ] && echo ", $n cases skipped: $why"
 }
 skipped() { skip=$((skip + 1)); echo "SKIP $1: $2"; }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "topo/topo.h"
+#include "unit.h"
 
 static char data_dir[512];
 
@@ -347,7 +348,6 @@ int main(void)
 {
     const char *srcdir = getenv("top_srcdir");
     CU_pSuite suite;
-    unsigned failed;
 
     snprintf(data_dir, sizeof(data_dir), "%s/tests/data", srcdir != NULL ? srcdir : ".");
     unsetenv("HWLOC_XMLFILE");
@@ -365,9 +365,5 @@ int main(void)
     CU_add_test(suite, "override errors", test_override_errors);
     CU_add_test(suite, "missing and malformed XML", test_bad_xml);
     CU_add_test(suite, "live machine", test_live_machine);
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-    CU_cleanup_registry();
-    return failed == 0 ? 0 : 1;
+    return unit_run_registered();
 }

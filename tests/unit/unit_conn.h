@@ -140,7 +140,7 @@ static inline int unit_transport_usable(const char *transport)
     uccl_status_t st = unit_engine_create(transport, &e);
 
     if (st != UCCL_OK) {
-        printf("transport %s not usable here (%s): its suite is skipped\n", transport,
+        printf("SKIP: the suites over %s: transport not usable here (%s)\n", transport,
                uccl_status_name(st));
         return 0;
     }
