@@ -137,7 +137,9 @@ struct uccl_engine {
 uint64_t uccl_time_ms(void);
 uint32_t uccl_fnv1a32(const void *data, size_t len);
 uint64_t uccl_random_u64(void);
-uint64_t uccl_host_id(char *hostname, size_t len);
+/* Host identity: hostname + boot id, or the hash of override when it is not
+ * empty (UCCL_HOST_ID); hostname gets the real name either way. */
+uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
 
 /* ---- engine internals (engine.c) */
 /* Progress every transport, pending setups, liveness, deferred teardowns. */

@@ -273,7 +273,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     pthread_mutexattr_destroy(&attr);
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
-    engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname));
+    engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname), engine->cfg.host_id);
     engine->pid = (int)getpid();
     engine->caps = built_in_caps();
     uccl_list_init(&engine->conns);
@@ -388,6 +388,11 @@ int uccl_engine_progress(uccl_engine_t *engine)
 uint64_t uccl_engine_caps(const uccl_engine_t *engine)
 {
     return uccl_engine_check(engine) == UCCL_OK ? engine->caps : 0;
+}
+
+uint64_t uccl_engine_host_id(const uccl_engine_t *engine)
+{
+    return uccl_engine_check(engine) == UCCL_OK ? engine->host_id : 0;
 }
 
 uint64_t uccl_engine_id(const uccl_engine_t *engine)

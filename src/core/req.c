@@ -138,6 +138,7 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
 {
     uccl_engine_t *engine = NULL;
     uint64_t deadline;
+    bool polled = false;
     uccl_status_t st;
 
     if (reqs == NULL && n > 0)
@@ -163,10 +164,14 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
                 pending++;
         if (pending == 0)
             break;
-        if (uccl_time_ms() >= deadline) {
+        /* The deadline is tested after a round of progress, never before the
+         * first: a zero timeout polls once (and a poll loop of wait(0) makes
+         * progress like one of uccl_test). */
+        if (polled && uccl_time_ms() >= deadline) {
             uccl_engine_unlock(engine);
             return UCCL_ERR_TIMEOUT;
         }
+        polled = true;
         idle = uccl_engine_progress_locked(engine) > 0 ? 0 : idle + 1;
         /* Yield after a run of empty polls: an oversubscribed peer (or the
          * progress thread) then gets the CPU it needs to make the progress
