@@ -29,8 +29,22 @@ sanitizer_env() { # run "$@" with the sanitizer settings of the ASan+UBSan build
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$@"
 }
 
+stop() { # stop WHY: a step that the rest depends on failed; still end with the summary line
+    echo "stopped: $*"
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+}
+
+# The README's demo configures in the source tree; the builds below are out of
+# tree, which configure refuses next to an in-tree configuration ("source
+# directory already configured"). Clean it first: the demo rebuilds it.
+if [ -f config.status ]; then
+    step "make distclean (the source tree was configured in place, e.g. by the README's demo)"
+    make distclean >/dev/null 2>&1 || rm -f config.status config.h uccl_build.h Makefile uccl.pc libtool
+fi
+
 step autogen
-./autogen.sh >/dev/null 2>&1 || { ./autogen.sh; exit 1; }
+./autogen.sh >/dev/null 2>&1 || { ./autogen.sh; stop "autogen.sh failed"; }
 
 build() { # build DIR CONFIGURE-ARGS...
     local dir=$1; shift
@@ -40,14 +54,14 @@ build() { # build DIR CONFIGURE-ARGS...
 }
 
 step "build (-Werror)"
-build build/ci || exit 1
+build build/ci || stop "the -Werror build failed"
 grep -A12 'libuccl .* configured' build/ci/configure.out
 step "make check (-Werror build)"
 make -C build/ci -j"$jobs" check >build/ci/check.out 2>&1 || fail=1
 tests/summary.sh build/ci || fail=1
 
 step "build (ASan+UBSan)"
-build build/asan --enable-sanitizers || exit 1
+build build/asan --enable-sanitizers || stop "the ASan+UBSan build failed"
 step "make check (ASan+UBSan build)"
 sanitizer_env make -C build/asan -j"$jobs" check >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
