@@ -36,7 +36,9 @@ static void usage(void)
             "  --mem host|cuda        buffers in host memory (default) or on the GPUs (GPU =\n"
             "                         local rank %% GPU count; e.g. --transport gpu_ipc)\n"
             "The MPI reference (MPI_Isend/Irecv, MPI_Put/MPI_Get with lock_all+flush) runs\n"
-            "the same pattern in the same job; choose its path with mpirun --mca btl ....\n"
+            "the same pattern in the same job; choose its path with mpirun --mca btl ...;\n"
+            "with --transport tcp it is pinned to Open MPI's tcp path (btl tcp,self, pml ob1,\n"
+            "osc pt2pt). The header and the JSON say which path it used.\n"
             "With --mem cuda the references are a plain single-stream cudaMemcpyAsync between\n"
             "the same IPC-mapped buffers and NCCL send/recv (when libnccl.so.2 loads).\n");
 }
@@ -110,37 +112,99 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     }
 }
 
+static const struct option perf_longopts[] = {
+    {"op", required_argument, NULL, 'o'},     {"transport", required_argument, NULL, 't'},
+    {"min", required_argument, NULL, 'a'},    {"max", required_argument, NULL, 'b'},
+    {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
+    {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
+    {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
+    {"rounds", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *long_name(int opt)
+{
+    for (const struct option *l = perf_longopts; l->name != NULL; l++)
+        if (l->val == opt)
+            return l->name;
+    return "?";
+}
+
+/* Parse into o; on an error print (when verbose) what was wrong, then the usage. */
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
 {
-    static const struct option longopts[] = {
-        {"op", required_argument, NULL, 'o'},     {"transport", required_argument, NULL, 't'},
-        {"min", required_argument, NULL, 'a'},    {"max", required_argument, NULL, 'b'},
-        {"iters", required_argument, NULL, 'i'},  {"warmup", required_argument, NULL, 'w'},
-        {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
-        {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
-        {"rounds", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    char path[sizeof(o->ref_path)];
     int opt;
 
+    memcpy(path, o->ref_path, sizeof(path));
     *o = (perf_opts_t){.op = PERF_OP_SEND, .min = PERF_DEFAULT_MIN, .max = PERF_DEFAULT_MAX,
                        .warmup = 2, .window = 16, .rounds = 1};
-    if (argc < 2 || strcmp(argv[1], "p2p") != 0)
+    memcpy(o->ref_path, path, sizeof(path));
+    opterr = verbose; /* getopt names an unknown option or a missing argument itself */
+    if (argc < 2 || strcmp(argv[1], "p2p") != 0) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf: the first argument names the benchmark: p2p%s%s%s\n",
+                    argc < 2 ? "" : " (not '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "')");
         goto err_usage;
-    optind = 2;
-    opterr = verbose;
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (opt == 'h' || parse_one(opt, optarg, o) != 0)
-            goto err_usage;
     }
-    if (optind != argc || o->min > o->max)
+    optind = 2;
+    while ((opt = getopt_long(argc, argv, "", perf_longopts, NULL)) != -1) {
+        if (opt == '?' || opt == 'h')
+            goto err_usage;
+        if (parse_one(opt, optarg, o) != 0) {
+            if (verbose)
+                fprintf(stderr, "uccl_perf: invalid value '%s' for --%s\n", optarg, long_name(opt));
+            goto err_usage;
+        }
+    }
+    if (optind != argc) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf: unexpected argument '%s'\n", argv[optind]);
         goto err_usage;
+    }
+    if (o->min > o->max) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf: --min %zu is larger than --max %zu\n", o->min, o->max);
+        goto err_usage;
+    }
     return 0;
 
 err_usage:
     if (verbose)
         usage();
     return -1;
+}
+
+/* The value of --transport in argv, or NULL (argv is not parsed yet). */
+static const char *transport_arg(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--transport=", 12) == 0)
+            return argv[i] + 12;
+    }
+    return NULL;
+}
+
+void perf_pin_mpi_path(int argc, char **argv, char *path, size_t len)
+{
+    const char *tp = transport_arg(argc, argv), *btl = getenv("OMPI_MCA_btl");
+
+    if (tp != NULL && strcmp(tp, "tcp") == 0) {
+        /* Open MPI reads its MCA parameters from the environment in MPI_Init;
+         * pt2pt is its one-sided component that runs over btl tcp */
+        snprintf(path, len, "btl tcp,self, pml ob1, osc pt2pt (pinned to match --transport tcp%s%s)",
+                 btl != NULL ? "; OMPI_MCA_btl was " : "", btl != NULL ? btl : "");
+        setenv("OMPI_MCA_pml", "ob1", 1);
+        setenv("OMPI_MCA_btl", "tcp,self", 1);
+        setenv("OMPI_MCA_osc", "pt2pt", 1);
+    } else if (btl != NULL) {
+        snprintf(path, len, "btl %s (OMPI_MCA_btl, e.g. mpirun --mca btl)", btl);
+    } else {
+        snprintf(path, len, "the MPI library's default (Open MPI: shared memory, btl vader, "
+                            "between ranks of one host)");
+    }
 }
 
 static const char *op_name(perf_op_t op)
@@ -210,7 +274,6 @@ static void print_gpu_header(const perf_opts_t *o, const char *conn_transport, c
 void perf_print_header(const perf_opts_t *o, const char *conn_transport, const char *gpu)
 {
     char mpi[256], machine[256];
-    const char *btl = getenv("OMPI_MCA_btl");
 
     machine_name(machine, sizeof(machine));
     if (gpu != NULL) {
@@ -224,8 +287,7 @@ void perf_print_header(const perf_opts_t *o, const char *conn_transport, const c
     if (o->no_ref)
         printf("# reference: none (--no-ref)\n");
     else
-        printf("# reference: %s, %s%s%s\n", mpi, ref_pattern(o->op), btl ? ", btl " : "",
-               btl ? btl : "");
+        printf("# reference: %s, %s; path: %s\n", mpi, ref_pattern(o->op), o->ref_path);
     if (o->rounds > 1)
         printf("# each time: the median of %d rounds, uccl and the reference alternating\n",
                o->rounds);
@@ -297,9 +359,10 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
         goto out;
     }
     fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d, "
-               "\"rounds\": %d,\n \"reference\": \"%s (%s)\",\n \"rows\": [\n",
+               "\"rounds\": %d,\n \"reference\": \"%s (%s)\",\n \"reference_path\": \"%s\",\n"
+               " \"rows\": [\n",
             machine, conn_transport, op_name(o->op), o->window, o->rounds, o->no_ref ? "none" : mpi,
-            o->no_ref ? "--no-ref" : ref_pattern(o->op));
+            o->no_ref ? "--no-ref" : ref_pattern(o->op), o->no_ref ? "none" : o->ref_path);
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];
         double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);

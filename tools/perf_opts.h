@@ -18,6 +18,7 @@ typedef struct perf_opts {
     const char *json; /* NULL = no JSON */
     int no_ref;       /* 1 = uccl only */
     int rounds;       /* per size: uccl then the references, this many times; medians */
+    char ref_path[192]; /* the MPI path the reference uses (perf_pin_mpi_path) */
 } perf_opts_t;
 
 #define PERF_ROUNDS_MAX 15
@@ -30,8 +31,13 @@ typedef struct perf_row {
     double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
 } perf_row_t;
 
-/* 0 on success; -1 after printing why (when verbose). */
+/* 0 on success; -1 after printing why, naming the option, and the usage
+ * (when verbose). Keeps o->ref_path. */
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose);
+/* Before MPI_Init: with --transport tcp, pin Open MPI's reference to its tcp
+ * path (pml ob1, btl tcp,self, osc pt2pt) rather than its default (shared
+ * memory on one host); say in path which path the reference uses. */
+void perf_pin_mpi_path(int argc, char **argv, char *path, size_t len);
 /* gpu: "GPU n (bus id), NCCL" with --mem cuda, else NULL. */
 void perf_print_header(const perf_opts_t *o, const char *conn_transport, const char *gpu);
 void perf_print_row(const perf_opts_t *o, const perf_row_t *row);

@@ -2,7 +2,8 @@
 # uccl_perf p2p on 2 ranks over shm and tcp: every op completes and verifies
 # its data (the passive rank of write/read sleeps between polls, and tcp needs
 # it to progress), the JSON parses with one row per size, --no-ref leaves the
-# reference out, and a bad option is refused with the usage text.
+# reference out, the tcp reference runs over Open MPI's tcp path and says so,
+# and a bad option is refused, named once, with the usage text once.
 set -e
 perf=${top_builddir:-.}/tools/uccl_perf
 # no leak check under mpirun, as tests/mpi/run-mpi.sh explains
@@ -49,13 +50,26 @@ check_json "$tmp/rounds.json" 2 1
 grep -q 'the median of 3 rounds' "$tmp/out" || { cat "$tmp/out"; echo "no rounds line"; exit 1; }
 grep -q '"rounds": 3' "$tmp/rounds.json" || { echo "no rounds in the JSON"; exit 1; }
 n=$((n + 1))
-for bad in --no-ref=1 "--rounds 0" "--rounds 16"; do
-    if perf2 $bad; then
-        echo "uccl_perf accepted $bad"; exit 1
+# the tcp reference runs over Open MPI's tcp path, whatever mpirun chose, and says so
+perf2 --transport tcp --op send --min 4K --max 4K --iters 3 --json "$tmp/tcp-path.json" ||
+    { cat "$tmp/out"; echo "uccl_perf tcp send failed"; exit 1; }
+grep -q '^# reference: .*path: btl tcp,self, pml ob1' "$tmp/out" ||
+    { cat "$tmp/out"; echo "the tcp reference path is not pinned or not printed"; exit 1; }
+grep -q '"reference_path": "btl tcp,self' "$tmp/tcp-path.json" ||
+    { echo "no reference_path in the JSON"; exit 1; }
+n=$((n + 1))
+# a bad option is named once (rank 0 only), then the usage once
+for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid value '0' for --rounds" \
+    "--rounds 16|invalid value '16' for --rounds" "--op foo|invalid value 'foo' for --op" \
+    "--bogus|unrecognized option '--bogus'" "extra|unexpected argument 'extra'" \
+    "--min 8K --max 4K|--min 8192 is larger than --max 4096"; do
+    # shellcheck disable=SC2086 # the option and its value are two words
+    if perf2 ${bad%%|*}; then
+        echo "uccl_perf accepted ${bad%%|*}"; exit 1
+    fi
+    if [ "$(grep -c -F -e "${bad#*|}" "$tmp/out")" != 1 ] ||
+        [ "$(grep -c 'usage: mpirun -np 2 uccl_perf p2p' "$tmp/out")" != 1 ]; then
+        cat "$tmp/out"; echo "uccl_perf ${bad%%|*}: want '${bad#*|}' and the usage, once each"; exit 1
     fi
 done
-if perf2 --no-ref=1; then
-    echo "uccl_perf accepted --no-ref=1"; exit 1
-fi
-grep -q 'usage: mpirun -np 2 uccl_perf p2p' "$tmp/out"
 echo "uccl_perf: $((n + 1)) passed, 0 failed"

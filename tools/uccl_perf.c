@@ -422,7 +422,7 @@ static int setup_window(perf_ctx_t *c)
     MPI_Allreduce(&rc, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any && c->rank == 0)
         fprintf(stderr, "uccl_perf: MPI_Win_create failed: this MPI setup has no one-sided "
-                        "path for the reference (with Open MPI try --mca btl self,vader,tcp)\n");
+                        "path for the reference here (see its path in the usage text; or --no-ref)\n");
     return any ? -1 : 0;
 }
 
@@ -511,6 +511,7 @@ int main(int argc, char **argv)
     perf_row_t *rows = NULL;
     int nrows = 0, rc = 0;
 
+    perf_pin_mpi_path(argc, argv, c.o.ref_path, sizeof(c.o.ref_path));
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     rc = perf_parse_args(argc, argv, &c.o, c.rank == 0);
