@@ -44,9 +44,12 @@ skips() {  # ", N cases skipped: WHY" from the "SKIP: NAME: WHY" lines of a run 
 skipped() { skip=$((skip + 1)); echo "SKIP $1: $2"; }
 
 export UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-30000}
-unit=$builddir/tests/unit/test_tp_verbs
+unit=$builddir/tests/unit
 for qp in rc uc; do
-	run "test_tp_verbs $qp ($RXE_DEV <-> $RXE_DEV2)" env UCCL_VERBS_QP_TYPE=$qp timeout 300 "$unit"
+	run "test_tp_conformance verbs $qp ($RXE_DEV <-> $RXE_DEV2)" env UCCL_VERBS_QP_TYPE=$qp \
+		timeout 400 "$unit/test_tp_conformance" verbs
+	run "test_tp_verbs $qp ($RXE_DEV <-> $RXE_DEV2)" env UCCL_VERBS_QP_TYPE=$qp timeout 300 \
+		"$unit/test_tp_verbs"
 done
 
 mpidir=$builddir/tests/mpi

@@ -7,6 +7,7 @@
 #include <CUnit/Basic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <time.h>
 #include <uccl/uccl.h>
 
 /* automake's exit status for "skipped" */
@@ -35,6 +36,7 @@
 static int unit_skip_flag;
 static char unit_skip_why[256];
 static unsigned unit_ncases, unit_nskipped;
+static struct timespec unit_t0;
 
 __attribute__((format(printf, 1, 2))) static inline void unit_skip_note(const char *fmt, ...)
 {
@@ -53,11 +55,16 @@ static void unit_on_start(const CU_pTest t, const CU_pSuite s)
     (void)s;
     unit_skip_flag = 0;
     printf("  Test: %s ...", t->pName);
+    clock_gettime(CLOCK_MONOTONIC, &unit_t0);
 }
 
 static void unit_on_done(const CU_pTest t, const CU_pSuite s, const CU_pFailureRecord f)
 {
+    struct timespec t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     unit_ncases++;
+    printf("(%.2f s) ", (double)(t1.tv_sec - unit_t0.tv_sec) + (t1.tv_nsec - unit_t0.tv_nsec) * 1e-9);
     if (f != NULL) {
         printf("FAILED\n");
         for (CU_pFailureRecord r = f; r != NULL; r = r->pNext)

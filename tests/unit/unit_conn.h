@@ -74,15 +74,17 @@ static inline uccl_status_t unit_connect(uccl_engine_t *a, uccl_engine_t *b, ucc
     return UCCL_OK;
 }
 
-static inline uccl_status_t unit_pair_open(const char *transport, unit_pair_t *p)
+/* Engines a and b from their own parameters (e.g. one RDMA device each), connected. */
+static inline uccl_status_t unit_pair_open_params(const uccl_engine_params_t *pa,
+                                                  const uccl_engine_params_t *pb, unit_pair_t *p)
 {
     uccl_status_t st;
 
     memset(p, 0, sizeof(*p));
-    st = unit_engine_create(transport, &p->a);
+    st = uccl_engine_create(pa, &p->a);
     if (st != UCCL_OK)
         return st;
-    st = unit_engine_create(transport, &p->b);
+    st = uccl_engine_create(pb, &p->b);
     if (st == UCCL_OK)
         st = unit_connect(p->a, p->b, &p->ab, &p->ba);
     if (st != UCCL_OK) {
@@ -92,6 +94,13 @@ static inline uccl_status_t unit_pair_open(const char *transport, unit_pair_t *p
         memset(p, 0, sizeof(*p));
     }
     return st;
+}
+
+static inline uccl_status_t unit_pair_open(const char *transport, unit_pair_t *p)
+{
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS,
+                                   .transports = transport};
+    return unit_pair_open_params(&params, &params, p);
 }
 
 static inline void unit_pair_close(unit_pair_t *p)
