@@ -25,7 +25,8 @@ static uccl_status_t check_create_params(const uccl_comm_params_t *p, uccl_comm_
         return UCCL_ERR_INVALID_PARAM;
     if (p->engine == NULL || p->size < 1 || p->rank < 0 || p->rank >= p->size)
         return UCCL_ERR_INVALID_PARAM;
-    if ((p->field_mask & UCCL_COMM_PARAM_FLAGS) && (p->flags & ~(uint64_t)UCCL_COMM_FLAG_OWN_ENGINE))
+    if ((p->field_mask & UCCL_COMM_PARAM_FLAGS) &&
+        (p->flags & ~(uint64_t)UCCL_COMM_FLAG_OWN_ENGINE) != 0)
         return UCCL_ERR_INVALID_PARAM;
     if ((p->field_mask & UCCL_COMM_PARAM_HOST_IDS) && p->host_ids == NULL)
         return UCCL_ERR_INVALID_PARAM;
