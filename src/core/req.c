@@ -27,6 +27,12 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
     req->has_notif = false;
     req->notif = 0;
     req->msg_seq = 0;
+    req->user_progress = NULL;
+    req->user_arg = NULL;
+    req->parent = NULL;
+    req->children = 0;
+    req->children_status = UCCL_OK;
+    req->tail = NULL;
     uccl_list_init(&req->tp_link);
     memset(req->tp_data, 0, sizeof(req->tp_data));
     req->tp_ptr = NULL;
@@ -65,6 +71,8 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
     uccl_list_del(&req->match_link);
     if (status != UCCL_OK)
         uccl_debug("request %p (op %d) failed: %s", (void *)req, (int)req->op, uccl_strerror(status));
+    if (req->parent != NULL)
+        uccl_rma_msg_piece_done(req->parent, status, bytes);
     if (req->detached)
         uccl_req_release(req);
 }
