@@ -30,6 +30,11 @@ sanitizer_env() { # run "$@" with the sanitizer settings of the ASan+UBSan build
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$@"
 }
 
+steps_skipped=0
+skip_step() { # skip_step WHY: a step that cannot run here counts as one skip in the summary
+    echo "SKIP: $*"
+    steps_skipped=$((steps_skipped + 1))
+}
 stop() { # stop WHY: a step that the rest depends on failed; still end with the summary line
     echo "stopped: $*"
     echo "0 passed, 1 failed, 0 skipped"
@@ -71,7 +76,7 @@ step "build (HIP backend, compile and link only)"
 if [ -e /usr/include/hip/hip_runtime_api.h ]; then
     build build/hip --without-cuda --with-rocm || fail=1
 else
-    echo "skipped: HIP headers not installed (libamdhip64-dev)"
+    skip_step "HIP build: HIP headers not installed (libamdhip64-dev)"
 fi
 
 # The GPU tests (tests/gpu, test_gpu_fake) run for real only here: no GPU
@@ -104,7 +109,7 @@ if [ -x "$rxe_vm/run-in-rxe-vm.sh" ] && grep -q '^check-verbs:' build/ci/Makefil
     make -C build/ci check-verbs >build/ci/verbs.out 2>&1 || fail=1
     tail -30 build/ci/verbs.out
 else
-    echo "skipped: no Soft-RoCE VM at $rxe_vm (set RXE_VM) or no verbs support built"
+    skip_step "verbs tests: no Soft-RoCE VM at $rxe_vm (set RXE_VM) or no verbs support built"
 fi
 
 step "GPU memory over verbs in the Soft-RoCE VM (fake GPU backend)"
@@ -113,7 +118,7 @@ if [ -x "$rxe_vm/run-in-rxe-vm.sh" ] && grep -q '^check-verbs:' build/ci/Makefil
     make -C build/fakegpu check-verbs-gpu >build/fakegpu/verbs-gpu.out 2>&1 || fail=1
     tail -8 build/fakegpu/verbs-gpu.out 2>/dev/null
 else
-    echo "skipped: no Soft-RoCE VM at $rxe_vm (set RXE_VM), no verbs support or no fake GPU build"
+    skip_step "GPU memory over verbs: no Soft-RoCE VM at $rxe_vm (set RXE_VM), no verbs support or no fake GPU build"
 fi
 
 # libFuzzer on every parser of peer bytes, each harness for FUZZ_SECONDS
@@ -127,7 +132,7 @@ if command -v clang >/dev/null 2>&1; then
         fail=1
     grep -E '^(PASS|FAIL)|passed, .*failed' build/fuzz/fuzz.out || tail -30 build/fuzz/fuzz.out
 else
-    echo "skipped: clang is not installed (scripts/install-deps.sh installs it)"
+    skip_step "fuzz: clang is not installed (scripts/install-deps.sh installs it)"
 fi
 
 step "summary"
@@ -153,5 +158,6 @@ if [ -f build/fakegpu/verbs-gpu.out ]; then
         awk '{print $1, $3, $5}')
     p=$((p + ${vp:-0})) f=$((f + ${vf:-1})) k=$((k + ${vk:-0}))
 fi
+k=$((k + steps_skipped)) # whole steps that could not run here
 echo "$p passed, $f failed, $k skipped"
 exit $fail
