@@ -105,22 +105,6 @@ static void buf_free(tc_buf_t *b)
     free(b->p);
 }
 
-static uint8_t pattern(size_t i, unsigned seed) { return (uint8_t)(i * 131u + seed * 7u + (i >> 12)); }
-
-static void fill(uint8_t *p, size_t len, unsigned seed)
-{
-    for (size_t i = 0; i < len; i++)
-        p[i] = pattern(i, seed);
-}
-
-static size_t mismatches(const uint8_t *p, size_t len, unsigned seed)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < len; i++)
-        bad += p[i] != pattern(i, seed);
-    return bad;
-}
-
 /* Drive both engines until the requests are done (their status is checked
  * by finish). */
 static void drive(uccl_req_t **reqs, size_t n)
@@ -202,7 +186,7 @@ static void message(tc_buf_t *s, tc_buf_t *r, int from, size_t len, uint64_t tag
     UNIT_ASSERT_STATUS(finish(reqs[0], NULL), UCCL_OK);
     UNIT_ASSERT_STATUS(finish(reqs[1], &got), UCCL_OK);
     CU_ASSERT_EQUAL(got, len);
-    CU_ASSERT_EQUAL(mismatches(r->p, len, seed), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(r->p, len, seed), 0);
     CU_ASSERT(r->p[len] == 0xee && r->p[len + 15] == 0xee);
 }
 
@@ -210,7 +194,7 @@ static void one_message(int from, size_t len, uint64_t tag, unsigned seed)
 {
     tc_buf_t s = buf_new(from, len), r = buf_new(1 - from, len + 16);
 
-    fill(s.p, len, seed);
+    unit_fill(s.p, len, seed);
     message(&s, &r, from, len, tag, seed, 1);
     buf_free(&s);
     buf_free(&r);
@@ -227,8 +211,8 @@ static void test_sizes(void)
     tc_buf_t s[2] = {buf_new(0, max), buf_new(1, max)};
     tc_buf_t r[2] = {buf_new(0, max + 16), buf_new(1, max + 16)};
 
-    fill(s[0].p, max, 1);
-    fill(s[1].p, max, 2);
+    unit_fill(s[0].p, max, 1);
+    unit_fill(s[1].p, max, 2);
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]) && sizes[i] <= max; i++)
         for (int from = 0; from < 2; from++)
             message(&s[from], &r[1 - from], from, sizes[i], 100 + i, (unsigned)from + 1,
@@ -255,7 +239,7 @@ static void test_vectored(void)
         uccl_req_t *reqs[2];
 
         CU_ASSERT_FATAL(flat != NULL);
-        fill(flat, total, 9);
+        unit_fill(flat, total, 9);
         memcpy(a1.p, flat, n);
         memcpy(a2.p + 10, flat + n, 2 * n);
         memcpy(a1.p + n, flat + 3 * n, 5);
@@ -268,7 +252,7 @@ static void test_vectored(void)
         memset(flat, 0, total);
         memcpy(flat, b1.p + 1, 1000);
         memcpy(flat + 1000, b2.p, total - 1000);
-        CU_ASSERT_EQUAL(mismatches(flat, total, 9), 0);
+        CU_ASSERT_EQUAL(unit_mismatches(flat, total, 9), 0);
         free(flat);
         buf_free(&a1);
         buf_free(&a2);
@@ -290,7 +274,7 @@ static void test_many_in_flight(void)
     for (int side = 0; side < 2; side++) {
         for (int i = 0; i < N; i++) {
             size_t len = ((size_t)i * 4999 + 3) % slot;
-            fill(sb[side].p + i * slot, len, (unsigned)(1000 * side + i));
+            unit_fill(sb[side].p + i * slot, len, (unsigned)(1000 * side + i));
             UNIT_ASSERT_STATUS(uccl_recv(conn_of(side), rb[side].mr, i * slot, slot, (uint64_t)(i % 4),
                                          &reqs[2 * N * side + i]), UCCL_OK);
             UNIT_ASSERT_STATUS(uccl_send(conn_of(side), sb[side].mr, i * slot, len, (uint64_t)(i % 4),
@@ -304,7 +288,7 @@ static void test_many_in_flight(void)
             UNIT_ASSERT_STATUS(finish(reqs[2 * N * side + i], &got), UCCL_OK);
             UNIT_ASSERT_STATUS(finish(reqs[2 * N * side + N + i], NULL), UCCL_OK);
             CU_ASSERT_EQUAL(got, len);
-            CU_ASSERT_EQUAL(mismatches(rb[side].p + i * slot, len, (unsigned)(1000 * (1 - side) + i)), 0);
+            CU_ASSERT_EQUAL(unit_mismatches(rb[side].p + i * slot, len, (unsigned)(1000 * (1 - side) + i)), 0);
         }
         buf_free(&sb[side]);
         buf_free(&rb[side]);
@@ -323,7 +307,7 @@ static void test_truncation(void)
         tc_buf_t s = buf_new(0, len), r = buf_new(1, len);
         uccl_req_t *send, *recv;
 
-        fill(s.p, len, (unsigned)k + 20);
+        unit_fill(s.p, len, (unsigned)k + 20);
         /* posted first: fails when the message arrives */
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, r.mr, 0, len - 1, 77, &recv), UCCL_OK);
         UNIT_ASSERT_STATUS(uccl_send(P.ab, s.mr, 0, len, 77, &send), UCCL_OK);
@@ -336,7 +320,7 @@ static void test_truncation(void)
         UNIT_ASSERT_STATUS(finish(recv, &got), UCCL_OK);
         UNIT_ASSERT_STATUS(finish(send, NULL), UCCL_OK);
         CU_ASSERT_EQUAL(got, len);
-        CU_ASSERT_EQUAL(mismatches(r.p, len, (unsigned)k + 20), 0);
+        CU_ASSERT_EQUAL(unit_mismatches(r.p, len, (unsigned)k + 20), 0);
         buf_free(&s);
         buf_free(&r);
     }
@@ -357,24 +341,24 @@ static void test_write_notify(void)
     size_t got = 0;
 
     UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, cap, &rd), UCCL_OK);
-    fill(l.p, len, 21);
+    unit_fill(l.p, len, 21);
     UNIT_ASSERT_STATUS(uccl_write(P.ab, l.mr, 0, len, &rd, 64, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(finish(req, &got), UCCL_OK);
     CU_ASSERT_EQUAL(got, len);
-    CU_ASSERT_EQUAL(mismatches(t.p + 64, len, 21), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(t.p + 64, len, 21), 0);
     UNIT_ASSERT_STATUS(uccl_write(P.ab, l.mr, 0, 10, &rd, cap - 5, &req), UCCL_ERR_OUT_OF_BOUNDS);
-    fill(l.p, len, 22);
+    unit_fill(l.p, len, 22);
     UNIT_ASSERT_STATUS(uccl_writev(P.ab, iov, 3, &rd, 1, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_OK);
-    CU_ASSERT_EQUAL(mismatches(t.p + 1, len, 22), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(t.p + 1, len, 22), 0);
     for (int i = 0; i < 2; i++) { /* a full 64-bit value, then one an immediate can carry */
         uint64_t value = i == 0 ? 0xfedcba9876543210ull : 0x1001u;
-        fill(l.p, len, 23u + (unsigned)i);
+        unit_fill(l.p, len, 23u + (unsigned)i);
         UNIT_ASSERT_STATUS(uccl_write_notify(P.ab, l.mr, 0, len, &rd, 0, value, &req), UCCL_OK);
         UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_OK);
         UNIT_ASSERT_STATUS(notif_wait(1, &v), UCCL_OK);
         CU_ASSERT_EQUAL(v, value);
-        CU_ASSERT_EQUAL(mismatches(t.p, len, 23u + (unsigned)i), 0);
+        CU_ASSERT_EQUAL(unit_mismatches(t.p, len, 23u + (unsigned)i), 0);
     }
     UNIT_ASSERT_STATUS(uccl_notif_poll(P.ba, &v), UCCL_ERR_NOT_FOUND);
     buf_free(&t);
@@ -417,7 +401,7 @@ static void test_read(void)
     size_t got = 0;
 
     UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, len + 3, &rd), UCCL_OK);
-    fill(t.p + 3, len, 31);
+    unit_fill(t.p + 3, len, 31);
     st = uccl_read(P.ab, l.mr, 100, len, &rd, 3, &req);
     if (st == UCCL_ERR_UNSUPPORTED && tc_uc()) {
         buf_free(&t);
@@ -427,12 +411,12 @@ static void test_read(void)
     UNIT_ASSERT_STATUS(st, UCCL_OK);
     UNIT_ASSERT_STATUS(finish(req, &got), UCCL_OK);
     CU_ASSERT_EQUAL(got, len);
-    CU_ASSERT_EQUAL(mismatches(l.p + 100, len, 31), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(l.p + 100, len, 31), 0);
     memset(l.p, 0, len + 100);
     UNIT_ASSERT_STATUS(uccl_readv(P.ab, iov, 3, &rd, 3, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(finish(req, &got), UCCL_OK);
     CU_ASSERT_EQUAL(got, 5000 + 70000 + 12345);
-    CU_ASSERT_EQUAL(mismatches(l.p, 5000, 31), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(l.p, 5000, 31), 0);
     CU_ASSERT(memcmp(l.p + 6000, t.p + 3 + 5000, 70000) == 0);
     CU_ASSERT(memcmp(l.p + 80000, t.p + 3 + 75000, 12345) == 0);
     UNIT_ASSERT_STATUS(uccl_read(P.ab, l.mr, 0, 0, &rd, 0, &req), UCCL_OK);
@@ -473,12 +457,12 @@ static void test_remote_access_refused(void)
 
         UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, len, &rd), UCCL_OK);
         buf_free(&t);
-        fill(l.p, len, 1);
+        unit_fill(l.p, len, 1);
         UNIT_ASSERT_STATUS(uccl_write(P.ab, l.mr, 0, len, &rd, 0, &req), UCCL_OK);
         UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_ERR_REMOTE_ACCESS);
         UNIT_ASSERT_STATUS(uccl_read(P.ab, l.mr, 0, len, &rd, 0, &req), UCCL_OK);
         UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_ERR_REMOTE_ACCESS);
-        CU_ASSERT_EQUAL(mismatches(l.p, len, 1), 0); /* nothing landed */
+        CU_ASSERT_EQUAL(unit_mismatches(l.p, len, 1), 0); /* nothing landed */
         UNIT_ASSERT_STATUS(uccl_write_notify(P.ab, l.mr, 0, len, &rd, 0, 42, &req), UCCL_OK);
         UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_ERR_REMOTE_ACCESS);
         buf_free(&l);
@@ -587,16 +571,18 @@ static CU_TestInfo tc_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-/* One init/cleanup pair per transport: CUnit's callbacks take no argument. */
-#define TC_SUITE_FNS(i)                                                                        \
-    static int init_##i(void) { tc = &tc_transports[i]; return suite_init(); }                \
-    static int cleanup_##i(void) { return suite_cleanup(); }
-TC_SUITE_FNS(0)
-TC_SUITE_FNS(1)
-TC_SUITE_FNS(2)
-TC_SUITE_FNS(3)
-static const CU_InitializeFunc tc_inits[TC_NTRANSPORTS] = {init_0, init_1, init_2, init_3};
-static const CU_CleanupFunc tc_cleanups[TC_NTRANSPORTS] = {cleanup_0, cleanup_1, cleanup_2, cleanup_3};
+/* CUnit's suite callbacks take no argument: the running suite's name says
+ * which transport it is for. */
+static int tc_init(void)
+{
+    const char *name = CU_get_current_suite()->pName;
+
+    for (size_t i = 0; i < TC_NTRANSPORTS; i++)
+        if (strncmp(name, tc_transports[i].suite, strlen(tc_transports[i].suite)) == 0 &&
+            (name[strlen(tc_transports[i].suite)] == '\0' || name[strlen(tc_transports[i].suite)] == ' '))
+            tc = &tc_transports[i];
+    return suite_init();
+}
 
 static int wanted(const char *suite, int argc, char **argv)
 {
@@ -622,8 +608,8 @@ int main(int argc, char **argv)
         tc = &tc_transports[i];
         if (!unit_transport_usable(tc->transport))
             continue;
-        suites[n++] = (CU_SuiteInfo){tc_uc() ? "verbs (UC QPs)" : tc_transports[i].suite,
-                                     tc_inits[i], tc_cleanups[i], NULL, NULL, tc_tests};
+        suites[n++] = (CU_SuiteInfo){tc_uc() ? "verbs (UC QPs)" : tc_transports[i].suite, tc_init,
+                                     suite_cleanup, NULL, NULL, tc_tests};
     }
     suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
     if (n == 0) {

@@ -23,8 +23,6 @@ static int suite_cleanup(void)
     return 0;
 }
 
-static uint8_t pattern(size_t i, unsigned seed) { return (uint8_t)(i * 131u + seed * 7u + (i >> 12)); }
-
 /* Both ways, each size posted first and unexpected, bytes compared. */
 static void test_split_sizes(void)
 {
@@ -41,7 +39,7 @@ static void test_split_sizes(void)
         UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], buf[side], cap, 0, &smr[side]), UCCL_OK);
         UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], rbuf[side], cap, 0, &rmr[side]), UCCL_OK);
         for (size_t i = 0; i < cap; i++)
-            buf[side][i] = pattern(i, (unsigned)side + 3);
+            buf[side][i] = unit_pattern(i, (unsigned)side + 3);
     }
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         for (int order = 0; order < 4; order++) {
@@ -61,7 +59,7 @@ static void test_split_sizes(void)
             uccl_req_bytes(reqs[1], &got);
             CU_ASSERT_EQUAL(got, sizes[k]);
             for (size_t i = 0; i < sizes[k]; i++)
-                bad += rbuf[to][i] != pattern(i, (unsigned)from + 3);
+                bad += rbuf[to][i] != unit_pattern(i, (unsigned)from + 3);
             CU_ASSERT_EQUAL(bad, 0);
             CU_ASSERT_EQUAL(rbuf[to][sizes[k]], 0);
             uccl_req_free(reqs[0]);

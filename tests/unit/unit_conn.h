@@ -138,6 +138,27 @@ static inline uccl_status_t unit_drive(unit_pair_t *p, uccl_req_t **reqs, size_t
     }
 }
 
+/* Test data: byte i of pattern seed; unit_mismatches counts the bytes of p
+ * that differ from it. */
+static inline uint8_t unit_pattern(size_t i, unsigned seed)
+{
+    return (uint8_t)(i * 131u + seed * 7u + (i >> 12));
+}
+
+static inline void unit_fill(uint8_t *p, size_t len, unsigned seed)
+{
+    for (size_t i = 0; i < len; i++)
+        p[i] = unit_pattern(i, seed);
+}
+
+static inline size_t unit_mismatches(const uint8_t *p, size_t len, unsigned seed)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < len; i++)
+        bad += p[i] != unit_pattern(i, seed);
+    return bad;
+}
+
 /* Which transports to run the live suites over; a suite is registered only
  * when an engine with that transport alone can be created here. */
 static const char *const unit_transports[] = {"shm", "tcp"};
