@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
 . "$here/reexec.sh"
-rxe_reexec "$here/check.sh" 600 MPIEXEC="${MPIEXEC:-}"
+rxe_reexec "$here/check.sh" 900 MPIEXEC="${MPIEXEC:-}"
 
 # Inside the VM. The veth pair hands every packet to the backlog queue of
 # the receiving side (netdev_max_backlog, 1000 by default); the emulated CPU
