@@ -1,4 +1,4 @@
-/* Unit tests of the configuration tables (src/core/config.c): every value
+/* Unit tests of the configuration tables (src/util/config.c, src/core/core_config.c): every value
  * type, malformed values rejected with nothing written, environment
  * overrides, printing, and the tables compiled in. */
 #include <limits.h>
