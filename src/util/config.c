@@ -5,13 +5,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "util/log.h"
-#include <pthread.h>
 
 static int parse_bool(const char *t)
 {
@@ -199,6 +199,7 @@ uccl_status_t uccl_cfg_register_absent(const char *prefix, const char *what)
         if (strcmp(absent[i].prefix, prefix) == 0)
             goto out;
     if (nabsent == UCCL_CFG_TABLES_MAX) {
+        uccl_error("config registry full: prefix UCCL_%s* not registered as absent", prefix);
         st = UCCL_ERR_NO_MEMORY;
         goto out;
     }
