@@ -1,5 +1,6 @@
 #!/bin/bash
 # Build and run every test libuccl has on a machine without GPU or RDMA NIC:
+#  0. the include rules of docs/LAYERS.md (scripts/check-layers.sh)
 #  1. -Werror build, make check (unit, transport, MPI, example tests)
 #  2. ASan+UBSan build, make check again
 #  3. HIP backend build (compile and link only: no AMD GPU here)
@@ -51,6 +52,10 @@ fi
 
 step autogen
 ./autogen.sh >/dev/null 2>&1 || { ./autogen.sh; stop "autogen.sh failed"; }
+
+# also a test of every make check below (counted there, with its self-test)
+step "layer check (docs/LAYERS.md include rules)"
+scripts/check-layers.sh || fail=1
 
 build() { # build DIR CONFIGURE-ARGS...
     local dir=$1; shift

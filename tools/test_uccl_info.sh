@@ -13,6 +13,23 @@ grep -q 'transports (compiled in)' "$tmp/live.txt"
 "$info" -c >"$tmp/config.txt"
 grep -q '^UCCL_NET_DEVICES=' "$tmp/config.txt"
 "$info" --json >"$tmp/live.json"
+# the configuration through the public uccl_config_dump: an unknown variable
+# is listed with the closest legal name, a malformed value keeps the default
+UCCL_TIMEOUT_MX=7 UCCL_RCACHE=maybe "$info" -c >"$tmp/config-env.txt"
+grep -q '^UCCL_TIMEOUT_MX=7$' "$tmp/config-env.txt"
+grep -q 'did you mean UCCL_TIMEOUT_MS?' "$tmp/config-env.txt"
+grep -q "invalid value 'maybe' ignored" "$tmp/config-env.txt"
+UCCL_TIMEOUT_MX=7 UCCL_TIMEOUT_MS=1234 "$info" -c --json >"$tmp/config.json"
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/config.json" <<'PY'
+import json, sys
+cfg = {c["name"]: c for c in json.load(open(sys.argv[1]))["config"]}
+assert cfg["UCCL_TIMEOUT_MS"]["value"] == "1234" and cfg["UCCL_TIMEOUT_MS"]["state"] == "env", cfg["UCCL_TIMEOUT_MS"]
+assert cfg["UCCL_TIMEOUT_MX"]["state"] == "unknown", cfg["UCCL_TIMEOUT_MX"]
+assert cfg["UCCL_TIMEOUT_MX"]["hint"] == "UCCL_TIMEOUT_MS", cfg["UCCL_TIMEOUT_MX"]
+assert cfg["UCCL_LOG_LEVEL"]["state"] == "default", cfg["UCCL_LOG_LEVEL"]
+PY
+fi
 if grep -q '"topology":{"status":"UCCL_ERR_UNSUPPORTED"' "$tmp/live.json"; then
     if command -v python3 >/dev/null 2>&1; then
         python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/live.json"

@@ -2,16 +2,18 @@
  * and usable, configuration, topology and the NIC each GPU would use), as a
  * human report or --json for scripts.
  *
- * It links the internal library (like the unit tests): it includes
- * src/core/config.h only to print the configuration tables, src/core/tp.h to
- * list the transports compiled in, and src/topo/topo.h for the topology. */
+ * The configuration comes from the public uccl_config_dump. For the rest it
+ * links the internal library (like the unit tests): src/core/tp.h lists the
+ * transports compiled in, src/core/core_config.h gives the topology settings,
+ * src/gpu/gpu.h the runtime's GPUs and src/topo/topo.h the topology (until a
+ * public topology dump exists). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uccl/uccl.h>
 
-#include "core/config.h"
+#include "core/core_config.h"
 #include "core/tp.h"
 #include "gpu/gpu.h"
 #include "topo/topo.h"
@@ -84,60 +86,32 @@ static void report_transports(FILE *out, const info_opts_t *opts)
 
 /* ------------------------------------------------------------ config */
 
-/* uccl_cfg_print writes "UCCL_NAME=value\n    # doc\n"; the JSON form is
- * made from that text so that values are formatted in one place. */
-static void json_config_table(FILE *out, const uccl_cfg_table_t *table, const void *cfg,
-                              bool *first)
-{
-    char *text = NULL, *line, *save = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-
-    if (mem == NULL)
-        return;
-    uccl_cfg_print(table, cfg, mem);
-    fclose(mem);
-    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        char *eq = strchr(line, '='), *doc = strtok_r(NULL, "\n", &save);
-        if (eq == NULL)
-            continue;
-        *eq = '\0';
-        fprintf(out, "%s{\"name\":", *first ? "" : ",");
-        json_string(out, line);
-        fprintf(out, ",\"value\":");
-        json_string(out, eq + 1);
-        fprintf(out, ",\"doc\":");
-        json_string(out, doc != NULL ? doc + strspn(doc, " #") : "");
-        fputc('}', out);
-        *first = false;
-    }
-    free(text);
-}
-
+/* The public dump (uccl_config_dump) formats every value; the tool only
+ * sizes the buffer and prints it. */
 static int report_config(FILE *out, const info_opts_t *opts)
 {
-    const uccl_cfg_table_t *const *tables = uccl_cfg_tables();
-    bool first = true;
-    int rc = 0;
+    unsigned flags = opts->json ? UCCL_CONFIG_DUMP_JSON : 0;
+    size_t len = 0;
+    char *text = NULL;
+    uccl_status_t st = uccl_config_dump(flags, NULL, &len);
 
-    if (opts->json)
-        fprintf(out, "\"config\":[");
-    for (size_t i = 0; tables[i] != NULL; i++) {
-        void *cfg = calloc(1, tables[i]->struct_size);
-        uccl_status_t st = cfg != NULL ? uccl_cfg_parse(tables[i], cfg) : UCCL_ERR_NO_MEMORY;
-
-        if (st != UCCL_OK) {
-            fprintf(stderr, "uccl_info: configuration: %s (defaults shown)\n", uccl_strerror(st));
-            rc = 1;
+    while (st == UCCL_ERR_BUFFER_TOO_SMALL) { /* grows only if the environment changes */
+        char *bigger = realloc(text, len);
+        if (bigger == NULL) {
+            st = UCCL_ERR_NO_MEMORY;
+            break;
         }
-        if (opts->json)
-            json_config_table(out, tables[i], st == UCCL_OK ? cfg : NULL, &first);
-        else
-            uccl_cfg_print(tables[i], st == UCCL_OK ? cfg : NULL, out);
-        free(cfg);
+        text = bigger;
+        st = uccl_config_dump(flags, text, &len);
     }
-    fprintf(out, opts->json ? "]," : "\n");
-    return rc;
+    if (st != UCCL_OK) {
+        fprintf(stderr, "uccl_info: configuration: %s\n", uccl_strerror(st));
+        free(text);
+        return 1;
+    }
+    fprintf(out, opts->json ? "\"config\":%s," : "%s\n", text);
+    free(text);
+    return 0;
 }
 
 /* ------------------------------------------------------------ topology */
@@ -249,6 +223,25 @@ static int print_choices(FILE *out, const uccl_topo_t *topo, const char *overrid
     return rc;
 }
 
+/* The topology, with the GPUs numbered as the runtime numbers them (as the
+ * engine does: topo itself never asks the runtime). */
+static uccl_status_t load_topology(const char *xml, uccl_topo_t **topo)
+{
+    char ids[64][UCCL_GPU_BUS_ID_MAX];
+    const char *busids[64];
+    int n = 0;
+
+    if (uccl_gpu_count(&n) != UCCL_OK || n < 0)
+        n = 0;
+    n = n > 64 ? 64 : n;
+    for (int dev = 0; dev < n; dev++) {
+        if (uccl_gpu_pci_bus_id(dev, ids[dev], sizeof(ids[dev])) != UCCL_OK)
+            ids[dev][0] = '\0';
+        busids[dev] = ids[dev];
+    }
+    return uccl_topo_load_gpus(xml, busids, n, topo);
+}
+
 static int report_topology(FILE *out, const info_opts_t *opts)
 {
     uccl_config_t cfg;
@@ -260,7 +253,7 @@ static int report_topology(FILE *out, const info_opts_t *opts)
     if (xml == NULL && st == UCCL_OK && cfg.topo_xml[0] != '\0')
         xml = cfg.topo_xml;
     if (st == UCCL_OK)
-        st = uccl_topo_load(xml, &topo);
+        st = load_topology(xml, &topo);
     if (st != UCCL_OK) {
         if (opts->json) {
             fprintf(out, "\"topology\":{\"status\":");

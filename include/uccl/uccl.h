@@ -406,6 +406,57 @@ UCCL_API uccl_status_t uccl_req_finish(uccl_req_t *req, uccl_status_t status, si
  * the background and is then recycled. Errors: UCCL_ERR_INVALID_HANDLE. */
 UCCL_API uccl_status_t uccl_req_free(uccl_req_t *req);
 
+/* ---------------------------------------------------------------- logging and configuration */
+
+/* Log levels, as UCCL_LOG_LEVEL names them (error, warn, info, debug, trace). */
+typedef enum {
+    UCCL_LOG_ERROR = 0,
+    UCCL_LOG_WARN,
+    UCCL_LOG_INFO,
+    UCCL_LOG_DEBUG,
+    UCCL_LOG_TRACE,
+} uccl_log_level_t;
+
+/* Receives each log line that passes UCCL_LOG_LEVEL instead of stderr: the
+ * level, the source file's base name and line, the message (no prefix, no
+ * newline), and the arg given to uccl_log_set_sink. It may be called from any
+ * thread that calls into the library (and from the progress thread), at
+ * times with an engine's lock held: it must not call back into libuccl. */
+typedef void (*uccl_log_sink_t)(void *arg, uccl_log_level_t level, const char *file, int line,
+                                const char *msg);
+
+/* Route log lines to sink (NULL = back to stderr, the default, where lines
+ * read "[uccl host:pid file:line] level message"). Process-wide. Thread-safe;
+ * a line being written while the sink changes may still reach the previous
+ * one, so keep the previous arg valid until no libuccl call is running. */
+UCCL_API void uccl_log_set_sink(uccl_log_sink_t sink, void *arg);
+
+/* Flags of uccl_config_dump. */
+enum {
+    UCCL_CONFIG_DUMP_JSON = 1u << 0,     /* a JSON array instead of text */
+    UCCL_CONFIG_DUMP_DEFAULTS = 1u << 1, /* built-in defaults; the environment is ignored */
+};
+
+/* Describe every UCCL_* setting of this build (core, transports, GPU layer)
+ * with the value the environment gives it now, and every UCCL_* variable of
+ * the environment that this build does not know (named with the closest
+ * legal name when one is close). Text: per variable "UCCL_NAME=value" and
+ * indented "    # ..." lines (its doc; a malformed value shows the default
+ * and a line saying the value was ignored). JSON: an array of objects
+ * {"name", "value", "default" (known ones), "state", "doc", and "raw" for a
+ * malformed value, "hint" for an unknown name}, state being "default" (not
+ * set), "env" (set and valid), "invalid" (set, malformed: default used),
+ * "unknown" (no such setting) or "unused" (a setting of a part this build
+ * left out, e.g. UCCL_VERBS_* without verbs).
+ * buf receives NUL-terminated text; on entry *len is its size (buf may be
+ * NULL when *len is 0), on return *len is the size the text needs, NUL
+ * included, whatever the result: call once with *len = 0 to size the buffer.
+ * The environment never makes it fail. Thread-safe (the environment must not
+ * change meanwhile). Errors: UCCL_ERR_BUFFER_TOO_SMALL (nothing written),
+ * UCCL_ERR_INVALID_PARAM (len NULL, buf NULL with *len > 0, unknown flags),
+ * UCCL_ERR_NO_MEMORY. */
+UCCL_API uccl_status_t uccl_config_dump(unsigned flags, char *buf, size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,10 +9,13 @@
 #include <stdint.h>
 #include <uccl/uccl.h>
 
-#include "config.h"
-#include "list.h"
-#include "log.h"
-#include "pool.h"
+#include "core/core_config.h"
+#include "util/bytes.h"
+#include "util/config.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/pool.h"
+#include "util/sys.h"
 #include "req.h"
 #include "tp.h"
 
@@ -135,14 +138,6 @@ struct uccl_engine {
     bool has_progress_thread;
 };
 
-/* ---- time and hashing (util.c) */
-uint64_t uccl_time_ms(void);
-uint32_t uccl_fnv1a32(const void *data, size_t len);
-uint64_t uccl_random_u64(void);
-/* Host identity: hostname + boot id, or the hash of override when it is not
- * empty (UCCL_HOST_ID); hostname gets the real name either way. */
-uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
-
 /* ---- writemsg / readmsg (xfer.c) */
 /* A piece of a multi-piece request finished (uccl_req_complete calls it). */
 void uccl_rma_msg_piece_done(uccl_req_t *parent, uccl_status_t status, size_t bytes);
@@ -158,6 +153,10 @@ int uccl_greq_progress(uccl_engine_t *engine);
 void uccl_greq_cancel_all(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
+/* The topology of engine->cfg.topo_xml (or the live machine) with the GPU
+ * runtime's ordinals (engine_topo.c); errors as uccl_topo_load. */
+typedef struct uccl_topo uccl_topo_t;
+uccl_status_t uccl_engine_topo_load(const uccl_engine_t *engine, uccl_topo_t **topo);
 /* Progress every transport, pending setups, liveness, deferred teardowns. */
 int uccl_engine_progress_locked(uccl_engine_t *engine);
 uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
@@ -238,33 +237,5 @@ typedef struct uccl_rdesc_fields {
 
 void uccl_rdesc_encode(const uccl_rdesc_fields_t *f, uccl_rdesc_t *rdesc);
 uccl_status_t uccl_rdesc_decode(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *f);
-
-/* ---- small helpers shared by parsers */
-static inline void uccl_put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static inline void uccl_put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline void uccl_put_u64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static inline uint16_t uccl_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-static inline uint32_t uccl_get_u32(const uint8_t *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-static inline uint64_t uccl_get_u64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 #endif

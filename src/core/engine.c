@@ -184,7 +184,7 @@ static void progress_thread_affinity(uccl_engine_t *engine)
 
     if (engine->gpu_index < 0 ||
         uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) != UCCL_OK ||
-        uccl_topo_load(engine->cfg.topo_xml[0] ? engine->cfg.topo_xml : NULL, &topo) != UCCL_OK)
+        uccl_engine_topo_load(engine, &topo) != UCCL_OK)
         return;
     gpu = uccl_topo_gpu_by_busid(topo, busid);
     if (gpu != NULL && uccl_topo_cpuset(topo, gpu->index, -1, &set) == UCCL_OK &&

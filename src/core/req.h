@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <uccl/uccl.h>
 
-#include "list.h"
+#include "util/list.h"
 #include "tp.h"
 
 #define UCCL_MAGIC_REQ 0x51455243u

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <uccl/uccl.h>
 
-#include "config.h"
-#include "list.h"
+#include "util/config.h"
+#include "util/list.h"
 
 #define UCCL_TP_MAX 8
 
@@ -125,6 +125,9 @@ static inline uint64_t uccl_tp_caps(const uccl_tp_t *tp) { return tp->ops->caps 
 
 /* The transports compiled in, NULL-terminated, in no particular order. */
 const struct uccl_tp_ops *const *uccl_tp_list(void);
+/* Hand the config tables of the transports compiled in to the registry
+ * (util/config.h), and the prefixes of those left out. */
+void uccl_tp_config_register(void);
 
 /* Optional ops are checked by table size and non-NULL (libfabric FI_CHECK_OP). */
 #define UCCL_TP_HAS_OP(ops, op) \

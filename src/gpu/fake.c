@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/sys.h"
 #include "gpu/fake.h"
 
 #define FAKE_MAX_ALLOCS 1024

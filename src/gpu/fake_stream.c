@@ -32,7 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
+#include "util/config.h"
+#include "util/list.h"
+#include "util/log.h"
 #include "gpu/fake.h"
 
 #define FAKE_FAULTS_MAX 16
@@ -83,6 +85,11 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
 };
 
 static const uccl_cfg_table_t fake_cfg_table = {"FAKE_GPU_", fake_cfg_fields, sizeof(fake_cfg_t)};
+
+const uccl_cfg_table_t *uccl_gpu_config_table(void)
+{
+    return &fake_cfg_table;
+}
 
 static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
 static uccl_list_t fake_streams = UCCL_LIST_INIT(fake_streams);

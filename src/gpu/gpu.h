@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <uccl/uccl.h>
 
+#include "util/config.h"
+
 typedef struct uccl_gpu_ptr_attr {
     uccl_mem_type_t type; /* UCCL_MEM_HOST for anything the runtime does not own */
     int device;           /* GPU ordinal, -1 for host */
@@ -32,6 +34,9 @@ typedef struct uccl_gpu_event *uccl_gpu_event_t;
 
 /* "cuda", "hip" or "none". */
 const char *uccl_gpu_backend(void);
+/* The backend's configuration table (the fake backend's UCCL_FAKE_GPU_*),
+ * or NULL; core registers it with the others. */
+const uccl_cfg_table_t *uccl_gpu_config_table(void);
 /* Classify a pointer. Never fails for host pointers. */
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
 

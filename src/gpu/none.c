@@ -9,6 +9,11 @@ const char *uccl_gpu_backend(void)
     return "none";
 }
 
+const uccl_cfg_table_t *uccl_gpu_config_table(void)
+{
+    return NULL;
+}
+
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
 {
     attr->type = UCCL_MEM_HOST;

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "gpu/gpu.h"
 
 /* Every runtime name used below: rtX is cudaX or hipX. Two levels of pasting
@@ -106,6 +106,11 @@ static uccl_status_t rt_check(rtError_t err, const char *what)
 const char *uccl_gpu_backend(void)
 {
     return RT_NAME(RT_PREFIX);
+}
+
+const uccl_cfg_table_t *uccl_gpu_config_table(void)
+{
+    return NULL;
 }
 
 static void attr_host(const void *ptr, uccl_gpu_ptr_attr_t *attr)

@@ -4,7 +4,7 @@
  * Contract for transports (verbs, ofi, tcp) and the engine:
  *   uccl_topo_t *topo;
  *   uccl_topo_choice_t choice;
- *   st = uccl_topo_load(cfg.topo_xml[0] ? cfg.topo_xml : NULL, &topo);
+ *   st = uccl_engine_topo_load(engine, &topo);   (core.h: topo_xml + GPU ordinals)
  *   if (st == UCCL_ERR_UNSUPPORTED)   built without hwloc: take the first
  *       ...                            active device, as before topology
  *   st = uccl_topo_select_nics(topo, gpu_busid_or_NULL, cfg.net_devices, &choice);
@@ -109,12 +109,18 @@ typedef struct uccl_topo_query {
 } uccl_topo_query_t;
 
 /* Load the topology: from xml when non-NULL, else HWLOC_XMLFILE when set,
- * else the live machine (with I/O devices). On the live machine GPU runtime
- * ordinals are matched to PCI ids (uccl_gpu_pci_bus_id).
+ * else the live machine (with I/O devices). GPUs keep device -1 (no runtime
+ * ordinal); uccl_topo_load_gpus numbers them.
  * Errors: UCCL_ERR_UNSUPPORTED (built without hwloc), UCCL_ERR_NOT_FOUND (xml
  * file missing or unreadable), UCCL_ERR_INVALID_PARAM (xml malformed),
  * UCCL_ERR_NO_MEMORY, UCCL_ERR_IO (hwloc failed on the live machine). */
 uccl_status_t uccl_topo_load(const char *xml, uccl_topo_t **topo);
+/* The same, and on the live machine the GPUs are numbered as the GPU
+ * runtime numbers them: busids[i] is the PCI bus id of runtime ordinal i
+ * ("" or NULL when unknown), for i < n. The caller (the engine) asks the
+ * runtime; topo never does, so it builds and tests without a GPU layer. */
+uccl_status_t uccl_topo_load_gpus(const char *xml, const char *const *busids, int n,
+                                  uccl_topo_t **topo);
 void uccl_topo_free(uccl_topo_t *topo);
 
 /* Where the topology came from ("live machine" or the XML path) and the

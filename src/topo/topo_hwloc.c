@@ -8,8 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/log.h"
-#include "gpu/gpu.h"
+#include "util/log.h"
 #include "topo/topo_priv.h"
 
 #define TOPO_NICS_MAX 64 /* topo_select.c sizes its scratch arrays by this */
@@ -299,17 +298,12 @@ static void pair_distance(hwloc_topology_t hw, hwloc_obj_t gpu, hwloc_obj_t nic,
 }
 
 /* Runtime ordinals, so that "GPU index" means what CUDA/HIP call it. */
-static void map_runtime_ordinals(topo_scan_t *scan)
+static void map_runtime_ordinals(topo_scan_t *scan, const char *const *busids, int count)
 {
-    char busid[UCCL_TOPO_BUSID_MAX + 8];
     uint64_t want, have;
-    int count = 0;
 
-    if (uccl_gpu_count(&count) != UCCL_OK)
-        return;
-    for (int dev = 0; dev < count; dev++) {
-        if (uccl_gpu_pci_bus_id(dev, busid, sizeof(busid)) != UCCL_OK ||
-            !uccl_topo_parse_busid(busid, &want))
+    for (int dev = 0; busids != NULL && dev < count; dev++) {
+        if (busids[dev] == NULL || !uccl_topo_parse_busid(busids[dev], &want))
             continue;
         for (int i = 0; i < scan->ngpus; i++)
             if (uccl_topo_parse_busid(scan->gpus[i].busid, &have) && have == want)
@@ -451,6 +445,12 @@ err_not_found:
 
 uccl_status_t uccl_topo_load(const char *xml, uccl_topo_t **topo)
 {
+    return uccl_topo_load_gpus(xml, NULL, 0, topo);
+}
+
+uccl_status_t uccl_topo_load_gpus(const char *xml, const char *const *busids, int n,
+                                  uccl_topo_t **topo)
+{
     topo_scan_t *scan;
     const char *path = xml;
     uccl_status_t st;
@@ -471,7 +471,7 @@ uccl_status_t uccl_topo_load(const char *xml, uccl_topo_t **topo)
     scan_nics(scan);
     if (hwloc_topology_is_thissystem(scan->hw)) {
         scan_virtual_verbs(scan);
-        map_runtime_ordinals(scan);
+        map_runtime_ordinals(scan, busids, n);
     }
     st = build_topo(scan, topo);
     if (st != UCCL_OK)

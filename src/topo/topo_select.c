@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/log.h"
+#include "util/log.h"
 #include "topo/topo_priv.h"
 
 /* Sort key of a GPU-NIC pair: the class first; within PXB fewer bridges win

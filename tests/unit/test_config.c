@@ -1,4 +1,4 @@
-/* Unit tests of the configuration tables (src/core/config.c): every value
+/* Unit tests of the configuration tables (src/util/config.c, src/core/core_config.c): every value
  * type, malformed values rejected with nothing written, environment
  * overrides, printing, and the tables compiled in. */
 #include <limits.h>
@@ -295,7 +295,7 @@ static void test_table_print(void)
 /* Every compiled-in table: core first, defaults parse, names unique. */
 static void test_compiled_tables(void)
 {
-    const uccl_cfg_table_t *const *tables = uccl_cfg_tables();
+    const uccl_cfg_table_t *const *tables = uccl_config_tables();
     char buf[UCCL_CFG_STRING_MAX + 16];
     size_t n = 0;
 
@@ -309,7 +309,8 @@ static void test_compiled_tables(void)
                 CU_ASSERT_STRING_NOT_EQUAL(f->name, g->name);
         }
     }
-    CU_ASSERT(n >= 1 && n <= UCCL_TP_MAX + 1);
+    CU_ASSERT(n >= 1 && n <= UCCL_TP_MAX + 2); /* core, GPU layer, transports */
+    CU_ASSERT_PTR_EQUAL(uccl_config_tables(), uccl_cfg_tables()); /* registered once */
 }
 
 static void test_core_config(void)

@@ -227,7 +227,7 @@ static uccl_status_t verbs_open_by_topo(tp_verbs_t *v, const uccl_engine_t *engi
     uccl_topo_query_t query = {.numa_node = -1, .kinds = UCCL_TOPO_NIC_VERBS};
     uccl_topo_choice_t choice;
     uccl_topo_t *topo;
-    uccl_status_t st = uccl_topo_load(engine->cfg.topo_xml[0] ? engine->cfg.topo_xml : NULL, &topo);
+    uccl_status_t st = uccl_engine_topo_load(engine, &topo);
 
     if (st != UCCL_OK) {
         uccl_info("verbs: no topology (%s): taking the first device with an ACTIVE port",

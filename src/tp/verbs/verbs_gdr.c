@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "uccl_build.h"
-#include "core/log.h"
+#include "util/log.h"
 #include "gpu/gpu.h"
 #include "topo/topo.h"
 #include "verbs.h"

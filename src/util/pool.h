@@ -2,12 +2,12 @@
  * system before the pool is destroyed, and freed ones are reused oldest
  * first, so a stale handle still points at readable memory whose magic says
  * "released" (caught as UCCL_ERR_INVALID_HANDLE) for as long as possible. */
-#ifndef UCCL_CORE_POOL_H
-#define UCCL_CORE_POOL_H
+#ifndef UCCL_UTIL_POOL_H
+#define UCCL_UTIL_POOL_H
 
 #include <stddef.h>
 
-#include "list.h"
+#include "util/list.h"
 
 typedef struct uccl_pool {
     size_t elem_size;

@@ -1,5 +1,5 @@
 /* Fixed-size object pool with FIFO reuse (see pool.h for why). */
-#include "pool.h"
+#include "util/pool.h"
 
 #include <stdlib.h>
 

@@ -1,47 +1,17 @@
-/* The core configuration table and the generic table parser and printer. */
-#include "config.h"
+/* The generic table parser and printer, and the registry of the tables
+ * compiled in. */
+#include "util/config.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "log.h"
-#include "tp.h"
-
-#define CORE_FIELD(name, dflt, doc, field, type) {name, dflt, doc, offsetof(uccl_config_t, field), type}
-
-static const uccl_cfg_field_t core_fields[] = {
-    CORE_FIELD("LOG_LEVEL", "warn", "log level: error, warn, info, debug, trace", log_level,
-               UCCL_CFG_LOGLEVEL),
-    CORE_FIELD("TIMEOUT_MS", "60000",
-               "bound on every wait that depends on a peer (connect, accept, uccl_wait); > 0",
-               timeout_ms, UCCL_CFG_INT),
-    CORE_FIELD("TRANSPORTS", "", "comma list of transports allowed (empty = all usable)", transports,
-               UCCL_CFG_STRING),
-    CORE_FIELD("NET_DEVICES", "", "network devices to use, e.g. mlx5_0:1,rxe0 (empty = by topology)",
-               net_devices, UCCL_CFG_STRING),
-    CORE_FIELD("PROGRESS_THREAD", "0", "1 = progress the engine from a background thread",
-               progress_thread, UCCL_CFG_BOOL),
-    CORE_FIELD("RCACHE", "1", "1 = share registrations of the same range (registration cache)",
-               rcache, UCCL_CFG_BOOL),
-    CORE_FIELD("OOB_IFADDR", "",
-               "IPv4 address to listen on for connection setup and advertise (empty = the host's "
-               "first non-loopback address, else 127.0.0.1)",
-               oob_ifaddr, UCCL_CFG_STRING),
-    CORE_FIELD("HOST_ID", "",
-               "host identity to advertise instead of hostname + boot id (test use: ranks with "
-               "different values on one machine act as different hosts and never use shm)",
-               host_id, UCCL_CFG_STRING),
-    CORE_FIELD("TOPO_XML", "", "hwloc XML file to load instead of the live machine", topo_xml,
-               UCCL_CFG_STRING),
-    {NULL, NULL, NULL, 0, 0},
-};
-
-const uccl_cfg_table_t uccl_core_config_table = {"", core_fields, sizeof(uccl_config_t)};
+#include "util/log.h"
 
 static int parse_bool(const char *t)
 {
@@ -157,7 +127,7 @@ uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg)
     return st;
 }
 
-static void format_value(const uccl_cfg_field_t *f, const void *src, char *buf, size_t len)
+void uccl_cfg_format_value(const uccl_cfg_field_t *f, const void *src, char *buf, size_t len)
 {
     static const char *const levels[] = {"error", "warn", "info", "debug", "trace"};
     int level;
@@ -180,38 +150,83 @@ void uccl_cfg_print(const uccl_cfg_table_t *table, const void *cfg, FILE *out)
 
     for (const uccl_cfg_field_t *f = table->fields; f->name != NULL; f++) {
         if (cfg != NULL)
-            format_value(f, (const char *)cfg + f->offset, value, sizeof(value));
+            uccl_cfg_format_value(f, (const char *)cfg + f->offset, value, sizeof(value));
         else
             snprintf(value, sizeof(value), "%s", f->dflt);
         fprintf(out, "UCCL_%s%s=%s\n    # %s\n", table->prefix, f->name, value, f->doc);
     }
 }
 
-const uccl_cfg_table_t *const *uccl_cfg_tables(void)
-{
-    static const uccl_cfg_table_t *tables[UCCL_TP_MAX + 2];
+/* ---------------------------------------------------------------- registry */
 
-    if (tables[0] == NULL) {
-        size_t n = 0;
-        tables[n++] = &uccl_core_config_table;
-        for (const struct uccl_tp_ops *const *ops = uccl_tp_list(); *ops != NULL; ops++)
-            if ((*ops)->config_table != NULL)
-                tables[n++] = (*ops)->config_table;
-        tables[n] = NULL;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static const uccl_cfg_table_t *registry[UCCL_CFG_TABLES_MAX + 1]; /* NULL-terminated */
+static struct {
+    const char *prefix, *what;
+} absent[UCCL_CFG_TABLES_MAX];
+static size_t nregistered, nabsent;
+
+uccl_status_t uccl_cfg_register(const uccl_cfg_table_t *table)
+{
+    uccl_status_t st = UCCL_OK;
+
+    if (table == NULL || table->prefix == NULL || table->fields == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nregistered; i++)
+        if (registry[i] == table)
+            goto out;
+    if (nregistered == UCCL_CFG_TABLES_MAX) {
+        uccl_error("config registry full (%d tables): UCCL_%s* not registered",
+                   UCCL_CFG_TABLES_MAX, table->prefix);
+        st = UCCL_ERR_NO_MEMORY;
+        goto out;
     }
-    return tables;
+    registry[nregistered++] = table;
+out:
+    pthread_mutex_unlock(&registry_lock);
+    return st;
 }
 
-uccl_status_t uccl_config_get(uccl_config_t *cfg)
+uccl_status_t uccl_cfg_register_absent(const char *prefix, const char *what)
 {
-    uccl_status_t st = uccl_cfg_parse(&uccl_core_config_table, cfg);
+    uccl_status_t st = UCCL_OK;
 
-    if (st != UCCL_OK)
-        return st;
-    if (cfg->timeout_ms <= 0) {
-        uccl_error("UCCL_TIMEOUT_MS must be > 0 (got %d)", cfg->timeout_ms);
+    if (prefix == NULL || what == NULL || prefix[0] == '\0')
         return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nabsent; i++)
+        if (strcmp(absent[i].prefix, prefix) == 0)
+            goto out;
+    if (nabsent == UCCL_CFG_TABLES_MAX) {
+        uccl_error("config registry full: prefix UCCL_%s* not registered as absent", prefix);
+        st = UCCL_ERR_NO_MEMORY;
+        goto out;
     }
-    uccl_log_level_current = (uccl_log_level_t)cfg->log_level;
-    return UCCL_OK;
+    absent[nabsent].prefix = prefix;
+    absent[nabsent].what = what;
+    nabsent++;
+out:
+    pthread_mutex_unlock(&registry_lock);
+    return st;
+}
+
+const uccl_cfg_table_t *const *uccl_cfg_tables(void)
+{
+    return registry;
+}
+
+/* The part a prefix-absent variable belongs to, or NULL (name without UCCL_). */
+const char *uccl_cfg_absent_part(const char *name, size_t len)
+{
+    const char *what = NULL;
+
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < nabsent && what == NULL; i++) {
+        size_t plen = strlen(absent[i].prefix);
+        if (len >= plen && strncmp(name, absent[i].prefix, plen) == 0)
+            what = absent[i].what;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return what;
 }

@@ -1,6 +1,6 @@
 /* Intrusive doubly linked list (circular, with a head node). */
-#ifndef UCCL_CORE_LIST_H
-#define UCCL_CORE_LIST_H
+#ifndef UCCL_UTIL_LIST_H
+#define UCCL_UTIL_LIST_H
 
 #include <stddef.h>
 

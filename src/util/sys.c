@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "util/sys.h"
 
 uint64_t uccl_time_ms(void)
 {

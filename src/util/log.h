@@ -1,15 +1,10 @@
-/* Levelled logging: UCCL_LOG_LEVEL=error|warn|info|debug|trace,
- * lines prefixed "[uccl host:pid file:line] LEVEL". */
-#ifndef UCCL_CORE_LOG_H
-#define UCCL_CORE_LOG_H
+/* Levelled logging: UCCL_LOG_LEVEL=error|warn|info|debug|trace, lines
+ * prefixed "[uccl host:pid file:line] LEVEL" on stderr, or handed to the
+ * sink set with uccl_log_set_sink (uccl.h). The levels are public. */
+#ifndef UCCL_UTIL_LOG_H
+#define UCCL_UTIL_LOG_H
 
-typedef enum {
-    UCCL_LOG_ERROR = 0,
-    UCCL_LOG_WARN,
-    UCCL_LOG_INFO,
-    UCCL_LOG_DEBUG,
-    UCCL_LOG_TRACE,
-} uccl_log_level_t;
+#include <uccl/uccl.h>
 
 extern uccl_log_level_t uccl_log_level_current;
 

@@ -1,0 +1,116 @@
+/* The core configuration table, the registry of every table of this build,
+ * the once-per-process unknown-variable warning and uccl_config_dump. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core_config.h"
+#include "core/tp.h"
+#include "gpu/gpu.h"
+#include "util/log.h"
+
+extern char **environ;
+
+#define CORE_FIELD(name, dflt, doc, field, type) {name, dflt, doc, offsetof(uccl_config_t, field), type}
+
+static const uccl_cfg_field_t core_fields[] = {
+    CORE_FIELD("LOG_LEVEL", "warn", "log level: error, warn, info, debug, trace", log_level,
+               UCCL_CFG_LOGLEVEL),
+    CORE_FIELD("TIMEOUT_MS", "60000",
+               "bound on every wait that depends on a peer (connect, accept, uccl_wait); > 0",
+               timeout_ms, UCCL_CFG_INT),
+    CORE_FIELD("TRANSPORTS", "", "comma list of transports allowed (empty = all usable)", transports,
+               UCCL_CFG_STRING),
+    CORE_FIELD("NET_DEVICES", "", "network devices to use, e.g. mlx5_0:1,rxe0 (empty = by topology)",
+               net_devices, UCCL_CFG_STRING),
+    CORE_FIELD("PROGRESS_THREAD", "0", "1 = progress the engine from a background thread",
+               progress_thread, UCCL_CFG_BOOL),
+    CORE_FIELD("RCACHE", "1", "1 = share registrations of the same range (registration cache)",
+               rcache, UCCL_CFG_BOOL),
+    CORE_FIELD("OOB_IFADDR", "",
+               "IPv4 address to listen on for connection setup and advertise (empty = the host's "
+               "first non-loopback address, else 127.0.0.1)",
+               oob_ifaddr, UCCL_CFG_STRING),
+    CORE_FIELD("HOST_ID", "",
+               "host identity to advertise instead of hostname + boot id (test use: ranks with "
+               "different values on one machine act as different hosts and never use shm)",
+               host_id, UCCL_CFG_STRING),
+    CORE_FIELD("TOPO_XML", "", "hwloc XML file to load instead of the live machine", topo_xml,
+               UCCL_CFG_STRING),
+    {NULL, NULL, NULL, 0, 0},
+};
+
+const uccl_cfg_table_t uccl_core_config_table = {"", core_fields, sizeof(uccl_config_t)};
+
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static pthread_once_t check_once = PTHREAD_ONCE_INIT;
+
+/* Each layer hands its tables over; config itself knows none of them. */
+static void tables_register(void)
+{
+    const uccl_cfg_table_t *gpu = uccl_gpu_config_table();
+
+    uccl_cfg_register(&uccl_core_config_table);
+    if (gpu != NULL)
+        uccl_cfg_register(gpu);
+    uccl_tp_config_register();
+}
+
+const uccl_cfg_table_t *const *uccl_config_tables(void)
+{
+    pthread_once(&tables_once, tables_register);
+    return uccl_cfg_tables();
+}
+
+static void check_env(void)
+{
+    uccl_config_tables();
+    uccl_cfg_check_env(environ);
+}
+
+uccl_status_t uccl_config_get(uccl_config_t *cfg)
+{
+    uccl_status_t st = uccl_cfg_parse(&uccl_core_config_table, cfg);
+
+    if (st != UCCL_OK)
+        return st;
+    if (cfg->timeout_ms <= 0) {
+        uccl_error("UCCL_TIMEOUT_MS must be > 0 (got %d)", cfg->timeout_ms);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    uccl_log_level_current = (uccl_log_level_t)cfg->log_level;
+    /* after the level is set, so that UCCL_LOG_LEVEL=error silences it */
+    pthread_once(&check_once, check_env);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_config_dump(unsigned flags, char *buf, size_t *len)
+{
+    const unsigned known = UCCL_CONFIG_DUMP_JSON | UCCL_CONFIG_DUMP_DEFAULTS;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out;
+
+    if (len == NULL || (buf == NULL && *len != 0) || (flags & ~known) != 0)
+        return UCCL_ERR_INVALID_PARAM;
+    uccl_config_tables();
+    out = open_memstream(&text, &size);
+    if (out == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    uccl_cfg_dump(out, (flags & UCCL_CONFIG_DUMP_JSON ? UCCL_CFG_DUMP_JSON : 0) |
+                           (flags & UCCL_CONFIG_DUMP_DEFAULTS ? UCCL_CFG_DUMP_DEFAULTS : 0),
+                  environ);
+    if (fclose(out) != 0 || text == NULL) {
+        free(text);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    if (*len < size + 1) {
+        *len = size + 1;
+        free(text);
+        return UCCL_ERR_BUFFER_TOO_SMALL;
+    }
+    memcpy(buf, text, size + 1);
+    *len = size + 1;
+    free(text);
+    return UCCL_OK;
+}

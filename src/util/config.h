@@ -1,0 +1,99 @@
+/* Configuration as data: tables of {name, default, doc, offset, type} that
+ * parse UCCL_* environment variables into a struct, print defaults and
+ * document themselves (UCX's config parser idea). This file is generic: each
+ * layer keeps its own table beside its code (core, each transport, the fake
+ * GPU) and hands it to the registry here, so that the printer, the dump and
+ * the unknown-variable check know every legal name. */
+#ifndef UCCL_UTIL_CONFIG_H
+#define UCCL_UTIL_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <uccl/uccl.h>
+
+typedef enum {
+    UCCL_CFG_INT,    /* int, decimal */
+    UCCL_CFG_BOOL,   /* int 0/1: 0 1 y n yes no on off true false */
+    UCCL_CFG_SIZE,   /* size_t with optional K/M/G suffix (powers of 1024) */
+    UCCL_CFG_STRING, /* char[UCCL_CFG_STRING_MAX], "" when unset */
+    UCCL_CFG_LOGLEVEL, /* int, error|warn|info|debug|trace */
+} uccl_cfg_type_t;
+
+#define UCCL_CFG_STRING_MAX 256
+
+typedef struct uccl_cfg_field {
+    const char *name;  /* without the UCCL_ prefix */
+    const char *dflt;
+    const char *doc;
+    size_t offset;
+    uccl_cfg_type_t type;
+} uccl_cfg_field_t;
+
+typedef struct uccl_cfg_table {
+    const char *prefix; /* "" for core, "TCP_" etc. for a transport */
+    const uccl_cfg_field_t *fields; /* ended by {NULL} */
+    size_t struct_size;
+} uccl_cfg_table_t;
+
+/* Parse one value of the given type into dst. Returns UCCL_ERR_INVALID_PARAM
+ * (nothing written) when text is malformed or out of range. */
+uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void *dst);
+
+/* Fill cfg from defaults, then from the environment ("UCCL_" prefix name).
+ * A malformed variable is an error naming it; nothing is half-parsed. */
+uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg);
+
+/* Format the field's value at src as text (the inverse of parse_value). */
+void uccl_cfg_format_value(const uccl_cfg_field_t *f, const void *src, char *buf, size_t len);
+
+/* Print "UCCL_NAME=value  # doc" for every field of cfg (or the defaults when
+ * cfg is NULL). */
+void uccl_cfg_print(const uccl_cfg_table_t *table, const void *cfg, FILE *out);
+
+/* ---- registry: the tables of this build.
+ * Registration is meant to happen once, before the first reader (core does
+ * it under a pthread_once); it is serialized by a lock, and a table given
+ * twice is kept once. Readers see a NULL-terminated list. */
+#define UCCL_CFG_TABLES_MAX 16
+/* Errors: UCCL_ERR_INVALID_PARAM (NULL), UCCL_ERR_NO_MEMORY (registry full). */
+uccl_status_t uccl_cfg_register(const uccl_cfg_table_t *table);
+/* A variable prefix of a part this build left out ("VERBS_" without verbs):
+ * its variables are reported as unused by this build, not as unknown.
+ * what names the part ("verbs"). Both strings must stay valid. */
+uccl_status_t uccl_cfg_register_absent(const char *prefix, const char *what);
+/* The registered tables, NULL-terminated. */
+const uccl_cfg_table_t *const *uccl_cfg_tables(void);
+/* The absent part whose prefix starts name[0..len) (without UCCL_), or NULL. */
+const char *uccl_cfg_absent_part(const char *name, size_t len);
+
+/* ---- the environment against the registry */
+typedef enum {
+    UCCL_CFG_VAR_KNOWN,  /* a field of a registered table */
+    UCCL_CFG_VAR_ABSENT, /* under a prefix registered as absent */
+    UCCL_CFG_VAR_UNKNOWN,
+} uccl_cfg_var_kind_t;
+
+/* Classify the variable name (with its UCCL_ prefix, up to '=' or the end).
+ * For an unknown one, hint (when non-NULL) receives the closest legal name
+ * within a small edit distance, or "" when none is close. what (when
+ * non-NULL) receives the absent part's name for UCCL_CFG_VAR_ABSENT. */
+uccl_cfg_var_kind_t uccl_cfg_classify(const char *name, char *hint, size_t hint_len,
+                                      const char **what);
+
+/* Warn (once per call) about each UCCL_* variable of env (an environ-style
+ * array) that no registered table knows, naming the closest known name;
+ * variables of absent parts are said at info level. Returns the number of
+ * unknown variables. */
+int uccl_cfg_check_env(char *const *env);
+
+/* ---- dump: every registered variable with its value, as text or JSON,
+ * plus the unknown UCCL_* variables of the environment. */
+enum {
+    UCCL_CFG_DUMP_JSON = 1u << 0,     /* JSON array instead of text */
+    UCCL_CFG_DUMP_DEFAULTS = 1u << 1, /* built-in defaults, environment ignored */
+};
+/* Write the dump to out. Never fails on the environment: a malformed value
+ * shows the default and is marked invalid. */
+void uccl_cfg_dump(FILE *out, unsigned flags, char *const *env);
+
+#endif

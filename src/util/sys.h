@@ -1,0 +1,19 @@
+/* Clock, hashing, randomness and host identity (sys.c). */
+#ifndef UCCL_UTIL_SYS_H
+#define UCCL_UTIL_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Monotonic milliseconds. */
+uint64_t uccl_time_ms(void);
+uint32_t uccl_fnv1a32(const void *data, size_t len);
+/* A non-zero random value (getrandom, else time and pid). */
+uint64_t uccl_random_u64(void);
+/* Hostname into hostname[len] and a 64-bit identity of this host (hostname
+ * and boot id): equal values mean the same host and kernel. A non-empty
+ * override (UCCL_HOST_ID, test use) names a host of its own instead; the
+ * hostname is the real one either way. */
+uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
+
+#endif
