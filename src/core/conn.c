@@ -40,6 +40,7 @@ static uccl_conn_t *conn_alloc(uccl_engine_t *engine)
     uccl_list_init(&conn->reqs);
     uccl_list_init(&conn->posted);
     uccl_list_init(&conn->held);
+    uccl_list_init(&conn->salvaged);
     uccl_list_init(&conn->link);
     return conn;
 }
@@ -78,6 +79,7 @@ void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason)
         conn->engine->teardowns_pending--;
     }
     conn_release_endpoints(conn, reason);
+    uccl_msg_salvaged_free(conn);
     uccl_list_del(&conn->link);
     free(conn->notifs);
     conn->notifs = NULL;
@@ -104,6 +106,7 @@ static void release_failed(uccl_list_t *list)
         uccl_conn_t *conn = uccl_container_of(pos, uccl_conn_t, link);
         if (conn->teardown_pending) {
             conn->teardown_pending = false;
+            uccl_msg_salvage(conn);
             conn_release_endpoints(conn, conn->state);
         }
     }
@@ -571,6 +574,18 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
 
 /* ------------------------------------------------------------------ liveness, close */
 
+/* Has every endpoint handed over what the departed peer sent before it went?
+ * (Transports without ep_drained get the grace period alone.) */
+static bool conn_drained(uccl_conn_t *conn)
+{
+    for (int i = 0; i < UCCL_TP_MAX; i++) {
+        uccl_tp_ep_t *ep = conn->ep[i];
+        if (ep != NULL && UCCL_TP_HAS_OP(ep->tp->ops, ep_drained) && !ep->tp->ops->ep_drained(ep))
+            return false;
+    }
+    return true;
+}
+
 void uccl_conn_progress_liveness(uccl_engine_t *engine)
 {
     uccl_list_t *pos;
@@ -588,7 +603,9 @@ void uccl_conn_progress_liveness(uccl_engine_t *engine)
             uccl_debug("setup socket of %s pid %d closed; draining", conn->peer_host, conn->peer_pid);
         }
         now = uccl_time_ms();
-        if (now - conn->peer_gone_ms >= PEER_GONE_GRACE_MS)
+        if (now - conn->peer_gone_ms < PEER_GONE_GRACE_MS)
+            continue;
+        if (conn_drained(conn) || now - conn->peer_gone_ms >= (uint64_t)engine->cfg.timeout_ms)
             uccl_conn_fail(conn, UCCL_ERR_PEER_FAILED);
     }
 }

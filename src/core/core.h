@@ -87,6 +87,7 @@ struct uccl_conn {
     uint64_t rx_msg_next; /* lowest message number not arrived yet */
     uccl_list_t posted;   /* receives not matched yet, in posting order */
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
+    uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;
     uccl_list_t link;     /* engine->conns or engine->accept_q */
@@ -197,6 +198,10 @@ void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
  * its own record of the message (payload or rendezvous data). */
 struct uccl_msg {
     uint64_t seq, tag, len;
+    /* Set by the transport once every byte is here: msg_deliver into a host
+     * receive then finishes it at once, without the peer, so the message
+     * outlives a failed connection (uccl_msg_salvage). */
+    bool complete;
     uccl_tp_ep_t *ep; /* set by uccl_msg_hold */
     uccl_list_t link;
 };
@@ -216,6 +221,15 @@ void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
 /* Forget held messages of a connection going away (their transports free
  * the records in ep_destroy). */
 void uccl_msg_forget(uccl_conn_t *conn);
+/* The connection failed: before its endpoints go, copy the held messages
+ * that fully arrived (in order, up to the first that did not) to the core,
+ * so that later receives still get them: a completed send is a promise. */
+void uccl_msg_salvage(uccl_conn_t *conn);
+/* A receive posted on a failed connection: give it the oldest salvaged
+ * message of its tag (host memory only). false = none, req untouched. */
+bool uccl_msg_take_salvaged(uccl_conn_t *conn, uccl_req_t *req);
+bool uccl_msg_has_salvaged(const uccl_conn_t *conn);
+void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);

@@ -405,6 +405,15 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     free(ep);
 }
 
+/* The peer is gone: what it put in our ring before is read by progress
+ * (its mapping is ours too); done once the ring is empty. */
+static bool shm_ep_drained(uccl_tp_ep_t *base)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+
+    return !ep->connected || shm_ring_empty(&ep->rx);
+}
+
 static int shm_progress(uccl_tp_t *base)
 {
     shm_tp_t *tp = (shm_tp_t *)base;
@@ -443,4 +452,5 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .post_write = shm_post_rma,
     .post_read = shm_post_rma,
     .progress = shm_progress,
+    .ep_drained = shm_ep_drained,
 };

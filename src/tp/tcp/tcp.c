@@ -251,22 +251,13 @@ static void tcp_handle_event(tcp_tp_t *tp, const struct epoll_event *ev)
         tcp_stream_t *s = uccl_container_of(poll, tcp_stream_t, poll);
         if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             s->readable = true;
+        if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            s->rdhup = true;
         if (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             s->writable = true;
         if (s->state == TCP_STREAM_CONNECTING && (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
             tcp_stream_connect_done(s);
     }
-}
-
-/* A failing endpoint first hands over what its other streams still hold. */
-static void tcp_ep_drain_and_fail(tcp_ep_t *ep)
-{
-    for (int i = 0; i < ep->nstreams; i++)
-        if (ep->streams[i].state == TCP_STREAM_UP) {
-            ep->streams[i].readable = true;
-            tcp_stream_rx(&ep->streams[i], SIZE_MAX);
-        }
-    tcp_ep_fail(ep, "a stream to the peer closed");
 }
 
 static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
@@ -275,15 +266,18 @@ static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
 
     if (ep->base.conn->state != UCCL_OK)
         return 0;
-    for (int i = 0; i < ep->nstreams && !ep->failing; i++) {
+    for (int i = 0; i < ep->nstreams; i++) {
         tcp_stream_t *s = &ep->streams[i];
         if (s->state == TCP_STREAM_UP && s->readable)
             events += tcp_stream_rx(s, tp->cfg.progress_bytes);
     }
     if (!ep->failing)
         events += tcp_ep_tx(ep, tp->cfg.progress_bytes);
-    if (ep->failing)
-        tcp_ep_drain_and_fail(ep);
+    /* a stream ended: the peer is going; the messages its other streams
+     * still carry are read to their end first (a completed send is a promise) */
+    if (ep->failing && ep->base.conn->state == UCCL_OK &&
+        (tcp_ep_drained(&ep->base) || uccl_time_ms() >= ep->fail_deadline_ms))
+        tcp_ep_fail(ep, "the peer closed its streams");
     return events;
 }
 
@@ -323,4 +317,5 @@ const struct uccl_tp_ops uccl_tp_tcp_ops = {
     .post_write = tcp_post_write,
     .post_read = tcp_post_read,
     .progress = tcp_progress,
+    .ep_drained = tcp_ep_drained,
 };
