@@ -507,37 +507,112 @@ static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
     uccl_debug("accepted connection from %s pid %d", conn->peer_host, conn->peer_pid);
 }
 
+/* Say how many incoming connections the listener dropped, at most once per
+ * interval: a flood must not flood the log too. */
+#define SETUP_LOG_INTERVAL_MS 5000
+
+static void setup_drop_note(uccl_engine_t *engine, const char *why)
+{
+    uint64_t now = uccl_time_ms();
+
+    engine->setup_drops++;
+    if (now < engine->setup_log_ms)
+        return;
+    uccl_warn("setup listener: dropped %llu incoming connection(s) (latest: %s; "
+              "UCCL_SETUP_TIMEOUT_MS=%d, UCCL_SETUP_MAX_PENDING=%d)",
+              (unsigned long long)engine->setup_drops, why, engine->cfg.setup_timeout_ms,
+              engine->cfg.setup_max_pending);
+    engine->setup_drops = 0;
+    engine->setup_log_ms = now + SETUP_LOG_INTERVAL_MS;
+}
+
+static void handshake_free(uccl_engine_t *engine, uccl_handshake_t *hs)
+{
+    uccl_list_del(&hs->link);
+    engine->nhandshakes--;
+    free(hs->buf);
+    free(hs);
+}
+
+/* Make room: drop the oldest pending setup that has sent nothing (a real
+ * peer sends its request right after connecting), else the oldest. */
+static bool handshake_evict(uccl_engine_t *engine, const char *why)
+{
+    uccl_handshake_t *victim = NULL;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &engine->handshakes) {
+        uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
+        if (hs->need == 0 && hs->have == 0) {
+            victim = hs;
+            break;
+        }
+    }
+    if (victim == NULL && !uccl_list_empty(&engine->handshakes))
+        victim = uccl_list_first(&engine->handshakes, uccl_handshake_t, link);
+    if (victim == NULL)
+        return false;
+    close(victim->fd);
+    handshake_free(engine, victim);
+    setup_drop_note(engine, why);
+    return true;
+}
+
+/* Accept what the listener has, at most setup_max_pending per call; the
+ * pending setups stay within that cap and out of the fd table's last slots. */
+static void setup_accept(uccl_engine_t *engine)
+{
+    for (int n = 0; n < engine->cfg.setup_max_pending; n++) {
+        int fd = accept4(engine->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        uccl_handshake_t *hs;
+
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /* no fd for a real peer: an idle one gives its fd up */
+                if (handshake_evict(engine, "out of file descriptors (EMFILE)"))
+                    continue;
+                setup_drop_note(engine, "accept: out of file descriptors (EMFILE), none of "
+                                        "them held by pending setups");
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                       errno != ECONNABORTED) {
+                uccl_warn("setup listener: accept: %s", strerror(errno));
+            }
+            return;
+        }
+        if (engine->nhandshakes >= engine->cfg.setup_max_pending)
+            handshake_evict(engine, "too many pending setups");
+        hs = calloc(1, sizeof(*hs));
+        if (hs == NULL) {
+            close(fd);
+            return;
+        }
+        hs->fd = fd;
+        hs->deadline_ms = uccl_time_ms() + (uint64_t)engine->cfg.setup_timeout_ms;
+        uccl_list_push_back(&engine->handshakes, &hs->link);
+        engine->nhandshakes++;
+    }
+}
+
 /* Read what is available of pending setup requests; finish complete ones. */
 void uccl_conn_progress_setup(uccl_engine_t *engine)
 {
     uccl_list_t *pos, *tmp;
-    int fd;
 
-    while ((fd = accept4(engine->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        uccl_handshake_t *hs = calloc(1, sizeof(*hs));
-        if (hs == NULL) {
-            close(fd);
-            break;
-        }
-        hs->fd = fd;
-        hs->deadline_ms = uccl_time_ms() + (uint64_t)engine->cfg.timeout_ms;
-        uccl_list_push_back(&engine->handshakes, &hs->link);
-    }
+    setup_accept(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->handshakes) {
         uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
         int r = oob_frame_read_some(hs->fd, SETUP_MAX, &hs->buf, &hs->have, &hs->need);
 
         if (r == 0 && uccl_time_ms() < hs->deadline_ms)
             continue;
-        uccl_list_del(&hs->link);
-        if (r > 0)
+        if (r > 0) {
             accept_finish(engine, hs);
-        else {
-            uccl_warn("dropping an incoming connection: %s", r < 0 ? "malformed or closed" : "timed out");
+        } else {
+            setup_drop_note(engine, r < 0 ? "malformed or closed before its request"
+                                          : "no setup request within UCCL_SETUP_TIMEOUT_MS");
             close(hs->fd);
         }
-        free(hs->buf);
-        free(hs);
+        handshake_free(engine, hs);
     }
 }
 

@@ -119,7 +119,10 @@ struct uccl_engine {
     struct sockaddr_in oob_addr;
     uccl_list_t conns;
     uccl_list_t accept_q;
-    uccl_list_t handshakes;
+    uccl_list_t handshakes; /* incoming setups not read yet, oldest first */
+    int nhandshakes;        /* at most cfg.setup_max_pending */
+    uint64_t setup_drops;   /* dropped since the last warning about it */
+    uint64_t setup_log_ms;  /* no such warning before then */
     uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
