@@ -1,8 +1,8 @@
-/* The connection-setup listener under a flood of idle loopback sockets
- * (issue 20): pending setups are capped (UCCL_SETUP_MAX_PENDING) and time
- * out (UCCL_SETUP_TIMEOUT_MS), an engine short of file descriptors gives an
- * idle one up for a real peer, and a real peer connects and exchanges a
- * message meanwhile. The flooded engine runs in a child process with a
+/* The connection-setup listener, and the tcp transport's, under a flood of
+ * idle loopback sockets (issue 20): pending setups are capped
+ * (UCCL_SETUP_MAX_PENDING) and time out (UCCL_SETUP_TIMEOUT_MS), an engine
+ * short of file descriptors gives an idle one up for a real peer, and a
+ * real peer connects and exchanges a message meanwhile. The flooded engine runs in a child process with a
  * tight RLIMIT_NOFILE; the flood and the real peer come from this one. */
 #include <dirent.h>
 #include <errno.h>
@@ -181,7 +181,20 @@ static int flood_closed(int *fds, int n, int timeout_ms)
     return closed;
 }
 
-static void run_flood(const char *transport, int spare, int nflood)
+/* The tcp transport's own listener (its streams' hello), from its entry in
+ * the address blob: version, 0, port (network order), ipv4. */
+static struct sockaddr_in tcp_listener(const uccl_address_t *addr)
+{
+    struct sockaddr_in sa = addr->oob;
+
+    for (int i = 0; i < addr->ntp; i++)
+        if (strcmp(addr->tp[i].name, "tcp") == 0 && addr->tp[i].len >= 4)
+            memcpy(&sa.sin_port, (const uint8_t *)addr->tp[i].addr + 2, 2);
+    return sa;
+}
+
+/* flood_tp: flood the tcp transport's listener instead of the setup one. */
+static void run_flood(const char *transport, int spare, int nflood, bool flood_tp)
 {
     uint8_t blob[UCCL_ADDRESS_MAX];
     uint64_t blob_len = 0;
@@ -203,7 +216,11 @@ static void run_flood(const char *transport, int spare, int nflood)
     CU_ASSERT_FATAL(full_io(sv[0], &blob_len, sizeof(blob_len), false) == 0 &&
                     blob_len <= sizeof(blob) && full_io(sv[0], blob, blob_len, false) == 0);
     UNIT_ASSERT_STATUS(uccl_address_parse(blob, blob_len, &addr), UCCL_OK);
-    fds = flood(&addr.oob, nflood);
+    {
+        struct sockaddr_in target = flood_tp ? tcp_listener(&addr) : addr.oob;
+        CU_ASSERT(target.sin_port != addr.oob.sin_port || !flood_tp);
+        fds = flood(&target, nflood);
+    }
     CU_ASSERT_FATAL(fds != NULL);
     usleep(100 * 1000); /* the flood lands first */
     UNIT_ASSERT_STATUS(unit_engine_create(transport, &real), UCCL_OK);
@@ -235,15 +252,20 @@ static void run_flood(const char *transport, int spare, int nflood)
 
 /* Room for the capped pending setups and a tcp connection's streams: the
  * flood alone would fill the fd table without the cap. */
-static void test_flood_cap_tcp(void) { run_flood("tcp", MAX_PENDING + 24, 120); }
+static void test_flood_cap_tcp(void) { run_flood("tcp", MAX_PENDING + 24, 120, false); }
 
 /* Fewer fds than the cap: accept meets EMFILE and an idle setup gives up
  * its fd to the real peer (shm needs no more than the setup socket). */
-static void test_flood_emfile_shm(void) { run_flood("shm", MAX_PENDING / 2, 100); }
+static void test_flood_emfile_shm(void) { run_flood("shm", MAX_PENDING / 2, 100, false); }
+
+/* The tcp transport's listener has the same cap and timeout, and an idle
+ * socket gives its fd up to a real stream. */
+static void test_flood_tcp_streams(void) { run_flood("tcp", MAX_PENDING + 12, 120, true); }
 
 static CU_TestInfo tests[] = {
     {"120 idle sockets, cap, a real tcp peer", test_flood_cap_tcp},
     {"100 idle sockets, EMFILE, a real shm peer", test_flood_emfile_shm},
+    {"120 idle sockets on the tcp transport's listener", test_flood_tcp_streams},
     CU_TEST_INFO_NULL,
 };
 

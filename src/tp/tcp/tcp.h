@@ -37,7 +37,9 @@ typedef struct tcp_tp {
     uint16_t port; /* network order */
     tcp_poll_t listen_poll;
     uccl_list_t eps;
-    uccl_list_t pending; /* accepted sockets whose hello is not in yet */
+    uccl_list_t pending; /* accepted sockets whose hello is not in yet, oldest first */
+    int npending;        /* at most UCCL_SETUP_MAX_PENDING */
+    bool accept_retry;   /* accept met EMFILE: its epoll edge is spent, retry */
     uccl_stage_t *stage; /* GPU memory through pinned buffers; NULL without a GPU */
 } tcp_tp_t;
 
