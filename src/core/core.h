@@ -165,6 +165,9 @@ void uccl_greq_cancel_all(uccl_engine_t *engine);
 /* Progress every transport, pending setups, liveness, deferred teardowns. */
 int uccl_engine_progress_locked(uccl_engine_t *engine);
 uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
+/* Refuse malformed settings, naming each (settings.c): every transport's
+ * variables, net devices, UCCL_TOPO_XML, the GPU index. */
+uccl_status_t uccl_engine_check_settings(const uccl_engine_t *engine, bool net_devices_from_params);
 static inline void uccl_engine_lock(uccl_engine_t *e) { pthread_mutex_lock(&e->lock); }
 static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&e->lock); }
 

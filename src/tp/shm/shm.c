@@ -119,8 +119,9 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     }
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
     uccl_list_init(&tp->eps);
-    if (tp->cfg.stage_chunk < 4096) {
-        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu: must be at least 4K", tp->cfg.stage_chunk);
+    if (tp->cfg.stage_chunk < 4096 || tp->cfg.stage_depth < 1) {
+        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu must be at least 4K and UCCL_SHM_STAGE_DEPTH=%d >= 1",
+                   tp->cfg.stage_chunk, tp->cfg.stage_depth);
         st = UCCL_ERR_INVALID_PARAM;
         goto err_free;
     }
