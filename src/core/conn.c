@@ -121,47 +121,6 @@ void uccl_conn_progress_teardown(uccl_engine_t *engine)
     engine->teardowns_pending = 0;
 }
 
-uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value)
-{
-    if (conn->notif_count == conn->notif_cap) {
-        size_t cap = conn->notif_cap ? conn->notif_cap * 2 : 64;
-        uint64_t *ring = malloc(cap * sizeof(*ring));
-        if (ring == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        for (size_t i = 0; i < conn->notif_count; i++)
-            ring[i] = conn->notifs[(conn->notif_head + i) % conn->notif_cap];
-        free(conn->notifs);
-        conn->notifs = ring;
-        conn->notif_cap = cap;
-        conn->notif_head = 0;
-    }
-    conn->notifs[(conn->notif_head + conn->notif_count) % conn->notif_cap] = value;
-    conn->notif_count++;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_notif_poll(uccl_conn_t *conn, uint64_t *value)
-{
-    uccl_status_t st = uccl_conn_check(conn);
-
-    if (st != UCCL_OK)
-        return st;
-    if (value == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    uccl_engine_lock(conn->engine);
-    uccl_engine_progress_locked(conn->engine);
-    if (conn->notif_count > 0) {
-        *value = conn->notifs[conn->notif_head];
-        conn->notif_head = (conn->notif_head + 1) % conn->notif_cap;
-        conn->notif_count--;
-        st = UCCL_OK;
-    } else {
-        st = conn->state != UCCL_OK ? conn->state : UCCL_ERR_NOT_FOUND;
-    }
-    uccl_engine_unlock(conn->engine);
-    return st;
-}
-
 /* ------------------------------------------------------------------ transport choice */
 
 static void fill_peer(const uccl_address_t *addr, int entry, uccl_tp_peer_t *peer)
@@ -507,98 +466,12 @@ static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
     uccl_debug("accepted connection from %s pid %d", conn->peer_host, conn->peer_pid);
 }
 
-/* Say how many incoming connections the listener dropped, at most once per
- * interval: a flood must not flood the log too. */
-#define SETUP_LOG_INTERVAL_MS 5000
-
-static void setup_drop_note(uccl_engine_t *engine, const char *why)
-{
-    uint64_t now = uccl_time_ms();
-
-    engine->setup_drops++;
-    if (now < engine->setup_log_ms)
-        return;
-    uccl_warn("setup listener: dropped %llu incoming connection(s) (latest: %s; "
-              "UCCL_SETUP_TIMEOUT_MS=%d, UCCL_SETUP_MAX_PENDING=%d)",
-              (unsigned long long)engine->setup_drops, why, engine->cfg.setup_timeout_ms,
-              engine->cfg.setup_max_pending);
-    engine->setup_drops = 0;
-    engine->setup_log_ms = now + SETUP_LOG_INTERVAL_MS;
-}
-
-static void handshake_free(uccl_engine_t *engine, uccl_handshake_t *hs)
-{
-    uccl_list_del(&hs->link);
-    engine->nhandshakes--;
-    free(hs->buf);
-    free(hs);
-}
-
-/* Make room: drop the oldest pending setup that has sent nothing (a real
- * peer sends its request right after connecting), else the oldest. */
-static bool handshake_evict(uccl_engine_t *engine, const char *why)
-{
-    uccl_handshake_t *victim = NULL;
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &engine->handshakes) {
-        uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
-        if (hs->need == 0 && hs->have == 0) {
-            victim = hs;
-            break;
-        }
-    }
-    if (victim == NULL && !uccl_list_empty(&engine->handshakes))
-        victim = uccl_list_first(&engine->handshakes, uccl_handshake_t, link);
-    if (victim == NULL)
-        return false;
-    close(victim->fd);
-    handshake_free(engine, victim);
-    setup_drop_note(engine, why);
-    return true;
-}
-
-/* Accept what the listener has, at most setup_max_pending per call; the
- * pending setups stay within that cap and out of the fd table's last slots. */
-static void setup_accept(uccl_engine_t *engine)
-{
-    for (int n = 0; n < engine->cfg.setup_max_pending; n++) {
-        int fd = accept4(engine->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        uccl_handshake_t *hs;
-
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE) {
-                /* no fd for a real peer: an idle one gives its fd up */
-                if (handshake_evict(engine, "out of file descriptors (EMFILE)"))
-                    continue;
-                setup_drop_note(engine, "accept: out of file descriptors (EMFILE), none of "
-                                        "them held by pending setups");
-            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
-                       errno != ECONNABORTED) {
-                uccl_warn("setup listener: accept: %s", strerror(errno));
-            }
-            return;
-        }
-        if (engine->nhandshakes >= engine->cfg.setup_max_pending)
-            handshake_evict(engine, "too many pending setups");
-        hs = calloc(1, sizeof(*hs));
-        if (hs == NULL) {
-            close(fd);
-            return;
-        }
-        hs->fd = fd;
-        hs->deadline_ms = uccl_time_ms() + (uint64_t)engine->cfg.setup_timeout_ms;
-        uccl_list_push_back(&engine->handshakes, &hs->link);
-        engine->nhandshakes++;
-    }
-}
-
 /* Read what is available of pending setup requests; finish complete ones. */
 void uccl_conn_progress_setup(uccl_engine_t *engine)
 {
     uccl_list_t *pos, *tmp;
 
-    setup_accept(engine);
+    uccl_setup_accept(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->handshakes) {
         uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
         int r = oob_frame_read_some(hs->fd, SETUP_MAX, &hs->buf, &hs->have, &hs->need);
@@ -608,11 +481,11 @@ void uccl_conn_progress_setup(uccl_engine_t *engine)
         if (r > 0) {
             accept_finish(engine, hs);
         } else {
-            setup_drop_note(engine, r < 0 ? "malformed or closed before its request"
-                                          : "no setup request within UCCL_SETUP_TIMEOUT_MS");
+            uccl_setup_drop_note(engine, r < 0 ? "malformed or closed before its request"
+                                               : "no setup request within UCCL_SETUP_TIMEOUT_MS");
             close(hs->fd);
         }
-        handshake_free(engine, hs);
+        uccl_handshake_free(engine, hs);
     }
 }
 

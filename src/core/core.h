@@ -185,6 +185,11 @@ void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status);
 uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value);
 uccl_status_t uccl_conn_check(const uccl_conn_t *conn);
 void uccl_conn_progress_setup(uccl_engine_t *engine);
+/* The setup listener's admission (setup_listen.c): accept within the cap;
+ * free a pending setup (its fd is the caller's); note a dropped one. */
+void uccl_setup_accept(uccl_engine_t *engine);
+void uccl_handshake_free(uccl_engine_t *engine, uccl_handshake_t *hs);
+void uccl_setup_drop_note(uccl_engine_t *engine, const char *why);
 void uccl_conn_progress_liveness(uccl_engine_t *engine);
 void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
