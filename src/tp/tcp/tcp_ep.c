@@ -248,6 +248,24 @@ static void tcp_stream_discard_input(int fd)
         ;
 }
 
+/* Bytes written to a stream being closed that the peer's side has not
+ * acknowledged yet. shutdown queued a FIN, which counts one in SIOCOUTQ
+ * until acknowledged: the data is what matters. A reset stream has nothing
+ * more to deliver. */
+static int tcp_stream_unacked(int fd, bool fin_queued)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int outq = 0;
+
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state == TCP_CLOSE)
+        return 0;
+    if (ioctl(fd, SIOCOUTQ, &outq) != 0)
+        return 0;
+    outq -= fin_queued && outq > 0;
+    return outq;
+}
+
 /* Graceful close: the sends that completed sit in our socket buffers, and
  * the peer must get every byte of them (a completed send is a promise). A
  * close with unread input would reset the streams and drop them, so: end
@@ -256,29 +274,28 @@ static void tcp_stream_discard_input(int fd)
 static void tcp_ep_flush(tcp_ep_t *ep)
 {
     uint64_t deadline = uccl_time_ms() + (uint64_t)tcp_tp_of(ep)->base.engine->cfg.timeout_ms;
-    int unsent = 0;
+    bool fin[TCP_STREAMS_MAX] = {false};
+    int unacked = 0;
 
     for (int i = 0; i < ep->nstreams; i++)
         if (ep->streams[i].state == TCP_STREAM_UP)
-            shutdown(ep->streams[i].fd, SHUT_WR);
+            fin[i] = shutdown(ep->streams[i].fd, SHUT_WR) == 0;
     for (;;) {
-        unsent = 0;
+        unacked = 0;
         for (int i = 0; i < ep->nstreams; i++) {
-            int outq = 0;
-
             if (ep->streams[i].state != TCP_STREAM_UP)
                 continue;
             tcp_stream_discard_input(ep->streams[i].fd);
-            if (ioctl(ep->streams[i].fd, SIOCOUTQ, &outq) == 0 && outq > 0)
-                unsent += outq;
+            unacked += tcp_stream_unacked(ep->streams[i].fd, fin[i]);
         }
-        if (unsent == 0 || uccl_time_ms() >= deadline)
+        if (unacked == 0 || uccl_time_ms() >= deadline)
             break;
         (void)poll(NULL, 0, 1);
     }
-    if (unsent > 0)
+    if (unacked > 0)
         uccl_warn("tcp: closing the connection to %s (pid %d) with %d bytes the peer has not "
-                  "taken in UCCL_TIMEOUT_MS", ep->base.conn->peer_host, ep->base.conn->peer_pid, unsent);
+                  "taken in UCCL_TIMEOUT_MS", ep->base.conn->peer_host, ep->base.conn->peer_pid,
+                  unacked);
 }
 
 void tcp_ep_destroy(uccl_tp_ep_t *base)
