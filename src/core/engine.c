@@ -122,6 +122,14 @@ static uccl_status_t open_listener(uccl_engine_t *engine)
     return UCCL_OK;
 }
 
+static void close_transports(uccl_engine_t *engine)
+{
+    for (int i = engine->ntp - 1; i >= 0; i--)
+        engine->tp[i]->ops->close(engine->tp[i]);
+    engine->ntp = 0;
+}
+
+/* Open the allowed transports; on an error none stays open. */
 static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
 {
     bool explicit_list = allowed[0] != '\0';
@@ -137,12 +145,14 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
         st = (*ops)->open(engine, &tp);
         if (st == UCCL_ERR_INVALID_PARAM) { /* a malformed setting, logged: never skipped */
             uccl_error("transport %s: refused its settings; engine not created", (*ops)->name);
+            close_transports(engine);
             return st;
         }
         if (st != UCCL_OK) {
             if (explicit_list) {
                 uccl_error("transport %s was asked for but cannot be used here: %s", (*ops)->name,
                            uccl_strerror(st));
+                close_transports(engine);
                 return st;
             }
             uccl_info("transport %s not usable here (%s); going on without it", (*ops)->name,
@@ -160,13 +170,6 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
         return UCCL_ERR_NO_TRANSPORT;
     }
     return UCCL_OK;
-}
-
-static void close_transports(uccl_engine_t *engine)
-{
-    for (int i = engine->ntp - 1; i >= 0; i--)
-        engine->tp[i]->ops->close(engine->tp[i]);
-    engine->ntp = 0;
 }
 
 static void *progress_thread_main(void *arg)
