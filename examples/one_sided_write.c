@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <uccl/uccl_mpi.h>
 
 #define SIZE (1u << 20)
@@ -47,22 +46,19 @@ static int writer(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, uccl_mr_t *des
                      "uccl_write_notify");
 }
 
-/* Rank 1: describe the buffer, send the descriptor, poll for the notification. */
+/* Rank 1: describe the buffer, send the descriptor, wait for the notification. */
 static int target(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, uccl_mr_t *desc_mr,
                   uccl_rdesc_t *desc)
 {
     uccl_req_t *req = NULL;
     uint64_t value = 0;
-    time_t deadline = time(NULL) + 30;
-    uccl_status_t st;
 
     memset(buf, 0, SIZE);
     if (check(uccl_mr_pack(mr, 0, SIZE, desc), "uccl_mr_pack") ||
         wait_free(uccl_send(conn, desc_mr, 0, sizeof(*desc), 0, &req), &req, "send descriptor"))
         return -1;
-    while ((st = uccl_notif_poll(conn, &value)) == UCCL_ERR_NOT_FOUND && time(NULL) < deadline)
-        ;
-    if (check(st, "uccl_notif_poll") != 0)
+    /* bounded: a peer that never writes gives UCCL_ERR_TIMEOUT, a dead one its error */
+    if (check(uccl_notif_wait(conn, &value, 30000), "uccl_notif_wait") != 0)
         return -1;
     if (value != NOTIF) {
         fprintf(stderr, "one_sided_write: notification %#llx, expected %#llx\n",

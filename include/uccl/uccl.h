@@ -349,7 +349,7 @@ UCCL_API uccl_status_t uccl_readmsg(uccl_conn_t *conn, const uccl_rma_msg_t *msg
                                     uccl_req_t **req);
 
 /* Write, then deliver notif to the peer once the data has landed there;
- * the peer reads it with uccl_notif_poll in delivery order. */
+ * the peer reads it with uccl_notif_poll / uccl_notif_wait in delivery order. */
 UCCL_API uccl_status_t uccl_write_notify(uccl_conn_t *conn, uccl_mr_t *mr, size_t off,
                                          size_t len, const uccl_rdesc_t *rdesc, size_t roff,
                                          uint64_t notif, uccl_req_t **req);
@@ -358,6 +358,14 @@ UCCL_API uccl_status_t uccl_write_notify(uccl_conn_t *conn, uccl_mr_t *mr, size_
  * Returns UCCL_OK with *value set, UCCL_ERR_NOT_FOUND when none is pending,
  * or the connection's error. */
 UCCL_API uccl_status_t uccl_notif_poll(uccl_conn_t *conn, uint64_t *value);
+
+/* Progress the engine until a notification of conn is pending or
+ * timeout_ms passes (-1 = UCCL_TIMEOUT_MS, 0 = poll once), and pop the
+ * oldest. Returns UCCL_OK with *value set, UCCL_ERR_TIMEOUT when none came
+ * in time, or the connection's error (e.g. UCCL_ERR_PEER_FAILED: the
+ * notifications that arrived before the failure are still popped first).
+ * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (NULL value). */
+UCCL_API uccl_status_t uccl_notif_wait(uccl_conn_t *conn, uint64_t *value, int timeout_ms);
 
 /* ---------------------------------------------------------------- requests */
 

@@ -40,6 +40,7 @@ static uccl_conn_t *conn_alloc(uccl_engine_t *engine)
     uccl_list_init(&conn->reqs);
     uccl_list_init(&conn->posted);
     uccl_list_init(&conn->held);
+    uccl_list_init(&conn->salvaged);
     uccl_list_init(&conn->link);
     return conn;
 }
@@ -78,6 +79,7 @@ void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason)
         conn->engine->teardowns_pending--;
     }
     conn_release_endpoints(conn, reason);
+    uccl_msg_salvaged_free(conn);
     uccl_list_del(&conn->link);
     free(conn->notifs);
     conn->notifs = NULL;
@@ -104,6 +106,7 @@ static void release_failed(uccl_list_t *list)
         uccl_conn_t *conn = uccl_container_of(pos, uccl_conn_t, link);
         if (conn->teardown_pending) {
             conn->teardown_pending = false;
+            uccl_msg_salvage(conn);
             conn_release_endpoints(conn, conn->state);
         }
     }
@@ -116,47 +119,6 @@ void uccl_conn_progress_teardown(uccl_engine_t *engine)
     release_failed(&engine->conns);
     release_failed(&engine->accept_q);
     engine->teardowns_pending = 0;
-}
-
-uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value)
-{
-    if (conn->notif_count == conn->notif_cap) {
-        size_t cap = conn->notif_cap ? conn->notif_cap * 2 : 64;
-        uint64_t *ring = malloc(cap * sizeof(*ring));
-        if (ring == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        for (size_t i = 0; i < conn->notif_count; i++)
-            ring[i] = conn->notifs[(conn->notif_head + i) % conn->notif_cap];
-        free(conn->notifs);
-        conn->notifs = ring;
-        conn->notif_cap = cap;
-        conn->notif_head = 0;
-    }
-    conn->notifs[(conn->notif_head + conn->notif_count) % conn->notif_cap] = value;
-    conn->notif_count++;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_notif_poll(uccl_conn_t *conn, uint64_t *value)
-{
-    uccl_status_t st = uccl_conn_check(conn);
-
-    if (st != UCCL_OK)
-        return st;
-    if (value == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    uccl_engine_lock(conn->engine);
-    uccl_engine_progress_locked(conn->engine);
-    if (conn->notif_count > 0) {
-        *value = conn->notifs[conn->notif_head];
-        conn->notif_head = (conn->notif_head + 1) % conn->notif_cap;
-        conn->notif_count--;
-        st = UCCL_OK;
-    } else {
-        st = conn->state != UCCL_OK ? conn->state : UCCL_ERR_NOT_FOUND;
-    }
-    uccl_engine_unlock(conn->engine);
-    return st;
 }
 
 /* ------------------------------------------------------------------ transport choice */
@@ -508,33 +470,22 @@ static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
 void uccl_conn_progress_setup(uccl_engine_t *engine)
 {
     uccl_list_t *pos, *tmp;
-    int fd;
 
-    while ((fd = accept4(engine->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        uccl_handshake_t *hs = calloc(1, sizeof(*hs));
-        if (hs == NULL) {
-            close(fd);
-            break;
-        }
-        hs->fd = fd;
-        hs->deadline_ms = uccl_time_ms() + (uint64_t)engine->cfg.timeout_ms;
-        uccl_list_push_back(&engine->handshakes, &hs->link);
-    }
+    uccl_setup_accept(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->handshakes) {
         uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
         int r = oob_frame_read_some(hs->fd, SETUP_MAX, &hs->buf, &hs->have, &hs->need);
 
         if (r == 0 && uccl_time_ms() < hs->deadline_ms)
             continue;
-        uccl_list_del(&hs->link);
-        if (r > 0)
+        if (r > 0) {
             accept_finish(engine, hs);
-        else {
-            uccl_warn("dropping an incoming connection: %s", r < 0 ? "malformed or closed" : "timed out");
+        } else {
+            uccl_setup_drop_note(engine, r < 0 ? "malformed or closed before its request"
+                                               : "no setup request within UCCL_SETUP_TIMEOUT_MS");
             close(hs->fd);
         }
-        free(hs->buf);
-        free(hs);
+        uccl_handshake_free(engine, hs);
     }
 }
 
@@ -571,6 +522,18 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
 
 /* ------------------------------------------------------------------ liveness, close */
 
+/* Has every endpoint handed over what the departed peer sent before it went?
+ * (Transports without ep_drained get the grace period alone.) */
+static bool conn_drained(uccl_conn_t *conn)
+{
+    for (int i = 0; i < UCCL_TP_MAX; i++) {
+        uccl_tp_ep_t *ep = conn->ep[i];
+        if (ep != NULL && UCCL_TP_HAS_OP(ep->tp->ops, ep_drained) && !ep->tp->ops->ep_drained(ep))
+            return false;
+    }
+    return true;
+}
+
 void uccl_conn_progress_liveness(uccl_engine_t *engine)
 {
     uccl_list_t *pos;
@@ -588,7 +551,9 @@ void uccl_conn_progress_liveness(uccl_engine_t *engine)
             uccl_debug("setup socket of %s pid %d closed; draining", conn->peer_host, conn->peer_pid);
         }
         now = uccl_time_ms();
-        if (now - conn->peer_gone_ms >= PEER_GONE_GRACE_MS)
+        if (now - conn->peer_gone_ms < PEER_GONE_GRACE_MS)
+            continue;
+        if (conn_drained(conn) || now - conn->peer_gone_ms >= (uint64_t)engine->cfg.timeout_ms)
             uccl_conn_fail(conn, UCCL_ERR_PEER_FAILED);
     }
 }

@@ -90,6 +90,7 @@ struct uccl_conn {
     uint64_t rx_msg_next; /* lowest message number not arrived yet */
     uccl_list_t posted;   /* receives not matched yet, in posting order */
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
+    uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;
     uccl_list_t link;     /* engine->conns or engine->accept_q */
@@ -121,7 +122,10 @@ struct uccl_engine {
     struct sockaddr_in oob_addr;
     uccl_list_t conns;
     uccl_list_t accept_q;
-    uccl_list_t handshakes;
+    uccl_list_t handshakes; /* incoming setups not read yet, oldest first */
+    int nhandshakes;        /* at most cfg.setup_max_pending */
+    uint64_t setup_drops;   /* dropped since the last warning about it */
+    uint64_t setup_log_ms;  /* no such warning before then */
     uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
@@ -160,6 +164,9 @@ uccl_status_t uccl_engine_topo_load(const uccl_engine_t *engine, uccl_topo_t **t
 /* Progress every transport, pending setups, liveness, deferred teardowns. */
 int uccl_engine_progress_locked(uccl_engine_t *engine);
 uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
+/* Refuse malformed settings, naming each (settings.c): every transport's
+ * variables, net devices, UCCL_TOPO_XML, the GPU index. */
+uccl_status_t uccl_engine_check_settings(const uccl_engine_t *engine, bool net_devices_from_params);
 static inline void uccl_engine_lock(uccl_engine_t *e) { pthread_mutex_lock(&e->lock); }
 static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&e->lock); }
 
@@ -177,6 +184,11 @@ void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status);
 uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value);
 uccl_status_t uccl_conn_check(const uccl_conn_t *conn);
 void uccl_conn_progress_setup(uccl_engine_t *engine);
+/* The setup listener's admission (setup_listen.c): accept within the cap;
+ * free a pending setup (its fd is the caller's); note a dropped one. */
+void uccl_setup_accept(uccl_engine_t *engine);
+void uccl_handshake_free(uccl_engine_t *engine, uccl_handshake_t *hs);
+void uccl_setup_drop_note(uccl_engine_t *engine, const char *why);
 void uccl_conn_progress_liveness(uccl_engine_t *engine);
 void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
@@ -196,6 +208,10 @@ void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
  * its own record of the message (payload or rendezvous data). */
 struct uccl_msg {
     uint64_t seq, tag, len;
+    /* Set by the transport once every byte is here: msg_deliver into a host
+     * receive then finishes it at once, without the peer, so the message
+     * outlives a failed connection (uccl_msg_salvage). */
+    bool complete;
     uccl_tp_ep_t *ep; /* set by uccl_msg_hold */
     uccl_list_t link;
 };
@@ -215,6 +231,15 @@ void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
 /* Forget held messages of a connection going away (their transports free
  * the records in ep_destroy). */
 void uccl_msg_forget(uccl_conn_t *conn);
+/* The connection failed: before its endpoints go, copy the held messages
+ * that fully arrived (in order, up to the first that did not) to the core,
+ * so that later receives still get them: a completed send is a promise. */
+void uccl_msg_salvage(uccl_conn_t *conn);
+/* A receive posted on a failed connection: give it the oldest salvaged
+ * message of its tag (host memory only). false = none, req untouched. */
+bool uccl_msg_take_salvaged(uccl_conn_t *conn, uccl_req_t *req);
+bool uccl_msg_has_salvaged(const uccl_conn_t *conn);
+void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);

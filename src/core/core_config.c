@@ -19,6 +19,13 @@ static const uccl_cfg_field_t core_fields[] = {
     CORE_FIELD("TIMEOUT_MS", "60000",
                "bound on every wait that depends on a peer (connect, accept, uccl_wait); > 0",
                timeout_ms, UCCL_CFG_INT),
+    CORE_FIELD("SETUP_TIMEOUT_MS", "5000",
+               "an incoming connection must deliver its setup request within this time or is "
+               "dropped (a real peer sends it at once); > 0", setup_timeout_ms, UCCL_CFG_INT),
+    CORE_FIELD("SETUP_MAX_PENDING", "64",
+               "incoming connections whose setup request is not in yet; beyond this the oldest "
+               "is dropped (idle sockets cannot fill the fd table); >= 1",
+               setup_max_pending, UCCL_CFG_INT),
     CORE_FIELD("TRANSPORTS", "", "comma list of transports allowed (empty = all usable)", transports,
                UCCL_CFG_STRING),
     CORE_FIELD("NET_DEVICES", "", "network devices to use, e.g. mlx5_0:1,rxe0 (empty = by topology)",
@@ -76,6 +83,11 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
         return st;
     if (cfg->timeout_ms <= 0) {
         uccl_error("UCCL_TIMEOUT_MS must be > 0 (got %d)", cfg->timeout_ms);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (cfg->setup_timeout_ms <= 0 || cfg->setup_max_pending < 1) {
+        uccl_error("UCCL_SETUP_TIMEOUT_MS must be > 0 (got %d) and UCCL_SETUP_MAX_PENDING >= 1 "
+                   "(got %d)", cfg->setup_timeout_ms, cfg->setup_max_pending);
         return UCCL_ERR_INVALID_PARAM;
     }
     uccl_log_level_current = (uccl_log_level_t)cfg->log_level;

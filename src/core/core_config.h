@@ -11,6 +11,8 @@
 typedef struct uccl_config {
     int log_level;
     int timeout_ms;
+    int setup_timeout_ms;
+    int setup_max_pending;
     char transports[UCCL_CFG_STRING_MAX];
     char net_devices[UCCL_CFG_STRING_MAX];
     int progress_thread;

@@ -72,18 +72,19 @@ static uccl_status_t check_transport_list(const char *list)
     return UCCL_OK;
 }
 
-static void pick_oob_address(const uccl_config_t *cfg, struct in_addr *out)
+static uccl_status_t pick_oob_address(const uccl_config_t *cfg, struct in_addr *out)
 {
     struct ifaddrs *ifs, *ifa;
 
     out->s_addr = htonl(INADDR_LOOPBACK);
     if (cfg->oob_ifaddr[0] != '\0') {
-        if (inet_pton(AF_INET, cfg->oob_ifaddr, out) != 1)
-            uccl_warn("UCCL_OOB_IFADDR=%s is not an IPv4 address; using 127.0.0.1", cfg->oob_ifaddr);
-        return;
+        if (inet_pton(AF_INET, cfg->oob_ifaddr, out) == 1)
+            return UCCL_OK;
+        uccl_error("UCCL_OOB_IFADDR=%s is not an IPv4 address", cfg->oob_ifaddr);
+        return UCCL_ERR_INVALID_PARAM;
     }
     if (getifaddrs(&ifs) != 0)
-        return;
+        return UCCL_OK;
     for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
         if (ifa->ifa_addr == NULL || ifa->ifa_addr->sa_family != AF_INET ||
             (ifa->ifa_flags & IFF_LOOPBACK) || !(ifa->ifa_flags & IFF_UP))
@@ -92,14 +93,19 @@ static void pick_oob_address(const uccl_config_t *cfg, struct in_addr *out)
         break;
     }
     freeifaddrs(ifs);
+    return UCCL_OK;
 }
 
 static uccl_status_t open_listener(uccl_engine_t *engine)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
     socklen_t salen = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    uccl_status_t st = pick_oob_address(&engine->cfg, &engine->oob_addr.sin_addr);
+    int fd;
 
+    if (st != UCCL_OK)
+        return st;
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         uccl_error("socket: %s", strerror(errno));
         return UCCL_ERR_IO;
@@ -113,10 +119,17 @@ static uccl_status_t open_listener(uccl_engine_t *engine)
     engine->listen_fd = fd;
     engine->oob_addr.sin_family = AF_INET;
     engine->oob_addr.sin_port = sa.sin_port;
-    pick_oob_address(&engine->cfg, &engine->oob_addr.sin_addr);
     return UCCL_OK;
 }
 
+static void close_transports(uccl_engine_t *engine)
+{
+    for (int i = engine->ntp - 1; i >= 0; i--)
+        engine->tp[i]->ops->close(engine->tp[i]);
+    engine->ntp = 0;
+}
+
+/* Open the allowed transports; on an error none stays open. */
 static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
 {
     bool explicit_list = allowed[0] != '\0';
@@ -130,10 +143,16 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
         if (engine->ntp == UCCL_TP_MAX)
             break;
         st = (*ops)->open(engine, &tp);
+        if (st == UCCL_ERR_INVALID_PARAM) { /* a malformed setting, logged: never skipped */
+            uccl_error("transport %s: refused its settings; engine not created", (*ops)->name);
+            close_transports(engine);
+            return st;
+        }
         if (st != UCCL_OK) {
             if (explicit_list) {
                 uccl_error("transport %s was asked for but cannot be used here: %s", (*ops)->name,
                            uccl_strerror(st));
+                close_transports(engine);
                 return st;
             }
             uccl_info("transport %s not usable here (%s); going on without it", (*ops)->name,
@@ -151,13 +170,6 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
         return UCCL_ERR_NO_TRANSPORT;
     }
     return UCCL_OK;
-}
-
-static void close_transports(uccl_engine_t *engine)
-{
-    for (int i = engine->ntp - 1; i >= 0; i--)
-        engine->tp[i]->ops->close(engine->tp[i]);
-    engine->ntp = 0;
 }
 
 static void *progress_thread_main(void *arg)
@@ -194,7 +206,7 @@ static void progress_thread_affinity(uccl_engine_t *engine)
 }
 
 static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_params_t *params,
-                                  char *transports, size_t tlen)
+                                  char *transports, size_t tlen, bool *net_devices_set)
 {
     const uint64_t known = UCCL_ENGINE_PARAM_GPU_INDEX | UCCL_ENGINE_PARAM_TRANSPORTS |
                            UCCL_ENGINE_PARAM_NET_DEVICES | UCCL_ENGINE_PARAM_PROGRESS_THREAD;
@@ -209,8 +221,10 @@ static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_param
         return UCCL_ERR_INVALID_PARAM;
     }
     if (params->field_mask & UCCL_ENGINE_PARAM_GPU_INDEX) {
-        if (params->gpu_index < -1)
+        if (params->gpu_index < -1) {
+            uccl_error("uccl_engine_create: gpu_index=%d (-1 = host memory only)", params->gpu_index);
             return UCCL_ERR_INVALID_PARAM;
+        }
         engine->gpu_index = params->gpu_index;
     }
     if ((params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) && params->transports != NULL) {
@@ -222,9 +236,15 @@ static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_param
         if (strlen(params->net_devices) >= sizeof(engine->cfg.net_devices))
             return UCCL_ERR_INVALID_PARAM;
         snprintf(engine->cfg.net_devices, sizeof(engine->cfg.net_devices), "%s", params->net_devices);
+        *net_devices_set = true;
     }
-    if (params->field_mask & UCCL_ENGINE_PARAM_PROGRESS_THREAD)
-        engine->cfg.progress_thread = params->progress_thread != 0;
+    if (params->field_mask & UCCL_ENGINE_PARAM_PROGRESS_THREAD) {
+        if (params->progress_thread != 0 && params->progress_thread != 1) {
+            uccl_error("uccl_engine_create: progress_thread=%d (0 or 1)", params->progress_thread);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        engine->cfg.progress_thread = params->progress_thread;
+    }
     return UCCL_OK;
 }
 
@@ -248,6 +268,7 @@ static uint64_t built_in_caps(void)
 uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine_t **engine_out)
 {
     char transports[UCCL_CFG_STRING_MAX];
+    bool net_devices_set = false;
     pthread_mutexattr_t attr;
     uccl_engine_t *engine;
     uccl_status_t st;
@@ -261,10 +282,11 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     st = uccl_config_get(&engine->cfg);
     if (st != UCCL_OK)
         goto err_free;
-    st = apply_params(engine, params, transports, sizeof(transports));
-    if (st != UCCL_OK)
-        goto err_free;
-    st = check_transport_list(transports);
+    st = apply_params(engine, params, transports, sizeof(transports), &net_devices_set);
+    if (st == UCCL_OK)
+        st = check_transport_list(transports);
+    if (st == UCCL_OK)
+        st = uccl_engine_check_settings(engine, net_devices_set);
     if (st != UCCL_OK)
         goto err_free;
     pthread_mutexattr_init(&attr);

@@ -1,5 +1,7 @@
 /* Two-sided matching for every transport of a connection: arrived messages
  * wait here, in message-number order, for the receives posted here. */
+#include <stdlib.h>
+
 #include "core.h"
 
 /* Messages must arrive close to in order; a number this far ahead of the
@@ -161,4 +163,105 @@ void uccl_msg_forget(uccl_conn_t *conn)
 {
     while (uccl_list_pop_front(&conn->held) != NULL)
         ;
+}
+
+/* ------------------------------------------------------------------ failed connections */
+
+/* A message kept by the core after its connection failed. */
+typedef struct salvaged_msg {
+    uccl_list_t link;
+    uint64_t tag;
+    size_t len;
+    uint8_t data[];
+} salvaged_msg_t;
+
+/* Copy one complete held message out of its transport, through a request of
+ * the core's own whose one piece is the copy. */
+static bool msg_salvage_one(uccl_conn_t *conn, uccl_msg_t *msg)
+{
+    salvaged_msg_t *s = malloc(sizeof(*s) + msg->len);
+    uccl_req_t *req = s != NULL ? uccl_req_alloc(conn->engine) : NULL;
+    bool ok;
+
+    if (req == NULL) {
+        uccl_error("no memory to keep a %llu-byte message of a failed connection",
+                   (unsigned long long)msg->len);
+        free(s);
+        return false;
+    }
+    s->tag = msg->tag;
+    s->len = msg->len;
+    req->op = UCCL_OP_RECV;
+    req->tag = msg->tag;
+    req->len = msg->len;
+    req->iovcnt = 1;
+    req->iov[0] = (uccl_req_iov_t){.addr = s->data, .len = msg->len};
+    msg_deliver(msg, req);
+    ok = req->done && req->status == UCCL_OK;
+    if (!req->done) /* a transport broke the rule of msg->complete: cannot wait for it */
+        uccl_error("message %llu of a failed connection not delivered at once; dropped",
+                   (unsigned long long)msg->seq);
+    else
+        uccl_req_release(req);
+    if (ok)
+        uccl_list_push_back(&conn->salvaged, &s->link);
+    else
+        free(s);
+    return ok;
+}
+
+void uccl_msg_salvage(uccl_conn_t *conn)
+{
+    size_t n = 0;
+
+    while (!uccl_list_empty(&conn->held)) {
+        uccl_msg_t *msg = uccl_list_first(&conn->held, uccl_msg_t, link);
+
+        /* past a message that is missing or incomplete, the order of its
+         * tag cannot be kept: stop there */
+        if (!msg_eligible(conn, msg) || !msg->complete || !msg_salvage_one(conn, msg))
+            break;
+        n++;
+    }
+    uccl_msg_forget(conn);
+    if (n > 0)
+        uccl_info("%zu messages from %s (pid %d) arrived before the connection failed; later "
+                  "receives get them", n, conn->peer_host, conn->peer_pid);
+}
+
+bool uccl_msg_has_salvaged(const uccl_conn_t *conn)
+{
+    return !uccl_list_empty(&conn->salvaged);
+}
+
+bool uccl_msg_take_salvaged(uccl_conn_t *conn, uccl_req_t *req)
+{
+    uccl_list_t *pos;
+
+    if (req->gpu_caps != 0)
+        return false;
+    uccl_list_for_each(pos, &conn->salvaged) {
+        salvaged_msg_t *s = uccl_container_of(pos, salvaged_msg_t, link);
+
+        if (s->tag != req->tag)
+            continue;
+        if (req->len < s->len) { /* the message stays, as on a live connection */
+            uccl_req_complete(req, UCCL_ERR_TRUNCATED, s->len);
+            return true;
+        }
+        uccl_req_iov_copy_in(req, 0, s->data, s->len);
+        uccl_req_complete(req, UCCL_OK, s->len);
+        uccl_list_del(&s->link);
+        free(s);
+        return true;
+    }
+    return false;
+}
+
+void uccl_msg_salvaged_free(uccl_conn_t *conn)
+{
+    uccl_list_t *link;
+
+    while ((link = uccl_list_pop_front(&conn->salvaged)) != NULL)
+        free(uccl_container_of(link, salvaged_msg_t, link));
 }

@@ -118,6 +118,13 @@ struct uccl_tp_ops {
 
     /* Make progress; return the number of events handled. Must not block. */
     int (*progress)(uccl_tp_t *tp);
+
+    /* Optional. The peer's setup socket closed (it went away or closed the
+     * connection): true once nothing the peer sent before is still on its
+     * way in through this endpoint (streams at end of file, ring empty).
+     * The core fails the connection only then (or after UCCL_TIMEOUT_MS),
+     * so that every message that reached us is offered to receives. */
+    bool (*ep_drained)(uccl_tp_ep_t *ep);
 };
 
 /* Caps of an opened transport instance. */

@@ -119,43 +119,19 @@ static uccl_status_t post_to_transport(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl
     return UCCL_ERR_INVALID_PARAM;
 }
 
-static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out)
+/* A request for a, with its pieces taken from their regions (in use from now on). */
+static uccl_req_t *xfer_req_new(uccl_conn_t *conn, const xfer_args_t *a, size_t total,
+                                uint64_t gpu_caps)
 {
-    uccl_req_remote_t remote = {0};
-    uccl_tp_ep_t *ep;
-    uccl_req_t *req;
-    uccl_status_t st;
-    size_t total;
-    uint64_t gpu_caps;
-    bool device;
+    uccl_req_t *req = uccl_req_alloc(conn->engine);
 
-    if (conn->state != UCCL_OK)
-        return conn->state;
-    st = check_iov(conn, a->iov, a->iovcnt, &total, &gpu_caps);
-    if (st != UCCL_OK)
-        return st;
-    device = gpu_caps != 0;
-    if (a->rdesc != NULL) {
-        st = check_remote(conn, a, total, &remote);
-        if (st != UCCL_OK)
-            return st;
-        device = device || remote.mem_type != UCCL_MEM_HOST;
-    }
-    st = pick_endpoint(conn, device, a->op, &ep);
-    if (st != UCCL_OK)
-        return st;
-    if (a->has_notif && !(ep->tp->ops->caps & UCCL_TP_CAP_NOTIFY))
-        return UCCL_ERR_UNSUPPORTED;
-    req = uccl_req_alloc(conn->engine);
     if (req == NULL)
-        return UCCL_ERR_NO_MEMORY;
+        return NULL;
     req->conn = conn;
-    req->ep = ep;
     req->op = a->op;
     req->tag = a->tag;
     req->len = total;
     req->gpu_caps = gpu_caps;
-    req->remote = remote;
     req->has_notif = a->has_notif;
     req->notif = a->notif;
     req->parent = a->parent;
@@ -170,14 +146,73 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
         if (mr != NULL)
             mr->inflight++;
     }
+    return req;
+}
+
+static void xfer_req_drop(uccl_req_t *req)
+{
+    for (int i = 0; i < req->iovcnt; i++)
+        if (req->iov[i].mr != NULL)
+            req->iov[i].mr->inflight--;
+    uccl_list_del(&req->conn_link);
+    uccl_req_release(req);
+}
+
+/* A receive on a failed connection still gets the messages that fully
+ * arrived before the failure; then the failure. */
+static uccl_status_t xfer_recv_failed(uccl_conn_t *conn, const xfer_args_t *a, size_t total,
+                                      uint64_t gpu_caps, uccl_req_t **out)
+{
+    uccl_req_t *req = xfer_req_new(conn, a, total, gpu_caps);
+
+    if (req == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (!uccl_msg_take_salvaged(conn, req)) {
+        xfer_req_drop(req);
+        return conn->state;
+    }
+    *out = req;
+    return UCCL_OK;
+}
+
+static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out)
+{
+    uccl_req_remote_t remote = {0};
+    uccl_tp_ep_t *ep;
+    uccl_req_t *req;
+    uccl_status_t st;
+    size_t total;
+    uint64_t gpu_caps;
+    bool device;
+
+    if (conn->state != UCCL_OK && (a->op != UCCL_OP_RECV || !uccl_msg_has_salvaged(conn)))
+        return conn->state;
+    st = check_iov(conn, a->iov, a->iovcnt, &total, &gpu_caps);
+    if (st != UCCL_OK)
+        return st;
+    if (conn->state != UCCL_OK)
+        return xfer_recv_failed(conn, a, total, gpu_caps, out);
+    device = gpu_caps != 0;
+    if (a->rdesc != NULL) {
+        st = check_remote(conn, a, total, &remote);
+        if (st != UCCL_OK)
+            return st;
+        device = device || remote.mem_type != UCCL_MEM_HOST;
+    }
+    st = pick_endpoint(conn, device, a->op, &ep);
+    if (st != UCCL_OK)
+        return st;
+    if (a->has_notif && !(ep->tp->ops->caps & UCCL_TP_CAP_NOTIFY))
+        return UCCL_ERR_UNSUPPORTED;
+    req = xfer_req_new(conn, a, total, gpu_caps);
+    if (req == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    req->ep = ep;
+    req->remote = remote;
     uccl_list_push_back(&conn->reqs, &req->conn_link);
     st = post_to_transport(conn, ep, req);
     if (st != UCCL_OK) {
-        for (int i = 0; i < req->iovcnt; i++)
-            if (req->iov[i].mr != NULL)
-                req->iov[i].mr->inflight--;
-        uccl_list_del(&req->conn_link);
-        uccl_req_release(req);
+        xfer_req_drop(req);
         return st;
     }
     *out = req;

@@ -63,6 +63,8 @@ uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void 
         return UCCL_ERR_INVALID_PARAM;
     switch (type) {
     case UCCL_CFG_INT:
+        if (isspace((unsigned char)*text)) /* strtol would skip it: " 5" is not a number */
+            return UCCL_ERR_INVALID_PARAM;
         errno = 0;
         v = strtol(text, &end, 10);
         if (errno != 0 || end == text || *end != '\0' || v < INT_MIN || v > INT_MAX)

@@ -173,8 +173,19 @@ static void test_warn_once(void)
         uccl_config_t cfg;
         int rc = 0;
 
+        /* only this test's variable: make exports UCCL_CFLAGS to tests */
+        for (int again = 1; again;) {
+            again = 0;
+            for (char **e = environ; *e != NULL; e++)
+                if (strncmp(*e, "UCCL_", 5) == 0) {
+                    char name[128];
+                    snprintf(name, sizeof(name), "%.*s", (int)strcspn(*e, "="), *e);
+                    unsetenv(name);
+                    again = 1;
+                    break;
+                }
+        }
         setenv("UCCL_TIMEOUT_MX", "5", 1);
-        unsetenv("UCCL_LOG_LEVEL");
         capture_start();
         rc |= uccl_config_get(&cfg) != UCCL_OK;
         rc |= (count_lines(UCCL_LOG_WARN, "UCCL_TIMEOUT_MX", "UCCL_TIMEOUT_MS") != 1) << 1;

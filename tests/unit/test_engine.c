@@ -3,8 +3,10 @@
  * address blobs, dead and closed peers, stale descriptors, bounds, NULL
  * arguments. The "engine" suite needs no transport; one "engine/NAME" suite
  * runs per transport that opens here. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "unit.h"
 #include "unit_conn.h"
@@ -437,6 +439,90 @@ static void test_host_id_override(void)
     uccl_engine_destroy(y);
 }
 
+/* uccl_notif_wait: a value written later arrives within the wait; nothing
+ * pending times out at about the timeout (0 = poll once); values that came
+ * before the peer went are popped first, then the peer's failure. */
+typedef struct notif_writer {
+    unit_pair_t *p;
+    uccl_mr_t *mr;
+    const uccl_rdesc_t *desc;
+    uint64_t value;
+    int delay_ms;
+    uccl_status_t status;
+} notif_writer_t;
+
+static void *notif_writer_main(void *p)
+{
+    notif_writer_t *w = p;
+    uccl_req_t *req = NULL;
+
+    usleep((useconds_t)w->delay_ms * 1000);
+    w->status = uccl_write_notify(w->p->ab, w->mr, 0, 8, w->desc, 0, w->value, &req);
+    if (w->status == UCCL_OK) {
+        w->status = uccl_wait(req, UNIT_TIMEOUT_MS); /* progresses a; the waiter b */
+        uccl_req_free(req);
+    }
+    return NULL;
+}
+
+static void test_notif_wait(void)
+{
+    static uint8_t abuf[64], bbuf[64];
+    unit_pair_t p;
+    uccl_mr_t *amr = NULL, *bmr = NULL;
+    uccl_rdesc_t desc;
+    notif_writer_t w;
+    pthread_t thread;
+    uint64_t v = 0, t0, dt;
+
+    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, bbuf, sizeof(bbuf), 0, &bmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(bmr, 0, sizeof(bbuf), &desc), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, NULL, 0), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(NULL, &v, 0), UCCL_ERR_INVALID_HANDLE);
+    /* nothing pending: poll once, then a bounded wait */
+    t0 = unit_now_ms();
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, 0), UCCL_ERR_TIMEOUT);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, 200), UCCL_ERR_TIMEOUT);
+    dt = unit_now_ms() - t0;
+    CU_ASSERT(dt >= 200 && dt < 200 + 1000);
+    /* a value written 100 ms into the wait */
+    memset(abuf, 0x5a, sizeof(abuf));
+    w = (notif_writer_t){.p = &p, .mr = amr, .desc = &desc, .value = 42, .delay_ms = 100};
+    CU_ASSERT_FATAL(pthread_create(&thread, NULL, notif_writer_main, &w) == 0);
+    v = 0;
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, UNIT_TIMEOUT_MS), UCCL_OK);
+    CU_ASSERT_EQUAL(v, 42);
+    CU_ASSERT_EQUAL(bbuf[7], 0x5a); /* the data landed before the notification */
+    pthread_join(thread, NULL);
+    UNIT_ASSERT_STATUS(w.status, UCCL_OK);
+    /* two values, then the writer goes: both come out, in order, then the failure */
+    {
+        uccl_req_t *r[2] = {NULL, NULL};
+
+        UNIT_ASSERT_STATUS(uccl_write_notify(p.ab, amr, 0, 8, &desc, 0, 7, &r[0]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_write_notify(p.ab, amr, 8, 8, &desc, 8, 8, &r[1]), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_drive(&p, r, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+        for (int i = 0; i < 2; i++)
+            if (r[i] != NULL)
+                uccl_req_free(r[i]);
+    }
+    uccl_engine_destroy(p.a);
+    p.a = NULL;
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, -1), UCCL_OK);
+    CU_ASSERT_EQUAL(v, 7);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, -1), UCCL_OK);
+    CU_ASSERT_EQUAL(v, 8);
+    t0 = unit_now_ms();
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, -1), UCCL_ERR_PEER_FAILED);
+    CU_ASSERT(unit_now_ms() - t0 <= UNIT_TIMEOUT_MS + 500);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &v, 0), UCCL_ERR_PEER_FAILED);
+    unit_pair_close(&p);
+}
+
 static CU_TestInfo common_tests[] = {
     {"bad params rejected", test_params_rejected},
     {"bad environment rejected", test_env_rejected},
@@ -454,6 +540,7 @@ static CU_TestInfo tp_tests[] = {
     {"peer engine destroyed", test_peer_destroyed},
     {"one-sided: stale descriptors, bounds", test_rma_checks},
     {"iov counts", test_iov_counts},
+    {"notif_wait: value, timeout, dead peer", test_notif_wait},
     CU_TEST_INFO_NULL,
 };
 

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "unit.h"
@@ -295,6 +297,40 @@ static void test_bad_reg_args(void)
     CU_ASSERT_EQUAL(fake_reg_calls, 0);
 }
 
+/* Issue 20: unmapped host memory is refused at registration, before any
+ * copy (ours, or one a peer's write makes) can touch it. */
+static void test_unmapped_rejected(void)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint8_t *small = malloc(1u << 20);
+    uint8_t *map = mmap(NULL, (size_t)page * 3, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uccl_mr_t *mr = (uccl_mr_t *)0x1;
+
+    CU_ASSERT_FATAL(small != NULL && map != MAP_FAILED);
+    counters_reset();
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, (void *)0x1000, 4096, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, small, (size_t)64 << 30, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    /* a hole in the middle of a range */
+    CU_ASSERT_FATAL(munmap(map + page, (size_t)page) == 0);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, map, (size_t)page * 3, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, map + page - 1, 2, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_PTR_EQUAL(mr, (uccl_mr_t *)0x1);
+    CU_ASSERT_EQUAL(fake_reg_calls, 0);
+    /* the mapped parts, unaligned ends included, are fine */
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, map + 1, (size_t)page - 1, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, map + 2 * page, (size_t)page, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, small + 3, (1u << 20) - 3, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    /* memory unmapped since: refused too */
+    CU_ASSERT_FATAL(munmap(map + 2 * page, (size_t)page) == 0);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, map + 2 * page, (size_t)page, 0, &mr), UCCL_ERR_INVALID_PARAM);
+    munmap(map, (size_t)page);
+    free(small);
+}
+
 static void test_query(void)
 {
     uccl_mr_attr_t attr;
@@ -454,6 +490,7 @@ static CU_TestInfo mr_tests[] = {
     {"UCCL_RCACHE=0 gives separate regions", test_rcache_off},
     {"double dereg", test_double_dereg},
     {"NULL, zero-length, overflowing ranges, bad flags", test_bad_reg_args},
+    {"unmapped host memory refused", test_unmapped_rejected},
     {"query", test_query},
     {"pack bounds and LOCAL_ONLY", test_pack_bounds},
     {"target-side region lookup", test_region_find},

@@ -44,6 +44,10 @@ static const uccl_cfg_field_t shm_fields[] = {
     SHM_FIELD("CMA_CHUNK", "4M",
               "largest process_vm_readv/writev call in bytes (a larger copy takes several); "
               "0 = one call per copy", cma_chunk, UCCL_CFG_SIZE),
+    SHM_FIELD("PROGRESS_BYTES", "8M",
+              "most bytes one progress call copies with CMA (all connections together; at most "
+              "64 calls): a larger copy goes on in the next calls, so waits keep their deadlines",
+              progress_bytes, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -119,8 +123,14 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     }
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
     uccl_list_init(&tp->eps);
-    if (tp->cfg.stage_chunk < 4096) {
-        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu: must be at least 4K", tp->cfg.stage_chunk);
+    if (tp->cfg.stage_chunk < 4096 || tp->cfg.stage_depth < 1) {
+        uccl_error("UCCL_SHM_STAGE_CHUNK=%zu must be at least 4K and UCCL_SHM_STAGE_DEPTH=%d >= 1",
+                   tp->cfg.stage_chunk, tp->cfg.stage_depth);
+        st = UCCL_ERR_INVALID_PARAM;
+        goto err_free;
+    }
+    if (tp->cfg.progress_bytes == 0) {
+        uccl_error("UCCL_SHM_PROGRESS_BYTES must be > 0");
         st = UCCL_ERR_INVALID_PARAM;
         goto err_free;
     }
@@ -287,6 +297,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     uccl_list_init(&ep->ctrlq);
     uccl_list_init(&ep->streams);
     uccl_list_init(&ep->splits);
+    uccl_list_init(&ep->cma_jobs);
     if (is_initiator) {
         st = shm_seg_create(ep);
         if (st != UCCL_OK) {
@@ -392,6 +403,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->waiting);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
+    shm_cma_jobs_free(ep);
     shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
@@ -405,9 +417,22 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     free(ep);
 }
 
+/* The peer is gone: what it put in our ring before is read by progress
+ * (its mapping is ours too); done once the ring is empty. */
+static bool shm_ep_drained(uccl_tp_ep_t *base)
+{
+    shm_ep_t *ep = (shm_ep_t *)base;
+
+    return !ep->connected || shm_ring_empty(&ep->rx);
+}
+
+/* Most process_vm_readv/writev calls of one progress call. */
+#define SHM_CMA_CALLS_MAX 64
+
 static int shm_progress(uccl_tp_t *base)
 {
     shm_tp_t *tp = (shm_tp_t *)base;
+    shm_cma_budget_t budget = {tp->cfg.progress_bytes, SHM_CMA_CALLS_MAX};
     uccl_list_t *pos;
     int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
 
@@ -418,8 +443,13 @@ static int shm_progress(uccl_tp_t *base)
             continue;
         events += shm_rx_progress(ep);
         if (ep->base.conn->state == UCCL_OK)
+            events += shm_cma_progress(ep, &budget);
+        if (ep->base.conn->state == UCCL_OK)
             events += shm_tx_progress(ep);
     }
+    /* the budget ran out: the next call starts with the next endpoint */
+    if ((budget.bytes == 0 || budget.calls == 0) && !uccl_list_empty(&tp->eps))
+        uccl_list_push_back(&tp->eps, uccl_list_pop_front(&tp->eps));
     return events;
 }
 
@@ -443,4 +473,5 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .post_write = shm_post_rma,
     .post_read = shm_post_rma,
     .progress = shm_progress,
+    .ep_drained = shm_ep_drained,
 };

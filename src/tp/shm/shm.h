@@ -26,6 +26,7 @@ typedef struct shm_config {
     size_t split_min;
     int split_pct;
     size_t cma_chunk;
+    size_t progress_bytes;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -142,8 +143,11 @@ typedef struct shm_split {
     uint64_t rid;       /* our id (OFFER, DONE) */
     uint64_t peer_id;   /* the peer's request id (FIN) */
     uccl_req_t *req;    /* the receive, or NULL: target of a write/read */
+    uint64_t region_id; /* target: our region */
     uint64_t len;
     uccl_status_t st;   /* of our own part */
+    uccl_status_t peer_st; /* of the peer's part (its DONE) */
+    bool own_done, peer_done; /* complete when both are */
     bool is_read;
     bool has_notif;
     uint64_t notif;
@@ -195,6 +199,40 @@ typedef struct shm_stream {
     uccl_stage_src_t src;
 } shm_stream_t;
 
+/* What to do when a CMA copy ends. */
+typedef enum {
+    SHM_CMA_RECV,  /* a matched rendezvous receive: complete it, FIN to the sender */
+    SHM_CMA_RMA,   /* target of a write/read: notify (write), FIN to the initiator */
+    SHM_CMA_SPLIT, /* our part of a split transfer: shm_split_own_done */
+    SHM_CMA_OFFER, /* the part a peer offered us: DONE to it */
+} shm_cma_kind_t;
+
+/* A CMA copy in progress: each progress call copies a bounded share of the
+ * endpoints' copies (UCCL_SHM_PROGRESS_BYTES), oldest first, so that no call
+ * runs a large copy to its end and waits keep their deadlines. */
+typedef struct shm_cma_job {
+    uccl_list_t link;     /* ep->cma_jobs */
+    shm_cma_kind_t kind;
+    bool write;           /* to the peer (else from it) */
+    size_t len, done;
+    int lcnt, rcnt;       /* what is left of the pieces, trimmed to len */
+    struct iovec local[UCCL_IOV_MAX];
+    struct iovec remote[UCCL_IOV_MAX];
+    uccl_req_t *req;      /* RECV */
+    uint64_t region_id;   /* target of a write/read: [region_addr, +len) of this */
+    uint64_t region_addr; /* region is checked before every call (0 = not a target) */
+    uint64_t peer_id;     /* RECV, RMA: the FIN's id; OFFER: the DONE's */
+    shm_split_t *split;   /* SPLIT */
+    bool has_notif;       /* RMA write */
+    uint64_t notif;
+} shm_cma_job_t;
+
+/* Work one progress call may still do with CMA. */
+typedef struct shm_cma_budget {
+    size_t bytes;
+    int calls;
+} shm_cma_budget_t;
+
 typedef struct shm_ep {
     uccl_tp_ep_t base;
     shm_tp_t *tp;
@@ -217,6 +255,7 @@ typedef struct shm_ep {
     uccl_list_t ctrlq;     /* shm_ctrl_t */
     uccl_list_t streams;   /* shm_stream_t */
     uccl_list_t splits;    /* shm_split_t */
+    uccl_list_t cma_jobs;  /* shm_cma_job_t, oldest first */
 } shm_ep_t;
 
 /* request scratch: tp_data[SHM_REQ_ID] is our id for it, [SHM_REQ_MSGLEN]
@@ -244,10 +283,16 @@ uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
 int shm_rx_progress(shm_ep_t *ep);
 
 /* shm_cma.c: single copy between processes */
-/* Copy len bytes between the local pieces from byte loff on and the remote
- * pieces (write = to the peer). */
-uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len);
+/* Start copying init->len bytes between the local pieces from byte loff on
+ * and the remote pieces (init->write = to the peer); progress does the
+ * copy and then what init->kind says. An error (no memory) is returned
+ * before anything is queued. */
+uccl_status_t shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
+                            int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt);
+/* Copy what the budget allows of ep's copies, finishing those that end. */
+int shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget);
+/* Teardown: drop the copies (their requests are the core's). */
+void shm_cma_jobs_free(shm_ep_t *ep);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
 int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 /* Under Yama ptrace_scope 1, let peers of this user attach to this process
@@ -265,5 +310,7 @@ bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
 bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
 void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
 void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
+/* Our part of split s is copied (status st). */
+void shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);
 
 #endif

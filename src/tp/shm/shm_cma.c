@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 
@@ -130,53 +131,128 @@ static int shm_iov_trim(struct iovec *iov, int cnt, size_t len)
     return i;
 }
 
-uccl_status_t shm_cma_copy(shm_ep_t *ep, bool write, const struct iovec *local, int lcnt,
-                           size_t loff, const shm_wire_iov_t *remote, int rcnt, size_t len)
+uccl_status_t shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
+                            int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt)
 {
-    struct iovec l[SHM_CMA_IOV_MAX], r[SHM_CMA_IOV_MAX];
-    size_t done = 0;
+    shm_cma_job_t *job;
 
     if (lcnt > SHM_CMA_IOV_MAX || rcnt > SHM_CMA_IOV_MAX)
         return UCCL_ERR_INVALID_PARAM;
-    memcpy(l, local, (size_t)lcnt * sizeof(*l));
+    job = malloc(sizeof(*job));
+    if (job == NULL) {
+        uccl_error("shm: no memory for a CMA copy of %zu bytes", init->len);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    *job = *init;
+    job->done = 0;
+    memcpy(job->local, local, (size_t)lcnt * sizeof(*local));
     for (int i = 0; i < rcnt; i++) {
-        r[i].iov_base = (void *)(uintptr_t)remote[i].addr;
-        r[i].iov_len = remote[i].len;
+        job->remote[i].iov_base = (void *)(uintptr_t)remote[i].addr;
+        job->remote[i].iov_len = remote[i].len;
     }
-    lcnt = shm_iov_trim(l, shm_iov_advance(l, lcnt, loff), len);
-    rcnt = shm_iov_trim(r, rcnt, len);
-    while (done < len) {
-        size_t piece = len - done;
-        struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
-        int lpcnt, rpcnt;
-        ssize_t n;
-
-        /* calls of at most cma_chunk bytes (0 = one call) */
-        if (ep->tp->cfg.cma_chunk != 0 && piece > ep->tp->cfg.cma_chunk)
-            piece = ep->tp->cfg.cma_chunk;
-        memcpy(lp, l, (size_t)lcnt * sizeof(*l));
-        memcpy(rp, r, (size_t)rcnt * sizeof(*r));
-        lpcnt = shm_iov_trim(lp, lcnt, piece);
-        rpcnt = shm_iov_trim(rp, rcnt, piece);
-        n = write ? process_vm_writev(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
-                                      (unsigned long)rpcnt, 0)
-                  : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
-                                     (unsigned long)rpcnt, 0);
-        if (n <= 0) {
-            int err = n < 0 ? errno : EFAULT;
-            if (err == EINTR)
-                continue;
-            if (err == ESRCH) {
-                uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
-                return UCCL_ERR_PEER_FAILED;
-            }
-            uccl_error("shm: process_vm_%s with pid %d: %s", write ? "writev" : "readv",
-                       ep->peer_pid, strerror(err));
-            return UCCL_ERR_TRANSPORT;
-        }
-        done += (size_t)n;
-        lcnt = shm_iov_advance(l, lcnt, (size_t)n);
-        rcnt = shm_iov_advance(r, rcnt, (size_t)n);
-    }
+    job->lcnt = shm_iov_trim(job->local, shm_iov_advance(job->local, lcnt, loff), job->len);
+    job->rcnt = shm_iov_trim(job->remote, rcnt, job->len);
+    uccl_list_push_back(&ep->cma_jobs, &job->link);
     return UCCL_OK;
+}
+
+/* One process_vm_readv/writev of at most max bytes (and UCCL_SHM_CMA_CHUNK). */
+static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
+{
+    struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
+    size_t piece = job->len - job->done;
+    int lpcnt, rpcnt;
+    ssize_t n;
+
+    if (ep->tp->cfg.cma_chunk != 0 && piece > ep->tp->cfg.cma_chunk)
+        piece = ep->tp->cfg.cma_chunk;
+    piece = piece < max ? piece : max;
+    memcpy(lp, job->local, (size_t)job->lcnt * sizeof(*lp));
+    memcpy(rp, job->remote, (size_t)job->rcnt * sizeof(*rp));
+    lpcnt = shm_iov_trim(lp, job->lcnt, piece);
+    rpcnt = shm_iov_trim(rp, job->rcnt, piece);
+    n = job->write ? process_vm_writev(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                       (unsigned long)rpcnt, 0)
+                   : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
+                                      (unsigned long)rpcnt, 0);
+    if (n <= 0) {
+        int err = n < 0 ? errno : EFAULT;
+        if (err == EINTR)
+            return UCCL_OK;
+        if (err == ESRCH) {
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
+            return UCCL_ERR_PEER_FAILED;
+        }
+        uccl_error("shm: process_vm_%s with pid %d: %s", job->write ? "writev" : "readv",
+                   ep->peer_pid, strerror(err));
+        return UCCL_ERR_TRANSPORT;
+    }
+    job->done += (size_t)n;
+    job->lcnt = shm_iov_advance(job->local, job->lcnt, (size_t)n);
+    job->rcnt = shm_iov_advance(job->remote, job->rcnt, (size_t)n);
+    return UCCL_OK;
+}
+
+/* The copy ended (st): what its kind says comes next. */
+static void shm_cma_finish(shm_ep_t *ep, shm_cma_job_t *job, uccl_status_t st)
+{
+    switch (job->kind) {
+    case SHM_CMA_RECV:
+        uccl_req_complete(job->req, st, st == UCCL_OK ? job->len : 0);
+        shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
+        break;
+    case SHM_CMA_RMA:
+        if (st == UCCL_OK && job->has_notif)
+            st = uccl_conn_notif_push(ep->base.conn, job->notif);
+        shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
+        break;
+    case SHM_CMA_SPLIT:
+        shm_split_own_done(ep, job->split, st);
+        break;
+    case SHM_CMA_OFFER:
+        /* the request completes with the peer's FIN, which reports this too */
+        shm_ctrl_send(ep, SHM_PKT_DONE, job->peer_id, 0, st);
+        break;
+    }
+}
+
+int shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
+{
+    int events = 0;
+
+    while (!uccl_list_empty(&ep->cma_jobs) && budget->calls > 0 && budget->bytes > 0) {
+        shm_cma_job_t *job = uccl_list_first(&ep->cma_jobs, shm_cma_job_t, link);
+        size_t before = job->done;
+        uccl_region_t *region;
+        uccl_status_t st = UCCL_OK;
+
+        /* our region, target of a peer's write or read, may be gone since the last call */
+        if (job->region_id != 0 && uccl_engine_region_find(ep->tp->base.engine, job->region_id,
+                                                           job->region_addr, job->len, &region) != UCCL_OK)
+            st = UCCL_ERR_REMOTE_ACCESS;
+        else if (job->done < job->len)
+            st = shm_cma_step(ep, job, budget->bytes);
+
+        if (st == UCCL_ERR_PEER_FAILED)
+            break; /* the connection fails; teardown drops the copies */
+        budget->calls--;
+        budget->bytes -= job->done - before < budget->bytes ? job->done - before : budget->bytes;
+        if (st == UCCL_OK && job->done < job->len)
+            continue;
+        uccl_list_del(&job->link);
+        shm_cma_finish(ep, job, st);
+        free(job);
+        events++;
+        if (ep->base.conn->state != UCCL_OK)
+            break;
+    }
+    return events;
+}
+
+void shm_cma_jobs_free(shm_ep_t *ep)
+{
+    uccl_list_t *link;
+
+    while ((link = uccl_list_pop_front(&ep->cma_jobs)) != NULL)
+        free(uccl_container_of(link, shm_cma_job_t, link));
 }

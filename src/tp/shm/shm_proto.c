@@ -195,11 +195,12 @@ void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uin
     }
     if (shm_split_recv(ep, req, len, id, data, iovcnt))
         return;
-    st = shm_cma_copy(ep, false, local, shm_req_iovec(req, local), 0, data, (int)iovcnt, len);
-    if (st == UCCL_ERR_PEER_FAILED)
-        return; /* the connection fails; the core completes req */
-    uccl_req_complete(req, st, st == UCCL_OK ? len : 0);
-    shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RECV, .len = len, .req = req, .peer_id = id},
+                       local, shm_req_iovec(req, local), 0, data, (int)iovcnt);
+    if (st != UCCL_OK) {
+        uccl_req_complete(req, st, 0);
+        shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+    }
 }
 
 void shm_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)

@@ -84,3 +84,11 @@ void shm_ring_release(shm_ring_t *ring, size_t size)
     ring->pos += shm_ring_align(size);
     atomic_store_explicit(&ring->ctl->tail, ring->pos, memory_order_release);
 }
+
+bool shm_ring_empty(shm_ring_t *ring)
+{
+    if (ring->pos != ring->other)
+        return false;
+    ring->other = atomic_load_explicit(&ring->ctl->head, memory_order_acquire);
+    return ring->pos == ring->other;
+}

@@ -54,5 +54,7 @@ void shm_ring_commit(shm_ring_t *ring, size_t size);
  * Release it with shm_ring_release once its payload has been used. */
 const void *shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad);
 void shm_ring_release(shm_ring_t *ring, size_t size);
+/* Consumer: nothing left to read. */
+bool shm_ring_empty(shm_ring_t *ring);
 
 #endif

@@ -30,6 +30,7 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_
     u->msg.seq = seq;
     u->msg.tag = tag;
     u->msg.len = len;
+    u->msg.complete = type == SHM_PKT_EAGER; /* an RTS still needs the sender */
     u->type = type;
     u->id = id;
     u->iovcnt = iovcnt;
@@ -222,13 +223,15 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     }
     if (shm_split_rma(ep, &pkt, iov))
         return;
-    st = shm_cma_copy(ep, pkt.is_read, &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1, 0,
-                      iov, (int)pkt.iovcnt, pkt.len);
-    if (st == UCCL_ERR_PEER_FAILED)
-        return;
-    if (st == UCCL_OK && !pkt.is_read && pkt.has_notif)
-        st = uccl_conn_notif_push(ep->base.conn, pkt.notif);
-    shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RMA, .write = pkt.is_read != 0,
+                                            .len = pkt.len, .region_id = pkt.region_id,
+                                            .region_addr = pkt.addr, .peer_id = pkt.id,
+                                            .has_notif = !pkt.is_read && pkt.has_notif,
+                                            .notif = pkt.notif},
+                       &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1, 0, iov,
+                       (int)pkt.iovcnt);
+    if (st != UCCL_OK)
+        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
 }
 
 /* The last chunk of a write is in place: notify, then tell the initiator. */

@@ -83,8 +83,13 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
     }
     uccl_list_push_back(&ep->splits, &s->link);
     /* a receive pulls, a write's target pulls, a read's target pushes */
-    st = shm_cma_copy(ep, s->req == NULL && s->is_read, local, lcnt, 0, remote, (int)rcnt, split);
-    s->st = st; /* PEER_FAILED: the connection fails, the record goes with it */
+    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_SPLIT,
+                                            .write = s->req == NULL && s->is_read, .len = split,
+                                            .split = s, .region_id = s->region_id,
+                                            .region_addr = (uint64_t)(uintptr_t)local[0].iov_base},
+                       local, lcnt, 0, remote, (int)rcnt);
+    if (st != UCCL_OK)
+        shm_split_own_done(ep, s, st);
     return true;
 }
 
@@ -107,6 +112,7 @@ bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t 
     if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min)
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = pkt->id, .len = pkt->len,
+                                              .region_id = pkt->region_id,
                                               .is_read = pkt->is_read != 0,
                                               .has_notif = pkt->has_notif != 0,
                                               .notif = pkt->notif},
@@ -148,15 +154,36 @@ void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         shm_rx_offer_bad(ep);
         return;
     }
-    st = shm_cma_copy(ep, req->op != UCCL_OP_READ, local, shm_req_iovec(req, local), pkt.split,
-                      iov, (int)pkt.iovcnt, sum);
-    if (st == UCCL_ERR_PEER_FAILED)
-        return;
-    /* req completes with the peer's FIN, which reports our status too */
-    shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
+    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_OFFER, .write = req->op != UCCL_OP_READ,
+                                            .len = sum, .peer_id = pkt.rid},
+                       local, shm_req_iovec(req, local), pkt.split, iov, (int)pkt.iovcnt);
+    if (st != UCCL_OK)
+        shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
 }
 
 /* Receiver or target: both parts are copied; complete, notify, FIN. */
+static void shm_split_complete(shm_ep_t *ep, shm_split_t *s)
+{
+    uccl_status_t st = s->st != UCCL_OK ? s->st : s->peer_st;
+
+    uccl_list_del(&s->link);
+    if (s->req != NULL)
+        uccl_req_complete(s->req, st, st == UCCL_OK ? s->len : 0);
+    else if (st == UCCL_OK && !s->is_read && s->has_notif)
+        st = uccl_conn_notif_push(ep->base.conn, s->notif);
+    shm_ctrl_send(ep, SHM_PKT_FIN, s->peer_id, 0, st);
+    free(s);
+}
+
+void shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st)
+{
+    s->st = st;
+    s->own_done = true;
+    if (s->peer_done)
+        shm_split_complete(ep, s);
+}
+
+/* The peer's part is copied (its DONE). */
 void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
     uccl_status_t st = (uccl_status_t)pkt->status;
@@ -165,7 +192,7 @@ void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 
     uccl_list_for_each(pos, &ep->splits) {
         shm_split_t *cur = uccl_container_of(pos, shm_split_t, link);
-        if (cur->rid == pkt->id) {
+        if (cur->rid == pkt->id && !cur->peer_done) {
             s = cur;
             break;
         }
@@ -176,15 +203,10 @@ void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    uccl_list_del(&s->link);
     if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
-    if (s->st != UCCL_OK)
-        st = s->st;
-    if (s->req != NULL)
-        uccl_req_complete(s->req, st, st == UCCL_OK ? s->len : 0);
-    else if (st == UCCL_OK && !s->is_read && s->has_notif)
-        st = uccl_conn_notif_push(ep->base.conn, s->notif);
-    shm_ctrl_send(ep, SHM_PKT_FIN, s->peer_id, 0, st);
-    free(s);
+    s->peer_st = st;
+    s->peer_done = true;
+    if (s->own_done)
+        shm_split_complete(ep, s);
 }

@@ -33,8 +33,6 @@ static const uccl_cfg_field_t tcp_config_fields[] = {
 
 static const uccl_cfg_table_t tcp_config_table = {"TCP_", tcp_config_fields, sizeof(tcp_config_t)};
 
-/* How long an accepted socket may take to send its hello. */
-#define TCP_HELLO_TIMEOUT_MS 10000
 #define TCP_EVENTS_MAX 64
 
 static uccl_status_t tcp_config_load(tcp_config_t *cfg)
@@ -123,8 +121,9 @@ err_free:
     return st;
 }
 
-static void tcp_pending_drop(tcp_pending_t *p)
+static void tcp_pending_drop(tcp_tp_t *tp, tcp_pending_t *p)
 {
+    tp->npending--;
     uccl_list_del(&p->link);
     close(p->fd); /* also leaves the epoll set */
     free(p);
@@ -139,7 +138,7 @@ static void tcp_close(uccl_tp_t *base)
     uccl_list_for_each_safe(pos, tmp, &tp->eps)
         tcp_ep_destroy(&uccl_container_of(pos, tcp_ep_t, link)->base);
     uccl_list_for_each_safe(pos, tmp, &tp->pending)
-        tcp_pending_drop(uccl_container_of(pos, tcp_pending_t, link));
+        tcp_pending_drop(tp, uccl_container_of(pos, tcp_pending_t, link));
     close(tp->listen_fd);
     close(tp->epfd);
     uccl_stage_destroy(tp->stage);
@@ -173,30 +172,57 @@ static bool tcp_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
 
 /* ------------------------------------------------------------------ incoming streams */
 
+/* Make room for a real peer's stream: drop the oldest accepted socket that
+ * has not sent its hello (the same cap as the core's setup listener). */
+static bool tcp_pending_evict(tcp_tp_t *tp, const char *why)
+{
+    if (uccl_list_empty(&tp->pending))
+        return false;
+    uccl_debug("tcp: dropping an incoming stream that sent no hello: %s", why);
+    tcp_pending_drop(tp, uccl_list_first(&tp->pending, tcp_pending_t, link));
+    return true;
+}
+
 static void tcp_accept_all(tcp_tp_t *tp)
 {
+    const uccl_config_t *cfg = &tp->base.engine->cfg;
     int fd;
 
-    while ((fd = accept4(tp->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        tcp_pending_t *p = calloc(1, sizeof(*p));
+    tp->accept_retry = false;
+    for (;;) {
+        tcp_pending_t *p;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET};
 
+        fd = accept4(tp->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            break;
+        if (tp->npending >= cfg->setup_max_pending)
+            tcp_pending_evict(tp, "too many pending streams");
+        p = calloc(1, sizeof(*p));
         if (p == NULL) {
             close(fd);
             continue;
         }
         p->poll.kind = TCP_POLL_PENDING;
         p->fd = fd;
-        p->deadline_ms = uccl_time_ms() + TCP_HELLO_TIMEOUT_MS;
+        p->deadline_ms = uccl_time_ms() + (uint64_t)cfg->setup_timeout_ms;
         ev.data.ptr = &p->poll;
         uccl_list_push_back(&tp->pending, &p->link);
+        tp->npending++;
         if (epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
             uccl_warn("tcp: epoll_ctl on an accepted socket: %s", strerror(errno));
-            tcp_pending_drop(p);
+            tcp_pending_drop(tp, p);
         }
     }
-    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+    if (errno == EMFILE || errno == ENFILE) {
+        /* the listener's edge is spent: try again from progress */
+        tp->accept_retry = true;
+        if (tcp_pending_evict(tp, "out of file descriptors (EMFILE)"))
+            return;
+        uccl_warn("tcp: accept: %s, and no idle incoming stream to drop", strerror(errno));
+    } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         uccl_warn("tcp: accept: %s", strerror(errno));
+    }
 }
 
 /* Read exactly the hello (never more: what follows belongs to the stream). */
@@ -208,13 +234,14 @@ static void tcp_pending_read(tcp_tp_t *tp, tcp_pending_t *p)
         return;
     if (n <= 0) {
         uccl_debug("tcp: incoming stream closed before its hello");
-        tcp_pending_drop(p);
+        tcp_pending_drop(tp, p);
         return;
     }
     p->have += (size_t)n;
     if (p->have < TCP_HELLO_LEN)
         return;
     uccl_list_del(&p->link);
+    tp->npending--;
     if (!tcp_ep_attach_stream(tp, p->fd, p->buf))
         close(p->fd);
     free(p);
@@ -231,8 +258,8 @@ static void tcp_pending_expire(tcp_tp_t *tp)
     uccl_list_for_each_safe(pos, tmp, &tp->pending) {
         tcp_pending_t *p = uccl_container_of(pos, tcp_pending_t, link);
         if (now >= p->deadline_ms) {
-            uccl_warn("tcp: an incoming stream sent no hello in %d ms; dropped", TCP_HELLO_TIMEOUT_MS);
-            tcp_pending_drop(p);
+            uccl_debug("tcp: an incoming stream sent no hello in UCCL_SETUP_TIMEOUT_MS; dropped");
+            tcp_pending_drop(tp, p);
         }
     }
 }
@@ -251,22 +278,13 @@ static void tcp_handle_event(tcp_tp_t *tp, const struct epoll_event *ev)
         tcp_stream_t *s = uccl_container_of(poll, tcp_stream_t, poll);
         if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             s->readable = true;
+        if (ev->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            s->rdhup = true;
         if (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             s->writable = true;
         if (s->state == TCP_STREAM_CONNECTING && (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
             tcp_stream_connect_done(s);
     }
-}
-
-/* A failing endpoint first hands over what its other streams still hold. */
-static void tcp_ep_drain_and_fail(tcp_ep_t *ep)
-{
-    for (int i = 0; i < ep->nstreams; i++)
-        if (ep->streams[i].state == TCP_STREAM_UP) {
-            ep->streams[i].readable = true;
-            tcp_stream_rx(&ep->streams[i], SIZE_MAX);
-        }
-    tcp_ep_fail(ep, "a stream to the peer closed");
 }
 
 static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
@@ -275,15 +293,18 @@ static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
 
     if (ep->base.conn->state != UCCL_OK)
         return 0;
-    for (int i = 0; i < ep->nstreams && !ep->failing; i++) {
+    for (int i = 0; i < ep->nstreams; i++) {
         tcp_stream_t *s = &ep->streams[i];
         if (s->state == TCP_STREAM_UP && s->readable)
             events += tcp_stream_rx(s, tp->cfg.progress_bytes);
     }
     if (!ep->failing)
         events += tcp_ep_tx(ep, tp->cfg.progress_bytes);
-    if (ep->failing)
-        tcp_ep_drain_and_fail(ep);
+    /* a stream ended: the peer is going; the messages its other streams
+     * still carry are read to their end first (a completed send is a promise) */
+    if (ep->failing && ep->base.conn->state == UCCL_OK &&
+        (tcp_ep_drained(&ep->base) || uccl_time_ms() >= ep->fail_deadline_ms))
+        tcp_ep_fail(ep, "the peer closed its streams");
     return events;
 }
 
@@ -294,6 +315,9 @@ static int tcp_progress(uccl_tp_t *base)
     uccl_list_t *pos;
     int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
     int n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
+
+    if (tp->accept_retry)
+        tcp_accept_all(tp);
 
     for (int i = 0; i < n; i++)
         tcp_handle_event(tp, &evs[i]);
@@ -323,4 +347,5 @@ const struct uccl_tp_ops uccl_tp_tcp_ops = {
     .post_write = tcp_post_write,
     .post_read = tcp_post_read,
     .progress = tcp_progress,
+    .ep_drained = tcp_ep_drained,
 };

@@ -37,7 +37,9 @@ typedef struct tcp_tp {
     uint16_t port; /* network order */
     tcp_poll_t listen_poll;
     uccl_list_t eps;
-    uccl_list_t pending; /* accepted sockets whose hello is not in yet */
+    uccl_list_t pending; /* accepted sockets whose hello is not in yet, oldest first */
+    int npending;        /* at most UCCL_SETUP_MAX_PENDING */
+    bool accept_retry;   /* accept met EMFILE: its epoll edge is spent, retry */
     uccl_stage_t *stage; /* GPU memory through pinned buffers; NULL without a GPU */
 } tcp_tp_t;
 
@@ -104,6 +106,7 @@ typedef struct tcp_stream {
     int index;
     tcp_stream_state_t state;
     bool readable, writable;
+    bool rdhup; /* the peer's end of file (or an error) is in: read until it shows */
     uint8_t hello[TCP_HELLO_LEN];
     size_t hello_left;
     /* transmit: a ring of frames written with one sendmsg */
@@ -142,7 +145,8 @@ struct tcp_ep {
     uccl_tp_ep_t base;
     uccl_list_t link; /* tp->eps */
     bool is_initiator;
-    bool failing; /* a stream died: drain the others, then fail the conn */
+    bool failing; /* a stream died: read the others to their end, then fail the conn */
+    uint64_t fail_deadline_ms; /* failing: fail then even if a stream is still open */
     uint64_t token, peer_token;
     struct sockaddr_in peer;
     int nstreams;
@@ -171,6 +175,8 @@ void tcp_stream_connect_done(tcp_stream_t *s);
 void tcp_stream_lost(tcp_stream_t *s, const char *why);
 /* Fail the connection of ep now (protocol error, no memory). */
 void tcp_ep_fail(tcp_ep_t *ep, const char *why);
+/* No stream of ep is open or opening any more: all the peer sent is read. */
+bool tcp_ep_drained(uccl_tp_ep_t *ep);
 
 /* tcp_tx.c */
 uccl_status_t tcp_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);

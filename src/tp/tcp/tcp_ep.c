@@ -2,10 +2,13 @@
  * streams with a hello, the acceptor attaching them by token, teardown. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -162,7 +165,7 @@ void tcp_stream_connect_done(tcp_stream_t *s)
         uccl_error("tcp: stream %d to %s:%d: %s", s->index, inet_ntoa(s->ep->peer.sin_addr),
                    ntohs(s->ep->peer.sin_port), strerror(err));
         s->state = TCP_STREAM_DEAD;
-        s->ep->failing = true;
+        tcp_ep_fail(s->ep, "a stream could not connect");
         return;
     }
     s->state = TCP_STREAM_UP;
@@ -210,7 +213,20 @@ void tcp_stream_lost(tcp_stream_t *s, const char *why)
         return;
     uccl_debug("tcp: stream %d to %s lost: %s", s->index, s->ep->base.conn->peer_host, why);
     s->state = TCP_STREAM_DEAD;
+    if (!s->ep->failing)
+        s->ep->fail_deadline_ms =
+            uccl_time_ms() + (uint64_t)tcp_tp_of(s->ep)->base.engine->cfg.timeout_ms;
     s->ep->failing = true;
+}
+
+bool tcp_ep_drained(uccl_tp_ep_t *base)
+{
+    tcp_ep_t *ep = (tcp_ep_t *)base;
+
+    for (int i = 0; i < ep->nstreams; i++)
+        if (ep->streams[i].state == TCP_STREAM_UP || ep->streams[i].state == TCP_STREAM_CONNECTING)
+            return false;
+    return true;
 }
 
 void tcp_ep_fail(tcp_ep_t *ep, const char *why)
@@ -223,10 +239,72 @@ void tcp_ep_fail(tcp_ep_t *ep, const char *why)
     uccl_conn_fail(conn, UCCL_ERR_PEER_FAILED);
 }
 
+/* Read and drop what came in on a stream being closed. */
+static void tcp_stream_discard_input(int fd)
+{
+    char scratch[4096];
+
+    while (recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
+        ;
+}
+
+/* Bytes written to a stream being closed that the peer's side has not
+ * acknowledged yet. shutdown queued a FIN, which counts one in SIOCOUTQ
+ * until acknowledged: the data is what matters. A reset stream has nothing
+ * more to deliver. */
+static int tcp_stream_unacked(int fd, bool fin_queued)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int outq = 0;
+
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 || ti.tcpi_state == TCP_CLOSE)
+        return 0;
+    if (ioctl(fd, SIOCOUTQ, &outq) != 0)
+        return 0;
+    outq -= fin_queued && outq > 0;
+    return outq;
+}
+
+/* Graceful close: the sends that completed sit in our socket buffers, and
+ * the peer must get every byte of them (a completed send is a promise). A
+ * close with unread input would reset the streams and drop them, so: end
+ * of file after our data, input read and dropped, and a wait (up to
+ * UCCL_TIMEOUT_MS) until the peer's side has taken all we wrote. */
+static void tcp_ep_flush(tcp_ep_t *ep)
+{
+    uint64_t deadline = uccl_time_ms() + (uint64_t)tcp_tp_of(ep)->base.engine->cfg.timeout_ms;
+    bool fin[TCP_STREAMS_MAX] = {false};
+    int unacked = 0;
+
+    for (int i = 0; i < ep->nstreams; i++)
+        if (ep->streams[i].state == TCP_STREAM_UP)
+            fin[i] = shutdown(ep->streams[i].fd, SHUT_WR) == 0;
+    for (;;) {
+        unacked = 0;
+        for (int i = 0; i < ep->nstreams; i++) {
+            if (ep->streams[i].state != TCP_STREAM_UP)
+                continue;
+            tcp_stream_discard_input(ep->streams[i].fd);
+            unacked += tcp_stream_unacked(ep->streams[i].fd, fin[i]);
+        }
+        if (unacked == 0 || uccl_time_ms() >= deadline)
+            break;
+        (void)poll(NULL, 0, 1);
+    }
+    if (unacked > 0)
+        uccl_warn("tcp: closing the connection to %s (pid %d) with %d bytes the peer has not "
+                  "taken in UCCL_TIMEOUT_MS", ep->base.conn->peer_host, ep->base.conn->peer_pid,
+                  unacked);
+}
+
 void tcp_ep_destroy(uccl_tp_ep_t *base)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
     uccl_list_t *pos, *tmp;
+
+    if (ep->streams != NULL && ep->base.conn->state == UCCL_OK)
+        tcp_ep_flush(ep);
 
     /* completions and write replies still waiting for H2D copies are dropped
      * (after the copies end: their memory may be freed next) */

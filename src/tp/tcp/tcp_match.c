@@ -76,8 +76,10 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
         uccl_list_del(&rec->link);
         rec->in_active = false;
     }
-    if (rec->req == NULL)
-        return; /* stays on the unexpected list */
+    if (rec->req == NULL) {
+        rec->msg.complete = true; /* stays on the unexpected list, whole */
+        return;
+    }
     staged = tcp_req_staged(ep, rec->req);
     if (rec->bounce != NULL && staged) {
         uccl_status_t st = uccl_stage_copy_in(tcp_tp_of(ep)->stage, rec->req, NULL, 0, rec->bounce,

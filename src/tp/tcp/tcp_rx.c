@@ -140,8 +140,10 @@ static bool tcp_stream_read(tcp_stream_t *s, size_t *total)
         tcp_stream_lost(s, "closed by the peer");
         return false;
     }
-    if ((size_t)n < want)
-        s->readable = false; /* drained: edge-triggered epoll reports new data */
+    /* drained: edge-triggered epoll reports new data; but an end of file
+     * that came with the data we just read has had its edge already */
+    if ((size_t)n < want && !s->rdhup)
+        s->readable = false;
     *total += (size_t)n;
     if (direct) {
         s->sink.pos += (size_t)n;

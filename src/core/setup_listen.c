@@ -1,0 +1,97 @@
+/* The connection-setup listener's admission: incoming setups are accepted
+ * within a cap (UCCL_SETUP_MAX_PENDING), the idle oldest dropped first, an
+ * idle one giving its fd up when the fd table is full, and every drop
+ * counted in a rate-limited warning. conn.c reads and answers the setups. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core.h"
+
+/* Say how many incoming connections the listener dropped, at most once per
+ * interval: a flood must not flood the log too. */
+#define SETUP_LOG_INTERVAL_MS 5000
+
+void uccl_setup_drop_note(uccl_engine_t *engine, const char *why)
+{
+    uint64_t now = uccl_time_ms();
+
+    engine->setup_drops++;
+    if (now < engine->setup_log_ms)
+        return;
+    uccl_warn("setup listener: dropped %llu incoming connection(s) (latest: %s; "
+              "UCCL_SETUP_TIMEOUT_MS=%d, UCCL_SETUP_MAX_PENDING=%d)",
+              (unsigned long long)engine->setup_drops, why, engine->cfg.setup_timeout_ms,
+              engine->cfg.setup_max_pending);
+    engine->setup_drops = 0;
+    engine->setup_log_ms = now + SETUP_LOG_INTERVAL_MS;
+}
+
+void uccl_handshake_free(uccl_engine_t *engine, uccl_handshake_t *hs)
+{
+    uccl_list_del(&hs->link);
+    engine->nhandshakes--;
+    free(hs->buf);
+    free(hs);
+}
+
+/* Make room: drop the oldest pending setup that has sent nothing (a real
+ * peer sends its request right after connecting), else the oldest. */
+static bool handshake_evict(uccl_engine_t *engine, const char *why)
+{
+    uccl_handshake_t *victim = NULL;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &engine->handshakes) {
+        uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
+        if (hs->need == 0 && hs->have == 0) {
+            victim = hs;
+            break;
+        }
+    }
+    if (victim == NULL && !uccl_list_empty(&engine->handshakes))
+        victim = uccl_list_first(&engine->handshakes, uccl_handshake_t, link);
+    if (victim == NULL)
+        return false;
+    close(victim->fd);
+    uccl_handshake_free(engine, victim);
+    uccl_setup_drop_note(engine, why);
+    return true;
+}
+
+/* Accept what the listener has, at most setup_max_pending per call; the
+ * pending setups stay within that cap and out of the fd table's last slots. */
+void uccl_setup_accept(uccl_engine_t *engine)
+{
+    for (int n = 0; n < engine->cfg.setup_max_pending; n++) {
+        int fd = accept4(engine->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        uccl_handshake_t *hs;
+
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                /* no fd for a real peer: an idle one gives its fd up */
+                if (handshake_evict(engine, "out of file descriptors (EMFILE)"))
+                    continue;
+                uccl_setup_drop_note(engine, "accept: out of file descriptors (EMFILE), none of "
+                                        "them held by pending setups");
+            } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+                       errno != ECONNABORTED) {
+                uccl_warn("setup listener: accept: %s", strerror(errno));
+            }
+            return;
+        }
+        if (engine->nhandshakes >= engine->cfg.setup_max_pending)
+            handshake_evict(engine, "too many pending setups");
+        hs = calloc(1, sizeof(*hs));
+        if (hs == NULL) {
+            close(fd);
+            return;
+        }
+        hs->fd = fd;
+        hs->deadline_ms = uccl_time_ms() + (uint64_t)engine->cfg.setup_timeout_ms;
+        uccl_list_push_back(&engine->handshakes, &hs->link);
+        engine->nhandshakes++;
+    }
+}

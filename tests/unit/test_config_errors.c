@@ -1,0 +1,168 @@
+/* Bad configuration fails engine creation, with a message naming the
+ * setting (issue 20): transport knobs that used to make the transport
+ * silently skipped, core variables, every number of every config table
+ * compiled in given garbage or a leading blank, and bad engine params. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/core_config.h"
+#include "unit.h"
+
+/* Create an engine with stderr captured; returns the status, fills log. */
+static uccl_status_t create_logged(const uccl_engine_params_t *params, char *log, size_t len)
+{
+    FILE *tmp = tmpfile();
+    uccl_engine_t *e = NULL;
+    uccl_status_t st;
+    int saved;
+    size_t n = 0;
+
+    log[0] = '\0';
+    if (tmp == NULL)
+        return UCCL_ERR_IO;
+    fflush(stderr);
+    saved = dup(STDERR_FILENO);
+    dup2(fileno(tmp), STDERR_FILENO);
+    st = uccl_engine_create(params, &e);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    rewind(tmp);
+    n = fread(log, 1, len - 1, tmp);
+    log[n] = '\0';
+    fclose(tmp);
+    if (e != NULL)
+        uccl_engine_destroy(e);
+    return st;
+}
+
+/* name=value must fail engine creation with a message that names name. */
+static void expect_env_refused(const char *name, const char *value)
+{
+    char log[8192];
+    uccl_status_t st;
+
+    setenv(name, value, 1);
+    st = create_logged(NULL, log, sizeof(log));
+    unsetenv(name);
+    if (st != UCCL_ERR_INVALID_PARAM || strstr(log, name) == NULL)
+        fprintf(stderr, "\n  %s='%s': %s, log: %s\n", name, value, uccl_status_name(st), log);
+    CU_ASSERT_EQUAL(st, UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, name));
+}
+
+static void expect_params_refused(const uccl_engine_params_t *p, const char *name)
+{
+    char log[8192];
+    uccl_status_t st = create_logged(p, log, sizeof(log));
+
+    if (st != UCCL_ERR_INVALID_PARAM || strstr(log, name) == NULL)
+        fprintf(stderr, "\n  params (%s): %s, log: %s\n", name, uccl_status_name(st), log);
+    CU_ASSERT_EQUAL(st, UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(log, name));
+}
+
+static void test_transport_knobs(void)
+{
+    expect_env_refused("UCCL_SHM_RING_SIZE", "1000");
+    expect_env_refused("UCCL_SHM_CMA", "maybe");
+    expect_env_refused("UCCL_SHM_CHUNK", "0");
+    expect_env_refused("UCCL_SHM_STAGE_DEPTH", "-3");
+    expect_env_refused("UCCL_SHM_SPLIT_PCT", "101");
+    expect_env_refused("UCCL_TCP_NUM_STREAMS", "0");
+    expect_env_refused("UCCL_TCP_CHUNK", "12");
+}
+
+static void test_core_variables(void)
+{
+    expect_env_refused("UCCL_OOB_IFADDR", "bogus");
+    expect_env_refused("UCCL_TOPO_XML", "/nonexistent.xml");
+    expect_env_refused("UCCL_NET_DEVICES", "nosuch0:9");
+    expect_env_refused("UCCL_NET_DEVICES", "lo:0");
+    expect_env_refused("UCCL_NET_DEVICES", "lo:1x");
+    expect_env_refused("UCCL_NET_DEVICES", "lo,");
+    expect_env_refused("UCCL_NET_DEVICES", "lo,,lo");
+    expect_env_refused("UCCL_NET_DEVICES", "../lo");
+    expect_env_refused("UCCL_TIMEOUT_MS", " 5000");
+    expect_env_refused("UCCL_SETUP_TIMEOUT_MS", "0");
+    expect_env_refused("UCCL_SETUP_MAX_PENDING", "0");
+}
+
+/* Every number, size, flag and level of every table compiled in: garbage
+ * and a leading blank are refused, naming the variable. */
+static void test_every_table(void)
+{
+    static const char *const garbage[] = {"garbage", " 1", "1 ", ""};
+    char name[128];
+    int checked = 0;
+
+    for (const uccl_cfg_table_t *const *t = uccl_cfg_tables(); *t != NULL; t++) {
+        for (const uccl_cfg_field_t *f = (*t)->fields; f->name != NULL; f++) {
+            if (f->type == UCCL_CFG_STRING)
+                continue;
+            snprintf(name, sizeof(name), "UCCL_%s%s", (*t)->prefix, f->name);
+            for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++)
+                expect_env_refused(name, garbage[i]);
+            checked++;
+        }
+    }
+    printf(" [%d variables] ", checked);
+    CU_ASSERT(checked >= 10);
+}
+
+static void test_engine_params(void)
+{
+    uccl_engine_params_t p;
+
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = 12345};
+    expect_params_refused(&p, "gpu_index");
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_PROGRESS_THREAD, .progress_thread = 7};
+    expect_params_refused(&p, "progress_thread");
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_NET_DEVICES,
+                               .net_devices = "nosuchdev0:1"};
+    expect_params_refused(&p, "net_devices");
+}
+
+/* The checks refuse only what is wrong. */
+static void test_good_values_accepted(void)
+{
+    uccl_engine_params_t p = {.field_mask = UCCL_ENGINE_PARAM_NET_DEVICES |
+                                            UCCL_ENGINE_PARAM_PROGRESS_THREAD,
+                              .net_devices = "lo:1", .progress_thread = 1};
+    const char *srcdir = getenv("srcdir");
+    char path[512], log[8192];
+
+    setenv("UCCL_OOB_IFADDR", "127.0.0.1", 1);
+    setenv("UCCL_TIMEOUT_MS", "+5000", 1);
+    setenv("UCCL_SHM_STAGE_DEPTH", "2", 1);
+    snprintf(path, sizeof(path), "%s/tests/data/nvidiaDGX2.xml", srcdir ? srcdir : ".");
+    if (access(path, R_OK) == 0)
+        setenv("UCCL_TOPO_XML", path, 1);
+    UNIT_ASSERT_STATUS(create_logged(&p, log, sizeof(log)), UCCL_OK);
+    unsetenv("UCCL_OOB_IFADDR");
+    unsetenv("UCCL_TIMEOUT_MS");
+    unsetenv("UCCL_SHM_STAGE_DEPTH");
+    unsetenv("UCCL_TOPO_XML");
+}
+
+static CU_TestInfo tests[] = {
+    {"transport knobs", test_transport_knobs},
+    {"core variables", test_core_variables},
+    {"every number of every table", test_every_table},
+    {"engine params", test_engine_params},
+    {"good values accepted", test_good_values_accepted},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {
+        {"config_errors", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+    };
+
+    unsetenv("UCCL_TRANSPORTS");
+    return unit_main(suites);
+}

@@ -1,0 +1,161 @@
+/* A wait keeps its deadline during a large copy (issue 20): one progress
+ * call does a bounded share of the work (shm: UCCL_SHM_PROGRESS_BYTES of
+ * CMA copies, in calls of UCCL_SHM_CMA_CHUNK; tcp: UCCL_TCP_PROGRESS_BYTES),
+ * so uccl_wait(req, short) returns UCCL_ERR_TIMEOUT soon after its deadline
+ * and no single progress call runs long. Tiny CMA calls (64 bytes) make a
+ * whole copy take far longer than either bound. Received bytes are compared. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "unit.h"
+#include "unit_conn.h"
+
+#define BIG (32u << 20)
+#define SHORT_WAIT_MS 20
+/* Allowed past a deadline (wall clock, generous: CI boxes are loaded), and
+ * for one progress call (CPU time of this thread, kernel copies included,
+ * so that preemption does not count). A whole copy in CMA calls of 64 bytes
+ * takes several times either. */
+#define OVERSHOOT_MS 300
+#define PROGRESS_CPU_MS 50
+
+static uint64_t cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Progress e once; the longest such call so far (CPU us) in *max_us. */
+static void progress_timed(uccl_engine_t *e, uint64_t *max_us)
+{
+    uint64_t t0 = cpu_us(), dt;
+
+    uccl_engine_progress(e);
+    dt = cpu_us() - t0;
+    *max_us = dt > *max_us ? dt : *max_us;
+}
+
+static const char *transport;
+
+typedef enum { OP_SENDRECV, OP_WRITE, OP_READ } op_t;
+
+/* Progress both engines until req is done. */
+static uccl_status_t drive(unit_pair_t *p, uccl_req_t *req, uint64_t *max_us)
+{
+    uint64_t deadline = unit_now_ms() + 60000;
+    int done = 0;
+
+    while (!done && unit_now_ms() < deadline) {
+        progress_timed(p->b, max_us);
+        progress_timed(p->a, max_us);
+        uccl_test(req, &done);
+    }
+    return done ? uccl_wait(req, 0) : UCCL_ERR_TIMEOUT;
+}
+
+/* a and b move BIG bytes: b receives (send/recv), b is the write's target
+ * (it pulls), or b is the read's target (it pushes). */
+static void run(op_t op, bool split)
+{
+    unit_pair_t p = {0};
+    uint8_t *src = malloc(BIG), *dst = calloc(1, BIG);
+    uccl_mr_t *ms = NULL, *md = NULL;
+    uccl_req_t *req = NULL, *other = NULL;
+    uccl_rdesc_t desc;
+    uint64_t t0, waited, max_us = 0;
+    uccl_status_t st;
+
+    CU_ASSERT_FATAL(src != NULL && dst != NULL);
+    for (size_t i = 0; i < BIG; i++)
+        src[i] = (uint8_t)(i * 131 + 7);
+    setenv("UCCL_SHM_SPLIT_MIN", split ? "1M" : "0", 1);
+    st = unit_pair_open(transport, &p);
+    if (st == UCCL_ERR_UNSUPPORTED && strcmp(transport, "shm") == 0) {
+        printf(" SKIP: CMA not permitted here (UCCL_SHM_CMA=on refused) ");
+        goto out;
+    }
+    UNIT_ASSERT_STATUS(st, UCCL_OK);
+    if (st != UCCL_OK)
+        goto out;
+    /* the copying side, b, holds the destination, except for a read */
+    UNIT_ASSERT_STATUS(uccl_mr_reg(op == OP_READ ? p.b : p.a, src, BIG, 0, &ms), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(op == OP_READ ? p.a : p.b, dst, BIG, 0, &md), UCCL_OK);
+    if (op == OP_SENDRECV) {
+        UNIT_ASSERT_STATUS(uccl_send(p.ab, ms, 0, BIG, 5, &other), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_recv(p.ba, md, 0, BIG, 5, &req), UCCL_OK);
+    } else if (op == OP_WRITE) {
+        UNIT_ASSERT_STATUS(uccl_mr_pack(md, 0, BIG, &desc), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_write(p.ab, ms, 0, BIG, &desc, 0, &req), UCCL_OK);
+    } else {
+        UNIT_ASSERT_STATUS(uccl_mr_pack(ms, 0, BIG, &desc), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_read(p.ab, md, 0, BIG, &desc, 0, &req), UCCL_OK);
+    }
+    if (req == NULL)
+        goto out;
+    /* the receive's wait progresses b, which copies; a write's or read's
+     * wait progresses a: let b start the copy first */
+    for (int i = 0; op != OP_SENDRECV && i < 2; i++)
+        progress_timed(p.b, &max_us);
+    t0 = unit_now_ms();
+    st = uccl_wait(req, SHORT_WAIT_MS);
+    waited = unit_now_ms() - t0;
+    UNIT_ASSERT_STATUS(st, UCCL_ERR_TIMEOUT);
+    CU_ASSERT(waited < SHORT_WAIT_MS + OVERSHOOT_MS);
+    UNIT_ASSERT_STATUS(drive(&p, req, &max_us), UCCL_OK);
+    CU_ASSERT(max_us < PROGRESS_CPU_MS * 1000);
+    printf(" [wait(%d ms) took %llu ms, longest progress %.1f ms CPU] ", SHORT_WAIT_MS,
+           (unsigned long long)waited, (double)max_us / 1000.0);
+    CU_ASSERT_EQUAL(memcmp(src, dst, BIG), 0);
+    if (other != NULL)
+        UNIT_ASSERT_STATUS(uccl_wait(other, UNIT_TIMEOUT_MS), UCCL_OK);
+out:
+    if (other != NULL)
+        uccl_req_free(other);
+    if (req != NULL)
+        uccl_req_free(req);
+    unit_pair_close(&p);
+    free(src);
+    free(dst);
+}
+
+static void test_recv(void) { run(OP_SENDRECV, false); }
+static void test_recv_split(void) { run(OP_SENDRECV, true); }
+static void test_write(void) { run(OP_WRITE, false); }
+static void test_write_split(void) { run(OP_WRITE, true); }
+static void test_read(void) { run(OP_READ, false); }
+
+static CU_TestInfo tests[] = {
+    {"32 MiB receive", test_recv},
+    {"32 MiB receive, split copy", test_recv_split},
+    {"32 MiB write, target copies", test_write},
+    {"32 MiB write, split copy", test_write_split},
+    {"32 MiB read, target copies", test_read},
+    CU_TEST_INFO_NULL,
+};
+
+static int set_shm(void) { transport = "shm"; return 0; }
+static int set_tcp(void) { transport = "tcp"; return 0; }
+
+int main(void)
+{
+    CU_SuiteInfo suites[3] = {CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL};
+    int n = 0;
+
+    unsetenv("UCCL_TRANSPORTS");
+    setenv("UCCL_TIMEOUT_MS", "60000", 1);
+    setenv("UCCL_SHM_CMA", "on", 1);
+    setenv("UCCL_SHM_CMA_CHUNK", "64", 1);
+    setenv("UCCL_TCP_PROGRESS_BYTES", "256K", 1);
+    if (unit_transport_usable("shm"))
+        suites[n++] = (CU_SuiteInfo){"wait_bound/shm", set_shm, NULL, NULL, NULL, tests};
+    if (unit_transport_usable("tcp"))
+        suites[n++] = (CU_SuiteInfo){"wait_bound/tcp", set_tcp, NULL, NULL, NULL, tests};
+    if (n == 0) {
+        printf("skipped: neither shm nor tcp usable here\n");
+        return UNIT_EXIT_SKIP;
+    }
+    return unit_main(suites);
+}
