@@ -126,9 +126,8 @@ struct uccl_tp_memh {
     struct ibv_mr *mr;
 };
 
-/* Byte of the descriptor's key area that says the rkey before it is real
- * (a staged GPU region has none: peers cannot reach it one-sided). */
-#define VERBS_RKEY_VALID_BYTE 4
+/* Our key slot in remote descriptors: the 32-bit rkey. */
+#define VERBS_RKEY_SIZE 4
 
 typedef struct tp_verbs_qp {
     struct ibv_qp *qp;
