@@ -1,5 +1,5 @@
 /* Private definitions of the RDMA verbs transport: the transport instance,
- * endpoints with one RC control QP and N data QPs, and the control wire format. */
+ * endpoints with one RC control QP and N data QPs, and the data path's state. */
 #ifndef UCCL_TP_VERBS_H
 #define UCCL_TP_VERBS_H
 
@@ -12,7 +12,7 @@
 
 #define VERBS_MAX_QPS 16
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 2 /* 2: writes closed by immediates (VERBS_IMM_*) */
+#define VERBS_WIRE_VERSION 2 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*) */
 
 /* The message protocol is src/tp/common/rndv.h: control messages are SENDs
  * on the RC control QP (in order), writes WRITE / WRITE_WITH_IMM chains
