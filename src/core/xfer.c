@@ -352,10 +352,11 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
         xfer_args_t a = {.rdesc = m->riov[k].rdesc, .roff = m->riov[k].roff};
         uccl_req_remote_t remote;
+        uccl_rdesc_fields_t fields;
 
         if (a.rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = check_remote(conn, &a, m->riov[k].len, &remote);
+        st = check_remote(conn, &a, m->riov[k].len, &remote, &fields);
         rtotal += m->riov[k].len;
     }
     if (st == UCCL_OK && rtotal != total) {
