@@ -249,18 +249,37 @@ uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id,
                                       uint64_t len, uccl_region_t **region);
 void uccl_mr_release_all(uccl_engine_t *engine);
 
-/* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors */
+/* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
+ * (layout, version and the key slots are described at the top of rdesc.c) */
+#define UCCL_RDESC_VERSION 2
+#define UCCL_RDESC_KEY_AREA 20 /* bytes shared by the key slots */
+#define UCCL_RDESC_MAX_KEYS (UCCL_RDESC_KEY_AREA / 3) /* a slot takes 2 + at least 1 bytes */
+
+/* One transport's remote key for the region. */
+typedef struct uccl_rdesc_key {
+    uint8_t owner; /* UCCL_TP_KEY_* (tp.h), never 0 */
+    uint8_t len;   /* 1..UCCL_TP_RKEY_MAX */
+    uint8_t key[UCCL_TP_RKEY_MAX];
+} uccl_rdesc_key_t;
+
 typedef struct uccl_rdesc_fields {
     uint64_t engine_id;
     uint64_t region_id;
     uint64_t addr;
     uint64_t len;
     uccl_mem_type_t mem_type;
-    int device;
-    uint8_t rkey[UCCL_TP_RKEY_SIZE];
+    int device; /* -1 = none */
+    int nkeys;  /* slots in keys[], owners distinct */
+    uccl_rdesc_key_t keys[UCCL_RDESC_MAX_KEYS];
 } uccl_rdesc_fields_t;
 
-void uccl_rdesc_encode(const uccl_rdesc_fields_t *f, uccl_rdesc_t *rdesc);
+/* Errors: UCCL_ERR_INVALID_PARAM (keys that do not fit the key area, a
+ * duplicate or zero owner, a key length out of range, a device above 65534). */
+uccl_status_t uccl_rdesc_encode(const uccl_rdesc_fields_t *f, uccl_rdesc_t *rdesc);
+/* Errors: UCCL_ERR_BAD_DESC (not a descriptor, corrupted or malformed),
+ * UCCL_ERR_VERSION (a sound descriptor of another version, e.g. 1). */
 uccl_status_t uccl_rdesc_decode(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *f);
+/* The key slot of owner, or NULL. */
+const uccl_rdesc_key_t *uccl_rdesc_key_find(const uccl_rdesc_fields_t *f, uint8_t owner);
 
 #endif

@@ -241,18 +241,28 @@ uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len, uccl_rde
     f.len = len;
     f.mem_type = mr->region->mem_type;
     f.device = mr->region->device;
-    /* the key area belongs to the best transport that needs remote keys */
-    for (int i = 0, best = -1; i < engine->ntp; i++) {
+    /* one key slot per transport that needs remote keys: the initiator
+     * takes the slot of the transport its connection uses (xfer.c) */
+    for (int i = 0; i < engine->ntp; i++) {
         const uccl_tp_t *tp = engine->tp[i];
+        uccl_rdesc_key_t *key = &f.keys[f.nkeys];
+
         if (!(tp->ops->caps & UCCL_TP_CAP_RKEY) || mr->region->memh[i] == NULL)
             continue;
-        if (best < 0 || tp->ops->priority > engine->tp[best]->ops->priority) {
-            best = i;
-            tp->ops->mem_pack((uccl_tp_t *)tp, mr->region->memh[i], f.rkey);
+        if (f.nkeys == UCCL_RDESC_MAX_KEYS) {
+            uccl_error("uccl_mr_pack: more transports with remote keys than descriptor slots");
+            return UCCL_ERR_UNSUPPORTED;
         }
+        key->owner = tp->ops->rkey_owner;
+        key->len = (uint8_t)tp->ops->mem_pack((uccl_tp_t *)tp, mr->region->memh[i], key->key);
+        if (key->len > 0)
+            f.nkeys++;
     }
-    uccl_rdesc_encode(&f, rdesc);
-    return UCCL_OK;
+    st = uccl_rdesc_encode(&f, rdesc);
+    if (st != UCCL_OK)
+        uccl_error("uccl_mr_pack: cannot encode a descriptor of device %d with %d key slots "
+                   "(%d bytes shared by the slots)", f.device, f.nkeys, UCCL_RDESC_KEY_AREA);
+    return st == UCCL_OK ? UCCL_OK : UCCL_ERR_UNSUPPORTED;
 }
 
 uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,

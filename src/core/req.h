@@ -35,14 +35,17 @@ typedef struct uccl_req_iov {
 } uccl_req_iov_t;
 
 /* The remote side of a one-sided operation, decoded from its descriptor,
- * already bounds-checked: addr is the absolute remote address. */
+ * already bounds-checked: addr is the absolute remote address; rkey is the
+ * descriptor's key slot of the request's transport (rkey_len 0: none, the
+ * owner could not give this transport a key for the region). */
 typedef struct uccl_req_remote {
     uint64_t addr;
     uint64_t len;
     uint64_t region_id;
     uccl_mem_type_t mem_type;
     int device;
-    uint8_t rkey[UCCL_TP_RKEY_SIZE];
+    uint8_t rkey_len;
+    uint8_t rkey[UCCL_TP_RKEY_MAX];
 } uccl_req_remote_t;
 
 struct uccl_req {

@@ -22,7 +22,16 @@ enum {
     UCCL_TP_CAP_RMA = 1u << 4,       /* post_write / post_read */
     UCCL_TP_CAP_NOTIFY = 1u << 5,    /* write with notification */
     UCCL_TP_CAP_MEM_REG = 1u << 6,   /* needs mem_reg for every region */
-    UCCL_TP_CAP_RKEY = 1u << 7,      /* mem_pack fills the descriptor's key area */
+    UCCL_TP_CAP_RKEY = 1u << 7,      /* mem_pack fills a key slot of remote descriptors */
+};
+
+/* Owners of remote-descriptor key slots (uccl_tp_ops.rkey_owner): one number
+ * per transport that needs remote keys, fixed on the wire (rdesc.c). Never
+ * reuse a number; 0 marks the end of the slots. */
+enum {
+    UCCL_TP_KEY_NONE = 0,
+    UCCL_TP_KEY_VERBS = 1,
+    UCCL_TP_KEY_OFI = 2, /* reserved for the libfabric transport */
 };
 
 typedef struct uccl_tp uccl_tp_t;
@@ -58,8 +67,10 @@ typedef struct uccl_tp_peer {
     size_t addr_len;
 } uccl_tp_peer_t;
 
-/* Size of the transport key area of a remote descriptor. */
-#define UCCL_TP_RKEY_SIZE 16
+/* Largest remote key a transport may put in a descriptor slot (the slots of
+ * all the engine's key-needing transports share UCCL_RDESC_KEY_AREA bytes,
+ * see rdesc.c). */
+#define UCCL_TP_RKEY_MAX 16
 
 struct uccl_tp_ops {
     size_t size;        /* sizeof(struct uccl_tp_ops) at build time */
@@ -67,6 +78,7 @@ struct uccl_tp_ops {
     int priority;       /* higher wins among transports that can reach a peer */
     uint64_t caps;      /* UCCL_TP_CAP_* */
     uint64_t engine_cap; /* the UCCL_CAP_* bit reported when opened */
+    uint8_t rkey_owner; /* UCCL_TP_KEY_* of its descriptor slot (UCCL_TP_CAP_RKEY only) */
     const uccl_cfg_table_t *config_table; /* may be NULL */
 
     /* Open on an engine: allocate a derived struct, fill base.ops; the core
@@ -97,11 +109,13 @@ struct uccl_tp_ops {
 
     /* Memory registration of one region (called once per region and
      * transport with UCCL_TP_CAP_MEM_REG, may be NULL otherwise). mem_pack
-     * writes the rkey area (UCCL_TP_CAP_RKEY only). */
+     * (UCCL_TP_CAP_RKEY only) writes the region's remote key and returns its
+     * length, at most UCCL_TP_RKEY_MAX; 0 = peers cannot reach this region
+     * one-sided through this transport (no slot is written). */
     uccl_status_t (*mem_reg)(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
                              int device, uccl_tp_memh_t **memh);
     void (*mem_dereg)(uccl_tp_t *tp, uccl_tp_memh_t *memh);
-    void (*mem_pack)(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE]);
+    size_t (*mem_pack)(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
 
     /* Data movement: the request (src/core/req.h) carries everything; the
      * transport completes it later with uccl_req_complete(), or returns an

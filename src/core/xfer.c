@@ -54,11 +54,14 @@ static uccl_status_t check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, i
 }
 
 static uccl_status_t check_remote(const uccl_conn_t *conn, const xfer_args_t *a, size_t len,
-                                  uccl_req_remote_t *remote)
+                                  uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields)
 {
     uccl_rdesc_fields_t f;
     uccl_status_t st = uccl_rdesc_decode(a->rdesc, &f);
 
+    if (st == UCCL_ERR_VERSION)
+        uccl_error("remote descriptor of version %u; this libuccl reads version %d only "
+                   "(the peer runs another release)", a->rdesc->bytes[4], UCCL_RDESC_VERSION);
     if (st != UCCL_OK)
         return st;
     if (f.engine_id != conn->peer_id) {
@@ -73,8 +76,21 @@ static uccl_status_t check_remote(const uccl_conn_t *conn, const xfer_args_t *a,
     remote->region_id = f.region_id;
     remote->mem_type = f.mem_type;
     remote->device = f.device;
-    memcpy(remote->rkey, f.rkey, sizeof(remote->rkey));
+    *fields = f;
     return UCCL_OK;
+}
+
+/* The descriptor's key slot of the transport that carries the request. */
+static void remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
+                            uccl_req_remote_t *remote)
+{
+    const uccl_rdesc_key_t *key = NULL;
+
+    if (ep->tp->ops->caps & UCCL_TP_CAP_RKEY)
+        key = uccl_rdesc_key_find(f, ep->tp->ops->rkey_owner);
+    remote->rkey_len = key != NULL ? key->len : 0;
+    if (key != NULL)
+        memcpy(remote->rkey, key->key, key->len);
 }
 
 static uccl_status_t pick_endpoint(const uccl_conn_t *conn, bool device, uccl_op_t op,
@@ -178,6 +194,7 @@ static uccl_status_t xfer_recv_failed(uccl_conn_t *conn, const xfer_args_t *a, s
 static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out)
 {
     uccl_req_remote_t remote = {0};
+    uccl_rdesc_fields_t fields;
     uccl_tp_ep_t *ep;
     uccl_req_t *req;
     uccl_status_t st;
@@ -194,7 +211,7 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
         return xfer_recv_failed(conn, a, total, gpu_caps, out);
     device = gpu_caps != 0;
     if (a->rdesc != NULL) {
-        st = check_remote(conn, a, total, &remote);
+        st = check_remote(conn, a, total, &remote, &fields);
         if (st != UCCL_OK)
             return st;
         device = device || remote.mem_type != UCCL_MEM_HOST;
@@ -204,6 +221,8 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
         return st;
     if (a->has_notif && !(ep->tp->ops->caps & UCCL_TP_CAP_NOTIFY))
         return UCCL_ERR_UNSUPPORTED;
+    if (a->rdesc != NULL)
+        remote_pick_key(&fields, ep, &remote);
     req = xfer_req_new(conn, a, total, gpu_caps);
     if (req == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -368,10 +387,11 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
         xfer_args_t a = {.rdesc = m->riov[k].rdesc, .roff = m->riov[k].roff};
         uccl_req_remote_t remote;
+        uccl_rdesc_fields_t fields;
 
         if (a.rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = check_remote(conn, &a, m->riov[k].len, &remote);
+        st = check_remote(conn, &a, m->riov[k].len, &remote, &fields);
         rtotal += m->riov[k].len;
     }
     if (st == UCCL_OK && rtotal != total) {

@@ -1,7 +1,7 @@
 /* libFuzzer harness: remote descriptors (src/core/rdesc.c), the one parser
  * of the 64 bytes peers hand us for one-sided access, through the public
  * uccl_rdesc_info and the core's decoder. A descriptor that decodes must
- * encode and decode again to the same fields. */
+ * encode again to the same 64 bytes (one encoding per descriptor). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,8 +10,9 @@
 static void check(const uccl_rdesc_t *d);
 
 /* Every version keeps magic "UCRD" at 0 and fnv1a32 of bytes 0..59 at 60:
- * each input is tried as it is and with that frame made right, so that the
- * fuzzer gets past the checksum into the fields behind it. */
+ * each input is tried as it is, with that frame made right, and with the
+ * current version too, so that the fuzzer gets past the checksum into the
+ * fields and key slots behind it. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -21,6 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(d.bytes, data, size < sizeof(d.bytes) ? size : sizeof(d.bytes));
     check(&d);
     uccl_put_u32(d.bytes, 0x44524355u);
+    uccl_put_u32(d.bytes + 60, uccl_fnv1a32(d.bytes, 60));
+    check(&d);
+    d.bytes[4] = UCCL_RDESC_VERSION;
     uccl_put_u32(d.bytes + 60, uccl_fnv1a32(d.bytes, 60));
     check(&d);
     return 0;
@@ -45,7 +49,8 @@ static void check(const uccl_rdesc_t *in)
     if (st != UCCL_OK || (info.mem_type != UCCL_MEM_HOST && info.mem_type != UCCL_MEM_CUDA &&
                           info.mem_type != UCCL_MEM_ROCM))
         abort();
-    uccl_rdesc_encode(&f, &again);
+    if (uccl_rdesc_encode(&f, &again) != UCCL_OK || memcmp(&again, &d, sizeof(d)) != 0)
+        abort();
     if (uccl_rdesc_info(&again, &info2) != UCCL_OK || info2.engine_id != info.engine_id ||
         info2.addr != info.addr || info2.len != info.len || info2.mem_type != info.mem_type)
         abort();

@@ -2,7 +2,8 @@
  * (src/core/mr.c). This program supplies its own transport list with one
  * fake transport that counts mem_reg/mem_dereg calls and holds sends and RMA
  * until their endpoint goes, so the cache is observed exactly and a request
- * can be kept in flight; no real transport is linked in. */
+ * can be kept in flight, and a second one that only registers and packs a
+ * key (two key slots in one descriptor); no real transport is linked in. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,11 +104,41 @@ static void fake_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
     fake_live_memh--;
 }
 
-static void fake_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE])
+static size_t fake_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX])
 {
     (void)tp;
-    memset(rkey, 0, UCCL_TP_RKEY_SIZE);
     memcpy(rkey, &memh, sizeof(memh));
+    return sizeof(memh);
+}
+
+/* The second transport with remote keys: a 4-byte key, like verbs. */
+static int keyed_live_memh;
+
+static uccl_status_t keyed_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                                   int device, uccl_tp_memh_t **memh)
+{
+    (void)tp, (void)type, (void)device;
+    *memh = malloc(sizeof(**memh));
+    if (*memh == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    (*memh)->addr = addr;
+    (*memh)->len = len;
+    keyed_live_memh++;
+    return UCCL_OK;
+}
+
+static void keyed_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
+{
+    (void)tp;
+    free(memh);
+    keyed_live_memh--;
+}
+
+static size_t keyed_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX])
+{
+    (void)tp;
+    uccl_put_u32(rkey, (uint32_t)memh->len);
+    return 4;
 }
 
 static uccl_status_t fake_post_hold(uccl_tp_ep_t *ep, uccl_req_t *req)
@@ -128,6 +159,7 @@ static const struct uccl_tp_ops fake_ops = {
     .priority = 1,
     .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_RMA | UCCL_TP_CAP_MEM_REG | UCCL_TP_CAP_RKEY,
     .engine_cap = UCCL_CAP_TCP,
+    .rkey_owner = UCCL_TP_KEY_OFI, /* any owner id */
     .open = fake_open,
     .close = fake_close,
     .address = fake_address,
@@ -144,11 +176,34 @@ static const struct uccl_tp_ops fake_ops = {
     .progress = fake_progress,
 };
 
+static const struct uccl_tp_ops keyed_ops = {
+    .size = sizeof(struct uccl_tp_ops),
+    .name = "keyed",
+    .priority = 0,
+    .caps = UCCL_TP_CAP_MEM_REG | UCCL_TP_CAP_RKEY,
+    .engine_cap = UCCL_CAP_VERBS,
+    .rkey_owner = UCCL_TP_KEY_VERBS,
+    .open = fake_open,
+    .close = fake_close,
+    .address = fake_address,
+    .ep_create = fake_ep_create,
+    .ep_pack = fake_ep_pack,
+    .ep_connect = fake_ep_connect,
+    .ep_destroy = fake_ep_destroy,
+    .mem_reg = keyed_mem_reg,
+    .mem_dereg = keyed_mem_dereg,
+    .mem_pack = keyed_mem_pack,
+    .post_send = fake_post_hold,
+    .post_write = fake_post_hold,
+    .post_read = fake_post_hold,
+    .progress = fake_progress,
+};
+
 /* Replaces src/tp/tp_list.c for this program (the static archive member
  * defining it is then never pulled in). */
 const struct uccl_tp_ops *const *uccl_tp_list(void)
 {
-    static const struct uccl_tp_ops *const list[] = {&fake_ops, NULL};
+    static const struct uccl_tp_ops *const list[] = {&fake_ops, &keyed_ops, NULL};
     return list;
 }
 
@@ -169,7 +224,7 @@ static int suite_cleanup(void)
     uccl_status_t st = uccl_engine_destroy(engine);
     engine = NULL;
     /* the engine released every registration it still held */
-    return st == UCCL_OK && fake_live_memh == 0 ? 0 : 1;
+    return st == UCCL_OK && fake_live_memh == 0 && keyed_live_memh == 0 ? 0 : 1;
 }
 
 static void counters_reset(void) { fake_reg_calls = fake_dereg_calls = 0; }
@@ -378,6 +433,32 @@ static void test_pack_bounds(void)
     UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
 }
 
+/* Each transport with remote keys gets its own slot, under its owner id. */
+static void test_pack_key_slots(void)
+{
+    const uccl_rdesc_key_t *k;
+    uccl_rdesc_fields_t f;
+    uccl_rdesc_t d;
+    uccl_mr_t *mr;
+    uccl_tp_memh_t *memh;
+
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, buf, 3000, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 10, 20, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_rdesc_decode(&d, &f), UCCL_OK);
+    CU_ASSERT_EQUAL(f.nkeys, 2);
+    k = uccl_rdesc_key_find(&f, UCCL_TP_KEY_OFI); /* fake_ops: its memh pointer */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_EQUAL_FATAL(k->len, sizeof(memh));
+    memcpy(&memh, k->key, sizeof(memh));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(memh);
+    CU_ASSERT_PTR_EQUAL(memh->addr, buf);
+    k = uccl_rdesc_key_find(&f, UCCL_TP_KEY_VERBS); /* keyed_ops: the region length */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    CU_ASSERT_EQUAL(k->len, 4);
+    CU_ASSERT_EQUAL(uccl_get_u32(k->key), 3000);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+}
+
 /* The target-side check transports use for incoming one-sided accesses. */
 static void test_region_find(void)
 {
@@ -493,6 +574,7 @@ static CU_TestInfo mr_tests[] = {
     {"unmapped host memory refused", test_unmapped_rejected},
     {"query", test_query},
     {"pack bounds and LOCAL_ONLY", test_pack_bounds},
+    {"pack: one key slot per transport", test_pack_key_slots},
     {"target-side region lookup", test_region_find},
     {"churn of distinct ranges", test_churn},
     {"dereg while a request uses it", test_dereg_busy},

@@ -156,7 +156,7 @@ static bool rdesc_has_key(const uccl_rdesc_t *rd)
 {
     uccl_rdesc_fields_t f;
 
-    return uccl_rdesc_decode(rd, &f) == UCCL_OK && f.rkey[4] == 1;
+    return uccl_rdesc_decode(rd, &f) == UCCL_OK && uccl_rdesc_key_find(&f, UCCL_TP_KEY_VERBS) != NULL;
 }
 
 /* The child exposes a host and a GPU region; the parent writes to and

@@ -19,12 +19,6 @@ void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
-void tp_verbs_req_error(uccl_req_t *req, uccl_status_t status)
-{
-    if (req->tp_data[VERBS_RD_ERR] == 0)
-        req->tp_data[VERBS_RD_ERR] = (uint64_t)(int64_t)status;
-}
-
 /* Remote address, key and bytes left in that remote piece at byte off. */
 static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint32_t *rkey,
                             uint64_t *left)
@@ -36,14 +30,14 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     *left = 0;
     if (x == NULL || x->nseg == 0) {
         *addr = req->remote.addr + off;
-        *rkey = uccl_get_u32(req->remote.rkey);
+        *rkey = uccl_get_u32(req->remote.rkey); /* tp_verbs_check_remote saw 4 bytes */
         *left = req->len - off;
         return;
     }
     for (uint64_t i = 0; i < x->nseg; i++) {
         if (off < x->segs[i].len) {
             *addr = x->segs[i].addr + off;
-            *rkey = x->segs[i].rkey;
+            *rkey = (uint32_t)x->segs[i].key;
             *left = x->segs[i].len - off;
             return;
         }
@@ -156,7 +150,7 @@ static void verbs_build_imm_only(uccl_req_t *req, int nparts, struct ibv_send_wr
     wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
     wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr->send_flags = IBV_SEND_SIGNALED;
-    wr->imm_data = htonl(tp_verbs_req_imm(req, nparts));
+    wr->imm_data = htonl(uccl_rndv_imm(req, nparts));
     verbs_remote_at(req, 0, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
 }
 
@@ -180,7 +174,7 @@ static bool verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_verbs_qp_t *
                              struct ibv_send_wr *wr, struct ibv_sge *sge)
 {
     uint64_t qps = req->tp_data[VERBS_RD_QPS], bit = 1ull << verbs_qp_bit(ep, q);
-    int nparts;
+    int nparts, extra;
     size_t chunk;
 
     if (req->tp_data[VERBS_RD_OFF] >= req->len) { /* an owed immediate */
@@ -190,29 +184,30 @@ static bool verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_verbs_qp_t *
     }
     chunk = verbs_build_chunk(ep, req, wr, sge);
     if (chunk == 0) { /* remote pieces shorter than the message */
-        tp_verbs_req_error(req, UCCL_ERR_TRANSPORT);
+        uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
         return false;
     }
     req->tp_data[VERBS_RD_OFF] += chunk;
     qps |= bit;
     req->tp_data[VERBS_RD_QPS] = qps;
-    if (req->tp_data[VERBS_RD_OFF] < req->len || !tp_verbs_req_needs_imm(req))
+    if (req->tp_data[VERBS_RD_OFF] < req->len || !uccl_rndv_needs_imm(req))
         return true;
     nparts = __builtin_popcount((uint32_t)qps);
-    if (tp_verbs_imm_begin(ep, req, nparts) != UCCL_OK) {
-        tp_verbs_req_error(req, UCCL_ERR_NO_MEMORY);
+    if (uccl_rndv_imm_begin(&ep->rndv, req, nparts, &extra) != UCCL_OK) {
+        uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
         req->tp_data[VERBS_RD_OFF] -= chunk;
         return false;
     }
+    req->tp_data[VERBS_RD_WRS] += (uint64_t)extra; /* a NOTIFY counts as one of req's parts */
     wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-    wr->imm_data = htonl(tp_verbs_req_imm(req, nparts));
+    wr->imm_data = htonl(uccl_rndv_imm(req, nparts));
     req->tp_data[VERBS_RD_QPS] = qps | (qps & ~bit) << 32;
     return true;
 }
 
 static bool verbs_req_has_work(const uccl_req_t *req)
 {
-    return req->tp_data[VERBS_RD_ERR] == 0 &&
+    return req->tp_data[UCCL_RNDV_RD_ERR] == 0 &&
            (req->tp_data[VERBS_RD_OFF] < req->len || (req->tp_data[VERBS_RD_QPS] >> 32) != 0);
 }
 
@@ -246,7 +241,7 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
         uccl_list_del(&req->tp_link);
         uccl_list_push_back(&ep->inflight, &req->tp_link);
         if (req->tp_data[VERBS_RD_WRS] == 0) /* failed before posting anything */
-            tp_verbs_data_done(ep, req);
+            uccl_rndv_write_done(&ep->rndv, req);
     }
 flush:
     verbs_batch_flush(ep, &b);
@@ -254,12 +249,12 @@ flush:
 
 void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
-    req->tp_data[VERBS_RD_STATE] = VERBS_RS_DATA;
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_DATA;
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_WRS] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
     if (req->len == 0) {
-        tp_verbs_data_done(ep, req);
+        uccl_rndv_write_done(&ep->rndv, req);
         return;
     }
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
@@ -344,14 +339,14 @@ static tp_verbs_qp_t *verbs_find_qp(tp_verbs_ep_t *ep, uint32_t qp_num)
 void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 {
     if (st != UCCL_OK)
-        tp_verbs_req_error(req, st);
+        uccl_rndv_req_error(req, st);
     req->tp_data[VERBS_RD_WRS]--;
     if (req->tp_data[VERBS_RD_WRS] > 0)
         return;
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
     uccl_list_del(&req->tp_link);
-    tp_verbs_data_done(ep, req);
+    uccl_rndv_write_done(&ep->rndv, req);
 }
 
 static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
@@ -365,23 +360,23 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         if (st != UCCL_OK)
             return;
         if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
-            tp_verbs_ctrl_recv_done(ep, (int)(wc->wr_id >> 3), wc->byte_len);
+            uccl_rndv_ctrl_recv(&ep->rndv, (int)(wc->wr_id >> 3), wc->byte_len);
             return;
         }
         if (tp_verbs_post_ctrl_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
             uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-        tp_verbs_imm_arrived(ep, ntohl(wc->imm_data));
+        uccl_rndv_imm_arrived(&ep->rndv, ntohl(wc->imm_data));
         return;
     case VERBS_WR_IMM_RECV:
         if (st != UCCL_OK)
             return;
         if (tp_verbs_post_imm_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
             uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-        tp_verbs_imm_arrived(ep, ntohl(wc->imm_data));
+        uccl_rndv_imm_arrived(&ep->rndv, ntohl(wc->imm_data));
         return;
     case VERBS_WR_CTRL_SEND:
         ep->ctrl.outstanding--;
-        tp_verbs_ctrl_send_done(ep, (int)(wc->wr_id >> 3), st);
+        uccl_rndv_ctrl_sent(&ep->rndv, (int)(wc->wr_id >> 3), st);
         return;
     case VERBS_WR_DATA:
         q = verbs_find_qp(ep, wc->qp_num);
@@ -429,7 +424,7 @@ int tp_verbs_progress(uccl_tp_t *tp)
         events += verbs_poll_ep(ep);
         if (ep->base.conn->state != UCCL_OK)
             continue;
-        tp_verbs_ctrl_flush(ep);
+        uccl_rndv_ctrl_flush(&ep->rndv);
         if (!uccl_list_empty(&ep->data_pending))
             verbs_post_pending(ep);
     }

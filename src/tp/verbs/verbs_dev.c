@@ -410,14 +410,14 @@ static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
     free(memh);
 }
 
-static void tp_verbs_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_SIZE])
+/* A staged GPU region has no key: peers cannot reach it one-sided. */
+static size_t tp_verbs_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX])
 {
     (void)tp;
-    memset(rkey, 0, UCCL_TP_RKEY_SIZE); /* no valid byte: a staged GPU region has no key */
-    if (memh != NULL && memh->mr != NULL) {
-        uccl_put_u32(rkey, memh->mr->rkey);
-        rkey[VERBS_RKEY_VALID_BYTE] = 1;
-    }
+    if (memh == NULL || memh->mr == NULL)
+        return 0;
+    uccl_put_u32(rkey, memh->mr->rkey);
+    return VERBS_RKEY_SIZE;
 }
 
 const struct uccl_tp_ops uccl_tp_verbs_ops = {
@@ -427,6 +427,7 @@ const struct uccl_tp_ops uccl_tp_verbs_ops = {
     .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY | UCCL_TP_CAP_MEM_REG |
             UCCL_TP_CAP_RKEY,
     .engine_cap = UCCL_CAP_VERBS,
+    .rkey_owner = UCCL_TP_KEY_VERBS,
     .config_table = &tp_verbs_config_table,
     .open = tp_verbs_open,
     .close = tp_verbs_close,

@@ -6,7 +6,7 @@
 
 #include "verbs.h"
 
-/* ep_pack: version(1) uc(1) nq(1) mtu(1) roce(1) pad(1) lid(2) gid(16), then
+/* ep_pack: version(1) uc(1) nq(1) mtu(1) roce(1) rndv version(1) lid(2) gid(16), then
  * (1 + nq) x { qpn(4) psn(4) }, control QP first. */
 #define VERBS_EP_HDR 24
 
@@ -43,36 +43,34 @@ static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool u
     return UCCL_OK;
 }
 
+/* The control buffers, registered here and run by the protocol (rndv.h). */
 static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
 {
     tp_verbs_t *v = ep->tp;
     size_t nslots = (size_t)v->cfg.rx_depth + (size_t)v->cfg.tx_depth;
-    size_t cts_max = VERBS_HDR_SIZE + (size_t)UCCL_IOV_MAX * VERBS_SEG_SIZE;
+    size_t size = nslots * uccl_rndv_slot_size(v->cfg.eager);
+    uccl_rndv_params_t params = {
+        .eager = v->cfg.eager, .rx_depth = v->cfg.rx_depth, .tx_depth = v->cfg.tx_depth};
 
-    ep->slot_size = v->cfg.eager + VERBS_HDR_SIZE;
-    if (ep->slot_size < cts_max)
-        ep->slot_size = cts_max;
-    ep->slot_size = (ep->slot_size + 63) & ~(size_t)63;
-    ep->bufs = aligned_alloc(4096, (nslots * ep->slot_size + 4095) & ~(size_t)4095);
-    ep->free_slots = calloc((size_t)v->cfg.tx_depth, sizeof(int));
-    ep->slot_req = calloc((size_t)v->cfg.tx_depth, sizeof(uccl_req_t *));
-    if (ep->bufs == NULL || ep->free_slots == NULL || ep->slot_req == NULL)
+    ep->bufs = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
+    if (ep->bufs == NULL)
         return UCCL_ERR_NO_MEMORY;
-    ep->bufs_mr = ibv_reg_mr(v->pd, ep->bufs, nslots * ep->slot_size, IBV_ACCESS_LOCAL_WRITE);
+    params.bufs = ep->bufs;
+    if (uccl_rndv_init(&ep->rndv, &tp_verbs_rndv_ops, &ep->base, &params) != UCCL_OK)
+        return UCCL_ERR_NO_MEMORY;
+    ep->bufs_mr = ibv_reg_mr(v->pd, ep->bufs, size, IBV_ACCESS_LOCAL_WRITE);
     if (ep->bufs_mr == NULL) {
         uccl_error("%s: registering control buffers: %s", v->dev_name, strerror(errno));
         return UCCL_ERR_TRANSPORT;
     }
-    for (int i = 0; i < v->cfg.tx_depth; i++)
-        ep->free_slots[ep->nfree++] = v->cfg.tx_depth - 1 - i;
     return UCCL_OK;
 }
 
 uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
 {
     struct ibv_sge sge = {
-        .addr = (uintptr_t)(ep->bufs + (size_t)index * ep->slot_size),
-        .length = (uint32_t)ep->slot_size,
+        .addr = (uintptr_t)uccl_rndv_recv_buf(&ep->rndv, index),
+        .length = (uint32_t)ep->rndv.slot_size,
         .lkey = ep->bufs_mr->lkey,
     };
     struct ibv_recv_wr wr = {.wr_id = ((uint64_t)index << 3) | VERBS_WR_CTRL_RECV, .sg_list = &sge, .num_sge = 1};
@@ -120,21 +118,15 @@ static void verbs_ep_free(tp_verbs_ep_t *ep)
     if (ep->bufs_mr != NULL)
         ibv_dereg_mr(ep->bufs_mr);
     free(ep->bufs);
-    free(ep->free_slots);
-    free(ep->slot_req);
+    uccl_rndv_fini(&ep->rndv);
     free(ep);
 }
 
 static void verbs_ep_init_lists(tp_verbs_ep_t *ep)
 {
     uccl_list_init(&ep->link);
-    uccl_list_init(&ep->ctrl_pending);
     uccl_list_init(&ep->data_pending);
     uccl_list_init(&ep->inflight);
-    uccl_list_init(&ep->rndv_wait);
-    uccl_list_init(&ep->recv_wait_fin);
-    uccl_list_init(&ep->unexpected);
-    uccl_list_init(&ep->notif_wait);
 }
 
 uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
@@ -196,6 +188,7 @@ uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
     p[2] = (uint8_t)ep->nq;
     p[3] = (uint8_t)v->mtu;
     p[4] = v->is_roce;
+    p[5] = UCCL_RNDV_WIRE_VERSION;
     uccl_put_u16(p + 6, v->lid);
     memcpy(p + 8, v->gid.raw, 16);
     p += VERBS_EP_HDR;
@@ -224,7 +217,7 @@ static uccl_status_t verbs_parse_peer(const tp_verbs_ep_t *ep, const uint8_t *p,
 {
     const tp_verbs_t *v = ep->tp;
 
-    if (len < VERBS_EP_HDR || p[0] != VERBS_WIRE_VERSION) {
+    if (len < VERBS_EP_HDR || p[0] != VERBS_WIRE_VERSION || p[5] != UCCL_RNDV_WIRE_VERSION) {
         uccl_error("verbs: malformed wiring info from peer (%zu bytes)", len);
         return UCCL_ERR_VERSION;
     }
@@ -318,7 +311,7 @@ static void verbs_fail_list(uccl_list_t *list, uccl_status_t reason)
 {
     while (!uccl_list_empty(list)) {
         uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_status_t st = tp_verbs_req_err(req);
+        uccl_status_t st = uccl_rndv_req_err(req);
         tp_verbs_req_finish(req, st != UCCL_OK ? st : reason, 0);
     }
 }
@@ -330,18 +323,8 @@ void tp_verbs_ep_destroy(uccl_tp_ep_t *base)
     uccl_status_t reason = conn->state != UCCL_OK ? conn->state : UCCL_ERR_CANCELED;
 
     uccl_list_del(&ep->link);
-    for (int i = 0; i < ep->tp->cfg.tx_depth; i++) {
-        if (ep->slot_req[i] != NULL) {
-            uccl_req_t *req = ep->slot_req[i];
-            ep->slot_req[i] = NULL;
-            if (!req->done)
-                tp_verbs_req_finish(req, reason, 0);
-        }
-    }
+    uccl_rndv_release(&ep->rndv, reason);
     verbs_fail_list(&ep->data_pending, reason);
     verbs_fail_list(&ep->inflight, reason);
-    verbs_fail_list(&ep->rndv_wait, reason);
-    verbs_fail_list(&ep->recv_wait_fin, reason);
-    tp_verbs_msg_release(ep);
     verbs_ep_free(ep);
 }

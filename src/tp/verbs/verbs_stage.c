@@ -151,7 +151,7 @@ uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *re
 
 uccl_status_t tp_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
-    if (req->remote.rkey[VERBS_RKEY_VALID_BYTE] == 1)
+    if (req->remote.rkey_len == VERBS_RKEY_SIZE)
         return UCCL_OK;
     uccl_error("verbs: remote region %llu (%s memory) has no RDMA key: its owner could not "
                "register it with %s's peer NIC (no GPUDirect RDMA there, the region is staged), "
@@ -257,7 +257,7 @@ uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len
 
 uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
 {
-    tp_verbs_xfer_t *old = req->tp_ptr, *x = calloc(1, sizeof(*x) + nseg * sizeof(tp_verbs_seg_t));
+    tp_verbs_xfer_t *old = req->tp_ptr, *x = calloc(1, sizeof(*x) + nseg * sizeof(uccl_rndv_seg_t));
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;

@@ -1,0 +1,544 @@
+/* The shared RDMA message protocol (rndv.h): the control channel's send
+ * slots and ordered queue, eager sends, rendezvous (RTS, CTS with the
+ * receive buffer, writes closed by immediates, FIN on failure), notified
+ * writes, the one parser of control messages, and teardown. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rndv.h"
+
+/* A control message waiting for a send slot or a send credit. */
+typedef struct rndv_out {
+    uccl_list_t link;
+    uccl_req_t *req;
+    size_t len;
+    uint8_t buf[];
+} rndv_out_t;
+
+/* A message held by the core's matching until a receive takes it. */
+typedef struct rndv_unexp {
+    uccl_list_t link; /* r->unexpected, to free at teardown */
+    uccl_msg_t msg;
+    bool rndv;
+    uint64_t send_id;
+    uint8_t data[];
+} rndv_unexp_t;
+
+static uccl_conn_t *rndv_conn(const uccl_rndv_t *r)
+{
+    return r->ep->conn;
+}
+
+static void rndv_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a, uint64_t b,
+                         uint64_t c)
+{
+    memset(p, 0, 4);
+    p[0] = (uint8_t)type;
+    uccl_put_u32(p + 4, (uint32_t)(int32_t)status);
+    uccl_put_u64(p + 8, a);
+    uccl_put_u64(p + 16, b);
+    uccl_put_u64(p + 24, c);
+    uccl_put_u64(p + 32, 0);
+}
+
+/* EAGER and RTS carry the message number after the common header fields. */
+static void rndv_put_msg_hdr(uint8_t *p, int type, const uccl_req_t *req, uint64_t c)
+{
+    rndv_put_hdr(p, type, UCCL_OK, req->tag, req->len, c);
+    uccl_put_u64(p + 32, req->msg_seq);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+size_t uccl_rndv_slot_size(size_t eager)
+{
+    size_t cts_max = UCCL_RNDV_HDR_SIZE + (size_t)UCCL_IOV_MAX * UCCL_RNDV_SEG_SIZE;
+    size_t size = eager + UCCL_RNDV_HDR_SIZE;
+
+    if (size < cts_max)
+        size = cts_max;
+    return (size + 63) & ~(size_t)63;
+}
+
+uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp_ep_t *ep,
+                             const uccl_rndv_params_t *params)
+{
+    memset(r, 0, sizeof(*r));
+    r->ops = ops;
+    r->ep = ep;
+    r->bufs = params->bufs;
+    r->eager = params->eager;
+    r->slot_size = uccl_rndv_slot_size(params->eager);
+    r->rx_depth = params->rx_depth;
+    r->tx_depth = params->tx_depth;
+    uccl_list_init(&r->ctrl_pending);
+    uccl_list_init(&r->rndv_wait);
+    uccl_list_init(&r->recv_wait_fin);
+    uccl_list_init(&r->unexpected);
+    uccl_list_init(&r->notif_wait);
+    r->free_slots = calloc((size_t)r->tx_depth, sizeof(int));
+    r->slot_req = calloc((size_t)r->tx_depth, sizeof(uccl_req_t *));
+    if (r->free_slots == NULL || r->slot_req == NULL) {
+        uccl_rndv_fini(r);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    for (int i = 0; i < r->tx_depth; i++)
+        r->free_slots[r->nfree++] = r->tx_depth - 1 - i;
+    return UCCL_OK;
+}
+
+void uccl_rndv_fini(uccl_rndv_t *r)
+{
+    free(r->free_slots);
+    free(r->slot_req);
+    r->free_slots = NULL;
+    r->slot_req = NULL;
+}
+
+/* ------------------------------------------------------------------ control channel */
+
+static void rndv_ctrl_post(uccl_rndv_t *r, int slot, size_t len, uccl_req_t *req)
+{
+    r->slot_req[slot] = req; /* a failed post leaves it to the teardown */
+    r->ops->ctrl_post(r, slot, len);
+}
+
+/* Room for one message: a send slot when nothing waits before it, else a
+ * queued copy (order on the control channel is the matching order). */
+static uint8_t *rndv_ctrl_begin(uccl_rndv_t *r, int *slot, rndv_out_t **out)
+{
+    *out = NULL;
+    if (uccl_list_empty(&r->ctrl_pending) && r->nfree > 0 && r->ops->ctrl_room(r) &&
+        rndv_conn(r)->state == UCCL_OK) {
+        *slot = r->free_slots[--r->nfree];
+        return uccl_rndv_send_buf(r, *slot);
+    }
+    *out = malloc(sizeof(**out) + r->slot_size);
+    if (*out == NULL)
+        return NULL;
+    *slot = -1;
+    return (*out)->buf;
+}
+
+static void rndv_ctrl_commit(uccl_rndv_t *r, int slot, rndv_out_t *out, size_t len,
+                             uccl_req_t *req)
+{
+    if (out != NULL) {
+        out->len = len;
+        out->req = req;
+        uccl_list_push_back(&r->ctrl_pending, &out->link);
+        return;
+    }
+    rndv_ctrl_post(r, slot, len, req);
+}
+
+/* Give back what rndv_ctrl_begin handed out for a message not sent. */
+static void rndv_ctrl_abort(uccl_rndv_t *r, int slot, rndv_out_t *out)
+{
+    if (out != NULL)
+        free(out);
+    else
+        r->free_slots[r->nfree++] = slot;
+}
+
+void uccl_rndv_ctrl_flush(uccl_rndv_t *r)
+{
+    while (!uccl_list_empty(&r->ctrl_pending) && r->nfree > 0 && r->ops->ctrl_room(r)) {
+        rndv_out_t *out = uccl_container_of(uccl_list_pop_front(&r->ctrl_pending), rndv_out_t,
+                                            link);
+        int slot = r->free_slots[--r->nfree];
+
+        memcpy(uccl_rndv_send_buf(r, slot), out->buf, out->len);
+        rndv_ctrl_post(r, slot, out->len, out->req);
+        free(out);
+    }
+}
+
+static uccl_status_t rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
+                                    uint64_t b, uint64_t c, uccl_req_t *req)
+{
+    rndv_out_t *out;
+    int slot;
+    uint8_t *p = rndv_ctrl_begin(r, &slot, &out);
+
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rndv_put_hdr(p, type, status, a, b, c);
+    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, req);
+    return UCCL_OK;
+}
+
+void uccl_rndv_ctrl_sent(uccl_rndv_t *r, int slot, uccl_status_t st)
+{
+    uccl_req_t *req;
+
+    if (slot < 0 || slot >= r->tx_depth)
+        return;
+    req = r->slot_req[slot];
+    r->slot_req[slot] = NULL;
+    r->free_slots[r->nfree++] = slot;
+    if (req == NULL)
+        return;
+    if (req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_DATA) { /* a notified write's value */
+        r->ops->write_part_done(r, req, st);
+        return;
+    }
+    if (st == UCCL_OK)
+        st = uccl_rndv_req_err(req);
+    r->ops->finish(r, req, st, st == UCCL_OK ? req->len : 0);
+}
+
+/* ------------------------------------------------------------------ writes */
+
+/* Data of a request has landed (or failed). Success was already told to the
+ * peer by the immediates; a failed rendezvous send still needs a FIN so that
+ * the receive does not wait for immediates that will never come. */
+void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req)
+{
+    uccl_status_t err = uccl_rndv_req_err(req), st = UCCL_OK;
+
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
+    if (req->op == UCCL_OP_SEND && err != UCCL_OK)
+        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, err, req->tp_data[UCCL_RNDV_RD_PEER_ID], 0, 0,
+                            req);
+    else
+        r->ops->finish(r, req, err, err == UCCL_OK ? req->len : 0);
+    if (st != UCCL_OK)
+        r->ops->finish(r, req, st, 0);
+}
+
+bool uccl_rndv_needs_imm(const uccl_req_t *req)
+{
+    return req->op == UCCL_OP_SEND || (req->op == UCCL_OP_WRITE && req->has_notif);
+}
+
+static bool rndv_notif_small(const uccl_req_t *req, int nparts)
+{
+    return nparts == 1 && req->notif < UCCL_RNDV_IMM_SMALL_MAX;
+}
+
+/* The last chunk of req is being built and will need nparts immediates: a
+ * value the immediate cannot carry goes ahead on the control channel, tagged
+ * with a notify id that the immediates repeat. Sent only now, when nothing
+ * but a failing link (and with it the connection) can keep the immediates
+ * away. The message counts as one of req's parts, so that req completes only
+ * once the value is there too: a write_notify that was waited for is then
+ * delivered before any later one. */
+uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, int *extra_parts)
+{
+    uccl_status_t st;
+
+    *extra_parts = 0;
+    if (req->op != UCCL_OP_WRITE || rndv_notif_small(req, nparts))
+        return UCCL_OK;
+    req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK;
+    st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, req->tp_data[UCCL_RNDV_RD_ID], req->notif,
+                        0, req);
+    if (st == UCCL_OK)
+        *extra_parts = 1;
+    return st;
+}
+
+uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts)
+{
+    uint32_t kind = UCCL_RNDV_IMM_RNDV, id = (uint32_t)req->tp_data[UCCL_RNDV_RD_PEER_ID];
+
+    if (req->op == UCCL_OP_WRITE && rndv_notif_small(req, nparts))
+        return (uint32_t)UCCL_RNDV_IMM_NOTIFY_SMALL << 30 | (uint32_t)req->notif;
+    if (req->op == UCCL_OP_WRITE) {
+        kind = UCCL_RNDV_IMM_NOTIFY;
+        id = (uint32_t)req->tp_data[UCCL_RNDV_RD_ID];
+    }
+    return kind << 30 | (uint32_t)(nparts - 1) << 25 | (id & UCCL_RNDV_IMM_ID_MASK);
+}
+
+/* ------------------------------------------------------------------ sending */
+
+static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req)
+{
+    rndv_out_t *out;
+    uint8_t *p;
+    int slot;
+
+    req->tp_data[UCCL_RNDV_RD_ID] = ++r->next_send_id;
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_WAIT_CTS;
+    p = rndv_ctrl_begin(r, &slot, &out);
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    uccl_list_push_back(&r->rndv_wait, &req->tp_link);
+    rndv_put_msg_hdr(p, UCCL_RNDV_MSG_RTS, req, req->tp_data[UCCL_RNDV_RD_ID]);
+    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
+    return UCCL_OK;
+}
+
+/* Rendezvous above the eager limit, and for any GPU memory the NIC reads
+ * directly (the eager copy would be a CPU memcpy from the device). Staged
+ * GPU memory is copied out first: a bounce for a rendezvous, the control
+ * slot through the GPU layer for an eager message. */
+uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
+{
+    bool staged = false;
+    uccl_status_t st = r->ops->mem_check(r, req, &staged);
+    rndv_out_t *out;
+    uint8_t *p;
+    int slot;
+
+    if (st != UCCL_OK)
+        return st;
+    if (req->len > r->eager || (req->gpu_caps != 0 && !staged && req->len > 0)) {
+        if (staged)
+            st = r->ops->mem_stage(r, req, req->len, true);
+        if (st == UCCL_OK)
+            st = rndv_post_rts(r, req);
+        if (st != UCCL_OK)
+            r->ops->mem_unstage(r, req);
+        return st;
+    }
+    p = rndv_ctrl_begin(r, &slot, &out);
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rndv_put_msg_hdr(p, UCCL_RNDV_MSG_EAGER, req, 0);
+    if (req->gpu_caps != 0)
+        st = r->ops->mem_copy(r, req, p + UCCL_RNDV_HDR_SIZE, req->len, false);
+    else
+        uccl_req_iov_copy_out(req, 0, p + UCCL_RNDV_HDR_SIZE, req->len);
+    if (st != UCCL_OK) {
+        rndv_ctrl_abort(r, slot, out);
+        return st;
+    }
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
+    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + req->len, req);
+    return UCCL_OK;
+}
+
+/* ------------------------------------------------------------------ receiving */
+
+/* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
+ * bounce when the receive is in GPU memory the NIC cannot reach. */
+static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id)
+{
+    uccl_rndv_seg_t segs[UCCL_IOV_MAX];
+    bool staged = false;
+    uccl_status_t st = r->ops->mem_check(r, req, &staged);
+    rndv_out_t *out;
+    int slot, nseg;
+    uint8_t *p, *s;
+
+    if (st == UCCL_OK && len > 0 && staged)
+        st = r->ops->mem_stage(r, req, len, false);
+    p = st == UCCL_OK ? rndv_ctrl_begin(r, &slot, &out) : NULL;
+    if (p == NULL) {
+        r->ops->finish(r, req, st != UCCL_OK ? st : UCCL_ERR_NO_MEMORY, 0);
+        return;
+    }
+    req->tp_data[UCCL_RNDV_RD_ID] = ++r->next_recv_id;
+    req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;
+    req->tp_data[UCCL_RNDV_RD_PARTS_GOT] = 0;
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_RECV_WAIT_FIN;
+    uccl_list_push_back(&r->recv_wait_fin, &req->tp_link);
+    nseg = r->ops->mem_segs(r, req, len, segs);
+    s = p + UCCL_RNDV_HDR_SIZE;
+    for (int i = 0; i < nseg; i++, s += UCCL_RNDV_SEG_SIZE) {
+        uccl_put_u64(s, segs[i].addr);
+        uccl_put_u64(s + 8, segs[i].key);
+        uccl_put_u64(s + 16, segs[i].len);
+    }
+    rndv_put_hdr(p, UCCL_RNDV_MSG_CTS, UCCL_OK, send_id, req->tp_data[UCCL_RNDV_RD_ID],
+                 (uint64_t)nseg);
+    rndv_ctrl_commit(r, slot, out, (size_t)(s - p), NULL);
+}
+
+/* Move a matched message into its receive: copy an eager payload (GPU
+ * pieces through the GPU layer), or advertise the receive's buffer for a
+ * rendezvous. */
+static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool rndv,
+                           const uint8_t *data, uint64_t send_id)
+{
+    uccl_status_t st = UCCL_OK;
+
+    if (rndv) {
+        rndv_recv_match_rts(r, req, len, send_id);
+        return;
+    }
+    if (req->gpu_caps != 0)
+        st = r->ops->mem_copy(r, req, (void *)(uintptr_t)data, len, true);
+    else
+        uccl_req_iov_copy_in(req, 0, data, len);
+    r->ops->finish(r, req, st, len);
+}
+
+/* An EAGER or RTS came in: into the receive the core has for it, else held. */
+static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_t len, bool rndv,
+                             const uint8_t *data, uint64_t send_id)
+{
+    uccl_conn_t *conn = rndv_conn(r);
+    rndv_unexp_t *u;
+    uccl_req_t *req;
+
+    if (uccl_msg_arrived(conn, r->ep, seq, tag, len, &req) != UCCL_OK) {
+        uccl_conn_fail(conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (req != NULL) {
+        rndv_msg_start(r, req, len, rndv, data, send_id);
+        return;
+    }
+    u = malloc(sizeof(*u) + (rndv ? 0 : len));
+    if (u == NULL) {
+        uccl_error("%s: out of memory holding an unexpected message; connection fails",
+                   r->ep->tp->ops->name);
+        uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len};
+    u->rndv = rndv;
+    u->send_id = send_id;
+    if (!rndv && len > 0)
+        memcpy(u->data, data, len);
+    uccl_list_push_back(&r->unexpected, &u->link);
+    uccl_msg_hold(conn, r->ep, &u->msg);
+}
+
+void uccl_rndv_deliver(uccl_rndv_t *r, uccl_msg_t *msg, uccl_req_t *req)
+{
+    rndv_unexp_t *u = uccl_container_of(msg, rndv_unexp_t, msg);
+
+    uccl_list_del(&u->link);
+    rndv_msg_start(r, req, msg->len, u->rndv, u->data, u->send_id);
+    free(u);
+}
+
+static uccl_req_t *rndv_find_by_id(uccl_list_t *list, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, list) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        if (req->tp_data[UCCL_RNDV_RD_ID] == id)
+            return req;
+    }
+    return NULL;
+}
+
+/* The receiver's buffer for one of our rendezvous sends: write into it. */
+static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t nseg,
+                             const uint8_t *p, size_t len)
+{
+    uccl_req_t *req = rndv_find_by_id(&r->rndv_wait, send_id);
+    uccl_rndv_seg_t segs[UCCL_IOV_MAX];
+    uint64_t total = 0;
+    uccl_status_t st;
+
+    if (req == NULL || nseg == 0 || nseg > UCCL_IOV_MAX || len < nseg * UCCL_RNDV_SEG_SIZE) {
+        uccl_error("%s: malformed or unexpected CTS (send id %llu, %llu segments)",
+                   r->ep->tp->ops->name, (unsigned long long)send_id, (unsigned long long)nseg);
+        uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+        return;
+    }
+    uccl_list_del(&req->tp_link);
+    for (uint64_t i = 0; i < nseg; i++, p += UCCL_RNDV_SEG_SIZE) {
+        segs[i].addr = uccl_get_u64(p);
+        segs[i].key = uccl_get_u64(p + 8);
+        segs[i].len = uccl_get_u64(p + 16);
+        total += segs[i].len;
+    }
+    req->tp_data[UCCL_RNDV_RD_PEER_ID] = recv_id;
+    if (total < req->len) /* the receiver matched only receives that fit */
+        uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
+    st = r->ops->write(r, req, segs, (int)nseg);
+    if (st != UCCL_OK)
+        r->ops->finish(r, req, st, 0);
+}
+
+static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, uccl_status_t st)
+{
+    uccl_req_t *req = rndv_find_by_id(&r->recv_wait_fin, recv_id);
+
+    if (req == NULL) {
+        uccl_error("%s: FIN for unknown receive %llu", r->ep->tp->ops->name,
+                   (unsigned long long)recv_id);
+        uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (st == UCCL_OK && len != req->tp_data[UCCL_RNDV_RD_MSG_LEN])
+        st = UCCL_ERR_TRANSPORT;
+    if (st > 0 || st < -199) /* only statuses we know cross the wire */
+        st = UCCL_ERR_TRANSPORT;
+    r->ops->finish(r, req, st, st == UCCL_OK ? len : 0);
+}
+
+/* The one parser of control messages from the peer. */
+void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
+{
+    const uint8_t *p = uccl_rndv_recv_buf(r, index);
+    uccl_status_t status;
+    uint64_t a, b, c, seq;
+
+    if (index < 0 || index >= r->rx_depth)
+        return;
+    if (len < UCCL_RNDV_HDR_SIZE)
+        goto bad;
+    status = (uccl_status_t)(int32_t)uccl_get_u32(p + 4);
+    a = uccl_get_u64(p + 8);
+    b = uccl_get_u64(p + 16);
+    c = uccl_get_u64(p + 24);
+    seq = uccl_get_u64(p + 32);
+    switch (p[0]) {
+    case UCCL_RNDV_MSG_EAGER:
+        if (b != len - UCCL_RNDV_HDR_SIZE)
+            goto bad;
+        rndv_msg_arrived(r, seq, a, b, false, p + UCCL_RNDV_HDR_SIZE, 0);
+        break;
+    case UCCL_RNDV_MSG_RTS: rndv_msg_arrived(r, seq, a, b, true, NULL, c); break;
+    case UCCL_RNDV_MSG_CTS:
+        rndv_cts_arrived(r, a, b, c, p + UCCL_RNDV_HDR_SIZE, len - UCCL_RNDV_HDR_SIZE);
+        break;
+    case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, a, b, status); break;
+    case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, a, b); break;
+    default: goto bad;
+    }
+    if (r->ops->recv_repost(r, index) != UCCL_OK)
+        uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+    return;
+bad:
+    uccl_error("%s: malformed control message (type %d, %zu bytes); connection fails",
+               r->ep->tp->ops->name, p[0], len);
+    uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+}
+
+/* ------------------------------------------------------------------ teardown */
+
+static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
+{
+    while (!uccl_list_empty(list)) {
+        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
+        uccl_status_t st = uccl_rndv_req_err(req);
+        r->ops->finish(r, req, st != UCCL_OK ? st : reason, 0);
+    }
+}
+
+/* Requests referenced from a send slot or a queued message go first: one
+ * may also sit on a transport list (a notified write), and is finished once,
+ * here, before anything could recycle it. */
+void uccl_rndv_release(uccl_rndv_t *r, uccl_status_t reason)
+{
+    for (int i = 0; r->slot_req != NULL && i < r->tx_depth; i++) {
+        uccl_req_t *req = r->slot_req[i];
+
+        r->slot_req[i] = NULL;
+        if (req != NULL && !req->done)
+            r->ops->finish(r, req, reason, 0);
+    }
+    while (!uccl_list_empty(&r->ctrl_pending)) {
+        rndv_out_t *out = uccl_container_of(uccl_list_pop_front(&r->ctrl_pending), rndv_out_t,
+                                            link);
+        if (out->req != NULL && !out->req->done)
+            r->ops->finish(r, out->req, reason, 0);
+        free(out);
+    }
+    rndv_fail_list(r, &r->rndv_wait, reason);
+    rndv_fail_list(r, &r->recv_wait_fin, reason);
+    while (!uccl_list_empty(&r->unexpected))
+        free(uccl_container_of(uccl_list_pop_front(&r->unexpected), rndv_unexp_t, link));
+    uccl_rndv_notif_release(r);
+}

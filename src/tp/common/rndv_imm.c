@@ -1,0 +1,112 @@
+/* The target side of writes closed by immediates (rndv.h): notified writes
+ * whose value or parts are still on their way, and the parts of a
+ * rendezvous write that complete its receive. */
+#include <stdlib.h>
+
+#include "rndv.h"
+
+/* A notified write whose value or immediates are still on their way. */
+typedef struct rndv_notif {
+    uccl_list_t link;
+    uint32_t id;
+    int nparts; /* 0 = no immediate seen yet */
+    int got;
+    bool have_value;
+    uint64_t value;
+} rndv_notif_t;
+
+static rndv_notif_t *rndv_notif_get(uccl_rndv_t *r, uint32_t id)
+{
+    uccl_list_t *pos;
+    rndv_notif_t *n;
+
+    uccl_list_for_each(pos, &r->notif_wait) {
+        n = uccl_container_of(pos, rndv_notif_t, link);
+        if (n->id == id)
+            return n;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        uccl_error("%s: out of memory tracking notification %u; connection fails",
+                   r->ep->tp->ops->name, id);
+        uccl_conn_fail(r->ep->conn, UCCL_ERR_NO_MEMORY);
+        return NULL;
+    }
+    n->id = id;
+    uccl_list_push_back(&r->notif_wait, &n->link);
+    return n;
+}
+
+static void rndv_notif_push(uccl_rndv_t *r, uint64_t value)
+{
+    if (uccl_conn_notif_push(r->ep->conn, value) != UCCL_OK)
+        uccl_error("%s: notification %llu lost: out of memory", r->ep->tp->ops->name,
+                   (unsigned long long)value);
+}
+
+/* Value and every immediate of a notified write are here: deliver it. */
+static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
+{
+    if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
+        return;
+    uccl_list_del(&n->link);
+    rndv_notif_push(r, n->value);
+    free(n);
+}
+
+void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
+{
+    rndv_notif_t *n = rndv_notif_get(r, (uint32_t)(id & UCCL_RNDV_IMM_ID_MASK));
+
+    if (n == NULL)
+        return;
+    n->value = value;
+    n->have_value = true;
+    rndv_notif_check(r, n);
+}
+
+/* One immediate of a rendezvous send: the receive completes with the last. */
+static void rndv_recv_part(uccl_rndv_t *r, uint32_t id, int nparts)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &r->recv_wait_fin) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+
+        if ((req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK) != id)
+            continue;
+        if ((int)++req->tp_data[UCCL_RNDV_RD_PARTS_GOT] >= nparts)
+            r->ops->finish(r, req, UCCL_OK, req->tp_data[UCCL_RNDV_RD_MSG_LEN]);
+        return;
+    }
+    uccl_error("%s: immediate for unknown receive %u; connection fails", r->ep->tp->ops->name, id);
+    uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+}
+
+void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)
+{
+    uint32_t kind = imm >> 30, id = imm & UCCL_RNDV_IMM_ID_MASK;
+    int nparts = (int)((imm >> 25) & (UCCL_RNDV_MAX_PARTS - 1)) + 1;
+    rndv_notif_t *n;
+
+    switch (kind) {
+    case UCCL_RNDV_IMM_NOTIFY_SMALL: rndv_notif_push(r, imm & (UCCL_RNDV_IMM_SMALL_MAX - 1)); return;
+    case UCCL_RNDV_IMM_RNDV: rndv_recv_part(r, id, nparts); return;
+    case UCCL_RNDV_IMM_NOTIFY:
+        n = rndv_notif_get(r, id);
+        if (n == NULL)
+            return;
+        n->nparts = nparts;
+        n->got++;
+        rndv_notif_check(r, n);
+        return;
+    }
+    uccl_error("%s: malformed immediate 0x%x; connection fails", r->ep->tp->ops->name, imm);
+    uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+}
+
+void uccl_rndv_notif_release(uccl_rndv_t *r)
+{
+    while (!uccl_list_empty(&r->notif_wait))
+        free(uccl_container_of(uccl_list_pop_front(&r->notif_wait), rndv_notif_t, link));
+}
