@@ -71,6 +71,7 @@ typedef struct coll_state {
     uccl_comm_t *comm;
     uccl_engine_t *engine;
     int rank, size;
+    uint64_t *host_id; /* [size]: engine host identity of each rank */
     uint32_t seq;
     coll_buf_entry_t *bufs; /* [nbufs]; slot 0 = control region */
     int nbufs;

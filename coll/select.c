@@ -72,7 +72,7 @@ bool coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo)
 static bool one_host(const coll_state_t *cs)
 {
     for (int r = 0; r < cs->size; r++)
-        if (!uccl_comm_same_host(cs->comm, r))
+        if (cs->host_id[r] != cs->host_id[cs->rank])
             return false;
     return true;
 }

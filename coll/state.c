@@ -17,8 +17,18 @@ static uccl_status_t state_arrays(coll_state_t *cs)
     cs->stash = calloc(n, sizeof(*cs->stash));
     cs->nstash = calloc(n, sizeof(*cs->nstash));
     cs->capstash = calloc(n, sizeof(*cs->capstash));
-    if (!cs->peer_desc || !cs->peer_ndesc || !cs->stash || !cs->nstash || !cs->capstash)
+    cs->host_id = calloc(n, sizeof(*cs->host_id));
+    if (!cs->peer_desc || !cs->peer_ndesc || !cs->stash || !cs->nstash || !cs->capstash ||
+        !cs->host_id)
         return UCCL_ERR_NO_MEMORY;
+    /* The hosts as the engines see them (UCCL_HOST_ID included), for the
+     * algorithm table. */
+    for (int r = 0; r < cs->size; r++) {
+        uccl_conn_attr_t attr;
+        cs->host_id[r] = uccl_engine_host_id(cs->engine);
+        if (r != cs->rank && uccl_conn_query(uccl_comm_conn(cs->comm, r), &attr) == UCCL_OK)
+            cs->host_id[r] = attr.host_id;
+    }
     return UCCL_OK;
 }
 
@@ -118,6 +128,7 @@ void coll_state_destroy(coll_state_t *cs)
     free(cs->stash);
     free(cs->nstash);
     free(cs->capstash);
+    free(cs->host_id);
     free(cs->scratch);
     free(cs->bufs);
     free(cs);

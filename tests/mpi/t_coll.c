@@ -258,7 +258,7 @@ static bool algo_implements(uccl_coll_op_t op, uccl_coll_algo_t algo)
     bool all_to = op <= UCCL_COLL_ALLTOALLV, rooted = !all_to;
 
     switch (algo) {
-    case UCCL_COLL_ALGO_DIRECT: case UCCL_COLL_ALGO_LINEAR: return true;
+    case UCCL_COLL_ALGO_AUTO: case UCCL_COLL_ALGO_DIRECT: case UCCL_COLL_ALGO_LINEAR: return true;
     case UCCL_COLL_ALGO_RING: return op == UCCL_COLL_ALLGATHER || op == UCCL_COLL_ALLGATHERV;
     case UCCL_COLL_ALGO_PAIRWISE: return op == UCCL_COLL_ALLTOALL || op == UCCL_COLL_ALLTOALLV;
     case UCCL_COLL_ALGO_BRUCK: return op == UCCL_COLL_ALLTOALL;
@@ -274,7 +274,7 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
     bool has_ip = op != UCCL_COLL_BCAST;
 
     vec = op == UCCL_COLL_ALLGATHERV || op == UCCL_COLL_ALLTOALLV;
-    for (int algo = 1; algo < UCCL_COLL_ALGO_COUNT; algo++) {
+    for (int algo = 0; algo < UCCL_COLL_ALGO_COUNT; algo++) {
         int i = 0;
         char name[96];
         if (!algo_implements(op, (uccl_coll_algo_t)algo))
@@ -299,19 +299,54 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
     return fails;
 }
 
+/* T_COLL_HOSTS=H: split the ranks into H emulated hosts (UCCL_HOST_ID,
+ * consecutive ranks together); the table must then see several hosts. */
+static int emulate_hosts(void)
+{
+    const char *v = getenv("T_COLL_HOSTS");
+    int hosts = v ? atoi(v) : 0, rank, size;
+    char id[32];
+
+    if (hosts < 2)
+        return 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    snprintf(id, sizeof(id), "emulated-host-%d", rank * hosts / size);
+    setenv("UCCL_HOST_ID", id, 1);
+    return hosts;
+}
+
+static void check_layout(mt_ctx_t *c, int hosts)
+{
+    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 4096);
+
+    if (c->size > 1 && hosts > 1 && ag == UCCL_COLL_ALGO_DIRECT)
+        mt_fail(c, "%d emulated hosts, yet the table picks direct (one host)", hosts);
+    if (c->size > 1 && hosts <= 1 && ag != UCCL_COLL_ALGO_DIRECT)
+        mt_fail(c, "one host, yet the table picks %s", uccl_coll_algo_name(ag));
+    if (c->rank == 0)
+        printf("# %d host(s): auto picks %s for allgather, %s for alltoall, %s for bcast\n",
+               hosts > 1 ? hosts : 1, uccl_coll_algo_name(ag),
+               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096)),
+               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_BCAST, 1 << 20)));
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
-    int rc, fails = 0;
+    int rc, fails = 0, hosts;
     uint32_t seed = 12345;
 
     MPI_Init(&argc, &argv);
+    hosts = emulate_hosts();
     rc = mt_init(&c, 64);
     if (rc != 0) {
         mt_fini(&c);
         MPI_Finalize();
         return rc;
     }
+    check_layout(&c, hosts);
+    fails += mt_report(&c, "host layout seen by the algorithm table");
     for (int op = 0; op < UCCL_COLL_OP_COUNT; op++)
         fails += matrix_op(&c, (uccl_coll_op_t)op, &seed);
     ct_reuse(&c);
