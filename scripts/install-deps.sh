@@ -7,7 +7,7 @@ SUDO=
 PKGS="build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
-      libfabric-dev libfabric-bin libamdhip64-dev"
+      libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev"
 # shellcheck disable=SC2086
 if ! dpkg -s $PKGS >/dev/null 2>&1; then
     $SUDO apt-get update -qq
