@@ -246,11 +246,13 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
     coll_args_free(&a);
     if (st != UCCL_OK)
         return st;
+    pthread_mutex_lock(&cs->lock);
     if ((st = coll_sched_start(s)) != UCCL_OK) {
+        pthread_mutex_unlock(&cs->lock);
         coll_sched_free(s);
         return st;
     }
-    *out = s;
+    *out = s; /* locked: the caller posts or runs it, then unlocks */
     return UCCL_OK;
 }
 
@@ -264,7 +266,9 @@ uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uc
     if ((st = start_plain(comm, args, &s)) != UCCL_OK)
         return st;
     s->free_when_done = true;
-    return coll_sched_post(s, req);
+    st = coll_sched_post(s, req);
+    pthread_mutex_unlock(&s->cs->lock);
+    return st;
 }
 
 uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
@@ -274,6 +278,7 @@ uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
 
     if (st != UCCL_OK)
         return st;
+    pthread_mutex_unlock(&s->cs->lock);
     st = coll_sched_run(s);
     coll_sched_free(s);
     return st;
@@ -317,11 +322,13 @@ uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req)
 
     if (plan == NULL || req == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&plan->cs->lock);
     if (plan->sched->status == UCCL_INPROGRESS)
-        return UCCL_ERR_BUSY;
-    if ((st = coll_sched_start(plan->sched)) != UCCL_OK)
-        return st;
-    return coll_sched_post(plan->sched, req);
+        st = UCCL_ERR_BUSY;
+    else if ((st = coll_sched_start(plan->sched)) == UCCL_OK)
+        st = coll_sched_post(plan->sched, req);
+    pthread_mutex_unlock(&plan->cs->lock);
+    return st;
 }
 
 uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
@@ -331,13 +338,17 @@ uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
     if (plan == NULL)
         return UCCL_ERR_INVALID_PARAM;
     s = plan->sched;
-    if (s->status == UCCL_INPROGRESS)
+    pthread_mutex_lock(&plan->cs->lock);
+    if (s->status == UCCL_INPROGRESS) {
+        pthread_mutex_unlock(&plan->cs->lock);
         return UCCL_ERR_BUSY;
+    }
     if (s->pinned) {
         for (int b = 0; b < COLL_BUF_COUNT; b++)
             coll_buf_unpin(plan->cs, s->slot[b]);
         coll_scratch_put(plan->cs, s->tmp_scratch);
     }
+    pthread_mutex_unlock(&plan->cs->lock);
     coll_sched_free(s);
     coll_args_free(&plan->args);
     free(plan);

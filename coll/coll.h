@@ -4,6 +4,7 @@
 #ifndef UCCL_COLL_COLL_H
 #define UCCL_COLL_COLL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,11 +54,18 @@ typedef struct coll_buf_entry {
     size_t len;
     uccl_mr_t *mr;
     uccl_rdesc_t desc;
+    uint32_t gen; /* names this registration among the slot's successive ones */
     bool packed;
     int pins;          /* schedules and plans using it */
     uint64_t last_use; /* for LRU eviction */
     uint8_t *sent;     /* [size]: desc already sent to that peer */
 } coll_buf_entry_t;
+
+/* A descriptor a peer sent for one of its slots, and which registration. */
+typedef struct coll_peer_desc {
+    uccl_rdesc_t desc;
+    uint32_t gen; /* 0 = none */
+} coll_peer_desc_t;
 
 /* Scratch memory (tokens, Bruck and in-place temporaries), registered once. */
 typedef struct coll_scratch {
@@ -68,6 +76,11 @@ typedef struct coll_scratch {
 } coll_scratch_t;
 
 typedef struct coll_state {
+    /* Serializes the comm's collective state between the caller's calls and
+     * the progress callbacks of non-blocking ones (which only try it: they
+     * run under the engine lock, and the caller may hold this one while it
+     * calls into the engine). */
+    pthread_mutex_t lock;
     uccl_comm_t *comm;
     uccl_engine_t *engine;
     int rank, size;
@@ -78,7 +91,8 @@ typedef struct coll_state {
     uint64_t use_clock;
     coll_scratch_t *scratch;
     int nscratch;
-    uccl_rdesc_t **peer_desc; /* [peer][slot]: descriptors peers sent us */
+    uint32_t gen_clock;
+    coll_peer_desc_t **peer_desc; /* [peer][slot]: descriptors peers sent us */
     int *peer_ndesc;          /* [peer]: slots allocated */
     uint64_t **stash;         /* [peer]: notifications polled for others */
     int *nstash, *capstash;
@@ -101,9 +115,12 @@ uccl_status_t coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **des
 uccl_status_t coll_scratch_get(coll_state_t *cs, size_t len, int *idx);
 void coll_scratch_put(coll_state_t *cs, int idx);
 
-/* Store / look up a descriptor peer sent for its slot. */
-uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, const uccl_rdesc_t *d);
-const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot);
+/* Store / look up a descriptor peer sent for registration gen of its slot
+ * (NULL until the token carrying it has been read: tokens of concurrent
+ * collectives may be read out of order). */
+uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
+                                 const uccl_rdesc_t *d);
+const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen);
 
 /* Take notification (seq, step, any code) from peer if it arrived: returns
  * UCCL_OK with *code set, UCCL_INPROGRESS when not yet, or the

@@ -16,9 +16,10 @@
 typedef struct coll_token {
     uint64_t len;
     uint64_t roff;
-    uint32_t slot;
-    uint32_t ndesc; /* 0..2 entries of desc_slot/desc that follow */
-    uint32_t desc_slot[2];
+    uint32_t slot, gen; /* where to write (len > 0) */
+    uint32_t sink_gen;  /* of slot 0 */
+    uint32_t ndesc;     /* 0..2 entries of desc_slot/desc_gen/desc that follow */
+    uint32_t desc_slot[2], desc_gen[2];
     uccl_rdesc_t desc[2];
 } coll_token_t;
 
@@ -181,6 +182,7 @@ static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int 
     if ((st = coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
         return st;
     t->desc_slot[t->ndesc] = (uint32_t)slot;
+    t->desc_gen[t->ndesc] = e->gen;
     t->desc[t->ndesc++] = *d;
     e->sent[peer] = 1;
     s->cs->stats.desc_sent++;
@@ -197,8 +199,10 @@ static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *c
     t = (coll_token_t *)s->cs->scratch[op->scratch].addr;
     memset(t, 0, sizeof(*t));
     t->len = op->len;
+    t->sink_gen = s->cs->bufs[0].gen;
     if (op->len > 0) {
         t->slot = (uint32_t)s->slot[op->buf];
+        t->gen = s->cs->bufs[t->slot].gen;
         buf_mr(s, op->buf, op->off, op->len, &op->off2);
         t->roff = op->off2;
         st = token_desc(s, t, op->peer, (int)t->slot);
@@ -213,41 +217,40 @@ static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *c
 
 /* The token arrived: store its descriptors, then write (or, for an empty
  * block or a count the receiver does not expect, 1 byte to its sink with
- * the code saying so). */
+ * the code saying so). INPROGRESS while a descriptor it names is still in
+ * another collective's token, not read yet. */
 static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
 {
     const coll_token_t *t = (const coll_token_t *)s->cs->scratch[op->scratch].addr;
-    size_t moff;
-    uccl_mr_t *mr;
+    bool fits = t->len == op->len;
     const uccl_rdesc_t *d;
-    unsigned code = COLL_NOTIF_OK;
     uccl_status_t st;
+    size_t moff;
 
     if (t->ndesc > 2)
         return UCCL_ERR_BAD_DESC;
     for (uint32_t i = 0; i < t->ndesc; i++)
-        if ((st = coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], &t->desc[i])) !=
-            UCCL_OK)
+        if ((st = coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], t->desc_gen[i],
+                                     &t->desc[i])) != UCCL_OK)
             return st;
-    if (t->len == op->len && op->len > 0) {
-        d = coll_peer_desc(s->cs, op->peer, (int)t->slot);
-        mr = buf_mr(s, op->buf, op->off, op->len, &moff);
-        if (d == NULL)
-            return UCCL_ERR_BAD_DESC;
+    if (fits && op->len > 0) {
+        uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        if ((d = coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
+            return UCCL_INPROGRESS;
         return uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
-                                 coll_notif(s->seq, op->step, code), &op->req2);
+                                 coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
     }
-    if (t->len != op->len) {
+    if ((d = coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
+        return UCCL_INPROGRESS;
+    if (!fits) {
         coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
                    op->peer, (unsigned long long)t->len, s->cs->rank, s->cs->rank, op->len);
-        code = COLL_NOTIF_MISMATCH;
-        op->state = -2; /* fail once the sink write is done */
+        op->state = 3; /* fail once the sink write is done */
     }
-    d = coll_peer_desc(s->cs, op->peer, 0);
-    if (d == NULL)
-        return UCCL_ERR_BAD_DESC;
     return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
-                             coll_notif(s->seq, op->step, code), &op->req2);
+                             coll_notif(s->seq, op->step,
+                                        fits ? COLL_NOTIF_OK : COLL_NOTIF_MISMATCH),
+                             &op->req2);
 }
 
 /* ------------------------------------------------------------------ ops */
@@ -326,12 +329,17 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
         op->req = NULL;
         if (bytes < offsetof(coll_token_t, desc_slot))
             return UCCL_ERR_TRUNCATED;
+        op->state = 1;
+    }
+    if (op->state == 1) { /* token in hand, no write yet */
         if ((st = put_write(s, op, conn)) != UCCL_OK)
             return st;
+        if (op->state == 1)
+            op->state = 2;
     }
     if ((st = req_status(op->req2, &bytes)) != UCCL_OK)
         return st;
-    return op->state == -2 ? UCCL_ERR_TRUNCATED : UCCL_OK;
+    return op->state == 3 ? UCCL_ERR_TRUNCATED : UCCL_OK;
 }
 
 /* OK when op is finished, INPROGRESS, or its error. */
@@ -474,7 +482,12 @@ uccl_status_t coll_sched_run(coll_sched_t *s)
     unsigned idle = 0;
     uccl_status_t st;
 
-    while ((st = coll_sched_advance(s)) == UCCL_INPROGRESS) {
+    for (;;) {
+        pthread_mutex_lock(&s->cs->lock);
+        st = coll_sched_advance(s);
+        pthread_mutex_unlock(&s->cs->lock);
+        if (st != UCCL_INPROGRESS)
+            break;
         idle = uccl_engine_progress(s->cs->engine) > 0 ? 0 : idle + 1;
         if (idle >= 256) { /* let an oversubscribed peer run */
             sched_yield();
@@ -489,11 +502,15 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
     coll_sched_t *s = arg;
     uccl_status_t st;
 
-    (void)req;
+    if (pthread_mutex_trylock(&s->cs->lock) != 0)
+        return 0; /* the caller is in a collective call: next round */
     st = coll_sched_advance(s);
-    if (st == UCCL_INPROGRESS || s->greq == NULL)
+    if (st == UCCL_INPROGRESS || s->greq != req) {
+        pthread_mutex_unlock(&s->cs->lock);
         return 0;
+    }
     s->greq = NULL;
+    pthread_mutex_unlock(&s->cs->lock);
     uccl_req_finish(req, st, 0);
     if (s->free_when_done)
         coll_sched_free(s);

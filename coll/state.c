@@ -57,6 +57,7 @@ static uccl_status_t entry_init(coll_state_t *cs, coll_buf_entry_t *e, void *add
         goto err_mr;
     e->addr = addr;
     e->len = len;
+    e->gen = ++cs->gen_clock;
     return UCCL_OK;
 
 err_mr:
@@ -83,6 +84,7 @@ uccl_status_t coll_state_create(uccl_comm_t *comm, coll_state_t **out)
 
     if (cs == NULL)
         return st;
+    pthread_mutex_init(&cs->lock, NULL);
     cs->comm = comm;
     cs->engine = uccl_comm_engine(comm);
     cs->rank = uccl_comm_rank(comm);
@@ -131,6 +133,7 @@ void coll_state_destroy(coll_state_t *cs)
     free(cs->host_id);
     free(cs->scratch);
     free(cs->bufs);
+    pthread_mutex_destroy(&cs->lock);
     free(cs);
 }
 
@@ -225,12 +228,13 @@ uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm)
 
     if (st != UCCL_OK)
         return st;
-    if (cs->inflight != NULL)
-        return UCCL_ERR_BUSY;
-    for (int i = 1; i < cs->nbufs; i++)
+    pthread_mutex_lock(&cs->lock);
+    st = cs->inflight != NULL ? UCCL_ERR_BUSY : UCCL_OK;
+    for (int i = 1; i < cs->nbufs && st == UCCL_OK; i++)
         if (cs->bufs[i].mr != NULL && cs->bufs[i].pins == 0)
             entry_fini(&cs->bufs[i]);
-    return UCCL_OK;
+    pthread_mutex_unlock(&cs->lock);
+    return st;
 }
 
 uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats)
@@ -241,9 +245,12 @@ uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *s
     if (stats == NULL)
         return UCCL_ERR_INVALID_PARAM;
     st = coll_state_get((uccl_comm_t *)comm, &cs);
-    if (st == UCCL_OK)
-        *stats = cs->stats;
-    return st;
+    if (st != UCCL_OK)
+        return st;
+    pthread_mutex_lock(&cs->lock);
+    *stats = cs->stats;
+    pthread_mutex_unlock(&cs->lock);
+    return UCCL_OK;
 }
 
 /* ------------------------------------------------------------------ scratch */
@@ -294,13 +301,14 @@ void coll_scratch_put(coll_state_t *cs, int idx)
 
 /* ------------------------------------------------------------------ peer descriptors */
 
-uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, const uccl_rdesc_t *d)
+uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
+                                 const uccl_rdesc_t *d)
 {
-    if (slot < 0 || slot > 1 << 20)
+    if (slot < 0 || slot > 1 << 20 || gen == 0)
         return UCCL_ERR_BAD_DESC;
     if (slot >= cs->peer_ndesc[peer]) {
         int n = slot + 16;
-        uccl_rdesc_t *grown = realloc(cs->peer_desc[peer], (size_t)n * sizeof(*grown));
+        coll_peer_desc_t *grown = realloc(cs->peer_desc[peer], (size_t)n * sizeof(*grown));
         if (grown == NULL)
             return UCCL_ERR_NO_MEMORY;
         memset(grown + cs->peer_ndesc[peer], 0,
@@ -308,18 +316,20 @@ uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, const ucc
         cs->peer_desc[peer] = grown;
         cs->peer_ndesc[peer] = n;
     }
-    cs->peer_desc[peer][slot] = *d;
+    /* a token read late must not take a slot back to an older registration */
+    if (gen >= cs->peer_desc[peer][slot].gen) {
+        cs->peer_desc[peer][slot].desc = *d;
+        cs->peer_desc[peer][slot].gen = gen;
+    }
     return UCCL_OK;
 }
 
-const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot)
+const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen)
 {
-    static const uccl_rdesc_t none;
-
-    if (slot < 0 || slot >= cs->peer_ndesc[peer] ||
-        memcmp(&cs->peer_desc[peer][slot], &none, sizeof(none)) == 0)
+    if (slot < 0 || slot >= cs->peer_ndesc[peer] || gen == 0 ||
+        cs->peer_desc[peer][slot].gen != gen)
         return NULL;
-    return &cs->peer_desc[peer][slot];
+    return &cs->peer_desc[peer][slot].desc;
 }
 
 /* ------------------------------------------------------------------ notifications */

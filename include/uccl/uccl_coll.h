@@ -80,7 +80,11 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   hang. After an error the comm's collectives are undefined (as in MPI);
  *   destroy it.
  * - Thread safety: one collective call at a time per comm (calls of
- *   several comms may run on several threads). */
+ *   several comms may run on several threads); non-blocking collectives
+ *   in flight progress from any thread that progresses the engine (the
+ *   progress thread included).
+ * - uccl_comm_destroy cancels the comm's collectives in flight (their
+ *   requests finish with UCCL_ERR_CANCELED); free its plans before it. */
 
 /* "Send from the receive buffer": allgather/gather (sendbuf), alltoall(v)
  * (sendbuf: the data is taken from recvbuf and replaced), scatter at the
@@ -164,8 +168,9 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
 
 /* Persistent collectives (MPI_Allgather_init's idea): a plan registers the
  * buffers once and keeps the descriptors peers send for them; each
- * uccl_coll_start moves only data (plus one ready message and one
- * notification per peer for DIRECT). Every rank builds its plans in the
+ * uccl_coll_start moves only data (DIRECT: plus one ready message, from
+ * receiver to writer, and one notification per peer: a receiver must say
+ * its buffer is free again before a peer may write into it). Every rank builds its plans in the
  * same order and starts them in the same order; at most one start of a
  * plan is in flight. The plan keeps a copy of args (arrays included).
  * Errors: those of uccl_coll_post; uccl_coll_plan_free: UCCL_ERR_BUSY
