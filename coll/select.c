@@ -107,6 +107,8 @@ uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_coll_op_t o
 
     if ((unsigned)op >= UCCL_COLL_OP_COUNT || coll_state_get((uccl_comm_t *)comm, &cs) != UCCL_OK)
         return UCCL_COLL_ALGO_AUTO;
+    if (coll_algo_supports(op, coll_algo_forced()))
+        return coll_algo_forced();
     return coll_select(cs, op, bytes);
 }
 

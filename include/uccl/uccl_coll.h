@@ -235,7 +235,8 @@ UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_s
 UCCL_API uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm);
 
 /* The algorithm AUTO picks for op with bytes per rank block on this comm
- * (its size and host layout), and the name of an algorithm ("direct",
+ * (UCCL_COLL_ALGO where it applies, else the table: comm size and host
+ * layout), and the name of an algorithm ("direct",
  * "ring", ...; "?" when out of range). uccl_coll_algo_parse maps a name
  * back (UCCL_ERR_NOT_FOUND when unknown). */
 UCCL_API uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_coll_op_t op,

@@ -318,7 +318,16 @@ static int emulate_hosts(void)
 
 static void check_layout(mt_ctx_t *c, int hosts)
 {
-    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 4096);
+    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 4096), forced;
+    const char *env = getenv("UCCL_COLL_ALGO");
+
+    if (env != NULL && uccl_coll_algo_parse(env, &forced) == UCCL_OK) {
+        uccl_coll_algo_t at = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096);
+        if (ag != forced || (c->size > 1 && at != UCCL_COLL_ALGO_DIRECT))
+            mt_fail(c, "UCCL_COLL_ALGO=%s: allgather gets %s, alltoall (no %s) gets %s", env,
+                    uccl_coll_algo_name(ag), env, uccl_coll_algo_name(at));
+        ag = UCCL_COLL_ALGO_DIRECT; /* what the table says, for the checks below */
+    }
 
     if (c->size > 1 && hosts > 1 && ag == UCCL_COLL_ALGO_DIRECT)
         mt_fail(c, "%d emulated hosts, yet the table picks direct (one host)", hosts);
