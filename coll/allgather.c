@@ -1,6 +1,7 @@
 /* allgather and allgatherv: direct (every rank writes its block into every
  * peer's receive buffer), ring (n-1 steps to the right neighbour), linear
- * (two-sided to every peer at once). */
+ * (two-sided to every peer at once), hierarchical (blocks gathered by each
+ * host's leader, exchanged among leaders, passed back inside hosts). */
 #include "coll.h"
 
 static size_t rcount(const coll_args_t *a, int r)
@@ -83,6 +84,58 @@ static uccl_status_t build_ring(coll_sched_t *s, const coll_args_t *a)
     return UCCL_OK;
 }
 
+/* Leader L sends every block of its host to each other leader, in rank
+ * order, and takes theirs in the same order. */
+static uccl_status_t hier_leaders(coll_sched_t *s, const coll_args_t *a)
+{
+    const coll_state_t *cs = s->cs;
+    int n = cs->size, r = cs->rank;
+    uccl_status_t st = UCCL_OK;
+
+    for (int l = 0; l < n && st == UCCL_OK; l++) {
+        if (l == r || coll_host_leader(cs, l, -1) != l)
+            continue;
+        for (int q = 0; q < n && st == UCCL_OK; q++) {
+            if (coll_host_leader(cs, q, -1) == r)
+                st = coll_send(s, l, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
+            else if (coll_host_leader(cs, q, -1) == l)
+                st = coll_recv(s, l, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
+        }
+    }
+    return st;
+}
+
+static uccl_status_t build_hier(coll_sched_t *s, const coll_args_t *a)
+{
+    const coll_state_t *cs = s->cs;
+    int n = cs->size, r = cs->rank, lead = coll_host_leader(cs, r, -1), buf;
+    size_t off, len;
+    uccl_status_t st = UCCL_OK;
+
+    own_block(s, a, &buf, &off, &len);
+    if (!a->in_place)
+        st = coll_copy(s, COLL_BUF_RECV, rdispl(a, r), buf, off, len);
+    if (st == UCCL_OK && lead != r)
+        st = coll_send(s, lead, buf, off, len);
+    for (int q = 0; q < n && st == UCCL_OK && lead == r; q++)
+        if (q != r && coll_host_leader(cs, q, -1) == r)
+            st = coll_recv(s, q, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
+    if (st == UCCL_OK && (st = coll_sched_phase(s)) == UCCL_OK && lead == r)
+        st = hier_leaders(s, a);
+    if (st == UCCL_OK)
+        st = coll_sched_phase(s);
+    for (int q = 0; q < n && st == UCCL_OK; q++) { /* leader -> its host, block by block */
+        if (lead == r && q != r && coll_host_leader(cs, q, -1) == r) {
+            for (int b = 0; b < n && st == UCCL_OK; b++)
+                if (b != q)
+                    st = coll_send(s, q, COLL_BUF_RECV, rdispl(a, b), rcount(a, b));
+        } else if (lead != r && q != r) {
+            st = coll_recv(s, lead, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
+        }
+    }
+    return st;
+}
+
 uccl_status_t coll_build_allgather(coll_sched_t *s, const coll_args_t *a)
 {
     s->addr[COLL_BUF_SEND] = (char *)a->sendbuf;
@@ -92,6 +145,7 @@ uccl_status_t coll_build_allgather(coll_sched_t *s, const coll_args_t *a)
     switch (a->algo) {
     case UCCL_COLL_ALGO_RING: return build_ring(s, a);
     case UCCL_COLL_ALGO_DIRECT: return build_direct(s, a, false);
+    case UCCL_COLL_ALGO_HIER: return build_hier(s, a);
     default: return build_direct(s, a, true);
     }
 }

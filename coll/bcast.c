@@ -1,6 +1,8 @@
 /* bcast: binomial tree (small), scatter then ring allgather of n chunks
  * (large), direct (the root writes into every rank's buffer), linear (the
- * root sends to every rank). Ranks are renumbered so the root is 0. */
+ * root sends to every rank), hierarchical (the root sends each other
+ * host's leader, leaders send their host). Ranks are renumbered so the
+ * root is 0. */
 #include "coll.h"
 
 static int real(int v, int root, int n)
@@ -82,6 +84,27 @@ static uccl_status_t build_flat(coll_sched_t *s, size_t count, int root, bool di
     return st;
 }
 
+static uccl_status_t build_hier(coll_sched_t *s, size_t count, int root)
+{
+    const coll_state_t *cs = s->cs;
+    int n = cs->size, r = cs->rank, lead = coll_host_leader(cs, r, root);
+    uccl_status_t st = UCCL_OK;
+
+    for (int l = 0; l < n && st == UCCL_OK && r == root; l++)
+        if (l != r && coll_host_leader(cs, l, root) == l)
+            st = coll_send(s, l, COLL_BUF_RECV, 0, count);
+    if (lead == r && r != root)
+        st = coll_recv(s, root, COLL_BUF_RECV, 0, count);
+    if (st == UCCL_OK)
+        st = coll_sched_phase(s);
+    for (int q = 0; q < n && st == UCCL_OK && lead == r; q++)
+        if (q != r && coll_host_leader(cs, q, root) == r)
+            st = coll_send(s, q, COLL_BUF_RECV, 0, count);
+    if (st == UCCL_OK && lead != r)
+        st = coll_recv(s, lead, COLL_BUF_RECV, 0, count);
+    return st;
+}
+
 uccl_status_t coll_build_bcast(coll_sched_t *s, const coll_args_t *a)
 {
     s->addr[COLL_BUF_RECV] = a->recvbuf;
@@ -90,6 +113,7 @@ uccl_status_t coll_build_bcast(coll_sched_t *s, const coll_args_t *a)
     case UCCL_COLL_ALGO_BINOMIAL: return build_binomial(s, a->count, a->root);
     case UCCL_COLL_ALGO_SCATTER_ALLGATHER: return build_scatter_allgather(s, a->count, a->root);
     case UCCL_COLL_ALGO_DIRECT: return build_flat(s, a->count, a->root, true);
+    case UCCL_COLL_ALGO_HIER: return build_hier(s, a->count, a->root);
     default: return build_flat(s, a->count, a->root, false);
     }
 }

@@ -263,6 +263,9 @@ uccl_status_t coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
 bool coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
 uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
 uccl_coll_algo_t coll_algo_forced(void);
+/* The rank that speaks for r's host in hierarchical algorithms: root when
+ * it shares r's host (root >= 0), else the lowest rank there. */
+int coll_host_leader(const coll_state_t *cs, int r, int root);
 
 /* Deadline of the blocking waits (UCCL_TIMEOUT_MS, read once). */
 int coll_timeout_ms(void);

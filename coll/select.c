@@ -21,6 +21,7 @@ static const char *const algo_names[UCCL_COLL_ALGO_COUNT] = {
     [UCCL_COLL_ALGO_BINOMIAL] = "binomial",
     [UCCL_COLL_ALGO_SCATTER_ALLGATHER] = "scatter_allgather",
     [UCCL_COLL_ALGO_LINEAR] = "linear",
+    [UCCL_COLL_ALGO_HIER] = "hier",
 };
 
 static const char *const op_names[UCCL_COLL_OP_COUNT] = {
@@ -30,11 +31,11 @@ static const char *const op_names[UCCL_COLL_OP_COUNT] = {
 #define A(x) (1u << UCCL_COLL_ALGO_##x)
 /* Algorithms implementing each op (AUTO always). */
 static const unsigned algo_table[UCCL_COLL_OP_COUNT] = {
-    [UCCL_COLL_ALLGATHER] = A(DIRECT) | A(RING) | A(LINEAR),
-    [UCCL_COLL_ALLGATHERV] = A(DIRECT) | A(RING) | A(LINEAR),
+    [UCCL_COLL_ALLGATHER] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER),
+    [UCCL_COLL_ALLGATHERV] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER),
     [UCCL_COLL_ALLTOALL] = A(DIRECT) | A(PAIRWISE) | A(BRUCK) | A(LINEAR),
     [UCCL_COLL_ALLTOALLV] = A(DIRECT) | A(PAIRWISE) | A(LINEAR),
-    [UCCL_COLL_BCAST] = A(DIRECT) | A(BINOMIAL) | A(SCATTER_ALLGATHER) | A(LINEAR),
+    [UCCL_COLL_BCAST] = A(DIRECT) | A(BINOMIAL) | A(SCATTER_ALLGATHER) | A(LINEAR) | A(HIER),
     [UCCL_COLL_GATHER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR),
     [UCCL_COLL_SCATTER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR),
 };
@@ -77,10 +78,21 @@ static bool one_host(const coll_state_t *cs)
     return true;
 }
 
+/* Some host runs more than one rank of the comm. */
+static bool shared_hosts(const coll_state_t *cs)
+{
+    for (int r = 0; r < cs->size; r++)
+        if (coll_host_leader(cs, r, -1) != r)
+            return true;
+    return false;
+}
+
 /* One host: DIRECT everywhere (single-copy writes, all peers at once).
- * Across hosts: Bruck for small alltoall on many ranks, ring/pairwise for
- * the rest, binomial trees for small rooted ops, scatter+allgather for
- * large broadcasts, linear gather/scatter when blocks are large. */
+ * Across hosts: hierarchical allgather and bcast when hosts hold several
+ * ranks (each byte crosses between hosts once per host), Bruck for small
+ * alltoall on many ranks, ring/pairwise for the rest, binomial trees for
+ * small rooted ops, scatter+allgather for large broadcasts, linear
+ * gather/scatter when blocks are large. */
 uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
 {
     int n = cs->size;
@@ -89,6 +101,9 @@ uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t b
         return UCCL_COLL_ALGO_LINEAR;
     if (one_host(cs))
         return UCCL_COLL_ALGO_DIRECT;
+    if ((op == UCCL_COLL_ALLGATHER || op == UCCL_COLL_ALLGATHERV || op == UCCL_COLL_BCAST) &&
+        shared_hosts(cs))
+        return UCCL_COLL_ALGO_HIER;
     switch (op) {
     case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: return UCCL_COLL_ALGO_RING;
     case UCCL_COLL_ALLTOALL:
@@ -99,6 +114,16 @@ uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t b
                                         : UCCL_COLL_ALGO_BINOMIAL;
     default: return bytes * (size_t)n <= 65536 ? UCCL_COLL_ALGO_BINOMIAL : UCCL_COLL_ALGO_LINEAR;
     }
+}
+
+int coll_host_leader(const coll_state_t *cs, int r, int root)
+{
+    if (root >= 0 && cs->host_id[root] == cs->host_id[r])
+        return root;
+    for (int q = 0; q < r; q++)
+        if (cs->host_id[q] == cs->host_id[r])
+            return q;
+    return r;
 }
 
 uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_coll_op_t op, size_t bytes)

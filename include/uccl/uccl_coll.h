@@ -117,6 +117,8 @@ typedef enum {
     UCCL_COLL_ALGO_SCATTER_ALLGATHER, /* bcast (large): scatter, then ring allgather */
     UCCL_COLL_ALGO_LINEAR,    /* bcast, gather, scatter: root talks to every rank;
                                * allgather(v), alltoall(v): two-sided to every peer */
+    UCCL_COLL_ALGO_HIER,      /* allgather(v), bcast: inside each host through one
+                               * leader rank, between hosts among the leaders */
     UCCL_COLL_ALGO_COUNT,
 } uccl_coll_algo_t;
 

@@ -264,6 +264,8 @@ static bool algo_implements(uccl_coll_op_t op, uccl_coll_algo_t algo)
     case UCCL_COLL_ALGO_BRUCK: return op == UCCL_COLL_ALLTOALL;
     case UCCL_COLL_ALGO_BINOMIAL: return rooted;
     case UCCL_COLL_ALGO_SCATTER_ALLGATHER: return op == UCCL_COLL_BCAST;
+    case UCCL_COLL_ALGO_HIER:
+        return op == UCCL_COLL_ALLGATHER || op == UCCL_COLL_ALLGATHERV || op == UCCL_COLL_BCAST;
     default: return false;
     }
 }
@@ -300,18 +302,18 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
 }
 
 /* T_COLL_HOSTS=H: split the ranks into H emulated hosts (UCCL_HOST_ID,
- * consecutive ranks together); the table must then see several hosts. */
+ * rank r on host r % H: hosts interleave, so leaders are not the first
+ * ranks); the table must then see several hosts. */
 static int emulate_hosts(void)
 {
     const char *v = getenv("T_COLL_HOSTS");
-    int hosts = v ? atoi(v) : 0, rank, size;
+    int hosts = v ? atoi(v) : 0, rank;
     char id[32];
 
     if (hosts < 2)
         return 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    snprintf(id, sizeof(id), "emulated-host-%d", rank * hosts / size);
+    snprintf(id, sizeof(id), "emulated-host-%d", rank % hosts);
     setenv("UCCL_HOST_ID", id, 1);
     return hosts;
 }
@@ -326,6 +328,8 @@ static void check_layout(mt_ctx_t *c, int hosts)
         if (ag != forced || (c->size > 1 && at != UCCL_COLL_ALGO_DIRECT))
             mt_fail(c, "UCCL_COLL_ALGO=%s: allgather gets %s, alltoall (no %s) gets %s", env,
                     uccl_coll_algo_name(ag), env, uccl_coll_algo_name(at));
+        if (c->rank == 0)
+            printf("# UCCL_COLL_ALGO=%s: allgather gets %s\n", env, uccl_coll_algo_name(ag));
         ag = UCCL_COLL_ALGO_DIRECT; /* what the table says, for the checks below */
     }
 
