@@ -258,6 +258,7 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
 
 uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uccl_req_t **req)
 {
+    coll_state_t *cs;
     coll_sched_t *s;
     uccl_status_t st;
 
@@ -265,9 +266,12 @@ uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uc
         return UCCL_ERR_INVALID_PARAM;
     if ((st = start_plain(comm, args, &s)) != UCCL_OK)
         return st;
+    cs = s->cs;
     s->free_when_done = true;
     st = coll_sched_post(s, req);
-    pthread_mutex_unlock(&s->cs->lock);
+    if (st != UCCL_OK) /* aborted, never reached a callback */
+        coll_sched_free(s);
+    pthread_mutex_unlock(&cs->lock);
     return st;
 }
 

@@ -230,7 +230,8 @@ void coll_sched_abort(coll_sched_t *s, uccl_status_t st);
 /* Blocking: advance and progress until done; a stretch of UCCL_TIMEOUT_MS
  * without any op completing ends it with UCCL_ERR_TIMEOUT. */
 uccl_status_t coll_sched_run(coll_sched_t *s);
-/* Non-blocking: a generalized request that advances s from progress. */
+/* Non-blocking: a generalized request that advances s from progress. On
+ * failure s is aborted and stays the caller's to free. */
 uccl_status_t coll_sched_post(coll_sched_t *s, uccl_req_t **req);
 
 /* ------------------------------------------------------------------ collectives */
