@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <uccl/uccl_coll.h>
 
+#include "coll.h"
+
 struct uccl_comm {
     uccl_engine_t *engine;
     int owns_engine;
@@ -11,6 +13,7 @@ struct uccl_comm {
     int size;
     uccl_conn_t **conns; /* conns[rank] == NULL */
     uint64_t *host_id;   /* host_id[r]: rank r's host identity */
+    coll_state_t *coll;  /* collectives' state, made on first use */
 };
 
 #define CREATE_FIELDS                                                                        \
@@ -109,6 +112,7 @@ uccl_status_t uccl_comm_destroy(uccl_comm_t *comm)
 
     if (comm == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    coll_state_destroy(comm->coll);
     for (int r = 0; r < comm->size; r++) {
         if (comm->conns[r] == NULL)
             continue;
@@ -152,4 +156,17 @@ int uccl_comm_same_host(const uccl_comm_t *comm, int r)
     if (comm == NULL || r < 0 || r >= comm->size)
         return 0;
     return comm->host_id[r] == comm->host_id[comm->rank];
+}
+
+uccl_status_t coll_state_get(uccl_comm_t *comm, coll_state_t **cs)
+{
+    if (comm == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (comm->coll == NULL) {
+        uccl_status_t st = coll_state_create(comm, &comm->coll);
+        if (st != UCCL_OK)
+            return st;
+    }
+    *cs = comm->coll;
+    return UCCL_OK;
 }

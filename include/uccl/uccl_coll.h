@@ -98,6 +98,211 @@ UCCL_API uccl_conn_t *uccl_comm_conn(const uccl_comm_t *comm, int r);
 /* 1 when rank r runs on this rank's host (own rank included). */
 UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
 
+
+/* ---------------------------------------------------------------- collectives
+ *
+ * Copy-only collectives over a communicator, MPI/NCCL shape, every count
+ * and displacement in BYTES (no datatypes, no reductions). One general
+ * call, uccl_coll_post, takes a uccl_coll_args_t and does the work; the
+ * named calls below are thin wrappers that fill it.
+ *
+ * Rules common to every collective:
+ * - Every rank of the comm calls the same collectives in the same order
+ *   (blocking, non-blocking and persistent starts alike), with matching
+ *   counts; root and algo (when set) must agree on every rank.
+ * - Any count may be 0; a buffer may then be NULL.
+ * - Memory type comes from the pointer (host, or GPU through uccl_mr_reg's
+ *   detection). This version moves host memory; GPU buffers are refused
+ *   with UCCL_ERR_UNSUPPORTED (no silent wrong copy).
+ * - Buffers are registered by the comm and kept in a per-comm cache (with
+ *   the remote descriptors peers sent for them), so repeated calls on the
+ *   same buffers pay no registration and no descriptor exchange; see
+ *   uccl_comm_coll_stats. A cached buffer must not be freed and another
+ *   mapped at the same address while the comm may use it again: call
+ *   uccl_comm_coll_flush after freeing buffers used in collectives.
+ * - A rank's buffers belong to the collective until it completes on that
+ *   rank; after that they are the caller's again, whatever peers still do.
+ * - Traffic of collectives uses the reserved tag bits (UCCL_TAG_LIB_MASK)
+ *   plus a per-comm sequence number, so it never matches the caller's
+ *   messages on the comm's connections. Write notifications
+ *   (uccl_write_notify, UCCL_RMA_NOTIFY) on the comm's connections belong
+ *   to the collectives: the caller must not send or poll its own there.
+ * - Errors: UCCL_ERR_INVALID_PARAM (NULL buffer with a count > 0, root or
+ *   op out of range, displacements making blocks overlap, UCCL_IN_PLACE
+ *   where it is not allowed), UCCL_ERR_TRUNCATED (the counts of two ranks
+ *   disagree, detected on both sides when the algorithm lets them meet),
+ *   UCCL_ERR_PEER_FAILED and the peer errors (a rank died or its connection
+ *   broke), UCCL_ERR_TIMEOUT (no progress for UCCL_TIMEOUT_MS), never a
+ *   hang. After an error the comm's collectives are undefined (as in MPI);
+ *   destroy it.
+ * - Thread safety: one collective call at a time per comm (calls of
+ *   several comms may run on several threads); non-blocking collectives
+ *   in flight progress from any thread that progresses the engine (the
+ *   progress thread included).
+ * - uccl_comm_destroy cancels the comm's collectives in flight (their
+ *   requests finish with UCCL_ERR_CANCELED); free its plans before it. */
+
+/* "Send from the receive buffer": allgather/gather (sendbuf), alltoall(v)
+ * (sendbuf: the data is taken from recvbuf and replaced), scatter at the
+ * root (recvbuf: the root's block stays in sendbuf). */
+#define UCCL_IN_PLACE ((void *)1)
+
+typedef enum {
+    UCCL_COLL_ALLGATHER = 0,
+    UCCL_COLL_ALLGATHERV,
+    UCCL_COLL_ALLTOALL,
+    UCCL_COLL_ALLTOALLV,
+    UCCL_COLL_BCAST,
+    UCCL_COLL_GATHER,
+    UCCL_COLL_SCATTER,
+    UCCL_COLL_OP_COUNT,
+} uccl_coll_op_t;
+
+/* Algorithms. AUTO picks from the selection table (uccl_coll_algo_select);
+ * the environment variable UCCL_COLL_ALGO=NAME forces one for every call
+ * whose args leave algo unset, where it applies (else AUTO's choice). */
+typedef enum {
+    UCCL_COLL_ALGO_AUTO = 0,
+    UCCL_COLL_ALGO_DIRECT,    /* one-sided writes with notification into every
+                               * receiver's buffer, all peers in flight:
+                               * allgather(v), alltoall(v), bcast, gather, scatter */
+    UCCL_COLL_ALGO_RING,      /* allgather(v) */
+    UCCL_COLL_ALGO_PAIRWISE,  /* alltoall(v): n-1 steps, partner rank+-step */
+    UCCL_COLL_ALGO_BRUCK,     /* alltoall: log2(n) steps of packed blocks (small) */
+    UCCL_COLL_ALGO_BINOMIAL,  /* bcast, gather, scatter: binomial tree */
+    UCCL_COLL_ALGO_SCATTER_ALLGATHER, /* bcast (large): scatter, then ring allgather */
+    UCCL_COLL_ALGO_LINEAR,    /* bcast, gather, scatter: root talks to every rank;
+                               * allgather(v), alltoall(v): two-sided to every peer */
+    UCCL_COLL_ALGO_HIER,      /* allgather(v), bcast: inside each host through one
+                               * leader rank, between hosts among the leaders */
+    UCCL_COLL_ALGO_COUNT,
+} uccl_coll_algo_t;
+
+/* Which optional fields of uccl_coll_args_t are set. */
+enum {
+    UCCL_COLL_ARG_ROOT = 1u << 0, /* default root 0 */
+    UCCL_COLL_ARG_ALGO = 1u << 1, /* default UCCL_COLL_ALGO_AUTO (or UCCL_COLL_ALGO) */
+};
+
+/* One collective. Fields by op (sizes in bytes, n = comm size):
+ *  ALLGATHER   sendbuf[count] (or IN_PLACE: own block already at recvbuf +
+ *              rank*count), recvbuf[n*count]
+ *  ALLGATHERV  sendbuf[count], count == recvcounts[rank]; rank r's block
+ *              lands at recvbuf + rdispls[r] (IN_PLACE: already there)
+ *  ALLTOALL    block r of sendbuf (at r*count) goes to rank r, block r of
+ *              recvbuf comes from rank r (IN_PLACE: from/to recvbuf)
+ *  ALLTOALLV   sendcounts/sdispls, recvcounts/rdispls (IN_PLACE: sendbuf
+ *              ignored, data taken from recvbuf at recvcounts/rdispls)
+ *  BCAST       recvbuf[count] on every rank, the root's content is sent
+ *  GATHER      sendbuf[count] on every rank, recvbuf[n*count] at the root
+ *              (IN_PLACE at the root: own block already there)
+ *  SCATTER     sendbuf[n*count] at the root, recvbuf[count] on every rank
+ *              (IN_PLACE recvbuf at the root)
+ * Fields an op does not use are ignored. */
+typedef struct uccl_coll_args {
+    uint64_t field_mask; /* UCCL_COLL_ARG_* */
+    uccl_coll_op_t op;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    const size_t *sendcounts, *sdispls; /* ALLTOALLV: [n] */
+    const size_t *recvcounts, *rdispls; /* ALLGATHERV, ALLTOALLV: [n] */
+    int root;
+    uccl_coll_algo_t algo;
+} uccl_coll_args_t;
+
+/* Start a collective; *req completes when this rank's part is done (its
+ * receive buffer holds the result, its send buffer is free). The request
+ * is a generalized request of the comm's engine: uccl_test, uccl_wait,
+ * uccl_wait_all (with other requests of that engine) and uccl_req_free
+ * work on it. The arrays of args are copied; the buffers are not.
+ * Errors: as listed above, immediately or through the request. */
+UCCL_API uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                                      uccl_req_t **req);
+
+/* Blocking form of uccl_coll_post: returns when this rank's part is done,
+ * or on the first error (no progress for UCCL_TIMEOUT_MS = UCCL_ERR_TIMEOUT). */
+UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args);
+
+/* Persistent collectives (MPI_Allgather_init's idea): a plan registers the
+ * buffers once and keeps the descriptors peers send for them; each
+ * uccl_coll_start moves only data (DIRECT: plus one ready message, from
+ * receiver to writer, and one notification per peer: a receiver must say
+ * its buffer is free again before a peer may write into it). Every rank builds its plans in the
+ * same order and starts them in the same order; at most one start of a
+ * plan is in flight. The plan keeps a copy of args (arrays included).
+ * Errors: those of uccl_coll_post; uccl_coll_plan_free: UCCL_ERR_BUSY
+ * while a start is in flight. */
+typedef struct uccl_coll_plan uccl_coll_plan_t;
+UCCL_API uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                                      uccl_coll_plan_t **plan);
+UCCL_API uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan);
+
+/* Thin blocking variants (uccl_coll with the matching args). */
+UCCL_API uccl_status_t uccl_allgather(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count);
+UCCL_API uccl_status_t uccl_allgatherv(uccl_comm_t *comm, const void *sendbuf, size_t count,
+                                       void *recvbuf, const size_t *recvcounts,
+                                       const size_t *rdispls);
+UCCL_API uccl_status_t uccl_alltoall(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                     size_t count);
+UCCL_API uccl_status_t uccl_alltoallv(uccl_comm_t *comm, const void *sendbuf,
+                                      const size_t *sendcounts, const size_t *sdispls,
+                                      void *recvbuf, const size_t *recvcounts,
+                                      const size_t *rdispls);
+UCCL_API uccl_status_t uccl_bcast(uccl_comm_t *comm, void *buf, size_t count, int root);
+UCCL_API uccl_status_t uccl_gather(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                   size_t count, int root);
+UCCL_API uccl_status_t uccl_scatter(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, int root);
+
+/* Thin non-blocking variants (uccl_coll_post with the matching args). */
+UCCL_API uccl_status_t uccl_iallgather(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                       size_t count, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_iallgatherv(uccl_comm_t *comm, const void *sendbuf, size_t count,
+                                        void *recvbuf, const size_t *recvcounts,
+                                        const size_t *rdispls, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_ialltoall(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                      size_t count, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_ialltoallv(uccl_comm_t *comm, const void *sendbuf,
+                                       const size_t *sendcounts, const size_t *sdispls,
+                                       void *recvbuf, const size_t *recvcounts,
+                                       const size_t *rdispls, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_ibcast(uccl_comm_t *comm, void *buf, size_t count, int root,
+                                   uccl_req_t **req);
+UCCL_API uccl_status_t uccl_igather(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                    size_t count, int root, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_iscatter(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,
+                                     size_t count, int root, uccl_req_t **req);
+
+/* Counters of a comm's collectives, for tests and benchmarks. */
+typedef struct uccl_coll_stats {
+    uint64_t calls;         /* collectives started (plain and persistent) */
+    uint64_t buf_regs;      /* user buffers registered (cache misses) */
+    uint64_t buf_hits;      /* user buffers found in the cache */
+    uint64_t desc_sent;     /* remote descriptors sent to peers (DIRECT) */
+    uint64_t desc_reused;   /* ready messages naming a descriptor sent before */
+} uccl_coll_stats_t;
+
+UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);
+
+/* Forget every cached buffer registration of the comm (buffers of plans
+ * stay registered until the plan is freed). Not while a collective is in
+ * flight (UCCL_ERR_BUSY). */
+UCCL_API uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm);
+
+/* The algorithm AUTO picks for op with bytes per rank block on this comm
+ * (UCCL_COLL_ALGO where it applies, else the table: comm size and host
+ * layout), and the name of an algorithm ("direct",
+ * "ring", ...; "?" when out of range). uccl_coll_algo_parse maps a name
+ * back (UCCL_ERR_NOT_FOUND when unknown). */
+UCCL_API uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_coll_op_t op,
+                                                size_t bytes);
+UCCL_API const char *uccl_coll_algo_name(uccl_coll_algo_t algo);
+UCCL_API const char *uccl_coll_op_name(uccl_coll_op_t op);
+UCCL_API uccl_status_t uccl_coll_algo_parse(const char *name, uccl_coll_algo_t *algo);
+
 #ifdef __cplusplus
 }
 #endif

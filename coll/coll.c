@@ -1,0 +1,360 @@
+/* The general collective call (uccl_coll_post), its blocking form,
+ * persistent plans, and the argument checks they share. The thin named
+ * variants are in coll/variants.c; the schedules in coll/NAME.c. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+
+struct uccl_coll_plan {
+    coll_state_t *cs;
+    coll_args_t args;
+    coll_sched_t *sched;
+};
+
+/* ------------------------------------------------------------------ argument checks */
+
+static bool rooted(uccl_coll_op_t op)
+{
+    return op == UCCL_COLL_BCAST || op == UCCL_COLL_GATHER || op == UCCL_COLL_SCATTER;
+}
+
+static uccl_status_t copy_array(const size_t *in, int n, size_t **out)
+{
+    if (in == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    *out = malloc((size_t)n * sizeof(**out));
+    if (*out == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    memcpy(*out, in, (size_t)n * sizeof(**out));
+    return UCCL_OK;
+}
+
+/* Blocks [displs[i], +counts[i]) must not overlap or wrap; *extent = end. */
+static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, int n,
+                                  size_t *extent)
+{
+    *extent = 0;
+    for (int i = 0; i < n; i++) {
+        if (counts[i] == 0)
+            continue;
+        if (displs[i] + counts[i] < displs[i])
+            return UCCL_ERR_INVALID_PARAM;
+        if (displs[i] + counts[i] > *extent)
+            *extent = displs[i] + counts[i];
+        for (int j = 0; j < i; j++)
+            if (counts[j] > 0 && displs[i] < displs[j] + counts[j] &&
+                displs[j] < displs[i] + counts[i]) {
+                coll_error("receive blocks %d and %d overlap", j, i);
+                return UCCL_ERR_INVALID_PARAM;
+            }
+    }
+    return UCCL_OK;
+}
+
+static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
+{
+    int n = cs->size;
+    size_t ext;
+    uccl_status_t st;
+
+    if ((st = copy_array(in->recvcounts, n, &a->recvcounts)) != UCCL_OK ||
+        (st = copy_array(in->rdispls, n, &a->rdispls)) != UCCL_OK)
+        return st;
+    if (n > 64 && a->op == UCCL_COLL_ALLTOALLV) /* quadratic check: trust big comms */
+        ext = 0;
+    else if ((st = check_blocks(a->recvcounts, a->rdispls, n, &ext)) != UCCL_OK)
+        return st;
+    if (ext > 0 && a->recvbuf == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (a->op == UCCL_COLL_ALLGATHERV) {
+        if (!a->in_place && a->count != a->recvcounts[cs->rank]) {
+            coll_error("allgatherv: rank %d sends %zu bytes, recvcounts[%d] = %zu", cs->rank,
+                       a->count, cs->rank, a->recvcounts[cs->rank]);
+            return UCCL_ERR_TRUNCATED;
+        }
+        return UCCL_OK;
+    }
+    if (a->in_place)
+        return UCCL_OK;
+    if ((st = copy_array(in->sendcounts, n, &a->sendcounts)) != UCCL_OK ||
+        (st = copy_array(in->sdispls, n, &a->sdispls)) != UCCL_OK)
+        return st;
+    for (int i = 0; i < n; i++) {
+        if (a->sendcounts[i] > 0 && a->sendbuf == NULL)
+            return UCCL_ERR_INVALID_PARAM;
+        if (a->sdispls[i] + a->sendcounts[i] < a->sdispls[i])
+            return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
+/* Which buffer may be UCCL_IN_PLACE, and which must be non-NULL. */
+static uccl_status_t check_buffers(coll_state_t *cs, coll_args_t *a)
+{
+    bool root = !rooted(a->op) || a->root == cs->rank;
+    bool send_ip = a->sendbuf == (const char *)UCCL_IN_PLACE;
+    bool recv_ip = a->recvbuf == (char *)UCCL_IN_PLACE;
+    bool send_used, recv_used;
+
+    switch (a->op) {
+    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV:
+    case UCCL_COLL_ALLTOALL: case UCCL_COLL_ALLTOALLV:
+        a->in_place = send_ip;
+        send_used = !send_ip;
+        recv_used = true;
+        break;
+    case UCCL_COLL_BCAST: send_used = false; recv_used = true; break;
+    case UCCL_COLL_GATHER:
+        a->in_place = root && send_ip;
+        send_used = !a->in_place;
+        recv_used = root;
+        break;
+    default: /* scatter */
+        a->in_place = root && recv_ip;
+        send_used = root;
+        recv_used = !a->in_place;
+        break;
+    }
+    if ((send_ip && !(a->in_place && a->op != UCCL_COLL_SCATTER)) ||
+        (recv_ip && !(a->in_place && a->op == UCCL_COLL_SCATTER))) {
+        coll_error("%s: UCCL_IN_PLACE not allowed here", uccl_coll_op_name(a->op));
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (!send_used || send_ip)
+        a->sendbuf = NULL;
+    if (!recv_used || recv_ip)
+        a->recvbuf = NULL;
+    if (a->count > 0 && a->op != UCCL_COLL_ALLGATHERV && a->op != UCCL_COLL_ALLTOALLV &&
+        ((send_used && a->sendbuf == NULL) || (recv_used && a->recvbuf == NULL)))
+        return UCCL_ERR_INVALID_PARAM;
+    if (a->op == UCCL_COLL_ALLGATHERV && send_used && a->count > 0 && a->sendbuf == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    return UCCL_OK;
+}
+
+static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
+{
+    uccl_coll_algo_t algo = (in->field_mask & UCCL_COLL_ARG_ALGO) ? in->algo
+                                                                  : UCCL_COLL_ALGO_AUTO;
+
+    if ((unsigned)algo >= UCCL_COLL_ALGO_COUNT)
+        return UCCL_ERR_INVALID_PARAM;
+    if (algo == UCCL_COLL_ALGO_AUTO) {
+        algo = coll_algo_forced();
+        if (!coll_algo_supports(a->op, algo))
+            algo = coll_select(cs, a->op, a->count);
+    } else if (!coll_algo_supports(a->op, algo)) {
+        coll_error("algorithm %s does not implement %s", uccl_coll_algo_name(algo),
+                   uccl_coll_op_name(a->op));
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    a->algo = algo;
+    return UCCL_OK;
+}
+
+uccl_status_t coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
+{
+    uccl_status_t st;
+    bool vec;
+
+    memset(a, 0, sizeof(*a));
+    if (in == NULL || (unsigned)in->op >= UCCL_COLL_OP_COUNT)
+        return UCCL_ERR_INVALID_PARAM;
+    a->op = in->op;
+    a->sendbuf = in->sendbuf;
+    a->recvbuf = in->recvbuf;
+    a->count = in->count;
+    a->root = (in->field_mask & UCCL_COLL_ARG_ROOT) ? in->root : 0;
+    if (rooted(a->op) && (a->root < 0 || a->root >= cs->size)) {
+        coll_error("%s: root %d out of range (comm size %d)", uccl_coll_op_name(a->op), a->root,
+                   cs->size);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if ((st = check_buffers(cs, a)) != UCCL_OK || (st = resolve_algo(cs, in, a)) != UCCL_OK)
+        return st;
+    if (a->count > SIZE_MAX / (size_t)cs->size)
+        return UCCL_ERR_INVALID_PARAM;
+    vec = a->op == UCCL_COLL_ALLGATHERV || a->op == UCCL_COLL_ALLTOALLV;
+    if (vec && (st = check_vectors(cs, in, a)) != UCCL_OK) {
+        coll_args_free(a);
+        return st;
+    }
+    return UCCL_OK;
+}
+
+void coll_args_free(coll_args_t *a)
+{
+    free(a->sendcounts);
+    free(a->sdispls);
+    free(a->recvcounts);
+    free(a->rdispls);
+    a->sendcounts = a->sdispls = a->recvcounts = a->rdispls = NULL;
+}
+
+/* ------------------------------------------------------------------ schedules */
+
+uccl_status_t coll_build(coll_sched_t *s, const coll_args_t *a)
+{
+    uccl_status_t st;
+
+    switch (a->op) {
+    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: st = coll_build_allgather(s, a); break;
+    case UCCL_COLL_ALLTOALL: case UCCL_COLL_ALLTOALLV: st = coll_build_alltoall(s, a); break;
+    case UCCL_COLL_BCAST: st = coll_build_bcast(s, a); break;
+    case UCCL_COLL_GATHER: st = coll_build_gather(s, a); break;
+    default: st = coll_build_scatter(s, a); break;
+    }
+    if (st == UCCL_OK)
+        st = coll_sched_phase(s);
+    return st;
+}
+
+static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sched_t **out)
+{
+    coll_sched_t *s = calloc(1, sizeof(*s));
+    uccl_status_t st;
+
+    if (s == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    s->cs = cs;
+    s->status = UCCL_OK;
+    s->tmp_scratch = -1;
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        s->slot[b] = -1;
+    st = coll_build(s, a);
+    if (st != UCCL_OK) {
+        coll_sched_free(s);
+        return st;
+    }
+    *out = s;
+    return UCCL_OK;
+}
+
+/* Check, build and start; the caller runs or posts the schedule. */
+static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                                 coll_sched_t **out)
+{
+    coll_state_t *cs;
+    coll_args_t a;
+    coll_sched_t *s;
+    uccl_status_t st = coll_state_get(comm, &cs);
+
+    if (st != UCCL_OK || (st = coll_args_check(cs, args, &a)) != UCCL_OK)
+        return st;
+    st = sched_new(cs, &a, &s);
+    coll_args_free(&a);
+    if (st != UCCL_OK)
+        return st;
+    pthread_mutex_lock(&cs->lock);
+    if ((st = coll_sched_start(s)) != UCCL_OK) {
+        pthread_mutex_unlock(&cs->lock);
+        coll_sched_free(s);
+        return st;
+    }
+    *out = s; /* locked: the caller posts or runs it, then unlocks */
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uccl_req_t **req)
+{
+    coll_state_t *cs;
+    coll_sched_t *s;
+    uccl_status_t st;
+
+    if (req == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if ((st = start_plain(comm, args, &s)) != UCCL_OK)
+        return st;
+    cs = s->cs;
+    s->free_when_done = true;
+    st = coll_sched_post(s, req);
+    if (st != UCCL_OK) /* aborted, never reached a callback */
+        coll_sched_free(s);
+    pthread_mutex_unlock(&cs->lock);
+    return st;
+}
+
+uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
+{
+    coll_sched_t *s;
+    uccl_status_t st = start_plain(comm, args, &s);
+
+    if (st != UCCL_OK)
+        return st;
+    pthread_mutex_unlock(&s->cs->lock);
+    st = coll_sched_run(s);
+    coll_sched_free(s);
+    return st;
+}
+
+/* ------------------------------------------------------------------ persistent plans */
+
+uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                             uccl_coll_plan_t **plan)
+{
+    uccl_coll_plan_t *p;
+    coll_state_t *cs;
+    uccl_status_t st = coll_state_get(comm, &cs);
+
+    if (st != UCCL_OK)
+        return st;
+    if (plan == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    p->cs = cs;
+    if ((st = coll_args_check(cs, args, &p->args)) != UCCL_OK)
+        goto err_plan;
+    if ((st = sched_new(cs, &p->args, &p->sched)) != UCCL_OK)
+        goto err_args;
+    p->sched->plan = p;
+    *plan = p;
+    return UCCL_OK;
+
+err_args:
+    coll_args_free(&p->args);
+err_plan:
+    free(p);
+    return st;
+}
+
+uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req)
+{
+    uccl_status_t st;
+
+    if (plan == NULL || req == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&plan->cs->lock);
+    if (plan->sched->status == UCCL_INPROGRESS)
+        st = UCCL_ERR_BUSY;
+    else if ((st = coll_sched_start(plan->sched)) == UCCL_OK)
+        st = coll_sched_post(plan->sched, req);
+    pthread_mutex_unlock(&plan->cs->lock);
+    return st;
+}
+
+uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
+{
+    coll_sched_t *s;
+
+    if (plan == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    s = plan->sched;
+    pthread_mutex_lock(&plan->cs->lock);
+    if (s->status == UCCL_INPROGRESS) {
+        pthread_mutex_unlock(&plan->cs->lock);
+        return UCCL_ERR_BUSY;
+    }
+    if (s->pinned) {
+        for (int b = 0; b < COLL_BUF_COUNT; b++)
+            coll_buf_unpin(plan->cs, s->slot[b]);
+        coll_scratch_put(plan->cs, s->tmp_scratch);
+    }
+    pthread_mutex_unlock(&plan->cs->lock);
+    coll_sched_free(s);
+    coll_args_free(&plan->args);
+    free(plan);
+    return UCCL_OK;
+}

@@ -1,0 +1,274 @@
+/* Private header of the collective layer: per-comm state (buffer cache,
+ * scratch pool, notification demultiplexer, sequence), schedules and the
+ * algorithm builders. Built on the public API only. */
+#ifndef UCCL_COLL_COLL_H
+#define UCCL_COLL_COLL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uccl/uccl_coll.h>
+
+/* ------------------------------------------------------------------ log */
+
+/* UCCL_LOG_LEVEL is read once here: coll/ cannot see the config table. */
+int coll_log_enabled(int level); /* 0 error, 1 warn, 2 info, 3 debug */
+void coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define coll_log(level, ...)                                         \
+    do {                                                             \
+        if (coll_log_enabled(level))                                 \
+            coll_log_emit((level), __FILE__, __LINE__, __VA_ARGS__); \
+    } while (0)
+#define coll_error(...) coll_log(0, __VA_ARGS__)
+#define coll_debug(...) coll_log(3, __VA_ARGS__)
+
+/* ------------------------------------------------------------------ tags */
+
+/* Top tag byte of collective traffic (inside UCCL_TAG_LIB_MASK), then the
+ * collective's sequence number and its step. Notifications carry the same
+ * layout plus a code in the low byte. */
+#define COLL_TAG_LIB 0x10ull
+#define COLL_STEP_TOKEN 0x8000u /* ready tokens of DIRECT, receiver -> sender */
+
+static inline uint64_t coll_tag(uint32_t seq, unsigned step)
+{
+    return (COLL_TAG_LIB << UCCL_TAG_LIB_SHIFT) | ((uint64_t)seq << 16) | (step & 0xffffu);
+}
+
+enum { COLL_NOTIF_OK = 0, COLL_NOTIF_MISMATCH = 1 };
+
+static inline uint64_t coll_notif(uint32_t seq, unsigned step, unsigned code)
+{
+    return (COLL_TAG_LIB << UCCL_TAG_LIB_SHIFT) | ((uint64_t)seq << 24) |
+           ((uint64_t)(step & 0xffffu) << 8) | (code & 0xffu);
+}
+
+/* ------------------------------------------------------------------ per-comm state */
+
+/* A registered user buffer (or the comm's control region, slot 0). Its
+ * index in the cache is the slot peers store its descriptor under. */
+typedef struct coll_buf_entry {
+    char *addr;
+    size_t len;
+    uccl_mr_t *mr;
+    uccl_rdesc_t desc;
+    uint32_t gen; /* names this registration among the slot's successive ones */
+    bool packed;
+    int pins;          /* schedules and plans using it */
+    uint64_t last_use; /* for LRU eviction */
+    uint8_t *sent;     /* [size]: desc already sent to that peer */
+} coll_buf_entry_t;
+
+/* A descriptor a peer sent for one of its slots, and which registration. */
+typedef struct coll_peer_desc {
+    uccl_rdesc_t desc;
+    uint32_t gen; /* 0 = none */
+} coll_peer_desc_t;
+
+/* Scratch memory (tokens, Bruck and in-place temporaries), registered once. */
+typedef struct coll_scratch {
+    char *addr;
+    size_t len;
+    uccl_mr_t *mr;
+    bool busy;
+} coll_scratch_t;
+
+typedef struct coll_state {
+    /* Serializes the comm's collective state between the caller's calls and
+     * the progress callbacks of non-blocking ones (which only try it: they
+     * run under the engine lock, and the caller may hold this one while it
+     * calls into the engine). */
+    pthread_mutex_t lock;
+    uccl_comm_t *comm;
+    uccl_engine_t *engine;
+    int rank, size;
+    uint64_t *host_id; /* [size]: engine host identity of each rank */
+    uint32_t seq;
+    coll_buf_entry_t *bufs; /* [nbufs]; slot 0 = control region */
+    int nbufs;
+    uint64_t use_clock;
+    coll_scratch_t *scratch;
+    int nscratch;
+    uint32_t gen_clock;
+    coll_peer_desc_t **peer_desc; /* [peer][slot]: descriptors peers sent us */
+    int *peer_ndesc;          /* [peer]: slots allocated */
+    uint64_t **stash;         /* [peer]: notifications polled for others */
+    int *nstash, *capstash;
+    struct coll_sched *inflight; /* schedules running (list) */
+    uccl_coll_stats_t stats;
+    char ctl[64];             /* sink of empty and refused DIRECT writes */
+} coll_state_t;
+
+/* The comm's collective state, created on first use (comm.c keeps it). */
+uccl_status_t coll_state_create(uccl_comm_t *comm, coll_state_t **cs);
+uccl_status_t coll_state_get(uccl_comm_t *comm, coll_state_t **cs);
+void coll_state_destroy(coll_state_t *cs);
+
+/* Find or register [addr, addr+len) (len > 0); pins the entry. */
+uccl_status_t coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
+void coll_buf_unpin(coll_state_t *cs, int slot);
+/* Packs the entry's descriptor once. */
+uccl_status_t coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc);
+
+uccl_status_t coll_scratch_get(coll_state_t *cs, size_t len, int *idx);
+void coll_scratch_put(coll_state_t *cs, int idx);
+
+/* Store / look up a descriptor peer sent for registration gen of its slot
+ * (NULL until the token carrying it has been read: tokens of concurrent
+ * collectives may be read out of order). */
+uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
+                                 const uccl_rdesc_t *d);
+const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen);
+
+/* Take notification (seq, step, any code) from peer if it arrived: returns
+ * UCCL_OK with *code set, UCCL_INPROGRESS when not yet, or the
+ * connection's error. Other notifications are kept for their takers. */
+uccl_status_t coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, unsigned step,
+                              unsigned *code);
+
+/* ------------------------------------------------------------------ schedules */
+
+typedef enum {
+    COLL_BUF_SEND = 0,
+    COLL_BUF_RECV,
+    COLL_BUF_TMP,
+    COLL_BUF_COUNT,
+} coll_buf_id_t;
+
+typedef enum {
+    COLL_OP_SEND,    /* two-sided: [buf+off, len) to peer, tag step */
+    COLL_OP_RECV,    /* two-sided: exactly len bytes from peer into buf+off */
+    COLL_OP_COPY,    /* local memcpy buf2+off2 -> buf+off */
+    COLL_OP_PUT,     /* DIRECT sender: wait for peer's token, write_notify */
+    COLL_OP_WAITPUT, /* DIRECT receiver: send token for buf+off/len, wait notif */
+} coll_op_kind_t;
+
+typedef struct coll_op {
+    uint8_t kind, buf, buf2;
+    int peer;
+    unsigned step;
+    size_t off, off2, len;
+    /* runtime */
+    int state;
+    uccl_req_t *req, *req2;
+    int scratch; /* token memory, -1 = none */
+} coll_op_t;
+
+typedef struct coll_sched {
+    coll_state_t *cs;
+    uint32_t seq;
+    coll_op_t *ops;
+    int nops, capops;
+    int *phase_end; /* ops of phase p: [phase_end[p-1], phase_end[p]) */
+    int nphases, capphases;
+    int cur_phase; /* -1 = not started */
+    bool posted;   /* ops of cur_phase posted */
+    /* buffers: address and registered slot (-1: none/empty) */
+    char *addr[COLL_BUF_COUNT];
+    size_t len[COLL_BUF_COUNT];
+    int slot[COLL_BUF_COUNT];
+    int tmp_scratch;
+    uccl_status_t status; /* INPROGRESS while running */
+    uccl_status_t soft_error; /* a count mismatch seen; the schedule goes on */
+    uint64_t last_event_ms; /* last op completion, for the no-progress timeout */
+    struct coll_sched *next_inflight;
+    bool pinned;
+    /* generalized request of a non-blocking start */
+    uccl_req_t *greq;
+    bool free_when_done; /* plain post: the schedule frees itself */
+    struct uccl_coll_plan *plan;
+} coll_sched_t;
+
+/* Building (algorithm files). */
+/* Add op to the open phase. */
+uccl_status_t coll_sched_op(coll_sched_t *s, coll_op_t op);
+uccl_status_t coll_sched_phase(coll_sched_t *s); /* close the current phase */
+void coll_sched_free(coll_sched_t *s);
+
+static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf,
+                                      size_t off, size_t len)
+{
+    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_SEND, .buf = (uint8_t)buf,
+                                        .peer = peer, .off = off, .len = len});
+}
+static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf,
+                                      size_t off, size_t len)
+{
+    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_RECV, .buf = (uint8_t)buf,
+                                        .peer = peer, .off = off, .len = len});
+}
+static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, int sbuf,
+                                      size_t soff, size_t len)
+{
+    if (len == 0 || (dbuf == sbuf && doff == soff))
+        return UCCL_OK;
+    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_COPY, .buf = (uint8_t)dbuf,
+                                        .buf2 = (uint8_t)sbuf, .off = doff, .off2 = soff,
+                                        .len = len});
+}
+static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf,
+                                     size_t off, size_t len)
+{
+    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_PUT, .buf = (uint8_t)buf,
+                                        .peer = peer, .off = off, .len = len});
+}
+static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
+                                         size_t off, size_t len)
+{
+    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_WAITPUT, .buf = (uint8_t)buf,
+                                        .peer = peer, .off = off, .len = len});
+}
+
+/* Running. start registers the buffers and takes a sequence number;
+ * advance moves the schedule on (never progresses the engine itself) and
+ * returns its status (INPROGRESS while running); abort fails it. */
+uccl_status_t coll_sched_start(coll_sched_t *s);
+uccl_status_t coll_sched_advance(coll_sched_t *s);
+void coll_sched_abort(coll_sched_t *s, uccl_status_t st);
+/* Blocking: advance and progress until done; a stretch of UCCL_TIMEOUT_MS
+ * without any op completing ends it with UCCL_ERR_TIMEOUT. */
+uccl_status_t coll_sched_run(coll_sched_t *s);
+/* Non-blocking: a generalized request that advances s from progress. On
+ * failure s is aborted and stays the caller's to free. */
+uccl_status_t coll_sched_post(coll_sched_t *s, uccl_req_t **req);
+
+/* ------------------------------------------------------------------ collectives */
+
+/* Checked arguments with the arrays copied (plans keep them). */
+typedef struct coll_args {
+    uccl_coll_op_t op;
+    uccl_coll_algo_t algo; /* resolved, never AUTO */
+    const char *sendbuf;   /* NULL when in place */
+    char *recvbuf;
+    size_t count;
+    size_t *sendcounts, *sdispls, *recvcounts, *rdispls; /* [size] or NULL */
+    int root;
+    bool in_place;
+} coll_args_t;
+
+uccl_status_t coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
+void coll_args_free(coll_args_t *a);
+
+/* Extents the schedule registers; then the builder for a.op/a.algo. */
+uccl_status_t coll_build(coll_sched_t *s, const coll_args_t *a);
+
+uccl_status_t coll_build_allgather(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t coll_build_gather(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
+
+/* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
+bool coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
+uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
+uccl_coll_algo_t coll_algo_forced(void);
+/* The rank that speaks for r's host in hierarchical algorithms: root when
+ * it shares r's host (root >= 0), else the lowest rank there. */
+int coll_host_leader(const coll_state_t *cs, int r, int root);
+
+/* Deadline of the blocking waits (UCCL_TIMEOUT_MS, read once). */
+int coll_timeout_ms(void);
+
+#endif

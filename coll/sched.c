@@ -1,0 +1,530 @@
+/* Schedules: phases of operations (two-sided send/recv, local copies,
+ * DIRECT one-sided puts) run in order, the ops of one phase all in flight.
+ * The same state machine runs blocking (coll_sched_run) and non-blocking
+ * (advanced from a generalized request's progress callback). */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll.h"
+
+/* Ready token of DIRECT: the receiver names where the sender writes
+ * (slot, roff) and how many bytes it expects, and carries the descriptors
+ * of those slots the sender has not seen yet (slot 0 = the sink of its
+ * control region, for empty and refused writes). */
+typedef struct coll_token {
+    uint64_t len;
+    uint64_t roff;
+    uint32_t slot, gen; /* where to write (len > 0) */
+    uint32_t sink_gen;  /* of slot 0 */
+    uint32_t ndesc;     /* 0..2 entries of desc_slot/desc_gen/desc that follow */
+    uint32_t desc_slot[2], desc_gen[2];
+    uccl_rdesc_t desc[2];
+} coll_token_t;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ------------------------------------------------------------------ building */
+
+uccl_status_t coll_sched_op(coll_sched_t *s, coll_op_t op)
+{
+    if (s->nops == s->capops) {
+        int cap = s->capops ? 2 * s->capops : 16;
+        coll_op_t *grown = realloc(s->ops, (size_t)cap * sizeof(*grown));
+        if (grown == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        s->ops = grown;
+        s->capops = cap;
+    }
+    /* One tag per collective: between two ranks, messages in one direction
+     * are matched in posting order, and every schedule posts them in the
+     * same order on both sides. */
+    op.step = 0;
+    op.state = 0;
+    op.req = op.req2 = NULL;
+    op.scratch = -1;
+    s->ops[s->nops++] = op;
+    return UCCL_OK;
+}
+
+uccl_status_t coll_sched_phase(coll_sched_t *s)
+{
+    int start = s->nphases ? s->phase_end[s->nphases - 1] : 0;
+
+    if (s->nops == start)
+        return UCCL_OK; /* nothing in it */
+    if (s->nphases == s->capphases) {
+        int cap = s->capphases ? 2 * s->capphases : 8;
+        int *grown = realloc(s->phase_end, (size_t)cap * sizeof(*grown));
+        if (grown == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        s->phase_end = grown;
+        s->capphases = cap;
+    }
+    s->phase_end[s->nphases++] = s->nops;
+    return UCCL_OK;
+}
+
+void coll_sched_free(coll_sched_t *s)
+{
+    if (s == NULL)
+        return;
+    free(s->ops);
+    free(s->phase_end);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ resources */
+
+static void link_inflight(coll_sched_t *s)
+{
+    s->next_inflight = s->cs->inflight;
+    s->cs->inflight = s;
+}
+
+static void unlink_inflight(coll_sched_t *s)
+{
+    for (coll_sched_t **p = &s->cs->inflight; *p != NULL; p = &(*p)->next_inflight) {
+        if (*p == s) {
+            *p = s->next_inflight;
+            return;
+        }
+    }
+}
+
+/* Register the user buffers and take the temporary (once for a plan). */
+static uccl_status_t sched_pin(coll_sched_t *s)
+{
+    uccl_status_t st;
+
+    if (s->pinned)
+        return UCCL_OK;
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        s->slot[b] = -1;
+    s->tmp_scratch = -1;
+    for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
+        if (s->len[b] == 0)
+            continue;
+        st = coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
+        if (st != UCCL_OK)
+            goto err;
+    }
+    if (s->len[COLL_BUF_TMP] > 0) {
+        st = coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
+        if (st != UCCL_OK)
+            goto err;
+        s->addr[COLL_BUF_TMP] = s->cs->scratch[s->tmp_scratch].addr;
+    }
+    s->pinned = true;
+    return UCCL_OK;
+err:
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        coll_buf_unpin(s->cs, s->slot[b]);
+    return st;
+}
+
+static void sched_unpin(coll_sched_t *s)
+{
+    if (!s->pinned)
+        return;
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        coll_buf_unpin(s->cs, s->slot[b]);
+    coll_scratch_put(s->cs, s->tmp_scratch);
+    s->pinned = false;
+}
+
+/* Where buf+off lies for the transfer calls: a region and an offset. */
+static uccl_mr_t *buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
+{
+    const coll_state_t *cs = s->cs;
+
+    *moff = 0;
+    if (len == 0)
+        return NULL;
+    if (buf == COLL_BUF_TMP) {
+        *moff = off;
+        return cs->scratch[s->tmp_scratch].mr;
+    }
+    *moff = (size_t)(s->addr[buf] - cs->bufs[s->slot[buf]].addr) + off;
+    return cs->bufs[s->slot[buf]].mr;
+}
+
+static void op_release(coll_sched_t *s, coll_op_t *op)
+{
+    if (op->req != NULL)
+        uccl_req_free(op->req);
+    if (op->req2 != NULL)
+        uccl_req_free(op->req2);
+    op->req = op->req2 = NULL;
+    coll_scratch_put(s->cs, op->scratch);
+    op->scratch = -1;
+}
+
+/* ------------------------------------------------------------------ DIRECT */
+
+/* Append slot's descriptor to t unless peer has it already. */
+static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int slot)
+{
+    coll_buf_entry_t *e = &s->cs->bufs[slot];
+    const uccl_rdesc_t *d;
+    uccl_status_t st;
+
+    if (e->sent[peer]) {
+        s->cs->stats.desc_reused++;
+        return UCCL_OK;
+    }
+    if ((st = coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
+        return st;
+    t->desc_slot[t->ndesc] = (uint32_t)slot;
+    t->desc_gen[t->ndesc] = e->gen;
+    t->desc[t->ndesc++] = *d;
+    e->sent[peer] = 1;
+    s->cs->stats.desc_sent++;
+    return UCCL_OK;
+}
+
+static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
+{
+    coll_token_t *t;
+    uccl_status_t st = coll_scratch_get(s->cs, sizeof(*t), &op->scratch);
+
+    if (st != UCCL_OK)
+        return st;
+    t = (coll_token_t *)s->cs->scratch[op->scratch].addr;
+    memset(t, 0, sizeof(*t));
+    t->len = op->len;
+    t->sink_gen = s->cs->bufs[0].gen;
+    if (op->len > 0) {
+        t->slot = (uint32_t)s->slot[op->buf];
+        t->gen = s->cs->bufs[t->slot].gen;
+        buf_mr(s, op->buf, op->off, op->len, &op->off2);
+        t->roff = op->off2;
+        st = token_desc(s, t, op->peer, (int)t->slot);
+    }
+    if (st == UCCL_OK)
+        st = token_desc(s, t, op->peer, 0); /* the sink, for a refused write */
+    if (st != UCCL_OK)
+        return st;
+    return uccl_send(conn, s->cs->scratch[op->scratch].mr, 0, sizeof(*t),
+                     coll_tag(s->seq, op->step | COLL_STEP_TOKEN), &op->req);
+}
+
+/* The token arrived: store its descriptors, then write (or, for an empty
+ * block or a count the receiver does not expect, 1 byte to its sink with
+ * the code saying so). INPROGRESS while a descriptor it names is still in
+ * another collective's token, not read yet. */
+static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
+{
+    const coll_token_t *t = (const coll_token_t *)s->cs->scratch[op->scratch].addr;
+    bool fits = t->len == op->len;
+    const uccl_rdesc_t *d;
+    uccl_status_t st;
+    size_t moff;
+
+    if (t->ndesc > 2)
+        return UCCL_ERR_BAD_DESC;
+    for (uint32_t i = 0; i < t->ndesc; i++)
+        if ((st = coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], t->desc_gen[i],
+                                     &t->desc[i])) != UCCL_OK)
+            return st;
+    if (fits && op->len > 0) {
+        uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        if ((d = coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
+            return UCCL_INPROGRESS;
+        return uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
+                                 coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
+    }
+    if ((d = coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
+        return UCCL_INPROGRESS;
+    if (!fits) {
+        coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
+                   op->peer, (unsigned long long)t->len, s->cs->rank, s->cs->rank, op->len);
+        op->state = 3; /* fail once the sink write is done */
+    }
+    return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
+                             coll_notif(s->seq, op->step,
+                                        fits ? COLL_NOTIF_OK : COLL_NOTIF_MISMATCH),
+                             &op->req2);
+}
+
+/* ------------------------------------------------------------------ ops */
+
+static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
+{
+    uccl_conn_t *conn = op->peer >= 0 ? uccl_comm_conn(s->cs->comm, op->peer) : NULL;
+    uint64_t tag = coll_tag(s->seq, op->step);
+    uccl_status_t st;
+    uccl_mr_t *mr;
+    size_t moff;
+
+    switch (op->kind) {
+    case COLL_OP_SEND:
+        mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        return uccl_send(conn, mr, moff, op->len, tag, &op->req);
+    case COLL_OP_RECV:
+        mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        return uccl_recv(conn, mr, moff, op->len, tag, &op->req);
+    case COLL_OP_COPY:
+        memmove(s->addr[op->buf] + op->off, s->addr[op->buf2] + op->off2, op->len);
+        op->state = -1;
+        return UCCL_OK;
+    case COLL_OP_PUT:
+        st = coll_scratch_get(s->cs, sizeof(coll_token_t), &op->scratch);
+        if (st != UCCL_OK)
+            return st;
+        return uccl_recv(conn, s->cs->scratch[op->scratch].mr, 0, sizeof(coll_token_t),
+                         coll_tag(s->seq, op->step | COLL_STEP_TOKEN), &op->req);
+    case COLL_OP_WAITPUT: return waitput_post(s, op, conn);
+    }
+    return UCCL_ERR_INVALID_PARAM;
+}
+
+/* Status of a request without progressing: INPROGRESS, or its final status
+ * (then bytes is set). */
+static uccl_status_t req_status(uccl_req_t *req, size_t *bytes)
+{
+    int done = 0;
+    uccl_status_t st = uccl_req_bytes(req, bytes);
+
+    if (st != UCCL_OK)
+        return st;
+    st = uccl_test(req, &done);
+    return done ? st : UCCL_INPROGRESS;
+}
+
+static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
+{
+    uccl_conn_t *conn = uccl_comm_conn(s->cs->comm, op->peer);
+    size_t bytes = 0;
+    unsigned code;
+    uccl_status_t st;
+
+    if (op->kind == COLL_OP_WAITPUT) {
+        if (op->req != NULL) {
+            if ((st = req_status(op->req, &bytes)) != UCCL_OK)
+                return st;
+            uccl_req_free(op->req);
+            op->req = NULL;
+        }
+        st = coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
+        if (st != UCCL_OK)
+            return st;
+        if (code != COLL_NOTIF_OK) {
+            coll_error("rank %d sends a count other than the %zu bytes rank %d expects",
+                       op->peer, op->len, s->cs->rank);
+            return UCCL_ERR_TRUNCATED;
+        }
+        return UCCL_OK;
+    }
+    if (op->req != NULL) { /* the token */
+        if ((st = req_status(op->req, &bytes)) != UCCL_OK)
+            return st;
+        uccl_req_free(op->req);
+        op->req = NULL;
+        if (bytes < offsetof(coll_token_t, desc_slot))
+            return UCCL_ERR_TRUNCATED;
+        op->state = 1;
+    }
+    if (op->state == 1) { /* token in hand, no write yet */
+        if ((st = put_write(s, op, conn)) != UCCL_OK)
+            return st;
+        if (op->state == 1)
+            op->state = 2;
+    }
+    if ((st = req_status(op->req2, &bytes)) != UCCL_OK)
+        return st;
+    return op->state == 3 ? UCCL_ERR_TRUNCATED : UCCL_OK;
+}
+
+/* OK when op is finished, INPROGRESS, or its error. */
+static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
+{
+    size_t bytes = 0;
+    uccl_status_t st;
+
+    if (op->state == -1)
+        return UCCL_OK;
+    if (op->kind == COLL_OP_PUT || op->kind == COLL_OP_WAITPUT) {
+        st = op_advance_direct(s, op);
+    } else {
+        st = req_status(op->req, &bytes);
+        if (st == UCCL_OK && op->kind == COLL_OP_RECV && bytes != op->len) {
+            coll_error("rank %d sent %zu bytes where rank %d expects %zu", op->peer, bytes,
+                       s->cs->rank, op->len);
+            st = UCCL_ERR_TRUNCATED;
+        }
+    }
+    if (st == UCCL_INPROGRESS)
+        return st;
+    op_release(s, op);
+    op->state = -1;
+    s->last_event_ms = now_ms();
+    return st;
+}
+
+/* ------------------------------------------------------------------ running */
+
+static void sched_end(coll_sched_t *s, uccl_status_t st)
+{
+    int nops = s->nops;
+
+    for (int i = 0; i < nops; i++)
+        op_release(s, &s->ops[i]);
+    if (s->plan == NULL)
+        sched_unpin(s);
+    unlink_inflight(s);
+    s->status = st;
+}
+
+uccl_status_t coll_sched_start(coll_sched_t *s)
+{
+    uccl_status_t st = sched_pin(s);
+
+    if (st != UCCL_OK)
+        return st;
+    for (int i = 0; i < s->nops; i++) {
+        s->ops[i].state = 0;
+        s->ops[i].req = s->ops[i].req2 = NULL;
+        s->ops[i].scratch = -1;
+    }
+    s->seq = s->cs->seq++;
+    s->cs->stats.calls++;
+    s->cur_phase = 0;
+    s->posted = false;
+    s->status = UCCL_INPROGRESS;
+    s->soft_error = UCCL_OK;
+    s->last_event_ms = now_ms();
+    link_inflight(s);
+    return UCCL_OK;
+}
+
+void coll_sched_abort(coll_sched_t *s, uccl_status_t st)
+{
+    if (s->status != UCCL_INPROGRESS)
+        return;
+    sched_end(s, st);
+    if (s->greq != NULL) {
+        uccl_req_t *greq = s->greq;
+        s->greq = NULL;
+        uccl_req_finish(greq, st, 0);
+        if (s->free_when_done)
+            coll_sched_free(s);
+    }
+}
+
+static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
+{
+    int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
+    uccl_status_t st;
+
+    *phase_done = false;
+    if (!s->posted) {
+        for (int i = b; i < e; i++)
+            if ((st = op_post(s, &s->ops[i])) != UCCL_OK)
+                return st;
+        s->posted = true;
+    }
+    bool all = true;
+    for (int i = b; i < e; i++) {
+        st = op_advance(s, &s->ops[i]); /* every op: a PUT waits on no other */
+        if (st == UCCL_INPROGRESS) {
+            all = false;
+            continue;
+        }
+        /* A count mismatch spoils one block: finish the phase so that the
+         * other ranks are not left waiting, and report it at the end. */
+        if (st == UCCL_ERR_TRUNCATED && s->soft_error == UCCL_OK)
+            s->soft_error = st;
+        else if (st != UCCL_OK && st != UCCL_ERR_TRUNCATED)
+            return st;
+    }
+    *phase_done = all;
+    return UCCL_OK;
+}
+
+uccl_status_t coll_sched_advance(coll_sched_t *s)
+{
+    bool done = true;
+    uccl_status_t st;
+
+    while (s->status == UCCL_INPROGRESS && done) {
+        if (s->cur_phase == s->nphases) {
+            sched_end(s, s->soft_error);
+            break;
+        }
+        st = phase_step(s, &done);
+        if (st != UCCL_OK) {
+            coll_debug("collective %u failed in phase %d: %s", s->seq, s->cur_phase,
+                       uccl_strerror(st));
+            sched_end(s, st);
+            break;
+        }
+        if (done) {
+            s->cur_phase++;
+            s->posted = false;
+        } else if (now_ms() - s->last_event_ms > (uint64_t)coll_timeout_ms()) {
+            coll_error("collective %u: no progress for %d ms in phase %d of %d", s->seq,
+                       coll_timeout_ms(), s->cur_phase, s->nphases);
+            sched_end(s, UCCL_ERR_TIMEOUT);
+        }
+    }
+    return s->status;
+}
+
+uccl_status_t coll_sched_run(coll_sched_t *s)
+{
+    unsigned idle = 0;
+    uccl_status_t st;
+
+    for (;;) {
+        pthread_mutex_lock(&s->cs->lock);
+        st = coll_sched_advance(s);
+        pthread_mutex_unlock(&s->cs->lock);
+        if (st != UCCL_INPROGRESS)
+            break;
+        idle = uccl_engine_progress(s->cs->engine) > 0 ? 0 : idle + 1;
+        if (idle >= 256) { /* let an oversubscribed peer run */
+            sched_yield();
+            idle = 0;
+        }
+    }
+    return st;
+}
+
+static int sched_progress_cb(uccl_req_t *req, void *arg)
+{
+    coll_sched_t *s = arg;
+    uccl_status_t st;
+
+    if (pthread_mutex_trylock(&s->cs->lock) != 0)
+        return 0; /* the caller is in a collective call: next round */
+    st = coll_sched_advance(s);
+    if (st == UCCL_INPROGRESS || s->greq != req) {
+        pthread_mutex_unlock(&s->cs->lock);
+        return 0;
+    }
+    s->greq = NULL;
+    pthread_mutex_unlock(&s->cs->lock);
+    uccl_req_finish(req, st, 0);
+    if (s->free_when_done)
+        coll_sched_free(s);
+    return 1;
+}
+
+uccl_status_t coll_sched_post(coll_sched_t *s, uccl_req_t **req)
+{
+    uccl_status_t st = uccl_req_create(s->cs->engine, sched_progress_cb, s, &s->greq);
+
+    if (st != UCCL_OK) {
+        coll_sched_abort(s, st);
+        return st;
+    }
+    *req = s->greq;
+    return UCCL_OK;
+}

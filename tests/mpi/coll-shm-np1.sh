@@ -1,0 +1,3 @@
+#!/bin/sh
+# make check: t_coll (every collective x algorithm, checked against Open MPI) on 1 ranks over shm
+UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-10000} exec "$(dirname "$0")/run-mpi.sh" 1 shm tests/mpi/t_coll

@@ -1,0 +1,39 @@
+/* Shared by the collective tests: one case (an op, its buffers and the
+ * reference result Open MPI computes on the same inputs) and the runs. */
+#ifndef UCCL_TESTS_MPI_COLL_TEST_H
+#define UCCL_TESTS_MPI_COLL_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mpi_test.h"
+
+typedef enum { CT_BLOCKING, CT_NONBLOCKING, CT_PERSISTENT } ct_mode_t;
+
+typedef struct ct_case {
+    uccl_coll_args_t args;
+    uint8_t *sbuf, *rbuf, *ref; /* ref: what MPI left in its copy of rbuf */
+    size_t slen, rlen;
+    size_t *scounts, *sdispls, *rcounts, *rdispls;
+} ct_case_t;
+
+/* Inputs of op for this rank (count: bytes per block, or the largest
+ * random block of the v-variants; seed must agree on every rank), then the
+ * reference through the blocking MPI collective. */
+void ct_prepare(mt_ctx_t *c, ct_case_t *k, uccl_coll_op_t op, size_t count, int root,
+                bool in_place, uint32_t seed);
+void ct_free(ct_case_t *k);
+/* Run k through uccl with algo in mode; compare with the reference. */
+void ct_run(mt_ctx_t *c, ct_case_t *k, uccl_coll_algo_t algo, ct_mode_t mode);
+/* 0 when rbuf equals the reference, else prints the first difference. */
+int ct_compare(mt_ctx_t *c, const ct_case_t *k, const char *what);
+
+/* coll_cases.c: plan reuse, several in flight, persistent, errors. */
+void ct_reuse(mt_ctx_t *c);
+void ct_inflight(mt_ctx_t *c);
+void ct_persistent(mt_ctx_t *c);
+void ct_bad_args(mt_ctx_t *c);
+void ct_mismatch(mt_ctx_t *c);
+void ct_peer_gone(mt_ctx_t *c);
+
+#endif
