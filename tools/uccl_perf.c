@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <uccl/uccl_mpi.h>
 
+#include "perf_coll.h"
 #include "perf_cuda.h"
 #include "perf_opts.h"
 
@@ -514,6 +515,11 @@ int main(int argc, char **argv)
     perf_pin_mpi_path(argc, argv, c.o.ref_path, sizeof(c.o.ref_path));
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    if (argc >= 2 && strcmp(argv[1], "coll") == 0) {
+        rc = perf_coll_main(argc, argv);
+        MPI_Finalize();
+        return rc;
+    }
     rc = perf_parse_args(argc, argv, &c.o, c.rank == 0);
     if (rc == 0)
         rc = setup(&c);

@@ -1,0 +1,530 @@
+/* uccl_perf coll: collective bandwidth and latency of libuccl next to the
+ * MPI library's own collective on the same buffers in the same job, as an
+ * nccl-tests-style table (size, time, algbw, busbw, #wrong) and JSON. Each
+ * size times plain calls, a persistent plan's starts and the MPI call, in
+ * turns for --rounds rounds; every column is the median of its rounds of
+ * the slowest rank's mean time per call. */
+#include <errno.h>
+#include <getopt.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uccl/uccl_mpi.h>
+
+#include "perf_coll.h"
+
+#define COLL_DEFAULT_MIN 8
+#define COLL_DEFAULT_MAX (16u << 20)
+#define COLL_MAX_BYTES ((size_t)1 << 30) /* one rank's whole receive buffer */
+#define COLL_ROUNDS_MAX 15
+#define COLL_ROWS_MAX 64
+
+typedef struct coll_opts {
+    uccl_coll_op_t op;
+    uccl_coll_algo_t algo; /* AUTO = the selection table */
+    const char *transport;
+    size_t min, max; /* bytes per rank block */
+    int iters, warmup, rounds, no_ref;
+    const char *json;
+} coll_opts_t;
+
+typedef struct coll_row {
+    size_t count, size;
+    int iters;
+    const char *algo;
+    double uccl_s, plan_s, mpi_s; /* per call */
+    long long wrong;              /* bytes wrong over every rank and method */
+} coll_row_t;
+
+typedef struct coll_ctx {
+    coll_opts_t o;
+    int rank, n;
+    uccl_comm_t *comm;
+    const char *transport; /* what the comm's connections use */
+    uint8_t *send, *recv;
+    size_t *counts, *displs; /* v-variants: every rank's block, packed */
+} coll_ctx_t;
+
+static void coll_usage(void)
+{
+    fprintf(stderr,
+            "usage: mpirun -np N uccl_perf coll --op OP [options]\n"
+            "  --op allgather|allgatherv|alltoall|alltoallv|bcast|gather|scatter\n"
+            "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
+            "                         binomial, scatter_allgather, linear; default: auto)\n"
+            "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
+            "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
+            "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
+            "  --warmup N             untimed calls per size first (default 3)\n"
+            "  --rounds N             per size, uccl, its persistent plan and MPI in turns N\n"
+            "                         times; medians (default 1, at most 15)\n"
+            "  --json FILE            also write the results as JSON\n"
+            "  --no-ref               no MPI reference (its column reads 0)\n"
+            "The reference is the MPI library's own collective on MPI_BYTE with the same\n"
+            "buffers; choose its path with mpirun's options (e.g. --mca pml ucx).\n"
+            "busbw = algbw * (n-1)/n (bcast: algbw), size = bytes one rank receives.\n");
+}
+
+static int parse_size(const char *text, size_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    errno = 0;
+    v = strtoull(text, &end, 10);
+    if (errno != 0 || end == text || text[0] == '-')
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || v == 0 || v > COLL_MAX_BYTES)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *text, int min, int max, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_op(const char *text, uccl_coll_op_t *op)
+{
+    for (int i = 0; i < UCCL_COLL_OP_COUNT; i++)
+        if (strcmp(text, uccl_coll_op_name((uccl_coll_op_t)i)) == 0) {
+            *op = (uccl_coll_op_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Each bad value is named; returns 0 or -1. */
+static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
+{
+    int bad = 0;
+
+    switch (opt) {
+    case 'o': bad = parse_op(arg, &o->op); break;
+    case 'a': bad = uccl_coll_algo_parse(arg, &o->algo) != UCCL_OK; break;
+    case 't': o->transport = arg; break;
+    case 'm': bad = parse_size(arg, &o->min); break;
+    case 'M': bad = parse_size(arg, &o->max); break;
+    case 'i': bad = parse_int(arg, 1, 1000000, &o->iters); break;
+    case 'w': bad = parse_int(arg, 0, 1000000, &o->warmup); break;
+    case 'r': bad = parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
+    case 'j': o->json = arg; break;
+    case 'n': o->no_ref = 1; break;
+    default: bad = 1; break;
+    }
+    if (bad && verbose)
+        fprintf(stderr, "uccl_perf coll: bad value '%s' for an option (see the usage below)\n",
+                arg ? arg : "");
+    return bad ? -1 : 0;
+}
+
+static int coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
+{
+    static const struct option longopts[] = {
+        {"op", required_argument, NULL, 'o'},       {"algo", required_argument, NULL, 'a'},
+        {"transport", required_argument, NULL, 't'}, {"min", required_argument, NULL, 'm'},
+        {"max", required_argument, NULL, 'M'},      {"iters", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'w'},   {"rounds", required_argument, NULL, 'r'},
+        {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt, have_op = 0;
+
+    *o = (coll_opts_t){.op = UCCL_COLL_ALLGATHER, .min = COLL_DEFAULT_MIN,
+                       .max = COLL_DEFAULT_MAX, .warmup = 3, .rounds = 1};
+    opterr = 0; /* we name the bad option ourselves, once */
+    optind = 2; /* argv[1] is "coll" */
+    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (opt == '?') {
+            if (verbose) {
+                fprintf(stderr, "uccl_perf coll: unknown or incomplete option '%s'\n",
+                        argv[optind - 1]);
+                coll_usage();
+            }
+            return -1;
+        }
+        have_op |= opt == 'o';
+        if (coll_parse_one(o, opt, optarg, verbose) != 0) {
+            if (verbose)
+                coll_usage();
+            return -1;
+        }
+    }
+    if (!have_op || optind != argc || o->min > o->max) {
+        if (verbose) {
+            fprintf(stderr, "uccl_perf coll: %s\n",
+                    !have_op ? "--op is required" :
+                    optind != argc ? "unexpected argument" : "--min is larger than --max");
+            coll_usage();
+        }
+        return -1;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void coll_fail(const coll_ctx_t *c, const char *what, uccl_status_t st)
+{
+    fprintf(stderr, "uccl_perf coll rank %d: %s failed: %s (%s)\n", c->rank, what,
+            uccl_status_name(st), uccl_strerror(st));
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+/* Does one rank send a block to each rank (else one block to all)? */
+static int sends_blocks(const coll_ctx_t *c)
+{
+    return c->o.op == UCCL_COLL_ALLTOALL || c->o.op == UCCL_COLL_ALLTOALLV ||
+           c->o.op == UCCL_COLL_SCATTER;
+}
+
+/* Bytes of one rank's send and receive buffers for count bytes per block. */
+static size_t send_bytes(const coll_ctx_t *c, size_t count)
+{
+    return sends_blocks(c) ? count * (size_t)c->n : count;
+}
+
+static size_t recv_bytes(const coll_ctx_t *c, size_t count)
+{
+    return c->o.op == UCCL_COLL_BCAST || c->o.op == UCCL_COLL_SCATTER ? count
+                                                                       : count * (size_t)c->n;
+}
+
+/* The byte rank src sends in block dst at offset i (bcast: the root's). */
+static uint8_t pattern(int src, int dst, size_t i, unsigned salt)
+{
+    return (uint8_t)(i * 131 + (i >> 10) * 7 + (size_t)src * 29 + (size_t)dst * 17 + salt);
+}
+
+static void fill_send(coll_ctx_t *c, size_t count, unsigned salt)
+{
+    int multi = sends_blocks(c);
+
+    for (int b = 0; b < (multi ? c->n : 1); b++)
+        for (size_t i = 0; i < count; i++)
+            c->send[(size_t)b * count + i] = pattern(c->rank, multi ? b : -1, i, salt);
+    if (c->o.op == UCCL_COLL_BCAST) /* bcast works in place on the root's recv */
+        for (size_t i = 0; i < count; i++)
+            c->recv[i] = c->rank == 0 ? pattern(0, -1, i, salt) : 0;
+}
+
+/* Bytes of this rank's receive buffer that differ from what it must hold;
+ * 0 where the op leaves nothing here (gather off the root). */
+static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
+{
+    long long wrong = 0;
+    int root_only = c->o.op == UCCL_COLL_GATHER;
+
+    if (root_only && c->rank != 0)
+        return 0;
+    for (int b = 0; b < (int)(recv_bytes(c, count) / (count ? count : 1)) && count; b++) {
+        int src, dst;
+        switch (c->o.op) {
+        case UCCL_COLL_ALLTOALL:
+        case UCCL_COLL_ALLTOALLV: src = b; dst = c->rank; break;
+        case UCCL_COLL_BCAST: src = 0; dst = -1; break;
+        case UCCL_COLL_SCATTER: src = 0; dst = c->rank; break;
+        default: src = b; dst = -1; break;
+        }
+        for (size_t i = 0; i < count; i++)
+            wrong += c->recv[(size_t)b * count + i] != pattern(src, dst, i, salt);
+    }
+    return wrong;
+}
+
+static uccl_coll_args_t make_args(const coll_ctx_t *c, size_t count)
+{
+    uccl_coll_args_t a = {.op = c->o.op, .sendbuf = c->send, .recvbuf = c->recv, .count = count,
+                          .field_mask = UCCL_COLL_ARG_ROOT, .root = 0};
+
+    for (int r = 0; r < c->n; r++) {
+        c->counts[r] = count;
+        c->displs[r] = (size_t)r * count;
+    }
+    a.sendcounts = a.recvcounts = c->counts;
+    a.sdispls = a.rdispls = c->displs;
+    if (c->o.op == UCCL_COLL_BCAST)
+        a.sendbuf = NULL;
+    if (c->o.algo != UCCL_COLL_ALGO_AUTO) {
+        a.field_mask |= UCCL_COLL_ARG_ALGO;
+        a.algo = c->o.algo;
+    }
+    return a;
+}
+
+static void mpi_call(coll_ctx_t *c, size_t count)
+{
+    int n = (int)count, *cnt = NULL, *dsp = NULL;
+    MPI_Comm w = MPI_COMM_WORLD;
+
+    if (c->o.op == UCCL_COLL_ALLGATHERV || c->o.op == UCCL_COLL_ALLTOALLV) {
+        cnt = malloc(sizeof(int) * (size_t)c->n);
+        dsp = malloc(sizeof(int) * (size_t)c->n);
+        for (int r = 0; cnt && dsp && r < c->n; r++) {
+            cnt[r] = n;
+            dsp[r] = r * n;
+        }
+    }
+    switch (c->o.op) {
+    case UCCL_COLL_ALLGATHER: MPI_Allgather(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, w); break;
+    case UCCL_COLL_ALLGATHERV:
+        MPI_Allgatherv(c->send, n, MPI_BYTE, c->recv, cnt, dsp, MPI_BYTE, w);
+        break;
+    case UCCL_COLL_ALLTOALL: MPI_Alltoall(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, w); break;
+    case UCCL_COLL_ALLTOALLV:
+        MPI_Alltoallv(c->send, cnt, dsp, MPI_BYTE, c->recv, cnt, dsp, MPI_BYTE, w);
+        break;
+    case UCCL_COLL_BCAST: MPI_Bcast(c->recv, n, MPI_BYTE, 0, w); break;
+    case UCCL_COLL_GATHER: MPI_Gather(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, 0, w); break;
+    case UCCL_COLL_SCATTER: MPI_Scatter(c->send, n, MPI_BYTE, c->recv, n, MPI_BYTE, 0, w); break;
+    default: break;
+    }
+    free(cnt);
+    free(dsp);
+}
+
+typedef enum { METHOD_UCCL, METHOD_PLAN, METHOD_MPI } coll_method_t;
+
+/* warmup + iters calls of one method; returns the slowest rank's mean time
+ * per call and adds the wrong bytes of the result (checked after timing). */
+static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iters,
+                          long long *wrong)
+{
+    uccl_coll_args_t a = make_args(c, count);
+    uccl_coll_plan_t *plan = NULL;
+    unsigned salt = (unsigned)m * 3 + (unsigned)iters;
+    double t = 0, tmax = 0;
+    long long w;
+    uccl_status_t st;
+
+    fill_send(c, count, salt);
+    if (m == METHOD_PLAN && (st = uccl_coll_init(c->comm, &a, &plan)) != UCCL_OK)
+        coll_fail(c, "uccl_coll_init", st);
+    for (int i = -c->o.warmup; i < iters; i++) {
+        uccl_req_t *req = NULL;
+        if (i == 0) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t = now_s();
+        }
+        if (m == METHOD_MPI) {
+            mpi_call(c, count);
+            continue;
+        }
+        st = m == METHOD_UCCL ? uccl_coll(c->comm, &a) : uccl_coll_start(plan, &req);
+        if (st == UCCL_OK && req != NULL)
+            st = uccl_wait(req, -1);
+        if (req != NULL)
+            uccl_req_free(req);
+        if (st != UCCL_OK)
+            coll_fail(c, m == METHOD_UCCL ? "a collective" : "a persistent start", st);
+    }
+    t = (now_s() - t) / iters;
+    if (plan != NULL)
+        uccl_coll_plan_free(plan);
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    w = count_wrong(c, count, salt);
+    *wrong += w;
+    return tmax;
+}
+
+static int auto_iters(const coll_ctx_t *c, size_t count)
+{
+    size_t per_call = recv_bytes(c, count) + 4096;
+    size_t it = ((size_t)64 << 20) / per_call;
+
+    if (c->o.iters > 0)
+        return c->o.iters;
+    return it < 5 ? 5 : it > 1000 ? 1000 : (int)it;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof(*t), cmp_double);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
+{
+    double tu[COLL_ROUNDS_MAX], tp[COLL_ROUNDS_MAX], tm[COLL_ROUNDS_MAX];
+    long long wrong = 0, all = 0;
+    int iters = auto_iters(c, count);
+
+    for (int r = 0; r < c->o.rounds; r++) {
+        tu[r] = time_method(c, METHOD_UCCL, count, iters, &wrong);
+        tp[r] = time_method(c, METHOD_PLAN, count, iters, &wrong);
+        tm[r] = c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
+    }
+    MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
+                        .uccl_s = median(tu, c->o.rounds), .plan_s = median(tp, c->o.rounds),
+                        .mpi_s = median(tm, c->o.rounds), .wrong = all,
+                        .algo = uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :
+                                uccl_coll_algo_select(c->comm, c->o.op, count))};
+}
+
+static double busbw_gbs(const coll_ctx_t *c, const coll_row_t *row, double t)
+{
+    double algbw = t > 0 ? (double)row->size / t / 1e9 : 0;
+    return c->o.op == UCCL_COLL_BCAST ? algbw : algbw * (c->n - 1) / c->n;
+}
+
+static const char *mpi_path(void)
+{
+    static char text[160];
+    const char *pml = getenv("OMPI_MCA_pml"), *btl = getenv("OMPI_MCA_btl");
+
+    snprintf(text, sizeof(text), "pml %s, btl %s", pml ? pml : "default",
+             btl ? btl : "default");
+    return text;
+}
+
+static void print_header(const coll_ctx_t *c)
+{
+    char host[64] = "?";
+
+    gethostname(host, sizeof(host) - 1);
+    printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), reference MPI (%s), "
+           "on %s\n",
+           uccl_coll_op_name(c->o.op), c->n, c->transport,
+           c->o.transport ? c->o.transport : "default", c->o.no_ref ? "none" : mpi_path(), host);
+    printf("# %10s %12s %-18s %6s %10s %8s %8s %10s %10s %8s %7s %7s %7s\n", "count(B)", "size(B)",
+           "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)", "mpi(us)", "busbw",
+           "x mpi", "pl/call", "#wrong");
+}
+
+static void print_row(const coll_ctx_t *c, const coll_row_t *r)
+{
+    double bu = busbw_gbs(c, r, r->uccl_s), bm = busbw_gbs(c, r, r->mpi_s);
+
+    printf("  %10zu %12zu %-18s %6d %10.2f %8.3f %8.3f %10.2f %10.2f %8.3f %7.3f %7.3f %7lld\n",
+           r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6,
+           r->uccl_s > 0 ? (double)r->size / r->uccl_s / 1e9 : 0, bu, r->plan_s * 1e6,
+           r->mpi_s * 1e6, bm, bm > 0 ? bu / bm : 0, r->plan_s > 0 ? r->uccl_s / r->plan_s : 0,
+           r->wrong);
+    fflush(stdout);
+}
+
+static int write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
+{
+    FILE *f = fopen(c->o.json, "w");
+
+    if (f == NULL) {
+        fprintf(stderr, "uccl_perf coll: cannot write %s: %s\n", c->o.json, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
+               "\"transport\": \"%s\", \"reference\": \"%s\", \"rounds\": %d,\n \"rows\": [\n",
+            uccl_coll_op_name(c->o.op), c->n, c->transport, c->o.no_ref ? "none" : mpi_path(),
+            c->o.rounds);
+    for (int i = 0; i < n; i++) {
+        const coll_row_t *r = &rows[i];
+        fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
+                   "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
+                   "\"mpi_us\": %.3f, \"mpi_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
+                r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
+                r->plan_s * 1e6, r->mpi_s * 1e6, busbw_gbs(c, r, r->mpi_s), r->wrong,
+                i + 1 < n ? "," : "");
+    }
+    fprintf(f, " ]}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int coll_setup(coll_ctx_t *c)
+{
+    uccl_engine_params_t ep = {0};
+    uccl_comm_params_t cp = {0};
+    uccl_conn_attr_t attr;
+    size_t sb = send_bytes(c, c->o.max), rb = recv_bytes(c, c->o.max);
+    uccl_status_t st;
+
+    if (rb > COLL_MAX_BYTES) {
+        if (c->rank == 0)
+            fprintf(stderr, "uccl_perf coll: --max %zu needs %zu bytes per rank (limit %zu)\n",
+                    c->o.max, rb, COLL_MAX_BYTES);
+        return -1;
+    }
+    c->send = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
+    c->recv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
+    c->counts = calloc((size_t)c->n, sizeof(size_t));
+    c->displs = calloc((size_t)c->n, sizeof(size_t));
+    if (!c->send || !c->recv || !c->counts || !c->displs)
+        return -1;
+    if (c->o.transport != NULL) {
+        ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
+        ep.transports = c->o.transport;
+        cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+        cp.engine_params = &ep;
+    }
+    st = uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &c->comm);
+    if (st != UCCL_OK)
+        coll_fail(c, "uccl_comm_init_mpi", st);
+    c->transport = "self";
+    if (c->n > 1 && uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->n), &attr) ==
+                        UCCL_OK)
+        c->transport = attr.transport;
+    return 0;
+}
+
+int perf_coll_main(int argc, char **argv)
+{
+    coll_ctx_t c = {0};
+    coll_row_t *rows = calloc(COLL_ROWS_MAX, sizeof(*rows));
+    int nrows = 0, rc;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c.n);
+    rc = rows == NULL ? -1 : coll_parse_args(argc, argv, &c.o, c.rank == 0);
+    if (rc == 0)
+        rc = coll_setup(&c);
+    if (rc == 0 && c.rank == 0)
+        print_header(&c);
+    for (size_t count = c.o.min; rc == 0 && count <= c.o.max && nrows < COLL_ROWS_MAX;
+         count *= 2) {
+        run_size(&c, count, &rows[nrows]);
+        if (c.rank == 0)
+            print_row(&c, &rows[nrows]);
+        nrows++;
+    }
+    if (rc == 0 && c.rank == 0 && c.o.json != NULL)
+        rc = write_json(&c, rows, nrows);
+    for (int i = 0; rc == 0 && i < nrows; i++)
+        rc = rows[i].wrong != 0 ? -1 : 0; /* a wrong byte fails the run */
+    if (c.comm != NULL)
+        uccl_comm_destroy(c.comm);
+    free(c.send);
+    free(c.recv);
+    free(c.counts);
+    free(c.displs);
+    free(rows);
+    return rc == 0 ? 0 : 1;
+}
