@@ -27,7 +27,7 @@ cflags=$(pc --cflags)
 libs=$(pc --static --libs)
 echo "pkg-config --static --libs uccl: $libs"
 # shellcheck disable=SC2086 # word splitting of the flags is intended
-${CC:-cc} ${UCCL_CFLAGS:-} $cflags "$top_srcdir/tests/pkgconfig/static_link.c" -o "$tmp/static_link" \
+${CC:-cc} ${LIBUCCL_CFLAGS:-} $cflags "$top_srcdir/tests/pkgconfig/static_link.c" -o "$tmp/static_link" \
     ${LDFLAGS:-} $libs
 if ldd "$tmp/static_link" 2>/dev/null | grep -q 'libuccl'; then
     echo "FAIL: the program loads a shared libuccl"

@@ -173,7 +173,7 @@ static void test_warn_once(void)
         uccl_config_t cfg;
         int rc = 0;
 
-        /* only this test's variable: make exports UCCL_CFLAGS to tests */
+        /* only this test's variable, whatever UCCL_* the caller exported */
         for (int again = 1; again;) {
             again = 0;
             for (char **e = environ; *e != NULL; e++)
