@@ -8,10 +8,12 @@
 # chrooted into the host's root, writing its status to /ctl/rc.
 # /ctl/config (written by run.sh or cluster.sh) sets:
 #   VM_MODE=pair  one VM: rxe0 and rxe1 on the two ends of a veth pair
-#   VM_MODE=node  one node of a cluster: rxe0 on the virtio NIC eth0,
-#                 VM_HOSTNAME, VM_IP, VM_HOSTS (/etc/hosts lines), VM_PEERS,
-#                 dropbear for the launch agent; VM_MAIN=1 runs the command
-#                 once every peer answers, the other nodes just serve
+#   VM_MODE=node  one node of a cluster (cluster.sh): VM_HOSTNAME, VM_IP on
+#                 the virtio NIC eth0 with rxe0 on it, /ctl/hosts as
+#                 /etc/hosts, /ctl/hostfile for mpirun, dropbear with the keys
+#                 /ctl/host_key, /ctl/id{,.pub} for the launch agent VM_AGENT;
+#                 VM_MAIN=1 runs the command once every host in VM_PEERS
+#                 answers the agent, the other nodes only serve
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -28,7 +30,8 @@ mount -t 9p -o $o ctl /ctl || die "cannot mount the control share"
 . /ctl/config
 R=/newroot
 mount -t 9p -o $o,ro,cache=loose hostroot $R || die "cannot mount the host root"
-for d in tmp run root var/tmp; do mount -t tmpfs tmpfs $R/$d; done
+for d in tmp run var/tmp; do mount -t tmpfs tmpfs $R/$d; done
+mount -t tmpfs -o mode=0700 tmpfs $R/root # dropbear wants a private home
 mount -t proc proc $R/proc
 mount -t sysfs sys $R/sys
 mount -t devtmpfs dev $R/dev
@@ -75,9 +78,9 @@ node_net() { # rxe0 on eth0 ($VM_IP), /etc/hosts, dropbear on port 22
 	$C ip link set eth0 up || die "no eth0 (virtio NIC)"
 	$C ip addr add "$VM_IP/24" dev eth0
 	$C rdma link add rxe0 type rxe netdev eth0 || die "cannot add rxe0"
-	{ echo "127.0.0.1 localhost"; echo "$VM_HOSTS"; } >$R/run/uccl-vm/hosts
+	{ echo "127.0.0.1 localhost"; cat /ctl/hosts; } >$R/run/uccl-vm/hosts
 	mount -o bind $R/run/uccl-vm/hosts $R/etc/hosts || die "cannot bind /etc/hosts"
-	echo "$VM_HOSTFILE_TEXT" >$R/run/uccl-vm/hostfile
+	cp /ctl/hostfile $R/run/uccl-vm/hostfile
 	cp /ctl/host_key /ctl/id $R/run/uccl-vm/ && chmod 600 $R/run/uccl-vm/host_key $R/run/uccl-vm/id
 	mkdir -m 700 $R/root/.ssh
 	cp /ctl/id.pub $R/root/.ssh/authorized_keys
@@ -111,9 +114,10 @@ if [ "${VM_MAIN:-1}" != 1 ]; then # a serving node: up until the host stops it
 fi
 for h in ${VM_PEERS:-}; do # every peer answers the launch agent before the command runs
 	n=0
-	until $C /bin/bash -c ". /run/uccl-vm/env; $VM_AGENT $h true" >/dev/null 2>&1; do
+	until $C /bin/bash -c ". /run/uccl-vm/env; $VM_AGENT $h true" >$R/tmp/.agent.out 2>&1; do
 		n=$((n + 1))
-		[ $n -lt 300 ] || die "$h does not answer the launch agent"
+		[ $n -lt 300 ] || die "$h does not answer the launch agent: $(cat $R/tmp/.agent.out)"
+		[ $((n % 30)) = 0 ] && echo "uccl-vm guest: waiting for $h: $(cat $R/tmp/.agent.out)"
 		sleep 1
 	done
 done

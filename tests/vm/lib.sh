@@ -33,7 +33,7 @@ vm_preflight() {
 		gzip:gzip; do
 		command -v "${c%%:*}" >/dev/null || why+=("no ${c%%:*} (package ${c#*:})")
 	done
-	/bin/busybox --list 2>/dev/null | grep -qx insmod ||
+	/bin/busybox --list 2>/dev/null | grep -x insmod >/dev/null ||
 		why+=("no /bin/busybox with insmod (package busybox-static)")
 	compgen -G "/usr/lib/*/libibverbs/librxe-rdmav*.so" >/dev/null ||
 		why+=("no Soft-RoCE verbs provider librxe (package ibverbs-providers)")

@@ -16,7 +16,7 @@
 # up (the message says why). See tests/vm/README.md.
 set -uo pipefail
 VM_NAME=run.sh
-# shellcheck source=tests/vm/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 case ${1:-} in
