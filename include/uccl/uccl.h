@@ -76,6 +76,24 @@ typedef struct uccl_conn uccl_conn_t;
 typedef struct uccl_mr uccl_mr_t;
 typedef struct uccl_req uccl_req_t;
 
+/* Thread safety and lifetime (every call below follows these rules):
+ * - Every handle of one engine (the engine, its connections, regions and
+ *   requests) may be used from several threads at once: one recursive lock
+ *   per engine serializes the calls, and no call holds it while it sleeps.
+ *   Progress is never re-entered: a call made from inside progress (e.g. a
+ *   generalized request's callback) runs but does not progress again.
+ * - A request keeps its connection and the regions of its pieces in use:
+ *   uccl_mr_dereg of a region with requests in flight fails with
+ *   UCCL_ERR_BUSY. uccl_req_free of a request in flight detaches it; it
+ *   still completes in the background.
+ * - uccl_conn_close completes the connection's requests in flight with
+ *   UCCL_ERR_CANCELED; the handle is invalid after the call.
+ * - uccl_engine_destroy releases every connection, region and request of
+ *   the engine. Any later call on one of those handles is a use after free
+ *   (undefined behaviour): release or abandon them before destroying the
+ *   engine. Bindings keep the engine alive while any handle of it lives.
+ * - Handles of different engines are independent. */
+
 /* ---------------------------------------------------------------- engine */
 
 /* Which fields of uccl_engine_params_t are set; unset fields take defaults
@@ -129,6 +147,12 @@ UCCL_API uint64_t uccl_engine_caps(const uccl_engine_t *engine);
  * every remote descriptor it packs). */
 UCCL_API uint64_t uccl_engine_id(const uccl_engine_t *engine);
 
+/* The engine's host identity: equal values mean the same host (same
+ * hostname and boot id, so shared memory and CMA work between the two).
+ * UCCL_HOST_ID overrides it (test use: emulate several hosts on one
+ * machine; engines with different values never use shm between them). */
+UCCL_API uint64_t uccl_engine_host_id(const uccl_engine_t *engine);
+
 /* Largest address blob any engine produces. */
 #define UCCL_ADDRESS_MAX 1024
 
@@ -171,6 +195,7 @@ typedef struct uccl_conn_attr {
     const char *gpu_transport; /* moves GPU memory: "gpu_ipc", "shm", ... or "none" */
     int same_host;         /* 1 when the peer runs on this host */
     uccl_status_t state;   /* UCCL_OK, or the error that failed the connection */
+    uint64_t host_id;      /* peer engine's host identity (uccl_engine_host_id) */
 } uccl_conn_attr_t;
 
 UCCL_API uccl_status_t uccl_conn_query(const uccl_conn_t *conn, uccl_conn_attr_t *attr);
@@ -243,6 +268,14 @@ typedef struct uccl_iov {
 /* Most pieces one vectored call accepts. */
 #define UCCL_IOV_MAX 64
 
+/* Tags. The top 8 bits of a tag (UCCL_TAG_LIB_MASK) are reserved for the
+ * library's own traffic on a connection (collectives, bootstrap); an
+ * application keeps them 0 so that its messages never match the library's.
+ * They are not checked: code built on this API (coll/) uses them. */
+#define UCCL_TAG_LIB_SHIFT 56
+#define UCCL_TAG_LIB_MASK (0xffull << UCCL_TAG_LIB_SHIFT)
+#define UCCL_TAG_USER_MAX (~UCCL_TAG_LIB_MASK)
+
 /* Two-sided. A message is matched to the first receive posted on the same
  * conn with the same tag, in posting order. A receive larger than the
  * message completes with the message's length (uccl_req_bytes); a smaller
@@ -277,6 +310,44 @@ UCCL_API uccl_status_t uccl_writev(uccl_conn_t *conn, const uccl_iov_t *iov, int
 UCCL_API uccl_status_t uccl_readv(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
                                   const uccl_rdesc_t *rdesc, size_t roff, uccl_req_t **req);
 
+/* One remote piece of a vectored one-sided transfer: [roff, roff+len) of
+ * the range rdesc describes. */
+typedef struct uccl_riov {
+    const uccl_rdesc_t *rdesc;
+    size_t roff;
+    size_t len;
+} uccl_riov_t;
+
+/* Most remote pieces one uccl_writemsg / uccl_readmsg accepts. */
+#define UCCL_RIOV_MAX 1024
+
+enum {
+    UCCL_RMA_NOTIFY = 1u << 0, /* deliver msg->notif after all the data landed */
+};
+
+/* The general one-sided call (libfabric's writemsg shape): the local pieces
+ * (gathered in order) go to the remote pieces (filled in order); both lists
+ * must carry the same number of bytes. Remote pieces may name different
+ * descriptors of the same peer engine (a paged KV cache, alltoallv
+ * displacements). With UCCL_RMA_NOTIFY the notification is delivered after
+ * every byte of every piece has landed. The request completes when all
+ * pieces are done; its status is the first error of any piece.
+ * Errors: those of uccl_writev, UCCL_ERR_INVALID_PARAM (counts out of range,
+ * totals differ, unknown flags). */
+typedef struct uccl_rma_msg {
+    const uccl_iov_t *iov; /* 1..UCCL_IOV_MAX local pieces */
+    int iovcnt;
+    const uccl_riov_t *riov; /* 1..UCCL_RIOV_MAX remote pieces */
+    int riovcnt;
+    uint64_t flags; /* UCCL_RMA_* */
+    uint64_t notif; /* with UCCL_RMA_NOTIFY */
+} uccl_rma_msg_t;
+
+UCCL_API uccl_status_t uccl_writemsg(uccl_conn_t *conn, const uccl_rma_msg_t *msg,
+                                     uccl_req_t **req);
+UCCL_API uccl_status_t uccl_readmsg(uccl_conn_t *conn, const uccl_rma_msg_t *msg,
+                                    uccl_req_t **req);
+
 /* Write, then deliver notif to the peer once the data has landed there;
  * the peer reads it with uccl_notif_poll in delivery order. */
 UCCL_API uccl_status_t uccl_write_notify(uccl_conn_t *conn, uccl_mr_t *mr, size_t off,
@@ -308,6 +379,28 @@ UCCL_API uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms
 
 /* Bytes moved by a finished request (for a receive: the message length). */
 UCCL_API uccl_status_t uccl_req_bytes(const uccl_req_t *req, size_t *bytes);
+
+/* Generalized requests (MPI_Grequest_start's idea), for layers built on this
+ * API (collectives, bindings): a request whose work is done by the caller's
+ * progress callback. The engine calls progress(req, arg) from every round of
+ * progress until the request is finished with uccl_req_finish; the callback
+ * may post and test other requests of the engine (it runs under the engine
+ * lock; progress is not re-entered from it) and returns the number of events
+ * it handled (>= 0). The request is tested, waited for and freed like any
+ * other. uccl_engine_destroy finishes a pending one with UCCL_ERR_CANCELED
+ * without calling progress again; the library never frees arg.
+ * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (NULL progress),
+ * UCCL_ERR_NO_MEMORY. */
+typedef int (*uccl_req_progress_fn_t)(uccl_req_t *req, void *arg);
+UCCL_API uccl_status_t uccl_req_create(uccl_engine_t *engine, uccl_req_progress_fn_t progress,
+                                       void *arg, uccl_req_t **req);
+/* Finish a generalized request with status and a byte count (reported by
+ * uccl_req_bytes). Once only; may be called from its progress callback, and
+ * by its creator even after the user freed (detached) the request, which is
+ * then recycled.
+ * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (not a
+ * generalized request, or finished already). */
+UCCL_API uccl_status_t uccl_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 
 /* Release a request. A request still in flight is detached: it completes in
  * the background and is then recycled. Errors: UCCL_ERR_INVALID_HANDLE. */

@@ -32,6 +32,10 @@ static const uccl_cfg_field_t core_fields[] = {
                "IPv4 address to listen on for connection setup and advertise (empty = the host's "
                "first non-loopback address, else 127.0.0.1)",
                oob_ifaddr, UCCL_CFG_STRING),
+    CORE_FIELD("HOST_ID", "",
+               "host identity to advertise instead of hostname + boot id (test use: ranks with "
+               "different values on one machine act as different hosts and never use shm)",
+               host_id, UCCL_CFG_STRING),
     CORE_FIELD("TOPO_XML", "", "hwloc XML file to load instead of the live machine", topo_xml,
                UCCL_CFG_STRING),
     {NULL, NULL, NULL, 0, 0},

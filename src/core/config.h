@@ -43,6 +43,7 @@ typedef struct uccl_config {
     int rcache;
     char oob_ifaddr[UCCL_CFG_STRING_MAX];
     char topo_xml[UCCL_CFG_STRING_MAX];
+    char host_id[UCCL_CFG_STRING_MAX];
 } uccl_config_t;
 
 extern const uccl_cfg_table_t uccl_core_config_table;

@@ -625,5 +625,6 @@ uccl_status_t uccl_conn_query(const uccl_conn_t *conn, uccl_conn_attr_t *attr)
     attr->gpu_transport = slot_name(conn, conn->dev_tp);
     attr->same_host = conn->same_host;
     attr->state = conn->state;
+    attr->host_id = conn->peer_host_id;
     return UCCL_OK;
 }

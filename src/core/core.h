@@ -119,6 +119,8 @@ struct uccl_engine {
     uccl_list_t conns;
     uccl_list_t accept_q;
     uccl_list_t handshakes;
+    uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
+    uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;
     uccl_pool_t conn_pool;
@@ -137,7 +139,23 @@ struct uccl_engine {
 uint64_t uccl_time_ms(void);
 uint32_t uccl_fnv1a32(const void *data, size_t len);
 uint64_t uccl_random_u64(void);
-uint64_t uccl_host_id(char *hostname, size_t len);
+/* Host identity: hostname + boot id, or the hash of override when it is not
+ * empty (UCCL_HOST_ID); hostname gets the real name either way. */
+uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
+
+/* ---- writemsg / readmsg (xfer.c) */
+/* A piece of a multi-piece request finished (uccl_req_complete calls it). */
+void uccl_rma_msg_piece_done(uccl_req_t *parent, uccl_status_t status, size_t bytes);
+/* Post the notifying pieces whose other pieces finished; engine teardown
+ * cancels them instead. */
+int uccl_rma_msg_progress(uccl_engine_t *engine);
+void uccl_rma_msg_cancel_all(uccl_engine_t *engine);
+
+/* ---- generalized requests (greq.c) */
+/* Run the callback of every generalized request once. */
+int uccl_greq_progress(uccl_engine_t *engine);
+/* Finish every pending one with UCCL_ERR_CANCELED (engine teardown). */
+void uccl_greq_cancel_all(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
 /* Progress every transport, pending setups, liveness, deferred teardowns. */

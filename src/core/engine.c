@@ -273,12 +273,14 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     pthread_mutexattr_destroy(&attr);
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
-    engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname));
+    engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname), engine->cfg.host_id);
     engine->pid = (int)getpid();
     engine->caps = built_in_caps();
     uccl_list_init(&engine->conns);
     uccl_list_init(&engine->accept_q);
     uccl_list_init(&engine->handshakes);
+    uccl_list_init(&engine->user_reqs);
+    uccl_list_init(&engine->msg_tails);
     uccl_pool_init(&engine->req_pool, sizeof(uccl_req_t), offsetof(uccl_req_t, pool_link), 256);
     uccl_pool_init(&engine->mr_pool, sizeof(uccl_mr_t), offsetof(uccl_mr_t, pool_link), 256);
     uccl_pool_init(&engine->conn_pool, sizeof(uccl_conn_t), offsetof(uccl_conn_t, pool_link), 16);
@@ -328,6 +330,8 @@ uccl_status_t uccl_engine_destroy(uccl_engine_t *engine)
         pthread_join(engine->progress_thread, NULL);
     }
     uccl_engine_lock(engine);
+    uccl_greq_cancel_all(engine);
+    uccl_rma_msg_cancel_all(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->accept_q)
         uccl_conn_destroy(uccl_container_of(pos, uccl_conn_t, link), UCCL_ERR_CANCELED);
     uccl_list_for_each_safe(pos, tmp, &engine->conns)
@@ -362,6 +366,8 @@ int uccl_engine_progress_locked(uccl_engine_t *engine)
     engine->in_progress = true;
     for (int i = 0; i < engine->ntp; i++)
         events += engine->tp[i]->ops->progress(engine->tp[i]);
+    events += uccl_rma_msg_progress(engine);
+    events += uccl_greq_progress(engine);
     now = uccl_time_ms();
     if (now >= engine->next_liveness_ms) {
         uccl_conn_progress_setup(engine);
@@ -388,6 +394,11 @@ int uccl_engine_progress(uccl_engine_t *engine)
 uint64_t uccl_engine_caps(const uccl_engine_t *engine)
 {
     return uccl_engine_check(engine) == UCCL_OK ? engine->caps : 0;
+}
+
+uint64_t uccl_engine_host_id(const uccl_engine_t *engine)
+{
+    return uccl_engine_check(engine) == UCCL_OK ? engine->host_id : 0;
 }
 
 uint64_t uccl_engine_id(const uccl_engine_t *engine)

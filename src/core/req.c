@@ -27,6 +27,12 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
     req->has_notif = false;
     req->notif = 0;
     req->msg_seq = 0;
+    req->user_progress = NULL;
+    req->user_arg = NULL;
+    req->parent = NULL;
+    req->children = 0;
+    req->children_status = UCCL_OK;
+    req->tail = NULL;
     uccl_list_init(&req->tp_link);
     memset(req->tp_data, 0, sizeof(req->tp_data));
     req->tp_ptr = NULL;
@@ -65,6 +71,8 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
     uccl_list_del(&req->match_link);
     if (status != UCCL_OK)
         uccl_debug("request %p (op %d) failed: %s", (void *)req, (int)req->op, uccl_strerror(status));
+    if (req->parent != NULL)
+        uccl_rma_msg_piece_done(req->parent, status, bytes);
     if (req->detached)
         uccl_req_release(req);
 }
@@ -138,6 +146,7 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
 {
     uccl_engine_t *engine = NULL;
     uint64_t deadline;
+    bool polled = false;
     uccl_status_t st;
 
     if (reqs == NULL && n > 0)
@@ -163,10 +172,14 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
                 pending++;
         if (pending == 0)
             break;
-        if (uccl_time_ms() >= deadline) {
+        /* The deadline is tested after a round of progress, never before the
+         * first: a zero timeout polls once (and a poll loop of wait(0) makes
+         * progress like one of uccl_test). */
+        if (polled && uccl_time_ms() >= deadline) {
             uccl_engine_unlock(engine);
             return UCCL_ERR_TIMEOUT;
         }
+        polled = true;
         idle = uccl_engine_progress_locked(engine) > 0 ? 0 : idle + 1;
         /* Yield after a run of empty polls: an oversubscribed peer (or the
          * progress thread) then gets the CPU it needs to make the progress

@@ -20,6 +20,8 @@ typedef enum {
     UCCL_OP_RECV,
     UCCL_OP_WRITE,
     UCCL_OP_READ,
+    UCCL_OP_USER, /* generalized request (greq.c): no transport, no conn */
+    UCCL_OP_MSG,  /* writemsg/readmsg: finishes when its child requests do */
 } uccl_op_t;
 
 struct uccl_region;
@@ -67,7 +69,13 @@ struct uccl_req {
     uint64_t tp_data[8];
     void *tp_ptr;
     /* core */
-    uccl_list_t conn_link;
+    uccl_req_progress_fn_t user_progress; /* UCCL_OP_USER */
+    void *user_arg;
+    struct uccl_req *parent;  /* a piece of a writemsg/readmsg: counts down parent */
+    int children;             /* UCCL_OP_MSG: pieces not finished yet */
+    uccl_status_t children_status; /* UCCL_OP_MSG: first error of a piece */
+    struct uccl_msg_tail *tail; /* UCCL_OP_MSG: the notifying piece, posted last */
+    uccl_list_t conn_link;    /* conn->reqs; UCCL_OP_USER: engine->user_reqs */
     uccl_list_t match_link; /* receive: on conn->posted until matched */
     uccl_list_t pool_link;
 };

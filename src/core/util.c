@@ -54,8 +54,9 @@ uint64_t uccl_random_u64(void)
 }
 
 /* Same hostname and same boot id = same host (and same kernel, so CMA and
- * shared memory can work between the two). */
-uint64_t uccl_host_id(char *hostname, size_t len)
+ * shared memory can work between the two). An override names a host of its
+ * own: the hash is salted so that no override equals a real identity. */
+uint64_t uccl_host_id(char *hostname, size_t len, const char *override)
 {
     char boot_id[64] = "";
     uint64_t h = 14695981039346656037ull;
@@ -64,6 +65,10 @@ uint64_t uccl_host_id(char *hostname, size_t len)
     if (gethostname(hostname, len - 1) != 0)
         snprintf(hostname, len, "unknown");
     hostname[len - 1] = '\0';
+    if (override != NULL && override[0] != '\0') {
+        h = fnv1a64("UCCL_HOST_ID=", 13, h);
+        return fnv1a64(override, strlen(override), h);
+    }
     f = fopen("/proc/sys/kernel/random/boot_id", "r");
     if (f != NULL) {
         if (fgets(boot_id, sizeof(boot_id), f) == NULL)

@@ -377,10 +377,71 @@ static void test_iov_counts(void)
     unit_pair_close(&p);
 }
 
+/* Engines created under a UCCL_HOST_ID act as hosts of their own: the
+ * identity is reported by the engine and by the peer's connection, and two
+ * different ones never share memory (tcp, not shm). Equal ones do. */
+static uccl_engine_t *engine_on_host(const char *host_id)
+{
+    uccl_engine_params_t p = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS,
+                              .transports = "shm,tcp"};
+    uccl_engine_t *e = NULL;
+
+    if (host_id != NULL)
+        setenv("UCCL_HOST_ID", host_id, 1);
+    else
+        unsetenv("UCCL_HOST_ID");
+    UNIT_ASSERT_STATUS(uccl_engine_create(&p, &e), UCCL_OK);
+    unsetenv("UCCL_HOST_ID");
+    return e;
+}
+
+static void expect_link(uccl_engine_t *a, uccl_engine_t *b, const char *transport, int same)
+{
+    uccl_conn_t *ab = NULL, *ba = NULL;
+    uccl_conn_attr_t attr;
+
+    UNIT_ASSERT_STATUS(unit_connect(a, b, &ab, &ba), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_conn_query(ab, &attr), UCCL_OK);
+    CU_ASSERT_STRING_EQUAL(attr.transport, transport);
+    CU_ASSERT_EQUAL(attr.same_host, same);
+    CU_ASSERT_EQUAL(attr.host_id, uccl_engine_host_id(b));
+    UNIT_ASSERT_STATUS(uccl_conn_query(ba, &attr), UCCL_OK);
+    CU_ASSERT_EQUAL(attr.host_id, uccl_engine_host_id(a));
+    CU_ASSERT_EQUAL(attr.same_host, same);
+    uccl_conn_close(ab);
+    uccl_conn_close(ba);
+}
+
+static void test_host_id_override(void)
+{
+    uccl_engine_t *real = engine_on_host(NULL), *real2 = engine_on_host(NULL);
+    uccl_engine_t *x = engine_on_host("hostX"), *x2 = engine_on_host("hostX");
+    uccl_engine_t *y = engine_on_host("hostY");
+
+    CU_ASSERT_NOT_EQUAL(uccl_engine_host_id(real), 0);
+    CU_ASSERT_EQUAL(uccl_engine_host_id(real), uccl_engine_host_id(real2));
+    CU_ASSERT_EQUAL(uccl_engine_host_id(x), uccl_engine_host_id(x2));
+    CU_ASSERT_NOT_EQUAL(uccl_engine_host_id(x), uccl_engine_host_id(y));
+    CU_ASSERT_NOT_EQUAL(uccl_engine_host_id(x), uccl_engine_host_id(real));
+    CU_ASSERT_EQUAL(uccl_engine_host_id(NULL), 0);
+    if (unit_transport_usable("shm")) {
+        expect_link(x, x2, "shm", 1);
+        expect_link(real, real2, "shm", 1);
+    }
+    expect_link(x, y, "tcp", 0);
+    expect_link(real, x, "tcp", 0);
+    uccl_engine_destroy(real);
+    uccl_engine_destroy(real2);
+    uccl_engine_destroy(x);
+    uccl_engine_destroy(x2);
+    uccl_engine_destroy(y);
+}
+
 static CU_TestInfo common_tests[] = {
     {"bad params rejected", test_params_rejected},
     {"bad environment rejected", test_env_rejected},
     {"NULL handles everywhere", test_null_handles},
+    {"UCCL_HOST_ID: hosts of their own", test_host_id_override},
     CU_TEST_INFO_NULL,
 };
 

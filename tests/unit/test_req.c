@@ -279,6 +279,70 @@ static void test_tags_and_zero_length(void)
     uccl_req_free(reqs[1]);
 }
 
+/* Poll a 4 KiB send and its receive to completion with one wait entry point
+ * and one timeout only; nothing else progresses the engines. A zero timeout
+ * must progress once per call (it once never did: 200,000 polls left a tcp
+ * send pending). Returns the number of rounds it took. */
+static long poll_until_done(int use_wait_all, int timeout_ms)
+{
+    uccl_req_t *s, *r;
+    uccl_status_t ss = UCCL_ERR_TIMEOUT, rs = UCCL_ERR_TIMEOUT;
+    long n = 0;
+
+    fill_pattern(send_buf, 4096, 77);
+    memset(recv_buf, 0, 4096);
+    s = post_send(0, 4096, 900);
+    r = post_recv(0, 4096, 900);
+    for (; n < 200000 && (ss == UCCL_ERR_TIMEOUT || rs == UCCL_ERR_TIMEOUT); n++) {
+        if (ss == UCCL_ERR_TIMEOUT)
+            ss = use_wait_all ? uccl_wait_all(&s, 1, timeout_ms) : uccl_wait(s, timeout_ms);
+        if (rs == UCCL_ERR_TIMEOUT)
+            rs = use_wait_all ? uccl_wait_all(&r, 1, timeout_ms) : uccl_wait(r, timeout_ms);
+    }
+    UNIT_ASSERT_STATUS(ss, UCCL_OK);
+    UNIT_ASSERT_STATUS(rs, UCCL_OK);
+    CU_ASSERT(check_pattern(recv_buf, 4096, 77));
+    uccl_req_free(s);
+    uccl_req_free(r);
+    return n;
+}
+
+static void test_wait_zero_progresses(void)
+{
+    long n = poll_until_done(0, 0);
+    CU_ASSERT(n < 200000);
+    n = poll_until_done(1, 0);
+    CU_ASSERT(n < 200000);
+}
+
+static void test_wait_small_and_default_timeouts(void)
+{
+    CU_ASSERT(poll_until_done(0, 5) < 200000);
+    CU_ASSERT(poll_until_done(1, 5) < 200000);
+    CU_ASSERT(poll_until_done(0, -1) < 200000);
+    CU_ASSERT(poll_until_done(1, -1) < 200000);
+}
+
+/* uccl_test alone finishes it too, and wait(0) on a finished request returns
+ * its status at once. */
+static void test_test_polls(void)
+{
+    uccl_req_t *s = post_send(0, 4096, 901), *r = post_recv(0, 4096, 901);
+    int sd = 0, rd = 0;
+
+    for (long n = 0; n < 200000 && !(sd && rd); n++) {
+        if (!sd)
+            uccl_test(s, &sd);
+        if (!rd)
+            uccl_test(r, &rd);
+    }
+    CU_ASSERT(sd && rd);
+    UNIT_ASSERT_STATUS(uccl_wait(s, 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait_all(&r, 1, 0), UCCL_OK);
+    uccl_req_free(s);
+    uccl_req_free(r);
+}
+
 static CU_TestInfo req_tests[] = {
     {"send/recv with test and req_bytes", test_send_recv_test_bytes},
     {"freed request is an invalid handle", test_freed_request},
@@ -286,6 +350,9 @@ static CU_TestInfo req_tests[] = {
     {"free in flight (detached)", test_free_in_flight},
     {"wait_all mixed, truncation", test_wait_all_mixed},
     {"tag matching and zero-length", test_tags_and_zero_length},
+    {"wait(0) and wait_all(0) progress", test_wait_zero_progresses},
+    {"wait with 5 ms and -1 timeouts", test_wait_small_and_default_timeouts},
+    {"test alone finishes a transfer", test_test_polls},
     CU_TEST_INFO_NULL,
 };
 
