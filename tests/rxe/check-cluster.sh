@@ -75,5 +75,12 @@ fi
 run "t_p2p np=4 across 2 VMs, default transports (shm within a VM, verbs across)" p2p_default
 run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=shm,verbs" p2p shm,verbs
 run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=tcp" p2p tcp
+if [ -z "$skip_all" ] && [ $fail != 0 ]; then # what rxe saw: retries, drops, errors
+	for n in node0 node1; do
+		c='cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -v "^0$" -H -- * | tr "\n" " "'
+		if [ $n = "$VM_NODE" ]; then echo "rxe0 counters on $n: $(bash -c "$c")"
+		else echo "rxe0 counters on $n: $("$top_srcdir/tests/vm/agent.sh" $n "$c" 2>/dev/null)"; fi
+	done
+fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]
