@@ -8,6 +8,16 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
       libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev"
+# The Soft-RoCE VM of tests/vm (the verbs suite, the two-VM cluster): QEMU,
+# a kernel image with rdma_rxe for the guest, the initramfs tools, dropbear
+# for mpirun across the VMs, UCX's perftest for comparison. Debian's kernel
+# image package is linux-image-amd64; Ubuntu's is linux-image-generic (which
+# brings linux-modules-extra, where rdma_rxe is).
+kernel=linux-image-amd64
+# shellcheck disable=SC1091
+[ -r /etc/os-release ] && . /etc/os-release && [ "${ID:-}" = ubuntu ] && kernel=linux-image-generic
+PKGS="$PKGS qemu-system-x86 $kernel busybox-static kmod cpio iproute2 zstd xz-utils
+      dropbear-bin ucx-utils"
 # shellcheck disable=SC2086
 if ! dpkg -s $PKGS >/dev/null 2>&1; then
     $SUDO apt-get update -qq

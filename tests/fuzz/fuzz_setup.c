@@ -115,9 +115,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             return 0;
         data = fixed;
     }
+    /* Closed with a reset (linger 0): no TIME_WAIT on this side, so a long
+     * run does not use up the loopback's ephemeral ports. A connect that
+     * fails anyway (the host short of ports or memory) skips the input; an
+     * engine that stopped serving is caught by check_still_serving. */
     fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&target_addr, sizeof(target_addr)) != 0)
+    if (fd < 0)
         abort();
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){.l_onoff = 1, .l_linger = 0},
+               sizeof(struct linger));
+    if (connect(fd, (struct sockaddr *)&target_addr, sizeof(target_addr)) != 0) {
+        close(fd);
+        free(fixed);
+        return 0;
+    }
     for (size_t off = 0; off < size;) {
         ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
         if (n <= 0)

@@ -7,15 +7,16 @@
 #   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl and perftest take
 #   turns, the first of each pair alternating, so that drift in the emulated
 #   VM hits both alike)
-# The VM script: RXE_VM, default the source tree's sibling ../shared/rxe-vm.
+# Runs in the project's Soft-RoCE VM (tests/vm/run.sh); exits 77 with the
+# reason where this machine cannot boot it.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
 if [ -z "${RXE_DEV:-}" ]; then
-	vm=${RXE_VM:-$top_srcdir/../shared/rxe-vm}/run-in-rxe-vm.sh
-	[ -x "$vm" ] || { echo "bench: the Soft-RoCE VM script $vm is missing (set RXE_VM)"; exit 1; }
+	vm=$top_srcdir/tests/vm/run.sh
+	why=$("$vm" --check) || { echo "bench: $why"; exit 77; }
 	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
-		"$vm" "$here/bench.sh"
+		RXE_VM_SHARE="$top_srcdir" "$vm" "$here/bench.sh"
 fi
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-65536 262144 1048576 4194304}

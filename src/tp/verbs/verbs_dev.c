@@ -1,6 +1,7 @@
 /* Verbs transport instance: configuration, device/port/GID selection (by
  * UCCL_NET_DEVICES, else by topology, else the first active port), the
  * address entry, memory registration, and the ops table. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,7 @@ static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_engine_t *engin
 static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
 {
     tp_verbs_t *v = calloc(1, sizeof(*v));
+    char gid[INET6_ADDRSTRLEN];
     uccl_status_t st;
 
     if (v == NULL)
@@ -319,9 +321,11 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
     st = tp_verbs_gpu_open(v, engine);
     if (st != UCCL_OK)
         goto err_pd;
-    uccl_info("verbs: %s port %u, %s, gid index %d, mtu %d, %s QPs x %d", v->dev_name, v->port,
-              v->is_roce ? "RoCE" : "IB", v->is_roce ? v->gid_index : -1, 128 << v->mtu,
-              v->uc ? "UC" : "RC", v->cfg.num_qps);
+    if (!v->is_roce || inet_ntop(AF_INET6, v->gid.raw, gid, sizeof(gid)) == NULL)
+        strcpy(gid, "-");
+    uccl_info("verbs: %s port %u, %s, gid index %d (%s), mtu %d, %s QPs x %d", v->dev_name,
+              v->port, v->is_roce ? "RoCE" : "IB", v->is_roce ? v->gid_index : -1, gid,
+              128 << v->mtu, v->uc ? "UC" : "RC", v->cfg.num_qps);
     *out = &v->base;
     return UCCL_OK;
 

@@ -1,0 +1,86 @@
+#!/bin/bash
+# check-cluster.sh: libuccl across two hosts, each its own kernel: the
+# two-VM cluster of tests/vm/cluster.sh (node0, node1; rxe0 on each one's
+# virtio NIC), mpirun -np 4 = 2 VMs x 2 ranks through the cluster's launch
+# agent. Cases: uccl_info on each node names its rxe device and the
+# IPv4-mapped RoCE v2 GID; tests/mpi/t_p2p with the default transport
+# choice (shm within a VM, verbs across: checked in the library's log), with
+# shm,verbs only (so every cross-VM pair must go over verbs) and with
+# UCCL_TRANSPORTS=tcp. `make check-cluster` calls it from the build
+# directory; on the host it re-runs itself on node0 of the cluster. One line
+# per case, then "N passed, N failed, N skipped" (every case skipped, with
+# the reason, where the cluster cannot boot: tests/vm/cluster.sh --check).
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/../.." && pwd)
+builddir=$(cd "${top_builddir:-.}" && pwd)
+skip_all=""
+if [ -z "${VM_NODE:-}" ]; then
+	cluster=$top_srcdir/tests/vm/cluster.sh
+	if skip_all=$("$cluster" --check); then
+		cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_SHARE="$top_srcdir" \
+			RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-900}" "$cluster" "$here/check-cluster.sh"
+	fi
+	skip_all=$(echo "$skip_all" | paste -sd ' ')
+	echo "note: $skip_all"
+fi
+
+pass=0 fail=0 skip=0
+out=${TMPDIR:-/tmp}/check-cluster.out
+run() { # run NAME CMD...: exit 0 pass, 77 skip, else fail; one line per case
+	local t0=$SECONDS rc
+	if [ -n "$skip_all" ]; then skip=$((skip + 1)); echo "SKIP $1: no VM cluster here"; return; fi
+	"${@:2}" >"$out" 2>&1
+	rc=$?
+	case $rc in
+	0) pass=$((pass + 1)); echo "ok   $1 ($((SECONDS - t0)) s)" ;;
+	77) skip=$((skip + 1)); echo "SKIP $1"; tail -3 "$out" | sed 's/^/     /' ;;
+	*) fail=$((fail + 1)); echo "FAIL $1 (exit $rc, $((SECONDS - t0)) s)"
+	   grep -v '^ok ' "$out" | head -40 | sed 's/^/     /' ;;
+	esac
+}
+
+info_names_gid() { # info_names_gid NODE IP: uccl_info there opens rxe0 with GID ::ffff:IP
+	local cmd="UCCL_LOG_LEVEL=info $builddir/tools/uccl_info"
+	if [ "$1" = "$VM_NODE" ]; then bash -c "$cmd"; else "$top_srcdir/tests/vm/agent.sh" "$1" "$cmd"; fi \
+		>"$out.info" 2>&1
+	cat "$out.info"
+	grep "verbs: rxe0 port 1, RoCE, gid index [0-9]* (::ffff:$2)" "$out.info" >/dev/null
+}
+
+mpiexec="mpirun --hostfile ${VM_HOSTFILE:-} --bind-to none --mca btl self,vader,tcp"
+p2p() { # p2p TRANSPORTS: t_p2p on 4 ranks (0-1 on node0, 2-3 on node1), up to 1 MiB
+	MPIEXEC=$mpiexec top_builddir=/ sh "$here/../mpi/run-mpi.sh" 4 "$1" \
+		"$builddir/tests/mpi/t_p2p" --max-size 1048576
+}
+p2p_default() { # default transports; the log must show shm within a VM, verbs across
+	UCCL_LOG_LEVEL=debug p2p "" >"$out.log" 2>&1
+	local rc=$?
+	grep -v '\] debug ' "$out.log"
+	[ $rc = 0 ] || return $rc
+	# "[uccl node0:PID file:line] debug connected to node1 pid N via verbs"
+	sed -n 's/^\[uccl \([^:]*\):.* connected to \([^ ]*\) pid [0-9]* via \([a-z_-]*\).*/\1 \2 \3/p' \
+		"$out.log" | sort | uniq -c | tee "$out.conns"
+	awk '$2 == $3 && $4 != "shm" || $2 != $3 && $4 != "verbs" { bad = 1 }
+	     $2 == $3 { same += $1 } $2 != $3 { across += $1 }
+	     END { exit !(same > 0 && across > 0 && !bad) }' "$out.conns" ||
+		{ echo "FAIL: expected shm within a VM and verbs across, and some of each (above)"; return 1; }
+}
+
+export UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-30000}
+run "uccl_info on node0 names rxe0 and GID ::ffff:192.0.2.11" info_names_gid node0 192.0.2.11
+run "uccl_info on node1 names rxe0 and GID ::ffff:192.0.2.12" info_names_gid node1 192.0.2.12
+if [ -z "$skip_all" ] && [ ! -x "$builddir/tests/mpi/t_p2p" ]; then
+	skip_all="tests/mpi/t_p2p not built (needs MPI)"
+fi
+run "t_p2p np=4 across 2 VMs, default transports (shm within a VM, verbs across)" p2p_default
+run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=shm,verbs" p2p shm,verbs
+run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=tcp" p2p tcp
+if [ -z "$skip_all" ] && [ $fail != 0 ]; then # what rxe saw: retries, drops, errors
+	for n in node0 node1; do
+		c='cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -v "^0$" -H -- * | tr "\n" " "'
+		if [ $n = "$VM_NODE" ]; then echo "rxe0 counters on $n: $(bash -c "$c")"
+		else echo "rxe0 counters on $n: $("$top_srcdir/tests/vm/agent.sh" $n "$c" 2>/dev/null)"; fi
+	done
+fi
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail = 0 ]
