@@ -81,12 +81,18 @@ static int from_cai(upy_mr_t *m, PyObject *cai)
     return m->readonly < 0 ? -1 : 0;
 }
 
+/* Call the producer's deleter; runs on error paths too, so the pending
+ * exception is kept. */
 static void dlpack_release(upy_mr_t *m)
 {
-    DLManagedTensor *t = PyCapsule_GetPointer(m->capsule, "used_dltensor");
+    PyObject *type, *value, *tb;
+    DLManagedTensor *t;
+    PyErr_Fetch(&type, &value, &tb);
+    t = PyCapsule_GetPointer(m->capsule, "used_dltensor");
     if (t && t->deleter)
         t->deleter(t);
     PyErr_Clear();
+    PyErr_Restore(type, value, tb);
 }
 
 static int from_dlpack(upy_mr_t *m, PyObject *capsule)
