@@ -25,7 +25,7 @@ ext=$builddir/python/uccl/.libs/_uccl.so
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir "$stage/uccl"
-for f in "$srcdir"/python/uccl/*.py; do ln -s "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" "$stage/uccl/"; done
+for f in "$srcdir"/python/uccl/*.py "$srcdir"/python/uccl/*.pyi; do ln -s "$(cd "$(dirname "$f")" && pwd)/$(basename "$f")" "$stage/uccl/"; done
 ln -s "$(cd "$(dirname "$ext")" && pwd)/_uccl.so" "$stage/uccl/_uccl.so"
 preload=
 if ldd "$ext" 2>/dev/null | grep -q libasan; then

@@ -40,23 +40,29 @@ static void class_name(const char *status_name, char *out, size_t size)
     memcpy(out + n, "Error", 6);
 }
 
-/* A new exception class; status < 1 sets its class attribute .status. */
-static PyObject *make_class(const char *qualname, const char *doc, PyObject *bases, int status)
+/* A new exception class with class attributes .status and .name (the
+ * status value and "UCCL_ERR_..." for a status class, None for the bases). */
+static PyObject *make_class(const char *qualname, const char *doc, PyObject *bases,
+                            const upy_status_entry_t *status)
 {
-    PyObject *dict = PyDict_New();
-    PyObject *cls = NULL;
+    PyObject *dict = PyDict_New(), *v = NULL, *n = NULL, *cls = NULL;
+    char name[64];
     if (!dict)
         return NULL;
-    if (status < 1) {
-        PyObject *v = PyLong_FromLong(status);
-        if (!v || PyDict_SetItemString(dict, "status", v) < 0) {
-            Py_XDECREF(v);
-            goto out;
-        }
-        Py_DECREF(v);
+    if (status) {
+        snprintf(name, sizeof(name), "UCCL_%s", status->name);
+        v = PyLong_FromLong(status->value);
+        n = PyUnicode_FromString(name);
+    } else {
+        Py_INCREF(Py_None);
+        Py_INCREF(Py_None);
+        v = n = Py_None;
     }
-    cls = PyErr_NewExceptionWithDoc(qualname, doc, bases, dict);
-out:
+    if (v && n && PyDict_SetItemString(dict, "status", v) == 0 &&
+        PyDict_SetItemString(dict, "name", n) == 0)
+        cls = PyErr_NewExceptionWithDoc(qualname, doc, bases, dict);
+    Py_XDECREF(v);
+    Py_XDECREF(n);
     Py_DECREF(dict);
     return cls;
 }
@@ -70,7 +76,7 @@ static int add_status_class(PyObject *module, size_t i)
     snprintf(qual, sizeof(qual), "uccl.%s", name);
     snprintf(doc, sizeof(doc), "UCCL_%s: %s.", s->name, s->text);
     bases = UCCL_STATUS_IS_PEER_ERROR(s->value) ? peer_error_base : error_base;
-    classes[i] = make_class(qual, doc, bases, s->value);
+    classes[i] = make_class(qual, doc, bases, s);
     if (!classes[i])
         return -1;
     Py_INCREF(classes[i]);
@@ -82,7 +88,7 @@ int upy_errors_init(PyObject *module)
     error_base = make_class("uccl.Error",
                             "A libuccl call failed. .status is the uccl_status_t value, "
                             ".name its symbolic name (UCCL_ERR_...).",
-                            PyExc_Exception, 1);
+                            PyExc_Exception, NULL);
     if (!error_base)
         return -1;
     Py_INCREF(error_base);
@@ -90,7 +96,7 @@ int upy_errors_init(PyObject *module)
         return -1;
     peer_error_base = make_class("uccl.PeerError",
                                  "The peer or the link failed (statuses -100..-199).",
-                                 error_base, 1);
+                                 error_base, NULL);
     if (!peer_error_base)
         return -1;
     Py_INCREF(peer_error_base);
