@@ -61,3 +61,16 @@ def pair(comm, world):
     p = Pair(comm, world)
     world.Barrier()
     return p
+
+
+def pytest_runtest_logreport(report):
+    """A test that failed on one rank leaves the other waiting on it: print
+    the failure now and abort the job rather than hang until the timeout."""
+    if report.failed:
+        import sys
+        from mpi4py import MPI
+        print("\nFAILED on rank %d: %s (%s)\n%s" % (MPI.COMM_WORLD.Get_rank(), report.nodeid,
+                                                   report.when, report.longreprtext),
+              flush=True)
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

@@ -82,21 +82,27 @@ def one_round(pair, src, dst):
 
 
 def test_ten_thousand_rounds_flat_memory(pair):
+    """RSS is sampled half-way and at the end: allocators (ASan's most of
+    all) settle in the first half; a leak of ~200 bytes a round shows in the
+    second."""
     src = np.arange(4096, dtype=np.uint8)
     dst = np.zeros(4096, np.uint8)
     for _ in range(1000):  # warm up caches and allocators
         one_round(pair, src, dst)
     gc.collect()
-    before = rss_kib()
     refs = sys.getrefcount(src), sys.getrefcount(dst)
+    half = None
     for i in range(10000):
         if pair.rank == 1:
             dst[:] = 0
         one_round(pair, src, dst)
         if pair.rank == 1 and i % 1000 == 0:
             assert np.array_equal(dst, src)
+        if i == 4999:
+            gc.collect()
+            half = rss_kib()
     gc.collect()
-    grown = rss_kib() - before
+    grown = rss_kib() - half
     assert (sys.getrefcount(src), sys.getrefcount(dst)) == refs
-    assert grown < 2048, "RSS grew by %d KiB over 10^4 rounds" % grown
+    assert grown < 1024, "RSS grew by %d KiB over the last 5000 rounds" % grown
     pair.barrier()
