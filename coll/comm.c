@@ -1,5 +1,6 @@
 /* Communicators: an ordered set of connections, one per rank, plus the host
- * map. Built from connections the caller made (see src/mpi for MPI). */
+ * map. Built from connections the caller made (uccl_comm_create) or by the
+ * bootstrap in boot.c (uccl_comm_init). */
 #include <stdlib.h>
 #include <uccl/uccl_coll.h>
 
@@ -9,56 +10,97 @@ struct uccl_comm {
     int rank;
     int size;
     uccl_conn_t **conns; /* conns[rank] == NULL */
-    int *host;
+    uint64_t *host_id;   /* host_id[r]: rank r's host identity */
 };
 
-static uccl_status_t check_create_args(uccl_engine_t *engine, int rank, int size,
-                                       uccl_conn_t *const *conns, const int *host,
-                                       uccl_comm_t **comm)
+#define CREATE_FIELDS                                                                        \
+    (UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK | UCCL_COMM_PARAM_SIZE |                  \
+     UCCL_COMM_PARAM_CONNS | UCCL_COMM_PARAM_HOST_IDS | UCCL_COMM_PARAM_FLAGS)
+#define CREATE_NEEDS (UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK | UCCL_COMM_PARAM_SIZE)
+
+static uccl_status_t check_create_params(const uccl_comm_params_t *p, uccl_comm_t **comm)
 {
-    if (engine == NULL || comm == NULL || size < 1 || rank < 0 || rank >= size)
+    if (p == NULL || comm == NULL || (p->field_mask & ~(uint64_t)CREATE_FIELDS) != 0 ||
+        (p->field_mask & CREATE_NEEDS) != CREATE_NEEDS)
         return UCCL_ERR_INVALID_PARAM;
-    if (size > 1 && (conns == NULL || host == NULL))
+    if (p->engine == NULL || p->size < 1 || p->rank < 0 || p->rank >= p->size)
         return UCCL_ERR_INVALID_PARAM;
-    for (int r = 0; r < size && size > 1; r++) {
-        if (r != rank && conns[r] == NULL)
+    if ((p->field_mask & UCCL_COMM_PARAM_FLAGS) &&
+        (p->flags & ~(uint64_t)UCCL_COMM_FLAG_OWN_ENGINE) != 0)
+        return UCCL_ERR_INVALID_PARAM;
+    if ((p->field_mask & UCCL_COMM_PARAM_HOST_IDS) && p->host_ids == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (p->size == 1)
+        return UCCL_OK;
+    if (!(p->field_mask & UCCL_COMM_PARAM_CONNS) || p->conns == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    for (int r = 0; r < p->size; r++) {
+        if (r != p->rank && p->conns[r] == NULL)
             return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
 }
 
-uccl_status_t uccl_comm_create(uccl_engine_t *engine, int owns_engine, int rank, int size,
-                               uccl_conn_t *const *conns, const int *host, uccl_comm_t **comm)
+/* The caller's host ids, or the engine's own and each peer's from its conn. */
+static uccl_status_t fill_host_ids(uccl_comm_t *c, const uccl_comm_params_t *p)
+{
+    for (int r = 0; r < c->size; r++) {
+        uccl_conn_attr_t attr;
+        uccl_status_t st;
+
+        if (p->field_mask & UCCL_COMM_PARAM_HOST_IDS) {
+            c->host_id[r] = p->host_ids[r];
+            continue;
+        }
+        if (r == c->rank) {
+            c->host_id[r] = uccl_engine_host_id(c->engine);
+            continue;
+        }
+        st = uccl_conn_query(c->conns[r], &attr);
+        if (st != UCCL_OK)
+            return st;
+        c->host_id[r] = attr.host_id;
+    }
+    return UCCL_OK;
+}
+
+static void comm_free(uccl_comm_t *c)
+{
+    free(c->host_id);
+    free(c->conns);
+    free(c);
+}
+
+uccl_status_t uccl_comm_create(const uccl_comm_params_t *params, uccl_comm_t **comm)
 {
     uccl_comm_t *c;
-    uccl_status_t st = check_create_args(engine, rank, size, conns, host, comm);
+    uccl_status_t st = check_create_params(params, comm);
 
     if (st != UCCL_OK)
         return st;
     c = calloc(1, sizeof(*c));
     if (c == NULL)
-        goto err;
-    c->conns = calloc((size_t)size, sizeof(*c->conns));
-    c->host = calloc((size_t)size, sizeof(*c->host));
-    if (c->conns == NULL || c->host == NULL)
-        goto err_arrays;
-    for (int r = 0; r < size; r++) {
-        c->conns[r] = (r == rank || conns == NULL) ? NULL : conns[r];
-        c->host[r] = host != NULL ? host[r] : 0;
+        return UCCL_ERR_NO_MEMORY;
+    c->conns = calloc((size_t)params->size, sizeof(*c->conns));
+    c->host_id = calloc((size_t)params->size, sizeof(*c->host_id));
+    if (c->conns == NULL || c->host_id == NULL) {
+        comm_free(c);
+        return UCCL_ERR_NO_MEMORY;
     }
-    c->engine = engine;
-    c->owns_engine = owns_engine != 0;
-    c->rank = rank;
-    c->size = size;
+    c->engine = params->engine;
+    c->rank = params->rank;
+    c->size = params->size;
+    for (int r = 0; r < c->size && c->size > 1; r++)
+        c->conns[r] = r == c->rank ? NULL : params->conns[r];
+    st = fill_host_ids(c, params);
+    if (st != UCCL_OK) {
+        comm_free(c); /* the caller keeps its conns and engine */
+        return st;
+    }
+    c->owns_engine = (params->field_mask & UCCL_COMM_PARAM_FLAGS) &&
+                     (params->flags & UCCL_COMM_FLAG_OWN_ENGINE);
     *comm = c;
     return UCCL_OK;
-
-err_arrays:
-    free(c->host);
-    free(c->conns);
-    free(c);
-err:
-    return UCCL_ERR_NO_MEMORY;
 }
 
 uccl_status_t uccl_comm_destroy(uccl_comm_t *comm)
@@ -79,9 +121,7 @@ uccl_status_t uccl_comm_destroy(uccl_comm_t *comm)
         if (st != UCCL_OK && first == UCCL_OK)
             first = st;
     }
-    free(comm->host);
-    free(comm->conns);
-    free(comm);
+    comm_free(comm);
     return first;
 }
 
@@ -111,5 +151,5 @@ int uccl_comm_same_host(const uccl_comm_t *comm, int r)
 {
     if (comm == NULL || r < 0 || r >= comm->size)
         return 0;
-    return comm->host[r] == comm->host[comm->rank];
+    return comm->host_id[r] == comm->host_id[comm->rank];
 }

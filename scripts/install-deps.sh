@@ -7,7 +7,7 @@ SUDO=
 PKGS="build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
-      libfabric-dev libfabric-bin libamdhip64-dev
+      libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev
       python3-dev python3-setuptools python3-pip python3-numpy python3-mpi4py python3-pytest"
 # shellcheck disable=SC2086
 if ! dpkg -s $PKGS >/dev/null 2>&1; then

@@ -11,6 +11,7 @@
 #     when present
 #  7. GPU memory over verbs in that VM, on the fake GPU build of step 4
 #     (staging and GPUDirect paths)
+#  8. libFuzzer harnesses of tests/fuzz (clang), FUZZ_SECONDS each
 # Ends with one line "N passed, N failed, N skipped" over all of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -101,6 +102,20 @@ else
     echo "skipped: no Soft-RoCE VM at $rxe_vm (set RXE_VM), no verbs support or no fake GPU build"
 fi
 
+# libFuzzer on every parser of peer bytes, each harness for FUZZ_SECONDS
+# (default 60) on its committed seed corpus; a crash or leak fails CI.
+rm -f build/fuzz/fuzz.out
+step "fuzz (libFuzzer, clang, ${FUZZ_SECONDS:-60} s per harness)"
+if command -v clang >/dev/null 2>&1; then
+    mkdir -p build/fuzz && (cd build/fuzz && "$top/configure" CC=clang --enable-werror --enable-fuzz \
+        --disable-shared --without-cuda --without-rocm >configure.out 2>&1) &&
+        make -C build/fuzz -j"$jobs" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >build/fuzz/fuzz.out 2>&1 ||
+        fail=1
+    grep -E '^(PASS|FAIL)|passed, .*failed' build/fuzz/fuzz.out || tail -30 build/fuzz/fuzz.out
+else
+    echo "skipped: clang is not installed (scripts/install-deps.sh installs it)"
+fi
+
 step "summary"
 # one closing line over every suite: the automake runs plus the VM's own count
 dirs="build/ci build/asan"
@@ -109,6 +124,11 @@ dirs="build/ci build/asan"
 # shellcheck disable=SC2086
 read -r p f k < <(tests/summary.sh $dirs | tail -1 | awk '{print $1, $3, $5}')
 [ $fake_built = 1 ] && [ $fake_asan_built = 1 ] || f=$((f + 1)) # a build that failed counts
+if [ -f build/fuzz/fuzz.out ]; then
+    read -r vp vf < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/fuzz/fuzz.out | tail -1 |
+        awk '{print $1, $3}')
+    p=$((p + ${vp:-0})) f=$((f + ${vf:-1}))
+fi
 if [ -f build/ci/verbs.out ]; then
     read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/ci/verbs.out | tail -1 |
         awk '{print $1, $3, $5}')

@@ -1,5 +1,6 @@
-/* Bootstrap a libuccl communicator from an MPI communicator. MPI is used only
- * here, to exchange engine addresses; no MPI call is on any data path. */
+/* Bootstrap a libuccl communicator from an MPI communicator: an adapter of
+ * uccl_comm_init (uccl_coll.h). MPI only exchanges engine addresses; no MPI
+ * call is on any data path. */
 #ifndef UCCL_UCCL_MPI_H
 #define UCCL_UCCL_MPI_H
 
@@ -10,14 +11,15 @@
 extern "C" {
 #endif
 
-/* Collective over mpi_comm: each rank creates an engine (or uses
- * params->engine), all ranks exchange address blobs with MPI_Allgather,
- * connect to every peer (lower ranks connect, higher ranks accept: no
- * deadlock), and learn which peers share their host. params may be NULL.
+/* Collective over mpi_comm: uccl_comm_init with this rank and size of
+ * mpi_comm and MPI_Allgather as the callback. Each rank creates an engine
+ * (or uses params->engine), all ranks exchange address blobs, connect to
+ * every peer (lower ranks connect, higher ranks accept: no deadlock), and
+ * learn which peers share their host (uccl_engine_host_id). params may be
+ * NULL; it may set only UCCL_COMM_PARAM_ENGINE or _ENGINE_PARAMS.
  * Every rank gets the same status: if any rank fails, all return an error
  * (the failing rank's own status there, UCCL_ERR_PEER_FAILED elsewhere).
- * Errors: those of uccl_engine_create / uccl_connect / uccl_accept,
- * UCCL_ERR_IO (an MPI call failed). */
+ * Errors: those of uccl_comm_init, UCCL_ERR_IO (an MPI call failed). */
 UCCL_API uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *params,
                                           uccl_comm_t **comm);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { MT_TAG_BARRIER = 0x7fff0001 };
+enum { MT_TAG_BARRIER = 0x7fff0001, MT_TAG_RANK = 0x7fff0002 };
 
 /* ------------------------------------------------------------------ patterns */
 
@@ -200,6 +200,47 @@ void mt_uccl_barrier(mt_ctx_t *c)
                   "barrier send");
     }
     mt_wait(c, reqs, n, UCCL_OK, "barrier");
+}
+
+void mt_check_comm(mt_ctx_t *c, uccl_comm_t *comm)
+{
+    uccl_engine_t *engine = uccl_comm_engine(comm);
+    uint64_t mine = uccl_engine_id(engine), *ids = calloc((size_t)c->size, sizeof(*ids));
+    int *got = calloc((size_t)c->size, sizeof(*got));
+    uccl_req_t **reqs = calloc(2 * (size_t)c->size, sizeof(*reqs));
+    uccl_mr_t *mr = NULL;
+    int n = 0;
+
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, ids, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    if (uccl_comm_rank(comm) != c->rank || uccl_comm_size(comm) != c->size)
+        mt_fail(c, "comm has rank/size %d/%d, MPI says %d/%d", uccl_comm_rank(comm),
+                uccl_comm_size(comm), c->rank, c->size);
+    if (uccl_mr_reg(engine, got, (size_t)c->size * sizeof(*got), 0, &mr) != UCCL_OK)
+        mt_fail(c, "registering");
+    for (int q = 0; mr != NULL && q < c->size; q++) {
+        uccl_conn_t *conn = uccl_comm_conn(comm, q);
+        uccl_conn_attr_t attr = {0};
+        if (q == c->rank)
+            continue;
+        if (uccl_conn_query(conn, &attr) != UCCL_OK || attr.peer_id != ids[q])
+            mt_fail(c, "conn to rank %d leads to engine %016llx, rank %d has %016llx", q,
+                    (unsigned long long)attr.peer_id, q, (unsigned long long)ids[q]);
+        mt_expect(c, uccl_recv(conn, mr, (size_t)q * sizeof(int), sizeof(int), MT_TAG_RANK,
+                               &reqs[n++]), UCCL_OK, "uccl_recv");
+        got[c->rank] = c->rank;
+        mt_expect(c, uccl_send(conn, mr, (size_t)c->rank * sizeof(int), sizeof(int), MT_TAG_RANK,
+                               &reqs[n++]), UCCL_OK, "uccl_send");
+    }
+    mt_wait(c, reqs, n, UCCL_OK, "rank exchange");
+    for (int q = 0; mr != NULL && q < c->size; q++) {
+        if (q != c->rank && got[q] != q)
+            mt_fail(c, "message on conn(%d) came from rank %d", q, got[q]);
+    }
+    if (mr != NULL)
+        uccl_mr_dereg(mr);
+    free(reqs);
+    free(got);
+    free(ids);
 }
 
 int mt_report(mt_ctx_t *c, const char *name)

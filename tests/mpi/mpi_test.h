@@ -57,6 +57,10 @@ void mt_wait(mt_ctx_t *c, uccl_req_t **reqs, int n, uccl_status_t want, const ch
 /* A barrier through libuccl: 0-byte messages to and from every peer, so
  * that every rank keeps progressing until all are here. */
 void mt_uccl_barrier(mt_ctx_t *c);
+/* comm (over MPI_COMM_WORLD's ranks) has MPI's rank and size, and conn(q)
+ * leads to rank q: its peer id is q's engine id, and a message sent on it
+ * by q carries q's rank. Collective. */
+void mt_check_comm(mt_ctx_t *c, uccl_comm_t *comm);
 /* Agree on the case and print "ok NAME" / "FAIL NAME" on rank 0;
  * returns 1 if any rank failed. Resets c->failed. */
 int mt_report(mt_ctx_t *c, const char *name);

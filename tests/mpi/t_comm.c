@@ -1,52 +1,20 @@
 /* MPI test of communicators: uccl_comm_init_mpi maps every connection to the
- * right rank, accessors, uccl_comm_create's argument checks, a caller's
- * engine, and failures that every rank must agree on. Any -np. */
+ * right rank, accessors, uccl_comm_create's argument checks and engine
+ * ownership, a caller's engine, and failures that every rank must agree on.
+ * The generic bootstrap without the adapter: t_boot.c. Any -np. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "mpi_test.h"
 
-enum { TAG_RANK = 31 };
-
-/* conn(q) must lead to rank q: its peer id is q's engine id, and a message
- * sent on it by q carries q's rank. */
+/* Every conn leads to its rank; all ranks share this host (one machine). */
 static void check_mapping(mt_ctx_t *c)
 {
-    uint64_t mine = uccl_engine_id(c->engine), *ids = calloc((size_t)c->size, sizeof(*ids));
-    int *got = calloc((size_t)c->size, sizeof(*got));
-    uccl_req_t **reqs = calloc(2 * (size_t)c->size, sizeof(*reqs));
-    uccl_mr_t *mr = NULL;
-    int n = 0;
-
-    MPI_Allgather(&mine, 1, MPI_UINT64_T, ids, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    if (uccl_mr_reg(c->engine, got, (size_t)c->size * sizeof(*got), 0, &mr) != UCCL_OK)
-        mt_fail(c, "registering");
-    for (int q = 0; mr != NULL && q < c->size; q++) {
-        uccl_conn_t *conn = uccl_comm_conn(c->comm, q);
-        uccl_conn_attr_t attr;
-        if (q == c->rank)
-            continue;
-        if (uccl_conn_query(conn, &attr) != UCCL_OK || attr.peer_id != ids[q])
-            mt_fail(c, "conn to rank %d leads to engine %016llx, rank %d has %016llx", q,
-                    (unsigned long long)attr.peer_id, q, (unsigned long long)ids[q]);
+    mt_check_comm(c, c->comm);
+    for (int q = 0; q < c->size; q++) {
         if (!uccl_comm_same_host(c->comm, q))
             mt_fail(c, "rank %d not reported on this host", q);
-        mt_expect(c, uccl_recv(conn, mr, (size_t)q * sizeof(int), sizeof(int), TAG_RANK,
-                               &reqs[n++]), UCCL_OK, "uccl_recv");
-        got[c->rank] = c->rank;
-        mt_expect(c, uccl_send(conn, mr, (size_t)c->rank * sizeof(int), sizeof(int), TAG_RANK,
-                               &reqs[n++]), UCCL_OK, "uccl_send");
     }
-    mt_wait(c, reqs, n, UCCL_OK, "rank exchange");
-    for (int q = 0; q < c->size; q++) {
-        if (q != c->rank && got[q] != q)
-            mt_fail(c, "message on conn(%d) came from rank %d", q, got[q]);
-    }
-    if (mr != NULL)
-        uccl_mr_dereg(mr);
-    free(reqs);
-    free(got);
-    free(ids);
 }
 
 static void check_accessors(mt_ctx_t *c)
@@ -61,33 +29,130 @@ static void check_accessors(mt_ctx_t *c)
         mt_fail(c, "uccl_comm_same_host wrong for own rank or out of range");
 }
 
-static void check_create_args(mt_ctx_t *c)
+static void expect_create(mt_ctx_t *c, const uccl_comm_params_t *p, uccl_status_t want,
+                          const char *what)
+{
+    uccl_comm_t *comm = NULL;
+
+    mt_expect(c, uccl_comm_create(p, &comm), want, what);
+    if (want != UCCL_OK && comm != NULL)
+        mt_fail(c, "%s: a comm came back with the error", what);
+}
+
+/* Each refusal differs from a valid size-1 / size-2 request in one thing. */
+static void check_create_refusals(mt_ctx_t *c, const uccl_comm_params_t *one)
 {
     uccl_conn_t *conns[2] = {NULL, NULL};
-    int host[2] = {0, 0};
+    uccl_comm_params_t p;
+
+    p = *one, p.engine = NULL;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with a NULL engine");
+    p = *one, p.field_mask &= ~(uint64_t)UCCL_COMM_PARAM_ENGINE;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create without the ENGINE bit");
+    p = *one, p.field_mask &= ~(uint64_t)UCCL_COMM_PARAM_RANK;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create without the RANK bit");
+    p = *one, p.field_mask |= 1ull << 40;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with an unknown field bit");
+    p = *one, p.field_mask |= UCCL_COMM_PARAM_ALLGATHER;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with a bit only uccl_comm_init reads");
+    p = *one, p.field_mask |= UCCL_COMM_PARAM_FLAGS, p.flags = 1ull << 9;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with an unknown flag");
+    p = *one, p.field_mask |= UCCL_COMM_PARAM_HOST_IDS, p.host_ids = NULL;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with NULL host ids");
+    p = *one, p.size = 0;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with size 0");
+    p = *one, p.size = 2, p.rank = 2, p.field_mask |= UCCL_COMM_PARAM_CONNS, p.conns = conns;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with rank == size");
+    p.rank = -1;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with rank -1");
+    p.rank = 0;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create with a NULL conn for a peer");
+    p.field_mask &= ~(uint64_t)UCCL_COMM_PARAM_CONNS;
+    expect_create(c, &p, UCCL_ERR_INVALID_PARAM, "create of size 2 without the CONNS bit");
+    expect_create(c, NULL, UCCL_ERR_INVALID_PARAM, "create with NULL params");
+    mt_expect(c, uccl_comm_create(one, NULL), UCCL_ERR_INVALID_PARAM, "create without output");
+}
+
+static void check_create_args(mt_ctx_t *c)
+{
+    uint64_t host = 12345;
     uccl_comm_t *comm = NULL;
     uccl_engine_t *e = c->engine;
+    uccl_comm_params_t one = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
+                                            UCCL_COMM_PARAM_SIZE,
+                              .engine = e, .rank = 0, .size = 1};
 
-    mt_expect(c, uccl_comm_create(NULL, 0, 0, 1, NULL, NULL, &comm), UCCL_ERR_INVALID_PARAM,
-              "create without engine");
-    mt_expect(c, uccl_comm_create(e, 0, 0, 0, NULL, NULL, &comm), UCCL_ERR_INVALID_PARAM,
-              "create with size 0");
-    mt_expect(c, uccl_comm_create(e, 0, 2, 2, conns, host, &comm), UCCL_ERR_INVALID_PARAM,
-              "create with rank == size");
-    mt_expect(c, uccl_comm_create(e, 0, -1, 2, conns, host, &comm), UCCL_ERR_INVALID_PARAM,
-              "create with rank -1");
-    mt_expect(c, uccl_comm_create(e, 0, 0, 2, conns, host, &comm), UCCL_ERR_INVALID_PARAM,
-              "create with a NULL conn for a peer");
-    mt_expect(c, uccl_comm_create(e, 0, 0, 1, NULL, NULL, NULL), UCCL_ERR_INVALID_PARAM,
-              "create without output");
-    mt_expect(c, uccl_comm_create(e, 0, 0, 1, NULL, NULL, &comm), UCCL_OK, "create of size 1");
-    if (comm != NULL && (uccl_comm_size(comm) != 1 || uccl_comm_engine(comm) != e))
+    check_create_refusals(c, &one);
+    mt_expect(c, uccl_comm_create(&one, &comm), UCCL_OK, "create of size 1");
+    if (comm != NULL && (uccl_comm_size(comm) != 1 || uccl_comm_engine(comm) != e ||
+                         !uccl_comm_same_host(comm, 0)))
         mt_fail(c, "size-1 comm has size %d", uccl_comm_size(comm));
     if (comm != NULL)
         mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "destroy of a comm not owning its engine");
+    one.field_mask |= UCCL_COMM_PARAM_HOST_IDS, one.host_ids = &host;
+    comm = NULL;
+    mt_expect(c, uccl_comm_create(&one, &comm), UCCL_OK, "create of size 1 with host ids");
+    if (comm != NULL)
+        mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "destroy");
     /* The engine must have survived: it still answers. */
     mt_expect(c, uccl_engine_progress(e) >= 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK, "engine alive");
     mt_expect(c, uccl_comm_destroy(NULL), UCCL_ERR_INVALID_PARAM, "destroy NULL");
+}
+
+/* The comm destroys an engine it was given with UCCL_COMM_FLAG_OWN_ENGINE
+ * (no leak check under mpirun, so look for the engine itself: its
+ * listening socket must be gone, a connect to its address fails). */
+static void check_own_engine(mt_ctx_t *c)
+{
+    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
+                                          UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_FLAGS,
+                            .rank = 0, .size = 1, .flags = UCCL_COMM_FLAG_OWN_ENGINE};
+    uccl_comm_t *comm = NULL;
+    uccl_conn_t *conn = NULL;
+    uint8_t addr[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(addr);
+    uccl_status_t st;
+
+    mt_expect(c, uccl_engine_create(NULL, &p.engine), UCCL_OK, "uccl_engine_create");
+    if (p.engine == NULL)
+        return;
+    mt_expect(c, uccl_engine_address(p.engine, addr, &len), UCCL_OK, "uccl_engine_address");
+    mt_expect(c, uccl_comm_create(&p, &comm), UCCL_OK, "create owning the engine");
+    if (comm == NULL) {
+        uccl_engine_destroy(p.engine);
+        return;
+    }
+    mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "destroy of a comm owning its engine");
+    st = uccl_connect(c->engine, addr, len, &conn);
+    if (st == UCCL_OK) {
+        mt_fail(c, "connected to the engine of a destroyed comm: it is still alive");
+        uccl_conn_close(conn);
+    }
+}
+
+/* The adapter sets rank, size and callback itself; both engine bits at
+ * once are ambiguous. Refused at once on every rank, with no MPI call. */
+static void check_init_mpi_args(mt_ctx_t *c)
+{
+    uccl_engine_params_t ep = {0};
+    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_RANK, .rank = 0};
+    uccl_comm_t *comm = NULL;
+
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, &p, &comm), UCCL_ERR_INVALID_PARAM,
+              "init_mpi with the RANK bit");
+    p.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_ENGINE_PARAMS;
+    p.engine = c->engine, p.engine_params = &ep;
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, &p, &comm), UCCL_ERR_INVALID_PARAM,
+              "init_mpi with an engine and engine params");
+    p.field_mask = UCCL_COMM_PARAM_ENGINE, p.engine = NULL;
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, &p, &comm), UCCL_ERR_INVALID_PARAM,
+              "init_mpi with a NULL engine");
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_NULL, NULL, &comm), UCCL_ERR_INVALID_PARAM,
+              "init_mpi on MPI_COMM_NULL");
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, NULL), UCCL_ERR_INVALID_PARAM,
+              "init_mpi without output");
+    if (comm != NULL)
+        mt_fail(c, "a refused init_mpi returned a comm");
 }
 
 /* A comm on an engine the caller owns: the comm uses it and leaves it. */
@@ -145,6 +210,10 @@ int main(int argc, char **argv)
         failures += mt_report(&c, "every conn leads to its rank (engine id and a message)");
         check_create_args(&c);
         failures += mt_report(&c, "uccl_comm_create refuses bad arguments");
+        check_own_engine(&c);
+        failures += mt_report(&c, "a comm destroys the engine it owns");
+        check_init_mpi_args(&c);
+        failures += mt_report(&c, "uccl_comm_init_mpi refuses bad arguments at once");
         check_given_engine(&c);
         failures += mt_report(&c, "init on the caller's engine leaves it alive");
         check_agreed_failure(&c, -1);

@@ -1,0 +1,310 @@
+/* uccl_comm_init: bootstrap a communicator over the caller's allgather
+ * callback (MPI, mpi4py, a torch store). The callback carries only the
+ * address exchange and two agreements on the outcome; data never touches it. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uccl/uccl_coll.h>
+
+/* What each rank publishes; fixed size so one allgather moves all. */
+typedef struct boot_entry {
+    int32_t status; /* UCCL_OK, or why this rank could not set up */
+    int32_t rank;   /* who wrote the block: checks the callback's order */
+    int32_t size;
+    uint32_t addr_len;
+    uint64_t engine_id;
+    uint8_t addr[UCCL_ADDRESS_MAX];
+} boot_entry_t;
+
+typedef struct boot {
+    int rank;
+    int size;
+    uccl_allgather_fn_t allgather;
+    void *ctx;
+    uccl_engine_t *engine;
+    int owns_engine;
+    boot_entry_t *entries; /* one per rank */
+    int32_t *votes;        /* one per rank */
+    uccl_conn_t **conns;   /* conns[r], NULL for own rank */
+} boot_t;
+
+#define INIT_FIELDS                                                                          \
+    (UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_ENGINE_PARAMS | UCCL_COMM_PARAM_RANK |         \
+     UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_ALLGATHER)
+#define INIT_NEEDS (UCCL_COMM_PARAM_RANK | UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_ALLGATHER)
+
+static void boot_error(int rank, int size, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "[uccl boot rank %d/%d] ", rank, size);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static uccl_status_t check_init_params(const uccl_comm_params_t *p, uccl_comm_t **comm)
+{
+    const char *why = NULL;
+
+    if (p == NULL || comm == NULL)
+        why = "params or comm is NULL";
+    else if ((p->field_mask & ~(uint64_t)INIT_FIELDS) != 0)
+        why = "params->field_mask has bits uccl_comm_init does not know";
+    else if ((p->field_mask & INIT_NEEDS) != INIT_NEEDS)
+        why = "rank, size and allgather are required";
+    else if (p->size < 1 || p->rank < 0 || p->rank >= p->size)
+        why = "rank out of range [0, size)";
+    else if (p->allgather == NULL)
+        why = "allgather callback is NULL";
+    else if ((p->field_mask & UCCL_COMM_PARAM_ENGINE) &&
+             (p->field_mask & UCCL_COMM_PARAM_ENGINE_PARAMS))
+        why = "an engine and engine params are exclusive";
+    else if ((p->field_mask & UCCL_COMM_PARAM_ENGINE) && p->engine == NULL)
+        why = "the engine given is NULL";
+    if (why == NULL)
+        return UCCL_OK;
+    boot_error(p != NULL ? p->rank : -1, p != NULL ? p->size : 0, "uccl_comm_init: %s", why);
+    return UCCL_ERR_INVALID_PARAM;
+}
+
+/* The callback's status as ours: positive values are no success either. */
+static uccl_status_t call_allgather(const boot_t *b, const void *send, void *recv, size_t bytes,
+                                    const char *what)
+{
+    uccl_status_t st = b->allgather(send, recv, bytes, b->ctx);
+
+    if (st == UCCL_OK)
+        return UCCL_OK;
+    boot_error(b->rank, b->size, "allgather of %s failed: %s (%d)", what, uccl_strerror(st),
+               (int)st);
+    return UCCL_STATUS_IS_ERR(st) ? st : UCCL_ERR_INVALID_PARAM;
+}
+
+/* One agreement round. The verdict is this rank's own error, else
+ * UCCL_ERR_PEER_FAILED when another rank voted an error. *cb_failed tells
+ * that the callback failed here (the verdict is then its error). */
+static uccl_status_t agree(boot_t *b, uccl_status_t st, int *cb_failed)
+{
+    int32_t mine = (int32_t)st;
+    uccl_status_t cb = call_allgather(b, &mine, b->votes, sizeof(mine), "the setup status");
+
+    *cb_failed = cb != UCCL_OK;
+    if (st != UCCL_OK)
+        return st;
+    if (cb != UCCL_OK)
+        return cb;
+    for (int r = 0; r < b->size; r++) {
+        if (b->votes[r] != UCCL_OK)
+            return UCCL_ERR_PEER_FAILED;
+    }
+    return UCCL_OK;
+}
+
+static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_entry_t *me)
+{
+    const uccl_engine_params_t *eparams = NULL;
+    size_t len = sizeof(me->addr);
+    uccl_status_t st;
+
+    if (p->field_mask & UCCL_COMM_PARAM_ENGINE) {
+        b->engine = p->engine;
+    } else {
+        if (p->field_mask & UCCL_COMM_PARAM_ENGINE_PARAMS)
+            eparams = p->engine_params;
+        st = uccl_engine_create(eparams, &b->engine);
+        if (st != UCCL_OK) {
+            boot_error(b->rank, b->size, "engine creation failed: %s", uccl_strerror(st));
+            return st;
+        }
+        b->owns_engine = 1;
+    }
+    st = uccl_engine_address(b->engine, me->addr, &len);
+    if (st != UCCL_OK) {
+        boot_error(b->rank, b->size, "engine address: %s", uccl_strerror(st));
+        return st;
+    }
+    me->addr_len = (uint32_t)len;
+    me->engine_id = uccl_engine_id(b->engine);
+    return UCCL_OK;
+}
+
+/* A block out of place means the callback does not order ranks as we do. */
+static uccl_status_t check_entries(const boot_t *b)
+{
+    for (int r = 0; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
+        if (e->rank == r && e->size == b->size && e->addr_len <= UCCL_ADDRESS_MAX)
+            continue;
+        boot_error(b->rank, b->size,
+                   "allgather put a block from rank %d of %d (address %u bytes) at position %d: "
+                   "the callback must order blocks by rank",
+                   (int)e->rank, (int)e->size, (unsigned)e->addr_len, r);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    for (int r = 0; r < b->size; r++) {
+        if (b->entries[r].status != UCCL_OK)
+            return UCCL_ERR_PEER_FAILED;
+    }
+    return UCCL_OK;
+}
+
+/* Set up locally and gather every rank's entry; a rank that failed locally
+ * still takes part, so everyone learns of it without waiting on a conn. */
+static uccl_status_t exchange(boot_t *b, const uccl_comm_params_t *p)
+{
+    boot_entry_t me;
+    uccl_status_t st;
+
+    memset(&me, 0, sizeof(me));
+    me.rank = b->rank;
+    me.size = b->size;
+    me.status = local_setup(b, p, &me);
+    st = call_allgather(b, &me, b->entries, sizeof(me), "engine addresses");
+    if (me.status != UCCL_OK)
+        return (uccl_status_t)me.status;
+    return st != UCCL_OK ? st : check_entries(b);
+}
+
+static uccl_status_t connect_up(boot_t *b)
+{
+    for (int r = b->rank + 1; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
+        uccl_status_t st = uccl_connect(b->engine, e->addr, e->addr_len, &b->conns[r]);
+        if (st != UCCL_OK) {
+            boot_error(b->rank, b->size, "connect to rank %d failed: %s", r, uccl_strerror(st));
+            return st;
+        }
+    }
+    return UCCL_OK;
+}
+
+static int rank_of_engine(const boot_t *b, uint64_t engine_id)
+{
+    for (int r = 0; r < b->rank; r++) {
+        if (b->entries[r].engine_id == engine_id)
+            return r;
+    }
+    return -1;
+}
+
+static uccl_status_t accept_down(boot_t *b)
+{
+    for (int n = 0; n < b->rank; n++) {
+        uccl_conn_attr_t attr;
+        uccl_conn_t *conn;
+        uccl_status_t st = uccl_accept(b->engine, -1, &conn);
+        int r;
+
+        if (st != UCCL_OK) {
+            boot_error(b->rank, b->size, "accept (%d of %d from lower ranks) failed: %s", n + 1,
+                       b->rank, uccl_strerror(st));
+            return st;
+        }
+        st = uccl_conn_query(conn, &attr);
+        r = st == UCCL_OK ? rank_of_engine(b, attr.peer_id) : -1;
+        if (r < 0 || b->conns[r] != NULL) {
+            boot_error(b->rank, b->size,
+                       "accepted a connection from engine %016llx, which is no lower rank "
+                       "still expected (was the engine given in params already in use?)",
+                       (unsigned long long)attr.peer_id);
+            uccl_conn_close(conn);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        b->conns[r] = conn;
+    }
+    return UCCL_OK;
+}
+
+static uccl_status_t connect_all(boot_t *b, uccl_comm_t **comm)
+{
+    uccl_comm_params_t cp = {
+        .field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK | UCCL_COMM_PARAM_SIZE |
+                      UCCL_COMM_PARAM_CONNS | UCCL_COMM_PARAM_FLAGS,
+        .engine = b->engine,
+        .rank = b->rank,
+        .size = b->size,
+        .conns = b->conns,
+        .flags = b->owns_engine ? UCCL_COMM_FLAG_OWN_ENGINE : 0,
+    };
+    uccl_status_t st = connect_up(b);
+
+    if (st == UCCL_OK)
+        st = accept_down(b);
+    if (st == UCCL_OK) /* the host map comes from the engines' host ids */
+        st = uccl_comm_create(&cp, comm);
+    if (st == UCCL_OK) { /* the comm owns the conns and (if ours) the engine now */
+        memset(b->conns, 0, sizeof(*b->conns) * (size_t)b->size);
+        b->owns_engine = 0;
+    }
+    return st;
+}
+
+static uccl_status_t boot_alloc(boot_t *b, const uccl_comm_params_t *p)
+{
+    memset(b, 0, sizeof(*b));
+    b->rank = p->rank;
+    b->size = p->size;
+    b->allgather = p->allgather;
+    b->ctx = p->allgather_ctx;
+    b->entries = calloc((size_t)b->size, sizeof(*b->entries));
+    b->votes = calloc((size_t)b->size, sizeof(*b->votes));
+    b->conns = calloc((size_t)b->size, sizeof(*b->conns));
+    if (b->entries != NULL && b->votes != NULL && b->conns != NULL)
+        return UCCL_OK;
+    boot_error(b->rank, b->size, "no memory for the tables of %d ranks; the other ranks may "
+                                 "wait in their allgather", b->size);
+    return UCCL_ERR_NO_MEMORY;
+}
+
+/* Close what the comm did not take over, and free the tables. */
+static void boot_release(boot_t *b)
+{
+    for (int r = 0; b->conns != NULL && r < b->size; r++) {
+        if (b->conns[r] != NULL)
+            uccl_conn_close(b->conns[r]);
+    }
+    if (b->owns_engine)
+        uccl_engine_destroy(b->engine);
+    free(b->entries);
+    free(b->votes);
+    free(b->conns);
+}
+
+/* Three allgather calls on every rank, whatever happens: addresses, a vote
+ * before connecting (nobody waits on a rank that failed), a final vote. */
+uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **comm)
+{
+    uccl_comm_t *c = NULL;
+    uccl_status_t st = check_init_params(params, comm);
+    int cb_failed = 0;
+    boot_t b;
+
+    if (st != UCCL_OK)
+        return st;
+    st = boot_alloc(&b, params);
+    if (st == UCCL_OK)
+        st = exchange(&b, params);
+    if (b.entries != NULL && b.votes != NULL && b.conns != NULL) {
+        uccl_status_t mine = st;
+        st = agree(&b, mine, &cb_failed);
+        /* The vote's callback failed here only: the others, seeing every vote
+         * OK, will connect to us, so connect too and tell them in the last vote. */
+        if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
+            uccl_status_t cst = connect_all(&b, &c);
+            st = st != UCCL_OK ? st : cst;
+        }
+        st = agree(&b, st, &cb_failed);
+    }
+    if (st != UCCL_OK && c != NULL) {
+        uccl_comm_destroy(c);
+        c = NULL;
+    }
+    boot_release(&b);
+    if (c != NULL)
+        *comm = c;
+    return st;
+}
