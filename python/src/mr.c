@@ -64,6 +64,8 @@ static int from_cai(upy_mr_t *m, PyObject *cai)
     if (!data || !shape || !typestr || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2 ||
         !PyUnicode_Check(typestr) || PyUnicode_GET_LENGTH(typestr) < 3)
         return set_err(PyExc_TypeError, "malformed __cuda_array_interface__ (data, shape, typestr)");
+    if (!PyUnicode_AsUTF8(typestr))
+        return -1;
     itemsize = strtol(PyUnicode_AsUTF8(typestr) + 2, NULL, 10);
     if (itemsize <= 0)
         return set_err(PyExc_TypeError, "__cuda_array_interface__: bad typestr");

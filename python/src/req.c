@@ -146,13 +146,15 @@ PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds)
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
         long long left = ms == -2 ? -2 : (long long)((deadline - now_s()) * 1000.0);
+        if (ms != -2 && left < 0)
+            left = 0; /* time is up: poll once */
         int rc;
         if (!PyObject_TypeCheck(o, &upy_req_type)) {
             PyErr_Format(PyExc_TypeError, "wait_all: expected uccl.Request, got '%.100s'",
                          Py_TYPE(o)->tp_name);
             goto out;
         }
-        rc = req_wait_ms((upy_req_t *)o, left < 0 && left != -2 ? 0 : left);
+        rc = req_wait_ms((upy_req_t *)o, left);
         if (rc < 0)
             goto out;
         if (rc == 0) {

@@ -205,3 +205,42 @@ def test_peer_close_fails_requests(world):
                 with pytest.raises(ValueError, match="connection is closed"):
                     conn.peer_id
         world.Barrier()
+
+
+def test_engine_and_connect_errors(pair):
+    with pytest.raises(uccl.InvalidParamError) as ei:
+        uccl.Engine(transports="no-such-transport")
+    assert ei.value.status == uccl.ERR_INVALID_PARAM
+    with pytest.raises((uccl.BadAddressError, uccl.VersionError)):
+        pair.engine.connect(b"not an engine address")
+    with pytest.raises(TypeError):
+        pair.engine.connect(12)
+    with pytest.raises(TypeError):
+        uccl.Engine(gpu="zero")
+
+
+def test_wait_all_timeout_and_gil_released(pair):
+    """rank 1 waits (no limit) in a thread; the main thread keeps running
+    Python meanwhile, which it could not if the wait held the GIL."""
+    import threading
+    e, c = pair.engine, pair.conn
+    if pair.rank == 1:
+        buf = np.zeros(8, np.uint8)
+        with e.register(buf) as mr:
+            req = c.recv(mr, tag=321)
+            with pytest.raises(uccl.TimeoutError):
+                uccl.wait_all([req], timeout=0.02)
+            out = {}
+            t = threading.Thread(target=lambda: out.setdefault("n", req.wait()))
+            t.start()
+            spins = 0
+            while spins < 200000:  # Python bytecode while the thread waits
+                spins += 1
+            assert t.is_alive() and "n" not in out
+            pair.barrier()  # the peer sends now
+            t.join(T)
+            assert out["n"] == 8 and list(buf) == [3] * 8
+    else:
+        pair.barrier()
+        with e.register(np.full(8, 3, np.uint8)) as mr:
+            c.send(mr, tag=321, block=True)
