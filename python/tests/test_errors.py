@@ -237,6 +237,8 @@ def test_wait_all_timeout_and_gil_released(pair):
             while spins < 200000:  # Python bytecode while the thread waits
                 spins += 1
             assert t.is_alive() and "n" not in out
+            with pytest.raises(uccl.BusyError):  # never destroyed under a waiter
+                e.close()
             pair.barrier()  # the peer sends now
             t.join(T)
             assert out["n"] == 8 and list(buf) == [3] * 8
