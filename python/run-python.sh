@@ -33,7 +33,8 @@ if ldd "$ext" 2>/dev/null | grep -q libasan; then
     # no quarantine: the tests' flat-RSS check measures the program, not
     # ASan's pool of freed memory
     ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:quarantine_size_mb=0"
-    export ASAN_OPTIONS
+    UCCL_PY_SANITIZED=1 # RSS then measures ASan's allocator: the flat-RSS check skips
+    export ASAN_OPTIONS UCCL_PY_SANITIZED
 fi
 PYTHONPATH=$stage${PYTHONPATH:+:$PYTHONPATH}
 PYTHONDONTWRITEBYTECODE=1

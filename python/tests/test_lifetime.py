@@ -2,10 +2,12 @@
 request its regions and connection; dropped requests finish in the
 background; 10^4 register/transfer/release rounds leave memory flat."""
 import gc
+import os
 import sys
 import weakref
 
 import numpy as np
+import pytest
 
 import uccl
 from conftest import T
@@ -104,5 +106,9 @@ def test_ten_thousand_rounds_flat_memory(pair):
     gc.collect()
     grown = rss_kib() - half
     assert (sys.getrefcount(src), sys.getrefcount(dst)) == refs
-    assert grown < 1024, "RSS grew by %d KiB over the last 5000 rounds" % grown
     pair.barrier()
+    if os.environ.get("UCCL_PY_SANITIZED"):
+        pytest.skip("RSS under ASan measures its allocator (it grew %d KiB over the last "
+                    "5000 rounds): flat RSS is checked by the plain build; refcounts held"
+                    % grown)
+    assert grown < 1024, "RSS grew by %d KiB over the last 5000 rounds" % grown
