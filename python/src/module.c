@@ -1,0 +1,91 @@
+/* The uccl._uccl extension module: types, exceptions, constants. */
+#include "upy.h"
+
+static PyObject *mod_version(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(uccl_version());
+}
+
+static PyObject *mod_strerror(PyObject *self, PyObject *arg)
+{
+    long v = PyLong_AsLong(arg);
+    (void)self;
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    return PyUnicode_FromString(uccl_strerror((uccl_status_t)v));
+}
+
+static PyMethodDef module_methods[] = {
+    {"version", mod_version, METH_NOARGS, "version() -> str\n\nlibuccl's version."},
+    {"strerror", mod_strerror, METH_O, "strerror(status) -> str\n\nText of a status."},
+    {"wait_all", (PyCFunction)(void (*)(void))upy_wait_all, METH_VARARGS | METH_KEYWORDS,
+     "wait_all(requests, timeout=None) -> list[int]\n\nWait for every request (GIL "
+     "released); the bytes of each, or the first error in order."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "uccl._uccl",
+    .m_doc = "libuccl's C API for Python (use the uccl package).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+static int add_type(PyObject *m, PyTypeObject *t, const char *name)
+{
+    if (PyType_Ready(t) < 0)
+        return -1;
+    Py_INCREF(t);
+    if (PyModule_AddObject(m, name, (PyObject *)t) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int add_constants(PyObject *m)
+{
+    static const struct {
+        const char *name;
+        long long value;
+    } c[] = {
+        {"IOV_MAX", UCCL_IOV_MAX},       {"RIOV_MAX", UCCL_RIOV_MAX},
+        {"RDESC_SIZE", UCCL_RDESC_SIZE}, {"ADDRESS_MAX", UCCL_ADDRESS_MAX},
+        {"CAP_SHM", UCCL_CAP_SHM},       {"CAP_TCP", UCCL_CAP_TCP},
+        {"CAP_VERBS", UCCL_CAP_VERBS},   {"CAP_OFI", UCCL_CAP_OFI},
+        {"CAP_GPU_IPC", UCCL_CAP_GPU_IPC}, {"CAP_CUDA", UCCL_CAP_CUDA},
+        {"CAP_ROCM", UCCL_CAP_ROCM},     {"CAP_HWLOC", UCCL_CAP_HWLOC},
+        {"CAP_MPI", UCCL_CAP_MPI},
+    };
+    PyObject *v;
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        if (PyModule_AddIntConstant(m, c[i].name, (long)c[i].value) < 0)
+            return -1;
+    v = PyLong_FromUnsignedLongLong(UCCL_TAG_USER_MAX);
+    if (!v || PyModule_AddObject(m, "TAG_USER_MAX", v) < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__uccl(void)
+{
+    PyObject *m;
+    if (upy_conn_type_init() < 0)
+        return PyErr_NoMemory();
+    m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    if (add_type(m, &upy_engine_type, "Engine") < 0 || add_type(m, &upy_conn_type, "Conn") < 0 ||
+        add_type(m, &upy_mr_type, "MemoryRegion") < 0 ||
+        add_type(m, &upy_req_type, "Request") < 0 || upy_errors_init(m) < 0 ||
+        add_constants(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,225 @@
+/* uccl.Request: one posted operation. It keeps its connection and regions
+ * alive until it finishes; dropped in flight, it becomes an engine orphan. */
+#include "upy.h"
+
+#include <time.h>
+
+PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op)
+{
+    upy_req_t *r = PyObject_New(upy_req_t, &upy_req_type);
+    if (!r) {
+        /* cannot track it: let it finish in the background */
+        upy_engine_orphan(e, req, keep);
+        return NULL;
+    }
+    Py_INCREF(e);
+    r->engine = e;
+    r->req = req;
+    Py_XINCREF(keep);
+    r->keep = keep;
+    r->done = 0;
+    r->status = UCCL_INPROGRESS;
+    r->nbytes = 0;
+    r->op = op;
+    return (PyObject *)r;
+}
+
+/* The request finished with st: record it and let go of what it held. */
+static void req_finish(upy_req_t *r, uccl_status_t st)
+{
+    r->done = 1;
+    r->status = st;
+    if (st == UCCL_OK && uccl_req_bytes(r->req, &r->nbytes) != UCCL_OK)
+        r->nbytes = 0;
+    uccl_req_free(r->req);
+    r->req = NULL;
+    Py_CLEAR(r->keep);
+}
+
+static PyObject *req_result(upy_req_t *r)
+{
+    if (r->status != UCCL_OK)
+        return upy_raise(r->status, r->op);
+    return PyLong_FromSize_t(r->nbytes);
+}
+
+static int req_check(upy_req_t *r)
+{
+    if (r->done)
+        return 0;
+    return upy_engine_check(r->engine);
+}
+
+/* Wait up to ms (-2: no limit). 1 = done, 0 = still running, -1 = error set. */
+static int req_wait_ms(upy_req_t *r, long long ms)
+{
+    uccl_status_t st;
+    int done = 0;
+    if (r->done)
+        return 1;
+    if (req_check(r) < 0)
+        return -1;
+    st = upy_wait(r->engine, r->req, ms);
+    if (st == UPY_WAIT_INTERRUPTED)
+        return -1;
+    if (st == UCCL_ERR_TIMEOUT) { /* ran out of time, or failed with a timeout? */
+        st = uccl_test(r->req, &done);
+        if (!done)
+            return 0;
+    }
+    req_finish(r, st);
+    return 1;
+}
+
+static PyObject *req_wait(upy_req_t *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"timeout", NULL};
+    PyObject *timeout = Py_None;
+    long long ms;
+    int rc;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist, &timeout) ||
+        upy_timeout_ms(timeout, &ms) < 0)
+        return NULL;
+    rc = req_wait_ms(self, ms);
+    if (rc < 0)
+        return NULL;
+    if (rc == 0)
+        return upy_raise(UCCL_ERR_TIMEOUT, "Request.wait");
+    return req_result(self);
+}
+
+static PyObject *req_test(upy_req_t *self, PyObject *unused)
+{
+    uccl_status_t st;
+    int done = 0;
+    (void)unused;
+    if (!self->done) {
+        if (req_check(self) < 0)
+            return NULL;
+        st = uccl_test(self->req, &done);
+        if (!done)
+            Py_RETURN_FALSE;
+        req_finish(self, st);
+    }
+    if (self->status != UCCL_OK)
+        return upy_raise(self->status, self->op);
+    Py_RETURN_TRUE;
+}
+
+PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op)
+{
+    size_t n = 0;
+    uccl_status_t st = upy_wait(e, req, -2);
+    if (st == UPY_WAIT_INTERRUPTED) {
+        upy_engine_orphan(e, req, keep);
+        return NULL;
+    }
+    if (st == UCCL_OK)
+        uccl_req_bytes(req, &n);
+    uccl_req_free(req);
+    if (st != UCCL_OK)
+        return upy_raise(st, op);
+    return PyLong_FromSize_t(n);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"requests", "timeout", NULL};
+    PyObject *reqs, *timeout = Py_None, *seq, *out = NULL;
+    long long ms;
+    double deadline;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:wait_all", kwlist, &reqs, &timeout) ||
+        upy_timeout_ms(timeout, &ms) < 0)
+        return NULL;
+    seq = PySequence_Fast(reqs, "wait_all: requests must be a sequence of uccl.Request");
+    if (!seq)
+        return NULL;
+    deadline = now_s() + (double)ms / 1000.0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        long long left = ms == -2 ? -2 : (long long)((deadline - now_s()) * 1000.0);
+        if (ms != -2 && left < 0)
+            left = 0; /* time is up: poll once */
+        int rc;
+        if (!PyObject_TypeCheck(o, &upy_req_type)) {
+            PyErr_Format(PyExc_TypeError, "wait_all: expected uccl.Request, got '%.100s'",
+                         Py_TYPE(o)->tp_name);
+            goto out;
+        }
+        rc = req_wait_ms((upy_req_t *)o, left);
+        if (rc < 0)
+            goto out;
+        if (rc == 0) {
+            upy_raise(UCCL_ERR_TIMEOUT, "wait_all");
+            goto out;
+        }
+    }
+    out = PyList_New(PySequence_Fast_GET_SIZE(seq));
+    for (Py_ssize_t i = 0; out && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *n = req_result((upy_req_t *)PySequence_Fast_GET_ITEM(seq, i));
+        if (!n) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, n);
+    }
+out:
+    Py_DECREF(seq);
+    return out;
+}
+
+static void req_dealloc(upy_req_t *self)
+{
+    if (self->req && self->engine->engine)
+        upy_engine_orphan(self->engine, self->req, self->keep);
+    Py_XDECREF(self->keep);
+    Py_XDECREF(self->engine);
+    PyObject_Free(self);
+}
+
+static PyObject *req_get(upy_req_t *self, void *closure)
+{
+    if (closure) /* done */
+        return PyBool_FromLong(self->done);
+    if (!self->done) {
+        PyErr_SetString(PyExc_ValueError, "the request is still in flight: wait() first");
+        return NULL;
+    }
+    return req_result(self);
+}
+
+static PyMethodDef req_methods[] = {
+    {"wait", (PyCFunction)(void (*)(void))req_wait, METH_VARARGS | METH_KEYWORDS,
+     "wait(timeout=None) -> int\n\nWait (GIL released) until the request finishes; return "
+     "the bytes moved or raise its error. timeout in seconds (None: no limit); "
+     "uccl.TimeoutError leaves the request valid."},
+    {"test", (PyCFunction)req_test, METH_NOARGS,
+     "test() -> bool\n\nProgress once; True when finished (raises its error if it failed)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef req_getset[] = {
+    {"nbytes", (getter)req_get, NULL,
+     "Bytes moved (for a receive: the message length); ValueError while in flight.", NULL},
+    {"done", (getter)req_get, NULL, "True once wait() or test() saw it finish.", (void *)1},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject upy_req_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "uccl.Request",
+    .tp_basicsize = sizeof(upy_req_t),
+    .tp_dealloc = (destructor)req_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A posted operation (returned by the Conn methods). Dropped in flight, it "
+              "still completes in the background, its regions kept alive until then.",
+    .tp_methods = req_methods,
+    .tp_getset = req_getset,
+};

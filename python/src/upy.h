@@ -1,0 +1,100 @@
+/* Private declarations of the uccl._uccl extension: the object layouts of
+ * Engine, Conn, MemoryRegion and Request and the helpers they share.
+ * Built on the public headers (include/uccl/) and the CPython API only. */
+#ifndef UCCL_PY_UCCL_H
+#define UCCL_PY_UCCL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <uccl/uccl.h>
+
+/* A request dropped while still in flight: the library finishes it in the
+ * background, so what it reads or writes must stay alive until then. */
+typedef struct {
+    uccl_req_t *req;
+    PyObject *keep; /* tuple of the objects the request uses */
+} upy_orphan_t;
+
+typedef struct {
+    PyObject_HEAD
+    uccl_engine_t *engine; /* NULL once closed */
+    PyObject *address;     /* bytes, cached */
+    int busy;              /* calls running without the GIL */
+    upy_orphan_t *orphans;
+    size_t n_orphans, cap_orphans;
+    PyObject *weakrefs;
+} upy_engine_t;
+
+typedef struct {
+    PyObject_HEAD
+    upy_engine_t *engine; /* strong */
+    uccl_conn_t *conn;    /* NULL once closed */
+    PyObject *weakrefs;
+} upy_conn_t;
+
+/* Where the registered memory came from, and what to release with it. */
+enum { UPY_SRC_BUFFER = 1, UPY_SRC_CAI = 2, UPY_SRC_DLPACK = 3 };
+
+typedef struct {
+    PyObject_HEAD
+    upy_engine_t *engine; /* strong */
+    uccl_mr_t *mr;        /* NULL once released */
+    int source;           /* UPY_SRC_* (0 once released) */
+    Py_buffer view;       /* UPY_SRC_BUFFER */
+    PyObject *obj;        /* the registered object (kept alive) */
+    PyObject *capsule;    /* UPY_SRC_DLPACK: the consumed capsule */
+    void *addr;
+    size_t len;
+    int readonly;
+    uccl_mem_type_t mem_type;
+    int device;
+    PyObject *weakrefs;
+} upy_mr_t;
+
+typedef struct {
+    PyObject_HEAD
+    upy_engine_t *engine; /* strong */
+    uccl_req_t *req;      /* NULL once freed */
+    PyObject *keep;       /* tuple: connection and regions, dropped when done */
+    int done;
+    uccl_status_t status;
+    size_t nbytes;
+    const char *op;       /* for messages: "send", "write", ... */
+} upy_req_t;
+
+extern PyTypeObject upy_engine_type;
+extern PyTypeObject upy_conn_type;
+extern PyTypeObject upy_mr_type;
+extern PyTypeObject upy_req_type;
+
+/* errors.c: raise the exception class mapped from status ("what: text"). */
+PyObject *upy_raise(uccl_status_t status, const char *what);
+int upy_errors_init(PyObject *module);
+
+/* engine.c */
+int upy_engine_check(upy_engine_t *e);       /* -1 + ValueError when closed */
+void upy_engine_orphan(upy_engine_t *e, uccl_req_t *req, PyObject *keep);
+void upy_engine_reap(upy_engine_t *e);
+/* Seconds (None = no limit) to milliseconds; -2 = no limit. -1 + error. */
+int upy_timeout_ms(PyObject *timeout, long long *ms);
+/* Wait for req without the GIL, in slices that let signals through.
+ * Returns the request's status or UCCL_ERR_TIMEOUT; -1000 = a Python
+ * exception is set (a signal handler raised). */
+#define UPY_WAIT_INTERRUPTED ((uccl_status_t)-1000)
+uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms);
+
+/* mr.c: a live region of engine e (TypeError / ValueError otherwise). */
+upy_mr_t *upy_mr_arg(PyObject *obj, upy_engine_t *e, int need_writable);
+PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only);
+
+/* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL). */
+PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
+/* The blocking form: wait, free, return the byte count (or raise). */
+PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
+PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds);
+
+/* conn.c */
+PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn);
+int upy_conn_type_init(void); /* joins conn.c and conn_rma.c methods */
+
+#endif /* UCCL_PY_UCCL_H */

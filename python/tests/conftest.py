@@ -1,0 +1,76 @@
+"""Fixtures for the uccl binding tests: two MPI ranks (mpi4py), one engine
+each and a connection between them (uccl.Comm.from_mpi). UCCL_TRANSPORTS
+(set by check-pytest.sh) picks shm or tcp. Every wait has a timeout so a
+failing rank never leaves its peer hanging forever."""
+import pytest
+
+T = 30.0  # seconds for any wait in the tests
+
+
+@pytest.fixture(scope="session")
+def world():
+    from mpi4py import MPI
+    w = MPI.COMM_WORLD
+    if w.Get_size() != 2:
+        pytest.fail("the binding tests run on exactly 2 MPI ranks")
+    return w
+
+
+@pytest.fixture(scope="session")
+def comm(world):
+    import uccl
+    c = uccl.Comm.from_mpi(world, timeout=T)
+    yield c
+    world.Barrier()
+    c.close()
+
+
+class Pair:
+    """This rank's view of the pair: engine, connection to the peer, MPI."""
+
+    def __init__(self, comm, world):
+        self.comm, self.world = comm, world
+        self.engine = comm.engine
+        self.rank = comm.rank
+        self.peer = 1 - comm.rank
+        self.conn = comm.conn(self.peer)
+
+    def swap(self, obj):
+        """Send obj to the peer (MPI), return the peer's."""
+        return self.world.sendrecv(obj, dest=self.peer, source=self.peer)
+
+    def barrier(self):
+        self.world.Barrier()
+
+    def token_send(self):
+        """Tell the peer we are done (its recv progresses its engine meanwhile)."""
+        import numpy as np
+        with self.engine.register(np.ones(1, np.uint8)) as mr:
+            self.conn.send(mr, tag=0xdead).wait(T)
+
+    def token_recv(self):
+        """Progress until the peer's token_send (one-sided ops need that on tcp)."""
+        import numpy as np
+        buf = np.zeros(1, np.uint8)
+        with self.engine.register(buf) as mr:
+            assert self.conn.recv(mr, tag=0xdead).wait(T) == 1
+
+
+@pytest.fixture
+def pair(comm, world):
+    p = Pair(comm, world)
+    world.Barrier()
+    return p
+
+
+def pytest_runtest_logreport(report):
+    """A test that failed on one rank leaves the other waiting on it: print
+    the failure now and abort the job rather than hang until the timeout."""
+    if report.failed:
+        import sys
+        from mpi4py import MPI
+        print("\nFAILED on rank %d: %s (%s)\n%s" % (MPI.COMM_WORLD.Get_rank(), report.nodeid,
+                                                   report.when, report.longreprtext),
+              flush=True)
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

@@ -1,0 +1,248 @@
+"""Error paths: exceptions mapped from uccl_status_t and clear Python errors
+for misuse (wrong types, non-contiguous or read-only memory, released or
+closed objects) — never a crash."""
+import numpy as np
+import pytest
+
+import uccl
+from conftest import T
+
+
+def test_exception_hierarchy():
+    assert issubclass(uccl.TimeoutError, uccl.Error)
+    assert issubclass(uccl.PeerFailedError, uccl.PeerError)
+    assert issubclass(uccl.PeerError, uccl.Error)
+    assert issubclass(uccl.OutOfBoundsError, uccl.Error)
+    assert not issubclass(uccl.OutOfBoundsError, uccl.PeerError)
+    assert uccl.TimeoutError.status == uccl.ERR_TIMEOUT == -7
+    assert uccl.PeerFailedError.status == -100
+    assert uccl.RemoteAccessError.status == -103
+    assert uccl.strerror(uccl.ERR_TIMEOUT) == "timed out"
+    # one class per error status of UCCL_STATUS_MAP
+    for name in ("InvalidParam", "NoMemory", "Unsupported", "NotFound", "Truncated",
+                 "BufferTooSmall", "BadAddress", "BadDesc", "Version", "Stale",
+                 "InvalidHandle", "Busy", "NoDevice", "NoTransport", "Io", "Canceled",
+                 "Transport", "NotRegistered", "Unreachable", "ConnRefused"):
+        assert issubclass(getattr(uccl, name + "Error"), uccl.Error)
+
+
+def test_register_misuse(pair):
+    e = pair.engine
+    with pytest.raises(TypeError, match="cannot register a 'int'"):
+        e.register(5)
+    with pytest.raises(TypeError):
+        e.register("text")
+    with pytest.raises(ValueError, match="non-contiguous"):
+        e.register(np.zeros((8, 8))[:, 1])
+    with pytest.raises(ValueError, match="empty"):
+        e.register(bytearray())
+    with pytest.raises(TypeError):
+        e.register()
+
+
+class CAI:
+    """A stand-in for a CUDA array (host pointer: libuccl detects host)."""
+
+    def __init__(self, arr, strides=None, readonly=False):
+        self.arr = arr
+        self.__cuda_array_interface__ = {
+            "data": (arr.ctypes.data, readonly), "shape": arr.shape,
+            "typestr": arr.dtype.str, "strides": strides, "version": 3}
+
+
+class DLPackOnly:
+    def __init__(self, arr):
+        self.arr = arr
+
+    def __dlpack__(self, stream=None):
+        return self.arr.__dlpack__()
+
+
+def test_register_cuda_array_interface_and_dlpack(pair):
+    e = pair.engine
+    a = np.arange(64, dtype=np.float32)
+    with e.register(CAI(a)) as m:
+        assert m.nbytes == 256 and m.ptr == a.ctypes.data and m.mem_type == "host"
+        assert m.device == -1 and not m.readonly
+    with e.register(CAI(a, readonly=True)) as m:
+        assert m.readonly
+    b = np.zeros((4, 4), np.int64)
+    with pytest.raises(ValueError, match="non-contiguous"):
+        e.register(CAI(b, strides=(8, 32)))
+    with e.register(CAI(b, strides=(32, 8))) as m:  # explicit C strides are fine
+        assert m.nbytes == 128
+    if not hasattr(a, "__dlpack__"):
+        pytest.skip("this numpy has no __dlpack__")
+    with e.register(DLPackOnly(a)) as m:
+        assert m.nbytes == 256 and m.ptr == a.ctypes.data
+    with pytest.raises(ValueError, match="non-contiguous"):
+        e.register(DLPackOnly(np.zeros((8, 8), np.float32)[:, :4]))
+
+
+def test_local_misuse(pair):
+    e, c = pair.engine, pair.conn
+    ro = e.register(b"read only bytes")
+    with pytest.raises(ValueError, match="read-only"):
+        c.recv(ro)
+    with pytest.raises(ValueError, match="read-only"):
+        c.recvv([ro])
+    with pytest.raises(TypeError, match="MemoryRegion"):
+        c.send(bytearray(4))
+    with pytest.raises(uccl.OutOfBoundsError):
+        c.send(ro, offset=100)
+    with pytest.raises(uccl.OutOfBoundsError):
+        c.send(ro, 0, 1000)
+    with pytest.raises(ValueError, match="1 to 64 local pieces"):
+        c.sendv([ro] * (uccl.IOV_MAX + 1))
+    with pytest.raises(ValueError):
+        c.sendv([])
+    ro.release()
+    assert ro.released and ro.obj is None
+    ro.release()  # idempotent
+    with pytest.raises(ValueError, match="released"):
+        c.send(ro)
+    with pytest.raises(ValueError, match="released"):
+        ro.descriptor()
+    with uccl.Engine() as other:
+        foreign = other.register(bytearray(8))
+        with pytest.raises(ValueError, match="another engine"):
+            c.send(foreign)
+    with pytest.raises(ValueError, match="engine is closed"):
+        c.send(foreign)
+    with pytest.raises(ValueError, match="engine is closed"):
+        other.register(bytearray(8))
+    with pytest.raises(ValueError, match="engine is closed"):
+        other.address
+    foreign.release()  # after its engine: nothing to deregister, no crash
+
+
+def test_descriptor_errors(pair):
+    e, c = pair.engine, pair.conn
+    buf = bytearray(64)
+    with e.register(buf) as mr:
+        assert len(mr.descriptor(8, 16)) == 64
+        with pytest.raises(uccl.OutOfBoundsError):
+            mr.descriptor(60, 16)
+        with pytest.raises(uccl.OutOfBoundsError):
+            mr.descriptor(65)
+        with pytest.raises(ValueError, match="64 bytes"):
+            c.write(mr, b"short")
+        with pytest.raises(TypeError, match="64 bytes"):
+            c.write(mr, 12345)
+        with pytest.raises(uccl.BadDescError):
+            c.write(mr, bytes(64))
+        # our own descriptor names this engine, not the peer's
+        with pytest.raises(uccl.StaleError):
+            c.write(mr, mr.descriptor())
+        peer_desc = pair.swap(mr.descriptor(0, 32))
+        with pytest.raises(uccl.OutOfBoundsError):  # past the described 32 bytes
+            c.write(mr, peer_desc, 0, 16, roffset=20)
+        with pytest.raises(uccl.OutOfBoundsError):
+            c.writemsg([mr], [(peer_desc, 0, 64)])
+        with pytest.raises(uccl.InvalidParamError):  # totals differ
+            c.writemsg([(mr, 0, 16)], [(peer_desc, 0, 8)])
+        with pytest.raises(ValueError, match="remote pieces"):
+            c.readmsg([mr], [])
+        with pytest.raises(TypeError):
+            c.writemsg([mr], [(peer_desc, "x")])
+        pair.barrier()
+
+
+def test_timeouts_and_in_flight(pair):
+    e, c = pair.engine, pair.conn
+    with pytest.raises(uccl.TimeoutError):
+        e.accept(timeout=0.05)
+    with pytest.raises(ValueError, match="timeout"):
+        e.accept(timeout=-1)
+    if pair.rank == 1:
+        buf = np.zeros(16, np.uint8)
+        mr = e.register(buf)
+        req = c.recv(mr, tag=123)
+        assert req.test() is False and not req.done
+        with pytest.raises(ValueError, match="in flight"):
+            req.nbytes
+        with pytest.raises(uccl.TimeoutError):
+            req.wait(timeout=0.05)
+        with pytest.raises(uccl.BusyError):  # the request still uses it
+            mr.release()
+        with pytest.raises(uccl.BusyError):
+            mr.__exit__(None, None, None)
+        pair.barrier()  # now the peer sends
+        assert req.wait(T) == 16 and req.nbytes == 16 and req.test() is True
+        assert list(buf) == list(range(16))
+        mr.release()
+    else:
+        pair.barrier()
+        with e.register(np.arange(16, dtype=np.uint8)) as mr:
+            c.send(mr, tag=123, block=True)
+    with pytest.raises(TypeError, match="Request"):
+        uccl.wait_all([1])
+
+
+def test_peer_close_fails_requests(world):
+    """A fresh pair: rank 0 closes its connection while rank 1 waits."""
+    with uccl.Comm.from_mpi(world, timeout=T) as comm:
+        peer = 1 - comm.rank
+        conn = comm.conn(peer)
+        if comm.rank == 1:
+            buf = bytearray(8)
+            with comm.engine.register(buf) as mr:
+                req = conn.recv(mr)
+                world.Barrier()
+                with pytest.raises(uccl.PeerError) as ei:
+                    req.wait(T)
+                assert ei.value.status == uccl.ERR_PEER_FAILED
+        else:
+            with comm.engine.register(bytearray(8)) as mr:
+                req = conn.recv(mr)
+                world.Barrier()
+                conn.close()
+                with pytest.raises(uccl.CanceledError):
+                    req.wait(T)
+                assert conn.closed
+                with pytest.raises(ValueError, match="connection is closed"):
+                    conn.send(mr)
+                with pytest.raises(ValueError, match="connection is closed"):
+                    conn.peer_id
+        world.Barrier()
+
+
+def test_engine_and_connect_errors(pair):
+    with pytest.raises(uccl.InvalidParamError) as ei:
+        uccl.Engine(transports="no-such-transport")
+    assert ei.value.status == uccl.ERR_INVALID_PARAM
+    with pytest.raises((uccl.BadAddressError, uccl.VersionError)):
+        pair.engine.connect(b"not an engine address")
+    with pytest.raises(TypeError):
+        pair.engine.connect(12)
+    with pytest.raises(TypeError):
+        uccl.Engine(gpu="zero")
+
+
+def test_wait_all_timeout_and_gil_released(pair):
+    """rank 1 waits (no limit) in a thread; the main thread keeps running
+    Python meanwhile, which it could not if the wait held the GIL."""
+    import threading
+    e, c = pair.engine, pair.conn
+    if pair.rank == 1:
+        buf = np.zeros(8, np.uint8)
+        with e.register(buf) as mr:
+            req = c.recv(mr, tag=321)
+            with pytest.raises(uccl.TimeoutError):
+                uccl.wait_all([req], timeout=0.02)
+            out = {}
+            t = threading.Thread(target=lambda: out.setdefault("n", req.wait()))
+            t.start()
+            spins = 0
+            while spins < 200000:  # Python bytecode while the thread waits
+                spins += 1
+            assert t.is_alive() and "n" not in out
+            with pytest.raises(uccl.BusyError):  # never destroyed under a waiter
+                e.close()
+            pair.barrier()  # the peer sends now
+            t.join(T)
+            assert out["n"] == 8 and list(buf) == [3] * 8
+    else:
+        pair.barrier()
+        with e.register(np.full(8, 3, np.uint8)) as mr:
+            c.send(mr, tag=321, block=True)

@@ -1,0 +1,209 @@
+"""python -m uccl.bench: the same transfers from Python and from C in one run.
+
+Launches, alternately and --rounds times, ``uccl_perf p2p`` (C, tools/) and
+this module's worker (Python, the binding) on 2 MPI ranks with the same op,
+sizes, window and iteration counts, and prints per size the time per
+operation of each, Python's overhead per operation and the bandwidth ratio
+(medians of the rounds). The worker repeats uccl_perf's pattern: windows of
+W transfers posted then waited together; for send, rank 1 acks each window;
+for write/read, rank 1 idles (progressing while there is work) until a fin.
+
+    python3 -m uccl.bench --perf build/ci/tools/uccl_perf --op write --transport shm
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TAG_DATA, TAG_ACK, TAG_FIN = 1, 2, 3
+
+
+def parse_size(s):
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
+
+
+def auto_iters(size, window):  # as uccl_perf's auto_iters
+    return max(3, min(200, (256 << 20) // max(1, size * window)))
+
+
+def sizes_of(lo, hi):
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= 2
+    return out
+
+
+# ------------------------------------------------------------------ worker
+
+def idle_wait(engine, req):
+    """Rank 1 of write/read: progress while the engine has work, else sleep."""
+    last, pause = time.monotonic(), 0.0
+    while True:
+        events = engine.progress()
+        if req.test():
+            return
+        now = time.monotonic()
+        if events > 0:
+            last, pause = now, 0.0
+        elif now - last > 1e-3:
+            pause = 1e-5 if pause == 0 else min(pause * 2, 1e-3)
+            time.sleep(pause)
+
+
+def window(a, conn, mr, ctl, desc, size, rank):
+    import uccl
+    reqs = []
+    if a.op == "send" and rank == 0:
+        reqs.append(conn.recv(ctl, 0, 0, tag=TAG_ACK))
+    for _ in range(a.window):
+        if a.op == "send":
+            op = conn.send if rank == 0 else conn.recv
+            reqs.append(op(mr, 0, size, tag=TAG_DATA))
+        elif a.op == "write":
+            reqs.append(conn.write(mr, desc, 0, size))
+        else:
+            reqs.append(conn.read(mr, desc, 0, size))
+    uccl.wait_all(reqs)
+    if rank == 1:
+        conn.send(ctl, 0, 0, tag=TAG_ACK, block=True)
+
+
+def phase(a, world, comm, conn, mr, ctl, desc, size, iters):
+    rank = comm.rank
+    world.Barrier()
+    t0 = time.perf_counter()
+    if rank == 1 and a.op != "send":
+        idle_wait(comm.engine, conn.recv(ctl, 0, 0, tag=TAG_FIN))
+        return 0.0
+    for _ in range(iters):
+        window(a, conn, mr, ctl, desc, size, rank)
+    t = time.perf_counter() - t0
+    if rank == 0 and a.op != "send":
+        conn.send(ctl, 0, 0, tag=TAG_FIN, block=True)
+    return t
+
+
+def worker(a):
+    import numpy as np
+    from mpi4py import MPI
+    import uccl
+    world = MPI.COMM_WORLD
+    comm = uccl.Comm.from_mpi(world, transports=a.transport)
+    conn = comm.conn(1 - comm.rank)
+    sizes = sizes_of(a.min, a.max)
+    source = 1 if a.op == "read" else 0
+    buf = np.full(a.max, 0x5A if comm.rank == source else 0, np.uint8)
+    mr = comm.engine.register(buf)
+    ctl = comm.engine.register(np.zeros(1, np.uint8))
+    desc = world.bcast(mr.descriptor() if comm.rank == 1 else None, root=1)
+    rows = []
+    for size in sizes:
+        iters = a.iters or auto_iters(size, a.window)
+        phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
+        t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
+        ops = iters * a.window
+        rows.append({"size": size, "us": t / ops * 1e6, "gbps": size * ops / t / 1e9 if t else 0})
+    if comm.rank != source and not (buf == 0x5A).all():  # the destination checks
+        raise SystemExit("uccl.bench: data check failed")
+    if comm.rank == 0:
+        with open(a.json, "w") as f:
+            json.dump({"transport": conn.transport, "rows": rows}, f)
+    world.Barrier()
+    mr.release()
+    ctl.release()
+    comm.close()
+
+
+# ------------------------------------------------------------------ driver
+
+def mpirun_cmd(a):
+    cmd = shlex.split(a.mpirun) + ["-np", "2"]
+    if os.geteuid() == 0 and "--allow-run-as-root" not in cmd:
+        cmd.append("--allow-run-as-root")
+    return cmd
+
+
+def run_c(a, out):
+    cmd = mpirun_cmd(a) + [a.perf, "p2p", "--op", a.op, "--min", str(a.min), "--max",
+                           str(a.max), "--window", str(a.window), "--warmup", str(a.warmup),
+                           "--no-ref", "--json", out]
+    if a.transport:
+        cmd += ["--transport", a.transport]
+    if a.iters:
+        cmd += ["--iters", str(a.iters)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        d = json.load(f)
+    return d["transport"], {r["size"]: r["uccl_us"] for r in d["rows"]}
+
+
+def run_py(a, out):
+    cmd = mpirun_cmd(a) + [sys.executable, "-m", "uccl.bench", "--worker", "--op", a.op,
+                           "--min", str(a.min), "--max", str(a.max), "--window", str(a.window),
+                           "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out]
+    if a.transport:
+        cmd += ["--transport", a.transport]
+    subprocess.run(cmd, check=True)
+    with open(out) as f:
+        d = json.load(f)
+    return d["transport"], {r["size"]: r["us"] for r in d["rows"]}
+
+
+def driver(a):
+    c_us, py_us, tp = {}, {}, None
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(a.rounds):
+            tp, c = run_c(a, os.path.join(tmp, "c.json"))
+            _, p = run_py(a, os.path.join(tmp, "py.json"))
+            for s in c:
+                c_us.setdefault(s, []).append(c[s])
+                py_us.setdefault(s, []).append(p[s])
+    print("# uccl.bench: %s over %s, window %d, median of %d alternating rounds "
+          "(C: %s, Python: the uccl binding)" % (a.op, tp, a.window, a.rounds, a.perf))
+    print("%10s %12s %12s %14s %10s %10s %8s" % ("size", "C us/op", "Py us/op",
+                                                 "overhead us", "C GB/s", "Py GB/s", "Py/C"))
+    rows = []
+    for s in sorted(c_us):
+        c, p = statistics.median(c_us[s]), statistics.median(py_us[s])
+        rows.append({"size": s, "c_us": c, "py_us": p, "overhead_us": p - c,
+                     "c_gbps": s / c / 1e3, "py_gbps": s / p / 1e3, "ratio": c / p})
+        r = rows[-1]
+        print("%10d %12.3f %12.3f %14.3f %10.3f %10.3f %8.3f" % (
+            s, c, p, p - c, r["c_gbps"], r["py_gbps"], r["ratio"]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
+                       "reference": "uccl_perf (C) in the same run", "rows": rows}, f, indent=1)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m uccl.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--op", choices=("send", "write", "read"), default="send")
+    p.add_argument("--transport", default=None, help="e.g. shm or tcp")
+    p.add_argument("--min", type=parse_size, default=4096)
+    p.add_argument("--max", type=parse_size, default=4 << 20)
+    p.add_argument("--window", type=int, default=16)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--iters", type=int, default=0, help="windows per size (0: as uccl_perf)")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--perf", default=os.environ.get("UCCL_PERF", "uccl_perf"),
+                   help="the uccl_perf binary (default $UCCL_PERF or PATH)")
+    p.add_argument("--mpirun", default=os.environ.get("UCCL_MPIRUN", "mpirun --oversubscribe"))
+    p.add_argument("--json", default=None)
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        worker(a)
+    else:
+        driver(a)
+
+
+if __name__ == "__main__":
+    main()
