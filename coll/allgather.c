@@ -76,7 +76,7 @@ static uccl_status_t build_ring(coll_sched_t *s, const coll_args_t *a)
             off = rdispl(a, sb);
             len = rcount(a, sb);
         }
-        if ((st = coll_sched_phase(s)) != UCCL_OK ||
+        if ((st = uccl_coll_sched_phase(s)) != UCCL_OK ||
             (st = coll_send(s, right, buf, off, len)) != UCCL_OK ||
             (st = coll_recv(s, left, COLL_BUF_RECV, rdispl(a, rb), rcount(a, rb))) != UCCL_OK)
             return st;
@@ -93,12 +93,12 @@ static uccl_status_t hier_leaders(coll_sched_t *s, const coll_args_t *a)
     uccl_status_t st = UCCL_OK;
 
     for (int l = 0; l < n && st == UCCL_OK; l++) {
-        if (l == r || coll_host_leader(cs, l, -1) != l)
+        if (l == r || uccl_coll_host_leader(cs, l, -1) != l)
             continue;
         for (int q = 0; q < n && st == UCCL_OK; q++) {
-            if (coll_host_leader(cs, q, -1) == r)
+            if (uccl_coll_host_leader(cs, q, -1) == r)
                 st = coll_send(s, l, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
-            else if (coll_host_leader(cs, q, -1) == l)
+            else if (uccl_coll_host_leader(cs, q, -1) == l)
                 st = coll_recv(s, l, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
         }
     }
@@ -108,7 +108,7 @@ static uccl_status_t hier_leaders(coll_sched_t *s, const coll_args_t *a)
 static uccl_status_t build_hier(coll_sched_t *s, const coll_args_t *a)
 {
     const coll_state_t *cs = s->cs;
-    int n = cs->size, r = cs->rank, lead = coll_host_leader(cs, r, -1), buf;
+    int n = cs->size, r = cs->rank, lead = uccl_coll_host_leader(cs, r, -1), buf;
     size_t off, len;
     uccl_status_t st = UCCL_OK;
 
@@ -118,14 +118,14 @@ static uccl_status_t build_hier(coll_sched_t *s, const coll_args_t *a)
     if (st == UCCL_OK && lead != r)
         st = coll_send(s, lead, buf, off, len);
     for (int q = 0; q < n && st == UCCL_OK && lead == r; q++)
-        if (q != r && coll_host_leader(cs, q, -1) == r)
+        if (q != r && uccl_coll_host_leader(cs, q, -1) == r)
             st = coll_recv(s, q, COLL_BUF_RECV, rdispl(a, q), rcount(a, q));
-    if (st == UCCL_OK && (st = coll_sched_phase(s)) == UCCL_OK && lead == r)
+    if (st == UCCL_OK && (st = uccl_coll_sched_phase(s)) == UCCL_OK && lead == r)
         st = hier_leaders(s, a);
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     for (int q = 0; q < n && st == UCCL_OK; q++) { /* leader -> its host, block by block */
-        if (lead == r && q != r && coll_host_leader(cs, q, -1) == r) {
+        if (lead == r && q != r && uccl_coll_host_leader(cs, q, -1) == r) {
             for (int b = 0; b < n && st == UCCL_OK; b++)
                 if (b != q)
                     st = coll_send(s, q, COLL_BUF_RECV, rdispl(a, b), rcount(a, b));
@@ -136,7 +136,7 @@ static uccl_status_t build_hier(coll_sched_t *s, const coll_args_t *a)
     return st;
 }
 
-uccl_status_t coll_build_allgather(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build_allgather(coll_sched_t *s, const coll_args_t *a)
 {
     s->addr[COLL_BUF_SEND] = (char *)a->sendbuf;
     s->len[COLL_BUF_SEND] = a->in_place ? 0 : a->count;

@@ -58,7 +58,7 @@ static uccl_status_t build_pairs(coll_sched_t *s, const coll_args_t *a, int sbuf
     }
     for (int k = 1; k < n; k++) {
         int to = (r + k) % n, from = (r - k + n) % n;
-        if (algo == UCCL_COLL_ALGO_PAIRWISE && (st = coll_sched_phase(s)) != UCCL_OK)
+        if (algo == UCCL_COLL_ALGO_PAIRWISE && (st = uccl_coll_sched_phase(s)) != UCCL_OK)
             return st;
         if (algo == UCCL_COLL_ALGO_DIRECT) {
             st = coll_waitput(s, from, COLL_BUF_RECV, rdispl(a, from), rcount(a, from));
@@ -83,25 +83,25 @@ static uccl_status_t build_bruck(coll_sched_t *s, const coll_args_t *a, int sbuf
     int n = s->cs->size, r = s->cs->rank;
     size_t c = a->count, half = (size_t)(n + 1) / 2 * c, spack = (size_t)n * c,
            rpack = spack + half;
-    uccl_status_t st = coll_sched_phase(s);
+    uccl_status_t st = uccl_coll_sched_phase(s);
 
     s->len[COLL_BUF_TMP] = spack + 2 * half;
     for (int i = 0; i < n && st == UCCL_OK; i++)
         st = coll_copy(s, COLL_BUF_TMP, (size_t)i * c, sbuf, (size_t)((r + i) % n) * c, c);
     for (int k = 1; k < n && st == UCCL_OK; k <<= 1) {
         size_t packed = 0;
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
         for (int i = 1; i < n && st == UCCL_OK; i++)
             if (i & k) {
                 st = coll_copy(s, COLL_BUF_TMP, spack + packed, COLL_BUF_TMP, (size_t)i * c, c);
                 packed += c;
             }
-        if (st == UCCL_OK && (st = coll_sched_phase(s)) == UCCL_OK)
+        if (st == UCCL_OK && (st = uccl_coll_sched_phase(s)) == UCCL_OK)
             st = coll_send(s, (r + k) % n, COLL_BUF_TMP, spack, packed);
         if (st == UCCL_OK)
             st = coll_recv(s, (r - k + n) % n, COLL_BUF_TMP, rpack, packed);
         if (st == UCCL_OK)
-            st = coll_sched_phase(s);
+            st = uccl_coll_sched_phase(s);
         packed = 0;
         for (int i = 1; i < n && st == UCCL_OK; i++)
             if (i & k) {
@@ -110,14 +110,14 @@ static uccl_status_t build_bruck(coll_sched_t *s, const coll_args_t *a, int sbuf
             }
     }
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     for (int i = 0; i < n && st == UCCL_OK; i++)
         st = coll_copy(s, COLL_BUF_RECV, (size_t)((r - i + n) % n) * c, COLL_BUF_TMP,
                        (size_t)i * c, c);
     return st;
 }
 
-uccl_status_t coll_build_alltoall(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build_alltoall(coll_sched_t *s, const coll_args_t *a)
 {
     int n = s->cs->size, sbuf = COLL_BUF_SEND;
     size_t rext = extent(a, n, false);
@@ -134,7 +134,7 @@ uccl_status_t coll_build_alltoall(coll_sched_t *s, const coll_args_t *a)
         s->len[COLL_BUF_TMP] = rext;
         sbuf = COLL_BUF_TMP;
         if ((st = coll_copy(s, COLL_BUF_TMP, 0, COLL_BUF_RECV, 0, rext)) != UCCL_OK ||
-            (st = coll_sched_phase(s)) != UCCL_OK)
+            (st = uccl_coll_sched_phase(s)) != UCCL_OK)
             return st;
     }
     return build_pairs(s, a, sbuf, a->algo);

@@ -22,7 +22,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, size_t count, int root)
         }
     }
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     for (mask >>= 1; mask > 0 && st == UCCL_OK; mask >>= 1)
         if (vr + mask < n)
             st = coll_send(s, real(vr + mask, root, n), COLL_BUF_RECV, 0, count);
@@ -54,7 +54,7 @@ static uccl_status_t build_scatter_allgather(coll_sched_t *s, size_t count, int 
     }
     for (int k = 0; k < n - 1 && st == UCCL_OK; k++) {
         int right = (vr + 1) % n;
-        if ((st = coll_sched_phase(s)) != UCCL_OK)
+        if ((st = uccl_coll_sched_phase(s)) != UCCL_OK)
             break;
         chunk(count, n, (vr - k + n) % n, &off, &len);
         if (right != 0)
@@ -87,25 +87,25 @@ static uccl_status_t build_flat(coll_sched_t *s, size_t count, int root, bool di
 static uccl_status_t build_hier(coll_sched_t *s, size_t count, int root)
 {
     const coll_state_t *cs = s->cs;
-    int n = cs->size, r = cs->rank, lead = coll_host_leader(cs, r, root);
+    int n = cs->size, r = cs->rank, lead = uccl_coll_host_leader(cs, r, root);
     uccl_status_t st = UCCL_OK;
 
     for (int l = 0; l < n && st == UCCL_OK && r == root; l++)
-        if (l != r && coll_host_leader(cs, l, root) == l)
+        if (l != r && uccl_coll_host_leader(cs, l, root) == l)
             st = coll_send(s, l, COLL_BUF_RECV, 0, count);
     if (lead == r && r != root)
         st = coll_recv(s, root, COLL_BUF_RECV, 0, count);
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     for (int q = 0; q < n && st == UCCL_OK && lead == r; q++)
-        if (q != r && coll_host_leader(cs, q, root) == r)
+        if (q != r && uccl_coll_host_leader(cs, q, root) == r)
             st = coll_send(s, q, COLL_BUF_RECV, 0, count);
     if (st == UCCL_OK && lead != r)
         st = coll_recv(s, lead, COLL_BUF_RECV, 0, count);
     return st;
 }
 
-uccl_status_t coll_build_bcast(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build_bcast(coll_sched_t *s, const coll_args_t *a)
 {
     s->addr[COLL_BUF_RECV] = a->recvbuf;
     s->len[COLL_BUF_RECV] = a->count;

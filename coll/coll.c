@@ -141,10 +141,10 @@ static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, 
     if ((unsigned)algo >= UCCL_COLL_ALGO_COUNT)
         return UCCL_ERR_INVALID_PARAM;
     if (algo == UCCL_COLL_ALGO_AUTO) {
-        algo = coll_algo_forced();
-        if (!coll_algo_supports(a->op, algo))
-            algo = coll_select(cs, a->op, a->count);
-    } else if (!coll_algo_supports(a->op, algo)) {
+        algo = uccl_coll_algo_forced();
+        if (!uccl_coll_algo_supports(a->op, algo))
+            algo = uccl_coll_select(cs, a->op, a->count);
+    } else if (!uccl_coll_algo_supports(a->op, algo)) {
         coll_error("algorithm %s does not implement %s", uccl_coll_algo_name(algo),
                    uccl_coll_op_name(a->op));
         return UCCL_ERR_INVALID_PARAM;
@@ -153,7 +153,7 @@ static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, 
     return UCCL_OK;
 }
 
-uccl_status_t coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
+uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
 {
     uccl_status_t st;
     bool vec;
@@ -177,13 +177,13 @@ uccl_status_t coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll
         return UCCL_ERR_INVALID_PARAM;
     vec = a->op == UCCL_COLL_ALLGATHERV || a->op == UCCL_COLL_ALLTOALLV;
     if (vec && (st = check_vectors(cs, in, a)) != UCCL_OK) {
-        coll_args_free(a);
+        uccl_coll_args_free(a);
         return st;
     }
     return UCCL_OK;
 }
 
-void coll_args_free(coll_args_t *a)
+void uccl_coll_args_free(coll_args_t *a)
 {
     free(a->sendcounts);
     free(a->sdispls);
@@ -194,19 +194,19 @@ void coll_args_free(coll_args_t *a)
 
 /* ------------------------------------------------------------------ schedules */
 
-uccl_status_t coll_build(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build(coll_sched_t *s, const coll_args_t *a)
 {
     uccl_status_t st;
 
     switch (a->op) {
-    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: st = coll_build_allgather(s, a); break;
-    case UCCL_COLL_ALLTOALL: case UCCL_COLL_ALLTOALLV: st = coll_build_alltoall(s, a); break;
-    case UCCL_COLL_BCAST: st = coll_build_bcast(s, a); break;
-    case UCCL_COLL_GATHER: st = coll_build_gather(s, a); break;
-    default: st = coll_build_scatter(s, a); break;
+    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: st = uccl_coll_build_allgather(s, a); break;
+    case UCCL_COLL_ALLTOALL: case UCCL_COLL_ALLTOALLV: st = uccl_coll_build_alltoall(s, a); break;
+    case UCCL_COLL_BCAST: st = uccl_coll_build_bcast(s, a); break;
+    case UCCL_COLL_GATHER: st = uccl_coll_build_gather(s, a); break;
+    default: st = uccl_coll_build_scatter(s, a); break;
     }
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     return st;
 }
 
@@ -222,9 +222,9 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sche
     s->tmp_scratch = -1;
     for (int b = 0; b < COLL_BUF_COUNT; b++)
         s->slot[b] = -1;
-    st = coll_build(s, a);
+    st = uccl_coll_build(s, a);
     if (st != UCCL_OK) {
-        coll_sched_free(s);
+        uccl_coll_sched_free(s);
         return st;
     }
     *out = s;
@@ -238,18 +238,18 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
     coll_state_t *cs;
     coll_args_t a;
     coll_sched_t *s;
-    uccl_status_t st = coll_state_get(comm, &cs);
+    uccl_status_t st = uccl_coll_state_get(comm, &cs);
 
-    if (st != UCCL_OK || (st = coll_args_check(cs, args, &a)) != UCCL_OK)
+    if (st != UCCL_OK || (st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
         return st;
     st = sched_new(cs, &a, &s);
-    coll_args_free(&a);
+    uccl_coll_args_free(&a);
     if (st != UCCL_OK)
         return st;
     pthread_mutex_lock(&cs->lock);
-    if ((st = coll_sched_start(s)) != UCCL_OK) {
+    if ((st = uccl_coll_sched_start(s)) != UCCL_OK) {
         pthread_mutex_unlock(&cs->lock);
-        coll_sched_free(s);
+        uccl_coll_sched_free(s);
         return st;
     }
     *out = s; /* locked: the caller posts or runs it, then unlocks */
@@ -268,9 +268,9 @@ uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uc
         return st;
     cs = s->cs;
     s->free_when_done = true;
-    st = coll_sched_post(s, req);
+    st = uccl_coll_sched_post(s, req);
     if (st != UCCL_OK) /* aborted, never reached a callback */
-        coll_sched_free(s);
+        uccl_coll_sched_free(s);
     pthread_mutex_unlock(&cs->lock);
     return st;
 }
@@ -283,8 +283,8 @@ uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
     if (st != UCCL_OK)
         return st;
     pthread_mutex_unlock(&s->cs->lock);
-    st = coll_sched_run(s);
-    coll_sched_free(s);
+    st = uccl_coll_sched_run(s);
+    uccl_coll_sched_free(s);
     return st;
 }
 
@@ -295,7 +295,7 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
 {
     uccl_coll_plan_t *p;
     coll_state_t *cs;
-    uccl_status_t st = coll_state_get(comm, &cs);
+    uccl_status_t st = uccl_coll_state_get(comm, &cs);
 
     if (st != UCCL_OK)
         return st;
@@ -305,7 +305,7 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
     p->cs = cs;
-    if ((st = coll_args_check(cs, args, &p->args)) != UCCL_OK)
+    if ((st = uccl_coll_args_check(cs, args, &p->args)) != UCCL_OK)
         goto err_plan;
     if ((st = sched_new(cs, &p->args, &p->sched)) != UCCL_OK)
         goto err_args;
@@ -314,7 +314,7 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
     return UCCL_OK;
 
 err_args:
-    coll_args_free(&p->args);
+    uccl_coll_args_free(&p->args);
 err_plan:
     free(p);
     return st;
@@ -329,8 +329,8 @@ uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req)
     pthread_mutex_lock(&plan->cs->lock);
     if (plan->sched->status == UCCL_INPROGRESS)
         st = UCCL_ERR_BUSY;
-    else if ((st = coll_sched_start(plan->sched)) == UCCL_OK)
-        st = coll_sched_post(plan->sched, req);
+    else if ((st = uccl_coll_sched_start(plan->sched)) == UCCL_OK)
+        st = uccl_coll_sched_post(plan->sched, req);
     pthread_mutex_unlock(&plan->cs->lock);
     return st;
 }
@@ -349,12 +349,12 @@ uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
     }
     if (s->pinned) {
         for (int b = 0; b < COLL_BUF_COUNT; b++)
-            coll_buf_unpin(plan->cs, s->slot[b]);
-        coll_scratch_put(plan->cs, s->tmp_scratch);
+            uccl_coll_buf_unpin(plan->cs, s->slot[b]);
+        uccl_coll_scratch_put(plan->cs, s->tmp_scratch);
     }
     pthread_mutex_unlock(&plan->cs->lock);
-    coll_sched_free(s);
-    coll_args_free(&plan->args);
+    uccl_coll_sched_free(s);
+    uccl_coll_args_free(&plan->args);
     free(plan);
     return UCCL_OK;
 }

@@ -13,13 +13,13 @@
 /* ------------------------------------------------------------------ log */
 
 /* UCCL_LOG_LEVEL is read once here: coll/ cannot see the config table. */
-int coll_log_enabled(int level); /* 0 error, 1 warn, 2 info, 3 debug */
-void coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
+int uccl_coll_log_enabled(int level); /* 0 error, 1 warn, 2 info, 3 debug */
+void uccl_coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 #define coll_log(level, ...)                                         \
     do {                                                             \
-        if (coll_log_enabled(level))                                 \
-            coll_log_emit((level), __FILE__, __LINE__, __VA_ARGS__); \
+        if (uccl_coll_log_enabled(level))                                 \
+            uccl_coll_log_emit((level), __FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 #define coll_error(...) coll_log(0, __VA_ARGS__)
 #define coll_debug(...) coll_log(3, __VA_ARGS__)
@@ -62,7 +62,7 @@ typedef struct coll_buf_entry {
 } coll_buf_entry_t;
 
 /* A descriptor a peer sent for one of its slots, and which registration. */
-typedef struct coll_peer_desc {
+typedef struct uccl_coll_peer_desc {
     uccl_rdesc_t desc;
     uint32_t gen; /* 0 = none */
 } coll_peer_desc_t;
@@ -102,30 +102,30 @@ typedef struct coll_state {
 } coll_state_t;
 
 /* The comm's collective state, created on first use (comm.c keeps it). */
-uccl_status_t coll_state_create(uccl_comm_t *comm, coll_state_t **cs);
-uccl_status_t coll_state_get(uccl_comm_t *comm, coll_state_t **cs);
-void coll_state_destroy(coll_state_t *cs);
+uccl_status_t uccl_coll_state_create(uccl_comm_t *comm, coll_state_t **cs);
+uccl_status_t uccl_coll_state_get(uccl_comm_t *comm, coll_state_t **cs);
+void uccl_coll_state_destroy(coll_state_t *cs);
 
 /* Find or register [addr, addr+len) (len > 0); pins the entry. */
-uccl_status_t coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
-void coll_buf_unpin(coll_state_t *cs, int slot);
+uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
+void uccl_coll_buf_unpin(coll_state_t *cs, int slot);
 /* Packs the entry's descriptor once. */
-uccl_status_t coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc);
+uccl_status_t uccl_coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc);
 
-uccl_status_t coll_scratch_get(coll_state_t *cs, size_t len, int *idx);
-void coll_scratch_put(coll_state_t *cs, int idx);
+uccl_status_t uccl_coll_scratch_get(coll_state_t *cs, size_t len, int *idx);
+void uccl_coll_scratch_put(coll_state_t *cs, int idx);
 
 /* Store / look up a descriptor peer sent for registration gen of its slot
  * (NULL until the token carrying it has been read: tokens of concurrent
  * collectives may be read out of order). */
-uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
+uccl_status_t uccl_coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
                                  const uccl_rdesc_t *d);
-const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen);
+const uccl_rdesc_t *uccl_coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen);
 
 /* Take notification (seq, step, any code) from peer if it arrived: returns
  * UCCL_OK with *code set, UCCL_INPROGRESS when not yet, or the
  * connection's error. Other notifications are kept for their takers. */
-uccl_status_t coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, unsigned step,
+uccl_status_t uccl_coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, unsigned step,
                               unsigned *code);
 
 /* ------------------------------------------------------------------ schedules */
@@ -183,20 +183,20 @@ typedef struct coll_sched {
 
 /* Building (algorithm files). */
 /* Add op to the open phase. */
-uccl_status_t coll_sched_op(coll_sched_t *s, coll_op_t op);
-uccl_status_t coll_sched_phase(coll_sched_t *s); /* close the current phase */
-void coll_sched_free(coll_sched_t *s);
+uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op);
+uccl_status_t uccl_coll_sched_phase(coll_sched_t *s); /* close the current phase */
+void uccl_coll_sched_free(coll_sched_t *s);
 
 static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf,
                                       size_t off, size_t len)
 {
-    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_SEND, .buf = (uint8_t)buf,
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_SEND, .buf = (uint8_t)buf,
                                         .peer = peer, .off = off, .len = len});
 }
 static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf,
                                       size_t off, size_t len)
 {
-    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_RECV, .buf = (uint8_t)buf,
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_RECV, .buf = (uint8_t)buf,
                                         .peer = peer, .off = off, .len = len});
 }
 static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, int sbuf,
@@ -204,35 +204,35 @@ static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, in
 {
     if (len == 0 || (dbuf == sbuf && doff == soff))
         return UCCL_OK;
-    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_COPY, .buf = (uint8_t)dbuf,
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_COPY, .buf = (uint8_t)dbuf,
                                         .buf2 = (uint8_t)sbuf, .off = doff, .off2 = soff,
                                         .len = len});
 }
 static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf,
                                      size_t off, size_t len)
 {
-    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_PUT, .buf = (uint8_t)buf,
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_PUT, .buf = (uint8_t)buf,
                                         .peer = peer, .off = off, .len = len});
 }
 static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
                                          size_t off, size_t len)
 {
-    return coll_sched_op(s, (coll_op_t){.kind = COLL_OP_WAITPUT, .buf = (uint8_t)buf,
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_WAITPUT, .buf = (uint8_t)buf,
                                         .peer = peer, .off = off, .len = len});
 }
 
 /* Running. start registers the buffers and takes a sequence number;
  * advance moves the schedule on (never progresses the engine itself) and
  * returns its status (INPROGRESS while running); abort fails it. */
-uccl_status_t coll_sched_start(coll_sched_t *s);
-uccl_status_t coll_sched_advance(coll_sched_t *s);
-void coll_sched_abort(coll_sched_t *s, uccl_status_t st);
+uccl_status_t uccl_coll_sched_start(coll_sched_t *s);
+uccl_status_t uccl_coll_sched_advance(coll_sched_t *s);
+void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st);
 /* Blocking: advance and progress until done; a stretch of UCCL_TIMEOUT_MS
  * without any op completing ends it with UCCL_ERR_TIMEOUT. */
-uccl_status_t coll_sched_run(coll_sched_t *s);
+uccl_status_t uccl_coll_sched_run(coll_sched_t *s);
 /* Non-blocking: a generalized request that advances s from progress. On
  * failure s is aborted and stays the caller's to free. */
-uccl_status_t coll_sched_post(coll_sched_t *s, uccl_req_t **req);
+uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req);
 
 /* ------------------------------------------------------------------ collectives */
 
@@ -248,27 +248,27 @@ typedef struct coll_args {
     bool in_place;
 } coll_args_t;
 
-uccl_status_t coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
-void coll_args_free(coll_args_t *a);
+uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
+void uccl_coll_args_free(coll_args_t *a);
 
 /* Extents the schedule registers; then the builder for a.op/a.algo. */
-uccl_status_t coll_build(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build(coll_sched_t *s, const coll_args_t *a);
 
-uccl_status_t coll_build_allgather(coll_sched_t *s, const coll_args_t *a);
-uccl_status_t coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
-uccl_status_t coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
-uccl_status_t coll_build_gather(coll_sched_t *s, const coll_args_t *a);
-uccl_status_t coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build_allgather(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a);
+uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
 
 /* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
-bool coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
-uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
-uccl_coll_algo_t coll_algo_forced(void);
+bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
+uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
+uccl_coll_algo_t uccl_coll_algo_forced(void);
 /* The rank that speaks for r's host in hierarchical algorithms: root when
  * it shares r's host (root >= 0), else the lowest rank there. */
-int coll_host_leader(const coll_state_t *cs, int r, int root);
+int uccl_coll_host_leader(const coll_state_t *cs, int r, int root);
 
 /* Deadline of the blocking waits (UCCL_TIMEOUT_MS, read once). */
-int coll_timeout_ms(void);
+int uccl_coll_timeout_ms(void);
 
 #endif

@@ -112,7 +112,7 @@ uccl_status_t uccl_comm_destroy(uccl_comm_t *comm)
 
     if (comm == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    coll_state_destroy(comm->coll);
+    uccl_coll_state_destroy(comm->coll);
     for (int r = 0; r < comm->size; r++) {
         if (comm->conns[r] == NULL)
             continue;
@@ -158,12 +158,12 @@ int uccl_comm_same_host(const uccl_comm_t *comm, int r)
     return comm->host_id[r] == comm->host_id[comm->rank];
 }
 
-uccl_status_t coll_state_get(uccl_comm_t *comm, coll_state_t **cs)
+uccl_status_t uccl_coll_state_get(uccl_comm_t *comm, coll_state_t **cs)
 {
     if (comm == NULL)
         return UCCL_ERR_INVALID_PARAM;
     if (comm->coll == NULL) {
-        uccl_status_t st = coll_state_create(comm, &comm->coll);
+        uccl_status_t st = uccl_coll_state_create(comm, &comm->coll);
         if (st != UCCL_OK)
             return st;
     }

@@ -40,7 +40,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
                      : coll_copy(s, COLL_BUF_TMP, 0, COLL_BUF_SEND, 0, c);
     for (mask = 1; mask < n && st == UCCL_OK; mask <<= 1) {
         size_t have = (size_t)mask < (size_t)(n - vr) ? (size_t)mask : (size_t)(n - vr);
-        if ((st = coll_sched_phase(s)) != UCCL_OK)
+        if ((st = uccl_coll_sched_phase(s)) != UCCL_OK)
             break;
         if (vr & mask) {
             st = coll_send(s, real(vr - mask, root, n), COLL_BUF_TMP, 0, have * c);
@@ -55,7 +55,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     }
     if (vr != 0 || st != UCCL_OK)
         return st;
-    if ((st = coll_sched_phase(s)) != UCCL_OK)
+    if ((st = uccl_coll_sched_phase(s)) != UCCL_OK)
         return st;
     for (int i = 0; i < n && st == UCCL_OK; i++)
         st = coll_copy(s, COLL_BUF_RECV, (size_t)real(i, root, n) * c, COLL_BUF_TMP,
@@ -63,7 +63,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     return st;
 }
 
-uccl_status_t coll_build_gather(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a)
 {
     bool root = s->cs->rank == a->root;
 

@@ -48,7 +48,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     if (vr != 0)
         st = coll_recv(s, real(vr - mask, root, n), COLL_BUF_TMP, 0, sub * c);
     if (st == UCCL_OK)
-        st = coll_sched_phase(s);
+        st = uccl_coll_sched_phase(s);
     for (int m = mask >> 1; m > 0 && st == UCCL_OK; m >>= 1) {
         if (vr + m < n) {
             size_t give = (size_t)(n - vr - m) < (size_t)m ? (size_t)(n - vr - m) : (size_t)m;
@@ -60,7 +60,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     return st;
 }
 
-uccl_status_t coll_build_scatter(coll_sched_t *s, const coll_args_t *a)
+uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a)
 {
     bool root = s->cs->rank == a->root;
 

@@ -1,6 +1,6 @@
 /* Schedules: phases of operations (two-sided send/recv, local copies,
  * DIRECT one-sided puts) run in order, the ops of one phase all in flight.
- * The same state machine runs blocking (coll_sched_run) and non-blocking
+ * The same state machine runs blocking (uccl_coll_sched_run) and non-blocking
  * (advanced from a generalized request's progress callback). */
 #include <sched.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ static uint64_t now_ms(void)
 
 /* ------------------------------------------------------------------ building */
 
-uccl_status_t coll_sched_op(coll_sched_t *s, coll_op_t op)
+uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op)
 {
     if (s->nops == s->capops) {
         int cap = s->capops ? 2 * s->capops : 16;
@@ -53,7 +53,7 @@ uccl_status_t coll_sched_op(coll_sched_t *s, coll_op_t op)
     return UCCL_OK;
 }
 
-uccl_status_t coll_sched_phase(coll_sched_t *s)
+uccl_status_t uccl_coll_sched_phase(coll_sched_t *s)
 {
     int start = s->nphases ? s->phase_end[s->nphases - 1] : 0;
 
@@ -71,7 +71,7 @@ uccl_status_t coll_sched_phase(coll_sched_t *s)
     return UCCL_OK;
 }
 
-void coll_sched_free(coll_sched_t *s)
+void uccl_coll_sched_free(coll_sched_t *s)
 {
     if (s == NULL)
         return;
@@ -111,12 +111,12 @@ static uccl_status_t sched_pin(coll_sched_t *s)
     for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
         if (s->len[b] == 0)
             continue;
-        st = coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
+        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
         if (st != UCCL_OK)
             goto err;
     }
     if (s->len[COLL_BUF_TMP] > 0) {
-        st = coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
+        st = uccl_coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
         if (st != UCCL_OK)
             goto err;
         s->addr[COLL_BUF_TMP] = s->cs->scratch[s->tmp_scratch].addr;
@@ -125,7 +125,7 @@ static uccl_status_t sched_pin(coll_sched_t *s)
     return UCCL_OK;
 err:
     for (int b = 0; b < COLL_BUF_COUNT; b++)
-        coll_buf_unpin(s->cs, s->slot[b]);
+        uccl_coll_buf_unpin(s->cs, s->slot[b]);
     return st;
 }
 
@@ -134,8 +134,8 @@ static void sched_unpin(coll_sched_t *s)
     if (!s->pinned)
         return;
     for (int b = 0; b < COLL_BUF_COUNT; b++)
-        coll_buf_unpin(s->cs, s->slot[b]);
-    coll_scratch_put(s->cs, s->tmp_scratch);
+        uccl_coll_buf_unpin(s->cs, s->slot[b]);
+    uccl_coll_scratch_put(s->cs, s->tmp_scratch);
     s->pinned = false;
 }
 
@@ -162,7 +162,7 @@ static void op_release(coll_sched_t *s, coll_op_t *op)
     if (op->req2 != NULL)
         uccl_req_free(op->req2);
     op->req = op->req2 = NULL;
-    coll_scratch_put(s->cs, op->scratch);
+    uccl_coll_scratch_put(s->cs, op->scratch);
     op->scratch = -1;
 }
 
@@ -179,7 +179,7 @@ static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int 
         s->cs->stats.desc_reused++;
         return UCCL_OK;
     }
-    if ((st = coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
+    if ((st = uccl_coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
         return st;
     t->desc_slot[t->ndesc] = (uint32_t)slot;
     t->desc_gen[t->ndesc] = e->gen;
@@ -192,7 +192,7 @@ static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int 
 static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
 {
     coll_token_t *t;
-    uccl_status_t st = coll_scratch_get(s->cs, sizeof(*t), &op->scratch);
+    uccl_status_t st = uccl_coll_scratch_get(s->cs, sizeof(*t), &op->scratch);
 
     if (st != UCCL_OK)
         return st;
@@ -230,17 +230,17 @@ static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn
     if (t->ndesc > 2)
         return UCCL_ERR_BAD_DESC;
     for (uint32_t i = 0; i < t->ndesc; i++)
-        if ((st = coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], t->desc_gen[i],
+        if ((st = uccl_coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], t->desc_gen[i],
                                      &t->desc[i])) != UCCL_OK)
             return st;
     if (fits && op->len > 0) {
         uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
-        if ((d = coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
+        if ((d = uccl_coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
             return UCCL_INPROGRESS;
         return uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
                                  coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
     }
-    if ((d = coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
+    if ((d = uccl_coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
         return UCCL_INPROGRESS;
     if (!fits) {
         coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
@@ -275,7 +275,7 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         op->state = -1;
         return UCCL_OK;
     case COLL_OP_PUT:
-        st = coll_scratch_get(s->cs, sizeof(coll_token_t), &op->scratch);
+        st = uccl_coll_scratch_get(s->cs, sizeof(coll_token_t), &op->scratch);
         if (st != UCCL_OK)
             return st;
         return uccl_recv(conn, s->cs->scratch[op->scratch].mr, 0, sizeof(coll_token_t),
@@ -312,7 +312,7 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
             uccl_req_free(op->req);
             op->req = NULL;
         }
-        st = coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
+        st = uccl_coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
         if (st != UCCL_OK)
             return st;
         if (code != COLL_NOTIF_OK) {
@@ -382,7 +382,7 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
     s->status = st;
 }
 
-uccl_status_t coll_sched_start(coll_sched_t *s)
+uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
 {
     uccl_status_t st = sched_pin(s);
 
@@ -404,7 +404,7 @@ uccl_status_t coll_sched_start(coll_sched_t *s)
     return UCCL_OK;
 }
 
-void coll_sched_abort(coll_sched_t *s, uccl_status_t st)
+void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
 {
     if (s->status != UCCL_INPROGRESS)
         return;
@@ -414,7 +414,7 @@ void coll_sched_abort(coll_sched_t *s, uccl_status_t st)
         s->greq = NULL;
         uccl_req_finish(greq, st, 0);
         if (s->free_when_done)
-            coll_sched_free(s);
+            uccl_coll_sched_free(s);
     }
 }
 
@@ -448,7 +448,7 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
     return UCCL_OK;
 }
 
-uccl_status_t coll_sched_advance(coll_sched_t *s)
+uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
 {
     bool done = true;
     uccl_status_t st;
@@ -468,23 +468,23 @@ uccl_status_t coll_sched_advance(coll_sched_t *s)
         if (done) {
             s->cur_phase++;
             s->posted = false;
-        } else if (now_ms() - s->last_event_ms > (uint64_t)coll_timeout_ms()) {
+        } else if (now_ms() - s->last_event_ms > (uint64_t)uccl_coll_timeout_ms()) {
             coll_error("collective %u: no progress for %d ms in phase %d of %d", s->seq,
-                       coll_timeout_ms(), s->cur_phase, s->nphases);
+                       uccl_coll_timeout_ms(), s->cur_phase, s->nphases);
             sched_end(s, UCCL_ERR_TIMEOUT);
         }
     }
     return s->status;
 }
 
-uccl_status_t coll_sched_run(coll_sched_t *s)
+uccl_status_t uccl_coll_sched_run(coll_sched_t *s)
 {
     unsigned idle = 0;
     uccl_status_t st;
 
     for (;;) {
         pthread_mutex_lock(&s->cs->lock);
-        st = coll_sched_advance(s);
+        st = uccl_coll_sched_advance(s);
         pthread_mutex_unlock(&s->cs->lock);
         if (st != UCCL_INPROGRESS)
             break;
@@ -504,7 +504,7 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
 
     if (pthread_mutex_trylock(&s->cs->lock) != 0)
         return 0; /* the caller is in a collective call: next round */
-    st = coll_sched_advance(s);
+    st = uccl_coll_sched_advance(s);
     if (st == UCCL_INPROGRESS || s->greq != req) {
         pthread_mutex_unlock(&s->cs->lock);
         return 0;
@@ -513,16 +513,16 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
     pthread_mutex_unlock(&s->cs->lock);
     uccl_req_finish(req, st, 0);
     if (s->free_when_done)
-        coll_sched_free(s);
+        uccl_coll_sched_free(s);
     return 1;
 }
 
-uccl_status_t coll_sched_post(coll_sched_t *s, uccl_req_t **req)
+uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req)
 {
     uccl_status_t st = uccl_req_create(s->cs->engine, sched_progress_cb, s, &s->greq);
 
     if (st != UCCL_OK) {
-        coll_sched_abort(s, st);
+        uccl_coll_sched_abort(s, st);
         return st;
     }
     *req = s->greq;

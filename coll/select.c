@@ -64,7 +64,7 @@ uccl_status_t uccl_coll_algo_parse(const char *name, uccl_coll_algo_t *algo)
     return UCCL_ERR_NOT_FOUND;
 }
 
-bool coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo)
+bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo)
 {
     return (unsigned)op < UCCL_COLL_OP_COUNT && (unsigned)algo < UCCL_COLL_ALGO_COUNT &&
            algo != UCCL_COLL_ALGO_AUTO && (algo_table[op] & (1u << algo));
@@ -82,7 +82,7 @@ static bool one_host(const coll_state_t *cs)
 static bool shared_hosts(const coll_state_t *cs)
 {
     for (int r = 0; r < cs->size; r++)
-        if (coll_host_leader(cs, r, -1) != r)
+        if (uccl_coll_host_leader(cs, r, -1) != r)
             return true;
     return false;
 }
@@ -93,7 +93,7 @@ static bool shared_hosts(const coll_state_t *cs)
  * alltoall on many ranks, ring/pairwise for the rest, binomial trees for
  * small rooted ops, scatter+allgather for large broadcasts, linear
  * gather/scatter when blocks are large. */
-uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
+uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
 {
     int n = cs->size;
 
@@ -116,7 +116,7 @@ uccl_coll_algo_t coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t b
     }
 }
 
-int coll_host_leader(const coll_state_t *cs, int r, int root)
+int uccl_coll_host_leader(const coll_state_t *cs, int r, int root)
 {
     if (root >= 0 && cs->host_id[root] == cs->host_id[r])
         return root;
@@ -130,11 +130,11 @@ uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_coll_op_t o
 {
     coll_state_t *cs;
 
-    if ((unsigned)op >= UCCL_COLL_OP_COUNT || coll_state_get((uccl_comm_t *)comm, &cs) != UCCL_OK)
+    if ((unsigned)op >= UCCL_COLL_OP_COUNT || uccl_coll_state_get((uccl_comm_t *)comm, &cs) != UCCL_OK)
         return UCCL_COLL_ALGO_AUTO;
-    if (coll_algo_supports(op, coll_algo_forced()))
-        return coll_algo_forced();
-    return coll_select(cs, op, bytes);
+    if (uccl_coll_algo_supports(op, uccl_coll_algo_forced()))
+        return uccl_coll_algo_forced();
+    return uccl_coll_select(cs, op, bytes);
 }
 
 /* ------------------------------------------------------------------ environment */
@@ -160,25 +160,25 @@ static void env_read(void)
             env_log_level = i;
 }
 
-uccl_coll_algo_t coll_algo_forced(void)
+uccl_coll_algo_t uccl_coll_algo_forced(void)
 {
     pthread_once(&env_once, env_read);
     return env_algo;
 }
 
-int coll_timeout_ms(void)
+int uccl_coll_timeout_ms(void)
 {
     pthread_once(&env_once, env_read);
     return env_timeout_ms;
 }
 
-int coll_log_enabled(int level)
+int uccl_coll_log_enabled(int level)
 {
     pthread_once(&env_once, env_read);
     return level <= env_log_level;
 }
 
-void coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
+void uccl_coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warn", "info", "debug"};
     char host[64] = "?", msg[1024];

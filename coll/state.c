@@ -77,7 +77,7 @@ static void entry_fini(coll_buf_entry_t *e)
     memset(e, 0, sizeof(*e));
 }
 
-uccl_status_t coll_state_create(uccl_comm_t *comm, coll_state_t **out)
+uccl_status_t uccl_coll_state_create(uccl_comm_t *comm, coll_state_t **out)
 {
     coll_state_t *cs = calloc(1, sizeof(*cs));
     uccl_status_t st = UCCL_ERR_NO_MEMORY;
@@ -100,17 +100,17 @@ uccl_status_t coll_state_create(uccl_comm_t *comm, coll_state_t **out)
     *out = cs;
     return UCCL_OK;
 err:
-    coll_state_destroy(cs);
+    uccl_coll_state_destroy(cs);
     return st;
 }
 
-void coll_state_destroy(coll_state_t *cs)
+void uccl_coll_state_destroy(coll_state_t *cs)
 {
     if (cs == NULL)
         return;
     while (cs->inflight != NULL) {
         coll_sched_t *s = cs->inflight;
-        coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
+        uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
     for (int i = 0; i < cs->nbufs; i++)
         entry_fini(&cs->bufs[i]);
@@ -177,7 +177,7 @@ static int free_slot(coll_state_t *cs)
     return cs->nbufs++;
 }
 
-uccl_status_t coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot)
+uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot)
 {
     int i = find_entry(cs, addr, len);
     uccl_status_t st;
@@ -199,13 +199,13 @@ uccl_status_t coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *
     return UCCL_OK;
 }
 
-void coll_buf_unpin(coll_state_t *cs, int slot)
+void uccl_coll_buf_unpin(coll_state_t *cs, int slot)
 {
     if (slot > 0 && slot < cs->nbufs && cs->bufs[slot].pins > 0)
         cs->bufs[slot].pins--;
 }
 
-uccl_status_t coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc)
+uccl_status_t uccl_coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc)
 {
     coll_buf_entry_t *e = &cs->bufs[slot];
 
@@ -224,7 +224,7 @@ uccl_status_t coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **des
 uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm)
 {
     coll_state_t *cs;
-    uccl_status_t st = coll_state_get(comm, &cs);
+    uccl_status_t st = uccl_coll_state_get(comm, &cs);
 
     if (st != UCCL_OK)
         return st;
@@ -244,7 +244,7 @@ uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *s
 
     if (stats == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    st = coll_state_get((uccl_comm_t *)comm, &cs);
+    st = uccl_coll_state_get((uccl_comm_t *)comm, &cs);
     if (st != UCCL_OK)
         return st;
     pthread_mutex_lock(&cs->lock);
@@ -255,7 +255,7 @@ uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *s
 
 /* ------------------------------------------------------------------ scratch */
 
-uccl_status_t coll_scratch_get(coll_state_t *cs, size_t len, int *idx)
+uccl_status_t uccl_coll_scratch_get(coll_state_t *cs, size_t len, int *idx)
 {
     int best = -1;
     coll_scratch_t *sc;
@@ -293,7 +293,7 @@ uccl_status_t coll_scratch_get(coll_state_t *cs, size_t len, int *idx)
     return UCCL_OK;
 }
 
-void coll_scratch_put(coll_state_t *cs, int idx)
+void uccl_coll_scratch_put(coll_state_t *cs, int idx)
 {
     if (idx >= 0 && idx < cs->nscratch)
         cs->scratch[idx].busy = false;
@@ -301,7 +301,7 @@ void coll_scratch_put(coll_state_t *cs, int idx)
 
 /* ------------------------------------------------------------------ peer descriptors */
 
-uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
+uccl_status_t uccl_coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t gen,
                                  const uccl_rdesc_t *d)
 {
     if (slot < 0 || slot > 1 << 20 || gen == 0)
@@ -324,7 +324,7 @@ uccl_status_t coll_peer_desc_set(coll_state_t *cs, int peer, int slot, uint32_t 
     return UCCL_OK;
 }
 
-const uccl_rdesc_t *coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen)
+const uccl_rdesc_t *uccl_coll_peer_desc(const coll_state_t *cs, int peer, int slot, uint32_t gen)
 {
     if (slot < 0 || slot >= cs->peer_ndesc[peer] || gen == 0 ||
         cs->peer_desc[peer][slot].gen != gen)
@@ -348,7 +348,7 @@ static uccl_status_t stash_push(coll_state_t *cs, int peer, uint64_t v)
     return UCCL_OK;
 }
 
-uccl_status_t coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, unsigned step,
+uccl_status_t uccl_coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, unsigned step,
                               unsigned *code)
 {
     uint64_t want = coll_notif(seq, step, 0), v;

@@ -199,24 +199,24 @@ static uccl_status_t put_ep(oob_buf_t *b, uccl_tp_ep_t *ep, uint8_t flags)
 
     if (st != UCCL_OK)
         return st;
-    oob_put_u8(b, (uint8_t)strlen(name));
-    oob_put_bytes(b, name, strlen(name));
-    oob_put_u8(b, flags);
-    oob_put_u16(b, (uint16_t)info_len);
-    oob_put_bytes(b, info, info_len);
+    uccl_oob_put_u8(b, (uint8_t)strlen(name));
+    uccl_oob_put_bytes(b, name, strlen(name));
+    uccl_oob_put_u8(b, flags);
+    uccl_oob_put_u16(b, (uint16_t)info_len);
+    uccl_oob_put_bytes(b, info, info_len);
     return b->overflow ? UCCL_ERR_NO_MEMORY : UCCL_OK;
 }
 
 static bool get_ep(oob_reader_t *r, setup_ep_t *ep)
 {
-    size_t name_len = oob_get_u8(r);
+    size_t name_len = uccl_oob_get_u8(r);
 
-    if (name_len == 0 || name_len >= sizeof(ep->name) || !oob_get_bytes(r, ep->name, name_len))
+    if (name_len == 0 || name_len >= sizeof(ep->name) || !uccl_oob_get_bytes(r, ep->name, name_len))
         return false;
     ep->name[name_len] = '\0';
-    ep->flags = oob_get_u8(r);
-    ep->info_len = oob_get_u16(r);
-    ep->info = oob_get_ptr(r, ep->info_len);
+    ep->flags = uccl_oob_get_u8(r);
+    ep->info_len = uccl_oob_get_u16(r);
+    ep->info = uccl_oob_get_ptr(r, ep->info_len);
     return !r->bad && ep->info_len <= EP_INFO_MAX;
 }
 
@@ -269,12 +269,12 @@ static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address
         return st;
     for (int i = 0; i < UCCL_TP_MAX; i++)
         n += conn->ep[i] != NULL;
-    oob_put_u32(b, SETUP_REQ_MAGIC);
-    oob_put_u16(b, SETUP_VERSION);
-    oob_put_u64(b, addr->engine_id);
-    oob_put_u16(b, (uint16_t)blob_len);
-    oob_put_bytes(b, blob, blob_len);
-    oob_put_u8(b, (uint8_t)n);
+    uccl_oob_put_u32(b, SETUP_REQ_MAGIC);
+    uccl_oob_put_u16(b, SETUP_VERSION);
+    uccl_oob_put_u64(b, addr->engine_id);
+    uccl_oob_put_u16(b, (uint16_t)blob_len);
+    uccl_oob_put_bytes(b, blob, blob_len);
+    uccl_oob_put_u8(b, (uint8_t)n);
     for (int i = 0; i < UCCL_TP_MAX && st == UCCL_OK; i++) {
         if (conn->ep[i] == NULL)
             continue;
@@ -290,16 +290,16 @@ static uccl_status_t connect_apply_reply(uccl_conn_t *conn, const uint8_t *msg, 
     uccl_status_t st;
     int n;
 
-    if (oob_get_u32(&r) != SETUP_REP_MAGIC || oob_get_u16(&r) != SETUP_VERSION)
+    if (uccl_oob_get_u32(&r) != SETUP_REP_MAGIC || uccl_oob_get_u16(&r) != SETUP_VERSION)
         return UCCL_ERR_VERSION;
-    st = (uccl_status_t)(int32_t)oob_get_u32(&r);
+    st = (uccl_status_t)(int32_t)uccl_oob_get_u32(&r);
     if (r.bad)
         return UCCL_ERR_IO;
     if (st != UCCL_OK) {
         uccl_error("peer %s refused the connection: %s", conn->peer_host, uccl_strerror(st));
         return st == UCCL_ERR_STALE ? st : UCCL_ERR_CONN_REFUSED;
     }
-    n = oob_get_u8(&r);
+    n = uccl_oob_get_u8(&r);
     for (int k = 0; k < n; k++) {
         setup_ep_t ep;
         int i;
@@ -344,20 +344,20 @@ uccl_status_t uccl_connect(uccl_engine_t *engine, const void *blob, size_t len, 
     }
     conn->is_initiator = true;
     conn_set_peer(conn, &addr);
-    oob_buf_init(&b, SETUP_MAX);
+    uccl_oob_buf_init(&b, SETUP_MAX);
     st = connect_create_eps(conn, &addr);
     if (st == UCCL_OK)
         st = connect_build_request(conn, &addr, &b);
     if (st == UCCL_OK)
-        st = oob_connect(engine, &addr.oob, deadline, &conn->oob_fd);
+        st = uccl_oob_connect(engine, &addr.oob, deadline, &conn->oob_fd);
     if (st == UCCL_OK)
-        st = oob_send_frame(engine, conn->oob_fd, b.data, b.len, deadline);
+        st = uccl_oob_send_frame(engine, conn->oob_fd, b.data, b.len, deadline);
     if (st == UCCL_OK)
-        st = oob_recv_frame(engine, conn->oob_fd, SETUP_MAX, deadline, &reply, &reply_len);
+        st = uccl_oob_recv_frame(engine, conn->oob_fd, SETUP_MAX, deadline, &reply, &reply_len);
     if (st == UCCL_OK)
         st = connect_apply_reply(conn, reply, reply_len);
     free(reply);
-    oob_buf_free(&b);
+    uccl_oob_buf_free(&b);
     if (st != UCCL_OK) {
         uccl_error("connect to %s (pid %d) failed: %s", addr.hostname, (int)addr.pid, uccl_strerror(st));
         uccl_conn_destroy(conn, UCCL_ERR_CANCELED);
@@ -387,11 +387,11 @@ static uccl_status_t accept_handle_request(uccl_conn_t *conn, const uint8_t *msg
     uccl_status_t st;
     int n;
 
-    if (oob_get_u32(&r) != SETUP_REQ_MAGIC || oob_get_u16(&r) != SETUP_VERSION)
+    if (uccl_oob_get_u32(&r) != SETUP_REQ_MAGIC || uccl_oob_get_u16(&r) != SETUP_VERSION)
         return UCCL_ERR_VERSION;
-    to_id = oob_get_u64(&r);
-    blob_len = oob_get_u16(&r);
-    blob = oob_get_ptr(&r, blob_len);
+    to_id = uccl_oob_get_u64(&r);
+    blob_len = uccl_oob_get_u16(&r);
+    blob = uccl_oob_get_ptr(&r, blob_len);
     if (r.bad || uccl_address_parse(blob, blob_len, &addr) != UCCL_OK)
         return UCCL_ERR_BAD_ADDRESS;
     if (to_id != engine->id) {
@@ -401,8 +401,8 @@ static uccl_status_t accept_handle_request(uccl_conn_t *conn, const uint8_t *msg
         return UCCL_ERR_STALE;
     }
     conn_set_peer(conn, &addr);
-    n = oob_get_u8(&r);
-    oob_put_u8(reply, (uint8_t)n);
+    n = uccl_oob_get_u8(&r);
+    uccl_oob_put_u8(reply, (uint8_t)n);
     for (int k = 0; k < n; k++) {
         setup_ep_t ep;
         uccl_tp_peer_t peer;
@@ -440,20 +440,20 @@ static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
     uccl_status_t st = conn ? UCCL_OK : UCCL_ERR_NO_MEMORY;
     oob_buf_t body, reply;
 
-    oob_buf_init(&body, SETUP_MAX);
-    oob_buf_init(&reply, SETUP_MAX);
+    uccl_oob_buf_init(&body, SETUP_MAX);
+    uccl_oob_buf_init(&reply, SETUP_MAX);
     if (conn != NULL)
         st = accept_handle_request(conn, hs->buf, hs->have, &body);
-    oob_put_u32(&reply, SETUP_REP_MAGIC);
-    oob_put_u16(&reply, SETUP_VERSION);
-    oob_put_u32(&reply, (uint32_t)(int32_t)st);
+    uccl_oob_put_u32(&reply, SETUP_REP_MAGIC);
+    uccl_oob_put_u16(&reply, SETUP_VERSION);
+    uccl_oob_put_u32(&reply, (uint32_t)(int32_t)st);
     if (st == UCCL_OK)
-        oob_put_bytes(&reply, body.data, body.len);
-    if (oob_send_frame(engine, hs->fd, reply.data, reply.len, uccl_time_ms() + 1000) != UCCL_OK &&
+        uccl_oob_put_bytes(&reply, body.data, body.len);
+    if (uccl_oob_send_frame(engine, hs->fd, reply.data, reply.len, uccl_time_ms() + 1000) != UCCL_OK &&
         st == UCCL_OK)
         st = UCCL_ERR_IO;
-    oob_buf_free(&body);
-    oob_buf_free(&reply);
+    uccl_oob_buf_free(&body);
+    uccl_oob_buf_free(&reply);
     if (st != UCCL_OK) {
         uccl_warn("incoming connection rejected: %s", uccl_strerror(st));
         if (conn != NULL)
@@ -474,7 +474,7 @@ void uccl_conn_progress_setup(uccl_engine_t *engine)
     uccl_setup_accept(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->handshakes) {
         uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
-        int r = oob_frame_read_some(hs->fd, SETUP_MAX, &hs->buf, &hs->have, &hs->need);
+        int r = uccl_oob_frame_read_some(hs->fd, SETUP_MAX, &hs->buf, &hs->have, &hs->need);
 
         if (r == 0 && uccl_time_ms() < hs->deadline_ms)
             continue;
@@ -514,7 +514,7 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
         }
         engine->next_liveness_ms = 0; /* look at the listener now */
         uccl_engine_progress_locked(engine);
-        oob_wait_readable(engine->listen_fd, 1);
+        uccl_oob_wait_readable(engine->listen_fd, 1);
     }
     uccl_engine_unlock(engine);
     return st;
@@ -545,7 +545,7 @@ void uccl_conn_progress_liveness(uccl_engine_t *engine)
         if (conn->state != UCCL_OK || conn->oob_fd < 0)
             continue;
         if (conn->peer_gone_ms == 0) {
-            if (!oob_peer_closed(conn->oob_fd))
+            if (!uccl_oob_peer_closed(conn->oob_fd))
                 continue;
             conn->peer_gone_ms = uccl_time_ms();
             uccl_debug("setup socket of %s pid %d closed; draining", conn->peer_host, conn->peer_pid);

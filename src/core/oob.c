@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-void oob_buf_init(oob_buf_t *b, size_t cap)
+void uccl_oob_buf_init(oob_buf_t *b, size_t cap)
 {
     b->data = malloc(cap);
     b->cap = b->data ? cap : 0;
@@ -16,14 +16,14 @@ void oob_buf_init(oob_buf_t *b, size_t cap)
     b->overflow = b->data == NULL;
 }
 
-void oob_buf_free(oob_buf_t *b)
+void uccl_oob_buf_free(oob_buf_t *b)
 {
     free(b->data);
     b->data = NULL;
     b->cap = b->len = 0;
 }
 
-void oob_put_bytes(oob_buf_t *b, const void *p, size_t n)
+void uccl_oob_put_bytes(oob_buf_t *b, const void *p, size_t n)
 {
     if (b->overflow || n > b->cap - b->len) {
         b->overflow = true;
@@ -33,30 +33,30 @@ void oob_put_bytes(oob_buf_t *b, const void *p, size_t n)
     b->len += n;
 }
 
-void oob_put_u8(oob_buf_t *b, uint8_t v) { oob_put_bytes(b, &v, 1); }
+void uccl_oob_put_u8(oob_buf_t *b, uint8_t v) { uccl_oob_put_bytes(b, &v, 1); }
 
-void oob_put_u16(oob_buf_t *b, uint16_t v)
+void uccl_oob_put_u16(oob_buf_t *b, uint16_t v)
 {
     uint8_t t[2];
     uccl_put_u16(t, v);
-    oob_put_bytes(b, t, 2);
+    uccl_oob_put_bytes(b, t, 2);
 }
 
-void oob_put_u32(oob_buf_t *b, uint32_t v)
+void uccl_oob_put_u32(oob_buf_t *b, uint32_t v)
 {
     uint8_t t[4];
     uccl_put_u32(t, v);
-    oob_put_bytes(b, t, 4);
+    uccl_oob_put_bytes(b, t, 4);
 }
 
-void oob_put_u64(oob_buf_t *b, uint64_t v)
+void uccl_oob_put_u64(oob_buf_t *b, uint64_t v)
 {
     uint8_t t[8];
     uccl_put_u64(t, v);
-    oob_put_bytes(b, t, 8);
+    uccl_oob_put_bytes(b, t, 8);
 }
 
-const uint8_t *oob_get_ptr(oob_reader_t *r, size_t n)
+const uint8_t *uccl_oob_get_ptr(oob_reader_t *r, size_t n)
 {
     const uint8_t *p;
 
@@ -69,9 +69,9 @@ const uint8_t *oob_get_ptr(oob_reader_t *r, size_t n)
     return p;
 }
 
-bool oob_get_bytes(oob_reader_t *r, void *dst, size_t n)
+bool uccl_oob_get_bytes(oob_reader_t *r, void *dst, size_t n)
 {
-    const uint8_t *p = oob_get_ptr(r, n);
+    const uint8_t *p = uccl_oob_get_ptr(r, n);
 
     if (p == NULL)
         return false;
@@ -79,31 +79,31 @@ bool oob_get_bytes(oob_reader_t *r, void *dst, size_t n)
     return true;
 }
 
-uint8_t oob_get_u8(oob_reader_t *r)
+uint8_t uccl_oob_get_u8(oob_reader_t *r)
 {
-    const uint8_t *p = oob_get_ptr(r, 1);
+    const uint8_t *p = uccl_oob_get_ptr(r, 1);
     return p ? p[0] : 0;
 }
 
-uint16_t oob_get_u16(oob_reader_t *r)
+uint16_t uccl_oob_get_u16(oob_reader_t *r)
 {
-    const uint8_t *p = oob_get_ptr(r, 2);
+    const uint8_t *p = uccl_oob_get_ptr(r, 2);
     return p ? uccl_get_u16(p) : 0;
 }
 
-uint32_t oob_get_u32(oob_reader_t *r)
+uint32_t uccl_oob_get_u32(oob_reader_t *r)
 {
-    const uint8_t *p = oob_get_ptr(r, 4);
+    const uint8_t *p = uccl_oob_get_ptr(r, 4);
     return p ? uccl_get_u32(p) : 0;
 }
 
-uint64_t oob_get_u64(oob_reader_t *r)
+uint64_t uccl_oob_get_u64(oob_reader_t *r)
 {
-    const uint8_t *p = oob_get_ptr(r, 8);
+    const uint8_t *p = uccl_oob_get_ptr(r, 8);
     return p ? uccl_get_u64(p) : 0;
 }
 
-void oob_wait_readable(int fd, int timeout_ms)
+void uccl_oob_wait_readable(int fd, int timeout_ms)
 {
     struct pollfd pfd = {.fd = fd, .events = POLLIN};
     (void)poll(&pfd, 1, timeout_ms);
@@ -122,7 +122,7 @@ static bool wait_fd(uccl_engine_t *engine, int fd, short events, uint64_t deadli
     return false;
 }
 
-uccl_status_t oob_connect(uccl_engine_t *engine, const struct sockaddr_in *sa, uint64_t deadline_ms,
+uccl_status_t uccl_oob_connect(uccl_engine_t *engine, const struct sockaddr_in *sa, uint64_t deadline_ms,
                           int *fd_out)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -150,7 +150,7 @@ err_close:
     return err == ECONNREFUSED ? UCCL_ERR_CONN_REFUSED : UCCL_ERR_UNREACHABLE;
 }
 
-uccl_status_t oob_send_frame(uccl_engine_t *engine, int fd, const void *body, size_t len,
+uccl_status_t uccl_oob_send_frame(uccl_engine_t *engine, int fd, const void *body, size_t len,
                              uint64_t deadline_ms)
 {
     uint8_t hdr[4];
@@ -187,7 +187,7 @@ uccl_status_t oob_send_frame(uccl_engine_t *engine, int fd, const void *body, si
     return UCCL_OK;
 }
 
-int oob_frame_read_some(int fd, size_t max, uint8_t **buf, size_t *have, size_t *need)
+int uccl_oob_frame_read_some(int fd, size_t max, uint8_t **buf, size_t *have, size_t *need)
 {
     for (;;) {
         ssize_t r;
@@ -222,14 +222,14 @@ int oob_frame_read_some(int fd, size_t max, uint8_t **buf, size_t *have, size_t 
     }
 }
 
-uccl_status_t oob_recv_frame(uccl_engine_t *engine, int fd, size_t max, uint64_t deadline_ms,
+uccl_status_t uccl_oob_recv_frame(uccl_engine_t *engine, int fd, size_t max, uint64_t deadline_ms,
                              uint8_t **body, size_t *len)
 {
     size_t have = 0, need = 0;
     uint8_t *buf = NULL;
 
     for (;;) {
-        int r = oob_frame_read_some(fd, max, &buf, &have, &need);
+        int r = uccl_oob_frame_read_some(fd, max, &buf, &have, &need);
         if (r > 0) {
             *body = buf;
             *len = have;
@@ -246,7 +246,7 @@ uccl_status_t oob_recv_frame(uccl_engine_t *engine, int fd, size_t max, uint64_t
     }
 }
 
-bool oob_peer_closed(int fd)
+bool uccl_oob_peer_closed(int fd)
 {
     char c;
     ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);

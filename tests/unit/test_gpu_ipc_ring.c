@@ -17,15 +17,15 @@ static void ring_pair(ipc_ring_t *rx, ipc_ring_t *tx)
 {
     memset(rx, 0, sizeof(*rx));
     memset(tx, 0, sizeof(*tx));
-    UNIT_ASSERT_STATUS(ipc_ring_create(rx), UCCL_OK);
-    UNIT_ASSERT_STATUS(ipc_ring_attach(tx, rx->name), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_create(rx), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_attach(tx, rx->name), UCCL_OK);
     CU_ASSERT_FALSE(tx->linked); /* the producer unlinked the name */
 }
 
 static void ring_pair_free(ipc_ring_t *rx, ipc_ring_t *tx)
 {
-    ipc_ring_destroy(tx);
-    ipc_ring_destroy(rx);
+    uccl_gpu_ipc_ring_destroy(tx);
+    uccl_gpu_ipc_ring_destroy(rx);
 }
 
 /* Write a record header (as ring.h lays it out) at the producer's head and
@@ -55,7 +55,7 @@ static void test_order_and_wrap(void)
             memset(buf, (int)(sent & 0xff), len);
             if (len >= 4)
                 memcpy(buf, &sent, 4); /* the record's number first, then the fill */
-            if (!ipc_ring_push(&tx, (uint16_t)(sent % 7 + 1), buf, len / 2, buf + len / 2, len - len / 2))
+            if (!uccl_gpu_ipc_ring_push(&tx, (uint16_t)(sent % 7 + 1), buf, len / 2, buf + len / 2, len - len / 2))
                 break;
             sent++;
         }
@@ -65,7 +65,7 @@ static void test_order_and_wrap(void)
             uint16_t type;
             unsigned id = ~0u;
 
-            UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &type, (const void **)&p, &len), UCCL_OK);
+            UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, (const void **)&p, &len), UCCL_OK);
             CU_ASSERT_EQUAL_FATAL(len, want);
             CU_ASSERT_EQUAL(type, got % 7 + 1);
             if (len >= 4) {
@@ -73,12 +73,12 @@ static void test_order_and_wrap(void)
                 CU_ASSERT_EQUAL_FATAL(id, got);
             }
             CU_ASSERT(len <= 4 || (p[4] == (got & 0xff) && p[len - 1] == (got & 0xff)));
-            ipc_ring_pop(&rx, len);
+            uccl_gpu_ipc_ring_pop(&rx, len);
             got++;
         }
     }
     CU_ASSERT(atomic_load(&tx.shm->head) > 10ull * IPC_RING_BYTES); /* it wrapped many times */
-    UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &(uint16_t){0}, &(const void *){NULL}, &(size_t){0}),
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &(uint16_t){0}, &(const void *){NULL}, &(size_t){0}),
                        UCCL_ERR_NOT_FOUND);
     ring_pair_free(&rx, &tx);
 }
@@ -93,12 +93,12 @@ static void test_full(void)
     int n = 0;
 
     ring_pair(&rx, &tx);
-    while (ipc_ring_push(&tx, 1, buf, sizeof(buf), NULL, 0))
+    while (uccl_gpu_ipc_ring_push(&tx, 1, buf, sizeof(buf), NULL, 0))
         n++;
     CU_ASSERT_EQUAL(n, IPC_RING_BYTES / (IPC_MSG_MAX + 8)); /* whole records only */
-    UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
-    ipc_ring_pop(&rx, len);
-    CU_ASSERT_TRUE(ipc_ring_push(&tx, 2, buf, 16, NULL, 0)); /* room again */
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
+    uccl_gpu_ipc_ring_pop(&rx, len);
+    CU_ASSERT_TRUE(uccl_gpu_ipc_ring_push(&tx, 2, buf, 16, NULL, 0)); /* room again */
     ring_pair_free(&rx, &tx);
 }
 
@@ -109,13 +109,13 @@ static void test_attach_refused(void)
     int fd;
 
     memset(&r, 0, sizeof(r));
-    UNIT_ASSERT_STATUS(ipc_ring_attach(&r, "/not-ours"), UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(ipc_ring_attach(&r, "/uccl-gpuipc-none-0-0"), UCCL_ERR_IO);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_attach(&r, "/not-ours"), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_attach(&r, "/uccl-gpuipc-none-0-0"), UCCL_ERR_IO);
     snprintf(name, sizeof(name), "/uccl-gpuipc-test-%d", (int)getpid());
     fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     CU_ASSERT_FATAL(fd >= 0 && ftruncate(fd, 4096) == 0);
     close(fd);
-    UNIT_ASSERT_STATUS(ipc_ring_attach(&r, name), UCCL_ERR_IO); /* wrong size */
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_attach(&r, name), UCCL_ERR_IO); /* wrong size */
     shm_unlink(name);
 }
 
@@ -143,9 +143,9 @@ static void test_garbage(void)
         ipc_ring_t rx, tx;
         ring_pair(&rx, &tx);
         raw_record(&tx, bad[i].len, bad[i].type, bad[i].adv);
-        if (ipc_ring_peek(&rx, &type, &p, &len) != UCCL_ERR_PEER_FAILED)
+        if (uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len) != UCCL_ERR_PEER_FAILED)
             printf("\n    not refused: %s ", bad[i].what);
-        UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &type, &p, &len), UCCL_ERR_PEER_FAILED);
+        UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_ERR_PEER_FAILED);
         ring_pair_free(&rx, &tx);
     }
 }
@@ -161,13 +161,13 @@ static void test_changed_after_peek(void)
     uint16_t type;
 
     ring_pair(&rx, &tx);
-    CU_ASSERT_TRUE(ipc_ring_push(&tx, 1, "0123456789abcdef", 16, NULL, 0));
-    CU_ASSERT_TRUE(ipc_ring_push(&tx, 2, "next", 4, NULL, 0));
-    UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
+    CU_ASSERT_TRUE(uccl_gpu_ipc_ring_push(&tx, 1, "0123456789abcdef", 16, NULL, 0));
+    CU_ASSERT_TRUE(uccl_gpu_ipc_ring_push(&tx, 2, "next", 4, NULL, 0));
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
     CU_ASSERT_EQUAL(len, 16);
     memcpy(tx.shm->data, &huge, 4); /* the first record's length, rewritten */
-    ipc_ring_pop(&rx, len);
-    UNIT_ASSERT_STATUS(ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
+    uccl_gpu_ipc_ring_pop(&rx, len);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
     CU_ASSERT(type == 2 && len == 4 && memcmp(p, "next", 4) == 0);
     ring_pair_free(&rx, &tx);
 }

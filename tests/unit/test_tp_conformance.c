@@ -376,7 +376,7 @@ static void test_notify_zero_length(void)
     if (strcmp(tc->transport, "verbs") == 0) {
         buf_free(&t);
         buf_free(&l);
-        UNIT_SKIP("KNOWN BUG: verbs completes a zero-length write at once (tp_verbs_data_start) "
+        UNIT_SKIP("KNOWN BUG: verbs completes a zero-length write at once (uccl_verbs_data_start) "
                   "and never sends its notification");
     }
     UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, 64, &rd), UCCL_OK);

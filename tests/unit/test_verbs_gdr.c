@@ -74,12 +74,12 @@ static void check_choice(const verbs_gdr_inputs_t *in, verbs_gdr_mode_t expect, 
     verbs_gdr_mode_t got;
 
     memset(why, 0, sizeof(why));
-    got = verbs_gdr_choose(in, why, sizeof(why));
+    got = uccl_verbs_gdr_choose(in, why, sizeof(why));
     if (got != expect)
         fprintf(stderr, "\n  row %zu type %d dmabuf %d fd %d peermem %d want %d staging %d dist %d: "
                 "got %s (%s), expected %s\n", row, (int)in->mem_type, in->have_reg_dmabuf,
                 in->runtime_dmabuf, in->peermem, (int)in->want, in->staging_ok, in->dist,
-                verbs_gdr_mode_name(got), why, verbs_gdr_mode_name(expect));
+                uccl_verbs_gdr_mode_name(got), why, uccl_verbs_gdr_mode_name(expect));
     CU_ASSERT_EQUAL(got, expect);
     CU_ASSERT(why[0] != '\0');
     CU_ASSERT(strchr(why, '\n') == NULL);
@@ -154,12 +154,12 @@ static void test_choose_bad_inputs(void)
     check_choice(&in, VERBS_GDR_UNSUPPORTED, 0);
     /* no room for why: the decision still stands; a short buffer is cut, terminated */
     in.want = VERBS_GDR_WANT_AUTO;
-    CU_ASSERT_EQUAL(verbs_gdr_choose(&in, NULL, 0), VERBS_GDR_DMABUF);
-    CU_ASSERT_EQUAL(verbs_gdr_choose(&in, tiny, sizeof(tiny)), VERBS_GDR_DMABUF);
+    CU_ASSERT_EQUAL(uccl_verbs_gdr_choose(&in, NULL, 0), VERBS_GDR_DMABUF);
+    CU_ASSERT_EQUAL(uccl_verbs_gdr_choose(&in, tiny, sizeof(tiny)), VERBS_GDR_DMABUF);
     CU_ASSERT_EQUAL(strlen(tiny), 3);
     CU_ASSERT_STRING_NOT_EQUAL(tiny, "xxx");
-    CU_ASSERT_STRING_EQUAL(verbs_gdr_mode_name(VERBS_GDR_PEERMEM), "PEERMEM");
-    CU_ASSERT_STRING_EQUAL(verbs_gdr_mode_name((verbs_gdr_mode_t)99), "?");
+    CU_ASSERT_STRING_EQUAL(uccl_verbs_gdr_mode_name(VERBS_GDR_PEERMEM), "PEERMEM");
+    CU_ASSERT_STRING_EQUAL(uccl_verbs_gdr_mode_name((verbs_gdr_mode_t)99), "?");
 }
 
 static void test_parse_want(void)
@@ -175,15 +175,15 @@ static void test_parse_want(void)
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         want = (verbs_gdr_want_t)-1;
-        UNIT_ASSERT_STATUS(verbs_gdr_parse_want(good[i].text, &want), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_verbs_gdr_parse_want(good[i].text, &want), UCCL_OK);
         CU_ASSERT_EQUAL(want, good[i].want);
     }
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         want = (verbs_gdr_want_t)-1;
-        UNIT_ASSERT_STATUS(verbs_gdr_parse_want(bad[i], &want), UCCL_ERR_INVALID_PARAM);
+        UNIT_ASSERT_STATUS(uccl_verbs_gdr_parse_want(bad[i], &want), UCCL_ERR_INVALID_PARAM);
         CU_ASSERT_EQUAL(want, (verbs_gdr_want_t)-1); /* untouched */
     }
-    UNIT_ASSERT_STATUS(verbs_gdr_parse_want(NULL, &want), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_parse_want(NULL, &want), UCCL_ERR_INVALID_PARAM);
 }
 
 /* ------------------------------------------------------------------ fake sysfs */
@@ -214,28 +214,28 @@ static void test_peermem_probe(void)
     char cmd[64];
 
     CU_ASSERT_FATAL(mkdtemp(root) != NULL);
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded("/nonexistent/uccl", UCCL_MEM_CUDA));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded("/nonexistent/uccl", UCCL_MEM_CUDA));
     /* the GPU driver alone is no peer-memory module */
     CU_ASSERT_EQUAL(make_path(root, "module/nvidia", false), 0);
     CU_ASSERT_EQUAL(make_path(root, "module/amdgpu", false), 0);
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
     CU_ASSERT_EQUAL(make_path(root, "module/nvidia_peermem", false), 0);
-    CU_ASSERT_TRUE(verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
-    CU_ASSERT_FALSE(verbs_gdr_peermem_loaded(root, UCCL_MEM_HOST));
+    CU_ASSERT_TRUE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
+    CU_ASSERT_FALSE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_HOST));
     CU_ASSERT_EQUAL(make_path(root, "kernel/mm/memory_peers/amdkfd/version", true), 0);
-    CU_ASSERT_TRUE(verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
+    CU_ASSERT_TRUE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
     CU_ASSERT_EQUAL(system(cmd), 0);
 
     CU_ASSERT_FATAL(mkdtemp(strcpy(root, "/tmp/uccl_gdr_sysXXXXXX")) != NULL);
     CU_ASSERT_EQUAL(make_path(root, "module/nv_peer_mem", false), 0);
-    CU_ASSERT_TRUE(verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
+    CU_ASSERT_TRUE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_CUDA));
     CU_ASSERT_EQUAL(make_path(root, "module/amdp2p", false), 0);
-    CU_ASSERT_TRUE(verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
+    CU_ASSERT_TRUE(uccl_verbs_gdr_peermem_loaded(root, UCCL_MEM_ROCM));
     snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
@@ -276,7 +276,7 @@ static void test_dmabuf_fd_errors(void)
  * loaded here. pd is never touched on these paths. */
 static void test_reg_no_direct_path(void)
 {
-    bool peermem = verbs_gdr_peermem_loaded("/sys", UCCL_MEM_CUDA);
+    bool peermem = uccl_verbs_gdr_peermem_loaded("/sys", UCCL_MEM_CUDA);
     char buf[4096], why[UCCL_TOPO_WHY_MAX];
     struct ibv_mr *mr = (struct ibv_mr *)buf;
     verbs_gdr_mode_t mode;
@@ -285,34 +285,34 @@ static void test_reg_no_direct_path(void)
     if (peermem) {
         printf("\n    a peer-memory module is loaded here: auto and peermem not checked ");
     } else {
-        UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+        UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                          VERBS_GDR_WANT_AUTO, &mr, &mode, why, sizeof(why)),
                            UCCL_ERR_UNSUPPORTED);
         CU_ASSERT_EQUAL(mode, VERBS_GDR_STAGING);
         CU_ASSERT_PTR_NULL(mr);
         CU_ASSERT(strncmp(why, "staging: ", 9) == 0);
-        UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+        UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                          VERBS_GDR_WANT_PEERMEM, &mr, &mode, why, sizeof(why)),
                            UCCL_ERR_UNSUPPORTED);
         CU_ASSERT_EQUAL(mode, VERBS_GDR_UNSUPPORTED);
     }
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_DMABUF, &mr, &mode, why, sizeof(why)),
                        UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_UNSUPPORTED);
     CU_ASSERT(strstr(why, "UCCL_VERBS_GDR=dmabuf") != NULL);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_ROCM, 0,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_ROCM, 0,
                                      VERBS_GDR_WANT_OFF, &mr, &mode, why, sizeof(why)),
                        UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_STAGING);
     CU_ASSERT_PTR_NULL(mr);
     /* bad arguments */
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, 0, access, UCCL_MEM_CUDA, 0, VERBS_GDR_WANT_AUTO,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, 0, access, UCCL_MEM_CUDA, 0, VERBS_GDR_WANT_AUTO,
                                      &mr, &mode, why, sizeof(why)), UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_AUTO, NULL, &mode, why, sizeof(why)),
                        UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", NULL, buf, sizeof(buf), access, UCCL_MEM_CUDA, 0,
                                      VERBS_GDR_WANT_AUTO, &mr, &mode, why, 0), UCCL_ERR_INVALID_PARAM);
 }
 
@@ -321,7 +321,7 @@ static void test_reg_no_direct_path(void)
  * bad UCCL_VERBS_GDR value fails. */
 static void test_hook(void)
 {
-    bool peermem = verbs_gdr_peermem_loaded("/sys", UCCL_MEM_CUDA);
+    bool peermem = uccl_verbs_gdr_peermem_loaded("/sys", UCCL_MEM_CUDA);
     uccl_tp_memh_t *memh = (uccl_tp_memh_t *)&peermem;
     tp_verbs_t v;
     char buf[4096];
@@ -329,25 +329,25 @@ static void test_hook(void)
     memset(&v, 0, sizeof(v));
     strcpy(v.dev_name, "fake0");
     strcpy(v.cfg.gdr, "off");
-    UNIT_ASSERT_STATUS(tp_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh), UCCL_OK);
     CU_ASSERT_PTR_NULL(memh);
     if (!peermem) {
         strcpy(v.cfg.gdr, "auto");
         memh = (uccl_tp_memh_t *)&peermem;
-        UNIT_ASSERT_STATUS(tp_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh), UCCL_OK);
         CU_ASSERT_PTR_NULL(memh);
     }
     strcpy(v.cfg.gdr, "dmabuf");
-    UNIT_ASSERT_STATUS(tp_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
                        UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NULL(memh);
     strcpy(v.cfg.gdr, "yes");
-    UNIT_ASSERT_STATUS(tp_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_mem_reg(&v, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
                        UCCL_ERR_INVALID_PARAM);
     CU_ASSERT_PTR_NULL(memh);
 }
 
-/* Host memory through verbs_gdr_reg on a real device when there is one
+/* Host memory through uccl_verbs_gdr_reg on a real device when there is one
  * (Soft-RoCE counts): a plain ibv_reg_mr. */
 static void test_reg_host_on_device(void)
 {
@@ -369,7 +369,7 @@ static void test_reg_host_on_device(void)
         unit_skip_note("no usable RDMA device here (tests/rxe/check.sh runs it in the Soft-RoCE VM)");
         goto out;
     }
-    UNIT_ASSERT_STATUS(verbs_gdr_reg("/sys", pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, UCCL_MEM_HOST,
+    UNIT_ASSERT_STATUS(uccl_verbs_gdr_reg("/sys", pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, UCCL_MEM_HOST,
                                      -1, VERBS_GDR_WANT_DMABUF, &mr, &mode, why, sizeof(why)),
                        UCCL_OK);
     CU_ASSERT_EQUAL(mode, VERBS_GDR_HOST);
@@ -405,8 +405,8 @@ static CU_TestInfo reg_tests[] = {
 };
 
 static CU_SuiteInfo suites[] = {
-    {"verbs_gdr_choose", NULL, NULL, NULL, NULL, choose_tests},
-    {"verbs_gdr_reg", NULL, NULL, NULL, NULL, reg_tests},
+    {"uccl_verbs_gdr_choose", NULL, NULL, NULL, NULL, choose_tests},
+    {"uccl_verbs_gdr_reg", NULL, NULL, NULL, NULL, reg_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -24,7 +24,7 @@ static uccl_status_t streams_create(ipc_tp_t *tp)
 
 /* Make the engine's device current for this thread (and pick one on a
  * host-only engine: hint, the peer's GPU, else 0); streams on first use. */
-uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint)
+uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint)
 {
     uccl_status_t st;
 
@@ -41,7 +41,7 @@ uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint)
     return st;
 }
 
-void ipc_streams_destroy(ipc_tp_t *tp)
+void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
 {
     if (tp->nstreams > 0)
         uccl_gpu_set_device(tp->device);
@@ -193,7 +193,7 @@ static void fence_put(ipc_tp_t *tp, ipc_fence_t *f)
 /* Start the copies of op (len bytes from src to dst) and queue it; an op
  * with nothing to copy finishes at the next progress. On error nothing is
  * queued; copies already issued are waited for. */
-uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
+uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len)
 {
     ipc_tp_t *tp = ep->tp;
@@ -205,7 +205,7 @@ uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int
         unsigned used = 0;
         ipc_fence_t *f;
 
-        st = ipc_use_device(tp, ep->peer_device);
+        st = uccl_gpu_ipc_use_device(tp, ep->peer_device);
         if (st != UCCL_OK)
             return st;
         f = fence_open(tp);
@@ -258,7 +258,7 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
     if (op->fence == NULL)
         return;
     if (op->fence == tp->open_fence) {
-        ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
+        uccl_gpu_ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
         fence_close(tp);
     }
     for (int k = 0; k < op->fence->nev; k++)
@@ -277,11 +277,11 @@ static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
 static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
 {
     op_unlink(tp, op);
-    ipc_op_finish(ep, op);
+    uccl_gpu_ipc_op_finish(ep, op);
     free(op);
 }
 
-int ipc_ops_progress(ipc_ep_t *ep)
+int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep)
 {
     uccl_list_t *pos, *tmp;
     int events = 0;
@@ -289,7 +289,7 @@ int ipc_ops_progress(ipc_ep_t *ep)
     if (uccl_list_empty(&ep->ops))
         return 0;
     if (ep->tp->nstreams > 0)
-        ipc_use_device(ep->tp, -1);
+        uccl_gpu_ipc_use_device(ep->tp, -1);
     fence_close(ep->tp);
     /* Every op with copies has some on stream 0 and fences are recorded in
      * order, so ops finish in the order they were queued: stop at the first
@@ -306,7 +306,7 @@ int ipc_ops_progress(ipc_ep_t *ep)
 
 /* ep going away: wait for the copies (local GPU work, bounded) and drop
  * them. */
-void ipc_ops_cancel(ipc_ep_t *ep)
+void uccl_gpu_ipc_ops_cancel(ipc_ep_t *ep)
 {
     while (!uccl_list_empty(&ep->ops)) {
         ipc_op_t *op = uccl_list_first(&ep->ops, ipc_op_t, link);
@@ -321,7 +321,7 @@ void ipc_ops_cancel(ipc_ep_t *ep)
 
 /* A region is being deregistered: let the copies touching it finish first
  * (so nothing writes it once dereg returns) and forget it. */
-void ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh)
+void uccl_gpu_ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh)
 {
     uccl_list_t *e, *o;
 

@@ -68,7 +68,7 @@ static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
         /* create the context and streams now, not inside the first transfer */
         st = uccl_gpu_pci_bus_id(tp->device, tp->bus_id, sizeof(tp->bus_id));
         if (st == UCCL_OK)
-            st = ipc_use_device(tp, -1);
+            st = uccl_gpu_ipc_use_device(tp, -1);
         if (st != UCCL_OK)
             goto err_streams;
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
@@ -78,7 +78,7 @@ static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
     return UCCL_OK;
 
 err_streams:
-    ipc_streams_destroy(tp);
+    uccl_gpu_ipc_streams_destroy(tp);
 err_free:
     free(tp);
     return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
@@ -88,7 +88,7 @@ static void ipc_close(uccl_tp_t *base)
 {
     ipc_tp_t *tp = (ipc_tp_t *)base;
 
-    ipc_streams_destroy(tp);
+    uccl_gpu_ipc_streams_destroy(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);
         uccl_list_del(&a->link);
@@ -111,7 +111,7 @@ static void txq_flush(ipc_ep_t *ep)
 {
     while (!uccl_list_empty(&ep->txq) && ep->tx.shm != NULL) {
         ipc_txmsg_t *m = uccl_list_first(&ep->txq, ipc_txmsg_t, link);
-        if (!ipc_ring_push(&ep->tx, m->type, m->data, m->len, NULL, 0))
+        if (!uccl_gpu_ipc_ring_push(&ep->tx, m->type, m->data, m->len, NULL, 0))
             return;
         uccl_list_del(&m->link);
         free(m);
@@ -119,7 +119,7 @@ static void txq_flush(ipc_ep_t *ep)
 }
 
 /* Send in order: straight into the ring, or queued behind what waits. */
-uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
+uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
                            size_t blen)
 {
     ipc_txmsg_t *m;
@@ -127,7 +127,7 @@ uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t al
     if (ep->failed)
         return UCCL_ERR_PEER_FAILED;
     txq_flush(ep);
-    if (uccl_list_empty(&ep->txq) && ep->tx.shm != NULL && ipc_ring_push(&ep->tx, type, a, alen, b, blen))
+    if (uccl_list_empty(&ep->txq) && ep->tx.shm != NULL && uccl_gpu_ipc_ring_push(&ep->tx, type, a, alen, b, blen))
         return UCCL_OK;
     m = malloc(sizeof(*m) + alen + blen);
     if (m == NULL)
@@ -141,7 +141,7 @@ uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t al
     return UCCL_OK;
 }
 
-void ipc_ep_fail(ipc_ep_t *ep, const char *why)
+void uccl_gpu_ipc_ep_fail(ipc_ep_t *ep, const char *why)
 {
     if (ep->failed)
         return;
@@ -167,46 +167,46 @@ static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
     case IPC_MSG_ALLOC:
         if (len != sizeof(msg_alloc_t))
             break;
-        if (ipc_map_get(ep, p, &map) != UCCL_OK) /* the messages that follow need it */
-            ipc_ep_fail(ep, "the peer announced GPU memory that cannot be mapped here");
+        if (uccl_gpu_ipc_map_get(ep, p, &map) != UCCL_OK) /* the messages that follow need it */
+            uccl_gpu_ipc_ep_fail(ep, "the peer announced GPU memory that cannot be mapped here");
         return;
     case IPC_MSG_ALLOC_GONE:
-        if (len == sizeof(msg_key_t) && (map = ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
-            ipc_map_put(ep, map);
+        if (len == sizeof(msg_key_t) && (map = uccl_gpu_ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
+            uccl_gpu_ipc_map_put(ep, map);
             return;
         }
         break;
     case IPC_MSG_GRANT_REQ:
         if (len != sizeof(msg_grant_req_t))
             break;
-        ipc_on_grant_req(ep, p);
+        uccl_gpu_ipc_on_grant_req(ep, p);
         return;
     case IPC_MSG_GRANT:
         if (len != sizeof(msg_grant_t))
             break;
-        ipc_on_grant(ep, p);
+        uccl_gpu_ipc_on_grant(ep, p);
         return;
     case IPC_MSG_REVOKE:
         if (len != sizeof(msg_key_t))
             break;
-        ipc_on_revoke(ep, ((const msg_key_t *)p)->key);
+        uccl_gpu_ipc_on_revoke(ep, ((const msg_key_t *)p)->key);
         return;
     case IPC_MSG_RTS:
         if (len < sizeof(*rts) || !seg_msg_ok(len, sizeof(*rts), rts->nseg))
             break;
-        ipc_on_rts(ep, rts, (const msg_seg_t *)(rts + 1));
+        uccl_gpu_ipc_on_rts(ep, rts, (const msg_seg_t *)(rts + 1));
         return;
     case IPC_MSG_CTS:
         if (len < sizeof(*cts) || !seg_msg_ok(len, sizeof(*cts), cts->nseg))
             break;
-        ipc_on_cts(ep, cts, (const msg_seg_t *)(cts + 1));
+        uccl_gpu_ipc_on_cts(ep, cts, (const msg_seg_t *)(cts + 1));
         return;
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE:
         if (len != sizeof(msg_fin_t))
             break;
-        ipc_on_fin(ep, type == IPC_MSG_FIN        ? &ep->sends
+        uccl_gpu_ipc_on_fin(ep, type == IPC_MSG_FIN        ? &ep->sends
                        : type == IPC_MSG_TGT_DONE ? &ep->tgt_wait
                                                   : &ep->pushes,
                    p);
@@ -214,7 +214,7 @@ static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
     case IPC_MSG_TGT_OP:
         if (len < sizeof(*tgt) || !seg_msg_ok(len, sizeof(*tgt), tgt->nseg))
             break;
-        ipc_on_tgt_op(ep, tgt, (const msg_seg_t *)(tgt + 1));
+        uccl_gpu_ipc_on_tgt_op(ep, tgt, (const msg_seg_t *)(tgt + 1));
         return;
     case IPC_MSG_NOTIF:
         if (len != sizeof(msg_key_t))
@@ -224,11 +224,11 @@ static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
     default:
         break;
     }
-    ipc_ep_fail(ep, "malformed mailbox message");
+    uccl_gpu_ipc_ep_fail(ep, "malformed mailbox message");
 }
 
 /* Handle what the peer sent (bounded, never blocks). */
-void ipc_ep_poll(ipc_ep_t *ep)
+void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
 {
     _Alignas(8) uint8_t msg[IPC_MSG_MAX];
 
@@ -236,18 +236,18 @@ void ipc_ep_poll(ipc_ep_t *ep)
         const void *payload;
         uint16_t type;
         size_t len;
-        uccl_status_t st = ipc_ring_peek(&ep->rx, &type, &payload, &len);
+        uccl_status_t st = uccl_gpu_ipc_ring_peek(&ep->rx, &type, &payload, &len);
 
         if (st == UCCL_ERR_NOT_FOUND)
             break;
         if (st != UCCL_OK || len > IPC_MSG_MAX) {
-            ipc_ep_fail(ep, "mailbox corrupted");
+            uccl_gpu_ipc_ep_fail(ep, "mailbox corrupted");
             break;
         }
         /* parse a private copy (the peer can still write the ring), taken
          * off the ring first so that nothing handles it twice */
         memcpy(msg, payload, len);
-        ipc_ring_pop(&ep->rx, len);
+        uccl_gpu_ipc_ring_pop(&ep->rx, len);
         dispatch(ep, type, msg, len);
     }
 }
@@ -262,11 +262,11 @@ static int ipc_progress(uccl_tp_t *base)
         ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
         if (ep->failed || !ep->connected)
             continue;
-        ipc_ep_poll(ep);
+        uccl_gpu_ipc_ep_poll(ep);
         txq_flush(ep);
-        events += ipc_ops_progress(ep);
+        events += uccl_gpu_ipc_ops_progress(ep);
         if (!uccl_list_empty(&ep->zombies))
-            ipc_maps_release(ep, false);
+            uccl_gpu_ipc_maps_release(ep, false);
     }
     return events;
 }
@@ -292,7 +292,7 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
                             &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
-    st = ipc_ring_create(&ep->rx);
+    st = uccl_gpu_ipc_ring_create(&ep->rx);
     if (st != UCCL_OK) {
         free(ep);
         return st;
@@ -346,7 +346,7 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
     memcpy(&w, info, sizeof(w));
     w.ring[sizeof(w.ring) - 1] = '\0';
     w.bus_id[sizeof(w.bus_id) - 1] = '\0';
-    st = ipc_ring_attach(&ep->tx, w.ring);
+    st = uccl_gpu_ipc_ring_attach(&ep->tx, w.ring);
     if (st != UCCL_OK)
         return st;
     ep->peer_pid = w.pid;
@@ -379,17 +379,17 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     ipc_ep_t *ep = (ipc_ep_t *)base;
 
     ep->failed = true; /* nothing more goes out */
-    ipc_ops_cancel(ep);
+    uccl_gpu_ipc_ops_cancel(ep);
     forget_list(&ep->sends);
     forget_list(&ep->pushes);
     forget_list(&ep->grant_wait);
     forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
-    ipc_maps_release(ep, true);
+    uccl_gpu_ipc_maps_release(ep, true);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
     free_list(&ep->txq, offsetof(ipc_txmsg_t, link));
-    ipc_ring_destroy(&ep->rx);
-    ipc_ring_destroy(&ep->tx);
+    uccl_gpu_ipc_ring_destroy(&ep->rx);
+    uccl_gpu_ipc_ring_destroy(&ep->tx);
     free(ep->announced);
     uccl_list_del(&ep->link);
     free(ep);
@@ -416,12 +416,12 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .ep_pack = ipc_ep_pack,
     .ep_connect = ipc_ep_connect,
     .ep_destroy = ipc_ep_destroy,
-    .mem_reg = ipc_mem_reg,
-    .mem_dereg = ipc_mem_dereg,
+    .mem_reg = uccl_gpu_ipc_mem_reg,
+    .mem_dereg = uccl_gpu_ipc_mem_dereg,
     .mem_pack = NULL,
-    .post_send = ipc_post_send,
-    .msg_deliver = ipc_msg_deliver,
-    .post_write = ipc_post_write,
-    .post_read = ipc_post_read,
+    .post_send = uccl_gpu_ipc_post_send,
+    .msg_deliver = uccl_gpu_ipc_msg_deliver,
+    .post_write = uccl_gpu_ipc_post_write,
+    .post_read = uccl_gpu_ipc_post_read,
     .progress = ipc_progress,
 };

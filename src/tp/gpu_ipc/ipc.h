@@ -237,44 +237,44 @@ typedef struct ipc_seg {
 } ipc_seg_t;
 
 /* ---- ep.c */
-uccl_status_t ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
+uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
                            size_t blen);
-void ipc_ep_poll(ipc_ep_t *ep);
-void ipc_ep_fail(ipc_ep_t *ep, const char *why);
+void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep);
+void uccl_gpu_ipc_ep_fail(ipc_ep_t *ep, const char *why);
 
 /* ---- mem.c */
-uccl_status_t ipc_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type, int device,
+uccl_status_t uccl_gpu_ipc_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type, int device,
                           uccl_tp_memh_t **memh);
-void ipc_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
-uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *alloc);
-uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out);
-void ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
-ipc_map_t *ipc_map_find(ipc_ep_t *ep, uint64_t key);
-void ipc_maps_release(ipc_ep_t *ep, bool all);
-void ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m);
-void ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id);
-ipc_grant_t *ipc_grant_find(ipc_ep_t *ep, uint64_t region_id);
-uccl_status_t ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m);
+void uccl_gpu_ipc_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *alloc);
+uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out);
+void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
+ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key);
+void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all);
+void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m);
+void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id);
+ipc_grant_t *uccl_gpu_ipc_grant_find(ipc_ep_t *ep, uint64_t region_id);
+uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m);
 
 /* ---- copy.c */
-uccl_status_t ipc_use_device(ipc_tp_t *tp, int hint);
-uccl_status_t ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
+uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint);
+uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len);
-int ipc_ops_progress(ipc_ep_t *ep);
-void ipc_ops_cancel(ipc_ep_t *ep);
-void ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
-void ipc_streams_destroy(ipc_tp_t *tp);
+int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);
+void uccl_gpu_ipc_ops_cancel(ipc_ep_t *ep);
+void uccl_gpu_ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
+void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
 
 /* ---- xfer.c */
-uccl_status_t ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-void ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
-uccl_status_t ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
-void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
-void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
-void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
-void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
-void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
-void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
+uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_gpu_ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
+uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
+void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
+void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
+void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
+void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
+void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
 
 #endif

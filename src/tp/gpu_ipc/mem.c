@@ -72,13 +72,13 @@ static void alloc_put(ipc_tp_t *tp, ipc_alloc_t *a)
     uccl_list_for_each(pos, &tp->eps) {
         ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
         if (announced_has(ep, a->gen, true))
-            ipc_send_msg(ep, IPC_MSG_ALLOC_GONE, &m, sizeof(m), NULL, 0);
+            uccl_gpu_ipc_send_msg(ep, IPC_MSG_ALLOC_GONE, &m, sizeof(m), NULL, 0);
     }
     uccl_list_del(&a->link);
     free(a);
 }
 
-uccl_status_t ipc_mem_reg(uccl_tp_t *base, void *addr, size_t len, uccl_mem_type_t type, int device,
+uccl_status_t uccl_gpu_ipc_mem_reg(uccl_tp_t *base, void *addr, size_t len, uccl_mem_type_t type, int device,
                           uccl_tp_memh_t **out)
 {
     ipc_tp_t *tp = (ipc_tp_t *)base;
@@ -102,24 +102,24 @@ uccl_status_t ipc_mem_reg(uccl_tp_t *base, void *addr, size_t len, uccl_mem_type
     return UCCL_OK;
 }
 
-void ipc_mem_dereg(uccl_tp_t *base, uccl_tp_memh_t *memh)
+void uccl_gpu_ipc_mem_dereg(uccl_tp_t *base, uccl_tp_memh_t *memh)
 {
     ipc_tp_t *tp = (ipc_tp_t *)base;
     uccl_list_t *pos;
 
     if (memh->tgt_inflight > 0)
-        ipc_ops_forget_memh(tp, memh);
+        uccl_gpu_ipc_ops_forget_memh(tp, memh);
     if (memh->granted) {
         msg_key_t m = {memh->region_id};
         uccl_list_for_each(pos, &tp->eps)
-            ipc_send_msg(uccl_container_of(pos, ipc_ep_t, link), IPC_MSG_REVOKE, &m, sizeof(m), NULL, 0);
+            uccl_gpu_ipc_send_msg(uccl_container_of(pos, ipc_ep_t, link), IPC_MSG_REVOKE, &m, sizeof(m), NULL, 0);
     }
     if (memh->alloc != NULL)
         alloc_put(tp, memh->alloc);
     free(memh);
 }
 
-uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
+uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
 {
     msg_alloc_t m;
     uccl_status_t st;
@@ -137,7 +137,7 @@ uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
     m.key = (uint64_t)(uintptr_t)a->base;
     m.size = a->size;
     m.handle = a->handle;
-    st = ipc_send_msg(ep, IPC_MSG_ALLOC, &m, sizeof(m), NULL, 0);
+    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_ALLOC, &m, sizeof(m), NULL, 0);
     if (st == UCCL_OK)
         ep->announced[ep->nannounced++] = a->gen;
     return st;
@@ -145,7 +145,7 @@ uccl_status_t ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
 
 /* ------------------------------------------------------------ peer allocations */
 
-ipc_map_t *ipc_map_find(ipc_ep_t *ep, uint64_t key)
+ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key)
 {
     uccl_list_t *pos;
 
@@ -185,9 +185,9 @@ static uccl_status_t map_check_size(const ipc_ep_t *ep, const ipc_map_t *map)
 /* Take a reference on the mapping of the peer allocation m describes,
  * opening it on first use; a different handle under a known key means the
  * peer freed and reallocated: the old mapping is retired. */
-uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
+uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
 {
-    ipc_map_t *map = ipc_map_find(ep, m->key);
+    ipc_map_t *map = uccl_gpu_ipc_map_find(ep, m->key);
     uccl_status_t st;
 
     if (map != NULL && memcmp(&map->handle, &m->handle, sizeof(m->handle)) == 0) {
@@ -206,7 +206,7 @@ uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
     if (ep->peer_pid == ep->tp->base.engine->pid) {
         map->ptr = (void *)(uintptr_t)m->key; /* same process: the pointer is ours */
     } else {
-        st = m->size > 0 ? ipc_use_device(ep->tp, ep->peer_device) : UCCL_ERR_PEER_FAILED;
+        st = m->size > 0 ? uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) : UCCL_ERR_PEER_FAILED;
         if (st == UCCL_OK)
             st = uccl_gpu_ipc_open(&m->handle, &map->ptr);
         if (st == UCCL_OK && (st = map_check_size(ep, map)) != UCCL_OK)
@@ -224,14 +224,14 @@ uccl_status_t ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out)
     return UCCL_OK;
 }
 
-void ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
+void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
 {
     if (--map->refs == 0)
         map_retire(ep, map);
 }
 
 /* Close retired mappings once no copy may use them (all = ep going away). */
-void ipc_maps_release(ipc_ep_t *ep, bool all)
+void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
 {
     if (!all && !uccl_list_empty(&ep->ops))
         return;
@@ -241,7 +241,7 @@ void ipc_maps_release(ipc_ep_t *ep, bool all)
     while (!uccl_list_empty(&ep->zombies)) {
         ipc_map_t *map = uccl_list_first(&ep->zombies, ipc_map_t, link);
         uccl_list_del(&map->link);
-        if (ep->peer_pid != ep->tp->base.engine->pid && ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
+        if (ep->peer_pid != ep->tp->base.engine->pid && uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
             uccl_gpu_ipc_close(map->ptr);
         free(map);
     }
@@ -250,7 +250,7 @@ void ipc_maps_release(ipc_ep_t *ep, bool all)
 /* ------------------------------------------------------------ grants */
 
 /* Target side: check the region, answer with its range and allocation. */
-void ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
+void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
 {
     uccl_engine_t *engine = ep->tp->base.engine;
     uccl_region_t *region;
@@ -276,10 +276,10 @@ void ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
                    (unsigned long long)m->region_id, ep->peer_pid);
     }
     g.status = st;
-    ipc_send_msg(ep, IPC_MSG_GRANT, &g, sizeof(g), NULL, 0);
+    uccl_gpu_ipc_send_msg(ep, IPC_MSG_GRANT, &g, sizeof(g), NULL, 0);
 }
 
-ipc_grant_t *ipc_grant_find(ipc_ep_t *ep, uint64_t region_id)
+ipc_grant_t *uccl_gpu_ipc_grant_find(ipc_ep_t *ep, uint64_t region_id)
 {
     uccl_list_t *pos;
 
@@ -291,19 +291,19 @@ ipc_grant_t *ipc_grant_find(ipc_ep_t *ep, uint64_t region_id)
     return NULL;
 }
 
-uccl_status_t ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
+uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
 {
     ipc_grant_t *g;
     uccl_status_t st;
 
     if (m->addr < m->alloc.key || m->len > m->alloc.size || m->addr - m->alloc.key > m->alloc.size - m->len) {
-        ipc_ep_fail(ep, "grant outside its allocation");
+        uccl_gpu_ipc_ep_fail(ep, "grant outside its allocation");
         return UCCL_ERR_PEER_FAILED;
     }
     g = calloc(1, sizeof(*g));
     if (g == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = ipc_map_get(ep, &m->alloc, &g->map);
+    st = uccl_gpu_ipc_map_get(ep, &m->alloc, &g->map);
     if (st != UCCL_OK) {
         free(g);
         return st;
@@ -315,13 +315,13 @@ uccl_status_t ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
     return UCCL_OK;
 }
 
-void ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
+void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
 {
-    ipc_grant_t *g = ipc_grant_find(ep, region_id);
+    ipc_grant_t *g = uccl_gpu_ipc_grant_find(ep, region_id);
 
     if (g == NULL)
         return;
     uccl_list_del(&g->link);
-    ipc_map_put(ep, g->map);
+    uccl_gpu_ipc_map_put(ep, g->map);
     free(g);
 }

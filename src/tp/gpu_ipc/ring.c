@@ -31,7 +31,7 @@ static uccl_status_t ring_map(ipc_ring_t *ring, int fd)
     return UCCL_OK;
 }
 
-uccl_status_t ipc_ring_create(ipc_ring_t *ring)
+uccl_status_t uccl_gpu_ipc_ring_create(ipc_ring_t *ring)
 {
     static _Atomic unsigned counter;
     uccl_status_t st;
@@ -63,7 +63,7 @@ err_unlink:
     return st;
 }
 
-uccl_status_t ipc_ring_attach(ipc_ring_t *ring, const char *name)
+uccl_status_t uccl_gpu_ipc_ring_attach(ipc_ring_t *ring, const char *name)
 {
     uccl_status_t st;
     struct stat sb;
@@ -89,7 +89,7 @@ uccl_status_t ipc_ring_attach(ipc_ring_t *ring, const char *name)
     return st;
 }
 
-void ipc_ring_destroy(ipc_ring_t *ring)
+void uccl_gpu_ipc_ring_destroy(ipc_ring_t *ring)
 {
     if (ring->shm != NULL)
         munmap(ring->shm, sizeof(ipc_ring_shm_t));
@@ -106,7 +106,7 @@ static void put_hdr(uint8_t *p, uint32_t len, uint16_t type)
     memset(p + 6, 0, 2);
 }
 
-bool ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
+bool uccl_gpu_ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
                    size_t blen)
 {
     ipc_ring_shm_t *s = ring->shm;
@@ -132,7 +132,7 @@ bool ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, 
     return true;
 }
 
-uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len)
+uccl_status_t uccl_gpu_ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len)
 {
     ipc_ring_shm_t *s = ring->shm;
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
@@ -163,7 +163,7 @@ uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **paylo
     }
 }
 
-void ipc_ring_pop(ipc_ring_t *ring, size_t len)
+void uccl_gpu_ipc_ring_pop(ipc_ring_t *ring, size_t len)
 {
     ipc_ring_shm_t *s = ring->shm;
     uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);

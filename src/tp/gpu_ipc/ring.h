@@ -30,20 +30,20 @@ typedef struct ipc_ring {
 } ipc_ring_t;
 
 /* Create a fresh ring (the consumer side). */
-uccl_status_t ipc_ring_create(ipc_ring_t *ring);
+uccl_status_t uccl_gpu_ipc_ring_create(ipc_ring_t *ring);
 /* Map the peer's ring by name and unlink the name (the producer side). */
-uccl_status_t ipc_ring_attach(ipc_ring_t *ring, const char *name);
-void ipc_ring_destroy(ipc_ring_t *ring);
+uccl_status_t uccl_gpu_ipc_ring_attach(ipc_ring_t *ring, const char *name);
+void uccl_gpu_ipc_ring_destroy(ipc_ring_t *ring);
 
 /* Append one record made of two parts; false when the ring is full. */
-bool ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
+bool uccl_gpu_ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
                    size_t blen);
 /* Oldest record, or UCCL_ERR_NOT_FOUND when empty, or UCCL_ERR_PEER_FAILED
- * when the ring holds garbage. *payload stays valid until ipc_ring_pop, but
+ * when the ring holds garbage. *payload stays valid until uccl_gpu_ipc_ring_pop, but
  * the peer can still write it: copy before parsing. */
-uccl_status_t ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len);
+uccl_status_t uccl_gpu_ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len);
 /* Drop the record peek returned; len is the length peek gave (the shared
  * header is not read again: the peer may have changed it since). */
-void ipc_ring_pop(ipc_ring_t *ring, size_t len);
+void uccl_gpu_ipc_ring_pop(ipc_ring_t *ring, size_t len);
 
 #endif

@@ -27,7 +27,7 @@ static uccl_status_t local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *
                        "this operation needs every local piece in GPU memory");
             return UCCL_ERR_UNSUPPORTED;
         }
-        st = ipc_announce(ep, memh->alloc);
+        st = uccl_gpu_ipc_announce(ep, memh->alloc);
         if (st != UCCL_OK)
             return st;
         seg[*nseg].key = (uint64_t)(uintptr_t)memh->alloc->base;
@@ -56,9 +56,9 @@ static int local_plan(const uccl_req_t *req, ipc_seg_t *seg)
 static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, ipc_seg_t *out)
 {
     for (uint32_t i = 0; i < nseg; i++) {
-        ipc_map_t *map = ipc_map_find(ep, seg[i].key);
+        ipc_map_t *map = uccl_gpu_ipc_map_find(ep, seg[i].key);
         if (map == NULL || seg[i].off > map->size || seg[i].len > map->size - seg[i].off) {
-            ipc_ep_fail(ep, "peer named memory it never announced");
+            uccl_gpu_ipc_ep_fail(ep, "peer named memory it never announced");
             return UCCL_ERR_PEER_FAILED;
         }
         out[i].ptr = (char *)map->ptr + seg[i].off;
@@ -81,7 +81,7 @@ static ipc_op_t *op_new(ipc_op_kind_t kind, uccl_req_t *req)
 
 /* ------------------------------------------------------------ send / recv */
 
-uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     ipc_ep_t *ep = (ipc_ep_t *)base;
     msg_seg_t seg[UCCL_IOV_MAX];
@@ -94,7 +94,7 @@ uccl_status_t ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.tag = req->tag;
     m.len = req->len;
     m.msg_seq = req->msg_seq;
-    st = ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
+    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
     if (st != UCCL_OK)
         return st;
     if (req->len == 0) { /* nothing for the peer to read: no FIN comes */
@@ -112,7 +112,7 @@ static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st
 {
     msg_fin_t f = {.seq = seq, .status = st, .bytes = bytes};
 
-    ipc_send_msg(ep, type, &f, sizeof(f), NULL, 0);
+    uccl_gpu_ipc_send_msg(ep, type, &f, sizeof(f), NULL, 0);
 }
 
 /* A request split in two parts (its own copy and the peer's report of the
@@ -204,7 +204,7 @@ static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const
         return false;
     m.push_len = rts->len - pull_part(ep, rts->len);
     m.nseg = msg_segs_cut(seg, m.nseg, m.push_len);
-    if (ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
+    if (uccl_gpu_ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
         return false;
     req->tp_data[0] = m.seq;
     req->tp_data[1] = m.len;
@@ -231,7 +231,7 @@ static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *r
 
         op->seq = rts->seq;
         op->bytes = rts->len - off;
-        st = ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
+        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
     }
     if (st != UCCL_OK)
         free(op);
@@ -260,7 +260,7 @@ static void recv_start(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, cons
 }
 
 /* A receive took a held message. */
-void ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
+void uccl_gpu_ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     ipc_rts_t *rts = uccl_container_of(msg, ipc_rts_t, msg);
 
@@ -270,13 +270,13 @@ void ipc_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 }
 
 /* A send arrived: into the receive the core has for it, else held. */
-void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
+void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
 {
     ipc_rts_t *rts;
     uccl_req_t *req;
 
     if (uccl_msg_arrived(ep->base.conn, &ep->base, m->msg_seq, m->tag, m->len, &req) != UCCL_OK) {
-        ipc_ep_fail(ep, "a message number came twice");
+        uccl_gpu_ipc_ep_fail(ep, "a message number came twice");
         return;
     }
     if (req != NULL) {
@@ -285,7 +285,7 @@ void ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
     }
     rts = malloc(sizeof(*rts) + m->nseg * sizeof(*seg));
     if (rts == NULL) {
-        ipc_ep_fail(ep, "out of memory for an incoming message");
+        uccl_gpu_ipc_ep_fail(ep, "out of memory for an incoming message");
         return;
     }
     rts->hdr = *m;
@@ -311,7 +311,7 @@ static uccl_req_t *waiter_take(uccl_list_t *waiters, uint64_t seq)
 
 /* The receiver's clear-to-send: copy the send into the named buffers; the
  * send completes with its copy, the receive on our PUSH_DONE. */
-void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
+void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
     uccl_req_t *req = waiter_take(&ep->sends, m->seq);
@@ -321,7 +321,7 @@ void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
     if (req == NULL || m->len != req->len || m->push_len == 0 || m->push_len > m->len) {
         if (req != NULL)
             uccl_req_complete(req, UCCL_ERR_PEER_FAILED, 0);
-        ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
+        uccl_gpu_ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
         return;
     }
     if (m->push_len < m->len) { /* the receiver pulls the rest: its FIN comes too */
@@ -333,7 +333,7 @@ void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
     if (st == UCCL_OK) {
         op->seq = m->seq;
         op->bytes = m->push_len;
-        st = ipc_op_start(ep, op, dst, (int)m->nseg, src, local_plan(req, src), m->push_len);
+        st = uccl_gpu_ipc_op_start(ep, op, dst, (int)m->nseg, src, local_plan(req, src), m->push_len);
     }
     if (st != UCCL_OK) {
         free(op);
@@ -344,12 +344,12 @@ void ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
 
 /* FIN (pulled send done), TGT_DONE (target copy done) and PUSH_DONE (pushed
  * receive done) complete the request waiting under that sequence number. */
-void ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
+void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
 {
     uccl_req_t *req = waiter_take(waiters, m->seq);
 
     if (req == NULL) {
-        ipc_ep_fail(ep, "completion for an unknown request");
+        uccl_gpu_ipc_ep_fail(ep, "completion for an unknown request");
         return;
     }
     part_done(req, (uccl_status_t)m->status);
@@ -377,9 +377,9 @@ static uccl_status_t rma_local(ipc_ep_t *ep, uccl_req_t *req, const ipc_grant_t 
     remote.ptr = (char *)g->map->ptr + (r->addr - g->map->key);
     remote.len = r->len;
     if (req->op == UCCL_OP_WRITE)
-        st = ipc_op_start(ep, op, &remote, 1, local, n, req->len);
+        st = uccl_gpu_ipc_op_start(ep, op, &remote, 1, local, n, req->len);
     else
-        st = ipc_op_start(ep, op, local, n, &remote, 1, req->len);
+        st = uccl_gpu_ipc_op_start(ep, op, local, n, &remote, 1, req->len);
     if (st != UCCL_OK)
         free(op);
     return st;
@@ -401,7 +401,7 @@ static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
     m.op = req->op;
     m.has_notif = req->has_notif;
     m.notif = req->notif;
-    st = ipc_send_msg(ep, IPC_MSG_TGT_OP, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
+    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_TGT_OP, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
     if (st != UCCL_OK)
         return st;
     req->tp_data[0] = m.seq;
@@ -427,15 +427,15 @@ static uccl_status_t post_rma(ipc_ep_t *ep, uccl_req_t *req)
 
     if (req->remote.mem_type == UCCL_MEM_HOST)
         return rma_remote(ep, req);
-    ipc_ep_poll(ep); /* see a revoke that already arrived */
+    uccl_gpu_ipc_ep_poll(ep); /* see a revoke that already arrived */
     if (ep->failed)
         return UCCL_ERR_PEER_FAILED;
-    g = ipc_grant_find(ep, req->remote.region_id);
+    g = uccl_gpu_ipc_grant_find(ep, req->remote.region_id);
     if (g != NULL)
         return rma_local(ep, req, g);
     if (!grant_requested(ep, req->remote.region_id)) {
         msg_grant_req_t m = {req->remote.region_id, req->remote.addr, req->remote.len};
-        uccl_status_t st = ipc_send_msg(ep, IPC_MSG_GRANT_REQ, &m, sizeof(m), NULL, 0);
+        uccl_status_t st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_GRANT_REQ, &m, sizeof(m), NULL, 0);
         if (st != UCCL_OK)
             return st;
     }
@@ -443,20 +443,20 @@ static uccl_status_t post_rma(ipc_ep_t *ep, uccl_req_t *req)
     return UCCL_OK;
 }
 
-uccl_status_t ipc_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return post_rma((ipc_ep_t *)base, req);
 }
 
-uccl_status_t ipc_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return post_rma((ipc_ep_t *)base, req);
 }
 
-void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
+void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
 {
-    uccl_status_t st = m->status == UCCL_OK ? ipc_grant_add(ep, m) : UCCL_ERR_REMOTE_ACCESS;
-    ipc_grant_t *g = st == UCCL_OK ? ipc_grant_find(ep, m->region_id) : NULL;
+    uccl_status_t st = m->status == UCCL_OK ? uccl_gpu_ipc_grant_add(ep, m) : UCCL_ERR_REMOTE_ACCESS;
+    ipc_grant_t *g = st == UCCL_OK ? uccl_gpu_ipc_grant_find(ep, m->region_id) : NULL;
     uccl_list_t *pos, *tmp;
 
     uccl_list_for_each_safe(pos, tmp, &ep->grant_wait) {
@@ -474,7 +474,7 @@ void ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
 }
 
 /* Target side of a copy to/from one of our host regions. */
-void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
+void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
 {
     uccl_engine_t *engine = ep->tp->base.engine;
     ipc_seg_t mine, peer[UCCL_IOV_MAX];
@@ -494,9 +494,9 @@ void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
         mine.ptr = (char *)(uintptr_t)m->addr;
         mine.len = m->len;
         if (m->op == UCCL_OP_WRITE)
-            st = ipc_op_start(ep, op, &mine, 1, peer, (int)m->nseg, m->len);
+            st = uccl_gpu_ipc_op_start(ep, op, &mine, 1, peer, (int)m->nseg, m->len);
         else
-            st = ipc_op_start(ep, op, peer, (int)m->nseg, &mine, 1, m->len);
+            st = uccl_gpu_ipc_op_start(ep, op, peer, (int)m->nseg, &mine, 1, m->len);
     }
     if (st != UCCL_OK) {
         free(op);
@@ -508,7 +508,7 @@ void ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
 
 /* ------------------------------------------------------------ completions */
 
-void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
+void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
 {
     uccl_status_t st = op->status;
 
@@ -516,7 +516,7 @@ void ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
     case OP_LOCAL:
         if (st == UCCL_OK && op->has_notif) {
             msg_key_t n = {op->notif};
-            st = ipc_send_msg(ep, IPC_MSG_NOTIF, &n, sizeof(n), NULL, 0);
+            st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_NOTIF, &n, sizeof(n), NULL, 0);
         }
         uccl_req_complete(op->req, st, st == UCCL_OK ? op->bytes : 0);
         break;

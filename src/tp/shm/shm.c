@@ -51,7 +51,7 @@ static const uccl_cfg_field_t shm_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t shm_config_table = {"SHM_", shm_fields, sizeof(shm_config_t)};
+const uccl_cfg_table_t uccl_shm_config_table = {"SHM_", shm_fields, sizeof(shm_config_t)};
 
 /* Segment: header, ring initiator->acceptor, ring acceptor->initiator. */
 typedef struct shm_seg_hdr {
@@ -99,7 +99,7 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
 
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = uccl_cfg_parse(&shm_config_table, &tp->cfg);
+    st = uccl_cfg_parse(&uccl_shm_config_table, &tp->cfg);
     if (st == UCCL_OK)
         st = shm_parse_cma(tp->cfg.cma, &tp->cma_mode);
     if (st != UCCL_OK)
@@ -139,7 +139,7 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
         st = UCCL_ERR_INVALID_PARAM;
         goto err_free;
     }
-    shm_cma_allow_peers(tp);
+    uccl_shm_cma_allow_peers(tp);
     /* GPU memory is moved by staging when a GPU is usable here */
     if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
                           &tp->stage) == UCCL_OK)
@@ -189,8 +189,8 @@ static void shm_ep_attach(shm_ep_t *ep, size_t ring_size, bool init)
     uint8_t *base = (uint8_t *)ep->seg + sizeof(shm_seg_hdr_t);
     uint8_t *ring0 = base, *ring1 = base + shm_ring_footprint(ring_size);
 
-    shm_ring_attach(&ep->tx, ep->is_initiator ? ring0 : ring1, ring_size, true, init);
-    shm_ring_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, false, init);
+    uccl_shm_ring_attach(&ep->tx, ep->is_initiator ? ring0 : ring1, ring_size, true, init);
+    uccl_shm_ring_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, false, init);
 }
 
 static uccl_status_t shm_seg_create(shm_ep_t *ep)
@@ -337,7 +337,7 @@ static uccl_status_t shm_ep_decide_cma(shm_ep_t *ep)
                   ep->peer_pid);
         return UCCL_OK;
     }
-    ep->cma = shm_cma_probe(ep);
+    ep->cma = uccl_shm_cma_probe(ep);
     if (!ep->cma && ep->tp->cma_mode == SHM_CMA_ON) {
         uccl_error("UCCL_SHM_CMA=on but CMA to pid %d is not permitted", ep->peer_pid);
         return UCCL_ERR_UNSUPPORTED;
@@ -403,10 +403,10 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->waiting);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
-    shm_cma_jobs_free(ep);
+    uccl_shm_cma_jobs_free(ep);
     shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
-        shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
+        uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
     if (ep->tp->stage != NULL)
         uccl_stage_cancel(ep->tp->stage, ep);
     if (ep->seg != NULL)
@@ -423,7 +423,7 @@ static bool shm_ep_drained(uccl_tp_ep_t *base)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
 
-    return !ep->connected || shm_ring_empty(&ep->rx);
+    return !ep->connected || uccl_shm_ring_empty(&ep->rx);
 }
 
 /* Most process_vm_readv/writev calls of one progress call. */
@@ -441,11 +441,11 @@ static int shm_progress(uccl_tp_t *base)
 
         if (!ep->connected || ep->base.conn->state != UCCL_OK)
             continue;
-        events += shm_rx_progress(ep);
+        events += uccl_shm_rx_progress(ep);
         if (ep->base.conn->state == UCCL_OK)
-            events += shm_cma_progress(ep, &budget);
+            events += uccl_shm_cma_progress(ep, &budget);
         if (ep->base.conn->state == UCCL_OK)
-            events += shm_tx_progress(ep);
+            events += uccl_shm_tx_progress(ep);
     }
     /* the budget ran out: the next call starts with the next endpoint */
     if ((budget.bytes == 0 || budget.calls == 0) && !uccl_list_empty(&tp->eps))
@@ -459,7 +459,7 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .priority = 50,
     .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY,
     .engine_cap = UCCL_CAP_SHM,
-    .config_table = &shm_config_table,
+    .config_table = &uccl_shm_config_table,
     .open = shm_open_tp,
     .close = shm_close_tp,
     .address = shm_address,
@@ -468,10 +468,10 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .ep_pack = shm_ep_pack,
     .ep_connect = shm_ep_connect,
     .ep_destroy = shm_ep_destroy,
-    .post_send = shm_post_send,
-    .msg_deliver = shm_msg_deliver,
-    .post_write = shm_post_rma,
-    .post_read = shm_post_rma,
+    .post_send = uccl_shm_post_send,
+    .msg_deliver = uccl_shm_msg_deliver,
+    .post_write = uccl_shm_post_rma,
+    .post_read = uccl_shm_post_rma,
     .progress = shm_progress,
     .ep_drained = shm_ep_drained,
 };

@@ -203,7 +203,7 @@ typedef struct shm_stream {
 typedef enum {
     SHM_CMA_RECV,  /* a matched rendezvous receive: complete it, FIN to the sender */
     SHM_CMA_RMA,   /* target of a write/read: notify (write), FIN to the initiator */
-    SHM_CMA_SPLIT, /* our part of a split transfer: shm_split_own_done */
+    SHM_CMA_SPLIT, /* our part of a split transfer: uccl_shm_split_own_done */
     SHM_CMA_OFFER, /* the part a peer offered us: DONE to it */
 } shm_cma_kind_t;
 
@@ -262,55 +262,55 @@ typedef struct shm_ep {
  * the matched message's length (streamed receives) */
 enum { SHM_REQ_ID = 0, SHM_REQ_MSGLEN = 1 };
 
-extern const uccl_cfg_table_t shm_config_table;
+extern const uccl_cfg_table_t uccl_shm_config_table;
 
 /* shm_proto.c: posting and the send side */
-uccl_status_t shm_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-void shm_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
-uccl_status_t shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
-void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
-int shm_tx_progress(shm_ep_t *ep);
-void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
+uccl_status_t uccl_shm_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_shm_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
+uccl_status_t uccl_shm_post_rma(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status);
+int uccl_shm_tx_progress(shm_ep_t *ep);
+void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
                  const void *data, uint32_t iovcnt, uint32_t flags);
 /* Copy len bytes into a receive or read (staged when it has GPU pieces);
  * complete it with total bytes when last. */
-void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
+void uccl_shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
                   bool last, size_t total);
-void shm_stream_free(shm_stream_t *s);
-uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id);
+void uccl_shm_stream_free(shm_stream_t *s);
+uccl_req_t *uccl_shm_find_req(uccl_list_t *list, uint64_t id);
 
 /* shm_rx.c: the receive side of the ring */
-int shm_rx_progress(shm_ep_t *ep);
+int uccl_shm_rx_progress(shm_ep_t *ep);
 
 /* shm_cma.c: single copy between processes */
 /* Start copying init->len bytes between the local pieces from byte loff on
  * and the remote pieces (init->write = to the peer); progress does the
  * copy and then what init->kind says. An error (no memory) is returned
  * before anything is queued. */
-uccl_status_t shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
+uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
                             int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt);
 /* Copy what the budget allows of ep's copies, finishing those that end. */
-int shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget);
+int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget);
 /* Teardown: drop the copies (their requests are the core's). */
-void shm_cma_jobs_free(shm_ep_t *ep);
+void uccl_shm_cma_jobs_free(shm_ep_t *ep);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
-int shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
+int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 /* Under Yama ptrace_scope 1, let peers of this user attach to this process
  * (CMA needs that); called at open, so before any peer probes us. */
-void shm_cma_allow_peers(const shm_tp_t *tp);
+void uccl_shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
-bool shm_cma_probe(shm_ep_t *ep);
+bool uccl_shm_cma_probe(shm_ep_t *ep);
 
 /* shm_split.c: large CMA transfers copied by both processes at once */
 /* Receiver of a matched RTS / target of a validated write or read: offer
  * the peer its part and copy ours; false = not split (too small, or no
  * room for the offer), then the caller copies it all as before. */
-bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
+bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
                     const shm_wire_iov_t *iov, uint32_t iovcnt);
-bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
-void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
-void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
+bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
+void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
+void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 /* Our part of split s is copied (status st). */
-void shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);
+void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);
 
 #endif

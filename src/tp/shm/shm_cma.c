@@ -33,7 +33,7 @@ static int shm_yama_scope(void)
     return scope;
 }
 
-void shm_cma_allow_peers(const shm_tp_t *tp)
+void uccl_shm_cma_allow_peers(const shm_tp_t *tp)
 {
     /* the setting belongs to the process: say once what we did */
     static atomic_flag logged = ATOMIC_FLAG_INIT;
@@ -71,7 +71,7 @@ void shm_cma_allow_peers(const shm_tp_t *tp)
                   "turns this off");
 }
 
-bool shm_cma_probe(shm_ep_t *ep)
+bool uccl_shm_cma_probe(shm_ep_t *ep)
 {
     uint64_t value = 0;
     struct iovec local = {&value, sizeof(value)};
@@ -89,7 +89,7 @@ bool shm_cma_probe(shm_ep_t *ep)
     return false;
 }
 
-int shm_req_iovec(const uccl_req_t *req, struct iovec *iov)
+int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov)
 {
     int n = 0;
 
@@ -131,7 +131,7 @@ static int shm_iov_trim(struct iovec *iov, int cnt, size_t len)
     return i;
 }
 
-uccl_status_t shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
+uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
                             int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt)
 {
     shm_cma_job_t *job;
@@ -199,24 +199,24 @@ static void shm_cma_finish(shm_ep_t *ep, shm_cma_job_t *job, uccl_status_t st)
     switch (job->kind) {
     case SHM_CMA_RECV:
         uccl_req_complete(job->req, st, st == UCCL_OK ? job->len : 0);
-        shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
         break;
     case SHM_CMA_RMA:
         if (st == UCCL_OK && job->has_notif)
             st = uccl_conn_notif_push(ep->base.conn, job->notif);
-        shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, job->peer_id, 0, st);
         break;
     case SHM_CMA_SPLIT:
-        shm_split_own_done(ep, job->split, st);
+        uccl_shm_split_own_done(ep, job->split, st);
         break;
     case SHM_CMA_OFFER:
         /* the request completes with the peer's FIN, which reports this too */
-        shm_ctrl_send(ep, SHM_PKT_DONE, job->peer_id, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_DONE, job->peer_id, 0, st);
         break;
     }
 }
 
-int shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
+int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
 {
     int events = 0;
 
@@ -249,7 +249,7 @@ int shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
     return events;
 }
 
-void shm_cma_jobs_free(shm_ep_t *ep)
+void uccl_shm_cma_jobs_free(shm_ep_t *ep)
 {
     uccl_list_t *link;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id)
+uccl_req_t *uccl_shm_find_req(uccl_list_t *list, uint64_t id)
 {
     uccl_list_t *pos;
 
@@ -23,16 +23,16 @@ uccl_req_t *shm_find_req(uccl_list_t *list, uint64_t id)
 
 static bool shm_ctrl_write(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    void *slot = shm_ring_reserve(&ep->tx, sizeof(*pkt));
+    void *slot = uccl_shm_ring_reserve(&ep->tx, sizeof(*pkt));
 
     if (slot == NULL)
         return false;
     memcpy(slot, pkt, sizeof(*pkt));
-    shm_ring_commit(&ep->tx, sizeof(*pkt));
+    uccl_shm_ring_commit(&ep->tx, sizeof(*pkt));
     return true;
 }
 
-void shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status)
+void uccl_shm_ctrl_send(shm_ep_t *ep, uint32_t type, uint64_t id, uint64_t rid, uccl_status_t status)
 {
     shm_pkt_ctl_t pkt = {{type, sizeof(pkt)}, id, rid, (int32_t)status, 0};
     shm_ctrl_t *ctrl;
@@ -73,7 +73,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
     /* GPU sources always take the staged stream (rendezvous, then DATA) */
     if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu) {
         size_t size = sizeof(shm_pkt_eager_t) + req->len;
-        shm_pkt_eager_t *pkt = shm_ring_reserve(&ep->tx, size);
+        shm_pkt_eager_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -82,13 +82,13 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->len = req->len;
         pkt->seq = req->msg_seq;
         uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
-        shm_ring_commit(&ep->tx, size);
+        uccl_shm_ring_commit(&ep->tx, size);
         uccl_req_complete(req, UCCL_OK, req->len);
         return true;
     }
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rts_t *pkt = shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rts_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -100,10 +100,10 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->seq = req->msg_seq;
         pkt->id = req->tp_data[SHM_REQ_ID];
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        shm_ring_commit(&ep->tx, size);
+        uccl_shm_ring_commit(&ep->tx, size);
     } else {
         size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rma_t *pkt = shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rma_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -118,7 +118,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->notif = req->notif;
         pkt->has_notif = req->has_notif;
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        shm_ring_commit(&ep->tx, size);
+        uccl_shm_ring_commit(&ep->tx, size);
     }
     uccl_list_push_back(&ep->waiting, &req->tp_link);
     return true;
@@ -135,12 +135,12 @@ static uccl_status_t shm_post_tx(shm_ep_t *ep, uccl_req_t *req)
     return UCCL_OK;
 }
 
-uccl_status_t shm_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_shm_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return shm_post_tx((shm_ep_t *)base, req);
 }
 
-uccl_status_t shm_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_shm_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
 
@@ -151,7 +151,7 @@ uccl_status_t shm_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 
 /* ------------------------------------------------------------------ receives */
 
-void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
+void uccl_shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
                   bool last, size_t total)
 {
     uccl_stage_t *stage = ep->tp->stage;
@@ -175,14 +175,14 @@ void shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, si
 
 /* A message matched req (big enough): copy it (EAGER, data = payload),
  * pull it (RTS with CMA, data = sender iov), or ask for it (RTS without). */
-void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
+void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uint64_t id,
                  const void *data, uint32_t iovcnt, uint32_t flags)
 {
     struct iovec local[UCCL_IOV_MAX];
     uccl_status_t st;
 
     if (type == SHM_PKT_EAGER) {
-        shm_req_fill(ep, req, 0, data, len, true, len);
+        uccl_shm_req_fill(ep, req, 0, data, len, true, len);
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
@@ -190,26 +190,26 @@ void shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len, uin
         req->tp_data[SHM_REQ_ID] = ep->next_id++;
         req->tp_data[SHM_REQ_MSGLEN] = len;
         uccl_list_push_back(&ep->recv_active, &req->tp_link);
-        shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
+        uccl_shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
         return;
     }
-    if (shm_split_recv(ep, req, len, id, data, iovcnt))
+    if (uccl_shm_split_recv(ep, req, len, id, data, iovcnt))
         return;
-    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RECV, .len = len, .req = req, .peer_id = id},
-                       local, shm_req_iovec(req, local), 0, data, (int)iovcnt);
+    st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RECV, .len = len, .req = req, .peer_id = id},
+                       local, uccl_shm_req_iovec(req, local), 0, data, (int)iovcnt);
     if (st != UCCL_OK) {
         uccl_req_complete(req, st, 0);
-        shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
     }
 }
 
-void shm_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
+void uccl_shm_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
     shm_unexp_t *u = uccl_container_of(msg, shm_unexp_t, msg);
 
     uccl_list_del(&u->link);
-    shm_deliver(ep, req, u->type, msg->len, u->id, u->data, u->iovcnt, u->flags);
+    uccl_shm_deliver(ep, req, u->type, msg->len, u->id, u->data, u->iovcnt, u->flags);
     free(u);
 }
 
@@ -278,7 +278,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
 
         if (!shm_stream_ready(s, &n, &st))
             return false;
-        slot = st == UCCL_OK ? shm_ring_reserve(&ep->tx, head + n) : NULL;
+        slot = st == UCCL_OK ? uccl_shm_ring_reserve(&ep->tx, head + n) : NULL;
         if (slot == NULL && st == UCCL_OK)
             return false;
         if (st != UCCL_OK && s->req != NULL) {
@@ -287,7 +287,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
             return false;
         }
         if (st != UCCL_OK || shm_stream_source(ep, s, slot + head, n) != UCCL_OK) {
-            shm_ctrl_send(ep, SHM_PKT_FIN, s->id, 0, UCCL_ERR_REMOTE_ACCESS);
+            uccl_shm_ctrl_send(ep, SHM_PKT_FIN, s->id, 0, UCCL_ERR_REMOTE_ACCESS);
             return true; /* nothing committed */
         }
         if (s->type == SHM_PKT_WDATA) {
@@ -301,14 +301,14 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
             *pkt = (shm_pkt_data_t){.hdr = {SHM_PKT_DATA, (uint32_t)(head + n)}, .id = s->id,
                                     .off = s->off, .len = n};
         }
-        shm_ring_commit(&ep->tx, head + n);
+        uccl_shm_ring_commit(&ep->tx, head + n);
         s->off += n;
         s->started = true;
     }
     return true;
 }
 
-void shm_stream_free(shm_stream_t *s)
+void uccl_shm_stream_free(shm_stream_t *s)
 {
     if (s->staged)
         uccl_stage_src_fini(&s->src);
@@ -325,12 +325,12 @@ static void shm_stream_finished(shm_ep_t *ep, shm_stream_t *s)
         uccl_list_del(&s->req->tp_link);
         uccl_req_complete(s->req, UCCL_OK, s->req->len);
     }
-    shm_stream_free(s);
+    uccl_shm_stream_free(s);
 }
 
 /* ------------------------------------------------------------------ tx progress */
 
-int shm_tx_progress(shm_ep_t *ep)
+int uccl_shm_tx_progress(shm_ep_t *ep)
 {
     uccl_list_t *link;
     int events = 0;

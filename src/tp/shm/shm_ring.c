@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-void shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, bool init)
+void uccl_shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, bool init)
 {
     ring->ctl = mem;
     ring->data = (uint8_t *)mem + sizeof(shm_ring_ctl_t);
@@ -22,7 +22,7 @@ void shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, boo
     }
 }
 
-void *shm_ring_reserve(shm_ring_t *ring, size_t size)
+void *uccl_shm_ring_reserve(shm_ring_t *ring, size_t size)
 {
     uint64_t need = shm_ring_align(size);
     uint64_t off = ring->pos & (ring->cap - 1);
@@ -46,13 +46,13 @@ void *shm_ring_reserve(shm_ring_t *ring, size_t size)
     return ring->data + off;
 }
 
-void shm_ring_commit(shm_ring_t *ring, size_t size)
+void uccl_shm_ring_commit(shm_ring_t *ring, size_t size)
 {
     ring->pos += shm_ring_align(size);
     atomic_store_explicit(&ring->ctl->head, ring->pos, memory_order_release);
 }
 
-const void *shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad)
+const void *uccl_shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad)
 {
     *bad = false;
     for (;;) {
@@ -75,17 +75,17 @@ const void *shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad)
         }
         if (hdr->type != SHM_RING_PAD)
             return p;
-        shm_ring_release(ring, hdr->size);
+        uccl_shm_ring_release(ring, hdr->size);
     }
 }
 
-void shm_ring_release(shm_ring_t *ring, size_t size)
+void uccl_shm_ring_release(shm_ring_t *ring, size_t size)
 {
     ring->pos += shm_ring_align(size);
     atomic_store_explicit(&ring->ctl->tail, ring->pos, memory_order_release);
 }
 
-bool shm_ring_empty(shm_ring_t *ring)
+bool uccl_shm_ring_empty(shm_ring_t *ring)
 {
     if (ring->pos != ring->other)
         return false;

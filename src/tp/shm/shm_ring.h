@@ -42,19 +42,19 @@ static inline size_t shm_ring_align(size_t n) { return (n + SHM_RING_ALIGN - 1) 
 static inline size_t shm_ring_footprint(size_t cap) { return sizeof(shm_ring_ctl_t) + cap; }
 
 /* Attach a view to the ring at mem; init zeroes the counters (creator only). */
-void shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, bool init);
+void uccl_shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, bool init);
 
 /* Producer: room for a packet of size bytes, or NULL when the ring is full
- * (try again later). Write the packet there, then shm_ring_commit. */
-void *shm_ring_reserve(shm_ring_t *ring, size_t size);
-void shm_ring_commit(shm_ring_t *ring, size_t size);
+ * (try again later). Write the packet there, then uccl_shm_ring_commit. */
+void *uccl_shm_ring_reserve(shm_ring_t *ring, size_t size);
+void uccl_shm_ring_commit(shm_ring_t *ring, size_t size);
 
 /* Consumer: the next packet (header already checked against the ring's
  * bounds) or NULL when empty; *bad is set when the peer wrote garbage.
- * Release it with shm_ring_release once its payload has been used. */
-const void *shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad);
-void shm_ring_release(shm_ring_t *ring, size_t size);
+ * Release it with uccl_shm_ring_release once its payload has been used. */
+const void *uccl_shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad);
+void uccl_shm_ring_release(shm_ring_t *ring, size_t size);
 /* Consumer: nothing left to read. */
-bool shm_ring_empty(shm_ring_t *ring);
+bool uccl_shm_ring_empty(shm_ring_t *ring);
 
 #endif

@@ -66,7 +66,7 @@ static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
     if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
         return;
     if (req != NULL)
-        shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0, 0);
+        uccl_shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0, 0);
     else
         shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.seq, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len,
                           0, 0);
@@ -91,7 +91,7 @@ static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
         return;
     if (req != NULL)
-        shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt, pkt.reserved);
+        uccl_shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt, pkt.reserved);
     else
         shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.seq, pkt.tag, pkt.len, pkt.id, iov,
                           pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt, pkt.reserved);
@@ -115,7 +115,7 @@ static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
 
 static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    uccl_req_t *req = shm_find_req(&ep->waiting, pkt->id);
+    uccl_req_t *req = uccl_shm_find_req(&ep->waiting, pkt->id);
 
     if (req == NULL || (req->op != UCCL_OP_SEND && req->op != UCCL_OP_WRITE)) {
         shm_rx_bad(ep, "cts");
@@ -135,7 +135,7 @@ static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 
 static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    uccl_req_t *req = shm_find_req(&ep->waiting, pkt->id);
+    uccl_req_t *req = uccl_shm_find_req(&ep->waiting, pkt->id);
     uccl_status_t st = (uccl_status_t)pkt->status;
     uccl_list_t *pos, *tmp;
 
@@ -144,7 +144,7 @@ static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
     uccl_list_for_each_safe(pos, tmp, &ep->streams) {
         shm_stream_t *s = uccl_container_of(pos, shm_stream_t, link);
         if (s->req == req)
-            shm_stream_free(s);
+            uccl_shm_stream_free(s);
     }
     if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
@@ -164,9 +164,9 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
         return;
     }
     memcpy(&pkt, p, sizeof(pkt));
-    req = shm_find_req(&ep->recv_active, pkt.id);
+    req = uccl_shm_find_req(&ep->recv_active, pkt.id);
     if (req == NULL) {
-        req = shm_find_req(&ep->waiting, pkt.id);
+        req = uccl_shm_find_req(&ep->waiting, pkt.id);
         if (req == NULL || req->op != UCCL_OP_READ) {
             shm_rx_bad(ep, "data");
             return;
@@ -179,7 +179,7 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
     }
     if (pkt.off + pkt.len == total)
         uccl_list_del(&req->tp_link);
-    shm_req_fill(ep, req, pkt.off, p + sizeof(pkt), pkt.len, pkt.off + pkt.len == total, total);
+    uccl_shm_req_fill(ep, req, pkt.off, p + sizeof(pkt), pkt.len, pkt.off + pkt.len == total, total);
 }
 
 /* Target side of write/read: check the access against our own regions
@@ -208,7 +208,7 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
                    pkt.is_read ? "read" : "write", (unsigned long long)pkt.len,
                    (unsigned long long)pkt.region_id, ep->peer_pid);
-        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
@@ -218,12 +218,12 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
                                                .region_id = pkt.region_id, .len = pkt.len,
                                                .staged = region->mem_type != UCCL_MEM_HOST});
         else
-            shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
+            uccl_shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
         return;
     }
-    if (shm_split_rma(ep, &pkt, iov))
+    if (uccl_shm_split_rma(ep, &pkt, iov))
         return;
-    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RMA, .write = pkt.is_read != 0,
+    st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RMA, .write = pkt.is_read != 0,
                                             .len = pkt.len, .region_id = pkt.region_id,
                                             .region_addr = pkt.addr, .peer_id = pkt.id,
                                             .has_notif = !pkt.is_read && pkt.has_notif,
@@ -231,7 +231,7 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
                        &(struct iovec){(void *)(uintptr_t)pkt.addr, pkt.len}, 1, 0, iov,
                        (int)pkt.iovcnt);
     if (st != UCCL_OK)
-        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
 }
 
 /* The last chunk of a write is in place: notify, then tell the initiator. */
@@ -239,14 +239,14 @@ static void shm_write_done(shm_ep_t *ep, uint64_t id, bool has_notif, uint64_t n
 {
     uccl_status_t st = has_notif ? uccl_conn_notif_push(ep->base.conn, notif) : UCCL_OK;
 
-    shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
+    uccl_shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, st);
 }
 
 static void shm_write_done_deferred(void *arg, uccl_status_t copy_status, uint64_t id,
                                     uint64_t has_notif, uint64_t notif)
 {
     if (copy_status != UCCL_OK) /* the data did not land: no notification, a failed FIN */
-        shm_ctrl_send(arg, SHM_PKT_FIN, id, 0, copy_status);
+        uccl_shm_ctrl_send(arg, SHM_PKT_FIN, id, 0, copy_status);
     else
         shm_write_done(arg, id, has_notif != 0, notif);
 }
@@ -270,7 +270,7 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
     if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
-        shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
         return;
     }
     if (region->mem_type == UCCL_MEM_HOST) {
@@ -311,7 +311,7 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         shm_rx_wdata(ep, p, hdr);
         break;
     case SHM_PKT_OFFER:
-        shm_rx_offer(ep, p, hdr);
+        uccl_shm_rx_offer(ep, p, hdr);
         break;
     case SHM_PKT_CTS:
     case SHM_PKT_FIN:
@@ -324,7 +324,7 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         if (hdr->type == SHM_PKT_CTS)
             shm_rx_cts(ep, &ctl);
         else if (hdr->type == SHM_PKT_DONE)
-            shm_rx_done(ep, &ctl);
+            uccl_shm_rx_done(ep, &ctl);
         else
             shm_rx_fin(ep, &ctl);
         break;
@@ -333,14 +333,14 @@ static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     }
 }
 
-int shm_rx_progress(shm_ep_t *ep)
+int uccl_shm_rx_progress(shm_ep_t *ep)
 {
     int events = 0;
 
     while (events < SHM_RX_BUDGET) {
         shm_pkt_hdr_t hdr;
         bool bad;
-        const uint8_t *p = shm_ring_peek(&ep->rx, &hdr, &bad);
+        const uint8_t *p = uccl_shm_ring_peek(&ep->rx, &hdr, &bad);
 
         if (p == NULL) {
             if (bad)
@@ -348,7 +348,7 @@ int shm_rx_progress(shm_ep_t *ep)
             break;
         }
         shm_rx_one(ep, p, &hdr);
-        shm_ring_release(&ep->rx, hdr.size);
+        uccl_shm_ring_release(&ep->rx, hdr.size);
         events++;
         if (ep->base.conn->state != UCCL_OK)
             break;

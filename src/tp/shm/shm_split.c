@@ -50,13 +50,13 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
 
     if (!uccl_list_empty(&ep->ctrlq))
         return false;
-    pkt = shm_ring_reserve(&ep->tx, size);
+    pkt = uccl_shm_ring_reserve(&ep->tx, size);
     if (pkt == NULL)
         return false;
     *pkt = (shm_pkt_offer_t){.hdr = {SHM_PKT_OFFER, (uint32_t)size}, .id = s->peer_id,
                              .rid = s->rid, .split = split, .iovcnt = iovcnt};
     memcpy(pkt->iov, iov, iovcnt * sizeof(*iov));
-    shm_ring_commit(&ep->tx, size);
+    uccl_shm_ring_commit(&ep->tx, size);
     return true;
 }
 
@@ -83,17 +83,17 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
     }
     uccl_list_push_back(&ep->splits, &s->link);
     /* a receive pulls, a write's target pulls, a read's target pushes */
-    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_SPLIT,
+    st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_SPLIT,
                                             .write = s->req == NULL && s->is_read, .len = split,
                                             .split = s, .region_id = s->region_id,
                                             .region_addr = (uint64_t)(uintptr_t)local[0].iov_base},
                        local, lcnt, 0, remote, (int)rcnt);
     if (st != UCCL_OK)
-        shm_split_own_done(ep, s, st);
+        uccl_shm_split_own_done(ep, s, st);
     return true;
 }
 
-bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
+bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
                     const shm_wire_iov_t *iov, uint32_t iovcnt)
 {
     struct iovec local[UCCL_IOV_MAX];
@@ -101,10 +101,10 @@ bool shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
     if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min)
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = id, .req = req, .len = len}, local,
-                           shm_req_iovec(req, local), iov, iovcnt);
+                           uccl_shm_req_iovec(req, local), iov, iovcnt);
 }
 
-bool shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov)
+bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov)
 {
     /* the region was validated for exactly [addr, addr + len) */
     struct iovec local = {(void *)(uintptr_t)pkt->addr, pkt->len};
@@ -126,7 +126,7 @@ static void shm_rx_offer_bad(shm_ep_t *ep)
 }
 
 /* Sender or initiator: copy the part the peer offered, then say so. */
-void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
 {
     shm_wire_iov_t iov[UCCL_IOV_MAX];
     struct iovec local[UCCL_IOV_MAX];
@@ -147,18 +147,18 @@ void shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     for (uint32_t i = 0; i < pkt.iovcnt; i++)
         sum += iov[i].len;
-    req = shm_find_req(&ep->waiting, pkt.id);
+    req = uccl_shm_find_req(&ep->waiting, pkt.id);
     /* only a CMA peer offers, and only for host memory we announced */
     if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt.split > req->len ||
         sum != req->len - pkt.split) {
         shm_rx_offer_bad(ep);
         return;
     }
-    st = shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_OFFER, .write = req->op != UCCL_OP_READ,
+    st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_OFFER, .write = req->op != UCCL_OP_READ,
                                             .len = sum, .peer_id = pkt.rid},
-                       local, shm_req_iovec(req, local), pkt.split, iov, (int)pkt.iovcnt);
+                       local, uccl_shm_req_iovec(req, local), pkt.split, iov, (int)pkt.iovcnt);
     if (st != UCCL_OK)
-        shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
 }
 
 /* Receiver or target: both parts are copied; complete, notify, FIN. */
@@ -171,11 +171,11 @@ static void shm_split_complete(shm_ep_t *ep, shm_split_t *s)
         uccl_req_complete(s->req, st, st == UCCL_OK ? s->len : 0);
     else if (st == UCCL_OK && !s->is_read && s->has_notif)
         st = uccl_conn_notif_push(ep->base.conn, s->notif);
-    shm_ctrl_send(ep, SHM_PKT_FIN, s->peer_id, 0, st);
+    uccl_shm_ctrl_send(ep, SHM_PKT_FIN, s->peer_id, 0, st);
     free(s);
 }
 
-void shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st)
+void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st)
 {
     s->st = st;
     s->own_done = true;
@@ -184,7 +184,7 @@ void shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st)
 }
 
 /* The peer's part is copied (its DONE). */
-void shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
+void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
     uccl_status_t st = (uccl_status_t)pkt->status;
     shm_split_t *s = NULL;

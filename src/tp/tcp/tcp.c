@@ -136,7 +136,7 @@ static void tcp_close(uccl_tp_t *base)
 
     /* the core destroys every connection first; endpoints left are a bug */
     uccl_list_for_each_safe(pos, tmp, &tp->eps)
-        tcp_ep_destroy(&uccl_container_of(pos, tcp_ep_t, link)->base);
+        uccl_tcp_ep_destroy(&uccl_container_of(pos, tcp_ep_t, link)->base);
     uccl_list_for_each_safe(pos, tmp, &tp->pending)
         tcp_pending_drop(tp, uccl_container_of(pos, tcp_pending_t, link));
     close(tp->listen_fd);
@@ -242,7 +242,7 @@ static void tcp_pending_read(tcp_tp_t *tp, tcp_pending_t *p)
         return;
     uccl_list_del(&p->link);
     tp->npending--;
-    if (!tcp_ep_attach_stream(tp, p->fd, p->buf))
+    if (!uccl_tcp_ep_attach_stream(tp, p->fd, p->buf))
         close(p->fd);
     free(p);
 }
@@ -283,7 +283,7 @@ static void tcp_handle_event(tcp_tp_t *tp, const struct epoll_event *ev)
         if (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             s->writable = true;
         if (s->state == TCP_STREAM_CONNECTING && (ev->events & (EPOLLOUT | EPOLLHUP | EPOLLERR)))
-            tcp_stream_connect_done(s);
+            uccl_tcp_stream_connect_done(s);
     }
 }
 
@@ -296,15 +296,15 @@ static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
     for (int i = 0; i < ep->nstreams; i++) {
         tcp_stream_t *s = &ep->streams[i];
         if (s->state == TCP_STREAM_UP && s->readable)
-            events += tcp_stream_rx(s, tp->cfg.progress_bytes);
+            events += uccl_tcp_stream_rx(s, tp->cfg.progress_bytes);
     }
     if (!ep->failing)
-        events += tcp_ep_tx(ep, tp->cfg.progress_bytes);
+        events += uccl_tcp_ep_tx(ep, tp->cfg.progress_bytes);
     /* a stream ended: the peer is going; the messages its other streams
      * still carry are read to their end first (a completed send is a promise) */
     if (ep->failing && ep->base.conn->state == UCCL_OK &&
-        (tcp_ep_drained(&ep->base) || uccl_time_ms() >= ep->fail_deadline_ms))
-        tcp_ep_fail(ep, "the peer closed its streams");
+        (uccl_tcp_ep_drained(&ep->base) || uccl_time_ms() >= ep->fail_deadline_ms))
+        uccl_tcp_ep_fail(ep, "the peer closed its streams");
     return events;
 }
 
@@ -338,14 +338,14 @@ const struct uccl_tp_ops uccl_tp_tcp_ops = {
     .close = tcp_close,
     .address = tcp_address,
     .reachable = tcp_reachable,
-    .ep_create = tcp_ep_create,
-    .ep_pack = tcp_ep_pack,
-    .ep_connect = tcp_ep_connect,
-    .ep_destroy = tcp_ep_destroy,
-    .post_send = tcp_post_send,
-    .msg_deliver = tcp_msg_deliver,
-    .post_write = tcp_post_write,
-    .post_read = tcp_post_read,
+    .ep_create = uccl_tcp_ep_create,
+    .ep_pack = uccl_tcp_ep_pack,
+    .ep_connect = uccl_tcp_ep_connect,
+    .ep_destroy = uccl_tcp_ep_destroy,
+    .post_send = uccl_tcp_post_send,
+    .msg_deliver = uccl_tcp_msg_deliver,
+    .post_write = uccl_tcp_post_write,
+    .post_read = uccl_tcp_post_read,
     .progress = tcp_progress,
-    .ep_drained = tcp_ep_drained,
+    .ep_drained = uccl_tcp_ep_drained,
 };

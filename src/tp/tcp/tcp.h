@@ -162,48 +162,48 @@ struct tcp_ep {
 static inline tcp_tp_t *tcp_tp_of(tcp_ep_t *ep) { return (tcp_tp_t *)ep->base.tp; }
 
 /* tcp_ep.c */
-uccl_status_t tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+uccl_status_t uccl_tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                             bool is_initiator, uccl_tp_ep_t **ep);
-uccl_status_t tcp_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
-uccl_status_t tcp_ep_connect(uccl_tp_ep_t *ep, const void *info, size_t len);
-void tcp_ep_destroy(uccl_tp_ep_t *ep);
+uccl_status_t uccl_tcp_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
+uccl_status_t uccl_tcp_ep_connect(uccl_tp_ep_t *ep, const void *info, size_t len);
+void uccl_tcp_ep_destroy(uccl_tp_ep_t *ep);
 /* Attach an accepted socket whose hello arrived; false = no such endpoint. */
-bool tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello);
+bool uccl_tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello);
 /* An initiator's stream became writable: finish its non-blocking connect. */
-void tcp_stream_connect_done(tcp_stream_t *s);
+void uccl_tcp_stream_connect_done(tcp_stream_t *s);
 /* Note that a stream is gone; the endpoint fails after draining the rest. */
-void tcp_stream_lost(tcp_stream_t *s, const char *why);
+void uccl_tcp_stream_lost(tcp_stream_t *s, const char *why);
 /* Fail the connection of ep now (protocol error, no memory). */
-void tcp_ep_fail(tcp_ep_t *ep, const char *why);
+void uccl_tcp_ep_fail(tcp_ep_t *ep, const char *why);
 /* No stream of ep is open or opening any more: all the peer sent is read. */
-bool tcp_ep_drained(uccl_tp_ep_t *ep);
+bool uccl_tcp_ep_drained(uccl_tp_ep_t *ep);
 
 /* tcp_tx.c */
-uccl_status_t tcp_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_tcp_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 /* Queue a control frame or a read response (no request behind it). */
-uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
-uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
+uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
+uccl_status_t uccl_tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
                                   bool gpu);
 /* Send what the endpoint has queued, within budget bytes. */
-int tcp_ep_tx(tcp_ep_t *ep, size_t budget);
-void tcp_op_free(tcp_op_t *op);
+int uccl_tcp_ep_tx(tcp_ep_t *ep, size_t budget);
+void uccl_tcp_op_free(tcp_op_t *op);
 /* Give back the pinned buffers that the stream's unsent frames hold. */
-void tcp_stream_tx_release(tcp_stream_t *s);
+void uccl_tcp_stream_tx_release(tcp_stream_t *s);
 /* The iovec of bytes [off, off+len) of a request's local iov. */
-int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max);
+int uccl_tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max);
 
 /* tcp_rx.c */
 /* Read and handle what a stream has, up to budget bytes (SIZE_MAX = all). */
-int tcp_stream_rx(tcp_stream_t *s, size_t budget);
+int uccl_tcp_stream_rx(tcp_stream_t *s, size_t budget);
 
 /* tcp_match.c */
-void tcp_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
+void uccl_tcp_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 /* A chunk header arrived: choose s->sink and s->target (false = protocol error). */
-bool tcp_rx_chunk_begin(tcp_stream_t *s);
+bool uccl_tcp_rx_chunk_begin(tcp_stream_t *s);
 /* The current chunk's payload is all in. */
-void tcp_rx_chunk_end(tcp_stream_t *s);
-void tcp_match_release(tcp_ep_t *ep);
+void uccl_tcp_rx_chunk_end(tcp_stream_t *s);
+void uccl_tcp_match_release(tcp_ep_t *ep);
 
 #endif

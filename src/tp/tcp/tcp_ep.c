@@ -14,7 +14,7 @@
 
 #include "tcp.h"
 
-uccl_status_t tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+uccl_status_t uccl_tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                             bool is_initiator, uccl_tp_ep_t **out)
 {
     tcp_ep_t *ep;
@@ -44,7 +44,7 @@ uccl_status_t tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer
     return UCCL_OK;
 }
 
-uccl_status_t tcp_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
+uccl_status_t uccl_tcp_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
     int n = ep->nstreams ? ep->nstreams : tcp_tp_of(ep)->cfg.num_streams;
@@ -114,7 +114,7 @@ static uccl_status_t tcp_stream_open(tcp_ep_t *ep, tcp_stream_t *s)
     return tcp_stream_register(s, EPOLL_CTL_ADD);
 }
 
-uccl_status_t tcp_ep_connect(uccl_tp_ep_t *base, const void *info, size_t len)
+uccl_status_t uccl_tcp_ep_connect(uccl_tp_ep_t *base, const void *info, size_t len)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
     tcp_tp_t *tp = tcp_tp_of(ep);
@@ -154,7 +154,7 @@ uccl_status_t tcp_ep_connect(uccl_tp_ep_t *base, const void *info, size_t len)
     return UCCL_OK;
 }
 
-void tcp_stream_connect_done(tcp_stream_t *s)
+void uccl_tcp_stream_connect_done(tcp_stream_t *s)
 {
     int err = 0;
     socklen_t len = sizeof(err);
@@ -165,13 +165,13 @@ void tcp_stream_connect_done(tcp_stream_t *s)
         uccl_error("tcp: stream %d to %s:%d: %s", s->index, inet_ntoa(s->ep->peer.sin_addr),
                    ntohs(s->ep->peer.sin_port), strerror(err));
         s->state = TCP_STREAM_DEAD;
-        tcp_ep_fail(s->ep, "a stream could not connect");
+        uccl_tcp_ep_fail(s->ep, "a stream could not connect");
         return;
     }
     s->state = TCP_STREAM_UP;
 }
 
-bool tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello)
+bool uccl_tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello)
 {
     uint64_t token = uccl_get_u64(hello + 8);
     int index = uccl_get_u16(hello + 4);
@@ -207,7 +207,7 @@ bool tcp_ep_attach_stream(tcp_tp_t *tp, int fd, const uint8_t *hello)
     return false;
 }
 
-void tcp_stream_lost(tcp_stream_t *s, const char *why)
+void uccl_tcp_stream_lost(tcp_stream_t *s, const char *why)
 {
     if (s->state == TCP_STREAM_DEAD)
         return;
@@ -219,7 +219,7 @@ void tcp_stream_lost(tcp_stream_t *s, const char *why)
     s->ep->failing = true;
 }
 
-bool tcp_ep_drained(uccl_tp_ep_t *base)
+bool uccl_tcp_ep_drained(uccl_tp_ep_t *base)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
 
@@ -229,7 +229,7 @@ bool tcp_ep_drained(uccl_tp_ep_t *base)
     return true;
 }
 
-void tcp_ep_fail(tcp_ep_t *ep, const char *why)
+void uccl_tcp_ep_fail(tcp_ep_t *ep, const char *why)
 {
     uccl_conn_t *conn = ep->base.conn;
 
@@ -298,7 +298,7 @@ static void tcp_ep_flush(tcp_ep_t *ep)
                   unacked);
 }
 
-void tcp_ep_destroy(uccl_tp_ep_t *base)
+void uccl_tcp_ep_destroy(uccl_tp_ep_t *base)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
     uccl_list_t *pos, *tmp;
@@ -314,13 +314,13 @@ void tcp_ep_destroy(uccl_tp_ep_t *base)
         if (ep->streams[i].fd >= 0)
             close(ep->streams[i].fd); /* also leaves the epoll set */
         free(ep->streams[i].rbuf);
-        tcp_stream_tx_release(&ep->streams[i]);
+        uccl_tcp_stream_tx_release(&ep->streams[i]);
     }
     free(ep->streams);
     /* requests are the core's: forget them, free only our own records */
     uccl_list_for_each_safe(pos, tmp, &ep->ops)
-        tcp_op_free(uccl_container_of(pos, tcp_op_t, all_link));
-    tcp_match_release(ep);
+        uccl_tcp_op_free(uccl_container_of(pos, tcp_op_t, all_link));
+    uccl_tcp_match_release(ep);
     uccl_list_del(&ep->link);
     free(ep);
 }

@@ -98,7 +98,7 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
 }
 
 /* The next message in send order goes to the core's matching: into the
- * receive it has for it, or held until one comes (tcp_msg_deliver). */
+ * receive it has for it, or held until one comes (uccl_tcp_msg_deliver). */
 static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
 {
     uccl_conn_t *conn = ep->base.conn;
@@ -106,7 +106,7 @@ static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
     rec->presented = true;
     if (uccl_msg_arrived(conn, &ep->base, rec->msg_seq, rec->tag, rec->total, &rec->req) !=
         UCCL_OK) {
-        tcp_ep_fail(ep, "a message number came twice");
+        uccl_tcp_ep_fail(ep, "a message number came twice");
         return;
     }
     if (rec->req == NULL) {
@@ -127,7 +127,7 @@ static void tcp_present_ready(tcp_ep_t *ep)
     }
 }
 
-void tcp_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
+void uccl_tcp_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     tcp_rx_rec_t *rec = uccl_container_of(msg, tcp_rx_rec_t, msg);
 
@@ -145,12 +145,12 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
 
     if (rec == NULL) {
         if (h->id < ep->next_rx_id) {
-            tcp_ep_fail(ep, "chunk of a message already delivered");
+            uccl_tcp_ep_fail(ep, "chunk of a message already delivered");
             return false;
         }
         rec = tcp_rec_new(ep, h);
         if (rec == NULL) {
-            tcp_ep_fail(ep, "out of memory for an incoming message");
+            uccl_tcp_ep_fail(ep, "out of memory for an incoming message");
             return false;
         }
         rec->tag = h->a;
@@ -159,7 +159,7 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     if (rec->tag != h->a || rec->msg_seq != h->b || rec->total != h->total ||
         h->clen > rec->total - rec->received) {
-        tcp_ep_fail(ep, "inconsistent chunk of a message");
+        uccl_tcp_ep_fail(ep, "inconsistent chunk of a message");
         return false;
     }
     s->target = rec;
@@ -169,7 +169,7 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
         return true;
     }
     if (rec->bounce == NULL && rec->total > 0 && (rec->bounce = malloc(rec->total)) == NULL) {
-        tcp_ep_fail(ep, "out of memory for an unexpected message");
+        uccl_tcp_ep_fail(ep, "out of memory for an unexpected message");
         return false;
     }
     s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = rec->bounce, .pos = h->off};
@@ -187,7 +187,7 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
     if (rec == NULL) {
         rec = tcp_rec_new(ep, h);
         if (rec == NULL) {
-            tcp_ep_fail(ep, "out of memory for an incoming write");
+            uccl_tcp_ep_fail(ep, "out of memory for an incoming write");
             return false;
         }
         rec->region_id = h->a;
@@ -198,7 +198,7 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     if (rec->region_id != h->a || rec->addr != h->b || rec->total != h->total ||
         h->clen > rec->total - rec->received) {
-        tcp_ep_fail(ep, "inconsistent chunk of a write");
+        uccl_tcp_ep_fail(ep, "inconsistent chunk of a write");
         return false;
     }
     if (rec->status == UCCL_OK)
@@ -225,12 +225,12 @@ static bool tcp_begin_read_req(tcp_ep_t *ep, const tcp_hdr_t *h)
     if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS; /* GPU memory, and no GPU staging here */
     if (st == UCCL_OK)
-        st = tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total,
+        st = uccl_tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total,
                                  region->mem_type != UCCL_MEM_HOST);
     else
-        st = tcp_queue_ack(ep, h->id, st);
+        st = uccl_tcp_queue_ack(ep, h->id, st);
     if (st != UCCL_OK) {
-        tcp_ep_fail(ep, "out of memory for a read response");
+        uccl_tcp_ep_fail(ep, "out of memory for a read response");
         return false;
     }
     return true;
@@ -254,7 +254,7 @@ static bool tcp_begin_read_data(tcp_stream_t *s, const tcp_hdr_t *h)
 
     if (op == NULL || op->hdr.type != TCP_FRAME_READ_REQ || !op->sent || op->hdr.total != h->total ||
         h->clen > op->hdr.total - op->received) {
-        tcp_ep_fail(s->ep, "read data that matches no read in flight");
+        uccl_tcp_ep_fail(s->ep, "read data that matches no read in flight");
         return false;
     }
     op->rx_busy++;
@@ -270,17 +270,17 @@ static bool tcp_handle_ack(tcp_ep_t *ep, const tcp_hdr_t *h)
     uccl_status_t st = (uccl_status_t)(int64_t)h->a;
 
     if (op == NULL || !op->sent || op->rx_busy > 0 || (st == UCCL_OK && op->hdr.type != TCP_FRAME_WRITE)) {
-        tcp_ep_fail(ep, "reply that matches no operation in flight");
+        uccl_tcp_ep_fail(ep, "reply that matches no operation in flight");
         return false;
     }
     if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS)
         st = UCCL_ERR_REMOTE_ACCESS; /* the only refusal the target sends */
     uccl_req_complete(op->req, st, st == UCCL_OK ? op->hdr.total : 0);
-    tcp_op_free(op);
+    uccl_tcp_op_free(op);
     return true;
 }
 
-bool tcp_rx_chunk_begin(tcp_stream_t *s)
+bool uccl_tcp_rx_chunk_begin(tcp_stream_t *s)
 {
     const tcp_hdr_t *h = &s->cur;
 
@@ -302,8 +302,8 @@ static void tcp_write_done(tcp_ep_t *ep, uint64_t id, uccl_status_t st, bool has
 {
     if (st == UCCL_OK && has_notif)
         st = uccl_conn_notif_push(ep->base.conn, notif);
-    if (tcp_queue_ack(ep, id, st) != UCCL_OK)
-        tcp_ep_fail(ep, "out of memory for a write reply");
+    if (uccl_tcp_queue_ack(ep, id, st) != UCCL_OK)
+        uccl_tcp_ep_fail(ep, "out of memory for a write reply");
 }
 
 /* The H2D copies of a staged write are done (or failed: no notification,
@@ -331,7 +331,7 @@ static void tcp_end_write(tcp_ep_t *ep, tcp_rx_rec_t *rec, uint32_t clen)
     tcp_rec_free(rec);
 }
 
-void tcp_rx_chunk_end(tcp_stream_t *s)
+void uccl_tcp_rx_chunk_end(tcp_stream_t *s)
 {
     const tcp_hdr_t *h = &s->cur;
 
@@ -350,13 +350,13 @@ void tcp_rx_chunk_end(tcp_stream_t *s)
         op->received += h->clen;
         if (op->received == op->hdr.total) {
             tcp_req_done(s->ep, op->req, op->gpu, op->hdr.total);
-            tcp_op_free(op);
+            uccl_tcp_op_free(op);
         }
     }
     s->target = NULL;
 }
 
-void tcp_match_release(tcp_ep_t *ep)
+void uccl_tcp_match_release(tcp_ep_t *ep)
 {
     uccl_list_t *pos, *tmp;
 

@@ -63,7 +63,7 @@ static void tcp_chunk_finish(tcp_stream_t *s)
     /* after a large chunk the next header likely heads another one: read
      * just the header then, so that its payload goes straight to its place */
     s->header_only = s->cur.clen >= tcp_tp_of(s->ep)->cfg.rxbuf / 2;
-    tcp_rx_chunk_end(s);
+    uccl_tcp_rx_chunk_end(s);
 }
 
 /* Read the rest of a large payload directly into its destination. */
@@ -77,7 +77,7 @@ static ssize_t tcp_stream_read_direct(tcp_stream_t *s, size_t *want)
         iov[0].iov_len = s->remaining;
         cnt = 1;
     } else {
-        cnt = tcp_req_iovec(s->sink.req, s->sink.pos, s->remaining, iov, TCP_RX_IOV);
+        cnt = uccl_tcp_req_iovec(s->sink.req, s->sink.pos, s->remaining, iov, TCP_RX_IOV);
     }
     *want = 0;
     for (int i = 0; i < cnt; i++)
@@ -133,11 +133,11 @@ static bool tcp_stream_read(tcp_stream_t *s, size_t *total)
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             s->readable = false;
         else
-            tcp_stream_lost(s, strerror(errno));
+            uccl_tcp_stream_lost(s, strerror(errno));
         return false;
     }
     if (n == 0) {
-        tcp_stream_lost(s, "closed by the peer");
+        uccl_tcp_stream_lost(s, "closed by the peer");
         return false;
     }
     /* drained: edge-triggered epoll reports new data; but an end of file
@@ -154,7 +154,7 @@ static bool tcp_stream_read(tcp_stream_t *s, size_t *total)
     return true;
 }
 
-int tcp_stream_rx(tcp_stream_t *s, size_t budget)
+int uccl_tcp_stream_rx(tcp_stream_t *s, size_t budget)
 {
     size_t total = 0;
     int events = 0;
@@ -176,13 +176,13 @@ int tcp_stream_rx(tcp_stream_t *s, size_t budget)
             s->remaining -= n;
         } else if (!s->in_payload && avail >= TCP_HDR_LEN) {
             if (!tcp_hdr_decode(s->rbuf + s->rhead, &s->cur)) {
-                tcp_ep_fail(s->ep, "malformed frame header from the peer");
+                uccl_tcp_ep_fail(s->ep, "malformed frame header from the peer");
                 break;
             }
             s->rhead += TCP_HDR_LEN;
             s->remaining = s->cur.clen;
             s->in_payload = true;
-            if (!tcp_rx_chunk_begin(s))
+            if (!uccl_tcp_rx_chunk_begin(s))
                 break; /* it failed the connection */
         } else if (total >= budget || !tcp_stream_read(s, &total)) {
             break;

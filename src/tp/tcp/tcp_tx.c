@@ -44,7 +44,7 @@ static void tcp_op_stage(tcp_ep_t *ep, tcp_op_t *op, const uint8_t *flat)
     (void)uccl_stage_src_peek(&op->src, &ptr, &n, NULL);
 }
 
-void tcp_op_free(tcp_op_t *op)
+void uccl_tcp_op_free(tcp_op_t *op)
 {
     if (op->src.stage != NULL)
         uccl_stage_src_fini(&op->src);
@@ -54,7 +54,7 @@ void tcp_op_free(tcp_op_t *op)
     free(op);
 }
 
-int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max)
+int uccl_tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max)
 {
     int n = 0;
 
@@ -76,7 +76,7 @@ int tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *o
     return n;
 }
 
-uccl_status_t tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tcp_ep_t *ep = (tcp_ep_t *)base;
     tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_MSG, ep->next_msg_id, req->len);
@@ -117,17 +117,17 @@ static uccl_status_t tcp_post_rma(tcp_ep_t *ep, uccl_req_t *req, uint8_t type)
     return UCCL_OK;
 }
 
-uccl_status_t tcp_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_tcp_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return tcp_post_rma((tcp_ep_t *)base, req, TCP_FRAME_WRITE);
 }
 
-uccl_status_t tcp_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_tcp_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return tcp_post_rma((tcp_ep_t *)base, req, TCP_FRAME_READ_REQ);
 }
 
-uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status)
+uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status)
 {
     tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_ACK, id, 0);
 
@@ -137,7 +137,7 @@ uccl_status_t tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status)
     return UCCL_OK;
 }
 
-uccl_status_t tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
+uccl_status_t uccl_tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
                                   bool gpu)
 {
     tcp_op_t *op = tcp_op_new(ep, TCP_FRAME_READ_DATA, id, len);
@@ -163,7 +163,7 @@ static void tcp_op_sent(tcp_op_t *op)
     if (op->hdr.type == TCP_FRAME_MSG)
         uccl_req_complete(op->req, UCCL_OK, op->hdr.total);
     if (!op->waiting)
-        tcp_op_free(op);
+        uccl_tcp_op_free(op);
 }
 
 /* A copy out of our GPU memory failed. An operation of which nothing is on
@@ -175,7 +175,7 @@ static void tcp_op_stage_failed(tcp_ep_t *ep, tcp_op_t *op, uccl_status_t st)
                (unsigned long long)op->hdr.total, uccl_strerror(st));
     if (op->next_off == 0 && op->hdr.type == TCP_FRAME_WRITE) {
         uccl_req_complete(op->req, st, 0);
-        tcp_op_free(op);
+        uccl_tcp_op_free(op);
     } else if (op->next_off == 0 && op->hdr.type == TCP_FRAME_READ_DATA) {
         uccl_stage_src_fini(&op->src);
         op->src.stage = NULL;
@@ -275,7 +275,7 @@ static int tcp_frame_iovec(const tcp_frame_t *f, struct iovec *iov, int max)
         iov[n].iov_len = f->len - poff;
         return n + 1;
     }
-    return n + tcp_req_iovec(f->op->req, f->off + poff, f->len - poff, iov + n, max - n);
+    return n + uccl_tcp_req_iovec(f->op->req, f->off + poff, f->len - poff, iov + n, max - n);
 }
 
 /* Account n written bytes to the hello and the ring's frames, in order. */
@@ -328,7 +328,7 @@ static size_t tcp_stream_send(tcp_stream_t *s)
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             s->writable = false;
         else if (errno != EINTR)
-            tcp_stream_lost(s, strerror(errno));
+            uccl_tcp_stream_lost(s, strerror(errno));
         return 0;
     }
     if ((size_t)n < want)
@@ -337,7 +337,7 @@ static size_t tcp_stream_send(tcp_stream_t *s)
     return (size_t)n;
 }
 
-void tcp_stream_tx_release(tcp_stream_t *s)
+void uccl_tcp_stream_tx_release(tcp_stream_t *s)
 {
     for (; s->tx_count > 0; s->tx_count--) {
         tcp_frame_t *f = &s->ring[s->tx_head];
@@ -348,7 +348,7 @@ void tcp_stream_tx_release(tcp_stream_t *s)
     }
 }
 
-int tcp_ep_tx(tcp_ep_t *ep, size_t budget)
+int uccl_tcp_ep_tx(tcp_ep_t *ep, size_t budget)
 {
     size_t chunk = tcp_tp_of(ep)->cfg.chunk;
     size_t total = 0, limit = budget * (size_t)ep->nstreams;

@@ -128,42 +128,42 @@ typedef struct tp_verbs_ep {
 } tp_verbs_ep_t;
 
 /* ---- verbs_dev.c */
-extern const uccl_cfg_table_t tp_verbs_config_table;
+extern const uccl_cfg_table_t uccl_verbs_config_table;
 
 /* ---- verbs_ep.c */
-uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                                  bool is_initiator, uccl_tp_ep_t **ep);
-uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
-uccl_status_t tp_verbs_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
-void tp_verbs_ep_destroy(uccl_tp_ep_t *ep);
-uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index);
-uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index);
+uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
+uccl_status_t uccl_verbs_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
+void uccl_verbs_ep_destroy(uccl_tp_ep_t *ep);
+uccl_status_t uccl_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index);
+uccl_status_t uccl_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index);
 
 /* ---- verbs_msg.c: the protocol's primitives on verbs (uccl_rndv_ops_t) */
-extern const uccl_rndv_ops_t tp_verbs_rndv_ops;
-uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
-void tp_verbs_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
+extern const uccl_rndv_ops_t uccl_verbs_rndv_ops;
+uccl_status_t uccl_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_verbs_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 
 /* ---- verbs_data.c: RDMA chunks, completions, progress */
-uccl_status_t tp_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t tp_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
-void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
-void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
-void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
-int tp_verbs_progress(uccl_tp_t *tp);
+uccl_status_t uccl_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
+void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
+int uccl_verbs_progress(uccl_tp_t *tp);
 
 /* ---- verbs_stage.c: GPU memory (GPUDirect decision at open, staging) */
-uccl_status_t tp_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine);
-void tp_verbs_gpu_close(tp_verbs_t *v);
-uccl_status_t tp_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
+uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine);
+void uccl_verbs_gpu_close(tp_verbs_t *v);
+uccl_status_t uccl_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **memh);
-bool tp_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req);
-uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
-uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
-void tp_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes);
-uccl_status_t tp_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov);
-uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req);
-uccl_status_t tp_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+bool uccl_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
+uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
+void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes);
+uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov);
+uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 
 static inline tp_verbs_xfer_t *tp_verbs_xfer(const uccl_req_t *req)
 {

@@ -12,10 +12,10 @@
 #define VERBS_BATCH 32 /* work requests per doorbell batch */
 #define VERBS_POLL 32
 
-void tp_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
+void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
 {
     uccl_list_del(&req->tp_link);
-    tp_verbs_xfer_release(req, &status, bytes); /* staged data lands in GPU memory here */
+    uccl_verbs_xfer_release(req, &status, bytes); /* staged data lands in GPU memory here */
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
@@ -30,7 +30,7 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     *left = 0;
     if (x == NULL || x->nseg == 0) {
         *addr = req->remote.addr + off;
-        *rkey = uccl_get_u32(req->remote.rkey); /* tp_verbs_check_remote saw 4 bytes */
+        *rkey = uccl_get_u32(req->remote.rkey); /* uccl_verbs_check_remote saw 4 bytes */
         *left = req->len - off;
         return;
     }
@@ -247,7 +247,7 @@ flush:
     verbs_batch_flush(ep, &b);
 }
 
-void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
+void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_DATA;
     req->tp_data[VERBS_RD_OFF] = 0;
@@ -264,31 +264,31 @@ void tp_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 static uccl_status_t verbs_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
-    uccl_status_t st = tp_verbs_check_local(ep, req);
+    uccl_status_t st = uccl_verbs_check_local(ep, req);
 
     if (st == UCCL_OK)
-        st = tp_verbs_check_remote(ep, req);
+        st = uccl_verbs_check_remote(ep, req);
     if (st != UCCL_OK)
         return st;
     /* local GPU pieces without GPUDirect: a write copies them out now, a
-     * read copies the bounce in when it finishes (tp_verbs_req_finish) */
-    if (req->len > 0 && tp_verbs_req_staged(ep, req)) {
-        st = tp_verbs_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
+     * read copies the bounce in when it finishes (uccl_verbs_req_finish) */
+    if (req->len > 0 && uccl_verbs_req_staged(ep, req)) {
+        st = uccl_verbs_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
         if (st != UCCL_OK) {
-            tp_verbs_xfer_release(req, &st, 0);
+            uccl_verbs_xfer_release(req, &st, 0);
             return st;
         }
     }
-    tp_verbs_data_start(ep, req);
+    uccl_verbs_data_start(ep, req);
     return UCCL_OK;
 }
 
-uccl_status_t tp_verbs_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_verbs_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return verbs_post_rma(base, req);
 }
 
-uccl_status_t tp_verbs_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_verbs_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
 
@@ -336,7 +336,7 @@ static tp_verbs_qp_t *verbs_find_qp(tp_verbs_ep_t *ep, uint32_t qp_num)
 }
 
 /* One of req's work requests completed. */
-void tp_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
+void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 {
     if (st != UCCL_OK)
         uccl_rndv_req_error(req, st);
@@ -363,14 +363,14 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
             uccl_rndv_ctrl_recv(&ep->rndv, (int)(wc->wr_id >> 3), wc->byte_len);
             return;
         }
-        if (tp_verbs_post_ctrl_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
+        if (uccl_verbs_post_ctrl_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
             uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
         uccl_rndv_imm_arrived(&ep->rndv, ntohl(wc->imm_data));
         return;
     case VERBS_WR_IMM_RECV:
         if (st != UCCL_OK)
             return;
-        if (tp_verbs_post_imm_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
+        if (uccl_verbs_post_imm_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
             uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
         uccl_rndv_imm_arrived(&ep->rndv, ntohl(wc->imm_data));
         return;
@@ -382,7 +382,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         q = verbs_find_qp(ep, wc->qp_num);
         if (q != NULL)
             q->outstanding--;
-        tp_verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
+        uccl_verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
         return;
     }
     uccl_error("verbs: completion with unknown wr_id 0x%llx (internal error)",
@@ -410,7 +410,7 @@ static int verbs_poll_ep(tp_verbs_ep_t *ep)
     return events;
 }
 
-int tp_verbs_progress(uccl_tp_t *tp)
+int uccl_verbs_progress(uccl_tp_t *tp)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
     uccl_list_t *pos;

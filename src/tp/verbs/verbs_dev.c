@@ -43,7 +43,7 @@ static const uccl_cfg_field_t verbs_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t tp_verbs_config_table = {"", verbs_fields, sizeof(tp_verbs_config_t)};
+const uccl_cfg_table_t uccl_verbs_config_table = {"", verbs_fields, sizeof(tp_verbs_config_t)};
 
 static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
 {
@@ -54,7 +54,7 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
         return UCCL_ERR_INVALID_PARAM;
     }
     *uc = strcmp(cfg->qp_type, "uc") == 0;
-    if (verbs_gdr_parse_want(cfg->gdr, &gdr) != UCCL_OK)
+    if (uccl_verbs_gdr_parse_want(cfg->gdr, &gdr) != UCCL_OK)
         return UCCL_ERR_INVALID_PARAM;
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
@@ -299,7 +299,7 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
 
     if (v == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = uccl_cfg_parse(&tp_verbs_config_table, &v->cfg);
+    st = uccl_cfg_parse(&uccl_verbs_config_table, &v->cfg);
     if (st == UCCL_OK)
         st = verbs_check_config(&v->cfg, &v->uc);
     if (st != UCCL_OK)
@@ -318,7 +318,7 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
     v->mr_access |= IBV_ACCESS_RELAXED_ORDERING; /* optional: dropped where unsupported */
 #endif
     uccl_list_init(&v->eps);
-    st = tp_verbs_gpu_open(v, engine);
+    st = uccl_verbs_gpu_open(v, engine);
     if (st != UCCL_OK)
         goto err_pd;
     if (!v->is_roce || inet_ntop(AF_INET6, v->gid.raw, gid, sizeof(gid)) == NULL)
@@ -342,7 +342,7 @@ static void tp_verbs_close(uccl_tp_t *tp)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
 
-    tp_verbs_gpu_close(v);
+    uccl_verbs_gpu_close(v);
     ibv_dealloc_pd(v->pd);
     ibv_close_device(v->ctx);
     free(v);
@@ -392,7 +392,7 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
     uccl_tp_memh_t *memh;
 
     if (type != UCCL_MEM_HOST) /* GPUDirect RDMA, else staged (verbs_stage.c) */
-        return tp_verbs_gpu_mem_reg(v, addr, len, type, device, out);
+        return uccl_verbs_gpu_mem_reg(v, addr, len, type, device, out);
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -432,21 +432,21 @@ const struct uccl_tp_ops uccl_tp_verbs_ops = {
             UCCL_TP_CAP_RKEY,
     .engine_cap = UCCL_CAP_VERBS,
     .rkey_owner = UCCL_TP_KEY_VERBS,
-    .config_table = &tp_verbs_config_table,
+    .config_table = &uccl_verbs_config_table,
     .open = tp_verbs_open,
     .close = tp_verbs_close,
     .address = tp_verbs_address,
     .reachable = tp_verbs_reachable,
-    .ep_create = tp_verbs_ep_create,
-    .ep_pack = tp_verbs_ep_pack,
-    .ep_connect = tp_verbs_ep_connect,
-    .ep_destroy = tp_verbs_ep_destroy,
+    .ep_create = uccl_verbs_ep_create,
+    .ep_pack = uccl_verbs_ep_pack,
+    .ep_connect = uccl_verbs_ep_connect,
+    .ep_destroy = uccl_verbs_ep_destroy,
     .mem_reg = tp_verbs_mem_reg,
     .mem_dereg = tp_verbs_mem_dereg,
     .mem_pack = tp_verbs_mem_pack,
-    .post_send = tp_verbs_post_send,
-    .msg_deliver = tp_verbs_msg_deliver,
-    .post_write = tp_verbs_post_write,
-    .post_read = tp_verbs_post_read,
-    .progress = tp_verbs_progress,
+    .post_send = uccl_verbs_post_send,
+    .msg_deliver = uccl_verbs_msg_deliver,
+    .post_write = uccl_verbs_post_write,
+    .post_read = uccl_verbs_post_read,
+    .progress = uccl_verbs_progress,
 };

@@ -56,7 +56,7 @@ static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
     if (ep->bufs == NULL)
         return UCCL_ERR_NO_MEMORY;
     params.bufs = ep->bufs;
-    if (uccl_rndv_init(&ep->rndv, &tp_verbs_rndv_ops, &ep->base, &params) != UCCL_OK)
+    if (uccl_rndv_init(&ep->rndv, &uccl_verbs_rndv_ops, &ep->base, &params) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
     ep->bufs_mr = ibv_reg_mr(v->pd, ep->bufs, size, IBV_ACCESS_LOCAL_WRITE);
     if (ep->bufs_mr == NULL) {
@@ -66,7 +66,7 @@ static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
     return UCCL_OK;
 }
 
-uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
+uccl_status_t uccl_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
 {
     struct ibv_sge sge = {
         .addr = (uintptr_t)uccl_rndv_recv_buf(&ep->rndv, index),
@@ -89,7 +89,7 @@ uccl_status_t tp_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
  * completes; a sender that outruns us meets RNR and retries (rnr_retry 7,
  * forever) on RC. Posted on UC QPs too, although today everything closed
  * by an immediate travels on RC (see verbs_pick_qp). */
-uccl_status_t tp_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index)
+uccl_status_t uccl_verbs_post_imm_recv(tp_verbs_ep_t *ep, int qp_index)
 {
     struct ibv_recv_wr wr = {.wr_id = ((uint64_t)qp_index << 3) | VERBS_WR_IMM_RECV};
     struct ibv_recv_wr *bad;
@@ -129,7 +129,7 @@ static void verbs_ep_init_lists(tp_verbs_ep_t *ep)
     uccl_list_init(&ep->inflight);
 }
 
-uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                                  bool is_initiator, uccl_tp_ep_t **out)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
@@ -156,10 +156,10 @@ uccl_status_t tp_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp
     for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++, ep->nq++)
         st = verbs_create_qp(ep, &ep->data[i], v->uc, v->cfg.rx_depth);
     for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
-        st = tp_verbs_post_ctrl_recv(ep, i);
+        st = uccl_verbs_post_ctrl_recv(ep, i);
     for (int q = 0; q < ep->nq && st == UCCL_OK; q++)
         for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
-            st = tp_verbs_post_imm_recv(ep, q);
+            st = uccl_verbs_post_imm_recv(ep, q);
     if (st != UCCL_OK)
         goto err_free;
     uccl_list_push_back(&v->eps, &ep->link);
@@ -171,7 +171,7 @@ err_free:
     return st;
 }
 
-uccl_status_t tp_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
+uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
     tp_verbs_t *v = ep->tp;
@@ -288,7 +288,7 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
     return UCCL_OK;
 }
 
-uccl_status_t tp_verbs_ep_connect(uccl_tp_ep_t *base, const void *peer_info, size_t len)
+uccl_status_t uccl_verbs_ep_connect(uccl_tp_ep_t *base, const void *peer_info, size_t len)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
     verbs_peer_info_t info;
@@ -312,11 +312,11 @@ static void verbs_fail_list(uccl_list_t *list, uccl_status_t reason)
     while (!uccl_list_empty(list)) {
         uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
         uccl_status_t st = uccl_rndv_req_err(req);
-        tp_verbs_req_finish(req, st != UCCL_OK ? st : reason, 0);
+        uccl_verbs_req_finish(req, st != UCCL_OK ? st : reason, 0);
     }
 }
 
-void tp_verbs_ep_destroy(uccl_tp_ep_t *base)
+void uccl_verbs_ep_destroy(uccl_tp_ep_t *base)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
     uccl_conn_t *conn = base->conn;

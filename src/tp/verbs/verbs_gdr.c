@@ -15,7 +15,7 @@
 #include "verbs.h"
 #include "verbs_gdr.h"
 
-const char *verbs_gdr_mode_name(verbs_gdr_mode_t mode)
+const char *uccl_verbs_gdr_mode_name(verbs_gdr_mode_t mode)
 {
     switch (mode) {
     case VERBS_GDR_HOST: return "HOST";
@@ -27,7 +27,7 @@ const char *verbs_gdr_mode_name(verbs_gdr_mode_t mode)
     return "?";
 }
 
-uccl_status_t verbs_gdr_parse_want(const char *text, verbs_gdr_want_t *want)
+uccl_status_t uccl_verbs_gdr_parse_want(const char *text, verbs_gdr_want_t *want)
 {
     static const char *const names[] = {"auto", "dmabuf", "peermem", "off"};
 
@@ -85,7 +85,7 @@ static verbs_gdr_mode_t choose_auto(const verbs_gdr_inputs_t *in, char *why, siz
     return no_direct_path(in, cause, why, len);
 }
 
-verbs_gdr_mode_t verbs_gdr_choose(const verbs_gdr_inputs_t *in, char *why, size_t len)
+verbs_gdr_mode_t uccl_verbs_gdr_choose(const verbs_gdr_inputs_t *in, char *why, size_t len)
 {
     char scratch[1];
     const char *missing;
@@ -139,7 +139,7 @@ static bool sys_path_exists(const char *sysroot, const char *rest)
     return stat(path, &sb) == 0;
 }
 
-bool verbs_gdr_peermem_loaded(const char *sysroot, uccl_mem_type_t type)
+bool uccl_verbs_gdr_peermem_loaded(const char *sysroot, uccl_mem_type_t type)
 {
     /* MLNX_OFED's PeerDirect lists its peers under kernel/mm/memory_peers;
      * upstream kernels only have the module itself. */
@@ -195,7 +195,7 @@ static void log_no_direct(verbs_gdr_mode_t mode, void *addr, size_t len, int dev
         uccl_error("verbs: GPU %d memory %p+%zu cannot be registered: %s", device, addr, len, why);
 }
 
-uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
+uccl_status_t uccl_verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
                             uccl_mem_type_t type, int device, verbs_gdr_want_t want,
                             struct ibv_mr **mr, verbs_gdr_mode_t *mode, char *why, size_t whylen)
 {
@@ -210,9 +210,9 @@ uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, 
     *mr = NULL;
     if (type != UCCL_MEM_HOST && want != VERBS_GDR_WANT_OFF) {
         in.runtime_dmabuf = in.have_reg_dmabuf && uccl_gpu_dmabuf_fd(addr, len, &fd, &offset) == UCCL_OK;
-        in.peermem = verbs_gdr_peermem_loaded(sysroot, type);
+        in.peermem = uccl_verbs_gdr_peermem_loaded(sysroot, type);
     }
-    *mode = verbs_gdr_choose(&in, why, whylen);
+    *mode = uccl_verbs_gdr_choose(&in, why, whylen);
     switch (*mode) {
     case VERBS_GDR_HOST:
         st = reg_peermem(pd, addr, len, access, device, mr);
@@ -243,7 +243,7 @@ uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, 
 
 /* ------------------------------------------------------------------ transport hook */
 
-uccl_status_t tp_verbs_gdr_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
+uccl_status_t uccl_verbs_gdr_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **out)
 {
     char why[UCCL_TOPO_WHY_MAX];
@@ -253,13 +253,13 @@ uccl_status_t tp_verbs_gdr_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_m
     uccl_status_t st;
 
     *out = NULL;
-    st = verbs_gdr_parse_want(v->cfg.gdr, &want);
+    st = uccl_verbs_gdr_parse_want(v->cfg.gdr, &want);
     if (st != UCCL_OK)
         return st;
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, addr, len, v->mr_access, type, device, want, &memh->mr, &mode, why,
+    st = uccl_verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, addr, len, v->mr_access, type, device, want, &memh->mr, &mode, why,
                        sizeof(why));
     if (st == UCCL_OK) {
         *out = memh;

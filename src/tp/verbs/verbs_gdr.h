@@ -28,7 +28,7 @@ typedef enum {
 /* Distance unknown (no topology): treated as near. */
 #define VERBS_GDR_DIST_UNKNOWN (-1)
 
-/* Everything the decision depends on, gathered by verbs_gdr_reg. */
+/* Everything the decision depends on, gathered by uccl_verbs_gdr_reg. */
 typedef struct verbs_gdr_inputs {
     uccl_mem_type_t mem_type;
     bool have_reg_dmabuf; /* libibverbs declares ibv_reg_dmabuf_mr (HAVE_DECL_IBV_REG_DMABUF_MR) */
@@ -44,41 +44,41 @@ typedef struct verbs_gdr_inputs {
  * across sockets (UCCL_TOPO_DIST_SYS) prefers staging when allowed: PCIe
  * peer traffic over the CPU interconnect is slower than a host bounce. An
  * override that cannot be honoured gives UNSUPPORTED, never a silent fallback. */
-verbs_gdr_mode_t verbs_gdr_choose(const verbs_gdr_inputs_t *in, char *why, size_t len);
+verbs_gdr_mode_t uccl_verbs_gdr_choose(const verbs_gdr_inputs_t *in, char *why, size_t len);
 
 /* "HOST", "DMABUF", "PEERMEM", "STAGING", "UNSUPPORTED". */
-const char *verbs_gdr_mode_name(verbs_gdr_mode_t mode);
+const char *uccl_verbs_gdr_mode_name(verbs_gdr_mode_t mode);
 
 /* Parse a UCCL_VERBS_GDR value: auto, dmabuf, peermem, off (any case).
  * Errors: UCCL_ERR_INVALID_PARAM (logged, naming the accepted values). */
-uccl_status_t verbs_gdr_parse_want(const char *text, verbs_gdr_want_t *want);
+uccl_status_t uccl_verbs_gdr_parse_want(const char *text, verbs_gdr_want_t *want);
 
 /* Is a peer-memory module for GPUs of type loaded, looking under sysroot
  * ("/sys" on a live machine; tests point it at a fake tree)? CUDA:
  * nvidia_peermem or nv_peer_mem (module or memory_peers entry); ROCm: the
  * amdkfd memory peer (amdgpu with PeerDirect) or amdp2p. */
-bool verbs_gdr_peermem_loaded(const char *sysroot, uccl_mem_type_t type);
+bool uccl_verbs_gdr_peermem_loaded(const char *sysroot, uccl_mem_type_t type);
 
 /* Register [addr, addr + len) of memory type on pd, choosing the way with
- * verbs_gdr_choose (staging allowed); sysroot as for verbs_gdr_peermem_loaded. device is the GPU ordinal (logs only).
+ * uccl_verbs_gdr_choose (staging allowed); sysroot as for uccl_verbs_gdr_peermem_loaded. device is the GPU ordinal (logs only).
  * *mode says what was decided and *mr is set on UCCL_OK. In auto mode a
  * dma-buf registration the NIC refuses falls back to peermem when loaded.
  * Errors: UCCL_ERR_UNSUPPORTED with *mode STAGING (no direct path: the
  * caller stages the memory through host buffers; logged at info) or UNSUPPORTED (an override cannot be met; logged as an error),
  * UCCL_ERR_NO_MEMORY / UCCL_ERR_TRANSPORT (the NIC refused; errno logged),
  * UCCL_ERR_INVALID_PARAM (bad arguments). */
-uccl_status_t verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
+uccl_status_t uccl_verbs_gdr_reg(const char *sysroot, struct ibv_pd *pd, void *addr, size_t len, int access,
                             uccl_mem_type_t type, int device, verbs_gdr_want_t want,
                             struct ibv_mr **mr, verbs_gdr_mode_t *mode, char *why, size_t whylen);
 
 /* Direct registration of GPU memory for the verbs transport
- * (tp_verbs_gpu_mem_reg calls it): UCCL_VERBS_GDR decides; no direct path
+ * (uccl_verbs_gpu_mem_reg calls it): UCCL_VERBS_GDR decides; no direct path
  * leaves *memh NULL and returns UCCL_OK (the caller stages the region).
  * In auto mode a registration the NIC refuses does the same (warned); an
  * override that cannot be met, or a bad UCCL_VERBS_GDR, is an error. */
 struct tp_verbs;
 struct uccl_tp_memh;
-uccl_status_t tp_verbs_gdr_mem_reg(struct tp_verbs *v, void *addr, size_t len,
+uccl_status_t uccl_verbs_gdr_mem_reg(struct tp_verbs *v, void *addr, size_t len,
                                    uccl_mem_type_t type, int device, struct uccl_tp_memh **memh);
 
 #endif

@@ -47,38 +47,38 @@ static void verbs_ctrl_post(uccl_rndv_t *r, int slot, size_t len)
 
 static uccl_status_t verbs_recv_repost(uccl_rndv_t *r, int index)
 {
-    return tp_verbs_post_ctrl_recv(verbs_ep_of(r), index);
+    return uccl_verbs_post_ctrl_recv(verbs_ep_of(r), index);
 }
 
 /* A rendezvous send's target from the CTS: the data path takes it. */
 static uccl_status_t verbs_write(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_seg_t *segs,
                                  int nseg)
 {
-    uccl_status_t st = tp_verbs_xfer_segs(req, (uint64_t)nseg);
+    uccl_status_t st = uccl_verbs_xfer_segs(req, (uint64_t)nseg);
 
     if (st != UCCL_OK)
         return st;
     memcpy(tp_verbs_xfer(req)->segs, segs, (size_t)nseg * sizeof(*segs));
-    tp_verbs_data_start(verbs_ep_of(r), req);
+    uccl_verbs_data_start(verbs_ep_of(r), req);
     return UCCL_OK;
 }
 
 static void verbs_write_part_done(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st)
 {
-    tp_verbs_data_wc(verbs_ep_of(r), req, st);
+    uccl_verbs_data_wc(verbs_ep_of(r), req, st);
 }
 
 static uccl_status_t verbs_mem_check(uccl_rndv_t *r, const uccl_req_t *req, bool *staged)
 {
     tp_verbs_ep_t *ep = verbs_ep_of(r);
 
-    *staged = tp_verbs_req_staged(ep, req);
-    return tp_verbs_check_local(ep, req);
+    *staged = uccl_verbs_req_staged(ep, req);
+    return uccl_verbs_check_local(ep, req);
 }
 
 static uccl_status_t verbs_mem_stage(uccl_rndv_t *r, uccl_req_t *req, size_t len, bool gather)
 {
-    return tp_verbs_xfer_stage(verbs_ep_of(r), req, len, gather);
+    return uccl_verbs_xfer_stage(verbs_ep_of(r), req, len, gather);
 }
 
 static void verbs_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
@@ -86,14 +86,14 @@ static void verbs_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
     uccl_status_t ignored = UCCL_ERR_CANCELED; /* nothing is copied back */
 
     (void)r;
-    tp_verbs_xfer_release(req, &ignored, 0);
+    uccl_verbs_xfer_release(req, &ignored, 0);
 }
 
 static uccl_status_t verbs_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
                                     bool to_iov)
 {
     (void)r;
-    return tp_verbs_iov_copy(req, flat, len, to_iov);
+    return uccl_verbs_iov_copy(req, flat, len, to_iov);
 }
 
 /* The receive's pieces with their rkeys, or the one bounce it is staged
@@ -123,10 +123,10 @@ static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, ucc
 static void verbs_finish(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st, size_t bytes)
 {
     (void)r;
-    tp_verbs_req_finish(req, st, bytes);
+    uccl_verbs_req_finish(req, st, bytes);
 }
 
-const uccl_rndv_ops_t tp_verbs_rndv_ops = {
+const uccl_rndv_ops_t uccl_verbs_rndv_ops = {
     .ctrl_room = verbs_ctrl_room,
     .ctrl_post = verbs_ctrl_post,
     .recv_repost = verbs_recv_repost,
@@ -140,12 +140,12 @@ const uccl_rndv_ops_t tp_verbs_rndv_ops = {
     .finish = verbs_finish,
 };
 
-uccl_status_t tp_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
+uccl_status_t uccl_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     return uccl_rndv_send(&((tp_verbs_ep_t *)base)->rndv, req);
 }
 
-void tp_verbs_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
+void uccl_verbs_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 {
     uccl_rndv_deliver(&((tp_verbs_ep_t *)base)->rndv, msg, req);
 }

@@ -42,7 +42,7 @@ static uccl_status_t verbs_gpu_probe(tp_verbs_t *v, int device, verbs_gdr_want_t
     if (st == UCCL_OK)
         st = uccl_gpu_malloc(&probe, VERBS_PROBE_SIZE);
     if (st == UCCL_OK) {
-        st = verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, probe, VERBS_PROBE_SIZE, v->mr_access,
+        st = uccl_verbs_gdr_reg(v->cfg.gdr_sysroot, v->pd, probe, VERBS_PROBE_SIZE, v->mr_access,
                            v->gpu_mem_type, device, want, &mr, mode, why, sizeof(why));
         if (mr != NULL)
             ibv_dereg_mr(mr);
@@ -58,7 +58,7 @@ static uccl_status_t verbs_gpu_probe(tp_verbs_t *v, int device, verbs_gdr_want_t
     return st;
 }
 
-uccl_status_t tp_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
+uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
 {
     verbs_gdr_mode_t mode = VERBS_GDR_STAGING;
     verbs_gdr_want_t want;
@@ -68,14 +68,14 @@ uccl_status_t tp_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
     uccl_list_init(&v->bounce_cache);
     if (engine->gpu_index < 0)
         return UCCL_OK;
-    st = verbs_gdr_parse_want(v->cfg.gdr, &want);
+    st = uccl_verbs_gdr_parse_want(v->cfg.gdr, &want);
     if (st != UCCL_OK)
         return st;
     v->gpu_mem_type = verbs_gpu_mem_type();
     if (want != VERBS_GDR_WANT_OFF) {
         st = verbs_gpu_probe(v, engine->gpu_index, want, &mode);
         if (st != UCCL_OK && want != VERBS_GDR_WANT_AUTO)
-            return st; /* an override that cannot be met (verbs_gdr_reg said why) */
+            return st; /* an override that cannot be met (uccl_verbs_gdr_reg said why) */
         if (st != UCCL_OK)
             mode = VERBS_GDR_STAGING;
     }
@@ -96,7 +96,7 @@ static void verbs_bounce_free(tp_verbs_bounce_t *b)
     free(b);
 }
 
-void tp_verbs_gpu_close(tp_verbs_t *v)
+void uccl_verbs_gpu_close(tp_verbs_t *v)
 {
     while (!uccl_list_empty(&v->bounce_cache))
         verbs_bounce_free(uccl_container_of(uccl_list_pop_front(&v->bounce_cache),
@@ -106,14 +106,14 @@ void tp_verbs_gpu_close(tp_verbs_t *v)
 
 /* ------------------------------------------------------------------ regions */
 
-uccl_status_t tp_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
+uccl_status_t uccl_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **out)
 {
     uccl_status_t st = UCCL_OK;
 
     *out = NULL;
     if (v->gpu_mode != VERBS_GDR_STAGING) /* GPUDirect, or an engine without GPU */
-        st = tp_verbs_gdr_mem_reg(v, addr, len, type, device, out);
+        st = uccl_verbs_gdr_mem_reg(v, addr, len, type, device, out);
     if (st != UCCL_OK || *out != NULL || v->gpu_mode == VERBS_GDR_HOST)
         return st;
     /* staged: a handle without MR, so that the region is known here */
@@ -121,7 +121,7 @@ uccl_status_t tp_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_m
     return *out != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
-bool tp_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+bool uccl_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     for (int i = 0; i < req->iovcnt; i++) {
         const uccl_tp_memh_t *memh;
@@ -135,7 +135,7 @@ bool tp_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req)
     return false;
 }
 
-uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     for (int i = 0; i < req->iovcnt; i++) {
         if (req->iov[i].len == 0)
@@ -149,7 +149,7 @@ uccl_status_t tp_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *re
     return UCCL_OK;
 }
 
-uccl_status_t tp_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req)
+uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     if (req->remote.rkey_len == VERBS_RKEY_SIZE)
         return UCCL_OK;
@@ -206,7 +206,7 @@ static void verbs_bounce_put(tp_verbs_t *v, tp_verbs_bounce_t *b)
 
 /* Copy between req's local pieces and flat[0, len): GPU pieces through the
  * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
-uccl_status_t tp_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
+uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
 {
     uint8_t *p = flat;
 
@@ -242,7 +242,7 @@ static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_t *v, uccl_req_t *req)
     return req->tp_ptr;
 }
 
-uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
+uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
 {
     tp_verbs_xfer_t *x = verbs_xfer_get(ep->tp, req);
 
@@ -252,10 +252,10 @@ uccl_status_t tp_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len
         x->bounce = verbs_bounce_get(ep->tp, len);
     if (x->bounce == NULL)
         return UCCL_ERR_NO_MEMORY;
-    return gather ? tp_verbs_iov_copy(req, x->bounce->buf, len, false) : UCCL_OK;
+    return gather ? uccl_verbs_iov_copy(req, x->bounce->buf, len, false) : UCCL_OK;
 }
 
-uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
+uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
 {
     tp_verbs_xfer_t *old = req->tp_ptr, *x = calloc(1, sizeof(*x) + nseg * sizeof(uccl_rndv_seg_t));
 
@@ -273,7 +273,7 @@ uccl_status_t tp_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
 
 /* Finishing req: data staged for a receive or a read goes to its pieces
  * (a failed copy becomes the request's status), the bounce goes back. */
-void tp_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes)
+void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes)
 {
     tp_verbs_xfer_t *x = req->tp_ptr;
 
@@ -281,7 +281,7 @@ void tp_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes)
         return;
     if (x->bounce != NULL) {
         if (*status == UCCL_OK && (req->op == UCCL_OP_RECV || req->op == UCCL_OP_READ))
-            *status = tp_verbs_iov_copy(req, x->bounce->buf, bytes, true);
+            *status = uccl_verbs_iov_copy(req, x->bounce->buf, bytes, true);
         verbs_bounce_put(x->tp, x->bounce);
     }
     free(x);
