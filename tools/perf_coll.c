@@ -16,6 +16,7 @@
 #include <uccl/uccl_mpi.h>
 
 #include "perf_coll.h"
+#include "perf_opts.h"
 
 #define COLL_DEFAULT_MIN 8
 #define COLL_DEFAULT_MAX (16u << 20)
@@ -69,40 +70,6 @@ static void coll_usage(void)
             "busbw = algbw * (n-1)/n (bcast: algbw), size = bytes one rank receives.\n");
 }
 
-static int parse_size(const char *text, size_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    v = strtoull(text, &end, 10);
-    if (errno != 0 || end == text || text[0] == '-')
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || v == 0 || v > COLL_MAX_BYTES)
-        return -1;
-    *out = (size_t)v;
-    return 0;
-}
-
-static int parse_int(const char *text, int min, int max, int *out)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
-        return -1;
-    *out = (int)v;
-    return 0;
-}
-
 static int parse_op(const char *text, uccl_coll_op_t *op)
 {
     for (int i = 0; i < UCCL_COLL_OP_COUNT; i++)
@@ -122,11 +89,11 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
     case 'o': bad = parse_op(arg, &o->op); break;
     case 'a': bad = uccl_coll_algo_parse(arg, &o->algo) != UCCL_OK; break;
     case 't': o->transport = arg; break;
-    case 'm': bad = parse_size(arg, &o->min); break;
-    case 'M': bad = parse_size(arg, &o->max); break;
-    case 'i': bad = parse_int(arg, 1, 1000000, &o->iters); break;
-    case 'w': bad = parse_int(arg, 0, 1000000, &o->warmup); break;
-    case 'r': bad = parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
+    case 'm': bad = perf_parse_size(arg, &o->min); break;
+    case 'M': bad = perf_parse_size(arg, &o->max); break;
+    case 'i': bad = perf_parse_int(arg, 1, 1000000, &o->iters); break;
+    case 'w': bad = perf_parse_int(arg, 0, 1000000, &o->warmup); break;
+    case 'r': bad = perf_parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
     case 'j': o->json = arg; break;
     case 'n': o->no_ref = 1; break;
     default: bad = 1; break;

@@ -43,7 +43,7 @@ static void usage(void)
             "the same IPC-mapped buffers and NCCL send/recv (when libnccl.so.2 loads).\n");
 }
 
-static int parse_size(const char *text, size_t *out)
+int perf_parse_size(const char *text, size_t *out)
 {
     char *end;
     unsigned long long v;
@@ -64,14 +64,14 @@ static int parse_size(const char *text, size_t *out)
     return 0;
 }
 
-static int parse_int(const char *text, int min, int *out)
+int perf_parse_int(const char *text, int min, int max, int *out)
 {
     char *end;
     long v;
 
     errno = 0;
     v = strtol(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0' || v < min || v > 1000000)
+    if (errno != 0 || end == text || *end != '\0' || v < min || v > max)
         return -1;
     *out = (int)v;
     return 0;
@@ -94,12 +94,12 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     switch (opt) {
     case 'o': return parse_op(arg, &o->op);
     case 't': o->transport = arg; return 0;
-    case 'a': return parse_size(arg, &o->min);
-    case 'b': return parse_size(arg, &o->max);
-    case 'i': return parse_int(arg, 1, &o->iters);
-    case 'w': return parse_int(arg, 0, &o->warmup);
-    case 'W': return parse_int(arg, 1, &o->window);
-    case 'r': return parse_int(arg, 1, &o->rounds) || o->rounds > PERF_ROUNDS_MAX ? -1 : 0;
+    case 'a': return perf_parse_size(arg, &o->min);
+    case 'b': return perf_parse_size(arg, &o->max);
+    case 'i': return perf_parse_int(arg, 1, 1000000, &o->iters);
+    case 'w': return perf_parse_int(arg, 0, 1000000, &o->warmup);
+    case 'W': return perf_parse_int(arg, 1, 1000000, &o->window);
+    case 'r': return perf_parse_int(arg, 1, 1000000, &o->rounds) || o->rounds > PERF_ROUNDS_MAX ? -1 : 0;
     case 'j': o->json = arg; return 0;
     case 'n': o->no_ref = 1; return 0;
     case 'm':

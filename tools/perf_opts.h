@@ -31,6 +31,10 @@ typedef struct perf_row {
     double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
 } perf_row_t;
 
+/* A size with an optional K/M/G suffix, 1 .. 1 GiB; an int in [min, max].
+ * 0 on success, -1 when the text is not one (nothing written). */
+int perf_parse_size(const char *text, size_t *out);
+int perf_parse_int(const char *text, int min, int max, int *out);
 /* 0 on success; -1 after printing why, naming the option, and the usage
  * (when verbose). Keeps o->ref_path. */
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose);

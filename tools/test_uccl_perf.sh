@@ -72,4 +72,31 @@ for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid
         cat "$tmp/out"; echo "uccl_perf ${bad%%|*}: want '${bad#*|}' and the usage, once each"; exit 1
     fi
 done
+# uccl_perf coll: every op on 3 ranks, data checked (#wrong 0, exit 0), JSON rows
+coll3() {  # coll3 ARGS...: uccl_perf coll on 3 ranks
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 \"\$perf\" coll \"\$@\"" >"$tmp/out" 2>&1
+}
+for op in allgather allgatherv alltoall alltoallv bcast gather scatter; do
+    coll3 --op $op --transport shm --min 1K --max 2K --iters 2 --warmup 1 --json "$tmp/coll.json" ||
+        { cat "$tmp/out"; echo "uccl_perf coll --op $op failed"; exit 1; }
+    if command -v python3 >/dev/null 2>&1; then
+        python3 - "$tmp/coll.json" "$op" <<'PY' || { cat "$tmp/out"; exit 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["op"] == sys.argv[2] and d["ranks"] == 3, d
+assert [r["count"] for r in d["rows"]] == [1024, 2048], d["rows"]
+assert all(r["wrong"] == 0 and r["uccl_us"] > 0 and r["plan_us"] > 0 and r["mpi_us"] > 0
+           for r in d["rows"]), d["rows"]
+PY
+    fi
+done
+n=$((n + 1))
+for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K"; do
+    # shellcheck disable=SC2086 # the option and its value are two words
+    if coll3 $bad; then
+        echo "uccl_perf coll accepted $bad"; exit 1
+    fi
+    grep -q 'uccl_perf coll: ' "$tmp/out" || { cat "$tmp/out"; echo "coll $bad: no message"; exit 1; }
+done
+n=$((n + 1))
 echo "uccl_perf: $((n + 1)) passed, 0 failed"

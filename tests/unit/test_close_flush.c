@@ -228,8 +228,6 @@ int main(void)
         {"close_flush/shm", suite_init_shm, NULL, NULL, NULL, tests},
         {"close_flush/tcp", suite_init_tcp, NULL, NULL, NULL, tests},
     };
-    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 1];
-    size_t n = 0;
 
     unsetenv("UCCL_TRANSPORTS");
     setenv("UCCL_TIMEOUT_MS", "10000", 1);
@@ -237,9 +235,5 @@ int main(void)
      * sender is done before the receiver posts anything */
     setenv("UCCL_SHM_EAGER_THRESHOLD", "1M", 1);
     setenv("UCCL_SHM_RING_SIZE", "128M", 1);
-    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
-        if (unit_transport_usable(unit_transports[i]))
-            suites[n++] = per_tp[i];
-    suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
-    return unit_main(suites);
+    return unit_main_per_transport(per_tp);
 }

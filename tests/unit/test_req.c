@@ -362,15 +362,7 @@ int main(void)
         {"req/shm", suite_init_shm, suite_cleanup, NULL, NULL, req_tests},
         {"req/tcp", suite_init_tcp, suite_cleanup, NULL, NULL, req_tests},
     };
-    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 1];
-    size_t n = 0;
 
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
-        if (unit_transport_usable(unit_transports[i]))
-            suites[n++] = all[i];
-    if (n == 0)
-        return UNIT_EXIT_SKIP;
-    suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
-    return unit_main(suites);
+    return unit_main_per_transport(all);
 }

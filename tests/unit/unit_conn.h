@@ -178,4 +178,22 @@ static inline int unit_transport_usable(const char *transport)
     return 1;
 }
 
+#ifdef UCCL_TESTS_UNIT_H /* with unit.h: CUnit programs */
+/* Run per_tp[i] (one suite per entry of unit_transports, same order) for
+ * every transport usable here; UNIT_EXIT_SKIP when none is. */
+static inline int unit_main_per_transport(const CU_SuiteInfo *per_tp)
+{
+    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 1];
+    size_t n = 0;
+
+    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
+        if (unit_transport_usable(unit_transports[i]))
+            suites[n++] = per_tp[i];
+    if (n == 0)
+        return UNIT_EXIT_SKIP;
+    suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
+    return unit_main(suites);
+}
+#endif
+
 #endif
