@@ -83,12 +83,12 @@ const char *uccl_gpu_backend(void)
 
 /* ------------------------------------------------------------ devices */
 
-int fake_current_device(void)
+int uccl_fake_current_device(void)
 {
     return fake_cur_dev;
 }
 
-void fake_ctx_touch(int device)
+void uccl_fake_ctx_touch(int device)
 {
     if (device >= 0 && device < FAKE_NDEV)
         atomic_store(&fake_ctx[device], 1);
@@ -151,7 +151,7 @@ uccl_status_t uccl_gpu_set_device(int device)
 
     if (st == UCCL_OK) {
         fake_cur_dev = device;
-        fake_ctx_touch(device); /* cudaSetDevice makes the primary context (CUDA 12) */
+        uccl_fake_ctx_touch(device); /* cudaSetDevice makes the primary context (CUDA 12) */
     }
     return st;
 }
@@ -177,7 +177,7 @@ uccl_status_t uccl_gpu_peer_enable(int peer)
     uccl_status_t st = fake_check_device(peer);
 
     if (st == UCCL_OK)
-        fake_ctx_touch(fake_cur_dev);
+        uccl_fake_ctx_touch(fake_cur_dev);
     return st;
 }
 
@@ -306,7 +306,7 @@ uccl_status_t uccl_gpu_malloc(void **ptr, size_t len)
 
     if (ptr == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
-    fake_ctx_touch(a.device);
+    uccl_fake_ctx_touch(a.device);
     st = shm_create(&a);
     if (st != UCCL_OK)
         return st;
@@ -325,7 +325,7 @@ uccl_status_t uccl_gpu_free(void *ptr)
 
     if (ptr == NULL)
         return UCCL_OK;
-    fake_streams_flush(-1); /* cudaFree waits for the device */
+    uccl_fake_streams_flush(-1); /* cudaFree waits for the device */
     if (!alloc_remove(ptr, FAKE_OWNED, &a)) {
         uccl_error("fake GPU: free of %p, which uccl_gpu_malloc did not return", ptr);
         return UCCL_ERR_INVALID_PARAM;
@@ -340,13 +340,13 @@ uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
 {
     if (ptr == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
-    fake_ctx_touch(fake_cur_dev);
+    uccl_fake_ctx_touch(fake_cur_dev);
     return posix_memalign(ptr, 4096, len) == 0 ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
 uccl_status_t uccl_gpu_host_free(void *ptr)
 {
-    fake_streams_flush(-1); /* as cudaFreeHost */
+    uccl_fake_streams_flush(-1); /* as cudaFreeHost */
     free(ptr);
     return UCCL_OK;
 }
@@ -356,18 +356,18 @@ uccl_status_t uccl_gpu_host_free(void *ptr)
  * copies queued on the (non-blocking) streams. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len)
 {
-    fake_ctx_touch(fake_cur_dev);
+    uccl_fake_ctx_touch(fake_cur_dev);
     if (len > 0)
         memmove(dst, src, len);
-    fake_streams_flush(fake_cur_dev);
+    uccl_fake_streams_flush(fake_cur_dev);
     return UCCL_OK;
 }
 
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len)
 {
-    fake_ctx_touch(fake_cur_dev);
+    uccl_fake_ctx_touch(fake_cur_dev);
     memset(ptr, value, len);
-    fake_streams_flush(fake_cur_dev);
+    uccl_fake_streams_flush(fake_cur_dev);
     return UCCL_OK;
 }
 
@@ -403,7 +403,7 @@ uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)
         memcpy(h.magic, FAKE_IPC_MAGIC, sizeof(h.magic));
         h.size = a->size;
         memcpy(h.name, a->name, sizeof(h.name));
-        fake_ctx_touch(a->device);
+        uccl_fake_ctx_touch(a->device);
     }
     pthread_mutex_unlock(&fake_lock);
     if (h.size == 0) {
@@ -502,7 +502,7 @@ uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base
         munmap(a.base, a.size);
         return UCCL_ERR_NO_MEMORY;
     }
-    fake_ctx_touch(a.device);
+    uccl_fake_ctx_touch(a.device);
     *base = a.base;
     return UCCL_OK;
 }
@@ -528,7 +528,7 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
     }
     if (!last)
         return UCCL_OK;
-    queued = fake_streams_fault_range(a.base, a.size);
+    queued = uccl_fake_streams_fault_range(a.base, a.size);
     if (queued > 0)
         uccl_error("fake GPU: IPC mapping %p closed while %d queued copies still use it: they fail "
                    "(a GPU would fault)", base, queued);

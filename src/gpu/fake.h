@@ -11,16 +11,16 @@
 #define FAKE_NDEV 2
 
 /* The calling thread's current device (0 until uccl_gpu_set_device). */
-int fake_current_device(void);
+int uccl_fake_current_device(void);
 /* Mark device's primary context active: called by every fake call that a
  * CUDA runtime would create the context in (memory, copies, streams, ...). */
-void fake_ctx_touch(int device);
+void uccl_fake_ctx_touch(int device);
 
 /* Run every copy queued on the streams of device (-1: all devices), as a
  * cudaDeviceSynchronize does. */
-void fake_streams_flush(int device);
+void uccl_fake_streams_flush(int device);
 /* Make every copy still queued that reads or writes [base, base + len) fail
  * instead of running (the memory is going away under it); returns how many. */
-int fake_streams_fault_range(const void *base, size_t len);
+int uccl_fake_streams_fault_range(const void *base, size_t len);
 
 #endif

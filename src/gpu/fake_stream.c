@@ -155,7 +155,7 @@ static void event_complete(uccl_gpu_event_t e)
     e->stream = NULL;
 }
 
-void fake_streams_flush(int device)
+void uccl_fake_streams_flush(int device)
 {
     uccl_list_t *pos;
 
@@ -175,7 +175,7 @@ static bool overlaps(const void *p, size_t len, const void *base, size_t blen)
     return len > 0 && a < b + blen && b < a + len;
 }
 
-int fake_streams_fault_range(const void *base, size_t len)
+int uccl_fake_streams_fault_range(const void *base, size_t len)
 {
     uccl_list_t *spos, *cpos;
     int n = 0;
@@ -206,8 +206,8 @@ uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)
     s = calloc(1, sizeof(*s));
     if (s == NULL)
         return UCCL_ERR_NO_MEMORY;
-    s->device = fake_current_device();
-    fake_ctx_touch(s->device);
+    s->device = uccl_fake_current_device();
+    uccl_fake_ctx_touch(s->device);
     uccl_list_init(&s->queue);
     pthread_mutex_lock(&stream_lock);
     uccl_list_push_back(&fake_streams, &s->link);
@@ -279,7 +279,7 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
     if (fail)
         uccl_warn("fake GPU: async copy %llu of %zu bytes will fail (injected, UCCL_FAKE_GPU_FAIL_COPY)",
                   (unsigned long long)n, len);
-    fake_ctx_touch(stream->device);
+    uccl_fake_ctx_touch(stream->device);
     return UCCL_OK;
 }
 
@@ -295,7 +295,7 @@ uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
     e = calloc(1, sizeof(*e));
     if (e == NULL)
         return UCCL_ERR_NO_MEMORY;
-    fake_ctx_touch(fake_current_device());
+    uccl_fake_ctx_touch(uccl_fake_current_device());
     pthread_mutex_lock(&stream_lock);
     uccl_list_push_back(&fake_events, &e->link);
     pthread_mutex_unlock(&stream_lock);
