@@ -5,11 +5,6 @@
  * root is 0. */
 #include "coll.h"
 
-static int real(int v, int root, int n)
-{
-    return (v + root) % n;
-}
-
 static uccl_status_t build_binomial(coll_sched_t *s, size_t count, int root)
 {
     int n = s->cs->size, vr = (s->cs->rank - root + n) % n, mask = 1;
@@ -17,7 +12,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, size_t count, int root)
 
     for (; mask < n; mask <<= 1) {
         if (vr & mask) {
-            st = coll_recv(s, real(vr - mask, root, n), COLL_BUF_RECV, 0, count);
+            st = coll_recv(s, coll_real_rank(vr - mask, root, n), COLL_BUF_RECV, 0, count);
             break;
         }
     }
@@ -25,7 +20,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, size_t count, int root)
         st = uccl_coll_sched_phase(s);
     for (mask >>= 1; mask > 0 && st == UCCL_OK; mask >>= 1)
         if (vr + mask < n)
-            st = coll_send(s, real(vr + mask, root, n), COLL_BUF_RECV, 0, count);
+            st = coll_send(s, coll_real_rank(vr + mask, root, n), COLL_BUF_RECV, 0, count);
     return st;
 }
 
@@ -48,7 +43,7 @@ static uccl_status_t build_scatter_allgather(coll_sched_t *s, size_t count, int 
     for (int i = 1; i < n && st == UCCL_OK; i++) {
         chunk(count, n, vr == 0 ? i : vr, &off, &len);
         if (vr == 0)
-            st = coll_send(s, real(i, root, n), COLL_BUF_RECV, off, len);
+            st = coll_send(s, coll_real_rank(i, root, n), COLL_BUF_RECV, off, len);
         else if (i == 1)
             st = coll_recv(s, root, COLL_BUF_RECV, off, len);
     }
@@ -58,10 +53,10 @@ static uccl_status_t build_scatter_allgather(coll_sched_t *s, size_t count, int 
             break;
         chunk(count, n, (vr - k + n) % n, &off, &len);
         if (right != 0)
-            st = coll_send(s, real(right, root, n), COLL_BUF_RECV, off, len);
+            st = coll_send(s, coll_real_rank(right, root, n), COLL_BUF_RECV, off, len);
         chunk(count, n, (vr - k - 1 + n) % n, &off, &len);
         if (vr != 0 && st == UCCL_OK)
-            st = coll_recv(s, real(vr - 1, root, n), COLL_BUF_RECV, off, len);
+            st = coll_recv(s, coll_real_rank(vr - 1, root, n), COLL_BUF_RECV, off, len);
     }
     return st;
 }

@@ -182,6 +182,13 @@ typedef struct coll_sched {
 } coll_sched_t;
 
 /* Building (algorithm files). */
+/* Tree algorithms number ranks from their root: virtual rank v is real
+ * rank (v + root) % n. */
+static inline int coll_real_rank(int v, int root, int n)
+{
+    return (v + root) % n;
+}
+
 /* Add op to the open phase. */
 uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op);
 uccl_status_t uccl_coll_sched_phase(coll_sched_t *s); /* close the current phase */

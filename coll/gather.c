@@ -3,11 +3,6 @@
  * in renumbered order, and pass them up). */
 #include "coll.h"
 
-static int real(int v, int root, int n)
-{
-    return (v + root) % n;
-}
-
 static uccl_status_t build_flat(coll_sched_t *s, const coll_args_t *a, bool direct)
 {
     int n = s->cs->size, r = s->cs->rank, root = a->root;
@@ -43,13 +38,13 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
         if ((st = uccl_coll_sched_phase(s)) != UCCL_OK)
             break;
         if (vr & mask) {
-            st = coll_send(s, real(vr - mask, root, n), COLL_BUF_TMP, 0, have * c);
+            st = coll_send(s, coll_real_rank(vr - mask, root, n), COLL_BUF_TMP, 0, have * c);
             break;
         }
         if (vr + mask < n) {
             size_t more = (size_t)(n - vr - mask) < (size_t)mask ? (size_t)(n - vr - mask)
                                                                  : (size_t)mask;
-            st = coll_recv(s, real(vr + mask, root, n), COLL_BUF_TMP, (size_t)mask * c,
+            st = coll_recv(s, coll_real_rank(vr + mask, root, n), COLL_BUF_TMP, (size_t)mask * c,
                            more * c);
         }
     }
@@ -58,7 +53,7 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     if ((st = uccl_coll_sched_phase(s)) != UCCL_OK)
         return st;
     for (int i = 0; i < n && st == UCCL_OK; i++)
-        st = coll_copy(s, COLL_BUF_RECV, (size_t)real(i, root, n) * c, COLL_BUF_TMP,
+        st = coll_copy(s, COLL_BUF_RECV, (size_t)coll_real_rank(i, root, n) * c, COLL_BUF_TMP,
                        (size_t)i * c, c);
     return st;
 }

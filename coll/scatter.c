@@ -3,11 +3,6 @@
  * renumbered order; each rank keeps its block and passes halves down). */
 #include "coll.h"
 
-static int real(int v, int root, int n)
-{
-    return (v + root) % n;
-}
-
 static uccl_status_t build_flat(coll_sched_t *s, const coll_args_t *a, bool direct)
 {
     int n = s->cs->size, r = s->cs->rank, root = a->root;
@@ -44,15 +39,16 @@ static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
     s->len[COLL_BUF_TMP] = sub * c;
     for (int i = 0; i < n && vr == 0 && st == UCCL_OK; i++)
         st = coll_copy(s, COLL_BUF_TMP, (size_t)i * c, COLL_BUF_SEND,
-                       (size_t)real(i, root, n) * c, c);
+                       (size_t)coll_real_rank(i, root, n) * c, c);
     if (vr != 0)
-        st = coll_recv(s, real(vr - mask, root, n), COLL_BUF_TMP, 0, sub * c);
+        st = coll_recv(s, coll_real_rank(vr - mask, root, n), COLL_BUF_TMP, 0, sub * c);
     if (st == UCCL_OK)
         st = uccl_coll_sched_phase(s);
     for (int m = mask >> 1; m > 0 && st == UCCL_OK; m >>= 1) {
         if (vr + m < n) {
             size_t give = (size_t)(n - vr - m) < (size_t)m ? (size_t)(n - vr - m) : (size_t)m;
-            st = coll_send(s, real(vr + m, root, n), COLL_BUF_TMP, (size_t)m * c, give * c);
+            st = coll_send(s, coll_real_rank(vr + m, root, n), COLL_BUF_TMP, (size_t)m * c,
+                           give * c);
         }
     }
     if (st == UCCL_OK && !a->in_place)
