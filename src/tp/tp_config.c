@@ -13,6 +13,9 @@ static const struct {
     {"VERBS_", "verbs transport"},
     {"IB_", "verbs transport"},
 #endif
+#ifndef UCCL_HAVE_OFI
+    {"OFI_", "ofi transport (libfabric)"},
+#endif
 #if !defined(UCCL_HAVE_CUDA) && !defined(UCCL_HAVE_ROCM) && !defined(UCCL_HAVE_FAKE_GPU)
     {"GPU_IPC_", "gpu_ipc transport (no GPU backend)"},
 #endif

@@ -8,6 +8,9 @@ extern const struct uccl_tp_ops uccl_tp_tcp_ops;
 #ifdef UCCL_HAVE_VERBS
 extern const struct uccl_tp_ops uccl_tp_verbs_ops;
 #endif
+#ifdef UCCL_HAVE_OFI
+extern const struct uccl_tp_ops uccl_tp_ofi_ops;
+#endif
 #if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM) || defined(UCCL_HAVE_FAKE_GPU)
 extern const struct uccl_tp_ops uccl_tp_gpu_ipc_ops;
 #endif
@@ -19,6 +22,9 @@ const struct uccl_tp_ops *const *uccl_tp_list(void)
         &uccl_tp_tcp_ops,
 #ifdef UCCL_HAVE_VERBS
         &uccl_tp_verbs_ops,
+#endif
+#ifdef UCCL_HAVE_OFI
+        &uccl_tp_ofi_ops,
 #endif
 #if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM) || defined(UCCL_HAVE_FAKE_GPU)
         &uccl_tp_gpu_ipc_ops,

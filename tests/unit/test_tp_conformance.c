@@ -36,6 +36,8 @@ static const tc_transport_t tc_transports[] = {
     {"shm_ring", "shm", "UCCL_SHM_CMA=0", {NULL, NULL}, (64u << 20) + 3}, /* every byte via the ring */
     {"tcp", "tcp", NULL, {NULL, NULL}, (64u << 20) + 3},
     {"verbs", "verbs", NULL, {"RXE_DEV", "RXE_DEV2"}, (4u << 20) + 3},
+    {"ofi_tcp", "ofi", "UCCL_OFI_PROVIDER=tcp;ofi_rxm", {NULL, NULL}, (64u << 20) + 3},
+    {"ofi_shm", "ofi", "UCCL_OFI_PROVIDER=shm", {NULL, NULL}, (64u << 20) + 3},
 };
 #define TC_NTRANSPORTS (sizeof(tc_transports) / sizeof(tc_transports[0]))
 
@@ -449,6 +451,26 @@ static void test_remote_access_refused(void)
                   "the RC QP to error, so the connection ends there (known limitation): reads, "
                   "notify and reuse after a refusal not checked");
     }
+    if (strcmp(tc->suite, "ofi_shm") == 0)
+        UNIT_SKIP("ofi over libfabric's shm provider: a write to a deregistered region never "
+                  "completes (the provider reports no error; known limitation, not tried)");
+    if (strcmp(tc->suite, "ofi_tcp") == 0) {
+        tc_buf_t t = buf_new(1, 4096), l = buf_new(0, 4096);
+        uccl_rdesc_t rd;
+        uccl_req_t *req;
+        uccl_status_t st;
+
+        UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, 4096, &rd), UCCL_OK);
+        buf_free(&t);
+        UNIT_ASSERT_STATUS(uccl_write(P.ab, l.mr, 0, 4096, &rd, 0, &req), UCCL_OK);
+        st = finish(req, NULL);
+        CU_ASSERT(st == UCCL_ERR_REMOTE_ACCESS || st == UCCL_ERR_TRANSPORT ||
+                  st == UCCL_ERR_PEER_FAILED);
+        buf_free(&l);
+        UNIT_SKIP("ofi over tcp;ofi_rxm: the first refused write failed, but the target "
+                  "provider drops the link on a bad key, so the connection ends there (known "
+                  "limitation): reads, notify and reuse after a refusal not checked");
+    }
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t len = sizes[k];
         tc_buf_t t = buf_new(1, len), l = buf_new(0, len);
@@ -606,8 +628,12 @@ int main(int argc, char **argv)
         if (!wanted(tc_transports[i].suite, argc, argv))
             continue;
         tc = &tc_transports[i];
-        if (!unit_transport_usable(tc->transport))
+        tc_env(tc, 1); /* e.g. the libfabric provider the suite is for */
+        if (!unit_transport_usable(tc->transport)) {
+            tc_env(tc, 0);
             continue;
+        }
+        tc_env(tc, 0);
         suites[n++] = (CU_SuiteInfo){tc_uc() ? "verbs (UC QPs)" : tc_transports[i].suite, tc_init,
                                      suite_cleanup, NULL, NULL, tc_tests};
     }

@@ -1,0 +1,212 @@
+/* Private definitions of the libfabric (ofi) transport: one FI_EP_RDM
+ * endpoint, address vector and completion queue per engine; one uccl
+ * endpoint per connection holding the shared RDMA message protocol
+ * (src/tp/common/rndv.h) and its control buffers.
+ *
+ * Wire. Control messages are fi_tsend/fi_trecv whose tag is only the
+ * receiving connection's 32-bit id (several connections between the same two
+ * engines share one pair of fabric endpoints; the tag tells them apart, user
+ * matching stays in the core). Writes closed by an immediate carry it as
+ * remote CQ data: receiving connection id << 32 | uccl_rndv_imm(). The
+ * provider must keep writes and sends in order (FI_ORDER_WAW, FI_ORDER_SAS),
+ * so the immediate on a request's last write closes the whole request. */
+#ifndef UCCL_TP_OFI_H
+#define UCCL_TP_OFI_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "tp/common/rndv.h"
+
+#define OFI_WIRE_VERSION 1
+#define OFI_NAME_MAX 128 /* fabric endpoint name */
+#define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
+#define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
+#define OFI_API FI_VERSION(1, 10)
+
+typedef struct tp_ofi_config {
+    char provider[UCCL_CFG_STRING_MAX];
+    size_t chunk;
+    size_t eager;
+    int tx_depth;
+    int rx_depth;
+    int max_iov;
+} tp_ofi_config_t;
+
+/* Provider quirks, one table (ofi_fabric.c): how a provider ranks when none
+ * is named, and what it needs beyond what fi_getinfo says. */
+enum {
+    OFI_QUIRK_SAME_HOST = 1u << 0, /* reaches only peers of this host (shm) */
+};
+typedef struct ofi_quirk {
+    const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
+    int rank;           /* higher is preferred when UCCL_OFI_PROVIDER is unset */
+    unsigned flags;
+} ofi_quirk_t;
+
+/* An address-vector entry shared by the connections to one peer endpoint. */
+typedef struct ofi_peer {
+    uccl_list_t link;
+    fi_addr_t addr;
+    int refs;
+    size_t len;
+    uint8_t name[OFI_NAME_MAX];
+} ofi_peer_t;
+
+typedef struct tp_ofi {
+    uccl_tp_t base;
+    tp_ofi_config_t cfg;
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    const ofi_quirk_t *quirk;
+    char prov[OFI_PROV_MAX];
+    uint8_t name[OFI_NAME_MAX];
+    size_t name_len;
+    uint32_t addr_format;
+    uint64_t host_id;
+    uint64_t mr_mode;
+    size_t iov_limit, rma_iov_limit, max_msg, key_size;
+    uint64_t next_key;
+    uint32_t next_ep_id;
+    uccl_list_t eps;     /* connections' endpoints */
+    uccl_list_t zombies; /* destroyed endpoints whose operations are still posted */
+    uccl_list_t peers;   /* ofi_peer_t */
+} tp_ofi_t;
+
+struct uccl_tp_memh {
+    struct fid_mr *mr;
+    void *desc;
+    uint64_t key;
+    uint64_t base; /* the registered address (offset addressing: peers subtract it) */
+};
+
+/* Our remote key slot: hdr(1) = key bytes | base bytes << 4, the key, then
+ * (offset addressing only) the region base, both little-endian, shortest. */
+#define OFI_RKEY_MAX UCCL_TP_RKEY_MAX
+
+/* The context of one posted operation (first member: the provider's
+ * FI_CONTEXT / FI_CONTEXT2 scratch). */
+enum { OFI_OP_CTRL_RECV = 1, OFI_OP_CTRL_SEND, OFI_OP_DATA };
+typedef struct ofi_op {
+    struct fi_context2 ctx;
+    int kind;
+    int index;                /* control slot / buffer index */
+    struct tp_ofi_ep *ep;
+    uccl_req_t *req;          /* OFI_OP_DATA; NULL once the endpoint forgot it */
+    uccl_list_t link;         /* ep->data_ops while posted */
+} ofi_op_t;
+
+/* Indexes into req->tp_data past the protocol's. */
+enum {
+    OFI_RD_OFF = UCCL_RNDV_RD_TP, /* bytes posted */
+    OFI_RD_OPS,                   /* operations posted, not completed */
+    OFI_RD_IMM,                   /* 1 = the closing immediate is begun (NOTIFY sent), 2 = posted */
+};
+
+/* A rendezvous send's remote pieces from the CTS (req->tp_ptr). */
+typedef struct ofi_segs {
+    uint64_t nseg;
+    uccl_rndv_seg_t segs[];
+} ofi_segs_t;
+
+typedef struct tp_ofi_ep {
+    uccl_tp_ep_t base;
+    tp_ofi_t *tp;
+    uccl_list_t link; /* tp->eps, then tp->zombies */
+    uint32_t id, peer_id;
+    ofi_peer_t *peer;
+    bool connected;
+    bool dead;
+    int posted; /* operations posted and not completed */
+    uint8_t *bufs;
+    struct fid_mr *bufs_mr;
+    void *bufs_desc;
+    ofi_op_t *ctrl_ops; /* rx_depth receive ops, then tx_depth send ops */
+    int ctrl_sends;     /* control sends posted */
+    /* posts that met -FI_EAGAIN, retried in order by progress */
+    int *retry_send, *retry_recv;
+    size_t *retry_len;
+    int nretry_send, nretry_recv;
+    uccl_rndv_t rndv;
+    uccl_list_t data_pending; /* requests with bytes still to post */
+    uccl_list_t inflight;     /* requests fully posted */
+    uccl_list_t data_ops;     /* ofi_op_t posted for data */
+} tp_ofi_ep_t;
+
+/* ---- ofi_glue.c: what the transport reads of the core */
+uccl_tp_memh_t *uccl_ofi_iov_memh(const tp_ofi_t *tp, const uccl_req_t *req, int i);
+bool uccl_ofi_conn_ok(const tp_ofi_ep_t *ep);
+uccl_status_t uccl_ofi_conn_state(const tp_ofi_ep_t *ep);
+void uccl_ofi_conn_fail(tp_ofi_ep_t *ep, uccl_status_t st);
+
+/* ---- ofi_fabric.c: provider choice, fabric objects */
+extern const uccl_cfg_table_t uccl_ofi_config_table;
+/* Candidate infos for the configured provider (caller frees with fi_freeinfo). */
+uccl_status_t uccl_ofi_getinfo(tp_ofi_t *tp, struct fi_info **list);
+/* Check one candidate; on refusal write why into buf. */
+uccl_status_t uccl_ofi_check_info(const struct fi_info *info, char *why, size_t len);
+const ofi_quirk_t *uccl_ofi_quirk(const char *prov);
+uccl_status_t uccl_ofi_fabric_open(tp_ofi_t *tp, const struct fi_info *info);
+void uccl_ofi_fabric_close(tp_ofi_t *tp);
+/* One line naming a libfabric error: fi_strerror and the provider's text. */
+void uccl_ofi_cq_error(tp_ofi_t *tp, const struct fi_cq_err_entry *err, char *buf, size_t len);
+
+/* ---- ofi_mr.c */
+uccl_status_t uccl_ofi_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                               int device, uccl_tp_memh_t **memh);
+void uccl_ofi_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+size_t uccl_ofi_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
+/* The one parser of our key slot: key, and the base to subtract (0 with
+ * virtual addressing). */
+uccl_status_t uccl_ofi_rkey_parse(const uint8_t *rkey, size_t len, uint64_t *key, uint64_t *base);
+size_t uccl_ofi_rkey_encode(uint64_t key, bool with_base, uint64_t base,
+                            uint8_t rkey[UCCL_TP_RKEY_MAX]);
+uccl_status_t uccl_ofi_reg_buf(tp_ofi_t *tp, void *addr, size_t len, struct fid_mr **mr,
+                               void **desc);
+
+/* ---- ofi_ep.c */
+uccl_status_t uccl_ofi_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
+                                 bool is_initiator, uccl_tp_ep_t **ep);
+uccl_status_t uccl_ofi_ep_pack(uccl_tp_ep_t *ep, void *buf, size_t *len);
+uccl_status_t uccl_ofi_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_t len);
+void uccl_ofi_ep_destroy(uccl_tp_ep_t *ep);
+void uccl_ofi_ep_op_done(tp_ofi_ep_t *ep); /* an operation of ep completed */
+void uccl_ofi_zombies_free(tp_ofi_t *tp, bool all);
+tp_ofi_ep_t *uccl_ofi_ep_by_id(tp_ofi_t *tp, uint32_t id);
+
+/* ---- ofi_msg.c: the protocol's primitives (uccl_rndv_ops_t) */
+extern const uccl_rndv_ops_t uccl_ofi_rndv_ops;
+uccl_status_t uccl_ofi_post_ctrl_recv(tp_ofi_ep_t *ep, int index);
+void uccl_ofi_retry_ctrl(tp_ofi_ep_t *ep);
+uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_ofi_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
+void uccl_ofi_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
+uccl_status_t uccl_ofi_check_local(const tp_ofi_ep_t *ep, const uccl_req_t *req);
+
+/* ---- ofi_data.c: RMA operations, completions, progress */
+uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_ofi_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req);
+void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+void uccl_ofi_post_pending(tp_ofi_ep_t *ep);
+int uccl_ofi_progress(uccl_tp_t *tp);
+uccl_status_t uccl_ofi_status_of(int fi_err);
+
+static inline tp_ofi_ep_t *tp_ofi_ep(uccl_tp_ep_t *base)
+{
+    return (tp_ofi_ep_t *)base;
+}
+
+#endif

@@ -1,0 +1,397 @@
+/* libfabric data path: requests cut into fi_writemsg / fi_readmsg operations
+ * of at most UCCL_OFI_CHUNK bytes and the provider's iov_limit local pieces,
+ * each into one contiguous remote range; the last write of a request that
+ * needs it carries the immediate as remote CQ data and asks for delivery
+ * completion (writes are ordered, so that covers the earlier ones).
+ * -FI_EAGAIN leaves the rest for the next progress, in order; completions
+ * and their errors (fi_cq_readerr, the provider's text) end here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_POLL 32
+
+uccl_status_t uccl_ofi_status_of(int e)
+{
+    switch (e) {
+    case FI_ECANCELED: return UCCL_ERR_CANCELED;
+    case FI_EACCES:
+    case FI_EPERM:
+    case FI_EKEYREJECTED: return UCCL_ERR_REMOTE_ACCESS;
+    case FI_ECONNRESET:
+    case FI_ECONNREFUSED:
+    case FI_ECONNABORTED:
+    case FI_EHOSTUNREACH:
+    case FI_ENOTCONN:
+    case FI_ETIMEDOUT:
+    case FI_ESHUTDOWN: return UCCL_ERR_PEER_FAILED;
+    case FI_ETRUNC: return UCCL_ERR_TRUNCATED;
+    }
+    return UCCL_ERR_TRANSPORT;
+}
+
+/* Remote address (as the provider addresses it), key and bytes left in that
+ * remote piece at byte off of req. */
+static uccl_status_t ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr,
+                                   uint64_t *key, uint64_t *left)
+{
+    const ofi_segs_t *s = req->tp_ptr;
+    uint64_t base;
+    uccl_status_t st;
+
+    *addr = *key = *left = 0;
+    if (s == NULL || s->nseg == 0) {
+        st = uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, key, &base);
+        *addr = req->remote.addr - base + off;
+        *left = req->len - off;
+        return st;
+    }
+    for (uint64_t i = 0; i < s->nseg; i++) {
+        if (off < s->segs[i].len) {
+            *addr = s->segs[i].addr + off;
+            *key = s->segs[i].key;
+            *left = s->segs[i].len - off;
+            return UCCL_OK;
+        }
+        off -= s->segs[i].len;
+    }
+    return UCCL_OK;
+}
+
+static bool ofi_req_has_work(const uccl_req_t *req)
+{
+    if (req->tp_data[UCCL_RNDV_RD_ERR] != 0)
+        return false;
+    return req->tp_data[OFI_RD_OFF] < req->len ||
+           (uccl_rndv_needs_imm(req) && req->tp_data[OFI_RD_IMM] != 2);
+}
+
+/* Local pieces of req from byte off: up to max pieces and want bytes. */
+static size_t ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t off, size_t want,
+                         struct iovec *iov, void **desc, int max, int *n)
+{
+    size_t got = 0;
+
+    *n = 0;
+    for (int i = 0; i < req->iovcnt && got < want && *n < max; i++) {
+        size_t piece = req->iov[i].len, take;
+
+        if (off >= piece) {
+            off -= piece;
+            continue;
+        }
+        take = piece - off < want - got ? piece - off : want - got;
+        iov[*n].iov_base = (uint8_t *)req->iov[i].addr + off;
+        iov[*n].iov_len = take;
+        desc[*n] = uccl_ofi_iov_memh(ep->tp, req, i)->desc;
+        (*n)++;
+        got += take;
+        off = 0;
+    }
+    return got;
+}
+
+/* Post req's next operation: 0, -FI_EAGAIN (try again later) or another
+ * negative code (req has its error). */
+static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
+{
+    tp_ofi_t *tp = ep->tp;
+    size_t off = req->tp_data[OFI_RD_OFF], want = req->len - off, got;
+    int max = tp->cfg.max_iov, n, extra = 0, rc;
+    struct iovec iov[OFI_IOV_MAX];
+    void *desc[OFI_IOV_MAX];
+    uint64_t raddr, rkey, rleft, flags = FI_COMPLETION, data = 0;
+    struct fi_rma_iov rma;
+    struct fi_msg_rma msg;
+    bool is_write = req->op != UCCL_OP_READ, last;
+    ofi_op_t *op;
+
+    if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
+        uccl_rndv_req_error(req, UCCL_ERR_BAD_DESC);
+        return -FI_EINVAL;
+    }
+    if (want > tp->cfg.chunk)
+        want = tp->cfg.chunk;
+    if (want > rleft)
+        want = rleft;
+    if (want == 0 && off < req->len) { /* remote pieces shorter than the message */
+        uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
+        return -FI_EINVAL;
+    }
+    got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+    last = off + got == req->len;
+    if (is_write && last) {
+        flags |= FI_DELIVERY_COMPLETE;
+        if (uccl_rndv_needs_imm(req)) {
+            if (req->tp_data[OFI_RD_IMM] == 0) {
+                if (uccl_rndv_imm_begin(&ep->rndv, req, 1, &extra) != UCCL_OK) {
+                    uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
+                    return -FI_ENOMEM;
+                }
+                req->tp_data[OFI_RD_OPS] += (uint64_t)extra; /* a NOTIFY is one of req's parts */
+                req->tp_data[OFI_RD_IMM] = 1;
+            }
+            flags |= FI_REMOTE_CQ_DATA;
+            data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
+        }
+    }
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
+        return -FI_ENOMEM;
+    }
+    op->kind = OFI_OP_DATA;
+    op->ep = ep;
+    op->req = req;
+    rma = (struct fi_rma_iov){.addr = raddr, .len = got, .key = rkey};
+    msg = (struct fi_msg_rma){.msg_iov = iov, .desc = desc, .iov_count = (size_t)n,
+                              .addr = ep->peer->addr, .rma_iov = &rma, .rma_iov_count = 1,
+                              .context = &op->ctx, .data = data};
+    if (got == 0 && (flags & FI_REMOTE_CQ_DATA)) /* no bytes: the immediate alone, as a message */
+        rc = (int)fi_tsenddata(tp->ep, NULL, 0, NULL, data, ep->peer->addr, ep->peer_id,
+                               &op->ctx);
+    else if (is_write)
+        rc = (int)fi_writemsg(tp->ep, &msg, flags);
+    else
+        rc = (int)fi_readmsg(tp->ep, &msg, flags);
+    if (rc != 0) {
+        free(op);
+        if (rc != -FI_EAGAIN) {
+            uccl_error("ofi (%s): fi_%smsg of %zu bytes: %s", tp->prov, is_write ? "write" : "read",
+                       got, fi_strerror(-rc));
+            uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
+        }
+        return rc;
+    }
+    req->tp_data[OFI_RD_OFF] += got;
+    req->tp_data[OFI_RD_OPS]++;
+    if (flags & FI_REMOTE_CQ_DATA)
+        req->tp_data[OFI_RD_IMM] = 2;
+    ep->posted++;
+    uccl_list_push_back(&ep->data_ops, &op->link);
+    return 0;
+}
+
+/* Post the pending requests' operations in order until the provider pushes back. */
+void uccl_ofi_post_pending(tp_ofi_ep_t *ep)
+{
+    uccl_list_t *pos, *tmp;
+
+    uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
+        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+
+        while (ofi_req_has_work(req))
+            if (ofi_post_one(ep, req) == -FI_EAGAIN)
+                return;
+        uccl_list_del(&req->tp_link);
+        uccl_list_push_back(&ep->inflight, &req->tp_link);
+        if (req->tp_data[OFI_RD_OPS] == 0) /* failed before posting anything */
+            uccl_ofi_data_done(ep, req, UCCL_OK);
+    }
+}
+
+void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req)
+{
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_DATA;
+    req->tp_data[OFI_RD_OFF] = 0;
+    req->tp_data[OFI_RD_OPS] = 0;
+    req->tp_data[OFI_RD_IMM] = 0;
+    if (!ofi_req_has_work(req)) {
+        uccl_rndv_write_done(&ep->rndv, req);
+        return;
+    }
+    uccl_list_push_back(&ep->data_pending, &req->tp_link);
+    uccl_ofi_post_pending(ep);
+}
+
+/* One of req's operations completed (or req failed with nothing posted). */
+void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
+{
+    if (st != UCCL_OK)
+        uccl_rndv_req_error(req, st);
+    if (req->tp_data[OFI_RD_OPS] > 0 && --req->tp_data[OFI_RD_OPS] > 0)
+        return;
+    if (ofi_req_has_work(req))
+        return; /* more operations wait in data_pending */
+    uccl_list_del(&req->tp_link);
+    uccl_rndv_write_done(&ep->rndv, req);
+}
+
+static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    tp_ofi_ep_t *ep = tp_ofi_ep(base);
+    uint64_t key, rbase;
+    uccl_status_t st = uccl_ofi_check_local(ep, req);
+
+    if (st != UCCL_OK)
+        return st;
+    if (req->remote.rkey_len == 0) {
+        uccl_error("ofi: remote region %llu has no libfabric key: its owner could not register "
+                   "it with %s, so only send/recv reach it",
+                   (unsigned long long)req->remote.region_id, ep->tp->prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if (uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, &key, &rbase) != UCCL_OK) {
+        uccl_error("ofi: malformed libfabric key in the remote descriptor (%u bytes)",
+                   req->remote.rkey_len);
+        return UCCL_ERR_BAD_DESC;
+    }
+    free(req->tp_ptr);
+    req->tp_ptr = NULL;
+    uccl_ofi_data_start(ep, req);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return ofi_post_rma(base, req);
+}
+
+uccl_status_t uccl_ofi_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
+{
+    return ofi_post_rma(base, req);
+}
+
+/* ------------------------------------------------------------------ completions */
+
+/* A control receive completed: a control message, or the immediate of a
+ * write of no bytes (sent as a message with CQ data). */
+static void ofi_ctrl_recv_done(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_t flags,
+                               uint64_t data)
+{
+    if (!(flags & FI_REMOTE_CQ_DATA)) {
+        uccl_rndv_ctrl_recv(&ep->rndv, op->index, len);
+        return;
+    }
+    if (uccl_ofi_post_ctrl_recv(ep, op->index) != UCCL_OK)
+        uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+    uccl_rndv_imm_arrived(&ep->rndv, (uint32_t)data);
+}
+
+static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
+                            const struct fi_cq_data_entry *e)
+{
+    tp_ofi_ep_t *ep = op->ep;
+    uccl_req_t *req;
+
+    (void)tp;
+    switch (op->kind) {
+    case OFI_OP_CTRL_RECV:
+        if (!ep->dead && st == UCCL_OK)
+            ofi_ctrl_recv_done(ep, op, e->len, e->flags, e->data);
+        else if (!ep->dead && st != UCCL_ERR_CANCELED)
+            uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        break;
+    case OFI_OP_CTRL_SEND:
+        ep->ctrl_sends--;
+        if (!ep->dead)
+            uccl_rndv_ctrl_sent(&ep->rndv, op->index, st);
+        if (!ep->dead && st != UCCL_OK)
+            uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        break;
+    case OFI_OP_DATA:
+        req = op->req;
+        uccl_list_del(&op->link);
+        free(op);
+        if (req != NULL)
+            uccl_ofi_data_done(ep, req, st);
+        if (!ep->dead && (st == UCCL_ERR_PEER_FAILED || st == UCCL_ERR_TRANSPORT))
+            uccl_ofi_conn_fail(ep, st);
+        break;
+    }
+    uccl_ofi_ep_op_done(ep);
+}
+
+static void ofi_handle(tp_ofi_t *tp, const struct fi_cq_data_entry *e)
+{
+    if (e->flags & FI_REMOTE_WRITE) { /* a write closed by an immediate landed */
+        tp_ofi_ep_t *ep = uccl_ofi_ep_by_id(tp, (uint32_t)(e->data >> 32));
+
+        if (!(e->flags & FI_REMOTE_CQ_DATA))
+            return;
+        if (ep == NULL) {
+            uccl_debug("ofi (%s): immediate for connection %u, gone", tp->prov,
+                       (unsigned)(e->data >> 32));
+            return;
+        }
+        uccl_rndv_imm_arrived(&ep->rndv, (uint32_t)e->data);
+        return;
+    }
+    if (e->op_context != NULL)
+        ofi_op_complete(tp, e->op_context, UCCL_OK, e);
+}
+
+static void ofi_handle_error(tp_ofi_t *tp)
+{
+    struct fi_cq_err_entry err;
+    ofi_op_t *op;
+    uccl_status_t st;
+    char text[256];
+
+    memset(&err, 0, sizeof(err));
+    if (fi_cq_readerr(tp->cq, &err, 0) != 1)
+        return;
+    op = err.op_context;
+    st = uccl_ofi_status_of(err.err);
+    if (st == UCCL_ERR_CANCELED && op != NULL && !op->ep->dead)
+        st = UCCL_ERR_TRANSPORT; /* flushed by the provider, not by us: its link failed */
+    if (op == NULL || (op->ep->dead && st == UCCL_ERR_CANCELED)) {
+        if (op == NULL) {
+            uccl_ofi_cq_error(tp, &err, text, sizeof(text));
+            uccl_warn("ofi: completion error without a request: %s", text);
+        } else {
+            ofi_op_complete(tp, op, st, NULL);
+        }
+        return;
+    }
+    if (!op->ep->dead) {
+        uccl_ofi_cq_error(tp, &err, text, sizeof(text));
+        uccl_error("ofi: %s failed: %s",
+                   op->kind == OFI_OP_DATA ? "an RMA operation"
+                   : op->kind == OFI_OP_CTRL_SEND ? "a control send" : "a control receive",
+                   text);
+    }
+    ofi_op_complete(tp, op, st, NULL);
+}
+
+int uccl_ofi_progress(uccl_tp_t *base)
+{
+    tp_ofi_t *tp = (tp_ofi_t *)base;
+    struct fi_cq_data_entry ent[OFI_POLL];
+    uccl_list_t *pos, *tmp;
+    int events = 0;
+
+    for (int round = 0; round < 8; round++) {
+        ssize_t n = fi_cq_read(tp->cq, ent, OFI_POLL);
+
+        if (n == -FI_EAGAIN)
+            break;
+        if (n == -FI_EAVAIL) {
+            ofi_handle_error(tp);
+            events++;
+            continue;
+        }
+        if (n < 0) {
+            uccl_error("ofi (%s): fi_cq_read: %s", tp->prov, fi_strerror((int)-n));
+            break;
+        }
+        for (ssize_t i = 0; i < n; i++)
+            ofi_handle(tp, &ent[i]);
+        events += (int)n;
+        if (n < OFI_POLL)
+            break;
+    }
+    uccl_list_for_each_safe(pos, tmp, &tp->eps) {
+        tp_ofi_ep_t *ep = uccl_container_of(pos, tp_ofi_ep_t, link);
+
+        if (!ep->connected || !uccl_ofi_conn_ok(ep))
+            continue;
+        if (ep->nretry_recv > 0 || ep->nretry_send > 0)
+            uccl_ofi_retry_ctrl(ep);
+        uccl_rndv_ctrl_flush(&ep->rndv);
+        if (!uccl_list_empty(&ep->data_pending))
+            uccl_ofi_post_pending(ep);
+    }
+    return events;
+}

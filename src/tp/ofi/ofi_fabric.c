@@ -1,0 +1,288 @@
+/* libfabric transport: settings, the provider quirk table, provider choice
+ * (UCCL_OFI_PROVIDER, else the best ranked that offers what we need), the
+ * engine's fabric objects (fabric, domain, AV, CQ, one RDM endpoint), and
+ * error text. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ofi.h"
+
+#define OFI_FIELD(name, dflt, doc, field, type) \
+    {name, dflt, doc, offsetof(tp_ofi_config_t, field), type}
+
+static const uccl_cfg_field_t ofi_fields[] = {
+    OFI_FIELD("OFI_PROVIDER", "",
+              "libfabric provider (cxi, efa, \"verbs;ofi_rxm\", \"tcp;ofi_rxm\", shm); empty = "
+              "the best ranked one that offers FI_EP_RDM with messages and RMA",
+              provider, UCCL_CFG_STRING),
+    OFI_FIELD("OFI_CHUNK", "1M", "largest RMA operation; larger transfers are split", chunk,
+              UCCL_CFG_SIZE),
+    OFI_FIELD("OFI_EAGER", "8K", "messages up to this size are sent eagerly (copied)", eager,
+              UCCL_CFG_SIZE),
+    OFI_FIELD("OFI_TX_DEPTH", "64", "control send slots per connection", tx_depth, UCCL_CFG_INT),
+    OFI_FIELD("OFI_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
+              UCCL_CFG_INT),
+    OFI_FIELD("OFI_MAX_IOV", "0",
+              "local pieces per RMA operation (0 = the provider's iov_limit, at most 16); "
+              "more pieces are split over several operations",
+              max_iov, UCCL_CFG_INT),
+    {NULL, NULL, NULL, 0, 0},
+};
+
+const uccl_cfg_table_t uccl_ofi_config_table = {"", ofi_fields, sizeof(tp_ofi_config_t)};
+
+/* Providers we know something about; the first whose prefix matches wins.
+ * Ranks: NICs only libfabric reaches first, then verbs through rxm, then
+ * software providers; shm last (the shm transport serves this host). */
+static const ofi_quirk_t ofi_quirks[] = {
+    {"cxi", 60, 0},
+    {"efa", 55, 0},
+    {"psm3", 50, 0},
+    {"opx", 50, 0},
+    {"verbs;ofi_rxm", 40, 0},
+    {"tcp;ofi_rxm", 30, 0},
+    {"tcp", 25, 0},
+    {"sockets", 20, 0},
+    {"net", 15, 0},
+    {"udp;ofi_rxd", 10, 0},
+    {"shm", 5, OFI_QUIRK_SAME_HOST},
+    {"", 1, 0}, /* anything else */
+};
+
+const ofi_quirk_t *uccl_ofi_quirk(const char *prov)
+{
+    size_t n = sizeof(ofi_quirks) / sizeof(ofi_quirks[0]);
+
+    for (size_t i = 0; i + 1 < n; i++)
+        if (strncmp(prov, ofi_quirks[i].prefix, strlen(ofi_quirks[i].prefix)) == 0)
+            return &ofi_quirks[i];
+    return &ofi_quirks[n - 1];
+}
+
+/* What we need of a provider. */
+#define OFI_CAPS                                                                                  \
+    (FI_MSG | FI_TAGGED | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE |      \
+     FI_SEND | FI_RECV)
+#define OFI_ORDER (FI_ORDER_SAS | FI_ORDER_WAW)
+#define OFI_MR_MODES                                                                             \
+    (FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT)
+
+static struct fi_info *ofi_hints(const char *prov, bool full)
+{
+    struct fi_info *hints = fi_allocinfo();
+
+    if (hints == NULL)
+        return NULL;
+    hints->ep_attr->type = FI_EP_RDM;
+    if (full) {
+        hints->caps = OFI_CAPS;
+        hints->mode = FI_CONTEXT | FI_CONTEXT2;
+        hints->domain_attr->mr_mode = OFI_MR_MODES;
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;
+        hints->tx_attr->msg_order = OFI_ORDER;
+        hints->rx_attr->msg_order = OFI_ORDER;
+    }
+    if (prov != NULL && prov[0] != '\0') {
+        hints->fabric_attr->prov_name = strdup(prov);
+        if (hints->fabric_attr->prov_name == NULL) {
+            fi_freeinfo(hints);
+            return NULL;
+        }
+    }
+    return hints;
+}
+
+uccl_status_t uccl_ofi_check_info(const struct fi_info *info, char *why, size_t len)
+{
+    const char *prov = info->fabric_attr != NULL && info->fabric_attr->prov_name != NULL
+                           ? info->fabric_attr->prov_name
+                           : "?";
+
+    why[0] = '\0';
+    if (info->ep_attr == NULL || info->ep_attr->type != FI_EP_RDM) {
+        snprintf(why, len, "provider %s: no reliable-datagram (FI_EP_RDM) endpoint", prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if ((info->caps & (FI_RMA | FI_READ | FI_WRITE)) != (FI_RMA | FI_READ | FI_WRITE)) {
+        snprintf(why, len, "provider %s offers no RMA (FI_RMA with FI_READ and FI_WRITE): "
+                 "one-sided reads and writes need it", prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if ((info->caps & (FI_MSG | FI_TAGGED)) != (FI_MSG | FI_TAGGED)) {
+        snprintf(why, len, "provider %s offers no FI_MSG and FI_TAGGED messages", prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if (info->tx_attr == NULL || (info->tx_attr->msg_order & OFI_ORDER) != OFI_ORDER) {
+        snprintf(why, len, "provider %s does not keep sends and writes in order "
+                 "(FI_ORDER_SAS, FI_ORDER_WAW)", prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if (info->domain_attr == NULL || info->domain_attr->cq_data_size < 8) {
+        snprintf(why, len, "provider %s carries %zu bytes of remote CQ data; writes closed by "
+                 "an immediate need 8", prov, info->domain_attr ? info->domain_attr->cq_data_size : 0);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if (info->domain_attr->mr_mode & ~(uint64_t)OFI_MR_MODES) {
+        snprintf(why, len, "provider %s needs memory registration modes 0x%llx we do not "
+                 "support (FI_MR_RAW...)", prov, (unsigned long long)info->domain_attr->mr_mode);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    return UCCL_OK;
+}
+
+/* The provider names fi_getinfo knows here, for an error message. */
+static void ofi_known_providers(char *buf, size_t len)
+{
+    struct fi_info *list = NULL, *hints = ofi_hints(NULL, false);
+    size_t used = 0;
+
+    buf[0] = '\0';
+    if (hints != NULL && fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list) == 0) {
+        for (struct fi_info *i = list; i != NULL && used + 1 < len; i = i->next) {
+            const char *p = i->fabric_attr->prov_name;
+            bool seen = false;
+
+            for (struct fi_info *j = list; j != i; j = j->next)
+                seen |= strcmp(j->fabric_attr->prov_name, p) == 0;
+            if (!seen)
+                used += (size_t)snprintf(buf + used, len - used, "%s\"%s\"", used ? ", " : "", p);
+        }
+    }
+    if (buf[0] == '\0')
+        snprintf(buf, len, "none");
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+}
+
+/* Why nothing matched: the named provider is unknown, or lacks something. */
+static uccl_status_t ofi_explain_nodata(const char *prov)
+{
+    struct fi_info *hints = ofi_hints(prov, false), *list = NULL;
+    char known[512], why[256] = "";
+    uccl_status_t st = UCCL_ERR_NOT_FOUND;
+
+    if (hints != NULL && fi_getinfo(OFI_API, NULL, NULL, 0, hints, &list) == 0 && list != NULL) {
+        st = UCCL_ERR_UNSUPPORTED;
+        for (struct fi_info *i = list; i != NULL && why[0] == '\0'; i = i->next)
+            uccl_ofi_check_info(i, why, sizeof(why));
+    }
+    fi_freeinfo(list);
+    fi_freeinfo(hints);
+    if (st == UCCL_ERR_UNSUPPORTED) {
+        uccl_error("ofi: UCCL_OFI_PROVIDER=%s: %s", prov,
+                   why[0] ? why : "no endpoint with FI_MSG, FI_TAGGED, FI_RMA, ordered sends and "
+                                  "writes, 8 bytes of CQ data and memory modes we support");
+        return st;
+    }
+    ofi_known_providers(known, sizeof(known));
+    uccl_error("ofi: UCCL_OFI_PROVIDER=%s names no libfabric provider of this host; known: %s",
+               prov, known);
+    return st;
+}
+
+uccl_status_t uccl_ofi_getinfo(tp_ofi_t *tp, struct fi_info **list)
+{
+    const char *prov = tp->cfg.provider;
+    struct fi_info *hints = ofi_hints(prov, true);
+    int rc;
+
+    *list = NULL;
+    if (hints == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rc = fi_getinfo(OFI_API, NULL, NULL, 0, hints, list);
+    fi_freeinfo(hints);
+    if (rc == 0 && *list != NULL)
+        return UCCL_OK;
+    if (rc != -FI_ENODATA && rc != 0) {
+        uccl_error("ofi: fi_getinfo: %s", fi_strerror(-rc));
+        return UCCL_ERR_NO_DEVICE;
+    }
+    if (prov[0] != '\0')
+        return ofi_explain_nodata(prov);
+    uccl_info("ofi: no libfabric provider offers FI_EP_RDM with messages and RMA here");
+    return UCCL_ERR_NO_DEVICE;
+}
+
+/* ------------------------------------------------------------------ objects */
+
+static uccl_status_t ofi_fail(const char *what, int rc)
+{
+    uccl_error("ofi: %s: %s", what, fi_strerror(-rc));
+    return rc == -FI_ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+}
+
+uccl_status_t uccl_ofi_fabric_open(tp_ofi_t *tp, const struct fi_info *info)
+{
+    struct fi_cq_attr cq_attr = {.format = FI_CQ_FORMAT_DATA, .wait_obj = FI_WAIT_NONE};
+    struct fi_av_attr av_attr = {.type = FI_AV_TABLE};
+    int rc;
+
+    tp->info = fi_dupinfo(info);
+    if (tp->info == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    snprintf(tp->prov, sizeof(tp->prov), "%s", info->fabric_attr->prov_name);
+    tp->quirk = uccl_ofi_quirk(tp->prov);
+    tp->mr_mode = info->domain_attr->mr_mode;
+    tp->addr_format = info->addr_format;
+    tp->iov_limit = info->tx_attr->iov_limit;
+    tp->rma_iov_limit = info->tx_attr->rma_iov_limit;
+    tp->max_msg = info->ep_attr->max_msg_size;
+    tp->key_size = info->domain_attr->mr_key_size;
+    if ((rc = fi_fabric(info->fabric_attr, &tp->fabric, NULL)) != 0)
+        return ofi_fail("fi_fabric", rc);
+    if ((rc = fi_domain(tp->fabric, tp->info, &tp->domain, NULL)) != 0)
+        return ofi_fail("fi_domain", rc);
+    if ((rc = fi_av_open(tp->domain, &av_attr, &tp->av, NULL)) != 0)
+        return ofi_fail("fi_av_open", rc);
+    if ((rc = fi_cq_open(tp->domain, &cq_attr, &tp->cq, NULL)) != 0)
+        return ofi_fail("fi_cq_open", rc);
+    if ((rc = fi_endpoint(tp->domain, tp->info, &tp->ep, NULL)) != 0)
+        return ofi_fail("fi_endpoint", rc);
+    if ((rc = fi_ep_bind(tp->ep, &tp->av->fid, 0)) != 0)
+        return ofi_fail("fi_ep_bind (AV)", rc);
+    if ((rc = fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV)) != 0)
+        return ofi_fail("fi_ep_bind (CQ)", rc);
+    if ((rc = fi_enable(tp->ep)) != 0)
+        return ofi_fail("fi_enable", rc);
+    tp->name_len = sizeof(tp->name);
+    if ((rc = fi_getname(&tp->ep->fid, tp->name, &tp->name_len)) != 0)
+        return ofi_fail("fi_getname", rc);
+    return UCCL_OK;
+}
+
+static void ofi_close_fid(struct fid *fid, const char *what)
+{
+    int rc;
+
+    if (fid == NULL)
+        return;
+    rc = fi_close(fid);
+    if (rc != 0)
+        uccl_warn("ofi: closing the %s: %s", what, fi_strerror(-rc));
+}
+
+void uccl_ofi_fabric_close(tp_ofi_t *tp)
+{
+    ofi_close_fid(tp->ep ? &tp->ep->fid : NULL, "endpoint");
+    tp->ep = NULL;
+    uccl_ofi_zombies_free(tp, true); /* nothing of theirs is posted any more */
+    ofi_close_fid(tp->av ? &tp->av->fid : NULL, "address vector");
+    ofi_close_fid(tp->cq ? &tp->cq->fid : NULL, "completion queue");
+    ofi_close_fid(tp->domain ? &tp->domain->fid : NULL, "domain");
+    ofi_close_fid(tp->fabric ? &tp->fabric->fid : NULL, "fabric");
+    tp->av = NULL;
+    tp->cq = NULL;
+    tp->domain = NULL;
+    tp->fabric = NULL;
+    fi_freeinfo(tp->info);
+    tp->info = NULL;
+}
+
+void uccl_ofi_cq_error(tp_ofi_t *tp, const struct fi_cq_err_entry *err, char *buf, size_t len)
+{
+    const char *prov = fi_cq_strerror(tp->cq, err->prov_errno, err->err_data, NULL, 0);
+
+    snprintf(buf, len, "%s (provider %s: %s, error %d)", fi_strerror(err->err), tp->prov,
+             prov != NULL ? prov : "-", err->prov_errno);
+}
