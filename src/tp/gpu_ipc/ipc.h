@@ -236,7 +236,7 @@ typedef struct ipc_seg {
     size_t len;
 } ipc_seg_t;
 
-/* ---- ep.c */
+/* ---- gpu_ipc.c */
 uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
                            size_t blen);
 void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep);

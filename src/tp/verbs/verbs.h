@@ -127,7 +127,7 @@ typedef struct tp_verbs_ep {
     uccl_list_t inflight;     /* requests fully posted, waiting for completions */
 } tp_verbs_ep_t;
 
-/* ---- verbs_dev.c */
+/* ---- verbs.c */
 extern const uccl_cfg_table_t uccl_verbs_config_table;
 
 /* ---- verbs_ep.c */
