@@ -196,6 +196,22 @@ static const char *verbs_known_devices(struct ibv_device **list, int n, char *bu
     return buf;
 }
 
+/* The first of nics that opens with an ACTIVE port; *known (may be NULL)
+ * says whether any of them is an RDMA device here. */
+static uccl_status_t verbs_open_first(tp_verbs_t *v, struct ibv_device **list, int n,
+                                      const uccl_tp_nics_t *nics, bool *known)
+{
+    for (int i = 0; i < nics->n; i++) {
+        struct ibv_device *dev = verbs_find_device(list, n, nics->nic[i].name,
+                                                   strlen(nics->nic[i].name));
+        if (dev != NULL && known != NULL)
+            *known = true;
+        if (dev != NULL && verbs_try_device(v, dev, nics->nic[i].port) == UCCL_OK)
+            return UCCL_OK;
+    }
+    return UCCL_ERR_NO_DEVICE;
+}
+
 /* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used.
  * Names that are no RDMA device here are an error when none of them works. */
 static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n,
@@ -204,15 +220,9 @@ static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, i
     bool any_known = false;
     char known[256];
 
-    for (int i = 0; i < nics->n; i++) {
-        struct ibv_device *dev = verbs_find_device(list, n, nics->nic[i].name,
-                                                   strlen(nics->nic[i].name));
-
-        any_known |= dev != NULL;
-        if (dev != NULL && verbs_try_device(v, dev, nics->nic[i].port) == UCCL_OK) {
-            uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
-            return UCCL_OK;
-        }
+    if (verbs_open_first(v, list, n, nics, &any_known) == UCCL_OK) {
+        uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
+        return UCCL_OK;
     }
     verbs_known_devices(list, n, known, sizeof(known));
     if (!any_known) {
@@ -231,16 +241,10 @@ static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list,
 {
     if (nics_status != UCCL_OK) {
         uccl_info("verbs: %s: taking the first device with an ACTIVE port", nics->why);
+    } else if (verbs_open_first(v, list, n, nics, NULL) == UCCL_OK) {
+        uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port, nics->why);
+        return UCCL_OK;
     } else {
-        for (int i = 0; i < nics->n; i++) {
-            struct ibv_device *dev = verbs_find_device(list, n, nics->nic[i].name,
-                                                       strlen(nics->nic[i].name));
-            if (dev != NULL && verbs_try_device(v, dev, nics->nic[i].port) == UCCL_OK) {
-                uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port,
-                          nics->why);
-                return UCCL_OK;
-            }
-        }
         uccl_info("verbs: topology chose nothing usable (%s): taking the first device with an "
                   "ACTIVE port", nics->why);
     }
