@@ -181,7 +181,9 @@ static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&
 uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);
 uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out);
 
-/* ---- connections (conn.c) */
+/* ---- connections (conn.c; setup in conn_setup.c) */
+/* A fresh connection object of the engine's pool, or NULL. */
+uccl_conn_t *uccl_conn_alloc(uccl_engine_t *engine);
 uccl_status_t uccl_conn_check(const uccl_conn_t *conn);
 void uccl_conn_progress_setup(uccl_engine_t *engine);
 /* The setup listener's admission (setup_listen.c): accept within the cap;
