@@ -110,7 +110,11 @@ uccl_status_t uccl_tp_nics(const uccl_tp_open_params_t *params, unsigned kinds, 
     if (st != UCCL_OK)
         return st;
     for (int i = 0; i < choice.n && out->n < UCCL_TP_NICS_MAX; i++, out->n++) {
-        snprintf(out->nic[out->n].name, sizeof(out->nic[out->n].name), "%s", choice.nics[i].nic->name);
+        const uccl_topo_nic_t *nic = choice.nics[i].nic;
+
+        snprintf(out->nic[out->n].name, sizeof(out->nic[out->n].name), "%s", nic->name);
+        snprintf(out->nic[out->n].netdev, sizeof(out->nic[out->n].netdev), "%s", nic->netdev);
+        snprintf(out->nic[out->n].busid, sizeof(out->nic[out->n].busid), "%s", nic->busid);
         out->nic[out->n].port = choice.nics[i].port;
     }
     return UCCL_OK;

@@ -334,14 +334,17 @@ const uccl_topo_t *uccl_tp_topo(const uccl_tp_open_params_t *params, uccl_status
 
 #define UCCL_TP_NICS_MAX 16
 #define UCCL_TP_NIC_NAME_MAX 64
+#define UCCL_TP_NIC_BUSID_MAX 16
 #define UCCL_TP_NICS_WHY_MAX 384
 
 /* NICs for a transport, best first. */
 typedef struct uccl_tp_nics {
     int n;
     struct {
-        char name[UCCL_TP_NIC_NAME_MAX]; /* mlx5_0, rxe0, cxi0 */
-        int port;                        /* 1-based, 0 = any active port */
+        char name[UCCL_TP_NIC_NAME_MAX];   /* mlx5_0, rxe0, cxi0, eth0 */
+        int port;                          /* 1-based, 0 = any active port */
+        char netdev[UCCL_TP_NIC_NAME_MAX]; /* its network interface, "" unknown */
+        char busid[UCCL_TP_NIC_BUSID_MAX]; /* its PCI bus id "dddd:bb:dd.f", "" unknown */
     } nic[UCCL_TP_NICS_MAX];
     bool configured;                 /* from params->net_devices, as given (not checked) */
     char why[UCCL_TP_NICS_WHY_MAX];  /* one line to log at info: what and why */
@@ -351,10 +354,13 @@ typedef struct uccl_tp_nics {
  * e.g. UCCL_TOPO_NIC_VERBS) should use for this engine, best first:
  *  - configured devices (params->net_devices, "name[:port],...") win: listed
  *    in the order given, configured = true, not checked against the machine
- *    (the transport knows its devices and names the unknown ones);
+ *    (the transport knows its devices and names the unknown ones; netdev and
+ *    busid stay "");
  *  - else the topology's choice: the NICs nearest the engine's GPU (host
  *    memory: this process's NUMA node), equally near ones all listed and
- *    rotated so that GPUs sharing them spread over them; NICs down skipped.
+ *    rotated so that GPUs sharing them spread over them; NICs down skipped;
+ *    a transport whose devices have other names (libfabric domains) matches
+ *    them by name, netdev or busid.
  * Errors: UCCL_ERR_UNSUPPORTED (no topology: built without hwloc), the
  * errors of uccl_topo_load, UCCL_ERR_NOT_FOUND / UCCL_ERR_NO_DEVICE (no
  * usable NIC of those kinds), UCCL_ERR_INVALID_PARAM (a malformed list; the

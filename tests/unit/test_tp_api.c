@@ -97,6 +97,8 @@ static void test_nics_configured(void)
     CU_ASSERT_EQUAL(nics.nic[1].port, 0);
     CU_ASSERT_STRING_EQUAL(nics.nic[2].name, "nosuchdev");
     CU_ASSERT_EQUAL(nics.nic[2].port, 2);
+    CU_ASSERT_STRING_EQUAL(nics.nic[0].busid, "");
+    CU_ASSERT_STRING_EQUAL(nics.nic[0].netdev, "");
     CU_ASSERT_PTR_NOT_NULL(strstr(nics.why, "UCCL_NET_DEVICES=mlx5_3:1,rxe0,nosuchdev:2"));
     CU_ASSERT(!engine->topo_loaded); /* a configured list needs no topology */
     p.net_devices = ",rxe0";
@@ -127,6 +129,9 @@ static void test_nics_by_topology(void)
     CU_ASSERT(!nics.configured);
     CU_ASSERT_EQUAL_FATAL(nics.n, 1);
     CU_ASSERT_STRING_EQUAL(nics.nic[0].name, "mlx5_0");
+    CU_ASSERT_STRING_EQUAL(nics.nic[0].busid,
+                           uccl_topo_nic_by_name(uccl_tp_topo(&engine->tp_params, NULL), "mlx5_0")->busid);
+    CU_ASSERT(nics.nic[0].busid[0] != '\0');
     CU_ASSERT(nics.why[0] != '\0');
     /* no NIC of that kind: an error with a reason, nothing listed */
     uccl_engine_destroy(engine);
