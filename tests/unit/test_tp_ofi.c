@@ -8,6 +8,7 @@
 
 #include "tp/ofi/ofi.h"
 #include "unit.h"
+#include "core/core.h"
 #include "unit_conn.h"
 
 extern const struct uccl_tp_ops uccl_tp_ofi_ops;

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "tp/common/rndv.h"
 
 #define OFI_WIRE_VERSION 1
@@ -76,6 +76,7 @@ typedef struct tp_ofi {
     size_t name_len;
     uint32_t addr_format;
     uint64_t host_id;
+    int timeout_ms;
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg, key_size;
     uint64_t next_key;

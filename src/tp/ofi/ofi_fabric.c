@@ -12,25 +12,28 @@
     {name, dflt, doc, offsetof(tp_ofi_config_t, field), type}
 
 static const uccl_cfg_field_t ofi_fields[] = {
-    OFI_FIELD("OFI_PROVIDER", "",
+    OFI_FIELD("PROVIDER", "",
               "libfabric provider (cxi, efa, \"verbs;ofi_rxm\", \"tcp;ofi_rxm\", shm); empty = "
               "the best ranked one that offers FI_EP_RDM with messages and RMA",
               provider, UCCL_CFG_STRING),
-    OFI_FIELD("OFI_CHUNK", "1M", "largest RMA operation; larger transfers are split", chunk,
+    OFI_FIELD("CHUNK", "1M", "largest RMA operation; larger transfers are split", chunk,
               UCCL_CFG_SIZE),
-    OFI_FIELD("OFI_EAGER", "8K", "messages up to this size are sent eagerly (copied)", eager,
+    OFI_FIELD("EAGER", "8K", "messages up to this size are sent eagerly (copied)", eager,
               UCCL_CFG_SIZE),
-    OFI_FIELD("OFI_TX_DEPTH", "64", "control send slots per connection", tx_depth, UCCL_CFG_INT),
-    OFI_FIELD("OFI_RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
+    OFI_FIELD("TX_DEPTH", "64", "control send slots per connection", tx_depth, UCCL_CFG_INT),
+    OFI_FIELD("RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
               UCCL_CFG_INT),
-    OFI_FIELD("OFI_MAX_IOV", "0",
+    OFI_FIELD("MAX_IOV", "0",
               "local pieces per RMA operation (0 = the provider's iov_limit, at most 16); "
               "more pieces are split over several operations",
               max_iov, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t uccl_ofi_config_table = {"", ofi_fields, sizeof(tp_ofi_config_t)};
+const uccl_cfg_table_t uccl_ofi_config_table = {.prefix = "OFI_",
+                                                .fields = ofi_fields,
+                                                .struct_size = sizeof(tp_ofi_config_t),
+                                                .aliases = NULL};
 
 /* Providers we know something about; the first whose prefix matches wins.
  * Ranks: NICs only libfabric reaches first, then verbs through rxm, then

@@ -1,11 +1,10 @@
-/* libfabric transport: everything that reads the core's objects (engine
- * settings and topology, connection state, a request's region handles) and
- * the ops table, kept here so that the transport's other files see the core
- * only through these few calls. */
+/* libfabric transport: everything it asks of the core through the SPI
+ * (open parameters, the NIC choice, connection state, a request's region
+ * handles) and the ops table, kept here so that the transport's other files
+ * see the core only through these few calls. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu.h"
 #include "ofi.h"
 #include "topo/topo.h"
 
@@ -15,17 +14,17 @@ uccl_tp_memh_t *uccl_ofi_iov_memh(const tp_ofi_t *tp, const uccl_req_t *req, int
 {
     const uccl_region_t *region = req->iov[i].region;
 
-    return region != NULL ? region->memh[tp->base.index] : NULL;
+    return region != NULL ? uccl_region_memh(region, &tp->base) : NULL;
 }
 
 bool uccl_ofi_conn_ok(const tp_ofi_ep_t *ep)
 {
-    return ep->base.conn->state == UCCL_OK;
+    return uccl_conn_status(ep->base.conn) == UCCL_OK;
 }
 
 uccl_status_t uccl_ofi_conn_state(const tp_ofi_ep_t *ep)
 {
-    return ep->base.conn->state;
+    return uccl_conn_status(ep->base.conn);
 }
 
 void uccl_ofi_conn_fail(tp_ofi_ep_t *ep, uccl_status_t st)
@@ -34,24 +33,6 @@ void uccl_ofi_conn_fail(tp_ofi_ep_t *ep, uccl_status_t st)
 }
 
 /* ------------------------------------------------------------------ domain choice */
-
-static bool ofi_name_in(const char *name, const char *list)
-{
-    size_t n = strlen(name);
-
-    for (const char *p = list; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len);
-
-        if (colon != NULL)
-            len = (size_t)(colon - p);
-        if (len == n && strncmp(p, name, n) == 0)
-            return true;
-        p += (end ? (size_t)(end - p) + 1 : strlen(p));
-    }
-    return false;
-}
 
 static void ofi_info_busid(const struct fi_info *info, char *buf, size_t len)
 {
@@ -66,49 +47,44 @@ static void ofi_info_busid(const struct fi_info *info, char *buf, size_t len)
              pci->function_id);
 }
 
-/* The topology's NIC for the engine's GPU (or this process's NUMA node):
- * the candidate whose domain is that NIC (by name, its network interface, or
- * PCI address), or NULL. The one place the transport asks the topology. */
-static const struct fi_info *ofi_pick_by_topo(const uccl_engine_t *engine,
+/* The engine's NIC choice (configured devices, else the topology's nearest
+ * to its GPU or NUMA node): the first candidate whose domain is one of those
+ * NICs, by name, network interface or PCI address; NULL = no opinion. The
+ * one place the transport asks for a NIC. */
+static const struct fi_info *ofi_pick_by_nics(const uccl_tp_open_params_t *params,
                                               const struct fi_info *const *cand, int n)
 {
-    char busid[UCCL_TOPO_BUSID_MAX], ibus[UCCL_TOPO_BUSID_MAX];
-    uccl_topo_query_t query = {.numa_node = -1,
-                               .kinds = UCCL_TOPO_NIC_RDMA | UCCL_TOPO_NIC_NET};
-    const struct fi_info *found = NULL;
-    uccl_topo_choice_t choice;
-    uccl_topo_t *topo;
+    char ibus[UCCL_TP_NIC_BUSID_MAX];
+    uccl_tp_nics_t nics;
 
-    if (n < 2 || uccl_engine_topo_load(engine, &topo) != UCCL_OK)
+    if (uccl_tp_nics(params, UCCL_TOPO_NIC_RDMA | UCCL_TOPO_NIC_NET, &nics) != UCCL_OK)
         return NULL;
-    if (engine->gpu_index >= 0 &&
-        uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) == UCCL_OK)
-        query.gpu_busid = busid;
-    if (uccl_topo_select(topo, &query, &choice) == UCCL_OK) {
-        const uccl_topo_nic_t *nic = choice.nics[0].nic;
-
-        for (int i = 0; i < n && found == NULL; i++) {
+    for (int k = 0; k < nics.n; k++) {
+        for (int i = 0; i < n; i++) {
             const char *dom = cand[i]->domain_attr->name;
+
             ofi_info_busid(cand[i], ibus, sizeof(ibus));
-            if (strcmp(dom, nic->name) == 0 || (nic->netdev[0] && strcmp(dom, nic->netdev) == 0) ||
-                (nic->busid[0] && strcmp(ibus, nic->busid) == 0))
-                found = cand[i];
+            if (strcmp(dom, nics.nic[k].name) == 0 ||
+                (nics.nic[k].netdev[0] && strcmp(dom, nics.nic[k].netdev) == 0) ||
+                (nics.nic[k].busid[0] && strcmp(ibus, nics.nic[k].busid) == 0)) {
+                uccl_info("ofi: domain %s: %s", dom, nics.why);
+                return cand[i];
+            }
         }
-        if (found != NULL)
-            uccl_info("ofi: domain %s chosen by topology: %s", found->domain_attr->name,
-                      choice.why);
     }
-    uccl_topo_free(topo);
-    return found;
+    if (nics.configured)
+        uccl_warn("ofi: no %s domain is one of the configured devices (%s); taking %s",
+                  cand[0]->fabric_attr->prov_name, params->net_devices,
+                  cand[0]->domain_attr->name);
+    return NULL;
 }
 
-/* The best candidate: the named provider or the best ranked one, a domain
- * UCCL_NET_DEVICES names, else the topology's, else the first. */
-static uccl_status_t ofi_pick(tp_ofi_t *tp, const uccl_engine_t *engine, struct fi_info *list,
-                              const struct fi_info **out)
+/* The best candidate: the named provider or the best ranked one, on the
+ * domain of the engine's NIC choice, else the first. */
+static uccl_status_t ofi_pick(tp_ofi_t *tp, const uccl_tp_open_params_t *params,
+                              struct fi_info *list, const struct fi_info **out)
 {
     const struct fi_info *cand[64];
-    const char *devices = engine->cfg.net_devices;
     char why[256] = "";
     int best = -1, n = 0;
 
@@ -132,12 +108,7 @@ static uccl_status_t ofi_pick(tp_ofi_t *tp, const uccl_engine_t *engine, struct 
         uccl_error("ofi: no provider usable: %s", why[0] ? why : "none offers what we need");
         return tp->cfg.provider[0] ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_NO_DEVICE;
     }
-    *out = NULL;
-    for (int i = 0; i < n && devices[0] && *out == NULL; i++)
-        if (ofi_name_in(cand[i]->domain_attr->name, devices))
-            *out = cand[i];
-    if (*out == NULL)
-        *out = ofi_pick_by_topo(engine, cand, n);
+    *out = n > 1 || params->net_devices[0] ? ofi_pick_by_nics(params, cand, n) : NULL;
     if (*out == NULL)
         *out = cand[0];
     return UCCL_OK;
@@ -165,7 +136,7 @@ static void tp_ofi_close(uccl_tp_t *base)
     free(tp);
 }
 
-static uccl_status_t tp_ofi_open(uccl_engine_t *engine, uccl_tp_t **out)
+static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     tp_ofi_t *tp = calloc(1, sizeof(*tp));
     struct fi_info *list = NULL;
@@ -177,7 +148,8 @@ static uccl_status_t tp_ofi_open(uccl_engine_t *engine, uccl_tp_t **out)
     uccl_list_init(&tp->eps);
     uccl_list_init(&tp->zombies);
     uccl_list_init(&tp->peers);
-    tp->host_id = engine->host_id;
+    tp->host_id = params->host_id;
+    tp->timeout_ms = params->timeout_ms;
     tp->next_ep_id = (uint32_t)uccl_random_u64() & 0xffffff;
     st = uccl_cfg_parse(&uccl_ofi_config_table, &tp->cfg);
     if (st == UCCL_OK)
@@ -185,7 +157,7 @@ static uccl_status_t tp_ofi_open(uccl_engine_t *engine, uccl_tp_t **out)
     if (st == UCCL_OK)
         st = uccl_ofi_getinfo(tp, &list);
     if (st == UCCL_OK)
-        st = ofi_pick(tp, engine, list, &info);
+        st = ofi_pick(tp, params, list, &info);
     if (st == UCCL_OK)
         st = uccl_ofi_fabric_open(tp, info);
     fi_freeinfo(list);
