@@ -62,11 +62,11 @@ vendor_ok() {
     local from=$1 hdr=$2 file=$3
     case $hdr in
     infiniband/* | rdma/rdma_*) [ "$from" = tp:verbs ] ;;
-    rdma/*) [ "$from" = tp:ofi ] ;;
+    rdma/*) [ "$from" = tp:ofi ] || [ "$file" = tools/perf_ofi.c ] ;; # its raw reference
     hwloc.h | hwloc/*) [ "$from" = topo ] ;;
     cuda.h | cuda_runtime*.h | cuda/* | hip/* | nvml.h | cuda_runtime_api.h) [ "$from" = gpu ] ;;
     mpi.h) case $from in mpi) return 0 ;; esac
-        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c) return 0 ;; esac
+        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_ofi.c) return 0 ;; esac
         return 1 ;;
     CUnit/*) return 1 ;;
     *) return 0 ;;

@@ -1,0 +1,420 @@
+/* perf_ofi: libfabric measured raw next to libuccl over its ofi transport,
+ * same provider, same job, same pattern (a window of transfers, then wait
+ * for all), and the UCCL CXI seed's pattern: 1,179,648 bytes written as
+ * 1, 8, 32, 128 and 512 remote pieces, against the same bytes in one piece.
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W]
+ * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
+ * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
+ * A benchmark tool, not a test: errors abort the job with a message. */
+#include <mpi.h>
+#include <sched.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uccl/uccl_mpi.h>
+
+#define BUF_SIZE (8u << 20)
+#define SEED_BYTES 1179648u
+#define MAX_WINDOW 64
+
+enum { OP_WRITE, OP_READ, OP_SEND };
+static const char *op_names[] = {"write", "read", "send"};
+
+typedef struct raw {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_mr *mr;
+    void *desc;
+    fi_addr_t peer;
+    uint64_t peer_key, peer_addr; /* as the provider addresses the peer's buffer */
+    uint8_t *buf;
+    int rank;
+} raw_t;
+
+static void die(int rank, const char *what, long rc)
+{
+    fprintf(stderr, "perf_ofi rank %d: %s: %s\n", rank, what, rc < 0 ? fi_strerror((int)-rc) : "");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+#define CHECK(r, what, call)                    \
+    do {                                        \
+        long rc_ = (long)(call);                \
+        if (rc_ != 0)                           \
+            die((r)->rank, what, rc_);          \
+    } while (0)
+
+static void raw_open(raw_t *r, const char *prov)
+{
+    struct fi_info *hints = fi_allocinfo();
+    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA};
+    struct fi_av_attr ava = {.type = FI_AV_TABLE};
+    uint8_t name[256], peer_name[256];
+    size_t name_len = sizeof(name);
+    uint64_t mine[2], theirs[2];
+
+    hints->ep_attr->type = FI_EP_RDM;
+    hints->caps = FI_MSG | FI_TAGGED | FI_RMA;
+    hints->mode = FI_CONTEXT | FI_CONTEXT2;
+    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+                                  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+    hints->fabric_attr->prov_name = strdup(prov);
+    CHECK(r, "fi_getinfo", fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &r->info));
+    fi_freeinfo(hints);
+    CHECK(r, "fi_fabric", fi_fabric(r->info->fabric_attr, &r->fabric, NULL));
+    CHECK(r, "fi_domain", fi_domain(r->fabric, r->info, &r->domain, NULL));
+    CHECK(r, "fi_av_open", fi_av_open(r->domain, &ava, &r->av, NULL));
+    CHECK(r, "fi_cq_open", fi_cq_open(r->domain, &cqa, &r->cq, NULL));
+    CHECK(r, "fi_endpoint", fi_endpoint(r->domain, r->info, &r->ep, NULL));
+    CHECK(r, "fi_ep_bind", fi_ep_bind(r->ep, &r->av->fid, 0));
+    CHECK(r, "fi_ep_bind", fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV));
+    CHECK(r, "fi_enable", fi_enable(r->ep));
+    CHECK(r, "fi_getname", fi_getname(&r->ep->fid, name, &name_len));
+    CHECK(r, "fi_mr_reg", fi_mr_reg(r->domain, r->buf, BUF_SIZE,
+                                    FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
+                                        FI_REMOTE_WRITE, 0, 1 + (uint64_t)r->rank, 0, &r->mr, NULL));
+    if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+        CHECK(r, "fi_mr_bind", fi_mr_bind(r->mr, &r->ep->fid, 0));
+        CHECK(r, "fi_mr_enable", fi_mr_enable(r->mr));
+    }
+    r->desc = fi_mr_desc(r->mr);
+    MPI_Sendrecv(name, sizeof(name), MPI_BYTE, 1 - r->rank, 0, peer_name, sizeof(peer_name),
+                 MPI_BYTE, 1 - r->rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (fi_av_insert(r->av, peer_name, 1, &r->peer, 0, NULL) != 1)
+        die(r->rank, "fi_av_insert", 0);
+    mine[0] = fi_mr_key(r->mr);
+    mine[1] = (r->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)r->buf : 0;
+    MPI_Sendrecv(mine, 2, MPI_UINT64_T, 1 - r->rank, 1, theirs, 2, MPI_UINT64_T, 1 - r->rank, 1,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    r->peer_key = theirs[0];
+    r->peer_addr = theirs[1];
+}
+
+static void raw_close(raw_t *r)
+{
+    fi_close(&r->ep->fid);
+    fi_close(&r->mr->fid);
+    fi_close(&r->av->fid);
+    fi_close(&r->cq->fid);
+    fi_close(&r->domain->fid);
+    fi_close(&r->fabric->fid);
+    fi_freeinfo(r->info);
+}
+
+/* Wait for n completions (driving progress), yielding after a run of empty
+ * polls as uccl_wait does, so that both sides of the comparison behave alike
+ * on an oversubscribed host. */
+static void raw_wait(raw_t *r, int n)
+{
+    struct fi_cq_data_entry e[16];
+    int idle = 0;
+
+    while (n > 0) {
+        ssize_t got = fi_cq_read(r->cq, e, 16);
+        if (got == -FI_EAGAIN) {
+            if (++idle >= 64) {
+                sched_yield();
+                idle = 0;
+            }
+            continue;
+        }
+        idle = 0;
+        if (got < 0) {
+            struct fi_cq_err_entry err = {0};
+            fi_cq_readerr(r->cq, &err, 0);
+            die(r->rank, "completion", -(long)err.err);
+        }
+        n -= (int)got;
+    }
+}
+
+static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context2 *ctx)
+{
+    struct iovec iov = {r->buf + off, len};
+    struct fi_rma_iov rma = {r->peer_addr + off, len, r->peer_key};
+    struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &r->desc, .iov_count = 1, .addr = r->peer,
+                             .rma_iov = &rma, .rma_iov_count = 1, .context = ctx};
+    ssize_t rc;
+
+    do {
+        if (op == OP_WRITE)
+            rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
+        else if (op == OP_READ)
+            rc = fi_readmsg(r->ep, &msg, FI_COMPLETION);
+        else
+            rc = fi_tsend(r->ep, r->buf + off, len, r->desc, r->peer, 1, ctx);
+        if (rc == -FI_EAGAIN)
+            fi_cq_read(r->cq, NULL, 0);
+    } while (rc == -FI_EAGAIN);
+    if (rc != 0)
+        die(r->rank, "post", rc);
+}
+
+/* One timed run: iters windows of `window` ops of len bytes (rank 0 initiates;
+ * for send, rank 1 receives and acks every window). Returns seconds. */
+static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
+{
+    struct fi_context2 ctx[MAX_WINDOW + 1];
+    double t0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters; it++) {
+        if (r->rank == 0) {
+            for (int i = 0; i < window; i++)
+                raw_post(r, op, 0, len, &ctx[i]);
+            if (op == OP_SEND)
+                CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 2, 0, &ctx[window]));
+            raw_wait(r, window + (op == OP_SEND));
+        } else if (op == OP_SEND) {
+            for (int i = 0; i < window; i++)
+                CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, len, r->desc, r->peer, 1, 0, &ctx[i]));
+            raw_wait(r, window);
+            CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 2, &ctx[window]));
+            raw_wait(r, 1);
+        }
+    }
+    if (op != OP_SEND) { /* the target drives progress until rank 0 is done */
+        if (r->rank == 0) {
+            CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
+            raw_wait(r, 1);
+        } else {
+            CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
+            raw_wait(r, 1);
+        }
+    }
+    return now_s() - t0;
+}
+
+/* The seed's pattern raw: SEED_BYTES in n pieces, one fi_write each. */
+static double raw_seed(raw_t *r, int n, int iters)
+{
+    static struct fi_context2 ctx[512];
+    size_t piece = SEED_BYTES / (size_t)n;
+    double t0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters; it++) {
+        if (r->rank != 0)
+            continue;
+        for (int i = 0; i < n; i++)
+            raw_post(r, OP_WRITE, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece, &ctx[i]);
+        raw_wait(r, n);
+    }
+    if (r->rank == 0) {
+        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
+        raw_wait(r, 1);
+    } else {
+        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
+        raw_wait(r, 1);
+    }
+    return now_s() - t0;
+}
+
+/* ------------------------------------------------------------------ uccl */
+
+typedef struct ucc {
+    uccl_comm_t *comm;
+    uccl_conn_t *conn;
+    uccl_mr_t *mr;
+    uccl_rdesc_t peer;
+    uint8_t *buf;
+    int rank;
+} ucc_t;
+
+static void ucheck(int rank, const char *what, uccl_status_t st)
+{
+    if (st != UCCL_OK) {
+        fprintf(stderr, "perf_ofi rank %d: %s: %s\n", rank, what, uccl_strerror(st));
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+}
+
+static void ucc_fin(ucc_t *u)
+{
+    uccl_req_t *req;
+
+    if (u->rank == 0)
+        ucheck(u->rank, "fin", uccl_send(u->conn, NULL, 0, 0, 3, &req));
+    else
+        ucheck(u->rank, "fin", uccl_recv(u->conn, NULL, 0, 0, 3, &req));
+    ucheck(u->rank, "fin", uccl_wait(req, -1));
+    uccl_req_free(req);
+}
+
+static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
+{
+    uccl_req_t *reqs[MAX_WINDOW + 1];
+    double t0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters; it++) {
+        int n = 0;
+
+        if (u->rank == 0) {
+            for (int i = 0; i < window; i++, n++)
+                ucheck(0, op_names[op],
+                       op == OP_WRITE  ? uccl_write(u->conn, u->mr, 0, len, &u->peer, 0, &reqs[n])
+                       : op == OP_READ ? uccl_read(u->conn, u->mr, 0, len, &u->peer, 0, &reqs[n])
+                                       : uccl_send(u->conn, u->mr, 0, len, 1, &reqs[n]));
+            if (op == OP_SEND)
+                ucheck(0, "ack", uccl_recv(u->conn, NULL, 0, 0, 2, &reqs[n++]));
+        } else if (op == OP_SEND) {
+            for (int i = 0; i < window; i++, n++)
+                ucheck(1, "recv", uccl_recv(u->conn, u->mr, 0, len, 1, &reqs[n]));
+            ucheck(1, "wait", uccl_wait_all(reqs, (size_t)n, -1));
+            for (int i = 0; i < n; i++)
+                uccl_req_free(reqs[i]);
+            n = 0;
+            ucheck(1, "ack", uccl_send(u->conn, NULL, 0, 0, 2, &reqs[n++]));
+        }
+        if (n > 0)
+            ucheck(u->rank, "wait", uccl_wait_all(reqs, (size_t)n, -1));
+        for (int i = 0; i < n; i++)
+            uccl_req_free(reqs[i]);
+    }
+    if (op != OP_SEND)
+        ucc_fin(u);
+    return now_s() - t0;
+}
+
+/* The seed's pattern through uccl_writemsg: one local piece, n remote pieces. */
+static double ucc_seed(ucc_t *u, int n, int iters)
+{
+    static uccl_riov_t riov[512];
+    size_t piece = SEED_BYTES / (size_t)n;
+    uccl_iov_t iov = {u->mr, 0, SEED_BYTES};
+    uccl_rma_msg_t msg = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = n};
+    uccl_req_t *req;
+    double t0;
+
+    for (int i = 0; i < n; i++)
+        riov[i] = (uccl_riov_t){&u->peer, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters && u->rank == 0; it++) {
+        ucheck(0, "writemsg", uccl_writemsg(u->conn, &msg, &req));
+        ucheck(0, "writemsg", uccl_wait(req, -1));
+        uccl_req_free(req);
+    }
+    ucc_fin(u);
+    return now_s() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
+    static const int pieces[] = {1, 8, 32, 128, 512};
+    const char *prov = "tcp;ofi_rxm";
+    int window = 16, rank, nranks;
+    raw_t r = {0};
+    ucc_t u = {0};
+    uccl_rdesc_t mine;
+
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--provider") == 0)
+            prov = argv[i + 1];
+        else if (strcmp(argv[i], "--window") == 0)
+            window = atoi(argv[i + 1]);
+    }
+    if (window < 1 || window > MAX_WINDOW)
+        window = 16;
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    setenv("UCCL_TRANSPORTS", "ofi", 1);
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (nranks != 2) {
+        if (rank == 0)
+            fprintf(stderr, "perf_ofi: run with exactly 2 ranks\n");
+        MPI_Finalize();
+        return 2;
+    }
+    r.rank = u.rank = rank;
+    r.buf = aligned_alloc(4096, BUF_SIZE);
+    u.buf = aligned_alloc(4096, BUF_SIZE);
+    memset(r.buf, rank + 1, BUF_SIZE);
+    memset(u.buf, rank + 1, BUF_SIZE);
+    raw_open(&r, prov);
+    ucheck(rank, "uccl_comm_init_mpi", uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &u.comm));
+    u.conn = uccl_comm_conn(u.comm, 1 - rank);
+    ucheck(rank, "uccl_mr_reg", uccl_mr_reg(uccl_comm_engine(u.comm), u.buf, BUF_SIZE, 0, &u.mr));
+    ucheck(rank, "uccl_mr_pack", uccl_mr_pack(u.mr, 0, BUF_SIZE, &mine));
+    MPI_Sendrecv(&mine, sizeof(mine), MPI_BYTE, 1 - rank, 0, &u.peer, sizeof(u.peer), MPI_BYTE,
+                 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (rank == 0)
+        printf("# perf_ofi: provider %s, window %d; GB/s of rank 0; raw = libfabric directly, "
+               "uccl = libuccl over ofi (UCCL_TRANSPORTS=ofi), alternated, same job\n"
+               "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, "op", "size",
+               "raw", "uccl", "ratio");
+    for (int op = 0; op < 3; op++) {
+        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+            size_t len = sizes[s];
+            int iters = (int)((64u << 20) / (len * (size_t)window));
+            double tr, tu;
+
+            if (iters < 3)
+                iters = 3;
+            raw_run(&r, op, len, window, 1); /* warm-up */
+            ucc_run(&u, op, len, window, 1);
+            tr = raw_run(&r, op, len, window, iters);
+            tu = ucc_run(&u, op, len, window, iters);
+            if (rank == 0) {
+                double bytes = (double)len * window * iters;
+                printf("%-6s %10zu %10.3f %10.3f %7.2f\n", op_names[op], len, bytes / tr / 1e9,
+                       bytes / tu / 1e9, tr / tu);
+            }
+        }
+    }
+    if (rank == 0)
+        printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
+               "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
+               "raw", "uccl", "ratio", "uccl/1pc");
+    {
+        double u1 = 0;
+        for (size_t k = 0; k < sizeof(pieces) / sizeof(pieces[0]); k++) {
+            int iters = 50;
+            double tr, tu;
+
+            raw_seed(&r, pieces[k], 2);
+            ucc_seed(&u, pieces[k], 2);
+            tr = raw_seed(&r, pieces[k], iters);
+            tu = ucc_seed(&u, pieces[k], iters);
+            if (k == 0)
+                u1 = tu;
+            if (rank == 0) {
+                double bytes = (double)SEED_BYTES * iters;
+                printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", pieces[k], bytes / tr / 1e9,
+                       bytes / tu / 1e9, tr / tu, u1 / tu);
+            }
+        }
+    }
+    uccl_mr_dereg(u.mr);
+    uccl_comm_destroy(u.comm);
+    raw_close(&r);
+    free(r.buf);
+    free(u.buf);
+    MPI_Finalize();
+    return 0;
+}
