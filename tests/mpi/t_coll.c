@@ -320,27 +320,33 @@ static int emulate_hosts(void)
 
 static void check_layout(mt_ctx_t *c, int hosts)
 {
-    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 4096), forced;
+    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 1 << 20), forced;
+    uccl_coll_algo_t small = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 64);
     const char *env = getenv("UCCL_COLL_ALGO");
 
     if (env != NULL && uccl_coll_algo_parse(env, &forced) == UCCL_OK) {
-        uccl_coll_algo_t at = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096);
+        uccl_coll_algo_t at = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 1 << 20);
         if (ag != forced || (c->size > 1 && at != UCCL_COLL_ALGO_DIRECT))
             mt_fail(c, "UCCL_COLL_ALGO=%s: allgather gets %s, alltoall (no %s) gets %s", env,
                     uccl_coll_algo_name(ag), env, uccl_coll_algo_name(at));
         if (c->rank == 0)
             printf("# UCCL_COLL_ALGO=%s: allgather gets %s\n", env, uccl_coll_algo_name(ag));
         ag = UCCL_COLL_ALGO_DIRECT; /* what the table says, for the checks below */
+        small = UCCL_COLL_ALGO_LINEAR;
     }
 
     if (c->size > 1 && hosts > 1 && ag == UCCL_COLL_ALGO_DIRECT)
         mt_fail(c, "%d emulated hosts, yet the table picks direct (one host)", hosts);
     if (c->size > 1 && hosts <= 1 && ag != UCCL_COLL_ALGO_DIRECT)
-        mt_fail(c, "one host, yet the table picks %s", uccl_coll_algo_name(ag));
+        mt_fail(c, "one host, yet the table picks %s at 1 MiB", uccl_coll_algo_name(ag));
+    /* small blocks on one host: one eager message per peer */
+    if (hosts <= 1 && small != UCCL_COLL_ALGO_LINEAR)
+        mt_fail(c, "one host, yet the table picks %s at 64 B", uccl_coll_algo_name(small));
     if (c->rank == 0)
-        printf("# %d host(s): auto picks %s for allgather, %s for alltoall, %s for bcast\n",
-               hosts > 1 ? hosts : 1, uccl_coll_algo_name(ag),
-               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096)),
+        printf("# %d host(s): auto picks %s for allgather (%s at 64 B), %s for alltoall, %s "
+               "for bcast\n", hosts > 1 ? hosts : 1, uccl_coll_algo_name(ag),
+               uccl_coll_algo_name(small),
+               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 1 << 20)),
                uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_BCAST, 1 << 20)));
 }
 
