@@ -433,9 +433,13 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 
     *phase_done = false;
     if (!s->posted) {
-        for (int i = b; i < e; i++)
-            if ((st = op_post(s, &s->ops[i])) != UCCL_OK)
-                return st;
+        /* transfers first, then the local copies: the peers move data while
+         * this rank copies its own block */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = b; i < e; i++)
+                if ((s->ops[i].kind == COLL_OP_COPY) == (pass == 1) &&
+                    (st = op_post(s, &s->ops[i])) != UCCL_OK)
+                    return st;
         s->posted = true;
     }
     bool all = true;

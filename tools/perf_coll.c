@@ -485,8 +485,19 @@ static void ucx_reference(coll_ctx_t *c, int argc, char **argv, coll_row_t *rows
     MPI_Request req;
     int done = 0;
 
+    MPI_Comm local;
+    int nlocal = 0;
+
     for (int i = 0; i < nrows; i++)
         counts[i] = rows[i].count;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &nlocal);
+    MPI_Comm_free(&local);
+    if (nlocal != c->n) {
+        snprintf(c->ucx_why, sizeof(c->ucx_why), "the ranks span hosts (the UCX job runs on "
+                 "rank 0's host only)");
+        return;
+    }
     if (c->rank == 0) {
         perf_coll_ref_t r = {.mpirun = c->o.mpirun, .ucx_tls = c->o.ucx_tls, .ranks = c->n};
         if (perf_coll_ucx_ref(&r, argc, argv, counts, us, nrows, c->ucx_why,

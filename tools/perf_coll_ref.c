@@ -4,7 +4,8 @@
  * --ref-only (MPI column only, same sizes, iterations and rounds), while
  * the other ranks sleep, and reads the per-size times back from that
  * run's JSON. Where that job does not run (no UCX, no usable transport),
- * the reason is reported and the column stays empty. */
+ * the reason is reported and the column stays empty. The inner job runs on
+ * this host only: for ranks on several hosts the column is skipped. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -74,7 +75,10 @@ static int build_argv(const perf_coll_ref_t *r, int argc, char **argv, const cha
     }
     out[k++] = "-np";
     out[k++] = np;
-    static char *const mca[] = {"--mca", "pml", "ucx", "--mca", "osc", "ucx",
+    /* plm isolated: every rank on this host, no rsh/ssh agent needed (the
+     * outer job's settings that picked one are scrubbed) */
+    static char *const mca[] = {"--mca", "plm", "isolated",
+                                "--mca", "pml", "ucx", "--mca", "osc", "ucx",
                                 "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"};
     for (size_t i = 0; i < sizeof(mca) / sizeof(mca[0]); i++)
         out[k++] = mca[i];

@@ -390,7 +390,7 @@ int uccl_engine_progress_locked(uccl_engine_t *engine)
         events += engine->tp[i]->ops->progress(engine->tp[i]);
     events += uccl_rma_msg_progress(engine);
     events += uccl_greq_progress(engine);
-    now = uccl_time_ms();
+    now = uccl_time_ms_coarse(); /* every round: the cheap clock */
     if (now >= engine->next_liveness_ms) {
         uccl_conn_progress_setup(engine);
         uccl_conn_progress_liveness(engine);
