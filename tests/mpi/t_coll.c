@@ -318,17 +318,12 @@ static int emulate_hosts(void)
     return hosts;
 }
 
-/* What the table picks on one host for large blocks: linear over shm
- * (the receiver's single CMA copy measured best), direct over a network
- * transport. */
+/* What the table picks on one host for large blocks of host memory:
+ * linear (the receiver's single CMA copy on shm measured best, and on tcp
+ * the rendezvous beat direct's token round trip). */
 static uccl_coll_algo_t one_host_large(mt_ctx_t *c)
 {
-    uccl_conn_attr_t attr;
-
-    if (c->size > 1 &&
-        uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->size), &attr) == UCCL_OK &&
-        strcmp(attr.transport, "shm") != 0)
-        return UCCL_COLL_ALGO_DIRECT;
+    (void)c;
     return UCCL_COLL_ALGO_LINEAR;
 }
 
