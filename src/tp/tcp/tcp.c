@@ -314,7 +314,15 @@ static int tcp_progress(uccl_tp_t *base)
     struct epoll_event evs[TCP_EVENTS_MAX];
     uccl_list_t *pos;
     int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
-    int n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
+    int n = 0;
+
+    /* With no connection and no socket being set up, only the listener
+     * can have news: look at it every TCP_IDLE_POLL_EVERY rounds, not in
+     * every round of progress (an epoll_wait is a system call, and an
+     * engine that opened tcp but talks over shm would pay it per round). */
+    if (!uccl_list_empty(&tp->eps) || tp->npending > 0 || tp->accept_retry ||
+        ++tp->idle_rounds % TCP_IDLE_POLL_EVERY == 0)
+        n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
 
     if (tp->accept_retry)
         tcp_accept_all(tp);
