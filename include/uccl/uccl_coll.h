@@ -116,8 +116,9 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   with UCCL_ERR_UNSUPPORTED (no silent wrong copy).
  * - Buffers are registered by the comm and kept in a per-comm cache (with
  *   the remote descriptors peers sent for them), so repeated calls on the
- *   same buffers pay no registration and no descriptor exchange; see
- *   uccl_comm_coll_stats. A cached buffer must not be freed and another
+ *   same buffers pay no registration and no descriptor exchange; a plain
+ *   call with the same arguments as a recent one (up to 8 kept) reuses that
+ *   call's plan, like a persistent start; see uccl_comm_coll_stats. A cached buffer must not be freed and another
  *   mapped at the same address while the comm may use it again: call
  *   uccl_comm_coll_flush after freeing buffers used in collectives.
  * - A rank's buffers belong to the collective until it completes on that

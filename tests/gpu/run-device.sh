@@ -75,6 +75,12 @@ if [ "${HOST_PERF:-1}" = 1 ]; then
     bash ../tests/perf/host-perf.sh . "$OUT" 2>&1 | tee "$OUT/host-perf.txt" | grep -v "^#   "
 fi
 
+if [ "${COLL_PERF:-0}" = 1 ]; then
+    step "collectives vs Open MPI over ob1 and over UCX (issue E), host memory"
+    bash ../tests/perf/coll-perf.sh . "$OUT" >"$OUT/coll-perf.txt" 2>&1
+    grep -E "^###|reference ucx" "$OUT/coll-perf.txt" | head -40
+fi
+
 step "bundle"
 # the device tool returns at most 8 files: JSON results travel in one archive
 (cd "$OUT" && tar czf results-json.tgz ./*.json && rm -f ./*.json)
