@@ -283,11 +283,16 @@ int main(int argc, char **argv)
     warm_up(&S);
     if (json != NULL && (S.json = fopen(json, "w")) != NULL)
         fprintf(S.json, "{\n");
-    if (only == NULL || strcmp(only, "correctness") == 0)
+    if (only == NULL || strcmp(only, "correctness") == 0) {
+        printf("# phase: correctness\n");
         correctness(&S);
-    if (only == NULL || strcmp(only, "bench") == 0)
+    }
+    if (only == NULL || strcmp(only, "bench") == 0) {
+        printf("# phase: benchmark\n");
         bench(&S);
+    }
     if (only == NULL || strcmp(only, "kill") == 0) {
+        printf("# phase: peer killed\n");
         kill_case(&S); /* kills the receiver */
     } else {
         dq_send(S.fd, "x", 1);

@@ -30,7 +30,7 @@ make -j16 check TESTS= >>make.log 2>&1 || { grep -E "error|Error" make.log | hea
 devq_step() {
     step "device queues: kernel-issued writes (b_devq, two processes on GPU 0)"
     if [ -x tests/gpu/b_devq ]; then
-        timeout 560 tests/gpu/b_devq --json "$OUT/devq.json" >"$OUT/b_devq.log" 2>&1
+        timeout ${DEVQ_TIMEOUT:-400} tests/gpu/b_devq --json "$OUT/devq.json" >"$OUT/b_devq.log" 2>&1
         echo "b_devq exit code: $?"
         grep -v "^\[uccl" "$OUT/b_devq.log" | head -60
     else
