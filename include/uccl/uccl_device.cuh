@@ -100,15 +100,13 @@ UCCL_DEVQ_FN uint64_t uccl_devq_fetch_add(unsigned long long *p, uint64_t n)
 #endif
 }
 
-/* Load a word the proxy writes, ordered before this thread's later reads. */
+/* Load a word the proxy writes (no ordering: see uccl_devq_acquire). */
 UCCL_DEVQ_FN uint64_t uccl_devq_load64(const volatile uint64_t *p)
 {
 #if defined(UCCL_DEVQ_HOSTSIDE)
-    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
 #else
-    uint64_t v = *p;
-    __threadfence_system();
-    return v;
+    return *p;
 #endif
 }
 
@@ -121,26 +119,41 @@ UCCL_DEVQ_FN int32_t uccl_devq_load32(const volatile int32_t *p)
 #endif
 }
 
+/* Order the loads before it (a word seen reaching its target) before this
+ * thread's later reads and writes (the data it announces). */
+UCCL_DEVQ_FN void uccl_devq_acquire(void)
+{
+#if defined(UCCL_DEVQ_HOSTSIDE)
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+#else
+    __threadfence_system();
+#endif
+}
+
 /* ---------------------------------------------------------------- waiting */
 
-/* Spin until *word >= target, the ring fails, or the word makes no progress
- * for spin_timeout_ns. Backoff doubles from 32 ns to 1 us (a poll of
- * mapped memory per microsecond costs the PCIe link nothing). */
-UCCL_DEVQ_FN int uccl_devq_wait_word(const uccl_devq_handle_t *q, const volatile uint64_t *word,
-                                     uint64_t target)
+/* Spin until *word >= target (*seen: the value that did it), the ring fails,
+ * or the word makes no progress for spin_timeout_ns. Each poll reads the
+ * word (one read of mapped memory); the error word is read every 4th poll;
+ * the backoff doubles from 32 ns to 1 us (a poll of mapped memory per
+ * microsecond costs the PCIe link nothing). */
+UCCL_DEVQ_FN int uccl_devq_wait_seen(const uccl_devq_handle_t *q, const volatile uint64_t *word,
+                                     uint64_t target, uint64_t *seen_out)
 {
     uint64_t seen = uccl_devq_load64(word), deadline = 0;
-    uint32_t backoff = 32;
+    uint32_t backoff = 32, polls = 0;
     int32_t err;
 
     while ((int64_t)(seen - target) < 0) {
-        err = uccl_devq_load32(&q->ctrl->error);
-        if (err != 0)
-            return err;
-        if (deadline == 0) {
-            deadline = uccl_devq_now_ns() + q->spin_timeout_ns;
-        } else if (uccl_devq_now_ns() > deadline) {
-            return UCCL_ERR_TIMEOUT;
+        if ((polls++ & 3u) == 0) {
+            err = uccl_devq_load32(&q->ctrl->error);
+            if (err != 0)
+                return err;
+            if (deadline == 0) {
+                deadline = uccl_devq_now_ns() + q->spin_timeout_ns;
+            } else if (uccl_devq_now_ns() > deadline) {
+                return UCCL_ERR_TIMEOUT;
+            }
         }
         uccl_devq_pause(backoff);
         if (backoff < 1024)
@@ -149,10 +162,18 @@ UCCL_DEVQ_FN int uccl_devq_wait_word(const uccl_devq_handle_t *q, const volatile
         if (now != seen) { /* progress: the bound restarts */
             seen = now;
             deadline = 0;
-            backoff = 32;
         }
     }
+    uccl_devq_acquire();
+    if (seen_out)
+        *seen_out = seen;
     return 0;
+}
+
+UCCL_DEVQ_FN int uccl_devq_wait_word(const uccl_devq_handle_t *q, const volatile uint64_t *word,
+                                     uint64_t target)
+{
+    return uccl_devq_wait_seen(q, word, target, 0);
 }
 
 /* The ring's error word (0 while it works). */
@@ -161,7 +182,9 @@ UCCL_DEVQ_FN int uccl_devq_error(const uccl_devq_handle_t *q)
     return uccl_devq_load32(&q->ctrl->error);
 }
 
-/* Wait until the first target commands (tickets below target) completed. */
+/* Wait until the first target commands (tickets below target) completed:
+ * their bytes are in the peer's memory. Returns the error word if the ring
+ * failed meanwhile (commands put into a failed ring never complete). */
 UCCL_DEVQ_FN int uccl_devq_wait_done(const uccl_devq_handle_t *q, uint64_t target)
 {
     return uccl_devq_wait_word(q, &q->ctrl->done, target);
@@ -178,18 +201,28 @@ UCCL_DEVQ_FN int uccl_devq_wait_counter(const uccl_devq_handle_t *q, uint32_t in
 /* ---------------------------------------------------------------- producing */
 
 /* Take n consecutive tickets and wait until their entries are free (the ring
- * full: spin with backoff). *ticket is the first. */
+ * full: spin with backoff). *ticket is the first. The fast path reads no
+ * mapped memory: the last tail a producer saw is cached in device memory,
+ * and the error word is read only when the ring looks full (a put into a
+ * failed ring with room succeeds; its wait_done returns the error). */
 UCCL_DEVQ_FN int uccl_devq_reserve(const uccl_devq_handle_t *q, uint32_t n, uint64_t *ticket)
 {
-    int err = uccl_devq_error(q);
+    volatile unsigned long long *cache = q->tail_cache;
+    uint64_t need, seen = 0;
+    int err;
 
-    if (err != 0)
-        return err;
     if (n == 0 || n > q->mask + 1u)
         return UCCL_ERR_INVALID_PARAM;
     *ticket = uccl_devq_fetch_add(q->head, n);
     /* entry t is free once the proxy took ticket t - entries */
-    err = uccl_devq_wait_word(q, &q->ctrl->tail, *ticket + n - (q->mask + 1u));
+    need = *ticket + n - (q->mask + 1u);
+    if ((int64_t)((uint64_t)*cache - need) >= 0)
+        return 0;
+    err = uccl_devq_wait_seen(q, &q->ctrl->tail, need, &seen);
+    if (err == 0) {
+        *cache = seen; /* any tail seen is a safe bound, even if older than the cache */
+        return 0;
+    }
     if (err == UCCL_ERR_TIMEOUT) {
         /* the tickets taken will never be published: the ring is dead */
         if (q->ctrl->error == 0)

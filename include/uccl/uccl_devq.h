@@ -65,6 +65,7 @@ typedef struct uccl_devq_ctrl {
 typedef struct uccl_devq_handle {
     uccl_devq_cmd_t *cmds;            /* entries, mask + 1 of them (mapped) */
     unsigned long long *head;         /* ticket counter (device memory, or host) */
+    unsigned long long *tail_cache;   /* the last tail producers read (same memory) */
     uccl_devq_ctrl_t *ctrl;           /* mapped */
     volatile uint64_t *counters;      /* notification counters (mapped), or NULL */
     uint32_t mask;                    /* entries - 1 */
@@ -92,6 +93,7 @@ enum {
     UCCL_DEVQ_PARAM_BATCH_MAX = 1u << 5,
     UCCL_DEVQ_PARAM_TIMEOUT_MS = 1u << 6,
     UCCL_DEVQ_PARAM_INFLIGHT_MAX = 1u << 7,
+    UCCL_DEVQ_PARAM_BATCH_BYTES = 1u << 8,
 };
 
 typedef enum {
@@ -106,8 +108,11 @@ typedef struct uccl_devq_params {
     uint32_t nslots;       /* remote descriptor slots (64), at most 65536 */
     uint32_t ncounters;    /* notification counters (0: the ring polls no notifications) */
     uccl_devq_mem_t mem;   /* where the ring lives (UCCL_DEVQ_MEM_MAPPED) */
-    uint32_t batch_max;    /* most commands in one vectored write, 1..UCCL_IOV_MAX (64) */
+    uint32_t batch_max;    /* most commands in one vectored write, 1..4096 (256) */
     uint32_t inflight_max; /* most vectored writes in flight (64) */
+    uint64_t batch_bytes;  /* a batch closes once it holds this many bytes (64 KiB):
+                            * large commands go as writes of their own, which
+                            * transports overlap, small ones share a write */
     int timeout_ms;        /* a write in flight longer fails the ring with
                             * UCCL_ERR_TIMEOUT; also the device-side spin bound: a
                             * wait without progress for this long returns

@@ -13,18 +13,19 @@
 #define DEVQ_ENTRIES_MAX (1u << 20)
 #define DEVQ_BATCH_MAX 4096u
 #define DEVQ_INFLIGHT_MAX 4096u
-#define DEVQ_HEAD_BYTES 64
+#define DEVQ_HEAD_BYTES 128 /* ticket counter, and the tail cache 64 bytes on */
 
 static const uccl_devq_params_t devq_defaults = {
     .entries = 1024, .npeers = 16, .nslots = 64, .ncounters = 0, .mem = UCCL_DEVQ_MEM_MAPPED,
-    .batch_max = 256, .inflight_max = 64, .timeout_ms = 60000,
+    .batch_max = 256, .inflight_max = 64, .batch_bytes = 65536, .timeout_ms = 60000,
 };
 
 static uccl_status_t resolve_params(const uccl_devq_params_t *in, uccl_devq_params_t *p)
 {
     const uint64_t known = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_NPEERS | UCCL_DEVQ_PARAM_NSLOTS |
                            UCCL_DEVQ_PARAM_NCOUNTERS | UCCL_DEVQ_PARAM_MEM | UCCL_DEVQ_PARAM_BATCH_MAX |
-                           UCCL_DEVQ_PARAM_TIMEOUT_MS | UCCL_DEVQ_PARAM_INFLIGHT_MAX;
+                           UCCL_DEVQ_PARAM_TIMEOUT_MS | UCCL_DEVQ_PARAM_INFLIGHT_MAX |
+                           UCCL_DEVQ_PARAM_BATCH_BYTES;
 
     *p = devq_defaults;
     if (in == NULL)
@@ -45,6 +46,7 @@ static uccl_status_t resolve_params(const uccl_devq_params_t *in, uccl_devq_para
     TAKE(BATCH_MAX, batch_max)
     TAKE(INFLIGHT_MAX, inflight_max)
     TAKE(TIMEOUT_MS, timeout_ms)
+    TAKE(BATCH_BYTES, batch_bytes)
 #undef TAKE
     p->field_mask = known;
     if (p->entries < 2 || p->entries > DEVQ_ENTRIES_MAX || (p->entries & (p->entries - 1)) != 0) {
@@ -54,7 +56,7 @@ static uccl_status_t resolve_params(const uccl_devq_params_t *in, uccl_devq_para
     }
     if (p->npeers < 1 || p->npeers > 65536 || p->nslots < 1 || p->nslots > 65536 ||
         p->ncounters > (1u << 16) || p->batch_max < 1 || p->batch_max > DEVQ_BATCH_MAX ||
-        p->inflight_max < 1 || p->inflight_max > DEVQ_INFLIGHT_MAX || p->timeout_ms <= 0 ||
+        p->inflight_max < 1 || p->inflight_max > DEVQ_INFLIGHT_MAX || p->timeout_ms <= 0 || p->batch_bytes == 0 ||
         (p->mem != UCCL_DEVQ_MEM_MAPPED && p->mem != UCCL_DEVQ_MEM_HOST)) {
         uccl_error("uccl_devq_create: a parameter is out of range (npeers %u, nslots %u, "
                    "ncounters %u, batch_max %u, inflight_max %u, timeout_ms %d, mem %d)",
@@ -299,6 +301,7 @@ uccl_status_t uccl_devq_handle(const uccl_devq_t *q, uccl_devq_handle_t *h)
     memset(h, 0, sizeof(*h));
     h->cmds = (uccl_devq_cmd_t *)(d + q->cmds_off);
     h->head = q->head;
+    h->tail_cache = q->head + 8;
     h->ctrl = (uccl_devq_ctrl_t *)d;
     h->counters = q->p.ncounters > 0 ? (volatile uint64_t *)(d + q->counters_off) : NULL;
     h->mask = q->p.entries - 1;

@@ -2,7 +2,8 @@
  *  1. retires the oldest vectored writes that completed, in order, and
  *     publishes the count of completed commands in the done word;
  *  2. takes the published commands at the tail (entry t when its sequence
- *     word is t + 1), up to batch_max and while they name the same peer,
+ *     word is t + 1), up to batch_max commands or batch_bytes bytes and while
+ *     they name the same peer,
  *     merges contiguous local and remote pieces, and posts them as one
  *     uccl_writemsg (a command with a notification ends its batch: the
  *     notification goes with that write, after all of its data); the tail
@@ -160,6 +161,8 @@ static int issue(uccl_devq_t *q, bool *fail)
             m.notif = c.notif;
             break;
         }
+        if (bytes >= q->p.batch_bytes)
+            break;
     }
     if (n == 0)
         return 0;

@@ -71,13 +71,16 @@ static uccl_engine_t *gpu_engine(void)
     return uccl_engine_create(&ep, &e) == UCCL_OK ? e : NULL;
 }
 
-static uccl_devq_t *ring(uccl_engine_t *e, uint32_t entries, uint32_t ncounters)
+/* batch_bytes 0: the default */
+static uccl_devq_t *ring(uccl_engine_t *e, uint32_t entries, uint32_t ncounters, uint64_t batch_bytes,
+                         int timeout_ms)
 {
     uccl_devq_params_t p = {.field_mask = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_NCOUNTERS |
                                           UCCL_DEVQ_PARAM_NPEERS | UCCL_DEVQ_PARAM_NSLOTS |
-                                          UCCL_DEVQ_PARAM_TIMEOUT_MS,
+                                          UCCL_DEVQ_PARAM_TIMEOUT_MS |
+                                          (batch_bytes ? UCCL_DEVQ_PARAM_BATCH_BYTES : 0),
                             .entries = entries, .ncounters = ncounters, .npeers = 1, .nslots = 1,
-                            .timeout_ms = 20000};
+                            .timeout_ms = timeout_ms, .batch_bytes = batch_bytes};
     uccl_devq_t *q = NULL;
     uccl_status_t st = uccl_devq_create(e, &p, &q);
 
@@ -112,7 +115,7 @@ static int receiver(int fd)
     }
     if (dq_send(fd, &h, sizeof(h)) != 0 || uccl_accept(e, 30000, &conn) != UCCL_OK)
         return 1;
-    q = ring(e, 64, NT);
+    q = ring(e, 64, NT, 0, 20000);
     if (q == NULL || uccl_devq_bind_peer(q, 0, conn) != UCCL_OK || uccl_devq_start(q) != UCCL_OK)
         return 1;
     uccl_devq_handle(q, &hq);
@@ -155,9 +158,9 @@ typedef struct sender {
     FILE *json;
 } sender_t;
 
-static uccl_devq_t *bound_ring(sender_t *S, uint32_t entries)
+static uccl_devq_t *bound_ring(sender_t *S, uint32_t entries, uint64_t batch_bytes, int timeout_ms)
 {
-    uccl_devq_t *q = ring(S->e, entries, 0);
+    uccl_devq_t *q = ring(S->e, entries, 0, batch_bytes, timeout_ms);
 
     if (q == NULL)
         return NULL;
@@ -180,7 +183,7 @@ static void correctness(sender_t *S)
     uint64_t total = 0, writes = 0;
 
     for (int t = 0; t < NT; t++) {
-        q[t] = bound_ring(S, 1024);
+        q[t] = bound_ring(S, 1024, 0, 20000);
         if (q[t] == NULL)
             return;
         uccl_devq_handle(q[t], &hs[t]);

@@ -40,20 +40,37 @@ static double host_writes(sender_t *S, uint64_t n, uint64_t size, uint64_t strid
     return now_s() - t0;
 }
 
-/* n kernel-issued writes; seconds (the kernel's own clock, launch excluded). */
-static double kernel_writes(uccl_devq_handle_t h, unsigned long long *out_dev, uint64_t n, uint64_t size,
-                            uint64_t stride)
+/* n kernel-issued writes; seconds. wait: the kernel waits for its writes
+ * (its own clock, launch excluded); else it only queues them and the host
+ * times launch to the last completion (uccl_devq_stats). */
+static double kernel_writes(uccl_devq_t *q, uccl_devq_handle_t h, unsigned long long *out_dev, uint64_t n,
+                            uint64_t size, uint64_t stride, int wait)
 {
     unsigned long long out[2] = {0, 0};
+    uccl_devq_stats_t s;
+    double t0;
 
     uccl_gpu_memset(out_dev, 0, sizeof(out));
-    if (dqk_bench(h, n, size, stride, SRC_BYTES, SPAN, 1, out_dev) != 0 || dqk_sync() != 0) {
+    uccl_devq_stats(q, &s);
+    uint64_t target = s.completed + n;
+    t0 = now_s();
+    if (dqk_bench(h, n, size, stride, SRC_BYTES, SPAN, 1, wait, out_dev) != 0) {
         CHECK(0, "bench kernel launch");
         return -1;
     }
+    if (!wait) {
+        do
+            uccl_devq_stats(q, &s);
+        while (s.completed < target && uccl_devq_status(q) == UCCL_OK && now_s() - t0 < 60);
+    }
+    if (dqk_sync() != 0) {
+        CHECK(0, "bench kernel");
+        return -1;
+    }
+    double host_s = now_s() - t0;
     uccl_gpu_memcpy(out, out_dev, sizeof(out));
     CHECK(out[1] == 0, "bench kernel: %s", uccl_status_name((uccl_status_t)(int)out[1]));
-    return (double)out[0] * 1e-9;
+    return wait ? (double)out[0] * 1e-9 : host_s;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -69,7 +86,7 @@ static double median3(double v[3])
 }
 
 static void bench_row(sender_t *S, uccl_devq_t *q, uccl_devq_handle_t h, unsigned long long *out_dev,
-                      uint64_t size, int merged, int *first)
+                      uint64_t size, int merged, int wait, const char *variant, int *first)
 {
     uint64_t n = ((uint64_t)256 << 20) / size, stride = merged ? size : 2 * size;
     double th[3], tk[3], h_s, k_s;
@@ -82,20 +99,20 @@ static void bench_row(sender_t *S, uccl_devq_t *q, uccl_devq_handle_t h, unsigne
     uccl_devq_stats(q, &s0);
     for (int r = 0; r < 3; r++) {
         th[r] = host_writes(S, n, size, stride);
-        tk[r] = kernel_writes(h, out_dev, n, size, stride);
+        tk[r] = kernel_writes(q, h, out_dev, n, size, stride, wait);
     }
     uccl_devq_stats(q, &s1);
     h_s = median3(th);
     k_s = median3(tk);
-    printf("%9llu %-8s %8llu %12.0f %12.0f %9.2f %9.2f %7.2f %8.1f\n", (unsigned long long)size,
-           merged ? "contig" : "strided", (unsigned long long)n, (double)n / k_s, (double)n / h_s,
+    printf("%9llu %-8s %-10s %8llu %12.0f %12.0f %9.2f %9.2f %7.2f %8.1f\n", (unsigned long long)size,
+           merged ? "contig" : "strided", variant, (unsigned long long)n, (double)n / k_s, (double)n / h_s,
            (double)n * (double)size / k_s / 1e9, (double)n * (double)size / h_s / 1e9, h_s / k_s,
            (double)(s1.commands - s0.commands) / (double)(s1.writes - s0.writes ? s1.writes - s0.writes : 1));
     if (S->json)
-        fprintf(S->json, "%s    {\"size\": %llu, \"layout\": \"%s\", \"n\": %llu, \"kernel_cmds_per_s\": %.0f, "
+        fprintf(S->json, "%s    {\"size\": %llu, \"layout\": \"%s\", \"variant\": \"%s\", \"n\": %llu, \"kernel_cmds_per_s\": %.0f, "
                 "\"host_cmds_per_s\": %.0f, \"kernel_GBps\": %.3f, \"host_GBps\": %.3f, \"ratio\": %.3f, "
                 "\"cmds_per_write\": %.1f}", *first ? "" : ",\n", (unsigned long long)size,
-                merged ? "contiguous" : "strided", (unsigned long long)n, (double)n / k_s, (double)n / h_s,
+                merged ? "contiguous" : "strided", variant, (unsigned long long)n, (double)n / k_s, (double)n / h_s,
                 (double)n * (double)size / k_s / 1e9, (double)n * (double)size / h_s / 1e9, h_s / k_s,
                 (double)(s1.commands - s0.commands) / (double)(s1.writes - s0.writes ? s1.writes - s0.writes : 1));
     *first = 0;
@@ -140,7 +157,7 @@ static void bench(sender_t *S)
 {
     static const uint64_t sizes[] = {1024, 4096, 16384, 65536, 262144, 1048576};
     unsigned long long *out_dev = NULL;
-    uccl_devq_t *q = bound_ring(S, 4096);
+    uccl_devq_t *q = bound_ring(S, 4096, 0, 20000);
     uccl_devq_handle_t h;
     int first = 1;
 
@@ -149,28 +166,45 @@ static void bench(sender_t *S)
     uccl_devq_handle(q, &h);
     uccl_gpu_malloc((void **)&out_dev, 64);
     printf("# writes issued by a kernel (1 warp, 1 ring, proxy batching) vs by the host (uccl_write, %d in "
-           "flight), same sizes and offsets, median of 3\n", WINDOW);
-    printf("%9s %-8s %8s %12s %12s %9s %9s %7s %8s\n", "bytes", "layout", "n", "kern cmd/s", "host cmd/s",
-           "kern GB/s", "host GB/s", "k/h", "cmd/wr");
+           "flight), same sizes and offsets, median of 3. variant: default (batch_bytes 64 KiB, the kernel "
+           "waits for its writes), nobytecap (batch_bytes unlimited: up to 256 commands per write), "
+           "nowait (the kernel only queues; host clock to the last completion)\n", WINDOW);
+    printf("%9s %-8s %-10s %8s %12s %12s %9s %9s %7s %8s\n", "bytes", "layout", "variant", "n", "kern cmd/s",
+           "host cmd/s", "kern GB/s", "host GB/s", "k/h", "cmd/wr");
     if (S->json)
         fprintf(S->json, "  \"bench\": [\n");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
-        bench_row(S, q, h, out_dev, sizes[i], 0, &first);
-    bench_row(S, q, h, out_dev, 1024, 1, &first);
-    bench_row(S, q, h, out_dev, 4096, 1, &first);
-    if (S->json)
-        fprintf(S->json, "\n  ],\n");
+        bench_row(S, q, h, out_dev, sizes[i], 0, 1, "default", &first);
+    bench_row(S, q, h, out_dev, 1024, 1, 1, "default", &first);
+    bench_row(S, q, h, out_dev, 4096, 1, 1, "default", &first);
+    for (size_t i = 3; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+        bench_row(S, q, h, out_dev, sizes[i], 0, 0, "nowait", &first);
     latency(S, h);
     CHECK(uccl_devq_status(q) == UCCL_OK, "bench ring: %s", uccl_status_name(uccl_devq_status(q)));
     uccl_devq_destroy(q);
+    q = bound_ring(S, 4096, (uint64_t)1 << 40, 20000);
+    if (q != NULL) {
+        uccl_devq_handle(q, &h);
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+            bench_row(S, q, h, out_dev, sizes[i], 0, 1, "nobytecap", &first);
+        bench_row(S, q, h, out_dev, 1024, 1, 1, "nobytecap", &first);
+        CHECK(uccl_devq_status(q) == UCCL_OK, "bench ring: %s", uccl_status_name(uccl_devq_status(q)));
+        uccl_devq_destroy(q);
+    }
+    if (S->json)
+        fprintf(S->json, "\n  ],\n");
     uccl_gpu_free(out_dev);
 }
 
 /* A kernel writes without end; the receiver is killed; the kernel must leave
- * with the error word and the host API report it. */
+ * with the error word and the host API report it. Over gpu_ipc a write needs
+ * the target's grant, so writes to a dead peer stall rather than fail, and
+ * the core fails the connection only once it drained or UCCL_TIMEOUT_MS
+ * passed: the ring's own timeout (3 s here) bounds the wait. */
+#define KILL_TIMEOUT_MS 3000
 static void kill_case(sender_t *S)
 {
-    uccl_devq_t *q = bound_ring(S, 1024);
+    uccl_devq_t *q = bound_ring(S, 1024, 0, KILL_TIMEOUT_MS);
     unsigned long long *puts_dev = NULL, puts = 0;
     int *rc_dev = NULL, rc = 0, busy = 1;
     uccl_devq_handle_t h;

@@ -86,9 +86,10 @@ __global__ void k_verify(const uint8_t *dst, uint32_t nthreads, uint32_t per, ui
 
 // Benchmark: one warp puts n commands of size bytes (command i: local offset
 // (i * size) mod local, remote offset i * stride mod span) and waits for all;
-// out[0] = elapsed ns (globaltimer), out[1] = error.
+// out[0] = elapsed ns (globaltimer), out[1] = error. wait = 0: the kernel
+// leaves once its commands are queued (the host waits for them).
 __global__ void k_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_t stride,
-                        uint64_t local, uint64_t span, int use_warp, unsigned long long *out)
+                        uint64_t local, uint64_t span, int use_warp, int wait, unsigned long long *out)
 {
     uint64_t t0 = uccl_devq_now_ns(), ticket = 0, last = 0;
     int err = 0;
@@ -103,7 +104,7 @@ __global__ void k_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_
                 last = ticket + 1;
         }
     }
-    if (err == 0 && last > 0)
+    if (err == 0 && last > 0 && wait)
         err = uccl_devq_wait_done(&q, last);
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -170,9 +171,9 @@ int dqk_verify(const uint8_t *dst, uint32_t nthreads, uint32_t per, uint32_t max
 }
 
 int dqk_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_t stride, uint64_t local,
-              uint64_t span, int use_warp, unsigned long long *out_dev)
+              uint64_t span, int use_warp, int wait, unsigned long long *out_dev)
 {
-    k_bench<<<1, 32>>>(q, n, size, stride, local, span, use_warp, out_dev);
+    k_bench<<<1, 32>>>(q, n, size, stride, local, span, use_warp, wait, out_dev);
     return (int)cudaGetLastError();
 }
 
