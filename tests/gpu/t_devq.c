@@ -240,6 +240,35 @@ static void ring_full_check(uccl_devq_t *q, const uccl_devq_handle_t *h)
         printf("ok: ring full: the 65th put waited; 64 published commands went as 1 write\n");
 }
 
+/* batch_bytes closes a batch: 64 contiguous 64-byte commands, 256 bytes a
+ * batch, go as 16 writes (a second ring on the same connection). */
+static void batch_bytes_check(uccl_engine_t *e, uccl_devq_mem_t mem, uccl_mr_t *mr, uccl_conn_t *conn,
+                              const uccl_rdesc_t *rd)
+{
+    uccl_devq_params_t qp = {.field_mask = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_MEM |
+                                           UCCL_DEVQ_PARAM_BATCH_BYTES,
+                             .entries = ENTRIES, .mem = mem, .batch_bytes = 256};
+    uccl_devq_t *q = NULL;
+    uccl_devq_handle_t h;
+    uccl_devq_stats_t s;
+
+    if (uccl_devq_create(e, &qp, &q) != UCCL_OK) {
+        CHECK(0, "batch_bytes: create");
+        return;
+    }
+    CHECK(uccl_devq_bind_local(q, mr) == UCCL_OK && uccl_devq_bind_peer(q, 0, conn) == UCCL_OK &&
+              uccl_devq_bind_rdesc(q, 0, rd) == UCCL_OK, "batch_bytes: bind");
+    uccl_devq_handle(q, &h);
+    for (int i = 0; i < ENTRIES; i++)
+        uccl_devq_put(&h, 0, 0, (uint64_t)i * 64, SCRATCH_OFF + (uint64_t)i * 64, 64, 0, 0, NULL);
+    CHECK(uccl_devq_start(q) == UCCL_OK && uccl_devq_wait_done(&h, ENTRIES) == 0, "batch_bytes: writes");
+    uccl_devq_stats(q, &s);
+    CHECK(s.completed == ENTRIES && s.writes == ENTRIES * 64 / 256,
+          "batch_bytes 256: %llu commands in %llu writes, want %d in %d", (unsigned long long)s.completed,
+          (unsigned long long)s.writes, ENTRIES, ENTRIES * 64 / 256);
+    uccl_devq_destroy(q);
+}
+
 static void run_pair(const dq_mode_t *m, int kill_peer)
 {
     uccl_devq_params_t qp = {.field_mask = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_MEM |
@@ -330,6 +359,7 @@ static void run_pair(const dq_mode_t *m, int kill_peer)
               "counts: %llu taken, %llu completed, done word %llu, tail %llu; want %llu",
               (unsigned long long)s.commands, (unsigned long long)s.completed,
               (unsigned long long)h.ctrl->done, (unsigned long long)h.ctrl->tail, (unsigned long long)total);
+        batch_bytes_check(e, m->ring, mr, conn, &hello.rdesc); /* same bytes into the scratch area */
         CHECK(dq_recv(sv[0], &child_failures, sizeof(child_failures)) == 0 && child_failures == 0,
               "%s: the receiver found %d failures", m->name, child_failures);
         CHECK(uccl_devq_stop(q) == UCCL_OK, "stop");
