@@ -110,9 +110,9 @@ typedef struct uccl_devq_params {
     uccl_devq_mem_t mem;   /* where the ring lives (UCCL_DEVQ_MEM_MAPPED) */
     uint32_t batch_max;    /* most commands in one vectored write, 1..4096 (256) */
     uint32_t inflight_max; /* most vectored writes in flight (64) */
-    uint64_t batch_bytes;  /* a batch closes once it holds this many bytes (64 KiB):
-                            * large commands go as writes of their own, which
-                            * transports overlap, small ones share a write */
+    uint64_t batch_bytes;  /* a batch closes once it holds this many bytes (no limit:
+                            * on gpu_ipc, 1 MiB commands 256 to a write beat one
+                            * write each by 2x, tests/gpu/results/1xH100/devq.md) */
     int timeout_ms;        /* a write in flight longer fails the ring with
                             * UCCL_ERR_TIMEOUT; also the device-side spin bound: a
                             * wait without progress for this long returns

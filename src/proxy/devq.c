@@ -17,7 +17,7 @@
 
 static const uccl_devq_params_t devq_defaults = {
     .entries = 1024, .npeers = 16, .nslots = 64, .ncounters = 0, .mem = UCCL_DEVQ_MEM_MAPPED,
-    .batch_max = 256, .inflight_max = 64, .batch_bytes = 65536, .timeout_ms = 60000,
+    .batch_max = 256, .inflight_max = 64, .batch_bytes = UINT64_MAX, .timeout_ms = 60000,
 };
 
 static uccl_status_t resolve_params(const uccl_devq_params_t *in, uccl_devq_params_t *p)
