@@ -165,6 +165,7 @@ static void bench(sender_t *S)
         return;
     uccl_devq_handle(q, &h);
     uccl_gpu_malloc((void **)&out_dev, 64);
+    latency(S, h); /* first: its JSON is not part of the bench array */
     printf("# writes issued by a kernel (1 warp, 1 ring, proxy batching) vs by the host (uccl_write, %d in "
            "flight), same sizes and offsets, median of 3. variant: default (up to 256 commands a write, the "
            "kernel waits for its writes), nowait (the kernel only queues; host clock to the last completion), "
@@ -179,7 +180,6 @@ static void bench(sender_t *S)
     bench_row(S, q, h, out_dev, 4096, 1, 1, "default", &first);
     for (size_t i = 3; i < sizeof(sizes) / sizeof(sizes[0]); i++)
         bench_row(S, q, h, out_dev, sizes[i], 0, 0, "nowait", &first);
-    latency(S, h);
     CHECK(uccl_devq_status(q) == UCCL_OK, "bench ring: %s", uccl_status_name(uccl_devq_status(q)));
     uccl_devq_destroy(q);
     q = bound_ring(S, 4096, 65536, 20000);
