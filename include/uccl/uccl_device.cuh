@@ -11,6 +11,9 @@
  * (set by the proxy on a failed write or connection, a timeout, a malformed
  * command, or by uccl_devq_stop/uccl_devq_fail), or UCCL_ERR_TIMEOUT when a
  * wait saw no progress for handle.spin_timeout_ns. Nothing spins forever.
+ * A put reads no host memory while the ring has room (it learns of a failure
+ * when it must wait, or at the next wait); the waits always check the error
+ * word. Commands put into a failed ring are never issued.
  *
  * One ring per block (or per warp group): producers of one ring share one
  * ticket counter (an atomic in device memory); each command is published by
