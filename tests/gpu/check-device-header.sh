@@ -40,7 +40,7 @@ printf '#include <uccl/uccl_device.cuh>\n__device__ %s\n__global__ void k(uccl_d
     "$(printf '%s' "$body" | sed 's/^static int/int/')" >"$tmp/k.cu"
 nvcc=${NVCC:-$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; })}
 if [ -n "$nvcc" ]; then
-    run "CUDA ($nvcc)" "$nvcc" -std=c++17 -arch=sm_90 -Xcompiler -Wall,-Werror -I"$top/include" -c "$tmp/k.cu" \
+    run "CUDA ($nvcc)" "$nvcc" -std=c++17 -arch=${NVCC_CHECK_ARCH:-sm_80} -Xcompiler -Wall,-Werror -I"$top/include" -c "$tmp/k.cu" \
         -o "$tmp/k.o"
 else
     echo "SKIP: uccl_device.cuh as CUDA: no nvcc"
