@@ -60,6 +60,7 @@ typedef struct uccl_address {
     uint32_t pid;
     struct sockaddr_in oob;
     char hostname[UCCL_HOSTNAME_MAX];
+    uint8_t secret[UCCL_SECRET_SIZE]; /* the engine's admission secret (0s: not given) */
     int ntp;
     struct {
         char name[16];
@@ -114,6 +115,7 @@ struct uccl_engine {
     uint64_t host_id;
     int pid;
     char hostname[UCCL_HOSTNAME_MAX];
+    uint8_t secret[UCCL_SECRET_SIZE]; /* admission: connects must present it */
     int gpu_index;
     uint64_t caps;
     uccl_tp_t *tp[UCCL_TP_MAX];
@@ -172,6 +174,9 @@ static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&
 
 /* ---- address blob (address.c): the one parser of untrusted blobs */
 uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);
+/* The same blob without the secret (zeros): what a connecting engine tells
+ * the engine it connects to about itself. */
+uccl_status_t uccl_address_pack_public(const uccl_engine_t *engine, void *buf, size_t *len);
 uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out);
 
 /* ---- connections (conn.c) */
@@ -243,8 +248,20 @@ void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);
-/* Target-side check of a remote access (tcp, shm): region id must be live
- * and [addr, addr+len) inside it. Returns UCCL_ERR_REMOTE_ACCESS otherwise. */
+/* Region ids carry the engine's incarnation in their top 32 bits (those of
+ * the engine id) and a counter below, so a target tells a descriptor of an
+ * earlier incarnation (a restarted peer at the same address) from one of
+ * its own regions without the descriptor's engine id on the wire. */
+#define UCCL_REGION_INCARNATION(id) ((uint64_t)(id) >> 32)
+static inline uint64_t uccl_region_id_next(uccl_engine_t *engine)
+{
+    if ((uint32_t)(engine->next_region_id + 1) == 0)
+        engine->next_region_id++; /* the counter wrapped: 0 stays unused */
+    return (UCCL_REGION_INCARNATION(engine->id) << 32) | (uint32_t)++engine->next_region_id;
+}
+/* Target-side check of a remote access (tcp, shm): region id must be of this
+ * incarnation (else UCCL_ERR_STALE), live and [addr, addr+len) inside it
+ * (else UCCL_ERR_REMOTE_ACCESS). */
 uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,
                                       uint64_t len, uccl_region_t **region);
 void uccl_mr_release_all(uccl_engine_t *engine);

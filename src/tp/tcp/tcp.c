@@ -61,9 +61,14 @@ static uccl_status_t tcp_config_load(tcp_config_t *cfg)
     return UCCL_OK;
 }
 
-static uccl_status_t tcp_open_listener(tcp_tp_t *tp)
+/* Listen where the engine's setup listener does: the advertised address
+ * only, unless UCCL_OOB_BIND_ANY=1. */
+static uccl_status_t tcp_open_listener(tcp_tp_t *tp, const uccl_engine_t *engine)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = engine->cfg.oob_bind_any
+                                                    ? htonl(INADDR_ANY)
+                                                    : engine->oob_addr.sin_addr.s_addr};
     socklen_t salen = sizeof(sa);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &tp->listen_poll};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -104,7 +109,7 @@ static uccl_status_t tcp_open(uccl_engine_t *engine, uccl_tp_t **out)
         st = UCCL_ERR_IO;
         goto err_free;
     }
-    st = tcp_open_listener(tp);
+    st = tcp_open_listener(tp, engine);
     if (st != UCCL_OK)
         goto err_epoll;
     /* GPU memory is moved by staging when a GPU is usable here */
