@@ -200,7 +200,11 @@ UCCL_API uccl_status_t uccl_connect(uccl_engine_t *engine, const void *addr, siz
 UCCL_API uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **conn);
 
 /* Close a connection. Its outstanding requests complete with
- * UCCL_ERR_CANCELED; the peer's requests on it fail with UCCL_ERR_PEER_FAILED. */
+ * UCCL_ERR_CANCELED; the peer's requests on it fail with UCCL_ERR_PEER_FAILED.
+ * Sends that already completed are still delivered (tcp waits up to
+ * UCCL_TIMEOUT_MS for the peer to take them), and once the call returns the
+ * peer writes nothing more into this side's memory (shm: after the one
+ * bounded copy it may have under way). */
 UCCL_API uccl_status_t uccl_conn_close(uccl_conn_t *conn);
 
 typedef struct uccl_conn_attr {
