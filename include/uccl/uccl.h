@@ -120,7 +120,7 @@ typedef struct uccl_engine_params {
      * engine's address blob carries it, and an incoming connection that does
      * not present it is refused (UCCL_ERR_DENIED at the connecting side)
      * before any transport state is made for it. Give every engine of a job
-     * the same one (uccl_comm_init draws one per job); without it each
+     * the same one (uccl_comm_init_mpi draws one per job); without it each
      * engine draws its own, so knowing the address blob is what admits. */
     uint8_t secret[UCCL_SECRET_SIZE];
 } uccl_engine_params_t;
