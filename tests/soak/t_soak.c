@@ -3,8 +3,8 @@
  * message at times), write, read and writev; sizes 0 B to 16 MiB skewed to
  * small; a varying number in flight. 0 mismatches, every status OK, and the
  * process holds as many file descriptors at the end as after setup.
- * Operations in all: SOAK_OPS (default 10^5 in the ASan build, where CI runs
- * it for about two minutes, 2 x 10^4 in the others), split over the
+ * Operations in all: SOAK_OPS (default 3 x 10^5 in the ASan build, where CI
+ * runs it for about two minutes, 2 x 10^4 in the others), split over the
  * transports; SOAK_SEED picks the sequence (printed). */
 #include <dirent.h>
 #include <stdbool.h>
@@ -19,7 +19,7 @@
 #define MAX_FLIGHT 16
 
 #if defined(__SANITIZE_ADDRESS__)
-#define DEFAULT_OPS 100000
+#define DEFAULT_OPS 300000
 #else
 #define DEFAULT_OPS 20000
 #endif
