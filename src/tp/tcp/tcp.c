@@ -62,9 +62,13 @@ static uccl_status_t tcp_config_load(tcp_config_t *cfg)
     return UCCL_OK;
 }
 
-static uccl_status_t tcp_open_listener(tcp_tp_t *tp)
+/* Listen where the engine's setup listener does: the advertised address
+ * only, unless UCCL_OOB_BIND_ANY=1. */
+static uccl_status_t tcp_open_listener(tcp_tp_t *tp, const uccl_tp_open_params_t *params)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = params->bind_any ? htonl(INADDR_ANY)
+                                                                 : params->ifaddr};
     socklen_t salen = sizeof(sa);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &tp->listen_poll};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -105,7 +109,7 @@ static uccl_status_t tcp_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
         st = UCCL_ERR_IO;
         goto err_free;
     }
-    st = tcp_open_listener(tp);
+    st = tcp_open_listener(tp, params);
     if (st != UCCL_OK)
         goto err_epoll;
     /* GPU memory is moved by staging when a GPU is usable here */
