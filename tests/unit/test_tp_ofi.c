@@ -33,6 +33,22 @@ static void test_unknown_provider(void)
 }
 
 /* Settings out of range are refused whatever the provider. */
+/* Left to choose, the transport takes no software provider (tcp and shm
+ * serve those paths): NO_DEVICE where only those exist, as here in CI. */
+static void test_software_not_by_default(void)
+{
+    uccl_engine_t *e = NULL;
+    uccl_status_t st = unit_engine_create("ofi", &e);
+
+    if (st == UCCL_OK) {
+        uccl_engine_destroy(e);
+        UNIT_SKIP("a libfabric provider with a NIC of its own is usable here");
+    }
+    UNIT_ASSERT_STATUS(st, UCCL_ERR_NO_DEVICE);
+    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", &e), UCCL_OK);
+    uccl_engine_destroy(e);
+}
+
 static void test_bad_settings(void)
 {
     uccl_engine_t *e = NULL;
@@ -105,8 +121,8 @@ static void test_memory_refused(void)
     uint8_t rkey[UCCL_TP_RKEY_MAX], buf[4096];
     uint64_t key, base;
 
-    if (unit_engine_create("ofi", &e) != UCCL_OK)
-        UNIT_SKIP("no libfabric provider usable here");
+    if (engine_with("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", &e) != UCCL_OK)
+        UNIT_SKIP("libfabric's tcp;ofi_rxm provider is not usable here");
     for (int i = 0; i < e->ntp; i++)
         if (e->tp[i]->ops == &uccl_tp_ofi_ops)
             tp = e->tp[i];
@@ -158,6 +174,7 @@ static void test_rkey_slot(void)
 static CU_TestInfo ofi_tests[] = {
     {"unknown provider name -> NOT_FOUND", test_unknown_provider},
     {"settings out of range -> INVALID_PARAM", test_bad_settings},
+    {"software providers only when named", test_software_not_by_default},
     {"provider without FI_RMA, tags, order, CQ data -> UNSUPPORTED, named", test_provider_checks},
     {"GPU memory refused, host memory keyed", test_memory_refused},
     {"remote key slot encode/parse", test_rkey_slot},

@@ -45,6 +45,7 @@ typedef struct tp_ofi_config {
  * is named, and what it needs beyond what fi_getinfo says. */
 enum {
     OFI_QUIRK_SAME_HOST = 1u << 0, /* reaches only peers of this host (shm) */
+    OFI_QUIRK_SOFTWARE = 1u << 1,  /* no NIC of its own: used only when UCCL_OFI_PROVIDER names it */
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */

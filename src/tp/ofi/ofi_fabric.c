@@ -37,19 +37,23 @@ const uccl_cfg_table_t uccl_ofi_config_table = {.prefix = "OFI_",
 
 /* Providers we know something about; the first whose prefix matches wins.
  * Ranks: NICs only libfabric reaches first, then verbs through rxm, then
- * software providers; shm last (the shm transport serves this host). */
+ * software providers; shm last (the shm transport serves this host).
+ * Software providers (sockets over Ethernet, shared memory) are taken only
+ * when UCCL_OFI_PROVIDER names them: the tcp and shm transports serve those
+ * paths natively, so an engine left to choose does not route them through
+ * libfabric. */
 static const ofi_quirk_t ofi_quirks[] = {
     {"cxi", 60, 0},
     {"efa", 55, 0},
     {"psm3", 50, 0},
     {"opx", 50, 0},
     {"verbs;ofi_rxm", 40, 0},
-    {"tcp;ofi_rxm", 30, 0},
-    {"tcp", 25, 0},
-    {"sockets", 20, 0},
-    {"net", 15, 0},
-    {"udp;ofi_rxd", 10, 0},
-    {"shm", 5, OFI_QUIRK_SAME_HOST},
+    {"tcp;ofi_rxm", 30, OFI_QUIRK_SOFTWARE},
+    {"tcp", 25, OFI_QUIRK_SOFTWARE},
+    {"sockets", 20, OFI_QUIRK_SOFTWARE},
+    {"net", 15, OFI_QUIRK_SOFTWARE},
+    {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE},
+    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE},
     {"", 1, 0}, /* anything else */
 };
 

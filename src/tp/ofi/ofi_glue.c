@@ -108,6 +108,13 @@ static uccl_status_t ofi_pick(tp_ofi_t *tp, const uccl_tp_open_params_t *params,
         uccl_error("ofi: no provider usable: %s", why[0] ? why : "none offers what we need");
         return tp->cfg.provider[0] ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_NO_DEVICE;
     }
+    if (!tp->cfg.provider[0] && (uccl_ofi_quirk(cand[0]->fabric_attr->prov_name)->flags &
+                                 OFI_QUIRK_SOFTWARE)) {
+        uccl_info("ofi: only software providers here (best: %s); the tcp and shm transports "
+                  "serve these paths (set UCCL_OFI_PROVIDER to use one through libfabric)",
+                  cand[0]->fabric_attr->prov_name);
+        return UCCL_ERR_NO_DEVICE;
+    }
     *out = n > 1 || params->net_devices[0] ? ofi_pick_by_nics(params, cand, n) : NULL;
     if (*out == NULL)
         *out = cand[0];
