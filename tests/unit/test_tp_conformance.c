@@ -38,7 +38,8 @@ static const tc_transport_t tc_transports[] = {
     {"verbs", "verbs", NULL, {"RXE_DEV", "RXE_DEV2"}, (4u << 20) + 3},
     {"ofi_tcp", "ofi", "UCCL_OFI_PROVIDER=tcp;ofi_rxm", {NULL, NULL}, (64u << 20) + 3},
     {"ofi_shm", "ofi", "UCCL_OFI_PROVIDER=shm", {NULL, NULL}, (64u << 20) + 3},
-    /* Soft-RoCE VM only (tests/vm/run.sh), like verbs */
+    /* Soft-RoCE VM (tests/vm/run.sh): libfabric 1.17's verbs;ofi_rxm offers 4 bytes of
+     * remote CQ data there, fewer than ofi needs (8), so ofi refuses it and this skips */
     {"ofi_verbs", "ofi", "UCCL_OFI_PROVIDER=verbs;ofi_rxm", {NULL, NULL}, (4u << 20) + 3},
 };
 #define TC_NTRANSPORTS (sizeof(tc_transports) / sizeof(tc_transports[0]))
