@@ -131,7 +131,7 @@ def main():
     if world.Get_size() != 2:
         raise SystemExit("kv_cache.py runs on 2 ranks (mpirun -np 2)")
     rank = world.Get_rank()
-    comm = uccl.Comm.from_mpi(world, timeout=T)
+    comm = uccl.Comm.from_mpi(world)
     engine = comm.engine
     conn = comm.conn(1 - rank)
     cache = make_cache(a, prefill=rank == 0)

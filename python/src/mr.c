@@ -124,6 +124,10 @@ static int from_dlpack(upy_mr_t *m, PyObject *capsule)
     }
     m->addr = (char *)d->data + d->byte_offset;
     m->len = n;
+    if (d->device.device_type == 2 /* kDLCUDA */ || d->device.device_type == 13 /* managed */)
+        m->mem_type = UCCL_MEM_CUDA;
+    else if (d->device.device_type == 10 /* kDLROCM */)
+        m->mem_type = UCCL_MEM_ROCM;
     return 0;
 }
 
@@ -189,20 +193,33 @@ static void release_source(upy_mr_t *m)
     Py_CLEAR(m->obj);
 }
 
-PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only)
+upy_mr_t *upy_mr_view(PyObject *obj)
 {
     upy_mr_t *m = PyObject_New(upy_mr_t, &upy_mr_type);
+    if (!m)
+        return NULL;
+    memset((char *)m + sizeof(PyObject), 0, sizeof(*m) - sizeof(PyObject));
+    Py_INCREF(obj);
+    m->obj = obj;
+    m->device = -1;
+    if (from_object(m, obj) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (m->source == UPY_SRC_CAI) /* CUDA array interface: device memory */
+        m->mem_type = UCCL_MEM_CUDA;
+    return m;
+}
+
+PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only)
+{
+    upy_mr_t *m = upy_mr_view(obj);
     uccl_mr_attr_t attr;
     uccl_status_t st;
     if (!m)
         return NULL;
-    memset((char *)m + sizeof(PyObject), 0, sizeof(*m) - sizeof(PyObject));
     Py_INCREF(e);
     m->engine = e;
-    Py_INCREF(obj);
-    m->obj = obj;
-    if (from_object(m, obj) < 0)
-        goto err;
     if (m->len == 0) {
         PyErr_SetString(PyExc_ValueError, "cannot register an empty buffer");
         goto err;
