@@ -147,13 +147,10 @@ static int from_object(upy_mr_t *m, PyObject *obj)
 {
     PyObject *cai, *capsule;
     int rc;
-    if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
-        return -1;
-    if (cai) {
-        rc = from_cai(m, cai);
-        Py_DECREF(cai);
-        return rc;
-    }
+    /* The buffer protocol first: it is a slot lookup, while probing for a
+     * missing __cuda_array_interface__ raises (and clears) an AttributeError,
+     * a microsecond on every collective call with a numpy array. An object
+     * exporting a buffer exports CPU-addressable memory. */
     if (PyObject_CheckBuffer(obj)) {
         if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) < 0)
             return -1;
@@ -164,6 +161,13 @@ static int from_object(upy_mr_t *m, PyObject *obj)
         m->len = (size_t)m->view.len;
         m->readonly = m->view.readonly;
         return 0;
+    }
+    if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
+        return -1;
+    if (cai) {
+        rc = from_cai(m, cai);
+        Py_DECREF(cai);
+        return rc;
     }
     if (PyObject_HasAttrString(obj, "__dlpack__")) {
         capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
