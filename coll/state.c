@@ -22,13 +22,9 @@ static uccl_status_t state_arrays(coll_state_t *cs)
         !cs->host_id)
         return UCCL_ERR_NO_MEMORY;
     /* The hosts as the engines see them (UCCL_HOST_ID included), for the
-     * algorithm table. */
-    for (int r = 0; r < cs->size; r++) {
-        uccl_conn_attr_t attr;
-        cs->host_id[r] = uccl_engine_host_id(cs->engine);
-        if (r != cs->rank && uccl_conn_query(uccl_comm_conn(cs->comm, r), &attr) == UCCL_OK)
-            cs->host_id[r] = attr.host_id;
-    }
+     * algorithm table: the comm's map (no connection needed: lazy comms). */
+    for (int r = 0; r < cs->size; r++)
+        cs->host_id[r] = uccl_comm_host_id(cs->comm, r);
     return UCCL_OK;
 }
 

@@ -155,7 +155,7 @@ def main():
     if a.device == "cuda":
         import torch
         torch.cuda.set_device(0)
-    comm = uccl.Comm.from_mpi(world)
+    comm = uccl.Comm.from_mpi(world, gpu=0 if a.device == "cuda" else -1)
     engine = comm.engine
     conn = comm.conn(1 - rank)
     cache = make_cache(a, prefill=rank == 0)

@@ -138,7 +138,7 @@ def main():
     world = MPI.COMM_WORLD
     a.size, rank = world.Get_size(), world.Get_rank()
     be = Backend(a)
-    comm = uccl.Comm.from_mpi(world)
+    comm = uccl.Comm.from_mpi(world, gpu=0 if a.device == "cuda" else -1)
     x, experts, w, flat, counts = plan(a, rank)
     row = a.hidden * 4
     # dispatch buffers: rows in destination order, and their expert ids

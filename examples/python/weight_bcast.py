@@ -119,7 +119,7 @@ def main():
     if not 0 <= a.root < size:
         raise SystemExit("--root out of range")
     ts = Tensors(a)
-    comm = uccl.Comm.from_mpi(world)
+    comm = uccl.Comm.from_mpi(world, gpu=0 if a.device == "cuda" else -1)
     weights = {name: ts.zeros(n) for name, n in manifest(a)}
     nbytes = sum(n for _, n in manifest(a)) * 4
     mode, times = a.mode, []

@@ -145,31 +145,41 @@ static int optional_attr(PyObject *obj, const char *name, PyObject **out)
 
 static int from_object(upy_mr_t *m, PyObject *obj)
 {
-    PyObject *cai, *capsule;
+    PyObject *cai, *capsule, *type, *value, *tb;
     int rc;
-    /* The buffer protocol first: it is a slot lookup, while probing for a
-     * missing __cuda_array_interface__ raises (and clears) an AttributeError,
-     * a microsecond on every collective call with a numpy array. An object
-     * exporting a buffer exports CPU-addressable memory. */
+    /* The buffer protocol first: a slot call, while probing for a missing
+     * __cuda_array_interface__ raises (and clears) an AttributeError, a
+     * microsecond on every collective call with a numpy array. A GPU array
+     * may export a buffer that refuses CPU access (CuPy raises TypeError):
+     * then the GPU interfaces are tried, and the buffer's error is kept
+     * for when they are absent too. */
+    type = value = tb = NULL;
     if (PyObject_CheckBuffer(obj)) {
-        if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) < 0)
-            return -1;
-        m->source = UPY_SRC_BUFFER;
-        if (!PyBuffer_IsContiguous(&m->view, 'A'))
-            return set_err(PyExc_ValueError, "cannot register a non-contiguous buffer");
-        m->addr = m->view.buf;
-        m->len = (size_t)m->view.len;
-        m->readonly = m->view.readonly;
-        return 0;
+        if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) == 0) {
+            m->source = UPY_SRC_BUFFER;
+            if (!PyBuffer_IsContiguous(&m->view, 'A'))
+                return set_err(PyExc_ValueError, "cannot register a non-contiguous buffer");
+            m->addr = m->view.buf;
+            m->len = (size_t)m->view.len;
+            m->readonly = m->view.readonly;
+            return 0;
+        }
+        PyErr_Fetch(&type, &value, &tb);
     }
     if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
-        return -1;
+        goto out;
     if (cai) {
         rc = from_cai(m, cai);
         Py_DECREF(cai);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
         return rc;
     }
     if (PyObject_HasAttrString(obj, "__dlpack__")) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
         capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
         if (!capsule)
             return -1;
@@ -177,10 +187,19 @@ static int from_object(upy_mr_t *m, PyObject *obj)
         Py_DECREF(capsule);
         return rc;
     }
+    if (type) { /* the buffer's own error says most */
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
     PyErr_Format(PyExc_TypeError,
                  "cannot register a '%.100s': it has neither the buffer protocol, "
                  "__cuda_array_interface__ nor __dlpack__",
                  Py_TYPE(obj)->tp_name);
+    return -1;
+out:
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
     return -1;
 }
 

@@ -16,8 +16,9 @@ def world():
 
 @pytest.fixture(scope="session")
 def comm(world):
+    import mem
     import uccl
-    c = uccl.Comm.from_mpi(world)
+    c = uccl.Comm.from_mpi(world, gpu=0 if mem.GPU else -1)
     yield c
     world.Barrier()
     c.close()
