@@ -52,19 +52,42 @@ def test_send_recv(pair, n):
         assert np.array_equal(got[:n], pattern(n, n)) and not got[n:].any()
 
 
-def test_sendv_recvv_mixed_host_and_kind(pair):
-    """Pieces of this kind and of host memory in one message."""
-    a, b = pattern(5000, 2), pattern(3000, 3)
+def test_sendv_recvv(pair):
+    """Three pieces of this kind gathered into one message, scattered into two."""
+    a = pattern(9000, 2)
     if pair.rank == 0:
-        x, h = mem.new(a), b.copy()
-        with pair.engine.register(x) as mx, pair.engine.register(h) as mh:
-            assert pair.conn.sendv([mx, mh], tag=12, block=True) == 8000
+        x = mem.new(a)
+        with pair.engine.register(x) as mx:
+            iov = [(mx, 0, 1000), (mx, 1000, 5000), (mx, 6000, 3000)]
+            assert pair.conn.sendv(iov, tag=12, block=True) == 9000
     else:
-        h, x = np.zeros(3000, np.uint8), mem.zeros(5000)
-        with pair.engine.register(h) as mh, pair.engine.register(x) as mx:
-            assert pair.conn.recvv([(mh, 0, 3000), (mx, 0, 5000)], tag=12, block=True) == 8000
-        whole = np.concatenate([a, b])
-        assert np.array_equal(h, whole[:3000]) and np.array_equal(mem.host(x), whole[3000:])
+        x, y = mem.zeros(4000), mem.zeros(5000)
+        with pair.engine.register(x) as mx, pair.engine.register(y) as my:
+            assert pair.conn.recvv([mx, my], tag=12, block=True) == 9000
+        assert np.array_equal(np.concatenate([mem.host(x), mem.host(y)]), a)
+
+
+def test_sendv_mixed_host_and_gpu(pair):
+    """Host and GPU pieces in one message: moved on host memory; with GPU
+    memory this libuccl refuses the send at once (uccl.UnsupportedError:
+    one transport moves a message, and none takes both kinds)."""
+    if mem.GPU:
+        if pair.rank == 0:
+            x, h = mem.new(pattern(5000, 4)), pattern(3000, 3)
+            with pair.engine.register(x) as mx, pair.engine.register(h) as mh:
+                with pytest.raises(uccl.UnsupportedError):
+                    pair.conn.sendv([mx, mh], tag=13)
+        pair.barrier()
+        return
+    if pair.rank == 0:
+        x, h = mem.new(pattern(5000, 4)), pattern(3000, 3)
+        with pair.engine.register(x) as mx, pair.engine.register(h) as mh:
+            assert pair.conn.sendv([mx, mh], tag=13, block=True) == 8000
+    else:
+        x, h = mem.zeros(5000), np.zeros(3000, np.uint8)
+        with pair.engine.register(x) as mx, pair.engine.register(h) as mh:
+            assert pair.conn.recvv([mx, mh], tag=13, block=True) == 8000
+        assert np.array_equal(mem.host(x), pattern(5000, 4)) and np.array_equal(h, pattern(3000, 3))
 
 
 @pytest.mark.parametrize("op", ["write", "read"])
