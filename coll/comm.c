@@ -15,6 +15,7 @@ typedef struct comm_lazy {
     uint64_t *engine_id;   /* [size]: matches accepted connections to ranks */
     uint8_t **addr;        /* [size]: address blobs */
     uint32_t *addr_len;
+    uccl_status_t *failed; /* [size]: a pair that could not connect stays failed */
 } comm_lazy_t;
 
 struct uccl_comm {
@@ -87,6 +88,7 @@ static void lazy_free(comm_lazy_t *l, int size)
         free(l->addr[r]);
     free(l->addr);
     free(l->addr_len);
+    free(l->failed);
     free(l->engine_id);
     pthread_mutex_destroy(&l->lock);
     free(l);
@@ -192,8 +194,9 @@ uccl_status_t uccl_comm_create_lazy(uccl_engine_t *engine, bool owns_engine, int
     l->engine_id = malloc((size_t)size * sizeof(*l->engine_id));
     l->addr = calloc((size_t)size, sizeof(*l->addr));
     l->addr_len = malloc((size_t)size * sizeof(*l->addr_len));
+    l->failed = calloc((size_t)size, sizeof(*l->failed));
     if (c->conns == NULL || c->host_id == NULL || l->engine_id == NULL || l->addr == NULL ||
-        l->addr_len == NULL)
+        l->addr_len == NULL || l->failed == NULL)
         goto nomem;
     for (int r = 0; r < size; r++) {
         c->host_id[r] = host_ids[r];
@@ -254,7 +257,9 @@ static uccl_conn_t *lazy_conn(uccl_comm_t *c, int r)
     uccl_status_t st = UCCL_OK;
 
     pthread_mutex_lock(&l->lock);
-    if (c->conns[r] == NULL && r > c->rank) {
+    if (c->conns[r] == NULL && l->failed[r] != UCCL_OK) {
+        st = l->failed[r]; /* tried and failed before: no second wait */
+    } else if (c->conns[r] == NULL && r > c->rank) {
         st = uccl_connect(c->engine, l->addr[r], l->addr_len[r], &c->conns[r]);
         if (st != UCCL_OK) {
             c->conns[r] = NULL;
@@ -264,6 +269,8 @@ static uccl_conn_t *lazy_conn(uccl_comm_t *c, int r)
     } else if (c->conns[r] == NULL) {
         st = lazy_accept(c, r);
     }
+    if (st != UCCL_OK)
+        l->failed[r] = st;
     pthread_mutex_unlock(&l->lock);
     return st == UCCL_OK ? c->conns[r] : NULL;
 }

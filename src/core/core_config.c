@@ -69,7 +69,8 @@ static const uccl_cfg_field_t coll_env_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-static const uccl_cfg_table_t uccl_coll_env_table = {"", coll_env_fields, sizeof(uccl_coll_env_t)};
+static const uccl_cfg_table_t uccl_coll_env_table = {
+    .prefix = "", .fields = coll_env_fields, .struct_size = sizeof(uccl_coll_env_t)};
 
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static pthread_once_t check_once = PTHREAD_ONCE_INIT;

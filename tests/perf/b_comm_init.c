@@ -57,8 +57,11 @@ int main(int argc, char **argv)
     long rss0 = rss_kib();
     int fd0 = open_fds();
     t[0] = now();
-    if (uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm) != UCCL_OK)
+    uccl_status_t st = uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm);
+    if (st != UCCL_OK) {
+        fprintf(stderr, "rank %d: uccl_comm_init_mpi: %s\n", rank, uccl_strerror(st));
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     t[0] = now() - t[0];
     mem[0] = rss_kib() - rss0;
     mem[1] = open_fds() - fd0;
@@ -66,8 +69,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < 3; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         t[i] = now();
-        if (uccl_allgather(comm, sb, rb, 8) != UCCL_OK)
+        if ((st = uccl_allgather(comm, sb, rb, 8)) != UCCL_OK) {
+            fprintf(stderr, "rank %d: allgather %d: %s\n", rank, i, uccl_strerror(st));
             MPI_Abort(MPI_COMM_WORLD, 1);
+        }
         t[i] = now() - t[i];
     }
     long after = rss_kib() - rss0;
