@@ -78,6 +78,7 @@ typedef struct uccl_comm_params {
  * incoming connections then belong to the comm). So in lazy mode the first
  * use of a pair must happen on both ranks (two-sided traffic, collectives);
  * a one-sided transfer to a lower rank that never uses the pair waits for it.
+ * UCCL_LAZY_CONNECT must be the same on every rank of the job.
  * Errors: UCCL_ERR_INVALID_PARAM (unknown field bit, missing field, rank
  * out of range, NULL callback or engine, a callback that puts blocks out of
  * rank order), those of uccl_engine_create / uccl_connect / uccl_accept,
