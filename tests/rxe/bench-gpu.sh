@@ -6,9 +6,11 @@
 # build (--without-cuda --without-rocm --enable-fake-gpu: the "GPU" memory
 # is host memory the backend classifies as CUDA, its copies are CPU copies),
 # so the ratio measures what staging costs the transport, not a GPU's copy
-# engine. A report, not a timed test.
+# engine. Two-sided only (send/recv): a staged GPU region has no RDMA key,
+# so one-sided transfers into it are refused (and uccl_perf puts both ends
+# of a transfer in GPU memory). A report, not a timed test.
 # Run from the build directory: ../tests/rxe/bench-gpu.sh
-#   BENCH_SIZES (default 1M 4M 16M), BENCH_OPS (default write send read),
+#   BENCH_SIZES (default 1M 4M 16M), BENCH_OPS (default send),
 #   BENCH_ROUNDS (default 5: host and GPU take turns, the first of each pair
 #   alternating, so that drift in the emulated VM hits both alike),
 #   UCCL_VERBS_STAGE_CHUNK / UCCL_VERBS_STAGE_DEPTH pass through
@@ -21,11 +23,12 @@ if [ -z "${RXE_DEV:-}" ]; then
 	vm=$top_srcdir/tests/vm/run.sh
 	why=$("$vm" --check) || { echo "bench-gpu: $why"; exit 77; }
 	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
-		RXE_VM_SHARE="$top_srcdir" "$vm" "$here/bench-gpu.sh"
+		RXE_VM_SHARE="$top_srcdir${RXE_VM_SHARE:+:$RXE_VM_SHARE}" "$vm" "$here/bench-gpu.sh"
 fi
+cd "$builddir" || exit 1
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-1048576 4194304 16777216}
-ops=${BENCH_OPS:-write send read}
+ops=${BENCH_OPS:-send}
 rounds=${BENCH_ROUNDS:-5}
 perf=$builddir/tools/uccl_perf
 mpiexec="mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader,tcp"

@@ -290,6 +290,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->peer_pid = peer->pid;
     ep->is_initiator = is_initiator;
     ep->next_id = 1;
+    uccl_idmap_init(&ep->ids, 64, 20);
     uccl_list_init(&ep->recv_active);
     uccl_list_init(&ep->unexp);
     uccl_list_init(&ep->txq);
@@ -401,6 +402,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->recv_active);
     shm_forget_reqs(&ep->txq);
     shm_forget_reqs(&ep->waiting);
+    uccl_idmap_fini(&ep->ids);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);

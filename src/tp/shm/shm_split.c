@@ -147,7 +147,7 @@ void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     for (uint32_t i = 0; i < pkt.iovcnt; i++)
         sum += iov[i].len;
-    req = uccl_shm_find_req(&ep->waiting, pkt.id);
+    req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt.id);
     /* only a CMA peer offers, and only for host memory we announced */
     if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt.split > req->len ||
         sum != req->len - pkt.split) {
