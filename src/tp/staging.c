@@ -252,24 +252,18 @@ static uccl_status_t stage_copy(uccl_stage_t *stage, const uccl_req_t *req, uint
     if (req == NULL)
         return to_host ? uccl_gpu_memcpy_async(host, flat + off, n, stage->stream)
                        : uccl_gpu_memcpy_async(flat + off, host, n, stage->stream);
-    for (int i = 0; i < req->iovcnt && n > 0; i++) {
-        size_t piece = req->iov[i].len, take;
-        uint8_t *mem;
-        uccl_status_t st;
+    uccl_req_cur_t cur;
+    uint8_t *mem;
+    size_t take;
 
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        take = piece - off < n ? piece - off : n;
-        mem = (uint8_t *)req->iov[i].addr + off;
-        st = to_host ? uccl_gpu_memcpy_async(host, mem, take, stage->stream)
-                     : uccl_gpu_memcpy_async(mem, host, take, stage->stream);
+    uccl_req_cur_init(&cur, req, off);
+    while ((take = uccl_req_cur_next(&cur, n, &mem, NULL)) > 0) {
+        uccl_status_t st = to_host ? uccl_gpu_memcpy_async(host, mem, take, stage->stream)
+                                   : uccl_gpu_memcpy_async(mem, host, take, stage->stream);
         if (st != UCCL_OK)
             return st;
         host += take;
         n -= take;
-        off = 0;
     }
     return UCCL_OK;
 }

@@ -59,22 +59,15 @@ void uccl_tcp_op_free(tcp_op_t *op)
 
 int uccl_tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max)
 {
+    uccl_req_cur_t cur;
+    uint8_t *addr;
+    size_t take;
     int n = 0;
 
-    for (int i = 0; i < req->iovcnt && len > 0 && n < max; i++) {
-        size_t piece = req->iov[i].len;
-        size_t take;
-
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        take = piece - off < len ? piece - off : len;
-        out[n].iov_base = (char *)req->iov[i].addr + off;
-        out[n].iov_len = take;
-        n++;
+    uccl_req_cur_init(&cur, req, off);
+    while (n < max && (take = uccl_req_cur_next(&cur, len, &addr, NULL)) > 0) {
+        out[n++] = (struct iovec){addr, take};
         len -= take;
-        off = 0;
     }
     return n;
 }

@@ -123,19 +123,18 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
         n = 1;
         got = want;
     }
-    for (int i = 0; !staged && i < req->iovcnt && got < want && n < ep->tp->max_sge; i++) {
-        size_t piece = req->iov[i].len, take;
-        if (off >= piece) {
-            off -= piece;
-            continue;
+    if (!staged) { /* the request's own pieces, up to max_sge of them */
+        uccl_req_cur_t cur;
+        uint8_t *addr;
+        size_t take;
+        int i;
+
+        uccl_req_cur_init(&cur, req, off);
+        while (n < ep->tp->max_sge && (take = uccl_req_cur_next(&cur, want - got, &addr, &i)) > 0) {
+            sge[n++] = (struct ibv_sge){(uintptr_t)addr, (uint32_t)take,
+                                        req->iov[i].region->memh[ep->tp->base.index]->mr->lkey};
+            got += take;
         }
-        take = piece - off < want - got ? piece - off : want - got;
-        sge[n].addr = (uintptr_t)req->iov[i].addr + off;
-        sge[n].length = (uint32_t)take;
-        sge[n].lkey = req->iov[i].region->memh[ep->tp->base.index]->mr->lkey;
-        n++;
-        got += take;
-        off = 0;
     }
     verbs_wr_init(req, wr, sge, n, raddr, rkey);
     *gotp = got;

@@ -307,17 +307,18 @@ static void verbs_bounce_put(tp_verbs_t *v, tp_verbs_bounce_t *b)
  * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
 uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
 {
-    uint8_t *p = flat;
+    uint8_t *p = flat, *mem;
+    uccl_req_cur_t cur;
+    size_t n;
+    int i;
 
-    for (int i = 0; i < req->iovcnt && len > 0; i++) {
-        size_t n = req->iov[i].len < len ? req->iov[i].len : len;
+    uccl_req_cur_init(&cur, req, 0);
+    while ((n = uccl_req_cur_next(&cur, len, &mem, &i)) > 0) {
         bool gpu = req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST;
-        void *dst = to_iov ? req->iov[i].addr : p;
-        const void *src = to_iov ? (const void *)p : req->iov[i].addr;
+        void *dst = to_iov ? (void *)mem : p;
+        const void *src = to_iov ? (const void *)p : mem;
         uccl_status_t st;
 
-        if (n == 0)
-            continue;
         if (gpu) {
             st = uccl_gpu_memcpy(dst, src, n);
             if (st != UCCL_OK)
