@@ -9,8 +9,13 @@
 
 #include "core/core.h"
 #include "util/idmap.h"
-#include "shm_ring.h"
+#include "tp/common/spsc_ring.h"
 #include "tp/staging.h"
+
+/* Packets travel in the shared SPSC ring (tp/common/spsc_ring.h), 64-byte
+ * aligned: a packet per cache line at least, payloads stay aligned. */
+#define SHM_RING_ALIGN 64
+typedef uccl_spsc_hdr_t shm_pkt_hdr_t; /* {type, size}; size counts the header */
 
 /* ------------------------------------------------------------------ config */
 
@@ -246,7 +251,7 @@ typedef struct shm_ep {
     bool seg_named;        /* still has a name in /dev/shm */
     void *seg;
     size_t seg_len;
-    shm_ring_t tx, rx;
+    uccl_spsc_t tx, rx;
     uint64_t peer_probe_addr, peer_probe_value;
     uint64_t next_id;      /* ids of split offers (shm_split.c) */
     uccl_idmap_t ids;      /* SHM_REQ_ID -> request in txq, waiting or recv_active */

@@ -46,12 +46,12 @@ uccl_req_t *uccl_shm_find_req(shm_ep_t *ep, int where, uint64_t id)
 
 static bool shm_ctrl_write(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    void *slot = uccl_shm_ring_reserve(&ep->tx, sizeof(*pkt));
+    void *slot = uccl_spsc_reserve(&ep->tx, sizeof(*pkt));
 
     if (slot == NULL)
         return false;
     memcpy(slot, pkt, sizeof(*pkt));
-    uccl_shm_ring_commit(&ep->tx, sizeof(*pkt));
+    uccl_spsc_commit(&ep->tx, sizeof(*pkt));
     return true;
 }
 
@@ -96,7 +96,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
     /* GPU sources always take the staged stream (rendezvous, then DATA) */
     if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu) {
         size_t size = sizeof(shm_pkt_eager_t) + req->len;
-        shm_pkt_eager_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_eager_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -105,14 +105,14 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->len = req->len;
         pkt->seq = req->msg_seq;
         uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
         uccl_shm_req_untrack(ep, req);
         uccl_req_complete(req, UCCL_OK, req->len);
         return true;
     }
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rts_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -124,10 +124,10 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->seq = req->msg_seq;
         pkt->id = req->tp_data[SHM_REQ_ID];
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
     } else {
         size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rma_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rma_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -142,7 +142,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->notif = req->notif;
         pkt->has_notif = req->has_notif;
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
     }
     uccl_shm_req_at(ep, req, SHM_AT_WAITING);
     return true;
@@ -306,7 +306,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
 
         if (!shm_stream_ready(s, &n, &st))
             return false;
-        slot = st == UCCL_OK ? uccl_shm_ring_reserve(&ep->tx, head + n) : NULL;
+        slot = st == UCCL_OK ? uccl_spsc_reserve(&ep->tx, head + n) : NULL;
         if (slot == NULL && st == UCCL_OK)
             return false;
         if (st != UCCL_OK && s->req != NULL) {
@@ -329,7 +329,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
             *pkt = (shm_pkt_data_t){.hdr = {SHM_PKT_DATA, (uint32_t)(head + n)}, .id = s->id,
                                     .off = s->off, .len = n};
         }
-        uccl_shm_ring_commit(&ep->tx, head + n);
+        uccl_spsc_commit(&ep->tx, head + n);
         s->off += n;
         s->started = true;
     }

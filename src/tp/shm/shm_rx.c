@@ -340,7 +340,7 @@ int uccl_shm_rx_progress(shm_ep_t *ep)
     while (events < SHM_RX_BUDGET) {
         shm_pkt_hdr_t hdr;
         bool bad;
-        const uint8_t *p = uccl_shm_ring_peek(&ep->rx, &hdr, &bad);
+        const uint8_t *p = uccl_spsc_peek(&ep->rx, &hdr, &bad);
 
         if (p == NULL) {
             if (bad)
@@ -348,7 +348,7 @@ int uccl_shm_rx_progress(shm_ep_t *ep)
             break;
         }
         shm_rx_one(ep, p, &hdr);
-        uccl_shm_ring_release(&ep->rx, hdr.size);
+        uccl_spsc_release(&ep->rx, hdr.size);
         events++;
         if (ep->base.conn->state != UCCL_OK)
             break;

@@ -50,13 +50,13 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
 
     if (!uccl_list_empty(&ep->ctrlq))
         return false;
-    pkt = uccl_shm_ring_reserve(&ep->tx, size);
+    pkt = uccl_spsc_reserve(&ep->tx, size);
     if (pkt == NULL)
         return false;
     *pkt = (shm_pkt_offer_t){.hdr = {SHM_PKT_OFFER, (uint32_t)size}, .id = s->peer_id,
                              .rid = s->rid, .split = split, .iovcnt = iovcnt};
     memcpy(pkt->iov, iov, iovcnt * sizeof(*iov));
-    uccl_shm_ring_commit(&ep->tx, size);
+    uccl_spsc_commit(&ep->tx, size);
     return true;
 }
 
