@@ -10,7 +10,7 @@
 # so one-sided transfers into it are refused (and uccl_perf puts both ends
 # of a transfer in GPU memory). A report, not a timed test.
 # Run from the build directory: ../tests/rxe/bench-gpu.sh
-#   BENCH_SIZES (default 1M 4M 16M), BENCH_OPS (default send),
+#   BENCH_SIZES (default 1M 4M 8M), BENCH_OPS (default send),
 #   BENCH_ROUNDS (default 5: host and GPU take turns, the first of each pair
 #   alternating, so that drift in the emulated VM hits both alike),
 #   UCCL_VERBS_STAGE_CHUNK / UCCL_VERBS_STAGE_DEPTH pass through
@@ -27,7 +27,7 @@ if [ -z "${RXE_DEV:-}" ]; then
 fi
 cd "$builddir" || exit 1
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
-sizes=${BENCH_SIZES:-1048576 4194304 16777216}
+sizes=${BENCH_SIZES:-1048576 4194304 8388608}
 ops=${BENCH_OPS:-send}
 rounds=${BENCH_ROUNDS:-5}
 perf=$builddir/tools/uccl_perf
@@ -42,7 +42,7 @@ count() { local n=$(( ((64 << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 32 ? 32 :
 uccl_gbps() {  # uccl_gbps MEM OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
 	rm -f /tmp/uccl.json
 	UCCL_VERBS_GDR=off timeout 300 $mpiexec -x UCCL_VERBS_GDR -x UCCL_VERBS_STAGE_CHUNK \
-		-x UCCL_VERBS_STAGE_DEPTH -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs \
+		-x UCCL_VERBS_STAGE_DEPTH -x UCCL_TIMEOUT_MS -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs \
 		--mem "$1" --op "$2" --min "$3" --max "$3" --iters $(( $(count "$3") / 16 )) --window 16 \
 		--warmup 1 --no-ref --json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
@@ -54,6 +54,8 @@ median() { printf '%s\n' "$@" | awk '$1 > 0' | sort -g | awk '{ v[NR] = $1 } END
 	if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 export UCCL_VERBS_STAGE_CHUNK=${UCCL_VERBS_STAGE_CHUNK:-1M} UCCL_VERBS_STAGE_DEPTH=${UCCL_VERBS_STAGE_DEPTH:-4}
+# a window of 16 large transfers can take minutes in the emulated VM on a loaded host
+export UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-240000}
 echo "# fake GPU memory (staged, UCCL_VERBS_GDR=off, STAGE_CHUNK $UCCL_VERBS_STAGE_CHUNK," \
 	"STAGE_DEPTH $UCCL_VERBS_STAGE_DEPTH) vs host memory over verbs (rxe), one VM boot"
 echo "# $rounds rounds per row, host and GPU in turns; medians in Gb/s (1e9 bit/s); runs listed"
