@@ -57,7 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "util/idmap.h"
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,

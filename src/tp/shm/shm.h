@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "util/idmap.h"
 #include "tp/common/spsc_ring.h"
 #include "tp/staging.h"

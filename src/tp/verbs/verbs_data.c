@@ -132,7 +132,7 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
         uccl_req_cur_init(&cur, req, off);
         while (n < ep->tp->max_sge && (take = uccl_req_cur_next(&cur, want - got, &addr, &i)) > 0) {
             sge[n++] = (struct ibv_sge){(uintptr_t)addr, (uint32_t)take,
-                                        req->iov[i].region->memh[ep->tp->base.index]->mr->lkey};
+                                        uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->lkey};
             got += take;
         }
     }
@@ -376,7 +376,7 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return UCCL_OK;
     if (wc->status == IBV_WC_WR_FLUSH_ERR) { /* the QP already failed; said once */
         uccl_debug("%s: work request flushed on QP %u", ep->tp->dev_name, wc->qp_num);
-        return conn->state != UCCL_OK ? conn->state : UCCL_ERR_TRANSPORT;
+        return uccl_conn_status(conn) != UCCL_OK ? uccl_conn_status(conn) : UCCL_ERR_TRANSPORT;
     }
     switch (wc->status) {
     case IBV_WC_REM_ACCESS_ERR: st = UCCL_ERR_REMOTE_ACCESS; break;
@@ -490,7 +490,7 @@ int uccl_verbs_progress(uccl_tp_t *tp)
         if (!ep->connected)
             continue;
         events += verbs_poll_ep(ep);
-        if (ep->base.conn->state != UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             continue;
         uccl_rndv_ctrl_flush(&ep->rndv);
         if (!uccl_list_empty(&ep->data_pending))
