@@ -2,7 +2,8 @@
 # Everything the GPU work needs on the device machine, in one call:
 # install the carried .debs, build with CUDA, run the GPU tests under
 # mpirun -np 2, uccl_info, and uccl_perf --mem cuda (uccl vs plain copy vs
-# NCCL, windowed and latency). Logs and JSON go to $OUT.
+# NCCL, windowed and latency), the Python binding (tests/gpu/python-device.sh).
+# Logs and JSON go to $OUT. ONLY=python: the build, then the Python part alone.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 # ONLY=devq: build, then only the device-queue step (b_devq: kernel-issued
 # writes checked byte for byte, benchmark vs host-issued, peer killed).
@@ -48,6 +49,13 @@ NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl
 echo "nccl: ${NCCL_DIR:-not found}"
 MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+
+if [ "${ONLY:-}" = python ]; then
+    bash ../tests/gpu/python-device.sh
+    (cd "$OUT" && tar czf results-json.tgz ./*.json && rm -f ./*.json)
+    step "done"
+    exit 0
+fi
 
 step "GPU tests (mpirun -np 2)"
 UCCL_LOG_LEVEL=info timeout 240 $MPIRUN -x UCCL_LOG_LEVEL tests/gpu/t_gpu_ipc >"$OUT/t_gpu_ipc.log" 2>&1
@@ -101,6 +109,9 @@ if [ "${COLL_PERF:-0}" = 1 ]; then
     bash ../tests/perf/coll-perf.sh . "$OUT" >"$OUT/coll-perf.txt" 2>&1
     grep -E "^###|reference ucx" "$OUT/coll-perf.txt" | head -40
 fi
+
+step "Python binding"
+bash ../tests/gpu/python-device.sh
 
 step "bundle"
 # the device tool returns at most 8 files: JSON results travel in one archive
