@@ -9,7 +9,9 @@
  * matching stays in the core). Writes closed by an immediate carry it as
  * remote CQ data: receiving connection id << 32 | uccl_rndv_imm(). The
  * provider must keep writes and sends in order (FI_ORDER_WAW, FI_ORDER_SAS),
- * so the immediate on a request's last write closes the whole request. */
+ * so the immediate on a request's last write closes the whole request.
+ * Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa) get the immediate
+ * as a tagged message of no bytes after the last write (FI_ORDER_SAW). */
 #ifndef UCCL_TP_OFI_H
 #define UCCL_TP_OFI_H
 
@@ -39,6 +41,7 @@ typedef struct tp_ofi_config {
     int tx_depth;
     int rx_depth;
     int max_iov;
+    char imm[UCCL_CFG_STRING_MAX];
 } tp_ofi_config_t;
 
 /* Provider quirks, one table (ofi_fabric.c): how a provider ranks when none
@@ -80,6 +83,7 @@ typedef struct tp_ofi {
     int timeout_ms;
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg, key_size;
+    bool imm_msg; /* immediates as messages (less than 8 bytes of CQ data, or UCCL_OFI_IMM=msg) */
     uint64_t next_key;
     uint32_t next_ep_id;
     uccl_list_t eps;     /* connections' endpoints */

@@ -2,7 +2,10 @@
  * of at most UCCL_OFI_CHUNK bytes and the provider's iov_limit local pieces,
  * each into one contiguous remote range; the last write of a request that
  * needs it carries the immediate as remote CQ data and asks for delivery
- * completion (writes are ordered, so that covers the earlier ones).
+ * completion (writes are ordered, so that covers the earlier ones); where
+ * the provider carries less than 8 bytes of CQ data, the immediate follows
+ * as a message of no bytes with CQ data instead (sends after writes are
+ * ordered, FI_ORDER_SAW).
  * -FI_EAGAIN leaves the rest for the next progress, in order; completions
  * and their errors (fi_cq_readerr, the provider's text) end here. */
 #include <stdlib.h>
@@ -132,8 +135,12 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
                 req->tp_data[OFI_RD_OPS] += (uint64_t)extra; /* a NOTIFY is one of req's parts */
                 req->tp_data[OFI_RD_IMM] = 1;
             }
-            flags |= FI_REMOTE_CQ_DATA;
-            data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
+            /* with less than 8 bytes of CQ data, the immediate follows the
+             * last write as a message of its own (ordered after it: SAW) */
+            if (got == 0 || !tp->imm_msg) {
+                flags |= FI_REMOTE_CQ_DATA;
+                data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
+            }
         }
     }
     op = calloc(1, sizeof(*op));

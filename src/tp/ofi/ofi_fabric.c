@@ -27,6 +27,10 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "local pieces per RMA operation (0 = the provider's iov_limit, at most 16); "
               "more pieces are split over several operations",
               max_iov, UCCL_CFG_INT),
+    OFI_FIELD("IMM", "auto",
+              "how writes closed by an immediate carry it: auto (remote CQ data where the "
+              "provider has 8 bytes of it, else a message after the write), data or msg",
+              imm, UCCL_CFG_STRING),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -125,9 +129,15 @@ uccl_status_t uccl_ofi_check_info(const struct fi_info *info, char *why, size_t 
                  "(FI_ORDER_SAS, FI_ORDER_WAW)", prov);
         return UCCL_ERR_UNSUPPORTED;
     }
-    if (info->domain_attr == NULL || info->domain_attr->cq_data_size < 8) {
-        snprintf(why, len, "provider %s carries %zu bytes of remote CQ data; writes closed by "
-                 "an immediate need 8", prov, info->domain_attr ? info->domain_attr->cq_data_size : 0);
+    if (info->domain_attr == NULL || info->domain_attr->cq_data_size < 4) {
+        snprintf(why, len, "provider %s carries %zu bytes of remote CQ data; immediates need 4",
+                 prov, info->domain_attr ? info->domain_attr->cq_data_size : 0);
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    if (info->domain_attr->cq_data_size < 8 && !(info->tx_attr->msg_order & FI_ORDER_SAW)) {
+        snprintf(why, len, "provider %s carries %zu bytes of remote CQ data and does not order "
+                 "sends after writes (FI_ORDER_SAW): immediates cannot follow writes", prov,
+                 info->domain_attr->cq_data_size);
         return UCCL_ERR_UNSUPPORTED;
     }
     if (info->domain_attr->mr_mode & ~(uint64_t)OFI_MR_MODES) {
@@ -236,6 +246,12 @@ uccl_status_t uccl_ofi_fabric_open(tp_ofi_t *tp, const struct fi_info *info)
     tp->rma_iov_limit = info->tx_attr->rma_iov_limit;
     tp->max_msg = info->ep_attr->max_msg_size;
     tp->key_size = info->domain_attr->mr_key_size;
+    tp->imm_msg = info->domain_attr->cq_data_size < 8 || strcmp(tp->cfg.imm, "msg") == 0;
+    if (tp->imm_msg && !(info->tx_attr->msg_order & FI_ORDER_SAW)) {
+        uccl_error("ofi (%s): UCCL_OFI_IMM=msg needs sends ordered after writes (FI_ORDER_SAW)",
+                   tp->prov);
+        return UCCL_ERR_UNSUPPORTED;
+    }
     if ((rc = fi_fabric(info->fabric_attr, &tp->fabric, NULL)) != 0)
         return ofi_fail("fi_fabric", rc);
     if ((rc = fi_domain(tp->fabric, tp->info, &tp->domain, NULL)) != 0)

@@ -127,9 +127,11 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
 {
     if (cfg->tx_depth < 4 || cfg->tx_depth > 4096 || cfg->rx_depth < 4 || cfg->rx_depth > 4096 ||
         cfg->chunk < 4096 || cfg->chunk > (1u << 30) || cfg->eager > (1u << 20) ||
-        cfg->max_iov < 0 || cfg->max_iov > OFI_IOV_MAX) {
+        cfg->max_iov < 0 || cfg->max_iov > OFI_IOV_MAX ||
+        (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
+         strcmp(cfg->imm, "msg") != 0)) {
         uccl_error("ofi settings out of range: TX/RX_DEPTH 4..4096, CHUNK 4K..1G, EAGER <= 1M, "
-                   "MAX_IOV 0..%d", OFI_IOV_MAX);
+                   "MAX_IOV 0..%d, IMM auto|data|msg", OFI_IOV_MAX);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
@@ -179,9 +181,10 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
-              "iov_limit %zu, key size %zu", tp->prov, tp->info->fabric_attr->name,
+              "iov_limit %zu, key size %zu, immediates as %s", tp->prov, tp->info->fabric_attr->name,
               tp->info->domain_attr->name, (unsigned long long)tp->mr_mode,
-              (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size);
+              (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
+              tp->imm_msg ? "messages" : "CQ data");
     *out = &tp->base;
     return UCCL_OK;
 }
