@@ -41,7 +41,9 @@ static const tc_transport_t tc_transports[] = {
     /* immediates as messages after the write, as with 4 bytes of CQ data (efa, verbs;ofi_rxm) */
     {"ofi_tcp_immmsg", "ofi", "UCCL_OFI_PROVIDER=tcp;ofi_rxm UCCL_OFI_IMM=msg", {NULL, NULL},
      (4u << 20) + 3},
-    /* Soft-RoCE VM only (tests/vm/run.sh): verbs;ofi_rxm offers 4 bytes of CQ data there */
+    /* Soft-RoCE VM only (tests/vm/run.sh). There today (libfabric 1.17, rxe) it skips:
+     * fi_enable fails, rxm cannot open its verbs CQ ("Unable to create verbs CQ"), likely
+     * the size rxm derives from FI_UNIVERSE_SIZE exceeding rxe's limit (not confirmed) */
     {"ofi_verbs", "ofi", "UCCL_OFI_PROVIDER=verbs;ofi_rxm", {NULL, NULL}, (4u << 20) + 3},
 };
 #define TC_NTRANSPORTS (sizeof(tc_transports) / sizeof(tc_transports[0]))
