@@ -155,6 +155,14 @@ static uccl_mr_t *buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len,
     return cs->bufs[s->slot[buf]].mr;
 }
 
+/* GPU memory: local copies go through uccl_copy_post (the temporary is
+ * host memory). */
+static bool buf_on_gpu(const coll_sched_t *s, int buf)
+{
+    return buf != COLL_BUF_TMP && s->slot[buf] >= 0 &&
+           s->cs->bufs[s->slot[buf]].mem_type != UCCL_MEM_HOST;
+}
+
 static void op_release(coll_sched_t *s, coll_op_t *op)
 {
     if (op->req != NULL)
@@ -271,6 +279,9 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         mr = buf_mr(s, op->buf, op->off, op->len, &moff);
         return uccl_recv(conn, mr, moff, op->len, tag, &op->req);
     case COLL_OP_COPY:
+        if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
+            return uccl_copy_post(s->cs->engine, s->addr[op->buf] + op->off,
+                                  s->addr[op->buf2] + op->off2, op->len, &op->req);
         memmove(s->addr[op->buf] + op->off, s->addr[op->buf2] + op->off2, op->len);
         op->state = -1;
         return UCCL_OK;
@@ -376,6 +387,12 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
 
     for (int i = 0; i < nops; i++)
         op_release(s, &s->ops[i]);
+    if (s->gate != NULL)
+        uccl_req_free(s->gate);
+    s->gate = NULL;
+    if (s->hold != NULL) /* the stream goes on, after an error too */
+        uccl_stream_release(s->hold);
+    s->hold = NULL;
     if (s->plan == NULL)
         sched_unpin(s);
     unlink_inflight(s);
@@ -453,6 +470,21 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
     bool done = true;
     uccl_status_t st;
 
+    if (s->status == UCCL_INPROGRESS && s->gate != NULL) {
+        size_t bytes;
+        st = req_status(s->gate, &bytes);
+        if (st == UCCL_INPROGRESS) { /* the caller's stream is still busy: no timeout */
+            s->last_event_ms = now_ms();
+            return st;
+        }
+        uccl_req_free(s->gate);
+        s->gate = NULL;
+        if (st != UCCL_OK) {
+            coll_error("collective %u: the event on the caller's stream failed: %s", s->seq,
+                       uccl_strerror(st));
+            sched_end(s, st);
+        }
+    }
     while (s->status == UCCL_INPROGRESS && done) {
         if (s->cur_phase == s->nphases) {
             sched_end(s, s->soft_error);
@@ -527,4 +559,18 @@ uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req)
     }
     *req = s->greq;
     return UCCL_OK;
+}
+
+uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream)
+{
+    /* the event first: the hold's wait comes after it on the stream */
+    uccl_status_t st = uccl_stream_event(s->cs->engine, stream, &s->gate);
+
+    if (st == UCCL_OK && (st = uccl_stream_hold(s->cs->engine, stream, &s->hold)) != UCCL_OK) {
+        uccl_req_free(s->gate);
+        s->gate = NULL;
+    }
+    if (st != UCCL_OK)
+        coll_error("stream-ordered collective on stream %p: %s", stream, uccl_strerror(st));
+    return st;
 }
