@@ -16,6 +16,7 @@
 #include <uccl/uccl_mpi.h>
 
 #include "perf_coll.h"
+#include "perf_cuda.h"
 #include "perf_opts.h"
 
 #define COLL_DEFAULT_MIN 8
@@ -30,6 +31,7 @@ typedef struct coll_opts {
     const char *transport;
     size_t min, max; /* bytes per rank block */
     int iters, warmup, rounds, no_ref;
+    int cuda; /* --mem cuda: GPU buffers, the D2D copy as the reference */
     const char *json;
 } coll_opts_t;
 
@@ -46,7 +48,9 @@ typedef struct coll_ctx {
     int rank, n;
     uccl_comm_t *comm;
     const char *transport; /* what the comm's connections use */
-    uint8_t *send, *recv;
+    uint8_t *send, *recv;    /* what the calls get (GPU memory with --mem cuda) */
+    uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
+    void *dsrc;              /* --mem cuda: source of the copy reference */
     size_t *counts, *displs; /* v-variants: every rank's block, packed */
 } coll_ctx_t;
 
@@ -58,6 +62,9 @@ static void coll_usage(void)
             "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
             "                         binomial, scatter_allgather, linear; default: auto)\n"
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
+            "  --mem host|cuda        buffer memory (default host); cuda: every rank on GPU\n"
+            "                         local_rank %% count, the reference is a device-to-device\n"
+            "                         copy of the bytes each rank receives, all ranks at once\n"
             "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
             "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
             "  --warmup N             untimed calls per size first (default 3)\n"
@@ -96,6 +103,10 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
     case 'r': bad = perf_parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
     case 'j': o->json = arg; break;
     case 'n': o->no_ref = 1; break;
+    case 'g':
+        bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
+        o->cuda = strcmp(arg, "cuda") == 0;
+        break;
     default: bad = 1; break;
     }
     if (bad && verbose)
@@ -112,6 +123,7 @@ static int coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
         {"max", required_argument, NULL, 'M'},      {"iters", required_argument, NULL, 'i'},
         {"warmup", required_argument, NULL, 'w'},   {"rounds", required_argument, NULL, 'r'},
         {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
+        {"mem", required_argument, NULL, 'g'},
         {NULL, 0, NULL, 0},
     };
     int opt, have_op = 0;
@@ -193,10 +205,18 @@ static void fill_send(coll_ctx_t *c, size_t count, unsigned salt)
 
     for (int b = 0; b < (multi ? c->n : 1); b++)
         for (size_t i = 0; i < count; i++)
-            c->send[(size_t)b * count + i] = pattern(c->rank, multi ? b : -1, i, salt);
+            c->hsend[(size_t)b * count + i] = pattern(c->rank, multi ? b : -1, i, salt);
     if (c->o.op == UCCL_COLL_BCAST) /* bcast works in place on the root's recv */
         for (size_t i = 0; i < count; i++)
-            c->recv[i] = c->rank == 0 ? pattern(0, -1, i, salt) : 0;
+            c->hrecv[i] = c->rank == 0 ? pattern(0, -1, i, salt) : 0;
+    if (c->o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        uccl_status_t st = uccl_copy(e, c->send, c->hsend, send_bytes(c, count));
+        if (st == UCCL_OK && c->o.op == UCCL_COLL_BCAST)
+            st = uccl_copy(e, c->recv, c->hrecv, count);
+        if (st != UCCL_OK)
+            coll_fail(c, "uccl_copy to the GPU", st);
+    }
 }
 
 /* Bytes of this rank's receive buffer that differ from what it must hold;
@@ -208,6 +228,12 @@ static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
 
     if (root_only && c->rank != 0)
         return 0;
+    if (c->o.cuda) {
+        uccl_status_t st = uccl_copy(uccl_comm_engine(c->comm), c->hrecv, c->recv,
+                                     recv_bytes(c, count));
+        if (st != UCCL_OK)
+            coll_fail(c, "uccl_copy from the GPU", st);
+    }
     for (int b = 0; b < (int)(recv_bytes(c, count) / (count ? count : 1)) && count; b++) {
         int src, dst;
         switch (c->o.op) {
@@ -218,7 +244,7 @@ static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
         default: src = b; dst = -1; break;
         }
         for (size_t i = 0; i < count; i++)
-            wrong += c->recv[(size_t)b * count + i] != pattern(src, dst, i, salt);
+            wrong += c->hrecv[(size_t)b * count + i] != pattern(src, dst, i, salt);
     }
     return wrong;
 }
@@ -318,6 +344,25 @@ static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iter
     return tmax;
 }
 
+/* --mem cuda reference: every rank copies the bytes it receives (the bcast
+ * root: none) device to device, all at once; the slowest rank's time. */
+static double time_copy(coll_ctx_t *c, size_t count, int iters)
+{
+    size_t len = c->o.op == UCCL_COLL_BCAST && c->rank == 0 ? 0 : recv_bytes(c, count);
+    double t, tmax = 0;
+
+    if (c->o.op == UCCL_COLL_GATHER && c->rank != 0)
+        len = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t = perf_cuda_copy_s(c->recv, c->dsrc, len, iters);
+    if (t < 0) {
+        fprintf(stderr, "uccl_perf coll rank %d: the device-to-device copy failed\n", c->rank);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return tmax;
+}
+
 static int auto_iters(const coll_ctx_t *c, size_t count)
 {
     size_t per_call = recv_bytes(c, count) + 4096;
@@ -349,7 +394,8 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
     for (int r = 0; r < c->o.rounds; r++) {
         tu[r] = time_method(c, METHOD_UCCL, count, iters, &wrong);
         tp[r] = time_method(c, METHOD_PLAN, count, iters, &wrong);
-        tm[r] = c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
+        tm[r] = c->o.cuda ? time_copy(c, count, iters)
+                : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
@@ -375,18 +421,26 @@ static const char *mpi_path(void)
     return text;
 }
 
+/* What the reference column holds. */
+static const char *ref_name(const coll_ctx_t *c)
+{
+    return c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
+                     : c->o.no_ref ? "none" : mpi_path();
+}
+
 static void print_header(const coll_ctx_t *c)
 {
     char host[64] = "?";
 
     gethostname(host, sizeof(host) - 1);
-    printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), reference MPI (%s), "
-           "on %s\n",
-           uccl_coll_op_name(c->o.op), c->n, c->transport,
-           c->o.transport ? c->o.transport : "default", c->o.no_ref ? "none" : mpi_path(), host);
+    printf("# uccl_perf coll --op %s: %d ranks, %s memory, uccl over %s (asked: %s), "
+           "reference %s%s, on %s\n",
+           uccl_coll_op_name(c->o.op), c->n, c->o.cuda ? "cuda" : "host", c->transport,
+           c->o.transport ? c->o.transport : "default", c->o.cuda ? "" : "MPI ", ref_name(c), host);
     printf("# %10s %12s %-18s %6s %10s %8s %8s %10s %10s %8s %7s %7s %7s\n", "count(B)", "size(B)",
-           "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)", "mpi(us)", "busbw",
-           "x mpi", "pl/call", "#wrong");
+           "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)",
+           c->o.cuda ? "copy(us)" : "mpi(us)", "busbw", c->o.cuda ? "x copy" : "x mpi", "pl/call",
+           "#wrong");
 }
 
 static void print_row(const coll_ctx_t *c, const coll_row_t *r)
@@ -410,20 +464,42 @@ static int write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
         return -1;
     }
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
-               "\"transport\": \"%s\", \"reference\": \"%s\", \"rounds\": %d,\n \"rows\": [\n",
-            uccl_coll_op_name(c->o.op), c->n, c->transport, c->o.no_ref ? "none" : mpi_path(),
-            c->o.rounds);
+               "\"transport\": \"%s\", \"mem\": \"%s\", \"reference\": \"%s\", \"rounds\": %d,\n"
+               " \"rows\": [\n",
+            uccl_coll_op_name(c->o.op), c->n, c->transport, c->o.cuda ? "cuda" : "host",
+            ref_name(c), c->o.rounds);
     for (int i = 0; i < n; i++) {
         const coll_row_t *r = &rows[i];
         fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
                    "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
-                   "\"mpi_us\": %.3f, \"mpi_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
+                   "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
                 r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
-                r->plan_s * 1e6, r->mpi_s * 1e6, busbw_gbs(c, r, r->mpi_s), r->wrong,
+                r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
+                c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->wrong,
                 i + 1 < n ? "," : "");
     }
     fprintf(f, " ]}\n");
     return fclose(f) == 0 ? 0 : -1;
+}
+
+/* --mem cuda: GPU local_rank % count for the engine (ranks of one host
+ * share it when it has fewer GPUs than ranks). */
+static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep)
+{
+    int ngpu = perf_cuda_count(), local = 0;
+    MPI_Comm node;
+
+    if (ngpu == 0) {
+        if (c->rank == 0)
+            fprintf(stderr, "uccl_perf coll: --mem cuda, but no GPU here\n");
+        return -1;
+    }
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    ep->field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX;
+    ep->gpu_index = local % ngpu;
+    return 0;
 }
 
 static int coll_setup(coll_ctx_t *c)
@@ -440,25 +516,43 @@ static int coll_setup(coll_ctx_t *c)
                     c->o.max, rb, COLL_MAX_BYTES);
         return -1;
     }
-    c->send = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
-    c->recv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
+    c->hsend = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
+    c->hrecv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
     c->counts = calloc((size_t)c->n, sizeof(size_t));
     c->displs = calloc((size_t)c->n, sizeof(size_t));
-    if (!c->send || !c->recv || !c->counts || !c->displs)
+    if (!c->hsend || !c->hrecv || !c->counts || !c->displs)
         return -1;
+    c->send = c->hsend;
+    c->recv = c->hrecv;
     if (c->o.transport != NULL) {
         ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
         ep.transports = c->o.transport;
         cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
         cp.engine_params = &ep;
     }
+    if (c->o.cuda && coll_pick_gpu(c, &ep) != 0)
+        return -1;
+    if (c->o.cuda) {
+        cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+        cp.engine_params = &ep;
+    }
     st = uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &c->comm);
     if (st != UCCL_OK)
         coll_fail(c, "uccl_comm_init_mpi", st);
+    if (c->o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        void *s = NULL, *r = NULL;
+        if ((st = uccl_mem_alloc(e, UCCL_MEM_CUDA, sb ? sb : 1, &s)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &r)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &c->dsrc)) != UCCL_OK)
+            coll_fail(c, "uccl_mem_alloc of GPU buffers", st);
+        c->send = s;
+        c->recv = r;
+    }
     c->transport = "self";
     if (c->n > 1 && uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->n), &attr) ==
                         UCCL_OK)
-        c->transport = attr.transport;
+        c->transport = c->o.cuda ? attr.gpu_transport : attr.transport;
     return 0;
 }
 
@@ -486,10 +580,17 @@ int perf_coll_main(int argc, char **argv)
         rc = write_json(&c, rows, nrows);
     for (int i = 0; rc == 0 && i < nrows; i++)
         rc = rows[i].wrong != 0 ? -1 : 0; /* a wrong byte fails the run */
+    if (c.comm != NULL && c.o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c.comm);
+        uccl_comm_coll_flush(c.comm);
+        uccl_mem_free(e, c.send);
+        uccl_mem_free(e, c.recv);
+        uccl_mem_free(e, c.dsrc);
+    }
     if (c.comm != NULL)
         uccl_comm_destroy(c.comm);
-    free(c.send);
-    free(c.recv);
+    free(c.hsend);
+    free(c.hrecv);
     free(c.counts);
     free(c.displs);
     free(rows);
