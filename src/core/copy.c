@@ -336,6 +336,7 @@ uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream, uccl_stream_
     }
     if (st == UCCL_OK) {
         ctx->busy[slot] = 1;
+        engine->stream_holds++;
         uccl_list_push_back(&ctx->holds, &h->link);
         *out = h;
     }
@@ -347,6 +348,7 @@ static void hold_release(uccl_copy_ctx_t *ctx, uccl_stream_hold_t *h)
 {
     __atomic_store_n(&ctx->flags[h->slot], h->value, __ATOMIC_RELEASE);
     ctx->busy[h->slot] = 0;
+    h->engine->stream_holds--;
     uccl_list_del(&h->link);
     free(h);
 }

@@ -128,6 +128,11 @@ struct uccl_engine {
     uint64_t setup_log_ms;  /* no such warning before then */
     uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
     struct uccl_copy_ctx *copy; /* copy stream, events, stream holds (copy.c) */
+    /* Stream holds not released (copy.c): while > 0 a caller's stream waits
+     * on this engine's progress, so progress must not make a call that
+     * synchronizes the device (cudaIpcCloseMemHandle, cudaFree, ...): it
+     * would wait for that stream forever. Transports defer such calls. */
+    int stream_holds;
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;

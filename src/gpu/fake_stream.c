@@ -463,3 +463,26 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
     pthread_mutex_unlock(&stream_lock);
     return UCCL_OK;
 }
+
+void uccl_fake_device_sync_check(const char *what)
+{
+    uccl_list_t *pos;
+    bool held = false;
+
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_for_each(pos, &fake_streams) {
+        uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
+        uccl_list_t *cpos;
+        uccl_list_for_each(cpos, &s->queue) {
+            fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
+            if (c->wait != NULL && (int32_t)(__atomic_load_n(c->wait, __ATOMIC_ACQUIRE) - c->value) < 0)
+                held = true;
+        }
+    }
+    pthread_mutex_unlock(&stream_lock);
+    if (held) {
+        uccl_error("fake GPU: %s synchronizes the device while a stream waits on a host flag "
+                   "not set yet: on a GPU this call would never return", what);
+        abort();
+    }
+}
