@@ -38,13 +38,17 @@ allowed() {
     util | public | mpi | coll | python | examples) return 1 ;;
     gpu | topo) [ "$to" = util ] ;;
     core) case $to in util | gpu | topo) return 0 ;; esac; return 1 ;;
-    tp-common) case $to in util | gpu | topo | core) return 0 ;; esac; return 1 ;;
-    tp:*) case $to in util | gpu | topo | core | tp-common) return 0 ;; esac; return 1 ;;
-    tp-registry) case $to in util | core) return 0 ;; esac; return 1 ;;
+    # transports see the core only through its SPI header; core.h is private
+    tp-common) case $to in util | gpu | topo) return 0 ;; core) [ "$hdr" = src/core/tp_api.h ] ;;
+        *) return 1 ;; esac ;;
+    tp:*) case $to in util | gpu | topo | tp-common) return 0 ;; core) [ "$hdr" = src/core/tp_api.h ] ;;
+        *) return 1 ;; esac ;;
+    tp-registry) case $to in util) return 0 ;; core) [ "$hdr" = src/core/tp_api.h ] ;;
+        *) return 1 ;; esac ;;
     proxy) case $to in util | gpu | core) return 0 ;; esac; return 1 ;;
     tools) # public API only, but for what no public call reports yet
         case "$file:$hdr" in
-        tools/uccl_info.c:src/core/tp.h | tools/uccl_info.c:src/core/core_config.h | \
+        tools/uccl_info.c:src/core/tp_api.h | tools/uccl_info.c:src/core/core_config.h | \
             tools/uccl_info.c:src/gpu/gpu.h | tools/uccl_info.c:src/topo/topo.h | \
             tools/perf_cuda.c:src/gpu/gpu.h) return 0 ;;
         esac
@@ -131,10 +135,12 @@ self_test() {
     tmp=$(mktemp -d) || return 1
     mkdir -p "$tmp"/{src/util,src/gpu,src/topo,src/core,src/tp/tcp,src/tp/shm,src/tp/verbs,coll,tools,include/uccl}
     touch "$tmp"/include/uccl/uccl.h "$tmp"/src/util/log.h "$tmp"/src/gpu/gpu.h \
-        "$tmp"/src/topo/topo.h "$tmp"/src/core/core.h "$tmp"/src/tp/tcp/tcp.h "$tmp"/src/tp/shm/shm.h
+        "$tmp"/src/topo/topo.h "$tmp"/src/core/core.h "$tmp"/src/core/tp_api.h \
+        "$tmp"/src/tp/tcp/tcp.h "$tmp"/src/tp/shm/shm.h
     printf '#include <uccl/uccl.h>\n#include "util/log.h"\n#include <stdio.h>\n' >"$tmp/src/util/ok.c"
-    printf '#include "util/log.h"\n#include "tcp.h"\n#include "core/core.h"\n' >"$tmp/src/tp/tcp/ok.c"
-    printf '#include "core/core.h"\n#include <infiniband/verbs.h>\n' >"$tmp/src/tp/verbs/ok.c"
+    printf '#include "util/log.h"\n#include "tcp.h"\n#include "core/tp_api.h"\n' >"$tmp/src/tp/tcp/ok.c"
+    printf '#include "core/tp_api.h"\n#include <infiniband/verbs.h>\n' >"$tmp/src/tp/verbs/ok.c"
+    printf '#include "core/tp_api.h"\n#include "core/core.h"\n' >"$tmp/src/core/ok.c"
     printf '#include "util/log.h"\n#include <cuda_runtime_api.h>\n' >"$tmp/src/gpu/ok.c"
     if ! out=$(check_tree "$tmp" 2>/dev/null); then
         echo "self-test: a clean tree was refused:"; echo "$out"; rm -rf "$tmp"; return 1
@@ -156,6 +162,11 @@ self_test() {
     plant src/core/bad.c '#include "tp/tcp/tcp.h"'
     plant src/tp/tcp/bad.c '#include "tp/shm/shm.h"'
     plant src/tp/tcp/bad2.c '#include "../shm/shm.h"'
+    plant src/tp/tcp/bad4.c '#include "core/core.h"'
+    plant src/tp/tcp/bad5.c '#include "../../core/core.h"'
+    mkdir -p "$tmp/src/tp/common"
+    plant src/tp/common/bad.c '#include "core/core.h"'
+    plant src/tp/bad.c '#include "core/core.h"'
     plant coll/bad.c '#include "core/core.h"'
     plant tools/bad.c '#include "core/core.h"'
     plant src/core/bad2.c '#include <infiniband/verbs.h>'

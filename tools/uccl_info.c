@@ -3,7 +3,7 @@
  * human report or --json for scripts.
  *
  * The configuration comes from the public uccl_config_dump. For the rest it
- * links the internal library (like the unit tests): src/core/tp.h lists the
+ * links the internal library (like the unit tests): src/core/tp_api.h lists the
  * transports compiled in, src/core/core_config.h gives the topology settings,
  * src/gpu/gpu.h the runtime's GPUs and src/topo/topo.h the topology (until a
  * public topology dump exists). */
@@ -14,7 +14,7 @@
 #include <uccl/uccl.h>
 
 #include "core/core_config.h"
-#include "core/tp.h"
+#include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "topo/topo.h"
 

@@ -366,6 +366,11 @@ uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold)
     return UCCL_OK;
 }
 
+int uccl_engine_stream_holds(const uccl_engine_t *engine)
+{
+    return engine->stream_holds;
+}
+
 /* Engine teardown (lock held, generalized requests already cancelled):
  * release every hold, wait for the copy stream, free everything. */
 void uccl_copy_ctx_destroy(uccl_engine_t *engine)

@@ -1,5 +1,6 @@
 /* Internal definitions of the core objects: engine, connection, memory
- * region, and the calls transports make back into the core. */
+ * region. Private to src/core: transports see the core only through
+ * tp_api.h (the transport SPI), which this includes. */
 #ifndef UCCL_CORE_CORE_H
 #define UCCL_CORE_CORE_H
 
@@ -17,7 +18,7 @@
 #include "util/pool.h"
 #include "util/sys.h"
 #include "req.h"
-#include "tp.h"
+#include "tp_api.h"
 
 #define UCCL_MAGIC_ENGINE 0x454e4743u /* "CGNE" */
 #define UCCL_MAGIC_CONN 0x4e4e4f43u
@@ -28,7 +29,7 @@
 
 /* One registered range shared by every handle that registered it (the
  * registration cache); transports keep their per-region handle in memh. */
-typedef struct uccl_region {
+struct uccl_region {
     void *addr;
     size_t len;
     uccl_mem_type_t mem_type;
@@ -38,7 +39,7 @@ typedef struct uccl_region {
     uccl_tp_memh_t *memh[UCCL_TP_MAX];
     void *alloc_base; /* GPU allocation holding addr (for IPC), else addr */
     size_t alloc_size;
-} uccl_region_t;
+};
 
 /* A user's registration handle. */
 struct uccl_mr {
@@ -118,6 +119,10 @@ struct uccl_engine {
     uint64_t caps;
     uccl_tp_t *tp[UCCL_TP_MAX];
     int ntp;
+    uccl_tp_open_params_t tp_params; /* what every transport's open got */
+    uccl_topo_t *topo;        /* loaded on first use (engine_topo.c), or NULL */
+    bool topo_loaded;         /* tried already: topo_status says how it went */
+    uccl_status_t topo_status;
     int listen_fd;
     struct sockaddr_in oob_addr;
     uccl_list_t conns;
@@ -166,10 +171,12 @@ typedef struct uccl_copy_ctx uccl_copy_ctx_t;
 void uccl_copy_ctx_destroy(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
-/* The topology of engine->cfg.topo_xml (or the live machine) with the GPU
- * runtime's ordinals (engine_topo.c); errors as uccl_topo_load. */
-typedef struct uccl_topo uccl_topo_t;
-uccl_status_t uccl_engine_topo_load(const uccl_engine_t *engine, uccl_topo_t **topo);
+/* The engine's topology (engine->cfg.topo_xml or the live machine, with the
+ * GPU runtime's ordinals), loaded on the first call (engine_topo.c); NULL
+ * with *status (may be NULL) as uccl_topo_load's error. Freed with the
+ * engine by uccl_engine_topo_free. */
+const uccl_topo_t *uccl_engine_topo(uccl_engine_t *engine, uccl_status_t *status);
+void uccl_engine_topo_free(uccl_engine_t *engine);
 /* Progress every transport, pending setups, liveness, deferred teardowns. */
 int uccl_engine_progress_locked(uccl_engine_t *engine);
 uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
@@ -183,14 +190,9 @@ static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&
 uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);
 uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out);
 
-/* ---- connections (conn.c) */
-/* Called by transports when a connection cannot go on (peer gone, link
- * error). Marks it failed now; endpoints are torn down and its requests
- * completed with status by the engine's next progress, outside the
- * transport's own progress call. */
-void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status);
-/* Deliver a notification that arrived for conn (transports call this). */
-uccl_status_t uccl_conn_notif_push(uccl_conn_t *conn, uint64_t value);
+/* ---- connections (conn.c; setup in conn_setup.c) */
+/* A fresh connection object of the engine's pool, or NULL. */
+uccl_conn_t *uccl_conn_alloc(uccl_engine_t *engine);
 uccl_status_t uccl_conn_check(const uccl_conn_t *conn);
 void uccl_conn_progress_setup(uccl_engine_t *engine);
 /* The setup listener's admission (setup_listen.c): accept within the cap;
@@ -202,39 +204,7 @@ void uccl_conn_progress_liveness(uccl_engine_t *engine);
 void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
 
-/* ---- two-sided matching (match.c)
- * Every send gets a per-connection message number (req->msg_seq) that its
- * transport carries to the peer. Messages of one connection may arrive on
- * different transports (host memory on shm, GPU memory on gpu_ipc), so the
- * receiving core, not the transport, pairs them with receives: a message is
- * matched only once every lower-numbered one has arrived, to the oldest
- * receive with its tag, so (conn, tag) keeps posting order whatever the
- * transports. The one rule a sender must keep: once post_send returned OK,
- * the message header reaches the peer (or the connection fails), else every
- * later message of the connection waits for it. */
-
-/* A message that arrived and waits for a receive; a transport embeds it in
- * its own record of the message (payload or rendezvous data). */
-struct uccl_msg {
-    uint64_t seq, tag, len;
-    /* Set by the transport once every byte is here: msg_deliver into a host
-     * receive then finishes it at once, without the peer, so the message
-     * outlives a failed connection (uccl_msg_salvage). */
-    bool complete;
-    uccl_tp_ep_t *ep; /* set by uccl_msg_hold */
-    uccl_list_t link;
-};
-
-/* A message header came in: *req is the receive to deliver it into now, or
- * NULL: then the transport records the message and hands the record to
- * uccl_msg_hold before it handles anything else; the core gives it back
- * through ops->msg_deliver once a receive takes it. Receives met on the way
- * that cannot take it fail: too small with UCCL_ERR_TRUNCATED, GPU memory
- * the transport cannot write with UCCL_ERR_UNSUPPORTED. A number seen before fails
- * with UCCL_ERR_TRANSPORT (the transport fails the connection). */
-uccl_status_t uccl_msg_arrived(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64_t seq,
-                               uint64_t tag, uint64_t len, uccl_req_t **req);
-void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg);
+/* ---- two-sided matching (match.c; the transports' side is in tp_api.h) */
 /* A receive was posted (xfer.c). */
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
 /* Forget held messages of a connection going away (their transports free
@@ -252,10 +222,6 @@ void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);
-/* Target-side check of a remote access (tcp, shm): region id must be live
- * and [addr, addr+len) inside it. Returns UCCL_ERR_REMOTE_ACCESS otherwise. */
-uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,
-                                      uint64_t len, uccl_region_t **region);
 void uccl_mr_release_all(uccl_engine_t *engine);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
@@ -266,7 +232,7 @@ void uccl_mr_release_all(uccl_engine_t *engine);
 
 /* One transport's remote key for the region. */
 typedef struct uccl_rdesc_key {
-    uint8_t owner; /* UCCL_TP_KEY_* (tp.h), never 0 */
+    uint8_t owner; /* UCCL_TP_KEY_* (tp_api.h), never 0 */
     uint8_t len;   /* 1..UCCL_TP_RKEY_MAX */
     uint8_t key[UCCL_TP_RKEY_MAX];
 } uccl_rdesc_key_t;

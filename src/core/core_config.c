@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/core_config.h"
-#include "core/tp.h"
+#include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "util/log.h"
 
@@ -47,7 +47,8 @@ static const uccl_cfg_field_t core_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t uccl_core_config_table = {"", core_fields, sizeof(uccl_config_t)};
+const uccl_cfg_table_t uccl_core_config_table = {
+    .prefix = "", .fields = core_fields, .struct_size = sizeof(uccl_config_t)};
 
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static pthread_once_t check_once = PTHREAD_ONCE_INIT;

@@ -122,6 +122,23 @@ static uccl_status_t open_listener(uccl_engine_t *engine)
     return UCCL_OK;
 }
 
+/* What the transports are told at open (tp_api.h); stays with the engine. */
+static void fill_tp_params(uccl_engine_t *engine)
+{
+    engine->tp_params = (uccl_tp_open_params_t){
+        .gpu_index = engine->gpu_index,
+        .engine_id = engine->id,
+        .host_id = engine->host_id,
+        .pid = engine->pid,
+        .ifaddr = engine->oob_addr.sin_addr.s_addr,
+        .net_devices = engine->cfg.net_devices,
+        .timeout_ms = engine->cfg.timeout_ms,
+        .setup_max_pending = engine->cfg.setup_max_pending,
+        .setup_timeout_ms = engine->cfg.setup_timeout_ms,
+        .engine = engine,
+    };
+}
+
 static void close_transports(uccl_engine_t *engine)
 {
     for (int i = engine->ntp - 1; i >= 0; i--)
@@ -134,6 +151,8 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
 {
     bool explicit_list = allowed[0] != '\0';
 
+    fill_tp_params(engine);
+
     for (const struct uccl_tp_ops *const *ops = uccl_tp_list(); *ops; ops++) {
         uccl_tp_t *tp = NULL;
         uccl_status_t st;
@@ -142,7 +161,7 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
             continue;
         if (engine->ntp == UCCL_TP_MAX)
             break;
-        st = (*ops)->open(engine, &tp);
+        st = (*ops)->open(&engine->tp_params, &tp);
         if (st == UCCL_ERR_INVALID_PARAM) { /* a malformed setting, logged: never skipped */
             uccl_error("transport %s: refused its settings; engine not created", (*ops)->name);
             close_transports(engine);
@@ -161,6 +180,7 @@ static uccl_status_t open_transports(uccl_engine_t *engine, const char *allowed)
         }
         tp->ops = *ops;
         tp->engine = engine;
+        tp->params = &engine->tp_params;
         tp->index = engine->ntp;
         engine->tp[engine->ntp++] = tp;
         engine->caps |= (*ops)->engine_cap;
@@ -191,18 +211,17 @@ static void progress_thread_affinity(uccl_engine_t *engine)
 {
     char busid[UCCL_TOPO_BUSID_MAX];
     const uccl_topo_gpu_t *gpu;
-    uccl_topo_t *topo;
+    const uccl_topo_t *topo;
     cpu_set_t set;
 
     if (engine->gpu_index < 0 ||
         uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) != UCCL_OK ||
-        uccl_engine_topo_load(engine, &topo) != UCCL_OK)
+        (topo = uccl_engine_topo(engine, NULL)) == NULL)
         return;
     gpu = uccl_topo_gpu_by_busid(topo, busid);
     if (gpu != NULL && uccl_topo_cpuset(topo, gpu->index, -1, &set) == UCCL_OK &&
         pthread_setaffinity_np(engine->progress_thread, sizeof(set), &set) == 0)
         uccl_info("progress thread pinned to the CPUs of GPU %d (%s)", engine->gpu_index, busid);
-    uccl_topo_free(topo);
 }
 
 static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_params_t *params,
@@ -329,6 +348,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
 err_transports:
     close_transports(engine);
 err_listener:
+    uccl_engine_topo_free(engine);
     close(engine->listen_fd);
 err_pools:
     uccl_pool_destroy(&engine->req_pool);
@@ -368,6 +388,7 @@ uccl_status_t uccl_engine_destroy(uccl_engine_t *engine)
     }
     uccl_mr_release_all(engine);
     close_transports(engine);
+    uccl_engine_topo_free(engine);
     close(engine->listen_fd);
     engine->magic = UCCL_MAGIC_DEAD;
     uccl_pool_destroy(&engine->req_pool);

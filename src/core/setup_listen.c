@@ -1,7 +1,7 @@
 /* The connection-setup listener's admission: incoming setups are accepted
  * within a cap (UCCL_SETUP_MAX_PENDING), the idle oldest dropped first, an
  * idle one giving its fd up when the fd table is full, and every drop
- * counted in a rate-limited warning. conn.c reads and answers the setups. */
+ * counted in a rate-limited warning. conn_setup.c reads and answers the setups. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

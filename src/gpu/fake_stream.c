@@ -94,7 +94,8 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-static const uccl_cfg_table_t fake_cfg_table = {"FAKE_GPU_", fake_cfg_fields, sizeof(fake_cfg_t)};
+static const uccl_cfg_table_t fake_cfg_table = {
+    .prefix = "FAKE_GPU_", .fields = fake_cfg_fields, .struct_size = sizeof(fake_cfg_t)};
 
 const uccl_cfg_table_t *uccl_gpu_config_table(void)
 {

@@ -1,13 +1,12 @@
 /* Machine topology for NIC choice: GPUs and NICs with their PCI location,
  * the PCIe distance between each GPU and NIC, and the nearest-NIC choice.
  *
- * Contract for transports (verbs, ofi, tcp) and the engine:
- *   uccl_topo_t *topo;
- *   uccl_topo_choice_t choice;
- *   st = uccl_engine_topo_load(engine, &topo);   (core.h: topo_xml + GPU ordinals)
- *   if (st == UCCL_ERR_UNSUPPORTED)   built without hwloc: take the first
- *       ...                            active device, as before topology
- *   st = uccl_topo_select_nics(topo, gpu_busid_or_NULL, cfg.net_devices, &choice);
+ * Transports do not load a topology: the engine loads one per engine (with
+ * the GPU runtime's ordinals) and hands it out through the transport SPI
+ * (src/core/tp_api.h): uccl_tp_topo() for the object, uccl_tp_nics() for
+ * the ranked NIC names (configured devices, else uccl_topo_select()).
+ * Others (tests, uccl_info) use uccl_topo_load_gpus() / uccl_topo_select():
+ *   st = uccl_topo_select_nics(topo, gpu_busid_or_NULL, override, &choice);
  *   choice.nics[0].nic->name / .port is the device to open; choice.nics[1..n-1]
  *   are equally near ones to stripe over; choice.why says why (log it at info).
  *   uccl_topo_free(topo) once done (choice points into topo).

@@ -107,7 +107,7 @@ static uccl_status_t stage_ready(uccl_stage_t *stage, const void *gpu_ptr)
 static const void *stage_req_gpu_ptr(const uccl_req_t *req)
 {
     for (int i = 0; req != NULL && i < req->iovcnt; i++)
-        if (req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST)
+        if (req->iov[i].region != NULL && uccl_region_mem_type(req->iov[i].region) != UCCL_MEM_HOST)
             return req->iov[i].addr;
     return NULL;
 }
@@ -141,7 +141,7 @@ void uccl_stage_destroy(uccl_stage_t *stage)
 bool uccl_stage_req_is_gpu(const uccl_req_t *req)
 {
     for (int i = 0; i < req->iovcnt; i++)
-        if (req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST)
+        if (req->iov[i].region != NULL && uccl_region_mem_type(req->iov[i].region) != UCCL_MEM_HOST)
             return true;
     return false;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 
 typedef struct uccl_stage uccl_stage_t;
 typedef struct uccl_stage_buf uccl_stage_buf_t;

@@ -2,7 +2,7 @@
  * so that config itself knows no transport. Apart from tp_list.c so that a
  * unit test replacing uccl_tp_list() still links this. */
 #include "uccl_build.h"
-#include "core/tp.h"
+#include "core/tp_api.h"
 
 /* Variable prefixes of parts left out of this build: a script that sets
  * UCCL_VERBS_* for every build is then told "not used here", not "unknown". */

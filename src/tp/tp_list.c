@@ -1,7 +1,7 @@
 /* The transports compiled into this build. Adding a transport adds one
  * line here and its own directory; no other transport changes. */
 #include "uccl_build.h"
-#include "core/tp.h"
+#include "core/tp_api.h"
 
 extern const struct uccl_tp_ops uccl_tp_shm_ops;
 extern const struct uccl_tp_ops uccl_tp_tcp_ops;

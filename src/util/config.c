@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,59 @@ uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void 
     return UCCL_ERR_INVALID_PARAM;
 }
 
+const char *uccl_cfg_alias_of(const uccl_cfg_table_t *table, const uccl_cfg_field_t *f)
+{
+    for (const uccl_cfg_alias_t *a = table->aliases; a != NULL && a->old_name != NULL; a++)
+        if (strcmp(a->field, f->name) == 0)
+            return a->old_name;
+    return NULL;
+}
+
+/* Old names warned about already: once per process and name. */
+static pthread_mutex_t alias_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *alias_warned[64];
+static size_t nalias_warned;
+
+static bool alias_first_use(const char *old_name)
+{
+    bool first = true;
+
+    pthread_mutex_lock(&alias_lock);
+    for (size_t i = 0; i < nalias_warned && first; i++)
+        first = strcmp(alias_warned[i], old_name) != 0;
+    if (first && nalias_warned < sizeof(alias_warned) / sizeof(alias_warned[0]))
+        alias_warned[nalias_warned++] = old_name;
+    pthread_mutex_unlock(&alias_lock);
+    return first;
+}
+
+/* The value of field f: UCCL_<prefix><name>, else its old name (warned
+ * about once); NULL when neither is set. envname receives the name read. */
+static const char *field_env(const uccl_cfg_table_t *table, const uccl_cfg_field_t *f,
+                             char *envname, size_t len)
+{
+    const char *old = uccl_cfg_alias_of(table, f), *value, *old_value = NULL;
+    char oldname[128];
+
+    snprintf(envname, len, "UCCL_%s%s", table->prefix, f->name);
+    value = getenv(envname);
+    if (old == NULL)
+        return value;
+    snprintf(oldname, sizeof(oldname), "UCCL_%s", old);
+    old_value = getenv(oldname);
+    if (old_value == NULL)
+        return value;
+    if (value != NULL) {
+        if (alias_first_use(old))
+            uccl_warn("UCCL_%s is deprecated and ignored: %s is set too", old, envname);
+        return value;
+    }
+    if (alias_first_use(old))
+        uccl_warn("UCCL_%s is deprecated: use %s (read as that for now)", old, envname);
+    snprintf(envname, len, "%s", oldname);
+    return old_value;
+}
+
 uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg)
 {
     char envname[128];
@@ -115,8 +169,7 @@ uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg)
             st = UCCL_ERR_INVALID_PARAM;
             break;
         }
-        snprintf(envname, sizeof(envname), "UCCL_%s%s", table->prefix, f->name);
-        env = getenv(envname);
+        env = field_env(table, f, envname, sizeof(envname));
         if (env != NULL && uccl_cfg_parse_value(f->type, env, dst) != UCCL_OK) {
             uccl_error("invalid value '%s' for %s (%s)", env, envname, f->doc);
             st = UCCL_ERR_INVALID_PARAM;

@@ -29,18 +29,29 @@ typedef struct uccl_cfg_field {
     uccl_cfg_type_t type;
 } uccl_cfg_field_t;
 
+/* A field's old name, kept for one release after a rename: when
+ * UCCL_<prefix><field> is not set, UCCL_<old_name> is read instead and a
+ * warning (once per process and name) names the new variable; when both are
+ * set, the new one wins and the old one is said to be ignored. */
+typedef struct uccl_cfg_alias {
+    const char *old_name; /* without UCCL_, e.g. "IB_TIMEOUT" */
+    const char *field;    /* the field's name in its table, e.g. "IB_TIMEOUT" of "VERBS_" */
+} uccl_cfg_alias_t;
+
 typedef struct uccl_cfg_table {
     const char *prefix; /* "" for core, "TCP_" etc. for a transport */
     const uccl_cfg_field_t *fields; /* ended by {NULL} */
     size_t struct_size;
+    const uccl_cfg_alias_t *aliases; /* ended by {NULL}; NULL = none */
 } uccl_cfg_table_t;
 
 /* Parse one value of the given type into dst. Returns UCCL_ERR_INVALID_PARAM
  * (nothing written) when text is malformed or out of range. */
 uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void *dst);
 
-/* Fill cfg from defaults, then from the environment ("UCCL_" prefix name).
- * A malformed variable is an error naming it; nothing is half-parsed. */
+/* Fill cfg from defaults, then from the environment ("UCCL_" prefix name,
+ * else a field's old name, see uccl_cfg_alias_t). A malformed variable is an
+ * error naming it; nothing is half-parsed. */
 uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg);
 
 /* Format the field's value at src as text (the inverse of parse_value). */
@@ -65,16 +76,19 @@ uccl_status_t uccl_cfg_register_absent(const char *prefix, const char *what);
 const uccl_cfg_table_t *const *uccl_cfg_tables(void);
 /* The absent part whose prefix starts name[0..len) (without UCCL_), or NULL. */
 const char *uccl_cfg_absent_part(const char *name, size_t len);
+/* The old name of table's field f (NULL when it has none). */
+const char *uccl_cfg_alias_of(const uccl_cfg_table_t *table, const uccl_cfg_field_t *f);
 
 /* ---- the environment against the registry */
 typedef enum {
     UCCL_CFG_VAR_KNOWN,  /* a field of a registered table */
     UCCL_CFG_VAR_ABSENT, /* under a prefix registered as absent */
+    UCCL_CFG_VAR_ALIAS,  /* the old name of a field (hint: the new name) */
     UCCL_CFG_VAR_UNKNOWN,
 } uccl_cfg_var_kind_t;
 
 /* Classify the variable name (with its UCCL_ prefix, up to '=' or the end).
- * For an unknown one, hint (when non-NULL) receives the closest legal name
+ * For an old name, hint receives the new one. For an unknown one, hint (when non-NULL) receives the closest legal name
  * within a small edit distance, or "" when none is close. what (when
  * non-NULL) receives the absent part's name for UCCL_CFG_VAR_ABSENT. */
 uccl_cfg_var_kind_t uccl_cfg_classify(const char *name, char *hint, size_t hint_len,
@@ -82,8 +96,8 @@ uccl_cfg_var_kind_t uccl_cfg_classify(const char *name, char *hint, size_t hint_
 
 /* Warn (once per call) about each UCCL_* variable of env (an environ-style
  * array) that no registered table knows, naming the closest known name;
- * variables of absent parts are said at info level. Returns the number of
- * unknown variables. */
+ * variables of absent parts are said at info level, old names are left to
+ * the parser's deprecation warning. Returns the number of unknown variables. */
 int uccl_cfg_check_env(char *const *env);
 
 /* ---- dump: every registered variable with its value, as text or JSON,

@@ -32,6 +32,21 @@ static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
     return row[la & 1][lb];
 }
 
+/* name[0..len) is the old name of a registered field: hint gets the new. */
+static bool lookup_alias(const char *name, size_t len, char *hint, size_t hint_len)
+{
+    for (const uccl_cfg_table_t *const *t = uccl_cfg_tables(); *t != NULL; t++) {
+        for (const uccl_cfg_alias_t *a = (*t)->aliases; a != NULL && a->old_name != NULL; a++) {
+            if (strlen(a->old_name) == len && memcmp(a->old_name, name, len) == 0) {
+                if (hint != NULL)
+                    snprintf(hint, hint_len, "UCCL_%s%s", (*t)->prefix, a->field);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* name[0..len) is a field of a registered table; else remember the closest. */
 static bool lookup(const char *name, size_t len, char *hint, size_t hint_len)
 {
@@ -74,6 +89,8 @@ uccl_cfg_var_kind_t uccl_cfg_classify(const char *name, char *hint, size_t hint_
     len = strcspn(name, "=");
     if (lookup(name, len, hint, hint_len))
         return UCCL_CFG_VAR_KNOWN;
+    if (lookup_alias(name, len, hint, hint_len))
+        return UCCL_CFG_VAR_ALIAS;
     part = uccl_cfg_absent_part(name, len);
     if (part != NULL) {
         if (hint != NULL)
@@ -97,6 +114,7 @@ int uccl_cfg_check_env(char *const *env)
             continue;
         switch (uccl_cfg_classify(*env, hint, sizeof(hint), &what)) {
         case UCCL_CFG_VAR_KNOWN: break;
+        case UCCL_CFG_VAR_ALIAS: break; /* uccl_cfg_parse warns when it reads one */
         case UCCL_CFG_VAR_ABSENT:
             uccl_info("%.*s is not used: this build has no %s", len, *env, what);
             break;
@@ -191,8 +209,16 @@ static void dump_table(FILE *out, unsigned flags, char *const *env, const uccl_c
                         .doc = f->doc};
 
         snprintf(name, sizeof(name), "UCCL_%s%s", t->prefix, f->name);
-        if (!(flags & UCCL_CFG_DUMP_DEFAULTS))
+        if (!(flags & UCCL_CFG_DUMP_DEFAULTS)) {
+            const char *old = uccl_cfg_alias_of(t, f);
+            char oldname[NAME_MAX_LEN + 8];
+
             raw = env_value(env, name);
+            if (raw == NULL && old != NULL) { /* set under its old name */
+                snprintf(oldname, sizeof(oldname), "UCCL_%s", old);
+                raw = env_value(env, oldname);
+            }
+        }
         if (raw != NULL && uccl_cfg_parse_value(f->type, raw, &scratch) == UCCL_OK) {
             v.state = "env";
         } else {
@@ -222,8 +248,8 @@ static void dump_strangers(FILE *out, unsigned flags, char *const *env, bool *fi
         if (strncmp(*env, "UCCL_", 5) != 0 || eq == NULL || (size_t)(eq - *env) >= sizeof(name))
             continue;
         kind = uccl_cfg_classify(*env, hint, sizeof(hint), &what);
-        if (kind == UCCL_CFG_VAR_KNOWN)
-            continue;
+        if (kind == UCCL_CFG_VAR_KNOWN || kind == UCCL_CFG_VAR_ALIAS)
+            continue; /* an old name shows as the value of its new one */
         snprintf(name, sizeof(name), "%.*s", (int)(eq - *env), *env);
         v.value = eq + 1;
         if (kind == UCCL_CFG_VAR_ABSENT) {

@@ -1,4 +1,4 @@
-/* libFuzzer harness: the connection-setup listener (src/core/conn.c,
+/* libFuzzer harness: the connection-setup listener (src/core/conn_setup.c,
  * oob.c). One engine lives for the whole run; each input is written to it
  * over a fresh loopback socket, as a stranger (or a broken peer) would, and
  * the engine is progressed until it has dropped the socket. It must never

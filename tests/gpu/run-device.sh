@@ -88,8 +88,8 @@ for op in write send; do
 done
 step "variants: default transports (write, window 1)"
 timeout 90 $MPIRUN tools/uccl_perf p2p --mem cuda --op write --min 4K --max 64M --window 1 --iters 200 2>&1 | grep -E "^ |over"
-step "send/recv 512 KiB .. 4 MiB, window 16, 5 rounds: default, push only (PULL_SHARE=0), pull only (PUSH_MIN=0)"
-for v in "" "UCCL_GPU_IPC_PULL_SHARE=0" "UCCL_GPU_IPC_PUSH_MIN=0"; do
+step "send/recv 512 KiB .. 4 MiB, window 16, 5 rounds: default, push only (SPLIT_PCT=0), pull only (PUSH_MIN=0)"
+for v in "" "UCCL_GPU_IPC_SPLIT_PCT=0" "UCCL_GPU_IPC_PUSH_MIN=0"; do
     echo "# ${v:-default}"
     timeout 90 $MPIRUN ${v:+-x "$v"} tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op send --min 512K --max 4M \
         --window 16 --rounds 5 2>&1 | grep -E "^ +[0-9]"

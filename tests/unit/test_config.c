@@ -183,7 +183,8 @@ static const uccl_cfg_field_t test_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-static const uccl_cfg_table_t test_table = {"UTEST_", test_fields, sizeof(test_cfg_t)};
+static const uccl_cfg_table_t test_table = {
+    .prefix = "UTEST_", .fields = test_fields, .struct_size = sizeof(test_cfg_t)};
 
 static const char *const test_env[] = {"UCCL_UTEST_COUNT", "UCCL_UTEST_FLAG", "UCCL_UTEST_SIZE",
                                        "UCCL_UTEST_NAME", "UCCL_UTEST_LEVEL"};

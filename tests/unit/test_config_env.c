@@ -91,7 +91,8 @@ static const uccl_cfg_field_t utest_fields[] = {
     {"COUNT", "3", "a test value", offsetof(utest_cfg_t, count), UCCL_CFG_INT},
     {NULL, NULL, NULL, 0, 0},
 };
-static const uccl_cfg_table_t utest_table = {"ENVTEST_", utest_fields, sizeof(utest_cfg_t)};
+static const uccl_cfg_table_t utest_table = {
+    .prefix = "ENVTEST_", .fields = utest_fields, .struct_size = sizeof(utest_cfg_t)};
 
 static void test_classify(void)
 {
@@ -196,6 +197,110 @@ static void test_warn_once(void)
     CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT(WIFEXITED(status));
     CU_ASSERT_EQUAL(WEXITSTATUS(status), 0); /* 1: get failed, 2: no warning, 4: warned twice */
+}
+
+/* ------------------------------------------------------------ old names */
+
+typedef struct alias_cfg {
+    int depth;
+    int width;
+} alias_cfg_t;
+
+static const uccl_cfg_field_t alias_fields[] = {
+    {"DEPTH", "8", "a renamed value", offsetof(alias_cfg_t, depth), UCCL_CFG_INT},
+    {"WIDTH", "2", "a value never renamed", offsetof(alias_cfg_t, width), UCCL_CFG_INT},
+    {NULL, NULL, NULL, 0, 0},
+};
+static const uccl_cfg_alias_t alias_aliases[] = {
+    {"OLDTEST_DEPTH", "DEPTH"},
+    {NULL, NULL},
+};
+static const uccl_cfg_table_t alias_table = {.prefix = "ALIASTEST_",
+                                             .fields = alias_fields,
+                                             .struct_size = sizeof(alias_cfg_t),
+                                             .aliases = alias_aliases};
+
+/* An old name is read when the new one is unset, with one deprecation
+ * warning per process naming the new one; the new name wins when both are
+ * set; a malformed old value is refused naming the old variable; classify
+ * and the dump know the old name. Runs in a child: "once per process". */
+static void test_alias(void)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        alias_cfg_t cfg;
+        char hint[64], *text;
+        size_t len = 0;
+        int rc = 0;
+
+        unsetenv("UCCL_ALIASTEST_DEPTH");
+        setenv("UCCL_OLDTEST_DEPTH", "5", 1);
+        capture_start();
+        rc |= uccl_cfg_parse(&alias_table, &cfg) != UCCL_OK || cfg.depth != 5 || cfg.width != 2;
+        rc |= (count_lines(UCCL_LOG_WARN, "UCCL_OLDTEST_DEPTH is deprecated",
+                           "use UCCL_ALIASTEST_DEPTH") != 1) << 1;
+        rc |= (uccl_cfg_parse(&alias_table, &cfg) != UCCL_OK || cfg.depth != 5) << 2;
+        rc |= (nlines != 1) << 3; /* once per process */
+        setenv("UCCL_ALIASTEST_DEPTH", "7", 1);
+        rc |= (uccl_cfg_parse(&alias_table, &cfg) != UCCL_OK || cfg.depth != 7) << 4; /* new wins */
+        unsetenv("UCCL_ALIASTEST_DEPTH");
+        setenv("UCCL_OLDTEST_DEPTH", "deep", 1);
+        nlines = 0;
+        cfg.depth = 99;
+        rc |= (uccl_cfg_parse(&alias_table, &cfg) != UCCL_ERR_INVALID_PARAM || cfg.depth != 99) << 5;
+        rc |= (count_lines(UCCL_LOG_ERROR, "'deep'", "UCCL_OLDTEST_DEPTH") != 1) << 6;
+        uccl_log_set_sink(NULL, NULL);
+        /* classify: an old name is neither known nor unknown, and hints the new */
+        uccl_config_tables();
+        rc |= (uccl_cfg_register(&alias_table) != UCCL_OK) << 7;
+        rc |= (uccl_cfg_classify("UCCL_OLDTEST_DEPTH=1", hint, sizeof(hint), NULL) !=
+               UCCL_CFG_VAR_ALIAS || strcmp(hint, "UCCL_ALIASTEST_DEPTH") != 0) << 8;
+        /* the dump shows the value under the new name, not as a stranger */
+        setenv("UCCL_OLDTEST_DEPTH", "6", 1);
+        text = uccl_config_dump(0, NULL, &len) == UCCL_ERR_BUFFER_TOO_SMALL ? malloc(len) : NULL;
+        rc |= (text == NULL || uccl_config_dump(0, text, &len) != UCCL_OK ||
+               strstr(text, "UCCL_ALIASTEST_DEPTH=6\n") == NULL ||
+               strstr(text, "\nUCCL_OLDTEST_DEPTH") != NULL) << 9;
+        free(text);
+        _exit(rc);
+    }
+    CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFEXITED(status));
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        fprintf(stderr, "\n  alias child: failed checks mask 0x%x\n", WEXITSTATUS(status));
+    CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+}
+
+/* The renamed knobs of the transports: their old names are aliases of the
+ * new ones (verbs under VERBS_, one split knob name in shm and gpu_ipc). */
+static void test_transport_aliases(void)
+{
+    static const char *const pairs[][2] = {
+#ifdef UCCL_HAVE_VERBS
+        {"UCCL_IB_TIMEOUT", "UCCL_VERBS_IB_TIMEOUT"},
+        {"UCCL_IB_GID_INDEX", "UCCL_VERBS_IB_GID_INDEX"},
+#endif
+#if defined(UCCL_HAVE_CUDA) || defined(UCCL_HAVE_ROCM) || defined(UCCL_HAVE_FAKE_GPU)
+        {"UCCL_GPU_IPC_PULL_SHARE", "UCCL_GPU_IPC_SPLIT_PCT"},
+        {"UCCL_GPU_IPC_SPLIT_MIN", "UCCL_GPU_IPC_STREAM_SPLIT_MIN"},
+#endif
+        {NULL, NULL},
+    };
+    char hint[64];
+    int checked = 0;
+
+    uccl_config_tables();
+    for (int i = 0; pairs[i][0] != NULL; i++, checked++) {
+        CU_ASSERT_EQUAL(uccl_cfg_classify(pairs[i][0], hint, sizeof(hint), NULL), UCCL_CFG_VAR_ALIAS);
+        CU_ASSERT_STRING_EQUAL(hint, pairs[i][1]);
+        CU_ASSERT_EQUAL(uccl_cfg_classify(pairs[i][1], NULL, 0, NULL), UCCL_CFG_VAR_KNOWN);
+    }
+    CU_ASSERT_EQUAL(uccl_cfg_classify("UCCL_SHM_SPLIT_PCT", NULL, 0, NULL), UCCL_CFG_VAR_KNOWN);
+    if (checked == 0)
+        printf("SKIP: neither verbs nor gpu_ipc in this build: no renamed knob to check\n");
 }
 
 /* ------------------------------------------------------------ dump */
@@ -329,6 +434,8 @@ static CU_TestInfo env_tests[] = {
     {"log sink receives lines, NULL restores stderr", test_sink},
     {"classify names: known, unknown with hint, absent", test_classify},
     {"check_env warns per unknown name", test_check_env},
+    {"old names: read, warned once, new wins, classified, dumped", test_alias},
+    {"renamed transport knobs keep their old names", test_transport_aliases},
     {"dump: size query, exact and short buffers, bad arguments", test_dump_sizes},
     {"dump: text with environment, defaults", test_dump_text},
     {"dump: JSON states and escaping", test_dump_json},

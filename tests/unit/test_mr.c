@@ -27,9 +27,9 @@ typedef struct fake_ep {
 
 static int fake_reg_calls, fake_dereg_calls, fake_live_memh;
 
-static uccl_status_t fake_open(uccl_engine_t *engine, uccl_tp_t **tp)
+static uccl_status_t fake_open(const uccl_tp_open_params_t *params, uccl_tp_t **tp)
 {
-    (void)engine;
+    (void)params;
     *tp = calloc(1, sizeof(**tp));
     return *tp ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }

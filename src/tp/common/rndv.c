@@ -109,7 +109,7 @@ static uint8_t *rndv_ctrl_begin(uccl_rndv_t *r, int *slot, rndv_out_t **out)
 {
     *out = NULL;
     if (uccl_list_empty(&r->ctrl_pending) && r->nfree > 0 && r->ops->ctrl_room(r) &&
-        rndv_conn(r)->state == UCCL_OK) {
+        uccl_conn_status(rndv_conn(r)) == UCCL_OK) {
         *slot = r->free_slots[--r->nfree];
         return uccl_rndv_send_buf(r, *slot);
     }

@@ -57,7 +57,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
  * which the carrying transport exchanges at connection setup */

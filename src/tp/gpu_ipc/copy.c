@@ -90,7 +90,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     size_t chunk;
     int n = tp->nstreams;
 
-    if (tp->cfg.split_min == 0 || len < tp->cfg.split_min || n == 1) {
+    if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
         *used |= 1u << first;
         return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
     }
@@ -313,7 +313,7 @@ void uccl_gpu_ipc_ops_cancel(ipc_ep_t *ep)
         op_sync(ep->tp, op);
         op_poll(ep->tp, op);
         /* not finished: its request is the core's to complete, with the
-         * connection's error or CANCELED (tp.h, ep_destroy) */
+         * connection's error or CANCELED (tp_api.h, ep_destroy) */
         op_unlink(ep->tp, op);
         free(op);
     }

@@ -8,7 +8,7 @@
  * PUSH_MIN bytes matched to a receive in device memory is pushed by the
  * sender once the receiver's CTS names the receive's buffers (over NVLink a
  * copy that writes the peer's memory runs faster than one that reads it:
- * 1.18x at 1 MiB on 2x H200), and the receiver pulls the last PULL_SHARE
+ * 1.18x at 1 MiB on 2x H200), and the receiver pulls the last SPLIT_PCT
  * percent of it at the same time, so both GPUs' copy engines work on one
  * message and each side's request is done when its own copy and the
  * other's report (PUSH_DONE, FIN) are (two processes on one GPU never push:
@@ -29,7 +29,7 @@
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "tp/gpu_ipc/ring.h"
 
@@ -172,9 +172,9 @@ typedef struct ipc_op {
 
 typedef struct ipc_cfg {
     int streams;
-    size_t split_min;
+    size_t stream_split_min;
     size_t push_min;
-    int pull_share;
+    int split_pct;
 } ipc_cfg_t;
 
 typedef struct ipc_tp {
@@ -236,7 +236,7 @@ typedef struct ipc_seg {
     size_t len;
 } ipc_seg_t;
 
-/* ---- ep.c */
+/* ---- gpu_ipc.c */
 uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
                            size_t blen);
 void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep);

@@ -203,7 +203,7 @@ uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t
     map->key = m->key;
     map->size = m->size;
     map->handle = m->handle;
-    if (ep->peer_pid == ep->tp->base.engine->pid) {
+    if (ep->peer_pid == ep->tp->base.params->pid) {
         map->ptr = (void *)(uintptr_t)m->key; /* same process: the pointer is ours */
     } else {
         st = m->size > 0 ? uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) : UCCL_ERR_PEER_FAILED;
@@ -237,7 +237,7 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
         return;
     /* closing a mapping synchronizes the device: not while a caller's
      * stream waits on this engine's progress (a stream hold) */
-    if (!all && ep->tp->base.engine->stream_holds > 0)
+    if (!all && uccl_engine_stream_holds(ep->tp->base.engine) > 0)
         return;
     if (all)
         while (!uccl_list_empty(&ep->maps))
@@ -245,7 +245,7 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     while (!uccl_list_empty(&ep->zombies)) {
         ipc_map_t *map = uccl_list_first(&ep->zombies, ipc_map_t, link);
         uccl_list_del(&map->link);
-        if (ep->peer_pid != ep->tp->base.engine->pid && uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
+        if (ep->peer_pid != ep->tp->base.params->pid && uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
             uccl_gpu_ipc_close(map->ptr);
         free(map);
     }
@@ -264,14 +264,14 @@ void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
 
     memset(&g, 0, sizeof(g));
     g.region_id = m->region_id;
-    memh = st == UCCL_OK ? region->memh[ep->tp->base.index] : NULL;
+    memh = st == UCCL_OK ? uccl_region_memh(region, &ep->tp->base) : NULL;
     if (st == UCCL_OK && (memh == NULL || memh->alloc == NULL))
         st = UCCL_ERR_REMOTE_ACCESS; /* host memory is never mapped by peers */
     if (st == UCCL_OK) {
-        memh->region_id = region->id;
+        memh->region_id = uccl_region_id(region);
         memh->granted = true;
-        g.addr = (uint64_t)(uintptr_t)region->addr;
-        g.len = region->len;
+        g.addr = (uint64_t)(uintptr_t)uccl_region_addr(region);
+        g.len = uccl_region_len(region);
         g.alloc.key = (uint64_t)(uintptr_t)memh->alloc->base;
         g.alloc.size = memh->alloc->size;
         g.alloc.handle = memh->alloc->handle;

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "tp/gpu_ipc/ring.h"
 
 #define REC_HDR 8u

@@ -9,7 +9,7 @@
 
 static uccl_tp_memh_t *iov_memh(const ipc_ep_t *ep, const uccl_req_iov_t *iov)
 {
-    return iov->region != NULL ? iov->region->memh[ep->tp->base.index] : NULL;
+    return iov->region != NULL ? uccl_region_memh(iov->region, &ep->tp->base) : NULL;
 }
 
 /* Local iovs as segments of announced device allocations (the peer copies). */
@@ -162,7 +162,7 @@ static int plan_skip(ipc_seg_t *seg, int n, size_t off)
 /* Bytes of a pushed message of len that the receiver pulls itself. */
 static size_t pull_part(const ipc_ep_t *ep, size_t len)
 {
-    int share = ep->tp->cfg.pull_share;
+    int share = ep->tp->cfg.split_pct;
 
     if (share <= 0 || share >= 100)
         return 0;
@@ -487,7 +487,7 @@ void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t
     if (st == UCCL_OK && (op = op_new(OP_TGT, NULL)) == NULL)
         st = UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
-        op->memh = region->memh[ep->tp->base.index];
+        op->memh = uccl_region_memh(region, &ep->tp->base);
         op->seq = m->seq;
         op->has_notif = m->has_notif != 0;
         op->notif = m->notif;

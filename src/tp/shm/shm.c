@@ -51,7 +51,8 @@ static const uccl_cfg_field_t shm_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t uccl_shm_config_table = {"SHM_", shm_fields, sizeof(shm_config_t)};
+const uccl_cfg_table_t uccl_shm_config_table = {
+    .prefix = "SHM_", .fields = shm_fields, .struct_size = sizeof(shm_config_t)};
 
 /* Segment: header, ring initiator->acceptor, ring acceptor->initiator. */
 typedef struct shm_seg_hdr {
@@ -92,7 +93,7 @@ static uccl_status_t shm_parse_cma(const char *text, shm_cma_mode_t *mode)
     return UCCL_ERR_INVALID_PARAM;
 }
 
-static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
+static uccl_status_t shm_open_tp(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     shm_tp_t *tp = calloc(1, sizeof(*tp));
     uccl_status_t st;
@@ -141,7 +142,7 @@ static uccl_status_t shm_open_tp(uccl_engine_t *engine, uccl_tp_t **out)
     }
     uccl_shm_cma_allow_peers(tp);
     /* GPU memory is moved by staging when a GPU is usable here */
-    if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
+    if (uccl_stage_create(params->gpu_index, tp->cfg.stage_chunk, (int)tp->cfg.stage_depth,
                           &tp->stage) == UCCL_OK)
         tp->base.open_caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_ROCM_MEM;
     *out = &tp->base;
@@ -172,7 +173,7 @@ static uccl_status_t shm_address(uccl_tp_t *tp, void *buf, size_t *len)
 
 static bool shm_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
 {
-    return peer->host_id == tp->engine->host_id && peer->addr_len == 8 &&
+    return peer->host_id == tp->params->host_id && peer->addr_len == 8 &&
            uccl_get_u64(peer->addr) == SHM_WIRE_MAGIC;
 }
 
@@ -201,7 +202,7 @@ static uccl_status_t shm_seg_create(shm_ep_t *ep)
     int fd;
 
     snprintf(ep->seg_name, sizeof(ep->seg_name), "/uccl-shm-%016" PRIx64 "-%016" PRIx64,
-             ep->tp->base.engine->id, uccl_random_u64());
+             ep->tp->base.params->engine_id, uccl_random_u64());
     fd = shm_open(ep->seg_name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0) {
         uccl_error("shm_open(%s): %s", ep->seg_name, strerror(errno));
@@ -439,12 +440,12 @@ static int shm_progress(uccl_tp_t *base)
     uccl_list_for_each(pos, &tp->eps) {
         shm_ep_t *ep = uccl_container_of(pos, shm_ep_t, link);
 
-        if (!ep->connected || ep->base.conn->state != UCCL_OK)
+        if (!ep->connected || uccl_conn_status(ep->base.conn) != UCCL_OK)
             continue;
         events += uccl_shm_rx_progress(ep);
-        if (ep->base.conn->state == UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) == UCCL_OK)
             events += uccl_shm_cma_progress(ep, &budget);
-        if (ep->base.conn->state == UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) == UCCL_OK)
             events += uccl_shm_tx_progress(ep);
     }
     /* the budget ran out: the next call starts with the next endpoint */

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "shm_ring.h"
 #include "tp/staging.h"
 

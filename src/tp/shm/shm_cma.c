@@ -243,7 +243,7 @@ int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
         shm_cma_finish(ep, job, st);
         free(job);
         events++;
-        if (ep->base.conn->state != UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             break;
     }
     return events;

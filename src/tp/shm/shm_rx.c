@@ -202,7 +202,7 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     }
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
+    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
@@ -212,11 +212,11 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
-    if (!ep->cma || region->mem_type != UCCL_MEM_HOST || (pkt.reserved & SHM_FLAG_GPU)) {
+    if (!ep->cma || uccl_region_mem_type(region) != UCCL_MEM_HOST || (pkt.reserved & SHM_FLAG_GPU)) {
         if (pkt.is_read)
             shm_stream_add(ep, &(shm_stream_t){.type = SHM_PKT_DATA, .id = pkt.id, .flat = pkt.addr,
                                                .region_id = pkt.region_id, .len = pkt.len,
-                                               .staged = region->mem_type != UCCL_MEM_HOST});
+                                               .staged = uccl_region_mem_type(region) != UCCL_MEM_HOST});
         else
             uccl_shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
         return;
@@ -267,13 +267,13 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
         return;
     }
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && ep->tp->stage == NULL)
+    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
         uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
         return;
     }
-    if (region->mem_type == UCCL_MEM_HOST) {
+    if (uccl_region_mem_type(region) == UCCL_MEM_HOST) {
         memcpy((void *)(uintptr_t)pkt.addr, p + sizeof(pkt), pkt.len);
         if (pkt.last)
             shm_write_done(ep, pkt.id, pkt.has_notif, pkt.notif);
@@ -350,7 +350,7 @@ int uccl_shm_rx_progress(shm_ep_t *ep)
         shm_rx_one(ep, p, &hdr);
         uccl_shm_ring_release(&ep->rx, hdr.size);
         events++;
-        if (ep->base.conn->state != UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             break;
     }
     return events;

@@ -31,7 +31,8 @@ static const uccl_cfg_field_t tcp_config_fields[] = {
     {NULL, NULL, NULL, 0, 0},
 };
 
-static const uccl_cfg_table_t tcp_config_table = {"TCP_", tcp_config_fields, sizeof(tcp_config_t)};
+static const uccl_cfg_table_t tcp_config_table = {
+    .prefix = "TCP_", .fields = tcp_config_fields, .struct_size = sizeof(tcp_config_t)};
 
 #define TCP_EVENTS_MAX 64
 
@@ -85,7 +86,7 @@ static uccl_status_t tcp_open_listener(tcp_tp_t *tp)
     return UCCL_OK;
 }
 
-static uccl_status_t tcp_open(uccl_engine_t *engine, uccl_tp_t **out)
+static uccl_status_t tcp_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     tcp_tp_t *tp = calloc(1, sizeof(*tp));
     uccl_status_t st;
@@ -108,7 +109,7 @@ static uccl_status_t tcp_open(uccl_engine_t *engine, uccl_tp_t **out)
     if (st != UCCL_OK)
         goto err_epoll;
     /* GPU memory is moved by staging when a GPU is usable here */
-    if (uccl_stage_create(engine->gpu_index, tp->cfg.stage_chunk, tp->cfg.stage_depth, &tp->stage) ==
+    if (uccl_stage_create(params->gpu_index, tp->cfg.stage_chunk, tp->cfg.stage_depth, &tp->stage) ==
         UCCL_OK)
         tp->base.open_caps = UCCL_TP_CAP_CUDA_MEM | UCCL_TP_CAP_ROCM_MEM;
     *out = &tp->base;
@@ -157,7 +158,7 @@ static uccl_status_t tcp_address(uccl_tp_t *base, void *buf, size_t *len)
     p[0] = TCP_WIRE_VERSION;
     p[1] = 0;
     memcpy(p + 2, &tp->port, 2);
-    memcpy(p + 4, &base->engine->oob_addr.sin_addr.s_addr, 4);
+    memcpy(p + 4, &base->params->ifaddr, 4);
     *len = TCP_ADDR_LEN;
     return UCCL_OK;
 }
@@ -185,7 +186,6 @@ static bool tcp_pending_evict(tcp_tp_t *tp, const char *why)
 
 static void tcp_accept_all(tcp_tp_t *tp)
 {
-    const uccl_config_t *cfg = &tp->base.engine->cfg;
     int fd;
 
     tp->accept_retry = false;
@@ -196,7 +196,7 @@ static void tcp_accept_all(tcp_tp_t *tp)
         fd = accept4(tp->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             break;
-        if (tp->npending >= cfg->setup_max_pending)
+        if (tp->npending >= tp->base.params->setup_max_pending)
             tcp_pending_evict(tp, "too many pending streams");
         p = calloc(1, sizeof(*p));
         if (p == NULL) {
@@ -205,7 +205,7 @@ static void tcp_accept_all(tcp_tp_t *tp)
         }
         p->poll.kind = TCP_POLL_PENDING;
         p->fd = fd;
-        p->deadline_ms = uccl_time_ms() + (uint64_t)cfg->setup_timeout_ms;
+        p->deadline_ms = uccl_time_ms() + (uint64_t)tp->base.params->setup_timeout_ms;
         ev.data.ptr = &p->poll;
         uccl_list_push_back(&tp->pending, &p->link);
         tp->npending++;
@@ -291,7 +291,7 @@ static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
 {
     int events = 0;
 
-    if (ep->base.conn->state != UCCL_OK)
+    if (uccl_conn_status(ep->base.conn) != UCCL_OK)
         return 0;
     for (int i = 0; i < ep->nstreams; i++) {
         tcp_stream_t *s = &ep->streams[i];
@@ -302,7 +302,7 @@ static int tcp_ep_progress(tcp_tp_t *tp, tcp_ep_t *ep)
         events += uccl_tcp_ep_tx(ep, tp->cfg.progress_bytes);
     /* a stream ended: the peer is going; the messages its other streams
      * still carry are read to their end first (a completed send is a promise) */
-    if (ep->failing && ep->base.conn->state == UCCL_OK &&
+    if (ep->failing && uccl_conn_status(ep->base.conn) == UCCL_OK &&
         (uccl_tcp_ep_drained(&ep->base) || uccl_time_ms() >= ep->fail_deadline_ms))
         uccl_tcp_ep_fail(ep, "the peer closed its streams");
     return events;

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "tcp_wire.h"
 #include "tp/staging.h"
 

@@ -211,11 +211,11 @@ void uccl_tcp_stream_lost(tcp_stream_t *s, const char *why)
 {
     if (s->state == TCP_STREAM_DEAD)
         return;
-    uccl_debug("tcp: stream %d to %s lost: %s", s->index, s->ep->base.conn->peer_host, why);
+    uccl_debug("tcp: stream %d to %s lost: %s", s->index, uccl_conn_peer_host(s->ep->base.conn), why);
     s->state = TCP_STREAM_DEAD;
     if (!s->ep->failing)
         s->ep->fail_deadline_ms =
-            uccl_time_ms() + (uint64_t)tcp_tp_of(s->ep)->base.engine->cfg.timeout_ms;
+            uccl_time_ms() + (uint64_t)tcp_tp_of(s->ep)->base.params->timeout_ms;
     s->ep->failing = true;
 }
 
@@ -233,8 +233,8 @@ void uccl_tcp_ep_fail(tcp_ep_t *ep, const char *why)
 {
     uccl_conn_t *conn = ep->base.conn;
 
-    if (conn->state == UCCL_OK)
-        uccl_warn("tcp: connection to %s (pid %d): %s", conn->peer_host, conn->peer_pid, why);
+    if (uccl_conn_status(conn) == UCCL_OK)
+        uccl_warn("tcp: connection to %s (pid %d): %s", uccl_conn_peer_host(conn), uccl_conn_peer_pid(conn), why);
     ep->failing = false;
     uccl_conn_fail(conn, UCCL_ERR_PEER_FAILED);
 }
@@ -273,7 +273,7 @@ static int tcp_stream_unacked(int fd, bool fin_queued)
  * UCCL_TIMEOUT_MS) until the peer's side has taken all we wrote. */
 static void tcp_ep_flush(tcp_ep_t *ep)
 {
-    uint64_t deadline = uccl_time_ms() + (uint64_t)tcp_tp_of(ep)->base.engine->cfg.timeout_ms;
+    uint64_t deadline = uccl_time_ms() + (uint64_t)tcp_tp_of(ep)->base.params->timeout_ms;
     bool fin[TCP_STREAMS_MAX] = {false};
     int unacked = 0;
 
@@ -294,7 +294,7 @@ static void tcp_ep_flush(tcp_ep_t *ep)
     }
     if (unacked > 0)
         uccl_warn("tcp: closing the connection to %s (pid %d) with %d bytes the peer has not "
-                  "taken in UCCL_TIMEOUT_MS", ep->base.conn->peer_host, ep->base.conn->peer_pid,
+                  "taken in UCCL_TIMEOUT_MS", uccl_conn_peer_host(ep->base.conn), uccl_conn_peer_pid(ep->base.conn),
                   unacked);
 }
 
@@ -303,7 +303,7 @@ void uccl_tcp_ep_destroy(uccl_tp_ep_t *base)
     tcp_ep_t *ep = (tcp_ep_t *)base;
     uccl_list_t *pos, *tmp;
 
-    if (ep->streams != NULL && ep->base.conn->state == UCCL_OK)
+    if (ep->streams != NULL && uccl_conn_status(ep->base.conn) == UCCL_OK)
         tcp_ep_flush(ep);
 
     /* completions and write replies still waiting for H2D copies are dropped

@@ -180,7 +180,7 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
 static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
 {
     tcp_ep_t *ep = s->ep;
-    uccl_engine_t *engine = ep->base.conn->engine;
+    uccl_engine_t *engine = ep->base.tp->engine;
     tcp_rx_rec_t *rec = tcp_rec_find(ep, TCP_FRAME_WRITE, h->id);
     uccl_region_t *region;
 
@@ -203,12 +203,12 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
     }
     if (rec->status == UCCL_OK)
         rec->status = uccl_engine_region_find(engine, h->a, h->b + h->off, h->clen, &region);
-    if (rec->status == UCCL_OK && region->mem_type != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
+    if (rec->status == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
         rec->status = UCCL_ERR_REMOTE_ACCESS; /* GPU memory, and no GPU staging here */
     if (rec->status != UCCL_OK) {
         s->sink = (tcp_sink_t){.kind = TCP_SINK_DISCARD};
     } else {
-        bool staged = region->mem_type != UCCL_MEM_HOST;
+        bool staged = uccl_region_mem_type(region) != UCCL_MEM_HOST;
         s->sink = (tcp_sink_t){.kind = TCP_SINK_FLAT, .ptr = (uint8_t *)(uintptr_t)h->b, .pos = h->off,
                                .staged = staged};
         rec->staged = rec->staged || staged;
@@ -220,13 +220,13 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
 static bool tcp_begin_read_req(tcp_ep_t *ep, const tcp_hdr_t *h)
 {
     uccl_region_t *region;
-    uccl_status_t st = uccl_engine_region_find(ep->base.conn->engine, h->a, h->b, h->total, &region);
+    uccl_status_t st = uccl_engine_region_find(ep->base.tp->engine, h->a, h->b, h->total, &region);
 
-    if (st == UCCL_OK && region->mem_type != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
+    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS; /* GPU memory, and no GPU staging here */
     if (st == UCCL_OK)
         st = uccl_tcp_queue_read_data(ep, h->id, (const uint8_t *)(uintptr_t)h->b, h->total,
-                                 region->mem_type != UCCL_MEM_HOST);
+                                 uccl_region_mem_type(region) != UCCL_MEM_HOST);
     else
         st = uccl_tcp_queue_ack(ep, h->id, st);
     if (st != UCCL_OK) {

@@ -159,7 +159,7 @@ int uccl_tcp_stream_rx(tcp_stream_t *s, size_t budget)
     size_t total = 0;
     int events = 0;
 
-    while (s->state == TCP_STREAM_UP && s->ep->base.conn->state == UCCL_OK) {
+    while (s->state == TCP_STREAM_UP && uccl_conn_status(s->ep->base.conn) == UCCL_OK) {
         size_t avail = s->rtail - s->rhead;
 
         if (s->in_payload && s->remaining == 0) {

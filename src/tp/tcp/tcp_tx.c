@@ -222,7 +222,7 @@ static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
     tcp_ep_t *ep = s->ep;
 
     while (s->tx_count < TCP_TX_RING && s->tx_bytes < chunk && !uccl_list_empty(&ep->tx_queue) &&
-           ep->base.conn->state == UCCL_OK) {
+           uccl_conn_status(ep->base.conn) == UCCL_OK) {
         tcp_op_t *op = uccl_list_first(&ep->tx_queue, tcp_op_t, tx_link);
         tcp_frame_t *f = &s->ring[(s->tx_head + s->tx_count) % TCP_TX_RING];
         size_t payload = tcp_op_payload(op);
@@ -357,9 +357,9 @@ int uccl_tcp_ep_tx(tcp_ep_t *ep, size_t budget)
 
     /* rounds over the streams: each takes about one chunk per round, which
      * stripes large messages and lets a slow stream fall behind */
-    while (moved && total < limit && !ep->failing && ep->base.conn->state == UCCL_OK) {
+    while (moved && total < limit && !ep->failing && uccl_conn_status(ep->base.conn) == UCCL_OK) {
         moved = false;
-        for (int i = 0; i < ep->nstreams && !ep->failing && ep->base.conn->state == UCCL_OK; i++) {
+        for (int i = 0; i < ep->nstreams && !ep->failing && uccl_conn_status(ep->base.conn) == UCCL_OK; i++) {
             tcp_stream_t *s = &ep->streams[i];
             size_t n;
 

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 
 #define TCP_WIRE_VERSION 1
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/core.h"
+#include "core/tp_api.h"
 #include "tp/common/rndv.h"
 
 #define VERBS_MAX_QPS 16
@@ -127,7 +127,7 @@ typedef struct tp_verbs_ep {
     uccl_list_t inflight;     /* requests fully posted, waiting for completions */
 } tp_verbs_ep_t;
 
-/* ---- verbs_dev.c */
+/* ---- verbs.c */
 extern const uccl_cfg_table_t uccl_verbs_config_table;
 
 /* ---- verbs_ep.c */
@@ -153,7 +153,7 @@ void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 int uccl_verbs_progress(uccl_tp_t *tp);
 
 /* ---- verbs_stage.c: GPU memory (GPUDirect decision at open, staging) */
-uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine);
+uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *params);
 void uccl_verbs_gpu_close(tp_verbs_t *v);
 uccl_status_t uccl_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **memh);

@@ -75,7 +75,7 @@ static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct
         take = piece - off < want - got ? piece - off : want - got;
         sge[n].addr = (uintptr_t)req->iov[i].addr + off;
         sge[n].length = (uint32_t)take;
-        sge[n].lkey = req->iov[i].region->memh[ep->tp->base.index]->mr->lkey;
+        sge[n].lkey = uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->lkey;
         n++;
         got += take;
         off = 0;
@@ -310,7 +310,7 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return UCCL_OK;
     if (wc->status == IBV_WC_WR_FLUSH_ERR) { /* the QP already failed; said once */
         uccl_debug("%s: work request flushed on QP %u", ep->tp->dev_name, wc->qp_num);
-        return conn->state != UCCL_OK ? conn->state : UCCL_ERR_TRANSPORT;
+        return uccl_conn_status(conn) != UCCL_OK ? uccl_conn_status(conn) : UCCL_ERR_TRANSPORT;
     }
     switch (wc->status) {
     case IBV_WC_REM_ACCESS_ERR: st = UCCL_ERR_REMOTE_ACCESS; break;
@@ -422,7 +422,7 @@ int uccl_verbs_progress(uccl_tp_t *tp)
         if (!ep->connected)
             continue;
         events += verbs_poll_ep(ep);
-        if (ep->base.conn->state != UCCL_OK)
+        if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             continue;
         uccl_rndv_ctrl_flush(&ep->rndv);
         if (!uccl_list_empty(&ep->data_pending))

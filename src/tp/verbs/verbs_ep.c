@@ -320,7 +320,7 @@ void uccl_verbs_ep_destroy(uccl_tp_ep_t *base)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
     uccl_conn_t *conn = base->conn;
-    uccl_status_t reason = conn->state != UCCL_OK ? conn->state : UCCL_ERR_CANCELED;
+    uccl_status_t reason = uccl_conn_status(conn) != UCCL_OK ? uccl_conn_status(conn) : UCCL_ERR_CANCELED;
 
     uccl_list_del(&ep->link);
     uccl_rndv_release(&ep->rndv, reason);

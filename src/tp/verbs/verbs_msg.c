@@ -113,7 +113,7 @@ static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, ucc
             continue;
         segs[nseg++] = (uccl_rndv_seg_t){
             .addr = (uintptr_t)req->iov[i].addr,
-            .key = req->iov[i].region->memh[ep->tp->base.index]->mr->rkey,
+            .key = uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->rkey,
             .len = req->iov[i].len,
         };
     }

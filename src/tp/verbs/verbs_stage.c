@@ -58,7 +58,7 @@ static uccl_status_t verbs_gpu_probe(tp_verbs_t *v, int device, verbs_gdr_want_t
     return st;
 }
 
-uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
+uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *params)
 {
     verbs_gdr_mode_t mode = VERBS_GDR_STAGING;
     verbs_gdr_want_t want;
@@ -66,14 +66,14 @@ uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
 
     v->gpu_mode = VERBS_GDR_HOST;
     uccl_list_init(&v->bounce_cache);
-    if (engine->gpu_index < 0)
+    if (params->gpu_index < 0)
         return UCCL_OK;
     st = uccl_verbs_gdr_parse_want(v->cfg.gdr, &want);
     if (st != UCCL_OK)
         return st;
     v->gpu_mem_type = verbs_gpu_mem_type();
     if (want != VERBS_GDR_WANT_OFF) {
-        st = verbs_gpu_probe(v, engine->gpu_index, want, &mode);
+        st = verbs_gpu_probe(v, params->gpu_index, want, &mode);
         if (st != UCCL_OK && want != VERBS_GDR_WANT_AUTO)
             return st; /* an override that cannot be met (uccl_verbs_gdr_reg said why) */
         if (st != UCCL_OK)
@@ -83,7 +83,7 @@ uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_engine_t *engine)
     v->base.open_caps = v->gpu_mem_type == UCCL_MEM_ROCM ? UCCL_TP_CAP_ROCM_MEM : UCCL_TP_CAP_CUDA_MEM;
     if (mode == VERBS_GDR_STAGING)
         uccl_info("verbs: GPU %d memory is staged through pinned host buffers (no GPUDirect RDMA; "
-                  "UCCL_VERBS_GDR=%s)", engine->gpu_index, v->cfg.gdr);
+                  "UCCL_VERBS_GDR=%s)", params->gpu_index, v->cfg.gdr);
     return UCCL_OK;
 }
 
@@ -128,7 +128,7 @@ bool uccl_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 
         if (req->iov[i].len == 0 || req->iov[i].region == NULL)
             continue;
-        memh = req->iov[i].region->memh[ep->tp->base.index];
+        memh = uccl_region_memh(req->iov[i].region, &ep->tp->base);
         if (memh != NULL && memh->mr == NULL)
             return true;
     }
@@ -140,7 +140,7 @@ uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *
     for (int i = 0; i < req->iovcnt; i++) {
         if (req->iov[i].len == 0)
             continue;
-        if (req->iov[i].region == NULL || req->iov[i].region->memh[ep->tp->base.index] == NULL) {
+        if (req->iov[i].region == NULL || uccl_region_memh(req->iov[i].region, &ep->tp->base) == NULL) {
             uccl_error("verbs: local buffer %p is not registered with this transport",
                        req->iov[i].addr);
             return UCCL_ERR_NOT_REGISTERED;
@@ -212,7 +212,7 @@ uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool 
 
     for (int i = 0; i < req->iovcnt && len > 0; i++) {
         size_t n = req->iov[i].len < len ? req->iov[i].len : len;
-        bool gpu = req->iov[i].region != NULL && req->iov[i].region->mem_type != UCCL_MEM_HOST;
+        bool gpu = req->iov[i].region != NULL && uccl_region_mem_type(req->iov[i].region) != UCCL_MEM_HOST;
         void *dst = to_iov ? req->iov[i].addr : p;
         const void *src = to_iov ? (const void *)p : req->iov[i].addr;
         uccl_status_t st;

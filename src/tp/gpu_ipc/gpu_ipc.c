@@ -9,12 +9,12 @@
 #define POLL_BUDGET 64
 
 static const uccl_cfg_field_t ipc_cfg_fields[] = {
-    {"STREAMS", "4", "copy streams per engine; copies of at least SPLIT_MIN bytes are cut over all of them",
+    {"STREAMS", "4", "copy streams per engine; copies of at least STREAM_SPLIT_MIN bytes are cut over all of them",
      offsetof(ipc_cfg_t, streams), UCCL_CFG_INT},
     /* Off by default: on 2x H200 (NVLink) a 16 MiB copy cut over 4 streams
      * ran at 0.81x a single-stream cudaMemcpyAsync, unsplit copies at 0.97x+. */
-    {"SPLIT_MIN", "0", "copies at least this large are split across the streams (0 = never split)",
-     offsetof(ipc_cfg_t, split_min), UCCL_CFG_SIZE},
+    {"STREAM_SPLIT_MIN", "0", "copies at least this large are split across the streams (0 = never split)",
+     offsetof(ipc_cfg_t, stream_split_min), UCCL_CFG_SIZE},
     /* 2x H200 (NVLink), send/recv window 16, x the plain push copy, pull vs
      * push (same run): 1 MiB 0.79 vs 0.90, 2 MiB 0.80 vs 0.93, 4 MiB 0.89 vs
      * 0.96, 8 MiB 0.94 vs 0.98; 512 KiB 0.76 vs 0.74 and 256 KiB 0.75 vs
@@ -24,14 +24,27 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "messages at least this large go to a receive in GPU memory by a sender-side copy after the "
      "receiver's clear-to-send; smaller ones are pulled by the receiver (0 = always pull)",
      offsetof(ipc_cfg_t, push_min), UCCL_CFG_SIZE},
-    {"PULL_SHARE", "50",
-     "percent of a pushed message (see PUSH_MIN) that the receiver pulls itself while the sender "
-     "pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all)",
-     offsetof(ipc_cfg_t, pull_share), UCCL_CFG_INT},
+    {"SPLIT_PCT", "50",
+     "percent of a pushed message (see PUSH_MIN) that the receiver copies (pulls) itself while the "
+     "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
+     "as UCCL_SHM_SPLIT_PCT",
+     offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
     {NULL, NULL, NULL, 0, 0},
 };
 
-static const uccl_cfg_table_t ipc_cfg_table = {"GPU_IPC_", ipc_cfg_fields, sizeof(ipc_cfg_t)};
+/* Renamed: the split knob has one name in every transport (SPLIT_PCT, as
+ * shm's), and SPLIT_MIN (streams) no longer reads like its threshold. The
+ * old names work for one release. */
+static const uccl_cfg_alias_t ipc_cfg_aliases[] = {
+    {"GPU_IPC_PULL_SHARE", "SPLIT_PCT"},
+    {"GPU_IPC_SPLIT_MIN", "STREAM_SPLIT_MIN"},
+    {NULL, NULL},
+};
+
+static const uccl_cfg_table_t ipc_cfg_table = {.prefix = "GPU_IPC_",
+                                               .fields = ipc_cfg_fields,
+                                               .struct_size = sizeof(ipc_cfg_t),
+                                               .aliases = ipc_cfg_aliases};
 
 /* What ep_pack sends. */
 typedef struct ipc_wire {
@@ -42,7 +55,7 @@ typedef struct ipc_wire {
 
 /* ------------------------------------------------------------ transport */
 
-static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
+static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     ipc_tp_t *tp;
     uccl_status_t st;
@@ -50,8 +63,8 @@ static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
 
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
-    if (engine->gpu_index >= n) {
-        uccl_info("gpu_ipc: GPU %d asked for, %d present", engine->gpu_index, n);
+    if (params->gpu_index >= n) {
+        uccl_info("gpu_ipc: GPU %d asked for, %d present", params->gpu_index, n);
         return UCCL_ERR_NO_DEVICE;
     }
     tp = calloc(1, sizeof(*tp));
@@ -60,8 +73,7 @@ static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
     st = uccl_cfg_parse(&ipc_cfg_table, &tp->cfg);
     if (st != UCCL_OK)
         goto err_free;
-    tp->base.engine = engine;
-    tp->device = engine->gpu_index;
+    tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
     if (tp->device >= 0) {
@@ -72,7 +84,7 @@ static uccl_status_t ipc_open(uccl_engine_t *engine, uccl_tp_t **out)
         if (st != UCCL_OK)
             goto err_streams;
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
-                  tp->bus_id, tp->nstreams, tp->cfg.split_min);
+                  tp->bus_id, tp->nstreams, tp->cfg.stream_split_min);
     }
     *out = &tp->base;
     return UCCL_OK;
@@ -311,7 +323,7 @@ static uccl_status_t ipc_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
         return UCCL_ERR_BUFFER_TOO_SMALL;
     memset(&w, 0, sizeof(w));
     snprintf(w.ring, sizeof(w.ring), "%s", ep->rx.name);
-    w.pid = ep->tp->base.engine->pid;
+    w.pid = ep->tp->base.params->pid;
     snprintf(w.bus_id, sizeof(w.bus_id), "%s", ep->tp->bus_id);
     memcpy(buf, &w, sizeof(w));
     *len = sizeof(w);
@@ -359,7 +371,7 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
 
 /* Drop our references to waiting requests without completing them: the
  * core completes them with the connection's error, or UCCL_ERR_CANCELED
- * when it is closed (tp.h, ep_destroy). */
+ * when it is closed (tp_api.h, ep_destroy). */
 static void forget_list(uccl_list_t *list)
 {
     while (uccl_list_pop_front(list) != NULL)

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu.h"
 #include "topo/topo.h"
 #include "uccl_build.h"
 #include "verbs.h"
@@ -16,17 +15,17 @@
     {name, dflt, doc, offsetof(tp_verbs_config_t, field), type}
 
 static const uccl_cfg_field_t verbs_fields[] = {
-    VERBS_FIELD("VERBS_QP_TYPE", "rc",
+    VERBS_FIELD("QP_TYPE", "rc",
                 "rc or uc; uc carries one-sided writes only (read needs rc), control stays rc",
                 qp_type, UCCL_CFG_STRING),
-    VERBS_FIELD("VERBS_NUM_QPS", "2", "data QPs per connection (1..16), chunks striped over them",
+    VERBS_FIELD("NUM_QPS", "2", "data QPs per connection (1..16), chunks striped over them",
                 num_qps, UCCL_CFG_INT),
-    VERBS_FIELD("VERBS_CHUNK", "1M", "largest RDMA work request; larger transfers are split",
+    VERBS_FIELD("CHUNK", "1M", "largest RDMA work request; larger transfers are split",
                 chunk, UCCL_CFG_SIZE),
-    VERBS_FIELD("VERBS_EAGER", "4K", "messages up to this size are sent eagerly (copied)", eager,
+    VERBS_FIELD("EAGER", "4K", "messages up to this size are sent eagerly (copied)", eager,
                 UCCL_CFG_SIZE),
-    VERBS_FIELD("VERBS_TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
-    VERBS_FIELD("VERBS_RX_DEPTH", "64",
+    VERBS_FIELD("TX_DEPTH", "256", "send queue depth of each QP", tx_depth, UCCL_CFG_INT),
+    VERBS_FIELD("RX_DEPTH", "64",
                 "control receive buffers per connection; also receives for immediates per data QP",
                 rx_depth, UCCL_CFG_INT),
     VERBS_FIELD("IB_TIMEOUT", "18",
@@ -35,15 +34,25 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 ib_timeout, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
-    VERBS_FIELD("VERBS_GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
+    VERBS_FIELD("GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
                 "staging), dmabuf, peermem or off", gdr, UCCL_CFG_STRING),
-    VERBS_FIELD("VERBS_GDR_SYSROOT", "/sys", "sysfs root where the peer-memory module "
+    VERBS_FIELD("GDR_SYSROOT", "/sys", "sysfs root where the peer-memory module "
                 "(nvidia_peermem...) is looked for; tests point it at a fake tree",
                 gdr_sysroot, UCCL_CFG_STRING),
     {NULL, NULL, NULL, 0, 0},
 };
 
-const uccl_cfg_table_t uccl_verbs_config_table = {"", verbs_fields, sizeof(tp_verbs_config_t)};
+/* Renamed under the VERBS_ prefix; the old names work for one release. */
+static const uccl_cfg_alias_t verbs_aliases[] = {
+    {"IB_TIMEOUT", "IB_TIMEOUT"},
+    {"IB_GID_INDEX", "IB_GID_INDEX"},
+    {NULL, NULL},
+};
+
+const uccl_cfg_table_t uccl_verbs_config_table = {.prefix = "VERBS_",
+                                                  .fields = verbs_fields,
+                                                  .struct_size = sizeof(tp_verbs_config_t),
+                                                  .aliases = verbs_aliases};
 
 static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
 {
@@ -101,7 +110,7 @@ static uccl_status_t verbs_pick_gid(tp_verbs_t *v, int table_len)
     if (v->cfg.gid_index >= 0) {
         if (ibv_query_gid(v->ctx, v->port, v->cfg.gid_index, &v->gid) != 0 ||
             !gid_is_usable(&v->gid)) {
-            uccl_error("%s:%u: UCCL_IB_GID_INDEX=%d is empty, link-local or invalid", v->dev_name,
+            uccl_error("%s:%u: UCCL_VERBS_IB_GID_INDEX=%d is empty, link-local or invalid", v->dev_name,
                        v->port, v->cfg.gid_index);
             return UCCL_ERR_INVALID_PARAM;
         }
@@ -187,27 +196,33 @@ static const char *verbs_known_devices(struct ibv_device **list, int n, char *bu
     return buf;
 }
 
+/* The first of nics that opens with an ACTIVE port; *known (may be NULL)
+ * says whether any of them is an RDMA device here. */
+static uccl_status_t verbs_open_first(tp_verbs_t *v, struct ibv_device **list, int n,
+                                      const uccl_tp_nics_t *nics, bool *known)
+{
+    for (int i = 0; i < nics->n; i++) {
+        struct ibv_device *dev = verbs_find_device(list, n, nics->nic[i].name,
+                                                   strlen(nics->nic[i].name));
+        if (dev != NULL && known != NULL)
+            *known = true;
+        if (dev != NULL && verbs_try_device(v, dev, nics->nic[i].port) == UCCL_OK)
+            return UCCL_OK;
+    }
+    return UCCL_ERR_NO_DEVICE;
+}
+
 /* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used.
  * Names that are no RDMA device here are an error when none of them works. */
-static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n, const char *names)
+static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n,
+                                      const uccl_tp_nics_t *nics, const char *names)
 {
     bool any_known = false;
     char known[256];
 
-    for (const char *p = names; *p;) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        const char *colon = memchr(p, ':', len);
-        size_t name_len = colon ? (size_t)(colon - p) : len;
-        struct ibv_device *dev = verbs_find_device(list, n, p, name_len);
-        int port = colon ? atoi(colon + 1) : 0;
-
-        any_known |= dev != NULL;
-        if (dev != NULL && verbs_try_device(v, dev, port) == UCCL_OK) {
-            uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
-            return UCCL_OK;
-        }
-        p += len + (end ? 1 : 0);
+    if (verbs_open_first(v, list, n, nics, &any_known) == UCCL_OK) {
+        uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
+        return UCCL_OK;
     }
     verbs_known_devices(list, n, known, sizeof(known));
     if (!any_known) {
@@ -218,48 +233,21 @@ static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, i
     return UCCL_ERR_NO_DEVICE;
 }
 
-/* The verbs NIC that the topology finds nearest to the engine's GPU (or to
- * this process's NUMA node for host memory); UCCL_ERR_NOT_FOUND when the
- * topology is unavailable (no hwloc) or chooses nothing usable. */
-static uccl_status_t verbs_open_by_topo(tp_verbs_t *v, const uccl_engine_t *engine,
-                                        struct ibv_device **list, int n)
+/* The device used when none is named: the engine's choice by topology
+ * (nearest the engine's GPU, or this process's NUMA node for host memory),
+ * else the first device with an ACTIVE port. */
+static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list, int n,
+                                        const uccl_tp_nics_t *nics, uccl_status_t nics_status)
 {
-    char busid[UCCL_TOPO_BUSID_MAX];
-    uccl_topo_query_t query = {.numa_node = -1, .kinds = UCCL_TOPO_NIC_VERBS};
-    uccl_topo_choice_t choice;
-    uccl_topo_t *topo;
-    uccl_status_t st = uccl_engine_topo_load(engine, &topo);
-
-    if (st != UCCL_OK) {
-        uccl_info("verbs: no topology (%s): taking the first device with an ACTIVE port",
-                  st == UCCL_ERR_UNSUPPORTED ? "built without hwloc" : uccl_strerror(st));
-        return UCCL_ERR_NOT_FOUND;
-    }
-    if (engine->gpu_index >= 0 &&
-        uccl_gpu_pci_bus_id(engine->gpu_index, busid, sizeof(busid)) == UCCL_OK)
-        query.gpu_busid = busid;
-    st = uccl_topo_select(topo, &query, &choice);
-    if (st == UCCL_OK) {
-        struct ibv_device *dev = verbs_find_device(list, n, choice.nics[0].nic->name,
-                                                   strlen(choice.nics[0].nic->name));
-        st = dev != NULL ? verbs_try_device(v, dev, choice.nics[0].port) : UCCL_ERR_NOT_FOUND;
-    }
-    if (st == UCCL_OK)
-        uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port, choice.why);
-    else
-        uccl_info("verbs: topology chose nothing usable (%s): taking the first device with an "
-                  "ACTIVE port", uccl_strerror(st));
-    uccl_topo_free(topo);
-    return st == UCCL_OK ? UCCL_OK : UCCL_ERR_NOT_FOUND;
-}
-
-/* The device used when none is named: by topology, else the first device
- * with an ACTIVE port. */
-static uccl_status_t verbs_open_default(tp_verbs_t *v, const uccl_engine_t *engine,
-                                        struct ibv_device **list, int n)
-{
-    if (verbs_open_by_topo(v, engine, list, n) == UCCL_OK)
+    if (nics_status != UCCL_OK) {
+        uccl_info("verbs: %s: taking the first device with an ACTIVE port", nics->why);
+    } else if (verbs_open_first(v, list, n, nics, NULL) == UCCL_OK) {
+        uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port, nics->why);
         return UCCL_OK;
+    } else {
+        uccl_info("verbs: topology chose nothing usable (%s): taking the first device with an "
+                  "ACTIVE port", nics->why);
+    }
     for (int i = 0; i < n; i++) {
         if (verbs_try_device(v, list[i], 0) == UCCL_OK) {
             uccl_info("verbs: %s port %u, the first device with an ACTIVE port", v->dev_name,
@@ -270,9 +258,9 @@ static uccl_status_t verbs_open_default(tp_verbs_t *v, const uccl_engine_t *engi
     return UCCL_ERR_NO_DEVICE;
 }
 
-static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_engine_t *engine)
+static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_tp_open_params_t *params)
 {
-    const char *names = engine->cfg.net_devices;
+    uccl_tp_nics_t nics;
     int n = 0;
     struct ibv_device **list = ibv_get_device_list(&n);
     uccl_status_t st;
@@ -283,15 +271,20 @@ static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_engine_t *engin
             ibv_free_device_list(list);
         return UCCL_ERR_NO_DEVICE;
     }
-    st = names[0] ? verbs_open_named(v, list, n, names)
-                   : verbs_open_default(v, engine, list, n);
+    st = uccl_tp_nics(params, UCCL_TOPO_NIC_VERBS, &nics);
+    if (nics.configured && st == UCCL_OK)
+        st = verbs_open_named(v, list, n, &nics, params->net_devices);
+    else if (nics.configured)
+        uccl_error("verbs: %s", nics.why);
+    else
+        st = verbs_open_default(v, list, n, &nics, st);
     ibv_free_device_list(list);
     return st;
 }
 
 /* ------------------------------------------------------------------ open, close */
 
-static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
+static uccl_status_t tp_verbs_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     tp_verbs_t *v = calloc(1, sizeof(*v));
     char gid[INET6_ADDRSTRLEN];
@@ -304,7 +297,7 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
         st = verbs_check_config(&v->cfg, &v->uc);
     if (st != UCCL_OK)
         goto err_free;
-    st = verbs_open_device(v, engine);
+    st = verbs_open_device(v, params);
     if (st != UCCL_OK)
         goto err_free;
     v->pd = ibv_alloc_pd(v->ctx);
@@ -318,7 +311,7 @@ static uccl_status_t tp_verbs_open(uccl_engine_t *engine, uccl_tp_t **out)
     v->mr_access |= IBV_ACCESS_RELAXED_ORDERING; /* optional: dropped where unsupported */
 #endif
     uccl_list_init(&v->eps);
-    st = uccl_verbs_gpu_open(v, engine);
+    st = uccl_verbs_gpu_open(v, params);
     if (st != UCCL_OK)
         goto err_pd;
     if (!v->is_roce || inet_ntop(AF_INET6, v->gid.raw, gid, sizeof(gid)) == NULL)
