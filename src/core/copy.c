@@ -75,6 +75,21 @@ static uccl_status_t use_device(int device)
     return uccl_gpu_set_device(device);
 }
 
+/* The caller's current device (-1: none), put back after our calls: a
+ * public call does not move the caller's thread to another device. */
+static int current_device(void)
+{
+    int dev = -1;
+
+    return uccl_gpu_get_device(&dev) == UCCL_OK ? dev : -1;
+}
+
+static void device_restore(int prev)
+{
+    if (prev >= 0)
+        use_device(prev);
+}
+
 static int engine_device(const uccl_engine_t *engine)
 {
     int dev = 0;
@@ -104,8 +119,12 @@ uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t
                    type == UCCL_MEM_CUDA ? "CUDA" : "ROCm");
         return UCCL_ERR_UNSUPPORTED;
     }
+    n = current_device();
     st = use_device(engine_device(engine));
-    return st == UCCL_OK ? uccl_gpu_malloc(ptr, len) : st;
+    if (st == UCCL_OK)
+        st = uccl_gpu_malloc(ptr, len);
+    device_restore(n);
+    return st;
 }
 
 uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr)
@@ -239,8 +258,9 @@ static uccl_status_t copy_start(uccl_engine_t *engine, void *dst, const void *sr
                                 uccl_req_t **req)
 {
     uccl_status_t st = uccl_engine_check(engine);
+    uccl_gpu_stream_t stream;
     uccl_copy_ctx_t *ctx;
-    int device;
+    int device, prev;
 
     if (st != UCCL_OK)
         return st;
@@ -257,13 +277,17 @@ static uccl_status_t copy_start(uccl_engine_t *engine, void *dst, const void *sr
         return uccl_req_finish(*req, UCCL_OK, len);
     }
     uccl_engine_lock(engine);
+    prev = current_device();
     st = ctx_get(engine, device, &ctx);
     if (st == UCCL_OK)
         st = uccl_gpu_memcpy_async(dst, src, len, ctx->stream);
-    if (st == UCCL_OK)
-        st = req != NULL ? op_post(engine, ctx, ctx->stream, len, req) : uccl_gpu_stream_sync(ctx->stream);
+    if (st == UCCL_OK && req != NULL)
+        st = op_post(engine, ctx, ctx->stream, len, req);
+    stream = st == UCCL_OK && req == NULL ? ctx->stream : NULL;
+    device_restore(prev);
     uccl_engine_unlock(engine);
-    return st;
+    /* blocking: wait outside the lock (the stream lives as long as the engine) */
+    return stream != NULL ? uccl_gpu_stream_sync(stream) : st;
 }
 
 uccl_status_t uccl_copy(uccl_engine_t *engine, void *dst, const void *src, size_t len)
@@ -285,15 +309,18 @@ uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t 
 {
     uccl_status_t st = uccl_engine_check(engine);
     uccl_copy_ctx_t *ctx;
+    int prev;
 
     if (st != UCCL_OK)
         return st;
     if (req == NULL)
         return UCCL_ERR_INVALID_PARAM;
     uccl_engine_lock(engine);
+    prev = current_device();
     st = ctx_get(engine, -1, &ctx);
     if (st == UCCL_OK)
         st = op_post(engine, ctx, (uccl_gpu_stream_t)stream, 0, req);
+    device_restore(prev);
     uccl_engine_unlock(engine);
     return st;
 }
@@ -303,13 +330,14 @@ uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream, uccl_stream_
     uccl_status_t st = uccl_engine_check(engine);
     uccl_stream_hold_t *h;
     uccl_copy_ctx_t *ctx;
-    int slot = -1;
+    int slot = -1, prev;
 
     if (st != UCCL_OK)
         return st;
     if (out == NULL)
         return UCCL_ERR_INVALID_PARAM;
     uccl_engine_lock(engine);
+    prev = current_device();
     st = ctx_get(engine, -1, &ctx);
     if (st == UCCL_OK && ctx->flags == NULL)
         st = uccl_gpu_flags_alloc(COPY_HOLDS_MAX, &ctx->flags, &ctx->flags_dev);
@@ -340,6 +368,7 @@ uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream, uccl_stream_
         uccl_list_push_back(&ctx->holds, &h->link);
         *out = h;
     }
+    device_restore(prev);
     uccl_engine_unlock(engine);
     return st;
 }
