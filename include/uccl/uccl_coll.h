@@ -118,11 +118,14 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   through uccl_copy_post). Temporaries of the algorithms that need one
  *   (Bruck, binomial gather/scatter, in-place alltoall(v)) are host memory,
  *   so GPU data is staged through the host there; DIRECT (the choice on
- *   one host) moves GPU data GPU to GPU. GPU buffers need a GPU transport
- *   between the ranks (gpu_ipc on one host; verbs with GPUDirect, or the
- *   host transports' staging, across hosts), else the collective fails with
- *   the transfer's error (UCCL_ERR_UNSUPPORTED: no transport moves GPU
- *   memory on that connection).
+ *   one host) moves GPU data GPU to GPU. GPU buffers need a transport that
+ *   moves GPU memory between the ranks (gpu_ipc on one host; shm and tcp
+ *   stage it; verbs with GPUDirect RDMA), else the collective fails with
+ *   the transfer's error, UCCL_ERR_UNSUPPORTED. Verbs without GPUDirect
+ *   RDMA stages GPU memory for send/recv only: there the one-sided
+ *   algorithms (DIRECT, so AUTO on one host) fail with UCCL_ERR_UNSUPPORTED
+ *   on GPU buffers; force a two-sided one (ring, pairwise, binomial,
+ *   linear; UCCL_COLL_ALGO or args.algo).
  * - Buffers are registered by the comm and kept in a per-comm cache (with
  *   the remote descriptors peers sent for them), so repeated calls on the
  *   same buffers pay no registration and no descriptor exchange; see
