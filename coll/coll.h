@@ -37,7 +37,7 @@ static inline uint64_t coll_tag(uint32_t seq, unsigned step)
     return (COLL_TAG_LIB << UCCL_TAG_LIB_SHIFT) | ((uint64_t)seq << 16) | (step & 0xffffu);
 }
 
-enum { COLL_NOTIF_OK = 0, COLL_NOTIF_MISMATCH = 1 };
+enum { COLL_NOTIF_OK = 0, COLL_NOTIF_MISMATCH = 1, COLL_NOTIF_REFUSED = 2 };
 
 static inline uint64_t coll_notif(uint32_t seq, unsigned step, unsigned code)
 {

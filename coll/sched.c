@@ -230,7 +230,7 @@ static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *c
 static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
 {
     const coll_token_t *t = (const coll_token_t *)s->cs->scratch[op->scratch].addr;
-    bool fits = t->len == op->len;
+    bool fits = t->len == op->len, refused = false;
     const uccl_rdesc_t *d;
     uccl_status_t st;
     size_t moff;
@@ -245,11 +245,25 @@ static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn
         uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
         if ((d = uccl_coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
             return UCCL_INPROGRESS;
-        return uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
-                                 coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
+        st = uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
+                               coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
+        if (st != UCCL_ERR_UNSUPPORTED)
+            return st;
+        /* no transport writes this memory pairing (GPU memory over verbs
+         * without GPUDirect RDMA): tell the receiver through its sink, so
+         * that it fails now with the same status instead of timing out */
+        refused = true;
     }
     if ((d = uccl_coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
         return UCCL_INPROGRESS;
+    if (refused) {
+        coll_error("rank %d cannot write %zu bytes into rank %d's buffer on this connection "
+                   "(UCCL_ERR_UNSUPPORTED): use a two-sided algorithm", s->cs->rank, op->len,
+                   op->peer);
+        op->state = 4; /* fail once the sink write is done */
+        return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
+                                 coll_notif(s->seq, op->step, COLL_NOTIF_REFUSED), &op->req2);
+    }
     if (!fits) {
         coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
                    op->peer, (unsigned long long)t->len, s->cs->rank, s->cs->rank, op->len);
@@ -326,6 +340,11 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
         st = uccl_coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
         if (st != UCCL_OK)
             return st;
+        if (code == COLL_NOTIF_REFUSED) {
+            coll_error("rank %d cannot write into rank %d's buffer on this connection",
+                       op->peer, s->cs->rank);
+            return UCCL_ERR_UNSUPPORTED;
+        }
         if (code != COLL_NOTIF_OK) {
             coll_error("rank %d sends a count other than the %zu bytes rank %d expects",
                        op->peer, op->len, s->cs->rank);
@@ -350,7 +369,7 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
     }
     if ((st = req_status(op->req2, &bytes)) != UCCL_OK)
         return st;
-    return op->state == 3 ? UCCL_ERR_TRUNCATED : UCCL_OK;
+    return op->state == 3 ? UCCL_ERR_TRUNCATED : op->state == 4 ? UCCL_ERR_UNSUPPORTED : UCCL_OK;
 }
 
 /* OK when op is finished, INPROGRESS, or its error. */

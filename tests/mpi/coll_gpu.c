@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coll_test.h"
 #ifdef T_COLL_GPU
@@ -27,6 +28,7 @@ uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode)
     return UCCL_ERR_UNSUPPORTED;
 }
 void ct_stream_order(mt_ctx_t *c) { (void)c; }
+void ct_gpu_refused(mt_ctx_t *c) { (void)c; }
 #else
 
 static ct_mem_t mem = CT_MEM_HOST;
@@ -241,5 +243,42 @@ out:
     uccl_mem_free(c->engine, dc);
     free(h);
     free(back);
+}
+
+/* GPU buffers on a comm whose engines have no GPU (so no connection moves
+ * GPU memory): DIRECT's write is refused, and every rank fails with
+ * UCCL_ERR_UNSUPPORTED at once (the writer tells the receiver through its
+ * sink), not with a timeout. */
+void ct_gpu_refused(mt_ctx_t *c)
+{
+    size_t len = 4096 * (size_t)c->size;
+    uccl_comm_t *comm = NULL;
+    void *ds = NULL, *dr = NULL;
+    struct timespec t0, t1;
+    uccl_status_t st;
+
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm) != UCCL_OK) {
+        mt_fail(c, "a comm of host-only engines");
+        return;
+    }
+    if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, 4096, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, len, &dr) != UCCL_OK) {
+        mt_fail(c, "GPU buffers");
+    } else if (c->size > 1) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = uccl_coll(comm, &(uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO,
+                                                 .op = UCCL_COLL_ALLGATHER, .sendbuf = ds,
+                                                 .recvbuf = dr, .count = 4096,
+                                                 .algo = UCCL_COLL_ALGO_DIRECT});
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        mt_expect(c, st, UCCL_ERR_UNSUPPORTED, "DIRECT on GPU memory without a GPU transport");
+        if (t1.tv_sec - t0.tv_sec > 5)
+            mt_fail(c, "the refusal took %ld s (a timeout, not the peer's word)",
+                    (long)(t1.tv_sec - t0.tv_sec));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
 }
 #endif

@@ -43,6 +43,9 @@ void ct_mem_fini(void);
 uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode);
 /* Stream ordering: a producer queued before, a consumer after, the hold. */
 void ct_stream_order(mt_ctx_t *c);
+/* GPU buffers where no connection moves GPU memory: UCCL_ERR_UNSUPPORTED
+ * on every rank at once. */
+void ct_gpu_refused(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);

@@ -374,6 +374,8 @@ int main(int argc, char **argv)
         if (ct_mem() == CT_MEM_GPU) {
             ct_stream_order(&c);
             fails += mt_report(&c, "stream form: after the stream's work, before its later work");
+            ct_gpu_refused(&c);
+            fails += mt_report(&c, "GPU memory and no GPU transport: UCCL_ERR_UNSUPPORTED everywhere");
         }
         ct_mem_fini();
         mt_fini(&c);
