@@ -473,11 +473,15 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
             all = false;
             continue;
         }
-        /* A count mismatch spoils one block: finish the phase so that the
-         * other ranks are not left waiting, and report it at the end. */
-        if (st == UCCL_ERR_TRUNCATED && s->soft_error == UCCL_OK)
+        /* A count mismatch or a refused DIRECT write spoils one block:
+         * finish the phase so that the other ranks are not left waiting
+         * (each refusal reaches its receiver), and report it at the end. */
+        bool soft = st == UCCL_ERR_TRUNCATED ||
+                    (st == UCCL_ERR_UNSUPPORTED &&
+                     (s->ops[i].kind == COLL_OP_PUT || s->ops[i].kind == COLL_OP_WAITPUT));
+        if (soft && s->soft_error == UCCL_OK)
             s->soft_error = st;
-        else if (st != UCCL_OK && st != UCCL_ERR_TRUNCATED)
+        else if (st != UCCL_OK && !soft)
             return st;
     }
     *phase_done = all;
