@@ -231,28 +231,44 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sche
     return UCCL_OK;
 }
 
-/* Check, build and start; the caller runs or posts the schedule. */
+/* Take the cached schedule of these arguments, or check, build and cache
+ * a new one; then start it. On success cs->lock is held (the caller posts
+ * or runs the schedule, then unlocks) and *cached says whether the cache
+ * keeps it (else it is the caller's to free). */
 static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
-                                 coll_sched_t **out)
+                                 coll_sched_t **out, bool *cached)
 {
     coll_state_t *cs;
     coll_args_t a;
     coll_sched_t *s;
     uccl_status_t st = uccl_coll_state_get(comm, &cs);
 
-    if (st != UCCL_OK || (st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
-        return st;
-    st = sched_new(cs, &a, &s);
-    uccl_coll_args_free(&a);
     if (st != UCCL_OK)
         return st;
+    if (args == NULL)
+        return UCCL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&cs->lock);
+    s = uccl_coll_cache_find(cs, args);
+    if (s != NULL) {
+        *cached = true;
+    } else {
+        pthread_mutex_unlock(&cs->lock);
+        if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
+            return st;
+        st = sched_new(cs, &a, &s);
+        uccl_coll_args_free(&a);
+        if (st != UCCL_OK)
+            return st;
+        pthread_mutex_lock(&cs->lock);
+        *cached = uccl_coll_cache_put(cs, args, s);
+    }
     if ((st = uccl_coll_sched_start(s)) != UCCL_OK) {
         pthread_mutex_unlock(&cs->lock);
-        uccl_coll_sched_free(s);
+        if (!*cached)
+            uccl_coll_sched_free(s);
         return st;
     }
-    *out = s; /* locked: the caller posts or runs it, then unlocks */
+    *out = s; /* locked */
     return UCCL_OK;
 }
 
@@ -265,18 +281,19 @@ static uccl_status_t post_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
     coll_sched_t *s;
     uccl_req_t *mine = NULL;
     uccl_status_t st;
+    bool cached;
 
     if (req == NULL && !streamed)
         return UCCL_ERR_INVALID_PARAM;
-    if ((st = start_plain(comm, args, &s)) != UCCL_OK)
+    if ((st = start_plain(comm, args, &s, &cached)) != UCCL_OK)
         return st;
     cs = s->cs;
-    s->free_when_done = true;
+    s->free_when_done = !cached;
     if (streamed && (st = uccl_coll_sched_stream(s, stream)) != UCCL_OK)
         uccl_coll_sched_abort(s, st); /* no request yet: stays ours */
     else
         st = uccl_coll_sched_post(s, &mine);
-    if (st != UCCL_OK) /* aborted, never reached a callback */
+    if (st != UCCL_OK && !cached) /* aborted, never reached a callback */
         uccl_coll_sched_free(s);
     pthread_mutex_unlock(&cs->lock);
     if (st == UCCL_OK && req != NULL)
@@ -300,13 +317,18 @@ uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *a
 uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
 {
     coll_sched_t *s;
-    uccl_status_t st = start_plain(comm, args, &s);
+    coll_state_t *cs;
+    bool cached;
+    uccl_status_t st = start_plain(comm, args, &s, &cached);
 
     if (st != UCCL_OK)
         return st;
-    pthread_mutex_unlock(&s->cs->lock);
+    cs = s->cs;
+    s->free_when_done = false;
+    pthread_mutex_unlock(&cs->lock);
     st = uccl_coll_sched_run(s);
-    uccl_coll_sched_free(s);
+    if (!cached)
+        uccl_coll_sched_free(s);
     return st;
 }
 
@@ -332,6 +354,7 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
     if ((st = sched_new(cs, &p->args, &p->sched)) != UCCL_OK)
         goto err_args;
     p->sched->plan = p;
+    p->sched->keep = true;
     *plan = p;
     return UCCL_OK;
 
@@ -389,13 +412,8 @@ uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
         pthread_mutex_unlock(&plan->cs->lock);
         return UCCL_ERR_BUSY;
     }
-    if (s->pinned) {
-        for (int b = 0; b < COLL_BUF_COUNT; b++)
-            uccl_coll_buf_unpin(plan->cs, s->slot[b]);
-        uccl_coll_scratch_put(plan->cs, s->tmp_scratch);
-    }
+    uccl_coll_sched_free(s); /* unpins its buffers */
     pthread_mutex_unlock(&plan->cs->lock);
-    uccl_coll_sched_free(s);
     uccl_coll_args_free(&plan->args);
     free(plan);
     return UCCL_OK;

@@ -76,6 +76,16 @@ typedef struct coll_scratch {
     bool busy;
 } coll_scratch_t;
 
+/* A plain call's schedule kept for the next call with the same arguments
+ * (buffers stay registered and pinned while it is cached). */
+#define COLL_PLAN_CACHE 8
+typedef struct coll_cached {
+    struct coll_sched *sched; /* NULL = empty */
+    uccl_coll_args_t key;     /* the caller's arguments; arrays point into vec */
+    size_t *vec;              /* [4][size]: the v-variants' arrays as given */
+    uint64_t last_use;
+} coll_cached_t;
+
 typedef struct coll_state {
     /* Serializes the comm's collective state between the caller's calls and
      * the progress callbacks of non-blocking ones (which only try it: they
@@ -85,6 +95,8 @@ typedef struct coll_state {
     uccl_comm_t *comm;
     uccl_engine_t *engine;
     int rank, size;
+    bool oversubscribed; /* this host runs more of the comm's ranks than it has CPUs */
+    bool net;            /* some peer is reached over a network transport (not shm) */
     uint64_t *host_id; /* [size]: engine host identity of each rank */
     uint32_t seq;
     coll_buf_entry_t *bufs; /* [nbufs]; slot 0 = control region */
@@ -99,6 +111,7 @@ typedef struct coll_state {
     int *nstash, *capstash;
     struct coll_sched *inflight; /* schedules running (list) */
     uccl_coll_stats_t stats;
+    coll_cached_t cache[COLL_PLAN_CACHE];
     char ctl[64];             /* sink of empty and refused DIRECT writes */
 } coll_state_t;
 
@@ -181,6 +194,7 @@ typedef struct coll_sched {
      * completes; release hold (later work on that stream) at the end */
     uccl_req_t *gate;
     uccl_stream_hold_t *hold;
+    bool keep; /* a plan's or a cached one: stays pinned when it ends */
     /* generalized request of a non-blocking start */
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
@@ -265,6 +279,13 @@ typedef struct coll_args {
 } coll_args_t;
 
 uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
+
+/* Cache of plain calls' schedules (cache.c), under cs->lock: a finished
+ * schedule built for these arguments, or NULL; keep s for them (true: s is
+ * the cache's now, else still the caller's); drop every entry not running. */
+coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args);
+bool uccl_coll_cache_put(coll_state_t *cs, const uccl_coll_args_t *args, coll_sched_t *s);
+void uccl_coll_cache_clear(coll_state_t *cs);
 void uccl_coll_args_free(coll_args_t *a);
 
 /* Extents the schedule registers; then the builder for a.op/a.algo. */

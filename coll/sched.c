@@ -23,10 +23,12 @@ typedef struct coll_token {
     uccl_rdesc_t desc[2];
 } coll_token_t;
 
+/* Millisecond deadlines only: the coarse clock costs a memory read where
+ * the precise one reads the TSC (per completed op, it showed in profiles). */
 static uint64_t now_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
@@ -75,6 +77,11 @@ void uccl_coll_sched_free(coll_sched_t *s)
 {
     if (s == NULL)
         return;
+    if (s->keep && s->pinned) {
+        for (int b = 0; b < COLL_BUF_COUNT; b++)
+            uccl_coll_buf_unpin(s->cs, s->slot[b]);
+        uccl_coll_scratch_put(s->cs, s->tmp_scratch);
+    }
     free(s->ops);
     free(s->phase_end);
     free(s);
@@ -311,7 +318,8 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
 }
 
 /* Status of a request without progressing: INPROGRESS, or its final status
- * (then bytes is set). */
+ * (then bytes is set). uccl_req_bytes answers INPROGRESS for a request not
+ * done, without running progress; uccl_test of a done one does not either. */
 static uccl_status_t req_status(uccl_req_t *req, size_t *bytes)
 {
     int done = 0;
@@ -412,7 +420,7 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
     if (s->hold != NULL) /* the stream goes on, after an error too */
         uccl_stream_release(s->hold);
     s->hold = NULL;
-    if (s->plan == NULL)
+    if (!s->keep)
         sched_unpin(s);
     unlink_inflight(s);
     s->status = st;
@@ -461,9 +469,13 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 
     *phase_done = false;
     if (!s->posted) {
-        for (int i = b; i < e; i++)
-            if ((st = op_post(s, &s->ops[i])) != UCCL_OK)
-                return st;
+        /* transfers first, then the local copies: the peers move data while
+         * this rank copies its own block */
+        for (int pass = 0; pass < 2; pass++)
+            for (int i = b; i < e; i++)
+                if ((s->ops[i].kind == COLL_OP_COPY) == (pass == 1) &&
+                    (st = op_post(s, &s->ops[i])) != UCCL_OK)
+                    return st;
         s->posted = true;
     }
     bool all = true;
@@ -532,22 +544,29 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
     return s->status;
 }
 
+/* Blocking: advance only after progress found something (or the schedule
+ * has just started): a round with no event cannot move any op. Empty rounds
+ * yield the CPU, at once when the host runs more ranks than it has CPUs
+ * (a spinning rank would take the CPU its peer needs to answer), else
+ * after a run of them. */
 uccl_status_t uccl_coll_sched_run(coll_sched_t *s)
 {
-    unsigned idle = 0;
-    uccl_status_t st;
+    unsigned idle = 0, yield_after = s->cs->oversubscribed ? 1 : 256;
+    bool event = true;
+    uccl_status_t st = UCCL_INPROGRESS;
 
     for (;;) {
-        pthread_mutex_lock(&s->cs->lock);
-        st = uccl_coll_sched_advance(s);
-        pthread_mutex_unlock(&s->cs->lock);
-        if (st != UCCL_INPROGRESS)
-            break;
-        idle = uccl_engine_progress(s->cs->engine) > 0 ? 0 : idle + 1;
-        if (idle >= 256) { /* let an oversubscribed peer run */
-            sched_yield();
-            idle = 0;
+        if (event || idle % 8 == 0) { /* and now and then: the no-progress deadline */
+            pthread_mutex_lock(&s->cs->lock);
+            st = uccl_coll_sched_advance(s);
+            pthread_mutex_unlock(&s->cs->lock);
+            if (st != UCCL_INPROGRESS)
+                break;
         }
+        event = uccl_engine_progress(s->cs->engine) > 0;
+        idle = event ? 0 : idle + 1;
+        if (idle >= yield_after && idle % yield_after == 0)
+            sched_yield();
     }
     return st;
 }

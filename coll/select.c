@@ -70,50 +70,172 @@ bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo)
            algo != UCCL_COLL_ALGO_AUTO && (algo_table[op] & (1u << algo));
 }
 
-static bool one_host(const coll_state_t *cs)
-{
-    for (int r = 0; r < cs->size; r++)
-        if (cs->host_id[r] != cs->host_id[cs->rank])
-            return false;
-    return true;
-}
+/* Where the comm's ranks are, as the table distinguishes it. */
+typedef enum {
+    LAYOUT_ANY = 0,
+    LAYOUT_SINGLE,      /* one rank */
+    LAYOUT_SHM,         /* one host, every peer over shm */
+    LAYOUT_ONE_HOST,    /* one host, some peer over a network transport */
+    LAYOUT_SHARED,      /* several hosts, some running several ranks */
+    LAYOUT_SPREAD,      /* several hosts, one rank each */
+    LAYOUT_COUNT,
+} coll_layout_t;
 
-/* Some host runs more than one rank of the comm. */
-static bool shared_hosts(const coll_state_t *cs)
-{
-    for (int r = 0; r < cs->size; r++)
-        if (uccl_coll_host_leader(cs, r, -1) != r)
-            return true;
-    return false;
-}
+static const char *const layout_names[LAYOUT_COUNT] = {
+    "any", "1 rank", "1 host, shm", "1 host, network", "hosts of several ranks",
+    "1 rank per host",
+};
 
-/* One host: DIRECT everywhere (single-copy writes, all peers at once).
+#define OPS(x) (1u << UCCL_COLL_##x)
+#define ALL_OPS ((1u << UCCL_COLL_OP_COUNT) - 1)
+#define SIZE_ANY ((size_t)-1)
+
+/* THE table AUTO walks: the first rule matching op, layout, rank count and
+ * bytes per rank block wins. One host over shm: linear, every peer's block
+ * in flight at once as one message (eager through the ring when small,
+ * else pulled by the receiver with one CMA copy, large ones copied by both
+ * sides at once): on a 16-core host it beat direct (the same single copy
+ * plus a ready token) at every size, np 2 and 4 (tests/perf/results).
+ * One host over tcp: linear too (1.1-2x direct at 16-512 KiB, even above).
  * Across hosts: hierarchical allgather and bcast when hosts hold several
  * ranks (each byte crosses between hosts once per host), Bruck for small
  * alltoall on many ranks, ring/pairwise for the rest, binomial trees for
  * small rooted ops, scatter+allgather for large broadcasts, linear
  * gather/scatter when blocks are large. */
-uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
-{
-    int n = cs->size;
+static const struct coll_rule {
+    unsigned ops;
+    coll_layout_t layout;
+    int min_ranks;
+    size_t max_bytes; /* rule applies up to this many bytes per block */
+    uccl_coll_algo_t algo;
+} rules[] = {
+    {ALL_OPS, LAYOUT_SINGLE, 1, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+    {ALL_OPS, LAYOUT_SHM, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+    {ALL_OPS, LAYOUT_ONE_HOST, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+    {OPS(ALLGATHER) | OPS(ALLGATHERV) | OPS(BCAST), LAYOUT_SHARED, 2, SIZE_ANY,
+     UCCL_COLL_ALGO_HIER},
+    {OPS(ALLGATHER) | OPS(ALLGATHERV), LAYOUT_ANY, 2, SIZE_ANY, UCCL_COLL_ALGO_RING},
+    {OPS(ALLTOALL), LAYOUT_ANY, 8, 256, UCCL_COLL_ALGO_BRUCK},
+    {OPS(ALLTOALL) | OPS(ALLTOALLV), LAYOUT_ANY, 2, SIZE_ANY, UCCL_COLL_ALGO_PAIRWISE},
+    {OPS(BCAST), LAYOUT_ANY, 2, SIZE_ANY / 2, UCCL_COLL_ALGO_BINOMIAL}, /* see rule_algo */
+    {OPS(GATHER) | OPS(SCATTER), LAYOUT_ANY, 2, SIZE_ANY / 2, UCCL_COLL_ALGO_BINOMIAL},
+    {ALL_OPS, LAYOUT_ANY, 1, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+};
+#undef OPS
 
-    if (n == 1)
-        return UCCL_COLL_ALGO_LINEAR;
-    if (one_host(cs))
-        return UCCL_COLL_ALGO_DIRECT;
-    if ((op == UCCL_COLL_ALLGATHER || op == UCCL_COLL_ALLGATHERV || op == UCCL_COLL_BCAST) &&
-        shared_hosts(cs))
-        return UCCL_COLL_ALGO_HIER;
-    switch (op) {
-    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: return UCCL_COLL_ALGO_RING;
-    case UCCL_COLL_ALLTOALL:
-        return bytes <= 256 && n >= 8 ? UCCL_COLL_ALGO_BRUCK : UCCL_COLL_ALGO_PAIRWISE;
-    case UCCL_COLL_ALLTOALLV: return UCCL_COLL_ALGO_PAIRWISE;
-    case UCCL_COLL_BCAST:
+/* bcast: binomial below 64 KiB or on fewer than 4 ranks, scatter+allgather
+ * above; gather/scatter: binomial while the whole buffer (bytes * n) is at
+ * most 64 KiB. These two depend on more than one column: special rows. */
+static uccl_coll_algo_t rule_algo(const struct coll_rule *r, uccl_coll_op_t op, int n,
+                                  size_t bytes)
+{
+    if (r->max_bytes != SIZE_ANY / 2)
+        return r->algo;
+    if (op == UCCL_COLL_BCAST)
         return bytes >= 65536 && n >= 4 ? UCCL_COLL_ALGO_SCATTER_ALLGATHER
                                         : UCCL_COLL_ALGO_BINOMIAL;
-    default: return bytes * (size_t)n <= 65536 ? UCCL_COLL_ALGO_BINOMIAL : UCCL_COLL_ALGO_LINEAR;
+    return bytes * (size_t)n <= 65536 ? UCCL_COLL_ALGO_BINOMIAL : UCCL_COLL_ALGO_LINEAR;
+}
+
+static coll_layout_t layout(const coll_state_t *cs)
+{
+    bool one_host = true, shared = false;
+
+    if (cs->size == 1)
+        return LAYOUT_SINGLE;
+    for (int r = 0; r < cs->size; r++) {
+        one_host = one_host && cs->host_id[r] == cs->host_id[cs->rank];
+        shared = shared || uccl_coll_host_leader(cs, r, -1) != r;
     }
+    if (one_host)
+        return cs->net ? LAYOUT_ONE_HOST : LAYOUT_SHM;
+    return shared ? LAYOUT_SHARED : LAYOUT_SPREAD;
+}
+
+uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
+{
+    coll_layout_t lay = layout(cs);
+
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        const struct coll_rule *r = &rules[i];
+        if ((r->ops & (1u << op)) && (r->layout == LAYOUT_ANY || r->layout == lay) &&
+            cs->size >= r->min_ranks &&
+            (r->max_bytes == SIZE_ANY || r->max_bytes == SIZE_ANY / 2 || bytes <= r->max_bytes))
+            return rule_algo(r, op, cs->size, bytes);
+    }
+    return UCCL_COLL_ALGO_LINEAR;
+}
+
+static void ops_text(unsigned ops, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    if (ops == ALL_OPS) {
+        snprintf(buf, len, "all");
+        return;
+    }
+    for (int op = 0; op < UCCL_COLL_OP_COUNT && used < len; op++)
+        if (ops & (1u << op))
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "",
+                                     op_names[op]);
+}
+
+/* The table as text (JSON with UCCL_COLL_TABLE_JSON), snprintf style. */
+int uccl_coll_table_print(char *buf, size_t len, unsigned flags)
+{
+    bool json = flags & UCCL_COLL_TABLE_JSON;
+    size_t used = 0;
+    char ops[128], bytes[64], jbytes[32], ranks[16];
+    int w;
+
+#define OUT(...)                                                                          \
+    do {                                                                                  \
+        w = snprintf(buf != NULL && used < len ? buf + used : NULL,                       \
+                     buf != NULL && used < len ? len - used : 0, __VA_ARGS__);            \
+        if (w < 0)                                                                        \
+            return -1;                                                                    \
+        used += (size_t)w;                                                                \
+    } while (0)
+    if (json)
+        OUT("{\"rules\":[");
+    else
+        OUT("%-4s %-40s %-24s %6s %-22s %s\n", "rule", "collectives", "layout", "ranks",
+            "bytes per block", "algorithm");
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        const struct coll_rule *r = &rules[i];
+        const char *algo = uccl_coll_algo_name(r->algo);
+        ops_text(r->ops, ops, sizeof(ops));
+        if (r->max_bytes == SIZE_ANY / 2) {
+            snprintf(bytes, sizeof(bytes), "any");
+            algo = r->ops & (1u << UCCL_COLL_BCAST)
+                       ? "binomial < 64K <= scatter_allgather"
+                       : "binomial if bytes*ranks <= 64K, else linear";
+        } else if (r->max_bytes == SIZE_ANY) {
+            snprintf(bytes, sizeof(bytes), "any");
+        } else {
+            snprintf(bytes, sizeof(bytes), "<= %zu", r->max_bytes);
+        }
+        if (r->max_bytes >= SIZE_ANY / 2)
+            snprintf(jbytes, sizeof(jbytes), "null");
+        else
+            snprintf(jbytes, sizeof(jbytes), "%zu", r->max_bytes);
+        snprintf(ranks, sizeof(ranks), ">= %d", r->min_ranks);
+        if (json)
+            OUT("%s{\"collectives\":\"%s\",\"layout\":\"%s\",\"min_ranks\":%d,"
+                "\"max_bytes\":%s,\"algorithm\":\"%s\"}",
+                i ? "," : "", ops, layout_names[r->layout], r->min_ranks, jbytes, algo);
+        else
+            OUT("%-4zu %-40s %-24s %6s %-22s %s\n", i + 1, ops, layout_names[r->layout], ranks,
+                bytes, algo);
+    }
+    if (json)
+        OUT("]}");
+    else
+        OUT("First matching rule wins; UCCL_COLL_ALGO=NAME forces one algorithm wherever it "
+            "implements the collective.\n");
+#undef OUT
+    return (int)used;
 }
 
 int uccl_coll_host_leader(const coll_state_t *cs, int r, int root)

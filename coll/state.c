@@ -3,6 +3,7 @@
  * memory, descriptors peers sent, and the notification demultiplexer. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll.h"
 
@@ -11,6 +12,7 @@
 static uccl_status_t state_arrays(coll_state_t *cs)
 {
     size_t n = (size_t)cs->size;
+    long local = 0, cpus;
 
     cs->peer_desc = calloc(n, sizeof(*cs->peer_desc));
     cs->peer_ndesc = calloc(n, sizeof(*cs->peer_ndesc));
@@ -26,9 +28,15 @@ static uccl_status_t state_arrays(coll_state_t *cs)
     for (int r = 0; r < cs->size; r++) {
         uccl_conn_attr_t attr;
         cs->host_id[r] = uccl_engine_host_id(cs->engine);
-        if (r != cs->rank && uccl_conn_query(uccl_comm_conn(cs->comm, r), &attr) == UCCL_OK)
+        if (r != cs->rank && uccl_conn_query(uccl_comm_conn(cs->comm, r), &attr) == UCCL_OK) {
             cs->host_id[r] = attr.host_id;
+            if (attr.transport == NULL || strcmp(attr.transport, "shm") != 0)
+                cs->net = true;
+        }
+        local += cs->host_id[r] == cs->host_id[cs->rank];
     }
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cs->oversubscribed = cpus > 0 && local > cpus;
     return UCCL_OK;
 }
 
@@ -108,6 +116,7 @@ void uccl_coll_state_destroy(coll_state_t *cs)
         coll_sched_t *s = cs->inflight;
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
+    uccl_coll_cache_clear(cs);
     for (int i = 0; i < cs->nbufs; i++)
         entry_fini(&cs->bufs[i]);
     for (int i = 0; i < cs->nscratch; i++) {
@@ -226,6 +235,8 @@ uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm)
         return st;
     pthread_mutex_lock(&cs->lock);
     st = cs->inflight != NULL ? UCCL_ERR_BUSY : UCCL_OK;
+    if (st == UCCL_OK)
+        uccl_coll_cache_clear(cs); /* cached plans pin their buffers */
     for (int i = 1; i < cs->nbufs && st == UCCL_OK; i++)
         if (cs->bufs[i].mr != NULL && cs->bufs[i].pins == 0)
             entry_fini(&cs->bufs[i]);

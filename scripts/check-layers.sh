@@ -45,7 +45,7 @@ allowed() {
         *) return 1 ;; esac ;;
     tp-registry) case $to in util) return 0 ;; core) [ "$hdr" = src/core/tp_api.h ] ;;
         *) return 1 ;; esac ;;
-    proxy) case $to in util | gpu | core) return 0 ;; esac; return 1 ;;
+    proxy) case $to in util | gpu) return 0 ;; esac; return 1 ;; # public API + gpu + util
     tools) # public API only, but for what no public call reports yet
         case "$file:$hdr" in
         tools/uccl_info.c:src/core/tp_api.h | tools/uccl_info.c:src/core/core_config.h | \
@@ -64,7 +64,10 @@ vendor_ok() {
     infiniband/* | rdma/rdma_*) [ "$from" = tp:verbs ] ;;
     rdma/*) [ "$from" = tp:ofi ] ;;
     hwloc.h | hwloc/*) [ "$from" = topo ] ;;
-    cuda.h | cuda_runtime*.h | cuda/* | hip/* | nvml.h | cuda_runtime_api.h) [ "$from" = gpu ] ;;
+    cuda.h | cuda_runtime*.h | cuda/* | hip/* | nvml.h | cuda_runtime_api.h)
+        [ "$from" = gpu ] && return 0
+        # the device API is compiled by hipcc into the caller's kernels
+        [ "$file:$hdr" = include/uccl/uccl_device.cuh:hip/hip_runtime.h ] ;;
     mpi.h) case $from in mpi) return 0 ;; esac
         case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c) return 0 ;; esac
         return 1 ;;
@@ -133,7 +136,7 @@ check_tree() {
 self_test() {
     local tmp caught=0 planted=0
     tmp=$(mktemp -d) || return 1
-    mkdir -p "$tmp"/{src/util,src/gpu,src/topo,src/core,src/tp/tcp,src/tp/shm,src/tp/verbs,coll,tools,include/uccl}
+    mkdir -p "$tmp"/{src/util,src/gpu,src/topo,src/core,src/tp/tcp,src/tp/shm,src/tp/verbs,src/proxy,coll,tools,include/uccl}
     touch "$tmp"/include/uccl/uccl.h "$tmp"/src/util/log.h "$tmp"/src/gpu/gpu.h \
         "$tmp"/src/topo/topo.h "$tmp"/src/core/core.h "$tmp"/src/core/tp_api.h \
         "$tmp"/src/tp/tcp/tcp.h "$tmp"/src/tp/shm/shm.h
@@ -174,6 +177,9 @@ self_test() {
     plant src/core/bad3.c '#include <hwloc.h>'
     plant coll/bad2.c '#include <mpi.h>'
     plant src/util/bad3.c '#include "nowhere.h"'
+    plant src/proxy/bad.c '#include "core/core.h"'
+    plant src/proxy/bad2.c '#include "tp/tcp/tcp.h"'
+    plant src/proxy/bad3.c '#include <cuda_runtime_api.h>'
     rm -rf "$tmp"
     echo "check-layers self-test: $caught of $planted planted violations caught" >&2
     [ "$caught" -eq "$planted" ]

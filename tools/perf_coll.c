@@ -3,10 +3,13 @@
  * nccl-tests-style table (size, time, algbw, busbw, #wrong) and JSON. Each
  * size times plain calls, a persistent plan's starts and the MPI call, in
  * turns for --rounds rounds; every column is the median of its rounds of
- * the slowest rank's mean time per call. */
+ * the slowest rank's mean time per call. A second reference, Open MPI over
+ * UCX, comes from a run of this program under its own mpirun
+ * (perf_coll_ref.c), before the table, where that path runs. */
 #include <errno.h>
 #include <getopt.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +34,10 @@ typedef struct coll_opts {
     const char *transport;
     size_t min, max; /* bytes per rank block */
     int iters, warmup, rounds, no_ref;
-    int cuda; /* --mem cuda: GPU buffers, the D2D copy as the reference */
+    int ref_only; /* MPI column only (the UCX reference run) */
+    int ucx;      /* run the UCX reference */
+    const char *ucx_tls, *mpirun;
+    int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
     const char *json;
 } coll_opts_t;
 
@@ -40,6 +46,7 @@ typedef struct coll_row {
     int iters;
     const char *algo;
     double uccl_s, plan_s, mpi_s; /* per call */
+    double ucx_s;                 /* Open MPI over UCX, 0 = not run */
     long long wrong;              /* bytes wrong over every rank and method */
 } coll_row_t;
 
@@ -48,6 +55,7 @@ typedef struct coll_ctx {
     int rank, n;
     uccl_comm_t *comm;
     const char *transport; /* what the comm's connections use */
+    char ucx_why[256];     /* why the UCX reference is missing */
     uint8_t *send, *recv;    /* what the calls get (GPU memory with --mem cuda) */
     uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
     void *dsrc;              /* --mem cuda: source of the copy reference */
@@ -62,8 +70,8 @@ static void coll_usage(void)
             "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
             "                         binomial, scatter_allgather, linear; default: auto)\n"
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
-            "  --mem host|cuda        buffer memory (default host); cuda: every rank on GPU\n"
-            "                         local_rank %% count, the reference is a device-to-device\n"
+            "  --mem host|cuda        buffer memory (default host); cuda: GPU local_rank %% count,\n"
+            "                         the reference (mpi column) is then a device-to-device\n"
             "                         copy of the bytes each rank receives, all ranks at once\n"
             "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
             "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
@@ -72,6 +80,11 @@ static void coll_usage(void)
             "                         times; medians (default 1, at most 15)\n"
             "  --json FILE            also write the results as JSON\n"
             "  --no-ref               no MPI reference (its column reads 0)\n"
+            "  --ucx-ref on|off       also Open MPI over UCX (default on): this program again\n"
+            "                         under mpirun --mca pml ucx --mca osc ucx (any UCX\n"
+            "                         transport/device), MPI column only, before the table\n"
+            "  --ucx-tls LIST         UCX_TLS for that run (e.g. tcp; default: UCX's choice)\n"
+            "  --mpirun PATH          launcher of that run (default mpirun)\n"
             "The reference is the MPI library's own collective on MPI_BYTE with the same\n"
             "buffers; choose its path with mpirun's options (e.g. --mca pml ucx).\n"
             "busbw = algbw * (n-1)/n (bcast: algbw), size = bytes one rank receives.\n");
@@ -103,6 +116,13 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
     case 'r': bad = perf_parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
     case 'j': o->json = arg; break;
     case 'n': o->no_ref = 1; break;
+    case 'R': o->ref_only = 1; break;
+    case 'u':
+        bad = strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0;
+        o->ucx = strcmp(arg, "on") == 0;
+        break;
+    case 'T': o->ucx_tls = arg; break;
+    case 'P': o->mpirun = arg; break;
     case 'g':
         bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
         o->cuda = strcmp(arg, "cuda") == 0;
@@ -123,13 +143,16 @@ static int coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
         {"max", required_argument, NULL, 'M'},      {"iters", required_argument, NULL, 'i'},
         {"warmup", required_argument, NULL, 'w'},   {"rounds", required_argument, NULL, 'r'},
         {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
+        {"ref-only", no_argument, NULL, 'R'},       {"ucx-ref", required_argument, NULL, 'u'},
+        {"ucx-tls", required_argument, NULL, 'T'},  {"mpirun", required_argument, NULL, 'P'},
         {"mem", required_argument, NULL, 'g'},
         {NULL, 0, NULL, 0},
     };
     int opt, have_op = 0;
 
     *o = (coll_opts_t){.op = UCCL_COLL_ALLGATHER, .min = COLL_DEFAULT_MIN,
-                       .max = COLL_DEFAULT_MAX, .warmup = 3, .rounds = 1};
+                       .max = COLL_DEFAULT_MAX, .warmup = 3, .rounds = 1, .ucx = 1,
+                       .mpirun = "mpirun"};
     opterr = 0; /* we name the bad option ourselves, once */
     optind = 2; /* argv[1] is "coll" */
     while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -228,12 +251,9 @@ static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
 
     if (root_only && c->rank != 0)
         return 0;
-    if (c->o.cuda) {
-        uccl_status_t st = uccl_copy(uccl_comm_engine(c->comm), c->hrecv, c->recv,
-                                     recv_bytes(c, count));
-        if (st != UCCL_OK)
-            coll_fail(c, "uccl_copy from the GPU", st);
-    }
+    if (c->o.cuda && uccl_copy(uccl_comm_engine(c->comm), c->hrecv, c->recv,
+                               recv_bytes(c, count)) != UCCL_OK)
+        coll_fail(c, "uccl_copy from the GPU", UCCL_ERR_IO);
     for (int b = 0; b < (int)(recv_bytes(c, count) / (count ? count : 1)) && count; b++) {
         int src, dst;
         switch (c->o.op) {
@@ -345,20 +365,17 @@ static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iter
 }
 
 /* --mem cuda reference: every rank copies the bytes it receives (the bcast
- * root: none) device to device, all at once; the slowest rank's time. */
+ * root, gather's non-roots: none) device to device, all at once. */
 static double time_copy(coll_ctx_t *c, size_t count, int iters)
 {
-    size_t len = c->o.op == UCCL_COLL_BCAST && c->rank == 0 ? 0 : recv_bytes(c, count);
+    bool none = (c->o.op == UCCL_COLL_BCAST && c->rank == 0) ||
+                (c->o.op == UCCL_COLL_GATHER && c->rank != 0);
+    size_t len = none ? 0 : recv_bytes(c, count);
     double t, tmax = 0;
 
-    if (c->o.op == UCCL_COLL_GATHER && c->rank != 0)
-        len = 0;
     MPI_Barrier(MPI_COMM_WORLD);
-    t = perf_cuda_copy_s(c->recv, c->dsrc, len, iters);
-    if (t < 0) {
-        fprintf(stderr, "uccl_perf coll rank %d: the device-to-device copy failed\n", c->rank);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
+    if ((t = perf_cuda_copy_s(c->recv, c->dsrc, len, iters)) < 0)
+        coll_fail(c, "the device-to-device copy", UCCL_ERR_IO);
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
 }
@@ -392,16 +409,17 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
     int iters = auto_iters(c, count);
 
     for (int r = 0; r < c->o.rounds; r++) {
-        tu[r] = time_method(c, METHOD_UCCL, count, iters, &wrong);
-        tp[r] = time_method(c, METHOD_PLAN, count, iters, &wrong);
-        tm[r] = c->o.cuda ? time_copy(c, count, iters)
+        tu[r] = c->o.ref_only ? 0 : time_method(c, METHOD_UCCL, count, iters, &wrong);
+        tp[r] = c->o.ref_only ? 0 : time_method(c, METHOD_PLAN, count, iters, &wrong);
+        tm[r] = c->o.cuda     ? time_copy(c, count, iters)
                 : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
                         .uccl_s = median(tu, c->o.rounds), .plan_s = median(tp, c->o.rounds),
                         .mpi_s = median(tm, c->o.rounds), .wrong = all,
-                        .algo = uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :
+                        .algo = c->o.ref_only ? "-" :
+                                uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :
                                 uccl_coll_algo_select(c->comm, c->o.op, count))};
 }
 
@@ -421,70 +439,134 @@ static const char *mpi_path(void)
     return text;
 }
 
-/* What the reference column holds. */
-static const char *ref_name(const coll_ctx_t *c)
+static const char *ucx_text(const coll_ctx_t *c)
 {
-    return c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
-                     : c->o.no_ref ? "none" : mpi_path();
+    static char text[320];
+
+    if (!c->o.ucx || c->o.no_ref)
+        return "not asked (--ucx-ref off)";
+    if (c->ucx_why[0] != '\0')
+        snprintf(text, sizeof(text), "skipped: %s", c->ucx_why);
+    else
+        snprintf(text, sizeof(text), "pml ucx, osc ucx, pml_ucx_tls any, pml_ucx_devices any%s%s",
+                 c->o.ucx_tls ? ", UCX_TLS=" : "", c->o.ucx_tls ? c->o.ucx_tls : "");
+    return text;
 }
 
 static void print_header(const coll_ctx_t *c)
 {
     char host[64] = "?";
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
     gethostname(host, sizeof(host) - 1);
-    printf("# uccl_perf coll --op %s: %d ranks, %s memory, uccl over %s (asked: %s), "
-           "reference %s%s, on %s\n",
-           uccl_coll_op_name(c->o.op), c->n, c->o.cuda ? "cuda" : "host", c->transport,
-           c->o.transport ? c->o.transport : "default", c->o.cuda ? "" : "MPI ", ref_name(c), host);
-    printf("# %10s %12s %-18s %6s %10s %8s %8s %10s %10s %8s %7s %7s %7s\n", "count(B)", "size(B)",
-           "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)",
-           c->o.cuda ? "copy(us)" : "mpi(us)", "busbw", c->o.cuda ? "x copy" : "x mpi", "pl/call",
-           "#wrong");
+    printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), on %s (%ld CPUs)\n",
+           uccl_coll_op_name(c->o.op), c->n, c->transport,
+           c->o.transport ? c->o.transport : "default", host, cpus);
+    if (c->o.cuda)
+        printf("# cuda memory; reference (mpi column): cuda d2d copy of the bytes each rank "
+               "receives, all ranks at once\n");
+    else
+        printf("# reference mpi: Open MPI in this job (%s)\n", c->o.no_ref ? "none" : mpi_path());
+    printf("# reference ucx: Open MPI over UCX, its own mpirun before this table (%s)\n",
+           ucx_text(c));
+    printf("# x best = uccl busbw / the better of the two references' busbw; pl/call = plain "
+           "call time / persistent start time\n");
+    printf("# %10s %12s %-8s %6s %10s %8s %8s %10s %10s %8s %10s %8s %7s %7s %7s\n", "count(B)",
+           "size(B)", "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)", "mpi(us)", "busbw",
+           "ucx(us)", "busbw", "x best", "pl/call", "#wrong");
 }
 
 static void print_row(const coll_ctx_t *c, const coll_row_t *r)
 {
-    double bu = busbw_gbs(c, r, r->uccl_s), bm = busbw_gbs(c, r, r->mpi_s);
+    double bu = busbw_gbs(c, r, r->uccl_s), bm = busbw_gbs(c, r, r->mpi_s),
+           bx = busbw_gbs(c, r, r->ucx_s), best = bm > bx ? bm : bx;
 
-    printf("  %10zu %12zu %-18s %6d %10.2f %8.3f %8.3f %10.2f %10.2f %8.3f %7.3f %7.3f %7lld\n",
+    printf("  %10zu %12zu %-8s %6d %10.2f %8.3f %8.3f %10.2f %10.2f %8.3f %10.2f %8.3f %7.3f "
+           "%7.3f %7lld\n",
            r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6,
            r->uccl_s > 0 ? (double)r->size / r->uccl_s / 1e9 : 0, bu, r->plan_s * 1e6,
-           r->mpi_s * 1e6, bm, bm > 0 ? bu / bm : 0, r->plan_s > 0 ? r->uccl_s / r->plan_s : 0,
-           r->wrong);
+           r->mpi_s * 1e6, bm, r->ucx_s * 1e6, bx, best > 0 ? bu / best : 0,
+           r->plan_s > 0 ? r->uccl_s / r->plan_s : 0, r->wrong);
     fflush(stdout);
 }
 
 static int write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
 {
     FILE *f = fopen(c->o.json, "w");
+    char host[64] = "?";
 
     if (f == NULL) {
         fprintf(stderr, "uccl_perf coll: cannot write %s: %s\n", c->o.json, strerror(errno));
         return -1;
     }
+    gethostname(host, sizeof(host) - 1);
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
-               "\"transport\": \"%s\", \"mem\": \"%s\", \"reference\": \"%s\", \"rounds\": %d,\n"
+               "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
+               "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
                " \"rows\": [\n",
-            uccl_coll_op_name(c->o.op), c->n, c->transport, c->o.cuda ? "cuda" : "host",
-            ref_name(c), c->o.rounds);
+            uccl_coll_op_name(c->o.op), c->n, c->transport, host,
+            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : "host",
+            c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
+                      : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
+            c->o.rounds);
     for (int i = 0; i < n; i++) {
         const coll_row_t *r = &rows[i];
         fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
                    "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
-                   "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
+                   "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
+                   "\"ucx_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
                 r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
                 r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
-                c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->wrong,
-                i + 1 < n ? "," : "");
+                c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
+                busbw_gbs(c, r, r->ucx_s), r->wrong, i + 1 < n ? "," : "");
     }
     fprintf(f, " ]}\n");
     return fclose(f) == 0 ? 0 : -1;
 }
 
-/* --mem cuda: GPU local_rank % count for the engine (ranks of one host
- * share it when it has fewer GPUs than ranks). */
-static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep)
+/* The UCX reference, before the table: rank 0 runs it while the others
+ * sleep (a spinning rank would take a CPU from the inner job). */
+static void ucx_reference(coll_ctx_t *c, int argc, char **argv, coll_row_t *rows, int nrows)
+{
+    double us[COLL_ROWS_MAX] = {0};
+    size_t counts[COLL_ROWS_MAX];
+    MPI_Request req;
+    int done = 0;
+
+    MPI_Comm local;
+    int nlocal = 0;
+
+    for (int i = 0; i < nrows; i++)
+        counts[i] = rows[i].count;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &nlocal);
+    MPI_Comm_free(&local);
+    if (nlocal != c->n) {
+        snprintf(c->ucx_why, sizeof(c->ucx_why), "the ranks span hosts (the UCX job runs on "
+                 "rank 0's host only)");
+        return;
+    }
+    if (c->rank == 0) {
+        perf_coll_ref_t r = {.mpirun = c->o.mpirun, .ucx_tls = c->o.ucx_tls, .ranks = c->n};
+        if (perf_coll_ucx_ref(&r, argc, argv, counts, us, nrows, c->ucx_why,
+                              sizeof(c->ucx_why)) == 0)
+            c->ucx_why[0] = '\0';
+    }
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    while (!done) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            usleep(2000);
+    }
+    MPI_Bcast(us, nrows, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(c->ucx_why, (int)sizeof(c->ucx_why), MPI_CHAR, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < nrows; i++)
+        rows[i].ucx_s = us[i] * 1e-6;
+}
+
+/* --mem cuda: the engine on GPU local_rank % count (ranks of a host share
+ * it when it has fewer GPUs than ranks); no UCX reference. */
+static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep, uccl_comm_params_t *cp)
 {
     int ngpu = perf_cuda_count(), local = 0;
     MPI_Comm node;
@@ -499,6 +581,9 @@ static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep)
     MPI_Comm_free(&node);
     ep->field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX;
     ep->gpu_index = local % ngpu;
+    cp->field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+    cp->engine_params = ep;
+    c->o.ucx = 0;
     return 0;
 }
 
@@ -516,43 +601,39 @@ static int coll_setup(coll_ctx_t *c)
                     c->o.max, rb, COLL_MAX_BYTES);
         return -1;
     }
-    c->hsend = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
-    c->hrecv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
+    c->send = c->hsend = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
+    c->recv = c->hrecv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
     c->counts = calloc((size_t)c->n, sizeof(size_t));
     c->displs = calloc((size_t)c->n, sizeof(size_t));
-    if (!c->hsend || !c->hrecv || !c->counts || !c->displs)
+    if (!c->send || !c->recv || !c->counts || !c->displs)
         return -1;
-    c->send = c->hsend;
-    c->recv = c->hrecv;
+    if (c->o.cuda && coll_pick_gpu(c, &ep, &cp) != 0)
+        return -1;
     if (c->o.transport != NULL) {
-        ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
+        ep.field_mask |= UCCL_ENGINE_PARAM_TRANSPORTS;
         ep.transports = c->o.transport;
         cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
         cp.engine_params = &ep;
     }
-    if (c->o.cuda && coll_pick_gpu(c, &ep) != 0)
-        return -1;
-    if (c->o.cuda) {
-        cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
-        cp.engine_params = &ep;
-    }
+    c->transport = "self";
+    if (c->o.ref_only)
+        return 0; /* the UCX reference run: MPI only */
     st = uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &c->comm);
     if (st != UCCL_OK)
         coll_fail(c, "uccl_comm_init_mpi", st);
-    if (c->o.cuda) {
-        uccl_engine_t *e = uccl_comm_engine(c->comm);
-        void *s = NULL, *r = NULL;
-        if ((st = uccl_mem_alloc(e, UCCL_MEM_CUDA, sb ? sb : 1, &s)) != UCCL_OK ||
-            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &r)) != UCCL_OK ||
-            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &c->dsrc)) != UCCL_OK)
-            coll_fail(c, "uccl_mem_alloc of GPU buffers", st);
-        c->send = s;
-        c->recv = r;
-    }
-    c->transport = "self";
     if (c->n > 1 && uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->n), &attr) ==
                         UCCL_OK)
         c->transport = c->o.cuda ? attr.gpu_transport : attr.transport;
+    if (c->o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        void *sp = NULL, *rp = NULL;
+        if ((st = uccl_mem_alloc(e, UCCL_MEM_CUDA, sb ? sb : 1, &sp)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &rp)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &c->dsrc)) != UCCL_OK)
+            coll_fail(c, "uccl_mem_alloc of GPU buffers", st);
+        c->send = sp;
+        c->recv = rp;
+    }
     return 0;
 }
 
@@ -567,14 +648,19 @@ int perf_coll_main(int argc, char **argv)
     rc = rows == NULL ? -1 : coll_parse_args(argc, argv, &c.o, c.rank == 0);
     if (rc == 0)
         rc = coll_setup(&c);
+    for (size_t count = c.o.min; rc == 0 && count <= c.o.max && nrows < COLL_ROWS_MAX;
+         count = count ? count * 2 : 1)
+        rows[nrows++].count = count;
+    if (rc == 0 && c.o.ucx && !c.o.no_ref && !c.o.ref_only)
+        ucx_reference(&c, argc, argv, rows, nrows);
     if (rc == 0 && c.rank == 0)
         print_header(&c);
-    for (size_t count = c.o.min; rc == 0 && count <= c.o.max && nrows < COLL_ROWS_MAX;
-         count *= 2) {
-        run_size(&c, count, &rows[nrows]);
+    for (int i = 0; rc == 0 && i < nrows; i++) {
+        double ucx = rows[i].ucx_s;
+        run_size(&c, rows[i].count, &rows[i]);
+        rows[i].ucx_s = ucx;
         if (c.rank == 0)
-            print_row(&c, &rows[nrows]);
-        nrows++;
+            print_row(&c, &rows[i]);
     }
     if (rc == 0 && c.rank == 0 && c.o.json != NULL)
         rc = write_json(&c, rows, nrows);

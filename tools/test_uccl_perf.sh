@@ -77,7 +77,8 @@ coll3() {  # coll3 ARGS...: uccl_perf coll on 3 ranks
     eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 \"\$perf\" coll \"\$@\"" >"$tmp/out" 2>&1
 }
 for op in allgather allgatherv alltoall alltoallv bcast gather scatter; do
-    coll3 --op $op --transport shm --min 1K --max 2K --iters 2 --warmup 1 --json "$tmp/coll.json" ||
+    coll3 --op $op --transport shm --min 1K --max 2K --iters 2 --warmup 1 --ucx-ref off \
+        --json "$tmp/coll.json" ||
         { cat "$tmp/out"; echo "uccl_perf coll --op $op failed"; exit 1; }
     if command -v python3 >/dev/null 2>&1; then
         python3 - "$tmp/coll.json" "$op" <<'PY' || { cat "$tmp/out"; exit 1; }
@@ -107,7 +108,27 @@ PY
     fi
 done
 n=$((n + 1))
+# the Open MPI over UCX column: measured for every row where that path runs,
+# else every row empty and the reason on the header line and in the JSON
+coll3 --op alltoall --transport shm --min 1K --max 2K --iters 2 --warmup 1 --json "$tmp/coll.json" ||
+    { cat "$tmp/out"; echo "uccl_perf coll with the UCX reference failed"; exit 1; }
+grep -q '^# reference ucx: ' "$tmp/out" || { cat "$tmp/out"; echo "no UCX reference line"; exit 1; }
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/coll.json" <<'PY' || { cat "$tmp/out"; exit 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+ref = d["reference_ucx"]
+if ref.startswith("skipped: "):
+    assert all(r["ucx_us"] == 0 for r in d["rows"]), d["rows"]
+    print("SKIP: Open MPI over UCX does not run here (%s)" % ref)
+else:
+    assert ref.startswith("pml ucx"), ref
+    assert all(r["ucx_us"] > 0 and r["ucx_busbw_gbs"] > 0 for r in d["rows"]), d["rows"]
+PY
+fi
+n=$((n + 1))
 for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K" \
+    "--op allgather --ucx-ref maybe" \
     "--op allgather --mem nosuch"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if coll3 $bad; then

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <uccl/uccl.h>
+#include <uccl/uccl_coll.h>
 
 #include "core/core_config.h"
 #include "core/tp_api.h"
@@ -315,12 +316,30 @@ static void report_gpu_links(FILE *out, const info_opts_t *opts)
     fprintf(out, opts->json ? "]," : "\n");
 }
 
+/* The collectives' algorithm table, through the public uccl_coll_table_print. */
+static void report_coll_table(FILE *out, const info_opts_t *opts)
+{
+    unsigned flags = opts->json ? UCCL_COLL_TABLE_JSON : 0;
+    int len = uccl_coll_table_print(NULL, 0, flags);
+    char *text = len > 0 ? malloc((size_t)len + 1) : NULL;
+
+    if (text == NULL || uccl_coll_table_print(text, (size_t)len + 1, flags) != len) {
+        fprintf(out, opts->json ? "\"coll_table\":null," : "collective algorithms: unavailable\n\n");
+    } else if (opts->json) {
+        fprintf(out, "\"coll_table\":%s,", text);
+    } else {
+        fprintf(out, "Collective algorithms (UCCL_COLL_ALGO=auto picks by this table):\n%s\n", text);
+    }
+    free(text);
+}
+
 /* ------------------------------------------------------------ main */
 
 static void usage(FILE *out)
 {
     fprintf(out, "usage: uccl_info [-c|--config] [--json] [--topo-xml FILE] [-h]\n"
-                 "  (default)        version, transports usable here, topology and NIC choice\n"
+                 "  (default)        version, transports usable here, the collectives' algorithm\n"
+                 "                   table, topology and NIC choice\n"
                  "  -c, --config     every UCCL_* setting with its current value and doc\n"
                  "  --json           one JSON object instead of the human report\n"
                  "  --topo-xml FILE  report on a recorded hwloc XML topology\n");
@@ -369,6 +388,7 @@ int main(int argc, char **argv)
         rc |= report_config(stdout, &opts);
     } else {
         report_transports(stdout, &opts);
+        report_coll_table(stdout, &opts);
         report_gpu_links(stdout, &opts);
         rc |= report_topology(stdout, &opts);
     }

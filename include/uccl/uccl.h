@@ -51,7 +51,8 @@ extern "C" {
     X(ERR_PEER_FAILED, -100, "peer failed or connection lost")                               \
     X(ERR_UNREACHABLE, -101, "peer unreachable")                                             \
     X(ERR_CONN_REFUSED, -102, "connection refused by peer")                                  \
-    X(ERR_REMOTE_ACCESS, -103, "peer refused the remote access (region gone or out of range)")
+    X(ERR_REMOTE_ACCESS, -103, "peer refused the remote access (region gone or out of range)") \
+    X(ERR_DENIED, -104, "peer refused admission: wrong or missing secret (another job?)")
 
 typedef enum {
 #define UCCL_STATUS_ENUM_(name, value, text) UCCL_##name = value,
@@ -103,7 +104,11 @@ enum {
     UCCL_ENGINE_PARAM_TRANSPORTS = 1u << 1,
     UCCL_ENGINE_PARAM_NET_DEVICES = 1u << 2,
     UCCL_ENGINE_PARAM_PROGRESS_THREAD = 1u << 3,
+    UCCL_ENGINE_PARAM_SECRET = 1u << 4,
 };
+
+/* Bytes of an admission secret (uccl_engine_params_t.secret). */
+#define UCCL_SECRET_SIZE 16
 
 typedef struct uccl_engine_params {
     uint64_t field_mask;     /* UCCL_ENGINE_PARAM_* bits */
@@ -111,6 +116,13 @@ typedef struct uccl_engine_params {
     const char *transports;  /* comma list ("shm,tcp"), overrides UCCL_TRANSPORTS */
     const char *net_devices; /* "mlx5_0:1,rxe0", overrides UCCL_NET_DEVICES */
     int progress_thread;     /* 1 = background progress thread */
+    /* Admission secret (UCCL_ENGINE_PARAM_SECRET; not all zero): the
+     * engine's address blob carries it, and an incoming connection that does
+     * not present it is refused (UCCL_ERR_DENIED at the connecting side)
+     * before any transport state is made for it. Give every engine of a job
+     * the same one (uccl_comm_init_mpi draws one per job); without it each
+     * engine draws its own, so knowing the address blob is what admits. */
+    uint8_t secret[UCCL_SECRET_SIZE];
 } uccl_engine_params_t;
 
 /* Engine capability bits (uccl_engine_caps). */
@@ -129,7 +141,8 @@ enum {
 /* Create an engine: opens every allowed transport that is usable on this
  * host (a transport whose probe fails is skipped and reported at info
  * level), a listening socket for connection setup, and draws a random
- * 64-bit incarnation id. params may be NULL (all defaults).
+ * 64-bit incarnation id and (unless params give one) a random admission
+ * secret. params may be NULL (all defaults).
  * Errors: UCCL_ERR_INVALID_PARAM (bad field, unknown transport name),
  * UCCL_ERR_NO_TRANSPORT (nothing usable), UCCL_ERR_NO_MEMORY, UCCL_ERR_IO. */
 UCCL_API uccl_status_t uccl_engine_create(const uccl_engine_params_t *params,
@@ -174,7 +187,9 @@ UCCL_API int uccl_engine_progress(uccl_engine_t *engine);
  * engine. The connection is bidirectional.
  * Errors: UCCL_ERR_BAD_ADDRESS / UCCL_ERR_VERSION (blob rejected, nothing
  * sent), UCCL_ERR_NO_TRANSPORT, UCCL_ERR_UNREACHABLE, UCCL_ERR_CONN_REFUSED,
- * UCCL_ERR_TIMEOUT. */
+ * UCCL_ERR_DENIED (the blob's secret is not the engine's: tampered, or of
+ * another job), UCCL_ERR_STALE (the blob names an earlier incarnation of the
+ * engine now listening at that address), UCCL_ERR_TIMEOUT. */
 UCCL_API uccl_status_t uccl_connect(uccl_engine_t *engine, const void *addr, size_t len,
                                     uccl_conn_t **conn);
 
@@ -185,7 +200,11 @@ UCCL_API uccl_status_t uccl_connect(uccl_engine_t *engine, const void *addr, siz
 UCCL_API uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **conn);
 
 /* Close a connection. Its outstanding requests complete with
- * UCCL_ERR_CANCELED; the peer's requests on it fail with UCCL_ERR_PEER_FAILED. */
+ * UCCL_ERR_CANCELED; the peer's requests on it fail with UCCL_ERR_PEER_FAILED.
+ * Sends that already completed are still delivered (tcp waits up to
+ * UCCL_TIMEOUT_MS for the peer to take them), and once the call returns the
+ * peer writes nothing more into this side's memory (shm: after the one
+ * bounded copy it may have under way). */
 UCCL_API uccl_status_t uccl_conn_close(uccl_conn_t *conn);
 
 typedef struct uccl_conn_attr {

@@ -128,8 +128,9 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   linear; UCCL_COLL_ALGO or args.algo).
  * - Buffers are registered by the comm and kept in a per-comm cache (with
  *   the remote descriptors peers sent for them), so repeated calls on the
- *   same buffers pay no registration and no descriptor exchange; see
- *   uccl_comm_coll_stats. A cached buffer must not be freed and another
+ *   same buffers pay no registration and no descriptor exchange; a plain
+ *   call with the same arguments as a recent one (up to 8 kept) reuses that
+ *   call's plan, like a persistent start; see uccl_comm_coll_stats. A cached buffer must not be freed and another
  *   mapped at the same address while the comm may use it again: call
  *   uccl_comm_coll_flush after freeing buffers used in collectives.
  * - A rank's buffers belong to the collective until it completes on that
@@ -322,12 +323,15 @@ typedef struct uccl_coll_stats {
     uint64_t buf_hits;      /* user buffers found in the cache */
     uint64_t desc_sent;     /* remote descriptors sent to peers (DIRECT) */
     uint64_t desc_reused;   /* ready messages naming a descriptor sent before */
+    uint64_t plan_hits;     /* plain calls that reused the cached plan of an earlier
+                             * call with the same arguments (no build, no look-ups) */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);
 
-/* Forget every cached buffer registration of the comm (buffers of plans
- * stay registered until the plan is freed). Not while a collective is in
+/* Forget every cached buffer registration and cached plain-call plan of
+ * the comm (buffers of persistent plans stay registered until the plan is
+ * freed). Not while a collective is in
  * flight (UCCL_ERR_BUSY). */
 UCCL_API uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm);
 
@@ -341,6 +345,14 @@ UCCL_API uccl_coll_algo_t uccl_coll_algo_select(const uccl_comm_t *comm, uccl_co
 UCCL_API const char *uccl_coll_algo_name(uccl_coll_algo_t algo);
 UCCL_API const char *uccl_coll_op_name(uccl_coll_op_t op);
 UCCL_API uccl_status_t uccl_coll_algo_parse(const char *name, uccl_coll_algo_t *algo);
+
+/* The selection table AUTO walks (uccl_coll_algo_select), one rule a line
+ * (collectives, host layout, ranks, bytes per block, algorithm), written
+ * into buf like snprintf: returns the length of the whole text (call with
+ * buf NULL and len 0 to size it), -1 on error. flags: 0 for text,
+ * UCCL_COLL_TABLE_JSON for a JSON object {"rules": [...]}. */
+#define UCCL_COLL_TABLE_JSON 1u
+UCCL_API int uccl_coll_table_print(char *buf, size_t len, unsigned flags);
 
 #ifdef __cplusplus
 }

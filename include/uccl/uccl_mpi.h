@@ -15,7 +15,9 @@ extern "C" {
  * mpi_comm and MPI_Allgather as the callback. Each rank creates an engine
  * (or uses params->engine), all ranks exchange address blobs, connect to
  * every peer (lower ranks connect, higher ranks accept: no deadlock), and
- * learn which peers share their host (uccl_engine_host_id). params may be
+ * learn which peers share their host (uccl_engine_host_id). The engines it
+ * creates get one admission secret per job (rank 0 draws it, MPI_Bcast
+ * shares it) unless the engine params give one. params may be
  * NULL; it may set only UCCL_COMM_PARAM_ENGINE or _ENGINE_PARAMS.
  * Every rank gets the same status: if any rank fails, all return an error
  * (the failing rank's own status there, UCCL_ERR_PEER_FAILED elsewhere).

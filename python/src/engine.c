@@ -3,6 +3,7 @@
 #include "upy.h"
 
 #include <limits.h>
+#include <string.h>
 
 int upy_engine_check(upy_engine_t *e)
 {
@@ -113,9 +114,10 @@ uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms)
 
 static int engine_init(upy_engine_t *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"gpu", "transports", "net_devices", "progress_thread", NULL};
+    static char *kwlist[] = {"gpu", "transports", "net_devices", "progress_thread", "secret", NULL};
     int gpu = -1;
-    const char *transports = NULL, *net_devices = NULL;
+    const char *transports = NULL, *net_devices = NULL, *secret = NULL;
+    Py_ssize_t secret_len = 0;
     PyObject *progress = Py_None;
     uccl_engine_params_t p = {0};
     uccl_status_t st;
@@ -124,9 +126,18 @@ static int engine_init(upy_engine_t *self, PyObject *args, PyObject *kwds)
         PyErr_SetString(PyExc_RuntimeError, "Engine.__init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|izzO:Engine", kwlist, &gpu, &transports,
-                                     &net_devices, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|izzOz#:Engine", kwlist, &gpu, &transports,
+                                     &net_devices, &progress, &secret, &secret_len))
         return -1;
+    if (secret != NULL) { /* the job's admission secret */
+        if (secret_len != UCCL_SECRET_SIZE) {
+            PyErr_Format(PyExc_ValueError, "secret must be %d bytes, not %zd", UCCL_SECRET_SIZE,
+                         secret_len);
+            return -1;
+        }
+        p.field_mask |= UCCL_ENGINE_PARAM_SECRET;
+        memcpy(p.secret, secret, UCCL_SECRET_SIZE);
+    }
     p.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX;
     p.gpu_index = gpu;
     if (transports) {

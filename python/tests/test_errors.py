@@ -246,3 +246,21 @@ def test_wait_all_timeout_and_gil_released(pair):
         pair.barrier()
         with e.register(np.full(8, 3, np.uint8)) as mr:
             c.send(mr, tag=321, block=True)
+
+
+def test_job_secret(world):
+    """Engines given the job's secret connect; a wrong-sized secret is refused."""
+    import os
+    with pytest.raises(ValueError, match="16 bytes"):
+        uccl.Engine(secret=b"short")
+    secret = world.bcast(os.urandom(16) if world.Get_rank() == 0 else None, root=0)
+    e = uccl.Engine(secret=secret)
+    peer = world.sendrecv(e.address, dest=1 - world.Get_rank(), source=1 - world.Get_rank())
+    if world.Get_rank() == 0:
+        conn = e.connect(peer)
+    else:
+        conn = e.accept(timeout=30.0)
+    assert conn.peer_id != 0
+    world.Barrier()
+    conn.close()
+    e.close()

@@ -3,6 +3,8 @@
  *  24 pid(4)  28 oob ipv4(4, network order)  32 oob port(2, host order)
  *  34 hostname_len(1)  35 ntp(1)  36 hostname
  *  then ntp x { name_len(1) name addr_len(2) addr }
+ *  then the admission secret (UCCL_SECRET_SIZE; all zero in the copy a
+ *  connecting engine sends of its own blob)
  *  then fnv1a32 of everything before (4). */
 #include <arpa/inet.h>
 #include <string.h>
@@ -10,11 +12,12 @@
 #include "core.h"
 
 #define ADDR_MAGIC 0x44414355u
-#define ADDR_VERSION 1
+#define ADDR_VERSION 2 /* 2: the admission secret */
 #define ADDR_HEADER 36
 #define ADDR_TP_ENTRY_MAX 256
 
-uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len)
+static uccl_status_t address_pack(const uccl_engine_t *engine, void *buf, size_t *len,
+                                  bool with_secret)
 {
     uint8_t tmp[UCCL_ADDRESS_MAX];
     size_t host_len = strlen(engine->hostname);
@@ -52,6 +55,13 @@ uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *
         memcpy(tmp + pos, entry, tp_len);
         pos += tp_len;
     }
+    if (pos + UCCL_SECRET_SIZE + 4 > sizeof(tmp))
+        return UCCL_ERR_NO_MEMORY;
+    if (with_secret)
+        memcpy(tmp + pos, engine->secret, UCCL_SECRET_SIZE);
+    else
+        memset(tmp + pos, 0, UCCL_SECRET_SIZE);
+    pos += UCCL_SECRET_SIZE;
     uccl_put_u16(tmp + 6, (uint16_t)(pos + 4));
     uccl_put_u32(tmp + pos, uccl_fnv1a32(tmp, pos));
     pos += 4;
@@ -62,6 +72,16 @@ uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *
     memcpy(buf, tmp, pos);
     *len = pos;
     return UCCL_OK;
+}
+
+uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len)
+{
+    return address_pack(engine, buf, len, true);
+}
+
+uccl_status_t uccl_address_pack_public(const uccl_engine_t *engine, void *buf, size_t *len)
+{
+    return address_pack(engine, buf, len, false);
 }
 
 uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out)
@@ -114,7 +134,8 @@ uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *ou
         out->tp[i].len = tp_len;
         pos += tp_len;
     }
-    if (pos != total)
+    if (pos + UCCL_SECRET_SIZE != total)
         return UCCL_ERR_BAD_ADDRESS;
+    memcpy(out->secret, p + pos, UCCL_SECRET_SIZE);
     return UCCL_OK;
 }

@@ -1,6 +1,14 @@
 /* Connection setup over the engine's TCP setup socket: the transport
  * choice per peer, and a framed request and reply carrying each chosen
- * transport's wiring info, on the connect and the accept side. */
+ * transport's wiring info, on the connect and the accept side.
+ *
+ * Request: magic(4) version(2) to_id(8) secret(UCCL_SECRET_SIZE) blob_len(2)
+ *          blob (the connector's, secret zeroed) n(1) n x endpoint
+ * Reply:   magic(4) version(2) status(4) [n(1) n x endpoint when OK]
+ * Admission comes first: a request that does not name this incarnation
+ * (UCCL_ERR_STALE) or lacks its secret (UCCL_ERR_DENIED) is answered with
+ * that status before anything is made for it: no connection object, no
+ * transport endpoint, no memory exposed. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -14,7 +22,7 @@
 
 #define SETUP_REQ_MAGIC 0x51434355u /* "UCCQ" */
 #define SETUP_REP_MAGIC 0x50434355u /* "UCCP" */
-#define SETUP_VERSION 1
+#define SETUP_VERSION 2 /* 2: the admission secret */
 #define SETUP_MAX 8192
 #define EP_INFO_MAX 1024
 #define EP_FLAG_HOST 1u
@@ -161,7 +169,7 @@ static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address
 {
     uint8_t blob[UCCL_ADDRESS_MAX];
     size_t blob_len = sizeof(blob);
-    uccl_status_t st = uccl_address_pack(conn->engine, blob, &blob_len);
+    uccl_status_t st = uccl_address_pack_public(conn->engine, blob, &blob_len);
     int n = 0;
 
     if (st != UCCL_OK)
@@ -171,6 +179,7 @@ static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address
     uccl_oob_put_u32(b, SETUP_REQ_MAGIC);
     uccl_oob_put_u16(b, SETUP_VERSION);
     uccl_oob_put_u64(b, addr->engine_id);
+    uccl_oob_put_bytes(b, addr->secret, UCCL_SECRET_SIZE);
     uccl_oob_put_u16(b, (uint16_t)blob_len);
     uccl_oob_put_bytes(b, blob, blob_len);
     uccl_oob_put_u8(b, (uint8_t)n);
@@ -196,7 +205,7 @@ static uccl_status_t connect_apply_reply(uccl_conn_t *conn, const uint8_t *msg, 
         return UCCL_ERR_IO;
     if (st != UCCL_OK) {
         uccl_error("peer %s refused the connection: %s", conn->peer_host, uccl_strerror(st));
-        return st == UCCL_ERR_STALE ? st : UCCL_ERR_CONN_REFUSED;
+        return st == UCCL_ERR_STALE || st == UCCL_ERR_DENIED ? st : UCCL_ERR_CONN_REFUSED;
     }
     n = uccl_oob_get_u8(&r);
     for (int k = 0; k < n; k++) {
@@ -273,41 +282,61 @@ out_unlock:
 
 /* ------------------------------------------------------------------ accept side */
 
-/* Build the reply for one setup request; creates and wires the endpoints. */
-static uccl_status_t accept_handle_request(uccl_conn_t *conn, const uint8_t *msg, size_t len,
-                                           oob_buf_t *reply)
+/* Admission: the request must be for this incarnation and carry its
+ * secret (compared in constant time). Nothing is allocated before. */
+static uccl_status_t accept_admit(uccl_engine_t *engine, oob_reader_t *r)
+{
+    uint8_t secret[UCCL_SECRET_SIZE], diff = 0;
+    uint64_t to_id;
+
+    if (uccl_oob_get_u32(r) != SETUP_REQ_MAGIC || uccl_oob_get_u16(r) != SETUP_VERSION) {
+        uccl_setup_drop_note(engine, "not a setup request of this version");
+        return UCCL_ERR_VERSION;
+    }
+    to_id = uccl_oob_get_u64(r);
+    if (!uccl_oob_get_bytes(r, secret, sizeof(secret))) {
+        uccl_setup_drop_note(engine, "truncated setup request");
+        return UCCL_ERR_BAD_ADDRESS;
+    }
+    if (to_id != engine->id) {
+        uccl_setup_drop_note(engine, "meant for an earlier incarnation of this engine (stale "
+                                     "address): UCCL_ERR_STALE");
+        return UCCL_ERR_STALE;
+    }
+    for (size_t i = 0; i < sizeof(secret); i++)
+        diff |= (uint8_t)(secret[i] ^ engine->secret[i]);
+    if (diff != 0) {
+        uccl_setup_drop_note(engine, "wrong admission secret (another job, or a forged "
+                                     "address): UCCL_ERR_DENIED");
+        return UCCL_ERR_DENIED;
+    }
+    return UCCL_OK;
+}
+
+/* Build the reply for an admitted setup request (r is past its admission
+ * header); creates and wires the endpoints. */
+static uccl_status_t accept_handle_request(uccl_conn_t *conn, oob_reader_t *r, oob_buf_t *reply)
 {
     uccl_engine_t *engine = conn->engine;
-    oob_reader_t r = {msg, len, 0, false};
     uccl_address_t addr;
     const uint8_t *blob;
     size_t blob_len;
-    uint64_t to_id;
     uccl_status_t st;
     int n;
 
-    if (uccl_oob_get_u32(&r) != SETUP_REQ_MAGIC || uccl_oob_get_u16(&r) != SETUP_VERSION)
-        return UCCL_ERR_VERSION;
-    to_id = uccl_oob_get_u64(&r);
-    blob_len = uccl_oob_get_u16(&r);
-    blob = uccl_oob_get_ptr(&r, blob_len);
-    if (r.bad || uccl_address_parse(blob, blob_len, &addr) != UCCL_OK)
+    blob_len = uccl_oob_get_u16(r);
+    blob = uccl_oob_get_ptr(r, blob_len);
+    if (r->bad || uccl_address_parse(blob, blob_len, &addr) != UCCL_OK)
         return UCCL_ERR_BAD_ADDRESS;
-    if (to_id != engine->id) {
-        uccl_warn("refusing a connection from %s (pid %d) meant for engine %016llx (a previous "
-                  "incarnation); this engine is %016llx",
-                  addr.hostname, (int)addr.pid, (unsigned long long)to_id, (unsigned long long)engine->id);
-        return UCCL_ERR_STALE;
-    }
     conn_set_peer(conn, &addr);
-    n = uccl_oob_get_u8(&r);
+    n = uccl_oob_get_u8(r);
     uccl_oob_put_u8(reply, (uint8_t)n);
     for (int k = 0; k < n; k++) {
         setup_ep_t ep;
         uccl_tp_peer_t peer;
         int i;
 
-        if (!get_ep(&r, &ep))
+        if (!get_ep(r, &ep))
             return UCCL_ERR_IO;
         i = find_local_tp(engine, ep.name);
         if (i < 0 || conn->ep[i] != NULL) {
@@ -335,14 +364,20 @@ static uccl_status_t accept_handle_request(uccl_conn_t *conn, const uint8_t *msg
 
 static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
 {
-    uccl_conn_t *conn = uccl_conn_alloc(engine);
-    uccl_status_t st = conn ? UCCL_OK : UCCL_ERR_NO_MEMORY;
-    oob_buf_t body, reply;
+    oob_reader_t r = {hs->buf, hs->have, 0, false};
+    uccl_status_t st = accept_admit(engine, &r);
+    uccl_conn_t *conn = NULL;
+    oob_buf_t body = {0}, reply;
 
-    uccl_oob_buf_init(&body, SETUP_MAX);
+    if (st == UCCL_OK) {
+        conn = uccl_conn_alloc(engine);
+        st = conn != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+    }
+    if (conn != NULL) {
+        uccl_oob_buf_init(&body, SETUP_MAX);
+        st = accept_handle_request(conn, &r, &body);
+    }
     uccl_oob_buf_init(&reply, SETUP_MAX);
-    if (conn != NULL)
-        st = accept_handle_request(conn, hs->buf, hs->have, &body);
     uccl_oob_put_u32(&reply, SETUP_REP_MAGIC);
     uccl_oob_put_u16(&reply, SETUP_VERSION);
     uccl_oob_put_u32(&reply, (uint32_t)(int32_t)st);
@@ -354,9 +389,10 @@ static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
     uccl_oob_buf_free(&body);
     uccl_oob_buf_free(&reply);
     if (st != UCCL_OK) {
-        uccl_warn("incoming connection rejected: %s", uccl_strerror(st));
-        if (conn != NULL)
+        if (conn != NULL) { /* admitted; refusals of admission are counted by drop notes */
+            uccl_warn("incoming connection rejected: %s", uccl_strerror(st));
             uccl_conn_destroy(conn, UCCL_ERR_CANCELED);
+        }
         close(hs->fd);
         return;
     }

@@ -61,6 +61,7 @@ typedef struct uccl_address {
     uint32_t pid;
     struct sockaddr_in oob;
     char hostname[UCCL_HOSTNAME_MAX];
+    uint8_t secret[UCCL_SECRET_SIZE]; /* the engine's admission secret (0s: not given) */
     int ntp;
     struct {
         char name[16];
@@ -115,6 +116,7 @@ struct uccl_engine {
     uint64_t host_id;
     int pid;
     char hostname[UCCL_HOSTNAME_MAX];
+    uint8_t secret[UCCL_SECRET_SIZE]; /* admission: connects must present it */
     int gpu_index;
     uint64_t caps;
     uccl_tp_t *tp[UCCL_TP_MAX];
@@ -188,6 +190,9 @@ static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&
 
 /* ---- address blob (address.c): the one parser of untrusted blobs */
 uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);
+/* The same blob without the secret (zeros): what a connecting engine tells
+ * the engine it connects to about itself. */
+uccl_status_t uccl_address_pack_public(const uccl_engine_t *engine, void *buf, size_t *len);
 uccl_status_t uccl_address_parse(const void *buf, size_t len, uccl_address_t *out);
 
 /* ---- connections (conn.c; setup in conn_setup.c) */
@@ -222,6 +227,17 @@ void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
 uccl_status_t uccl_mr_check(const uccl_mr_t *mr);
+/* Region ids carry the engine's incarnation in their top 32 bits (those of
+ * the engine id) and a counter below, so a target tells a descriptor of an
+ * earlier incarnation (a restarted peer at the same address) from one of
+ * its own regions without the descriptor's engine id on the wire. */
+#define UCCL_REGION_INCARNATION(id) ((uint64_t)(id) >> 32)
+static inline uint64_t uccl_region_id_next(uccl_engine_t *engine)
+{
+    if ((uint32_t)(engine->next_region_id + 1) == 0)
+        engine->next_region_id++; /* the counter wrapped: 0 stays unused */
+    return (UCCL_REGION_INCARNATION(engine->id) << 32) | (uint32_t)++engine->next_region_id;
+}
 void uccl_mr_release_all(uccl_engine_t *engine);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors

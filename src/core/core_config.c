@@ -38,6 +38,12 @@ static const uccl_cfg_field_t core_fields[] = {
                "IPv4 address to listen on for connection setup and advertise (empty = the host's "
                "first non-loopback address, else 127.0.0.1)",
                oob_ifaddr, UCCL_CFG_STRING),
+    CORE_FIELD("OOB_PORT", "0",
+               "TCP port of the setup listener (0 = any free port; a fixed one lets a restarted "
+               "process listen at the same address); 0..65535", oob_port, UCCL_CFG_INT),
+    CORE_FIELD("OOB_BIND_ANY", "0",
+               "1 = the setup and tcp listeners listen on every interface (0.0.0.0); 0 = on the "
+               "advertised address only", oob_bind_any, UCCL_CFG_BOOL),
     CORE_FIELD("HOST_ID", "",
                "host identity to advertise instead of hostname + boot id (test use: ranks with "
                "different values on one machine act as different hosts and never use shm)",
@@ -89,6 +95,10 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
     if (cfg->setup_timeout_ms <= 0 || cfg->setup_max_pending < 1) {
         uccl_error("UCCL_SETUP_TIMEOUT_MS must be > 0 (got %d) and UCCL_SETUP_MAX_PENDING >= 1 "
                    "(got %d)", cfg->setup_timeout_ms, cfg->setup_max_pending);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (cfg->oob_port < 0 || cfg->oob_port > 65535) {
+        uccl_error("UCCL_OOB_PORT must be in 0..65535 (got %d)", cfg->oob_port);
         return UCCL_ERR_INVALID_PARAM;
     }
     uccl_log_level_current = (uccl_log_level_t)cfg->log_level;

@@ -18,6 +18,8 @@ typedef struct uccl_config {
     int progress_thread;
     int rcache;
     char oob_ifaddr[UCCL_CFG_STRING_MAX];
+    int oob_port;
+    int oob_bind_any;
     char topo_xml[UCCL_CFG_STRING_MAX];
     char host_id[UCCL_CFG_STRING_MAX];
 } uccl_config_t;

@@ -96,23 +96,31 @@ static uccl_status_t pick_oob_address(const uccl_config_t *cfg, struct in_addr *
     return UCCL_OK;
 }
 
+/* The setup listener listens on the advertised address only (every
+ * interface with UCCL_OOB_BIND_ANY=1), on UCCL_OOB_PORT when set. */
 static uccl_status_t open_listener(uccl_engine_t *engine)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET};
     socklen_t salen = sizeof(sa);
     uccl_status_t st = pick_oob_address(&engine->cfg, &engine->oob_addr.sin_addr);
-    int fd;
+    int fd, one = 1;
 
     if (st != UCCL_OK)
         return st;
+    sa.sin_addr.s_addr = engine->cfg.oob_bind_any ? htonl(INADDR_ANY) : engine->oob_addr.sin_addr.s_addr;
+    sa.sin_port = htons((uint16_t)engine->cfg.oob_port);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         uccl_error("socket: %s", strerror(errno));
         return UCCL_ERR_IO;
     }
+    /* a fixed port is for restarting at the same address: TIME_WAIT must not stop it */
+    if (engine->cfg.oob_port != 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
-        uccl_error("setup listener: %s", strerror(errno));
+        uccl_error("setup listener on %s:%d: %s (UCCL_OOB_IFADDR, UCCL_OOB_PORT, "
+                   "UCCL_OOB_BIND_ANY)", inet_ntoa(sa.sin_addr), engine->cfg.oob_port, strerror(errno));
         close(fd);
         return UCCL_ERR_IO;
     }
@@ -131,6 +139,7 @@ static void fill_tp_params(uccl_engine_t *engine)
         .host_id = engine->host_id,
         .pid = engine->pid,
         .ifaddr = engine->oob_addr.sin_addr.s_addr,
+        .bind_any = engine->cfg.oob_bind_any,
         .net_devices = engine->cfg.net_devices,
         .timeout_ms = engine->cfg.timeout_ms,
         .setup_max_pending = engine->cfg.setup_max_pending,
@@ -228,7 +237,9 @@ static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_param
                                   char *transports, size_t tlen, bool *net_devices_set)
 {
     const uint64_t known = UCCL_ENGINE_PARAM_GPU_INDEX | UCCL_ENGINE_PARAM_TRANSPORTS |
-                           UCCL_ENGINE_PARAM_NET_DEVICES | UCCL_ENGINE_PARAM_PROGRESS_THREAD;
+                           UCCL_ENGINE_PARAM_NET_DEVICES | UCCL_ENGINE_PARAM_PROGRESS_THREAD |
+                           UCCL_ENGINE_PARAM_SECRET;
+    static const uint8_t zero[UCCL_SECRET_SIZE];
 
     snprintf(transports, tlen, "%s", engine->cfg.transports);
     engine->gpu_index = -1;
@@ -263,6 +274,13 @@ static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_param
             return UCCL_ERR_INVALID_PARAM;
         }
         engine->cfg.progress_thread = params->progress_thread;
+    }
+    if (params->field_mask & UCCL_ENGINE_PARAM_SECRET) {
+        if (memcmp(params->secret, zero, sizeof(zero)) == 0) {
+            uccl_error("uccl_engine_create: the secret given is all zero");
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        memcpy(engine->secret, params->secret, sizeof(engine->secret));
     }
     return UCCL_OK;
 }
@@ -314,6 +332,10 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     pthread_mutexattr_destroy(&attr);
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
+    if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET))) {
+        uint64_t r[2] = {uccl_random_u64(), uccl_random_u64()};
+        memcpy(engine->secret, r, sizeof(engine->secret));
+    }
     engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname), engine->cfg.host_id);
     engine->pid = (int)getpid();
     engine->caps = built_in_caps();
@@ -412,7 +434,7 @@ int uccl_engine_progress_locked(uccl_engine_t *engine)
         events += engine->tp[i]->ops->progress(engine->tp[i]);
     events += uccl_rma_msg_progress(engine);
     events += uccl_greq_progress(engine);
-    now = uccl_time_ms();
+    now = uccl_time_ms_coarse(); /* every round: the cheap clock */
     if (now >= engine->next_liveness_ms) {
         uccl_conn_progress_setup(engine);
         uccl_conn_progress_liveness(engine);

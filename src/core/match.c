@@ -60,13 +60,28 @@ static void msg_deliver(uccl_msg_t *msg, uccl_req_t *req)
     ep->tp->ops->msg_deliver(ep, msg, req);
 }
 
-/* Give the eligible held messages, oldest first, the receives waiting for
- * them. A delivery may fail the connection; stop then. */
-static void held_match(uccl_conn_t *conn)
+/* held is sorted by message number: the first held message numbered from
+ * or later (or the list head), found from the newest end. Messages arrive
+ * nearly in order, so this stops at once even when many messages wait
+ * for their receives (a sender running far ahead). */
+static uccl_list_t *held_from(uccl_conn_t *conn, uint64_t from)
 {
-    uccl_list_t *pos, *tmp;
+    uccl_list_t *pos = conn->held.prev;
 
-    uccl_list_for_each_safe(pos, tmp, &conn->held) {
+    while (pos != &conn->held && uccl_container_of(pos, uccl_msg_t, link)->seq >= from)
+        pos = pos->prev;
+    return pos->next;
+}
+
+/* Give the held messages numbered from on that are eligible now, oldest
+ * first, the receives waiting for them. The eligible ones before them
+ * already met every posted receive (on arrival or at the receive's post),
+ * so only these can match. A delivery may fail the connection; stop then. */
+static void held_match(uccl_conn_t *conn, uint64_t from)
+{
+    uccl_list_t *pos = held_from(conn, from);
+
+    while (pos != &conn->held) {
         uccl_msg_t *msg = uccl_container_of(pos, uccl_msg_t, link);
         uccl_req_t *req;
 
@@ -74,28 +89,32 @@ static void held_match(uccl_conn_t *conn)
             return;
         req = posted_take(conn, msg->ep, msg->tag, msg->len);
         if (req != NULL) {
+            uint64_t next = msg->seq + 1;
             msg_deliver(msg, req);
-            tmp = conn->held.next; /* the delivery may have changed the list */
+            pos = held_from(conn, next); /* the delivery may have changed the list */
+        } else {
+            pos = pos->next;
         }
     }
 }
 
-static bool held_has(const uccl_conn_t *conn, uint64_t seq)
+static bool held_has(uccl_conn_t *conn, uint64_t seq)
 {
-    const uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &conn->held)
-        if (uccl_container_of(pos, uccl_msg_t, link)->seq == seq)
+    for (uccl_list_t *pos = held_from(conn, seq); pos != &conn->held; pos = pos->next) {
+        uint64_t s = uccl_container_of(pos, uccl_msg_t, link)->seq;
+        if (s == seq)
             return true;
+        if (s > seq)
+            break;
+    }
     return false;
 }
 
 /* Move the arrival mark over the held messages that follow it. */
 static void mark_advance(uccl_conn_t *conn)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &conn->held) {
+    for (uccl_list_t *pos = held_from(conn, conn->rx_msg_next); pos != &conn->held;
+         pos = pos->next) {
         uint64_t seq = uccl_container_of(pos, uccl_msg_t, link)->seq;
         if (seq == conn->rx_msg_next)
             conn->rx_msg_next++;
@@ -121,7 +140,7 @@ uccl_status_t uccl_msg_arrived(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64
     mark_advance(conn);
     *req = posted_take(conn, ep, tag, len);
     /* messages behind this one that were only waiting for it */
-    held_match(conn);
+    held_match(conn, seq + 1);
     return UCCL_OK;
 }
 

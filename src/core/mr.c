@@ -54,7 +54,7 @@ static uccl_status_t region_create(uccl_engine_t *engine, void *ptr, size_t len,
     region->device = attr->device;
     region->alloc_base = attr->base ? attr->base : ptr;
     region->alloc_size = attr->size ? attr->size : len;
-    region->id = ++engine->next_region_id;
+    region->id = uccl_region_id_next(engine);
     for (int i = 0; i < engine->ntp; i++) {
         uccl_tp_t *tp = engine->tp[i];
         if (!(tp->ops->caps & UCCL_TP_CAP_MEM_REG) || tp->ops->mem_reg == NULL)
@@ -271,6 +271,8 @@ uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id,
     uccl_region_t key, **found;
     uint64_t start, end;
 
+    if (UCCL_REGION_INCARNATION(region_id) != UCCL_REGION_INCARNATION(engine->id))
+        return UCCL_ERR_STALE; /* a descriptor of another incarnation of this engine */
     key.id = region_id;
     found = tfind(&key, &engine->region_by_id, region_cmp_id);
     if (found == NULL)

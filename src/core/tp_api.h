@@ -82,6 +82,8 @@ struct uccl_tp_open_params {
     uint64_t host_id;        /* equal host_id = same host (UCCL_HOST_ID may override) */
     int pid;                 /* this process */
     uint32_t ifaddr;         /* IPv4 address of the engine's setup interface, network order */
+    int bind_any;            /* UCCL_OOB_BIND_ANY: listeners listen on every interface,
+                              * else on ifaddr only */
     const char *net_devices; /* UCCL_NET_DEVICES or the engine parameter; "" = by topology */
     int timeout_ms;          /* UCCL_TIMEOUT_MS: the bound of every wait on a peer */
     int setup_max_pending;   /* UCCL_SETUP_MAX_PENDING: incoming setups kept at once */
@@ -307,8 +309,10 @@ int uccl_conn_peer_pid(const uccl_conn_t *conn);
 
 /* ================================================================ regions */
 
-/* Target-side check of a remote access (tcp, shm): region id must be live
- * and [addr, addr+len) inside it. Returns UCCL_ERR_REMOTE_ACCESS otherwise. */
+/* Target-side check of a remote access (tcp, shm): region id must be of this
+ * engine's incarnation (else UCCL_ERR_STALE: a descriptor from before a
+ * restart; hand it back to the initiator as is), live and [addr, addr+len)
+ * inside it (else UCCL_ERR_REMOTE_ACCESS). */
 uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id, uint64_t addr,
                                       uint64_t len, uccl_region_t **region);
 /* What a transport may read of a region: its range, memory type, the id

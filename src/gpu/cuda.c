@@ -13,6 +13,8 @@
 #define RT_PREFIX cuda
 #define rtFreeHost cudaFreeHost
 #define RT_CHECK_HOST_ALLOC(ptr, len) RT_CHECK_RAW(cudaHostAlloc(ptr, len, cudaHostAllocPortable))
+#define RT_CHECK_HOST_ALLOC_MAPPED(ptr, len) \
+    RT_CHECK_RAW(cudaHostAlloc(ptr, len, cudaHostAllocPortable | cudaHostAllocMapped))
 #define RT_CHECK_IPC_OPEN(base, h) RT_CHECK_RAW(cudaIpcOpenMemHandle(base, h, cudaIpcMemLazyEnablePeerAccess))
 #define RT_CHECK_STREAM_CREATE(s) RT_CHECK_RAW(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))
 #define RT_CHECK_EVENT_CREATE(e, timing) \

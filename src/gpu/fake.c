@@ -349,6 +349,21 @@ uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
     return posix_memalign(ptr, 4096, len) == 0 ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
+/* Host memory is what the fake devices see: the device pointer is the host one. */
+uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len)
+{
+    uccl_status_t st;
+
+    if (host == NULL || dev == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    st = uccl_gpu_host_alloc(host, len);
+    if (st != UCCL_OK)
+        return st;
+    memset(*host, 0, len);
+    *dev = *host;
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_gpu_host_free(void *ptr)
 {
     uccl_fake_streams_flush(-1); /* as cudaFreeHost */

@@ -65,6 +65,12 @@ uccl_status_t uccl_gpu_free(void *ptr);
 /* Page-locked host memory, visible to every device (staging buffers). */
 uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len);
 uccl_status_t uccl_gpu_host_free(void *ptr);
+/* Page-locked host memory mapped into the current device's address space:
+ * *host for the CPU, *dev for kernels (the same value under unified
+ * addressing; the fake backend gives the host pointer). Zeroed. Free with
+ * uccl_gpu_host_free. Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE,
+ * UCCL_ERR_NO_MEMORY. */
+uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len);
 /* Synchronous helpers for tests: any direction, any memory. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len);
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);

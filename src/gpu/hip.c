@@ -12,6 +12,8 @@
 #define RT_PREFIX hip
 #define rtFreeHost hipHostFree
 #define RT_CHECK_HOST_ALLOC(ptr, len) RT_CHECK_RAW(hipHostMalloc(ptr, len, hipHostMallocPortable))
+#define RT_CHECK_HOST_ALLOC_MAPPED(ptr, len) \
+    RT_CHECK_RAW(hipHostMalloc(ptr, len, hipHostMallocPortable | hipHostMallocMapped))
 #define RT_CHECK_IPC_OPEN(base, h) RT_CHECK_RAW(hipIpcOpenMemHandle(base, h, hipIpcMemLazyEnablePeerAccess))
 #define RT_CHECK_STREAM_CREATE(s) RT_CHECK_RAW(hipStreamCreateWithFlags(&s, hipStreamNonBlocking))
 #define RT_CHECK_EVENT_CREATE(e, timing) \

@@ -11,7 +11,8 @@
  *               cudaMalloc or hipMalloc), so a call's runtime name is found by
  *               swapping the prefix.
  *   rtFreeHost  the one name used here that is not a plain prefix swap.
- *   RT_CHECK_HOST_ALLOC(ptr, len), RT_CHECK_IPC_OPEN(base, h),
+ *   RT_CHECK_HOST_ALLOC(ptr, len), RT_CHECK_HOST_ALLOC_MAPPED(ptr, len),
+ *               RT_CHECK_IPC_OPEN(base, h),
  *   RT_CHECK_STREAM_CREATE(s), RT_CHECK_EVENT_CREATE(e, timing): the calls
  *               whose flags are macros, written out whole with RT_CHECK_RAW so
  *               that the log shows the flag's name (stringifying an expanded
@@ -51,6 +52,7 @@
 #define rtDevP2PAttrNativeAtomicSupported RT_API(DevP2PAttrNativeAtomicSupported)
 #define rtDeviceEnablePeerAccess RT_API(DeviceEnablePeerAccess)
 #define rtMalloc RT_API(Malloc)
+#define rtHostGetDevicePointer RT_API(HostGetDevicePointer)
 #define rtFree RT_API(Free)
 #define rtMemcpy RT_API(Memcpy)
 #define rtMemcpyDefault RT_API(MemcpyDefault)
@@ -217,6 +219,25 @@ uccl_status_t uccl_gpu_free(void *ptr)
 uccl_status_t uccl_gpu_host_alloc(void **ptr, size_t len)
 {
     return RT_CHECK_HOST_ALLOC(ptr, len);
+}
+
+uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len)
+{
+    uccl_status_t st;
+
+    if (host == NULL || dev == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    st = RT_CHECK_HOST_ALLOC_MAPPED(host, len);
+    if (st != UCCL_OK)
+        return st;
+    st = RT_CHECK(rtHostGetDevicePointer(dev, *host, 0));
+    if (st != UCCL_OK) {
+        (void)rtFreeHost(*host);
+        *host = NULL;
+        return st;
+    }
+    memset(*host, 0, len);
+    return UCCL_OK;
 }
 
 uccl_status_t uccl_gpu_host_free(void *ptr)

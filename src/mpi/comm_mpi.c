@@ -1,7 +1,11 @@
 /* uccl_comm_init_mpi: the MPI adapter of the generic bootstrap (coll/boot.c).
- * MPI_Allgather is the bootstrap's callback; data never touches MPI. */
+ * MPI_Allgather is the bootstrap's callback; data never touches MPI. The
+ * engines it creates share one admission secret per job, drawn by rank 0
+ * and broadcast over MPI. */
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
 #include <uccl/uccl_mpi.h>
 
 static uccl_status_t mpi_allgather(const void *send, void *recv, size_t bytes_per_rank,
@@ -21,9 +25,57 @@ static uccl_status_t mpi_allgather(const void *send, void *recv, size_t bytes_pe
     return UCCL_OK;
 }
 
+/* The job's secret: rank 0's draw, on every rank (collective). */
+static uccl_status_t job_secret(MPI_Comm mpi_comm, int rank, uint8_t secret[UCCL_SECRET_SIZE])
+{
+    static const uint8_t zero[UCCL_SECRET_SIZE];
+    int ok = 1;
+
+    memset(secret, 0, UCCL_SECRET_SIZE);
+    if (rank == 0)
+        ok = getrandom(secret, UCCL_SECRET_SIZE, 0) == UCCL_SECRET_SIZE &&
+             memcmp(secret, zero, UCCL_SECRET_SIZE) != 0;
+    if (MPI_Bcast(secret, UCCL_SECRET_SIZE, MPI_BYTE, 0, mpi_comm) != MPI_SUCCESS)
+        return UCCL_ERR_IO;
+    /* without randomness rank 0 sends zeros: engines then draw their own */
+    (void)ok;
+    return UCCL_OK;
+}
+
+/* The caller's engine params (only the fields its mask names: an older
+ * caller's struct may be shorter) plus the job secret, unless it gave one. */
+static void with_secret(const uccl_engine_params_t *in, const uint8_t secret[UCCL_SECRET_SIZE],
+                        uccl_engine_params_t *out)
+{
+    static const uint8_t zero[UCCL_SECRET_SIZE];
+
+    memset(out, 0, sizeof(*out));
+    if (in != NULL) {
+        out->field_mask = in->field_mask;
+        if (in->field_mask & UCCL_ENGINE_PARAM_GPU_INDEX)
+            out->gpu_index = in->gpu_index;
+        if (in->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS)
+            out->transports = in->transports;
+        if (in->field_mask & UCCL_ENGINE_PARAM_NET_DEVICES)
+            out->net_devices = in->net_devices;
+        if (in->field_mask & UCCL_ENGINE_PARAM_PROGRESS_THREAD)
+            out->progress_thread = in->progress_thread;
+        if (in->field_mask & UCCL_ENGINE_PARAM_SECRET) {
+            memcpy(out->secret, in->secret, UCCL_SECRET_SIZE);
+            return;
+        }
+    }
+    if (memcmp(secret, zero, UCCL_SECRET_SIZE) != 0) {
+        out->field_mask |= UCCL_ENGINE_PARAM_SECRET;
+        memcpy(out->secret, secret, UCCL_SECRET_SIZE);
+    }
+}
+
 uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *params,
                                  uccl_comm_t **comm)
 {
+    uint8_t secret[UCCL_SECRET_SIZE];
+    uccl_engine_params_t ep;
     const uint64_t engine_bits = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_ENGINE_PARAMS;
     uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_RANK | UCCL_COMM_PARAM_SIZE |
                                           UCCL_COMM_PARAM_ALLGATHER,
@@ -43,7 +95,13 @@ uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *pa
             p.engine_params = params->engine_params;
     }
     if (MPI_Comm_rank(mpi_comm, &p.rank) != MPI_SUCCESS ||
-        MPI_Comm_size(mpi_comm, &p.size) != MPI_SUCCESS)
+        MPI_Comm_size(mpi_comm, &p.size) != MPI_SUCCESS ||
+        job_secret(mpi_comm, p.rank, secret) != UCCL_OK)
         return UCCL_ERR_IO;
+    if (!(p.field_mask & UCCL_COMM_PARAM_ENGINE)) { /* we create the engine: the job's secret */
+        with_secret(p.engine_params, secret, &ep);
+        p.engine_params = &ep;
+        p.field_mask |= UCCL_COMM_PARAM_ENGINE_PARAMS;
+    }
     return uccl_comm_init(&p, comm);
 }

@@ -16,6 +16,14 @@ uint64_t uccl_time_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t uccl_time_ms_coarse(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 uint32_t uccl_fnv1a32(const void *data, size_t len)
 {
     const uint8_t *p = data;

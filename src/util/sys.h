@@ -7,6 +7,9 @@
 
 /* Monotonic milliseconds. */
 uint64_t uccl_time_ms(void);
+/* The same clock at the kernel tick's resolution (1-4 ms late at most), for
+ * what runs on every progress round: a memory read, not a TSC read. */
+uint64_t uccl_time_ms_coarse(void);
 uint32_t uccl_fnv1a32(const void *data, size_t len);
 /* A non-zero random value (getrandom, else time and pid). */
 uint64_t uccl_random_u64(void);

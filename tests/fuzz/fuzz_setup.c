@@ -34,8 +34,7 @@ static void setup_once(void)
         fprintf(stderr, "fuzz_setup: cannot create the engines\n");
         abort();
     }
-    target_addr = a.oob;
-    target_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    target_addr = a.oob; /* the listener listens on the advertised address only */
 }
 
 static void *accept_main(void *arg)
@@ -68,8 +67,9 @@ static void check_still_serving(void)
 
 /* Half the inputs (odd first byte) are made to look sound up to the
  * endpoint list, so that the fuzzer reaches what lies behind the checks of
- * the frame: [u32 frame len][magic][u16 version][u64 to_id][u16 blob_len]
- * [address blob, checksummed]. */
+ * the frame: [u32 frame len][magic][u16 version][u64 to_id][secret]
+ * [u16 blob_len][address blob, checksummed]: the right engine id and
+ * admission secret, so that inputs get past admission. */
 static uint8_t *fix_up(const uint8_t *data, size_t size)
 {
     uint8_t *m = malloc(size ? size : 1);
@@ -78,14 +78,15 @@ static uint8_t *fix_up(const uint8_t *data, size_t size)
     if (m == NULL)
         return NULL;
     memcpy(m, data, size);
-    if (size < 20)
+    if (size < 36)
         return m;
     uccl_put_u32(m, (uint32_t)(size - 4));
     uccl_put_u64(m + 10, uccl_engine_id(target));
-    blob_len = uccl_get_u16(m + 18);
-    if (blob_len >= 12 && 20 + blob_len <= size) {
-        uccl_put_u16(m + 20 + 6, (uint16_t)blob_len);
-        uccl_put_u32(m + 20 + blob_len - 4, uccl_fnv1a32(m + 20, blob_len - 4));
+    memcpy(m + 18, target->secret, UCCL_SECRET_SIZE);
+    blob_len = uccl_get_u16(m + 34);
+    if (blob_len >= 12 && 36 + blob_len <= size) {
+        uccl_put_u16(m + 36 + 6, (uint16_t)blob_len);
+        uccl_put_u32(m + 36 + blob_len - 4, uccl_fnv1a32(m + 36, blob_len - 4));
     }
     return m;
 }

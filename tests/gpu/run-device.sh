@@ -4,7 +4,10 @@
 # mpirun -np 2, uccl_info, and uccl_perf --mem cuda (uccl vs plain copy vs
 # NCCL, windowed and latency). Logs and JSON go to $OUT.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
+# ONLY=devq: build, then only the device-queue step (b_devq: kernel-issued
+# writes checked byte for byte, benchmark vs host-issued, peer killed).
 set -u
+ONLY=${ONLY:-}
 OUT=${OUT:-/tmp/uccl-gpu-out}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/device.log") 2>&1
@@ -23,6 +26,22 @@ mkdir -p build-dev && cd build-dev || exit 1
 tail -13 configure.log
 make -j16 >make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
 make -j16 check TESTS= >>make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+
+devq_step() {
+    step "device queues: kernel-issued writes (b_devq, two processes on GPU 0)"
+    if [ -x tests/gpu/b_devq ]; then
+        timeout ${DEVQ_TIMEOUT:-400} tests/gpu/b_devq --json "$OUT/devq.json" >"$OUT/b_devq.log" 2>&1
+        echo "b_devq exit code: $?"
+        grep -v "^\[uccl" "$OUT/b_devq.log" | head -60
+    else
+        echo "tests/gpu/b_devq not built (configure found no nvcc)"
+    fi
+}
+if [ "$ONLY" = devq ]; then
+    devq_step
+    step "done"
+    exit 0
+fi
 
 NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
@@ -97,6 +116,14 @@ done
 if [ "${HOST_PERF:-1}" = 1 ]; then
     step "host transports vs Open MPI (issue A), on this quiet machine"
     bash ../tests/perf/host-perf.sh . "$OUT" 2>&1 | tee "$OUT/host-perf.txt" | grep -v "^#   "
+fi
+
+devq_step
+
+if [ "${COLL_PERF:-0}" = 1 ]; then
+    step "collectives vs Open MPI over ob1 and over UCX (issue E), host memory"
+    bash ../tests/perf/coll-perf.sh . "$OUT" >"$OUT/coll-perf.txt" 2>&1
+    grep -E "^###|reference ucx" "$OUT/coll-perf.txt" | head -40
 fi
 
 step "bundle"

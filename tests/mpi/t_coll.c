@@ -321,29 +321,47 @@ static int emulate_hosts(void)
     return hosts;
 }
 
+/* What the table picks on one host for large blocks of host memory:
+ * linear (the receiver's single CMA copy on shm measured best, and on tcp
+ * the rendezvous beat direct's token round trip). */
+static uccl_coll_algo_t one_host_large(mt_ctx_t *c)
+{
+    (void)c;
+    return UCCL_COLL_ALGO_LINEAR;
+}
+
 static void check_layout(mt_ctx_t *c, int hosts)
 {
-    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 4096), forced;
+    uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 1 << 20), forced;
+    uccl_coll_algo_t small = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 64);
+    uccl_coll_algo_t large = one_host_large(c);
     const char *env = getenv("UCCL_COLL_ALGO");
 
     if (env != NULL && uccl_coll_algo_parse(env, &forced) == UCCL_OK) {
-        uccl_coll_algo_t at = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096);
-        if (ag != forced || (c->size > 1 && at != UCCL_COLL_ALGO_DIRECT))
+        uccl_coll_algo_t at = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 1 << 20);
+        if (ag != forced || (c->size > 1 && hosts <= 1 && at != large))
             mt_fail(c, "UCCL_COLL_ALGO=%s: allgather gets %s, alltoall (no %s) gets %s", env,
                     uccl_coll_algo_name(ag), env, uccl_coll_algo_name(at));
         if (c->rank == 0)
             printf("# UCCL_COLL_ALGO=%s: allgather gets %s\n", env, uccl_coll_algo_name(ag));
-        ag = UCCL_COLL_ALGO_DIRECT; /* what the table says, for the checks below */
+        ag = hosts > 1 ? UCCL_COLL_ALGO_RING : large; /* for the checks below */
+        small = UCCL_COLL_ALGO_LINEAR;
     }
 
-    if (c->size > 1 && hosts > 1 && ag == UCCL_COLL_ALGO_DIRECT)
-        mt_fail(c, "%d emulated hosts, yet the table picks direct (one host)", hosts);
-    if (c->size > 1 && hosts <= 1 && ag != UCCL_COLL_ALGO_DIRECT)
-        mt_fail(c, "one host, yet the table picks %s", uccl_coll_algo_name(ag));
+    if (c->size > 1 && hosts > 1 && (ag == UCCL_COLL_ALGO_DIRECT || ag == UCCL_COLL_ALGO_LINEAR))
+        mt_fail(c, "%d emulated hosts, yet the table picks %s (one host)", hosts,
+                uccl_coll_algo_name(ag));
+    if (c->size > 1 && hosts <= 1 && ag != large)
+        mt_fail(c, "one host, yet the table picks %s at 1 MiB (want %s)", uccl_coll_algo_name(ag),
+                uccl_coll_algo_name(large));
+    /* small blocks on one host: one eager message per peer */
+    if (hosts <= 1 && small != UCCL_COLL_ALGO_LINEAR)
+        mt_fail(c, "one host, yet the table picks %s at 64 B", uccl_coll_algo_name(small));
     if (c->rank == 0)
-        printf("# %d host(s): auto picks %s for allgather, %s for alltoall, %s for bcast\n",
-               hosts > 1 ? hosts : 1, uccl_coll_algo_name(ag),
-               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 4096)),
+        printf("# %d host(s): auto picks %s for allgather (%s at 64 B), %s for alltoall, %s "
+               "for bcast\n", hosts > 1 ? hosts : 1, uccl_coll_algo_name(ag),
+               uccl_coll_algo_name(small),
+               uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_ALLTOALL, 1 << 20)),
                uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_BCAST, 1 << 20)));
 }
 

@@ -4,6 +4,7 @@
  * The generic bootstrap without the adapter: t_boot.c. Any -np. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mpi_test.h"
 
@@ -179,6 +180,46 @@ static void check_given_engine(mt_ctx_t *c)
     }
 }
 
+/* The admission secret an address blob carries (the 16 bytes before its
+ * trailing checksum, src/core/address.c). */
+static int blob_secret(mt_ctx_t *c, uccl_engine_t *e, uint8_t secret[UCCL_SECRET_SIZE])
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+
+    if (uccl_engine_address(e, blob, &len) != UCCL_OK || len < 4 + UCCL_SECRET_SIZE) {
+        mt_fail(c, "uccl_engine_address");
+        return -1;
+    }
+    memcpy(secret, blob + len - 4 - UCCL_SECRET_SIZE, UCCL_SECRET_SIZE);
+    return 0;
+}
+
+/* uccl_comm_init_mpi gives its engines one secret per job (rank 0's draw):
+ * the same on every rank, not an engine's own. */
+static void check_job_secret(mt_ctx_t *c)
+{
+    uint8_t mine[UCCL_SECRET_SIZE], zero[UCCL_SECRET_SIZE] = {0}, other[UCCL_SECRET_SIZE];
+    uint8_t *all = calloc((size_t)c->size, UCCL_SECRET_SIZE);
+    uccl_engine_t *e = NULL;
+
+    if (all == NULL || blob_secret(c, c->engine, mine) != 0)
+        memset(mine, 0, sizeof(mine));
+    MPI_Allgather(mine, UCCL_SECRET_SIZE, MPI_BYTE, all, UCCL_SECRET_SIZE, MPI_BYTE,
+                  MPI_COMM_WORLD);
+    if (memcmp(mine, zero, sizeof(zero)) == 0)
+        mt_fail(c, "no secret in the comm engine's address");
+    for (int r = 0; all != NULL && r < c->size; r++)
+        if (memcmp(all + (size_t)r * UCCL_SECRET_SIZE, mine, UCCL_SECRET_SIZE) != 0)
+            mt_fail(c, "rank %d's engine has another secret than this rank's", r);
+    if (uccl_engine_create(NULL, &e) == UCCL_OK && blob_secret(c, e, other) == 0 &&
+        memcmp(other, mine, sizeof(mine)) == 0)
+        mt_fail(c, "an engine of its own drew the job's secret");
+    if (e != NULL)
+        uccl_engine_destroy(e);
+    free(all);
+}
+
 /* Rank fail_rank (or every rank, -1) cannot create its engine: each rank
  * gets an error, the failing one its own. */
 static void check_agreed_failure(mt_ctx_t *c, int fail_rank)
@@ -208,6 +249,8 @@ int main(int argc, char **argv)
         failures += mt_report(&c, "comm accessors");
         check_mapping(&c);
         failures += mt_report(&c, "every conn leads to its rank (engine id and a message)");
+        check_job_secret(&c);
+        failures += mt_report(&c, "the comm's engines share the job's secret");
         check_create_args(&c);
         failures += mt_report(&c, "uccl_comm_create refuses bad arguments");
         check_own_engine(&c);

@@ -73,6 +73,8 @@ static uccl_engine_t *fake_engine(void)
     engine.tp[0] = &tp_a;
     engine.tp[1] = &tp_b;
     engine.ntp = 2;
+    for (int i = 0; i < UCCL_SECRET_SIZE; i++)
+        engine.secret[i] = (uint8_t)(0xa5 + i);
     return &engine;
 }
 
@@ -98,7 +100,8 @@ static void test_round_trip(void)
     uccl_address_t a;
 
     UNIT_ASSERT_STATUS(uccl_address_parse(buf, len, &a), UCCL_OK);
-    CU_ASSERT_EQUAL(a.version, 1);
+    CU_ASSERT_EQUAL(a.version, 2);
+    CU_ASSERT(memcmp(a.secret, fake_engine()->secret, UCCL_SECRET_SIZE) == 0);
     CU_ASSERT_EQUAL(a.engine_id, 0x0123456789abcdefull);
     CU_ASSERT_EQUAL(a.host_id, 0xfedcba9876543210ull);
     CU_ASSERT_EQUAL(a.pid, 4242);
@@ -232,9 +235,24 @@ static void test_wrong_magic(void)
     UNIT_ASSERT_STATUS(uccl_address_parse(buf, len, &a), UCCL_ERR_BAD_ADDRESS);
 }
 
+/* The copy a connecting engine sends of its own blob has no secret. */
+static void test_public_blob(void)
+{
+    uint8_t buf[UCCL_ADDRESS_MAX], pub[UCCL_ADDRESS_MAX];
+    size_t len = valid_blob(buf), plen = sizeof(pub);
+    static const uint8_t zero[UCCL_SECRET_SIZE];
+    uccl_address_t a;
+
+    UNIT_ASSERT_STATUS(uccl_address_pack_public(fake_engine(), pub, &plen), UCCL_OK);
+    CU_ASSERT_EQUAL(plen, len);
+    UNIT_ASSERT_STATUS(uccl_address_parse(pub, plen, &a), UCCL_OK);
+    CU_ASSERT(memcmp(a.secret, zero, sizeof(zero)) == 0);
+    CU_ASSERT(memcmp(buf, pub, len - 4 - UCCL_SECRET_SIZE) == 0); /* the rest is the same */
+}
+
 static void test_wrong_version(void)
 {
-    const uint16_t versions[] = {0, 2, 0x100, 0xffff};
+    const uint16_t versions[] = {0, 1, 3, 0x100, 0xffff};
     uint8_t buf[UCCL_ADDRESS_MAX];
     size_t len = valid_blob(buf);
     uccl_address_t a;
@@ -361,6 +379,7 @@ static CU_TestInfo address_tests[] = {
     {"truncated at every length", test_truncated},
     {"wrong magic", test_wrong_magic},
     {"wrong version", test_wrong_version},
+    {"public blob without the secret", test_public_blob},
     {"every single-bit flip", test_flipped_bits},
     {"bad structure with a valid checksum", test_bad_structure},
     {"fuzz", test_fuzz},

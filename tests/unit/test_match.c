@@ -228,6 +228,38 @@ static void test_gap_then_burst(void)
     release(r5);
 }
 
+/* A sender far ahead: thousands of messages of two tags wait unmatched
+ * behind one that is late (held out of order), then receives are posted;
+ * every receive gets the oldest message of its tag, in order, and a second
+ * arrival of a held number is still refused. (Each arrival used to walk
+ * every held message.) */
+static void test_backlog(void)
+{
+    enum { N = 4000, LATE = 1000 };
+
+    conn_reset();
+    for (uint64_t seq = 0; seq < N; seq++)
+        if (seq != LATE)
+            CU_ASSERT_PTR_NULL(arrive(&host_ep, seq, seq % 2, seq + 1));
+    CU_ASSERT_EQUAL(conn.rx_msg_next, LATE);
+    {
+        uccl_req_t *dup = NULL;
+        UNIT_ASSERT_STATUS(uccl_msg_arrived(&conn, &host_ep, LATE + 5, 1, 1, &dup),
+                           UCCL_ERR_TRANSPORT);
+    }
+    CU_ASSERT_PTR_NULL(arrive(&host_ep, LATE, LATE % 2, LATE + 1));
+    CU_ASSERT_EQUAL(conn.rx_msg_next, N);
+    CU_ASSERT_EQUAL(ndelivered, 0);
+    for (uint64_t seq = 0; seq < N && !CU_get_number_of_failures(); seq++) {
+        uccl_req_t *r = post(seq % 2, 1 << 20, 0);
+        CU_ASSERT_TRUE(r->done);
+        CU_ASSERT_EQUAL(r->bytes, seq + 1); /* the oldest of its tag */
+        release(r);
+    }
+    CU_ASSERT_TRUE(uccl_list_empty(&conn.held));
+    held_free();
+}
+
 /* A receive too small fails with the message's length; the message stays
  * for the next receive, both when the receive or the message comes first. */
 static void test_truncated(void)
@@ -317,6 +349,7 @@ int main(void)
         {"order_across_transports", test_order_across_transports},
         {"tags_overtake", test_tags_overtake},
         {"gap_then_burst", test_gap_then_burst},
+        {"backlog", test_backlog},
         {"truncated", test_truncated},
         {"gpu_receive_host_only_transport", test_gpu_receive_host_only_transport},
         {"bad_numbers", test_bad_numbers},

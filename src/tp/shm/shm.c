@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,13 +56,6 @@ static const uccl_cfg_field_t shm_fields[] = {
 
 const uccl_cfg_table_t uccl_shm_config_table = {
     .prefix = "SHM_", .fields = shm_fields, .struct_size = sizeof(shm_config_t)};
-
-/* Segment: header, ring initiator->acceptor, ring acceptor->initiator. */
-typedef struct shm_seg_hdr {
-    uint64_t magic;
-    uint64_t ring_size;
-    char pad[48];
-} shm_seg_hdr_t;
 
 /* What one side sends the other in ep_pack. */
 typedef struct shm_ep_info {
@@ -395,6 +391,28 @@ static void shm_forget_reqs(uccl_list_t *head)
         ;
 }
 
+/* Close fence (shm_seg_hdr_t): once this returns, the peer's CMA calls
+ * leave our memory alone. Waits while a call of the peer is under way (one
+ * bounded copy), at most UCCL_TIMEOUT_MS for a frozen peer. */
+static void shm_close_fence(shm_ep_t *ep)
+{
+    shm_seg_hdr_t *hdr = ep->seg;
+    int me = ep->is_initiator ? 0 : 1;
+    uint64_t deadline = uccl_time_ms() + (uint64_t)ep->tp->base.params->timeout_ms;
+
+    atomic_store(&hdr->closed[me], 1);
+    while (atomic_load(&hdr->cma_busy[1 - me])) {
+        if (ep->peer_pid > 0 && kill(ep->peer_pid, 0) != 0 && errno == ESRCH)
+            return; /* gone: it copies nothing any more */
+        if (uccl_time_ms() >= deadline) {
+            uccl_warn("shm: closing while pid %d is still copying (frozen?) after %d ms",
+                      ep->peer_pid, ep->tp->base.params->timeout_ms);
+            return;
+        }
+        sched_yield();
+    }
+}
+
 static void shm_ep_destroy(uccl_tp_ep_t *base)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
@@ -410,8 +428,10 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
         uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
     if (ep->tp->stage != NULL)
         uccl_stage_cancel(ep->tp->stage, ep);
-    if (ep->seg != NULL)
+    if (ep->seg != NULL) {
+        shm_close_fence(ep);
         munmap(ep->seg, ep->seg_len);
+    }
     if (ep->seg_named)
         shm_unlink(ep->seg_name);
     uccl_list_del(&ep->link);

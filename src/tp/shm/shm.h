@@ -3,6 +3,7 @@
 #ifndef UCCL_TP_SHM_H
 #define UCCL_TP_SHM_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -133,6 +134,22 @@ typedef struct shm_pkt_wdata {
 
 _Static_assert(sizeof(shm_pkt_data_t) == 64 && sizeof(shm_pkt_wdata_t) == 64,
                "streamed payloads start on a cache line");
+
+/* Segment: header, ring initiator->acceptor, ring acceptor->initiator.
+ * The close fence, index 0 = initiator, 1 = acceptor: a side that closes
+ * sets its closed flag, then waits while the other's cma_busy is set; a
+ * side sets its cma_busy around every CMA call and makes none once the
+ * other's closed is set (sequentially consistent: one of the two sees the
+ * other's store), so that once a close returns no copy touches its memory. */
+typedef struct shm_seg_hdr {
+    uint64_t magic;
+    uint64_t ring_size;
+    _Atomic uint32_t closed[2];
+    _Atomic uint32_t cma_busy[2];
+    char pad[32];
+} shm_seg_hdr_t;
+
+_Static_assert(sizeof(shm_seg_hdr_t) == 64, "the rings start on a cache line");
 
 /* ------------------------------------------------------------------ objects */
 

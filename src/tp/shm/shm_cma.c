@@ -161,7 +161,8 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
 {
     struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
     size_t piece = job->len - job->done;
-    int lpcnt, rpcnt;
+    shm_seg_hdr_t *hdr = ep->seg;
+    int lpcnt, rpcnt, me = ep->is_initiator ? 0 : 1;
     ssize_t n;
 
     if (ep->tp->cfg.cma_chunk != 0 && piece > ep->tp->cfg.cma_chunk)
@@ -171,10 +172,18 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
     memcpy(rp, job->remote, (size_t)job->rcnt * sizeof(*rp));
     lpcnt = shm_iov_trim(lp, job->lcnt, piece);
     rpcnt = shm_iov_trim(rp, job->rcnt, piece);
+    /* the close fence (shm.h): never into a peer that closed */
+    atomic_store(&hdr->cma_busy[me], 1);
+    if (atomic_load(&hdr->closed[1 - me])) {
+        atomic_store(&hdr->cma_busy[me], 0);
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
+        return UCCL_ERR_PEER_FAILED;
+    }
     n = job->write ? process_vm_writev(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
                                        (unsigned long)rpcnt, 0)
                    : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
                                       (unsigned long)rpcnt, 0);
+    atomic_store(&hdr->cma_busy[me], 0);
     if (n <= 0) {
         int err = n < 0 ? errno : EFAULT;
         if (err == EINTR)

@@ -146,7 +146,8 @@ static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         if (s->req == req)
             uccl_shm_stream_free(s);
     }
-    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE &&
+        st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
     uccl_list_del(&req->tp_link);
     uccl_req_complete(req, st, st == UCCL_OK ? req->len : 0);
@@ -208,7 +209,8 @@ static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
                    pkt.is_read ? "read" : "write", (unsigned long long)pkt.len,
                    (unsigned long long)pkt.region_id, ep->peer_pid);
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
+                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
@@ -270,7 +272,8 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
     if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
     if (st != UCCL_OK) {
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
+                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
         return;
     }
     if (uccl_region_mem_type(region) == UCCL_MEM_HOST) {

@@ -203,7 +203,8 @@ void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_TRANSPORT)
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE &&
+        st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
     s->peer_st = st;
     s->peer_done = true;

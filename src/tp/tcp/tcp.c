@@ -62,9 +62,13 @@ static uccl_status_t tcp_config_load(tcp_config_t *cfg)
     return UCCL_OK;
 }
 
-static uccl_status_t tcp_open_listener(tcp_tp_t *tp)
+/* Listen where the engine's setup listener does: the advertised address
+ * only, unless UCCL_OOB_BIND_ANY=1. */
+static uccl_status_t tcp_open_listener(tcp_tp_t *tp, const uccl_tp_open_params_t *params)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = params->bind_any ? htonl(INADDR_ANY)
+                                                                 : params->ifaddr};
     socklen_t salen = sizeof(sa);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.ptr = &tp->listen_poll};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -105,7 +109,7 @@ static uccl_status_t tcp_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
         st = UCCL_ERR_IO;
         goto err_free;
     }
-    st = tcp_open_listener(tp);
+    st = tcp_open_listener(tp, params);
     if (st != UCCL_OK)
         goto err_epoll;
     /* GPU memory is moved by staging when a GPU is usable here */
@@ -314,7 +318,15 @@ static int tcp_progress(uccl_tp_t *base)
     struct epoll_event evs[TCP_EVENTS_MAX];
     uccl_list_t *pos;
     int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
-    int n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
+    int n = 0;
+
+    /* With no connection and no socket being set up, only the listener
+     * can have news: look at it every TCP_IDLE_POLL_EVERY rounds, not in
+     * every round of progress (an epoll_wait is a system call, and an
+     * engine that opened tcp but talks over shm would pay it per round). */
+    if (!uccl_list_empty(&tp->eps) || tp->npending > 0 || tp->accept_retry ||
+        ++tp->idle_rounds % TCP_IDLE_POLL_EVERY == 0)
+        n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
 
     if (tp->accept_retry)
         tcp_accept_all(tp);

@@ -41,7 +41,10 @@ typedef struct tcp_tp {
     int npending;        /* at most UCCL_SETUP_MAX_PENDING */
     bool accept_retry;   /* accept met EMFILE: its epoll edge is spent, retry */
     uccl_stage_t *stage; /* GPU memory through pinned buffers; NULL without a GPU */
+    unsigned idle_rounds; /* progress rounds with no connection (listener polled 1 in N) */
 } tcp_tp_t;
+
+#define TCP_IDLE_POLL_EVERY 32
 
 /* An accepted socket waiting for its hello. */
 typedef struct tcp_pending {

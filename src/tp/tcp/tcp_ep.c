@@ -271,7 +271,7 @@ static int tcp_stream_unacked(int fd, bool fin_queued)
  * close with unread input would reset the streams and drop them, so: end
  * of file after our data, input read and dropped, and a wait (up to
  * UCCL_TIMEOUT_MS) until the peer's side has taken all we wrote. */
-static void tcp_ep_flush(tcp_ep_t *ep)
+static int tcp_ep_flush(tcp_ep_t *ep)
 {
     uint64_t deadline = uccl_time_ms() + (uint64_t)tcp_tp_of(ep)->base.params->timeout_ms;
     bool fin[TCP_STREAMS_MAX] = {false};
@@ -294,8 +294,9 @@ static void tcp_ep_flush(tcp_ep_t *ep)
     }
     if (unacked > 0)
         uccl_warn("tcp: closing the connection to %s (pid %d) with %d bytes the peer has not "
-                  "taken in UCCL_TIMEOUT_MS", uccl_conn_peer_host(ep->base.conn), uccl_conn_peer_pid(ep->base.conn),
-                  unacked);
+                  "taken in UCCL_TIMEOUT_MS: dropped", uccl_conn_peer_host(ep->base.conn),
+                  uccl_conn_peer_pid(ep->base.conn), unacked);
+    return unacked;
 }
 
 void uccl_tcp_ep_destroy(uccl_tp_ep_t *base)
@@ -303,16 +304,24 @@ void uccl_tcp_ep_destroy(uccl_tp_ep_t *base)
     tcp_ep_t *ep = (tcp_ep_t *)base;
     uccl_list_t *pos, *tmp;
 
-    if (ep->streams != NULL && uccl_conn_status(ep->base.conn) == UCCL_OK)
-        tcp_ep_flush(ep);
+    /* what a failed or timed-out flush leaves in the socket buffers is
+     * dropped (a reset), never sent later: the kernel would otherwise keep
+     * retransmitting it after close, and a write canceled here could land
+     * at the peer once the link is back, over newer data */
+    bool abort_streams = ep->streams == NULL || uccl_conn_status(ep->base.conn) != UCCL_OK ||
+                         tcp_ep_flush(ep) > 0;
 
     /* completions and write replies still waiting for H2D copies are dropped
      * (after the copies end: their memory may be freed next) */
     if (tcp_tp_of(ep)->stage != NULL)
         uccl_stage_cancel(tcp_tp_of(ep)->stage, ep);
     for (int i = 0; ep->streams != NULL && i < ep->nstreams; i++) {
-        if (ep->streams[i].fd >= 0)
+        if (ep->streams[i].fd >= 0) {
+            if (abort_streams)
+                setsockopt(ep->streams[i].fd, SOL_SOCKET, SO_LINGER,
+                           &(struct linger){.l_onoff = 1, .l_linger = 0}, sizeof(struct linger));
             close(ep->streams[i].fd); /* also leaves the epoll set */
+        }
         free(ep->streams[i].rbuf);
         uccl_tcp_stream_tx_release(&ep->streams[i]);
     }

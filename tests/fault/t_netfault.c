@@ -1,0 +1,236 @@
+/* Network fault over tcp (issue 20), driven by netfault.sh, which puts the
+ * server in a network namespace behind a veth pair and takes the link down
+ * mid-transfer. Files in DIR coordinate the two and the script:
+ *   t_netfault server DIR: write DIR/addr, accept connections for as long as
+ *     DIR/quit is absent; to each, send a descriptor of a 16 MiB region.
+ *   t_netfault client DIR: connect, keep 8 MiB writes and reads going, touch
+ *     DIR/go after the first; the script downs the link. The next operation
+ *     must fail with TIMEOUT (or PEER_FAILED) within UCCL_TIMEOUT_MS + slack,
+ *     the close must return within UCCL_TIMEOUT_MS; touch DIR/failed; once DIR/up exists
+ *     (link back up), a new connection must move bytes correctly.
+ * Exit 0 = all as expected; prints one "# ..." line per step. */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uccl/uccl.h>
+
+#define REGION (16u << 20)
+#define MSG (8u << 20)
+#define SLACK_MS 2500
+enum { TAG_DESC = 21 };
+
+static char dir[512];
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void path_of(char *out, size_t len, const char *name)
+{
+    snprintf(out, len, "%s/%s", dir, name);
+}
+
+static bool exists(const char *name)
+{
+    char p[600];
+    struct stat st;
+    path_of(p, sizeof(p), name);
+    return stat(p, &st) == 0;
+}
+
+static void touch(const char *name)
+{
+    char p[600];
+    FILE *f;
+    path_of(p, sizeof(p), name);
+    f = fopen(p, "w");
+    if (f != NULL)
+        fclose(f);
+}
+
+static int fail(const char *what, uccl_status_t st)
+{
+    printf("FAIL: %s: %s\n", what, uccl_status_name(st));
+    return 1;
+}
+
+static uccl_status_t small(uccl_engine_t *e, uccl_conn_t *conn, bool sending, void *p, size_t len)
+{
+    uccl_mr_t *mr = NULL;
+    uccl_req_t *req = NULL;
+    uccl_status_t st = uccl_mr_reg(e, p, len, 0, &mr);
+
+    if (st == UCCL_OK)
+        st = sending ? uccl_send(conn, mr, 0, len, TAG_DESC, &req)
+                     : uccl_recv(conn, mr, 0, len, TAG_DESC, &req);
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    if (mr != NULL)
+        uccl_mr_dereg(mr);
+    return st;
+}
+
+static int server(void)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX], *buf = calloc(1, REGION);
+    size_t len = sizeof(blob);
+    uccl_engine_t *e;
+    uccl_mr_t *mr;
+    uccl_rdesc_t desc;
+    char p[600], tmp[620];
+    FILE *f;
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_engine_address(e, blob, &len) != UCCL_OK || uccl_mr_reg(e, buf, REGION, 0, &mr) != UCCL_OK ||
+        uccl_mr_pack(mr, 0, REGION, &desc) != UCCL_OK)
+        return fail("server setup", UCCL_ERR_IO);
+    path_of(p, sizeof(p), "addr");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+    f = fopen(tmp, "wb");
+    if (f == NULL || fwrite(blob, 1, len, f) != len || fclose(f) != 0 || rename(tmp, p) != 0)
+        return fail("writing the address", UCCL_ERR_IO);
+    while (!exists("quit")) {
+        uccl_conn_t *conn = NULL;
+        if (uccl_accept(e, 100, &conn) == UCCL_OK) /* old ones stay; they fail in time */
+            small(e, conn, true, &desc, sizeof(desc));
+    }
+    uccl_engine_destroy(e); /* with whatever connections are left */
+    free(buf);
+    return 0;
+}
+
+static uccl_status_t rma(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *d, bool rd, size_t off,
+                         size_t n)
+{
+    uccl_req_t *req = NULL;
+    uccl_status_t st = rd ? uccl_read(conn, mr, off, n, d, off, &req)
+                          : uccl_write(conn, mr, off, n, d, off, &req);
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    return st;
+}
+
+static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_rdesc_t *desc)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    char p[600];
+    FILE *f;
+    size_t len;
+    uccl_status_t st;
+
+    path_of(p, sizeof(p), "addr");
+    f = fopen(p, "rb");
+    if (f == NULL)
+        return UCCL_ERR_IO;
+    len = fread(blob, 1, sizeof(blob), f);
+    fclose(f);
+    st = uccl_connect(e, blob, len, conn);
+    if (st == UCCL_OK)
+        st = small(e, *conn, false, desc, sizeof(*desc));
+    return st;
+}
+
+static int client(int timeout_ms)
+{
+    uint8_t *buf = malloc(2 * REGION);
+    uccl_engine_t *e;
+    uccl_conn_t *conn = NULL;
+    uccl_rdesc_t desc;
+    uccl_mr_t *mr;
+    uccl_status_t st;
+    uint64_t t_go = 0, t0;
+    int n_ok = 0;
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
+        return fail("client setup", UCCL_ERR_IO);
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("first connection", st);
+    for (;;) {
+        st = rma(conn, mr, &desc, n_ok % 2, 0, MSG);
+        if (st != UCCL_OK)
+            break;
+        if (n_ok++ == 0) {
+            touch("go");
+            t_go = now_ms();
+        }
+        if (n_ok > 100000)
+            return fail("the link never went down", st);
+    }
+    t0 = now_ms();
+    printf("# link down: %s after %llu ms (%d operations before)\n", uccl_status_name(st),
+           (unsigned long long)(t0 - t_go), n_ok);
+    if (n_ok == 0)
+        return fail("no operation before the fault", st);
+    if (st != UCCL_ERR_TIMEOUT && st != UCCL_ERR_PEER_FAILED)
+        return fail("the fault showed as", st);
+    if (t0 - t_go > (uint64_t)(timeout_ms + SLACK_MS))
+        return fail("the fault took too long to show", st);
+    st = uccl_conn_close(conn);
+    printf("# close with the link down: %s in %llu ms\n", uccl_status_name(st),
+           (unsigned long long)(now_ms() - t0));
+    /* tcp's close flushes what it accepted for up to UCCL_TIMEOUT_MS (a
+     * completed send is a promise): with the link down it takes that long */
+    if (st != UCCL_OK || now_ms() - t0 > (uint64_t)(timeout_ms + SLACK_MS))
+        return fail("close with the link down", st);
+    touch("failed");
+    t0 = now_ms();
+    while (!exists("up")) {
+        if (now_ms() - t0 > 30000)
+            return fail("the link did not come back", UCCL_ERR_TIMEOUT);
+        uccl_engine_progress(e);
+        usleep(10000);
+    }
+    /* a new connection over the same link: bytes written, read back, compared */
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("connection after the link came back", st);
+    for (size_t i = 0; i < MSG; i++)
+        buf[i] = (uint8_t)(i * 31 + 7);
+    memset(buf + REGION, 0, MSG);
+    st = rma(conn, mr, &desc, false, 0, MSG);
+    if (st == UCCL_OK) {
+        uccl_req_t *req = NULL;
+        st = uccl_read(conn, mr, REGION, MSG, &desc, 0, &req);
+        if (st == UCCL_OK)
+            st = uccl_wait(req, -1);
+        if (req != NULL)
+            uccl_req_free(req);
+    }
+    if (st != UCCL_OK)
+        return fail("write and read back on the new connection", st);
+    if (memcmp(buf, buf + REGION, MSG) != 0)
+        return fail("bytes read back differ", UCCL_ERR_IO);
+    printf("# new connection after the link came back: %u bytes written and read back intact\n", MSG);
+    uccl_conn_close(conn);
+    uccl_mr_dereg(mr);
+    uccl_engine_destroy(e);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *env = getenv("UCCL_TIMEOUT_MS");
+
+    if (argc != 3 || strlen(argv[2]) >= sizeof(dir)) {
+        fprintf(stderr, "usage: t_netfault server|client DIR\n");
+        return 2;
+    }
+    snprintf(dir, sizeof(dir), "%s", argv[2]);
+    if (strcmp(argv[1], "server") == 0)
+        return server();
+    return client(env ? atoi(env) : 60000);
+}
