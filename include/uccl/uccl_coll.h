@@ -117,15 +117,15 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   (one-sided and two-sided transfers carry any pairing; local copies go
  *   through uccl_copy_post). Temporaries of the algorithms that need one
  *   (Bruck, binomial gather/scatter, in-place alltoall(v)) are host memory,
- *   so GPU data is staged through the host there; DIRECT (the choice on
- *   one host) moves GPU data GPU to GPU. GPU buffers need a transport that
+ *   so GPU data is staged through the host there; DIRECT and LINEAR move
+ *   GPU data GPU to GPU. GPU buffers need a transport that
  *   moves GPU memory between the ranks (gpu_ipc on one host; shm and tcp
  *   stage it; verbs with GPUDirect RDMA), else the collective fails with
  *   the transfer's error, UCCL_ERR_UNSUPPORTED. Verbs without GPUDirect
  *   RDMA stages GPU memory for send/recv only: there the one-sided
- *   algorithms (DIRECT, so AUTO on one host) fail with UCCL_ERR_UNSUPPORTED
- *   on GPU buffers; force a two-sided one (ring, pairwise, binomial,
- *   linear; UCCL_COLL_ALGO or args.algo).
+ *   algorithm (DIRECT) fails with UCCL_ERR_UNSUPPORTED on every rank on
+ *   GPU buffers; the two-sided ones (ring, pairwise, binomial, linear)
+ *   work.
  * - Buffers are registered by the comm and kept in a per-comm cache (with
  *   the remote descriptors peers sent for them), so repeated calls on the
  *   same buffers pay no registration and no descriptor exchange; a plain
