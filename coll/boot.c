@@ -8,6 +8,8 @@
 #include <string.h>
 #include <uccl/uccl_coll.h>
 
+#include "coll.h"
+
 /* What each rank publishes; fixed size so one allgather moves all. */
 typedef struct boot_entry {
     int32_t status; /* UCCL_OK, or why this rank could not set up */
@@ -15,6 +17,7 @@ typedef struct boot_entry {
     int32_t size;
     uint32_t addr_len;
     uint64_t engine_id;
+    uint64_t host_id; /* uccl_engine_host_id: the host map without connections */
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
 
@@ -129,6 +132,7 @@ static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_en
     }
     me->addr_len = (uint32_t)len;
     me->engine_id = uccl_engine_id(b->engine);
+    me->host_id = uccl_engine_host_id(b->engine);
     return UCCL_OK;
 }
 
@@ -243,6 +247,35 @@ static uccl_status_t connect_all(boot_t *b, uccl_comm_t **comm)
     return st;
 }
 
+/* Lazy connection: the comm keeps every peer's address and connects on
+ * first use (uccl_comm_conn). */
+static uccl_status_t connect_none(boot_t *b, uccl_comm_t **comm)
+{
+    uint64_t *host = malloc((size_t)b->size * sizeof(*host));
+    uint64_t *id = malloc((size_t)b->size * sizeof(*id));
+    uint32_t *len = malloc((size_t)b->size * sizeof(*len));
+    const uint8_t **addr = malloc((size_t)b->size * sizeof(*addr));
+    uccl_status_t st = UCCL_ERR_NO_MEMORY;
+
+    if (host != NULL && id != NULL && len != NULL && addr != NULL) {
+        for (int r = 0; r < b->size; r++) {
+            host[r] = b->entries[r].host_id;
+            id[r] = b->entries[r].engine_id;
+            len[r] = b->entries[r].addr_len;
+            addr[r] = b->entries[r].addr;
+        }
+        st = uccl_comm_create_lazy(b->engine, b->owns_engine, b->rank, b->size, host, id,
+                                   (const uint8_t *const *)addr, len, comm);
+        if (st == UCCL_OK)
+            b->owns_engine = 0;
+    }
+    free(host);
+    free(id);
+    free(len);
+    free(addr);
+    return st;
+}
+
 static uccl_status_t boot_alloc(boot_t *b, const uccl_comm_params_t *p)
 {
     memset(b, 0, sizeof(*b));
@@ -294,7 +327,8 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
         /* The vote's callback failed here only: the others, seeing every vote
          * OK, will connect to us, so connect too and tell them in the last vote. */
         if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
-            uccl_status_t cst = connect_all(&b, &c);
+            uccl_status_t cst = uccl_coll_lazy_connect(b.size) ? connect_none(&b, &c)
+                                                               : connect_all(&b, &c);
             st = st != UCCL_OK ? st : cst;
         }
         st = agree(&b, st, &cb_failed);

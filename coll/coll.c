@@ -223,6 +223,14 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sche
     for (int b = 0; b < COLL_BUF_COUNT; b++)
         s->slot[b] = -1;
     st = uccl_coll_build(s, a);
+    /* A lazy comm connects the peers this schedule talks to now, before
+     * the state lock is taken (connecting progresses the engine, and with
+     * it the callbacks of other collectives in flight). */
+    for (int i = 0; st == UCCL_OK && i < s->nops; i++) {
+        int peer = s->ops[i].peer;
+        if (peer >= 0 && peer != cs->rank && uccl_comm_conn(cs->comm, peer) == NULL)
+            st = UCCL_ERR_PEER_FAILED;
+    }
     if (st != UCCL_OK) {
         uccl_coll_sched_free(s);
         return st;

@@ -115,6 +115,16 @@ typedef struct coll_state {
     char ctl[64];             /* sink of empty and refused DIRECT writes */
 } coll_state_t;
 
+/* Lazy communicators (boot.c, comm.c): made from the bootstrap's tables
+ * with no connection; uccl_comm_conn connects a peer on first use (the
+ * lower rank connects, the higher accepts). addr: the peers' address blobs
+ * back to back, addr_len[r] bytes each. */
+uccl_status_t uccl_comm_create_lazy(uccl_engine_t *engine, bool owns_engine, int rank, int size,
+                                    const uint64_t *host_ids, const uint64_t *engine_ids,
+                                    const uint8_t *const *addr, const uint32_t *addr_len,
+                                    uccl_comm_t **comm);
+uint64_t uccl_comm_host_id(const uccl_comm_t *comm, int r);
+
 /* The comm's collective state, created on first use (comm.c keeps it). */
 uccl_status_t uccl_coll_state_create(uccl_comm_t *comm, coll_state_t **cs);
 uccl_status_t uccl_coll_state_get(uccl_comm_t *comm, coll_state_t **cs);
@@ -301,6 +311,10 @@ uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
 bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
 uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
 uccl_coll_algo_t uccl_coll_algo_forced(void);
+/* UCCL_LAZY_CONNECT: 1 = lazy, 0 = eager, unset = lazy above
+ * COLL_LAZY_AUTO_RANKS ranks. */
+#define COLL_LAZY_AUTO_RANKS 32
+bool uccl_coll_lazy_connect(int size);
 /* The rank that speaks for r's host in hierarchical algorithms: root when
  * it shares r's host (root >= 0), else the lowest rank there. */
 int uccl_coll_host_leader(const coll_state_t *cs, int r, int root);

@@ -1,19 +1,32 @@
 /* Communicators: an ordered set of connections, one per rank, plus the host
  * map. Built from connections the caller made (uccl_comm_create) or by the
  * bootstrap in boot.c (uccl_comm_init). */
+#include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <uccl/uccl_coll.h>
 
 #include "coll.h"
+
+/* A lazy comm's way to every peer, from the bootstrap: connections are
+ * made on first use (uccl_comm_conn). */
+typedef struct comm_lazy {
+    pthread_mutex_t lock;  /* one connection attempt at a time */
+    uint64_t *engine_id;   /* [size]: matches accepted connections to ranks */
+    uint8_t **addr;        /* [size]: address blobs */
+    uint32_t *addr_len;
+    uccl_status_t *failed; /* [size]: a pair that could not connect stays failed */
+} comm_lazy_t;
 
 struct uccl_comm {
     uccl_engine_t *engine;
     int owns_engine;
     int rank;
     int size;
-    uccl_conn_t **conns; /* conns[rank] == NULL */
+    uccl_conn_t **conns; /* conns[rank] == NULL; lazy: NULL until first use */
     uint64_t *host_id;   /* host_id[r]: rank r's host identity */
     coll_state_t *coll;  /* collectives' state, made on first use */
+    comm_lazy_t *lazy;   /* NULL: every connection made at creation */
 };
 
 #define CREATE_FIELDS                                                                        \
@@ -67,8 +80,23 @@ static uccl_status_t fill_host_ids(uccl_comm_t *c, const uccl_comm_params_t *p)
     return UCCL_OK;
 }
 
+static void lazy_free(comm_lazy_t *l, int size)
+{
+    if (l == NULL)
+        return;
+    for (int r = 0; l->addr != NULL && r < size; r++)
+        free(l->addr[r]);
+    free(l->addr);
+    free(l->addr_len);
+    free(l->failed);
+    free(l->engine_id);
+    pthread_mutex_destroy(&l->lock);
+    free(l);
+}
+
 static void comm_free(uccl_comm_t *c)
 {
+    lazy_free(c->lazy, c->size);
     free(c->host_id);
     free(c->conns);
     free(c);
@@ -144,11 +172,121 @@ uccl_engine_t *uccl_comm_engine(const uccl_comm_t *comm)
     return comm != NULL ? comm->engine : NULL;
 }
 
+uccl_status_t uccl_comm_create_lazy(uccl_engine_t *engine, bool owns_engine, int rank, int size,
+                                    const uint64_t *host_ids, const uint64_t *engine_ids,
+                                    const uint8_t *const *addr, const uint32_t *addr_len,
+                                    uccl_comm_t **comm)
+{
+    uccl_comm_t *c = calloc(1, sizeof(*c));
+    comm_lazy_t *l = calloc(1, sizeof(*l));
+
+    if (c == NULL || l == NULL || pthread_mutex_init(&l->lock, NULL) != 0) {
+        free(c);
+        free(l);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    c->engine = engine;
+    c->rank = rank;
+    c->size = size;
+    c->lazy = l;
+    c->conns = calloc((size_t)size, sizeof(*c->conns));
+    c->host_id = malloc((size_t)size * sizeof(*c->host_id));
+    l->engine_id = malloc((size_t)size * sizeof(*l->engine_id));
+    l->addr = calloc((size_t)size, sizeof(*l->addr));
+    l->addr_len = malloc((size_t)size * sizeof(*l->addr_len));
+    l->failed = calloc((size_t)size, sizeof(*l->failed));
+    if (c->conns == NULL || c->host_id == NULL || l->engine_id == NULL || l->addr == NULL ||
+        l->addr_len == NULL || l->failed == NULL)
+        goto nomem;
+    for (int r = 0; r < size; r++) {
+        c->host_id[r] = host_ids[r];
+        l->engine_id[r] = engine_ids[r];
+        l->addr_len[r] = addr_len[r];
+        if (r == rank)
+            continue;
+        l->addr[r] = malloc(addr_len[r] ? addr_len[r] : 1);
+        if (l->addr[r] == NULL)
+            goto nomem;
+        memcpy(l->addr[r], addr[r], addr_len[r]);
+    }
+    c->owns_engine = owns_engine;
+    *comm = c;
+    return UCCL_OK;
+nomem:
+    comm_free(c);
+    return UCCL_ERR_NO_MEMORY;
+}
+
+/* Accept until rank r (< own rank) has connected; connections of other
+ * lower ranks that come first are kept for them. */
+static uccl_status_t lazy_accept(uccl_comm_t *c, int r)
+{
+    comm_lazy_t *l = c->lazy;
+
+    while (c->conns[r] == NULL) {
+        uccl_conn_attr_t attr;
+        uccl_conn_t *conn;
+        uccl_status_t st = uccl_accept(c->engine, -1, &conn);
+        int q = -1;
+
+        if (st != UCCL_OK) {
+            coll_error("rank %d: waiting for rank %d to connect (lazy connection): %s", c->rank,
+                       r, uccl_strerror(st));
+            return st;
+        }
+        if (uccl_conn_query(conn, &attr) == UCCL_OK) {
+            for (q = c->rank - 1; q >= 0; q--)
+                if (l->engine_id[q] == attr.peer_id && c->conns[q] == NULL)
+                    break;
+        }
+        if (q < 0) {
+            coll_error("rank %d: accepted a connection from engine %016llx, no lower rank of the "
+                       "comm still expected (does the caller accept on the comm's engine?)",
+                       c->rank, (unsigned long long)attr.peer_id);
+            uccl_conn_close(conn);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+        c->conns[q] = conn;
+    }
+    return UCCL_OK;
+}
+
+static uccl_conn_t *lazy_conn(uccl_comm_t *c, int r)
+{
+    comm_lazy_t *l = c->lazy;
+    uccl_status_t st = UCCL_OK;
+
+    pthread_mutex_lock(&l->lock);
+    if (c->conns[r] == NULL && l->failed[r] != UCCL_OK) {
+        st = l->failed[r]; /* tried and failed before: no second wait */
+    } else if (c->conns[r] == NULL && r > c->rank) {
+        st = uccl_connect(c->engine, l->addr[r], l->addr_len[r], &c->conns[r]);
+        if (st != UCCL_OK) {
+            c->conns[r] = NULL;
+            coll_error("rank %d: lazy connection to rank %d failed: %s", c->rank, r,
+                       uccl_strerror(st));
+        }
+    } else if (c->conns[r] == NULL) {
+        st = lazy_accept(c, r);
+    }
+    if (st != UCCL_OK)
+        l->failed[r] = st;
+    pthread_mutex_unlock(&l->lock);
+    return st == UCCL_OK ? c->conns[r] : NULL;
+}
+
 uccl_conn_t *uccl_comm_conn(const uccl_comm_t *comm, int r)
 {
-    if (comm == NULL || r < 0 || r >= comm->size)
+    if (comm == NULL || r < 0 || r >= comm->size || r == comm->rank)
         return NULL;
+    if (comm->conns[r] == NULL && comm->lazy != NULL)
+        return lazy_conn((uccl_comm_t *)comm, r); /* the comm is ours to complete */
     return comm->conns[r];
+}
+
+uint64_t uccl_comm_host_id(const uccl_comm_t *comm, int r)
+{
+    return comm != NULL && r >= 0 && r < comm->size ? comm->host_id[r] : 0;
 }
 
 int uccl_comm_same_host(const uccl_comm_t *comm, int r)

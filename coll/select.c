@@ -265,6 +265,7 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static uccl_coll_algo_t env_algo = UCCL_COLL_ALGO_AUTO;
 static int env_timeout_ms = 60000;
 static int env_log_level = 1;
+static int env_lazy = -1; /* -1: by size */
 
 static void env_read(void)
 {
@@ -273,6 +274,12 @@ static void env_read(void)
 
     if (v != NULL && *v != '\0' && uccl_coll_algo_parse(v, &env_algo) != UCCL_OK)
         fprintf(stderr, "[uccl coll] warn UCCL_COLL_ALGO=%s is not an algorithm; using auto\n", v);
+    v = getenv("UCCL_LAZY_CONNECT");
+    if (v != NULL && (strcmp(v, "0") == 0 || strcmp(v, "1") == 0))
+        env_lazy = v[0] - '0';
+    else if (v != NULL && *v != '\0')
+        fprintf(stderr, "[uccl coll] warn UCCL_LAZY_CONNECT=%s is not 0 or 1; by rank count\n",
+                v);
     v = getenv("UCCL_TIMEOUT_MS");
     if (v != NULL && atoi(v) > 0)
         env_timeout_ms = atoi(v);
@@ -286,6 +293,12 @@ uccl_coll_algo_t uccl_coll_algo_forced(void)
 {
     pthread_once(&env_once, env_read);
     return env_algo;
+}
+
+bool uccl_coll_lazy_connect(int size)
+{
+    pthread_once(&env_once, env_read);
+    return env_lazy >= 0 ? env_lazy == 1 : size > COLL_LAZY_AUTO_RANKS;
 }
 
 int uccl_coll_timeout_ms(void)

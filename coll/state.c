@@ -24,17 +24,13 @@ static uccl_status_t state_arrays(coll_state_t *cs)
         !cs->host_id)
         return UCCL_ERR_NO_MEMORY;
     /* The hosts as the engines see them (UCCL_HOST_ID included), for the
-     * algorithm table. */
+     * algorithm table: the comm's map (no connection needed: lazy comms).
+     * Peers of this host talk over the network when this engine has no shm. */
     for (int r = 0; r < cs->size; r++) {
-        uccl_conn_attr_t attr;
-        cs->host_id[r] = uccl_engine_host_id(cs->engine);
-        if (r != cs->rank && uccl_conn_query(uccl_comm_conn(cs->comm, r), &attr) == UCCL_OK) {
-            cs->host_id[r] = attr.host_id;
-            if (attr.transport == NULL || strcmp(attr.transport, "shm") != 0)
-                cs->net = true;
-        }
+        cs->host_id[r] = uccl_comm_host_id(cs->comm, r);
         local += cs->host_id[r] == cs->host_id[cs->rank];
     }
+    cs->net = !(uccl_engine_caps(cs->engine) & UCCL_CAP_SHM);
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cs->oversubscribed = cpus > 0 && local > cpus;
     return UCCL_OK;

@@ -9,7 +9,8 @@ uccl send. The blocks move with one writemsg (prefill pushes, --op write,
 notification per layer) or readmsg (decode pulls, --op read) per layer,
 each with 2 x blocks local pieces (K and V, non-contiguous) and as many
 remote pieces. Every block is verified; prints GB/s and the per-request
-latency (p50/p99) seen by decode.
+latency (p50/p99) seen by decode. --device cuda keeps both caches in GPU
+memory (torch CUDA tensors; two processes on one GPU move it with gpu_ipc).
 
     mpirun -np 2 python3 examples/python/kv_cache.py [--op write|read] [...]
 """
@@ -35,6 +36,8 @@ def parse():
     p.add_argument("--blocks", type=int, default=32, help="blocks per request (<= 32)")
     p.add_argument("--iters", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="where the caches live (cuda: torch CUDA tensors)")
     a = p.parse_args()
     if not 1 <= a.blocks <= min(uccl.IOV_MAX // 2, a.pool_blocks):
         p.error("--blocks must be 1..%d and <= --pool-blocks" % (uccl.IOV_MAX // 2))
@@ -55,8 +58,23 @@ def make_cache(a, prefill):
             for kv in range(2):
                 for b in range(a.pool_blocks):
                     arr[kv, b, :] = block_value(layer, kv, b)
-        cache.append(arr)
+        cache.append(to_device(a, arr))
+    sync(a)
     return cache
+
+
+def to_device(a, arr):
+    if a.device == "cpu":
+        return arr
+    import torch
+    return torch.from_numpy(arr).to("cuda")
+
+
+def sync(a):
+    """GPU memory: the zeroing/filling kernels are done before a transfer."""
+    if a.device == "cuda":
+        import torch
+        torch.cuda.synchronize()
 
 
 def pieces(a, mrs, descs, src_blocks, dst_blocks, prefill_local):
@@ -96,7 +114,8 @@ def decode_one(a, conn, cache, mrs, descs, mr_ask, ask, it, rng):
     src = rng.choice(a.pool_blocks, a.blocks, replace=False)
     dst = rng.choice(a.pool_blocks, a.blocks, replace=False)
     for arr in cache:
-        arr[:, dst, :] = 0
+        arr[:, list(dst), :] = 0
+    sync(a)
     ask[:a.blocks], ask[a.blocks:2 * a.blocks], ask[-1] = src, dst, it
     t0 = time.perf_counter()
     conn.send(mr_ask, tag=REQ_TAG, block=True)
@@ -116,6 +135,8 @@ def decode_one(a, conn, cache, mrs, descs, mr_ask, ask, it, rng):
         uccl.wait_all(reqs, timeout=T)
     dt = time.perf_counter() - t0
     for layer, arr in enumerate(cache):
+        if a.device == "cuda":
+            arr = arr.cpu().numpy()
         for kv in range(2):
             for s, d in zip(src, dst):
                 want = block_value(layer, kv, int(s))
@@ -131,7 +152,10 @@ def main():
     if world.Get_size() != 2:
         raise SystemExit("kv_cache.py runs on 2 ranks (mpirun -np 2)")
     rank = world.Get_rank()
-    comm = uccl.Comm.from_mpi(world, timeout=T)
+    if a.device == "cuda":
+        import torch
+        torch.cuda.set_device(0)
+    comm = uccl.Comm.from_mpi(world, gpu=0 if a.device == "cuda" else -1)
     engine = comm.engine
     conn = comm.conn(1 - rank)
     cache = make_cache(a, prefill=rank == 0)
@@ -150,8 +174,10 @@ def main():
             conn.send(mr_ask, tag=REQ_TAG, block=True)
         per_req = a.layers * 2 * a.blocks * a.block_bytes
         lat_us = np.array(lat) * 1e6
-        print("kv_cache: op %s over %s, %d layers x K,V x %d blocks x %d B = %d bytes/request, "
-              "%d pieces per %s call" % (a.op, conn.transport, a.layers, a.blocks,
+        print("kv_cache: %s memory, op %s over %s, %d layers x K,V x %d blocks x %d B = %d bytes/request, "
+              "%d pieces per %s call" % (a.device, a.op,
+                                         conn.gpu_transport if a.device == "cuda"
+                                         else conn.transport, a.layers, a.blocks,
                                          a.block_bytes, per_req, 2 * a.blocks,
                                          "writemsg" if a.op == "write" else "readmsg"))
         print("kv_cache: %d requests verified: %.3f GB/s, latency p50 %.1f us, p99 %.1f us"

@@ -69,6 +69,16 @@ typedef struct uccl_comm_params {
  * The one exception is a callback failing in the last round, which only the
  * rank it failed on can see. Argument errors are returned at once, before
  * any allgather call: they are programming errors, the same on every rank.
+ * Lazy connection (UCCL_LAZY_CONNECT=1, and by default above 32 ranks;
+ * =0 forces eager): uccl_comm_init connects nobody; it keeps every rank's
+ * address, engine id and host id, and a pair connects on its first use:
+ * uccl_comm_conn(comm, r) (or a collective whose schedule talks to r)
+ * connects when r is a higher rank and otherwise waits, up to
+ * UCCL_TIMEOUT_MS, for r to connect (accepting on the comm's engine, whose
+ * incoming connections then belong to the comm). So in lazy mode the first
+ * use of a pair must happen on both ranks (two-sided traffic, collectives);
+ * a one-sided transfer to a lower rank that never uses the pair waits for it.
+ * UCCL_LAZY_CONNECT must be the same on every rank of the job.
  * Errors: UCCL_ERR_INVALID_PARAM (unknown field bit, missing field, rank
  * out of range, NULL callback or engine, a callback that puts blocks out of
  * rank order), those of uccl_engine_create / uccl_connect / uccl_accept,
@@ -93,7 +103,9 @@ UCCL_API uccl_status_t uccl_comm_destroy(uccl_comm_t *comm);
 UCCL_API int uccl_comm_rank(const uccl_comm_t *comm);
 UCCL_API int uccl_comm_size(const uccl_comm_t *comm);
 UCCL_API uccl_engine_t *uccl_comm_engine(const uccl_comm_t *comm);
-/* The connection to rank r; NULL for r == own rank or r out of range. */
+/* The connection to rank r; NULL for r == own rank or r out of range. A
+ * lazy comm (see uccl_comm_init) connects here on first use, blocking; NULL
+ * when that fails (the error is logged). */
 UCCL_API uccl_conn_t *uccl_comm_conn(const uccl_comm_t *comm, int r);
 /* 1 when rank r runs on this rank's host (own rank included). */
 UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);

@@ -172,6 +172,10 @@ int upy_conn_check(upy_conn_t *c)
         PyErr_SetString(PyExc_ValueError, "the connection is closed");
         return -1;
     }
+    if (c->comm && !c->comm->comm) {
+        PyErr_SetString(PyExc_ValueError, "the connection is closed (its Comm is closed)");
+        return -1;
+    }
     upy_engine_reap(c->engine);
     return 0;
 }

@@ -4,16 +4,19 @@
 
 #include <string.h>
 
-PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn)
+PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn, upy_comm_t *comm)
 {
     upy_conn_t *c = PyObject_New(upy_conn_t, &upy_conn_type);
     if (!c) {
-        uccl_conn_close(conn);
+        if (!comm)
+            uccl_conn_close(conn);
         return NULL;
     }
     Py_INCREF(e);
     c->engine = e;
     c->conn = conn;
+    Py_XINCREF(comm);
+    c->comm = comm;
     c->weakrefs = NULL;
     return (PyObject *)c;
 }
@@ -24,7 +27,7 @@ static PyObject *conn_close(upy_conn_t *self, PyObject *unused)
     uccl_status_t st;
     (void)unused;
     self->conn = NULL;
-    if (!conn || !self->engine->engine)
+    if (!conn || !self->engine->engine || self->comm) /* a Comm's: it closes it */
         Py_RETURN_NONE;
     st = uccl_conn_close(conn);
     upy_engine_reap(self->engine); /* its orphans were canceled */
@@ -42,6 +45,7 @@ static void conn_dealloc(upy_conn_t *self)
     if (!r)
         PyErr_WriteUnraisable((PyObject *)self);
     Py_XDECREF(r);
+    Py_XDECREF(self->comm);
     Py_XDECREF(self->engine);
     PyObject_Free(self);
 }
@@ -155,7 +159,8 @@ static PyObject *conn_get(upy_conn_t *self, void *closure)
     uccl_conn_attr_t a;
     uccl_status_t st;
     if (!strcmp(which, "closed"))
-        return PyBool_FromLong(!self->conn || !self->engine->engine);
+        return PyBool_FromLong(!self->conn || !self->engine->engine ||
+                               (self->comm && !self->comm->comm));
     if (upy_conn_check(self) < 0)
         return NULL;
     st = uccl_conn_query(self->conn, &a);
@@ -198,7 +203,8 @@ static PyMethodDef conn_methods[] = {
      "connection (write_notify / writemsg with notify), None when none is pending."},
     {"close", (PyCFunction)conn_close, METH_NOARGS,
      "close()\n\nClose: requests in flight complete with uccl.CanceledError, the peer's "
-     "with uccl.PeerFailedError. Idempotent."},
+     "with uccl.PeerFailedError. Idempotent. A connection of a Comm (Comm.conn) closes "
+     "with the Comm: close() only makes this object unusable."},
     {"__enter__", (PyCFunction)conn_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)conn_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL},

@@ -176,6 +176,8 @@ static PyObject *engine_close(upy_engine_t *self, PyObject *unused)
     if (self->busy) {
         return upy_raise(UCCL_ERR_BUSY, "Engine.close (another thread is waiting on it)");
     }
+    if (self->n_comms)
+        return upy_raise(UCCL_ERR_BUSY, "Engine.close (a Comm uses it: close the Comm first)");
     self->engine = NULL; /* children see a closed engine from now on */
     Py_BEGIN_ALLOW_THREADS
     st = uccl_engine_destroy(engine);
@@ -258,7 +260,7 @@ static PyObject *engine_connect(upy_engine_t *self, PyObject *arg)
     PyBuffer_Release(&addr);
     if (st != UCCL_OK)
         return upy_raise(st, "uccl_connect");
-    return upy_conn_new(self, conn);
+    return upy_conn_new(self, conn, NULL);
 }
 
 static PyObject *engine_accept(upy_engine_t *self, PyObject *args, PyObject *kwds)
@@ -288,7 +290,7 @@ static PyObject *engine_accept(upy_engine_t *self, PyObject *args, PyObject *kwd
     }
     if (st != UCCL_OK)
         return upy_raise(st, "uccl_accept");
-    return upy_conn_new(self, conn);
+    return upy_conn_new(self, conn, NULL);
 }
 
 static PyObject *engine_register(upy_engine_t *self, PyObject *args, PyObject *kwds)

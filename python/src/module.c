@@ -1,6 +1,8 @@
 /* The uccl._uccl extension module: types, exceptions, constants. */
 #include "upy.h"
 
+PyObject *upy_in_place;
+
 static PyObject *mod_version(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -64,6 +66,16 @@ static int add_constants(PyObject *m)
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
         if (PyModule_AddIntConstant(m, c[i].name, (long)c[i].value) < 0)
             return -1;
+    /* uccl.IN_PLACE: "send from the receive buffer" of the collectives */
+    if (!upy_in_place)
+        upy_in_place = PyObject_CallObject((PyObject *)&PyBaseObject_Type, NULL);
+    if (!upy_in_place)
+        return -1;
+    Py_INCREF(upy_in_place);
+    if (PyModule_AddObject(m, "IN_PLACE", upy_in_place) < 0) {
+        Py_DECREF(upy_in_place);
+        return -1;
+    }
     v = PyLong_FromUnsignedLongLong(UCCL_TAG_USER_MAX);
     if (!v || PyModule_AddObject(m, "TAG_USER_MAX", v) < 0) {
         Py_XDECREF(v);
@@ -75,15 +87,15 @@ static int add_constants(PyObject *m)
 PyMODINIT_FUNC PyInit__uccl(void)
 {
     PyObject *m;
-    if (upy_conn_type_init() < 0)
+    if (upy_conn_type_init() < 0 || upy_comm_type_init() < 0)
         return PyErr_NoMemory();
     m = PyModule_Create(&module_def);
     if (!m)
         return NULL;
     if (add_type(m, &upy_engine_type, "Engine") < 0 || add_type(m, &upy_conn_type, "Conn") < 0 ||
         add_type(m, &upy_mr_type, "MemoryRegion") < 0 ||
-        add_type(m, &upy_req_type, "Request") < 0 || upy_errors_init(m) < 0 ||
-        add_constants(m) < 0) {
+        add_type(m, &upy_req_type, "Request") < 0 || add_type(m, &upy_comm_type, "Comm") < 0 ||
+        upy_errors_init(m) < 0 || add_constants(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

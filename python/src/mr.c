@@ -124,6 +124,10 @@ static int from_dlpack(upy_mr_t *m, PyObject *capsule)
     }
     m->addr = (char *)d->data + d->byte_offset;
     m->len = n;
+    if (d->device.device_type == 2 /* kDLCUDA */ || d->device.device_type == 13 /* managed */)
+        m->mem_type = UCCL_MEM_CUDA;
+    else if (d->device.device_type == 10 /* kDLROCM */)
+        m->mem_type = UCCL_MEM_ROCM;
     return 0;
 }
 
@@ -141,27 +145,41 @@ static int optional_attr(PyObject *obj, const char *name, PyObject **out)
 
 static int from_object(upy_mr_t *m, PyObject *obj)
 {
-    PyObject *cai, *capsule;
+    PyObject *cai, *capsule, *type, *value, *tb;
     int rc;
+    /* The buffer protocol first: a slot call, while probing for a missing
+     * __cuda_array_interface__ raises (and clears) an AttributeError, a
+     * microsecond on every collective call with a numpy array. A GPU array
+     * may export a buffer that refuses CPU access (CuPy raises TypeError):
+     * then the GPU interfaces are tried, and the buffer's error is kept
+     * for when they are absent too. */
+    type = value = tb = NULL;
+    if (PyObject_CheckBuffer(obj)) {
+        if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) == 0) {
+            m->source = UPY_SRC_BUFFER;
+            if (!PyBuffer_IsContiguous(&m->view, 'A'))
+                return set_err(PyExc_ValueError, "cannot register a non-contiguous buffer");
+            m->addr = m->view.buf;
+            m->len = (size_t)m->view.len;
+            m->readonly = m->view.readonly;
+            return 0;
+        }
+        PyErr_Fetch(&type, &value, &tb);
+    }
     if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
-        return -1;
+        goto out;
     if (cai) {
         rc = from_cai(m, cai);
         Py_DECREF(cai);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
         return rc;
     }
-    if (PyObject_CheckBuffer(obj)) {
-        if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) < 0)
-            return -1;
-        m->source = UPY_SRC_BUFFER;
-        if (!PyBuffer_IsContiguous(&m->view, 'A'))
-            return set_err(PyExc_ValueError, "cannot register a non-contiguous buffer");
-        m->addr = m->view.buf;
-        m->len = (size_t)m->view.len;
-        m->readonly = m->view.readonly;
-        return 0;
-    }
     if (PyObject_HasAttrString(obj, "__dlpack__")) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
         capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
         if (!capsule)
             return -1;
@@ -169,10 +187,19 @@ static int from_object(upy_mr_t *m, PyObject *obj)
         Py_DECREF(capsule);
         return rc;
     }
+    if (type) { /* the buffer's own error says most */
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
     PyErr_Format(PyExc_TypeError,
                  "cannot register a '%.100s': it has neither the buffer protocol, "
                  "__cuda_array_interface__ nor __dlpack__",
                  Py_TYPE(obj)->tp_name);
+    return -1;
+out:
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
     return -1;
 }
 
@@ -189,20 +216,33 @@ static void release_source(upy_mr_t *m)
     Py_CLEAR(m->obj);
 }
 
-PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only)
+upy_mr_t *upy_mr_view(PyObject *obj)
 {
     upy_mr_t *m = PyObject_New(upy_mr_t, &upy_mr_type);
+    if (!m)
+        return NULL;
+    memset((char *)m + sizeof(PyObject), 0, sizeof(*m) - sizeof(PyObject));
+    Py_INCREF(obj);
+    m->obj = obj;
+    m->device = -1;
+    if (from_object(m, obj) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (m->source == UPY_SRC_CAI) /* CUDA array interface: device memory */
+        m->mem_type = UCCL_MEM_CUDA;
+    return m;
+}
+
+PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only)
+{
+    upy_mr_t *m = upy_mr_view(obj);
     uccl_mr_attr_t attr;
     uccl_status_t st;
     if (!m)
         return NULL;
-    memset((char *)m + sizeof(PyObject), 0, sizeof(*m) - sizeof(PyObject));
     Py_INCREF(e);
     m->engine = e;
-    Py_INCREF(obj);
-    m->obj = obj;
-    if (from_object(m, obj) < 0)
-        goto err;
     if (m->len == 0) {
         PyErr_SetString(PyExc_ValueError, "cannot register an empty buffer");
         goto err;

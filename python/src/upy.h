@@ -20,17 +20,34 @@ typedef struct {
     uccl_engine_t *engine; /* NULL once closed */
     PyObject *address;     /* bytes, cached */
     int busy;              /* calls running without the GIL */
+    int n_comms;           /* open Comms on this engine: it cannot close before them */
     upy_orphan_t *orphans;
     size_t n_orphans, cap_orphans;
     PyObject *weakrefs;
 } upy_engine_t;
 
+struct upy_comm;
+
 typedef struct {
     PyObject_HEAD
     upy_engine_t *engine; /* strong */
     uccl_conn_t *conn;    /* NULL once closed */
+    struct upy_comm *comm; /* strong; set: the Comm owns the connection */
     PyObject *weakrefs;
 } upy_conn_t;
+
+#include <uccl/uccl_coll.h>
+
+/* uccl.Comm: a libuccl communicator (uccl_coll.h) on an Engine object. */
+typedef struct upy_comm {
+    PyObject_HEAD
+    upy_engine_t *engine; /* strong */
+    uccl_comm_t *comm;    /* NULL once closed */
+    int owns_engine;      /* made by the Comm: closed with it */
+    int busy;             /* collectives waited on without the GIL */
+    int rank, size;
+    PyObject *weakrefs;
+} upy_comm_t;
 
 /* Where the registered memory came from, and what to release with it. */
 enum { UPY_SRC_BUFFER = 1, UPY_SRC_CAI = 2, UPY_SRC_DLPACK = 3 };
@@ -66,6 +83,8 @@ extern PyTypeObject upy_engine_type;
 extern PyTypeObject upy_conn_type;
 extern PyTypeObject upy_mr_type;
 extern PyTypeObject upy_req_type;
+extern PyTypeObject upy_comm_type;
+extern PyObject *upy_in_place; /* uccl.IN_PLACE */
 
 /* errors.c: raise the exception class mapped from status ("what: text"). */
 PyObject *upy_raise(uccl_status_t status, const char *what);
@@ -86,6 +105,9 @@ uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms);
 /* mr.c: a live region of engine e (TypeError / ValueError otherwise). */
 upy_mr_t *upy_mr_arg(PyObject *obj, upy_engine_t *e, int need_writable);
 PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only);
+/* The memory of obj without registering it (engine NULL, mr NULL): addr,
+ * len, readonly, a mem_type hint; the view keeps obj (and its buffer) alive. */
+upy_mr_t *upy_mr_view(PyObject *obj);
 
 /* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL). */
 PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
@@ -93,8 +115,12 @@ PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const ch
 PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
 PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds);
 
-/* conn.c */
-PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn);
+/* comm.c */
+int upy_comm_check(upy_comm_t *c); /* -1 + ValueError when closed */
+int upy_comm_type_init(void);      /* joins comm.c and coll.c methods */
+
+/* conn.c; comm: the owner of conn (NULL: the Conn owns it) */
+PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn, upy_comm_t *comm);
 int upy_conn_type_init(void); /* joins conn.c and conn_rma.c methods */
 
 #endif /* UCCL_PY_UCCL_H */

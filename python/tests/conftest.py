@@ -1,7 +1,8 @@
-"""Fixtures for the uccl binding tests: two MPI ranks (mpi4py), one engine
-each and a connection between them (uccl.Comm.from_mpi). UCCL_TRANSPORTS
-(set by check-pytest.sh) picks shm or tcp. Every wait has a timeout so a
-failing rank never leaves its peer hanging forever."""
+"""Fixtures for the uccl binding tests: MPI ranks (mpi4py), one engine each
+and a communicator over them (uccl.Comm.from_mpi). The point-to-point tests
+(pair) run on exactly 2 ranks, the collectives (test_coll.py) on any number.
+UCCL_TRANSPORTS (set by check-pytest.sh) picks shm or tcp. Every wait has a
+timeout so a failing rank never leaves its peer hanging forever."""
 import pytest
 
 T = 30.0  # seconds for any wait in the tests
@@ -10,16 +11,14 @@ T = 30.0  # seconds for any wait in the tests
 @pytest.fixture(scope="session")
 def world():
     from mpi4py import MPI
-    w = MPI.COMM_WORLD
-    if w.Get_size() != 2:
-        pytest.fail("the binding tests run on exactly 2 MPI ranks")
-    return w
+    return MPI.COMM_WORLD
 
 
 @pytest.fixture(scope="session")
 def comm(world):
+    import mem
     import uccl
-    c = uccl.Comm.from_mpi(world, timeout=T)
+    c = uccl.Comm.from_mpi(world, gpu=0 if mem.GPU else -1)
     yield c
     world.Barrier()
     c.close()
@@ -29,6 +28,8 @@ class Pair:
     """This rank's view of the pair: engine, connection to the peer, MPI."""
 
     def __init__(self, comm, world):
+        if world.Get_size() != 2:
+            pytest.fail("the point-to-point tests run on exactly 2 MPI ranks")
         self.comm, self.world = comm, world
         self.engine = comm.engine
         self.rank = comm.rank

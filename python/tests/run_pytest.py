@@ -18,8 +18,12 @@ class Count:
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     count = Count()
-    rc = pytest.main(["-q", "-p", "no:cacheprovider", "--color=no", "--rootdir", here, here] + sys.argv[1:],
-                     plugins=[count])
+    # arguments: test files (default: every test here), then pytest options
+    files = [a for a in sys.argv[1:] if a.endswith(".py")]
+    opts = [a for a in sys.argv[1:] if not a.endswith(".py")]
+    paths = [os.path.join(here, f) for f in files] or [here]
+    rc = pytest.main(["-q", "-p", "no:cacheprovider", "--color=no", "--rootdir", here] + paths +
+                     opts, plugins=[count])
     if rc == pytest.ExitCode.NO_TESTS_COLLECTED or count.passed == 0:
         print("FAIL: no test ran (pytest exit %d)" % rc)
         rc = 1

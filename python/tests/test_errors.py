@@ -180,20 +180,21 @@ def test_timeouts_and_in_flight(pair):
 
 
 def test_peer_close_fails_requests(world):
-    """A fresh pair: rank 0 closes its connection while rank 1 waits."""
-    with uccl.Comm.from_mpi(world, timeout=T) as comm:
-        peer = 1 - comm.rank
-        conn = comm.conn(peer)
-        if comm.rank == 1:
+    """A fresh pair of engines: rank 0 closes its connection while rank 1 waits."""
+    rank = world.Get_rank()
+    with uccl.Engine() as eng:
+        peer_addr = world.sendrecv(eng.address, dest=1 - rank, source=1 - rank)
+        conn = eng.connect(peer_addr) if rank == 0 else eng.accept(timeout=T)
+        if rank == 1:
             buf = bytearray(8)
-            with comm.engine.register(buf) as mr:
+            with eng.register(buf) as mr:
                 req = conn.recv(mr)
                 world.Barrier()
                 with pytest.raises(uccl.PeerError) as ei:
                     req.wait(T)
                 assert ei.value.status == uccl.ERR_PEER_FAILED
         else:
-            with comm.engine.register(bytearray(8)) as mr:
+            with eng.register(bytearray(8)) as mr:
                 req = conn.recv(mr)
                 world.Barrier()
                 conn.close()
@@ -205,6 +206,7 @@ def test_peer_close_fails_requests(world):
                 with pytest.raises(ValueError, match="connection is closed"):
                     conn.peer_id
         world.Barrier()
+        conn.close()
 
 
 def test_engine_and_connect_errors(pair):

@@ -9,6 +9,10 @@ W transfers posted then waited together; for send, rank 1 acks each window;
 for write/read, rank 1 idles (progressing while there is work) until a fin.
 
     python3 -m uccl.bench --perf build/ci/tools/uccl_perf --op write --transport shm
+
+Collectives (--op allgather|alltoall|bcast, --np N) are compared with
+``uccl_perf coll`` the same way: blocking calls back to back after a barrier,
+the slowest rank's mean time per call; sizes are bytes per rank block.
 """
 import argparse
 import json
@@ -90,7 +94,55 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters):
     return t
 
 
+COLL_OPS = ("allgather", "alltoall", "bcast")
+
+
+def coll_iters(a, n, count):  # as uccl_perf coll's auto_iters
+    if a.iters:
+        return a.iters
+    recv = count if a.op == "bcast" else n * count
+    return max(5, min(1000, (64 << 20) // (recv + 4096)))
+
+
+def coll_worker(a):
+    import numpy as np
+    from mpi4py import MPI
+    import uccl
+    world = MPI.COMM_WORLD
+    comm = uccl.Comm.from_mpi(world, transports=a.transport)
+    n, rows = comm.size, []
+    for count in sizes_of(a.min, a.max):
+        send = np.full(count if a.op != "alltoall" else n * count, comm.rank, np.uint8)
+        recv = np.zeros(n * count, np.uint8)
+        if a.op == "allgather":
+            call = lambda: comm.allgather(send, recv)  # noqa: E731
+        elif a.op == "alltoall":
+            call = lambda: comm.alltoall(send, recv)  # noqa: E731
+        else:
+            call = lambda: comm.bcast(send, 0)  # noqa: E731
+        iters = coll_iters(a, n, count)
+        for _ in range(a.warmup):
+            call()
+        world.Barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            call()
+        t = world.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
+        if a.op != "bcast" and not (recv.reshape(n, count) ==
+                                    np.arange(n, dtype=np.uint8)[:, None]).all():
+            raise SystemExit("uccl.bench: %s data check failed" % a.op)
+        rows.append({"size": count, "us": t * 1e6, "gbps": count / t / 1e9})
+    if comm.rank == 0:
+        with open(a.json, "w") as f:
+            json.dump({"transport": comm.conn(1).transport if n > 1 else "none",
+                       "rows": rows}, f)
+    world.Barrier()
+    comm.close()
+
+
 def worker(a):
+    if a.op in COLL_OPS:
+        return coll_worker(a)
     import numpy as np
     from mpi4py import MPI
     import uccl
@@ -124,16 +176,21 @@ def worker(a):
 # ------------------------------------------------------------------ driver
 
 def mpirun_cmd(a):
-    cmd = shlex.split(a.mpirun) + ["-np", "2"]
+    cmd = shlex.split(a.mpirun) + ["-np", str(a.np if a.op in COLL_OPS else 2)]
     if os.geteuid() == 0 and "--allow-run-as-root" not in cmd:
         cmd.append("--allow-run-as-root")
     return cmd
 
 
 def run_c(a, out):
-    cmd = mpirun_cmd(a) + [a.perf, "p2p", "--op", a.op, "--min", str(a.min), "--max",
-                           str(a.max), "--window", str(a.window), "--warmup", str(a.warmup),
-                           "--no-ref", "--json", out]
+    if a.op in COLL_OPS:
+        cmd = mpirun_cmd(a) + [a.perf, "coll", "--op", a.op, "--min", str(a.min), "--max",
+                               str(a.max), "--warmup", str(a.warmup), "--no-ref", "--json",
+                               out]
+    else:
+        cmd = mpirun_cmd(a) + [a.perf, "p2p", "--op", a.op, "--min", str(a.min), "--max",
+                               str(a.max), "--window", str(a.window), "--warmup",
+                               str(a.warmup), "--no-ref", "--json", out]
     if a.transport:
         cmd += ["--transport", a.transport]
     if a.iters:
@@ -141,7 +198,8 @@ def run_c(a, out):
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         d = json.load(f)
-    return d["transport"], {r["size"]: r["uccl_us"] for r in d["rows"]}
+    key = "count" if a.op in COLL_OPS else "size"
+    return d["transport"], {r[key]: r["uccl_us"] for r in d["rows"]}
 
 
 def run_py(a, out):
@@ -165,8 +223,9 @@ def driver(a):
             for s in c:
                 c_us.setdefault(s, []).append(c[s])
                 py_us.setdefault(s, []).append(p[s])
-    print("# uccl.bench: %s over %s, window %d, median of %d alternating rounds "
-          "(C: %s, Python: the uccl binding)" % (a.op, tp, a.window, a.rounds, a.perf))
+    what = "%d ranks" % a.np if a.op in COLL_OPS else "window %d" % a.window
+    print("# uccl.bench: %s over %s, %s, median of %d alternating rounds "
+          "(C: %s, Python: the uccl binding)" % (a.op, tp, what, a.rounds, a.perf))
     print("%10s %12s %12s %14s %10s %10s %8s" % ("size", "C us/op", "Py us/op",
                                                  "overhead us", "C GB/s", "Py GB/s", "Py/C"))
     rows = []
@@ -185,7 +244,8 @@ def driver(a):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m uccl.bench", description=__doc__.split("\n")[0])
-    p.add_argument("--op", choices=("send", "write", "read"), default="send")
+    p.add_argument("--op", choices=("send", "write", "read") + COLL_OPS, default="send")
+    p.add_argument("--np", type=int, default=2, help="ranks of a collective (p2p: 2)")
     p.add_argument("--transport", default=None, help="e.g. shm or tcp")
     p.add_argument("--min", type=parse_size, default=4096)
     p.add_argument("--max", type=parse_size, default=4 << 20)

@@ -56,6 +56,28 @@ static const uccl_cfg_field_t core_fields[] = {
 const uccl_cfg_table_t uccl_core_config_table = {
     .prefix = "", .fields = core_fields, .struct_size = sizeof(uccl_config_t)};
 
+/* Variables the collectives (coll/) read themselves with getenv: coll/ sees
+ * only the public headers. Listed here so that the registry knows them (no
+ * unknown-variable warning) and uccl_info -c documents them; this table's
+ * parsed values are not used. */
+typedef struct uccl_coll_env {
+    char algo[UCCL_CFG_STRING_MAX];
+    char lazy_connect[UCCL_CFG_STRING_MAX];
+} uccl_coll_env_t;
+
+static const uccl_cfg_field_t coll_env_fields[] = {
+    {"COLL_ALGO", "", "force a collective algorithm where it applies (direct, ring, pairwise, "
+     "bruck, binomial, scatter_allgather, linear, hier; empty = by the selection table)",
+     offsetof(uccl_coll_env_t, algo), UCCL_CFG_STRING},
+    {"LAZY_CONNECT", "", "communicators connect a pair on its first use (1) or every pair in "
+     "uccl_comm_init (0); empty = lazy above 32 ranks", offsetof(uccl_coll_env_t, lazy_connect),
+     UCCL_CFG_STRING},
+    {NULL, NULL, NULL, 0, 0},
+};
+
+static const uccl_cfg_table_t uccl_coll_env_table = {
+    .prefix = "", .fields = coll_env_fields, .struct_size = sizeof(uccl_coll_env_t)};
+
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static pthread_once_t check_once = PTHREAD_ONCE_INIT;
 
@@ -65,6 +87,7 @@ static void tables_register(void)
     const uccl_cfg_table_t *gpu = uccl_gpu_config_table();
 
     uccl_cfg_register(&uccl_core_config_table);
+    uccl_cfg_register(&uccl_coll_env_table);
     if (gpu != NULL)
         uccl_cfg_register(gpu);
     uccl_tp_config_register();

@@ -81,22 +81,18 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
  * pieces; to_iov picks the direction. */
 static void iov_copy(const uccl_req_t *req, size_t off, char *flat, size_t len, bool to_iov)
 {
-    for (int i = 0; i < req->iovcnt && len > 0; i++) {
-        size_t piece = req->iov[i].len, n;
-        char *addr = req->iov[i].addr;
+    uccl_req_cur_t cur;
+    uint8_t *addr;
+    size_t n;
 
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        n = piece - off < len ? piece - off : len;
+    uccl_req_cur_init(&cur, req, off);
+    while ((n = uccl_req_cur_next(&cur, len, &addr, NULL)) > 0) {
         if (to_iov)
-            memcpy(addr + off, flat, n);
+            memcpy(addr, flat, n);
         else
-            memcpy(flat, addr + off, n);
+            memcpy(flat, addr, n);
         flat += n;
         len -= n;
-        off = 0;
     }
 }
 

@@ -253,6 +253,48 @@ struct uccl_req {
 /* Finish a request (transports call this exactly once per posted request). */
 void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes);
 
+/* An iov cursor: a position in a request's local pieces, walked by bytes
+ * (the one loop over req->iov[] that transports and core share). */
+typedef struct uccl_req_cur {
+    const uccl_req_t *req;
+    int i;      /* piece at the cursor (req->iovcnt at the end) */
+    size_t off; /* bytes into it */
+} uccl_req_cur_t;
+
+/* Put cur at byte off of req's pieces (at the end when off >= req->len). */
+static inline void uccl_req_cur_init(uccl_req_cur_t *cur, const uccl_req_t *req, size_t off)
+{
+    cur->req = req;
+    cur->i = 0;
+    while (cur->i < req->iovcnt && off >= req->iov[cur->i].len)
+        off -= req->iov[cur->i++].len;
+    cur->off = cur->i < req->iovcnt ? off : 0;
+}
+
+/* The contiguous bytes at cur, at most max of them, and move past them:
+ * returns how many (0 at the end or for max 0), *addr their address and
+ * *index (may be NULL) the piece they are in. Empty pieces are skipped. */
+static inline size_t uccl_req_cur_next(uccl_req_cur_t *cur, size_t max, uint8_t **addr, int *index)
+{
+    const uccl_req_t *req = cur->req;
+    size_t n;
+
+    while (cur->i < req->iovcnt && cur->off >= req->iov[cur->i].len) {
+        cur->i++;
+        cur->off = 0;
+    }
+    if (cur->i >= req->iovcnt || max == 0)
+        return 0;
+    n = req->iov[cur->i].len - cur->off;
+    if (n > max)
+        n = max;
+    *addr = (uint8_t *)req->iov[cur->i].addr + cur->off;
+    if (index != NULL)
+        *index = cur->i;
+    cur->off += n;
+    return n;
+}
+
 /* Copy len bytes starting at byte offset off of the request's local iov
  * from/to a flat buffer; the helpers transports use to scatter/gather. */
 void uccl_req_iov_copy_in(uccl_req_t *req, size_t off, const void *src, size_t len);

@@ -14,6 +14,7 @@ struct uccl_stage_buf {
     uccl_list_t link;     /* stage->free or a source's queue */
     uccl_list_t all_link; /* stage->all */
     uint8_t *ptr;
+    void *reg; /* the registration hook's handle */
     uccl_gpu_event_t event; /* recorded after the last copy that touches ptr */
     bool recorded;
     int refs;
@@ -41,6 +42,9 @@ struct uccl_stage {
     uccl_list_t deferred; /* stage_deferred_t, issue order */
     uccl_stage_buf_t *fill; /* sink buffer being filled */
     size_t fill_off;
+    uccl_stage_reg_fn_t reg; /* NIC-registration hook (optional) */
+    uccl_stage_dereg_fn_t dereg;
+    void *reg_ctx;
 };
 
 /* Make the staging device current for object creation; returns the old one. */
@@ -131,11 +135,31 @@ void uccl_stage_destroy(uccl_stage_t *stage)
     uccl_list_for_each_safe(pos, tmp, &stage->all) {
         uccl_stage_buf_t *buf = uccl_container_of(pos, uccl_stage_buf_t, all_link);
         uccl_gpu_event_destroy(buf->event);
+        if (stage->dereg != NULL && buf->reg != NULL)
+            stage->dereg(stage->reg_ctx, buf->reg);
         uccl_gpu_host_free(buf->ptr);
         free(buf);
     }
     uccl_gpu_stream_destroy(stage->stream);
     free(stage);
+}
+
+void uccl_stage_set_reg(uccl_stage_t *stage, uccl_stage_reg_fn_t reg, uccl_stage_dereg_fn_t dereg,
+                        void *ctx)
+{
+    stage->reg = reg;
+    stage->dereg = dereg;
+    stage->reg_ctx = ctx;
+}
+
+void *uccl_stage_buf_reg(const uccl_stage_buf_t *buf)
+{
+    return buf->reg;
+}
+
+size_t uccl_stage_chunk(const uccl_stage_t *stage)
+{
+    return stage->chunk;
 }
 
 bool uccl_stage_req_is_gpu(const uccl_req_t *req)
@@ -158,10 +182,18 @@ static uccl_stage_buf_t *stage_buf_new(uccl_stage_t *stage)
         return NULL;
     old = stage_enter(stage);
     st = uccl_gpu_host_alloc((void **)&buf->ptr, stage->chunk);
-    if (st == UCCL_OK) {
-        st = uccl_gpu_event_create(&buf->event, 0);
+    if (st == UCCL_OK && stage->reg != NULL) {
+        st = stage->reg(stage->reg_ctx, buf->ptr, stage->chunk, &buf->reg);
         if (st != UCCL_OK)
             uccl_gpu_host_free(buf->ptr);
+    }
+    if (st == UCCL_OK) {
+        st = uccl_gpu_event_create(&buf->event, 0);
+        if (st != UCCL_OK) {
+            if (stage->dereg != NULL && buf->reg != NULL)
+                stage->dereg(stage->reg_ctx, buf->reg);
+            uccl_gpu_host_free(buf->ptr);
+        }
     }
     stage_leave(stage, old);
     if (st != UCCL_OK) {
@@ -220,24 +252,18 @@ static uccl_status_t stage_copy(uccl_stage_t *stage, const uccl_req_t *req, uint
     if (req == NULL)
         return to_host ? uccl_gpu_memcpy_async(host, flat + off, n, stage->stream)
                        : uccl_gpu_memcpy_async(flat + off, host, n, stage->stream);
-    for (int i = 0; i < req->iovcnt && n > 0; i++) {
-        size_t piece = req->iov[i].len, take;
-        uint8_t *mem;
-        uccl_status_t st;
+    uccl_req_cur_t cur;
+    uint8_t *mem;
+    size_t take;
 
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        take = piece - off < n ? piece - off : n;
-        mem = (uint8_t *)req->iov[i].addr + off;
-        st = to_host ? uccl_gpu_memcpy_async(host, mem, take, stage->stream)
-                     : uccl_gpu_memcpy_async(mem, host, take, stage->stream);
+    uccl_req_cur_init(&cur, req, off);
+    while ((take = uccl_req_cur_next(&cur, n, &mem, NULL)) > 0) {
+        uccl_status_t st = to_host ? uccl_gpu_memcpy_async(host, mem, take, stage->stream)
+                                   : uccl_gpu_memcpy_async(mem, host, take, stage->stream);
         if (st != UCCL_OK)
             return st;
         host += take;
         n -= take;
-        off = 0;
     }
     return UCCL_OK;
 }

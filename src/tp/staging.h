@@ -1,8 +1,12 @@
-/* Staging of GPU memory through pinned host buffers, shared by the shm and
- * tcp transports: a pool of page-locked buffers, one copy stream, D2H
+/* Staging of GPU memory through pinned host buffers, shared by the shm, tcp
+ * and verbs transports: a pool of page-locked buffers, one copy stream, D2H
  * prefetch pipelines for sources, H2D copies for sinks and completions
  * deferred until the copies before them are done. Everything is polled:
- * nothing here blocks except teardown and the pool's back-pressure. */
+ * nothing here blocks except teardown and the pool's back-pressure.
+ * A transport whose NIC reads the buffers itself (verbs without GPUDirect
+ * RDMA) sets a registration hook: every buffer of the pool is registered
+ * when it is made and deregistered before it is freed, so a chunk can be
+ * posted to the NIC straight from the buffer its D2H copy filled. */
 #ifndef UCCL_TP_STAGING_H
 #define UCCL_TP_STAGING_H
 
@@ -38,6 +42,17 @@ typedef void (*uccl_stage_fn_t)(void *arg, uccl_status_t copy_status, uint64_t a
 uccl_status_t uccl_stage_create(int device, size_t chunk, int depth, uccl_stage_t **stage);
 /* Waits for the copy stream, drops deferred work uncalled, frees all. */
 void uccl_stage_destroy(uccl_stage_t *stage);
+
+/* NIC-registration hook, set before the first staged copy: reg registers
+ * len bytes at ptr (*handle: what the transport needs to post them, e.g. an
+ * ibv_mr), dereg undoes it. A failed reg fails the buffer's allocation. */
+typedef uccl_status_t (*uccl_stage_reg_fn_t)(void *ctx, void *ptr, size_t len, void **handle);
+typedef void (*uccl_stage_dereg_fn_t)(void *ctx, void *handle);
+void uccl_stage_set_reg(uccl_stage_t *stage, uccl_stage_reg_fn_t reg, uccl_stage_dereg_fn_t dereg,
+                        void *ctx);
+/* The handle reg gave for buf (NULL without a hook). */
+void *uccl_stage_buf_reg(const uccl_stage_buf_t *buf);
+size_t uccl_stage_chunk(const uccl_stage_t *stage);
 
 /* Does any local piece of req live in GPU memory? */
 bool uccl_stage_req_is_gpu(const uccl_req_t *req);

@@ -181,31 +181,33 @@ static void write_step(gpu_test_side_t *src, gpu_test_side_t *dst, size_t len, u
 /* ---------------------------------------------------------------- mailbox */
 
 /* Put a record at the head of the ring rank 0 sends on to rank 1, as
- * ring.h lays records out: a header saying len_field bytes, then plen bytes
- * of payload (zeros when payload is NULL). */
+ * ring.h lays records out: a header saying len_field bytes of payload, then
+ * plen bytes of it (zeros when payload is NULL); the producer's view of the
+ * ring moves past it, as its own push would. */
 static void mailbox_put(uint32_t len_field, uint16_t type, const void *payload, size_t plen)
 {
     uccl_conn_t *conn = gpu_test.conn;
     uccl_engine_t *eng = gpu_test.eng;
     size_t pos, advance = 8 + ((plen + 7u) & ~(size_t)7u);
-    uint16_t zero = 0;
+    uccl_spsc_hdr_t hdr = {type, len_field + 8};
     ipc_ring_shm_t *s;
+    ipc_ring_t *tx;
     uint64_t head;
 
     uccl_engine_lock(eng);
     CHECK(conn->dev_tp >= 0 && strcmp(eng->tp[conn->dev_tp]->ops->name, "gpu_ipc") == 0,
           "GPU memory does not travel on gpu_ipc");
-    s = ((ipc_ep_t *)conn->ep[conn->dev_tp])->tx.shm;
-    head = atomic_load(&s->head);
+    tx = &((ipc_ep_t *)conn->ep[conn->dev_tp])->tx;
+    s = tx->shm;
+    head = atomic_load(&s->ctl.head);
     pos = head % IPC_RING_BYTES;
     CHECK(pos + advance <= IPC_RING_BYTES, "no room to corrupt the ring without wrapping");
     memset(s->data + pos, 0, advance);
-    memcpy(s->data + pos, &len_field, 4);
-    memcpy(s->data + pos + 4, &type, 2);
-    memcpy(s->data + pos + 6, &zero, 2);
+    memcpy(s->data + pos, &hdr, sizeof(hdr));
     if (payload != NULL)
         memcpy(s->data + pos + 8, payload, plen);
-    atomic_store_explicit(&s->head, head + advance, memory_order_release);
+    tx->view.pos = head + advance;
+    atomic_store_explicit(&s->ctl.head, head + advance, memory_order_release);
     uccl_engine_unlock(eng);
 }
 

@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+int mt_lazy(void)
+{
+    const char *v = getenv("UCCL_LAZY_CONNECT");
+    return v != NULL && strcmp(v, "1") == 0;
+}
+
 enum { MT_TAG_BARRIER = 0x7fff0001, MT_TAG_RANK = 0x7fff0002 };
 
 /* ------------------------------------------------------------------ patterns */
@@ -360,8 +366,14 @@ int mt_init(mt_ctx_t *c, size_t buf_len)
         return 1;
     }
     c->engine = uccl_comm_engine(c->comm);
-    if (c->size > 1)
+    /* The transport's name, from one connection. Under lazy connection
+     * (uccl_coll.h) a higher rank asking for a pair waits for the lower one
+     * to use it too, and here only ranks 0 and 1 would: the others name
+     * the transport from the environment instead. */
+    if (c->size > 1 && (!mt_lazy() || c->rank < 2))
         uccl_conn_query(uccl_comm_conn(c->comm, c->rank == 0 ? 1 : 0), &attr);
+    else if (c->size > 1)
+        attr.transport = getenv("UCCL_TRANSPORTS");
     c->transport = attr.transport;
     bad = alloc_regions(c) != 0 || exchange_descs(c) != 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -68,4 +68,7 @@ void mt_check_comm(mt_ctx_t *c, uccl_comm_t *comm);
  * returns 1 if any rank failed. Resets c->failed. */
 int mt_report(mt_ctx_t *c, const char *name);
 
+/* 1 when UCCL_LAZY_CONNECT=1: comms connect each pair on first use. */
+int mt_lazy(void);
+
 #endif

@@ -32,13 +32,12 @@ static void ring_pair_free(ipc_ring_t *rx, ipc_ring_t *tx)
  * advance the head by adv bytes. */
 static void raw_record(ipc_ring_t *tx, uint32_t len, uint16_t type, uint64_t adv)
 {
-    uint64_t head = atomic_load(&tx->shm->head);
+    uint64_t head = atomic_load(&tx->shm->ctl.head);
     uint8_t *p = tx->shm->data + head % IPC_RING_BYTES;
+    uccl_spsc_hdr_t hdr = {type, (uint32_t)(len + sizeof(hdr))}; /* may wrap: garbage */
 
-    memcpy(p, &len, 4);
-    memcpy(p + 4, &type, 2);
-    memset(p + 6, 0, 2);
-    atomic_store(&tx->shm->head, head + adv);
+    memcpy(p, &hdr, sizeof(hdr));
+    atomic_store(&tx->shm->ctl.head, head + adv);
 }
 
 static void test_order_and_wrap(void)
@@ -77,7 +76,7 @@ static void test_order_and_wrap(void)
             got++;
         }
     }
-    CU_ASSERT(atomic_load(&tx.shm->head) > 10ull * IPC_RING_BYTES); /* it wrapped many times */
+    CU_ASSERT(atomic_load(&tx.shm->ctl.head) > 10ull * IPC_RING_BYTES); /* it wrapped many times */
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &(uint16_t){0}, &(const void *){NULL}, &(size_t){0}),
                        UCCL_ERR_NOT_FOUND);
     ring_pair_free(&rx, &tx);
@@ -165,7 +164,7 @@ static void test_changed_after_peek(void)
     CU_ASSERT_TRUE(uccl_gpu_ipc_ring_push(&tx, 2, "next", 4, NULL, 0));
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
     CU_ASSERT_EQUAL(len, 16);
-    memcpy(tx.shm->data, &huge, 4); /* the first record's length, rewritten */
+    memcpy(tx.shm->data + 4, &huge, 4); /* the first record's size, rewritten */
     uccl_gpu_ipc_ring_pop(&rx, len);
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_ring_peek(&rx, &type, &p, &len), UCCL_OK);
     CU_ASSERT(type == 2 && len == 4 && memcmp(p, "next", 4) == 0);

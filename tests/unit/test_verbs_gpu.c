@@ -213,6 +213,64 @@ static void side_rma(peer_t *p)
 
 static void test_rma(void) { run_pair(side_rma); }
 
+/* Staging pipeline at depth: WIN sends of two GPU pieces each and WIN
+ * writes out of GPU memory in flight at once, each of many stage buffers
+ * (UCCL_VERBS_STAGE_CHUNK 96K below, work requests cut at buffer ends);
+ * every byte checked on the other side. */
+#define WIN 8
+#define WIN_MSG(i) ((size_t)300 * 1024 + (size_t)(i) * 1001)
+#define WIN_CAP ((size_t)WIN * (400 << 10))
+
+static void side_window(peer_t *p)
+{
+    uccl_req_t *req[WIN];
+    uccl_rdesc_t rd;
+    bufs_t b;
+    size_t got;
+
+    bufs_init(p, &b, WIN_CAP);
+    if (p->rank == 0) {
+        for (int i = 0; i < WIN; i++)
+            fill((uint8_t *)b.gpu + (size_t)i * (400 << 10), WIN_MSG(i), 40 + i);
+        sync_peers(p); /* receives posted */
+        for (int i = 0; i < WIN; i++) {
+            size_t off = (size_t)i * (400 << 10), half = WIN_MSG(i) / 2;
+            uccl_iov_t iov[2] = {{b.gpu_mr, off, half}, {b.gpu_mr, off + half, WIN_MSG(i) - half}};
+            CHECK(p, uccl_sendv(p->conn, iov, 2, 50 + i, &req[i]) == UCCL_OK);
+        }
+        for (int i = 0; i < WIN; i++)
+            CHECK(p, xfer_wait(UCCL_OK, &req[i], NULL) == UCCL_OK);
+        sock_xfer(p->sock, &rd, sizeof(rd), false);
+        for (int i = 0; i < WIN; i++) {
+            size_t off = (size_t)i * (400 << 10);
+            CHECK(p, uccl_write(p->conn, b.gpu_mr, off, WIN_MSG(i), &rd, off + 1, &req[i]) == UCCL_OK);
+        }
+        for (int i = 0; i < WIN; i++)
+            CHECK(p, xfer_wait(UCCL_OK, &req[i], NULL) == UCCL_OK);
+        sync_peers(p); /* writes done */
+    } else {
+        uccl_gpu_memset(b.gpu, 0, WIN_CAP);
+        for (int i = 0; i < WIN; i++)
+            CHECK(p, uccl_recv(p->conn, b.gpu_mr, (size_t)i * (400 << 10), 400 << 10, 50 + i,
+                               &req[i]) == UCCL_OK);
+        sync_peers(p);
+        for (int i = 0; i < WIN; i++) {
+            got = 0;
+            CHECK(p, xfer_wait(UCCL_OK, &req[i], &got) == UCCL_OK && got == WIN_MSG(i));
+            CHECK(p, check_fill((uint8_t *)b.gpu + (size_t)i * (400 << 10), WIN_MSG(i), 40 + i));
+        }
+        memset(b.host, 0, WIN_CAP);
+        CHECK(p, uccl_mr_pack(b.host_mr, 0, WIN_CAP, &rd) == UCCL_OK);
+        sock_xfer(p->sock, &rd, sizeof(rd), true);
+        sync_peers(p);
+        for (int i = 0; i < WIN; i++)
+            CHECK(p, check_fill((uint8_t *)b.host + (size_t)i * (400 << 10) + 1, WIN_MSG(i), 40 + i));
+    }
+    bufs_fini(&b);
+}
+
+static void test_window(void) { run_pair(side_window); }
+
 /* An override UCCL_VERBS_GDR cannot meet (dmabuf on the fake GPU, peermem
  * without the module) must fail the engine, never fall back silently. */
 static int expect_open_refused(const char *gdr)
@@ -234,6 +292,7 @@ int main(void)
         {"sendrecv GPU<->GPU/host", test_sendrecv},
         {"mixed host+GPU iov", test_mixed_iov},
         {"write/read, local GPU", test_rma},
+        {"8 sends + 8 writes in flight, many stage buffers", test_window},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_gpu", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
@@ -249,6 +308,8 @@ int main(void)
     direct = gdr != NULL && strcmp(gdr, "peermem") == 0;
     setenv("UCCL_VERBS_NUM_QPS", "4", 0);
     setenv("UCCL_VERBS_CHUNK", "256K", 0);
+    setenv("UCCL_VERBS_STAGE_CHUNK", "96K", 0); /* a staged MiB is 11 buffers */
+    setenv("UCCL_VERBS_STAGE_DEPTH", "3", 0);
     if (!pair_device_present()) {
         printf("skip: no usable RDMA device for an engine on GPU 0 (UCCL_VERBS_GDR=%s)\n",
                gdr ? gdr : "auto");

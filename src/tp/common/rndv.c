@@ -76,6 +76,7 @@ uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp
     uccl_list_init(&r->recv_wait_fin);
     uccl_list_init(&r->unexpected);
     uccl_list_init(&r->notif_wait);
+    uccl_idmap_init(&r->ids, UCCL_RNDV_ID_BITS, UCCL_RNDV_ID_INDEX_BITS);
     r->free_slots = calloc((size_t)r->tx_depth, sizeof(int));
     r->slot_req = calloc((size_t)r->tx_depth, sizeof(uccl_req_t *));
     if (r->free_slots == NULL || r->slot_req == NULL) {
@@ -91,6 +92,7 @@ void uccl_rndv_fini(uccl_rndv_t *r)
 {
     free(r->free_slots);
     free(r->slot_req);
+    uccl_idmap_fini(&r->ids);
     r->free_slots = NULL;
     r->slot_req = NULL;
 }
@@ -260,11 +262,14 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req)
     uint8_t *p;
     int slot;
 
-    req->tp_data[UCCL_RNDV_RD_ID] = ++r->next_send_id;
+    if (uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]) != UCCL_OK)
+        return UCCL_ERR_NO_MEMORY;
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_WAIT_CTS;
     p = rndv_ctrl_begin(r, &slot, &out);
-    if (p == NULL)
+    if (p == NULL) {
+        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         return UCCL_ERR_NO_MEMORY;
+    }
     uccl_list_push_back(&r->rndv_wait, &req->tp_link);
     rndv_put_msg_hdr(p, UCCL_RNDV_MSG_RTS, req, req->tp_data[UCCL_RNDV_RD_ID]);
     rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
@@ -326,12 +331,15 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
 
     if (st == UCCL_OK && len > 0 && staged)
         st = r->ops->mem_stage(r, req, len, false);
+    if (st == UCCL_OK)
+        st = uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]);
     p = st == UCCL_OK ? rndv_ctrl_begin(r, &slot, &out) : NULL;
     if (p == NULL) {
+        if (st == UCCL_OK)
+            uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         r->ops->finish(r, req, st != UCCL_OK ? st : UCCL_ERR_NO_MEMORY, 0);
         return;
     }
-    req->tp_data[UCCL_RNDV_RD_ID] = ++r->next_recv_id;
     req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;
     req->tp_data[UCCL_RNDV_RD_PARTS_GOT] = 0;
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_RECV_WAIT_FIN;
@@ -408,23 +416,24 @@ void uccl_rndv_deliver(uccl_rndv_t *r, uccl_msg_t *msg, uccl_req_t *req)
     free(u);
 }
 
-static uccl_req_t *rndv_find_by_id(uccl_list_t *list, uint64_t id)
+/* The request that id names, if it is in state (our sends wait for a CTS,
+ * our receives for data); take: it leaves that state, the id dies. */
+uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take)
 {
-    uccl_list_t *pos;
+    uccl_req_t *req = uccl_idmap_lookup(&r->ids, id);
 
-    uccl_list_for_each(pos, list) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tp_data[UCCL_RNDV_RD_ID] == id)
-            return req;
-    }
-    return NULL;
+    if (req == NULL || req->tp_data[UCCL_RNDV_RD_STATE] != state)
+        return NULL;
+    if (take)
+        uccl_idmap_remove(&r->ids, id);
+    return req;
 }
 
 /* The receiver's buffer for one of our rendezvous sends: write into it. */
 static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t nseg,
                              const uint8_t *p, size_t len)
 {
-    uccl_req_t *req = rndv_find_by_id(&r->rndv_wait, send_id);
+    uccl_req_t *req = uccl_rndv_id_find(r, send_id, UCCL_RNDV_RS_WAIT_CTS, true);
     uccl_rndv_seg_t segs[UCCL_IOV_MAX];
     uint64_t total = 0;
     uccl_status_t st;
@@ -452,7 +461,7 @@ static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
 
 static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, uccl_status_t st)
 {
-    uccl_req_t *req = rndv_find_by_id(&r->recv_wait_fin, recv_id);
+    uccl_req_t *req = uccl_rndv_id_find(r, recv_id, UCCL_RNDV_RS_RECV_WAIT_FIN, true);
 
     if (req == NULL) {
         uccl_error("%s: FIN for unknown receive %llu", r->ep->tp->ops->name,
@@ -513,6 +522,8 @@ static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reas
     while (!uccl_list_empty(list)) {
         uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
         uccl_status_t st = uccl_rndv_req_err(req);
+
+        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         r->ops->finish(r, req, st != UCCL_OK ? st : reason, 0);
     }
 }

@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include "core/tp_api.h"
+#include "util/idmap.h"
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
  * which the carrying transport exchanges at connection setup */
@@ -176,8 +177,15 @@ struct uccl_rndv {
     uccl_list_t recv_wait_fin;
     uccl_list_t unexpected;   /* messages held by the core's matching */
     uccl_list_t notif_wait;   /* notified writes not all landed yet */
-    uint64_t next_send_id, next_recv_id, next_notif_id;
+    /* our ids of rendezvous sends waiting for their CTS and of receives
+     * waiting for their data (UCCL_RNDV_RD_ID): what CTS, FIN and the
+     * immediates name, found without a scan; UCCL_RNDV_ID_BITS wide, as
+     * the immediate carries them */
+    uccl_idmap_t ids;
+    uint64_t next_notif_id;
 };
+#define UCCL_RNDV_ID_BITS 25 /* = the immediate's id field */
+#define UCCL_RNDV_ID_INDEX_BITS 17 /* up to 131072 in flight per endpoint */
 
 typedef struct uccl_rndv_params {
     uint8_t *bufs; /* (rx_depth + tx_depth) * uccl_rndv_slot_size(eager) bytes */
@@ -224,6 +232,7 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
 uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts);
 
 /* ---- internal to src/tp/common (rndv_imm.c: the target side of immediates) */
+uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
 void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
 

@@ -68,19 +68,18 @@ void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
 /* One immediate of a rendezvous send: the receive completes with the last. */
 static void rndv_recv_part(uccl_rndv_t *r, uint32_t id, int nparts)
 {
-    uccl_list_t *pos;
+    uccl_req_t *req = uccl_rndv_id_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN, false);
 
-    uccl_list_for_each(pos, &r->recv_wait_fin) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-
-        if ((req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK) != id)
-            continue;
-        if ((int)++req->tp_data[UCCL_RNDV_RD_PARTS_GOT] >= nparts)
-            r->ops->finish(r, req, UCCL_OK, req->tp_data[UCCL_RNDV_RD_MSG_LEN]);
+    if (req == NULL) {
+        uccl_error("%s: immediate for unknown receive %u; connection fails", r->ep->tp->ops->name,
+                   id);
+        uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    uccl_error("%s: immediate for unknown receive %u; connection fails", r->ep->tp->ops->name, id);
-    uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+    if ((int)++req->tp_data[UCCL_RNDV_RD_PARTS_GOT] < nparts)
+        return;
+    uccl_idmap_remove(&r->ids, id);
+    r->ops->finish(r, req, UCCL_OK, req->tp_data[UCCL_RNDV_RD_MSG_LEN]);
 }
 
 void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)

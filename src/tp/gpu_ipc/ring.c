@@ -11,13 +11,8 @@
 #include "core/tp_api.h"
 #include "tp/gpu_ipc/ring.h"
 
-#define REC_HDR 8u
-#define REC_WRAP 0xffffu
-
-static size_t rec_size(size_t len)
-{
-    return (REC_HDR + len + 7u) & ~(size_t)7u;
-}
+#define REC_HDR sizeof(uccl_spsc_hdr_t)
+#define REC_ALIGN 8u
 
 static uccl_status_t ring_map(ipc_ring_t *ring, int fd)
 {
@@ -54,6 +49,7 @@ uccl_status_t uccl_gpu_ipc_ring_create(ipc_ring_t *ring)
     if (st != UCCL_OK)
         goto err_unlink;
     close(fd);
+    uccl_spsc_attach(&ring->view, ring->shm, IPC_RING_BYTES, REC_ALIGN, false, true);
     return UCCL_OK;
 
 err_unlink:
@@ -86,6 +82,8 @@ uccl_status_t uccl_gpu_ipc_ring_attach(ipc_ring_t *ring, const char *name)
     st = ring_map(ring, fd);
     close(fd);
     shm_unlink(name); /* both sides have it mapped now */
+    if (st == UCCL_OK)
+        uccl_spsc_attach(&ring->view, ring->shm, IPC_RING_BYTES, REC_ALIGN, true, false);
     return st;
 }
 
@@ -99,74 +97,45 @@ void uccl_gpu_ipc_ring_destroy(ipc_ring_t *ring)
     ring->linked = false;
 }
 
-static void put_hdr(uint8_t *p, uint32_t len, uint16_t type)
-{
-    memcpy(p, &len, 4);
-    memcpy(p + 4, &type, 2);
-    memset(p + 6, 0, 2);
-}
-
 bool uccl_gpu_ipc_ring_push(ipc_ring_t *ring, uint16_t type, const void *a, size_t alen, const void *b,
                    size_t blen)
 {
-    ipc_ring_shm_t *s = ring->shm;
-    uint64_t head = atomic_load_explicit(&s->head, memory_order_relaxed);
-    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_acquire);
-    size_t need = rec_size(alen + blen);
-    size_t pos = head % IPC_RING_BYTES, contig = IPC_RING_BYTES - pos;
-    size_t total = need > contig ? contig + need : need;
+    uccl_spsc_hdr_t hdr = {type, (uint32_t)(REC_HDR + alen + blen)};
+    uint8_t *p;
 
-    if (IPC_RING_BYTES - (head - tail) < total)
+    if (alen + blen > IPC_MSG_MAX || type == UCCL_SPSC_PAD)
         return false;
-    if (need > contig) {
-        put_hdr(s->data + pos, 0, REC_WRAP);
-        head += contig;
-        pos = 0;
-    }
-    put_hdr(s->data + pos, (uint32_t)(alen + blen), type);
+    p = uccl_spsc_reserve(&ring->view, hdr.size);
+    if (p == NULL)
+        return false;
+    memcpy(p, &hdr, sizeof(hdr));
     if (alen)
-        memcpy(s->data + pos + REC_HDR, a, alen);
+        memcpy(p + REC_HDR, a, alen);
     if (blen)
-        memcpy(s->data + pos + REC_HDR + alen, b, blen);
-    atomic_store_explicit(&s->head, head + need, memory_order_release);
+        memcpy(p + REC_HDR + alen, b, blen);
+    uccl_spsc_commit(&ring->view, hdr.size);
     return true;
 }
 
 uccl_status_t uccl_gpu_ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const void **payload, size_t *len)
 {
-    ipc_ring_shm_t *s = ring->shm;
-    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-    uint64_t head = atomic_load_explicit(&s->head, memory_order_acquire);
+    uccl_spsc_hdr_t hdr;
+    bool bad;
+    const uint8_t *p = uccl_spsc_peek(&ring->view, &hdr, &bad);
 
-    for (;;) {
-        size_t pos = tail % IPC_RING_BYTES, contig = IPC_RING_BYTES - pos;
-        uint32_t rlen;
-        uint16_t rtype;
-
-        if (head == tail)
-            return UCCL_ERR_NOT_FOUND;
-        if (head - tail > IPC_RING_BYTES || head - tail < REC_HDR)
-            return UCCL_ERR_PEER_FAILED;
-        memcpy(&rlen, s->data + pos, 4);
-        memcpy(&rtype, s->data + pos + 4, 2);
-        if (rtype == REC_WRAP) {
-            tail += contig;
-            atomic_store_explicit(&s->tail, tail, memory_order_release);
-            continue;
-        }
-        if (rlen > IPC_MSG_MAX || rec_size(rlen) > contig || rec_size(rlen) > head - tail)
-            return UCCL_ERR_PEER_FAILED;
-        *type = rtype;
-        *payload = s->data + pos + REC_HDR;
-        *len = rlen;
-        return UCCL_OK;
-    }
+    if (bad)
+        return UCCL_ERR_PEER_FAILED;
+    if (p == NULL)
+        return UCCL_ERR_NOT_FOUND;
+    if (hdr.size - REC_HDR > IPC_MSG_MAX || hdr.type > UINT16_MAX)
+        return UCCL_ERR_PEER_FAILED;
+    *type = (uint16_t)hdr.type;
+    *payload = p + REC_HDR;
+    *len = hdr.size - REC_HDR;
+    return UCCL_OK;
 }
 
 void uccl_gpu_ipc_ring_pop(ipc_ring_t *ring, size_t len)
 {
-    ipc_ring_shm_t *s = ring->shm;
-    uint64_t tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-
-    atomic_store_explicit(&s->tail, tail + rec_size(len), memory_order_release);
+    uccl_spsc_release(&ring->view, REC_HDR + len);
 }

@@ -1,7 +1,8 @@
-/* The gpu_ipc control mailbox: one single-producer single-consumer byte
- * ring in POSIX shared memory per direction. The receiving side creates it,
- * the sending side maps it and unlinks the name, so nothing outlives the
- * two processes. Records are {u32 len, u16 type, u16 0, payload}, 8-aligned. */
+/* The gpu_ipc control mailbox: one shared SPSC ring (tp/common/spsc_ring.h)
+ * in POSIX shared memory per direction. The receiving side creates it, the
+ * sending side maps it and unlinks the name, so nothing outlives the two
+ * processes. Records are the ring's {u32 type, u32 size} header and the
+ * payload, 8-aligned. */
 #ifndef UCCL_TP_GPU_IPC_RING_H
 #define UCCL_TP_GPU_IPC_RING_H
 
@@ -11,20 +12,20 @@
 #include <stdint.h>
 #include <uccl/uccl.h>
 
+#include "tp/common/spsc_ring.h"
+
 #define IPC_RING_BYTES (256u * 1024u)
 #define IPC_RING_NAME_MAX 64
 #define IPC_MSG_MAX 4096 /* largest payload one record carries */
 
 typedef struct ipc_ring_shm {
-    _Atomic uint64_t head; /* written by the producer only */
-    char pad0[56];
-    _Atomic uint64_t tail; /* written by the consumer only */
-    char pad1[56];
+    uccl_spsc_ctl_t ctl;
     uint8_t data[IPC_RING_BYTES];
 } ipc_ring_shm_t;
 
 typedef struct ipc_ring {
     ipc_ring_shm_t *shm;
+    uccl_spsc_t view; /* consumer (create) or producer (attach) */
     char name[IPC_RING_NAME_MAX];
     bool linked; /* our name still exists in /dev/shm */
 } ipc_ring_t;

@@ -177,17 +177,17 @@ static bool shm_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
 
 static size_t shm_seg_size(size_t ring_size)
 {
-    return sizeof(shm_seg_hdr_t) + 2 * shm_ring_footprint(ring_size);
+    return sizeof(shm_seg_hdr_t) + 2 * uccl_spsc_footprint(ring_size);
 }
 
 /* Attach both rings of a mapped segment: the initiator produces into ring 0. */
 static void shm_ep_attach(shm_ep_t *ep, size_t ring_size, bool init)
 {
     uint8_t *base = (uint8_t *)ep->seg + sizeof(shm_seg_hdr_t);
-    uint8_t *ring0 = base, *ring1 = base + shm_ring_footprint(ring_size);
+    uint8_t *ring0 = base, *ring1 = base + uccl_spsc_footprint(ring_size);
 
-    uccl_shm_ring_attach(&ep->tx, ep->is_initiator ? ring0 : ring1, ring_size, true, init);
-    uccl_shm_ring_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, false, init);
+    uccl_spsc_attach(&ep->tx, ep->is_initiator ? ring0 : ring1, ring_size, SHM_RING_ALIGN, true, init);
+    uccl_spsc_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, SHM_RING_ALIGN, false, init);
 }
 
 static uccl_status_t shm_seg_create(shm_ep_t *ep)
@@ -287,6 +287,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->peer_pid = peer->pid;
     ep->is_initiator = is_initiator;
     ep->next_id = 1;
+    uccl_idmap_init(&ep->ids, 64, 20);
     uccl_list_init(&ep->recv_active);
     uccl_list_init(&ep->unexp);
     uccl_list_init(&ep->txq);
@@ -420,6 +421,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_forget_reqs(&ep->recv_active);
     shm_forget_reqs(&ep->txq);
     shm_forget_reqs(&ep->waiting);
+    uccl_idmap_fini(&ep->ids);
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);
@@ -444,7 +446,7 @@ static bool shm_ep_drained(uccl_tp_ep_t *base)
 {
     shm_ep_t *ep = (shm_ep_t *)base;
 
-    return !ep->connected || uccl_shm_ring_empty(&ep->rx);
+    return !ep->connected || uccl_spsc_empty(&ep->rx);
 }
 
 /* Most process_vm_readv/writev calls of one progress call. */

@@ -9,8 +9,14 @@
 #include <sys/uio.h>
 
 #include "core/tp_api.h"
-#include "shm_ring.h"
+#include "util/idmap.h"
+#include "tp/common/spsc_ring.h"
 #include "tp/staging.h"
+
+/* Packets travel in the shared SPSC ring (tp/common/spsc_ring.h), 64-byte
+ * aligned: a packet per cache line at least, payloads stay aligned. */
+#define SHM_RING_ALIGN 64
+typedef uccl_spsc_hdr_t shm_pkt_hdr_t; /* {type, size}; size counts the header */
 
 /* ------------------------------------------------------------------ config */
 
@@ -262,9 +268,10 @@ typedef struct shm_ep {
     bool seg_named;        /* still has a name in /dev/shm */
     void *seg;
     size_t seg_len;
-    shm_ring_t tx, rx;
+    uccl_spsc_t tx, rx;
     uint64_t peer_probe_addr, peer_probe_value;
-    uint64_t next_id;
+    uint64_t next_id;      /* ids of split offers (shm_split.c) */
+    uccl_idmap_t ids;      /* SHM_REQ_ID -> request in txq, waiting or recv_active */
     uccl_list_t recv_active; /* matched receives waiting for streamed chunks */
     uccl_list_t unexp;     /* shm_unexp_t held by the core's matching */
     uccl_list_t txq;       /* sends and RMA requests not in the ring yet */
@@ -275,9 +282,11 @@ typedef struct shm_ep {
     uccl_list_t cma_jobs;  /* shm_cma_job_t, oldest first */
 } shm_ep_t;
 
-/* request scratch: tp_data[SHM_REQ_ID] is our id for it, [SHM_REQ_MSGLEN]
- * the matched message's length (streamed receives) */
-enum { SHM_REQ_ID = 0, SHM_REQ_MSGLEN = 1 };
+/* request scratch: tp_data[SHM_REQ_ID] is our id for it (in ep->ids),
+ * [SHM_REQ_MSGLEN] the matched message's length (streamed receives),
+ * [SHM_REQ_WHERE] which of the endpoint's lists holds it (SHM_AT_*) */
+enum { SHM_REQ_ID = 0, SHM_REQ_MSGLEN = 1, SHM_REQ_WHERE = 2 };
+enum { SHM_AT_NONE = 0, SHM_AT_TXQ, SHM_AT_WAITING, SHM_AT_RECV_ACTIVE };
 
 extern const uccl_cfg_table_t uccl_shm_config_table;
 
@@ -294,7 +303,10 @@ void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len
 void uccl_shm_req_fill(shm_ep_t *ep, uccl_req_t *req, size_t off, const void *src, size_t len,
                   bool last, size_t total);
 void uccl_shm_stream_free(shm_stream_t *s);
-uccl_req_t *uccl_shm_find_req(uccl_list_t *list, uint64_t id);
+uccl_req_t *uccl_shm_find_req(shm_ep_t *ep, int where, uint64_t id);
+uccl_status_t uccl_shm_req_track(shm_ep_t *ep, uccl_req_t *req);
+void uccl_shm_req_at(shm_ep_t *ep, uccl_req_t *req, int where);
+void uccl_shm_req_untrack(shm_ep_t *ep, uccl_req_t *req);
 
 /* shm_rx.c: the receive side of the ring */
 int uccl_shm_rx_progress(shm_ep_t *ep);

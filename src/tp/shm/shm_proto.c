@@ -7,28 +7,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-uccl_req_t *uccl_shm_find_req(uccl_list_t *list, uint64_t id)
-{
-    uccl_list_t *pos;
+/* ------------------------------------------------------------------ request ids */
 
-    uccl_list_for_each(pos, list) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tp_data[SHM_REQ_ID] == id)
-            return req;
-    }
-    return NULL;
+/* Give req an id (SHM_REQ_ID) that the peer's CTS, FIN and data name. */
+uccl_status_t uccl_shm_req_track(shm_ep_t *ep, uccl_req_t *req)
+{
+    req->tp_data[SHM_REQ_WHERE] = SHM_AT_NONE;
+    return uccl_idmap_insert(&ep->ids, req, &req->tp_data[SHM_REQ_ID]);
+}
+
+/* req goes on the list `where` names (its tp_link is free). */
+void uccl_shm_req_at(shm_ep_t *ep, uccl_req_t *req, int where)
+{
+    uccl_list_t *list = where == SHM_AT_TXQ ? &ep->txq
+                        : where == SHM_AT_WAITING ? &ep->waiting : &ep->recv_active;
+
+    req->tp_data[SHM_REQ_WHERE] = (uint64_t)where;
+    uccl_list_push_back(list, &req->tp_link);
+}
+
+/* req leaves its list and its id dies. */
+void uccl_shm_req_untrack(shm_ep_t *ep, uccl_req_t *req)
+{
+    uccl_list_del(&req->tp_link);
+    req->tp_data[SHM_REQ_WHERE] = SHM_AT_NONE;
+    uccl_idmap_remove(&ep->ids, req->tp_data[SHM_REQ_ID]);
+}
+
+/* The request id names, if it is on the list `where` names. */
+uccl_req_t *uccl_shm_find_req(shm_ep_t *ep, int where, uint64_t id)
+{
+    uccl_req_t *req = uccl_idmap_lookup(&ep->ids, id);
+
+    return req != NULL && req->tp_data[SHM_REQ_WHERE] == (uint64_t)where ? req : NULL;
 }
 
 /* ------------------------------------------------------------------ control */
 
 static bool shm_ctrl_write(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    void *slot = uccl_shm_ring_reserve(&ep->tx, sizeof(*pkt));
+    void *slot = uccl_spsc_reserve(&ep->tx, sizeof(*pkt));
 
     if (slot == NULL)
         return false;
     memcpy(slot, pkt, sizeof(*pkt));
-    uccl_shm_ring_commit(&ep->tx, sizeof(*pkt));
+    uccl_spsc_commit(&ep->tx, sizeof(*pkt));
     return true;
 }
 
@@ -73,7 +96,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
     /* GPU sources always take the staged stream (rendezvous, then DATA) */
     if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu) {
         size_t size = sizeof(shm_pkt_eager_t) + req->len;
-        shm_pkt_eager_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_eager_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -82,13 +105,14 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->len = req->len;
         pkt->seq = req->msg_seq;
         uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
+        uccl_shm_req_untrack(ep, req);
         uccl_req_complete(req, UCCL_OK, req->len);
         return true;
     }
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rts_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -100,10 +124,10 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->seq = req->msg_seq;
         pkt->id = req->tp_data[SHM_REQ_ID];
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
     } else {
         size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rma_t *pkt = uccl_shm_ring_reserve(&ep->tx, size);
+        shm_pkt_rma_t *pkt = uccl_spsc_reserve(&ep->tx, size);
 
         if (pkt == NULL)
             return false;
@@ -118,9 +142,9 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
         pkt->notif = req->notif;
         pkt->has_notif = req->has_notif;
         pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
-        uccl_shm_ring_commit(&ep->tx, size);
+        uccl_spsc_commit(&ep->tx, size);
     }
-    uccl_list_push_back(&ep->waiting, &req->tp_link);
+    uccl_shm_req_at(ep, req, SHM_AT_WAITING);
     return true;
 }
 
@@ -128,10 +152,11 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
  * only when nothing is queued before it. */
 static uccl_status_t shm_post_tx(shm_ep_t *ep, uccl_req_t *req)
 {
-    req->tp_data[SHM_REQ_ID] = ep->next_id++;
+    if (uccl_shm_req_track(ep, req) != UCCL_OK)
+        return UCCL_ERR_NO_MEMORY;
     if (uccl_list_empty(&ep->txq) && shm_tx_req(ep, req))
         return UCCL_OK;
-    uccl_list_push_back(&ep->txq, &req->tp_link);
+    uccl_shm_req_at(ep, req, SHM_AT_TXQ);
     return UCCL_OK;
 }
 
@@ -187,9 +212,12 @@ void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
     if (!ep->cma || (flags & SHM_FLAG_GPU) || uccl_stage_req_is_gpu(req)) {
-        req->tp_data[SHM_REQ_ID] = ep->next_id++;
+        if (uccl_shm_req_track(ep, req) != UCCL_OK) {
+            uccl_req_complete(req, UCCL_ERR_NO_MEMORY, 0);
+            return;
+        }
         req->tp_data[SHM_REQ_MSGLEN] = len;
-        uccl_list_push_back(&ep->recv_active, &req->tp_link);
+        uccl_shm_req_at(ep, req, SHM_AT_RECV_ACTIVE);
         uccl_shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
         return;
     }
@@ -278,7 +306,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
 
         if (!shm_stream_ready(s, &n, &st))
             return false;
-        slot = st == UCCL_OK ? uccl_shm_ring_reserve(&ep->tx, head + n) : NULL;
+        slot = st == UCCL_OK ? uccl_spsc_reserve(&ep->tx, head + n) : NULL;
         if (slot == NULL && st == UCCL_OK)
             return false;
         if (st != UCCL_OK && s->req != NULL) {
@@ -301,7 +329,7 @@ static bool shm_stream_push(shm_ep_t *ep, shm_stream_t *s)
             *pkt = (shm_pkt_data_t){.hdr = {SHM_PKT_DATA, (uint32_t)(head + n)}, .id = s->id,
                                     .off = s->off, .len = n};
         }
-        uccl_shm_ring_commit(&ep->tx, head + n);
+        uccl_spsc_commit(&ep->tx, head + n);
         s->off += n;
         s->started = true;
     }
@@ -318,11 +346,10 @@ void uccl_shm_stream_free(shm_stream_t *s)
 
 static void shm_stream_finished(shm_ep_t *ep, shm_stream_t *s)
 {
-    (void)ep;
     /* a streamed send is done once its last byte is in the ring; a write
      * waits for the target's FIN */
     if (s->req != NULL && s->req->op == UCCL_OP_SEND) {
-        uccl_list_del(&s->req->tp_link);
+        uccl_shm_req_untrack(ep, s->req);
         uccl_req_complete(s->req, UCCL_OK, s->req->len);
     }
     uccl_shm_stream_free(s);

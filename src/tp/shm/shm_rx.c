@@ -115,7 +115,7 @@ static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
 
 static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    uccl_req_t *req = uccl_shm_find_req(&ep->waiting, pkt->id);
+    uccl_req_t *req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt->id);
 
     if (req == NULL || (req->op != UCCL_OP_SEND && req->op != UCCL_OP_WRITE)) {
         shm_rx_bad(ep, "cts");
@@ -135,7 +135,7 @@ static void shm_rx_cts(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 
 static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
-    uccl_req_t *req = uccl_shm_find_req(&ep->waiting, pkt->id);
+    uccl_req_t *req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt->id);
     uccl_status_t st = (uccl_status_t)pkt->status;
     uccl_list_t *pos, *tmp;
 
@@ -149,7 +149,7 @@ static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
     if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE &&
         st != UCCL_ERR_TRANSPORT)
         st = UCCL_ERR_TRANSPORT;
-    uccl_list_del(&req->tp_link);
+    uccl_shm_req_untrack(ep, req);
     uccl_req_complete(req, st, st == UCCL_OK ? req->len : 0);
 }
 
@@ -165,9 +165,9 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
         return;
     }
     memcpy(&pkt, p, sizeof(pkt));
-    req = uccl_shm_find_req(&ep->recv_active, pkt.id);
+    req = uccl_shm_find_req(ep, SHM_AT_RECV_ACTIVE, pkt.id);
     if (req == NULL) {
-        req = uccl_shm_find_req(&ep->waiting, pkt.id);
+        req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt.id);
         if (req == NULL || req->op != UCCL_OP_READ) {
             shm_rx_bad(ep, "data");
             return;
@@ -179,7 +179,7 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
         return;
     }
     if (pkt.off + pkt.len == total)
-        uccl_list_del(&req->tp_link);
+        uccl_shm_req_untrack(ep, req);
     uccl_shm_req_fill(ep, req, pkt.off, p + sizeof(pkt), pkt.len, pkt.off + pkt.len == total, total);
 }
 
@@ -343,7 +343,7 @@ int uccl_shm_rx_progress(shm_ep_t *ep)
     while (events < SHM_RX_BUDGET) {
         shm_pkt_hdr_t hdr;
         bool bad;
-        const uint8_t *p = uccl_shm_ring_peek(&ep->rx, &hdr, &bad);
+        const uint8_t *p = uccl_spsc_peek(&ep->rx, &hdr, &bad);
 
         if (p == NULL) {
             if (bad)
@@ -351,7 +351,7 @@ int uccl_shm_rx_progress(shm_ep_t *ep)
             break;
         }
         shm_rx_one(ep, p, &hdr);
-        uccl_shm_ring_release(&ep->rx, hdr.size);
+        uccl_spsc_release(&ep->rx, hdr.size);
         events++;
         if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             break;

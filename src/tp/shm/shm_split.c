@@ -50,13 +50,13 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
 
     if (!uccl_list_empty(&ep->ctrlq))
         return false;
-    pkt = uccl_shm_ring_reserve(&ep->tx, size);
+    pkt = uccl_spsc_reserve(&ep->tx, size);
     if (pkt == NULL)
         return false;
     *pkt = (shm_pkt_offer_t){.hdr = {SHM_PKT_OFFER, (uint32_t)size}, .id = s->peer_id,
                              .rid = s->rid, .split = split, .iovcnt = iovcnt};
     memcpy(pkt->iov, iov, iovcnt * sizeof(*iov));
-    uccl_shm_ring_commit(&ep->tx, size);
+    uccl_spsc_commit(&ep->tx, size);
     return true;
 }
 
@@ -147,7 +147,7 @@ void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
     memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     for (uint32_t i = 0; i < pkt.iovcnt; i++)
         sum += iov[i].len;
-    req = uccl_shm_find_req(&ep->waiting, pkt.id);
+    req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt.id);
     /* only a CMA peer offers, and only for host memory we announced */
     if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt.split > req->len ||
         sum != req->len - pkt.split) {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/tp_api.h"
+#include "util/idmap.h"
 #include "tcp_wire.h"
 #include "tp/staging.h"
 
@@ -69,6 +70,7 @@ typedef struct tcp_sink {
 /* An operation to send (a message, a write, a read request or response, an
  * ack) and, for one-sided requests, the initiator's record until the reply. */
 typedef struct tcp_op {
+    struct tcp_ep *ep;
     uccl_list_t all_link;  /* ep->ops: every op of the endpoint, for teardown */
     uccl_list_t tx_link;   /* ep->tx_queue while chunks remain to be cut */
     uccl_list_t wait_link; /* ep->rma_wait: write/read waiting for the peer */
@@ -79,7 +81,7 @@ typedef struct tcp_op {
     int frames;            /* chunks cut but not fully sent */
     int rx_busy;           /* read data chunks being received into req */
     size_t received;       /* read data bytes landed */
-    bool waiting;          /* in rma_wait */
+    bool waiting;          /* in rma_wait, hdr.id in ep->rma_ids */
     bool cut_done;         /* every chunk has been cut (a frame exists for each) */
     bool sent;             /* every chunk has been written to a socket */
     bool gpu;              /* req (or flat) is GPU memory: staged */
@@ -154,7 +156,8 @@ struct tcp_ep {
     struct sockaddr_in peer;
     int nstreams;
     tcp_stream_t *streams;
-    uint64_t next_msg_id, next_op_id, next_rx_id;
+    uint64_t next_msg_id, next_rx_id;
+    uccl_idmap_t rma_ids; /* hdr.id -> tcp_op_t of the writes and reads in rma_wait */
     uccl_list_t ops;          /* tcp_op_t by all_link */
     uccl_list_t tx_queue;     /* tcp_op_t by tx_link */
     uccl_list_t rma_wait;     /* tcp_op_t by wait_link */

@@ -37,6 +37,7 @@ uccl_status_t uccl_tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp
     uccl_list_init(&ep->ops);
     uccl_list_init(&ep->tx_queue);
     uccl_list_init(&ep->rma_wait);
+    uccl_idmap_init(&ep->rma_ids, 64, 20);
     uccl_list_init(&ep->rx_active);
     uccl_list_init(&ep->unexpected);
     uccl_list_push_back(&((tcp_tp_t *)tp)->eps, &ep->link);
@@ -329,6 +330,7 @@ void uccl_tcp_ep_destroy(uccl_tp_ep_t *base)
     /* requests are the core's: forget them, free only our own records */
     uccl_list_for_each_safe(pos, tmp, &ep->ops)
         uccl_tcp_op_free(uccl_container_of(pos, tcp_op_t, all_link));
+    uccl_idmap_fini(&ep->rma_ids);
     uccl_tcp_match_release(ep);
     uccl_list_del(&ep->link);
     free(ep);

@@ -238,14 +238,7 @@ static bool tcp_begin_read_req(tcp_ep_t *ep, const tcp_hdr_t *h)
 
 static tcp_op_t *tcp_rma_find(tcp_ep_t *ep, uint64_t id)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->rma_wait) {
-        tcp_op_t *op = uccl_container_of(pos, tcp_op_t, wait_link);
-        if (op->hdr.id == id)
-            return op;
-    }
-    return NULL;
+    return uccl_idmap_lookup(&ep->rma_ids, id);
 }
 
 static bool tcp_begin_read_data(tcp_stream_t *s, const tcp_hdr_t *h)

@@ -21,6 +21,7 @@ static tcp_op_t *tcp_op_new(tcp_ep_t *ep, uint8_t type, uint64_t id, uint64_t to
         return NULL;
     uccl_list_init(&op->tx_link);
     uccl_list_init(&op->wait_link);
+    op->ep = ep;
     op->hdr.type = type;
     op->hdr.id = id;
     op->hdr.total = total;
@@ -51,27 +52,22 @@ void uccl_tcp_op_free(tcp_op_t *op)
     uccl_list_del(&op->all_link);
     uccl_list_del(&op->tx_link);
     uccl_list_del(&op->wait_link);
+    if (op->waiting)
+        uccl_idmap_remove(&op->ep->rma_ids, op->hdr.id);
     free(op);
 }
 
 int uccl_tcp_req_iovec(const uccl_req_t *req, size_t off, size_t len, struct iovec *out, int max)
 {
+    uccl_req_cur_t cur;
+    uint8_t *addr;
+    size_t take;
     int n = 0;
 
-    for (int i = 0; i < req->iovcnt && len > 0 && n < max; i++) {
-        size_t piece = req->iov[i].len;
-        size_t take;
-
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        take = piece - off < len ? piece - off : len;
-        out[n].iov_base = (char *)req->iov[i].addr + off;
-        out[n].iov_len = take;
-        n++;
+    uccl_req_cur_init(&cur, req, off);
+    while (n < max && (take = uccl_req_cur_next(&cur, len, &addr, NULL)) > 0) {
+        out[n++] = (struct iovec){addr, take};
         len -= take;
-        off = 0;
     }
     return n;
 }
@@ -94,11 +90,14 @@ uccl_status_t uccl_tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 
 static uccl_status_t tcp_post_rma(tcp_ep_t *ep, uccl_req_t *req, uint8_t type)
 {
-    tcp_op_t *op = tcp_op_new(ep, type, ep->next_op_id, req->len);
+    tcp_op_t *op = tcp_op_new(ep, type, 0, req->len);
 
     if (op == NULL)
         return UCCL_ERR_NO_MEMORY;
-    ep->next_op_id++;
+    if (uccl_idmap_insert(&ep->rma_ids, op, &op->hdr.id) != UCCL_OK) {
+        uccl_tcp_op_free(op);
+        return UCCL_ERR_NO_MEMORY;
+    }
     op->hdr.a = req->remote.region_id;
     op->hdr.b = req->remote.addr;
     if (req->has_notif) {

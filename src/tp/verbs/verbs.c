@@ -36,6 +36,11 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
                 "staging), dmabuf, peermem or off", gdr, UCCL_CFG_STRING),
+    VERBS_FIELD("STAGE_CHUNK", "1M", "without GPUDirect RDMA, GPU memory a send or write reads "
+                "is copied chunk by chunk into NIC-registered pinned buffers of this size and "
+                "each chunk is posted while the next one copies", stage_chunk, UCCL_CFG_SIZE),
+    VERBS_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the NIC",
+                stage_depth, UCCL_CFG_INT),
     VERBS_FIELD("GDR_SYSROOT", "/sys", "sysfs root where the peer-memory module "
                 "(nvidia_peermem...) is looked for; tests point it at a fake tree",
                 gdr_sysroot, UCCL_CFG_STRING),
@@ -67,9 +72,12 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
         return UCCL_ERR_INVALID_PARAM;
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
-        cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31) {
+        cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31 ||
+        cfg->stage_chunk < 4096 || cfg->stage_chunk > (1u << 30) || cfg->stage_depth < 1 ||
+        cfg->stage_depth > 64) {
         uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
-                   "EAGER <= 1M, IB_TIMEOUT 1..31", VERBS_MAX_QPS);
+                   "EAGER <= 1M, IB_TIMEOUT 1..31, STAGE_CHUNK 4K..1G, STAGE_DEPTH 1..64",
+                   VERBS_MAX_QPS);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;

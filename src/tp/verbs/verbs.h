@@ -9,6 +9,7 @@
 
 #include "core/tp_api.h"
 #include "tp/common/rndv.h"
+#include "tp/staging.h"
 
 #define VERBS_MAX_QPS 16
 #define VERBS_MAX_SGE 16
@@ -49,9 +50,12 @@ typedef struct tp_verbs_config {
     int ib_timeout;
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
     char gdr_sysroot[UCCL_CFG_STRING_MAX]; /* where the peer-memory module check looks */
+    size_t stage_chunk; /* staged sources: bytes per registered pinned buffer */
+    int stage_depth;    /* chunks a staged source copies ahead */
 } tp_verbs_config_t;
 
-/* A pinned, NIC-registered host buffer that staged GPU data goes through. */
+/* A pinned, NIC-registered host buffer, the size of a whole message, that
+ * staged GPU data a receive or read lands in goes through. */
 typedef struct tp_verbs_bounce {
     uccl_list_t link; /* tp->bounce_cache while unused */
     uint8_t *buf;
@@ -78,11 +82,17 @@ typedef struct tp_verbs {
     uccl_list_t eps;
     /* GPU memory of the engine's GPU: HOST = not claimed (no GPU), DMABUF or
      * PEERMEM = registered with the NIC (GPUDirect RDMA), STAGING = moved
-     * through bounce buffers (verbs_stage.c) */
+     * through host buffers (verbs_stage.c) */
     int gpu_mode; /* verbs_gdr_mode_t */
     uccl_mem_type_t gpu_mem_type;
+    /* STAGING: what sends and writes read goes through the pipelined
+     * staging engine (tp/staging.h; its buffers registered with our PD),
+     * what receives and reads write lands in a bounce first */
+    uccl_stage_t *stage;
+    int staged_wrs; /* data work requests posted from stage buffers, not completed */
     uccl_list_t bounce_cache;
     int nbounce_cached;
+    size_t bounce_cached_bytes;
 } tp_verbs_t;
 
 /* mr NULL: GPU memory without a NIC registration, staged through bounces. */
@@ -97,14 +107,21 @@ typedef struct tp_verbs_qp {
     struct ibv_qp *qp;
     uint32_t psn;
     int outstanding; /* send work requests not yet completed */
+    /* With staging: one entry per data work request posted and not yet
+     * completed, in posting order (a send queue completes in order): the
+     * stage buffer it reads, or NULL; each completion puts one back. */
+    uccl_stage_buf_t **held;
+    int held_head, held_n, held_cap;
 } tp_verbs_qp_t;
 
 /* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
- * bounce its local data is staged through, and a rendezvous send's remote
+ * staging pipeline its local GPU data is read through (sends, writes), or
+ * the bounce it lands in (receives, reads), and a rendezvous send's remote
  * pieces from the CTS (nseg 0: the target is req->remote). */
 typedef struct tp_verbs_xfer {
     struct tp_verbs *tp; /* where the bounce goes back to */
     tp_verbs_bounce_t *bounce;
+    uccl_stage_src_t *src;
     uint64_t nseg;
     uccl_rndv_seg_t segs[]; /* keys are 32-bit rkeys */
 } tp_verbs_xfer_t;
@@ -158,6 +175,10 @@ void uccl_verbs_gpu_close(tp_verbs_t *v);
 uccl_status_t uccl_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **memh);
 bool uccl_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+uccl_status_t uccl_verbs_qp_held_init(tp_verbs_t *v, tp_verbs_qp_t *q);
+void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf);
+void uccl_verbs_qp_held_pop(tp_verbs_t *v, tp_verbs_qp_t *q);
+void uccl_verbs_qp_held_fini(tp_verbs_t *v, tp_verbs_qp_t *q);
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
 void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes);

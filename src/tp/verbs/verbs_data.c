@@ -45,50 +45,100 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     }
 }
 
-/* Fill wr and sge for the next chunk of req; returns the bytes it covers. */
-static size_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, struct ibv_send_wr *wr,
-                                struct ibv_sge *sge)
+static void verbs_wr_init(uccl_req_t *req, struct ibv_send_wr *wr, struct ibv_sge *sge, int nsge,
+                          uint64_t raddr, uint32_t rkey)
+{
+    memset(wr, 0, sizeof(*wr));
+    wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
+    wr->sg_list = sge;
+    wr->num_sge = nsge;
+    wr->opcode = req->op == UCCL_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+    wr->send_flags = IBV_SEND_SIGNALED;
+    wr->wr.rdma.remote_addr = raddr;
+    wr->wr.rdma.rkey = rkey;
+}
+
+/* Stage buffers a staged source may have on the wire: its copies ahead
+ * (depth) and about as many posted, so that the pool stays small. */
+static bool verbs_stage_room(const tp_verbs_t *v)
+{
+    return v->staged_wrs < 2 * v->cfg.stage_depth;
+}
+
+/* The next chunk of a staged source: from the stage buffer its D2H copy
+ * filled, registered with the NIC (*buf holds it for the work request).
+ * UCCL_INPROGRESS while that copy runs or too many buffers are posted. */
+static uccl_status_t verbs_build_staged(const tp_verbs_ep_t *ep, tp_verbs_xfer_t *x, size_t want,
+                                        struct ibv_sge *sge, size_t *got, uccl_stage_buf_t **buf)
+{
+    const uint8_t *ptr;
+    size_t n;
+    uccl_status_t st;
+
+    if (!verbs_stage_room(ep->tp))
+        return UCCL_INPROGRESS;
+    st = uccl_stage_src_peek(x->src, &ptr, &n, buf);
+    if (st != UCCL_OK)
+        return st;
+    if (want > n)
+        want = n;
+    uccl_stage_buf_hold(*buf); /* until the work request completes (uccl_verbs_qp_held_pop) */
+    uccl_stage_src_take(x->src, want);
+    *sge = (struct ibv_sge){(uintptr_t)ptr, (uint32_t)want,
+                            ((struct ibv_mr *)uccl_stage_buf_reg(*buf))->lkey};
+    *got = want;
+    return UCCL_OK;
+}
+
+/* Fill wr and sge for the next chunk of req (*got bytes; *buf: the stage
+ * buffer it reads, or NULL). UCCL_INPROGRESS: a staged chunk is not ready. */
+static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
+                                       struct ibv_send_wr *wr, struct ibv_sge *sge, size_t *gotp,
+                                       uccl_stage_buf_t **buf)
 {
     size_t off = req->tp_data[VERBS_RD_OFF], want = req->len - off, got = 0;
-    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
-    bool staged = x != NULL && x->bounce != NULL;
+    tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+    bool bounced = x != NULL && x->bounce != NULL, staged = bounced || (x != NULL && x->src != NULL);
     uint64_t raddr, rleft;
     uint32_t rkey;
     int n = 0;
 
+    *buf = NULL;
+    *gotp = 0;
     verbs_remote_at(req, off, &raddr, &rkey, &rleft);
     if (want > ep->tp->cfg.chunk)
         want = ep->tp->cfg.chunk;
     if (want > rleft)
         want = rleft;
-    if (staged && want > 0) { /* staged: one piece, the bounce */
+    if (want == 0) /* remote pieces shorter than the message */
+        return UCCL_ERR_TRANSPORT;
+    if (x != NULL && x->src != NULL) {
+        uccl_status_t st = verbs_build_staged(ep, x, want, &sge[0], &got, buf);
+
+        if (st != UCCL_OK)
+            return st;
+        n = 1;
+    } else if (bounced) { /* one piece, the bounce */
         sge[0] = (struct ibv_sge){(uintptr_t)x->bounce->buf + off, (uint32_t)want, x->bounce->mr->lkey};
         n = 1;
         got = want;
     }
-    for (int i = 0; !staged && i < req->iovcnt && got < want && n < ep->tp->max_sge; i++) {
-        size_t piece = req->iov[i].len, take;
-        if (off >= piece) {
-            off -= piece;
-            continue;
+    if (!staged) { /* the request's own pieces, up to max_sge of them */
+        uccl_req_cur_t cur;
+        uint8_t *addr;
+        size_t take;
+        int i;
+
+        uccl_req_cur_init(&cur, req, off);
+        while (n < ep->tp->max_sge && (take = uccl_req_cur_next(&cur, want - got, &addr, &i)) > 0) {
+            sge[n++] = (struct ibv_sge){(uintptr_t)addr, (uint32_t)take,
+                                        uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->lkey};
+            got += take;
         }
-        take = piece - off < want - got ? piece - off : want - got;
-        sge[n].addr = (uintptr_t)req->iov[i].addr + off;
-        sge[n].length = (uint32_t)take;
-        sge[n].lkey = uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->lkey;
-        n++;
-        got += take;
-        off = 0;
     }
-    memset(wr, 0, sizeof(*wr));
-    wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
-    wr->sg_list = sge;
-    wr->num_sge = n;
-    wr->opcode = req->op == UCCL_OP_READ ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
-    wr->send_flags = IBV_SEND_SIGNALED;
-    wr->wr.rdma.remote_addr = raddr;
-    wr->wr.rdma.rkey = rkey;
-    return got;
+    verbs_wr_init(req, wr, sge, n, raddr, rkey);
+    *gotp = got;
+    return UCCL_OK;
 }
 
 /* UC gives no delivery guarantee (a lost packet drops the message silently,
@@ -169,40 +219,50 @@ static tp_verbs_qp_t *verbs_next_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 
 /* Build req's next work request for q into the batch: a data chunk (the last
  * one a WRITE_WITH_IMM when req needs immediates) or an owed immediate.
- * False when req failed. */
-static bool verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_verbs_qp_t *q,
-                             struct ibv_send_wr *wr, struct ibv_sge *sge)
+ * UCCL_OK: built (*buf: the stage buffer it reads, or NULL); UCCL_INPROGRESS:
+ * its staged data is not ready yet; else req failed. */
+static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_verbs_qp_t *q,
+                                      struct ibv_send_wr *wr, struct ibv_sge *sge,
+                                      uccl_stage_buf_t **buf)
 {
     uint64_t qps = req->tp_data[VERBS_RD_QPS], bit = 1ull << verbs_qp_bit(ep, q);
     int nparts, extra;
     size_t chunk;
+    uccl_status_t st;
 
+    *buf = NULL;
     if (req->tp_data[VERBS_RD_OFF] >= req->len) { /* an owed immediate */
         verbs_build_imm_only(req, __builtin_popcount((uint32_t)qps), wr);
         req->tp_data[VERBS_RD_QPS] = qps & ~(bit << 32);
-        return true;
+        return UCCL_OK;
     }
-    chunk = verbs_build_chunk(ep, req, wr, sge);
-    if (chunk == 0) { /* remote pieces shorter than the message */
-        uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
-        return false;
+    st = verbs_build_chunk(ep, req, wr, sge, &chunk, buf);
+    if (st == UCCL_INPROGRESS)
+        return st;
+    if (st != UCCL_OK) { /* remote pieces shorter than the message, a staging copy failed */
+        uccl_rndv_req_error(req, st == UCCL_ERR_TRANSPORT || st == UCCL_ERR_NO_MEMORY
+                                     ? st : UCCL_ERR_TRANSPORT);
+        return st;
     }
     req->tp_data[VERBS_RD_OFF] += chunk;
     qps |= bit;
     req->tp_data[VERBS_RD_QPS] = qps;
     if (req->tp_data[VERBS_RD_OFF] < req->len || !uccl_rndv_needs_imm(req))
-        return true;
+        return UCCL_OK;
     nparts = __builtin_popcount((uint32_t)qps);
     if (uccl_rndv_imm_begin(&ep->rndv, req, nparts, &extra) != UCCL_OK) {
         uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
         req->tp_data[VERBS_RD_OFF] -= chunk;
-        return false;
+        if (*buf != NULL) /* not posted after all */
+            uccl_stage_buf_put(ep->tp->stage, *buf);
+        *buf = NULL;
+        return UCCL_ERR_NO_MEMORY;
     }
     req->tp_data[VERBS_RD_WRS] += (uint64_t)extra; /* a NOTIFY counts as one of req's parts */
     wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr->imm_data = htonl(uccl_rndv_imm(req, nparts));
     req->tp_data[VERBS_RD_QPS] = qps | (qps & ~bit) << 32;
-    return true;
+    return UCCL_OK;
 }
 
 static bool verbs_req_has_work(const uccl_req_t *req)
@@ -217,6 +277,8 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
 {
     verbs_batch_t b;
     uccl_list_t *pos, *tmp;
+    uccl_stage_buf_t *buf;
+    uccl_status_t st;
 
     b.n = 0;
     uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
@@ -230,10 +292,14 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
                 goto flush;
             if (b.n == VERBS_BATCH && verbs_batch_flush(ep, &b) != UCCL_OK)
                 return;
-            if (!verbs_build_next(ep, req, q, &b.wr[b.n], b.sge[b.n]))
+            st = verbs_build_next(ep, req, q, &b.wr[b.n], b.sge[b.n], &buf);
+            if (st == UCCL_INPROGRESS) /* staged data still copying: requests stay in order */
+                goto flush;
+            if (st != UCCL_OK)
                 break;
             req->tp_data[VERBS_RD_WRS]++;
             q->outstanding++;
+            uccl_verbs_qp_held_push(ep->tp, q, buf);
             b.qp[b.n++] = q;
             if (data && q != &ep->ctrl)
                 ep->next_qp = (ep->next_qp + 1) % ep->nq;
@@ -380,8 +446,10 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return;
     case VERBS_WR_DATA:
         q = verbs_find_qp(ep, wc->qp_num);
-        if (q != NULL)
+        if (q != NULL) {
             q->outstanding--;
+            uccl_verbs_qp_held_pop(ep->tp, q); /* its stage buffer, if any, is free again */
+        }
         uccl_verbs_data_wc(ep, (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7), st);
         return;
     }
@@ -414,7 +482,7 @@ int uccl_verbs_progress(uccl_tp_t *tp)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
     uccl_list_t *pos;
-    int events = 0;
+    int events = v->stage != NULL ? uccl_stage_progress(v->stage) : 0;
 
     uccl_list_for_each(pos, &v->eps) {
         tp_verbs_ep_t *ep = uccl_container_of(pos, tp_verbs_ep_t, link);

@@ -115,6 +115,10 @@ static void verbs_ep_free(tp_verbs_ep_t *ep)
         ibv_destroy_qp(ep->ctrl.qp);
     if (ep->cq != NULL)
         ibv_destroy_cq(ep->cq);
+    /* the QPs are gone: the stage buffers their work requests read go back */
+    uccl_verbs_qp_held_fini(ep->tp, &ep->ctrl);
+    for (int i = 0; i < VERBS_MAX_QPS; i++)
+        uccl_verbs_qp_held_fini(ep->tp, &ep->data[i]);
     if (ep->bufs_mr != NULL)
         ibv_dereg_mr(ep->bufs_mr);
     free(ep->bufs);
@@ -151,6 +155,10 @@ uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_
         goto err_free;
     }
     st = verbs_alloc_bufs(ep);
+    if (st == UCCL_OK)
+        st = uccl_verbs_qp_held_init(v, &ep->ctrl);
+    for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++)
+        st = uccl_verbs_qp_held_init(v, &ep->data[i]);
     if (st == UCCL_OK)
         st = verbs_create_qp(ep, &ep->ctrl, false, v->cfg.rx_depth);
     for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++, ep->nq++)

@@ -1,8 +1,13 @@
 /* GPU memory on the verbs transport: at open, whether the engine's GPU
  * memory registers with the NIC (GPUDirect RDMA) or is staged; the
- * registration of GPU regions; and staging itself: one pinned, NIC-registered
- * bounce buffer per staged request, sized to it (a few kept for reuse), with
- * synchronous copies through the GPU layer. */
+ * registration of GPU regions; and staging itself. A staged source (a send
+ * or a write out of GPU memory) runs through the pipelined staging engine
+ * (tp/staging.h), whose pinned buffers this file registers with the PD: the
+ * data path posts each chunk from the buffer its D2H copy filled while the
+ * next chunks copy. A staged sink (a receive or a read into GPU memory)
+ * lands in one pinned, NIC-registered bounce the size of the message (the
+ * rendezvous names one target to the peer; a few bounces are kept for
+ * reuse) and is copied into place when it completes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +17,9 @@
 #include "verbs.h"
 #include "verbs_gdr.h"
 
-#define VERBS_BOUNCE_CACHE 4           /* unused bounces kept */
-#define VERBS_BOUNCE_CACHE_MAX (16u << 20) /* larger ones are freed at once */
+#define VERBS_BOUNCE_CACHE 32                /* unused bounces kept... */
+#define VERBS_BOUNCE_CACHE_BYTES (256u << 20) /* ...up to these bytes in all */
+#define VERBS_BOUNCE_CACHE_MAX (64u << 20)    /* larger ones are freed at once */
 #define VERBS_BOUNCE_ROUND 65536
 #define VERBS_PROBE_SIZE 65536
 
@@ -58,6 +64,42 @@ static uccl_status_t verbs_gpu_probe(tp_verbs_t *v, int device, verbs_gdr_want_t
     return st;
 }
 
+static uccl_status_t verbs_stage_reg(void *ctx, void *ptr, size_t len, void **handle)
+{
+    tp_verbs_t *v = ctx;
+    struct ibv_mr *mr = ibv_reg_mr(v->pd, ptr, len, v->mr_access);
+
+    if (mr == NULL) {
+        uccl_error("%s: ibv_reg_mr of a %zu-byte staging buffer: %s", v->dev_name, len,
+                   strerror(errno));
+        return errno == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+    }
+    *handle = mr;
+    return UCCL_OK;
+}
+
+static void verbs_stage_dereg(void *ctx, void *handle)
+{
+    (void)ctx;
+    if (ibv_dereg_mr(handle) != 0)
+        uccl_warn("ibv_dereg_mr (staging buffer): %s", strerror(errno));
+}
+
+/* The staging engine for GPU sources, its buffers registered with our PD;
+ * without it (no usable GPU runtime) sources are bounced like sinks. */
+static void verbs_stage_open(tp_verbs_t *v, int device)
+{
+    uccl_status_t st = uccl_stage_create(device, v->cfg.stage_chunk, v->cfg.stage_depth, &v->stage);
+
+    if (st != UCCL_OK) {
+        uccl_warn("verbs: no pipelined staging on GPU %d (%s); GPU sources are bounced whole",
+                  device, uccl_strerror(st));
+        v->stage = NULL;
+        return;
+    }
+    uccl_stage_set_reg(v->stage, verbs_stage_reg, verbs_stage_dereg, v);
+}
+
 uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *params)
 {
     verbs_gdr_mode_t mode = VERBS_GDR_STAGING;
@@ -81,9 +123,11 @@ uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *pa
     }
     v->gpu_mode = (int)mode;
     v->base.open_caps = v->gpu_mem_type == UCCL_MEM_ROCM ? UCCL_TP_CAP_ROCM_MEM : UCCL_TP_CAP_CUDA_MEM;
-    if (mode == VERBS_GDR_STAGING)
+    if (mode == VERBS_GDR_STAGING) {
         uccl_info("verbs: GPU %d memory is staged through pinned host buffers (no GPUDirect RDMA; "
                   "UCCL_VERBS_GDR=%s)", params->gpu_index, v->cfg.gdr);
+        verbs_stage_open(v, params->gpu_index);
+    }
     return UCCL_OK;
 }
 
@@ -98,10 +142,62 @@ static void verbs_bounce_free(tp_verbs_bounce_t *b)
 
 void uccl_verbs_gpu_close(tp_verbs_t *v)
 {
+    uccl_stage_destroy(v->stage); /* deregisters its buffers */
+    v->stage = NULL;
     while (!uccl_list_empty(&v->bounce_cache))
         verbs_bounce_free(uccl_container_of(uccl_list_pop_front(&v->bounce_cache),
                                             tp_verbs_bounce_t, link));
     v->nbounce_cached = 0;
+    v->bounce_cached_bytes = 0;
+}
+
+/* ------------------------------------------------------------------ stage buffers in flight */
+
+uccl_status_t uccl_verbs_qp_held_init(tp_verbs_t *v, tp_verbs_qp_t *q)
+{
+    q->held_head = q->held_n = 0;
+    q->held_cap = v->stage != NULL ? v->cfg.tx_depth : 0;
+    if (q->held_cap == 0)
+        return UCCL_OK;
+    q->held = calloc((size_t)q->held_cap, sizeof(*q->held));
+    return q->held != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+}
+
+/* A data work request was built for q (buf: the stage buffer it reads). */
+void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf)
+{
+    if (q->held_cap == 0)
+        return;
+    q->held[(q->held_head + q->held_n) % q->held_cap] = buf;
+    q->held_n++;
+    if (buf != NULL)
+        v->staged_wrs++;
+}
+
+/* The oldest data work request of q completed: its buffer may be reused. */
+void uccl_verbs_qp_held_pop(tp_verbs_t *v, tp_verbs_qp_t *q)
+{
+    uccl_stage_buf_t *buf;
+
+    if (q->held_cap == 0 || q->held_n == 0)
+        return;
+    buf = q->held[q->held_head];
+    q->held_head = (q->held_head + 1) % q->held_cap;
+    q->held_n--;
+    if (buf != NULL) {
+        v->staged_wrs--;
+        uccl_stage_buf_put(v->stage, buf);
+    }
+}
+
+/* After the QP is destroyed: nothing reads the buffers any more. */
+void uccl_verbs_qp_held_fini(tp_verbs_t *v, tp_verbs_qp_t *q)
+{
+    while (q->held_n > 0)
+        uccl_verbs_qp_held_pop(v, q);
+    free(q->held);
+    q->held = NULL;
+    q->held_cap = 0;
 }
 
 /* ------------------------------------------------------------------ regions */
@@ -172,6 +268,7 @@ static tp_verbs_bounce_t *verbs_bounce_get(tp_verbs_t *v, size_t len)
         if (b->size >= len) {
             uccl_list_del(&b->link);
             v->nbounce_cached--;
+            v->bounce_cached_bytes -= b->size;
             return b;
         }
     }
@@ -196,29 +293,32 @@ static tp_verbs_bounce_t *verbs_bounce_get(tp_verbs_t *v, size_t len)
 
 static void verbs_bounce_put(tp_verbs_t *v, tp_verbs_bounce_t *b)
 {
-    if (v->nbounce_cached >= VERBS_BOUNCE_CACHE || b->size > VERBS_BOUNCE_CACHE_MAX) {
+    if (v->nbounce_cached >= VERBS_BOUNCE_CACHE || b->size > VERBS_BOUNCE_CACHE_MAX ||
+        v->bounce_cached_bytes + b->size > VERBS_BOUNCE_CACHE_BYTES) {
         verbs_bounce_free(b);
         return;
     }
     uccl_list_push_front(&v->bounce_cache, &b->link);
     v->nbounce_cached++;
+    v->bounce_cached_bytes += b->size;
 }
 
 /* Copy between req's local pieces and flat[0, len): GPU pieces through the
  * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
 uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
 {
-    uint8_t *p = flat;
+    uint8_t *p = flat, *mem;
+    uccl_req_cur_t cur;
+    size_t n;
+    int i;
 
-    for (int i = 0; i < req->iovcnt && len > 0; i++) {
-        size_t n = req->iov[i].len < len ? req->iov[i].len : len;
+    uccl_req_cur_init(&cur, req, 0);
+    while ((n = uccl_req_cur_next(&cur, len, &mem, &i)) > 0) {
         bool gpu = req->iov[i].region != NULL && uccl_region_mem_type(req->iov[i].region) != UCCL_MEM_HOST;
-        void *dst = to_iov ? req->iov[i].addr : p;
-        const void *src = to_iov ? (const void *)p : req->iov[i].addr;
+        void *dst = to_iov ? (void *)mem : p;
+        const void *src = to_iov ? (const void *)p : mem;
         uccl_status_t st;
 
-        if (n == 0)
-            continue;
         if (gpu) {
             st = uccl_gpu_memcpy(dst, src, n);
             if (st != UCCL_OK)
@@ -242,12 +342,21 @@ static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_t *v, uccl_req_t *req)
     return req->tp_ptr;
 }
 
+/* Staged req reads len bytes of its pieces (gather: a send or a write),
+ * through the staging pipeline, or writes them (a receive or a read),
+ * through a bounce. */
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
 {
     tp_verbs_xfer_t *x = verbs_xfer_get(ep->tp, req);
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
+    if (gather && ep->tp->stage != NULL) {
+        if (x->src == NULL && (x->src = malloc(sizeof(*x->src))) == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        uccl_stage_src_init(x->src, ep->tp->stage, req, NULL, len);
+        return UCCL_OK;
+    }
     if (x->bounce == NULL)
         x->bounce = verbs_bounce_get(ep->tp, len);
     if (x->bounce == NULL)
@@ -264,6 +373,7 @@ uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
     if (old != NULL) {
         x->tp = old->tp;
         x->bounce = old->bounce;
+        x->src = old->src;
         free(old);
     }
     x->nseg = nseg;
@@ -279,6 +389,10 @@ void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t byte
 
     if (x == NULL)
         return;
+    if (x->src != NULL) { /* buffers still queued go back once their copies are done */
+        uccl_stage_src_fini(x->src);
+        free(x->src);
+    }
     if (x->bounce != NULL) {
         if (*status == UCCL_OK && (req->op == UCCL_OP_RECV || req->op == UCCL_OP_READ))
             *status = uccl_verbs_iov_copy(req, x->bounce->buf, bytes, true);

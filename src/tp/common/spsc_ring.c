@@ -1,14 +1,16 @@
-/* The shared SPSC ring: reserve/commit for the producer, peek/release for
- * the consumer. No syscalls, no locks. */
-#include "shm_ring.h"
+/* The shared SPSC record ring (spsc_ring.h): reserve/commit for the
+ * producer, peek/release for the consumer. */
+#include "tp/common/spsc_ring.h"
 
 #include <string.h>
 
-void uccl_shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer, bool init)
+void uccl_spsc_attach(uccl_spsc_t *ring, void *mem, size_t cap, size_t align, bool producer,
+                      bool init)
 {
     ring->ctl = mem;
-    ring->data = (uint8_t *)mem + sizeof(shm_ring_ctl_t);
+    ring->data = (uint8_t *)mem + sizeof(uccl_spsc_ctl_t);
     ring->cap = cap;
+    ring->align = align < 8 ? 8 : align;
     if (init) {
         atomic_store_explicit(&ring->ctl->head, 0, memory_order_relaxed);
         atomic_store_explicit(&ring->ctl->tail, 0, memory_order_relaxed);
@@ -22,14 +24,14 @@ void uccl_shm_ring_attach(shm_ring_t *ring, void *mem, size_t cap, bool producer
     }
 }
 
-void *uccl_shm_ring_reserve(shm_ring_t *ring, size_t size)
+void *uccl_spsc_reserve(uccl_spsc_t *ring, size_t size)
 {
-    uint64_t need = shm_ring_align(size);
+    uint64_t need = uccl_spsc_align(ring, size);
     uint64_t off = ring->pos & (ring->cap - 1);
     uint64_t contig = ring->cap - off;
     uint64_t total = contig < need ? contig + need : need;
 
-    if (need > ring->cap / 2)
+    if (size < sizeof(uccl_spsc_hdr_t) || need > ring->cap / 2)
         return NULL;
     if (ring->cap - (ring->pos - ring->other) < total) {
         ring->other = atomic_load_explicit(&ring->ctl->tail, memory_order_acquire);
@@ -37,8 +39,8 @@ void *uccl_shm_ring_reserve(shm_ring_t *ring, size_t size)
             return NULL;
     }
     if (contig < need) {
-        /* published together with the packet by the next commit */
-        shm_pkt_hdr_t pad = {SHM_RING_PAD, (uint32_t)contig};
+        /* published together with the record by the next commit */
+        uccl_spsc_hdr_t pad = {UCCL_SPSC_PAD, (uint32_t)contig};
         memcpy(ring->data + off, &pad, sizeof(pad));
         ring->pos += contig;
         off = 0;
@@ -46,13 +48,13 @@ void *uccl_shm_ring_reserve(shm_ring_t *ring, size_t size)
     return ring->data + off;
 }
 
-void uccl_shm_ring_commit(shm_ring_t *ring, size_t size)
+void uccl_spsc_commit(uccl_spsc_t *ring, size_t size)
 {
-    ring->pos += shm_ring_align(size);
+    ring->pos += uccl_spsc_align(ring, size);
     atomic_store_explicit(&ring->ctl->head, ring->pos, memory_order_release);
 }
 
-const void *uccl_shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad)
+const void *uccl_spsc_peek(uccl_spsc_t *ring, uccl_spsc_hdr_t *hdr, bool *bad)
 {
     *bad = false;
     for (;;) {
@@ -66,26 +68,30 @@ const void *uccl_shm_ring_peek(shm_ring_t *ring, shm_pkt_hdr_t *hdr, bool *bad)
         }
         off = ring->pos & (ring->cap - 1);
         avail = ring->other - ring->pos;
-        p = ring->data + off;
-        memcpy(hdr, p, sizeof(*hdr));
-        if (hdr->size < sizeof(*hdr) || shm_ring_align(hdr->size) > avail ||
-            hdr->size > ring->cap - off || avail > ring->cap) {
+        if (avail > ring->cap || avail < sizeof(*hdr)) {
             *bad = true;
             return NULL;
         }
-        if (hdr->type != SHM_RING_PAD)
+        p = ring->data + off;
+        memcpy(hdr, p, sizeof(*hdr));
+        if (hdr->size < sizeof(*hdr) || uccl_spsc_align(ring, hdr->size) > avail ||
+            hdr->size > ring->cap - off) {
+            *bad = true;
+            return NULL;
+        }
+        if (hdr->type != UCCL_SPSC_PAD)
             return p;
-        uccl_shm_ring_release(ring, hdr->size);
+        uccl_spsc_release(ring, hdr->size);
     }
 }
 
-void uccl_shm_ring_release(shm_ring_t *ring, size_t size)
+void uccl_spsc_release(uccl_spsc_t *ring, size_t size)
 {
-    ring->pos += shm_ring_align(size);
+    ring->pos += uccl_spsc_align(ring, size);
     atomic_store_explicit(&ring->ctl->tail, ring->pos, memory_order_release);
 }
 
-bool uccl_shm_ring_empty(shm_ring_t *ring)
+bool uccl_spsc_empty(uccl_spsc_t *ring)
 {
     if (ring->pos != ring->other)
         return false;

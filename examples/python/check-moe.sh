@@ -1,0 +1,20 @@
+#!/bin/sh
+# make check: examples/python/moe.py (dispatch/combine by alltoall + alltoallv,
+# verified by the example against its references) on 3 and 4 ranks over shm
+# and tcp, host memory, small sizes; once with point-to-point (--mode p2p).
+run=${top_srcdir:-.}/python/run-python.sh
+prog=${top_srcdir:-.}/examples/python/moe.py
+small="--tokens 48 --hidden 64 --iters 3 --warmup 1"
+for args in "3 shm" "4 shm" "3 tcp" "4 tcp" "3 shm --mode p2p"; do
+    # shellcheck disable=SC2086
+    set -- $args
+    np=$1 tp=$2
+    shift 2
+    # shellcheck disable=SC2086
+    "$run" "$np" "$tp" numpy,mpi4py "$prog" $small "$@" >moe.out 2>&1
+    rc=$?
+    cat moe.out
+    [ $rc = 0 ] || exit $rc
+    grep -q "iterations verified" moe.out || { echo "FAIL: no result line"; exit 1; }
+done
+rm -f moe.out

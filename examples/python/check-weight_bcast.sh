@@ -1,0 +1,18 @@
+#!/bin/sh
+# make check: examples/python/weight_bcast.py (a dict of named tensors, one
+# ibcast each, a checksum per tensor on every receiver) on 3 and 4 ranks over
+# shm and tcp, host memory, 4 MiB; a root other than 0; point-to-point once.
+run=${top_srcdir:-.}/python/run-python.sh
+prog=${top_srcdir:-.}/examples/python/weight_bcast.py
+for args in "3 shm" "4 shm --root 3" "3 tcp --root 1" "4 tcp" "3 shm --mode p2p"; do
+    # shellcheck disable=SC2086
+    set -- $args
+    np=$1 tp=$2
+    shift 2
+    "$run" "$np" "$tp" numpy,mpi4py "$prog" --mib 4 --tensors 12 --iters 2 "$@" >wb.out 2>&1
+    rc=$?
+    cat wb.out
+    [ $rc = 0 ] || exit $rc
+    grep -q "rounds verified" wb.out || { echo "FAIL: no result line"; exit 1; }
+done
+rm -f wb.out
