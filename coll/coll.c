@@ -280,24 +280,46 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
     return UCCL_OK;
 }
 
-uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uccl_req_t **req)
+/* Post a plain collective, gated on stream when it is set (stream form;
+ * req may then be NULL: the request is detached). */
+static uccl_status_t post_plain(uccl_comm_t *comm, const uccl_coll_args_t *args, bool streamed,
+                                void *stream, uccl_req_t **req)
 {
     coll_state_t *cs;
     coll_sched_t *s;
+    uccl_req_t *mine = NULL;
     uccl_status_t st;
     bool cached;
 
-    if (req == NULL)
+    if (req == NULL && !streamed)
         return UCCL_ERR_INVALID_PARAM;
     if ((st = start_plain(comm, args, &s, &cached)) != UCCL_OK)
         return st;
     cs = s->cs;
     s->free_when_done = !cached;
-    st = uccl_coll_sched_post(s, req);
+    if (streamed && (st = uccl_coll_sched_stream(s, stream)) != UCCL_OK)
+        uccl_coll_sched_abort(s, st); /* no request yet: stays ours */
+    else
+        st = uccl_coll_sched_post(s, &mine);
     if (st != UCCL_OK && !cached) /* aborted, never reached a callback */
         uccl_coll_sched_free(s);
     pthread_mutex_unlock(&cs->lock);
+    if (st == UCCL_OK && req != NULL)
+        *req = mine;
+    else if (st == UCCL_OK)
+        uccl_req_free(mine); /* detached: finishes in the background */
     return st;
+}
+
+uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uccl_req_t **req)
+{
+    return post_plain(comm, args, false, NULL, req);
+}
+
+uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                                    void *stream, uccl_req_t **req)
+{
+    return post_plain(comm, args, true, stream, req);
 }
 
 uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
@@ -351,19 +373,39 @@ err_plan:
     return st;
 }
 
-uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req)
+static uccl_status_t plan_start(uccl_coll_plan_t *plan, bool streamed, void *stream,
+                                uccl_req_t **req)
 {
+    uccl_req_t *mine = NULL;
     uccl_status_t st;
 
-    if (plan == NULL || req == NULL)
+    if (plan == NULL || (req == NULL && !streamed))
         return UCCL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&plan->cs->lock);
-    if (plan->sched->status == UCCL_INPROGRESS)
+    if (plan->sched->status == UCCL_INPROGRESS) {
         st = UCCL_ERR_BUSY;
-    else if ((st = uccl_coll_sched_start(plan->sched)) == UCCL_OK)
-        st = uccl_coll_sched_post(plan->sched, req);
+    } else if ((st = uccl_coll_sched_start(plan->sched)) == UCCL_OK) {
+        if (streamed && (st = uccl_coll_sched_stream(plan->sched, stream)) != UCCL_OK)
+            uccl_coll_sched_abort(plan->sched, st);
+        else
+            st = uccl_coll_sched_post(plan->sched, &mine);
+    }
     pthread_mutex_unlock(&plan->cs->lock);
+    if (st == UCCL_OK && req != NULL)
+        *req = mine;
+    else if (st == UCCL_OK)
+        uccl_req_free(mine);
     return st;
+}
+
+uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req)
+{
+    return plan_start(plan, false, NULL, req);
+}
+
+uccl_status_t uccl_coll_start_stream(uccl_coll_plan_t *plan, void *stream, uccl_req_t **req)
+{
+    return plan_start(plan, true, stream, req);
 }
 
 uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)

@@ -37,7 +37,7 @@ static inline uint64_t coll_tag(uint32_t seq, unsigned step)
     return (COLL_TAG_LIB << UCCL_TAG_LIB_SHIFT) | ((uint64_t)seq << 16) | (step & 0xffffu);
 }
 
-enum { COLL_NOTIF_OK = 0, COLL_NOTIF_MISMATCH = 1 };
+enum { COLL_NOTIF_OK = 0, COLL_NOTIF_MISMATCH = 1, COLL_NOTIF_REFUSED = 2 };
 
 static inline uint64_t coll_notif(uint32_t seq, unsigned step, unsigned code)
 {
@@ -55,6 +55,7 @@ typedef struct coll_buf_entry {
     uccl_mr_t *mr;
     uccl_rdesc_t desc;
     uint32_t gen; /* names this registration among the slot's successive ones */
+    uccl_mem_type_t mem_type;
     bool packed;
     int pins;          /* schedules and plans using it */
     uint64_t last_use; /* for LRU eviction */
@@ -163,7 +164,8 @@ typedef enum {
 typedef enum {
     COLL_OP_SEND,    /* two-sided: [buf+off, len) to peer, tag step */
     COLL_OP_RECV,    /* two-sided: exactly len bytes from peer into buf+off */
-    COLL_OP_COPY,    /* local memcpy buf2+off2 -> buf+off */
+    COLL_OP_COPY,    /* local copy buf2+off2 -> buf+off (memmove, or uccl_copy_post
+                      * when GPU memory is involved) */
     COLL_OP_PUT,     /* DIRECT sender: wait for peer's token, write_notify */
     COLL_OP_WAITPUT, /* DIRECT receiver: send token for buf+off/len, wait notif */
 } coll_op_kind_t;
@@ -198,6 +200,10 @@ typedef struct coll_sched {
     uint64_t last_event_ms; /* last op completion, for the no-progress timeout */
     struct coll_sched *next_inflight;
     bool pinned;
+    /* stream form: start once gate (an event on the caller's stream)
+     * completes; release hold (later work on that stream) at the end */
+    uccl_req_t *gate;
+    uccl_stream_hold_t *hold;
     bool keep; /* a plan's or a cached one: stays pinned when it ends */
     /* generalized request of a non-blocking start */
     uccl_req_t *greq;
@@ -264,6 +270,9 @@ uccl_status_t uccl_coll_sched_run(coll_sched_t *s);
 /* Non-blocking: a generalized request that advances s from progress. On
  * failure s is aborted and stays the caller's to free. */
 uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req);
+/* Stream form: gate s on the work queued on stream so far and hold the
+ * stream's later work until s ends; before uccl_coll_sched_post. */
+uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream);
 
 /* ------------------------------------------------------------------ collectives */
 

@@ -162,6 +162,14 @@ static uccl_mr_t *buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len,
     return cs->bufs[s->slot[buf]].mr;
 }
 
+/* GPU memory: local copies go through uccl_copy_post (the temporary is
+ * host memory). */
+static bool buf_on_gpu(const coll_sched_t *s, int buf)
+{
+    return buf != COLL_BUF_TMP && s->slot[buf] >= 0 &&
+           s->cs->bufs[s->slot[buf]].mem_type != UCCL_MEM_HOST;
+}
+
 static void op_release(coll_sched_t *s, coll_op_t *op)
 {
     if (op->req != NULL)
@@ -229,7 +237,7 @@ static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *c
 static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
 {
     const coll_token_t *t = (const coll_token_t *)s->cs->scratch[op->scratch].addr;
-    bool fits = t->len == op->len;
+    bool fits = t->len == op->len, refused = false;
     const uccl_rdesc_t *d;
     uccl_status_t st;
     size_t moff;
@@ -244,11 +252,25 @@ static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn
         uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
         if ((d = uccl_coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
             return UCCL_INPROGRESS;
-        return uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
-                                 coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
+        st = uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
+                               coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
+        if (st != UCCL_ERR_UNSUPPORTED)
+            return st;
+        /* no transport writes this memory pairing (GPU memory over verbs
+         * without GPUDirect RDMA): tell the receiver through its sink, so
+         * that it fails now with the same status instead of timing out */
+        refused = true;
     }
     if ((d = uccl_coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
         return UCCL_INPROGRESS;
+    if (refused) {
+        coll_error("rank %d cannot write %zu bytes into rank %d's buffer on this connection "
+                   "(UCCL_ERR_UNSUPPORTED): use a two-sided algorithm", s->cs->rank, op->len,
+                   op->peer);
+        op->state = 4; /* fail once the sink write is done */
+        return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
+                                 coll_notif(s->seq, op->step, COLL_NOTIF_REFUSED), &op->req2);
+    }
     if (!fits) {
         coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
                    op->peer, (unsigned long long)t->len, s->cs->rank, s->cs->rank, op->len);
@@ -278,6 +300,9 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         mr = buf_mr(s, op->buf, op->off, op->len, &moff);
         return uccl_recv(conn, mr, moff, op->len, tag, &op->req);
     case COLL_OP_COPY:
+        if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
+            return uccl_copy_post(s->cs->engine, s->addr[op->buf] + op->off,
+                                  s->addr[op->buf2] + op->off2, op->len, &op->req);
         memmove(s->addr[op->buf] + op->off, s->addr[op->buf2] + op->off2, op->len);
         op->state = -1;
         return UCCL_OK;
@@ -323,6 +348,11 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
         st = uccl_coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
         if (st != UCCL_OK)
             return st;
+        if (code == COLL_NOTIF_REFUSED) {
+            coll_error("rank %d cannot write into rank %d's buffer on this connection",
+                       op->peer, s->cs->rank);
+            return UCCL_ERR_UNSUPPORTED;
+        }
         if (code != COLL_NOTIF_OK) {
             coll_error("rank %d sends a count other than the %zu bytes rank %d expects",
                        op->peer, op->len, s->cs->rank);
@@ -347,7 +377,7 @@ static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
     }
     if ((st = req_status(op->req2, &bytes)) != UCCL_OK)
         return st;
-    return op->state == 3 ? UCCL_ERR_TRUNCATED : UCCL_OK;
+    return op->state == 3 ? UCCL_ERR_TRUNCATED : op->state == 4 ? UCCL_ERR_UNSUPPORTED : UCCL_OK;
 }
 
 /* OK when op is finished, INPROGRESS, or its error. */
@@ -384,6 +414,12 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
 
     for (int i = 0; i < nops; i++)
         op_release(s, &s->ops[i]);
+    if (s->gate != NULL)
+        uccl_req_free(s->gate);
+    s->gate = NULL;
+    if (s->hold != NULL) /* the stream goes on, after an error too */
+        uccl_stream_release(s->hold);
+    s->hold = NULL;
     if (!s->keep)
         sched_unpin(s);
     unlink_inflight(s);
@@ -449,11 +485,15 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
             all = false;
             continue;
         }
-        /* A count mismatch spoils one block: finish the phase so that the
-         * other ranks are not left waiting, and report it at the end. */
-        if (st == UCCL_ERR_TRUNCATED && s->soft_error == UCCL_OK)
+        /* A count mismatch or a refused DIRECT write spoils one block:
+         * finish the phase so that the other ranks are not left waiting
+         * (each refusal reaches its receiver), and report it at the end. */
+        bool soft = st == UCCL_ERR_TRUNCATED ||
+                    (st == UCCL_ERR_UNSUPPORTED &&
+                     (s->ops[i].kind == COLL_OP_PUT || s->ops[i].kind == COLL_OP_WAITPUT));
+        if (soft && s->soft_error == UCCL_OK)
             s->soft_error = st;
-        else if (st != UCCL_OK && st != UCCL_ERR_TRUNCATED)
+        else if (st != UCCL_OK && !soft)
             return st;
     }
     *phase_done = all;
@@ -465,6 +505,21 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
     bool done = true;
     uccl_status_t st;
 
+    if (s->status == UCCL_INPROGRESS && s->gate != NULL) {
+        size_t bytes;
+        st = req_status(s->gate, &bytes);
+        if (st == UCCL_INPROGRESS) { /* the caller's stream is still busy: no timeout */
+            s->last_event_ms = now_ms();
+            return st;
+        }
+        uccl_req_free(s->gate);
+        s->gate = NULL;
+        if (st != UCCL_OK) {
+            coll_error("collective %u: the event on the caller's stream failed: %s", s->seq,
+                       uccl_strerror(st));
+            sched_end(s, st);
+        }
+    }
     while (s->status == UCCL_INPROGRESS && done) {
         if (s->cur_phase == s->nphases) {
             sched_end(s, s->soft_error);
@@ -546,4 +601,18 @@ uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req)
     }
     *req = s->greq;
     return UCCL_OK;
+}
+
+uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream)
+{
+    /* the event first: the hold's wait comes after it on the stream */
+    uccl_status_t st = uccl_stream_event(s->cs->engine, stream, &s->gate);
+
+    if (st == UCCL_OK && (st = uccl_stream_hold(s->cs->engine, stream, &s->hold)) != UCCL_OK) {
+        uccl_req_free(s->gate);
+        s->gate = NULL;
+    }
+    if (st != UCCL_OK)
+        coll_error("stream-ordered collective on stream %p: %s", stream, uccl_strerror(st));
+    return st;
 }

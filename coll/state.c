@@ -52,13 +52,9 @@ static uccl_status_t entry_init(coll_state_t *cs, coll_buf_entry_t *e, void *add
         goto err_sent;
     }
     st = uccl_mr_query(e->mr, &attr);
-    if (st == UCCL_OK && attr.mem_type != UCCL_MEM_HOST) {
-        coll_error("collective buffer %p is GPU memory: collectives move host memory only in "
-                   "this version", addr);
-        st = UCCL_ERR_UNSUPPORTED;
-    }
     if (st != UCCL_OK)
         goto err_mr;
+    e->mem_type = attr.mem_type;
     e->addr = addr;
     e->len = len;
     e->gen = ++cs->gen_clock;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include <uccl/uccl_mpi.h>
 
 #include "perf_coll.h"
+#include "perf_cuda.h"
 #include "perf_opts.h"
 
 #define COLL_DEFAULT_MIN 8
@@ -35,6 +37,7 @@ typedef struct coll_opts {
     int ref_only; /* MPI column only (the UCX reference run) */
     int ucx;      /* run the UCX reference */
     const char *ucx_tls, *mpirun;
+    int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
     const char *json;
 } coll_opts_t;
 
@@ -53,7 +56,9 @@ typedef struct coll_ctx {
     uccl_comm_t *comm;
     const char *transport; /* what the comm's connections use */
     char ucx_why[256];     /* why the UCX reference is missing */
-    uint8_t *send, *recv;
+    uint8_t *send, *recv;    /* what the calls get (GPU memory with --mem cuda) */
+    uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
+    void *dsrc;              /* --mem cuda: source of the copy reference */
     size_t *counts, *displs; /* v-variants: every rank's block, packed */
 } coll_ctx_t;
 
@@ -65,6 +70,9 @@ static void coll_usage(void)
             "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
             "                         binomial, scatter_allgather, linear; default: auto)\n"
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
+            "  --mem host|cuda        buffer memory (default host); cuda: GPU local_rank %% count,\n"
+            "                         the reference (mpi column) is then a device-to-device\n"
+            "                         copy of the bytes each rank receives, all ranks at once\n"
             "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
             "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
             "  --warmup N             untimed calls per size first (default 3)\n"
@@ -115,6 +123,10 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
         break;
     case 'T': o->ucx_tls = arg; break;
     case 'P': o->mpirun = arg; break;
+    case 'g':
+        bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
+        o->cuda = strcmp(arg, "cuda") == 0;
+        break;
     default: bad = 1; break;
     }
     if (bad && verbose)
@@ -133,6 +145,7 @@ static int coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
         {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
         {"ref-only", no_argument, NULL, 'R'},       {"ucx-ref", required_argument, NULL, 'u'},
         {"ucx-tls", required_argument, NULL, 'T'},  {"mpirun", required_argument, NULL, 'P'},
+        {"mem", required_argument, NULL, 'g'},
         {NULL, 0, NULL, 0},
     };
     int opt, have_op = 0;
@@ -215,10 +228,18 @@ static void fill_send(coll_ctx_t *c, size_t count, unsigned salt)
 
     for (int b = 0; b < (multi ? c->n : 1); b++)
         for (size_t i = 0; i < count; i++)
-            c->send[(size_t)b * count + i] = pattern(c->rank, multi ? b : -1, i, salt);
+            c->hsend[(size_t)b * count + i] = pattern(c->rank, multi ? b : -1, i, salt);
     if (c->o.op == UCCL_COLL_BCAST) /* bcast works in place on the root's recv */
         for (size_t i = 0; i < count; i++)
-            c->recv[i] = c->rank == 0 ? pattern(0, -1, i, salt) : 0;
+            c->hrecv[i] = c->rank == 0 ? pattern(0, -1, i, salt) : 0;
+    if (c->o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        uccl_status_t st = uccl_copy(e, c->send, c->hsend, send_bytes(c, count));
+        if (st == UCCL_OK && c->o.op == UCCL_COLL_BCAST)
+            st = uccl_copy(e, c->recv, c->hrecv, count);
+        if (st != UCCL_OK)
+            coll_fail(c, "uccl_copy to the GPU", st);
+    }
 }
 
 /* Bytes of this rank's receive buffer that differ from what it must hold;
@@ -230,6 +251,9 @@ static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
 
     if (root_only && c->rank != 0)
         return 0;
+    if (c->o.cuda && uccl_copy(uccl_comm_engine(c->comm), c->hrecv, c->recv,
+                               recv_bytes(c, count)) != UCCL_OK)
+        coll_fail(c, "uccl_copy from the GPU", UCCL_ERR_IO);
     for (int b = 0; b < (int)(recv_bytes(c, count) / (count ? count : 1)) && count; b++) {
         int src, dst;
         switch (c->o.op) {
@@ -240,7 +264,7 @@ static long long count_wrong(const coll_ctx_t *c, size_t count, unsigned salt)
         default: src = b; dst = -1; break;
         }
         for (size_t i = 0; i < count; i++)
-            wrong += c->recv[(size_t)b * count + i] != pattern(src, dst, i, salt);
+            wrong += c->hrecv[(size_t)b * count + i] != pattern(src, dst, i, salt);
     }
     return wrong;
 }
@@ -340,6 +364,22 @@ static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iter
     return tmax;
 }
 
+/* --mem cuda reference: every rank copies the bytes it receives (the bcast
+ * root, gather's non-roots: none) device to device, all at once. */
+static double time_copy(coll_ctx_t *c, size_t count, int iters)
+{
+    bool none = (c->o.op == UCCL_COLL_BCAST && c->rank == 0) ||
+                (c->o.op == UCCL_COLL_GATHER && c->rank != 0);
+    size_t len = none ? 0 : recv_bytes(c, count);
+    double t, tmax = 0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    if ((t = perf_cuda_copy_s(c->recv, c->dsrc, len, iters)) < 0)
+        coll_fail(c, "the device-to-device copy", UCCL_ERR_IO);
+    MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return tmax;
+}
+
 static int auto_iters(const coll_ctx_t *c, size_t count)
 {
     size_t per_call = recv_bytes(c, count) + 4096;
@@ -371,7 +411,8 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
     for (int r = 0; r < c->o.rounds; r++) {
         tu[r] = c->o.ref_only ? 0 : time_method(c, METHOD_UCCL, count, iters, &wrong);
         tp[r] = c->o.ref_only ? 0 : time_method(c, METHOD_PLAN, count, iters, &wrong);
-        tm[r] = c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
+        tm[r] = c->o.cuda     ? time_copy(c, count, iters)
+                : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
@@ -421,7 +462,11 @@ static void print_header(const coll_ctx_t *c)
     printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), on %s (%ld CPUs)\n",
            uccl_coll_op_name(c->o.op), c->n, c->transport,
            c->o.transport ? c->o.transport : "default", host, cpus);
-    printf("# reference mpi: Open MPI in this job (%s)\n", c->o.no_ref ? "none" : mpi_path());
+    if (c->o.cuda)
+        printf("# cuda memory; reference (mpi column): cuda d2d copy of the bytes each rank "
+               "receives, all ranks at once\n");
+    else
+        printf("# reference mpi: Open MPI in this job (%s)\n", c->o.no_ref ? "none" : mpi_path());
     printf("# reference ucx: Open MPI over UCX, its own mpirun before this table (%s)\n",
            ucx_text(c));
     printf("# x best = uccl busbw / the better of the two references' busbw; pl/call = plain "
@@ -457,19 +502,22 @@ static int write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
     gethostname(host, sizeof(host) - 1);
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
                "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
-               "\"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
+               "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
                " \"rows\": [\n",
             uccl_coll_op_name(c->o.op), c->n, c->transport, host,
-            sysconf(_SC_NPROCESSORS_ONLN), c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
+            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : "host",
+            c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
+                      : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
             c->o.rounds);
     for (int i = 0; i < n; i++) {
         const coll_row_t *r = &rows[i];
         fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
                    "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
-                   "\"mpi_us\": %.3f, \"mpi_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
+                   "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
                    "\"ucx_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
                 r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
-                r->plan_s * 1e6, r->mpi_s * 1e6, busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
+                r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
+                c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
                 busbw_gbs(c, r, r->ucx_s), r->wrong, i + 1 < n ? "," : "");
     }
     fprintf(f, " ]}\n");
@@ -516,6 +564,29 @@ static void ucx_reference(coll_ctx_t *c, int argc, char **argv, coll_row_t *rows
         rows[i].ucx_s = us[i] * 1e-6;
 }
 
+/* --mem cuda: the engine on GPU local_rank % count (ranks of a host share
+ * it when it has fewer GPUs than ranks); no UCX reference. */
+static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep, uccl_comm_params_t *cp)
+{
+    int ngpu = perf_cuda_count(), local = 0;
+    MPI_Comm node;
+
+    if (ngpu == 0) {
+        if (c->rank == 0)
+            fprintf(stderr, "uccl_perf coll: --mem cuda, but no GPU here\n");
+        return -1;
+    }
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    ep->field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX;
+    ep->gpu_index = local % ngpu;
+    cp->field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+    cp->engine_params = ep;
+    c->o.ucx = 0;
+    return 0;
+}
+
 static int coll_setup(coll_ctx_t *c)
 {
     uccl_engine_params_t ep = {0};
@@ -530,14 +601,16 @@ static int coll_setup(coll_ctx_t *c)
                     c->o.max, rb, COLL_MAX_BYTES);
         return -1;
     }
-    c->send = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
-    c->recv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
+    c->send = c->hsend = aligned_alloc(4096, (sb + 4095) / 4096 * 4096);
+    c->recv = c->hrecv = aligned_alloc(4096, (rb + 4095) / 4096 * 4096);
     c->counts = calloc((size_t)c->n, sizeof(size_t));
     c->displs = calloc((size_t)c->n, sizeof(size_t));
     if (!c->send || !c->recv || !c->counts || !c->displs)
         return -1;
+    if (c->o.cuda && coll_pick_gpu(c, &ep, &cp) != 0)
+        return -1;
     if (c->o.transport != NULL) {
-        ep.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS;
+        ep.field_mask |= UCCL_ENGINE_PARAM_TRANSPORTS;
         ep.transports = c->o.transport;
         cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
         cp.engine_params = &ep;
@@ -550,7 +623,17 @@ static int coll_setup(coll_ctx_t *c)
         coll_fail(c, "uccl_comm_init_mpi", st);
     if (c->n > 1 && uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->n), &attr) ==
                         UCCL_OK)
-        c->transport = attr.transport;
+        c->transport = c->o.cuda ? attr.gpu_transport : attr.transport;
+    if (c->o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        void *sp = NULL, *rp = NULL;
+        if ((st = uccl_mem_alloc(e, UCCL_MEM_CUDA, sb ? sb : 1, &sp)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &rp)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_CUDA, rb ? rb : 1, &c->dsrc)) != UCCL_OK)
+            coll_fail(c, "uccl_mem_alloc of GPU buffers", st);
+        c->send = sp;
+        c->recv = rp;
+    }
     return 0;
 }
 
@@ -583,10 +666,17 @@ int perf_coll_main(int argc, char **argv)
         rc = write_json(&c, rows, nrows);
     for (int i = 0; rc == 0 && i < nrows; i++)
         rc = rows[i].wrong != 0 ? -1 : 0; /* a wrong byte fails the run */
+    if (c.comm != NULL && c.o.cuda) {
+        uccl_engine_t *e = uccl_comm_engine(c.comm);
+        uccl_comm_coll_flush(c.comm);
+        uccl_mem_free(e, c.send);
+        uccl_mem_free(e, c.recv);
+        uccl_mem_free(e, c.dsrc);
+    }
     if (c.comm != NULL)
         uccl_comm_destroy(c.comm);
-    free(c.send);
-    free(c.recv);
+    free(c.hsend);
+    free(c.hrecv);
     free(c.counts);
     free(c.displs);
     free(rows);

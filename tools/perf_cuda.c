@@ -56,6 +56,32 @@ double perf_cuda_plain(int rank, void *src, void *dst, size_t len, int iters, pe
     return rank == 0 ? us : peer_us;
 }
 
+int perf_cuda_count(void)
+{
+    int n = 0;
+
+    return uccl_gpu_count(&n) == UCCL_OK ? n : 0;
+}
+
+double perf_cuda_copy_s(void *dst, const void *src, size_t len, int iters)
+{
+    static uccl_gpu_stream_t s; /* one per process, kept for every size */
+    double t0;
+
+    if (len == 0)
+        return 0;
+    if (s == NULL && uccl_gpu_stream_create(&s) != UCCL_OK)
+        return -1;
+    if (uccl_gpu_memcpy_async(dst, src, len, s) != UCCL_OK || uccl_gpu_stream_sync(s) != UCCL_OK)
+        return -1;
+    t0 = now_us();
+    for (int i = 0; i < iters; i++) {
+        uccl_gpu_memcpy_async(dst, src, len, s);
+        uccl_gpu_stream_sync(s);
+    }
+    return (now_us() - t0) / iters * 1e-6;
+}
+
 /* ---------------------------------------------------------------- NCCL */
 
 typedef struct { char internal[128]; } nccl_id_t;

@@ -16,6 +16,16 @@ double perf_cuda_plain(int rank, void *src, void *dst, size_t len, int iters, pe
 /* NCCL send (rank 0) / recv (rank 1) of len bytes; < 0 when NCCL is absent. */
 double perf_cuda_nccl(int rank, void *buf, size_t len, int iters, perf_xchg_fn xchg);
 
+/* ---- uccl_perf coll --mem cuda */
+
+/* GPUs this process sees (0 without a runtime or device). */
+int perf_cuda_count(void);
+/* The device-to-device ceiling: iters copies of len bytes src -> dst on
+ * one stream of the current device, each waited for (cudaMemcpyAsync +
+ * cudaStreamSynchronize, as a blocking collective call waits); seconds
+ * per copy, < 0 on error. len 0: 0. */
+double perf_cuda_copy_s(void *dst, const void *src, size_t len, int iters);
+
 /* ---- windowed references for uccl_perf (two ranks, collective calls) */
 
 typedef struct perf_cuda perf_cuda_t;

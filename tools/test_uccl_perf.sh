@@ -91,6 +91,22 @@ assert all(r["wrong"] == 0 and r["uccl_us"] > 0 and r["plan_us"] > 0 and r["mpi_
 PY
     fi
 done
+# --mem cuda: GPU buffers (the fake GPU build's "GPUs" too), data checked, the
+# device-to-device copy as the reference; elsewhere it must say there is no GPU
+for op in allgather alltoallv bcast; do
+    if coll3 --op $op --mem cuda --min 1K --max 2K --iters 2 --warmup 1 --json "$tmp/coll.json"; then
+        if command -v python3 >/dev/null 2>&1; then
+            python3 - "$tmp/coll.json" <<'PY' || { cat "$tmp/out"; exit 1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["mem"] == "cuda" and "copy" in d["reference"], d
+assert all(r["wrong"] == 0 and r["uccl_us"] > 0 and r["copy_us"] >= 0 for r in d["rows"]), d["rows"]
+PY
+        fi
+    else
+        grep -q 'no GPU here' "$tmp/out" || { cat "$tmp/out"; echo "coll --mem cuda --op $op failed"; exit 1; }
+    fi
+done
 n=$((n + 1))
 # the Open MPI over UCX column: measured for every row where that path runs,
 # else every row empty and the reason on the header line and in the JSON
@@ -112,7 +128,8 @@ PY
 fi
 n=$((n + 1))
 for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K" \
-    "--op allgather --ucx-ref maybe"; do
+    "--op allgather --ucx-ref maybe" \
+    "--op allgather --mem nosuch"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if coll3 $bad; then
         echo "uccl_perf coll accepted $bad"; exit 1

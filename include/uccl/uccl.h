@@ -275,6 +275,54 @@ typedef struct uccl_rdesc_info {
  * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
 UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
 
+/* ---------------------------------------------------------------- local memory and copies */
+
+/* Memory type of a pointer (host, or a GPU allocation of the runtime this
+ * build uses) and its device (-1 for host memory); device may be NULL.
+ * Never fails for host pointers. Errors: UCCL_ERR_INVALID_PARAM (NULL type). */
+UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, int *device);
+
+/* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory)
+ * or GPU memory on the engine's GPU (its gpu_index, else the calling
+ * thread's current device). Release with uccl_mem_free. For tests, examples
+ * and layers built on this API that need device scratch.
+ * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime or
+ * device), UCCL_ERR_UNSUPPORTED (a GPU type this build does not run),
+ * UCCL_ERR_NO_MEMORY. */
+UCCL_API uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t len,
+                                      void **ptr);
+UCCL_API uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr);
+
+/* Copy len bytes from src to dst on this process, any memory types (host,
+ * GPU, mixed; both detected from the pointers). Host to host is a memmove;
+ * anything touching GPU memory goes through the GPU runtime on a stream of
+ * the engine (not the caller's streams). uccl_copy returns when the bytes
+ * are in dst; uccl_copy_post returns a request that completes then (GPU:
+ * an event on the engine's copy stream, polled by progress; host: already
+ * complete). Overlapping ranges: host to host only. len 0 is allowed.
+ * Errors: UCCL_ERR_INVALID_PARAM (NULL pointer with len > 0), the GPU
+ * runtime's errors (UCCL_ERR_IO, UCCL_ERR_NO_DEVICE). */
+UCCL_API uccl_status_t uccl_copy(uccl_engine_t *engine, void *dst, const void *src, size_t len);
+UCCL_API uccl_status_t uccl_copy_post(uccl_engine_t *engine, void *dst, const void *src,
+                                      size_t len, uccl_req_t **req);
+
+/* GPU stream ordering (stream = a cudaStream_t or hipStream_t, as void *).
+ * uccl_stream_event: a request that completes once the work queued on
+ * stream before the call has run (an event recorded there, polled by
+ * progress; the host never waits on the stream).
+ * uccl_stream_hold: work queued on stream after the call waits until
+ * uccl_stream_release(hold) (a stream-ordered wait on a host-mapped flag,
+ * cuStreamWaitValue32); release frees the hold. Every hold must be
+ * released: uccl_engine_destroy releases those left.
+ * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime),
+ * UCCL_ERR_UNSUPPORTED (the driver lacks stream memory operations),
+ * UCCL_ERR_BUSY (too many holds unreleased), UCCL_ERR_INVALID_HANDLE. */
+typedef struct uccl_stream_hold uccl_stream_hold_t;
+UCCL_API uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream,
+                                        uccl_stream_hold_t **hold);
+UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
+
 /* ---------------------------------------------------------------- transfers */
 
 /* One piece of a vectored transfer. */

@@ -123,9 +123,21 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   (blocking, non-blocking and persistent starts alike), with matching
  *   counts; root and algo (when set) must agree on every rank.
  * - Any count may be 0; a buffer may then be NULL.
- * - Memory type comes from the pointer (host, or GPU through uccl_mr_reg's
- *   detection). This version moves host memory; GPU buffers are refused
- *   with UCCL_ERR_UNSUPPORTED (no silent wrong copy).
+ * - Memory type comes from the pointer (uccl_mem_query): host or GPU
+ *   memory, in place too. Mixed calls work: a rank's send and receive
+ *   buffers may be of different types, and ranks may use different types
+ *   (one-sided and two-sided transfers carry any pairing; local copies go
+ *   through uccl_copy_post). Temporaries of the algorithms that need one
+ *   (Bruck, binomial gather/scatter, in-place alltoall(v)) are host memory,
+ *   so GPU data is staged through the host there; DIRECT and LINEAR move
+ *   GPU data GPU to GPU. GPU buffers need a transport that
+ *   moves GPU memory between the ranks (gpu_ipc on one host; shm and tcp
+ *   stage it; verbs with GPUDirect RDMA), else the collective fails with
+ *   the transfer's error, UCCL_ERR_UNSUPPORTED. Verbs without GPUDirect
+ *   RDMA stages GPU memory for send/recv only: there the one-sided
+ *   algorithm (DIRECT) fails with UCCL_ERR_UNSUPPORTED on every rank on
+ *   GPU buffers; the two-sided ones (ring, pairwise, binomial, linear)
+ *   work.
  * - Buffers are registered by the comm and kept in a per-comm cache (with
  *   the remote descriptors peers sent for them), so repeated calls on the
  *   same buffers pay no registration and no descriptor exchange; a plain
@@ -237,6 +249,30 @@ UCCL_API uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t 
  * or on the first error (no progress for UCCL_TIMEOUT_MS = UCCL_ERR_TIMEOUT). */
 UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args);
 
+/* Stream-ordered form (NCCL's ordering; stream is a cudaStream_t or
+ * hipStream_t as void *): the collective starts once the work queued on
+ * stream before the call has run, and work queued on stream after the
+ * call waits until the collective is done on this rank. The host never
+ * waits on the stream: an event recorded there is polled by progress
+ * (uccl_stream_event), and a stream-ordered wait on a host-mapped flag
+ * holds the stream's later work (uccl_stream_hold) until the collective
+ * ends, with success or an error (the stream always goes on; after an
+ * error the receive buffer is undefined). Progress must come from the
+ * engine's progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or from the
+ * caller (uccl_test / uccl_wait on *req, uccl_engine_progress, later
+ * collective calls). Without a progress thread, a call that waits for the
+ * stream (cudaStreamSynchronize on it, cudaDeviceSynchronize, cudaFree,
+ * which synchronize the device) before the collective is done would wait
+ * forever: progress first. The library itself makes no such call while it
+ * holds a stream. req may be NULL: the request is then detached, and an
+ * error is only logged. Order with the comm's other collectives as any
+ * non-blocking collective (every rank the same order).
+ * Errors: those of uccl_coll_post, those of uccl_stream_event and
+ * uccl_stream_hold (UCCL_ERR_NO_DEVICE without a GPU runtime,
+ * UCCL_ERR_UNSUPPORTED without stream memory operations). */
+UCCL_API uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *args,
+                                             void *stream, uccl_req_t **req);
+
 /* Persistent collectives (MPI_Allgather_init's idea): a plan registers the
  * buffers once and keeps the descriptors peers send for them; each
  * uccl_coll_start moves only data (DIRECT: plus one ready message, from
@@ -251,6 +287,9 @@ UCCL_API uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t 
                                       uccl_coll_plan_t **plan);
 UCCL_API uccl_status_t uccl_coll_start(uccl_coll_plan_t *plan, uccl_req_t **req);
 UCCL_API uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan);
+/* A start in the stream form (see uccl_coll_post_stream). */
+UCCL_API uccl_status_t uccl_coll_start_stream(uccl_coll_plan_t *plan, void *stream,
+                                              uccl_req_t **req);
 
 /* Thin blocking variants (uccl_coll with the matching args). */
 UCCL_API uccl_status_t uccl_allgather(uccl_comm_t *comm, const void *sendbuf, void *recvbuf,

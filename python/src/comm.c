@@ -260,11 +260,12 @@ static PyObject *comm_stats(upy_comm_t *self, PyObject *unused)
     st = uccl_comm_coll_stats(self->comm, &s);
     if (st != UCCL_OK)
         return upy_raise(st, "uccl_comm_coll_stats");
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "calls", (unsigned long long)s.calls,
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "calls", (unsigned long long)s.calls,
                          "buf_regs", (unsigned long long)s.buf_regs, "buf_hits",
                          (unsigned long long)s.buf_hits, "desc_sent",
                          (unsigned long long)s.desc_sent, "desc_reused",
-                         (unsigned long long)s.desc_reused);
+                         (unsigned long long)s.desc_reused, "plan_hits",
+                         (unsigned long long)s.plan_hits);
 }
 
 static PyObject *comm_flush(upy_comm_t *self, PyObject *unused)
@@ -323,7 +324,7 @@ static PyMethodDef comm_methods[] = {
      "same_host(r) -> bool\n\nTrue when rank r runs on this rank's host."},
     {"coll_stats", (PyCFunction)comm_stats, METH_NOARGS,
      "coll_stats() -> dict\n\nCounters of the collectives: calls, buf_regs (cache misses), "
-     "buf_hits, desc_sent, desc_reused."},
+     "buf_hits, desc_sent, desc_reused, plan_hits."},
     {"flush", (PyCFunction)comm_flush, METH_NOARGS,
      "flush()\n\nForget the cached registrations of the buffers collectives used (call it "
      "after freeing such buffers, before new memory may appear at their addresses)."},

@@ -246,7 +246,10 @@ def test_memory_regions_and_cache(cm):
     assert np.array_equal(mem.host(recv), cat([blk(n, 17, q) for q in range(size)]))
     assert after["calls"] == before["calls"] + 1
     assert after["buf_regs"] == before["buf_regs"]
-    assert after["buf_hits"] > before["buf_hits"]
+    # the second call reuses the first one's cached plan (no look-up at all)
+    # or, when that plan was evicted, finds its buffers in the cache
+    assert (after["plan_hits"] > before["plan_hits"] or
+            after["buf_hits"] > before["buf_hits"])
 
 
 def test_several_in_flight(cm):

@@ -134,6 +134,12 @@ struct uccl_engine {
     uint64_t setup_drops;   /* dropped since the last warning about it */
     uint64_t setup_log_ms;  /* no such warning before then */
     uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
+    struct uccl_copy_ctx *copy; /* copy stream, events, stream holds (copy.c) */
+    /* Stream holds not released (copy.c): while > 0 a caller's stream waits
+     * on this engine's progress, so progress must not make a call that
+     * synchronizes the device (cudaIpcCloseMemHandle, cudaFree, ...): it
+     * would wait for that stream forever. Transports defer such calls. */
+    int stream_holds;
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;
@@ -162,6 +168,9 @@ void uccl_rma_msg_cancel_all(uccl_engine_t *engine);
 int uccl_greq_progress(uccl_engine_t *engine);
 /* Finish every pending one with UCCL_ERR_CANCELED (engine teardown). */
 void uccl_greq_cancel_all(uccl_engine_t *engine);
+/* copy.c: release stream holds, drain and free the copy stream (lock held). */
+typedef struct uccl_copy_ctx uccl_copy_ctx_t;
+void uccl_copy_ctx_destroy(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
 /* The engine's topology (engine->cfg.topo_xml or the live machine, with the

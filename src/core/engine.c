@@ -395,6 +395,7 @@ uccl_status_t uccl_engine_destroy(uccl_engine_t *engine)
     }
     uccl_engine_lock(engine);
     uccl_greq_cancel_all(engine);
+    uccl_copy_ctx_destroy(engine);
     uccl_rma_msg_cancel_all(engine);
     uccl_list_for_each_safe(pos, tmp, &engine->accept_q)
         uccl_conn_destroy(uccl_container_of(pos, uccl_conn_t, link), UCCL_ERR_CANCELED);

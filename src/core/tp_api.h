@@ -366,6 +366,12 @@ uccl_mem_type_t uccl_region_mem_type(const uccl_region_t *region);
 uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
 
+/* Stream holds of the engine not released yet (uccl_stream_hold): while
+ * any is, a caller's GPU stream waits on this engine's progress, so
+ * progress must not make a call that synchronizes the device
+ * (cudaIpcCloseMemHandle, cudaFree, cudaFreeHost): defer it. */
+int uccl_engine_stream_holds(const uccl_engine_t *engine);
+
 /* ================================================================ topology and NICs
  * The engine loads the machine topology at most once (on first use, with
  * UCCL_TOPO_XML and the GPU runtime's ordinals) and shares it with every

@@ -161,3 +161,60 @@ uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offs
     *offset = (uint64_t)((uintptr_t)base - start);
     return UCCL_OK;
 }
+
+/* ------------------------------------------------------------ stream-ordered waits */
+
+typedef CUresult (*wait_value_fn_t)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                    unsigned int flags);
+
+static pthread_once_t wait_value_once = PTHREAD_ONCE_INIT;
+static wait_value_fn_t wait_value_fn;
+
+static void wait_value_lookup(void)
+{
+    wait_value_fn = (wait_value_fn_t)driver_entry("cuStreamWaitValue32");
+    if (wait_value_fn == NULL) {
+        (void)cudaGetLastError();
+        uccl_info("cuStreamWaitValue32 not found: no stream-ordered collectives");
+    }
+}
+
+uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev)
+{
+    void *p = NULL;
+    uccl_status_t st;
+
+    if (n == 0 || host == NULL || dev == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    st = RT_CHECK_RAW(cudaHostAlloc(&p, n * sizeof(uint32_t), cudaHostAllocMapped | cudaHostAllocPortable));
+    if (st != UCCL_OK)
+        return st;
+    memset(p, 0, n * sizeof(uint32_t));
+    st = RT_CHECK_RAW(cudaHostGetDevicePointer(dev, p, 0));
+    if (st != UCCL_OK) {
+        (void)cudaFreeHost(p);
+        return st;
+    }
+    *host = p;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_flags_free(uint32_t *host)
+{
+    return RT_CHECK_RAW(cudaFreeHost(host));
+}
+
+uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
+{
+    CUresult res;
+
+    pthread_once(&wait_value_once, wait_value_lookup);
+    if (wait_value_fn == NULL)
+        return UCCL_ERR_UNSUPPORTED;
+    res = wait_value_fn((CUstream)stream, (CUdeviceptr)(uintptr_t)dev, value, CU_STREAM_WAIT_VALUE_GEQ);
+    if (res != CUDA_SUCCESS) {
+        uccl_error("cuStreamWaitValue32(GEQ %u) failed: CUresult %d", value, (int)res);
+        return res == CUDA_ERROR_NOT_SUPPORTED ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_IO;
+    }
+    return UCCL_OK;
+}

@@ -23,6 +23,10 @@
  *   this backend and objects that no longer exist give UCCL_ERR_INVALID_PARAM
  *   or UCCL_ERR_NOT_FOUND with an error line, never a crash.
  * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED.
+ * - uccl_gpu_free and uccl_gpu_ipc_close synchronize the device, as their
+ *   CUDA twins do: called while a stream of the process waits on a host
+ *   flag that is not set (uccl_gpu_stream_wait_value), they would wait
+ *   forever on a GPU, so here they abort with a message saying so.
  * As with CUDA, a process must fork before its first GPU call: a child
  * forked later inherits the parent's allocations as its own. */
 #include <errno.h>
@@ -325,6 +329,7 @@ uccl_status_t uccl_gpu_free(void *ptr)
 
     if (ptr == NULL)
         return UCCL_OK;
+    uccl_fake_device_sync_check("uccl_gpu_free");
     uccl_fake_streams_flush(-1); /* cudaFree waits for the device */
     if (!alloc_remove(ptr, FAKE_OWNED, &a)) {
         uccl_error("fake GPU: free of %p, which uccl_gpu_malloc did not return", ptr);
@@ -528,6 +533,7 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
     bool last = false;
     int queued;
 
+    uccl_fake_device_sync_check("uccl_gpu_ipc_close"); /* cudaIpcCloseMemHandle syncs the device */
     pthread_mutex_lock(&fake_lock);
     e = alloc_at_locked(base, FAKE_MAPPED);
     if (e != NULL) {

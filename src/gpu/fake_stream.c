@@ -24,14 +24,22 @@
  *     test can check that the one transfer fails and the rest goes on.
  *   UCCL_FAKE_GPU_FAIL_ISSUE=N: uccl_gpu_memcpy_async refuses the N-th copy
  *     with UCCL_ERR_IO, nothing queued.
+ * - uccl_gpu_stream_wait_value queues a wait: the stream's later copies
+ *   stay queued until the host flag reaches the value. A query of an event
+ *   behind an unmet wait says UCCL_INPROGRESS; a sync (stream or event)
+ *   waits for the flag as a GPU would (up to 60 s, then UCCL_ERR_TIMEOUT:
+ *   a test that never releases its stream fails instead of hanging).
+ *   Flags are plain host memory (host == dev address).
  * Streams and events are allocated objects; destroying a stream runs what
  * it still holds and completes the events recorded on it. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/sys.h"
 #include "util/config.h"
 #include "util/list.h"
 #include "util/log.h"
@@ -45,6 +53,8 @@ typedef struct fake_copy {
     size_t len;
     uint64_t seq; /* its number on its stream, from 1 */
     bool fail;
+    const uint32_t *wait; /* a wait entry: hold the stream until *wait >= value */
+    uint32_t value;
     uccl_list_t link;
 } fake_copy_t;
 
@@ -130,12 +140,15 @@ static bool fault_in(uccl_gpu_stream_t s, uint64_t since, uint64_t upto)
     return false;
 }
 
-/* Run the queued copies of s numbered up to upto, in order; stream_lock held. */
+/* Run the queued copies of s numbered up to upto, in order, stopping at a
+ * wait whose flag is not there yet; stream_lock held. */
 static void run_until(uccl_gpu_stream_t s, uint64_t upto)
 {
     while (!uccl_list_empty(&s->queue)) {
         fake_copy_t *c = uccl_list_first(&s->queue, fake_copy_t, link);
         if (c->seq > upto)
+            break;
+        if (c->wait != NULL && (int32_t)(__atomic_load_n(c->wait, __ATOMIC_ACQUIRE) - c->value) < 0)
             break;
         uccl_list_del(&c->link);
         if (c->fail)
@@ -196,6 +209,27 @@ int uccl_fake_streams_fault_range(const void *base, size_t len)
     return n;
 }
 
+/* run_until that waits for the host flags of the waits on the way, as a
+ * synchronizing call does on a GPU; stream_lock held (dropped while it
+ * waits). UCCL_ERR_TIMEOUT after 60 s. */
+static uccl_status_t run_blocking(uccl_gpu_stream_t s, uint64_t upto)
+{
+    uint64_t deadline = uccl_time_ms() + 60000;
+
+    for (;;) {
+        run_until(s, upto);
+        if (s->done >= upto)
+            return UCCL_OK;
+        if (uccl_time_ms() > deadline) {
+            uccl_error("fake GPU: stream %p waits on a host flag for 60 s", (void *)s);
+            return UCCL_ERR_TIMEOUT;
+        }
+        pthread_mutex_unlock(&stream_lock);
+        sched_yield();
+        pthread_mutex_lock(&stream_lock);
+    }
+}
+
 /* ------------------------------------------------------------ streams */
 
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)
@@ -225,6 +259,12 @@ uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
         return UCCL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&stream_lock);
     run_until(stream, stream->issued);
+    while (!uccl_list_empty(&stream->queue)) { /* behind a wait never released */
+        fake_copy_t *c = uccl_list_first(&stream->queue, fake_copy_t, link);
+        uccl_list_del(&c->link);
+        free(c);
+    }
+    stream->done = stream->issued;
     uccl_list_for_each(pos, &fake_events) {
         uccl_gpu_event_t e = uccl_container_of(pos, struct uccl_gpu_event, link);
         if (e->stream == stream)
@@ -243,7 +283,10 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
     if (stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&stream_lock);
-    run_until(stream, stream->issued);
+    if (run_blocking(stream, stream->issued) != UCCL_OK) {
+        pthread_mutex_unlock(&stream_lock);
+        return UCCL_ERR_TIMEOUT;
+    }
     failed = fault_in(stream, stream->last_sync, stream->issued);
     stream->last_sync = stream->issued;
     pthread_mutex_unlock(&stream_lock);
@@ -344,7 +387,15 @@ static uccl_status_t event_wait(uccl_gpu_event_t e, bool wait)
             pthread_mutex_unlock(&stream_lock);
             return UCCL_INPROGRESS;
         }
+        if (wait && run_blocking(e->stream, e->ticket) != UCCL_OK) {
+            pthread_mutex_unlock(&stream_lock);
+            return UCCL_ERR_TIMEOUT;
+        }
         run_until(e->stream, e->ticket);
+        if (e->stream->done < e->ticket) { /* behind a wait on a host flag */
+            pthread_mutex_unlock(&stream_lock);
+            return UCCL_INPROGRESS;
+        }
     }
     if (e->stream != NULL)
         event_complete(e);
@@ -372,4 +423,67 @@ uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t
     if (ms != NULL)
         *ms = 0;
     return st;
+}
+
+/* ------------------------------------------------------------ host-flag waits */
+
+uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev)
+{
+    uint32_t *p;
+
+    if (n == 0 || host == NULL || dev == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    p = calloc(n, sizeof(*p));
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    uccl_fake_ctx_touch(uccl_fake_current_device());
+    *host = p;
+    *dev = p;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_flags_free(uint32_t *host)
+{
+    uccl_fake_streams_flush(-1); /* as cudaFreeHost waits for the device */
+    free(host);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
+{
+    fake_copy_t *c;
+
+    if (stream == NULL || dev == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    pthread_mutex_lock(&stream_lock);
+    *c = (fake_copy_t){.wait = dev, .value = value, .seq = ++stream->issued};
+    uccl_list_push_back(&stream->queue, &c->link);
+    pthread_mutex_unlock(&stream_lock);
+    return UCCL_OK;
+}
+
+void uccl_fake_device_sync_check(const char *what)
+{
+    uccl_list_t *pos;
+    bool held = false;
+
+    pthread_mutex_lock(&stream_lock);
+    uccl_list_for_each(pos, &fake_streams) {
+        uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
+        uccl_list_t *cpos;
+        uccl_list_for_each(cpos, &s->queue) {
+            fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
+            if (c->wait != NULL && (int32_t)(__atomic_load_n(c->wait, __ATOMIC_ACQUIRE) - c->value) < 0)
+                held = true;
+        }
+    }
+    pthread_mutex_unlock(&stream_lock);
+    if (held) {
+        uccl_error("fake GPU: %s synchronizes the device while a stream waits on a host flag "
+                   "not set yet: on a GPU this call would never return", what);
+        abort();
+    }
 }

@@ -108,4 +108,17 @@ uccl_status_t uccl_gpu_event_query(uccl_gpu_event_t event);
 uccl_status_t uccl_gpu_event_sync(uccl_gpu_event_t event);
 uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t end, float *ms);
 
+/* Stream-ordered waits on host flags (the stream form of the collectives).
+ * uccl_gpu_flags_alloc: n zeroed 32-bit words of page-locked host memory
+ * that every device can read; *dev is their address for the device (pass
+ * it, offset by the word, to uccl_gpu_stream_wait_value). The host stores
+ * into host[i] (release order) to let a waiting stream go.
+ * uccl_gpu_stream_wait_value: work queued on stream after this call waits
+ * until the word at dev is >= value (cuStreamWaitValue32 GEQ); the host is
+ * not blocked. Errors: UCCL_ERR_UNSUPPORTED (runtime or device lacks
+ * stream memory operations), UCCL_ERR_NO_DEVICE. */
+uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev);
+uccl_status_t uccl_gpu_flags_free(uint32_t *host);
+uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value);
+
 #endif

@@ -98,3 +98,34 @@ uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offs
     return UCCL_ERR_UNSUPPORTED;
 #endif
 }
+
+uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev)
+{
+    void *p = NULL;
+    uccl_status_t st;
+
+    if (n == 0 || host == NULL || dev == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    st = RT_CHECK_RAW(hipHostMalloc(&p, n * sizeof(uint32_t), hipHostMallocMapped | hipHostMallocPortable));
+    if (st != UCCL_OK)
+        return st;
+    memset(p, 0, n * sizeof(uint32_t));
+    st = RT_CHECK_RAW(hipHostGetDevicePointer(dev, p, 0));
+    if (st != UCCL_OK) {
+        (void)hipHostFree(p);
+        return st;
+    }
+    *host = p;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_flags_free(uint32_t *host)
+{
+    return RT_CHECK_RAW(hipHostFree(host));
+}
+
+uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
+{
+    return RT_CHECK_RAW(hipStreamWaitValue32((hipStream_t)stream, dev, value, hipStreamWaitValueGte,
+                                             0xffffffffu));
+}

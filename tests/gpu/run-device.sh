@@ -5,6 +5,7 @@
 # NCCL, windowed and latency), the Python binding (tests/gpu/python-device.sh).
 # Logs and JSON go to $OUT. ONLY=python: the build, then the Python part alone.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
+# ONLY=coll: build, then only the collectives on GPU memory (issue E).
 # ONLY=devq: build, then only the device-queue step (b_devq: kernel-issued
 # writes checked byte for byte, benchmark vs host-issued, peer killed).
 set -u
@@ -50,6 +51,31 @@ echo "nccl: ${NCCL_DIR:-not found}"
 MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 
+if [ -z "$ONLY" ] || [ "$ONLY" = coll ]; then
+    # collectives on GPU memory (issue E): the suite (stream form included) and
+    # uccl_perf coll --mem cuda next to the same-run device-to-device copy
+    step "collectives on GPU memory: t_gpu_copy, t_coll_gpu (gpu, mixed; 2 processes on GPU 0)"
+    timeout 60 tests/gpu/t_gpu_copy >"$OUT/t_gpu_copy.log" 2>&1; echo "t_gpu_copy exit code: $?"
+    tail -3 "$OUT/t_gpu_copy.log"
+    for m in gpu mixed; do
+        timeout 150 $MPIRUN -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
+            tests/mpi/t_coll_gpu >"$OUT/t_coll_gpu_$m.log" 2>&1
+        echo "t_coll_gpu $m exit code: $? ($(grep -c '^ok' "$OUT/t_coll_gpu_$m.log") ok lines," \
+            "$(grep -c '^FAIL' "$OUT/t_coll_gpu_$m.log") FAIL lines)"
+        grep -E "^FAIL|SKIP|stream form|error" "$OUT/t_coll_gpu_$m.log" | sort | uniq -c | head -20
+    done
+    step "uccl_perf coll --mem cuda (2 processes on GPU 0; reference: each rank's D2D copy of the bytes it receives)"
+    for op in allgather alltoall alltoallv bcast; do
+        timeout 150 $MPIRUN tools/uccl_perf coll --mem cuda --op $op --min 64K --max 64M --rounds 3 \
+            --json "$OUT/coll_${op}_cuda.json" 2>&1 | grep -v "^\["
+    done
+fi
+if [ "$ONLY" = coll ]; then
+    step "bundle (ONLY=coll: the point-to-point steps are left out)"
+    (cd "$OUT" && tar czf results-json.tgz ./*.json && rm -f ./*.json)
+    step "done"
+    exit 0
+fi
 if [ "${ONLY:-}" = python ]; then
     bash ../tests/gpu/python-device.sh
     (cd "$OUT" && tar czf results-json.tgz ./*.json && rm -f ./*.json)

@@ -8,7 +8,7 @@
 
 #include "mpi_test.h"
 
-typedef enum { CT_BLOCKING, CT_NONBLOCKING, CT_PERSISTENT } ct_mode_t;
+typedef enum { CT_BLOCKING, CT_NONBLOCKING, CT_PERSISTENT, CT_STREAM } ct_mode_t;
 
 typedef struct ct_case {
     uccl_coll_args_t args;
@@ -27,6 +27,25 @@ void ct_free(ct_case_t *k);
 void ct_run(mt_ctx_t *c, ct_case_t *k, uccl_coll_algo_t algo, ct_mode_t mode);
 /* 0 when rbuf equals the reference, else prints the first difference. */
 int ct_compare(mt_ctx_t *c, const ct_case_t *k, const char *what);
+
+/* coll_gpu.c (t_coll_gpu only; the stubs of t_coll say "host"):
+ * T_COLL_MEM=gpu|mixed stages a case's buffers into GPU memory (mixed:
+ * even ranks send from host into GPU, odd ranks from GPU into host),
+ * runs it (CT_STREAM: uccl_coll_post_stream on a stream of the test),
+ * and copies the receive buffer back for the comparison. */
+typedef enum { CT_MEM_HOST, CT_MEM_GPU, CT_MEM_MIXED } ct_mem_t;
+ct_mem_t ct_mem(void);
+const char *ct_mem_name(void);
+/* Before mt_init: MT_SKIP when GPU memory was asked for and there is
+ * none, else 0 (and the engine gets GPU 0). */
+int ct_mem_init(int rank);
+void ct_mem_fini(void);
+uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode);
+/* Stream ordering: a producer queued before, a consumer after, the hold. */
+void ct_stream_order(mt_ctx_t *c);
+/* GPU buffers where no connection moves GPU memory: UCCL_ERR_UNSUPPORTED
+ * on every rank at once. */
+void ct_gpu_refused(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);

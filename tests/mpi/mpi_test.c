@@ -337,8 +337,11 @@ out:
     return rc;
 }
 
+const uccl_engine_params_t *mt_engine_params;
+
 int mt_init(mt_ctx_t *c, size_t buf_len)
 {
+    uccl_comm_params_t cp = {0};
     uccl_conn_attr_t attr = {.transport = "self"};
     uccl_status_t st;
     int bad = 0, any = 0;
@@ -353,7 +356,11 @@ int mt_init(mt_ctx_t *c, size_t buf_len)
                    getenv("UCCL_TRANSPORTS") ? getenv("UCCL_TRANSPORTS") : "");
         return MT_SKIP;
     }
-    st = uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &c->comm);
+    if (mt_engine_params != NULL) {
+        cp.field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
+        cp.engine_params = mt_engine_params;
+    }
+    st = uccl_comm_init_mpi(MPI_COMM_WORLD, mt_engine_params ? &cp : NULL, &c->comm);
     if (st != UCCL_OK) {
         fprintf(stderr, "FAIL rank %d: uccl_comm_init_mpi: %s\n", c->rank, uccl_status_name(st));
         return 1;

@@ -33,6 +33,9 @@ typedef struct mt_layout {
     size_t gap;
 } mt_layout_t;
 
+/* Engine parameters of the comm mt_init creates (NULL: defaults). */
+extern const uccl_engine_params_t *mt_engine_params;
+
 /* Bootstraps over MPI_COMM_WORLD; returns MT_SKIP (on every rank) when the
  * transports in UCCL_TRANSPORTS cannot be used here. */
 int mt_init(mt_ctx_t *c, size_t buf_len);

@@ -228,8 +228,10 @@ void ct_run(mt_ctx_t *c, ct_case_t *k, uccl_coll_algo_t algo, ct_mode_t mode)
              k->args.root,
              k->args.sendbuf == UCCL_IN_PLACE || k->args.recvbuf == UCCL_IN_PLACE ? " in place" : "",
              mode == CT_BLOCKING ? "blocking" : mode == CT_NONBLOCKING ? "non-blocking"
-                                                                       : "persistent");
-    if (mode == CT_BLOCKING) {
+                                              : mode == CT_PERSISTENT ? "persistent" : "stream");
+    if (ct_mem() != CT_MEM_HOST) {
+        st = ct_gpu_run(c, k, mode);
+    } else if (mode == CT_BLOCKING) {
         st = uccl_coll(c->comm, &k->args);
     } else {
         st = mode == CT_NONBLOCKING ? uccl_coll_post(c->comm, &k->args, &req)
@@ -288,14 +290,15 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
                     int root = rt == 0 ? 0 : c->size - 1;
                     ct_prepare(c, &k, op, vec ? counts[s] / 3 + (s > 0) : counts[s], root,
                                ip, ++*seed);
-                    ct_run(c, &k, (uccl_coll_algo_t)algo, (ct_mode_t)(i % 3));
+                    ct_run(c, &k, (uccl_coll_algo_t)algo,
+                           (ct_mode_t)(i % (ct_mem() == CT_MEM_HOST ? 3 : 4)));
                     ct_free(&k);
                     /* freed buffers must not stay registered (an address
                      * malloc hands out again would hit a stale entry) */
                     mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
                 }
-        snprintf(name, sizeof(name), "%s %s (%d cases)", uccl_coll_op_name(op),
-                 uccl_coll_algo_name(algo), i);
+        snprintf(name, sizeof(name), "%s %s (%d cases, %s memory)", uccl_coll_op_name(op),
+                 uccl_coll_algo_name(algo), i, ct_mem_name());
         fails += mt_report(c, name);
     }
     return fails;
@@ -370,6 +373,11 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     hosts = emulate_hosts();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rc);
+    if ((rc = ct_mem_init(rc)) != 0) {
+        MPI_Finalize();
+        return rc;
+    }
     rc = mt_init(&c, 64);
     if (rc != 0) {
         mt_fini(&c);
@@ -380,6 +388,18 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "host layout seen by the algorithm table");
     for (int op = 0; op < UCCL_COLL_OP_COUNT; op++)
         fails += matrix_op(&c, (uccl_coll_op_t)op, &seed);
+    if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
+        if (ct_mem() == CT_MEM_GPU) {
+            ct_stream_order(&c);
+            fails += mt_report(&c, "stream form: after the stream's work, before its later work");
+            ct_gpu_refused(&c);
+            fails += mt_report(&c, "GPU memory and no GPU transport: UCCL_ERR_UNSUPPORTED everywhere");
+        }
+        ct_mem_fini();
+        mt_fini(&c);
+        MPI_Finalize();
+        return fails ? 1 : 0;
+    }
     ct_reuse(&c);
     fails += mt_report(&c, "1000 calls on the same buffers: no registration, no descriptor");
     ct_inflight(&c);

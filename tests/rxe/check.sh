@@ -75,6 +75,14 @@ else
 		run "t_p2p np=2 verbs uc, sizes up to 1 MiB (run $i)" p2p 2 uc --max-size $small
 	done
 	run "t_p2p np=4 verbs uc, sizes up to 1 MiB" p2p 4 uc --max-size $small
+	if [ -x "$mpidir/t_coll" ]; then
+		# the collective suite (every op x algorithm, checked against Open MPI) over verbs,
+		# neighbouring ranks on different devices
+		run "t_coll np=3 verbs rc" env top_builddir=/ \
+			sh "$runmpi" 3 verbs "$here/rank-dev.sh" "$mpidir/t_coll"
+	else
+		skipped "t_coll over verbs" "tests/mpi/t_coll not built here"
+	fi
 	if [ -x "$mpidir/t_peer_death" ]; then
 		for qp in rc uc; do
 			# a dead peer must show well before the (short) timeout

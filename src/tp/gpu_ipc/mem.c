@@ -235,6 +235,10 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
 {
     if (!all && !uccl_list_empty(&ep->ops))
         return;
+    /* closing a mapping synchronizes the device: not while a caller's
+     * stream waits on this engine's progress (a stream hold) */
+    if (!all && uccl_engine_stream_holds(ep->tp->base.engine) > 0)
+        return;
     if (all)
         while (!uccl_list_empty(&ep->maps))
             map_retire(ep, uccl_list_first(&ep->maps, ipc_map_t, link));

@@ -1,0 +1,284 @@
+/* GPU memory in the collective test (t_coll_gpu): the case's host buffers
+ * (inputs and Open MPI's reference stay on the host) are staged into GPU
+ * memory with uccl_copy, the collective runs on the GPU copies, and the
+ * receive buffer comes back for the byte comparison. T_COLL_MEM=gpu puts
+ * both buffers on the GPU; mixed puts the send buffer of even ranks and the
+ * receive buffer of odd ranks there (host <-> GPU in both directions, and
+ * ranks of different types). CT_STREAM runs the case in the stream form.
+ * Built twice: with T_COLL_GPU (t_coll_gpu, internal library for the
+ * streams), and without (t_coll: host memory only). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_test.h"
+#ifdef T_COLL_GPU
+#include "gpu/gpu.h"
+#endif
+
+#ifndef T_COLL_GPU
+ct_mem_t ct_mem(void) { return CT_MEM_HOST; }
+const char *ct_mem_name(void) { return "host"; }
+int ct_mem_init(int rank) { (void)rank; return 0; }
+void ct_mem_fini(void) {}
+uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode)
+{
+    (void)c, (void)k, (void)mode;
+    return UCCL_ERR_UNSUPPORTED;
+}
+void ct_stream_order(mt_ctx_t *c) { (void)c; }
+void ct_gpu_refused(mt_ctx_t *c) { (void)c; }
+#else
+
+static ct_mem_t mem = CT_MEM_HOST;
+static uccl_gpu_stream_t stream;
+
+ct_mem_t ct_mem(void)
+{
+    return mem;
+}
+
+const char *ct_mem_name(void)
+{
+    return mem == CT_MEM_GPU ? "gpu" : mem == CT_MEM_MIXED ? "mixed" : "host";
+}
+
+int ct_mem_init(int rank)
+{
+    static uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = 0};
+    const char *v = getenv("T_COLL_MEM");
+    int n = 0;
+
+    mem = v && strcmp(v, "mixed") == 0 ? CT_MEM_MIXED : v && strcmp(v, "host") == 0 ? CT_MEM_HOST
+                                                                                      : CT_MEM_GPU;
+    if (mem == CT_MEM_HOST)
+        return 0;
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
+        if (rank == 0)
+            printf("SKIP: no GPU for T_COLL_MEM=%s\n", ct_mem_name());
+        return MT_SKIP;
+    }
+    if (uccl_gpu_set_device(0) != UCCL_OK || uccl_gpu_stream_create(&stream) != UCCL_OK) {
+        printf("FAIL: rank %d: no stream\n", rank);
+        return 1;
+    }
+    mt_engine_params = &ep; /* every rank on GPU 0 (one GPU: two processes share it) */
+    return 0;
+}
+
+void ct_mem_fini(void)
+{
+    if (stream != NULL)
+        uccl_gpu_stream_destroy(stream);
+    stream = NULL;
+}
+
+static bool on_gpu(const mt_ctx_t *c, bool send)
+{
+    return mem == CT_MEM_GPU || (mem == CT_MEM_MIXED && (c->rank % 2 == 0) != send);
+}
+
+/* A GPU copy of len + 1 bytes of host (the byte past the end is the
+ * guard the comparison checks), or NULL when it stays on the host. */
+static void *stage(mt_ctx_t *c, const void *host, size_t len, bool gpu)
+{
+    void *d = NULL;
+
+    if (!gpu || len == 0 || host == NULL || host == UCCL_IN_PLACE)
+        return NULL;
+    if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, len + 1, &d) != UCCL_OK) {
+        mt_fail(c, "uccl_mem_alloc of %zu bytes", len + 1);
+        return NULL;
+    }
+    mt_expect(c, uccl_copy(c->engine, d, host, len + 1), UCCL_OK, "uccl_copy host -> GPU");
+    return d;
+}
+
+static uccl_status_t run_stream(mt_ctx_t *c, const uccl_coll_args_t *a)
+{
+    uccl_req_t *req = NULL;
+    uccl_status_t st = uccl_coll_post_stream(c->comm, a, stream, &req);
+
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    mt_expect(c, uccl_gpu_stream_sync(stream), UCCL_OK, "the stream goes on");
+    return st;
+}
+
+uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode)
+{
+    uccl_coll_args_t a = k->args;
+    uccl_coll_plan_t *plan = NULL;
+    uccl_req_t *req = NULL;
+    void *ds = stage(c, k->sbuf, k->slen, on_gpu(c, true));
+    void *dr = stage(c, k->rbuf, k->rlen, on_gpu(c, false));
+    uccl_status_t st;
+
+    if (ds != NULL && a.sendbuf == k->sbuf)
+        a.sendbuf = ds;
+    if (dr != NULL && a.recvbuf == k->rbuf)
+        a.recvbuf = dr;
+    if (mode == CT_STREAM) {
+        st = run_stream(c, &a);
+    } else if (mode == CT_BLOCKING) {
+        st = uccl_coll(c->comm, &a);
+    } else {
+        st = mode == CT_NONBLOCKING ? uccl_coll_post(c->comm, &a, &req)
+                                    : uccl_coll_init(c->comm, &a, &plan);
+        if (st == UCCL_OK && plan != NULL)
+            st = uccl_coll_start(plan, &req);
+        if (st == UCCL_OK)
+            st = uccl_wait(req, -1);
+        if (req != NULL)
+            uccl_req_free(req);
+        if (plan != NULL)
+            mt_expect(c, uccl_coll_plan_free(plan), UCCL_OK, "uccl_coll_plan_free");
+    }
+    if (dr != NULL)
+        mt_expect(c, uccl_copy(c->engine, k->rbuf, dr, k->rlen + 1), UCCL_OK,
+                  "uccl_copy GPU -> host");
+    /* the comm caches registrations: forget them before the memory goes */
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+    if (ds != NULL)
+        uccl_mem_free(c->engine, ds);
+    if (dr != NULL)
+        uccl_mem_free(c->engine, dr);
+    return st;
+}
+
+/* allgather of n*LEN bytes in the stream form: the producer (a copy of the
+ * rank's block into the GPU send buffer, queued on the stream, lazy on the
+ * fake backend) must land before the collective reads it, and the
+ * consumer (a copy of the result, queued after) must wait for the result,
+ * with nothing but engine progress to drive it (no wait on the request). */
+#define SO_LEN 4099
+void ct_stream_order(mt_ctx_t *c)
+{
+    int n = c->size;
+    size_t rlen = (size_t)n * SO_LEN;
+    uint8_t *h = malloc(SO_LEN), *back = malloc(rlen);
+    void *ds = NULL, *dr = NULL, *dc = NULL;
+    uccl_gpu_event_t ev = NULL;
+    uccl_req_t *req = NULL;
+    uccl_status_t st = UCCL_OK;
+    int done = 0;
+
+    for (size_t i = 0; i < SO_LEN; i++)
+        h[i] = (uint8_t)(i * 3 + (size_t)c->rank * 41 + 1);
+    if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, SO_LEN, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dc) != UCCL_OK ||
+        uccl_gpu_event_create(&ev, 0) != UCCL_OK) {
+        mt_fail(c, "GPU buffers and an event");
+        goto out;
+    }
+    mt_expect(c, uccl_gpu_memcpy_async(ds, h, SO_LEN, stream), UCCL_OK, "producer");
+    st = uccl_coll_post_stream(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_ALLGATHER,
+                                                            .sendbuf = ds, .recvbuf = dr,
+                                                            .count = SO_LEN},
+                               stream, &req);
+    mt_expect(c, st, UCCL_OK, "uccl_coll_post_stream");
+    mt_expect(c, uccl_gpu_memcpy_async(dc, dr, rlen, stream), UCCL_OK, "consumer");
+    mt_expect(c, uccl_gpu_event_record(ev, stream), UCCL_OK, "event after the consumer");
+    if (st != UCCL_OK)
+        goto out;
+    for (int i = 0; i < 3; i++) /* nothing progressed: the hold keeps the consumer queued */
+        if (uccl_gpu_event_query(ev) != UCCL_INPROGRESS)
+            mt_fail(c, "query %d: the consumer ran before the collective", i);
+    for (long spins = 0; !done && spins < 100000000L; spins++) {
+        uccl_engine_progress(c->engine);
+        st = uccl_gpu_event_query(ev);
+        done = st != UCCL_INPROGRESS;
+    }
+    mt_expect(c, st, UCCL_OK, "the consumer ran, driven by engine progress alone");
+    mt_expect(c, uccl_test(req, &done), UCCL_OK, "the collective's request");
+    if (!done)
+        mt_fail(c, "the stream went on before the collective's request was done");
+    mt_expect(c, uccl_copy(c->engine, back, dc, rlen), UCCL_OK, "result back");
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < SO_LEN; i++)
+            if (back[(size_t)r * SO_LEN + i] != (uint8_t)(i * 3 + (size_t)r * 41 + 1)) {
+                mt_fail(c, "block %d byte %zu: 0x%02x (the producer's data or the result "
+                           "was not waited for)", r, i, back[(size_t)r * SO_LEN + i]);
+                r = n;
+                break;
+            }
+    /* detached: req NULL; a persistent plan in the stream form */
+    mt_expect(c, uccl_coll_post_stream(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_BCAST,
+                                                                    .recvbuf = dr, .count = rlen},
+                                       stream, NULL),
+              UCCL_OK, "uccl_coll_post_stream, no request");
+    {
+        uccl_coll_plan_t *plan = NULL;
+        uccl_req_t *r2 = NULL;
+        uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = ds, .recvbuf = dr,
+                              .count = SO_LEN};
+        mt_expect(c, uccl_coll_init(c->comm, &a, &plan), UCCL_OK, "plan");
+        for (int i = 0; plan != NULL && i < 3; i++) {
+            mt_expect(c, uccl_coll_start_stream(plan, stream, &r2), UCCL_OK, "start_stream");
+            mt_expect(c, uccl_wait(r2, -1), UCCL_OK, "its request");
+            uccl_req_free(r2);
+        }
+        mt_expect(c, uccl_gpu_stream_sync(stream), UCCL_OK, "stream after the plan");
+        if (plan != NULL)
+            mt_expect(c, uccl_coll_plan_free(plan), UCCL_OK, "plan free");
+    }
+out:
+    if (req != NULL)
+        uccl_req_free(req);
+    /* the detached bcast: progress until the stream has passed it */
+    if (ev != NULL && uccl_gpu_event_record(ev, stream) == UCCL_OK)
+        for (long spins = 0; uccl_gpu_event_query(ev) == UCCL_INPROGRESS && spins < 100000000L;
+             spins++)
+            uccl_engine_progress(c->engine);
+    mt_uccl_barrier(c);
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+    if (ev != NULL)
+        uccl_gpu_event_destroy(ev);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    uccl_mem_free(c->engine, dc);
+    free(h);
+    free(back);
+}
+
+/* GPU buffers on a comm whose engines have no GPU (so no connection moves
+ * GPU memory): DIRECT's write is refused, and every rank fails with
+ * UCCL_ERR_UNSUPPORTED at once (the writer tells the receiver through its
+ * sink), not with a timeout. */
+void ct_gpu_refused(mt_ctx_t *c)
+{
+    size_t len = 4096 * (size_t)c->size;
+    uccl_comm_t *comm = NULL;
+    void *ds = NULL, *dr = NULL;
+    struct timespec t0, t1;
+    uccl_status_t st;
+
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm) != UCCL_OK) {
+        mt_fail(c, "a comm of host-only engines");
+        return;
+    }
+    if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, 4096, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, len, &dr) != UCCL_OK) {
+        mt_fail(c, "GPU buffers");
+    } else if (c->size > 1) {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = uccl_coll(comm, &(uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO,
+                                                 .op = UCCL_COLL_ALLGATHER, .sendbuf = ds,
+                                                 .recvbuf = dr, .count = 4096,
+                                                 .algo = UCCL_COLL_ALGO_DIRECT});
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        mt_expect(c, st, UCCL_ERR_UNSUPPORTED, "DIRECT on GPU memory without a GPU transport");
+        if (t1.tv_sec - t0.tv_sec > 5)
+            mt_fail(c, "the refusal took %ld s (a timeout, not the peer's word)",
+                    (long)(t1.tv_sec - t0.tv_sec));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+}
+#endif
