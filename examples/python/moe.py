@@ -150,6 +150,10 @@ def main():
         nonlocal mode
         if mode != "p2p":
             try:
+                # A plain collective reads and writes GPU memory from the
+                # engine's own streams: torch's pending work on these tensors
+                # (the zero fill of recv, the copy into send) must be done.
+                be.sync()
                 comm.alltoallv(send, recv, sc, rc, unit=unit)
                 return
             except uccl.UnsupportedError as e:
@@ -174,6 +178,7 @@ def main():
             rc = P2P(comm).alltoall_counts(counts)
         else:
             try:
+                be.sync()  # rc_t's zero fill runs on torch's stream
                 comm.alltoall(sc, rc_t)
                 be.sync()
                 rc = be.numpy(rc_t).astype(np.int64)
