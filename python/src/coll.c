@@ -18,7 +18,16 @@ typedef struct {
     PyObject *keep; /* list */
     int gpu;
     size_t *arrays[4]; /* counts and displacements, PyMem */
+    int has_stream;    /* stream= given: the stream-ordered form */
+    void *stream;      /* cudaStream_t / hipStream_t (0 = the legacy default stream) */
 } coll_call_t;
+
+/* The stream= keyword, taken out of the keywords by the method wrappers
+ * (PAIR below) and handed to coll_start of the same call on this thread. */
+static _Thread_local struct {
+    int has;
+    void *stream;
+} next_stream;
 
 typedef struct {
     void *addr;
@@ -164,6 +173,9 @@ static int coll_start(coll_call_t *k, upy_comm_t *c, const char *op)
     memset(k, 0, sizeof(*k));
     k->c = c;
     k->op = op;
+    k->has_stream = next_stream.has;
+    k->stream = next_stream.stream;
+    next_stream.has = 0;
     if (upy_comm_check(c) < 0)
         return -1;
     if (c->busy) {
@@ -205,7 +217,10 @@ static PyObject *coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
     uccl_status_t st;
     if (!keep)
         return NULL;
-    st = uccl_coll_post(c->comm, a, &req);
+    if (k->has_stream) /* stream-ordered: never waits, always a Request */
+        block = 0;
+    st = k->has_stream ? uccl_coll_post_stream(c->comm, a, k->stream, &req)
+                       : uccl_coll_post(c->comm, a, &req);
     if (st == UCCL_OK && !block) {
         res = upy_req_new(e, req, keep, k->op);
     } else if (st == UCCL_OK) {
@@ -464,14 +479,70 @@ static PyObject *scatter(upy_comm_t *s, PyObject *a, PyObject *k, int block)
     return rooted(s, a, k, block, 1);
 }
 
+/* stream= of a call: None (host-ordered), an int (a cudaStream_t or
+ * hipStream_t value), or an object with .cuda_stream (torch.cuda.Stream) or
+ * .ptr (cupy.cuda.Stream). Returns the keywords without it (a new
+ * reference, or NULL with an exception) and sets next_stream. */
+static PyObject *stream_take(PyObject *kwds)
+{
+    PyObject *o, *v = NULL, *rest;
+    next_stream.has = 0;
+    if (!kwds || !(o = PyDict_GetItemString(kwds, "stream"))) {
+        Py_XINCREF(kwds);
+        return kwds;
+    }
+    rest = PyDict_Copy(kwds);
+    if (!rest || PyDict_DelItemString(rest, "stream") < 0) {
+        Py_XDECREF(rest);
+        return NULL;
+    }
+    if (o == Py_None)
+        return rest;
+    if (PyLong_Check(o))
+        v = (Py_INCREF(o), o);
+    else if (PyObject_HasAttrString(o, "cuda_stream"))
+        v = PyObject_GetAttrString(o, "cuda_stream");
+    else if (PyObject_HasAttrString(o, "ptr"))
+        v = PyObject_GetAttrString(o, "ptr");
+    if (!v || !PyLong_Check(v)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "stream: expected None, an int or a CUDA/HIP stream "
+                                          "object (torch .cuda_stream, cupy .ptr), got %s",
+                         Py_TYPE(o)->tp_name);
+        Py_XDECREF(v);
+        Py_DECREF(rest);
+        return NULL;
+    }
+    next_stream.stream = PyLong_AsVoidPtr(v);
+    Py_DECREF(v);
+    if (PyErr_Occurred()) {
+        Py_DECREF(rest);
+        return NULL;
+    }
+    next_stream.has = 1;
+    return rest;
+}
+
+static PyObject *with_stream(PyObject *(*fn)(upy_comm_t *, PyObject *, PyObject *, int),
+                             upy_comm_t *s, PyObject *a, PyObject *k, int block)
+{
+    PyObject *rest = stream_take(k), *res;
+    if (!rest && PyErr_Occurred())
+        return NULL;
+    res = fn(s, a, rest, block);
+    next_stream.has = 0;
+    Py_XDECREF(rest);
+    return res;
+}
+
 #define PAIR(name)                                                                       \
     static PyObject *m_##name(upy_comm_t *s, PyObject *a, PyObject *k)                   \
     {                                                                                    \
-        return name(s, a, k, 1);                                                         \
+        return with_stream(name, s, a, k, 1);                                            \
     }                                                                                    \
     static PyObject *m_i##name(upy_comm_t *s, PyObject *a, PyObject *k)                  \
     {                                                                                    \
-        return name(s, a, k, 0);                                                         \
+        return with_stream(name, s, a, k, 0);                                            \
     }
 PAIR(allgather)
 PAIR(allgatherv)
@@ -482,30 +553,36 @@ PAIR(gather)
 PAIR(scatter)
 
 #define NB "\n\nThe i-form posts the collective and returns a uccl.Request; the plain form " \
-           "waits without the GIL and returns None. algo: an algorithm name ('ring', ...)."
+           "waits without the GIL and returns None. algo: an algorithm name ('ring', ...). " \
+           "stream: a CUDA/HIP stream (torch.cuda.Stream, cupy Stream or an int): the " \
+           "stream-ordered form, which starts after the work queued on that stream, holds " \
+           "the stream's later work until it is done, and returns a Request at once in " \
+           "both forms (progress: Request.wait/test or an engine with progress_thread)."
 #define DEF(name, sig, doc)                                                              \
     {#name, FN(m_##name), KW, #name sig "\n\n" doc NB},                                   \
     {"i" #name, FN(m_i##name), KW, "i" #name sig " -> Request\n\n" doc NB}
 
 PyMethodDef upy_coll_methods[] = {
-    DEF(allgather, "(sendbuf, recvbuf, *, algo=None)",
+    DEF(allgather, "(sendbuf, recvbuf, *, algo=None, stream=None)",
         "Every rank's sendbuf, in rank order, into recvbuf (size x len(sendbuf) bytes). "
         "sendbuf may be uccl.IN_PLACE (own block already in recvbuf)."),
-    DEF(allgatherv, "(sendbuf, recvbuf, recvcounts, rdispls=None, *, unit=1, algo=None)",
+    DEF(allgatherv,
+        "(sendbuf, recvbuf, recvcounts, rdispls=None, *, unit=1, algo=None, stream=None)",
         "Rank r's recvcounts[r] bytes land at rdispls[r] of recvbuf (None: packed). Counts "
         "and displacements are in units of `unit` bytes."),
-    DEF(alltoall, "(sendbuf, recvbuf, *, algo=None)",
+    DEF(alltoall, "(sendbuf, recvbuf, *, algo=None, stream=None)",
         "Block r of sendbuf (len/size bytes each) goes to rank r; block r of recvbuf comes "
         "from rank r. sendbuf may be uccl.IN_PLACE."),
     DEF(alltoallv, "(sendbuf, recvbuf, sendcounts, recvcounts, sdispls=None, rdispls=None, *, "
-                   "unit=1, algo=None)",
+                   "unit=1, algo=None, stream=None)",
         "sendcounts[r] units from sdispls[r] go to rank r, recvcounts[r] units from rank r "
         "land at rdispls[r] (displacements None: packed). sendbuf may be uccl.IN_PLACE."),
-    DEF(bcast, "(buf, root=0, *, algo=None)", "The root's buf into every rank's buf."),
-    DEF(gather, "(sendbuf, recvbuf=None, root=0, *, algo=None)",
+    DEF(bcast, "(buf, root=0, *, algo=None, stream=None)",
+        "The root's buf into every rank's buf."),
+    DEF(gather, "(sendbuf, recvbuf=None, root=0, *, algo=None, stream=None)",
         "Every rank's sendbuf into the root's recvbuf, in rank order (recvbuf only at the "
         "root; sendbuf uccl.IN_PLACE at the root)."),
-    DEF(scatter, "(sendbuf, recvbuf, root=0, *, algo=None)",
+    DEF(scatter, "(sendbuf, recvbuf, root=0, *, algo=None, stream=None)",
         "Block r of the root's sendbuf into rank r's recvbuf (sendbuf only at the root; "
         "recvbuf uccl.IN_PLACE at the root)."),
     {NULL, NULL, 0, NULL},
