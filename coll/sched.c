@@ -462,6 +462,15 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
     }
 }
 
+/* Posting order within a phase: sends first (they are what the peers
+ * wait for: the critical path), then receives and the DIRECT ops, then the
+ * local copies (the peers move data while this rank copies its own block).
+ * Between two ranks, each direction's messages keep their order. */
+static int post_pass(const coll_op_t *op)
+{
+    return op->kind == COLL_OP_SEND ? 0 : op->kind == COLL_OP_COPY ? 2 : 1;
+}
+
 static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 {
     int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
@@ -471,10 +480,9 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
     if (!s->posted) {
         /* transfers first, then the local copies: the peers move data while
          * this rank copies its own block */
-        for (int pass = 0; pass < 2; pass++)
+        for (int pass = 0; pass < 3; pass++)
             for (int i = b; i < e; i++)
-                if ((s->ops[i].kind == COLL_OP_COPY) == (pass == 1) &&
-                    (st = op_post(s, &s->ops[i])) != UCCL_OK)
+                if (post_pass(&s->ops[i]) == pass && (st = op_post(s, &s->ops[i])) != UCCL_OK)
                     return st;
         s->posted = true;
     }
@@ -542,6 +550,72 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
         }
     }
     return s->status;
+}
+
+/* Blocking fast path for one phase of small two-sided transfers and host
+ * copies (linear on one host): everything is posted at once, then the
+ * engine's own wait loop runs (one lock, no schedule rounds), and the
+ * schedule ends. Small transfers only: uccl_wait_all's deadline counts
+ * from the start, not from the last completion. Called with cs->lock held
+ * and s started; returns with it released and s ended. */
+#define COLL_FAST_OPS 64
+#define COLL_FAST_BYTES 65536
+
+static bool sched_fast(const coll_sched_t *s)
+{
+    int nreq = 0;
+
+    if (s->nphases != 1 || s->gate != NULL || s->hold != NULL || s->nops > COLL_FAST_OPS)
+        return false;
+    for (int i = 0; i < s->nops; i++) {
+        const coll_op_t *op = &s->ops[i];
+        if (op->kind == COLL_OP_COPY) {
+            if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
+                return false;
+            continue;
+        }
+        if ((op->kind != COLL_OP_SEND && op->kind != COLL_OP_RECV) || op->len > COLL_FAST_BYTES)
+            return false;
+        nreq++;
+    }
+    return nreq > 0;
+}
+
+static uccl_status_t sched_run_fast(coll_sched_t *s)
+{
+    coll_state_t *cs = s->cs;
+    uccl_req_t *reqs[COLL_FAST_OPS];
+    int nreq = 0;
+    bool done;
+    uccl_status_t st = phase_step(s, &done); /* posts all, copies; polls once */
+
+    for (int i = 0; st == UCCL_OK && i < s->nops; i++)
+        if (s->ops[i].state != -1 && s->ops[i].req != NULL)
+            reqs[nreq++] = s->ops[i].req;
+    if (st == UCCL_OK && !done && nreq > 0) {
+        pthread_mutex_unlock(&cs->lock);
+        st = uccl_wait_all(reqs, (size_t)nreq, uccl_coll_timeout_ms());
+        pthread_mutex_lock(&cs->lock);
+        if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) /* ops finish; counts checked */
+            st = phase_step(s, &done);
+        else
+            coll_debug("collective %u failed: %s", s->seq, uccl_strerror(st));
+    }
+    if (st == UCCL_OK && done)
+        sched_end(s, s->soft_error);
+    else if (s->status == UCCL_INPROGRESS)
+        sched_end(s, st != UCCL_OK ? st : UCCL_ERR_TIMEOUT);
+    st = s->status;
+    pthread_mutex_unlock(&cs->lock);
+    return st;
+}
+
+uccl_status_t uccl_coll_sched_run_locked(coll_sched_t *s)
+{
+    if (s->cur_phase == 0 && !s->posted && sched_fast(s))
+        return sched_run_fast(s);
+    pthread_mutex_unlock(&s->cs->lock);
+    return uccl_coll_sched_run(s);
 }
 
 /* Blocking: advance only after progress found something (or the schedule

@@ -142,9 +142,13 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   the remote descriptors peers sent for them), so repeated calls on the
  *   same buffers pay no registration and no descriptor exchange; a plain
  *   call with the same arguments as a recent one (up to 8 kept) reuses that
- *   call's plan, like a persistent start; see uccl_comm_coll_stats. A cached buffer must not be freed and another
- *   mapped at the same address while the comm may use it again: call
- *   uccl_comm_coll_flush after freeing buffers used in collectives.
+ *   call's plan, like a persistent start; see uccl_comm_coll_stats.
+ *   Buffers freed with uccl_mem_free leave the cache by themselves: the
+ *   next call on memory allocated at the same address registers it anew
+ *   and builds a new plan, and a persistent plan over freed memory fails
+ *   to start with UCCL_ERR_STALE (free the plan). Memory freed any other
+ *   way (free, munmap, cudaFree) is not seen: call uccl_comm_coll_flush
+ *   after freeing such buffers if they may come back at the same address.
  * - A rank's buffers belong to the collective until it completes on that
  *   rank; after that they are the caller's again, whatever peers still do.
  * - Traffic of collectives uses the reserved tag bits (UCCL_TAG_LIB_MASK)

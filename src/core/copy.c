@@ -4,6 +4,7 @@
  * copy stream per engine, created on first use on the engine's device;
  * completion is an event polled by a generalized request, so nothing here
  * blocks the host on a GPU stream except the blocking uccl_copy. */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,14 @@ uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr)
         return st;
     if ((st = uccl_gpu_ptr_attr(ptr, &attr)) != UCCL_OK)
         return st;
+    /* registrations over it go stale (mr.c): none is reused for memory
+     * mapped there later */
+    uccl_engine_lock(engine);
+    if (attr.type == UCCL_MEM_HOST)
+        uccl_mr_release_range(engine, ptr, malloc_usable_size(ptr));
+    else
+        uccl_mr_release_range(engine, attr.base ? attr.base : ptr, attr.base ? attr.size : 1);
+    uccl_engine_unlock(engine);
     if (attr.type == UCCL_MEM_HOST) {
         free(ptr);
         return UCCL_OK;

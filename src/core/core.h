@@ -39,6 +39,8 @@ struct uccl_region {
     uccl_tp_memh_t *memh[UCCL_TP_MAX];
     void *alloc_base; /* GPU allocation holding addr (for IPC), else addr */
     size_t alloc_size;
+    bool in_rcache;   /* in engine->rcache_by_range */
+    bool released;    /* its memory was freed with uccl_mem_free: stale */
 };
 
 /* A user's registration handle. */
@@ -239,6 +241,9 @@ static inline uint64_t uccl_region_id_next(uccl_engine_t *engine)
     return (UCCL_REGION_INCARNATION(engine->id) << 32) | (uint32_t)++engine->next_region_id;
 }
 void uccl_mr_release_all(uccl_engine_t *engine);
+/* Mark the regions over [base, base+size) released (stale), out of the
+ * range cache (engine lock held; uccl_mem_free). */
+void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
  * (layout, version and the key slots are described at the top of rdesc.c) */
