@@ -138,7 +138,7 @@ static int engine_init(upy_engine_t *self, PyObject *args, PyObject *kwds)
         p.field_mask |= UCCL_ENGINE_PARAM_SECRET;
         memcpy(p.secret, secret, UCCL_SECRET_SIZE);
     }
-    p.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX;
+    p.field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX; /* keeps SECRET set above */
     p.gpu_index = gpu;
     if (transports) {
         p.field_mask |= UCCL_ENGINE_PARAM_TRANSPORTS;

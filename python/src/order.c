@@ -1,0 +1,83 @@
+/* Ordering a call on GPU objects after their producers' streams (CUDA array
+ * interface v3 'stream', DLPack's stream handshake), with libuccl's public
+ * stream calls only: uccl_stream_event (a request done once a stream has
+ * run what it queued) and uccl_stream_hold (a stream waits until released). */
+#include "upy.h"
+
+#include <stdlib.h>
+
+/* Stream form: the call's stream is held until the producer's event. */
+typedef struct {
+    uccl_req_t *ev;
+    uccl_stream_hold_t *hold;
+} chain_t;
+
+/* A generalized request run by engine progress (under the engine lock). */
+static int chain_progress(uccl_req_t *req, void *arg)
+{
+    chain_t *c = arg;
+    int done = 0;
+    uccl_status_t st = uccl_test(c->ev, &done);
+    if (!done && st >= 0)
+        return 0;
+    uccl_stream_release(c->hold); /* on error too: the stream always goes on */
+    uccl_req_free(c->ev);
+    free(c);
+    uccl_req_finish(req, st, 0);
+    return 1;
+}
+
+static int chain(upy_engine_t *e, void *producer, void *stream)
+{
+    chain_t *c = calloc(1, sizeof(*c));
+    uccl_req_t *g = NULL;
+    uccl_status_t st;
+    if (!c) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    /* the event first: on a blocking stream a hold queued before it would
+     * hold the legacy default stream's event too */
+    st = uccl_stream_event(e->engine, producer, &c->ev);
+    if (st == UCCL_OK && (st = uccl_stream_hold(e->engine, stream, &c->hold)) != UCCL_OK)
+        uccl_req_free(c->ev);
+    if (st == UCCL_OK && (st = uccl_req_create(e->engine, chain_progress, c, &g)) != UCCL_OK) {
+        uccl_stream_release(c->hold);
+        uccl_req_free(c->ev);
+    }
+    if (st != UCCL_OK) {
+        free(c);
+        upy_raise(st, "ordering the stream after a buffer's producer stream");
+        return -1;
+    }
+    uccl_req_free(g); /* detached: progress finishes it */
+    return 0;
+}
+
+int upy_order_apply(upy_engine_t *e, upy_order_t *ord)
+{
+    for (int i = 0; i < ord->n; i++) {
+        uccl_req_t *r = NULL;
+        uccl_status_t st;
+        if (ord->stream_form) {
+            if (chain(e, ord->after[i], ord->stream) < 0)
+                return -1;
+            continue;
+        }
+        st = uccl_stream_event(e->engine, ord->after[i], &r);
+        if (st == UCCL_OK) {
+            st = upy_wait(e, r, -2);
+            if (st == UPY_WAIT_INTERRUPTED) {
+                upy_engine_orphan(e, r, NULL);
+                return -1;
+            }
+            uccl_req_free(r);
+        }
+        if (st != UCCL_OK) {
+            upy_raise(st, "waiting for a buffer's producer stream");
+            return -1;
+        }
+    }
+    ord->n = 0;
+    return 0;
+}
