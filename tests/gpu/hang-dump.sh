@@ -18,9 +18,9 @@ for ((i = 0; i < secs; i++)); do
     sleep 1
 done
 echo "HANG: $* still running after $secs s"
-procs=$(tree "$pid")
+procs="$pid $(tree "$pid")"
 for p in $procs; do
-    [ "$(ps -o comm= -p "$p" 2>/dev/null)" = python3 ] || continue
+    case "$(ps -o comm= -p "$p" 2>/dev/null)" in python*) ;; *) continue ;; esac
     echo "=== python3 pid $p: Python stacks (faulthandler)"
     kill -USR1 "$p"
     sleep 2
@@ -29,6 +29,6 @@ for p in $procs; do
         -ex "sharedlibrary uccl" -ex "sharedlibrary libcuda" -ex "sharedlibrary libcudart" \
         -ex "thread apply all bt 30" 2>&1 | grep -v "^\[New LWP\|^warning:" | head -150
 done
-for p in $procs "$pid"; do kill -9 "$p" 2>/dev/null; done
+for p in $procs; do kill -9 "$p" 2>/dev/null; done
 wait "$pid" 2>/dev/null
 exit 124
