@@ -518,27 +518,52 @@ def late_fill(dst, src):
     dst[...] = src
 
 
-def test_stream_refused_on_host(cm):
-    """Without a GPU runtime (or on the fake GPU build of CI) the stream
-    form, and an object naming a producer stream, are refused clearly, and
-    the comm goes on working."""
+def test_stream_host_memory(cm):
+    """On host memory: without a GPU runtime (or on the fake GPU build of
+    CI) the stream form, and an object naming a producer stream, are refused
+    clearly and the comm goes on working; with one (the device machine)
+    they order host memory like any other and give the right bytes."""
     size, n = cm.size, 65536
     want = cat([blk(n, 23, q) for q in range(size)])
     with pytest.raises(TypeError, match="stream"):
         cm.iallgather(mem.zeros(n), mem.zeros(size * n), stream="not a stream")
     if mem.GPU:
-        pytest.skip("host-memory refusals")
+        pytest.skip("host memory")
     refused = (uccl.NoDeviceError, uccl.UnsupportedError, uccl.InvalidParamError)
-    with pytest.raises(refused):
-        cm.allgather(mem.new(blk(n, 23, cm.rank)), mem.zeros(size * n), stream=0)
-    with pytest.raises(refused):  # CAI v3 'stream': the host waits for it first
-        cm.allgather(CAIStream(mem.new(blk(n, 23, cm.rank)), stream=1), mem.zeros(size * n))
     recv = mem.zeros(size * n)
-    cm.allgather(CAIStream(mem.new(blk(n, 23, cm.rank)), stream=None), recv)  # no stream: as before
+    try:
+        req = cm.allgather(mem.new(blk(n, 23, cm.rank)), recv, stream=0)
+    except refused:
+        pass
+    else:
+        req.wait(timeout=T)
+        assert np.array_equal(mem.host(recv), want)
+    recv = mem.zeros(size * n)
+    try:  # CAI v3 'stream': the host waits for that stream first
+        cm.allgather(CAIStream(mem.new(blk(n, 23, cm.rank)), stream=1), recv)
+    except refused:
+        pass
+    else:
+        assert np.array_equal(mem.host(recv), want)
+    recv = mem.zeros(size * n)
+    cm.allgather(CAIStream(mem.new(blk(n, 23, cm.rank)), stream=None), recv)  # no stream
     assert np.array_equal(mem.host(recv), want)
     recv = mem.zeros(size * n)
     cm.allgather(mem.new(blk(n, 23, cm.rank)), recv)  # still works
     assert np.array_equal(mem.host(recv), want)
+
+
+def copy_of(x):
+    return x.clone() if mem.KIND == "torch" else x.copy()
+
+
+def device_sync():
+    if mem.KIND == "torch":
+        import torch
+        torch.cuda.synchronize()
+    else:
+        import cupy
+        cupy.cuda.Device().synchronize()
 
 
 GPU_ONLY = pytest.mark.skipif(not mem.GPU, reason="GPU memory (UCCL_PY_TEST_MEM=torch|cupy)")
@@ -560,9 +585,11 @@ def test_stream_form(cm, kind):
     src, send, recv = mem.new(blk(n, 23, cm.rank)), mem.zeros(n), mem.zeros(size * n)
     st, ctx, _ = side_stream(kind)
     with ctx:
+        late_fill(send, send)  # the kernels' first use (module loads) before the hold
+        copy_of(recv)
         late_fill(send, src)
         req = cm.allgather(send, recv, stream=st)
-        after = recv.clone() if mem.KIND == "torch" else recv.copy()
+        after = copy_of(recv)
     assert isinstance(req, uccl.Request)
     req.wait(timeout=T)  # progress first, then wait on the stream
     st.synchronize()
@@ -585,6 +612,8 @@ def test_producer_stream(cm, form, via):
     prod, pctx, pptr = side_stream("nonblocking")
     cons, cctx, _ = side_stream("nonblocking")
     with pctx:  # the producer's stream is the current one while the call reads it
+        late_fill(send, send)
+        copy_of(recv)
         late_fill(send, src)
         obj = CAIStream(send, stream=pptr) if via == "cai" else send
         if form == "host":
@@ -593,8 +622,39 @@ def test_producer_stream(cm, form, via):
             req = cm.allgather(obj, recv, stream=cons)
     if form == "stream":
         with cctx:
-            after = recv.clone() if mem.KIND == "torch" else recv.copy()
+            after = copy_of(recv)
         req.wait(timeout=T)
         cons.synchronize()
         assert np.array_equal(mem.host(after), want)
+    assert np.array_equal(mem.host(recv), want)
+
+
+@GPU_ONLY
+@pytest.mark.parametrize("wait", ["device_sync", "first_kernel"])
+def test_stream_form_host_waits_first(cm, wait):
+    """After a stream-ordered call the host waits for the device before it
+    ever calls Request.wait: a device synchronize, or a kernel used for the
+    first time (its module load waits for the device: CuPy's first copy hung
+    here in cuModuleLoadData before the binding drove progress from a thread
+    of its own while a stream-ordered call is in flight)."""
+    size, n = cm.size, 65536
+    want = cat([blk(n, 31, q) for q in range(size)])
+    src, send, recv = mem.new(blk(n, 31, cm.rank)), mem.zeros(n), mem.zeros(size * n)
+    st, ctx, _ = side_stream("nonblocking")
+    with ctx:
+        late_fill(send, src)
+        req = cm.allgather(send, recv, stream=st)
+        if wait == "device_sync":
+            device_sync()
+            after = copy_of(recv)
+        elif mem.KIND == "cupy":  # a kernel no earlier test compiled or loaded
+            import cupy
+            k = cupy.ElementwiseKernel("uint8 x", "uint8 y", "y = x ^ %du" % (cm.rank + 77),
+                                       "uccl_first_use_%d" % cm.rank)
+            after = k(k(recv))  # x ^ c ^ c == x
+        else:
+            after = (recv.to(__import__("torch").int16) + 0).to(__import__("torch").uint8)
+    st.synchronize()
+    assert np.array_equal(mem.host(after), want)
+    req.wait(timeout=T)
     assert np.array_equal(mem.host(recv), want)
