@@ -102,6 +102,8 @@ int upy_timeout_ms(PyObject *timeout, long long *ms);
  * exception is set (a signal handler raised). */
 #define UPY_WAIT_INTERRUPTED ((uccl_status_t)-1000)
 uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms);
+/* The same for n requests of engine e at once (uccl_wait_all). */
+uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms);
 
 /* The producer streams a call on GPU objects orders after: the CUDA array
  * interface v3 'stream' of each object, or the stream DLPack's handshake
