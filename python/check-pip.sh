@@ -23,13 +23,19 @@ mkdir "$tmp/src"
 cp -R "$srcdir/python" "$srcdir/include" "$tmp/src/" || exit 1
 rm -rf "$tmp/src/python/build" "$tmp/src/python/uccl/_uccl"*.so "$tmp/src/python/uccl/.libs"
 libdir=$(cd "$builddir/.libs" && pwd)
-if ! UCCL_LIB_DIR=$libdir timeout 600 "$py" -m pip install -q --no-build-isolation --no-deps \
+if ! UCCL_LIB_DIR=$libdir timeout 600 "$py" -m pip install -q --no-build-isolation --no-deps --no-cache-dir \
     --no-index --target "$tmp/t" "$tmp/src/python" >"$tmp/pip.log" 2>&1; then
     cat "$tmp/pip.log"
     echo "FAIL: pip install --no-build-isolation ./python"
     exit 1
 fi
-PYTHONPATH=$tmp/t "$py" - <<'PY' || { echo "FAIL: the pip-installed package"; exit 1; }
+preload=
+if ldd "$libdir/libuccl.so" 2>/dev/null | grep -q libasan; then # a sanitizer build, as run-python.sh
+    preload=$(${CC:-cc} -print-file-name=libasan.so)
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+    export ASAN_OPTIONS
+fi
+PYTHONPATH=$tmp/t LD_PRELOAD=$preload "$py" - <<'PY' || { echo "FAIL: the pip-installed package"; exit 1; }
 import os
 import numpy as np
 import uccl
