@@ -197,7 +197,9 @@ def worker(a):
     source = 1 if a.op == "read" else 0
     buf = new_buffer(a, a.max, 0x5A if comm.rank == source else 0)
     mr = comm.engine.register(buf)
-    ctl = comm.engine.register(np.zeros(1, np.uint8))
+    # 0-byte acks and fins: on the data's region with GPU memory, as uccl_perf
+    # (they then go over the transport that moves the data)
+    ctl = mr if a.mem == "cuda" else comm.engine.register(np.zeros(1, np.uint8))
     desc = world.bcast(mr.descriptor() if comm.rank == 1 else None, root=1)
     rows = []
     for size in sizes:
@@ -213,7 +215,8 @@ def worker(a):
             json.dump({"transport": conn.transport, "rows": rows}, f)
     world.Barrier()
     mr.release()
-    ctl.release()
+    if ctl is not mr:
+        ctl.release()
     comm.close()
 
 
