@@ -573,7 +573,10 @@ PAIR(scatter)
            "stream: a CUDA/HIP stream (torch.cuda.Stream, cupy Stream or an int): the " \
            "stream-ordered form, which starts after the work queued on that stream, holds " \
            "the stream's later work until it is done, and returns a Request at once in " \
-           "both forms (progress: Request.wait/test or an engine with progress_thread)."
+           "both forms (the binding drives progress from a thread of its own meanwhile). " \
+           "Array objects (not MemoryRegions) are ordered after their producer's stream " \
+           "(__cuda_array_interface__ v3 'stream', DLPack's stream handshake): the host " \
+           "waits for it, or with stream= that stream does."
 #define DEF(name, sig, doc)                                                              \
     {#name, FN(m_##name), KW, #name sig "\n\n" doc NB},                                   \
     {"i" #name, FN(m_i##name), KW, "i" #name sig " -> Request\n\n" doc NB}
