@@ -212,7 +212,7 @@ static void latency(sender_t *S, uccl_devq_t *q, uccl_devq_handle_t h)
            k[ITERS / 2], k[ITERS * 99 / 100], hs[ITERS / 2], hs[ITERS * 99 / 100]);
     printf("host: uccl_write returns after %.2f us (median)\n", med_of(hpost, ITERS));
     printf("latency parts (medians, us): kernel put %.2f | publish->proxy finds it %.2f* | proxy posts "
-           "(uccl_writemsg) %.2f | write completes, seen by progress %.2f | done word stored %.2f | "
+           "the write %.2f | write completes, seen by progress %.2f | done word stored %.2f | "
            "done stored->kernel sees it %.2f* | the two crossings together %.2f (*: GPU timer vs host "
            "clock, offset not removed)\n", med_of(put, nb), med_of(in, nb), med_of(post, nb), med_of(wr, nb),
            med_of(pub, nb), med_of(out, nb), med_of(cross, nb));
