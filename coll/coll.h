@@ -260,6 +260,14 @@ static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
                                         .peer = peer, .off = off, .len = len});
 }
 
+/* Shared by sched.c and direct.c: where buf+off lies (a region and an
+ * offset); a request's status without progressing (INPROGRESS, or its final
+ * status with bytes set); DIRECT's ops (PUT, WAITPUT) posted and advanced. */
+uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff);
+uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes);
+uccl_status_t uccl_coll_direct_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn);
+uccl_status_t uccl_coll_direct_advance(coll_sched_t *s, coll_op_t *op);
+
 /* Running. start registers the buffers and takes a sequence number;
  * advance moves the schedule on (never progresses the engine itself) and
  * returns its status (INPROGRESS while running); abort fails it. */
