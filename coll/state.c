@@ -108,10 +108,14 @@ void uccl_coll_state_destroy(coll_state_t *cs)
 {
     if (cs == NULL)
         return;
+    /* under the lock: a progress thread (the engine's, or its stream-hold
+     * helper) may be in a schedule's callback, which only trylocks it */
+    pthread_mutex_lock(&cs->lock);
     while (cs->inflight != NULL) {
         coll_sched_t *s = cs->inflight;
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
+    pthread_mutex_unlock(&cs->lock);
     uccl_coll_cache_clear(cs);
     for (int i = 0; i < cs->nbufs; i++)
         entry_fini(&cs->bufs[i]);

@@ -318,7 +318,11 @@ UCCL_API uccl_status_t uccl_copy_post(uccl_engine_t *engine, void *dst, const vo
  * uccl_stream_hold: work queued on stream after the call waits until
  * uccl_stream_release(hold) (a stream-ordered wait on a host-mapped flag,
  * cuStreamWaitValue32); release frees the hold. Every hold must be
- * released: uccl_engine_destroy releases those left.
+ * released: uccl_engine_destroy releases those left. An engine without a
+ * progress thread runs a helper thread that drives its progress while any
+ * hold is out (a hold is usually released by progress, and the held stream
+ * blocks whoever synchronizes the device meanwhile); it ends with the last
+ * hold.
  * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime),
  * UCCL_ERR_UNSUPPORTED (the driver lacks stream memory operations),
  * UCCL_ERR_BUSY (too many holds unreleased), UCCL_ERR_INVALID_HANDLE. */

@@ -261,14 +261,13 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  * (uccl_stream_event), and a stream-ordered wait on a host-mapped flag
  * holds the stream's later work (uccl_stream_hold) until the collective
  * ends, with success or an error (the stream always goes on; after an
- * error the receive buffer is undefined). Progress must come from the
- * engine's progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or from the
- * caller (uccl_test / uccl_wait on *req, uccl_engine_progress, later
- * collective calls). Without a progress thread, a call that waits for the
- * stream (cudaStreamSynchronize on it, cudaDeviceSynchronize, cudaFree,
- * which synchronize the device) before the collective is done would wait
- * forever: progress first. The library itself makes no such call while it
- * holds a stream. req may be NULL: the request is then detached, and an
+ * error the receive buffer is undefined). Progress comes from the engine's
+ * progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or, without one, from
+ * a helper thread the engine runs while any stream hold is out (see
+ * uccl_stream_hold), so the caller may synchronize the stream or the device
+ * (cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree) right after the
+ * call, as with NCCL. The library itself makes no such call while it holds
+ * a stream. req may be NULL: the request is then detached, and an
  * error is only logged. Order with the comm's other collectives as any
  * non-blocking collective (every rank the same order).
  * Errors: those of uccl_coll_post, those of uccl_stream_event and

@@ -142,6 +142,13 @@ struct uccl_engine {
      * synchronizes the device (cudaIpcCloseMemHandle, cudaFree, ...): it
      * would wait for that stream forever. Transports defer such calls. */
     int stream_holds;
+    /* Without a progress thread, a helper thread drives progress while
+     * stream_holds > 0 (copy.c), so a caller that synchronizes the device
+     * before waiting on the collective does not wait forever.
+     * hold_thread_state: 0 none, 1 running, 2 left its loop (joinable). */
+    pthread_t hold_thread;
+    int hold_thread_state;
+    int hold_stop;
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;
@@ -173,6 +180,8 @@ void uccl_greq_cancel_all(uccl_engine_t *engine);
 /* copy.c: release stream holds, drain and free the copy stream (lock held). */
 typedef struct uccl_copy_ctx uccl_copy_ctx_t;
 void uccl_copy_ctx_destroy(uccl_engine_t *engine);
+/* copy.c: stop and join the hold-progress thread (lock NOT held). */
+void uccl_copy_hold_thread_stop(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
 /* The engine's topology (engine->cfg.topo_xml or the live machine, with the
