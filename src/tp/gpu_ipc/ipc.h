@@ -175,7 +175,20 @@ typedef struct ipc_cfg {
     size_t stream_split_min;
     size_t push_min;
     int split_pct;
+    size_t batch_max;
 } ipc_cfg_t;
+
+/* Copies held back to go out together (cfg.batch_max): issued as one
+ * uccl_gpu_memcpy_batch_async on stream 0 when the open fence is recorded
+ * (every progress), when full, or before a copy that must not run
+ * unordered with one of them. */
+#define IPC_BATCH_MAX 64
+typedef struct ipc_batch {
+    int n;
+    void *dst[IPC_BATCH_MAX];
+    const void *src[IPC_BATCH_MAX];
+    size_t len[IPC_BATCH_MAX];
+} ipc_batch_t;
 
 typedef struct ipc_tp {
     uccl_tp_t base;
@@ -187,6 +200,7 @@ typedef struct ipc_tp {
     uccl_gpu_event_t *free_ev;
     int nfree_ev, cap_free_ev;
     ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
+    ipc_batch_t batch;   /* copies of the open fence not issued yet */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
