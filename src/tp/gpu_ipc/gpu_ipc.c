@@ -29,7 +29,7 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
      "as UCCL_SHM_SPLIT_PCT",
      offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
-    {"BATCH_MAX", "0",
+    {"BATCH_MAX", "4M",
      "copies smaller than this are held back and issued together (one cudaMemcpyBatchAsync) at the "
      "next progress, so that a window of small transfers costs the CPU one call, not one each "
      "(0 = every copy is issued when posted)",
