@@ -57,7 +57,8 @@ MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl 
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 
 p2p_step() {
-    local variants=${P2P_VARIANTS:--} ops=${P2P_OPS:-write read send} rounds=${P2P_ROUNDS:-5}
+    local variants=${P2P_VARIANTS:--} ops=${P2P_OPS:-write read send} rounds=${P2P_ROUNDS:-5} idx=0
+    lscpu | grep -E "^(Model name|Thread|Core|Socket|NUMA node\(s\))"
     step "b_copy_cost: the CPU's price per copy (a forked process owns the IPC destination)"
     timeout 60 tests/gpu/b_copy_cost >"$OUT/b_copy_cost.txt" 2>&1; echo "b_copy_cost exit code: $?"
     cat "$OUT/b_copy_cost.txt"
@@ -67,6 +68,8 @@ p2p_step() {
             tag=$(echo "$v" | sed 's/UCCL_GPU_IPC_//g; s/[=,]/_/g')
             for kv in ${v//,/ }; do xs="$xs -x $kv"; done
         fi
+        idx=$((idx + 1))
+        tag="$idx-$tag"
         step "variant $tag: t_gpu_ipc, then uccl_perf p2p --mem cuda (window 16: ${ops}; window 1: write send)"
         timeout 120 $MPIRUN $xs tests/gpu/t_gpu_ipc >"$OUT/t_gpu_ipc_$tag.log" 2>&1
         echo "t_gpu_ipc ($tag) exit code: $? ($(grep -c PASS "$OUT/t_gpu_ipc_$tag.log") PASS," \

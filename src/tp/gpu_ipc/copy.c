@@ -143,13 +143,13 @@ static uccl_status_t batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t 
  * stream, or cut over all of them when large (after the held-back copies,
  * so that stream 0 runs copies in the order they were asked for). */
 static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_t len, int first,
-                                 unsigned *used)
+                                 bool batch, unsigned *used)
 {
     size_t chunk;
     int n = tp->nstreams;
     uccl_status_t st;
 
-    if (first == 0 && len < tp->cfg.batch_max) {
+    if (batch && first == 0 && len < tp->cfg.batch_max) {
         *used |= 1u;
         return batch_add(tp, dst, src, len);
     }
@@ -177,7 +177,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
 }
 
 static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, const ipc_seg_t *src,
-                                int ns, size_t len, int first, unsigned *used)
+                                int ns, size_t len, int first, bool batch, unsigned *used)
 {
     size_t doff = 0, soff = 0;
     int i = 0, j = 0;
@@ -191,7 +191,7 @@ static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, cons
         if (len < n)
             n = len;
         if (n > 0) {
-            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, used);
+            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, used);
             if (st != UCCL_OK)
                 return st;
         }
@@ -282,7 +282,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
             return UCCL_ERR_NO_MEMORY;
         /* one stream for everything not split: switching streams between
          * back-to-back copies cost bandwidth on the device */
-        st = issue_plan(tp, dst, nd, src, ns, len, 0, &used);
+        st = issue_plan(tp, dst, nd, src, ns, len, 0, op->batch, &used);
         f->streams |= used;
         if (st != UCCL_OK) {
             if (batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */

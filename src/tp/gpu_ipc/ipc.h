@@ -166,6 +166,7 @@ typedef struct ipc_op {
     bool has_notif;
     size_t bytes;
     uccl_status_t status;
+    bool batch;                /* may join the held-back batch (see batch_ok in xfer.c) */
     ipc_fence_t *fence;        /* NULL when it copies nothing */
     uccl_list_t link;
 } ipc_op_t;
