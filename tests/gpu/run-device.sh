@@ -80,7 +80,7 @@ p2p_step() {
                 --max ${P2P_MAX:-32M} --window 16 --rounds $rounds --json "$OUT/perf_${op}_w16_$tag.json" 2>&1 |
                 grep -E "^ +[0-9]|MISMATCH|failed" | awk '{print $1, $2, $3, $4, $5, $6}'
         done
-        for op in write send; do
+        for op in $([ "${P2P_W1:-1}" = 1 ] && echo write send); do
             echo "# $op window 1 ($tag): size uccl-GB/s uccl-us copy-GB/s copy-us x-copy"
             timeout 120 $MPIRUN $xs tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K \
                 --max 1M --window 1 --iters 200 --rounds $rounds --json "$OUT/perf_${op}_w1_$tag.json" 2>&1 |
