@@ -220,31 +220,6 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
     return UCCL_OK;
 }
 
-static pthread_once_t write_value_once = PTHREAD_ONCE_INIT;
-static wait_value_fn_t write_value_fn; /* cuStreamWriteValue32 has the same shape */
-
-static void write_value_lookup(void)
-{
-    write_value_fn = (wait_value_fn_t)driver_entry("cuStreamWriteValue32");
-    if (write_value_fn == NULL)
-        (void)cudaGetLastError();
-}
-
-uccl_status_t uccl_gpu_stream_write_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
-{
-    CUresult res;
-
-    pthread_once(&write_value_once, write_value_lookup);
-    if (write_value_fn == NULL)
-        return UCCL_ERR_UNSUPPORTED;
-    res = write_value_fn((CUstream)stream, (CUdeviceptr)(uintptr_t)dev, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (res != CUDA_SUCCESS) {
-        uccl_info("cuStreamWriteValue32 failed: CUresult %d", (int)res);
-        return res == CUDA_ERROR_NOT_SUPPORTED ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_IO;
-    }
-    return UCCL_OK;
-}
-
 /* ------------------------------------------------------------ batched copies */
 
 /* cudaMemcpyBatchAsync (CUDA 12.8; 13.0 dropped its failIdx argument). A

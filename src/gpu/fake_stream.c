@@ -462,16 +462,6 @@ uccl_status_t uccl_gpu_flags_free(uint32_t *host)
     return UCCL_OK;
 }
 
-/* Not modelled: the fake runs copies only when something waits on the
- * runtime, and a flag in memory is not such a wait. */
-uccl_status_t uccl_gpu_stream_write_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
-{
-    (void)stream;
-    (void)dev;
-    (void)value;
-    return UCCL_ERR_UNSUPPORTED;
-}
-
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
 {
     fake_copy_t *c;

@@ -126,11 +126,5 @@ uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t
 uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev);
 uccl_status_t uccl_gpu_flags_free(uint32_t *host);
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value);
-/* Store value into the word at dev (from uccl_gpu_flags_alloc) once the
- * work queued on stream before it is done (cuStreamWriteValue32): the host
- * sees completion by reading memory, no runtime call. Errors: as
- * uccl_gpu_stream_wait_value (UCCL_ERR_UNSUPPORTED where the backend has
- * no such operation: the fake, HIP for now). */
-uccl_status_t uccl_gpu_stream_write_value(uccl_gpu_stream_t stream, void *dev, uint32_t value);
 
 #endif

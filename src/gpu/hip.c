@@ -135,11 +135,3 @@ uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *s
 {
     return rt_memcpy_each(dst, src, len, n, stream);
 }
-
-uccl_status_t uccl_gpu_stream_write_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
-{
-    (void)stream;
-    (void)dev;
-    (void)value;
-    return UCCL_ERR_UNSUPPORTED; /* gpu_ipc polls events instead */
-}

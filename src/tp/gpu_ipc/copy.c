@@ -8,8 +8,6 @@
 
 /* Pieces of a split copy are cut at this alignment. */
 #define SPLIT_ALIGN (1u << 20)
-/* With flags, a fence's events are still queried every this many polls. */
-#define FLAG_QUERY_EVERY 32
 
 static uccl_status_t batch_flush(ipc_tp_t *tp);
 
@@ -57,10 +55,6 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
         uccl_gpu_stream_destroy(tp->streams[i]);
     }
     tp->nstreams = 0;
-    if (tp->flag_host != NULL)
-        uccl_gpu_flags_free(tp->flag_host);
-    tp->flag_host = NULL;
-    tp->flag_state = 0;
     free(tp->open_fence); /* no op is left to wait on it */
     tp->open_fence = NULL;
     for (int i = 0; i < tp->nfree_ev; i++)
@@ -224,43 +218,6 @@ static ipc_fence_t *fence_open(ipc_tp_t *tp)
     return tp->open_fence;
 }
 
-/* Store the fence's counter behind its event on stream s (cfg.flag_poll);
- * where the runtime cannot, polling queries the events alone from then on. */
-static void fence_flag(ipc_tp_t *tp, ipc_fence_t *f, int s)
-{
-    uint32_t v;
-
-    if (!tp->cfg.flag_poll || tp->flag_state < 0)
-        return;
-    if (tp->flag_state == 0) {
-        tp->flag_state = uccl_gpu_flags_alloc(IPC_STREAMS_MAX, &tp->flag_host, &tp->flag_dev) == UCCL_OK ? 1 : -1;
-        if (tp->flag_state < 0) {
-            uccl_info("gpu_ipc: no host-mapped completion words; polling events");
-            return;
-        }
-    }
-    v = tp->flag_seq[s] + 1;
-    if (uccl_gpu_stream_write_value(tp->streams[s], (uint32_t *)tp->flag_dev + s, v) != UCCL_OK) {
-        uccl_info("gpu_ipc: the runtime cannot store completion words from a stream; polling events");
-        tp->flag_state = -1;
-        return;
-    }
-    tp->flag_seq[s] = v;
-    f->want[s] = v;
-    f->flagged |= 1u << s;
-}
-
-/* Have all of f's flagged streams stored its counters? */
-static bool fence_flags_reached(const ipc_tp_t *tp, const ipc_fence_t *f)
-{
-    for (int s = 0; s < tp->nstreams; s++) {
-        if ((f->flagged & (1u << s)) &&
-            (int32_t)(__atomic_load_n(&tp->flag_host[s], __ATOMIC_ACQUIRE) - f->want[s]) < 0)
-            return false;
-    }
-    return true;
-}
-
 /* Record the open fence: an event on every stream its copies went to. A
  * failed record waits for that stream instead and fails the fence's ops. */
 static void fence_close(ipc_tp_t *tp)
@@ -284,7 +241,6 @@ static void fence_close(ipc_tp_t *tp)
         if (event_get(tp, &ev) == UCCL_OK) {
             if (uccl_gpu_event_record(ev, tp->streams[s]) == UCCL_OK) {
                 f->ev[f->nev++] = ev;
-                fence_flag(tp, f, s);
                 continue;
             }
             event_put(tp, ev);
@@ -354,8 +310,6 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         return true;
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
-    if (f->nev > 0 && f->flagged != 0 && ++f->polls % FLAG_QUERY_EVERY != 0 && !fence_flags_reached(tp, f))
-        return false;
     while (f->nev > 0) {
         uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
         if (st == UCCL_INPROGRESS)

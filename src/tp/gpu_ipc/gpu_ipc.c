@@ -34,10 +34,6 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "next progress, so that a window of small transfers costs the CPU one call, not one each "
      "(0 = every copy is issued when posted)",
      offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
-    {"FLAG_POLL", "0",
-     "1 = a copy fence also stores a counter into host memory (cuStreamWriteValue32) and progress "
-     "reads it, querying the fence's event only when it is reached (a query costs the CPU over 1 us)",
-     offsetof(ipc_cfg_t, flag_poll), UCCL_CFG_BOOL},
     {NULL, NULL, NULL, 0, 0},
 };
 

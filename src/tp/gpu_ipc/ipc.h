@@ -155,14 +155,6 @@ typedef struct ipc_fence {
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
     uccl_gpu_event_t ev[IPC_STREAMS_MAX];
-    /* cfg.flag_poll: the streams that also store want[s] into the host
-     * word ipc_tp_t.flag_host[s] behind the event; polls read those words
-     * and query the events (1.3-1.7 us a query on the H200 VM) only once
-     * they are reached, or every FLAG_QUERY_EVERY-th poll (a copy fault
-     * stops the stream before its store: the query reports it) */
-    unsigned flagged;
-    unsigned polls;
-    uint32_t want[IPC_STREAMS_MAX];
 } ipc_fence_t;
 
 /* Copies in flight on the streams, finished by progress. */
@@ -185,7 +177,6 @@ typedef struct ipc_cfg {
     size_t push_min;
     int split_pct;
     size_t batch_max;
-    int flag_poll;
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -211,10 +202,6 @@ typedef struct ipc_tp {
     int nfree_ev, cap_free_ev;
     ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
-    int flag_state;      /* cfg.flag_poll: 0 untried, 1 flag_host in use, -1 unavailable */
-    uint32_t *flag_host; /* one word per stream (uccl_gpu_flags_alloc) */
-    void *flag_dev;
-    uint32_t flag_seq[IPC_STREAMS_MAX];
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
