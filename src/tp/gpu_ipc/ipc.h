@@ -25,7 +25,15 @@
  * target revokes the grant when it deregisters the region. This keeps a
  * round trip off every small write (the 4 KiB latency goal) at the cost that
  * a write already posted when the revoke is in flight can still land, as
- * with RDMA. */
+ * with RDMA.
+ *
+ * Batching (cfg.batch_max): between two processes on one GPU, copies below
+ * it are not issued when posted but held in ipc_tp_t.batch and issued as
+ * one uccl_gpu_memcpy_batch_async when progress records the fence (or the
+ * batch is full). A batch has no inner order, so a copy that would write
+ * what a held copy reads or writes, or read what one writes, flushes the
+ * batch first (the same copy twice does not: either order gives the same
+ * bytes); gpu_ipc thus keeps conflicting copies in posting order. */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 

@@ -69,8 +69,8 @@ static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg
 
 /* May req's copies be held back for a batch (cfg.batch_max)? Only
  * device-to-device copies between two processes on one GPU: there the CPU's
- * price per copy (about 4 us on the H100/H200 VMs) bounds a window below a
- * few MiB and the GPU waits for nothing while a batch fills. Host memory on
+ * price per copy (about 4 us on the H100/H200 VMs) bounds a window below
+ * 16 MiB and the GPU waits little while a batch fills. Host memory on
  * either side, or another GPU at the far end (where a copy of the same size
  * takes the link longer than the CPU takes to issue it), is issued at once. */
 static bool batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
