@@ -32,6 +32,11 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 "RC ACK timeout exponent: 4.096 us * 2^N (18 = 1.07 s); short ones make slow "
                 "peers (Soft-RoCE, loaded hosts) retry whole reads",
                 ib_timeout, UCCL_CFG_INT),
+    VERBS_FIELD("RETRY_CNT", "7",
+                "RC retransmissions (0..7) of an unacknowledged packet before the QP fails "
+                "(RETRY_EXC: the connection ends PEER_FAILED); a silent peer shows after about "
+                "(RETRY_CNT + 1) ACK timeouts, unless UCCL_TIMEOUT_MS ends the wait first",
+                retry_cnt, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
@@ -73,10 +78,11 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
     if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
         cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
         cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31 ||
+        cfg->retry_cnt < 0 || cfg->retry_cnt > 7 ||
         cfg->stage_chunk < 4096 || cfg->stage_chunk > (1u << 30) || cfg->stage_depth < 1 ||
         cfg->stage_depth > 64) {
         uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
-                   "EAGER <= 1M, IB_TIMEOUT 1..31, STAGE_CHUNK 4K..1G, STAGE_DEPTH 1..64",
+                   "EAGER <= 1M, IB_TIMEOUT 1..31, RETRY_CNT 0..7, STAGE_CHUNK 4K..1G, STAGE_DEPTH 1..64",
                    VERBS_MAX_QPS);
         return UCCL_ERR_INVALID_PARAM;
     }
