@@ -90,11 +90,13 @@ static void test_core_variables(void)
     expect_env_refused("UCCL_SETUP_MAX_PENDING", "0");
 }
 
-/* Every number, size, flag and level of every table compiled in: garbage
- * and a leading blank are refused, naming the variable. */
+/* Every number, size, flag and level of every table compiled in (the
+ * variables uccl_info -c lists, string ones aside): garbage, a blank, empty,
+ * negative and huge values are refused, naming the variable. (A negative
+ * value is refused by each variable's own range: none takes -5.) */
 static void test_every_table(void)
 {
-    static const char *const garbage[] = {"garbage", " 1", "1 ", ""};
+    static const char *const garbage[] = {"garbage", " 1", "1 ", "", "-5", "99999999999999999999999"};
     char name[128];
     int checked = 0;
 

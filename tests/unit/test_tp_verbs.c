@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -328,6 +331,75 @@ static void test_rkey_after_dereg(void)
     run_pair(side_rkey);
 }
 
+/* ---- registration beyond RLIMIT_MEMLOCK (issue 20) */
+
+static int memlock_log_hits;
+
+static void memlock_sink(void *arg, uccl_log_level_t level, const char *file, int line,
+                         const char *msg)
+{
+    (void)arg, (void)level, (void)file, (void)line;
+    if (strstr(msg, "RLIMIT_MEMLOCK") != NULL)
+        memlock_log_hits++;
+}
+
+/* In a child: without CAP_IPC_LOCK (root bypasses the limit) and with
+ * RLIMIT_MEMLOCK at 1 MiB, registering 8 MiB fails with NO_MEMORY and a log
+ * line naming RLIMIT_MEMLOCK; what fits registers; after a deregistration
+ * the same room is there again (nothing stays pinned). Exit 0 = as expected,
+ * 77 = could not set the stage. */
+static int memlock_child(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    struct rlimit rl = {.rlim_cur = 1u << 20, .rlim_max = 1u << 20};
+    uint8_t *buf = aligned_alloc(4096, 8u << 20);
+    uccl_engine_t *e;
+    uccl_mr_t *mr, *mr2;
+    int bad = 0;
+
+    memset(data, 0, sizeof(data));
+    if (buf == NULL || syscall(SYS_capget, &hdr, data) != 0)
+        return 77;
+    data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    data[CAP_IPC_LOCK / 32].permitted &= ~(1u << (CAP_IPC_LOCK % 32));
+    if (syscall(SYS_capset, &hdr, data) != 0 || setrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+        return 77;
+    memset(buf, 1, 8u << 20);
+    if (pair_engine_create(0, &e) != UCCL_OK)
+        return 77;
+    uccl_log_set_sink(memlock_sink, NULL);
+    bad += uccl_mr_reg(e, buf, 8u << 20, 0, &mr) != UCCL_ERR_NO_MEMORY;
+    bad += memlock_log_hits == 0;
+    bad += uccl_mr_reg(e, buf, 512u << 10, 0, &mr) != UCCL_OK;
+    bad += uccl_mr_reg(e, buf + (1u << 20), 768u << 10, 0, &mr2) != UCCL_ERR_NO_MEMORY;
+    bad += uccl_mr_dereg(mr) != UCCL_OK;
+    bad += uccl_mr_reg(e, buf + (1u << 20), 768u << 10, 0, &mr2) != UCCL_OK; /* room again */
+    bad += uccl_mr_dereg(mr2) != UCCL_OK;
+    uccl_log_set_sink(NULL, NULL);
+    uccl_engine_destroy(e);
+    if (bad)
+        fprintf(stderr, "memlock child: %d checks failed (log lines naming it: %d)\n", bad,
+                memlock_log_hits);
+    return bad ? 1 : 0;
+}
+
+static void test_memlock(void)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(memlock_child());
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        UNIT_SKIP("could not drop CAP_IPC_LOCK or lower RLIMIT_MEMLOCK here");
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
     const char *qp_type = getenv("UCCL_VERBS_QP_TYPE");
@@ -337,6 +409,8 @@ int main(void)
         {"write_notify x144 over 4 QPs: values, data, order", test_write_notify_many},
         {"deregistered region: REMOTE_ACCESS, that conn reset, others and new ones work",
          test_rkey_after_dereg},
+        {"registration beyond RLIMIT_MEMLOCK: NO_MEMORY, named in the log, nothing stays pinned",
+         test_memlock},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"tp_verbs_rc", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
