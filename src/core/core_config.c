@@ -26,6 +26,10 @@ static const uccl_cfg_field_t core_fields[] = {
                "incoming connections whose setup request is not in yet; beyond this the oldest "
                "is dropped (idle sockets cannot fill the fd table); >= 1",
                setup_max_pending, UCCL_CFG_INT),
+    CORE_FIELD("UNEXPECTED_MAX", "1G",
+               "bytes of messages a connection keeps that no receive took yet; a peer that "
+               "sends more fails the connection with UCCL_ERR_NO_MEMORY (memory stays bounded "
+               "when receives are never posted); >= 64K", unexpected_max, UCCL_CFG_SIZE),
     CORE_FIELD("TRANSPORTS", "", "comma list of transports allowed (empty = all usable)", transports,
                UCCL_CFG_STRING),
     CORE_FIELD("NET_DEVICES", "", "network devices to use, e.g. mlx5_0:1,rxe0 (empty = by topology)",
@@ -118,6 +122,10 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
     if (cfg->setup_timeout_ms <= 0 || cfg->setup_max_pending < 1) {
         uccl_error("UCCL_SETUP_TIMEOUT_MS must be > 0 (got %d) and UCCL_SETUP_MAX_PENDING >= 1 "
                    "(got %d)", cfg->setup_timeout_ms, cfg->setup_max_pending);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (cfg->unexpected_max < (64u << 10)) {
+        uccl_error("UCCL_UNEXPECTED_MAX=%zu: must be at least 64K", cfg->unexpected_max);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (cfg->oob_port < 0 || cfg->oob_port > 65535) {
