@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core_config.h"
 #include "core/tp_api.h"
@@ -109,6 +110,33 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
+/* The collectives read UCCL_COLL_ALGO and UCCL_LAZY_CONNECT themselves (at
+ * their first use, where a bad value could only be warned about): refuse a
+ * bad one here, at engine creation. The names are coll/select.c's. */
+static uccl_status_t coll_env_check(void)
+{
+    static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
+                                        "scatter_allgather", "linear", "hier"};
+    uccl_coll_env_t env;
+    bool ok = false;
+
+    if (uccl_cfg_parse(&uccl_coll_env_table, &env) != UCCL_OK)
+        return UCCL_ERR_INVALID_PARAM;
+    for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]) && !ok; i++)
+        ok = strcasecmp(env.algo, algos[i]) == 0;
+    if (env.algo[0] != '\0' && !ok) {
+        uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
+                   "scatter_allgather, linear, hier, auto)", env.algo);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
+        strcmp(env.lazy_connect, "1") != 0) {
+        uccl_error("UCCL_LAZY_CONNECT=%s: expected 0, 1 or empty", env.lazy_connect);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_config_get(uccl_config_t *cfg)
 {
     uccl_status_t st = uccl_cfg_parse(&uccl_core_config_table, cfg);
@@ -135,7 +163,7 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
     uccl_log_level_current = (uccl_log_level_t)cfg->log_level;
     /* after the level is set, so that UCCL_LOG_LEVEL=error silences it */
     pthread_once(&check_once, check_env);
-    return UCCL_OK;
+    return coll_env_check();
 }
 
 uccl_status_t uccl_config_dump(unsigned flags, char *buf, size_t *len)
