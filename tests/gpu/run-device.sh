@@ -6,6 +6,9 @@
 # Logs and JSON go to $OUT. ONLY=python: the build, then the Python part alone.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 # ONLY=coll: build, then only the collectives on GPU memory (issue E).
+# ONLY=hostcoll: CPU-only build, then only uccl_perf coll on host memory over
+# shm (tests/perf/coll-perf.sh; COLL_PERF_* narrow it) with both Open MPI
+# references, tables in $OUT/coll-perf.txt, JSON in $OUT.
 # ONLY=devq: build, then only the device-queue step (b_devq: kernel-issued
 # writes checked byte for byte, benchmark vs host-issued, peer killed).
 set -u
@@ -15,6 +18,25 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/device.log") 2>&1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step() { echo "=== $* ($(date +%T))"; }
+
+if [ "$ONLY" = hostcoll ]; then
+    # host-memory collectives vs Open MPI ob1 and UCX (issue E) on the quiet
+    # cores, nothing else: a CPU-only build of the library and uccl_perf
+    step "host collectives only: build without CUDA"
+    for d in ../.debs .debs; do [ -d "$d" ] && dpkg -i "$d"/*.deb >/dev/null && echo "installed $d"; done
+    lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"
+    ./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; exit 1; }
+    mkdir -p build-host && cd build-host || exit 1
+    ../configure --without-cuda --enable-werror >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+    make -j16 libuccl.la tools/uccl_perf >make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+    step "collectives vs Open MPI ob1 and UCX, host memory, shm (${COLL_PERF_OPS:-allgather alltoall bcast})"
+    COLL_PERF_TPS=${COLL_PERF_TPS:-shm} COLL_PERF_OPS=${COLL_PERF_OPS:-allgather alltoall bcast} \
+        bash ../tests/perf/coll-perf.sh . "$OUT" >"$OUT/coll-perf.txt" 2>&1
+    echo "coll-perf exit code: $?"
+    grep -vE "^#   " "$OUT/coll-perf.txt" | head -150
+    step "done"
+    exit 0
+fi
 
 step "packages"
 for d in ../.debs .debs; do [ -d "$d" ] && dpkg -i "$d"/*.deb >/dev/null && echo "installed $d"; done
