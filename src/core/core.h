@@ -94,6 +94,7 @@ struct uccl_conn {
     uint64_t rx_msg_next; /* lowest message number not arrived yet */
     uccl_list_t posted;   /* receives not matched yet, in posting order */
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
+    size_t held_bytes;    /* their msg->bytes, at most cfg.unexpected_max */
     uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;

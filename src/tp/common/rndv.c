@@ -398,7 +398,7 @@ static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_
         uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
         return;
     }
-    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len};
+    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len, .bytes = rndv ? 0 : len};
     u->rndv = rndv;
     u->send_id = send_id;
     if (!rndv && len > 0)

@@ -70,9 +70,17 @@ typedef struct ipc_wire {
 static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     ipc_tp_t *tp;
+    ipc_cfg_t cfg;
     uccl_status_t st;
     int n = 0;
 
+    /* settings first: a bad one fails engine creation even without a GPU */
+    st = uccl_cfg_parse(&ipc_cfg_table, &cfg);
+    if (st != UCCL_OK)
+        return st;
+    if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100))
+        return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
     if (params->gpu_index >= n) {
@@ -82,9 +90,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = uccl_cfg_parse(&ipc_cfg_table, &tp->cfg);
-    if (st != UCCL_OK)
-        goto err_free;
+    tp->cfg = cfg;
     tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
@@ -103,7 +109,6 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
 
 err_streams:
     uccl_gpu_ipc_streams_destroy(tp);
-err_free:
     free(tp);
     return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
 }

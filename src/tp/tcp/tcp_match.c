@@ -110,7 +110,8 @@ static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
         return;
     }
     if (rec->req == NULL) {
-        rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total};
+        rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total,
+                                .bytes = rec->total}; /* the payload comes in whole */
         uccl_list_push_back(&ep->unexpected, &rec->uq_link);
         uccl_msg_hold(conn, &ep->base, &rec->msg);
     }

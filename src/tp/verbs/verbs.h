@@ -48,6 +48,7 @@ typedef struct tp_verbs_config {
     int rx_depth;
     int gid_index;
     int ib_timeout;
+    int retry_cnt; /* RC transport retries before RETRY_EXC (0..7) */
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
     char gdr_sysroot[UCCL_CFG_STRING_MAX]; /* where the peer-memory module check looks */
     size_t stage_chunk; /* staged sources: bytes per registered pinned buffer */

@@ -319,9 +319,21 @@ void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_WRS] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
-    if (req->len == 0) {
+    if (req->len == 0 && !uccl_rndv_needs_imm(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
+    }
+    if (req->len == 0) { /* a write_notify of no bytes: one bare immediate carries it */
+        uint64_t bit = 1ull << verbs_qp_bit(ep, verbs_pick_qp(ep, req));
+        int extra;
+
+        if (uccl_rndv_imm_begin(&ep->rndv, req, 1, &extra) != UCCL_OK) {
+            uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
+            uccl_rndv_write_done(&ep->rndv, req);
+            return;
+        }
+        req->tp_data[VERBS_RD_WRS] = (uint64_t)extra; /* a NOTIFY counts as one part */
+        req->tp_data[VERBS_RD_QPS] = bit | bit << 32; /* one lane, owed its immediate */
     }
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
     verbs_post_pending(ep);
@@ -376,7 +388,16 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return UCCL_OK;
     if (wc->status == IBV_WC_WR_FLUSH_ERR) { /* the QP already failed; said once */
         uccl_debug("%s: work request flushed on QP %u", ep->tp->dev_name, wc->qp_num);
-        return uccl_conn_status(conn) != UCCL_OK ? uccl_conn_status(conn) : UCCL_ERR_TRANSPORT;
+        if (uccl_conn_status(conn) != UCCL_OK)
+            return uccl_conn_status(conn);
+        /* our QP went to error without an error of our own: the responder
+         * side of a refused access (RC moves both ends of the QP to error
+         * on a bad rkey, e.g. a peer writing to a region deregistered here) */
+        uccl_error("%s: QP %u went to error with no failed request of ours: a peer's one-sided "
+                   "access into this engine was refused (deregistered region?); an RC "
+                   "connection cannot go on after it, resetting it", ep->tp->dev_name, wc->qp_num);
+        uccl_conn_fail(conn, UCCL_ERR_REMOTE_ACCESS);
+        return UCCL_ERR_REMOTE_ACCESS;
     }
     switch (wc->status) {
     case IBV_WC_REM_ACCESS_ERR: st = UCCL_ERR_REMOTE_ACCESS; break;
@@ -386,8 +407,9 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
     }
     uccl_error("%s: completion error on QP %u (opcode %d): %s (vendor error 0x%x)", ep->tp->dev_name,
                wc->qp_num, (int)wc->opcode, ibv_wc_status_str(wc->status), wc->vendor_err);
-    /* the QP is in error now: its connection cannot go on */
-    uccl_conn_fail(conn, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+    /* the QP is in error now: its connection cannot go on; it reports why
+     * (REMOTE_ACCESS: the peer refused our key, PEER_FAILED: no answer) */
+    uccl_conn_fail(conn, st);
     return st;
 }
 

@@ -283,7 +283,7 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = q->psn;
     attr.timeout = (uint8_t)v->cfg.ib_timeout;
-    attr.retry_cnt = 7;
+    attr.retry_cnt = (uint8_t)v->cfg.retry_cnt;
     attr.rnr_retry = 7; /* infinite: a receiver short of buffers slows us, never fails us */
     attr.max_rd_atomic = (uint8_t)v->max_rd_atomic;
     mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
