@@ -318,6 +318,25 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
 
 /* ------------------------------------------------------------------ receiving */
 
+uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_t off,
+                              const uccl_rndv_seg_t *seg)
+{
+    rndv_out_t *out;
+    int ctrl_slot;
+    uint8_t *p = rndv_ctrl_begin(r, &ctrl_slot, &out);
+
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rndv_put_hdr(p, UCCL_RNDV_MSG_GRANT, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
+                 req->tp_data[UCCL_RNDV_RD_ID], (uint64_t)slot);
+    uccl_put_u64(p + 32, off);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE, seg->addr);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 8, seg->key);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 16, seg->len);
+    rndv_ctrl_commit(r, ctrl_slot, out, UCCL_RNDV_HDR_SIZE + UCCL_RNDV_SEG_SIZE, NULL);
+    return UCCL_OK;
+}
+
 /* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
  * bounce when the receive is in GPU memory the NIC cannot reach. */
 static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id)
@@ -329,6 +348,10 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     int slot, nseg;
     uint8_t *p, *s;
 
+    if (st == UCCL_OK && len > 0 && staged && r->ops->sink_start != NULL) {
+        uccl_rndv_grant_start(r, req, len, send_id);
+        return;
+    }
     if (st == UCCL_OK && len > 0 && staged)
         st = r->ops->mem_stage(r, req, len, false);
     if (st == UCCL_OK)
@@ -504,6 +527,9 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
         break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, a, b, status); break;
     case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, a, b); break;
+    case UCCL_RNDV_MSG_GRANT:
+        uccl_rndv_grant_arrived(r, a, b, c, seq, p + UCCL_RNDV_HDR_SIZE, len - UCCL_RNDV_HDR_SIZE);
+        break;
     default: goto bad;
     }
     if (r->ops->recv_repost(r, index) != UCCL_OK)
