@@ -76,6 +76,7 @@ uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp
     uccl_list_init(&r->recv_wait_fin);
     uccl_list_init(&r->unexpected);
     uccl_list_init(&r->notif_wait);
+    uccl_hmap_init(&r->notif_ids);
     uccl_idmap_init(&r->ids, UCCL_RNDV_ID_BITS, UCCL_RNDV_ID_INDEX_BITS);
     r->free_slots = calloc((size_t)r->tx_depth, sizeof(int));
     r->slot_req = calloc((size_t)r->tx_depth, sizeof(uccl_req_t *));
@@ -93,6 +94,7 @@ void uccl_rndv_fini(uccl_rndv_t *r)
     free(r->free_slots);
     free(r->slot_req);
     uccl_idmap_fini(&r->ids);
+    uccl_hmap_fini(&r->notif_ids);
     r->free_slots = NULL;
     r->slot_req = NULL;
 }

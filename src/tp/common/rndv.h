@@ -65,6 +65,7 @@
 #include <stdint.h>
 
 #include "core/tp_api.h"
+#include "util/hmap.h"
 #include "util/idmap.h"
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
@@ -200,6 +201,7 @@ struct uccl_rndv {
     uccl_list_t recv_wait_fin;
     uccl_list_t unexpected;   /* messages held by the core's matching */
     uccl_list_t notif_wait;   /* notified writes not all landed yet */
+    uccl_hmap_t notif_ids;    /* the same by the peer's notify id */
     /* our ids of rendezvous sends waiting for their CTS and of receives
      * waiting for their data (UCCL_RNDV_RD_ID): what CTS, FIN and the
      * immediates name, found without a scan; UCCL_RNDV_ID_BITS wide, as

@@ -18,16 +18,13 @@ typedef struct rndv_notif {
 
 static rndv_notif_t *rndv_notif_get(uccl_rndv_t *r, uint32_t id)
 {
-    uccl_list_t *pos;
-    rndv_notif_t *n;
+    rndv_notif_t *n = uccl_hmap_get(&r->notif_ids, id);
 
-    uccl_list_for_each(pos, &r->notif_wait) {
-        n = uccl_container_of(pos, rndv_notif_t, link);
-        if (n->id == id)
-            return n;
-    }
+    if (n != NULL)
+        return n;
     n = calloc(1, sizeof(*n));
-    if (n == NULL) {
+    if (n == NULL || uccl_hmap_put(&r->notif_ids, id, n) != UCCL_OK) {
+        free(n);
         uccl_error("%s: out of memory tracking notification %u; connection fails",
                    r->ep->tp->ops->name, id);
         uccl_conn_fail(r->ep->conn, UCCL_ERR_NO_MEMORY);
@@ -50,6 +47,7 @@ static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
 {
     if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
         return;
+    uccl_hmap_del(&r->notif_ids, n->id);
     uccl_list_del(&n->link);
     rndv_notif_push(r, n->value);
     free(n);
@@ -207,4 +205,5 @@ void uccl_rndv_notif_release(uccl_rndv_t *r)
 {
     while (!uccl_list_empty(&r->notif_wait))
         free(uccl_container_of(uccl_list_pop_front(&r->notif_wait), rndv_notif_t, link));
+    uccl_hmap_fini(&r->notif_ids);
 }
