@@ -545,15 +545,24 @@ bad:
 
 /* ------------------------------------------------------------------ teardown */
 
-static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
+void uccl_rndv_fail_reqs(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
 {
     while (!uccl_list_empty(list)) {
         uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
         uccl_status_t st = uccl_rndv_req_err(req);
 
-        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         r->ops->finish(r, req, st != UCCL_OK ? st : reason, 0);
     }
+}
+
+/* Requests waiting under an id of ours: the ids die first. */
+static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, list)
+        uccl_idmap_remove(&r->ids, uccl_container_of(pos, uccl_req_t, tp_link)->tp_data[UCCL_RNDV_RD_ID]);
+    uccl_rndv_fail_reqs(r, list, reason);
 }
 
 /* Requests referenced from a send slot or a queued message go first: one

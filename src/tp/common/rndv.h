@@ -227,6 +227,9 @@ uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp
  * reason), free held messages and queued control messages. Call it first
  * in the endpoint's teardown, before the transport fails its own lists. */
 void uccl_rndv_release(uccl_rndv_t *r, uccl_status_t reason);
+/* Finish every request on list (linked by tp_link; the transport's own
+ * lists) through ops->finish, with its own error, else reason. */
+void uccl_rndv_fail_reqs(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason);
 void uccl_rndv_fini(uccl_rndv_t *r);
 
 static inline uint8_t *uccl_rndv_recv_buf(const uccl_rndv_t *r, int index)

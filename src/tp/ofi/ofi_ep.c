@@ -228,15 +228,6 @@ void uccl_ofi_zombies_free(tp_ofi_t *tp, bool all)
     }
 }
 
-static void ofi_fail_list(uccl_list_t *list, uccl_status_t reason)
-{
-    while (!uccl_list_empty(list)) {
-        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_status_t st = uccl_rndv_req_err(req);
-        uccl_ofi_req_finish(req, st != UCCL_OK ? st : reason, 0);
-    }
-}
-
 void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
 {
     tp_ofi_ep_t *ep = tp_ofi_ep(base);
@@ -249,8 +240,8 @@ void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
     ofi_ep_forget(ep);
     uccl_list_del(&ep->link);
     uccl_rndv_release(&ep->rndv, reason);
-    ofi_fail_list(&ep->data_pending, reason);
-    ofi_fail_list(&ep->inflight, reason);
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->data_pending, reason);
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->inflight, reason);
     uccl_list_for_each(pos, &ep->data_ops)
         uccl_container_of(pos, ofi_op_t, link)->req = NULL;
     if (ep->posted == 0) {
