@@ -29,6 +29,18 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
      "as UCCL_SHM_SPLIT_PCT",
      offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
+    /* One H200 VM, two processes on GPU 0, window 16, ratio to a plain
+     * cudaMemcpyAsync in the same job (tests/gpu/results/1xH200-p2p): a
+     * copy costs the CPU about 4 us whatever its size (b_copy_cost), and a
+     * batch saves about 0.3 us of it; below 16 MiB the CPU sets the pace.
+     * 0 (each copy at once): write 0.83-0.97 up to 8 MiB; 4M: 0.93-1.06 up
+     * to 2 MiB, 0.80-0.88 at 4-8 MiB; 16M: 0.88-1.04 up to 8 MiB (read and
+     * send alike). 16 MiB and up is the GPU's pace: not held back. */
+    {"BATCH_MAX", "16M",
+     "copies smaller than this are held back and issued together (one cudaMemcpyBatchAsync) at the "
+     "next progress, so that a window of small transfers costs the CPU one call, not one each "
+     "(0 = every copy is issued when posted)",
+     offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 

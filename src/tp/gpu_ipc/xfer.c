@@ -79,6 +79,24 @@ static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg
     return UCCL_OK;
 }
 
+/* May req's copies be held back for a batch (cfg.batch_max)? Only
+ * device-to-device copies between two processes on one GPU: there the CPU's
+ * price per copy (about 4 us on the H100/H200 VMs) bounds a window below
+ * 16 MiB and the GPU waits little while a batch fills. Host memory on
+ * either side, or another GPU at the far end (where a copy of the same size
+ * takes the link longer than the CPU takes to issue it), is issued at once. */
+static bool batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
+{
+    if (ep->peer_device < 0 || ep->peer_device != ep->tp->device)
+        return false;
+    for (int i = 0; req != NULL && i < req->iovcnt; i++) {
+        uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
+        if (req->iov[i].len > 0 && (memh == NULL || memh->alloc == NULL))
+            return false;
+    }
+    return req != NULL;
+}
+
 static ipc_op_t *op_new(ipc_op_kind_t kind, uccl_req_t *req)
 {
     ipc_op_t *op = calloc(1, sizeof(*op));
@@ -228,6 +246,7 @@ static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *r
 
         op->seq = rts->seq;
         op->bytes = rts->len - off;
+        op->batch = batch_ok(ep, req);
         st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
     }
     if (st != UCCL_OK)
@@ -331,6 +350,7 @@ void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
     if (st == UCCL_OK) {
         op->seq = m->seq;
         op->bytes = m->push_len;
+        op->batch = batch_ok(ep, req);
         st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, local_plan(req, 0, src), m->push_len);
     }
     if (st != UCCL_OK) {
@@ -372,6 +392,7 @@ static uccl_status_t rma_local(ipc_ep_t *ep, uccl_req_t *req, const ipc_grant_t 
     op->has_notif = req->has_notif;
     op->notif = req->notif;
     op->bytes = req->len;
+    op->batch = batch_ok(ep, req);
     remote.ptr = (char *)g->map->ptr + (r->addr - g->map->key);
     remote.len = r->len;
     if (req->op == UCCL_OP_WRITE)
