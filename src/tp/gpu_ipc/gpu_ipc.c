@@ -321,6 +321,8 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
                             &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
+    uccl_hmap_init(&ep->map_keys);
+    uccl_hmap_init(&ep->grant_ids);
     st = uccl_gpu_ipc_ring_create(&ep->rx);
     if (st != UCCL_OK) {
         free(ep);
@@ -414,7 +416,9 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     forget_list(&ep->grant_wait);
     forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
+    uccl_hmap_fini(&ep->grant_ids);
     uccl_gpu_ipc_maps_release(ep, true);
+    uccl_hmap_fini(&ep->map_keys);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
     free_list(&ep->txq, offsetof(ipc_txmsg_t, link));
     uccl_gpu_ipc_ring_destroy(&ep->rx);

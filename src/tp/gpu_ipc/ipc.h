@@ -40,6 +40,7 @@
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "tp/gpu_ipc/ring.h"
+#include "util/hmap.h"
 
 #define IPC_STREAMS_MAX 16
 
@@ -243,6 +244,9 @@ typedef struct ipc_ep {
     uccl_list_t txq;     /* ipc_txmsg_t waiting for ring space */
     uccl_list_t maps, zombies; /* ipc_map_t live / to close when no op runs */
     uccl_list_t grants;  /* ipc_grant_t */
+    /* live maps by the peer's allocation key, grants by region id: keys
+     * the peer chooses, found without a scan */
+    uccl_hmap_t map_keys, grant_ids;
     uccl_list_t ops;     /* ipc_op_t */
     /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
     uccl_list_t sends;   /* reqs waiting for FIN or CTS */

@@ -147,6 +147,7 @@ static void tp_ofi_close(uccl_tp_t *base)
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
     uccl_ofi_fabric_close(tp);
+    uccl_idmap_fini(&tp->ep_ids);
     free(tp);
 }
 
@@ -164,7 +165,8 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     uccl_list_init(&tp->peers);
     tp->host_id = params->host_id;
     tp->timeout_ms = params->timeout_ms;
-    tp->next_ep_id = (uint32_t)uccl_random_u64() & 0xffffff;
+    tp->ep_id_salt = (uint32_t)uccl_random_u64() | 0x80000000u;
+    uccl_idmap_init(&tp->ep_ids, OFI_EP_ID_BITS, OFI_EP_ID_INDEX_BITS);
     st = uccl_cfg_parse(&uccl_ofi_config_table, &tp->cfg);
     if (st == UCCL_OK)
         st = ofi_check_config(&tp->cfg);
