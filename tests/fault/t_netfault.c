@@ -8,6 +8,12 @@
  *     must fail with TIMEOUT (or PEER_FAILED) within UCCL_TIMEOUT_MS + slack,
  *     the close must return within UCCL_TIMEOUT_MS; touch DIR/failed; once DIR/up exists
  *     (link back up), a new connection must move bytes correctly.
+ *   t_netfault client-loss DIR DIR2 (node loss, tests/rxe/check-cluster.sh):
+ *     connect to the servers of DIR2 (a survivor) and DIR; keep 8 MiB writes
+ *     and reads going to DIR's, touch DIR/go after the first; the script
+ *     kills that server's host. The next operation must fail with TIMEOUT or
+ *     PEER_FAILED within UCCL_TIMEOUT_MS + slack, its close must return in
+ *     time, and the connection to DIR2's server must still move bytes intact.
  * Exit 0 = all as expected; prints one "# ..." line per step. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -121,7 +127,8 @@ static uccl_status_t rma(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *d
     return st;
 }
 
-static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_rdesc_t *desc)
+/* Connect to the server whose address is in D/addr (D NULL: DIR's). */
+static uccl_status_t connect_at(uccl_engine_t *e, const char *d, uccl_conn_t **conn, uccl_rdesc_t *desc)
 {
     uint8_t blob[UCCL_ADDRESS_MAX];
     char p[600];
@@ -129,7 +136,7 @@ static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_r
     size_t len;
     uccl_status_t st;
 
-    path_of(p, sizeof(p), "addr");
+    snprintf(p, sizeof(p), "%s/addr", d != NULL ? d : dir);
     f = fopen(p, "rb");
     if (f == NULL)
         return UCCL_ERR_IO;
@@ -141,25 +148,46 @@ static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_r
     return st;
 }
 
-static int client(int timeout_ms)
+static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_rdesc_t *desc)
 {
-    uint8_t *buf = malloc(2 * REGION);
-    uccl_engine_t *e;
-    uccl_conn_t *conn = NULL;
-    uccl_rdesc_t desc;
-    uccl_mr_t *mr;
+    return connect_at(e, NULL, conn, desc);
+}
+
+/* Write MSG bytes of a pattern (seeded by SEED) through CONN, read them back
+ * into the second half of the buffer and compare. */
+static uccl_status_t round_trip(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, const uccl_rdesc_t *d,
+                                unsigned seed)
+{
+    uccl_req_t *req = NULL;
+    uccl_status_t st;
+
+    for (size_t i = 0; i < MSG; i++)
+        buf[i] = (uint8_t)(i * 31 + seed);
+    memset(buf + REGION, 0, MSG);
+    st = rma(conn, mr, d, false, 0, MSG);
+    if (st == UCCL_OK)
+        st = uccl_read(conn, mr, REGION, MSG, d, 0, &req);
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    if (st == UCCL_OK && memcmp(buf, buf + REGION, MSG) != 0)
+        st = UCCL_ERR_IO;
+    return st;
+}
+
+/* Operations on CONN until one fails (touching DIR/go after the first); that
+ * one must be TIMEOUT or PEER_FAILED, within TIMEOUT_MS + slack of go, and the
+ * close after it must return in time. 0 when so; prints what it saw. */
+static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *desc, int timeout_ms,
+                       const char *fault)
+{
     uccl_status_t st;
     uint64_t t_go = 0, t0;
     int n_ok = 0;
 
-    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
-        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
-        return fail("client setup", UCCL_ERR_IO);
-    st = connect_server(e, &conn, &desc);
-    if (st != UCCL_OK)
-        return fail("first connection", st);
     for (;;) {
-        st = rma(conn, mr, &desc, n_ok % 2, 0, MSG);
+        st = rma(conn, mr, desc, n_ok % 2, 0, MSG);
         if (st != UCCL_OK)
             break;
         if (n_ok++ == 0) {
@@ -167,10 +195,10 @@ static int client(int timeout_ms)
             t_go = now_ms();
         }
         if (n_ok > 100000)
-            return fail("the link never went down", st);
+            return fail("the fault never came", st);
     }
     t0 = now_ms();
-    printf("# link down: %s after %llu ms (%d operations before)\n", uccl_status_name(st),
+    printf("# %s: %s after %llu ms (%d operations before)\n", fault, uccl_status_name(st),
            (unsigned long long)(t0 - t_go), n_ok);
     if (n_ok == 0)
         return fail("no operation before the fault", st);
@@ -179,12 +207,67 @@ static int client(int timeout_ms)
     if (t0 - t_go > (uint64_t)(timeout_ms + SLACK_MS))
         return fail("the fault took too long to show", st);
     st = uccl_conn_close(conn);
-    printf("# close with the link down: %s in %llu ms\n", uccl_status_name(st),
+    printf("# close after the fault: %s in %llu ms\n", uccl_status_name(st),
            (unsigned long long)(now_ms() - t0));
     /* tcp's close flushes what it accepted for up to UCCL_TIMEOUT_MS (a
      * completed send is a promise): with the link down it takes that long */
     if (st != UCCL_OK || now_ms() - t0 > (uint64_t)(timeout_ms + SLACK_MS))
-        return fail("close with the link down", st);
+        return fail("close after the fault", st);
+    return 0;
+}
+
+/* Node loss: DIR's server dies with its host; DIR2's must go on working. */
+static int client_loss(int timeout_ms, const char *dir2)
+{
+    uint8_t *buf = malloc(2 * REGION);
+    uccl_engine_t *e;
+    uccl_conn_t *conn = NULL, *keep = NULL;
+    uccl_rdesc_t desc, desc2;
+    uccl_mr_t *mr;
+    uccl_status_t st;
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
+        return fail("client setup", UCCL_ERR_IO);
+    st = connect_at(e, dir2, &keep, &desc2);
+    if (st == UCCL_OK)
+        st = round_trip(keep, mr, buf, &desc2, 3);
+    if (st != UCCL_OK)
+        return fail("connection to the survivor", st);
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("connection to the server that will be lost", st);
+    if (until_fault(conn, mr, &desc, timeout_ms, "host lost") != 0)
+        return 1;
+    st = round_trip(keep, mr, buf, &desc2, 5);
+    if (st != UCCL_OK)
+        return fail("the survivor's connection after the loss", st);
+    printf("# the survivor's connection after the loss: %u bytes written and read back intact\n", MSG);
+    uccl_conn_close(keep);
+    uccl_mr_dereg(mr);
+    uccl_engine_destroy(e);
+    free(buf);
+    return 0;
+}
+
+static int client(int timeout_ms)
+{
+    uint8_t *buf = malloc(2 * REGION);
+    uccl_engine_t *e;
+    uccl_conn_t *conn = NULL;
+    uccl_rdesc_t desc;
+    uccl_mr_t *mr;
+    uccl_status_t st;
+    uint64_t t0;
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
+        return fail("client setup", UCCL_ERR_IO);
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("first connection", st);
+    if (until_fault(conn, mr, &desc, timeout_ms, "link down") != 0)
+        return 1;
     touch("failed");
     t0 = now_ms();
     while (!exists("up")) {
@@ -197,22 +280,9 @@ static int client(int timeout_ms)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("connection after the link came back", st);
-    for (size_t i = 0; i < MSG; i++)
-        buf[i] = (uint8_t)(i * 31 + 7);
-    memset(buf + REGION, 0, MSG);
-    st = rma(conn, mr, &desc, false, 0, MSG);
-    if (st == UCCL_OK) {
-        uccl_req_t *req = NULL;
-        st = uccl_read(conn, mr, REGION, MSG, &desc, 0, &req);
-        if (st == UCCL_OK)
-            st = uccl_wait(req, -1);
-        if (req != NULL)
-            uccl_req_free(req);
-    }
+    st = round_trip(conn, mr, buf, &desc, 7);
     if (st != UCCL_OK)
         return fail("write and read back on the new connection", st);
-    if (memcmp(buf, buf + REGION, MSG) != 0)
-        return fail("bytes read back differ", UCCL_ERR_IO);
     printf("# new connection after the link came back: %u bytes written and read back intact\n", MSG);
     uccl_conn_close(conn);
     uccl_mr_dereg(mr);
@@ -225,12 +295,16 @@ int main(int argc, char **argv)
 {
     const char *env = getenv("UCCL_TIMEOUT_MS");
 
-    if (argc != 3 || strlen(argv[2]) >= sizeof(dir)) {
-        fprintf(stderr, "usage: t_netfault server|client DIR\n");
+    bool loss = argc == 4 && strcmp(argv[1], "client-loss") == 0;
+
+    if ((argc != 3 && !loss) || strlen(argv[2]) >= sizeof(dir)) {
+        fprintf(stderr, "usage: t_netfault server|client DIR, t_netfault client-loss DIR DIR2\n");
         return 2;
     }
     snprintf(dir, sizeof(dir), "%s", argv[2]);
     if (strcmp(argv[1], "server") == 0)
         return server();
+    if (loss)
+        return client_loss(env ? atoi(env) : 60000, argv[3]);
     return client(env ? atoi(env) : 60000);
 }
