@@ -14,6 +14,9 @@
  *     kills that server's host. The next operation must fail with TIMEOUT or
  *     PEER_FAILED within UCCL_TIMEOUT_MS + slack, its close must return in
  *     time, and the connection to DIR2's server must still move bytes intact.
+ *     With NETFAULT_OP=allgather (both sides), DIR's server and the client
+ *     form a 2-rank comm over their connection and the operations are 4 MiB
+ *     allgathers instead of writes and reads (a node lost mid-collective).
  * Exit 0 = all as expected; prints one "# ..." line per step. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <uccl/uccl.h>
+#include <uccl/uccl_coll.h>
 
 #define REGION (16u << 20)
 #define MSG (8u << 20)
@@ -30,6 +34,8 @@
 enum { TAG_DESC = 21 };
 
 static char dir[512];
+static bool coll_mode;         /* NETFAULT_OP=allgather */
+static uccl_comm_t *coll_comm; /* the 2-rank comm of coll_mode, over the faulty connection */
 
 static uint64_t now_ms(void)
 {
@@ -85,6 +91,18 @@ static uccl_status_t small(uccl_engine_t *e, uccl_conn_t *conn, bool sending, vo
     return st;
 }
 
+/* coll_comm := a 2-rank comm over CONN, this side RANK (it owns CONN). */
+static uccl_status_t make_comm(uccl_engine_t *e, uccl_conn_t *conn, int rank)
+{
+    uccl_conn_t *conns[2] = {NULL, NULL};
+    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
+                                          UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_CONNS,
+                            .engine = e, .rank = rank, .size = 2, .conns = conns};
+
+    conns[1 - rank] = conn;
+    return uccl_comm_create(&p, &coll_comm);
+}
+
 static int server(void)
 {
     uint8_t blob[UCCL_ADDRESS_MAX], *buf = calloc(1, REGION);
@@ -106,8 +124,15 @@ static int server(void)
         return fail("writing the address", UCCL_ERR_IO);
     while (!exists("quit")) {
         uccl_conn_t *conn = NULL;
-        if (uccl_accept(e, 100, &conn) == UCCL_OK) /* old ones stay; they fail in time */
+        if (uccl_accept(e, 100, &conn) != UCCL_OK)
+            continue;
+        if (!coll_mode) { /* old ones stay; they fail in time */
             small(e, conn, true, &desc, sizeof(desc));
+        } else if (make_comm(e, conn, 1) == UCCL_OK) { /* allgathers until one fails */
+            while (!exists("quit") && uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2) == UCCL_OK)
+                ;
+            uccl_comm_destroy(coll_comm);
+        }
     }
     uccl_engine_destroy(e); /* with whatever connections are left */
     free(buf);
@@ -143,6 +168,8 @@ static uccl_status_t connect_at(uccl_engine_t *e, const char *d, uccl_conn_t **c
     len = fread(blob, 1, sizeof(blob), f);
     fclose(f);
     st = uccl_connect(e, blob, len, conn);
+    if (st == UCCL_OK && coll_mode && d == NULL) /* DIR's server makes a comm, sends no descriptor */
+        return make_comm(e, *conn, 0);
     if (st == UCCL_OK)
         st = small(e, *conn, false, desc, sizeof(*desc));
     return st;
@@ -176,18 +203,22 @@ static uccl_status_t round_trip(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, 
     return st;
 }
 
-/* Operations on CONN until one fails (touching DIR/go after the first); that
+/* Operations on CONN (allgathers on coll_comm in coll_mode, BUF's two halves)
+ * until one fails (touching DIR/go after the first); that
  * one must be TIMEOUT or PEER_FAILED, within TIMEOUT_MS + slack of go, and the
  * close after it must return in time. 0 when so; prints what it saw. */
-static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *desc, int timeout_ms,
-                       const char *fault)
+static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, const uccl_rdesc_t *desc,
+                       int timeout_ms, const char *fault)
 {
     uccl_status_t st;
     uint64_t t_go = 0, t0;
     int n_ok = 0;
 
     for (;;) {
-        st = rma(conn, mr, desc, n_ok % 2, 0, MSG);
+        if (coll_comm != NULL)
+            st = uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2);
+        else
+            st = rma(conn, mr, desc, n_ok % 2, 0, MSG);
         if (st != UCCL_OK)
             break;
         if (n_ok++ == 0) {
@@ -206,7 +237,8 @@ static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *des
         return fail("the fault showed as", st);
     if (t0 - t_go > (uint64_t)(timeout_ms + SLACK_MS))
         return fail("the fault took too long to show", st);
-    st = uccl_conn_close(conn);
+    st = coll_comm != NULL ? uccl_comm_destroy(coll_comm) : uccl_conn_close(conn);
+    coll_comm = NULL;
     printf("# close after the fault: %s in %llu ms\n", uccl_status_name(st),
            (unsigned long long)(now_ms() - t0));
     /* tcp's close flushes what it accepted for up to UCCL_TIMEOUT_MS (a
@@ -237,7 +269,7 @@ static int client_loss(int timeout_ms, const char *dir2)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("connection to the server that will be lost", st);
-    if (until_fault(conn, mr, &desc, timeout_ms, "host lost") != 0)
+    if (until_fault(conn, mr, buf, &desc, timeout_ms, "host lost") != 0)
         return 1;
     st = round_trip(keep, mr, buf, &desc2, 5);
     if (st != UCCL_OK)
@@ -266,7 +298,7 @@ static int client(int timeout_ms)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
-    if (until_fault(conn, mr, &desc, timeout_ms, "link down") != 0)
+    if (until_fault(conn, mr, buf, &desc, timeout_ms, "link down") != 0)
         return 1;
     touch("failed");
     t0 = now_ms();
@@ -296,6 +328,9 @@ int main(int argc, char **argv)
     const char *env = getenv("UCCL_TIMEOUT_MS");
 
     bool loss = argc == 4 && strcmp(argv[1], "client-loss") == 0;
+    const char *op = getenv("NETFAULT_OP");
+
+    coll_mode = op != NULL && strcmp(op, "allgather") == 0;
 
     if ((argc != 3 && !loss) || strlen(argv[2]) >= sizeof(dir)) {
         fprintf(stderr, "usage: t_netfault server|client DIR, t_netfault client-loss DIR DIR2\n");
