@@ -40,6 +40,38 @@ for n in node0 node1; do # as check.sh: a deeper backlog, fewer rxe retries
 done
 echo "# two VMs, each its own kernel; rxe0 on each virtio NIC; uccl_perf rank 0 on node0, rank 1 on node1"
 echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
+# The raw references between the same two devices, one run each (rank 0's
+# side on node0, the server on node1): perftest's ib_write_bw / ib_send_bw
+# and ucx_perftest (UCT put_bw zero-copy over rc_verbs; UCP tag_bw with
+# UCX_TLS=rc_verbs,tcp), each moving about 64 MiB; Gb/s (1e9 bit/s).
+raw() { # raw NAME SERVER-CMD CLIENT-CMD AWK-PROGRAM: run the pair, print the client's figure (awk sees s=$S)
+	"$top_srcdir/tests/vm/agent.sh" node1 "timeout 120 $2" >/tmp/raw.srv 2>&1 &
+	sleep 2
+	# shellcheck disable=SC2086 # a command line
+	timeout 120 $3 >/tmp/raw.out 2>&1
+	wait
+	printf "%-30s %s\n" "$1" "$(awk -v s="$S" "$4" /tmp/raw.out)"
+	grep -qiE 'error|fatal' /tmp/raw.out /tmp/raw.srv && grep -hiE 'error|fatal' /tmp/raw.out /tmp/raw.srv | head -2
+}
+n_of() { local n=$(((64 << 20) / $1)); echo $((n < 32 ? 32 : n)); }
+if [ "${BENCH_RAW:-1}" = 1 ]; then
+	echo "## raw references across the VMs (Gb/s; 0 = it failed, error below)"
+	pt='$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
+	ux='$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }'
+	g=$RXE_GID_INDEX
+	for S in 65536 1048576; do
+		n=$(n_of $S) s=$S
+		for op in write send; do
+			raw "ib_${op}_bw $s" "ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits" \
+				"ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits node1" "$pt"
+		done
+		UCX_IB_GID_INDEX=$g raw "ucx put_bw zcopy $s" "ucx_perftest -d rxe0:1 -x rc_verbs -p 13337" \
+			"ucx_perftest node1 -p 13337 -d rxe0:1 -x rc_verbs -t put_bw -D zcopy -s $s -n $n -w 16 -f" "$ux"
+		UCX_TLS=rc_verbs,tcp UCX_NET_DEVICES=rxe0:1,eth0 UCX_IB_GID_INDEX=$g \
+			raw "ucx tag_bw $s" "ucx_perftest -p 13338" \
+			"ucx_perftest node1 -p 13338 -t tag_bw -s $s -n $n -w 16 -f" "$ux"
+	done
+fi
 for path in ${BENCH_PATHS:-ucx tcp tcp-tcp}; do
 	case $path in
 	ucx) tp=verbs mca="--mca pml ucx --mca osc ucx --mca btl self -x UCX_TLS=rc_verbs,tcp,self -x UCX_NET_DEVICES=rxe0:1,eth0" ;;

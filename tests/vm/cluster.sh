@@ -66,7 +66,6 @@ node_ctl() { # node_ctl I: the control directory of node I (0 runs CMD)
 }
 
 node_qemu() { # node_qemu I: boot node I, its NIC linked to the other node's
-	mkfifo "$dir/mon$1.in" "$dir/mon$1.out" || vm_fail "mkfifo"
 	vm_qemu "$dir/node$1" "$initrd" -pidfile "$dir/node$1/qemu.pid" \
 		-chardev "pipe,id=mon,path=$dir/mon$1" -mon chardev=mon,mode=readline \
 		-netdev "dgram,id=n0,local.type=unix,local.path=$dir/sock$1,remote.type=unix,remote.path=$dir/sock$((1 - $1))" \
@@ -100,6 +99,7 @@ fault_server() {
 
 node_ctl 0
 node_ctl 1
+mkfifo "$dir"/mon{0,1}.{in,out} || vm_fail "mkfifo"
 fault_server &
 echo $! >"$dir/fault_server.pid"
 vm_write_cmd "$dir/node0" "$@"
