@@ -30,7 +30,11 @@
 
 #define REGION (16u << 20)
 #define MSG (8u << 20)
-#define SLACK_MS 2500
+/* Time allowed past UCCL_TIMEOUT_MS for the fault to show, from the first
+ * operation's end (the fault comes a little after it); NETFAULT_SLACK_MS
+ * overrides it (the emulated cluster takes seconds to deliver a fault). */
+static uint64_t slack_ms = 2500;
+#define SLACK_MS slack_ms
 enum { TAG_DESC = 21 };
 
 static char dir[512];
@@ -331,6 +335,8 @@ int main(int argc, char **argv)
     const char *op = getenv("NETFAULT_OP");
 
     coll_mode = op != NULL && strcmp(op, "allgather") == 0;
+    if (getenv("NETFAULT_SLACK_MS") != NULL)
+        slack_ms = strtoull(getenv("NETFAULT_SLACK_MS"), NULL, 10);
 
     if ((argc != 3 && !loss) || strlen(argv[2]) >= sizeof(dir)) {
         fprintf(stderr, "usage: t_netfault server|client DIR, t_netfault client-loss DIR DIR2\n");

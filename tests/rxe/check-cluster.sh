@@ -81,6 +81,9 @@ agent=$top_srcdir/tests/vm/agent.sh
 fault=$top_srcdir/tests/vm/fault.sh
 netfault=$builddir/tests/fault/t_netfault
 fault_ms=8000 # UCCL_TIMEOUT_MS of the fault cases
+# t_netfault times the error from its first operation's end; the fault comes
+# later, after fault.sh's round trip through the host (seconds, emulated)
+export NETFAULT_SLACK_MS=${NETFAULT_SLACK_MS:-15000}
 node1_gone=""
 
 wait_for() { # wait_for FILE SECONDS
