@@ -2,7 +2,7 @@
  * same provider, same job, same pattern (a window of transfers, then wait
  * for all), and the UCCL CXI seed's pattern: 1,179,648 bytes written as
  * 1, 8, 32, 128 and 512 remote pieces, against the same bytes in one piece.
- *   mpirun -np 2 perf_ofi [--provider P] [--window W]
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed]
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -78,6 +78,11 @@ static void raw_open(raw_t *r, const char *prov)
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
                                   FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     hints->fabric_attr->prov_name = strdup(prov);
+    if (getenv("PERF_OFI_RAW_ORDER") != NULL) { /* experiment: ask for what uccl asks */
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;
+        hints->tx_attr->msg_order = hints->rx_attr->msg_order =
+            FI_ORDER_SAS | (strcmp(getenv("PERF_OFI_RAW_ORDER"), "sas") == 0 ? 0 : FI_ORDER_WAW);
+    }
     CHECK(r, "fi_getinfo", fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &r->info));
     fi_freeinfo(hints);
     CHECK(r, "fi_fabric", fi_fabric(r->info->fabric_attr, &r->fabric, NULL));
@@ -326,7 +331,7 @@ int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed";
     int window = 16, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -337,6 +342,8 @@ int main(int argc, char **argv)
             prov = argv[i + 1];
         else if (strcmp(argv[i], "--window") == 0)
             window = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--ops") == 0)
+            ops = argv[i + 1];
     }
     if (window < 1 || window > MAX_WINDOW)
         window = 16;
@@ -369,6 +376,8 @@ int main(int argc, char **argv)
                "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, "op", "size",
                "raw", "uccl", "ratio");
     for (int op = 0; op < 3; op++) {
+        if (strstr(ops, op_names[op]) == NULL)
+            continue;
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             size_t len = sizes[s];
             int iters = (int)((64u << 20) / (len * (size_t)window));
@@ -387,6 +396,8 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (strstr(ops, "seed") == NULL)
+        goto out;
     if (rank == 0)
         printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
                "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
@@ -410,6 +421,7 @@ int main(int argc, char **argv)
             }
         }
     }
+out:
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);
     raw_close(&r);

@@ -8,10 +8,13 @@
  * engines share one pair of fabric endpoints; the tag tells them apart, user
  * matching stays in the core). Writes closed by an immediate carry it as
  * remote CQ data: receiving connection id << 32 | uccl_rndv_imm(). The
- * provider must keep writes and sends in order (FI_ORDER_WAW, FI_ORDER_SAS),
- * so the immediate on a request's last write closes the whole request.
- * Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa) get the immediate
- * as a tagged message of no bytes after the last write (FI_ORDER_SAW). */
+ * provider must keep sends in order (FI_ORDER_SAS). Where it also keeps
+ * writes in order (FI_ORDER_WAW) the immediate on a request's last write
+ * closes the whole request at once; elsewhere (shm) every write asks for
+ * delivery completion and the closing one waits until the request's earlier
+ * writes completed. Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa)
+ * get the immediate as a tagged message of no bytes after the last write
+ * (ordered by FI_ORDER_SAW, or by the same wait). */
 #ifndef UCCL_TP_OFI_H
 #define UCCL_TP_OFI_H
 
@@ -84,6 +87,7 @@ typedef struct tp_ofi {
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg, key_size;
     bool imm_msg; /* immediates as messages (less than 8 bytes of CQ data, or UCCL_OFI_IMM=msg) */
+    bool rma_ordered; /* FI_ORDER_WAW (and SAW for imm_msg): else a closing write waits (fence) */
     uint64_t next_key;
     uint32_t next_ep_id;
     uccl_list_t eps;     /* connections' endpoints */
@@ -119,6 +123,7 @@ enum {
     OFI_RD_OFF = UCCL_RNDV_RD_TP, /* bytes posted */
     OFI_RD_OPS,                   /* operations posted, not completed */
     OFI_RD_IMM,                   /* 1 = the closing immediate is begun (NOTIFY sent), 2 = posted */
+    OFI_RD_DOPS,                  /* RMA operations posted, not completed (no NOTIFY) */
 };
 
 /* A rendezvous send's remote pieces from the CTS (req->tp_ptr). */

@@ -95,8 +95,10 @@ static size_t ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t of
     return got;
 }
 
-/* Post req's next operation: 0, -FI_EAGAIN (try again later) or another
- * negative code (req has its error). */
+#define OFI_FENCED 1 /* ofi_post_one: the closing operation waits for req's earlier writes */
+
+/* Post req's next operation: 0, -FI_EAGAIN (try again later), OFI_FENCED
+ * or another negative code (req has its error). */
 static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
 {
     tp_ofi_t *tp = ep->tp;
@@ -124,6 +126,8 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     }
     got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
     last = off + got == req->len;
+    if (is_write && !tp->rma_ordered)
+        flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
     if (is_write && last) {
         flags |= FI_DELIVERY_COMPLETE;
         if (uccl_rndv_needs_imm(req)) {
@@ -138,6 +142,9 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
             /* with less than 8 bytes of CQ data, the immediate follows the
              * last write as a message of its own (ordered after it: SAW) */
             if (got == 0 || !tp->imm_msg) {
+                /* unordered writes: the immediate goes once the rest landed */
+                if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0)
+                    return OFI_FENCED;
                 flags |= FI_REMOTE_CQ_DATA;
                 data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
             }
@@ -173,6 +180,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     }
     req->tp_data[OFI_RD_OFF] += got;
     req->tp_data[OFI_RD_OPS]++;
+    req->tp_data[OFI_RD_DOPS]++;
     if (flags & FI_REMOTE_CQ_DATA)
         req->tp_data[OFI_RD_IMM] = 2;
     ep->posted++;
@@ -180,17 +188,21 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     return 0;
 }
 
-/* Post the pending requests' operations in order until the provider pushes back. */
+/* Post the pending requests' operations in order until the provider pushes
+ * back; a request whose closing write waits for its earlier ones stays. */
 void uccl_ofi_post_pending(tp_ofi_ep_t *ep)
 {
     uccl_list_t *pos, *tmp;
 
     uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        int rc = 0;
 
-        while (ofi_req_has_work(req))
-            if (ofi_post_one(ep, req) == -FI_EAGAIN)
+        while (ofi_req_has_work(req) && (rc = ofi_post_one(ep, req)) != OFI_FENCED)
+            if (rc == -FI_EAGAIN)
                 return;
+        if (rc == OFI_FENCED)
+            continue;
         uccl_list_del(&req->tp_link);
         uccl_list_push_back(&ep->inflight, &req->tp_link);
         if (req->tp_data[OFI_RD_OPS] == 0) /* failed before posting anything */
@@ -204,6 +216,7 @@ void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req)
     req->tp_data[OFI_RD_OFF] = 0;
     req->tp_data[OFI_RD_OPS] = 0;
     req->tp_data[OFI_RD_IMM] = 0;
+    req->tp_data[OFI_RD_DOPS] = 0;
     if (!ofi_req_has_work(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
@@ -301,8 +314,10 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
         req = op->req;
         uccl_list_del(&op->link);
         free(op);
-        if (req != NULL)
+        if (req != NULL) {
+            req->tp_data[OFI_RD_DOPS]--;
             uccl_ofi_data_done(ep, req, st);
+        }
         if (!ep->dead && (st == UCCL_ERR_PEER_FAILED || st == UCCL_ERR_TRANSPORT))
             uccl_ofi_conn_fail(ep, st);
         break;
