@@ -110,6 +110,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     struct fi_rma_iov rma;
     struct fi_msg_rma msg;
     bool is_write = req->op != UCCL_OP_READ, last;
+    ofi_bounce_t *bounce = NULL;
     ofi_op_t *op;
 
     if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
@@ -124,7 +125,19 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
         return -FI_EINVAL;
     }
-    got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+    if (want > 0 && uccl_ofi_pack_wanted(tp, req, off, want)) {
+        bounce = uccl_ofi_bounce_get(tp);
+        if (bounce == NULL && tp->nbounce > 0)
+            return -FI_EAGAIN; /* all in use: once one comes back */
+    }
+    if (bounce != NULL) { /* one piece: the bounce (filled once the post is sure) */
+        got = want < OFI_BOUNCE_SIZE ? want : OFI_BOUNCE_SIZE;
+        iov[0] = (struct iovec){uccl_ofi_bounce_ptr(bounce), got};
+        desc[0] = uccl_ofi_bounce_desc(bounce);
+        n = 1;
+    } else {
+        got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+    }
     last = off + got == req->len;
     if (is_write && !tp->rma_ordered)
         flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
@@ -134,7 +147,8 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
             if (req->tp_data[OFI_RD_IMM] == 0) {
                 if (uccl_rndv_imm_begin(&ep->rndv, req, 1, &extra) != UCCL_OK) {
                     uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
-                    return -FI_ENOMEM;
+                    rc = -FI_ENOMEM;
+                    goto unpost;
                 }
                 req->tp_data[OFI_RD_OPS] += (uint64_t)extra; /* a NOTIFY is one of req's parts */
                 req->tp_data[OFI_RD_IMM] = 1;
@@ -143,8 +157,10 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
              * last write as a message of its own (ordered after it: SAW) */
             if (got == 0 || !tp->imm_msg) {
                 /* unordered writes: the immediate goes once the rest landed */
-                if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0)
-                    return OFI_FENCED;
+                if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0) {
+                    rc = OFI_FENCED;
+                    goto unpost;
+                }
                 flags |= FI_REMOTE_CQ_DATA;
                 data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
             }
@@ -153,11 +169,18 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
         uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
-        return -FI_ENOMEM;
+        rc = -FI_ENOMEM;
+        goto unpost;
     }
     op->kind = OFI_OP_DATA;
     op->ep = ep;
     op->req = req;
+    op->bounce = bounce;
+    op->off = off;
+    op->len = got;
+    op->read = !is_write;
+    if (bounce != NULL && is_write)
+        uccl_req_iov_copy_out(req, off, iov[0].iov_base, got);
     rma = (struct fi_rma_iov){.addr = raddr, .len = got, .key = rkey};
     msg = (struct fi_msg_rma){.msg_iov = iov, .desc = desc, .iov_count = (size_t)n,
                               .addr = ep->peer->addr, .rma_iov = &rma, .rma_iov_count = 1,
@@ -176,7 +199,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
                        got, fi_strerror(-rc));
             uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
         }
-        return rc;
+        goto unpost;
     }
     req->tp_data[OFI_RD_OFF] += got;
     req->tp_data[OFI_RD_OPS]++;
@@ -186,6 +209,10 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
     return 0;
+unpost:
+    if (bounce != NULL)
+        uccl_ofi_bounce_put(tp, bounce);
+    return rc;
 }
 
 /* Post the pending requests' operations in order until the provider pushes
@@ -295,7 +322,6 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     tp_ofi_ep_t *ep = op->ep;
     uccl_req_t *req;
 
-    (void)tp;
     switch (op->kind) {
     case OFI_OP_CTRL_RECV:
         if (!ep->dead && st == UCCL_OK)
@@ -313,6 +339,11 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     case OFI_OP_DATA:
         req = op->req;
         uccl_list_del(&op->link);
+        if (op->bounce != NULL) { /* a packed read lands in its pieces now */
+            if (req != NULL && op->read && st == UCCL_OK)
+                uccl_req_iov_copy_in(req, op->off, uccl_ofi_bounce_ptr(op->bounce), op->len);
+            uccl_ofi_bounce_put(tp, op->bounce);
+        }
         free(op);
         if (req != NULL) {
             req->tp_data[OFI_RD_DOPS]--;
