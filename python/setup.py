@@ -14,7 +14,7 @@ import subprocess
 from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCES = ["module.c", "errors.c", "engine.c", "mr.c", "conn.c", "conn_rma.c", "req.c",
+SOURCES = ["module.c", "errors.c", "engine.c", "mr.c", "order.c", "conn.c", "conn_rma.c", "req.c",
            "args.c", "comm.c", "coll.c"]
 
 

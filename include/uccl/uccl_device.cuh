@@ -138,8 +138,10 @@ UCCL_DEVQ_FN void uccl_devq_acquire(void)
 /* Spin until *word >= target (*seen: the value that did it), the ring fails,
  * or the word makes no progress for spin_timeout_ns. Each poll reads the
  * word (one read of mapped memory); the error word is read every 4th poll;
- * the backoff doubles from 32 ns to 1 us (a poll of mapped memory per
- * microsecond costs the PCIe link nothing). */
+ * the backoff doubles from 32 ns to 256 ns (a read of mapped memory takes
+ * about a microsecond itself, so a waiting thread polls about once a
+ * microsecond at most: nothing for the PCIe link; a longer pause only adds
+ * to the time a completion takes to be seen). */
 UCCL_DEVQ_FN int uccl_devq_wait_seen(const uccl_devq_handle_t *q, const volatile uint64_t *word,
                                      uint64_t target, uint64_t *seen_out)
 {
@@ -159,7 +161,7 @@ UCCL_DEVQ_FN int uccl_devq_wait_seen(const uccl_devq_handle_t *q, const volatile
             }
         }
         uccl_devq_pause(backoff);
-        if (backoff < 1024)
+        if (backoff < 256)
             backoff *= 2;
         uint64_t now = uccl_devq_load64(word);
         if (now != seen) { /* progress: the bound restarts */

@@ -118,9 +118,10 @@ typedef struct uccl_devq_params {
                             * wait without progress for this long returns
                             * UCCL_ERR_TIMEOUT, and a producer that timed out
                             * waiting for room sets the error word (60000).
-                            * Where writes to a dead peer stall instead of
-                            * failing (gpu_ipc waits for the target's grant),
-                            * this is how soon the ring reports it */
+                            * A failed connection is reported sooner: a
+                            * sentinel thread per running ring watches the
+                            * bound connections' state (a dead peer: about
+                            * 0.2 s after its socket closed) */
 } uccl_devq_params_t;
 
 /* Create a ring on engine (params may be NULL). With UCCL_DEVQ_MEM_MAPPED the

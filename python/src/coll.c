@@ -20,6 +20,7 @@ typedef struct {
     size_t *arrays[4]; /* counts and displacements, PyMem */
     int has_stream;    /* stream= given: the stream-ordered form */
     void *stream;      /* cudaStream_t / hipStream_t (0 = the legacy default stream) */
+    upy_order_t ord;   /* producer streams of the GPU objects to order after */
 } coll_call_t;
 
 /* The stream= keyword, taken out of the keywords by the method wrappers
@@ -69,7 +70,7 @@ static int coll_buf(coll_call_t *k, PyObject *o, int writable, int in_place_ok, 
             return -1;
         Py_INCREF(o);
     } else {
-        m = upy_mr_view(o);
+        m = upy_mr_view(o, &k->ord);
         if (!m)
             return -1;
         if (writable && m->readonly) {
@@ -175,6 +176,8 @@ static int coll_start(coll_call_t *k, upy_comm_t *c, const char *op)
     k->op = op;
     k->has_stream = next_stream.has;
     k->stream = next_stream.stream;
+    k->ord.stream_form = k->has_stream;
+    k->ord.stream = k->stream;
     next_stream.has = 0;
     if (upy_comm_check(c) < 0)
         return -1;
@@ -213,31 +216,44 @@ static PyObject *coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
     upy_comm_t *c = k->c;
     upy_engine_t *e = c->engine;
     uccl_req_t *req = NULL;
-    PyObject *keep = PyList_AsTuple(k->keep), *res = NULL;
+    PyObject *keep = NULL, *res = NULL;
     uccl_status_t st;
-    if (!keep)
+    /* GPU objects: after their producers' streams (host-ordered: the host
+     * waits for them here; stream form: the stream does) */
+    if (k->ord.n > 0 && upy_order_apply(e, &k->ord) < 0)
         return NULL;
     if (k->has_stream) /* stream-ordered: never waits, always a Request */
         block = 0;
-    st = k->has_stream ? uccl_coll_post_stream(c->comm, a, k->stream, &req)
-                       : uccl_coll_post(c->comm, a, &req);
-    if (st == UCCL_OK && !block) {
-        res = upy_req_new(e, req, keep, k->op);
-    } else if (st == UCCL_OK) {
+    if (block) {
+        /* libuccl's blocking call, as uccl_perf makes it, without the GIL:
+         * the call's own references keep the buffers alive meanwhile; a
+         * signal is seen when it returns (a collective that makes no
+         * progress fails after UCCL_TIMEOUT_MS) */
         c->busy++;
-        st = upy_wait(e, req, -2);
+        e->busy++;
+        Py_BEGIN_ALLOW_THREADS
+        st = uccl_coll(c->comm, a);
+        Py_END_ALLOW_THREADS
+        e->busy--;
         c->busy--;
-        if (st == UPY_WAIT_INTERRUPTED) {
-            upy_engine_orphan(e, req, keep);
-        } else {
-            uccl_req_free(req);
-            if (st == UCCL_OK) {
-                Py_INCREF(Py_None);
-                res = Py_None;
-            }
+        if (st == UCCL_OK && PyErr_CheckSignals() == 0) {
+            Py_INCREF(Py_None);
+            res = Py_None;
         }
+    } else {
+        keep = PyList_AsTuple(k->keep);
+        if (!keep)
+            return NULL;
+        st = k->has_stream ? uccl_coll_post_stream(c->comm, a, k->stream, &req)
+                           : uccl_coll_post(c->comm, a, &req);
+        if (st == UCCL_OK)
+            res = upy_req_new(e, req, keep, k->op);
+        /* the stream is held until progress ends the collective: progress
+         * goes on from a thread of ours meanwhile */
+        if (res && k->has_stream && upy_watch_stream(e, k->stream) < 0)
+            Py_CLEAR(res); /* the request drops in flight: an orphan */
     }
-    if (st != UCCL_OK && st != UPY_WAIT_INTERRUPTED) {
+    if (st != UCCL_OK) {
         char what[160];
         if (st == UCCL_ERR_UNSUPPORTED && k->gpu)
             PyOS_snprintf(what, sizeof(what), "%s on GPU memory: this libuccl's collectives "
@@ -246,7 +262,7 @@ static PyObject *coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
             PyOS_snprintf(what, sizeof(what), "%s", k->op);
         upy_raise(st, what);
     }
-    Py_DECREF(keep);
+    Py_XDECREF(keep);
     return res;
 }
 
@@ -557,7 +573,10 @@ PAIR(scatter)
            "stream: a CUDA/HIP stream (torch.cuda.Stream, cupy Stream or an int): the " \
            "stream-ordered form, which starts after the work queued on that stream, holds " \
            "the stream's later work until it is done, and returns a Request at once in " \
-           "both forms (progress: Request.wait/test or an engine with progress_thread)."
+           "both forms (the binding drives progress from a thread of its own meanwhile). " \
+           "Array objects (not MemoryRegions) are ordered after their producer's stream " \
+           "(__cuda_array_interface__ v3 'stream', DLPack's stream handshake): the host " \
+           "waits for it, or with stream= that stream does."
 #define DEF(name, sig, doc)                                                              \
     {#name, FN(m_##name), KW, #name sig "\n\n" doc NB},                                   \
     {"i" #name, FN(m_i##name), KW, "i" #name sig " -> Request\n\n" doc NB}

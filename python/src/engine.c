@@ -110,6 +110,25 @@ uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms)
     }
 }
 
+uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
+{
+    uccl_status_t st;
+    for (;;) {
+        int slice = ms == -2 || ms > UPY_SLICE_MS ? UPY_SLICE_MS : (int)ms;
+        e->busy++;
+        Py_BEGIN_ALLOW_THREADS
+        st = uccl_wait_all(reqs, n, slice);
+        Py_END_ALLOW_THREADS
+        e->busy--;
+        if (st != UCCL_ERR_TIMEOUT || (ms != -2 && ms <= slice))
+            return st;
+        if (ms != -2)
+            ms -= slice;
+        if (PyErr_CheckSignals() < 0)
+            return UPY_WAIT_INTERRUPTED;
+    }
+}
+
 /* ---------------------------------------------------------------- methods */
 
 static int engine_init(upy_engine_t *self, PyObject *args, PyObject *kwds)
@@ -138,7 +157,7 @@ static int engine_init(upy_engine_t *self, PyObject *args, PyObject *kwds)
         p.field_mask |= UCCL_ENGINE_PARAM_SECRET;
         memcpy(p.secret, secret, UCCL_SECRET_SIZE);
     }
-    p.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX;
+    p.field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX; /* keeps SECRET set above */
     p.gpu_index = gpu;
     if (transports) {
         p.field_mask |= UCCL_ENGINE_PARAM_TRANSPORTS;
@@ -178,6 +197,7 @@ static PyObject *engine_close(upy_engine_t *self, PyObject *unused)
     }
     if (self->n_comms)
         return upy_raise(UCCL_ERR_BUSY, "Engine.close (a Comm uses it: close the Comm first)");
+    upy_watch_stop(self); /* its thread progresses the engine */
     self->engine = NULL; /* children see a closed engine from now on */
     Py_BEGIN_ALLOW_THREADS
     st = uccl_engine_destroy(engine);
@@ -194,6 +214,7 @@ static void engine_dealloc(upy_engine_t *self)
         PyObject_ClearWeakRefs((PyObject *)self);
     if (self->engine) {
         uccl_engine_t *engine = self->engine;
+        upy_watch_stop(self);
         self->engine = NULL;
         uccl_engine_destroy(engine);
     }

@@ -143,7 +143,88 @@ static int optional_attr(PyObject *obj, const char *name, PyObject **out)
     return 0;
 }
 
-static int from_object(upy_mr_t *m, PyObject *obj)
+/* A producer stream the call must order after (once each). */
+static void order_add(upy_order_t *ord, void *stream)
+{
+    for (int i = 0; i < ord->n; i++)
+        if (ord->after[i] == stream)
+            return;
+    if (ord->n < UPY_ORDER_MAX)
+        ord->after[ord->n++] = stream;
+}
+
+/* CUDA's legacy default stream has two names (0 and cudaStreamLegacy = 1). */
+static void *stream_norm(void *s)
+{
+    return s == NULL ? (void *)(uintptr_t)1 : s;
+}
+
+/* GPU memory through DLPack's stream handshake: we name the stream our
+ * work runs on (the call's stream=, else the default stream, which we then
+ * wait for on the host) and the producer makes that stream wait for its
+ * own. Returns 1 when obj is not such an object (or refuses the stream:
+ * the CUDA array interface is tried next), 0 when done, -1 on error. */
+static int from_dlpack_ordered(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
+{
+    PyObject *dev, *fn, *kw, *args, *capsule;
+    long type;
+    void *want;
+    int rc;
+    if (!PyObject_HasAttrString(obj, "__dlpack_device__") ||
+        !PyObject_HasAttrString(obj, "__dlpack__"))
+        return 1;
+    dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
+    type = dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1
+               ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))
+               : -1;
+    Py_XDECREF(dev);
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    if (type != 2 /* kDLCUDA */ && type != 13 /* managed */ && type != 10 /* kDLROCM */)
+        return 1;
+    if (ord->stream_form) /* DLPack forbids 0 on CUDA: the legacy stream is 1 */
+        want = type == 10 ? ord->stream : stream_norm(ord->stream);
+    else
+        want = (void *)(uintptr_t)(type == 10 ? 0 : 1); /* the default stream */
+    fn = PyObject_GetAttrString(obj, "__dlpack__");
+    args = PyTuple_New(0);
+    kw = Py_BuildValue("{s:N}", "stream", PyLong_FromVoidPtr(want));
+    capsule = fn && args && kw ? PyObject_Call(fn, args, kw) : NULL;
+    Py_XDECREF(fn);
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    if (!capsule) {
+        /* no stream argument, or a tensor it will not export that way */
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            return 1;
+        }
+        return -1;
+    }
+    rc = from_dlpack(m, capsule);
+    Py_DECREF(capsule);
+    if (rc == 0 && !ord->stream_form)
+        order_add(ord, want);
+    return rc;
+}
+
+/* CUDA array interface v3: 'stream' (absent or None: nothing to wait for)
+ * is where the producer's work on the memory was queued. */
+static int cai_stream(PyObject *cai, upy_order_t *ord)
+{
+    PyObject *s = PyDict_GetItemString(cai, "stream");
+    void *p;
+    if (!ord || !s || s == Py_None)
+        return 0;
+    p = PyLong_AsVoidPtr(s);
+    if (PyErr_Occurred())
+        return -1;
+    if (!ord->stream_form || stream_norm(p) != stream_norm(ord->stream))
+        order_add(ord, p);
+    return 0;
+}
+
+static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
 {
     PyObject *cai, *capsule, *type, *value, *tb;
     int rc;
@@ -166,10 +247,21 @@ static int from_object(upy_mr_t *m, PyObject *obj)
         }
         PyErr_Fetch(&type, &value, &tb);
     }
+    if (ord) {
+        rc = from_dlpack_ordered(m, obj, ord);
+        if (rc <= 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+            return rc;
+        }
+    }
     if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
         goto out;
     if (cai) {
         rc = from_cai(m, cai);
+        if (rc == 0)
+            rc = cai_stream(cai, ord);
         Py_DECREF(cai);
         Py_XDECREF(type);
         Py_XDECREF(value);
@@ -216,7 +308,7 @@ static void release_source(upy_mr_t *m)
     Py_CLEAR(m->obj);
 }
 
-upy_mr_t *upy_mr_view(PyObject *obj)
+upy_mr_t *upy_mr_view(PyObject *obj, upy_order_t *ord)
 {
     upy_mr_t *m = PyObject_New(upy_mr_t, &upy_mr_type);
     if (!m)
@@ -225,7 +317,7 @@ upy_mr_t *upy_mr_view(PyObject *obj)
     Py_INCREF(obj);
     m->obj = obj;
     m->device = -1;
-    if (from_object(m, obj) < 0) {
+    if (from_object(m, obj, ord) < 0) {
         Py_DECREF(m);
         return NULL;
     }
@@ -236,7 +328,7 @@ upy_mr_t *upy_mr_view(PyObject *obj)
 
 PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only)
 {
-    upy_mr_t *m = upy_mr_view(obj);
+    upy_mr_t *m = upy_mr_view(obj, NULL);
     uccl_mr_attr_t attr;
     uccl_status_t st;
     if (!m)

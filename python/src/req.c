@@ -129,6 +129,57 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Requests of one open engine, several still in flight: one uccl_wait_all
+ * for all of them (one GIL release, as uccl_perf waits for a window), then
+ * each records its end. Anything else (one request, several engines, a
+ * timeout) is left to the loop of wait_all, request by request. -1: a
+ * signal handler raised. */
+static int wait_together(PyObject *seq, long long ms)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    upy_engine_t *e = NULL;
+    uccl_req_t *stack[64], **reqs = stack;
+    size_t k = 0;
+    uccl_status_t st;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyObject_TypeCheck((PyObject *)r, &upy_req_type))
+            return 0; /* the loop says what is wrong */
+        if (r->done)
+            continue;
+        if ((e && r->engine != e) || !r->engine->engine)
+            return 0;
+        e = r->engine;
+        k++;
+    }
+    if (k < 2)
+        return 0;
+    if (k > 64 && !(reqs = PyMem_Malloc(k * sizeof(*reqs))))
+        return 0;
+    k = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        if (!r->done)
+            reqs[k++] = r->req;
+    }
+    st = upy_wait_many(e, reqs, k, ms);
+    if (reqs != stack)
+        PyMem_Free(reqs);
+    if (st == UPY_WAIT_INTERRUPTED)
+        return -1;
+    for (Py_ssize_t i = 0; st != UCCL_ERR_TIMEOUT && i < n; i++) {
+        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        int done = 0;
+        uccl_status_t rs;
+        if (r->done)
+            continue;
+        rs = uccl_test(r->req, &done);
+        if (done)
+            req_finish(r, rs);
+    }
+    return 0;
+}
+
 PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"requests", "timeout", NULL};
@@ -143,6 +194,8 @@ PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds)
     if (!seq)
         return NULL;
     deadline = now_s() + (double)ms / 1000.0;
+    if (wait_together(seq, ms) < 0)
+        goto out;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
         long long left = ms == -2 ? -2 : (long long)((deadline - now_s()) * 1000.0);

@@ -23,6 +23,7 @@ typedef struct {
     int n_comms;           /* open Comms on this engine: it cannot close before them */
     upy_orphan_t *orphans;
     size_t n_orphans, cap_orphans;
+    struct upy_watch *watch; /* order.c: progress for stream-ordered calls */
     PyObject *weakrefs;
 } upy_engine_t;
 
@@ -101,13 +102,38 @@ int upy_timeout_ms(PyObject *timeout, long long *ms);
  * exception is set (a signal handler raised). */
 #define UPY_WAIT_INTERRUPTED ((uccl_status_t)-1000)
 uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms);
+/* The same for n requests of engine e at once (uccl_wait_all). */
+uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms);
+
+/* The producer streams a call on GPU objects orders after: the CUDA array
+ * interface v3 'stream' of each object, or the stream DLPack's handshake
+ * named (coll.c collects them through upy_mr_view; order.c applies them). */
+#define UPY_ORDER_MAX 8
+typedef struct {
+    int stream_form; /* 1: the call runs on stream (stream=); 0: host-ordered */
+    void *stream;
+    int n;
+    void *after[UPY_ORDER_MAX];
+} upy_order_t;
+/* Host-ordered: wait (GIL released) until every producer stream has run
+ * what it queued; stream form: make the call's stream wait for each
+ * (an event, a hold released by progress), the host waits for nothing.
+ * -1 with an exception set. */
+int upy_order_apply(upy_engine_t *e, upy_order_t *ord);
+/* After a stream-ordered call on stream: engine progress from a native
+ * thread until the stream has passed it (-1 + exception). Stop (joins the
+ * thread) before the engine is destroyed. */
+int upy_watch_stream(upy_engine_t *e, void *stream);
+void upy_watch_stop(upy_engine_t *e);
 
 /* mr.c: a live region of engine e (TypeError / ValueError otherwise). */
 upy_mr_t *upy_mr_arg(PyObject *obj, upy_engine_t *e, int need_writable);
 PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only);
 /* The memory of obj without registering it (engine NULL, mr NULL): addr,
- * len, readonly, a mem_type hint; the view keeps obj (and its buffer) alive. */
-upy_mr_t *upy_mr_view(PyObject *obj);
+ * len, readonly, a mem_type hint; the view keeps obj (and its buffer) alive.
+ * ord (may be NULL): a GPU object goes through DLPack's stream handshake
+ * when it has one, and its producer stream is added to ord. */
+upy_mr_t *upy_mr_view(PyObject *obj, upy_order_t *ord);
 
 /* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL). */
 PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);

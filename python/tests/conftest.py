@@ -3,9 +3,15 @@ and a communicator over them (uccl.Comm.from_mpi). The point-to-point tests
 (pair) run on exactly 2 ranks, the collectives (test_coll.py) on any number.
 UCCL_TRANSPORTS (set by check-pytest.sh) picks shm or tcp. Every wait has a
 timeout so a failing rank never leaves its peer hanging forever."""
+import faulthandler
+import signal
+
 import pytest
 
 T = 30.0  # seconds for any wait in the tests
+
+# tests/gpu/hang-dump.sh: SIGUSR1 prints every thread's Python stack
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 @pytest.fixture(scope="session")

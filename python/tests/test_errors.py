@@ -257,6 +257,7 @@ def test_job_secret(world):
         uccl.Engine(secret=b"short")
     secret = world.bcast(os.urandom(16) if world.Get_rank() == 0 else None, root=0)
     e = uccl.Engine(secret=secret)
+    assert secret in e.address  # the blob carries the job's secret, not one of its own
     peer = world.sendrecv(e.address, dest=1 - world.Get_rank(), source=1 - world.Get_rank())
     if world.Get_rank() == 0:
         conn = e.connect(peer)

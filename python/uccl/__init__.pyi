@@ -163,7 +163,9 @@ class Conn:
 Counts = Sequence[int]  # one per rank (numpy arrays too)
 Algo = Optional[str]    # "direct", "ring", "pairwise", "bruck", "binomial", ...
 # a CUDA/HIP stream: torch.cuda.Stream, cupy.cuda.Stream, or its handle as an int;
-# given, the call is stream-ordered and returns a Request at once
+# given, the call is stream-ordered and returns a Request at once. Array objects
+# (not MemoryRegions) given to a collective are ordered after their producer's
+# stream (CUDA array interface v3 'stream', DLPack's stream handshake).
 Stream = Optional[Any]
 
 class Comm:

@@ -13,9 +13,19 @@ for write/read, rank 1 idles (progressing while there is work) until a fin.
 Collectives (--op allgather|alltoall|bcast, --np N) are compared with
 ``uccl_perf coll`` the same way: blocking calls back to back after a barrier,
 the slowest rank's mean time per call; sizes are bytes per rank block.
+
+Memory: --mem host (default) gives both sides the same kind of buffer,
+page-aligned anonymous memory allocated once at the largest size (uccl_perf's
+aligned_alloc; numpy's own allocator would advise huge pages from 4 MiB,
+which uccl_perf's buffers do not get, and measure the page size instead of
+the binding). --mem cuda: torch CUDA tensors on GPU 0 (uccl_perf --mem
+cuda), registered once per size and passed as MemoryRegions; --objects
+passes the arrays themselves to the collectives (each call then reads their
+buffer, CUDA array or DLPack interface and orders after their stream).
 """
 import argparse
 import json
+import mmap
 import os
 import shlex
 import statistics
@@ -59,6 +69,28 @@ def idle_wait(engine, req):
         elif now - last > 1e-3:
             pause = 1e-5 if pause == 0 else min(pause * 2, 1e-3)
             time.sleep(pause)
+
+
+def host_buffer(n, fill):
+    """n bytes of page-aligned anonymous memory (no huge-page advice), as a
+    writable numpy array: what uccl_perf's aligned_alloc gives it."""
+    import numpy as np
+    buf = np.frombuffer(mmap.mmap(-1, max(1, n)), np.uint8)[:n]
+    buf[:] = fill
+    return buf
+
+
+def gpu_buffer(n, fill):
+    import torch
+    return torch.full((max(1, n),), fill, dtype=torch.uint8, device="cuda")[:n]
+
+
+def new_buffer(a, n, fill):
+    return gpu_buffer(n, fill) if a.mem == "cuda" else host_buffer(n, fill)
+
+
+def all_equal(buf, value):
+    return bool((buf == value).all())
 
 
 def window(a, conn, mr, ctl, desc, size, rank):
@@ -105,19 +137,27 @@ def coll_iters(a, n, count):  # as uccl_perf coll's auto_iters
 
 
 def coll_worker(a):
-    import numpy as np
     from mpi4py import MPI
     import uccl
     world = MPI.COMM_WORLD
-    comm = uccl.Comm.from_mpi(world, transports=a.transport)
+    comm = uccl.Comm.from_mpi(world, transports=a.transport, gpu=0 if a.mem == "cuda" else -1)
     n, rows = comm.size, []
+    # once, at the largest size, as uccl_perf coll: every size uses their start
+    sbuf = new_buffer(a, a.max * (n if a.op == "alltoall" else 1), comm.rank)
+    rbuf = new_buffer(a, a.max * n, 0)
     for count in sizes_of(a.min, a.max):
-        send = np.full(count if a.op != "alltoall" else n * count, comm.rank, np.uint8)
-        recv = np.zeros(n * count, np.uint8)
+        send = sbuf[:count if a.op != "alltoall" else n * count]
+        recv = rbuf[:n * count]
+        regions = []
+        if a.mem == "cuda" and not a.objects:
+            regions = [comm.engine.register(send), comm.engine.register(recv)]
+            send, recv_arg = regions
+        else:
+            recv_arg = recv
         if a.op == "allgather":
-            call = lambda: comm.allgather(send, recv)  # noqa: E731
+            call = lambda: comm.allgather(send, recv_arg)  # noqa: E731
         elif a.op == "alltoall":
-            call = lambda: comm.alltoall(send, recv)  # noqa: E731
+            call = lambda: comm.alltoall(send, recv_arg)  # noqa: E731
         else:
             call = lambda: comm.bcast(send, 0)  # noqa: E731
         iters = coll_iters(a, n, count)
@@ -128,9 +168,13 @@ def coll_worker(a):
         for _ in range(iters):
             call()
         t = world.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
-        if a.op != "bcast" and not (recv.reshape(n, count) ==
-                                    np.arange(n, dtype=np.uint8)[:, None]).all():
-            raise SystemExit("uccl.bench: %s data check failed" % a.op)
+        for q in range(n if a.op != "bcast" else 0):
+            if not all_equal(recv[q * count:(q + 1) * count], q):
+                raise SystemExit("uccl.bench: %s data check failed" % a.op)
+        for r in regions:
+            r.release()
+        if regions:
+            comm.flush()  # their registrations go with them
         rows.append({"size": count, "us": t * 1e6, "gbps": count / t / 1e9})
     if comm.rank == 0:
         with open(a.json, "w") as f:
@@ -147,13 +191,15 @@ def worker(a):
     from mpi4py import MPI
     import uccl
     world = MPI.COMM_WORLD
-    comm = uccl.Comm.from_mpi(world, transports=a.transport)
+    comm = uccl.Comm.from_mpi(world, transports=a.transport, gpu=0 if a.mem == "cuda" else -1)
     conn = comm.conn(1 - comm.rank)
     sizes = sizes_of(a.min, a.max)
     source = 1 if a.op == "read" else 0
-    buf = np.full(a.max, 0x5A if comm.rank == source else 0, np.uint8)
+    buf = new_buffer(a, a.max, 0x5A if comm.rank == source else 0)
     mr = comm.engine.register(buf)
-    ctl = comm.engine.register(np.zeros(1, np.uint8))
+    # 0-byte acks and fins: on the data's region with GPU memory, as uccl_perf
+    # (they then go over the transport that moves the data)
+    ctl = mr if a.mem == "cuda" else comm.engine.register(np.zeros(1, np.uint8))
     desc = world.bcast(mr.descriptor() if comm.rank == 1 else None, root=1)
     rows = []
     for size in sizes:
@@ -162,14 +208,15 @@ def worker(a):
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
         ops = iters * a.window
         rows.append({"size": size, "us": t / ops * 1e6, "gbps": size * ops / t / 1e9 if t else 0})
-    if comm.rank != source and not (buf == 0x5A).all():  # the destination checks
+    if comm.rank != source and not all_equal(buf, 0x5A):  # the destination checks
         raise SystemExit("uccl.bench: data check failed")
     if comm.rank == 0:
         with open(a.json, "w") as f:
             json.dump({"transport": conn.transport, "rows": rows}, f)
     world.Barrier()
     mr.release()
-    ctl.release()
+    if ctl is not mr:
+        ctl.release()
     comm.close()
 
 
@@ -195,6 +242,8 @@ def run_c(a, out):
         cmd += ["--transport", a.transport]
     if a.iters:
         cmd += ["--iters", str(a.iters)]
+    if a.mem == "cuda":
+        cmd += ["--mem", "cuda"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         d = json.load(f)
@@ -205,7 +254,10 @@ def run_c(a, out):
 def run_py(a, out):
     cmd = mpirun_cmd(a) + [sys.executable, "-m", "uccl.bench", "--worker", "--op", a.op,
                            "--min", str(a.min), "--max", str(a.max), "--window", str(a.window),
-                           "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out]
+                           "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out,
+                           "--mem", a.mem]
+    if a.objects:
+        cmd.append("--objects")
     if a.transport:
         cmd += ["--transport", a.transport]
     subprocess.run(cmd, check=True)
@@ -224,8 +276,10 @@ def driver(a):
                 c_us.setdefault(s, []).append(c[s])
                 py_us.setdefault(s, []).append(p[s])
     what = "%d ranks" % a.np if a.op in COLL_OPS else "window %d" % a.window
-    print("# uccl.bench: %s over %s, %s, median of %d alternating rounds "
-          "(C: %s, Python: the uccl binding)" % (a.op, tp, what, a.rounds, a.perf))
+    kind = "host memory" if a.mem == "host" else "torch CUDA tensors (%s)" % (
+        "passed as objects" if a.objects else "registered once per size")
+    print("# uccl.bench: %s over %s, %s, %s, median of %d alternating rounds "
+          "(C: %s, Python: the uccl binding)" % (a.op, tp, what, kind, a.rounds, a.perf))
     print("%10s %12s %12s %14s %10s %10s %8s" % ("size", "C us/op", "Py us/op",
                                                  "overhead us", "C GB/s", "Py GB/s", "Py/C"))
     rows = []
@@ -239,6 +293,7 @@ def driver(a):
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
+                       "mem": a.mem, "objects": a.objects, "np": a.np,
                        "reference": "uccl_perf (C) in the same run", "rows": rows}, f, indent=1)
 
 
@@ -257,6 +312,10 @@ def main(argv=None):
                    help="the uccl_perf binary (default $UCCL_PERF or PATH)")
     p.add_argument("--mpirun", default=os.environ.get("UCCL_MPIRUN", "mpirun --oversubscribe"))
     p.add_argument("--json", default=None)
+    p.add_argument("--mem", choices=("host", "cuda"), default="host",
+                   help="host memory, or torch CUDA tensors on GPU 0 (uccl_perf --mem cuda)")
+    p.add_argument("--objects", action="store_true",
+                   help="collectives: pass the arrays, not MemoryRegions (cuda)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:

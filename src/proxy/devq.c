@@ -135,8 +135,40 @@ uccl_status_t uccl_devq_destroy(uccl_devq_t *q)
     free(q->fifo);
     free(q->iov);
     free(q->riov);
+    free(q->trace);
     free(q);
     return UCCL_OK;
+}
+
+uccl_status_t uccl_devq_trace_enable(uccl_devq_t *q, uint32_t n)
+{
+    if (q == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (q->running)
+        return UCCL_ERR_BUSY;
+    free(q->trace);
+    q->trace = NULL;
+    q->trace_cap = q->trace_fill = q->trace_count = 0;
+    if (n == 0)
+        return UCCL_OK;
+    q->trace = calloc(n, sizeof(*q->trace));
+    if (q->trace == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    q->trace_cap = n;
+    return UCCL_OK;
+}
+
+uint32_t uccl_devq_trace_read(const uccl_devq_t *q, uccl_devq_trace_rec_t *out, uint32_t n)
+{
+    uint32_t have;
+
+    if (q == NULL || q->trace == NULL || out == NULL)
+        return 0;
+    have = __atomic_load_n(&q->trace_count, __ATOMIC_ACQUIRE);
+    if (have > n)
+        have = n;
+    memcpy(out, q->trace, (size_t)have * sizeof(*out));
+    return have;
 }
 
 uccl_status_t uccl_devq_create(uccl_engine_t *engine, const uccl_devq_params_t *params, uccl_devq_t **out)
@@ -270,6 +302,12 @@ uccl_status_t uccl_devq_start(uccl_devq_t *q)
         return UCCL_ERR_NO_MEMORY;
     }
     q->running = true;
+    atomic_store(&q->sentinel_stop, 0);
+    rc = pthread_create(&q->sentinel, NULL, uccl_devq_sentinel_main, q);
+    if (rc != 0) /* the proxy's own checks remain */
+        uccl_warn("uccl_devq_start: no sentinel thread (%s): a failed connection may be seen only at "
+                  "the ring's timeout", strerror(rc));
+    q->sentinel_running = rc == 0;
     return UCCL_OK;
 }
 
@@ -283,6 +321,11 @@ uccl_status_t uccl_devq_stop(uccl_devq_t *q)
         atomic_store(&q->stop_req, 1);
         pthread_join(q->thread, NULL);
         q->running = false;
+    }
+    if (q->sentinel_running) {
+        atomic_store(&q->sentinel_stop, 1);
+        pthread_join(q->sentinel, NULL);
+        q->sentinel_running = false;
     }
     st = uccl_devq_status(q);
     /* nobody may spin on a proxy that is gone */

@@ -18,7 +18,20 @@ typedef struct uccl_devq_flight {
     uint32_t ncmds;
     uint64_t bytes;
     uint64_t posted_ms;
+    uint64_t first;              /* ticket of its first command */
+    uint64_t seen_ns, posted_ns; /* traced rings only (uccl_devq_trace_enable) */
 } uccl_devq_flight_t;
+
+/* One traced vectored write (tests/gpu/b_devq: the latency breakdown).
+ * Times are CLOCK_REALTIME ns, the clock a GPU's global timer follows. */
+typedef struct uccl_devq_trace_rec {
+    uint64_t first;        /* ticket of its first command */
+    uint32_t ncmds;
+    uint64_t seen_ns;      /* its first command found published */
+    uint64_t posted_ns;    /* uccl_writemsg returned */
+    uint64_t done_ns;      /* uccl_test found it complete */
+    uint64_t published_ns; /* the done word stored */
+} uccl_devq_trace_rec_t;
 
 struct uccl_devq {
     uccl_engine_t *engine;
@@ -42,13 +55,18 @@ struct uccl_devq {
     uccl_rdesc_t *slots;
     uint8_t *slot_bound;
 
-    pthread_t thread;
+    pthread_t thread, sentinel;
     bool running;           /* the thread exists (owner's view) */
+    bool sentinel_running;
+    atomic_int sentinel_stop;
     atomic_int stop_req;    /* ask the thread to drain and leave */
     int canceled_by_stop;   /* the error word is the stop's CANCELED */
 
     /* proxy thread's own */
     uint64_t tail; /* next ticket to take */
+    uint64_t done; /* the done word's value (the proxy is its only writer) */
+    uccl_devq_trace_rec_t *trace; /* the first trace_cap writes, or NULL */
+    uint32_t trace_cap, trace_fill, trace_count; /* written; readable (atomic) */
     uccl_devq_flight_t *fifo;
     uint32_t fifo_head, fifo_count, fifo_cap;
     uccl_iov_t *iov;
@@ -59,7 +77,15 @@ struct uccl_devq {
 
 /* Set the error word unless set already; returns the word's value after. */
 uccl_status_t uccl_devq_set_error(uccl_devq_t *q, uccl_status_t error);
+/* Record the first n vectored writes from the next start on (before the
+ * start; n = 0 turns it off). Internal: tests only. */
+uccl_status_t uccl_devq_trace_enable(uccl_devq_t *q, uint32_t n);
+/* Copy up to n records (those complete so far); returns how many. */
+uint32_t uccl_devq_trace_read(const uccl_devq_t *q, uccl_devq_trace_rec_t *out, uint32_t n);
 /* The proxy thread's body (devq_proxy.c). */
 void *uccl_devq_proxy_main(void *arg);
+/* The sentinel thread's body: sets the error word when a bound connection
+ * failed, even while the proxy thread is held up in the engine. */
+void *uccl_devq_sentinel_main(void *arg);
 
 #endif

@@ -5,7 +5,8 @@
  *     word is t + 1), up to batch_max commands or batch_bytes bytes and while
  *     they name the same peer,
  *     merges contiguous local and remote pieces, and posts them as one
- *     uccl_writemsg (a command with a notification ends its batch: the
+ *     uccl_writemsg (uccl_write or uccl_write_notify when they merged into
+ *     one piece; a command with a notification ends its batch: the
  *     notification goes with that write, after all of its data); the tail
  *     word then frees the entries for producers;
  *  3. with notification counters, pops the notifications of every bound peer
@@ -15,7 +16,10 @@
  * the local region, a notification naming no counter) sets the error word
  * and ends the thread: the kernel sees the word, uccl_devq_status reports
  * it. On stop the thread takes what is published, waits for its writes and
- * leaves. Idle, it spins, then yields, then sleeps up to 50 us. */
+ * leaves. With writes in flight it never waits (every round progresses the
+ * engine and polls the ring); idle, it spins for SPIN_NS after the last
+ * activity (a kernel that issues again within that time is seen at once),
+ * then yields until YIELD_NS, then sleeps 50 us a round. */
 #include <sched.h>
 #include <string.h>
 #include <time.h>
@@ -25,8 +29,8 @@
 #include "gpu/gpu.h"
 #include "proxy/devq.h"
 
-#define SPIN_ROUNDS 4096u
-#define YIELD_ROUNDS 65536u
+#define SPIN_NS 500000ull   /* 0.5 ms */
+#define YIELD_NS 5000000ull /* 5 ms */
 #define CONN_CHECK_MS 20
 #define NOTIF_POLL_MAX 256
 
@@ -40,15 +44,59 @@ static void store_rel(volatile uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Trace timestamps: CLOCK_REALTIME, the clock a GPU's global timer follows. */
+static uint64_t trace_ns(const uccl_devq_t *q)
+{
+    struct timespec ts;
+    if (q->trace == NULL)
+        return 0;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static bool failed(const uccl_devq_t *q)
 {
     return __atomic_load_n(&q->ctrl->error, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* 1. Retire completed writes in order; returns how many. */
+/* Record f (not yet visible to uccl_devq_trace_read: trace_done). */
+static void trace_put(uccl_devq_t *q, const uccl_devq_flight_t *f, uint64_t done_ns)
+{
+    uccl_devq_trace_rec_t *r;
+
+    if (q->trace_fill >= q->trace_cap)
+        return;
+    r = &q->trace[q->trace_fill++];
+    r->first = f->first;
+    r->ncmds = f->ncmds;
+    r->seen_ns = f->seen_ns;
+    r->posted_ns = f->posted_ns;
+    r->done_ns = done_ns;
+}
+
+/* The done word was stored: stamp the records since the last call, show them. */
+static void trace_done(uccl_devq_t *q)
+{
+    uint64_t pub_ns = trace_ns(q);
+
+    for (uint32_t k = q->trace_count; k < q->trace_fill; k++)
+        q->trace[k].published_ns = pub_ns;
+    __atomic_store_n(&q->trace_count, q->trace_fill, __ATOMIC_RELEASE);
+}
+
+/* 1. Retire completed writes in order and publish their count with one store
+ * of the done word per pass; returns how many writes. */
 static int retire(uccl_devq_t *q, bool *fail)
 {
     int n = 0;
+    uint64_t cmds = 0, bytes = 0, done_ns = 0;
 
     while (q->fifo_count > 0) {
         uccl_devq_flight_t *f = &q->fifo[q->fifo_head];
@@ -56,6 +104,8 @@ static int retire(uccl_devq_t *q, bool *fail)
         uccl_status_t st = uccl_test(f->req, &done);
 
         if (!done) {
+            if (n > 0)
+                break; /* publish what finished; the next round looks again */
             if (st != UCCL_INPROGRESS && UCCL_STATUS_IS_ERR(st)) {
                 uccl_devq_set_error(q, st);
                 *fail = true;
@@ -76,10 +126,22 @@ static int retire(uccl_devq_t *q, bool *fail)
             *fail = true;
             break;
         }
-        atomic_fetch_add(&q->n_bytes, f->bytes);
-        atomic_fetch_add(&q->n_completed, f->ncmds);
-        store_rel(&q->ctrl->done, load_acq(&q->ctrl->done) + f->ncmds);
+        if (q->trace != NULL) {
+            if (done_ns == 0)
+                done_ns = trace_ns(q);
+            trace_put(q, f, done_ns);
+        }
+        bytes += f->bytes;
+        cmds += f->ncmds;
         n++;
+    }
+    if (cmds > 0) {
+        store_rel(&q->ctrl->done, q->done + cmds);
+        q->done += cmds;
+        if (q->trace != NULL)
+            trace_done(q); /* before the stats: a reader that saw them finds the records */
+        atomic_fetch_add(&q->n_bytes, bytes);
+        atomic_fetch_add(&q->n_completed, cmds);
     }
     return n;
 }
@@ -126,6 +188,7 @@ static int issue(uccl_devq_t *q, bool *fail)
     uccl_devq_cmd_t c;
     uccl_devq_flight_t *f;
     uccl_status_t st;
+    uint64_t seen_ns = 0;
 
     if (q->fifo_count == q->fifo_cap)
         return 0;
@@ -141,6 +204,8 @@ static int issue(uccl_devq_t *q, bool *fail)
         }
         if (n > 0 && c.peer != peer)
             break;
+        if (n == 0)
+            seen_ns = trace_ns(q);
         lmerge = li != NULL && li->off + li->len == c.local_off;
         rmerge = ri != NULL && ri->rdesc == &q->slots[c.slot] && ri->roff + ri->len == c.remote_off;
         if ((!lmerge && m.iovcnt == UCCL_IOV_MAX) || (!rmerge && m.riovcnt == UCCL_RIOV_MAX))
@@ -167,7 +232,14 @@ static int issue(uccl_devq_t *q, bool *fail)
     if (n == 0)
         return 0;
     f = &q->fifo[(q->fifo_head + q->fifo_count) % q->fifo_cap];
-    st = uccl_writemsg(q->peers[peer], &m, &f->req);
+    if (m.iovcnt == 1 && m.riovcnt == 1) /* one piece: the plain call, without writemsg's walk */
+        st = m.flags & UCCL_RMA_NOTIFY
+                 ? uccl_write_notify(q->peers[peer], q->iov[0].mr, q->iov[0].off, q->iov[0].len,
+                                     q->riov[0].rdesc, q->riov[0].roff, m.notif, &f->req)
+                 : uccl_write(q->peers[peer], q->iov[0].mr, q->iov[0].off, q->iov[0].len, q->riov[0].rdesc,
+                              q->riov[0].roff, &f->req);
+    else
+        st = uccl_writemsg(q->peers[peer], &m, &f->req);
     if (st != UCCL_OK) {
         uccl_error("device queue %p: uccl_writemsg of commands %llu..%llu to peer %u: %s", (void *)q,
                    (unsigned long long)q->tail, (unsigned long long)(q->tail + n - 1), peer,
@@ -178,6 +250,9 @@ static int issue(uccl_devq_t *q, bool *fail)
     }
     f->ncmds = n;
     f->bytes = bytes;
+    f->first = q->tail;
+    f->seen_ns = seen_ns;
+    f->posted_ns = trace_ns(q);
     f->posted_ms = uccl_time_ms();
     q->fifo_count++;
     q->tail += n;
@@ -242,11 +317,12 @@ static void check_conns(uccl_devq_t *q, bool *fail)
     }
 }
 
-static void idle_wait(uint32_t rounds)
+/* Nothing to do this round; idle_ns: since the last activity. */
+static void idle_wait(uint64_t idle_ns)
 {
-    if (rounds < SPIN_ROUNDS)
+    if (idle_ns < SPIN_NS)
         return;
-    if (rounds < YIELD_ROUNDS) {
+    if (idle_ns < YIELD_NS) {
         sched_yield();
         return;
     }
@@ -254,16 +330,50 @@ static void idle_wait(uint32_t rounds)
     nanosleep(&ts, NULL);
 }
 
+/* The sentinel: a second thread per running ring that, every SENTINEL_MS,
+ * reads the state of the bound connections and sets the error word when one
+ * failed. The proxy thread checks them too, but it can be held up inside
+ * the engine: the progress call that fails a connection also tears its
+ * endpoints down, and a transport may synchronize the device there
+ * (gpu_ipc's cudaIpcCloseMemHandle), which waits for the very kernel that
+ * waits for this ring; only that kernel's timeout would end it. The state
+ * word is set before the teardown starts, so the sentinel sees it at once.
+ * uccl_conn_query takes no lock: it reads a word the engine's thread writes. */
+#define SENTINEL_MS 2
+
+void *uccl_devq_sentinel_main(void *arg)
+{
+    uccl_devq_t *q = arg;
+
+    while (!atomic_load(&q->sentinel_stop) && !failed(q)) {
+        struct timespec ts = {0, SENTINEL_MS * 1000000L};
+
+        nanosleep(&ts, NULL);
+        for (uint32_t p = 0; p < q->p.npeers; p++) {
+            uccl_conn_attr_t a;
+
+            if (q->peers[p] == NULL || uccl_conn_query(q->peers[p], &a) != UCCL_OK || a.state == UCCL_OK)
+                continue;
+            uccl_error("device queue %p: the connection of peer %u failed: %s", (void *)q, p,
+                       uccl_strerror(a.state));
+            uccl_devq_set_error(q, a.state);
+            break;
+        }
+    }
+    return NULL;
+}
+
 void *uccl_devq_proxy_main(void *arg)
 {
     uccl_devq_t *q = arg;
-    uint64_t last_check = uccl_time_ms(), drain_start = 0;
-    uint32_t idle = 0;
+    uint64_t last_check = uccl_time_ms(), drain_start = 0, last_active = now_ns();
+    uint32_t rounds = 0;
     bool fail = failed(q);
 
     if (q->device >= 0)
         uccl_gpu_set_device(q->device); /* transports' GPU calls from this thread */
     q->tail = load_acq(&q->ctrl->tail);
+    q->done = load_acq(&q->ctrl->done);
     while (!fail) {
         int work = retire(q, &fail);
         bool stopping = atomic_load(&q->stop_req) != 0;
@@ -288,8 +398,14 @@ void *uccl_devq_proxy_main(void *arg)
         }
         if (!fail)
             fail = failed(q); /* set from outside (uccl_devq_fail) */
-        idle = work > 0 ? 0 : idle + 1;
-        idle_wait(idle);
+        /* with writes in flight (or work just done) go round again at once;
+         * the clock is read on idle rounds only (every 64th at first) */
+        if (work > 0 || q->fifo_count > 0)
+            rounds = 0;
+        else if (rounds++ == 0)
+            last_active = now_ns();
+        else if (rounds > 4096 || (rounds & 63u) == 0)
+            idle_wait(now_ns() - last_active);
     }
     /* a failed ring: writes still in flight are abandoned (they complete or
      * fail in the background); the kernel has the error word */

@@ -114,19 +114,24 @@ __global__ void k_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_
         out[1] = (unsigned long long)(unsigned)err;
 }
 
-// Latency: one thread, iters x (put size bytes, wait until done); lat[i] in ns.
-__global__ void k_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *lat,
+// Latency: one thread, iters x (put size bytes, wait until done). Global
+// timer (ns) of iteration i: ts[3i] start, ts[3i+1] the command published,
+// ts[3i+2] its completion seen.
+__global__ void k_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *ts,
                           int *rc)
 {
     uint64_t ticket;
     int err = 0;
 
     for (uint32_t i = 0; i < iters && err == 0; i++) {
-        uint64_t t0 = uccl_devq_now_ns();
+        uint64_t t0 = uccl_devq_now_ns(), t1;
         err = uccl_devq_put(&q, 0, 0, 0, 0, size, 0, 0, &ticket);
+        t1 = uccl_devq_now_ns();
         if (err == 0)
             err = uccl_devq_wait_done(&q, ticket + 1);
-        lat[i] = uccl_devq_now_ns() - t0;
+        ts[3 * i] = t0;
+        ts[3 * i + 1] = t1;
+        ts[3 * i + 2] = uccl_devq_now_ns();
     }
     *rc = err;
 }
@@ -177,9 +182,9 @@ int dqk_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_t stride, 
     return (int)cudaGetLastError();
 }
 
-int dqk_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *lat_dev, int *rc_dev)
+int dqk_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *ts_dev, int *rc_dev)
 {
-    k_latency<<<1, 1>>>(q, size, iters, lat_dev, rc_dev);
+    k_latency<<<1, 1>>>(q, size, iters, ts_dev, rc_dev);
     return (int)cudaGetLastError();
 }
 

@@ -17,7 +17,7 @@ int dqk_verify(const uint8_t *dst, uint32_t nthreads, uint32_t per, uint32_t max
                unsigned long long *bad_dev);
 int dqk_bench(uccl_devq_handle_t q, uint64_t n, uint64_t size, uint64_t stride, uint64_t local,
               uint64_t span, int use_warp, int wait, unsigned long long *out_dev);
-int dqk_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *lat_dev,
+int dqk_latency(uccl_devq_handle_t q, uint64_t size, uint32_t iters, unsigned long long *ts_dev,
                 int *rc_dev);
 int dqk_endless(uccl_devq_handle_t q, uint64_t span, int *rc_dev, unsigned long long *puts_dev);
 int dqk_sync(void);

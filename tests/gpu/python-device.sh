@@ -1,10 +1,13 @@
 #!/bin/bash
 # The Python binding on the device machine (run-device.sh calls it from its
 # build directory; ONLY=python there runs the build and this alone):
-# pytest with torch CUDA tensors and CuPy arrays (two processes on one GPU),
-# the three examples with GPU memory (and on host memory for comparison),
-# and python -m uccl.bench (Python vs uccl_perf in the same run) on this
-# quiet machine. Logs and JSON go to $OUT.
+# 1. the stream-ordering tests first, under a watchdog (tests/gpu/hang-dump.sh
+#    prints the Python and C stacks of a hang), with CuPy arrays and torch
+#    CUDA tensors; 2. pytest with torch CUDA tensors and CuPy arrays (two
+#    processes on one GPU) and on host memory; 3. the three examples with
+#    GPU memory; 4. python -m uccl.bench (Python vs uccl_perf in the same
+#    run) on host memory and on torch CUDA tensors. Logs, the benchmark
+#    tables (pybench.txt) and JSON go to $OUT.
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
 step() { echo "=== $* ($(date +%T))"; }
@@ -15,47 +18,63 @@ if [ ! -f python/uccl/.libs/_uccl.so ]; then
     exit 0
 fi
 export top_srcdir=$src top_builddir=. uccl_python_built=yes PYTHON=${PYTHON:-python3}
-export MPIEXEC="mpirun --allow-run-as-root --oversubscribe"
+export MPIEXEC="mpirun --allow-run-as-root --oversubscribe" PYTHONUNBUFFERED=1
 run=$src/python/run-python.sh
+dump=$src/tests/gpu/hang-dump.sh
 "$PYTHON" -c "import torch, cupy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), '| cupy', cupy.__version__)"
+
+step "stream order first, under a watchdog (60 s a kind): the tests named *stream* (the rest deselects them)"
+for kind in cupy torch; do
+    UCCL_PY_TEST_MEM=$kind "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$kind \
+        "$src/python/tests/run_pytest.py" test_coll.py -k "stream" -rs -v >"$OUT/stream_$kind.log" 2>&1
+    echo "stream tests $kind exit code: $?"
+    grep -E "PASSED|FAILED|SKIPPED|HANG|passed|failed" "$OUT/stream_$kind.log" | sort | uniq -c | head -24
+done
 
 step "pytest: collectives and point-to-point on GPU memory (2 processes, one GPU)"
 for kind in torch cupy; do
-    UCCL_PY_TEST_MEM=$kind "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$kind \
-        "$src/python/tests/run_pytest.py" test_mem.py test_coll.py -rs >"$OUT/pytest_$kind.log" 2>&1
+    UCCL_PY_TEST_MEM=$kind "$dump" 120 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$kind \
+        "$src/python/tests/run_pytest.py" test_mem.py test_coll.py -k "not stream" -rs \
+        >"$OUT/pytest_$kind.log" 2>&1
     echo "pytest $kind exit code: $?"
-    grep -E "passed|failed|SKIPPED" "$OUT/pytest_$kind.log" | sort | uniq -c | head -8
+    grep -E "passed|failed|SKIPPED|HANG" "$OUT/pytest_$kind.log" | sort | uniq -c | head -8
 done
 step "pytest: the whole suite on host memory (2 ranks, shm)"
-"$run" 2 shm numpy,mpi4py,pytest "$src/python/tests/run_pytest.py" >"$OUT/pytest_host.log" 2>&1
+"$dump" 90 "$run" 2 shm numpy,mpi4py,pytest "$src/python/tests/run_pytest.py" >"$OUT/pytest_host.log" 2>&1
 echo "pytest host exit code: $?"
 grep -E "passed|failed" "$OUT/pytest_host.log" | head -2
 
-step "examples: GPU memory, then host memory"
+step "examples on GPU memory (host memory runs in CI)"
 ex=$src/examples/python
-for dev in cuda cpu; do
-    for op in write read; do
-        "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/kv_cache.py" --device $dev --op $op --iters 30 \
-            2>&1 | grep -E "kv_cache|Error|error" | head -4
-    done
-    "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/moe.py" --device $dev --tokens 2048 --hidden 2048 \
-        --iters 10 2>&1 | grep -E "moe|Error|error" | head -4
-    "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/weight_bcast.py" --device $dev --mib 512 \
-        --tensors 32 --iters 5 2>&1 | grep -E "weight_bcast|Error|error" | head -4
+for op in write read; do
+    timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/kv_cache.py" --device cuda --op $op --iters 20 \
+        2>&1 | grep -E "kv_cache|Error|error" | head -4
 done
+timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/moe.py" --device cuda --tokens 2048 --hidden 2048 \
+    --iters 5 2>&1 | grep -E "moe|Error|error" | head -4
+timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/weight_bcast.py" --device cuda --mib 512 \
+    --tensors 32 --iters 3 2>&1 | grep -E "weight_bcast|Error|error" | head -4
 
-step "python -m uccl.bench: Python vs uccl_perf (C) in the same run, host memory, shm"
+step "python -m uccl.bench: Python vs uccl_perf (C) in the same run (tables: pybench.txt)"
 stage=$(mktemp -d)
 mkdir "$stage/uccl"
 cp "$src"/python/uccl/*.py "$stage/uccl/" && cp python/uccl/.libs/_uccl.so "$stage/uccl/"
+bench() { # NAME ARGS...: one comparison, its table to pybench.txt and the log
+    local name=$1
+    shift
+    PYTHONPATH=$stage timeout 170 "$PYTHON" -m uccl.bench --perf tools/uccl_perf \
+        --json "$OUT/pybench_$name.json" \
+        --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH -x NCCL_NVLS_ENABLE" \
+        "$@" 2>&1 | grep -v "^\[" | tee -a "$OUT/pybench.txt"
+}
 for op in send write; do
-    PYTHONPATH=$stage timeout 150 "$PYTHON" -m uccl.bench --perf tools/uccl_perf --op $op \
-        --transport shm --min 4K --max 16M --rounds 3 --json "$OUT/pybench_$op.json" \
-        --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH" 2>&1 |
-        grep -v "^\["
+    bench $op --op $op --transport shm --min 4K --max 16M --rounds 3
 done
-PYTHONPATH=$stage timeout 120 "$PYTHON" -m uccl.bench --perf tools/uccl_perf --op allgather \
-    --np 2 --transport shm --min 4K --max 16M --rounds 3 --json "$OUT/pybench_allgather.json" \
-    --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH" 2>&1 |
-    grep -v "^\["
+bench allgather --op allgather --np 2 --transport shm --min 4K --max 16M --rounds 3
+for op in send write; do
+    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min 4K --max 64M --rounds 3
+done
+bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K --max 16M --rounds 3
+bench allgather_cuda_objects --op allgather --np 2 --mem cuda --objects --transport shm,gpu_ipc \
+    --min 4K --max 16M --rounds 1
 rm -rf "$stage"

@@ -10,6 +10,7 @@
  *    block a 65th producer (tail stays 0) and go out as one merged write;
  *  - the receiver killed mid-run: the error word is set, every producer and
  *    waiter returns an error, uccl_devq_stop reports it;
+ *  - the proxy's trace of its first writes (ticket order, times in order);
  * once with the ring and buffers in host memory, once (fake GPU backend) with
  * the ring in mapped memory and the buffers in GPU memory (gpu_ipc). Single
  * process: bad parameters, a malformed command, the device-side spin bound,
@@ -28,6 +29,7 @@
 #include <uccl/uccl_device.cuh>
 
 #include "gpu/gpu.h"
+#include "proxy/devq.h"
 #include "util/sys.h"
 #include "check1.h"
 #include "devq_pair.h"
@@ -269,6 +271,28 @@ static void batch_bytes_check(uccl_engine_t *e, uccl_devq_mem_t mem, uccl_mr_t *
     uccl_devq_destroy(q);
 }
 
+/* The trace (proxy/devq.h) of the first TRACE_N writes: in ticket order,
+ * back to back, the 64 merged commands of the ring-full check first, each
+ * record's times in order (found <= posted <= complete <= published). */
+#define TRACE_N 32
+static void trace_check(uccl_devq_t *q, const char *name)
+{
+    uccl_devq_trace_rec_t r[TRACE_N + 1];
+    uint32_t n = uccl_devq_trace_read(q, r, TRACE_N + 1);
+    int bad = 0;
+
+    CHECK(n == TRACE_N, "%s: %u trace records, want %d", name, n, TRACE_N);
+    CHECK(n > 0 && r[0].first == 0 && r[0].ncmds == ENTRIES, "%s: first traced write: ticket %llu, %u commands",
+          name, n ? (unsigned long long)r[0].first : 0ull, n ? r[0].ncmds : 0);
+    for (uint32_t k = 0; k < n; k++) {
+        if (r[k].seen_ns == 0 || r[k].seen_ns > r[k].posted_ns || r[k].posted_ns > r[k].done_ns ||
+            r[k].done_ns > r[k].published_ns || r[k].ncmds == 0 ||
+            (k > 0 && r[k].first != r[k - 1].first + r[k - 1].ncmds))
+            bad++;
+    }
+    CHECK(bad == 0, "%s: %d trace records out of order", name, bad);
+}
+
 static void run_pair(const dq_mode_t *m, int kill_peer)
 {
     uccl_devq_params_t qp = {.field_mask = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_MEM |
@@ -317,6 +341,7 @@ static void run_pair(const dq_mode_t *m, int kill_peer)
     CHECK(uccl_devq_bind_peer(q, 0, conn) == UCCL_OK, "bind_peer");
     CHECK(uccl_devq_bind_rdesc(q, 0, &hello.rdesc) == UCCL_OK, "bind_rdesc");
     uccl_devq_handle(q, &h);
+    CHECK(uccl_devq_trace_enable(q, TRACE_N) == UCCL_OK, "trace_enable");
     if (!kill_peer)
         ring_full_check(q, &h);
     else
@@ -362,7 +387,9 @@ static void run_pair(const dq_mode_t *m, int kill_peer)
         batch_bytes_check(e, m->ring, mr, conn, &hello.rdesc); /* same bytes into the scratch area */
         CHECK(dq_recv(sv[0], &child_failures, sizeof(child_failures)) == 0 && child_failures == 0,
               "%s: the receiver found %d failures", m->name, child_failures);
+        CHECK(uccl_devq_trace_enable(q, 1) == UCCL_ERR_BUSY, "trace_enable while running: busy");
         CHECK(uccl_devq_stop(q) == UCCL_OK, "stop");
+        trace_check(q, m->name);
         {
             uint64_t t = 0;
             int rc = uccl_devq_put(&h, 0, 0, 0, 0, 8, 0, 0, &t);
