@@ -421,6 +421,7 @@ int main(int argc, char **argv)
         window = 16;
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_TRANSPORTS", "ofi", 1);
+    setenv("UCCL_TIMEOUT_MS", "600000", 0); /* a loaded host: the peer waits long in fin */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
