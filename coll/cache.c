@@ -3,7 +3,8 @@
  * built, its buffers registered and pinned, so a repeated call pays
  * neither the argument copies, the build nor the buffer-cache look-ups
  * (uccl_coll_stats_t.plan_hits counts them). Least recently used entries
- * make room; uccl_comm_coll_flush empties it. */
+ * make room; uccl_comm_coll_flush empties it; a hit whose buffers were
+ * freed with uccl_mem_free since is dropped instead. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,25 +40,32 @@ static bool same_args(const coll_state_t *cs, const uccl_coll_args_t *k, const u
            same_array(k->sendcounts, a->sendcounts, n) && same_array(k->sdispls, a->sdispls, n);
 }
 
+static void entry_drop(coll_cached_t *c)
+{
+    uccl_coll_sched_free(c->sched); /* unpins its buffers */
+    free(c->vec);
+    memset(c, 0, sizeof(*c));
+}
+
 coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args)
 {
     for (int i = 0; i < COLL_PLAN_CACHE; i++) {
         coll_cached_t *c = &cs->cache[i];
         if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
             same_args(cs, &c->key, args)) {
+            /* a buffer freed with uccl_mem_free (and maybe allocated again
+             * at the same address): the plan goes, the call builds anew */
+            if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
+                uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_RECV])) {
+                entry_drop(c);
+                return NULL;
+            }
             c->last_use = ++cs->use_clock;
             cs->stats.plan_hits++;
             return c->sched;
         }
     }
     return NULL;
-}
-
-static void entry_drop(coll_cached_t *c)
-{
-    uccl_coll_sched_free(c->sched); /* unpins its buffers */
-    free(c->vec);
-    memset(c, 0, sizeof(*c));
 }
 
 /* Copy of the arrays a v-variant's key points to (NULL ones stay NULL). */

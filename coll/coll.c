@@ -325,16 +325,13 @@ uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *a
 uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
 {
     coll_sched_t *s;
-    coll_state_t *cs;
     bool cached;
     uccl_status_t st = start_plain(comm, args, &s, &cached);
 
     if (st != UCCL_OK)
         return st;
-    cs = s->cs;
     s->free_when_done = false;
-    pthread_mutex_unlock(&cs->lock);
-    st = uccl_coll_sched_run(s);
+    st = uccl_coll_sched_run_locked(s); /* unlocks */
     if (!cached)
         uccl_coll_sched_free(s);
     return st;
@@ -384,6 +381,10 @@ static uccl_status_t plan_start(uccl_coll_plan_t *plan, bool streamed, void *str
     pthread_mutex_lock(&plan->cs->lock);
     if (plan->sched->status == UCCL_INPROGRESS) {
         st = UCCL_ERR_BUSY;
+    } else if (uccl_coll_buf_stale(plan->cs, plan->sched->slot[COLL_BUF_SEND]) ||
+               uccl_coll_buf_stale(plan->cs, plan->sched->slot[COLL_BUF_RECV])) {
+        coll_error("persistent collective: a buffer of the plan was freed with uccl_mem_free");
+        st = UCCL_ERR_STALE;
     } else if ((st = uccl_coll_sched_start(plan->sched)) == UCCL_OK) {
         if (streamed && (st = uccl_coll_sched_stream(plan->sched, stream)) != UCCL_OK)
             uccl_coll_sched_abort(plan->sched, st);

@@ -133,6 +133,8 @@ void uccl_coll_state_destroy(coll_state_t *cs);
 /* Find or register [addr, addr+len) (len > 0); pins the entry. */
 uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
 void uccl_coll_buf_unpin(coll_state_t *cs, int slot);
+/* Its memory was freed with uccl_mem_free (the registration is stale). */
+bool uccl_coll_buf_stale(coll_state_t *cs, int slot);
 /* Packs the entry's descriptor once. */
 uccl_status_t uccl_coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc);
 
@@ -258,6 +260,14 @@ static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
                                         .peer = peer, .off = off, .len = len});
 }
 
+/* Shared by sched.c and direct.c: where buf+off lies (a region and an
+ * offset); a request's status without progressing (INPROGRESS, or its final
+ * status with bytes set); DIRECT's ops (PUT, WAITPUT) posted and advanced. */
+uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff);
+uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes);
+uccl_status_t uccl_coll_direct_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn);
+uccl_status_t uccl_coll_direct_advance(coll_sched_t *s, coll_op_t *op);
+
 /* Running. start registers the buffers and takes a sequence number;
  * advance moves the schedule on (never progresses the engine itself) and
  * returns its status (INPROGRESS while running); abort fails it. */
@@ -267,6 +277,9 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st);
 /* Blocking: advance and progress until done; a stretch of UCCL_TIMEOUT_MS
  * without any op completing ends it with UCCL_ERR_TIMEOUT. */
 uccl_status_t uccl_coll_sched_run(coll_sched_t *s);
+/* The same, called with cs->lock held just after start (released on
+ * return): one phase of small two-sided transfers takes a fast path. */
+uccl_status_t uccl_coll_sched_run_locked(coll_sched_t *s);
 /* Non-blocking: a generalized request that advances s from progress. On
  * failure s is aborted and stays the caller's to free. */
 uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req);

@@ -1,5 +1,6 @@
 /* Schedules: phases of operations (two-sided send/recv, local copies,
- * DIRECT one-sided puts) run in order, the ops of one phase all in flight.
+ * DIRECT one-sided puts, coll/direct.c) run in order, the ops of one phase
+ * all in flight.
  * The same state machine runs blocking (uccl_coll_sched_run) and non-blocking
  * (advanced from a generalized request's progress callback). */
 #include <sched.h>
@@ -8,20 +9,6 @@
 #include <time.h>
 
 #include "coll.h"
-
-/* Ready token of DIRECT: the receiver names where the sender writes
- * (slot, roff) and how many bytes it expects, and carries the descriptors
- * of those slots the sender has not seen yet (slot 0 = the sink of its
- * control region, for empty and refused writes). */
-typedef struct coll_token {
-    uint64_t len;
-    uint64_t roff;
-    uint32_t slot, gen; /* where to write (len > 0) */
-    uint32_t sink_gen;  /* of slot 0 */
-    uint32_t ndesc;     /* 0..2 entries of desc_slot/desc_gen/desc that follow */
-    uint32_t desc_slot[2], desc_gen[2];
-    uccl_rdesc_t desc[2];
-} coll_token_t;
 
 /* Millisecond deadlines only: the coarse clock costs a memory read where
  * the precise one reads the TSC (per completed op, it showed in profiles). */
@@ -147,7 +134,7 @@ static void sched_unpin(coll_sched_t *s)
 }
 
 /* Where buf+off lies for the transfer calls: a region and an offset. */
-static uccl_mr_t *buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
+uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
 {
     const coll_state_t *cs = s->cs;
 
@@ -181,123 +168,21 @@ static void op_release(coll_sched_t *s, coll_op_t *op)
     op->scratch = -1;
 }
 
-/* ------------------------------------------------------------------ DIRECT */
-
-/* Append slot's descriptor to t unless peer has it already. */
-static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int slot)
-{
-    coll_buf_entry_t *e = &s->cs->bufs[slot];
-    const uccl_rdesc_t *d;
-    uccl_status_t st;
-
-    if (e->sent[peer]) {
-        s->cs->stats.desc_reused++;
-        return UCCL_OK;
-    }
-    if ((st = uccl_coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
-        return st;
-    t->desc_slot[t->ndesc] = (uint32_t)slot;
-    t->desc_gen[t->ndesc] = e->gen;
-    t->desc[t->ndesc++] = *d;
-    e->sent[peer] = 1;
-    s->cs->stats.desc_sent++;
-    return UCCL_OK;
-}
-
-static uccl_status_t waitput_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
-{
-    coll_token_t *t;
-    uccl_status_t st = uccl_coll_scratch_get(s->cs, sizeof(*t), &op->scratch);
-
-    if (st != UCCL_OK)
-        return st;
-    t = (coll_token_t *)s->cs->scratch[op->scratch].addr;
-    memset(t, 0, sizeof(*t));
-    t->len = op->len;
-    t->sink_gen = s->cs->bufs[0].gen;
-    if (op->len > 0) {
-        t->slot = (uint32_t)s->slot[op->buf];
-        t->gen = s->cs->bufs[t->slot].gen;
-        buf_mr(s, op->buf, op->off, op->len, &op->off2);
-        t->roff = op->off2;
-        st = token_desc(s, t, op->peer, (int)t->slot);
-    }
-    if (st == UCCL_OK)
-        st = token_desc(s, t, op->peer, 0); /* the sink, for a refused write */
-    if (st != UCCL_OK)
-        return st;
-    return uccl_send(conn, s->cs->scratch[op->scratch].mr, 0, sizeof(*t),
-                     coll_tag(s->seq, op->step | COLL_STEP_TOKEN), &op->req);
-}
-
-/* The token arrived: store its descriptors, then write (or, for an empty
- * block or a count the receiver does not expect, 1 byte to its sink with
- * the code saying so). INPROGRESS while a descriptor it names is still in
- * another collective's token, not read yet. */
-static uccl_status_t put_write(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn)
-{
-    const coll_token_t *t = (const coll_token_t *)s->cs->scratch[op->scratch].addr;
-    bool fits = t->len == op->len, refused = false;
-    const uccl_rdesc_t *d;
-    uccl_status_t st;
-    size_t moff;
-
-    if (t->ndesc > 2)
-        return UCCL_ERR_BAD_DESC;
-    for (uint32_t i = 0; i < t->ndesc; i++)
-        if ((st = uccl_coll_peer_desc_set(s->cs, op->peer, (int)t->desc_slot[i], t->desc_gen[i],
-                                     &t->desc[i])) != UCCL_OK)
-            return st;
-    if (fits && op->len > 0) {
-        uccl_mr_t *mr = buf_mr(s, op->buf, op->off, op->len, &moff);
-        if ((d = uccl_coll_peer_desc(s->cs, op->peer, (int)t->slot, t->gen)) == NULL)
-            return UCCL_INPROGRESS;
-        st = uccl_write_notify(conn, mr, moff, op->len, d, t->roff,
-                               coll_notif(s->seq, op->step, COLL_NOTIF_OK), &op->req2);
-        if (st != UCCL_ERR_UNSUPPORTED)
-            return st;
-        /* no transport writes this memory pairing (GPU memory over verbs
-         * without GPUDirect RDMA): tell the receiver through its sink, so
-         * that it fails now with the same status instead of timing out */
-        refused = true;
-    }
-    if ((d = uccl_coll_peer_desc(s->cs, op->peer, 0, t->sink_gen)) == NULL)
-        return UCCL_INPROGRESS;
-    if (refused) {
-        coll_error("rank %d cannot write %zu bytes into rank %d's buffer on this connection "
-                   "(UCCL_ERR_UNSUPPORTED): use a two-sided algorithm", s->cs->rank, op->len,
-                   op->peer);
-        op->state = 4; /* fail once the sink write is done */
-        return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
-                                 coll_notif(s->seq, op->step, COLL_NOTIF_REFUSED), &op->req2);
-    }
-    if (!fits) {
-        coll_error("rank %d expects %llu bytes from rank %d in this collective, rank %d has %zu",
-                   op->peer, (unsigned long long)t->len, s->cs->rank, s->cs->rank, op->len);
-        op->state = 3; /* fail once the sink write is done */
-    }
-    return uccl_write_notify(conn, s->cs->bufs[0].mr, 0, 1, d, 0,
-                             coll_notif(s->seq, op->step,
-                                        fits ? COLL_NOTIF_OK : COLL_NOTIF_MISMATCH),
-                             &op->req2);
-}
-
 /* ------------------------------------------------------------------ ops */
 
 static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
 {
     uccl_conn_t *conn = op->peer >= 0 ? uccl_comm_conn(s->cs->comm, op->peer) : NULL;
     uint64_t tag = coll_tag(s->seq, op->step);
-    uccl_status_t st;
     uccl_mr_t *mr;
     size_t moff;
 
     switch (op->kind) {
     case COLL_OP_SEND:
-        mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        mr = uccl_coll_buf_mr(s, op->buf, op->off, op->len, &moff);
         return uccl_send(conn, mr, moff, op->len, tag, &op->req);
     case COLL_OP_RECV:
-        mr = buf_mr(s, op->buf, op->off, op->len, &moff);
+        mr = uccl_coll_buf_mr(s, op->buf, op->off, op->len, &moff);
         return uccl_recv(conn, mr, moff, op->len, tag, &op->req);
     case COLL_OP_COPY:
         if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
@@ -307,12 +192,7 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         op->state = -1;
         return UCCL_OK;
     case COLL_OP_PUT:
-        st = uccl_coll_scratch_get(s->cs, sizeof(coll_token_t), &op->scratch);
-        if (st != UCCL_OK)
-            return st;
-        return uccl_recv(conn, s->cs->scratch[op->scratch].mr, 0, sizeof(coll_token_t),
-                         coll_tag(s->seq, op->step | COLL_STEP_TOKEN), &op->req);
-    case COLL_OP_WAITPUT: return waitput_post(s, op, conn);
+    case COLL_OP_WAITPUT: return uccl_coll_direct_post(s, op, conn);
     }
     return UCCL_ERR_INVALID_PARAM;
 }
@@ -320,7 +200,7 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
 /* Status of a request without progressing: INPROGRESS, or its final status
  * (then bytes is set). uccl_req_bytes answers INPROGRESS for a request not
  * done, without running progress; uccl_test of a done one does not either. */
-static uccl_status_t req_status(uccl_req_t *req, size_t *bytes)
+uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes)
 {
     int done = 0;
     uccl_status_t st = uccl_req_bytes(req, bytes);
@@ -329,55 +209,6 @@ static uccl_status_t req_status(uccl_req_t *req, size_t *bytes)
         return st;
     st = uccl_test(req, &done);
     return done ? st : UCCL_INPROGRESS;
-}
-
-static uccl_status_t op_advance_direct(coll_sched_t *s, coll_op_t *op)
-{
-    uccl_conn_t *conn = uccl_comm_conn(s->cs->comm, op->peer);
-    size_t bytes = 0;
-    unsigned code;
-    uccl_status_t st;
-
-    if (op->kind == COLL_OP_WAITPUT) {
-        if (op->req != NULL) {
-            if ((st = req_status(op->req, &bytes)) != UCCL_OK)
-                return st;
-            uccl_req_free(op->req);
-            op->req = NULL;
-        }
-        st = uccl_coll_notif_take(s->cs, op->peer, s->seq, op->step, &code);
-        if (st != UCCL_OK)
-            return st;
-        if (code == COLL_NOTIF_REFUSED) {
-            coll_error("rank %d cannot write into rank %d's buffer on this connection",
-                       op->peer, s->cs->rank);
-            return UCCL_ERR_UNSUPPORTED;
-        }
-        if (code != COLL_NOTIF_OK) {
-            coll_error("rank %d sends a count other than the %zu bytes rank %d expects",
-                       op->peer, op->len, s->cs->rank);
-            return UCCL_ERR_TRUNCATED;
-        }
-        return UCCL_OK;
-    }
-    if (op->req != NULL) { /* the token */
-        if ((st = req_status(op->req, &bytes)) != UCCL_OK)
-            return st;
-        uccl_req_free(op->req);
-        op->req = NULL;
-        if (bytes < offsetof(coll_token_t, desc_slot))
-            return UCCL_ERR_TRUNCATED;
-        op->state = 1;
-    }
-    if (op->state == 1) { /* token in hand, no write yet */
-        if ((st = put_write(s, op, conn)) != UCCL_OK)
-            return st;
-        if (op->state == 1)
-            op->state = 2;
-    }
-    if ((st = req_status(op->req2, &bytes)) != UCCL_OK)
-        return st;
-    return op->state == 3 ? UCCL_ERR_TRUNCATED : op->state == 4 ? UCCL_ERR_UNSUPPORTED : UCCL_OK;
 }
 
 /* OK when op is finished, INPROGRESS, or its error. */
@@ -389,9 +220,9 @@ static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
     if (op->state == -1)
         return UCCL_OK;
     if (op->kind == COLL_OP_PUT || op->kind == COLL_OP_WAITPUT) {
-        st = op_advance_direct(s, op);
+        st = uccl_coll_direct_advance(s, op);
     } else {
-        st = req_status(op->req, &bytes);
+        st = uccl_coll_req_status(op->req, &bytes);
         if (st == UCCL_OK && op->kind == COLL_OP_RECV && bytes != op->len) {
             coll_error("rank %d sent %zu bytes where rank %d expects %zu", op->peer, bytes,
                        s->cs->rank, op->len);
@@ -462,6 +293,15 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
     }
 }
 
+/* Posting order within a phase: sends first (they are what the peers
+ * wait for: the critical path), then receives and the DIRECT ops, then the
+ * local copies (the peers move data while this rank copies its own block).
+ * Between two ranks, each direction's messages keep their order. */
+static int post_pass(const coll_op_t *op)
+{
+    return op->kind == COLL_OP_SEND ? 0 : op->kind == COLL_OP_COPY ? 2 : 1;
+}
+
 static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 {
     int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
@@ -471,10 +311,9 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
     if (!s->posted) {
         /* transfers first, then the local copies: the peers move data while
          * this rank copies its own block */
-        for (int pass = 0; pass < 2; pass++)
+        for (int pass = 0; pass < 3; pass++)
             for (int i = b; i < e; i++)
-                if ((s->ops[i].kind == COLL_OP_COPY) == (pass == 1) &&
-                    (st = op_post(s, &s->ops[i])) != UCCL_OK)
+                if (post_pass(&s->ops[i]) == pass && (st = op_post(s, &s->ops[i])) != UCCL_OK)
                     return st;
         s->posted = true;
     }
@@ -507,7 +346,7 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
 
     if (s->status == UCCL_INPROGRESS && s->gate != NULL) {
         size_t bytes;
-        st = req_status(s->gate, &bytes);
+        st = uccl_coll_req_status(s->gate, &bytes);
         if (st == UCCL_INPROGRESS) { /* the caller's stream is still busy: no timeout */
             s->last_event_ms = now_ms();
             return st;
@@ -542,6 +381,72 @@ uccl_status_t uccl_coll_sched_advance(coll_sched_t *s)
         }
     }
     return s->status;
+}
+
+/* Blocking fast path for one phase of small two-sided transfers and host
+ * copies (linear on one host): everything is posted at once, then the
+ * engine's own wait loop runs (one lock, no schedule rounds), and the
+ * schedule ends. Small transfers only: uccl_wait_all's deadline counts
+ * from the start, not from the last completion. Called with cs->lock held
+ * and s started; returns with it released and s ended. */
+#define COLL_FAST_OPS 64
+#define COLL_FAST_BYTES 65536
+
+static bool sched_fast(const coll_sched_t *s)
+{
+    int nreq = 0;
+
+    if (s->nphases != 1 || s->gate != NULL || s->hold != NULL || s->nops > COLL_FAST_OPS)
+        return false;
+    for (int i = 0; i < s->nops; i++) {
+        const coll_op_t *op = &s->ops[i];
+        if (op->kind == COLL_OP_COPY) {
+            if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
+                return false;
+            continue;
+        }
+        if ((op->kind != COLL_OP_SEND && op->kind != COLL_OP_RECV) || op->len > COLL_FAST_BYTES)
+            return false;
+        nreq++;
+    }
+    return nreq > 0;
+}
+
+static uccl_status_t sched_run_fast(coll_sched_t *s)
+{
+    coll_state_t *cs = s->cs;
+    uccl_req_t *reqs[COLL_FAST_OPS];
+    int nreq = 0;
+    bool done;
+    uccl_status_t st = phase_step(s, &done); /* posts all, copies; polls once */
+
+    for (int i = 0; st == UCCL_OK && i < s->nops; i++)
+        if (s->ops[i].state != -1 && s->ops[i].req != NULL)
+            reqs[nreq++] = s->ops[i].req;
+    if (st == UCCL_OK && !done && nreq > 0) {
+        pthread_mutex_unlock(&cs->lock);
+        st = uccl_wait_all(reqs, (size_t)nreq, uccl_coll_timeout_ms());
+        pthread_mutex_lock(&cs->lock);
+        if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) /* ops finish; counts checked */
+            st = phase_step(s, &done);
+        else
+            coll_debug("collective %u failed: %s", s->seq, uccl_strerror(st));
+    }
+    if (st == UCCL_OK && done)
+        sched_end(s, s->soft_error);
+    else if (s->status == UCCL_INPROGRESS)
+        sched_end(s, st != UCCL_OK ? st : UCCL_ERR_TIMEOUT);
+    st = s->status;
+    pthread_mutex_unlock(&cs->lock);
+    return st;
+}
+
+uccl_status_t uccl_coll_sched_run_locked(coll_sched_t *s)
+{
+    if (s->cur_phase == 0 && !s->posted && sched_fast(s))
+        return sched_run_fast(s);
+    pthread_mutex_unlock(&s->cs->lock);
+    return uccl_coll_sched_run(s);
 }
 
 /* Blocking: advance only after progress found something (or the schedule

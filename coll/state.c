@@ -108,10 +108,14 @@ void uccl_coll_state_destroy(coll_state_t *cs)
 {
     if (cs == NULL)
         return;
+    /* under the lock: a progress thread (the engine's, or its stream-hold
+     * helper) may be in a schedule's callback, which only trylocks it */
+    pthread_mutex_lock(&cs->lock);
     while (cs->inflight != NULL) {
         coll_sched_t *s = cs->inflight;
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
+    pthread_mutex_unlock(&cs->lock);
     uccl_coll_cache_clear(cs);
     for (int i = 0; i < cs->nbufs; i++)
         entry_fini(&cs->bufs[i]);
@@ -140,12 +144,26 @@ void uccl_coll_state_destroy(coll_state_t *cs)
 
 /* ------------------------------------------------------------------ buffer cache */
 
-static int find_entry(const coll_state_t *cs, const char *addr, size_t len)
+bool uccl_coll_buf_stale(coll_state_t *cs, int slot)
+{
+    uccl_mr_attr_t attr;
+
+    return slot > 0 && slot < cs->nbufs && cs->bufs[slot].mr != NULL &&
+           uccl_mr_query(cs->bufs[slot].mr, &attr) == UCCL_ERR_STALE;
+}
+
+/* A live entry holding the range; stale ones met on the way (their memory
+ * was freed with uccl_mem_free) are dropped once nothing pins them. */
+static int find_entry(coll_state_t *cs, const char *addr, size_t len)
 {
     for (int i = 1; i < cs->nbufs; i++) {
-        const coll_buf_entry_t *e = &cs->bufs[i];
-        if (e->mr != NULL && addr >= e->addr && addr + len <= e->addr + e->len)
+        coll_buf_entry_t *e = &cs->bufs[i];
+        if (e->mr == NULL || addr < e->addr || addr + len > e->addr + e->len)
+            continue;
+        if (!uccl_coll_buf_stale(cs, i))
             return i;
+        if (e->pins == 0)
+            entry_fini(e);
     }
     return -1;
 }

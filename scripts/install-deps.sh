@@ -8,7 +8,8 @@ PKGS="build-essential autoconf automake libtool pkg-config
       libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
       libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev
-      python3-dev python3-setuptools python3-pip python3-numpy python3-mpi4py python3-pytest"
+      python3-dev python3-setuptools python3-pip python3-numpy python3-mpi4py python3-pytest
+      valgrind"
 # The Soft-RoCE VM of tests/vm (the verbs suite, the two-VM cluster): QEMU,
 # a kernel image with rdma_rxe for the guest, the initramfs tools, dropbear
 # for mpirun across the VMs, UCX's perftest for comparison. Debian's kernel

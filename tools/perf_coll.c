@@ -22,166 +22,8 @@
 #include "perf_cuda.h"
 #include "perf_opts.h"
 
-#define COLL_DEFAULT_MIN 8
-#define COLL_DEFAULT_MAX (16u << 20)
 #define COLL_MAX_BYTES ((size_t)1 << 30) /* one rank's whole receive buffer */
-#define COLL_ROUNDS_MAX 15
 #define COLL_ROWS_MAX 64
-
-typedef struct coll_opts {
-    uccl_coll_op_t op;
-    uccl_coll_algo_t algo; /* AUTO = the selection table */
-    const char *transport;
-    size_t min, max; /* bytes per rank block */
-    int iters, warmup, rounds, no_ref;
-    int ref_only; /* MPI column only (the UCX reference run) */
-    int ucx;      /* run the UCX reference */
-    const char *ucx_tls, *mpirun;
-    int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
-    const char *json;
-} coll_opts_t;
-
-typedef struct coll_row {
-    size_t count, size;
-    int iters;
-    const char *algo;
-    double uccl_s, plan_s, mpi_s; /* per call */
-    double ucx_s;                 /* Open MPI over UCX, 0 = not run */
-    long long wrong;              /* bytes wrong over every rank and method */
-} coll_row_t;
-
-typedef struct coll_ctx {
-    coll_opts_t o;
-    int rank, n;
-    uccl_comm_t *comm;
-    const char *transport; /* what the comm's connections use */
-    char ucx_why[256];     /* why the UCX reference is missing */
-    uint8_t *send, *recv;    /* what the calls get (GPU memory with --mem cuda) */
-    uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
-    void *dsrc;              /* --mem cuda: source of the copy reference */
-    size_t *counts, *displs; /* v-variants: every rank's block, packed */
-} coll_ctx_t;
-
-static void coll_usage(void)
-{
-    fprintf(stderr,
-            "usage: mpirun -np N uccl_perf coll --op OP [options]\n"
-            "  --op allgather|allgatherv|alltoall|alltoallv|bcast|gather|scatter\n"
-            "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
-            "                         binomial, scatter_allgather, linear; default: auto)\n"
-            "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
-            "  --mem host|cuda        buffer memory (default host); cuda: GPU local_rank %% count,\n"
-            "                         the reference (mpi column) is then a device-to-device\n"
-            "                         copy of the bytes each rank receives, all ranks at once\n"
-            "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
-            "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
-            "  --warmup N             untimed calls per size first (default 3)\n"
-            "  --rounds N             per size, uccl, its persistent plan and MPI in turns N\n"
-            "                         times; medians (default 1, at most 15)\n"
-            "  --json FILE            also write the results as JSON\n"
-            "  --no-ref               no MPI reference (its column reads 0)\n"
-            "  --ucx-ref on|off       also Open MPI over UCX (default on): this program again\n"
-            "                         under mpirun --mca pml ucx --mca osc ucx (any UCX\n"
-            "                         transport/device), MPI column only, before the table\n"
-            "  --ucx-tls LIST         UCX_TLS for that run (e.g. tcp; default: UCX's choice)\n"
-            "  --mpirun PATH          launcher of that run (default mpirun)\n"
-            "The reference is the MPI library's own collective on MPI_BYTE with the same\n"
-            "buffers; choose its path with mpirun's options (e.g. --mca pml ucx).\n"
-            "busbw = algbw * (n-1)/n (bcast: algbw), size = bytes one rank receives.\n");
-}
-
-static int parse_op(const char *text, uccl_coll_op_t *op)
-{
-    for (int i = 0; i < UCCL_COLL_OP_COUNT; i++)
-        if (strcmp(text, uccl_coll_op_name((uccl_coll_op_t)i)) == 0) {
-            *op = (uccl_coll_op_t)i;
-            return 0;
-        }
-    return -1;
-}
-
-/* Each bad value is named; returns 0 or -1. */
-static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
-{
-    int bad = 0;
-
-    switch (opt) {
-    case 'o': bad = parse_op(arg, &o->op); break;
-    case 'a': bad = uccl_coll_algo_parse(arg, &o->algo) != UCCL_OK; break;
-    case 't': o->transport = arg; break;
-    case 'm': bad = perf_parse_size(arg, &o->min); break;
-    case 'M': bad = perf_parse_size(arg, &o->max); break;
-    case 'i': bad = perf_parse_int(arg, 1, 1000000, &o->iters); break;
-    case 'w': bad = perf_parse_int(arg, 0, 1000000, &o->warmup); break;
-    case 'r': bad = perf_parse_int(arg, 1, COLL_ROUNDS_MAX, &o->rounds); break;
-    case 'j': o->json = arg; break;
-    case 'n': o->no_ref = 1; break;
-    case 'R': o->ref_only = 1; break;
-    case 'u':
-        bad = strcmp(arg, "on") != 0 && strcmp(arg, "off") != 0;
-        o->ucx = strcmp(arg, "on") == 0;
-        break;
-    case 'T': o->ucx_tls = arg; break;
-    case 'P': o->mpirun = arg; break;
-    case 'g':
-        bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
-        o->cuda = strcmp(arg, "cuda") == 0;
-        break;
-    default: bad = 1; break;
-    }
-    if (bad && verbose)
-        fprintf(stderr, "uccl_perf coll: bad value '%s' for an option (see the usage below)\n",
-                arg ? arg : "");
-    return bad ? -1 : 0;
-}
-
-static int coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
-{
-    static const struct option longopts[] = {
-        {"op", required_argument, NULL, 'o'},       {"algo", required_argument, NULL, 'a'},
-        {"transport", required_argument, NULL, 't'}, {"min", required_argument, NULL, 'm'},
-        {"max", required_argument, NULL, 'M'},      {"iters", required_argument, NULL, 'i'},
-        {"warmup", required_argument, NULL, 'w'},   {"rounds", required_argument, NULL, 'r'},
-        {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
-        {"ref-only", no_argument, NULL, 'R'},       {"ucx-ref", required_argument, NULL, 'u'},
-        {"ucx-tls", required_argument, NULL, 'T'},  {"mpirun", required_argument, NULL, 'P'},
-        {"mem", required_argument, NULL, 'g'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt, have_op = 0;
-
-    *o = (coll_opts_t){.op = UCCL_COLL_ALLGATHER, .min = COLL_DEFAULT_MIN,
-                       .max = COLL_DEFAULT_MAX, .warmup = 3, .rounds = 1, .ucx = 1,
-                       .mpirun = "mpirun"};
-    opterr = 0; /* we name the bad option ourselves, once */
-    optind = 2; /* argv[1] is "coll" */
-    while ((opt = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        if (opt == '?') {
-            if (verbose) {
-                fprintf(stderr, "uccl_perf coll: unknown or incomplete option '%s'\n",
-                        argv[optind - 1]);
-                coll_usage();
-            }
-            return -1;
-        }
-        have_op |= opt == 'o';
-        if (coll_parse_one(o, opt, optarg, verbose) != 0) {
-            if (verbose)
-                coll_usage();
-            return -1;
-        }
-    }
-    if (!have_op || optind != argc || o->min > o->max) {
-        if (verbose) {
-            fprintf(stderr, "uccl_perf coll: %s\n",
-                    !have_op ? "--op is required" :
-                    optind != argc ? "unexpected argument" : "--min is larger than --max");
-            coll_usage();
-        }
-        return -1;
-    }
-    return 0;
-}
 
 static double now_s(void)
 {
@@ -423,107 +265,6 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
                                 uccl_coll_algo_select(c->comm, c->o.op, count))};
 }
 
-static double busbw_gbs(const coll_ctx_t *c, const coll_row_t *row, double t)
-{
-    double algbw = t > 0 ? (double)row->size / t / 1e9 : 0;
-    return c->o.op == UCCL_COLL_BCAST ? algbw : algbw * (c->n - 1) / c->n;
-}
-
-static const char *mpi_path(void)
-{
-    static char text[160];
-    const char *pml = getenv("OMPI_MCA_pml"), *btl = getenv("OMPI_MCA_btl");
-
-    snprintf(text, sizeof(text), "pml %s, btl %s", pml ? pml : "default",
-             btl ? btl : "default");
-    return text;
-}
-
-static const char *ucx_text(const coll_ctx_t *c)
-{
-    static char text[320];
-
-    if (!c->o.ucx || c->o.no_ref)
-        return "not asked (--ucx-ref off)";
-    if (c->ucx_why[0] != '\0')
-        snprintf(text, sizeof(text), "skipped: %s", c->ucx_why);
-    else
-        snprintf(text, sizeof(text), "pml ucx, osc ucx, pml_ucx_tls any, pml_ucx_devices any%s%s",
-                 c->o.ucx_tls ? ", UCX_TLS=" : "", c->o.ucx_tls ? c->o.ucx_tls : "");
-    return text;
-}
-
-static void print_header(const coll_ctx_t *c)
-{
-    char host[64] = "?";
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-    gethostname(host, sizeof(host) - 1);
-    printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), on %s (%ld CPUs)\n",
-           uccl_coll_op_name(c->o.op), c->n, c->transport,
-           c->o.transport ? c->o.transport : "default", host, cpus);
-    if (c->o.cuda)
-        printf("# cuda memory; reference (mpi column): cuda d2d copy of the bytes each rank "
-               "receives, all ranks at once\n");
-    else
-        printf("# reference mpi: Open MPI in this job (%s)\n", c->o.no_ref ? "none" : mpi_path());
-    printf("# reference ucx: Open MPI over UCX, its own mpirun before this table (%s)\n",
-           ucx_text(c));
-    printf("# x best = uccl busbw / the better of the two references' busbw; pl/call = plain "
-           "call time / persistent start time\n");
-    printf("# %10s %12s %-8s %6s %10s %8s %8s %10s %10s %8s %10s %8s %7s %7s %7s\n", "count(B)",
-           "size(B)", "algo", "iters", "uccl(us)", "algbw", "busbw", "plan(us)", "mpi(us)", "busbw",
-           "ucx(us)", "busbw", "x best", "pl/call", "#wrong");
-}
-
-static void print_row(const coll_ctx_t *c, const coll_row_t *r)
-{
-    double bu = busbw_gbs(c, r, r->uccl_s), bm = busbw_gbs(c, r, r->mpi_s),
-           bx = busbw_gbs(c, r, r->ucx_s), best = bm > bx ? bm : bx;
-
-    printf("  %10zu %12zu %-8s %6d %10.2f %8.3f %8.3f %10.2f %10.2f %8.3f %10.2f %8.3f %7.3f "
-           "%7.3f %7lld\n",
-           r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6,
-           r->uccl_s > 0 ? (double)r->size / r->uccl_s / 1e9 : 0, bu, r->plan_s * 1e6,
-           r->mpi_s * 1e6, bm, r->ucx_s * 1e6, bx, best > 0 ? bu / best : 0,
-           r->plan_s > 0 ? r->uccl_s / r->plan_s : 0, r->wrong);
-    fflush(stdout);
-}
-
-static int write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
-{
-    FILE *f = fopen(c->o.json, "w");
-    char host[64] = "?";
-
-    if (f == NULL) {
-        fprintf(stderr, "uccl_perf coll: cannot write %s: %s\n", c->o.json, strerror(errno));
-        return -1;
-    }
-    gethostname(host, sizeof(host) - 1);
-    fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
-               "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
-               "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
-               " \"rows\": [\n",
-            uccl_coll_op_name(c->o.op), c->n, c->transport, host,
-            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : "host",
-            c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
-                      : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
-            c->o.rounds);
-    for (int i = 0; i < n; i++) {
-        const coll_row_t *r = &rows[i];
-        fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
-                   "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
-                   "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
-                   "\"ucx_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
-                r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
-                r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
-                c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
-                busbw_gbs(c, r, r->ucx_s), r->wrong, i + 1 < n ? "," : "");
-    }
-    fprintf(f, " ]}\n");
-    return fclose(f) == 0 ? 0 : -1;
-}
-
 /* The UCX reference, before the table: rank 0 runs it while the others
  * sleep (a spinning rank would take a CPU from the inner job). */
 static void ucx_reference(coll_ctx_t *c, int argc, char **argv, coll_row_t *rows, int nrows)
@@ -645,7 +386,7 @@ int perf_coll_main(int argc, char **argv)
 
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.n);
-    rc = rows == NULL ? -1 : coll_parse_args(argc, argv, &c.o, c.rank == 0);
+    rc = rows == NULL ? -1 : perf_coll_parse_args(argc, argv, &c.o, c.rank == 0);
     if (rc == 0)
         rc = coll_setup(&c);
     for (size_t count = c.o.min; rc == 0 && count <= c.o.max && nrows < COLL_ROWS_MAX;
@@ -654,16 +395,16 @@ int perf_coll_main(int argc, char **argv)
     if (rc == 0 && c.o.ucx && !c.o.no_ref && !c.o.ref_only)
         ucx_reference(&c, argc, argv, rows, nrows);
     if (rc == 0 && c.rank == 0)
-        print_header(&c);
+        perf_coll_print_header(&c);
     for (int i = 0; rc == 0 && i < nrows; i++) {
         double ucx = rows[i].ucx_s;
         run_size(&c, rows[i].count, &rows[i]);
         rows[i].ucx_s = ucx;
         if (c.rank == 0)
-            print_row(&c, &rows[i]);
+            perf_coll_print_row(&c, &rows[i]);
     }
     if (rc == 0 && c.rank == 0 && c.o.json != NULL)
-        rc = write_json(&c, rows, nrows);
+        rc = perf_coll_write_json(&c, rows, nrows);
     for (int i = 0; rc == 0 && i < nrows; i++)
         rc = rows[i].wrong != 0 ? -1 : 0; /* a wrong byte fails the run */
     if (c.comm != NULL && c.o.cuda) {

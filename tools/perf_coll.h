@@ -8,6 +8,54 @@ int perf_coll_main(int argc, char **argv);
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <uccl/uccl_coll.h>
+
+#define COLL_DEFAULT_MIN 8
+#define COLL_DEFAULT_MAX (16u << 20)
+#define COLL_ROUNDS_MAX 15
+
+typedef struct coll_opts {
+    uccl_coll_op_t op;
+    uccl_coll_algo_t algo; /* AUTO = the selection table */
+    const char *transport;
+    size_t min, max; /* bytes per rank block */
+    int iters, warmup, rounds, no_ref;
+    int ref_only; /* MPI column only (the UCX reference run) */
+    int ucx;      /* run the UCX reference */
+    const char *ucx_tls, *mpirun;
+    int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
+    const char *json;
+} coll_opts_t;
+
+typedef struct coll_row {
+    size_t count, size;
+    int iters;
+    const char *algo;
+    double uccl_s, plan_s, mpi_s; /* per call */
+    double ucx_s;                 /* Open MPI over UCX, 0 = not run */
+    long long wrong;              /* bytes wrong over every rank and method */
+} coll_row_t;
+
+typedef struct coll_ctx {
+    coll_opts_t o;
+    int rank, n;
+    uccl_comm_t *comm;
+    const char *transport; /* what the comm's connections use */
+    char ucx_why[256];     /* why the UCX reference is missing */
+    uint8_t *send, *recv;    /* what the calls get (GPU memory with --mem cuda) */
+    uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
+    void *dsrc;              /* --mem cuda: source of the copy reference */
+    size_t *counts, *displs; /* v-variants: every rank's block, packed */
+} coll_ctx_t;
+
+/* tools/perf_coll_out.c: options, table and JSON. */
+/* Parse argv (argv[1] == "coll"); each bad value named when verbose; 0 or -1. */
+int perf_coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose);
+void perf_coll_print_header(const coll_ctx_t *c);
+void perf_coll_print_row(const coll_ctx_t *c, const coll_row_t *r);
+int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n);
+
 
 /* The Open MPI over UCX reference (tools/perf_coll_ref.c). */
 typedef struct perf_coll_ref {

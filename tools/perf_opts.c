@@ -35,6 +35,9 @@ static void usage(void)
             "  --no-ref               uccl only, no reference (its columns read 0)\n"
             "  --mem host|cuda        buffers in host memory (default) or on the GPUs (GPU =\n"
             "                         local rank %% GPU count; e.g. --transport gpu_ipc)\n"
+            "  --peer-mem host        with --mem cuda: the target's (rank 1's) buffer in host\n"
+            "                         memory, so that a GPU source or sink meets a host\n"
+            "                         peer (write/read; the uccl column only)\n"
             "The MPI reference (MPI_Isend/Irecv, MPI_Put/MPI_Get with lock_all+flush) runs\n"
             "the same pattern in the same job; choose its path with mpirun --mca btl ...;\n"
             "with --transport tcp it is pinned to Open MPI's tcp path (btl tcp,self, pml ob1,\n"
@@ -108,6 +111,12 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
             return 0;
         }
         return -1;
+    case 'p':
+        if (strcmp(arg, "host") == 0 || strcmp(arg, "cuda") == 0) {
+            o->peer_host = arg[0] == 'h';
+            return 0;
+        }
+        return -1;
     default: return -1;
     }
 }
@@ -119,6 +128,7 @@ static const struct option perf_longopts[] = {
     {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
     {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
     {"rounds", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
+    {"peer-mem", required_argument, NULL, 'p'},
     {NULL, 0, NULL, 0},
 };
 

@@ -10,6 +10,7 @@ typedef enum { PERF_MEM_HOST, PERF_MEM_CUDA } perf_mem_t;
 typedef struct perf_opts {
     perf_op_t op;
     perf_mem_t mem;
+    int peer_host; /* --peer-mem host: rank 1's buffer in host memory (one-sided) */
     const char *transport; /* NULL = UCCL_TRANSPORTS / all usable */
     size_t min, max;
     int iters; /* 0 = by size */

@@ -469,6 +469,8 @@ static int setup(perf_ctx_t *c)
     c->buf = c->host;
     if (c->o.mem == PERF_MEM_CUDA && setup_gpu(c) != 0)
         return -1;
+    if (c->o.peer_host && c->rank == 1)
+        c->buf = c->host; /* --peer-mem host: the engine keeps its GPU */
     c->reqs = calloc((size_t)c->o.window + 1, sizeof(*c->reqs));
     c->mreqs = calloc((size_t)c->o.window, sizeof(*c->mreqs));
     if (c->host == NULL || c->reqs == NULL || c->mreqs == NULL) {

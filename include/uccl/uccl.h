@@ -250,6 +250,9 @@ typedef struct uccl_mr_attr {
     int device; /* GPU ordinal, -1 for host memory */
 } uccl_mr_attr_t;
 
+/* Fills attr. Returns UCCL_ERR_STALE (attr filled) when the memory under
+ * the region was released with uccl_mem_free since: deregister it; a new
+ * registration of memory mapped there later never shares it. */
 UCCL_API uccl_status_t uccl_mr_query(const uccl_mr_t *mr, uccl_mr_attr_t *attr);
 
 /* A remote descriptor: 64 bytes, position independent, safe to send
@@ -291,6 +294,8 @@ UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, in
  * UCCL_ERR_NO_MEMORY. */
 UCCL_API uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t len,
                                       void **ptr);
+/* Free memory of uccl_mem_alloc. Registrations over it (the caller's, the
+ * collectives' cached ones) become stale: see uccl_mr_query. */
 UCCL_API uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr);
 
 /* Copy len bytes from src to dst on this process, any memory types (host,
@@ -313,7 +318,11 @@ UCCL_API uccl_status_t uccl_copy_post(uccl_engine_t *engine, void *dst, const vo
  * uccl_stream_hold: work queued on stream after the call waits until
  * uccl_stream_release(hold) (a stream-ordered wait on a host-mapped flag,
  * cuStreamWaitValue32); release frees the hold. Every hold must be
- * released: uccl_engine_destroy releases those left.
+ * released: uccl_engine_destroy releases those left. An engine without a
+ * progress thread runs a helper thread that drives its progress while any
+ * hold is out (a hold is usually released by progress, and the held stream
+ * blocks whoever synchronizes the device meanwhile); it ends with the last
+ * hold.
  * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime),
  * UCCL_ERR_UNSUPPORTED (the driver lacks stream memory operations),
  * UCCL_ERR_BUSY (too many holds unreleased), UCCL_ERR_INVALID_HANDLE. */

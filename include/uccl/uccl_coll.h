@@ -142,9 +142,13 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   the remote descriptors peers sent for them), so repeated calls on the
  *   same buffers pay no registration and no descriptor exchange; a plain
  *   call with the same arguments as a recent one (up to 8 kept) reuses that
- *   call's plan, like a persistent start; see uccl_comm_coll_stats. A cached buffer must not be freed and another
- *   mapped at the same address while the comm may use it again: call
- *   uccl_comm_coll_flush after freeing buffers used in collectives.
+ *   call's plan, like a persistent start; see uccl_comm_coll_stats.
+ *   Buffers freed with uccl_mem_free leave the cache by themselves: the
+ *   next call on memory allocated at the same address registers it anew
+ *   and builds a new plan, and a persistent plan over freed memory fails
+ *   to start with UCCL_ERR_STALE (free the plan). Memory freed any other
+ *   way (free, munmap, cudaFree) is not seen: call uccl_comm_coll_flush
+ *   after freeing such buffers if they may come back at the same address.
  * - A rank's buffers belong to the collective until it completes on that
  *   rank; after that they are the caller's again, whatever peers still do.
  * - Traffic of collectives uses the reserved tag bits (UCCL_TAG_LIB_MASK)
@@ -257,14 +261,13 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  * (uccl_stream_event), and a stream-ordered wait on a host-mapped flag
  * holds the stream's later work (uccl_stream_hold) until the collective
  * ends, with success or an error (the stream always goes on; after an
- * error the receive buffer is undefined). Progress must come from the
- * engine's progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or from the
- * caller (uccl_test / uccl_wait on *req, uccl_engine_progress, later
- * collective calls). Without a progress thread, a call that waits for the
- * stream (cudaStreamSynchronize on it, cudaDeviceSynchronize, cudaFree,
- * which synchronize the device) before the collective is done would wait
- * forever: progress first. The library itself makes no such call while it
- * holds a stream. req may be NULL: the request is then detached, and an
+ * error the receive buffer is undefined). Progress comes from the engine's
+ * progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or, without one, from
+ * a helper thread the engine runs while any stream hold is out (see
+ * uccl_stream_hold), so the caller may synchronize the stream or the device
+ * (cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree) right after the
+ * call, as with NCCL. The library itself makes no such call while it holds
+ * a stream. req may be NULL: the request is then detached, and an
  * error is only logged. Order with the comm's other collectives as any
  * non-blocking collective (every rank the same order).
  * Errors: those of uccl_coll_post, those of uccl_stream_event and

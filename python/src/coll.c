@@ -248,10 +248,8 @@ static PyObject *coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
                            : uccl_coll_post(c->comm, a, &req);
         if (st == UCCL_OK)
             res = upy_req_new(e, req, keep, k->op);
-        /* the stream is held until progress ends the collective: progress
-         * goes on from a thread of ours meanwhile */
-        if (res && k->has_stream && upy_watch_stream(e, k->stream) < 0)
-            Py_CLEAR(res); /* the request drops in flight: an orphan */
+        /* the stream is held until progress ends the collective: libuccl
+         * drives progress from a helper thread meanwhile (uccl_stream_hold) */
     }
     if (st != UCCL_OK) {
         char what[160];

@@ -178,7 +178,6 @@ static PyObject *comm_close(upy_comm_t *self, PyObject *unused)
             return upy_raise(UCCL_ERR_BUSY, "Comm.close (another thread is waiting on it)");
         self->comm = NULL; /* its Conn objects see a closed comm from now on */
         self->engine->n_comms--;
-        upy_watch_stop(self->engine); /* no progress from another thread meanwhile */
         st = uccl_comm_destroy(comm);
         upy_engine_reap(self->engine); /* canceled collectives drop what they kept */
         if (st != UCCL_OK)

@@ -197,7 +197,6 @@ static PyObject *engine_close(upy_engine_t *self, PyObject *unused)
     }
     if (self->n_comms)
         return upy_raise(UCCL_ERR_BUSY, "Engine.close (a Comm uses it: close the Comm first)");
-    upy_watch_stop(self); /* its thread progresses the engine */
     self->engine = NULL; /* children see a closed engine from now on */
     Py_BEGIN_ALLOW_THREADS
     st = uccl_engine_destroy(engine);
@@ -214,7 +213,6 @@ static void engine_dealloc(upy_engine_t *self)
         PyObject_ClearWeakRefs((PyObject *)self);
     if (self->engine) {
         uccl_engine_t *engine = self->engine;
-        upy_watch_stop(self);
         self->engine = NULL;
         uccl_engine_destroy(engine);
     }

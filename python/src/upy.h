@@ -23,7 +23,6 @@ typedef struct {
     int n_comms;           /* open Comms on this engine: it cannot close before them */
     upy_orphan_t *orphans;
     size_t n_orphans, cap_orphans;
-    struct upy_watch *watch; /* order.c: progress for stream-ordered calls */
     PyObject *weakrefs;
 } upy_engine_t;
 
@@ -123,8 +122,6 @@ int upy_order_apply(upy_engine_t *e, upy_order_t *ord);
 /* After a stream-ordered call on stream: engine progress from a native
  * thread until the stream has passed it (-1 + exception). Stop (joins the
  * thread) before the engine is destroyed. */
-int upy_watch_stream(upy_engine_t *e, void *stream);
-void upy_watch_stop(upy_engine_t *e);
 
 /* mr.c: a live region of engine e (TypeError / ValueError otherwise). */
 upy_mr_t *upy_mr_arg(PyObject *obj, upy_engine_t *e, int need_writable);

@@ -3,9 +3,15 @@
  * calls (uccl_stream_event, uccl_stream_hold / release). GPU work runs on one
  * copy stream per engine, created on first use on the engine's device;
  * completion is an event polled by a generalized request, so nothing here
- * blocks the host on a GPU stream except the blocking uccl_copy. */
+ * blocks the host on a GPU stream except the blocking uccl_copy.
+ * A held stream waits on this engine's progress; without a progress thread
+ * a helper thread drives progress while any hold is out (see hold_main). */
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core.h"
 #include "gpu/gpu.h"
@@ -40,6 +46,8 @@ struct uccl_copy_ctx {
     uint8_t busy[COPY_HOLDS_MAX];
     uccl_list_t holds;
 };
+
+static void hold_thread_ensure(uccl_engine_t *engine);
 
 /* ------------------------------------------------------------------ memory */
 
@@ -136,6 +144,14 @@ uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr)
         return st;
     if ((st = uccl_gpu_ptr_attr(ptr, &attr)) != UCCL_OK)
         return st;
+    /* registrations over it go stale (mr.c): none is reused for memory
+     * mapped there later */
+    uccl_engine_lock(engine);
+    if (attr.type == UCCL_MEM_HOST)
+        uccl_mr_release_range(engine, ptr, malloc_usable_size(ptr));
+    else
+        uccl_mr_release_range(engine, attr.base ? attr.base : ptr, attr.base ? attr.size : 1);
+    uccl_engine_unlock(engine);
     if (attr.type == UCCL_MEM_HOST) {
         free(ptr);
         return UCCL_OK;
@@ -367,10 +383,69 @@ uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream, uccl_stream_
         engine->stream_holds++;
         uccl_list_push_back(&ctx->holds, &h->link);
         *out = h;
+        hold_thread_ensure(engine);
     }
     device_restore(prev);
     uccl_engine_unlock(engine);
     return st;
+}
+
+/* The hold-progress thread. Only progress releases a hold, and a caller
+ * that synchronizes the device before waiting on the request (cudaFree,
+ * cudaDeviceSynchronize, a module load on a library's first kernel: all
+ * wait for the held stream) would wait forever without it, as an NCCL user
+ * would not expect. It runs while holds are out and leaves when the last
+ * is released (under the lock, so a new hold sees a consistent state). */
+static void *hold_main(void *arg)
+{
+    uccl_engine_t *engine = arg;
+    unsigned idle = 0;
+
+    for (;;) {
+        int events;
+
+        uccl_engine_lock(engine);
+        if (__atomic_load_n(&engine->hold_stop, __ATOMIC_ACQUIRE) || engine->stream_holds == 0) {
+            engine->hold_thread_state = 2;
+            uccl_engine_unlock(engine);
+            return NULL;
+        }
+        events = uccl_engine_progress_locked(engine);
+        uccl_engine_unlock(engine);
+        idle = events > 0 ? 0 : idle + 1;
+        if (idle > 256)
+            nanosleep(&(struct timespec){.tv_nsec = 20000}, NULL);
+        else if (idle > 16)
+            sched_yield();
+    }
+}
+
+/* A hold was placed (lock held): make sure something drives progress. */
+static void hold_thread_ensure(uccl_engine_t *engine)
+{
+    if (engine->has_progress_thread || engine->hold_thread_state == 1)
+        return;
+    if (engine->hold_thread_state == 2) /* left its loop, never takes the lock again */
+        pthread_join(engine->hold_thread, NULL);
+    engine->hold_thread_state = 0;
+    if (pthread_create(&engine->hold_thread, NULL, hold_main, engine) == 0)
+        engine->hold_thread_state = 1;
+    else
+        uccl_warn("cannot start the stream-hold progress thread: progress the engine "
+                  "(uccl_test/uccl_wait) before synchronizing the held stream");
+}
+
+void uccl_copy_hold_thread_stop(uccl_engine_t *engine)
+{
+    int state;
+
+    uccl_engine_lock(engine);
+    __atomic_store_n(&engine->hold_stop, 1, __ATOMIC_RELEASE);
+    state = engine->hold_thread_state;
+    engine->hold_thread_state = 0;
+    uccl_engine_unlock(engine);
+    if (state != 0)
+        pthread_join(engine->hold_thread, NULL);
 }
 
 static void hold_release(uccl_copy_ctx_t *ctx, uccl_stream_hold_t *h)

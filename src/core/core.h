@@ -39,6 +39,8 @@ struct uccl_region {
     uccl_tp_memh_t *memh[UCCL_TP_MAX];
     void *alloc_base; /* GPU allocation holding addr (for IPC), else addr */
     size_t alloc_size;
+    bool in_rcache;   /* in engine->rcache_by_range */
+    bool released;    /* its memory was freed with uccl_mem_free: stale */
 };
 
 /* A user's registration handle. */
@@ -92,6 +94,7 @@ struct uccl_conn {
     uint64_t rx_msg_next; /* lowest message number not arrived yet */
     uccl_list_t posted;   /* receives not matched yet, in posting order */
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
+    size_t held_bytes;    /* their msg->bytes, at most cfg.unexpected_max */
     uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;
@@ -140,6 +143,13 @@ struct uccl_engine {
      * synchronizes the device (cudaIpcCloseMemHandle, cudaFree, ...): it
      * would wait for that stream forever. Transports defer such calls. */
     int stream_holds;
+    /* Without a progress thread, a helper thread drives progress while
+     * stream_holds > 0 (copy.c), so a caller that synchronizes the device
+     * before waiting on the collective does not wait forever.
+     * hold_thread_state: 0 none, 1 running, 2 left its loop (joinable). */
+    pthread_t hold_thread;
+    int hold_thread_state;
+    int hold_stop;
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;
@@ -171,6 +181,8 @@ void uccl_greq_cancel_all(uccl_engine_t *engine);
 /* copy.c: release stream holds, drain and free the copy stream (lock held). */
 typedef struct uccl_copy_ctx uccl_copy_ctx_t;
 void uccl_copy_ctx_destroy(uccl_engine_t *engine);
+/* copy.c: stop and join the hold-progress thread (lock NOT held). */
+void uccl_copy_hold_thread_stop(uccl_engine_t *engine);
 
 /* ---- engine internals (engine.c) */
 /* The engine's topology (engine->cfg.topo_xml or the live machine, with the
@@ -239,6 +251,9 @@ static inline uint64_t uccl_region_id_next(uccl_engine_t *engine)
     return (UCCL_REGION_INCARNATION(engine->id) << 32) | (uint32_t)++engine->next_region_id;
 }
 void uccl_mr_release_all(uccl_engine_t *engine);
+/* Mark the regions over [base, base+size) released (stale), out of the
+ * range cache (engine lock held; uccl_mem_free). */
+void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
  * (layout, version and the key slots are described at the top of rdesc.c) */

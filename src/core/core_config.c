@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/core_config.h"
 #include "core/tp_api.h"
@@ -26,6 +27,10 @@ static const uccl_cfg_field_t core_fields[] = {
                "incoming connections whose setup request is not in yet; beyond this the oldest "
                "is dropped (idle sockets cannot fill the fd table); >= 1",
                setup_max_pending, UCCL_CFG_INT),
+    CORE_FIELD("UNEXPECTED_MAX", "1G",
+               "bytes of messages a connection keeps that no receive took yet; a peer that "
+               "sends more fails the connection with UCCL_ERR_NO_MEMORY (memory stays bounded "
+               "when receives are never posted); >= 64K", unexpected_max, UCCL_CFG_SIZE),
     CORE_FIELD("TRANSPORTS", "", "comma list of transports allowed (empty = all usable)", transports,
                UCCL_CFG_STRING),
     CORE_FIELD("NET_DEVICES", "", "network devices to use, e.g. mlx5_0:1,rxe0 (empty = by topology)",
@@ -105,6 +110,33 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
+/* The collectives read UCCL_COLL_ALGO and UCCL_LAZY_CONNECT themselves (at
+ * their first use, where a bad value could only be warned about): refuse a
+ * bad one here, at engine creation. The names are coll/select.c's. */
+static uccl_status_t coll_env_check(void)
+{
+    static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
+                                        "scatter_allgather", "linear", "hier"};
+    uccl_coll_env_t env;
+    bool ok = false;
+
+    if (uccl_cfg_parse(&uccl_coll_env_table, &env) != UCCL_OK)
+        return UCCL_ERR_INVALID_PARAM;
+    for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]) && !ok; i++)
+        ok = strcasecmp(env.algo, algos[i]) == 0;
+    if (env.algo[0] != '\0' && !ok) {
+        uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
+                   "scatter_allgather, linear, hier, auto)", env.algo);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
+        strcmp(env.lazy_connect, "1") != 0) {
+        uccl_error("UCCL_LAZY_CONNECT=%s: expected 0, 1 or empty", env.lazy_connect);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_config_get(uccl_config_t *cfg)
 {
     uccl_status_t st = uccl_cfg_parse(&uccl_core_config_table, cfg);
@@ -120,6 +152,10 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
                    "(got %d)", cfg->setup_timeout_ms, cfg->setup_max_pending);
         return UCCL_ERR_INVALID_PARAM;
     }
+    if (cfg->unexpected_max < (64u << 10)) {
+        uccl_error("UCCL_UNEXPECTED_MAX=%zu: must be at least 64K", cfg->unexpected_max);
+        return UCCL_ERR_INVALID_PARAM;
+    }
     if (cfg->oob_port < 0 || cfg->oob_port > 65535) {
         uccl_error("UCCL_OOB_PORT must be in 0..65535 (got %d)", cfg->oob_port);
         return UCCL_ERR_INVALID_PARAM;
@@ -127,7 +163,7 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
     uccl_log_level_current = (uccl_log_level_t)cfg->log_level;
     /* after the level is set, so that UCCL_LOG_LEVEL=error silences it */
     pthread_once(&check_once, check_env);
-    return UCCL_OK;
+    return coll_env_check();
 }
 
 uccl_status_t uccl_config_dump(unsigned flags, char *buf, size_t *len)

@@ -13,6 +13,7 @@ typedef struct uccl_config {
     int timeout_ms;
     int setup_timeout_ms;
     int setup_max_pending;
+    size_t unexpected_max;
     char transports[UCCL_CFG_STRING_MAX];
     char net_devices[UCCL_CFG_STRING_MAX];
     int progress_thread;

@@ -393,6 +393,7 @@ uccl_status_t uccl_engine_destroy(uccl_engine_t *engine)
         engine->progress_stop = 1;
         pthread_join(engine->progress_thread, NULL);
     }
+    uccl_copy_hold_thread_stop(engine);
     uccl_engine_lock(engine);
     uccl_greq_cancel_all(engine);
     uccl_copy_ctx_destroy(engine);

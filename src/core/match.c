@@ -54,8 +54,10 @@ static uccl_req_t *posted_take(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64
 static void msg_deliver(uccl_msg_t *msg, uccl_req_t *req)
 {
     uccl_tp_ep_t *ep = msg->ep;
+    uccl_conn_t *conn = ep->conn;
 
     uccl_list_del(&msg->link);
+    conn->held_bytes -= msg->bytes < conn->held_bytes ? msg->bytes : conn->held_bytes;
     req->ep = ep;
     ep->tp->ops->msg_deliver(ep, msg, req);
 }
@@ -149,6 +151,14 @@ void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg)
     uccl_list_t *pos = conn->held.prev;
 
     msg->ep = ep;
+    conn->held_bytes += msg->bytes;
+    if (conn->held_bytes > conn->engine->cfg.unexpected_max && conn->state == UCCL_OK) {
+        uccl_error("connection to %s (pid %d): %zu bytes of messages arrived that no receive "
+                   "took (UCCL_UNEXPECTED_MAX=%zu); the connection fails with NO_MEMORY",
+                   conn->peer_host, conn->peer_pid, conn->held_bytes,
+                   conn->engine->cfg.unexpected_max);
+        uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
+    }
     /* arrivals come nearly in order: search from the newest */
     while (pos != &conn->held && uccl_container_of(pos, uccl_msg_t, link)->seq > msg->seq)
         pos = pos->prev;

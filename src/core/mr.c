@@ -81,7 +81,9 @@ err_dereg:
 
 static void region_destroy(uccl_engine_t *engine, uccl_region_t *region)
 {
-    if (engine->cfg.rcache)
+    /* a released region left the range cache, where a new region of the
+     * same range may be now */
+    if (region->in_rcache)
         tdelete(region, &engine->rcache_by_range, region_cmp_range);
     tdelete(region, &engine->region_by_id, region_cmp_id);
     region_tp_dereg(engine, region);
@@ -143,6 +145,7 @@ static uccl_status_t region_get(uccl_engine_t *engine, void *ptr, size_t len, uc
         region_destroy(engine, *out);
         return UCCL_ERR_NO_MEMORY;
     }
+    (*out)->in_rcache = engine->cfg.rcache;
     (*out)->refcount = 1;
     return UCCL_OK;
 }
@@ -218,7 +221,42 @@ uccl_status_t uccl_mr_query(const uccl_mr_t *mr, uccl_mr_attr_t *attr)
     attr->len = mr->len;
     attr->mem_type = mr->region->mem_type;
     attr->device = mr->region->device;
-    return UCCL_OK;
+    return mr->region->released ? UCCL_ERR_STALE : UCCL_OK;
+}
+
+/* uccl_mem_free is about to free [base, base+size): every region over it
+ * becomes stale (uccl_mr_query says so) and leaves the range cache, so
+ * that memory mapped there later gets a registration of its own. twalk
+ * has no user argument: the range travels in statics, under a lock. */
+static pthread_mutex_t released_lock = PTHREAD_MUTEX_INITIALIZER;
+static uccl_engine_t *released_engine;
+static uintptr_t released_start, released_end;
+
+static void region_mark_released(const void *node, VISIT which, int depth)
+{
+    uccl_region_t *region = *(uccl_region_t *const *)node;
+    uintptr_t start = (uintptr_t)region->addr;
+
+    (void)depth;
+    if ((which != postorder && which != leaf) || start >= released_end ||
+        start + region->len <= released_start)
+        return;
+    region->released = true;
+    if (region->in_rcache) {
+        tdelete(region, &released_engine->rcache_by_range, region_cmp_range);
+        region->in_rcache = false;
+    }
+}
+
+void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size)
+{
+    pthread_mutex_lock(&released_lock);
+    released_engine = engine;
+    released_start = (uintptr_t)base;
+    released_end = (uintptr_t)base + (size ? size : 1);
+    twalk(engine->region_by_id, region_mark_released);
+    released_engine = NULL;
+    pthread_mutex_unlock(&released_lock);
 }
 
 uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len, uccl_rdesc_t *rdesc)

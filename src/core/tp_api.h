@@ -319,6 +319,9 @@ struct uccl_msg {
      * receive then finishes it at once, without the peer, so the message
      * outlives a failed connection (the core salvages it). */
     bool complete;
+    /* What the transport keeps for it while held (a payload copy; 0 for a
+     * rendezvous header): counted against UCCL_UNEXPECTED_MAX per connection. */
+    size_t bytes;
     uccl_tp_ep_t *ep; /* set by uccl_msg_hold */
     uccl_list_t link; /* core only */
 };

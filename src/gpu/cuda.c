@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* The names rt_common.h is written against (listed there). */
 #define RT_PREFIX cuda
@@ -217,4 +218,41 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
         return res == CUDA_ERROR_NOT_SUPPORTED ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_IO;
     }
     return UCCL_OK;
+}
+
+/* ------------------------------------------------------------ batched copies */
+
+/* cudaMemcpyBatchAsync (CUDA 12.8; 13.0 dropped its failIdx argument). A
+ * driver that refuses it once (too old for the runtime's call, or a copy
+ * kind it does not batch) is not asked again in this process. */
+static _Atomic int batch_refused;
+
+uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
+                                          size_t n, uccl_gpu_stream_t stream)
+{
+#if CUDART_VERSION >= 12080
+    struct cudaMemcpyAttributes attr;
+    size_t idx = 0;
+    cudaError_t err;
+
+    if (n <= 1 || atomic_load_explicit(&batch_refused, memory_order_relaxed))
+        return rt_memcpy_each(dst, src, len, n, stream);
+    memset(&attr, 0, sizeof(attr));
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+#if CUDART_VERSION >= 13000
+    err = cudaMemcpyBatchAsync(dst, src, len, n, &attr, &idx, 1, (cudaStream_t)stream);
+#else
+    size_t fail_idx = 0;
+    err = cudaMemcpyBatchAsync((void **)dst, (void **)src, (size_t *)len, n, &attr, &idx, 1, &fail_idx,
+                               (cudaStream_t)stream);
+#endif
+    if (err == cudaSuccess)
+        return UCCL_OK;
+    if (err != cudaErrorNotSupported && err != cudaErrorInvalidValue && err != cudaErrorCallRequiresNewerDriver)
+        return rt_check(err, "cudaMemcpyBatchAsync");
+    (void)cudaGetLastError();
+    atomic_store_explicit(&batch_refused, 1, memory_order_relaxed);
+    uccl_info("cudaMemcpyBatchAsync: %s; copies are issued one by one", cudaGetErrorString(err));
+#endif
+    return rt_memcpy_each(dst, src, len, n, stream);
 }

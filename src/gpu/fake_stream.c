@@ -329,6 +329,19 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
 
 /* ------------------------------------------------------------ events */
 
+/* A batch has no order inside: the fake queues its copies last first, so
+ * that a caller relying on an order there sees the wrong bytes. */
+uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
+                                          size_t n, uccl_gpu_stream_t stream)
+{
+    for (size_t i = n; i-- > 0;) {
+        uccl_status_t st = uccl_gpu_memcpy_async(dst[i], src[i], len[i], stream);
+        if (st != UCCL_OK)
+            return st;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
 {
     uccl_gpu_event_t e;

@@ -98,6 +98,12 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream);
 /* Copy between any two pointers the runtime can see (unified addressing). */
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len,
                                     uccl_gpu_stream_t stream);
+/* n copies (n >= 1) queued on stream in one call where the runtime can
+ * (cudaMemcpyBatchAsync, CUDA 12.8+), else one call each: the batch as a
+ * whole is in stream order, the copies in it are not ordered among
+ * themselves, so none may overlap another's destination or read one. */
+uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
+                                          size_t n, uccl_gpu_stream_t stream);
 
 /* Events. timing = 0 gives the cheap kind used for completion polling. */
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing);

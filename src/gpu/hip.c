@@ -129,3 +129,9 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
     return RT_CHECK_RAW(hipStreamWaitValue32((hipStream_t)stream, dev, value, hipStreamWaitValueGte,
                                              0xffffffffu));
 }
+
+uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
+                                          size_t n, uccl_gpu_stream_t stream)
+{
+    return rt_memcpy_each(dst, src, len, n, stream);
+}

@@ -58,6 +58,9 @@ uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream) NO_DEVICE(stream
 uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, stream)
+uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
+                                          size_t n, uccl_gpu_stream_t stream)
+    NO_DEVICE(dst, src, len, n, stream)
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing) NO_DEVICE(event, timing)
 uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event) NO_DEVICE(event)
 uccl_status_t uccl_gpu_event_record(uccl_gpu_event_t event, uccl_gpu_stream_t stream) NO_DEVICE(event, stream)

@@ -309,6 +309,18 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
     return RT_CHECK(rtMemcpyAsync(dst, src, len, rtMemcpyDefault, (rtStream_t)stream));
 }
 
+/* One call per copy: the batch for runtimes (or versions) without one. */
+static uccl_status_t rt_memcpy_each(void *const *dst, const void *const *src, const size_t *len, size_t n,
+                                   uccl_gpu_stream_t stream)
+{
+    for (size_t i = 0; i < n; i++) {
+        uccl_status_t st = uccl_gpu_memcpy_async(dst[i], src[i], len[i], stream);
+        if (st != UCCL_OK)
+            return st;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
 {
     rtEvent_t e;

@@ -391,6 +391,26 @@ uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req,
     return st;
 }
 
+uccl_stage_buf_t *uccl_stage_buf_take(uccl_stage_t *stage, const uccl_req_t *req)
+{
+    if (stage_ready(stage, stage_req_gpu_ptr(req)) != UCCL_OK)
+        return NULL;
+    return stage_buf_get(stage);
+}
+
+uint8_t *uccl_stage_buf_ptr(const uccl_stage_buf_t *buf)
+{
+    return buf->ptr;
+}
+
+uccl_status_t uccl_stage_buf_copy_in(uccl_stage_t *stage, uccl_stage_buf_t *buf,
+                                     const uccl_req_t *req, size_t off, size_t n)
+{
+    uccl_status_t st = stage_copy(stage, req, NULL, off, buf->ptr, n, false);
+
+    return st == UCCL_OK ? stage_record(stage, buf) : st;
+}
+
 uccl_status_t uccl_stage_copy_in(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                  size_t off, const void *src, size_t n)
 {

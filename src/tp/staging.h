@@ -84,6 +84,16 @@ uccl_status_t uccl_stage_sink_reserve(uccl_stage_t *stage, const uccl_req_t *req
 uccl_status_t uccl_stage_sink_commit(uccl_stage_t *stage, const uccl_req_t *req, uint8_t *flat,
                                      size_t off, size_t n);
 
+/* Sinks that land data in stage buffers themselves (a NIC writing or
+ * reading into registered buffers): buf_take gives a buffer for req's data
+ * (refs 1; give it back with uccl_stage_buf_put), buf_copy_in copies its
+ * first n bytes to byte off of req's local iov on the copy stream; the
+ * buffer may be filled again once a later uccl_stage_defer fires. */
+uccl_stage_buf_t *uccl_stage_buf_take(uccl_stage_t *stage, const uccl_req_t *req);
+uint8_t *uccl_stage_buf_ptr(const uccl_stage_buf_t *buf);
+uccl_status_t uccl_stage_buf_copy_in(uccl_stage_t *stage, uccl_stage_buf_t *buf,
+                                     const uccl_req_t *req, size_t off, size_t n);
+
 /* Run fn(arg, a, b, c) from uccl_stage_progress once every copy issued so
  * far is done; key names the owner for uccl_stage_cancel. */
 uccl_status_t uccl_stage_defer(uccl_stage_t *stage, void *key, uccl_stage_fn_t fn, void *arg,

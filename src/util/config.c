@@ -285,3 +285,13 @@ const char *uccl_cfg_absent_part(const char *name, size_t len)
     pthread_mutex_unlock(&registry_lock);
     return what;
 }
+
+bool uccl_cfg_in_range(const uccl_cfg_table_t *table, const char *name, long long v, long long lo,
+                       long long hi)
+{
+    if (v >= lo && v <= hi)
+        return true;
+    uccl_error("UCCL_%s%s=%lld: out of range, must be in [%lld, %lld]", table->prefix, name, v, lo,
+               hi);
+    return false;
+}

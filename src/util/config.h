@@ -8,6 +8,7 @@
 #define UCCL_UTIL_CONFIG_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <uccl/uccl.h>
 
@@ -53,6 +54,11 @@ uccl_status_t uccl_cfg_parse_value(uccl_cfg_type_t type, const char *text, void 
  * else a field's old name, see uccl_cfg_alias_t). A malformed variable is an
  * error naming it; nothing is half-parsed. */
 uccl_status_t uccl_cfg_parse(const uccl_cfg_table_t *table, void *cfg);
+
+/* Range check of a parsed value: lo <= v <= hi, else an error naming the
+ * variable (UCCL_<prefix><name>=v) and its range, and false. */
+bool uccl_cfg_in_range(const uccl_cfg_table_t *table, const char *name, long long v, long long lo,
+                       long long hi);
 
 /* Format the field's value at src as text (the inverse of parse_value). */
 void uccl_cfg_format_value(const uccl_cfg_field_t *f, const void *src, char *buf, size_t len);

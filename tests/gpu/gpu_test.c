@@ -178,6 +178,42 @@ static void t_rma(gpu_test_side_t *me, size_t len, size_t off, size_t roff, int 
     }
 }
 
+/* Posted together, nothing waited for in between: write A to the peer,
+ * read it back, write B over it (mode->rma_in_order). gpu_ipc holds small
+ * copies back and issues them as one unordered batch (BATCH_MAX; the fake
+ * backend runs a batch last first): the read must still see A, the peer
+ * keep B. */
+static void t_rma_chain(gpu_test_side_t *me, size_t len, unsigned seed)
+{
+    uccl_req_t *req[3] = {NULL, NULL, NULL};
+    uccl_rdesc_t rd;
+    long bad;
+
+    if (gpu_test.rank == 0) {
+        gpu_test_fill(me, OFF_A, len, seed);
+        gpu_test_fill(me, OFF_A + len, len, seed + 1);
+        gpu_test_zero(me, OFF_A + 2 * len, len);
+    } else {
+        gpu_test_zero(me, OFF_A, len);
+    }
+    gpu_test_share_rdesc(me, 0, me->half, &rd);
+    if (gpu_test.rank == 0) {
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, 0, len, &rd, 0, &req[0]), UCCL_OK);
+        CHECK_ST(uccl_read(gpu_test.conn, me->mr1, 2 * len, len, &rd, 0, &req[1]), UCCL_OK);
+        CHECK_ST(uccl_write(gpu_test.conn, me->mr1, len, len, &rd, 0, &req[2]), UCCL_OK);
+        for (int i = 0; i < 3; i++)
+            CHECK_ST(gpu_test_wait_free(req[i], NULL), UCCL_OK);
+        bad = gpu_test_check(me, OFF_A + 2 * len, len, seed);
+        CHECK(bad < 0, "write, read back, overwrite (%zu B): the read got byte %ld wrong", len, bad);
+    }
+    boot_barrier(gpu_test.eng);
+    if (gpu_test.rank == 1) {
+        bad = gpu_test_check(me, OFF_A, len, seed + 1);
+        CHECK(bad < 0, "write, read back, overwrite (%zu B): byte %ld of the target wrong", len, bad);
+    }
+    boot_barrier(gpu_test.eng);
+}
+
 /* Vectored: 3 pieces over both regions of one allocation. */
 static void t_vectored(gpu_test_side_t *me, size_t len, unsigned seed)
 {
@@ -490,6 +526,10 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     run_sizes(&dev, mode->gpu_sizes, mode->n_gpu_sizes, mode->big_ops);
     if (mode->after_sizes != NULL)
         mode->after_sizes(&dev, name);
+    if (mode->rma_in_order) {
+        t_rma_chain(&dev, 4096, 37);
+        t_rma_chain(&dev, 65539, 39);
+    }
     t_vectored(&dev, 3u << 20, 41);
     t_many_small(&dev, 43);
     t_refused(&dev);

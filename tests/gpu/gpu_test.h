@@ -65,6 +65,10 @@ typedef struct gpu_test_mode {
     size_t fake_gpu_alloc;
     /* Optional: runs on the GPU side after the sizes. */
     void (*after_sizes)(gpu_test_side_t *gpu, const char *name);
+    /* The transport keeps write, read back, overwrite of one remote range,
+     * posted together, in order (gpu_ipc does; the API does not promise it,
+     * and shm and tcp staging do not). */
+    int rma_in_order;
 } gpu_test_mode_t;
 
 /* Byte patterns: fill [off, off+len) of a side with the pattern of seed,

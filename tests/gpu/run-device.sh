@@ -6,8 +6,16 @@
 # Logs and JSON go to $OUT. ONLY=python: the build, then the Python part alone.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 # ONLY=coll: build, then only the collectives on GPU memory (issue E).
+# ONLY=hostcoll: CPU-only build, then only uccl_perf coll on host memory over
+# shm (tests/perf/coll-perf.sh; COLL_PERF_* narrow it) with both Open MPI
+# references, tables in $OUT/coll-perf.txt, JSON in $OUT.
 # ONLY=devq: build, then only the device-queue step (b_devq: kernel-issued
 # writes checked byte for byte, benchmark vs host-issued, peer killed).
+# ONLY=p2p: build, then only the point-to-point GPU benchmark (issue E's
+# gaps): b_copy_cost (the CPU's price per copy, each vs batched), t_gpu_ipc
+# under each variant, and uccl_perf p2p --mem cuda for every op and variant
+# in P2P_VARIANTS (space-separated; each is "-" for the defaults or
+# VAR=VAL[,VAR=VAL...]), window 16 and window 1, with the same-run copy.
 set -u
 ONLY=${ONLY:-}
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -15,6 +23,25 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/device.log") 2>&1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 step() { echo "=== $* ($(date +%T))"; }
+
+if [ "$ONLY" = hostcoll ]; then
+    # host-memory collectives vs Open MPI ob1 and UCX (issue E) on the quiet
+    # cores, nothing else: a CPU-only build of the library and uccl_perf
+    step "host collectives only: build without CUDA"
+    for d in ../.debs .debs; do [ -d "$d" ] && dpkg -i "$d"/*.deb >/dev/null && echo "installed $d"; done
+    lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"
+    ./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; exit 1; }
+    mkdir -p build-host && cd build-host || exit 1
+    ../configure --without-cuda --enable-werror >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
+    make -j16 libuccl.la tools/uccl_perf >make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+    step "collectives vs Open MPI ob1 and UCX, host memory, shm (${COLL_PERF_OPS:-allgather alltoall bcast})"
+    COLL_PERF_TPS=${COLL_PERF_TPS:-shm} COLL_PERF_OPS=${COLL_PERF_OPS:-allgather alltoall bcast} \
+        bash ../tests/perf/coll-perf.sh . "$OUT" >"$OUT/coll-perf.txt" 2>&1
+    echo "coll-perf exit code: $?"
+    grep -vE "^#   " "$OUT/coll-perf.txt" | head -150
+    step "done"
+    exit 0
+fi
 
 step "packages"
 for d in ../.debs .debs; do [ -d "$d" ] && dpkg -i "$d"/*.deb >/dev/null && echo "installed $d"; done
@@ -52,6 +79,57 @@ NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl
 echo "nccl: ${NCCL_DIR:-not found}"
 MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+
+p2p_step() {
+    local variants=${P2P_VARIANTS:--} ops=${P2P_OPS:-write read send} rounds=${P2P_ROUNDS:-5} idx=0
+    lscpu | grep -E "^(Model name|Thread|Core|Socket|NUMA node\(s\))"
+    step "b_copy_cost: the CPU's price per copy (a forked process owns the IPC destination)"
+    timeout 60 tests/gpu/b_copy_cost >"$OUT/b_copy_cost.txt" 2>&1; echo "b_copy_cost exit code: $?"
+    cat "$OUT/b_copy_cost.txt"
+    for v in $variants; do
+        local xs="" tag=default
+        if [ "$v" != - ]; then
+            tag=$(echo "$v" | sed 's/UCCL_GPU_IPC_//g; s/[=,]/_/g')
+            for kv in ${v//,/ }; do xs="$xs -x $kv"; done
+        fi
+        idx=$((idx + 1))
+        tag="$idx-$tag"
+        step "variant $tag: t_gpu_ipc, then uccl_perf p2p --mem cuda (window 16: ${ops}; window 1: write send)"
+        timeout 120 $MPIRUN $xs tests/gpu/t_gpu_ipc >"$OUT/t_gpu_ipc_$tag.log" 2>&1
+        echo "t_gpu_ipc ($tag) exit code: $? ($(grep -c PASS "$OUT/t_gpu_ipc_$tag.log") PASS," \
+            "$(grep -c FAIL "$OUT/t_gpu_ipc_$tag.log") FAIL)"
+        for op in $ops; do
+            echo "# $op window 16 ($tag): size uccl-GB/s uccl-us copy-GB/s copy-us x-copy"
+            timeout 120 $MPIRUN $xs tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K \
+                --max ${P2P_MAX:-32M} --window 16 --rounds $rounds --json "$OUT/perf_${op}_w16_$tag.json" 2>&1 |
+                grep -E "^ +[0-9]|MISMATCH|failed" | awk '{print $1, $2, $3, $4, $5, $6}'
+        done
+        for op in $([ "${P2P_W1:-1}" = 1 ] && echo write send); do
+            echo "# $op window 1 ($tag): size uccl-GB/s uccl-us copy-GB/s copy-us x-copy"
+            timeout 120 $MPIRUN $xs tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K \
+                --max 1M --window 1 --iters 200 --rounds $rounds --json "$OUT/perf_${op}_w1_$tag.json" 2>&1 |
+                grep -E "^ +[0-9]|MISMATCH|failed" | awk '{print $1, $2, $3, $4, $5, $6}'
+        done
+    done
+    for v in ${P2P_COLL_VARIANTS:-}; do
+        local xs="" tag=default
+        if [ "$v" != - ]; then
+            tag=$(echo "$v" | sed 's/UCCL_GPU_IPC_//g; s/[=,]/_/g')
+            for kv in ${v//,/ }; do xs="$xs -x $kv"; done
+        fi
+        step "variant $tag: uccl_perf coll --mem cuda --op bcast"
+        timeout 150 $MPIRUN $xs tools/uccl_perf coll --mem cuda --op bcast --min 1M --max 64M --rounds 3 \
+            --json "$OUT/coll_bcast_cuda_$tag.json" 2>&1 | grep -v "^\["
+    done
+}
+
+if [ "$ONLY" = p2p ]; then
+    p2p_step
+    step "bundle"
+    (cd "$OUT" && tar czf results-json.tgz ./*.json ./*.log && rm -f ./*.json ./t_gpu_ipc_*.log)
+    step "done"
+    exit 0
+fi
 
 if [ -z "$ONLY" ] || [ "$ONLY" = coll ]; then
     # collectives on GPU memory (issue E): the suite (stream form included) and

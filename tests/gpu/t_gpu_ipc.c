@@ -28,6 +28,7 @@ int main(int argc, char **argv)
         .caps_name = "gpu_ipc",
         .fake_max = FAKE_MAX_BIG,
         .fake_gpu_alloc = GPU_TEST_OFF_A + 2 * (FAKE_MAX_BIG + (1u << 20)),
+        .rma_in_order = 1,
     };
 
     return gpu_test_main(&argc, &argv, &mode);

@@ -1,4 +1,5 @@
 /* Collective cases beyond the matrix: plan reuse over 1000 calls (counters),
+ * buffers freed with uccl_mem_free and allocated again,
  * several non-blocking collectives in flight, persistent plans, bad
  * arguments, count mismatches and a rank that leaves. */
 #include <stdio.h>
@@ -323,4 +324,98 @@ void ct_peer_gone(mt_ctx_t *c)
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm != NULL)
         uccl_comm_destroy(comm);
+}
+
+/* Buffers freed with uccl_mem_free and allocated again at the same
+ * addresses: the next call registers them anew and builds a new plan
+ * instead of reusing the cached, stale ones, and a persistent plan over
+ * freed memory refuses to start with UCCL_ERR_STALE. The allocations are
+ * above glibc's largest mmap threshold (32 MiB), so each is a mapping of
+ * its own that free unmaps and the next allocation of the same size gets
+ * back (under ASan the addresses differ: the counters still hold). Only
+ * their first bytes are touched. */
+#define FREED_ALLOC ((size_t)40 << 20)
+static void freed_fill(uint8_t *b, size_t len, int rank, unsigned salt)
+{
+    for (size_t i = 0; i < len; i++)
+        b[i] = (uint8_t)(rank * 7 + (int)i * 13 + (int)salt);
+}
+
+static void freed_call(mt_ctx_t *c, uint8_t *sb, uint8_t *rb, size_t count, unsigned salt)
+{
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = sb, .recvbuf = rb,
+                          .count = count, .field_mask = UCCL_COLL_ARG_ALGO,
+                          .algo = UCCL_COLL_ALGO_DIRECT};
+    long bad = 0;
+
+    freed_fill(sb, count, c->rank, salt);
+    memset(rb, 0, count * (size_t)c->size);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_OK, "allgather on uccl_mem_alloc buffers");
+    for (int r = 0; r < c->size; r++)
+        for (size_t i = 0; i < count; i++)
+            bad += rb[(size_t)r * count + i] != (uint8_t)(r * 7 + (int)i * 13 + (int)salt);
+    if (bad)
+        mt_fail(c, "allgather on uccl_mem_alloc buffers: %ld bytes wrong", bad);
+}
+
+void ct_freed(mt_ctx_t *c)
+{
+    uccl_engine_t *e = uccl_comm_engine(c->comm);
+    size_t count = 256, rlen = count * (size_t)c->size;
+    void *sb = NULL, *rb = NULL, *sb2 = NULL, *rb2 = NULL;
+    uccl_coll_stats_t s0, s1;
+    uccl_coll_plan_t *plan = NULL;
+    uccl_req_t *req = NULL;
+    int same;
+
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, FREED_ALLOC, &sb), UCCL_OK, "uccl_mem_alloc");
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, FREED_ALLOC + rlen, &rb), UCCL_OK,
+              "uccl_mem_alloc");
+    if (c->failed)
+        return;
+    freed_call(c, sb, rb, count, 1);
+    freed_call(c, sb, rb, count, 2); /* the cached plan */
+    mt_expect(c, uccl_mem_free(e, sb), UCCL_OK, "uccl_mem_free");
+    mt_expect(c, uccl_mem_free(e, rb), UCCL_OK, "uccl_mem_free");
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, FREED_ALLOC, &sb2), UCCL_OK, "uccl_mem_alloc");
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, FREED_ALLOC + rlen, &rb2), UCCL_OK,
+              "uccl_mem_alloc");
+    if (c->failed)
+        return;
+    same = sb2 == sb && rb2 == rb;
+    stats(c, c->comm, &s0);
+    freed_call(c, sb2, rb2, count, 3);
+    stats(c, c->comm, &s1);
+    if (s1.buf_regs - s0.buf_regs != 2 || s1.plan_hits != s0.plan_hits)
+        mt_fail(c, "buffers freed and allocated again%s: %llu registrations (want 2), %llu "
+                "cached plans taken (want 0)", same ? " at the same addresses" : "",
+                (unsigned long long)(s1.buf_regs - s0.buf_regs),
+                (unsigned long long)(s1.plan_hits - s0.plan_hits));
+    /* a persistent plan over memory freed since: refused on every rank */
+    mt_expect(c, uccl_coll_init(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_ALLGATHER,
+                                                             .sendbuf = sb2, .recvbuf = rb2,
+                                                             .count = count},
+                                &plan),
+              UCCL_OK, "uccl_coll_init");
+    if (plan != NULL) {
+        mt_expect(c, uccl_coll_start(plan, &req), UCCL_OK, "uccl_coll_start");
+        if (req != NULL) {
+            mt_expect(c, uccl_wait(req, -1), UCCL_OK, "persistent allgather");
+            uccl_req_free(req);
+            req = NULL;
+        }
+    }
+    mt_expect(c, uccl_mem_free(e, rb2), UCCL_OK, "uccl_mem_free");
+    if (plan != NULL) {
+        mt_expect(c, uccl_coll_start(plan, &req), UCCL_ERR_STALE,
+                  "start of a plan whose buffer was freed");
+        if (req != NULL)
+            uccl_req_free(req);
+        mt_expect(c, uccl_coll_plan_free(plan), UCCL_OK, "uccl_coll_plan_free");
+    }
+    mt_expect(c, uccl_mem_free(e, sb2), UCCL_OK, "uccl_mem_free");
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
+    if (c->rank == 0)
+        printf("# freed: memory came back at the same addresses: %s\n", same ? "yes" : "no");
 }

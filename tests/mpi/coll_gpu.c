@@ -185,9 +185,14 @@ void ct_stream_order(mt_ctx_t *c)
     mt_expect(c, uccl_gpu_event_record(ev, stream), UCCL_OK, "event after the consumer");
     if (st != UCCL_OK)
         goto out;
-    for (int i = 0; i < 3; i++) /* nothing progressed: the hold keeps the consumer queued */
-        if (uccl_gpu_event_query(ev) != UCCL_INPROGRESS)
+    /* the hold keeps the consumer queued until the collective is done (the
+     * engine's hold helper thread may finish it meanwhile: then the request
+     * must be done too) */
+    for (int i = 0; i < 3; i++)
+        if (uccl_gpu_event_query(ev) != UCCL_INPROGRESS &&
+            (uccl_test(req, &done) != UCCL_OK || !done))
             mt_fail(c, "query %d: the consumer ran before the collective", i);
+    done = 0;
     for (long spins = 0; !done && spins < 100000000L; spins++) {
         uccl_engine_progress(c->engine);
         st = uccl_gpu_event_query(ev);
@@ -206,6 +211,33 @@ void ct_stream_order(mt_ctx_t *c)
                 r = n;
                 break;
             }
+    /* an NCCL-style caller: synchronize the stream right after the call,
+     * before any wait or progress call of its own (the engine has no
+     * progress thread: its hold helper thread must drive the collective,
+     * else the sync waits for the hold until the fake's 60 s limit) */
+    {
+        uccl_req_t *r3 = NULL;
+        mt_expect(c, uccl_coll_post_stream(c->comm, &(uccl_coll_args_t){
+                                               .op = UCCL_COLL_ALLGATHER, .sendbuf = ds,
+                                               .recvbuf = dc, .count = SO_LEN},
+                                           stream, &r3),
+                  UCCL_OK, "uccl_coll_post_stream, then a stream sync");
+        mt_expect(c, uccl_gpu_stream_sync(stream), UCCL_OK,
+                  "stream sync with no wait of ours: the hold helper progressed it");
+        if (r3 != NULL) {
+            mt_expect(c, uccl_test(r3, &done), UCCL_OK, "its request");
+            if (!done)
+                mt_fail(c, "the stream went on before the request was done");
+            uccl_req_free(r3);
+        }
+        done = 0;
+        mt_expect(c, uccl_copy(c->engine, back, dc, rlen), UCCL_OK, "result back");
+        for (size_t i = 0; i < rlen; i++)
+            if (back[i] != (uint8_t)((i % SO_LEN) * 3 + (i / SO_LEN) * 41 + 1)) {
+                mt_fail(c, "sync-first allgather: byte %zu is 0x%02x", i, back[i]);
+                break;
+            }
+    }
     /* detached: req NULL; a persistent plan in the stream form */
     mt_expect(c, uccl_coll_post_stream(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_BCAST,
                                                                     .recvbuf = dr, .count = rlen},

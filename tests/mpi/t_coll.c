@@ -402,6 +402,8 @@ int main(int argc, char **argv)
     }
     ct_reuse(&c);
     fails += mt_report(&c, "1000 calls on the same buffers: no registration, no descriptor");
+    ct_freed(&c);
+    fails += mt_report(&c, "buffers freed with uccl_mem_free: registered anew, plans refused");
     ct_inflight(&c);
     fails += mt_report(&c, "non-blocking: several collectives in flight");
     ct_persistent(&c);

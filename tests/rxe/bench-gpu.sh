@@ -6,11 +6,12 @@
 # build (--without-cuda --without-rocm --enable-fake-gpu: the "GPU" memory
 # is host memory the backend classifies as CUDA, its copies are CPU copies),
 # so the ratio measures what staging costs the transport, not a GPU's copy
-# engine. Two-sided only (send/recv): a staged GPU region has no RDMA key,
-# so one-sided transfers into it are refused (and uccl_perf puts both ends
-# of a transfer in GPU memory). A report, not a timed test.
+# engine. send: both ends in GPU memory (sender and receiver staged). write
+# and read: rank 0's source or sink in GPU memory, the target's in host
+# memory (uccl_perf --peer-mem host: a staged GPU region has no RDMA key, so
+# one-sided transfers into it are refused). A report, not a timed test.
 # Run from the build directory: ../tests/rxe/bench-gpu.sh
-#   BENCH_SIZES (default 1M 4M 8M), BENCH_OPS (default send),
+#   BENCH_SIZES (default 1M 4M 8M), BENCH_OPS (default send; also write read),
 #   BENCH_ROUNDS (default 5: host and GPU take turns, the first of each pair
 #   alternating, so that drift in the emulated VM hits both alike),
 #   UCCL_VERBS_STAGE_CHUNK / UCCL_VERBS_STAGE_DEPTH pass through
@@ -40,10 +41,12 @@ grep -q 'enable-fake-gpu' "$builddir/config.log" 2>/dev/null ||
 count() { local n=$(( ((64 << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 32 ? 32 : n > 1024 ? 1024 : n )); }
 
 uccl_gbps() {  # uccl_gbps MEM OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
+	local peer=
+	[ "$1" = cuda ] && [ "$2" != send ] && peer="--peer-mem host"
 	rm -f /tmp/uccl.json
 	UCCL_VERBS_GDR=off timeout 300 $mpiexec -x UCCL_VERBS_GDR -x UCCL_VERBS_STAGE_CHUNK \
 		-x UCCL_VERBS_STAGE_DEPTH -x UCCL_TIMEOUT_MS -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs \
-		--mem "$1" --op "$2" --min "$3" --max "$3" --iters $(( $(count "$3") / 16 )) --window 16 \
+		--mem "$1" $peer --op "$2" --min "$3" --max "$3" --iters $(( $(count "$3") / 16 )) --window 16 \
 		--warmup 1 --no-ref --json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }

@@ -6,7 +6,8 @@
 # Where the VM cannot boot (tests/vm/run.sh --check says why), every case is
 # reported skipped. Large sizes run once, small sizes several times
 # (CHECK_VERBS_LOOPS, default 2), so that the whole run stays within a few
-# minutes even in the emulated VM.
+# minutes even in the emulated VM. CHECK_VERBS_ONLY=REGEX runs only the cases
+# whose name matches.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -26,6 +27,8 @@ pass=0 fail=0 skip=0
 out=${TMPDIR:-/tmp}/check-verbs.out
 run() {  # run NAME CMD...: exit 0 pass (+ one skip per "SKIP: " line), 77 skip, else fail
 	rxe_case_skipped "$1" && return
+	# CHECK_VERBS_ONLY=REGEX: run only the cases whose name matches (quick reruns)
+	[ -z "${CHECK_VERBS_ONLY:-}" ] || echo "$1" | grep -Eq -- "$CHECK_VERBS_ONLY" || return 0
 	local t0=$SECONDS rc
 	"${@:2}" >"$out" 2>&1
 	rc=$?
@@ -93,6 +96,21 @@ else
 	else
 		skipped "t_peer_death over verbs" "tests/mpi/t_peer_death not built here"
 	fi
+	if [ -x "$builddir/tests/fault/t_fault" ]; then
+		# the fault suite (issue 20): kill -9 and SIGSTOP mid send/recv, write, read,
+		# writev and allgather; the survivor errs within UCCL_TIMEOUT_MS, its other
+		# connection keeps working
+		run "t_fault np=2 verbs rc (kill -9, SIGSTOP)" env top_builddir=/ UCCL_TIMEOUT_MS=3000 \
+			sh "$runmpi" 2 verbs "$here/rank-dev.sh" "$builddir/tests/fault/t_fault"
+	else
+		skipped "t_fault over verbs" "tests/fault/t_fault not built here"
+	fi
+fi
+if [ -x "$builddir/tests/fault/t_netfault" ]; then
+	run "netfault verbs (veth1 down mid-transfer, new connection after)" \
+		env top_builddir="$builddir" UCCL_TIMEOUT_MS=3000 sh "$here/netfault-verbs.sh"
+else
+	skipped "netfault over verbs" "tests/fault/t_netfault not built here"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail = 0 ]

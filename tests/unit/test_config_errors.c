@@ -88,13 +88,19 @@ static void test_core_variables(void)
     expect_env_refused("UCCL_TIMEOUT_MS", " 5000");
     expect_env_refused("UCCL_SETUP_TIMEOUT_MS", "0");
     expect_env_refused("UCCL_SETUP_MAX_PENDING", "0");
+    expect_env_refused("UCCL_UNEXPECTED_MAX", "1K");
+    expect_env_refused("UCCL_COLL_ALGO", "garbage");
+    expect_env_refused("UCCL_LAZY_CONNECT", "2");
+    expect_env_refused("UCCL_LAZY_CONNECT", "yes");
 }
 
-/* Every number, size, flag and level of every table compiled in: garbage
- * and a leading blank are refused, naming the variable. */
+/* Every number, size, flag and level of every table compiled in (the
+ * variables uccl_info -c lists, string ones aside): garbage, a blank, empty,
+ * negative and huge values are refused, naming the variable. (A negative
+ * value is refused by each variable's own range: none takes -5.) */
 static void test_every_table(void)
 {
-    static const char *const garbage[] = {"garbage", " 1", "1 ", ""};
+    static const char *const garbage[] = {"garbage", " 1", "1 ", "", "-5", "99999999999999999999999"};
     char name[128];
     int checked = 0;
 
@@ -137,6 +143,8 @@ static void test_good_values_accepted(void)
     setenv("UCCL_OOB_IFADDR", "127.0.0.1", 1);
     setenv("UCCL_TIMEOUT_MS", "+5000", 1);
     setenv("UCCL_SHM_STAGE_DEPTH", "2", 1);
+    setenv("UCCL_COLL_ALGO", "Ring", 1);
+    setenv("UCCL_LAZY_CONNECT", "1", 1);
     snprintf(path, sizeof(path), "%s/tests/data/nvidiaDGX2.xml", srcdir ? srcdir : ".");
     if (access(path, R_OK) == 0)
         setenv("UCCL_TOPO_XML", path, 1);
@@ -144,6 +152,8 @@ static void test_good_values_accepted(void)
     unsetenv("UCCL_OOB_IFADDR");
     unsetenv("UCCL_TIMEOUT_MS");
     unsetenv("UCCL_SHM_STAGE_DEPTH");
+    unsetenv("UCCL_COLL_ALGO");
+    unsetenv("UCCL_LAZY_CONNECT");
     unsetenv("UCCL_TOPO_XML");
 }
 

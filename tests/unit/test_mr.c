@@ -402,6 +402,30 @@ static void test_query(void)
     UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
 }
 
+/* uccl_mem_free makes registrations over the memory stale; one of memory
+ * allocated there later (40 MiB: above glibc's mmap threshold, so most
+ * often at the same address) is a region of its own, never the stale one. */
+static void test_mem_free_stale(void)
+{
+    size_t len = (size_t)40 << 20;
+    uccl_mr_attr_t attr;
+    uccl_mr_t *old, *mr;
+    void *p, *q;
+
+    UNIT_ASSERT_STATUS(uccl_mem_alloc(engine, UCCL_MEM_HOST, len, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, p, 4096, 0, &old), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_query(old, &attr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mem_free(engine, p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_query(old, &attr), UCCL_ERR_STALE);
+    CU_ASSERT_PTR_EQUAL(attr.addr, p);
+    UNIT_ASSERT_STATUS(uccl_mem_alloc(engine, UCCL_MEM_HOST, len, &q), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(engine, q, 4096, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_query(mr, &attr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(old), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mem_free(engine, q), UCCL_OK);
+}
+
 static void test_pack_bounds(void)
 {
     uccl_rdesc_info_t info;
@@ -573,6 +597,7 @@ static CU_TestInfo mr_tests[] = {
     {"NULL, zero-length, overflowing ranges, bad flags", test_bad_reg_args},
     {"unmapped host memory refused", test_unmapped_rejected},
     {"query", test_query},
+    {"uccl_mem_free: registrations over it stale", test_mem_free_stale},
     {"pack bounds and LOCAL_ONLY", test_pack_bounds},
     {"pack: one key slot per transport", test_pack_key_slots},
     {"target-side region lookup", test_region_find},

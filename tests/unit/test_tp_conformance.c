@@ -396,12 +396,6 @@ static void test_notify_zero_length(void)
     uccl_req_t *req;
     uint64_t v = 0;
 
-    if (strcmp(tc->transport, "verbs") == 0) {
-        buf_free(&t);
-        buf_free(&l);
-        UNIT_SKIP("KNOWN BUG: verbs completes a zero-length write at once (uccl_verbs_data_start) "
-                  "and never sends its notification");
-    }
     UNIT_ASSERT_STATUS(uccl_mr_pack(t.mr, 0, 64, &rd), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_write_notify(P.ab, l.mr, 0, 0, &rd, 64, 0x1002u, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_OK);
@@ -469,8 +463,9 @@ static void test_remote_access_refused(void)
         UNIT_ASSERT_STATUS(finish(req, NULL), UCCL_ERR_REMOTE_ACCESS);
         buf_free(&l);
         UNIT_SKIP("verbs: the first refused write ended REMOTE_ACCESS, but the RDMA error moves "
-                  "the RC QP to error, so the connection ends there (known limitation): reads, "
-                  "notify and reuse after a refusal not checked");
+                  "the RC QP to error, so the connection is reset there (both ends report "
+                  "REMOTE_ACCESS; test_tp_verbs checks that, and that other and new connections "
+                  "work): reads, notify and reuse after a refusal not checked");
     }
     if (strncmp(tc->suite, "ofi_shm", 7) == 0)
         UNIT_SKIP("ofi over libfabric's shm provider: a write to a deregistered region never "

@@ -1,6 +1,6 @@
 /* Verbs-only cases (the shared scenarios are in test_tp_conformance.c, suite
  * "verbs"): 1000 operations in flight, striping over several QPs, many
- * write_notify. Two processes (fork) over real RDMA devices: in the Soft-RoCE
+ * write_notify, a deregistered region's key refused (RC). Two processes (fork) over real RDMA devices: in the Soft-RoCE
  * VM the parent uses $RXE_DEV and the child $RXE_DEV2, so traffic crosses the
  * veth pair. Exits 77 (skip) on a host without RDMA devices. */
 #include <CUnit/Basic.h>
@@ -10,8 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <uccl/uccl.h>
@@ -217,6 +221,185 @@ static void test_write_notify_many(void)
     run_pair_striped("4", "16K", side_write_notify_many);
 }
 
+/* ---- a deregistered region's rkey (issue 20) */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uccl_conn_t *second_conn(peer_t *p)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    uccl_conn_t *conn = NULL;
+
+    if (p->rank == 1) {
+        CHECK(p, uccl_engine_address(p->engine, blob, &len) == UCCL_OK);
+        sock_xfer(p->sock, &len, sizeof(len), true);
+        sock_xfer(p->sock, blob, len, true);
+        CHECK(p, uccl_accept(p->engine, -1, &conn) == UCCL_OK);
+    } else {
+        sock_xfer(p->sock, &len, sizeof(len), false);
+        CHECK(p, len <= sizeof(blob));
+        sock_xfer(p->sock, blob, len < sizeof(blob) ? len : sizeof(blob), false);
+        CHECK(p, uccl_connect(p->engine, blob, len, &conn) == UCCL_OK);
+    }
+    return conn;
+}
+
+/* Rank 1 describes a region, deregisters it; rank 0 writes there over conn
+ * 1: REMOTE_ACCESS, no hang. The RDMA error puts the RC QP in error at both
+ * ends, so conn 1 is reset: both ends report REMOTE_ACCESS as its state
+ * and later operations fail with it at once. conn 2, between the same
+ * engines, moves bytes intact; so does a new connection. */
+static void side_rkey(peer_t *p)
+{
+    const size_t len = 1u << 20;
+    uint8_t *buf = calloc(1, len), *gone = calloc(1, 65536);
+    uccl_mr_t *mr, *gmr;
+    uccl_rdesc_t rd, rd_gone;
+    uccl_conn_t *conn2 = second_conn(p), *conn3;
+    uccl_conn_attr_t attr;
+    uccl_req_t *req = NULL;
+    uint64_t v = 0;
+
+    CHECK(p, uccl_mr_reg(p->engine, buf, len, 0, &mr) == UCCL_OK);
+    if (p->rank == 1) {
+        CHECK(p, uccl_mr_reg(p->engine, gone, 65536, 0, &gmr) == UCCL_OK);
+        CHECK(p, uccl_mr_pack(gmr, 0, 65536, &rd_gone) == UCCL_OK);
+        CHECK(p, uccl_mr_dereg(gmr) == UCCL_OK);
+        CHECK(p, uccl_mr_pack(mr, 0, len, &rd) == UCCL_OK);
+        sock_xfer(p->sock, &rd_gone, sizeof(rd_gone), true);
+        sock_xfer(p->sock, &rd, sizeof(rd), true);
+        /* the target: its end of conn 1 fails too, with the same status */
+        CHECK(p, uccl_notif_wait(p->conn, &v, -1) == UCCL_ERR_REMOTE_ACCESS);
+        CHECK(p, uccl_conn_query(p->conn, &attr) == UCCL_OK && attr.state == UCCL_ERR_REMOTE_ACCESS);
+        sync_peers(p);
+        CHECK(p, uccl_notif_wait(conn2, &v, -1) == UCCL_OK && v == 0x5151u);
+        CHECK(p, check_fill(buf, len, 51));
+        conn3 = second_conn(p);
+        CHECK(p, uccl_notif_wait(conn3, &v, -1) == UCCL_OK && v == 0x5252u);
+        CHECK(p, check_fill(buf, 4096, 52));
+        for (size_t i = 0; i < 65536; i++)
+            if (gone[i] != 0) {
+                CHECK(p, !"the deregistered region was written");
+                break;
+            }
+    } else {
+        uint64_t t0;
+        sock_xfer(p->sock, &rd_gone, sizeof(rd_gone), false);
+        sock_xfer(p->sock, &rd, sizeof(rd), false);
+        fill(buf, len, 50);
+        t0 = now_ms();
+        CHECK(p, xfer_wait(uccl_write(p->conn, mr, 0, 65536, &rd_gone, 0, &req), &req, NULL) ==
+                     UCCL_ERR_REMOTE_ACCESS);
+        printf("# write to a deregistered region: REMOTE_ACCESS after %llu ms\n",
+               (unsigned long long)(now_ms() - t0));
+        CHECK(p, uccl_conn_query(p->conn, &attr) == UCCL_OK && attr.state == UCCL_ERR_REMOTE_ACCESS);
+        /* the reset connection refuses further work with its status */
+        CHECK(p, xfer_wait(uccl_write(p->conn, mr, 0, 4096, &rd, 0, &req), &req, NULL) ==
+                     UCCL_ERR_REMOTE_ACCESS);
+        sync_peers(p);
+        fill(buf, len, 51);
+        CHECK(p, xfer_wait(uccl_write_notify(conn2, mr, 0, len, &rd, 0, 0x5151u, &req), &req,
+                           NULL) == UCCL_OK);
+        conn3 = second_conn(p);
+        fill(buf, 4096, 52);
+        CHECK(p, xfer_wait(uccl_write_notify(conn3, mr, 0, 4096, &rd, 0, 0x5252u, &req), &req,
+                           NULL) == UCCL_OK);
+    }
+    sync_peers(p);
+    uccl_conn_close(p->conn);
+    p->conn = NULL;
+    uccl_conn_close(conn2);
+    if (conn3 != NULL)
+        uccl_conn_close(conn3);
+    uccl_mr_dereg(mr);
+    free(buf);
+    free(gone);
+}
+
+static void test_rkey_after_dereg(void)
+{
+    const char *qp_type = getenv("UCCL_VERBS_QP_TYPE");
+
+    if (qp_type != NULL && strcmp(qp_type, "uc") == 0)
+        UNIT_SKIP("UC QPs report no remote access error to the writer (UCCL_VERBS_QP_TYPE=uc)");
+    run_pair(side_rkey);
+}
+
+/* ---- registration beyond RLIMIT_MEMLOCK (issue 20) */
+
+static int memlock_log_hits;
+
+static void memlock_sink(void *arg, uccl_log_level_t level, const char *file, int line,
+                         const char *msg)
+{
+    (void)arg, (void)level, (void)file, (void)line;
+    if (strstr(msg, "RLIMIT_MEMLOCK") != NULL)
+        memlock_log_hits++;
+}
+
+/* In a child: without CAP_IPC_LOCK (root bypasses the limit) and with
+ * RLIMIT_MEMLOCK at 1 MiB, registering 8 MiB fails with NO_MEMORY and a log
+ * line naming RLIMIT_MEMLOCK; what fits registers; after a deregistration
+ * the same room is there again (nothing stays pinned). Exit 0 = as expected,
+ * 77 = could not set the stage. */
+static int memlock_child(void)
+{
+    struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+    struct __user_cap_data_struct data[2];
+    struct rlimit rl = {.rlim_cur = 1u << 20, .rlim_max = 1u << 20};
+    uint8_t *buf = aligned_alloc(4096, 8u << 20);
+    uccl_engine_t *e;
+    uccl_mr_t *mr, *mr2;
+    int bad = 0;
+
+    memset(data, 0, sizeof(data));
+    if (buf == NULL || syscall(SYS_capget, &hdr, data) != 0)
+        return 77;
+    data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    data[CAP_IPC_LOCK / 32].permitted &= ~(1u << (CAP_IPC_LOCK % 32));
+    if (syscall(SYS_capset, &hdr, data) != 0 || setrlimit(RLIMIT_MEMLOCK, &rl) != 0)
+        return 77;
+    memset(buf, 1, 8u << 20);
+    if (pair_engine_create(0, &e) != UCCL_OK)
+        return 77;
+    uccl_log_set_sink(memlock_sink, NULL);
+    bad += uccl_mr_reg(e, buf, 8u << 20, 0, &mr) != UCCL_ERR_NO_MEMORY;
+    bad += memlock_log_hits == 0;
+    bad += uccl_mr_reg(e, buf, 512u << 10, 0, &mr) != UCCL_OK;
+    bad += uccl_mr_reg(e, buf + (1u << 20), 768u << 10, 0, &mr2) != UCCL_ERR_NO_MEMORY;
+    bad += uccl_mr_dereg(mr) != UCCL_OK;
+    bad += uccl_mr_reg(e, buf + (1u << 20), 768u << 10, 0, &mr2) != UCCL_OK; /* room again */
+    bad += uccl_mr_dereg(mr2) != UCCL_OK;
+    uccl_log_set_sink(NULL, NULL);
+    uccl_engine_destroy(e);
+    if (bad)
+        fprintf(stderr, "memlock child: %d checks failed (log lines naming it: %d)\n", bad,
+                memlock_log_hits);
+    return bad ? 1 : 0;
+}
+
+static void test_memlock(void)
+{
+    int status = 0;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(memlock_child());
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        UNIT_SKIP("could not drop CAP_IPC_LOCK or lower RLIMIT_MEMLOCK here");
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 int main(void)
 {
     const char *qp_type = getenv("UCCL_VERBS_QP_TYPE");
@@ -224,6 +407,10 @@ int main(void)
         {"1000 operations in flight", test_many_in_flight},
         {"8 QPs, 16K chunks", test_many_qps},
         {"write_notify x144 over 4 QPs: values, data, order", test_write_notify_many},
+        {"deregistered region: REMOTE_ACCESS, that conn reset, others and new ones work",
+         test_rkey_after_dereg},
+        {"registration beyond RLIMIT_MEMLOCK: NO_MEMORY, named in the log, nothing stays pinned",
+         test_memlock},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"tp_verbs_rc", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

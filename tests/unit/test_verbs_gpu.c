@@ -201,6 +201,8 @@ static void side_rma(peer_t *p)
         uccl_gpu_memset(b.gpu, 0, CAP);
         CHECK(p, xfer_wait(uccl_read(p->conn, b.gpu_mr, 0, n, &rd_host, 0, &req), &req, NULL) == UCCL_OK);
         CHECK(p, check_fill(b.gpu, n, 23));
+        CHECK(p, xfer_wait(uccl_read(p->conn, b.gpu_mr, 0, 0, &rd_host, 0, &req), &req, NULL) == UCCL_OK);
+        CHECK(p, check_fill(b.gpu, n, 23)); /* 0 bytes: nothing moved */
         uccl_gpu_memset(b.gpu, 0, CAP);
         CHECK(p, xfer_wait(uccl_read(p->conn, b.gpu_mr, 3, 5000, &rd_gpu, 0, &req), &req, NULL) == want);
         CHECK(p, !direct || check_fill((uint8_t *)b.gpu + 3, 5000, 24));
@@ -213,8 +215,9 @@ static void side_rma(peer_t *p)
 
 static void test_rma(void) { run_pair(side_rma); }
 
-/* Staging pipeline at depth: WIN sends of two GPU pieces each and WIN
- * writes out of GPU memory in flight at once, each of many stage buffers
+/* Staging pipeline at depth: WIN sends of two GPU pieces each (received
+ * into GPU memory through granted windows), WIN writes out of GPU memory
+ * and WIN reads into two GPU pieces each in flight at once, each of many stage buffers
  * (UCCL_VERBS_STAGE_CHUNK 96K below, work requests cut at buffer ends);
  * every byte checked on the other side. */
 #define WIN 8
@@ -248,6 +251,18 @@ static void side_window(peer_t *p)
         for (int i = 0; i < WIN; i++)
             CHECK(p, xfer_wait(UCCL_OK, &req[i], NULL) == UCCL_OK);
         sync_peers(p); /* writes done */
+        sync_peers(p); /* checked: read them back into GPU pieces, all in flight */
+        uccl_gpu_memset(b.gpu, 0, WIN_CAP);
+        for (int i = 0; i < WIN; i++) {
+            size_t off = (size_t)i * (400 << 10), part = WIN_MSG(i) / 3 + 1;
+            uccl_iov_t iov[2] = {{b.gpu_mr, off, part}, {b.gpu_mr, off + part, WIN_MSG(i) - part}};
+            CHECK(p, uccl_readv(p->conn, iov, 2, &rd, off + 1, &req[i]) == UCCL_OK);
+        }
+        for (int i = 0; i < WIN; i++) {
+            CHECK(p, xfer_wait(UCCL_OK, &req[i], NULL) == UCCL_OK);
+            CHECK(p, check_fill((uint8_t *)b.gpu + (size_t)i * (400 << 10), WIN_MSG(i), 40 + i));
+        }
+        sync_peers(p); /* reads done */
     } else {
         uccl_gpu_memset(b.gpu, 0, WIN_CAP);
         for (int i = 0; i < WIN; i++)
@@ -265,6 +280,8 @@ static void side_window(peer_t *p)
         sync_peers(p);
         for (int i = 0; i < WIN; i++)
             CHECK(p, check_fill((uint8_t *)b.host + (size_t)i * (400 << 10) + 1, WIN_MSG(i), 40 + i));
+        sync_peers(p);
+        sync_peers(p); /* reads done: the region may go */
     }
     bufs_fini(&b);
 }
@@ -292,7 +309,7 @@ int main(void)
         {"sendrecv GPU<->GPU/host", test_sendrecv},
         {"mixed host+GPU iov", test_mixed_iov},
         {"write/read, local GPU", test_rma},
-        {"8 sends + 8 writes in flight, many stage buffers", test_window},
+        {"8 sends + 8 writes + 8 reads in flight, many stage buffers", test_window},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_gpu", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

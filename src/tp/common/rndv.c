@@ -76,6 +76,7 @@ uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp
     uccl_list_init(&r->recv_wait_fin);
     uccl_list_init(&r->unexpected);
     uccl_list_init(&r->notif_wait);
+    uccl_hmap_init(&r->notif_ids);
     uccl_idmap_init(&r->ids, UCCL_RNDV_ID_BITS, UCCL_RNDV_ID_INDEX_BITS);
     r->free_slots = calloc((size_t)r->tx_depth, sizeof(int));
     r->slot_req = calloc((size_t)r->tx_depth, sizeof(uccl_req_t *));
@@ -93,6 +94,7 @@ void uccl_rndv_fini(uccl_rndv_t *r)
     free(r->free_slots);
     free(r->slot_req);
     uccl_idmap_fini(&r->ids);
+    uccl_hmap_fini(&r->notif_ids);
     r->free_slots = NULL;
     r->slot_req = NULL;
 }
@@ -318,6 +320,25 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
 
 /* ------------------------------------------------------------------ receiving */
 
+uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_t off,
+                              const uccl_rndv_seg_t *seg)
+{
+    rndv_out_t *out;
+    int ctrl_slot;
+    uint8_t *p = rndv_ctrl_begin(r, &ctrl_slot, &out);
+
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rndv_put_hdr(p, UCCL_RNDV_MSG_GRANT, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
+                 req->tp_data[UCCL_RNDV_RD_ID], (uint64_t)slot);
+    uccl_put_u64(p + 32, off);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE, seg->addr);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 8, seg->key);
+    uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 16, seg->len);
+    rndv_ctrl_commit(r, ctrl_slot, out, UCCL_RNDV_HDR_SIZE + UCCL_RNDV_SEG_SIZE, NULL);
+    return UCCL_OK;
+}
+
 /* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
  * bounce when the receive is in GPU memory the NIC cannot reach. */
 static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id)
@@ -329,6 +350,10 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     int slot, nseg;
     uint8_t *p, *s;
 
+    if (st == UCCL_OK && len > 0 && staged && r->ops->sink_start != NULL) {
+        uccl_rndv_grant_start(r, req, len, send_id);
+        return;
+    }
     if (st == UCCL_OK && len > 0 && staged)
         st = r->ops->mem_stage(r, req, len, false);
     if (st == UCCL_OK)
@@ -398,7 +423,7 @@ static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_
         uccl_conn_fail(conn, UCCL_ERR_NO_MEMORY);
         return;
     }
-    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len};
+    u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len, .bytes = rndv ? 0 : len};
     u->rndv = rndv;
     u->send_id = send_id;
     if (!rndv && len > 0)
@@ -504,6 +529,9 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
         break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, a, b, status); break;
     case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, a, b); break;
+    case UCCL_RNDV_MSG_GRANT:
+        uccl_rndv_grant_arrived(r, a, b, c, seq, p + UCCL_RNDV_HDR_SIZE, len - UCCL_RNDV_HDR_SIZE);
+        break;
     default: goto bad;
     }
     if (r->ops->recv_repost(r, index) != UCCL_OK)
@@ -517,15 +545,24 @@ bad:
 
 /* ------------------------------------------------------------------ teardown */
 
-static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
+void uccl_rndv_fail_reqs(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
 {
     while (!uccl_list_empty(list)) {
         uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
         uccl_status_t st = uccl_rndv_req_err(req);
 
-        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         r->ops->finish(r, req, st != UCCL_OK ? st : reason, 0);
     }
+}
+
+/* Requests waiting under an id of ours: the ids die first. */
+static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, list)
+        uccl_idmap_remove(&r->ids, uccl_container_of(pos, uccl_req_t, tp_link)->tp_data[UCCL_RNDV_RD_ID]);
+    uccl_rndv_fail_reqs(r, list, reason);
 }
 
 /* Requests referenced from a send slot or a queued message go first: one

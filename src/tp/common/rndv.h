@@ -11,7 +11,14 @@
  * bounce it is staged through); the sender RDMA-writes there and closes the
  * write with immediates that name the receive id (UCCL_RNDV_IMM_RNDV), so
  * the receive completes with the last one. Only a send that fails after its
- * CTS sends FIN {receive id, status}. Every EAGER and RTS carries the
+ * CTS sends FIN {receive id, status}. A receive into memory the NIC cannot
+ * reach (GPU memory staged through registered host buffers) answers the RTS
+ * with GRANTs instead of a CTS, one per window of the message {send id,
+ * receive id, slot, offset, one segment}: up to UCCL_RNDV_MAX_SLOTS windows
+ * are out at once; the sender writes each window on one lane and closes it
+ * with a chunk immediate naming (receive id, slot); the receiver copies the
+ * window into place and grants the slot again further on, and the receive
+ * completes when the last window's copy is done. Every EAGER and RTS carries the
  * connection's message number; arrived messages go to the core's (conn, tag)
  * matching (uccl_msg_arrived), unexpected ones are held until a receive takes
  * them (uccl_msg_hold / msg_deliver). A notified write closes with an
@@ -58,11 +65,12 @@
 #include <stdint.h>
 
 #include "core/tp_api.h"
+#include "util/hmap.h"
 #include "util/idmap.h"
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
  * which the carrying transport exchanges at connection setup */
-#define UCCL_RNDV_WIRE_VERSION 1
+#define UCCL_RNDV_WIRE_VERSION 2 /* 2: GRANT windows, chunk immediates */
 
 /* Control message types. Header: type(1) pad(3) status(4) a(8) b(8) c(8)
  * seq(8); seq is the connection's message number in EAGER and RTS, else 0. */
@@ -72,6 +80,7 @@ enum {
     UCCL_RNDV_MSG_CTS = 3,    /* a = send id, b = recv id, c = nseg, segments follow */
     UCCL_RNDV_MSG_FIN = 4,    /* a = recv id, b = len, status; only when a rendezvous send failed */
     UCCL_RNDV_MSG_NOTIFY = 5, /* a = notify id, b = value; for values UCCL_RNDV_IMM_NOTIFY_SMALL cannot carry */
+    UCCL_RNDV_MSG_GRANT = 6,  /* a = send id, b = recv id, c = slot, seq = offset, one segment follows */
 };
 #define UCCL_RNDV_HDR_SIZE 40
 #define UCCL_RNDV_SEG_SIZE 24 /* addr(8) key(8) len(8); a 4-byte key is zero-extended */
@@ -84,6 +93,7 @@ enum {
  * that carried some of it (the lanes are ordered each, not among them): the
  * target acts once it has counted all the parts. */
 enum {
+    UCCL_RNDV_IMM_CHUNK = 0,        /* granted window `slot` (bits 29..25) of a receive id landed */
     UCCL_RNDV_IMM_NOTIFY_SMALL = 1, /* value in the immediate, one part */
     UCCL_RNDV_IMM_NOTIFY = 2,       /* value in a NOTIFY control message */
     UCCL_RNDV_IMM_RNDV = 3,         /* rendezvous data for a receive id */
@@ -91,6 +101,7 @@ enum {
 #define UCCL_RNDV_IMM_SMALL_MAX (1u << 30)
 #define UCCL_RNDV_IMM_ID_MASK ((1u << 25) - 1)
 #define UCCL_RNDV_MAX_PARTS 32
+#define UCCL_RNDV_MAX_SLOTS 32 /* windows a granted receive has out at once */
 
 /* ---- requests: req->tp_data slots the protocol owns */
 enum {
@@ -103,6 +114,7 @@ enum {
     UCCL_RNDV_RD_MSG_LEN = UCCL_RNDV_RD_TP, /* the message length */
     UCCL_RNDV_RD_PARTS_GOT,                 /* immediates counted */
 };
+/* A receive on granted windows keeps the send id in UCCL_RNDV_RD_PEER_ID. */
 
 enum {
     UCCL_RNDV_RS_DATA = 1,      /* in the transport's write (or read) path */
@@ -158,6 +170,18 @@ typedef struct uccl_rndv_ops {
     /* Release what the transport holds for req (staged data lands in its
      * pieces here), unlink req->tp_link, and complete req. */
     void (*finish)(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st, size_t bytes);
+    /* -- granted windows (optional; a transport without them stages a
+     * receive through mem_stage/mem_segs: one target for the message) */
+    /* Staged receive req (its id and state set) takes len bytes through
+     * windows: grant the first ones (uccl_rndv_grant). */
+    uccl_status_t (*sink_start)(uccl_rndv_t *r, uccl_req_t *req, size_t len);
+    /* Window `slot` of receive req landed (its chunk immediate came). */
+    void (*sink_landed)(uccl_rndv_t *r, uccl_req_t *req, int slot);
+    /* Sender: the receiver granted window `slot` at byte off of send req
+     * (first: the first grant; req leaves the wait for a CTS and starts its
+     * writes, each window closed by uccl_rndv_imm_chunk()). */
+    uccl_status_t (*grant)(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot, uint64_t off,
+                           const uccl_rndv_seg_t *seg);
 } uccl_rndv_ops_t;
 
 /* The protocol state of one endpoint; the transport embeds it. Control
@@ -177,6 +201,7 @@ struct uccl_rndv {
     uccl_list_t recv_wait_fin;
     uccl_list_t unexpected;   /* messages held by the core's matching */
     uccl_list_t notif_wait;   /* notified writes not all landed yet */
+    uccl_hmap_t notif_ids;    /* the same by the peer's notify id */
     /* our ids of rendezvous sends waiting for their CTS and of receives
      * waiting for their data (UCCL_RNDV_RD_ID): what CTS, FIN and the
      * immediates name, found without a scan; UCCL_RNDV_ID_BITS wide, as
@@ -202,6 +227,9 @@ uccl_status_t uccl_rndv_init(uccl_rndv_t *r, const uccl_rndv_ops_t *ops, uccl_tp
  * reason), free held messages and queued control messages. Call it first
  * in the endpoint's teardown, before the transport fails its own lists. */
 void uccl_rndv_release(uccl_rndv_t *r, uccl_status_t reason);
+/* Finish every request on list (linked by tp_link; the transport's own
+ * lists) through ops->finish, with its own error, else reason. */
+void uccl_rndv_fail_reqs(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reason);
 void uccl_rndv_fini(uccl_rndv_t *r);
 
 static inline uint8_t *uccl_rndv_recv_buf(const uccl_rndv_t *r, int index)
@@ -228,13 +256,26 @@ void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req);
  * carry (*extra_parts: control messages now counted as parts of req, whose
  * completion comes to ops->write_part_done); the immediate of each part. */
 bool uccl_rndv_needs_imm(const uccl_req_t *req);
+/* The immediate closing granted window `slot` of a send. */
+uint32_t uccl_rndv_imm_chunk(const uccl_req_t *req, int slot);
+/* Receiver, granted windows: offer window slot (seg, at byte off of the
+ * message) to the sender; sink_done: every window is in place (or st
+ * failed the receive): complete it. Sender: a send that ran on granted
+ * windows is finished (its id dies). */
+uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_t off,
+                              const uccl_rndv_seg_t *seg);
+void uccl_rndv_sink_done(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st);
+void uccl_rndv_forget(uccl_rndv_t *r, uccl_req_t *req);
 uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, int *extra_parts);
 uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts);
 
-/* ---- internal to src/tp/common (rndv_imm.c: the target side of immediates) */
+/* ---- internal to src/tp/common (rndv_imm.c: the target side of immediates, granted windows) */
 uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
 void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
+void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id);
+void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t slot,
+                             uint64_t off, const uint8_t *p, size_t len);
 
 static inline uccl_status_t uccl_rndv_req_err(const uccl_req_t *req)
 {

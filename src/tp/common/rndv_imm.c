@@ -1,6 +1,7 @@
 /* The target side of writes closed by immediates (rndv.h): notified writes
- * whose value or parts are still on their way, and the parts of a
- * rendezvous write that complete its receive. */
+ * whose value or parts are still on their way, the parts of a rendezvous
+ * write that complete its receive; and granted windows (GRANT, chunk
+ * immediates) on both sides. */
 #include <stdlib.h>
 
 #include "rndv.h"
@@ -17,16 +18,13 @@ typedef struct rndv_notif {
 
 static rndv_notif_t *rndv_notif_get(uccl_rndv_t *r, uint32_t id)
 {
-    uccl_list_t *pos;
-    rndv_notif_t *n;
+    rndv_notif_t *n = uccl_hmap_get(&r->notif_ids, id);
 
-    uccl_list_for_each(pos, &r->notif_wait) {
-        n = uccl_container_of(pos, rndv_notif_t, link);
-        if (n->id == id)
-            return n;
-    }
+    if (n != NULL)
+        return n;
     n = calloc(1, sizeof(*n));
-    if (n == NULL) {
+    if (n == NULL || uccl_hmap_put(&r->notif_ids, id, n) != UCCL_OK) {
+        free(n);
         uccl_error("%s: out of memory tracking notification %u; connection fails",
                    r->ep->tp->ops->name, id);
         uccl_conn_fail(r->ep->conn, UCCL_ERR_NO_MEMORY);
@@ -49,6 +47,7 @@ static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
 {
     if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
         return;
+    uccl_hmap_del(&r->notif_ids, n->id);
     uccl_list_del(&n->link);
     rndv_notif_push(r, n->value);
     free(n);
@@ -82,6 +81,20 @@ static void rndv_recv_part(uccl_rndv_t *r, uint32_t id, int nparts)
     r->ops->finish(r, req, UCCL_OK, req->tp_data[UCCL_RNDV_RD_MSG_LEN]);
 }
 
+/* A granted window of a receive landed. */
+static void rndv_recv_chunk(uccl_rndv_t *r, uint32_t id, int slot)
+{
+    uccl_req_t *req = uccl_rndv_id_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN, false);
+
+    if (req == NULL || r->ops->sink_landed == NULL) {
+        uccl_error("%s: chunk immediate for unknown receive %u; connection fails",
+                   r->ep->tp->ops->name, id);
+        uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    r->ops->sink_landed(r, req, slot);
+}
+
 void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)
 {
     uint32_t kind = imm >> 30, id = imm & UCCL_RNDV_IMM_ID_MASK;
@@ -91,6 +104,7 @@ void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)
     switch (kind) {
     case UCCL_RNDV_IMM_NOTIFY_SMALL: rndv_notif_push(r, imm & (UCCL_RNDV_IMM_SMALL_MAX - 1)); return;
     case UCCL_RNDV_IMM_RNDV: rndv_recv_part(r, id, nparts); return;
+    case UCCL_RNDV_IMM_CHUNK: rndv_recv_chunk(r, id, nparts - 1); return;
     case UCCL_RNDV_IMM_NOTIFY:
         n = rndv_notif_get(r, id);
         if (n == NULL)
@@ -104,8 +118,92 @@ void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)
     uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
 }
 
+/* ------------------------------------------------------------------ granted windows */
+
+/* A staged receive matched to an RTS: its data comes through windows the
+ * transport grants (sink_start calls uccl_rndv_grant), no CTS. */
+void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id)
+{
+    uccl_status_t st = r->ops->mem_stage(r, req, len, false);
+
+    if (st == UCCL_OK)
+        st = uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]);
+    if (st != UCCL_OK) {
+        r->ops->finish(r, req, st, 0);
+        return;
+    }
+    req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;
+    req->tp_data[UCCL_RNDV_RD_PEER_ID] = send_id;
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_RECV_WAIT_FIN;
+    uccl_list_push_back(&r->recv_wait_fin, &req->tp_link);
+    st = r->ops->sink_start(r, req, len);
+    if (st != UCCL_OK) {
+        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
+        r->ops->finish(r, req, st, 0);
+    }
+}
+
+void uccl_rndv_sink_done(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st)
+{
+    uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
+    r->ops->finish(r, req, st, st == UCCL_OK ? req->tp_data[UCCL_RNDV_RD_MSG_LEN] : 0);
+}
+
+void uccl_rndv_forget(uccl_rndv_t *r, uccl_req_t *req)
+{
+    if (uccl_idmap_lookup(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]) == req)
+        uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
+}
+
+/* A window the receiver granted for one of our rendezvous sends. A send
+ * that already failed (FIN on its way) or finished ignores it. */
+void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t slot,
+                               uint64_t off, const uint8_t *p, size_t len)
+{
+    uccl_req_t *req = uccl_idmap_lookup(&r->ids, send_id);
+    uccl_rndv_seg_t seg;
+    bool first;
+    uccl_status_t st;
+
+    if (slot >= UCCL_RNDV_MAX_SLOTS || len < UCCL_RNDV_SEG_SIZE || r->ops->grant == NULL) {
+        uccl_error("%s: malformed GRANT (send id %llu, slot %llu)", r->ep->tp->ops->name,
+                   (unsigned long long)send_id, (unsigned long long)slot);
+        uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    seg = (uccl_rndv_seg_t){uccl_get_u64(p), uccl_get_u64(p + 8), uccl_get_u64(p + 16)};
+    if (req == NULL || req->op != UCCL_OP_SEND)
+        return;
+    first = req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_WAIT_CTS;
+    if (!first && (req->tp_data[UCCL_RNDV_RD_STATE] != UCCL_RNDV_RS_DATA ||
+                   req->tp_data[UCCL_RNDV_RD_PEER_ID] != recv_id))
+        return;
+    if (first) {
+        uccl_list_del(&req->tp_link);
+        req->tp_data[UCCL_RNDV_RD_PEER_ID] = recv_id;
+    }
+    st = r->ops->grant(r, req, first, (int)slot, off, &seg);
+    if (st == UCCL_OK)
+        return;
+    if (first) {
+        uccl_idmap_remove(&r->ids, send_id);
+        r->ops->finish(r, req, st, 0);
+        return;
+    }
+    uccl_error("%s: GRANT out of order (send id %llu, offset %llu); connection fails",
+               r->ep->tp->ops->name, (unsigned long long)send_id, (unsigned long long)off);
+    uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
+}
+
+uint32_t uccl_rndv_imm_chunk(const uccl_req_t *req, int slot)
+{
+    return (uint32_t)UCCL_RNDV_IMM_CHUNK << 30 | (uint32_t)slot << 25 |
+           ((uint32_t)req->tp_data[UCCL_RNDV_RD_PEER_ID] & UCCL_RNDV_IMM_ID_MASK);
+}
+
 void uccl_rndv_notif_release(uccl_rndv_t *r)
 {
     while (!uccl_list_empty(&r->notif_wait))
         free(uccl_container_of(uccl_list_pop_front(&r->notif_wait), rndv_notif_t, link));
+    uccl_hmap_fini(&r->notif_ids);
 }

@@ -9,6 +9,8 @@
 /* Pieces of a split copy are cut at this alignment. */
 #define SPLIT_ALIGN (1u << 20)
 
+static uccl_status_t batch_flush(ipc_tp_t *tp);
+
 static uccl_status_t streams_create(ipc_tp_t *tp)
 {
     int n = tp->cfg.streams < 1 ? 1 : tp->cfg.streams > IPC_STREAMS_MAX ? IPC_STREAMS_MAX : tp->cfg.streams;
@@ -43,8 +45,11 @@ uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint)
 
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
 {
-    if (tp->nstreams > 0)
+    if (tp->nstreams > 0) {
         uccl_gpu_set_device(tp->device);
+        batch_flush(tp); /* none is left once every op was waited for */
+    }
+    tp->batch.n = 0;
     for (int i = 0; i < tp->nstreams; i++) {
         uccl_gpu_stream_sync(tp->streams[i]);
         uccl_gpu_stream_destroy(tp->streams[i]);
@@ -83,13 +88,74 @@ static void event_put(ipc_tp_t *tp, uccl_gpu_event_t ev)
     tp->free_ev[tp->nfree_ev++] = ev;
 }
 
-/* Issue one piece: on one stream, or cut over all of them when large. */
+/* Issue the held-back copies (on stream 0, where every unsplit copy goes). */
+static uccl_status_t batch_flush(ipc_tp_t *tp)
+{
+    ipc_batch_t *b = &tp->batch;
+    uccl_status_t st;
+
+    if (b->n == 0)
+        return UCCL_OK;
+    st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
+    b->n = 0;
+    return st;
+}
+
+static bool overlap(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* Would dst <- src run wrongly unordered with a held-back copy? The same
+ * copy twice gives the same bytes in either order; anything else that
+ * writes what another reads or writes needs the order. */
+static bool batch_conflict(const ipc_batch_t *b, const char *dst, const char *src, size_t len)
+{
+    for (int i = 0; i < b->n; i++) {
+        const char *d = b->dst[i], *s = b->src[i];
+        size_t n = b->len[i];
+
+        if (d == dst && s == src && n == len)
+            continue;
+        if (overlap(dst, len, d, n) || overlap(dst, len, s, n) || overlap(src, len, d, n))
+            return true;
+    }
+    return false;
+}
+
+static uccl_status_t batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t len)
+{
+    ipc_batch_t *b = &tp->batch;
+
+    if (b->n == IPC_BATCH_MAX || batch_conflict(b, dst, src, len)) {
+        uccl_status_t st = batch_flush(tp);
+        if (st != UCCL_OK)
+            return st;
+    }
+    b->dst[b->n] = dst;
+    b->src[b->n] = src;
+    b->len[b->n] = len;
+    b->n++;
+    return UCCL_OK;
+}
+
+/* Issue one piece: held back for the next batch when small, else on one
+ * stream, or cut over all of them when large (after the held-back copies,
+ * so that stream 0 runs copies in the order they were asked for). */
 static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_t len, int first,
-                                 unsigned *used)
+                                 bool batch, unsigned *used)
 {
     size_t chunk;
     int n = tp->nstreams;
+    uccl_status_t st;
 
+    if (batch && first == 0 && len < tp->cfg.batch_max) {
+        *used |= 1u;
+        return batch_add(tp, dst, src, len);
+    }
+    st = batch_flush(tp);
+    if (st != UCCL_OK)
+        return st;
     if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
         *used |= 1u << first;
         return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
@@ -98,7 +164,8 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     for (int k = 0; len > 0; k++) {
         size_t c = len < chunk ? len : chunk;
         int s = (first + k) % n;
-        uccl_status_t st = uccl_gpu_memcpy_async(dst, src, c, tp->streams[s]);
+
+        st = uccl_gpu_memcpy_async(dst, src, c, tp->streams[s]);
         if (st != UCCL_OK)
             return st;
         *used |= 1u << s;
@@ -110,7 +177,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
 }
 
 static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, const ipc_seg_t *src,
-                                int ns, size_t len, int first, unsigned *used)
+                                int ns, size_t len, int first, bool batch, unsigned *used)
 {
     size_t doff = 0, soff = 0;
     int i = 0, j = 0;
@@ -124,7 +191,7 @@ static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, cons
         if (len < n)
             n = len;
         if (n > 0) {
-            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, used);
+            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, used);
             if (st != UCCL_OK)
                 return st;
         }
@@ -159,6 +226,8 @@ static void fence_close(ipc_tp_t *tp)
 
     if (f == NULL)
         return;
+    if (batch_flush(tp) != UCCL_OK)
+        f->status = UCCL_ERR_TRANSPORT; /* its ops fail; the events still mark the end */
     tp->open_fence = NULL; /* from now on it is recorded */
     if (f->refs == 0) { /* its only ops failed to start, and waited */
         free(f);
@@ -213,9 +282,11 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
             return UCCL_ERR_NO_MEMORY;
         /* one stream for everything not split: switching streams between
          * back-to-back copies cost bandwidth on the device */
-        st = issue_plan(tp, dst, nd, src, ns, len, 0, &used);
+        st = issue_plan(tp, dst, nd, src, ns, len, 0, op->batch, &used);
         f->streams |= used;
         if (st != UCCL_OK) {
+            if (batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
+                f->status = UCCL_ERR_TRANSPORT;
             for (int s = 0; s < tp->nstreams; s++)
                 if (used & (1u << s))
                     uccl_gpu_stream_sync(tp->streams[s]);

@@ -29,6 +29,18 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
      "as UCCL_SHM_SPLIT_PCT",
      offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
+    /* One H200 VM, two processes on GPU 0, window 16, ratio to a plain
+     * cudaMemcpyAsync in the same job (tests/gpu/results/1xH200-p2p): a
+     * copy costs the CPU about 4 us whatever its size (b_copy_cost), and a
+     * batch saves about 0.3 us of it; below 16 MiB the CPU sets the pace.
+     * 0 (each copy at once): write 0.83-0.97 up to 8 MiB; 4M: 0.93-1.06 up
+     * to 2 MiB, 0.80-0.88 at 4-8 MiB; 16M: 0.88-1.04 up to 8 MiB (read and
+     * send alike). 16 MiB and up is the GPU's pace: not held back. */
+    {"BATCH_MAX", "16M",
+     "copies smaller than this are held back and issued together (one cudaMemcpyBatchAsync) at the "
+     "next progress, so that a window of small transfers costs the CPU one call, not one each "
+     "(0 = every copy is issued when posted)",
+     offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -58,9 +70,17 @@ typedef struct ipc_wire {
 static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     ipc_tp_t *tp;
+    ipc_cfg_t cfg;
     uccl_status_t st;
     int n = 0;
 
+    /* settings first: a bad one fails engine creation even without a GPU */
+    st = uccl_cfg_parse(&ipc_cfg_table, &cfg);
+    if (st != UCCL_OK)
+        return st;
+    if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100))
+        return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
     if (params->gpu_index >= n) {
@@ -70,9 +90,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     tp = calloc(1, sizeof(*tp));
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
-    st = uccl_cfg_parse(&ipc_cfg_table, &tp->cfg);
-    if (st != UCCL_OK)
-        goto err_free;
+    tp->cfg = cfg;
     tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
@@ -91,7 +109,6 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
 
 err_streams:
     uccl_gpu_ipc_streams_destroy(tp);
-err_free:
     free(tp);
     return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
 }
@@ -304,6 +321,8 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
                             &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
+    uccl_hmap_init(&ep->map_keys);
+    uccl_hmap_init(&ep->grant_ids);
     st = uccl_gpu_ipc_ring_create(&ep->rx);
     if (st != UCCL_OK) {
         free(ep);
@@ -397,7 +416,9 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     forget_list(&ep->grant_wait);
     forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
+    uccl_hmap_fini(&ep->grant_ids);
     uccl_gpu_ipc_maps_release(ep, true);
+    uccl_hmap_fini(&ep->map_keys);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
     free_list(&ep->txq, offsetof(ipc_txmsg_t, link));
     uccl_gpu_ipc_ring_destroy(&ep->rx);

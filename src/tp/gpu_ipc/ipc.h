@@ -25,13 +25,22 @@
  * target revokes the grant when it deregisters the region. This keeps a
  * round trip off every small write (the 4 KiB latency goal) at the cost that
  * a write already posted when the revoke is in flight can still land, as
- * with RDMA. */
+ * with RDMA.
+ *
+ * Batching (cfg.batch_max): between two processes on one GPU, copies below
+ * it are not issued when posted but held in ipc_tp_t.batch and issued as
+ * one uccl_gpu_memcpy_batch_async when progress records the fence (or the
+ * batch is full). A batch has no inner order, so a copy that would write
+ * what a held copy reads or writes, or read what one writes, flushes the
+ * batch first (the same copy twice does not: either order gives the same
+ * bytes); gpu_ipc thus keeps conflicting copies in posting order. */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "tp/gpu_ipc/ring.h"
+#include "util/hmap.h"
 
 #define IPC_STREAMS_MAX 16
 
@@ -166,6 +175,7 @@ typedef struct ipc_op {
     bool has_notif;
     size_t bytes;
     uccl_status_t status;
+    bool batch;                /* may join the held-back batch (see batch_ok in xfer.c) */
     ipc_fence_t *fence;        /* NULL when it copies nothing */
     uccl_list_t link;
 } ipc_op_t;
@@ -175,7 +185,20 @@ typedef struct ipc_cfg {
     size_t stream_split_min;
     size_t push_min;
     int split_pct;
+    size_t batch_max;
 } ipc_cfg_t;
+
+/* Copies held back to go out together (cfg.batch_max): issued as one
+ * uccl_gpu_memcpy_batch_async on stream 0 when the open fence is recorded
+ * (every progress), when full, or before a copy that must not run
+ * unordered with one of them. */
+#define IPC_BATCH_MAX 64
+typedef struct ipc_batch {
+    int n;
+    void *dst[IPC_BATCH_MAX];
+    const void *src[IPC_BATCH_MAX];
+    size_t len[IPC_BATCH_MAX];
+} ipc_batch_t;
 
 typedef struct ipc_tp {
     uccl_tp_t base;
@@ -187,6 +210,7 @@ typedef struct ipc_tp {
     uccl_gpu_event_t *free_ev;
     int nfree_ev, cap_free_ev;
     ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
+    ipc_batch_t batch;   /* copies of the open fence not issued yet */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
@@ -220,6 +244,9 @@ typedef struct ipc_ep {
     uccl_list_t txq;     /* ipc_txmsg_t waiting for ring space */
     uccl_list_t maps, zombies; /* ipc_map_t live / to close when no op runs */
     uccl_list_t grants;  /* ipc_grant_t */
+    /* live maps by the peer's allocation key, grants by region id: keys
+     * the peer chooses, found without a scan */
+    uccl_hmap_t map_keys, grant_ids;
     uccl_list_t ops;     /* ipc_op_t */
     /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
     uccl_list_t sends;   /* reqs waiting for FIN or CTS */

@@ -147,18 +147,13 @@ uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
 
 ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->maps) {
-        ipc_map_t *m = uccl_container_of(pos, ipc_map_t, link);
-        if (m->key == key)
-            return m;
-    }
-    return NULL;
+    return uccl_hmap_get(&ep->map_keys, key);
 }
 
 static void map_retire(ipc_ep_t *ep, ipc_map_t *map)
 {
+    if (uccl_hmap_get(&ep->map_keys, map->key) == map)
+        uccl_hmap_del(&ep->map_keys, map->key);
     uccl_list_del(&map->link);
     uccl_list_push_back(&ep->zombies, &map->link);
 }
@@ -219,6 +214,12 @@ uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t
         }
     }
     map->refs = 1;
+    if (uccl_hmap_put(&ep->map_keys, map->key, map) != UCCL_OK) {
+        if (ep->peer_pid != ep->tp->base.params->pid)
+            uccl_gpu_ipc_close(map->ptr);
+        free(map);
+        return UCCL_ERR_NO_MEMORY;
+    }
     uccl_list_push_back(&ep->maps, &map->link);
     *out = map;
     return UCCL_OK;
@@ -285,14 +286,7 @@ void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
 
 ipc_grant_t *uccl_gpu_ipc_grant_find(ipc_ep_t *ep, uint64_t region_id)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->grants) {
-        ipc_grant_t *g = uccl_container_of(pos, ipc_grant_t, link);
-        if (g->region_id == region_id)
-            return g;
-    }
-    return NULL;
+    return uccl_hmap_get(&ep->grant_ids, region_id);
 }
 
 uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
@@ -304,6 +298,8 @@ uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
         uccl_gpu_ipc_ep_fail(ep, "grant outside its allocation");
         return UCCL_ERR_PEER_FAILED;
     }
+    if (uccl_gpu_ipc_grant_find(ep, m->region_id) != NULL)
+        return UCCL_OK; /* a second answer for the same region: the first one serves */
     g = calloc(1, sizeof(*g));
     if (g == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -315,6 +311,11 @@ uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
     g->region_id = m->region_id;
     g->addr = m->addr;
     g->len = m->len;
+    if (uccl_hmap_put(&ep->grant_ids, g->region_id, g) != UCCL_OK) {
+        uccl_gpu_ipc_map_put(ep, g->map);
+        free(g);
+        return UCCL_ERR_NO_MEMORY;
+    }
     uccl_list_push_back(&ep->grants, &g->link);
     return UCCL_OK;
 }
@@ -325,6 +326,7 @@ void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
 
     if (g == NULL)
         return;
+    uccl_hmap_del(&ep->grant_ids, region_id);
     uccl_list_del(&g->link);
     uccl_gpu_ipc_map_put(ep, g->map);
     free(g);

@@ -30,12 +30,15 @@
 
 #include "core/tp_api.h"
 #include "tp/common/rndv.h"
+#include "util/idmap.h"
 
 #define OFI_WIRE_VERSION 1
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
 #define OFI_API FI_VERSION(1, 10)
+#define OFI_EP_ID_BITS 31       /* endpoint ids (ep_ids), before the salt */
+#define OFI_EP_ID_INDEX_BITS 20 /* up to 2^20 connections per engine */
 
 typedef struct tp_ofi_config {
     char provider[UCCL_CFG_STRING_MAX];
@@ -98,7 +101,12 @@ typedef struct tp_ofi {
     uccl_list_t bounce_free;
     int nbounce;
     uint64_t next_key;
-    uint32_t next_ep_id;
+    /* connections' endpoints by the id their peers tag control messages
+     * and immediates with (O(1), generation-checked: a gone endpoint's id
+     * finds nothing); on the wire id ^ ep_id_salt (random, top bit set: an
+     * id is never 0, and differs between engines) */
+    uccl_idmap_t ep_ids;
+    uint32_t ep_id_salt;
     uccl_list_t eps;     /* connections' endpoints */
     uccl_list_t zombies; /* destroyed endpoints whose operations are still posted */
     uccl_list_t peers;   /* ofi_peer_t */

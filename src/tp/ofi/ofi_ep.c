@@ -123,6 +123,13 @@ static uccl_status_t ofi_ep_alloc_bufs(tp_ofi_ep_t *ep)
     return UCCL_OK;
 }
 
+/* ep's id finds nothing from now on (its control messages and immediates
+ * still in flight are dropped as for a gone connection). */
+static void ofi_ep_forget(tp_ofi_ep_t *ep)
+{
+    uccl_idmap_remove(&ep->tp->ep_ids, ep->id ^ ep->tp->ep_id_salt);
+}
+
 uccl_status_t uccl_ofi_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
                                  bool is_initiator, uccl_tp_ep_t **out)
 {
@@ -130,6 +137,7 @@ uccl_status_t uccl_ofi_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_
     tp_ofi_ep_t *ep = calloc(1, sizeof(*ep));
     const uint8_t *name;
     size_t name_len;
+    uint64_t id;
     uccl_status_t st;
 
     (void)is_initiator;
@@ -137,7 +145,11 @@ uccl_status_t uccl_ofi_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_
         return UCCL_ERR_NO_MEMORY;
     ep->tp = tp;
     ep->base.conn = conn;
-    ep->id = ++tp->next_ep_id;
+    if (uccl_idmap_insert(&tp->ep_ids, ep, &id) != UCCL_OK) {
+        free(ep);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    ep->id = (uint32_t)id ^ tp->ep_id_salt;
     uccl_list_init(&ep->link);
     uccl_list_init(&ep->data_pending);
     uccl_list_init(&ep->inflight);
@@ -150,6 +162,7 @@ uccl_status_t uccl_ofi_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_
     for (int i = 0; i < tp->cfg.rx_depth && st == UCCL_OK; i++)
         st = uccl_ofi_post_ctrl_recv(ep, i);
     if (st != UCCL_OK) {
+        ofi_ep_forget(ep);
         if (ep->posted > 0) { /* receives posted: cancelled, freed once they come back */
             ep->dead = true;
             for (int i = 0; i < tp->cfg.rx_depth; i++)
@@ -199,14 +212,7 @@ uccl_status_t uccl_ofi_ep_connect(uccl_tp_ep_t *base, const void *peer_info, siz
 
 tp_ofi_ep_t *uccl_ofi_ep_by_id(tp_ofi_t *tp, uint32_t id)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &tp->eps) {
-        tp_ofi_ep_t *ep = uccl_container_of(pos, tp_ofi_ep_t, link);
-        if (ep->id == id)
-            return ep;
-    }
-    return NULL;
+    return uccl_idmap_lookup(&tp->ep_ids, id ^ tp->ep_id_salt);
 }
 
 void uccl_ofi_ep_op_done(tp_ofi_ep_t *ep)
@@ -231,15 +237,6 @@ void uccl_ofi_zombies_free(tp_ofi_t *tp, bool all)
     }
 }
 
-static void ofi_fail_list(uccl_list_t *list, uccl_status_t reason)
-{
-    while (!uccl_list_empty(list)) {
-        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_status_t st = uccl_rndv_req_err(req);
-        uccl_ofi_req_finish(req, st != UCCL_OK ? st : reason, 0);
-    }
-}
-
 void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
 {
     tp_ofi_ep_t *ep = tp_ofi_ep(base);
@@ -249,10 +246,11 @@ void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
 
     if (reason == UCCL_OK)
         reason = UCCL_ERR_CANCELED;
+    ofi_ep_forget(ep);
     uccl_list_del(&ep->link);
     uccl_rndv_release(&ep->rndv, reason);
-    ofi_fail_list(&ep->data_pending, reason);
-    ofi_fail_list(&ep->inflight, reason);
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->data_pending, reason);
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->inflight, reason);
     uccl_list_for_each(pos, &ep->data_ops)
         uccl_container_of(pos, ofi_op_t, link)->req = NULL;
     if (ep->posted == 0) {

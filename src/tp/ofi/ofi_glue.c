@@ -125,15 +125,20 @@ static uccl_status_t ofi_pick(tp_ofi_t *tp, const uccl_tp_open_params_t *params,
 
 static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
 {
-    if (cfg->tx_depth < 4 || cfg->tx_depth > 4096 || cfg->rx_depth < 4 || cfg->rx_depth > 4096 ||
-        cfg->chunk < 4096 || cfg->chunk > (1u << 30) || cfg->eager > (1u << 20) ||
-        cfg->max_iov < 0 || cfg->max_iov > OFI_IOV_MAX ||
-        (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
-         strcmp(cfg->imm, "msg") != 0)) {
-        uccl_error("ofi settings out of range: TX/RX_DEPTH 4..4096, CHUNK 4K..1G, EAGER <= 1M, "
-                   "MAX_IOV 0..%d, IMM auto|data|msg", OFI_IOV_MAX);
-        return UCCL_ERR_INVALID_PARAM;
+    const uccl_cfg_table_t *t = &uccl_ofi_config_table;
+    bool ok = uccl_cfg_in_range(t, "TX_DEPTH", cfg->tx_depth, 4, 4096);
+
+    ok &= uccl_cfg_in_range(t, "RX_DEPTH", cfg->rx_depth, 4, 4096);
+    ok &= uccl_cfg_in_range(t, "CHUNK", (long long)cfg->chunk, 4096, 1ll << 30);
+    ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
+    ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
+    if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
+        strcmp(cfg->imm, "msg") != 0) {
+        uccl_error("UCCL_OFI_IMM=%s: expected auto, data or msg", cfg->imm);
+        ok = false;
     }
+    if (!ok)
+        return UCCL_ERR_INVALID_PARAM;
     return UCCL_OK;
 }
 
@@ -142,6 +147,7 @@ static void tp_ofi_close(uccl_tp_t *base)
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
     uccl_ofi_fabric_close(tp);
+    uccl_idmap_fini(&tp->ep_ids);
     free(tp);
 }
 
@@ -160,7 +166,8 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     uccl_list_init(&tp->bounce_free);
     tp->host_id = params->host_id;
     tp->timeout_ms = params->timeout_ms;
-    tp->next_ep_id = (uint32_t)uccl_random_u64() & 0xffffff;
+    tp->ep_id_salt = (uint32_t)uccl_random_u64() | 0x80000000u;
+    uccl_idmap_init(&tp->ep_ids, OFI_EP_ID_BITS, OFI_EP_ID_INDEX_BITS);
     st = uccl_cfg_parse(&uccl_ofi_config_table, &tp->cfg);
     if (st == UCCL_OK)
         st = ofi_check_config(&tp->cfg);

@@ -31,6 +31,7 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_
     u->msg.tag = tag;
     u->msg.len = len;
     u->msg.complete = type == SHM_PKT_EAGER; /* an RTS still needs the sender */
+    u->msg.bytes = data_len;
     u->type = type;
     u->id = id;
     u->iovcnt = iovcnt;

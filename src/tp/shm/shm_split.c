@@ -17,25 +17,25 @@ static uint64_t shm_split_point(const shm_ep_t *ep, uint64_t len)
     return split & ~(uint64_t)63;
 }
 
-/* The wire pieces of local covering [off, off + len). */
-static uint32_t shm_split_wire_iov(const struct iovec *local, int lcnt, uint64_t off, uint64_t len,
-                                   shm_wire_iov_t *out)
+/* The wire pieces of bytes [off, off + len) of a receive's pieces (the iov
+ * cursor), or of a write's or read's target range (req NULL, one piece). */
+static uint32_t shm_split_wire_iov(const uccl_req_t *req, const struct iovec *target, uint64_t off,
+                                   uint64_t len, shm_wire_iov_t *out)
 {
+    uccl_req_cur_t cur;
     uint32_t n = 0;
+    uint8_t *p;
+    size_t got;
 
-    for (int i = 0; i < lcnt && len > 0; i++) {
-        uint64_t piece = local[i].iov_len;
-
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        piece -= off;
-        if (piece > len)
-            piece = len;
-        out[n++] = (shm_wire_iov_t){(uint64_t)(uintptr_t)local[i].iov_base + off, piece};
-        len -= piece;
-        off = 0;
+    if (req == NULL) {
+        if (len > 0)
+            out[n++] = (shm_wire_iov_t){(uint64_t)(uintptr_t)target->iov_base + off, len};
+        return n;
+    }
+    uccl_req_cur_init(&cur, req, off);
+    while (len > 0 && (got = uccl_req_cur_next(&cur, len, &p, NULL)) > 0) {
+        out[n++] = (shm_wire_iov_t){(uint64_t)(uintptr_t)p, got};
+        len -= got;
     }
     return n;
 }
@@ -67,7 +67,7 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
 {
     uint64_t split = shm_split_point(ep, init->len);
     shm_wire_iov_t offer[UCCL_IOV_MAX];
-    uint32_t ocnt = shm_split_wire_iov(local, lcnt, split, init->len - split, offer);
+    uint32_t ocnt = shm_split_wire_iov(init->req, local, split, init->len - split, offer);
     shm_split_t *s = malloc(sizeof(*s));
     uccl_status_t st;
 

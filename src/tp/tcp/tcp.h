@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/tp_api.h"
+#include "util/hmap.h"
 #include "util/idmap.h"
 #include "tcp_wire.h"
 #include "tp/staging.h"
@@ -162,6 +163,8 @@ struct tcp_ep {
     uccl_list_t tx_queue;     /* tcp_op_t by tx_link */
     uccl_list_t rma_wait;     /* tcp_op_t by wait_link */
     uccl_list_t rx_active;    /* tcp_rx_rec_t by link */
+    /* the records of rx_active by the peer's id: [0] messages, [1] writes */
+    uccl_hmap_t rx_ids[2];
     uccl_list_t unexpected;   /* tcp_rx_rec_t by uq_link */
 };
 

@@ -8,8 +8,25 @@
 
 #include "tcp.h"
 
-static void tcp_rec_free(tcp_rx_rec_t *rec)
+/* Ids are the peer's: messages and writes count apart, so each has a map. */
+static uccl_hmap_t *tcp_rec_ids(tcp_ep_t *ep, uint8_t type)
 {
+    return &ep->rx_ids[type == TCP_FRAME_MSG ? 0 : 1];
+}
+
+/* rec has all its bytes (or goes): it leaves rx_active. */
+static void tcp_rec_deactivate(tcp_ep_t *ep, tcp_rx_rec_t *rec)
+{
+    if (!rec->in_active)
+        return;
+    uccl_hmap_del(tcp_rec_ids(ep, rec->type), rec->id);
+    uccl_list_del(&rec->link);
+    rec->in_active = false;
+}
+
+static void tcp_rec_free(tcp_ep_t *ep, tcp_rx_rec_t *rec)
+{
+    tcp_rec_deactivate(ep, rec);
     uccl_list_del(&rec->link);
     uccl_list_del(&rec->uq_link);
     free(rec->bounce);
@@ -18,14 +35,7 @@ static void tcp_rec_free(tcp_rx_rec_t *rec)
 
 static tcp_rx_rec_t *tcp_rec_find(tcp_ep_t *ep, uint8_t type, uint64_t id)
 {
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->rx_active) {
-        tcp_rx_rec_t *rec = uccl_container_of(pos, tcp_rx_rec_t, link);
-        if (rec->type == type && rec->id == id)
-            return rec;
-    }
-    return NULL;
+    return uccl_hmap_get(tcp_rec_ids(ep, type), id);
 }
 
 static tcp_rx_rec_t *tcp_rec_new(tcp_ep_t *ep, const tcp_hdr_t *h)
@@ -38,6 +48,10 @@ static tcp_rx_rec_t *tcp_rec_new(tcp_ep_t *ep, const tcp_hdr_t *h)
     rec->type = h->type;
     rec->id = h->id;
     rec->total = h->total;
+    if (uccl_hmap_put(tcp_rec_ids(ep, rec->type), rec->id, rec) != UCCL_OK) {
+        free(rec);
+        return NULL;
+    }
     rec->in_active = true;
     uccl_list_push_back(&ep->rx_active, &rec->link);
     return rec;
@@ -72,10 +86,7 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
 
     if (!rec->presented || !rec->chunk_seen || rec->received != rec->total)
         return;
-    if (rec->in_active) {
-        uccl_list_del(&rec->link);
-        rec->in_active = false;
-    }
+    tcp_rec_deactivate(ep, rec);
     if (rec->req == NULL) {
         rec->msg.complete = true; /* stays on the unexpected list, whole */
         return;
@@ -87,14 +98,14 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
         if (st != UCCL_OK) {
             uccl_error("tcp: staging a message into GPU memory failed: %s", uccl_strerror(st));
             uccl_req_complete(rec->req, st, 0);
-            tcp_rec_free(rec);
+            tcp_rec_free(ep, rec);
             return;
         }
     } else if (rec->bounce != NULL) {
         uccl_req_iov_copy_in(rec->req, 0, rec->bounce, rec->total);
     }
     tcp_req_done(ep, rec->req, staged, rec->total);
-    tcp_rec_free(rec);
+    tcp_rec_free(ep, rec);
 }
 
 /* The next message in send order goes to the core's matching: into the
@@ -110,7 +121,8 @@ static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
         return;
     }
     if (rec->req == NULL) {
-        rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total};
+        rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total,
+                                .bytes = rec->total}; /* the payload comes in whole */
         uccl_list_push_back(&ep->unexpected, &rec->uq_link);
         uccl_msg_hold(conn, &ep->base, &rec->msg);
     }
@@ -316,12 +328,12 @@ static void tcp_end_write(tcp_ep_t *ep, tcp_rx_rec_t *rec, uint32_t clen)
         rec->status = uccl_stage_defer(tcp_tp_of(ep)->stage, ep, tcp_write_done_deferred, ep, rec->id,
                                        rec->has_notif, rec->notif);
         if (rec->status == UCCL_OK) {
-            tcp_rec_free(rec); /* the reply goes once the copies are done */
+            tcp_rec_free(ep, rec); /* the reply goes once the copies are done */
             return;
         }
     }
     tcp_write_done(ep, rec->id, rec->status, rec->has_notif, rec->notif);
-    tcp_rec_free(rec);
+    tcp_rec_free(ep, rec);
 }
 
 void uccl_tcp_rx_chunk_end(tcp_stream_t *s)
@@ -354,7 +366,9 @@ void uccl_tcp_match_release(tcp_ep_t *ep)
     uccl_list_t *pos, *tmp;
 
     uccl_list_for_each_safe(pos, tmp, &ep->rx_active)
-        tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, link));
+        tcp_rec_free(ep, uccl_container_of(pos, tcp_rx_rec_t, link));
     uccl_list_for_each_safe(pos, tmp, &ep->unexpected)
-        tcp_rec_free(uccl_container_of(pos, tcp_rx_rec_t, uq_link));
+        tcp_rec_free(ep, uccl_container_of(pos, tcp_rx_rec_t, uq_link));
+    uccl_hmap_fini(&ep->rx_ids[0]);
+    uccl_hmap_fini(&ep->rx_ids[1]);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "topo/topo.h"
 #include "uccl_build.h"
@@ -32,6 +33,11 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 "RC ACK timeout exponent: 4.096 us * 2^N (18 = 1.07 s); short ones make slow "
                 "peers (Soft-RoCE, loaded hosts) retry whole reads",
                 ib_timeout, UCCL_CFG_INT),
+    VERBS_FIELD("RETRY_CNT", "7",
+                "RC retransmissions (0..7) of an unacknowledged packet before the QP fails "
+                "(RETRY_EXC: the connection ends PEER_FAILED); a silent peer shows after about "
+                "(RETRY_CNT + 1) ACK timeouts, unless UCCL_TIMEOUT_MS ends the wait first",
+                retry_cnt, UCCL_CFG_INT),
     VERBS_FIELD("IB_GID_INDEX", "-1", "RoCE GID index (-1 = IPv4-mapped RoCE v2, chosen automatically)",
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
@@ -70,15 +76,21 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
     *uc = strcmp(cfg->qp_type, "uc") == 0;
     if (uccl_verbs_gdr_parse_want(cfg->gdr, &gdr) != UCCL_OK)
         return UCCL_ERR_INVALID_PARAM;
-    if (cfg->num_qps < 1 || cfg->num_qps > VERBS_MAX_QPS || cfg->tx_depth < 8 ||
-        cfg->rx_depth < 8 || cfg->chunk < 4096 || cfg->chunk > (1u << 30) ||
-        cfg->eager > (1u << 20) || cfg->ib_timeout < 1 || cfg->ib_timeout > 31 ||
-        cfg->stage_chunk < 4096 || cfg->stage_chunk > (1u << 30) || cfg->stage_depth < 1 ||
-        cfg->stage_depth > 64) {
-        uccl_error("verbs settings out of range: NUM_QPS 1..%d, TX/RX_DEPTH >= 8, CHUNK 4K..1G, "
-                   "EAGER <= 1M, IB_TIMEOUT 1..31, STAGE_CHUNK 4K..1G, STAGE_DEPTH 1..64",
-                   VERBS_MAX_QPS);
-        return UCCL_ERR_INVALID_PARAM;
+    {
+        const uccl_cfg_table_t *t = &uccl_verbs_config_table;
+        bool ok = uccl_cfg_in_range(t, "NUM_QPS", cfg->num_qps, 1, VERBS_MAX_QPS);
+
+        ok &= uccl_cfg_in_range(t, "TX_DEPTH", cfg->tx_depth, 8, 1 << 16);
+        ok &= uccl_cfg_in_range(t, "RX_DEPTH", cfg->rx_depth, 8, 1 << 16);
+        ok &= uccl_cfg_in_range(t, "CHUNK", (long long)cfg->chunk, 4096, 1ll << 30);
+        ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
+        ok &= uccl_cfg_in_range(t, "IB_TIMEOUT", cfg->ib_timeout, 1, 31);
+        ok &= uccl_cfg_in_range(t, "RETRY_CNT", cfg->retry_cnt, 0, 7);
+        ok &= uccl_cfg_in_range(t, "IB_GID_INDEX", cfg->gid_index, -1, 255);
+        ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
+        ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, 64);
+        if (!ok)
+            return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
 }
@@ -399,9 +411,20 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
         return UCCL_ERR_NO_MEMORY;
     memh->mr = ibv_reg_mr(v->pd, addr, len, v->mr_access);
     if (memh->mr == NULL) {
-        uccl_error("%s: ibv_reg_mr(%p, %zu): %s", v->dev_name, addr, len, strerror(errno));
+        int err = errno;
+        struct rlimit rl;
+
         free(memh);
-        return errno == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+        if ((err == ENOMEM || err == EAGAIN || err == EPERM) &&
+            getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+            /* the kernel pins registered pages, up to RLIMIT_MEMLOCK without CAP_IPC_LOCK */
+            uccl_error("%s: ibv_reg_mr(%p, %zu): %s: registered memory is pinned, and "
+                       "RLIMIT_MEMLOCK (ulimit -l) allows %llu KiB in all; raise it or register less",
+                       v->dev_name, addr, len, strerror(err), (unsigned long long)rl.rlim_cur / 1024);
+            return UCCL_ERR_NO_MEMORY;
+        }
+        uccl_error("%s: ibv_reg_mr(%p, %zu): %s", v->dev_name, addr, len, strerror(err));
+        return err == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
     }
     *out = memh;
     return UCCL_OK;

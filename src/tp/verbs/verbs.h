@@ -13,7 +13,7 @@
 
 #define VERBS_MAX_QPS 16
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 2 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*) */
+#define VERBS_WIRE_VERSION 3 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows */
 
 /* The message protocol is src/tp/common/rndv.h: control messages are SENDs
  * on the RC control QP (in order), writes WRITE / WRITE_WITH_IMM chains
@@ -28,6 +28,7 @@ enum {
     VERBS_WR_CTRL_RECV = 2, /* index of a control receive buffer */
     VERBS_WR_DATA = 3,      /* uccl_req_t pointer */
     VERBS_WR_IMM_RECV = 4,  /* index of the data QP; receives only immediates */
+    VERBS_WR_SINK = 5,      /* tp_verbs_slot_t pointer: an RDMA READ into a stage buffer */
 };
 
 /* Indexes into req->tp_data past the protocol's (UCCL_RNDV_RD_*): the data
@@ -48,20 +49,12 @@ typedef struct tp_verbs_config {
     int rx_depth;
     int gid_index;
     int ib_timeout;
+    int retry_cnt; /* RC transport retries before RETRY_EXC (0..7) */
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
     char gdr_sysroot[UCCL_CFG_STRING_MAX]; /* where the peer-memory module check looks */
     size_t stage_chunk; /* staged sources: bytes per registered pinned buffer */
     int stage_depth;    /* chunks a staged source copies ahead */
 } tp_verbs_config_t;
-
-/* A pinned, NIC-registered host buffer, the size of a whole message, that
- * staged GPU data a receive or read lands in goes through. */
-typedef struct tp_verbs_bounce {
-    uccl_list_t link; /* tp->bounce_cache while unused */
-    uint8_t *buf;
-    size_t size;
-    struct ibv_mr *mr;
-} tp_verbs_bounce_t;
 
 typedef struct tp_verbs {
     uccl_tp_t base;
@@ -85,17 +78,15 @@ typedef struct tp_verbs {
      * through host buffers (verbs_stage.c) */
     int gpu_mode; /* verbs_gdr_mode_t */
     uccl_mem_type_t gpu_mem_type;
-    /* STAGING: what sends and writes read goes through the pipelined
-     * staging engine (tp/staging.h; its buffers registered with our PD),
-     * what receives and reads write lands in a bounce first */
+    /* STAGING: GPU data goes through the pipelined staging engine
+     * (tp/staging.h; its buffers registered with our PD): sends and writes
+     * post chunks from the buffers their D2H copies filled, receives and
+     * reads land in buffers that are copied into place chunk by chunk */
     uccl_stage_t *stage;
     int staged_wrs; /* data work requests posted from stage buffers, not completed */
-    uccl_list_t bounce_cache;
-    int nbounce_cached;
-    size_t bounce_cached_bytes;
 } tp_verbs_t;
 
-/* mr NULL: GPU memory without a NIC registration, staged through bounces. */
+/* mr NULL: GPU memory without a NIC registration, staged. */
 struct uccl_tp_memh {
     struct ibv_mr *mr;
 };
@@ -114,14 +105,52 @@ typedef struct tp_verbs_qp {
     int held_head, held_n, held_cap;
 } tp_verbs_qp_t;
 
+/* A staged sink (a receive or a read into GPU memory the NIC cannot
+ * reach): up to VERBS_SINK_SLOTS windows, each a registered stage buffer.
+ * A window is granted to the sender (receive) or read into (read); once it
+ * landed it is copied into place on the stage stream and, after that copy,
+ * used again further on. */
+#define VERBS_SINK_SLOTS UCCL_RNDV_MAX_SLOTS
+struct tp_verbs_ep;
+typedef struct tp_verbs_slot {
+    struct tp_verbs_sink *sink;
+    uccl_stage_buf_t *buf;
+    size_t off, len;
+    int index;
+    bool busy; /* granted or read, or its copy running */
+} tp_verbs_slot_t;
+
+typedef struct tp_verbs_sink {
+    struct tp_verbs_ep *ep;
+    uccl_req_t *req;
+    size_t len, next, copied; /* next: the first byte not granted yet (receive) */
+    int nslots;
+    tp_verbs_slot_t slots[VERBS_SINK_SLOTS];
+} tp_verbs_sink_t;
+
+/* A send on granted windows: the windows not written yet, in order. */
+typedef struct tp_verbs_grant {
+    uint64_t off;
+    uccl_rndv_seg_t seg;
+    int slot;
+} tp_verbs_grant_t;
+
+typedef struct tp_verbs_grants {
+    int head, n;
+    tp_verbs_grant_t g[UCCL_RNDV_MAX_SLOTS];
+} tp_verbs_grants_t;
+
 /* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
- * staging pipeline its local GPU data is read through (sends, writes), or
- * the bounce it lands in (receives, reads), and a rendezvous send's remote
- * pieces from the CTS (nseg 0: the target is req->remote). */
+ * staging pipeline its local GPU data is read through (sends, writes), the
+ * sink it lands in (receives, reads), a send's granted windows, and a
+ * rendezvous send's remote pieces from the CTS (nseg 0: the target is
+ * req->remote or the windows). */
 typedef struct tp_verbs_xfer {
-    struct tp_verbs *tp; /* where the bounce goes back to */
-    tp_verbs_bounce_t *bounce;
+    struct tp_verbs *tp;
+    struct tp_verbs_ep *ep;
     uccl_stage_src_t *src;
+    tp_verbs_sink_t *sink;
+    tp_verbs_grants_t *grants;
     uint64_t nseg;
     uccl_rndv_seg_t segs[]; /* keys are 32-bit rkeys */
 } tp_verbs_xfer_t;
@@ -181,7 +210,11 @@ void uccl_verbs_qp_held_pop(tp_verbs_t *v, tp_verbs_qp_t *q);
 void uccl_verbs_qp_held_fini(tp_verbs_t *v, tp_verbs_qp_t *q);
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
-void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes);
+uccl_status_t uccl_verbs_sink_start(tp_verbs_ep_t *ep, uccl_req_t *req);
+void uccl_verbs_sink_landed(tp_verbs_sink_t *sink, int slot, uccl_status_t st);
+uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, int slot,
+                               uint64_t off, const uccl_rndv_seg_t *seg);
+void uccl_verbs_xfer_release(uccl_req_t *req);
 uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov);
 uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req);

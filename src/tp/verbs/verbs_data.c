@@ -15,11 +15,13 @@
 void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
 {
     uccl_list_del(&req->tp_link);
-    uccl_verbs_xfer_release(req, &status, bytes); /* staged data lands in GPU memory here */
+    uccl_verbs_xfer_release(req);
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
-/* Remote address, key and bytes left in that remote piece at byte off. */
+/* Remote address, key and bytes left in that remote piece at byte off (a
+ * send on granted windows: in the oldest window not written yet; none
+ * left: 0 bytes). */
 static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint32_t *rkey,
                             uint64_t *left)
 {
@@ -28,6 +30,16 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     *addr = 0;
     *rkey = 0;
     *left = 0;
+    if (x != NULL && x->grants != NULL) {
+        const tp_verbs_grant_t *g = &x->grants->g[x->grants->head];
+
+        if (x->grants->n > 0 && off >= g->off && off < g->off + g->seg.len) {
+            *addr = g->seg.addr + (off - g->off);
+            *rkey = (uint32_t)g->seg.key;
+            *left = g->off + g->seg.len - off;
+        }
+        return;
+    }
     if (x == NULL || x->nseg == 0) {
         *addr = req->remote.addr + off;
         *rkey = uccl_get_u32(req->remote.rkey); /* uccl_verbs_check_remote saw 4 bytes */
@@ -98,7 +110,7 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 {
     size_t off = req->tp_data[VERBS_RD_OFF], want = req->len - off, got = 0;
     tp_verbs_xfer_t *x = tp_verbs_xfer(req);
-    bool bounced = x != NULL && x->bounce != NULL, staged = bounced || (x != NULL && x->src != NULL);
+    bool staged = x != NULL && (x->src != NULL || x->sink != NULL);
     uint64_t raddr, rleft;
     uint32_t rkey;
     int n = 0;
@@ -110,18 +122,32 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
         want = ep->tp->cfg.chunk;
     if (want > rleft)
         want = rleft;
-    if (want == 0) /* remote pieces shorter than the message */
-        return UCCL_ERR_TRANSPORT;
+    if (want == 0) /* no window granted yet, or remote pieces shorter than the message */
+        return x != NULL && x->grants != NULL && x->grants->n == 0 ? UCCL_INPROGRESS
+                                                                   : UCCL_ERR_TRANSPORT;
     if (x != NULL && x->src != NULL) {
         uccl_status_t st = verbs_build_staged(ep, x, want, &sge[0], &got, buf);
 
         if (st != UCCL_OK)
             return st;
         n = 1;
-    } else if (bounced) { /* one piece, the bounce */
-        sge[0] = (struct ibv_sge){(uintptr_t)x->bounce->buf + off, (uint32_t)want, x->bounce->mr->lkey};
-        n = 1;
-        got = want;
+    } else if (x != NULL && x->sink != NULL) { /* a read into a free window of its sink */
+        tp_verbs_slot_t *slot = NULL;
+
+        for (int i = 0; i < x->sink->nslots && slot == NULL; i++)
+            if (!x->sink->slots[i].busy)
+                slot = &x->sink->slots[i];
+        if (slot == NULL)
+            return UCCL_INPROGRESS;
+        if (want > uccl_stage_chunk(ep->tp->stage))
+            want = uccl_stage_chunk(ep->tp->stage);
+        *slot = (tp_verbs_slot_t){x->sink, slot->buf, off, want, slot->index, true};
+        sge[0] = (struct ibv_sge){(uintptr_t)uccl_stage_buf_ptr(slot->buf), (uint32_t)want,
+                                  ((struct ibv_mr *)uccl_stage_buf_reg(slot->buf))->lkey};
+        verbs_wr_init(req, wr, sge, 1, raddr, rkey);
+        wr->wr_id = (uintptr_t)slot | VERBS_WR_SINK;
+        *gotp = want;
+        return UCCL_OK;
     }
     if (!staged) { /* the request's own pieces, up to max_sge of them */
         uccl_req_cur_t cur;
@@ -217,6 +243,13 @@ static tp_verbs_qp_t *verbs_next_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
     return bit == VERBS_IMM_CTRL_BIT ? &ep->ctrl : &ep->data[bit];
 }
 
+static bool verbs_req_windowed(const uccl_req_t *req)
+{
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+
+    return x != NULL && x->grants != NULL;
+}
+
 /* Build req's next work request for q into the batch: a data chunk (the last
  * one a WRITE_WITH_IMM when req needs immediates) or an owed immediate.
  * UCCL_OK: built (*buf: the stage buffer it reads, or NULL); UCCL_INPROGRESS:
@@ -245,6 +278,18 @@ static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_ver
         return st;
     }
     req->tp_data[VERBS_RD_OFF] += chunk;
+    if (verbs_req_windowed(req)) { /* the window's last bytes close it */
+        tp_verbs_grants_t *g = tp_verbs_xfer(req)->grants;
+        const tp_verbs_grant_t *w = &g->g[g->head];
+
+        if (req->tp_data[VERBS_RD_OFF] == w->off + w->seg.len) {
+            wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+            wr->imm_data = htonl(uccl_rndv_imm_chunk(req, w->slot));
+            g->head = (g->head + 1) % UCCL_RNDV_MAX_SLOTS;
+            g->n--;
+        }
+        return UCCL_OK;
+    }
     qps |= bit;
     req->tp_data[VERBS_RD_QPS] = qps;
     if (req->tp_data[VERBS_RD_OFF] < req->len || !uccl_rndv_needs_imm(req))
@@ -301,7 +346,9 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
             q->outstanding++;
             uccl_verbs_qp_held_push(ep->tp, q, buf);
             b.qp[b.n++] = q;
-            if (data && q != &ep->ctrl)
+            /* a window stays on its QP: its immediate follows its data there */
+            if (data && q != &ep->ctrl &&
+                (!verbs_req_windowed(req) || b.wr[b.n - 1].opcode == IBV_WR_RDMA_WRITE_WITH_IMM))
                 ep->next_qp = (ep->next_qp + 1) % ep->nq;
         }
         uccl_list_del(&req->tp_link);
@@ -319,9 +366,21 @@ void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_WRS] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
-    if (req->len == 0) {
+    if (req->len == 0 && !uccl_rndv_needs_imm(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
+    }
+    if (req->len == 0) { /* a write_notify of no bytes: one bare immediate carries it */
+        uint64_t bit = 1ull << verbs_qp_bit(ep, verbs_pick_qp(ep, req));
+        int extra;
+
+        if (uccl_rndv_imm_begin(&ep->rndv, req, 1, &extra) != UCCL_OK) {
+            uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
+            uccl_rndv_write_done(&ep->rndv, req);
+            return;
+        }
+        req->tp_data[VERBS_RD_WRS] = (uint64_t)extra; /* a NOTIFY counts as one part */
+        req->tp_data[VERBS_RD_QPS] = bit | bit << 32; /* one lane, owed its immediate */
     }
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
     verbs_post_pending(ep);
@@ -336,12 +395,12 @@ static uccl_status_t verbs_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
         st = uccl_verbs_check_remote(ep, req);
     if (st != UCCL_OK)
         return st;
-    /* local GPU pieces without GPUDirect: a write copies them out now, a
-     * read copies the bounce in when it finishes (uccl_verbs_req_finish) */
+    /* local GPU pieces without GPUDirect: a write reads them through a
+     * source pipeline, a read lands in the windows of a sink */
     if (req->len > 0 && uccl_verbs_req_staged(ep, req)) {
         st = uccl_verbs_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
         if (st != UCCL_OK) {
-            uccl_verbs_xfer_release(req, &st, 0);
+            uccl_verbs_xfer_release(req);
             return st;
         }
     }
@@ -376,7 +435,16 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return UCCL_OK;
     if (wc->status == IBV_WC_WR_FLUSH_ERR) { /* the QP already failed; said once */
         uccl_debug("%s: work request flushed on QP %u", ep->tp->dev_name, wc->qp_num);
-        return uccl_conn_status(conn) != UCCL_OK ? uccl_conn_status(conn) : UCCL_ERR_TRANSPORT;
+        if (uccl_conn_status(conn) != UCCL_OK)
+            return uccl_conn_status(conn);
+        /* our QP went to error without an error of our own: the responder
+         * side of a refused access (RC moves both ends of the QP to error
+         * on a bad rkey, e.g. a peer writing to a region deregistered here) */
+        uccl_error("%s: QP %u went to error with no failed request of ours: a peer's one-sided "
+                   "access into this engine was refused (deregistered region?); an RC "
+                   "connection cannot go on after it, resetting it", ep->tp->dev_name, wc->qp_num);
+        uccl_conn_fail(conn, UCCL_ERR_REMOTE_ACCESS);
+        return UCCL_ERR_REMOTE_ACCESS;
     }
     switch (wc->status) {
     case IBV_WC_REM_ACCESS_ERR: st = UCCL_ERR_REMOTE_ACCESS; break;
@@ -386,8 +454,9 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
     }
     uccl_error("%s: completion error on QP %u (opcode %d): %s (vendor error 0x%x)", ep->tp->dev_name,
                wc->qp_num, (int)wc->opcode, ibv_wc_status_str(wc->status), wc->vendor_err);
-    /* the QP is in error now: its connection cannot go on */
-    uccl_conn_fail(conn, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+    /* the QP is in error now: its connection cannot go on; it reports why
+     * (REMOTE_ACCESS: the peer refused our key, PEER_FAILED: no answer) */
+    uccl_conn_fail(conn, st);
     return st;
 }
 
@@ -411,6 +480,10 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
         return;
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
+    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && tp_verbs_xfer(req) != NULL &&
+        tp_verbs_xfer(req)->sink != NULL &&
+        tp_verbs_xfer(req)->sink->copied < tp_verbs_xfer(req)->sink->len)
+        return; /* a read whose last windows still copy: verbs_sink_copied ends it */
     uccl_list_del(&req->tp_link);
     uccl_rndv_write_done(&ep->rndv, req);
 }
@@ -444,6 +517,19 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         ep->ctrl.outstanding--;
         uccl_rndv_ctrl_sent(&ep->rndv, (int)(wc->wr_id >> 3), st);
         return;
+    case VERBS_WR_SINK: {
+        tp_verbs_slot_t *slot = (tp_verbs_slot_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+        uccl_req_t *req = slot->sink->req;
+
+        q = verbs_find_qp(ep, wc->qp_num);
+        if (q != NULL) {
+            q->outstanding--;
+            uccl_verbs_qp_held_pop(ep->tp, q);
+        }
+        uccl_verbs_sink_landed(slot->sink, slot->index, st); /* its copy starts */
+        uccl_verbs_data_wc(ep, req, st);
+        return;
+    }
     case VERBS_WR_DATA:
         q = verbs_find_qp(ep, wc->qp_num);
         if (q != NULL) {

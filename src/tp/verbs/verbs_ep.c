@@ -283,7 +283,7 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
     attr.qp_state = IBV_QPS_RTS;
     attr.sq_psn = q->psn;
     attr.timeout = (uint8_t)v->cfg.ib_timeout;
-    attr.retry_cnt = 7;
+    attr.retry_cnt = (uint8_t)v->cfg.retry_cnt;
     attr.rnr_retry = 7; /* infinite: a receiver short of buffers slows us, never fails us */
     attr.max_rd_atomic = (uint8_t)v->max_rd_atomic;
     mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
@@ -312,18 +312,6 @@ uccl_status_t uccl_verbs_ep_connect(uccl_tp_ep_t *base, const void *peer_info, s
     return st;
 }
 
-/* Fail every request the endpoint still holds: with its own error when it
- * had one (a remote access error stays a remote access error), else with
- * the connection's error, else as canceled. */
-static void verbs_fail_list(uccl_list_t *list, uccl_status_t reason)
-{
-    while (!uccl_list_empty(list)) {
-        uccl_req_t *req = uccl_list_first(list, uccl_req_t, tp_link);
-        uccl_status_t st = uccl_rndv_req_err(req);
-        uccl_verbs_req_finish(req, st != UCCL_OK ? st : reason, 0);
-    }
-}
-
 void uccl_verbs_ep_destroy(uccl_tp_ep_t *base)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
@@ -332,7 +320,9 @@ void uccl_verbs_ep_destroy(uccl_tp_ep_t *base)
 
     uccl_list_del(&ep->link);
     uccl_rndv_release(&ep->rndv, reason);
-    verbs_fail_list(&ep->data_pending, reason);
-    verbs_fail_list(&ep->inflight, reason);
+    /* every request still held ends with its own error when it had one (a
+     * remote access error stays one), else the connection's, else canceled */
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->data_pending, reason);
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->inflight, reason);
     verbs_ep_free(ep);
 }

@@ -83,10 +83,8 @@ static uccl_status_t verbs_mem_stage(uccl_rndv_t *r, uccl_req_t *req, size_t len
 
 static void verbs_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
 {
-    uccl_status_t ignored = UCCL_ERR_CANCELED; /* nothing is copied back */
-
     (void)r;
-    uccl_verbs_xfer_release(req, &ignored, 0);
+    uccl_verbs_xfer_release(req);
 }
 
 static uccl_status_t verbs_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
@@ -96,18 +94,14 @@ static uccl_status_t verbs_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat,
     return uccl_verbs_iov_copy(req, flat, len, to_iov);
 }
 
-/* The receive's pieces with their rkeys, or the one bounce it is staged
- * through. */
+/* The receive's pieces with their rkeys (a staged receive takes granted
+ * windows instead: verbs_sink_start). */
 static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, uccl_rndv_seg_t *segs)
 {
     tp_verbs_ep_t *ep = verbs_ep_of(r);
-    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
     int nseg = 0;
 
-    if (x != NULL && x->bounce != NULL) {
-        segs[0] = (uccl_rndv_seg_t){(uintptr_t)x->bounce->buf, x->bounce->mr->rkey, len};
-        return 1;
-    }
+    (void)len;
     for (int i = 0; i < req->iovcnt; i++) {
         if (req->iov[i].len == 0)
             continue;
@@ -118,6 +112,30 @@ static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, ucc
         };
     }
     return nseg;
+}
+
+static uccl_status_t verbs_sink_start(uccl_rndv_t *r, uccl_req_t *req, size_t len)
+{
+    (void)len;
+    return uccl_verbs_sink_start(verbs_ep_of(r), req);
+}
+
+static void verbs_sink_landed(uccl_rndv_t *r, uccl_req_t *req, int slot)
+{
+    tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+
+    if (x == NULL || x->sink == NULL) {
+        uccl_error("verbs: window data for a receive that is not staged");
+        uccl_conn_fail(verbs_ep_of(r)->base.conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    uccl_verbs_sink_landed(x->sink, slot, UCCL_OK);
+}
+
+static uccl_status_t verbs_grant(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot,
+                                 uint64_t off, const uccl_rndv_seg_t *seg)
+{
+    return uccl_verbs_grant(verbs_ep_of(r), req, first, slot, off, seg);
 }
 
 static void verbs_finish(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st, size_t bytes)
@@ -138,6 +156,9 @@ const uccl_rndv_ops_t uccl_verbs_rndv_ops = {
     .mem_copy = verbs_mem_copy,
     .mem_segs = verbs_mem_segs,
     .finish = verbs_finish,
+    .sink_start = verbs_sink_start,
+    .sink_landed = verbs_sink_landed,
+    .grant = verbs_grant,
 };
 
 uccl_status_t uccl_verbs_post_send(uccl_tp_ep_t *base, uccl_req_t *req)

@@ -1,13 +1,16 @@
 /* GPU memory on the verbs transport: at open, whether the engine's GPU
  * memory registers with the NIC (GPUDirect RDMA) or is staged; the
- * registration of GPU regions; and staging itself. A staged source (a send
- * or a write out of GPU memory) runs through the pipelined staging engine
- * (tp/staging.h), whose pinned buffers this file registers with the PD: the
- * data path posts each chunk from the buffer its D2H copy filled while the
- * next chunks copy. A staged sink (a receive or a read into GPU memory)
- * lands in one pinned, NIC-registered bounce the size of the message (the
- * rendezvous names one target to the peer; a few bounces are kept for
- * reuse) and is copied into place when it completes. */
+ * registration of GPU regions; and staging itself, all through the
+ * pipelined staging engine (tp/staging.h), whose pinned buffers this file
+ * registers with the PD. A staged source (a send or a write out of GPU
+ * memory): the data path posts each chunk from the buffer its D2H copy
+ * filled while the next chunks copy. A staged sink (a receive or a read
+ * into GPU memory): up to STAGE_DEPTH windows of a stage buffer each; a
+ * receive grants them to the sender (rndv GRANT), a read posts RDMA READs
+ * into them; each window that landed is copied into place on the copy
+ * stream while the next ones arrive, and is used again after its copy.
+ * On the sender, a send on granted windows writes each window on one QP
+ * and closes it with a chunk immediate (verbs_data.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +20,6 @@
 #include "verbs.h"
 #include "verbs_gdr.h"
 
-#define VERBS_BOUNCE_CACHE 32                /* unused bounces kept... */
-#define VERBS_BOUNCE_CACHE_BYTES (256u << 20) /* ...up to these bytes in all */
-#define VERBS_BOUNCE_CACHE_MAX (64u << 20)    /* larger ones are freed at once */
-#define VERBS_BOUNCE_ROUND 65536
 #define VERBS_PROBE_SIZE 65536
 
 /* ------------------------------------------------------------------ open */
@@ -85,19 +84,18 @@ static void verbs_stage_dereg(void *ctx, void *handle)
         uccl_warn("ibv_dereg_mr (staging buffer): %s", strerror(errno));
 }
 
-/* The staging engine for GPU sources, its buffers registered with our PD;
- * without it (no usable GPU runtime) sources are bounced like sinks. */
-static void verbs_stage_open(tp_verbs_t *v, int device)
+/* The staging engine, its buffers registered with our PD. */
+static uccl_status_t verbs_stage_open(tp_verbs_t *v, int device)
 {
     uccl_status_t st = uccl_stage_create(device, v->cfg.stage_chunk, v->cfg.stage_depth, &v->stage);
 
     if (st != UCCL_OK) {
-        uccl_warn("verbs: no pipelined staging on GPU %d (%s); GPU sources are bounced whole",
-                  device, uccl_strerror(st));
+        uccl_error("verbs: cannot stage GPU %d memory (%s)", device, uccl_strerror(st));
         v->stage = NULL;
-        return;
+        return st;
     }
     uccl_stage_set_reg(v->stage, verbs_stage_reg, verbs_stage_dereg, v);
+    return UCCL_OK;
 }
 
 uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *params)
@@ -107,7 +105,6 @@ uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *pa
     uccl_status_t st;
 
     v->gpu_mode = VERBS_GDR_HOST;
-    uccl_list_init(&v->bounce_cache);
     if (params->gpu_index < 0)
         return UCCL_OK;
     st = uccl_verbs_gdr_parse_want(v->cfg.gdr, &want);
@@ -126,29 +123,15 @@ uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *pa
     if (mode == VERBS_GDR_STAGING) {
         uccl_info("verbs: GPU %d memory is staged through pinned host buffers (no GPUDirect RDMA; "
                   "UCCL_VERBS_GDR=%s)", params->gpu_index, v->cfg.gdr);
-        verbs_stage_open(v, params->gpu_index);
+        return verbs_stage_open(v, params->gpu_index);
     }
     return UCCL_OK;
-}
-
-static void verbs_bounce_free(tp_verbs_bounce_t *b)
-{
-    if (b->mr != NULL && ibv_dereg_mr(b->mr) != 0)
-        uccl_warn("ibv_dereg_mr (bounce buffer): %s", strerror(errno));
-    if (b->buf != NULL)
-        uccl_gpu_host_free(b->buf);
-    free(b);
 }
 
 void uccl_verbs_gpu_close(tp_verbs_t *v)
 {
     uccl_stage_destroy(v->stage); /* deregisters its buffers */
     v->stage = NULL;
-    while (!uccl_list_empty(&v->bounce_cache))
-        verbs_bounce_free(uccl_container_of(uccl_list_pop_front(&v->bounce_cache),
-                                            tp_verbs_bounce_t, link));
-    v->nbounce_cached = 0;
-    v->bounce_cached_bytes = 0;
 }
 
 /* ------------------------------------------------------------------ stage buffers in flight */
@@ -256,52 +239,7 @@ uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t 
     return UCCL_ERR_UNSUPPORTED;
 }
 
-/* ------------------------------------------------------------------ bounces */
-
-static tp_verbs_bounce_t *verbs_bounce_get(tp_verbs_t *v, size_t len)
-{
-    tp_verbs_bounce_t *b;
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &v->bounce_cache) {
-        b = uccl_container_of(pos, tp_verbs_bounce_t, link);
-        if (b->size >= len) {
-            uccl_list_del(&b->link);
-            v->nbounce_cached--;
-            v->bounce_cached_bytes -= b->size;
-            return b;
-        }
-    }
-    b = calloc(1, sizeof(*b));
-    if (b == NULL)
-        return NULL;
-    b->size = (len + VERBS_BOUNCE_ROUND - 1) / VERBS_BOUNCE_ROUND * VERBS_BOUNCE_ROUND;
-    if (uccl_gpu_host_alloc((void **)&b->buf, b->size) != UCCL_OK) {
-        b->buf = NULL;
-        verbs_bounce_free(b);
-        return NULL;
-    }
-    b->mr = ibv_reg_mr(v->pd, b->buf, b->size, v->mr_access);
-    if (b->mr == NULL) {
-        uccl_error("%s: ibv_reg_mr of a %zu-byte bounce buffer: %s", v->dev_name, b->size,
-                   strerror(errno));
-        verbs_bounce_free(b);
-        return NULL;
-    }
-    return b;
-}
-
-static void verbs_bounce_put(tp_verbs_t *v, tp_verbs_bounce_t *b)
-{
-    if (v->nbounce_cached >= VERBS_BOUNCE_CACHE || b->size > VERBS_BOUNCE_CACHE_MAX ||
-        v->bounce_cached_bytes + b->size > VERBS_BOUNCE_CACHE_BYTES) {
-        verbs_bounce_free(b);
-        return;
-    }
-    uccl_list_push_front(&v->bounce_cache, &b->link);
-    v->nbounce_cached++;
-    v->bounce_cached_bytes += b->size;
-}
+/* ------------------------------------------------------------------ staged requests */
 
 /* Copy between req's local pieces and flat[0, len): GPU pieces through the
  * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
@@ -332,36 +270,81 @@ uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool 
     return UCCL_OK;
 }
 
-static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_t *v, uccl_req_t *req)
+static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
     if (req->tp_ptr == NULL) {
         req->tp_ptr = calloc(1, sizeof(tp_verbs_xfer_t));
-        if (req->tp_ptr != NULL)
-            tp_verbs_xfer(req)->tp = v;
+        if (req->tp_ptr != NULL) {
+            tp_verbs_xfer(req)->tp = ep->tp;
+            tp_verbs_xfer(req)->ep = ep;
+        }
     }
     return req->tp_ptr;
 }
 
-/* Staged req reads len bytes of its pieces (gather: a send or a write),
- * through the staging pipeline, or writes them (a receive or a read),
- * through a bounce. */
+/* A sink of len bytes for req: its windows' stage buffers. */
+static uccl_status_t verbs_sink_new(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len,
+                                    tp_verbs_sink_t **out)
+{
+    size_t chunk = uccl_stage_chunk(ep->tp->stage);
+    size_t want = (len + chunk - 1) / chunk;
+    tp_verbs_sink_t *sink = calloc(1, sizeof(*sink));
+
+    if (sink == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (want > (size_t)ep->tp->cfg.stage_depth)
+        want = (size_t)ep->tp->cfg.stage_depth;
+    if (want > VERBS_SINK_SLOTS)
+        want = VERBS_SINK_SLOTS;
+    sink->ep = ep;
+    sink->req = req;
+    sink->len = len;
+    for (int i = 0; i < (int)want; i++) {
+        tp_verbs_slot_t *s = &sink->slots[i];
+
+        s->sink = sink;
+        s->index = i;
+        s->buf = uccl_stage_buf_take(ep->tp->stage, req);
+        if (s->buf == NULL)
+            break;
+        sink->nslots++;
+    }
+    if (sink->nslots == 0) {
+        free(sink);
+        return UCCL_ERR_NO_MEMORY;
+    }
+    *out = sink;
+    return UCCL_OK;
+}
+
+/* Copies still queued on the stream are waited for before the buffers go
+ * back (the pool reuses a buffer only after its last copy anyway). */
+static void verbs_sink_free(tp_verbs_sink_t *sink)
+{
+    uccl_stage_t *stage = sink->ep->tp->stage;
+
+    uccl_stage_cancel(stage, sink);
+    for (int i = 0; i < sink->nslots; i++)
+        uccl_stage_buf_put(stage, sink->slots[i].buf);
+    free(sink);
+}
+
+/* Staged req reads len bytes of its pieces (gather: a send or a write)
+ * through a source pipeline, or writes them (a receive or a read) through a
+ * sink. */
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
 {
-    tp_verbs_xfer_t *x = verbs_xfer_get(ep->tp, req);
+    tp_verbs_xfer_t *x = verbs_xfer_get(ep, req);
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    if (gather && ep->tp->stage != NULL) {
+    if (gather) {
         if (x->src == NULL && (x->src = malloc(sizeof(*x->src))) == NULL)
             return UCCL_ERR_NO_MEMORY;
         uccl_stage_src_init(x->src, ep->tp->stage, req, NULL, len);
         return UCCL_OK;
     }
-    if (x->bounce == NULL)
-        x->bounce = verbs_bounce_get(ep->tp, len);
-    if (x->bounce == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    return gather ? uccl_verbs_iov_copy(req, x->bounce->buf, len, false) : UCCL_OK;
+    return x->sink != NULL ? UCCL_OK : verbs_sink_new(ep, req, len, &x->sink);
 }
 
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
@@ -371,9 +354,7 @@ uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
     if (old != NULL) {
-        x->tp = old->tp;
-        x->bounce = old->bounce;
-        x->src = old->src;
+        *x = *old;
         free(old);
     }
     x->nseg = nseg;
@@ -381,9 +362,131 @@ uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
     return UCCL_OK;
 }
 
-/* Finishing req: data staged for a receive or a read goes to its pieces
- * (a failed copy becomes the request's status), the bounce goes back. */
-void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t bytes)
+/* Grant window s of a receive at the next bytes of the message. */
+static uccl_status_t verbs_sink_grant(tp_verbs_sink_t *sink, tp_verbs_slot_t *s)
+{
+    size_t chunk = uccl_stage_chunk(sink->ep->tp->stage);
+    uccl_rndv_seg_t seg;
+
+    s->off = sink->next;
+    s->len = sink->len - s->off < chunk ? sink->len - s->off : chunk;
+    s->busy = true;
+    sink->next += s->len;
+    seg = (uccl_rndv_seg_t){(uintptr_t)uccl_stage_buf_ptr(s->buf),
+                            ((struct ibv_mr *)uccl_stage_buf_reg(s->buf))->rkey, s->len};
+    return uccl_rndv_grant(&sink->ep->rndv, sink->req, s->index, s->off, &seg);
+}
+
+uccl_status_t uccl_verbs_sink_start(tp_verbs_ep_t *ep, uccl_req_t *req)
+{
+    tp_verbs_sink_t *sink = tp_verbs_xfer(req)->sink;
+    uccl_status_t st = UCCL_OK;
+
+    (void)ep;
+    for (int i = 0; i < sink->nslots && sink->next < sink->len && st == UCCL_OK; i++)
+        st = verbs_sink_grant(sink, &sink->slots[i]);
+    return st;
+}
+
+/* A receive's sink failed: the peer may still write into its windows, so
+ * the connection goes too. */
+static void verbs_sink_fail(tp_verbs_sink_t *sink, uccl_status_t st)
+{
+    uccl_req_t *req = sink->req;
+
+    if (req->op == UCCL_OP_RECV) {
+        uccl_conn_fail(sink->ep->base.conn, UCCL_ERR_TRANSPORT);
+        uccl_rndv_sink_done(&sink->ep->rndv, req, st);
+        return;
+    }
+    uccl_rndv_req_error(req, st);
+    if (req->tp_data[VERBS_RD_WRS] == 0) {
+        uccl_list_del(&req->tp_link);
+        uccl_rndv_write_done(&sink->ep->rndv, req);
+    }
+}
+
+/* The copy of a window is done: the sink is complete, or the window is
+ * granted again (a receive; a read posts it from its data path). */
+static void verbs_sink_copied(void *arg, uccl_status_t copy_status, uint64_t a, uint64_t b,
+                              uint64_t c)
+{
+    tp_verbs_slot_t *s = arg;
+    tp_verbs_sink_t *sink = s->sink;
+    uccl_req_t *req = sink->req;
+    uccl_status_t st;
+
+    (void)a, (void)b, (void)c;
+    s->busy = false;
+    if (copy_status != UCCL_OK) {
+        verbs_sink_fail(sink, copy_status);
+        return;
+    }
+    sink->copied += s->len;
+    if (req->op == UCCL_OP_RECV) {
+        if (sink->copied == sink->len)
+            uccl_rndv_sink_done(&sink->ep->rndv, req, UCCL_OK);
+        else if (sink->next < sink->len && (st = verbs_sink_grant(sink, s)) != UCCL_OK)
+            verbs_sink_fail(sink, st);
+        return;
+    }
+    if (sink->copied == sink->len && req->tp_data[VERBS_RD_WRS] == 0) { /* a read, all landed */
+        uccl_list_del(&req->tp_link);
+        uccl_rndv_write_done(&sink->ep->rndv, req);
+    }
+}
+
+/* Window `slot` of sink landed (st: how its read completed): copy it into
+ * place; the window is used again once that copy is done. */
+void uccl_verbs_sink_landed(tp_verbs_sink_t *sink, int slot, uccl_status_t st)
+{
+    uccl_stage_t *stage = sink->ep->tp->stage;
+    tp_verbs_slot_t *s;
+
+    if (slot < 0 || slot >= sink->nslots || !sink->slots[slot].busy) {
+        uccl_error("verbs: data for window %d of a staged receive that has none out", slot);
+        uccl_conn_fail(sink->ep->base.conn, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    s = &sink->slots[slot];
+    if (st == UCCL_OK)
+        st = uccl_stage_buf_copy_in(stage, s->buf, sink->req, s->off, s->len);
+    if (st == UCCL_OK)
+        st = uccl_stage_defer(stage, sink, verbs_sink_copied, s, 0, 0, 0);
+    if (st != UCCL_OK) {
+        s->busy = false;
+        if (sink->req->op == UCCL_OP_RECV)
+            verbs_sink_fail(sink, st);
+        else
+            uccl_rndv_req_error(sink->req, st); /* the read's completion ends it */
+    }
+}
+
+/* Sender: window `slot` at byte off of the receiver's message, granted. */
+uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, int slot,
+                               uint64_t off, const uccl_rndv_seg_t *seg)
+{
+    tp_verbs_xfer_t *x = first ? verbs_xfer_get(ep, req) : tp_verbs_xfer(req);
+    tp_verbs_grants_t *g;
+
+    if (x == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (x->grants == NULL && (x->grants = calloc(1, sizeof(*x->grants))) == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    x->ep = ep;
+    g = x->grants;
+    if (g->n == UCCL_RNDV_MAX_SLOTS || seg->len == 0 || off + seg->len > req->len)
+        return UCCL_ERR_TRANSPORT;
+    g->g[(g->head + g->n) % UCCL_RNDV_MAX_SLOTS] = (tp_verbs_grant_t){off, *seg, slot};
+    g->n++;
+    if (first)
+        uccl_verbs_data_start(ep, req);
+    return UCCL_OK;
+}
+
+/* Finishing req: what staged it goes back (a sink's copies are waited
+ * for), a send on granted windows drops its id. */
+void uccl_verbs_xfer_release(uccl_req_t *req)
 {
     tp_verbs_xfer_t *x = req->tp_ptr;
 
@@ -393,10 +496,11 @@ void uccl_verbs_xfer_release(uccl_req_t *req, uccl_status_t *status, size_t byte
         uccl_stage_src_fini(x->src);
         free(x->src);
     }
-    if (x->bounce != NULL) {
-        if (*status == UCCL_OK && (req->op == UCCL_OP_RECV || req->op == UCCL_OP_READ))
-            *status = uccl_verbs_iov_copy(req, x->bounce->buf, bytes, true);
-        verbs_bounce_put(x->tp, x->bounce);
+    if (x->sink != NULL)
+        verbs_sink_free(x->sink);
+    if (x->grants != NULL) {
+        uccl_rndv_forget(&x->ep->rndv, req);
+        free(x->grants);
     }
     free(x);
     req->tp_ptr = NULL;

@@ -1,0 +1,189 @@
+/* b_copy_cost: what the CPU pays to move small GPU buffers, the costs that
+ * bound gpu_ipc below a few MiB (run by tests/gpu/run-device.sh, not by
+ * make check). A forked child owns the destination buffer and exports it
+ * over IPC, as the peer process of a gpu_ipc connection does; the parent
+ * copies into that mapping, or into a local buffer, and times:
+ *   each:   16 uccl_gpu_memcpy_async calls, then one stream sync
+ *   batch:  one uccl_gpu_memcpy_batch_async of the same 16 copies
+ *   record / query: cudaEventRecord on an idle stream; cudaEventQuery of a
+ *           done event
+ *   w1 sync / w1 event: one copy, then a stream sync / an event record and
+ *           query polling (the latency of one transfer)
+ * Every figure is the median of 7 runs, in microseconds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpu/gpu.h"
+
+#define BUF (64u << 20)
+#define WIN 16
+#define RUNS 7
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double med(double *t)
+{
+    qsort(t, RUNS, sizeof(*t), cmp);
+    return t[RUNS / 2];
+}
+
+static int child(int wfd, int rfd)
+{
+    uccl_gpu_ipc_handle_t h;
+    void *p = NULL;
+    char c;
+    int ok = uccl_gpu_set_device(0) == UCCL_OK && uccl_gpu_malloc(&p, BUF) == UCCL_OK &&
+             uccl_gpu_ipc_get(p, &h) == UCCL_OK;
+
+    if (!ok)
+        memset(&h, 0, sizeof(h));
+    if (write(wfd, &h, sizeof(h)) != (ssize_t)sizeof(h) || read(rfd, &c, 1) < 0)
+        ok = 0;
+    if (p != NULL)
+        uccl_gpu_free(p);
+    return ok ? 0 : 1;
+}
+
+/* 16 copies of len into dst (one each, or one batch); us per copy: the
+ * issue alone, and the issue plus the stream sync. */
+static void window(char *dst, char *src, size_t len, int batch, uccl_gpu_stream_t s, double *issue,
+                   double *total)
+{
+    void *d[WIN];
+    const void *sr[WIN];
+    size_t l[WIN];
+    double ti[RUNS], tt[RUNS];
+
+    for (int k = 0; k < WIN; k++) {
+        d[k] = dst + (size_t)k * len % (BUF - len + 1);
+        sr[k] = src + (size_t)k * len % (BUF - len + 1);
+        l[k] = len;
+    }
+    for (int r = -1; r < RUNS; r++) {
+        double t0 = now_us(), t1;
+        if (batch) {
+            uccl_gpu_memcpy_batch_async(d, sr, l, WIN, s);
+        } else {
+            for (int k = 0; k < WIN; k++)
+                uccl_gpu_memcpy_async(d[k], sr[k], len, s);
+        }
+        t1 = now_us();
+        uccl_gpu_stream_sync(s);
+        if (r >= 0) {
+            ti[r] = (t1 - t0) / WIN;
+            tt[r] = (now_us() - t0) / WIN;
+        }
+    }
+    *issue = med(ti);
+    *total = med(tt);
+}
+
+static void latency(char *dst, char *src, size_t len, uccl_gpu_stream_t s, uccl_gpu_event_t ev)
+{
+    double a[RUNS], b[RUNS];
+
+    for (int r = -1; r < RUNS; r++) {
+        double t0 = now_us();
+        for (int i = 0; i < 50; i++) {
+            uccl_gpu_memcpy_async(dst, src, len, s);
+            uccl_gpu_stream_sync(s);
+        }
+        double t1 = now_us();
+        for (int i = 0; i < 50; i++) {
+            uccl_gpu_memcpy_async(dst, src, len, s);
+            uccl_gpu_event_record(ev, s);
+            while (uccl_gpu_event_query(ev) == UCCL_INPROGRESS)
+                ;
+        }
+        if (r >= 0) {
+            a[r] = (t1 - t0) / 50;
+            b[r] = (now_us() - t1) / 50;
+        }
+    }
+    printf("w1 %8zu B: copy+stream sync %6.2f us, copy+event record+query poll %6.2f us\n", len, med(a),
+           med(b));
+}
+
+int main(void)
+{
+    int up[2], down[2], status = 0;
+    uccl_gpu_ipc_handle_t h;
+    uccl_gpu_stream_t s;
+    uccl_gpu_event_t ev;
+    char *src, *local, *peer;
+    static const size_t sizes[] = {4096, 65536, 1u << 20, 2u << 20, 4u << 20, 8u << 20};
+    pid_t pid;
+
+    if (pipe(up) != 0 || pipe(down) != 0)
+        return 1;
+    pid = fork();
+    if (pid == 0) { /* before any CUDA call in this process */
+        close(up[0]);
+        close(down[1]);
+        _exit(child(up[1], down[0]));
+    }
+    close(up[1]);
+    close(down[0]);
+    if (read(up[0], &h, sizeof(h)) != (ssize_t)sizeof(h)) {
+        printf("SKIP: the child could not export a GPU buffer\n");
+        return 77;
+    }
+    if (uccl_gpu_set_device(0) != UCCL_OK || uccl_gpu_malloc((void **)&src, BUF) != UCCL_OK ||
+        uccl_gpu_malloc((void **)&local, BUF) != UCCL_OK || uccl_gpu_ipc_open(&h, (void **)&peer) != UCCL_OK ||
+        uccl_gpu_stream_create(&s) != UCCL_OK || uccl_gpu_event_create(&ev, 0) != UCCL_OK) {
+        printf("SKIP: no GPU\n");
+        return 77;
+    }
+    printf("# us per copy, window of %d, median of %d runs; dst in a peer process's buffer (IPC) or local\n",
+           WIN, RUNS);
+    printf("%10s %-5s %10s %10s %10s %10s\n", "size", "dst", "each iss", "each tot", "batch iss", "batch tot");
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        for (int ipc = 1; ipc >= 0; ipc--) {
+            double ei, et, bi, bt;
+            char *dst = ipc ? peer : local;
+            window(dst, src, sizes[i], 0, s, &ei, &et);
+            window(dst, src, sizes[i], 1, s, &bi, &bt);
+            printf("%10zu %-5s %10.2f %10.2f %10.2f %10.2f\n", sizes[i], ipc ? "ipc" : "local", ei, et, bi, bt);
+        }
+    }
+    {
+        double rec[RUNS], q[RUNS];
+        uccl_gpu_stream_sync(s);
+        for (int r = 0; r < RUNS; r++) {
+            double t0 = now_us();
+            for (int i = 0; i < 100; i++)
+                uccl_gpu_event_record(ev, s);
+            double t1 = now_us();
+            uccl_gpu_stream_sync(s);
+            double t2 = now_us();
+            for (int i = 0; i < 100; i++)
+                uccl_gpu_event_query(ev);
+            rec[r] = (t1 - t0) / 100;
+            q[r] = (now_us() - t2) / 100;
+        }
+        printf("event record (idle stream) %.2f us, event query (done) %.2f us\n", med(rec), med(q));
+    }
+    latency(peer, src, 4096, s, ev);
+    latency(peer, src, 1u << 20, s, ev);
+    if (write(down[1], "x", 1) != 1)
+        status = 1;
+    waitpid(pid, &status, 0);
+    uccl_gpu_ipc_close(peer);
+    return 0;
+}
