@@ -2,7 +2,9 @@
  * same provider, same job, same pattern (a window of transfers, then wait
  * for all), and the UCCL CXI seed's pattern: 1,179,648 bytes written as
  * 1, 8, 32, 128 and 512 remote pieces, against the same bytes in one piece.
- *   mpirun -np 2 perf_ofi [--provider P] [--window W]
+ * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
+ * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,local]
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -78,6 +80,11 @@ static void raw_open(raw_t *r, const char *prov)
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
                                   FI_MR_PROV_KEY | FI_MR_ENDPOINT;
     hints->fabric_attr->prov_name = strdup(prov);
+    if (getenv("PERF_OFI_RAW_ORDER") != NULL) { /* experiment: ask for what uccl asks */
+        hints->domain_attr->threading = FI_THREAD_DOMAIN;
+        hints->tx_attr->msg_order = hints->rx_attr->msg_order =
+            FI_ORDER_SAS | (strcmp(getenv("PERF_OFI_RAW_ORDER"), "sas") == 0 ? 0 : FI_ORDER_WAW);
+    }
     CHECK(r, "fi_getinfo", fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &r->info));
     fi_freeinfo(hints);
     CHECK(r, "fi_fabric", fi_fabric(r->info->fabric_attr, &r->fabric, NULL));
@@ -231,6 +238,53 @@ static double raw_seed(raw_t *r, int n, int iters)
     return now_s() - t0;
 }
 
+/* The seed's bytes from n scattered local pieces into one remote range,
+ * raw: fi_writemsg of up to iov_limit local pieces each. */
+static double raw_seed_local(raw_t *r, int n, int iters)
+{
+    static struct fi_context2 ctx[512];
+    size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->iov_limit;
+    struct iovec iov[64];
+    void *desc[64];
+    double t0;
+
+    if (lim > 64)
+        lim = 64;
+    for (int i = 0; i < n; i++) {
+        iov[i] = (struct iovec){r->buf + (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
+        desc[i] = r->desc;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters && r->rank == 0; it++) {
+        int ops = 0;
+
+        for (int i = 0; i < n; i += (int)lim, ops++) {
+            size_t cnt = (size_t)(n - i) < lim ? (size_t)(n - i) : lim;
+            struct fi_rma_iov rma = {r->peer_addr + (size_t)i * piece, cnt * piece, r->peer_key};
+            struct fi_msg_rma msg = {.msg_iov = &iov[i], .desc = &desc[i], .iov_count = cnt,
+                                     .addr = r->peer, .rma_iov = &rma, .rma_iov_count = 1,
+                                     .context = &ctx[ops]};
+            ssize_t rc;
+
+            while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
+                   -FI_EAGAIN)
+                fi_cq_read(r->cq, NULL, 0);
+            if (rc != 0)
+                die(r->rank, "fi_writemsg", rc);
+        }
+        raw_wait(r, ops);
+    }
+    if (r->rank == 0) {
+        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
+        raw_wait(r, 1);
+    } else {
+        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
+        raw_wait(r, 1);
+    }
+    return now_s() - t0;
+}
+
 /* ------------------------------------------------------------------ uccl */
 
 typedef struct ucc {
@@ -322,11 +376,34 @@ static double ucc_seed(ucc_t *u, int n, int iters)
     return now_s() - t0;
 }
 
+/* The same through uccl_writemsg: n local pieces, one remote piece. */
+static double ucc_seed_local(ucc_t *u, int n, int iters)
+{
+    static uccl_iov_t iov[UCCL_IOV_MAX];
+    size_t piece = SEED_BYTES / (size_t)n;
+    uccl_riov_t riov = {&u->peer, 0, piece * (size_t)n};
+    uccl_rma_msg_t msg = {.iov = iov, .iovcnt = n, .riov = &riov, .riovcnt = 1};
+    uccl_req_t *req;
+    double t0;
+
+    for (int i = 0; i < n; i++)
+        iov[i] = (uccl_iov_t){u->mr, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters && u->rank == 0; it++) {
+        ucheck(0, "writemsg", uccl_writemsg(u->conn, &msg, &req));
+        ucheck(0, "writemsg", uccl_wait(req, -1));
+        uccl_req_free(req);
+    }
+    ucc_fin(u);
+    return now_s() - t0;
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,local";
     int window = 16, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -337,11 +414,14 @@ int main(int argc, char **argv)
             prov = argv[i + 1];
         else if (strcmp(argv[i], "--window") == 0)
             window = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--ops") == 0)
+            ops = argv[i + 1];
     }
     if (window < 1 || window > MAX_WINDOW)
         window = 16;
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_TRANSPORTS", "ofi", 1);
+    setenv("UCCL_TIMEOUT_MS", "600000", 0); /* a loaded host: the peer waits long in fin */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -369,6 +449,8 @@ int main(int argc, char **argv)
                "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, "op", "size",
                "raw", "uccl", "ratio");
     for (int op = 0; op < 3; op++) {
+        if (strstr(ops, op_names[op]) == NULL)
+            continue;
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             size_t len = sizes[s];
             int iters = (int)((64u << 20) / (len * (size_t)window));
@@ -387,6 +469,8 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (strstr(ops, "seed") == NULL)
+        goto local;
     if (rank == 0)
         printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
                "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
@@ -410,6 +494,35 @@ int main(int argc, char **argv)
             }
         }
     }
+local:
+    if (strstr(ops, "local") == NULL)
+        goto out;
+    if (rank == 0)
+        printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
+               "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local pieces)\n"
+               "%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX, "lpieces",
+               "raw", "uccl", "ratio", "uccl/1pc");
+    {
+        static const int lpieces[] = {1, 8, 32, 64};
+        double u1 = 0;
+        for (size_t k = 0; k < sizeof(lpieces) / sizeof(lpieces[0]); k++) {
+            int iters = 50;
+            double tr, tu;
+
+            raw_seed_local(&r, lpieces[k], 2);
+            ucc_seed_local(&u, lpieces[k], 2);
+            tr = raw_seed_local(&r, lpieces[k], iters);
+            tu = ucc_seed_local(&u, lpieces[k], iters);
+            if (k == 0)
+                u1 = tu;
+            if (rank == 0) {
+                double bytes = (double)SEED_BYTES * iters;
+                printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", lpieces[k], bytes / tr / 1e9,
+                       bytes / tu / 1e9, tr / tu, u1 / tu);
+            }
+        }
+    }
+out:
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);
     raw_close(&r);

@@ -41,9 +41,15 @@ static const tc_transport_t tc_transports[] = {
     /* immediates as messages after the write, as with 4 bytes of CQ data (efa, verbs;ofi_rxm) */
     {"ofi_tcp_immmsg", "ofi", "UCCL_OFI_PROVIDER=tcp;ofi_rxm UCCL_OFI_IMM=msg", {NULL, NULL},
      (4u << 20) + 3},
+    /* shm does not order writes: the immediate message waits for the writes it closes */
+    {"ofi_shm_immmsg", "ofi", "UCCL_OFI_PROVIDER=shm UCCL_OFI_IMM=msg", {NULL, NULL},
+     (4u << 20) + 3},
     /* Soft-RoCE VM only (tests/vm/run.sh). There today (libfabric 1.17, rxe) it skips:
-     * fi_enable fails, rxm cannot open its verbs CQ ("Unable to create verbs CQ"), likely
-     * the size rxm derives from FI_UNIVERSE_SIZE exceeding rxe's limit (not confirmed) */
+     * fi_enable fails, rxm cannot open its verbs CQ ("vrb_cq_open(): Unable to create verbs
+     * CQ", "rxm_ep_msg_cq_open(): unable to open MSG CQ"). The CQ size rxm derives from
+     * FI_UNIVERSE_SIZE (default 256) is the cause: with FI_UNIVERSE_SIZE=16 the transport
+     * opens, but the suite did not finish within 120 s in the emulated VM (slow or stuck:
+     * not known; tests/perf/results/ofi/s6-vm-verbs-ofi_rxm.log) */
     {"ofi_verbs", "ofi", "UCCL_OFI_PROVIDER=verbs;ofi_rxm", {NULL, NULL}, (4u << 20) + 3},
 };
 #define TC_NTRANSPORTS (sizeof(tc_transports) / sizeof(tc_transports[0]))
@@ -461,7 +467,7 @@ static void test_remote_access_refused(void)
                   "REMOTE_ACCESS; test_tp_verbs checks that, and that other and new connections "
                   "work): reads, notify and reuse after a refusal not checked");
     }
-    if (strcmp(tc->suite, "ofi_shm") == 0)
+    if (strncmp(tc->suite, "ofi_shm", 7) == 0)
         UNIT_SKIP("ofi over libfabric's shm provider: a write to a deregistered region never "
                   "completes (the provider reports no error; known limitation, not tried)");
     if (strncmp(tc->suite, "ofi_tcp", 7) == 0) {

@@ -8,10 +8,13 @@
  * engines share one pair of fabric endpoints; the tag tells them apart, user
  * matching stays in the core). Writes closed by an immediate carry it as
  * remote CQ data: receiving connection id << 32 | uccl_rndv_imm(). The
- * provider must keep writes and sends in order (FI_ORDER_WAW, FI_ORDER_SAS),
- * so the immediate on a request's last write closes the whole request.
- * Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa) get the immediate
- * as a tagged message of no bytes after the last write (FI_ORDER_SAW). */
+ * provider must keep sends in order (FI_ORDER_SAS). Where it also keeps
+ * writes in order (FI_ORDER_WAW) the immediate on a request's last write
+ * closes the whole request at once; elsewhere (shm) every write asks for
+ * delivery completion and the closing one waits until the request's earlier
+ * writes completed. Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa)
+ * get the immediate as a tagged message of no bytes after the last write
+ * (ordered by FI_ORDER_SAW, or by the same wait). */
 #ifndef UCCL_TP_OFI_H
 #define UCCL_TP_OFI_H
 
@@ -45,6 +48,7 @@ typedef struct tp_ofi_config {
     int rx_depth;
     int max_iov;
     char imm[UCCL_CFG_STRING_MAX];
+    char pack_below[UCCL_CFG_STRING_MAX];
 } tp_ofi_config_t;
 
 /* Provider quirks, one table (ofi_fabric.c): how a provider ranks when none
@@ -57,7 +61,12 @@ typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
     int rank;           /* higher is preferred when UCCL_OFI_PROVIDER is unset */
     unsigned flags;
+    size_t pack_below;  /* local pieces averaging less are packed (ofi_pack.c); 0 = never */
 } ofi_quirk_t;
+
+#define OFI_BOUNCE_SIZE (256u << 10) /* one packed operation at most */
+#define OFI_BOUNCE_MAX 32            /* bounce buffers per engine */
+typedef struct ofi_bounce ofi_bounce_t;
 
 /* An address-vector entry shared by the connections to one peer endpoint. */
 typedef struct ofi_peer {
@@ -87,6 +96,10 @@ typedef struct tp_ofi {
     uint64_t mr_mode;
     size_t iov_limit, rma_iov_limit, max_msg, key_size;
     bool imm_msg; /* immediates as messages (less than 8 bytes of CQ data, or UCCL_OFI_IMM=msg) */
+    bool rma_ordered; /* FI_ORDER_WAW (and SAW for imm_msg): else a closing write waits (fence) */
+    size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
+    uccl_list_t bounce_free;
+    int nbounce;
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
      * and immediates with (O(1), generation-checked: a gone endpoint's id
@@ -119,6 +132,9 @@ typedef struct ofi_op {
     int index;                /* control slot / buffer index */
     struct tp_ofi_ep *ep;
     uccl_req_t *req;          /* OFI_OP_DATA; NULL once the endpoint forgot it */
+    ofi_bounce_t *bounce;     /* a packed operation's buffer */
+    size_t off, len;          /* ...and the bytes of req it carries */
+    bool read;
     uccl_list_t link;         /* ep->data_ops while posted */
 } ofi_op_t;
 
@@ -127,6 +143,7 @@ enum {
     OFI_RD_OFF = UCCL_RNDV_RD_TP, /* bytes posted */
     OFI_RD_OPS,                   /* operations posted, not completed */
     OFI_RD_IMM,                   /* 1 = the closing immediate is begun (NOTIFY sent), 2 = posted */
+    OFI_RD_DOPS,                  /* RMA operations posted, not completed (no NOTIFY) */
 };
 
 /* A rendezvous send's remote pieces from the CTS (req->tp_ptr). */
@@ -208,6 +225,15 @@ uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_ofi_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 void uccl_ofi_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 uccl_status_t uccl_ofi_check_local(const tp_ofi_ep_t *ep, const uccl_req_t *req);
+
+/* ---- ofi_pack.c: many small local pieces through registered bounces */
+uccl_status_t uccl_ofi_pack_setup(tp_ofi_t *tp);
+void uccl_ofi_pack_close(tp_ofi_t *tp);
+bool uccl_ofi_pack_wanted(const tp_ofi_t *tp, const uccl_req_t *req, size_t off, size_t want);
+ofi_bounce_t *uccl_ofi_bounce_get(tp_ofi_t *tp);
+void uccl_ofi_bounce_put(tp_ofi_t *tp, ofi_bounce_t *b);
+uint8_t *uccl_ofi_bounce_ptr(const ofi_bounce_t *b);
+void *uccl_ofi_bounce_desc(const ofi_bounce_t *b);
 
 /* ---- ofi_data.c: RMA operations, completions, progress */
 uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);

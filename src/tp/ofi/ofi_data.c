@@ -95,8 +95,10 @@ static size_t ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t of
     return got;
 }
 
-/* Post req's next operation: 0, -FI_EAGAIN (try again later) or another
- * negative code (req has its error). */
+#define OFI_FENCED 1 /* ofi_post_one: the closing operation waits for req's earlier writes */
+
+/* Post req's next operation: 0, -FI_EAGAIN (try again later), OFI_FENCED
+ * or another negative code (req has its error). */
 static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
 {
     tp_ofi_t *tp = ep->tp;
@@ -108,6 +110,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     struct fi_rma_iov rma;
     struct fi_msg_rma msg;
     bool is_write = req->op != UCCL_OP_READ, last;
+    ofi_bounce_t *bounce = NULL;
     ofi_op_t *op;
 
     if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
@@ -122,15 +125,30 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
         return -FI_EINVAL;
     }
-    got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+    if (want > 0 && uccl_ofi_pack_wanted(tp, req, off, want)) {
+        bounce = uccl_ofi_bounce_get(tp);
+        if (bounce == NULL && tp->nbounce > 0)
+            return -FI_EAGAIN; /* all in use: once one comes back */
+    }
+    if (bounce != NULL) { /* one piece: the bounce (filled once the post is sure) */
+        got = want < OFI_BOUNCE_SIZE ? want : OFI_BOUNCE_SIZE;
+        iov[0] = (struct iovec){uccl_ofi_bounce_ptr(bounce), got};
+        desc[0] = uccl_ofi_bounce_desc(bounce);
+        n = 1;
+    } else {
+        got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+    }
     last = off + got == req->len;
+    if (is_write && !tp->rma_ordered)
+        flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
     if (is_write && last) {
         flags |= FI_DELIVERY_COMPLETE;
         if (uccl_rndv_needs_imm(req)) {
             if (req->tp_data[OFI_RD_IMM] == 0) {
                 if (uccl_rndv_imm_begin(&ep->rndv, req, 1, &extra) != UCCL_OK) {
                     uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
-                    return -FI_ENOMEM;
+                    rc = -FI_ENOMEM;
+                    goto unpost;
                 }
                 req->tp_data[OFI_RD_OPS] += (uint64_t)extra; /* a NOTIFY is one of req's parts */
                 req->tp_data[OFI_RD_IMM] = 1;
@@ -138,6 +156,11 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
             /* with less than 8 bytes of CQ data, the immediate follows the
              * last write as a message of its own (ordered after it: SAW) */
             if (got == 0 || !tp->imm_msg) {
+                /* unordered writes: the immediate goes once the rest landed */
+                if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0) {
+                    rc = OFI_FENCED;
+                    goto unpost;
+                }
                 flags |= FI_REMOTE_CQ_DATA;
                 data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm(req, 1);
             }
@@ -146,11 +169,18 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     op = calloc(1, sizeof(*op));
     if (op == NULL) {
         uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
-        return -FI_ENOMEM;
+        rc = -FI_ENOMEM;
+        goto unpost;
     }
     op->kind = OFI_OP_DATA;
     op->ep = ep;
     op->req = req;
+    op->bounce = bounce;
+    op->off = off;
+    op->len = got;
+    op->read = !is_write;
+    if (bounce != NULL && is_write)
+        uccl_req_iov_copy_out(req, off, iov[0].iov_base, got);
     rma = (struct fi_rma_iov){.addr = raddr, .len = got, .key = rkey};
     msg = (struct fi_msg_rma){.msg_iov = iov, .desc = desc, .iov_count = (size_t)n,
                               .addr = ep->peer->addr, .rma_iov = &rma, .rma_iov_count = 1,
@@ -169,28 +199,37 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
                        got, fi_strerror(-rc));
             uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
         }
-        return rc;
+        goto unpost;
     }
     req->tp_data[OFI_RD_OFF] += got;
     req->tp_data[OFI_RD_OPS]++;
+    req->tp_data[OFI_RD_DOPS]++;
     if (flags & FI_REMOTE_CQ_DATA)
         req->tp_data[OFI_RD_IMM] = 2;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
     return 0;
+unpost:
+    if (bounce != NULL)
+        uccl_ofi_bounce_put(tp, bounce);
+    return rc;
 }
 
-/* Post the pending requests' operations in order until the provider pushes back. */
+/* Post the pending requests' operations in order until the provider pushes
+ * back; a request whose closing write waits for its earlier ones stays. */
 void uccl_ofi_post_pending(tp_ofi_ep_t *ep)
 {
     uccl_list_t *pos, *tmp;
 
     uccl_list_for_each_safe(pos, tmp, &ep->data_pending) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
+        int rc = 0;
 
-        while (ofi_req_has_work(req))
-            if (ofi_post_one(ep, req) == -FI_EAGAIN)
+        while (ofi_req_has_work(req) && (rc = ofi_post_one(ep, req)) != OFI_FENCED)
+            if (rc == -FI_EAGAIN)
                 return;
+        if (rc == OFI_FENCED)
+            continue;
         uccl_list_del(&req->tp_link);
         uccl_list_push_back(&ep->inflight, &req->tp_link);
         if (req->tp_data[OFI_RD_OPS] == 0) /* failed before posting anything */
@@ -204,6 +243,7 @@ void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req)
     req->tp_data[OFI_RD_OFF] = 0;
     req->tp_data[OFI_RD_OPS] = 0;
     req->tp_data[OFI_RD_IMM] = 0;
+    req->tp_data[OFI_RD_DOPS] = 0;
     if (!ofi_req_has_work(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
@@ -282,7 +322,6 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     tp_ofi_ep_t *ep = op->ep;
     uccl_req_t *req;
 
-    (void)tp;
     switch (op->kind) {
     case OFI_OP_CTRL_RECV:
         if (!ep->dead && st == UCCL_OK)
@@ -300,9 +339,16 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     case OFI_OP_DATA:
         req = op->req;
         uccl_list_del(&op->link);
+        if (op->bounce != NULL) { /* a packed read lands in its pieces now */
+            if (req != NULL && op->read && st == UCCL_OK)
+                uccl_req_iov_copy_in(req, op->off, uccl_ofi_bounce_ptr(op->bounce), op->len);
+            uccl_ofi_bounce_put(tp, op->bounce);
+        }
         free(op);
-        if (req != NULL)
+        if (req != NULL) {
+            req->tp_data[OFI_RD_DOPS]--;
             uccl_ofi_data_done(ep, req, st);
+        }
         if (!ep->dead && (st == UCCL_ERR_PEER_FAILED || st == UCCL_ERR_TRANSPORT))
             uccl_ofi_conn_fail(ep, st);
         break;

@@ -163,6 +163,7 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     uccl_list_init(&tp->eps);
     uccl_list_init(&tp->zombies);
     uccl_list_init(&tp->peers);
+    uccl_list_init(&tp->bounce_free);
     tp->host_id = params->host_id;
     tp->timeout_ms = params->timeout_ms;
     tp->ep_id_salt = (uint32_t)uccl_random_u64() | 0x80000000u;
@@ -176,6 +177,8 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         st = ofi_pick(tp, params, list, &info);
     if (st == UCCL_OK)
         st = uccl_ofi_fabric_open(tp, info);
+    if (st == UCCL_OK)
+        st = uccl_ofi_pack_setup(tp);
     fi_freeinfo(list);
     if (st != UCCL_OK) {
         tp_ofi_close(&tp->base);
@@ -188,10 +191,11 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
-              "iov_limit %zu, key size %zu, immediates as %s", tp->prov, tp->info->fabric_attr->name,
+              "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes", tp->prov, tp->info->fabric_attr->name,
               tp->info->domain_attr->name, (unsigned long long)tp->mr_mode,
               (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
-              tp->imm_msg ? "messages" : "CQ data");
+              tp->imm_msg ? "messages" : "CQ data", tp->rma_ordered ? "ordered" : "fenced",
+              tp->pack_below);
     *out = &tp->base;
     return UCCL_OK;
 }

@@ -1,0 +1,252 @@
+/* The ofi transport's packed path (ofi_pack.c): many small local pieces
+ * copied through registered bounces, checked byte for byte on tcp;ofi_rxm
+ * and shm against the unpacked path: writes and reads of 64 local pieces of
+ * odd and mixed sizes into one remote range (crossing bounce and chunk
+ * boundaries), into 3 and 512 remote pieces, and a rendezvous sendv/recvv
+ * of 64 pieces. Whether the bounces were used is checked too. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/ofi/ofi.h"
+#include "unit.h"
+#include "core/core.h"
+#include "unit_conn.h"
+
+extern const struct uccl_tp_ops uccl_tp_ofi_ops;
+
+#define NPIECE 64
+#define AREA (4u << 20)
+
+typedef struct side {
+    uint8_t *p;
+    uccl_mr_t *mr;
+} side_t;
+
+static unit_pair_t P;
+static side_t A, B;
+static const char *cur_prov;
+
+static tp_ofi_t *ofi_of(uccl_engine_t *e)
+{
+    for (int i = 0; i < e->ntp; i++)
+        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
+            return (tp_ofi_t *)e->tp[i];
+    return NULL;
+}
+
+static void side_open(uccl_engine_t *e, side_t *s)
+{
+    s->p = aligned_alloc(4096, AREA);
+    CU_ASSERT_FATAL(s->p != NULL);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(e, s->p, AREA, 0, &s->mr), UCCL_OK);
+}
+
+static void side_close(side_t *s)
+{
+    if (s->mr != NULL)
+        uccl_mr_dereg(s->mr);
+    free(s->p);
+    memset(s, 0, sizeof(*s));
+}
+
+static bool open_pair(const char *prov, const char *pack)
+{
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    setenv("UCCL_OFI_PACK_BELOW", pack, 1);
+    uccl_status_t st = unit_pair_open("ofi", &P);
+    unsetenv("UCCL_OFI_PROVIDER");
+    unsetenv("UCCL_OFI_PACK_BELOW");
+    if (st != UCCL_OK)
+        return false;
+    side_open(P.a, &A);
+    side_open(P.b, &B);
+    cur_prov = prov;
+    return true;
+}
+
+static void close_pair(void)
+{
+    side_close(&A);
+    side_close(&B);
+    unit_pair_close(&P);
+}
+
+/* NPIECE local pieces of A: odd sizes, a few large ones (past a 256 KiB
+ * bounce), gaps between them; returns the total. */
+static size_t make_iov(uccl_iov_t *iov, unsigned seed)
+{
+    size_t off = 3, total = 0;
+
+    for (int i = 0; i < NPIECE; i++) {
+        size_t len = (i % 16 == 5) ? 300001 + (size_t)i : 1 + (size_t)((i * 7919u + seed) % 9000u);
+
+        iov[i] = (uccl_iov_t){A.mr, off, len};
+        total += len;
+        off += len + 1 + (size_t)(i % 5);
+    }
+    CU_ASSERT_FATAL(off < AREA / 2);
+    return total;
+}
+
+static void run(uccl_req_t *req)
+{
+    UNIT_ASSERT_STATUS(unit_drive(&P, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    uccl_req_free(req);
+}
+
+/* Bytes of A's pieces, in order, equal to flat (a gather of them). */
+static size_t gathered_mismatch(const uccl_iov_t *iov, const uint8_t *flat)
+{
+    size_t bad = 0, at = 0;
+
+    for (int i = 0; i < NPIECE; i++) {
+        bad += memcmp(A.p + iov[i].off, flat + at, iov[i].len) != 0;
+        at += iov[i].len;
+    }
+    return bad;
+}
+
+/* One pass over the patterns; nriov remote pieces, spread over B. */
+static void check_rma(int nriov)
+{
+    static uccl_riov_t riov[512];
+    uccl_iov_t iov[NPIECE];
+    uccl_rdesc_t rd;
+    size_t total = make_iov(iov, (unsigned)nriov), each, at = 0, roff = 7;
+    uint8_t *flat = malloc(total);
+    uccl_rma_msg_t msg = {.iov = iov, .iovcnt = NPIECE, .riov = riov, .riovcnt = nriov};
+    uccl_req_t *req;
+
+    CU_ASSERT_FATAL(flat != NULL);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(B.mr, 0, AREA, &rd), UCCL_OK);
+    each = total / (size_t)nriov;
+    for (int k = 0; k < nriov; k++) { /* remote pieces with gaps of 5 bytes */
+        size_t len = k + 1 == nriov ? total - at : each;
+
+        riov[k] = (uccl_riov_t){&rd, roff, len};
+        at += len;
+        roff += len + 5;
+    }
+    /* write: A's pieces land, gathered, in B's remote pieces */
+    unit_fill(A.p, AREA, 11);
+    memset(B.p, 0xee, AREA);
+    UNIT_ASSERT_STATUS(uccl_writemsg(P.ab, &msg, &req), UCCL_OK);
+    run(req);
+    at = 0;
+    for (int k = 0; k < nriov; k++) {
+        memcpy(flat + at, B.p + riov[k].roff, riov[k].len);
+        CU_ASSERT_EQUAL(B.p[riov[k].roff + riov[k].len], 0xee); /* nothing past a piece */
+        at += riov[k].len;
+    }
+    CU_ASSERT_EQUAL(B.p[riov[0].roff - 1], 0xee);
+    CU_ASSERT_EQUAL(gathered_mismatch(iov, flat), 0);
+    /* read: B's remote pieces scattered into A's pieces, the gaps untouched */
+    unit_fill(B.p, AREA, 23);
+    memset(A.p, 0x5a, AREA);
+    UNIT_ASSERT_STATUS(uccl_readmsg(P.ab, &msg, &req), UCCL_OK);
+    run(req);
+    at = 0;
+    for (int k = 0; k < nriov; k++) {
+        memcpy(flat + at, B.p + riov[k].roff, riov[k].len);
+        at += riov[k].len;
+    }
+    CU_ASSERT_EQUAL(gathered_mismatch(iov, flat), 0);
+    for (int i = 0; i < NPIECE; i++)
+        CU_ASSERT_EQUAL(A.p[iov[i].off + iov[i].len], 0x5a);
+    CU_ASSERT_EQUAL(A.p[iov[0].off - 1], 0x5a);
+    free(flat);
+}
+
+/* A rendezvous message from 64 pieces of A into 64 other pieces of B. */
+static void check_sendv(void)
+{
+    uccl_iov_t iov[NPIECE], riov[NPIECE];
+    size_t total = make_iov(iov, 5), at = 0;
+    uint8_t *flat = malloc(total);
+    uccl_req_t *reqs[2];
+
+    CU_ASSERT_FATAL(flat != NULL);
+    for (int i = 0; i < NPIECE; i++) { /* B's pieces: reversed sizes */
+        size_t len = iov[NPIECE - 1 - i].len;
+
+        riov[i] = (uccl_iov_t){B.mr, 11 + at + (size_t)i * 3, len};
+        at += len;
+    }
+    unit_fill(A.p, AREA, 31);
+    memset(B.p, 0, AREA);
+    UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_sendv(P.ab, iov, NPIECE, 9, &reqs[0]), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[1], 0), UCCL_OK);
+    uccl_req_free(reqs[0]);
+    uccl_req_free(reqs[1]);
+    at = 0;
+    for (int i = 0; i < NPIECE; i++) {
+        memcpy(flat + at, B.p + riov[i].off, riov[i].len);
+        at += riov[i].len;
+    }
+    CU_ASSERT_EQUAL(gathered_mismatch(iov, flat), 0);
+    free(flat);
+}
+
+static void check_provider(const char *prov)
+{
+    static const char *const modes[] = {"1M", "0", "auto"};
+
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        tp_ofi_t *tp;
+
+        if (!open_pair(prov, modes[m]))
+            UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+        tp = ofi_of(P.a);
+        CU_ASSERT_FATAL(tp != NULL);
+        check_rma(1);
+        check_rma(3);
+        check_rma(512);
+        check_sendv();
+        if (strcmp(modes[m], "1M") == 0)
+            CU_ASSERT(tp->nbounce > 0); /* the packed path ran */
+        if (strcmp(modes[m], "0") == 0)
+            CU_ASSERT_EQUAL(tp->nbounce, 0);
+        close_pair();
+    }
+}
+
+static void test_pack_tcp(void)
+{
+    check_provider("tcp;ofi_rxm");
+}
+
+static void test_pack_shm(void)
+{
+    check_provider("shm");
+}
+
+static void test_pack_setting(void)
+{
+    uccl_engine_t *e = NULL;
+
+    setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+    setenv("UCCL_OFI_PACK_BELOW", "lots", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(e == NULL);
+    unsetenv("UCCL_OFI_PACK_BELOW");
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
+static CU_TestInfo pack_tests[] = {
+    {"UCCL_OFI_PACK_BELOW malformed -> INVALID_PARAM", test_pack_setting},
+    {"packed pieces, byte-verified: tcp;ofi_rxm", test_pack_tcp},
+    {"packed pieces, byte-verified: shm", test_pack_shm},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {{"ofi_pack", NULL, NULL, NULL, NULL, pack_tests}, CU_SUITE_INFO_NULL};
+
+    (void)cur_prov;
+    return unit_main(suites);
+}
