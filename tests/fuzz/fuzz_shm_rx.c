@@ -1,10 +1,11 @@
 /* libFuzzer harness: what an shm peer puts in our ring (src/tp/shm): the
  * ring's own record headers and counter (uccl_spsc_peek, spsc_ring.c) and
  * every packet type (uccl_shm_pkt_parse, shm_wire.c), read as the receiving
- * side reads them. Input: the producer's head counter (8 bytes, taken
- * modulo 4 ring sizes so that wrapped and bogus counters both occur), then
- * the ring's bytes. A record peek hands out must lie inside the ring, and a
- * packet that parses must describe only bytes of its record. */
+ * side reads them. Input: a mode byte, then with bit 0 clear the ring's
+ * bytes, all of them published (head = their length, aligned); with bit 0
+ * set the producer's head counter (8 bytes: a wrapped or bogus counter)
+ * and then the ring's bytes. A record peek hands out must lie inside the
+ * ring, and a packet that parses must describe only bytes of its record. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,16 +23,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uccl_spsc_t rx;
     shm_rx_pkt_t pkt;
 
-    if (size >= 8) {
-        memcpy(&head, data, 8);
-        data += 8;
-        size -= 8;
+    if (size < 1)
+        return 0;
+    if ((data[0] & 1) && size >= 9) {
+        memcpy(&head, data + 1, 8);
+        data += 9;
+        size -= 9;
+    } else {
+        data++;
+        size--;
+        head = ((size < RING_CAP ? size : RING_CAP) + SHM_RING_ALIGN - 1) & ~(uint64_t)(SHM_RING_ALIGN - 1);
     }
     memset(ring, 0, RING_CAP);
     memcpy(ring, data, size < RING_CAP ? size : RING_CAP);
     uccl_spsc_attach(&rx, mem, RING_CAP, SHM_RING_ALIGN, false, true);
-    /* mostly a plausible counter; now and then the peer's garbage as is */
-    atomic_store(&ctl->head, (head >> 63) ? head : head % (4 * RING_CAP));
+    atomic_store(&ctl->head, head);
     uccl_spsc_attach(&rx, mem, RING_CAP, SHM_RING_ALIGN, false, false);
     for (int n = 0; n < 2 * RING_CAP / SHM_RING_ALIGN; n++) {
         shm_pkt_hdr_t hdr;
