@@ -8,6 +8,15 @@
  *     must fail with TIMEOUT (or PEER_FAILED) within UCCL_TIMEOUT_MS + slack,
  *     the close must return within UCCL_TIMEOUT_MS; touch DIR/failed; once DIR/up exists
  *     (link back up), a new connection must move bytes correctly.
+ *   t_netfault client-loss DIR DIR2 (node loss, tests/rxe/check-cluster.sh):
+ *     connect to the servers of DIR2 (a survivor) and DIR; keep 8 MiB writes
+ *     and reads going to DIR's, touch DIR/go after the first; the script
+ *     kills that server's host. The next operation must fail with TIMEOUT or
+ *     PEER_FAILED within UCCL_TIMEOUT_MS + slack, its close must return in
+ *     time, and the connection to DIR2's server must still move bytes intact.
+ *     With NETFAULT_OP=allgather (both sides), DIR's server and the client
+ *     form a 2-rank comm over their connection and the operations are 4 MiB
+ *     allgathers instead of writes and reads (a node lost mid-collective).
  * Exit 0 = all as expected; prints one "# ..." line per step. */
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,13 +26,20 @@
 #include <time.h>
 #include <unistd.h>
 #include <uccl/uccl.h>
+#include <uccl/uccl_coll.h>
 
 #define REGION (16u << 20)
 #define MSG (8u << 20)
-#define SLACK_MS 2500
+/* Time allowed past UCCL_TIMEOUT_MS for the fault to show, from the first
+ * operation's end (the fault comes a little after it); NETFAULT_SLACK_MS
+ * overrides it (the emulated cluster takes seconds to deliver a fault). */
+static uint64_t slack_ms = 2500;
+#define SLACK_MS slack_ms
 enum { TAG_DESC = 21 };
 
 static char dir[512];
+static bool coll_mode;         /* NETFAULT_OP=allgather */
+static uccl_comm_t *coll_comm; /* the 2-rank comm of coll_mode, over the faulty connection */
 
 static uint64_t now_ms(void)
 {
@@ -79,6 +95,18 @@ static uccl_status_t small(uccl_engine_t *e, uccl_conn_t *conn, bool sending, vo
     return st;
 }
 
+/* coll_comm := a 2-rank comm over CONN, this side RANK (it owns CONN). */
+static uccl_status_t make_comm(uccl_engine_t *e, uccl_conn_t *conn, int rank)
+{
+    uccl_conn_t *conns[2] = {NULL, NULL};
+    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
+                                          UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_CONNS,
+                            .engine = e, .rank = rank, .size = 2, .conns = conns};
+
+    conns[1 - rank] = conn;
+    return uccl_comm_create(&p, &coll_comm);
+}
+
 static int server(void)
 {
     uint8_t blob[UCCL_ADDRESS_MAX], *buf = calloc(1, REGION);
@@ -100,8 +128,15 @@ static int server(void)
         return fail("writing the address", UCCL_ERR_IO);
     while (!exists("quit")) {
         uccl_conn_t *conn = NULL;
-        if (uccl_accept(e, 100, &conn) == UCCL_OK) /* old ones stay; they fail in time */
+        if (uccl_accept(e, 100, &conn) != UCCL_OK)
+            continue;
+        if (!coll_mode) { /* old ones stay; they fail in time */
             small(e, conn, true, &desc, sizeof(desc));
+        } else if (make_comm(e, conn, 1) == UCCL_OK) { /* allgathers until one fails */
+            while (!exists("quit") && uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2) == UCCL_OK)
+                ;
+            uccl_comm_destroy(coll_comm);
+        }
     }
     uccl_engine_destroy(e); /* with whatever connections are left */
     free(buf);
@@ -121,7 +156,8 @@ static uccl_status_t rma(uccl_conn_t *conn, uccl_mr_t *mr, const uccl_rdesc_t *d
     return st;
 }
 
-static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_rdesc_t *desc)
+/* Connect to the server whose address is in D/addr (D NULL: DIR's). */
+static uccl_status_t connect_at(uccl_engine_t *e, const char *d, uccl_conn_t **conn, uccl_rdesc_t *desc)
 {
     uint8_t blob[UCCL_ADDRESS_MAX];
     char p[600];
@@ -129,16 +165,125 @@ static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_r
     size_t len;
     uccl_status_t st;
 
-    path_of(p, sizeof(p), "addr");
+    snprintf(p, sizeof(p), "%s/addr", d != NULL ? d : dir);
     f = fopen(p, "rb");
     if (f == NULL)
         return UCCL_ERR_IO;
     len = fread(blob, 1, sizeof(blob), f);
     fclose(f);
     st = uccl_connect(e, blob, len, conn);
+    if (st == UCCL_OK && coll_mode && d == NULL) /* DIR's server makes a comm, sends no descriptor */
+        return make_comm(e, *conn, 0);
     if (st == UCCL_OK)
         st = small(e, *conn, false, desc, sizeof(*desc));
     return st;
+}
+
+static uccl_status_t connect_server(uccl_engine_t *e, uccl_conn_t **conn, uccl_rdesc_t *desc)
+{
+    return connect_at(e, NULL, conn, desc);
+}
+
+/* Write MSG bytes of a pattern (seeded by SEED) through CONN, read them back
+ * into the second half of the buffer and compare. */
+static uccl_status_t round_trip(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, const uccl_rdesc_t *d,
+                                unsigned seed)
+{
+    uccl_req_t *req = NULL;
+    uccl_status_t st;
+
+    for (size_t i = 0; i < MSG; i++)
+        buf[i] = (uint8_t)(i * 31 + seed);
+    memset(buf + REGION, 0, MSG);
+    st = rma(conn, mr, d, false, 0, MSG);
+    if (st == UCCL_OK)
+        st = uccl_read(conn, mr, REGION, MSG, d, 0, &req);
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    if (st == UCCL_OK && memcmp(buf, buf + REGION, MSG) != 0)
+        st = UCCL_ERR_IO;
+    return st;
+}
+
+/* Operations on CONN (allgathers on coll_comm in coll_mode, BUF's two halves)
+ * until one fails (touching DIR/go after the first); that
+ * one must be TIMEOUT or PEER_FAILED, within TIMEOUT_MS + slack of go, and the
+ * close after it must return in time. 0 when so; prints what it saw. */
+static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, const uccl_rdesc_t *desc,
+                       int timeout_ms, const char *fault)
+{
+    uccl_status_t st;
+    uint64_t t_go = 0, t0;
+    int n_ok = 0;
+
+    for (;;) {
+        if (coll_comm != NULL)
+            st = uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2);
+        else
+            st = rma(conn, mr, desc, n_ok % 2, 0, MSG);
+        if (st != UCCL_OK)
+            break;
+        if (n_ok++ == 0) {
+            touch("go");
+            t_go = now_ms();
+        }
+        if (n_ok > 100000)
+            return fail("the fault never came", st);
+    }
+    t0 = now_ms();
+    printf("# %s: %s after %llu ms (%d operations before)\n", fault, uccl_status_name(st),
+           (unsigned long long)(t0 - t_go), n_ok);
+    if (n_ok == 0)
+        return fail("no operation before the fault", st);
+    if (st != UCCL_ERR_TIMEOUT && st != UCCL_ERR_PEER_FAILED)
+        return fail("the fault showed as", st);
+    if (t0 - t_go > (uint64_t)(timeout_ms + SLACK_MS))
+        return fail("the fault took too long to show", st);
+    st = coll_comm != NULL ? uccl_comm_destroy(coll_comm) : uccl_conn_close(conn);
+    coll_comm = NULL;
+    printf("# close after the fault: %s in %llu ms\n", uccl_status_name(st),
+           (unsigned long long)(now_ms() - t0));
+    /* tcp's close flushes what it accepted for up to UCCL_TIMEOUT_MS (a
+     * completed send is a promise): with the link down it takes that long */
+    if (st != UCCL_OK || now_ms() - t0 > (uint64_t)(timeout_ms + SLACK_MS))
+        return fail("close after the fault", st);
+    return 0;
+}
+
+/* Node loss: DIR's server dies with its host; DIR2's must go on working. */
+static int client_loss(int timeout_ms, const char *dir2)
+{
+    uint8_t *buf = malloc(2 * REGION);
+    uccl_engine_t *e;
+    uccl_conn_t *conn = NULL, *keep = NULL;
+    uccl_rdesc_t desc, desc2;
+    uccl_mr_t *mr;
+    uccl_status_t st;
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
+        return fail("client setup", UCCL_ERR_IO);
+    st = connect_at(e, dir2, &keep, &desc2);
+    if (st == UCCL_OK)
+        st = round_trip(keep, mr, buf, &desc2, 3);
+    if (st != UCCL_OK)
+        return fail("connection to the survivor", st);
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("connection to the server that will be lost", st);
+    if (until_fault(conn, mr, buf, &desc, timeout_ms, "host lost") != 0)
+        return 1;
+    st = round_trip(keep, mr, buf, &desc2, 5);
+    if (st != UCCL_OK)
+        return fail("the survivor's connection after the loss", st);
+    printf("# the survivor's connection after the loss: %u bytes written and read back intact\n", MSG);
+    uccl_conn_close(keep);
+    uccl_mr_dereg(mr);
+    uccl_engine_destroy(e);
+    free(buf);
+    return 0;
 }
 
 static int client(int timeout_ms)
@@ -149,8 +294,7 @@ static int client(int timeout_ms)
     uccl_rdesc_t desc;
     uccl_mr_t *mr;
     uccl_status_t st;
-    uint64_t t_go = 0, t0;
-    int n_ok = 0;
+    uint64_t t0;
 
     if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
         uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
@@ -158,33 +302,8 @@ static int client(int timeout_ms)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
-    for (;;) {
-        st = rma(conn, mr, &desc, n_ok % 2, 0, MSG);
-        if (st != UCCL_OK)
-            break;
-        if (n_ok++ == 0) {
-            touch("go");
-            t_go = now_ms();
-        }
-        if (n_ok > 100000)
-            return fail("the link never went down", st);
-    }
-    t0 = now_ms();
-    printf("# link down: %s after %llu ms (%d operations before)\n", uccl_status_name(st),
-           (unsigned long long)(t0 - t_go), n_ok);
-    if (n_ok == 0)
-        return fail("no operation before the fault", st);
-    if (st != UCCL_ERR_TIMEOUT && st != UCCL_ERR_PEER_FAILED)
-        return fail("the fault showed as", st);
-    if (t0 - t_go > (uint64_t)(timeout_ms + SLACK_MS))
-        return fail("the fault took too long to show", st);
-    st = uccl_conn_close(conn);
-    printf("# close with the link down: %s in %llu ms\n", uccl_status_name(st),
-           (unsigned long long)(now_ms() - t0));
-    /* tcp's close flushes what it accepted for up to UCCL_TIMEOUT_MS (a
-     * completed send is a promise): with the link down it takes that long */
-    if (st != UCCL_OK || now_ms() - t0 > (uint64_t)(timeout_ms + SLACK_MS))
-        return fail("close with the link down", st);
+    if (until_fault(conn, mr, buf, &desc, timeout_ms, "link down") != 0)
+        return 1;
     touch("failed");
     t0 = now_ms();
     while (!exists("up")) {
@@ -197,22 +316,9 @@ static int client(int timeout_ms)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("connection after the link came back", st);
-    for (size_t i = 0; i < MSG; i++)
-        buf[i] = (uint8_t)(i * 31 + 7);
-    memset(buf + REGION, 0, MSG);
-    st = rma(conn, mr, &desc, false, 0, MSG);
-    if (st == UCCL_OK) {
-        uccl_req_t *req = NULL;
-        st = uccl_read(conn, mr, REGION, MSG, &desc, 0, &req);
-        if (st == UCCL_OK)
-            st = uccl_wait(req, -1);
-        if (req != NULL)
-            uccl_req_free(req);
-    }
+    st = round_trip(conn, mr, buf, &desc, 7);
     if (st != UCCL_OK)
         return fail("write and read back on the new connection", st);
-    if (memcmp(buf, buf + REGION, MSG) != 0)
-        return fail("bytes read back differ", UCCL_ERR_IO);
     printf("# new connection after the link came back: %u bytes written and read back intact\n", MSG);
     uccl_conn_close(conn);
     uccl_mr_dereg(mr);
@@ -225,12 +331,21 @@ int main(int argc, char **argv)
 {
     const char *env = getenv("UCCL_TIMEOUT_MS");
 
-    if (argc != 3 || strlen(argv[2]) >= sizeof(dir)) {
-        fprintf(stderr, "usage: t_netfault server|client DIR\n");
+    bool loss = argc == 4 && strcmp(argv[1], "client-loss") == 0;
+    const char *op = getenv("NETFAULT_OP");
+
+    coll_mode = op != NULL && strcmp(op, "allgather") == 0;
+    if (getenv("NETFAULT_SLACK_MS") != NULL)
+        slack_ms = strtoull(getenv("NETFAULT_SLACK_MS"), NULL, 10);
+
+    if ((argc != 3 && !loss) || strlen(argv[2]) >= sizeof(dir)) {
+        fprintf(stderr, "usage: t_netfault server|client DIR, t_netfault client-loss DIR DIR2\n");
         return 2;
     }
     snprintf(dir, sizeof(dir), "%s", argv[2]);
     if (strcmp(argv[1], "server") == 0)
         return server();
+    if (loss)
+        return client_loss(env ? atoi(env) : 60000, argv[3]);
     return client(env ? atoi(env) : 60000);
 }

@@ -2,7 +2,7 @@
  * machine: after engines are created, connected over each host transport
  * and have moved host memory both ways, no GPU has an active primary
  * context in this process. (Peers of UCCL/NIXL create contexts on every
- * GPU; DESIGN.md promises we do not.) Without a GPU: "skipped: no GPU".
+ * GPU; docs/DESIGN.md promises we do not.) Without a GPU: "skipped: no GPU".
  * On the fake GPU backend it checks the backend's model of contexts, with
  * a control that the model notices a touched GPU. */
 #include <stdio.h>

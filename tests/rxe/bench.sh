@@ -1,12 +1,14 @@
 #!/bin/bash
 # bench.sh: uccl_perf p2p over verbs next to perftest (ib_write_bw,
-# ib_read_bw, ib_send_bw) between the same two Soft-RoCE devices, same sizes
-# and bytes, in one VM boot; prints a table of medians with ratios. A report,
-# not a timed test.
+# ib_read_bw, ib_send_bw) and UCX (ucx_perftest over its rc_verbs transport:
+# put_bw for write, get for read, tag_bw for send) between the same two
+# Soft-RoCE devices, same sizes and bytes, in one VM boot; prints a table of
+# medians with ratios. A report, not a timed test. Without ucx_perftest
+# (package ucx-utils) its column reads 0.
 # Run from the build directory: ../tests/rxe/bench.sh
-#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl and perftest take
-#   turns, the first of each pair alternating, so that drift in the emulated
-#   VM hits both alike)
+#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl, perftest and UCX
+#   take turns, the first of each round rotating, so that drift in the
+#   emulated VM hits all alike)
 # Runs in the project's Soft-RoCE VM (tests/vm/run.sh); exits 77 with the
 # reason where this machine cannot boot it.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +44,33 @@ perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 	wait
 }
 
+# ucx_gbps OP SIZE: ucx_perftest's overall bandwidth (MiB/s) as Gb/s, rxe0 ->
+# rxe1, over UCX's rc_verbs transport: write = UCT put_bw, read = UCT get
+# (both zero-copy), send = UCP tag_bw (UCX_TLS=rc_verbs,tcp: tcp only for
+# UCP's connection setup; with ud_verbs there, as UCX_TLS=rc gives, UCX 1.13
+# dies on rxe: "UD endpoint ...: unhandled timeout error"; veth0/veth1 are
+# the interfaces of rxe0/rxe1 in the VM). 0 when it fails
+# (its last lines go to stderr).
+ucx_gbps() {
+	local n t srv cli tls=rc_verbs; n=$(count "$2")
+	command -v ucx_perftest >/dev/null || { echo 0; return; }
+	case $1 in
+	write) t="-t put_bw -D zcopy -x rc_verbs" srv="-x rc_verbs -d $RXE_DEV2:1" cli="-d $RXE_DEV:1" ;;
+	read) t="-t get -D zcopy -x rc_verbs" srv="-x rc_verbs -d $RXE_DEV2:1" cli="-d $RXE_DEV:1" ;;
+	*) t="-t tag_bw" srv="" cli="" tls=rc_verbs,tcp ;;
+	esac
+	# shellcheck disable=SC2086 # option words
+	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV2:1,veth1 UCX_IB_GID_INDEX=$RXE_GID_INDEX \
+		timeout 120 ucx_perftest $srv -p 13337 >/tmp/ucx.srv 2>&1 &
+	sleep 1
+	# shellcheck disable=SC2086
+	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1,veth0 UCX_IB_GID_INDEX=$RXE_GID_INDEX \
+		timeout 120 ucx_perftest 127.0.0.1 -p 13337 $t $cli -s "$2" -n "$n" -w 16 -f >/tmp/ucx.out 2>&1
+	wait
+	awk '$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }' /tmp/ucx.out
+	grep -q '^Final:' /tmp/ucx.out || tail -3 /tmp/ucx.out /tmp/ucx.srv >&2
+}
+
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
 	rm -f /tmp/uccl.json
 	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
@@ -55,21 +84,27 @@ uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, ra
 median() { printf '%s\n' "$@" | awk '$1 > 0' | sort -g | awk '{ v[NR] = $1 } END {
 	if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "# $rounds rounds per row, uccl and perftest in turns; medians in Gb/s (1e9 bit/s); runs listed"
-printf "%-6s %8s %6s %10s %10s %6s   %s\n" op size count uccl perftest ratio "runs: uccl | perftest"
+echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
+echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (rc_verbs: write put_bw, read get, send tag_bw)"
+printf "%-6s %8s %6s %9s %9s %9s %6s %6s   %s\n" op size count uccl perftest ucx "x pt" "x ucx" \
+	"runs: uccl | perftest | ucx"
 for op in $ops; do
 	for s in $sizes; do
-		us=() ps=()
+		us=() ps=() xs=()
 		for r in $(seq "$rounds"); do
-			if [ $((r % 2)) = 1 ]; then
-				us+=("$(uccl_gbps "$op" "$s")"); ps+=("$(perftest_gbps "$op" "$s")")
-			else
-				ps+=("$(perftest_gbps "$op" "$s")"); us+=("$(uccl_gbps "$op" "$s")")
-			fi
+			for k in 0 1 2; do
+				case $(((r + k) % 3)) in
+				0) us+=("$(uccl_gbps "$op" "$s")") ;;
+				1) ps+=("$(perftest_gbps "$op" "$s")") ;;
+				2) xs+=("$(ucx_gbps "$op" "$s")") ;;
+				esac
+			done
 		done
-		u=$(median "${us[@]}") p=$(median "${ps[@]}")
-		awk -v o="$op" -v s="$s" -v n="$(count "$s")" -v u="$u" -v p="$p" -v ur="${us[*]}" -v pr="${ps[*]}" \
-			'BEGIN { printf "%-6s %8d %6d %10.3f %10.3f %6.2f   %s | %s\n", o, s, n, u, p,
-			         (p > 0 ? u / p : 0), ur, pr }'
+		u=$(median "${us[@]}") p=$(median "${ps[@]}") x=$(median "${xs[@]}")
+		awk -v o="$op" -v s="$s" -v n="$(count "$s")" -v u="$u" -v p="$p" -v x="$x" \
+			-v ur="${us[*]}" -v pr="${ps[*]}" -v xr="${xs[*]}" \
+			'BEGIN { printf "%-6s %8d %6d %9.3f %9.3f %9.3f %6.2f %6.2f   %s | %s | %s\n", o, s, n, u, p, x,
+			         (p > 0 ? u / p : 0), (x > 0 ? u / x : 0), ur, pr, xr }'
 	done
 done
+uptime

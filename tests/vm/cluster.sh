@@ -14,7 +14,10 @@
 #   RXE_IP (the node's address), RXE_GID_INDEX, VM_NODE (node0 or node1),
 #   VM_HOSTFILE (2 slots per node), OMPI_MCA_plm_rsh_agent, HOME, TMPDIR,
 #   OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1
-# Settings: as run.sh (RXE_VM_MEM and RXE_VM_CPUS per VM).
+# Settings: as run.sh (RXE_VM_MEM and RXE_VM_CPUS per VM); RXE_VM_MTU (eth0's
+#   MTU on both nodes, default 9000).
+# Faults: CMD may ask for the node1 VM to be killed, or the link between the
+#   nodes taken down and up (QEMU's set_link), with tests/vm/fault.sh.
 # Exit status: CMD's own; 124 on timeout; 125 when the cluster could not be
 # set up. See tests/vm/README.md.
 set -uo pipefail
@@ -23,9 +26,12 @@ VM_NAME=cluster.sh
 . "$(dirname "$(readlink -f "$0")")/lib.sh"
 
 case ${1:-} in
-"" | -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 125 ;;
+"" | -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 125 ;;
 --check) vm_preflight cluster; exit ;;
 esac
+# eth0's MTU on both nodes (rxe's RoCE MTU follows it: 1024 at 1500, 4096 from
+# 4200 up; 4 times fewer packets to emulate, send, acknowledge and retry)
+VM_MTU=${RXE_VM_MTU:-9000}
 reason=$(vm_preflight cluster) || vm_fail "$reason"
 initrd=$(vm_initrd) || exit 125
 
@@ -33,7 +39,7 @@ dir=$(mktemp -d /tmp/uccl-cluster.XXXXXX) || vm_fail "mktemp"
 # shellcheck disable=SC2317 # called by the trap
 stop_nodes() {
 	local p
-	for p in "$dir"/node*/qemu.pid; do [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
+	for p in "$dir"/node*/qemu.pid "$dir"/*.pid; do [ -s "$p" ] && kill "$(cat "$p")" 2>/dev/null; done
 	wait
 	rm -rf "$dir"
 }
@@ -52,7 +58,7 @@ node_ctl() { # node_ctl I: the control directory of node I (0 runs CMD)
 	mkdir "$ctl" || vm_fail "cannot create $ctl"
 	cp "$dir"/{host_key,id,id.pub,hosts,hostfile} "$ctl/" || vm_fail "cannot set up $ctl"
 	{
-		echo "VM_MODE=node VM_HOSTNAME=node$1 VM_IP=192.0.2.$((11 + $1))"
+		echo "VM_MODE=node VM_HOSTNAME=node$1 VM_IP=192.0.2.$((11 + $1)) VM_MTU=$VM_MTU"
 		printf 'VM_AGENT=%q VM_MAIN=%d VM_PEERS=%s\n' "$VM_DIR/agent.sh" $(($1 == 0)) \
 			"$([ "$1" = 0 ] && echo node1)"
 	} >"$ctl/config"
@@ -61,12 +67,41 @@ node_ctl() { # node_ctl I: the control directory of node I (0 runs CMD)
 
 node_qemu() { # node_qemu I: boot node I, its NIC linked to the other node's
 	vm_qemu "$dir/node$1" "$initrd" -pidfile "$dir/node$1/qemu.pid" \
+		-chardev "pipe,id=mon,path=$dir/mon$1" -mon chardev=mon,mode=readline \
 		-netdev "dgram,id=n0,local.type=unix,local.path=$dir/sock$1,remote.type=unix,remote.path=$dir/sock$((1 - $1))" \
 		-device "virtio-net-pci,netdev=n0,mac=52:54:00:00:02:1$1"
 }
 
+# fault_server: runs the faults node0's command asks for (tests/vm/fault.sh
+# writes node0/fault.req, one line: "kill node1", "link off" or "link on";
+# the answer goes to node0/fault.ack). The link is taken down on both ends
+# through each QEMU's monitor (a pipe chardev).
+fault_server() {
+	local req rc i
+	for i in 0 1; do cat "$dir/mon$i.out" >/dev/null 2>&1 & done
+	while sleep 0.2; do
+		[ -s "$dir/node0/fault.req" ] || continue
+		req=$(cat "$dir/node0/fault.req")
+		rm -f "$dir/node0/fault.req"
+		case $req in
+		"kill node1") kill -9 "$(cat "$dir/node1/qemu.pid")"; rc=$? ;;
+		"link off" | "link on")
+			rc=0
+			for i in 0 1; do
+				# shellcheck disable=SC2016 # expanded by that sh
+				timeout 5 sh -c 'echo "set_link n0 $1" >"$2"' sh "${req#link }" "$dir/mon$i.in" || rc=1
+			done ;;
+		*) rc=2 ;;
+		esac
+		echo "$req: $rc" >"$dir/node0/fault.ack"
+	done
+}
+
 node_ctl 0
 node_ctl 1
+mkfifo "$dir"/mon{0,1}.{in,out} || vm_fail "mkfifo"
+fault_server &
+echo $! >"$dir/fault_server.pid"
 vm_write_cmd "$dir/node0" "$@"
 node_qemu 1 >"$dir/node1.log" 2>&1 &
 node_qemu 0

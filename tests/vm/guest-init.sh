@@ -9,7 +9,7 @@
 # /ctl/config (written by run.sh or cluster.sh) sets:
 #   VM_MODE=pair  one VM: rxe0 and rxe1 on the two ends of a veth pair
 #   VM_MODE=node  one node of a cluster (cluster.sh): VM_HOSTNAME, VM_IP on
-#                 the virtio NIC eth0 with rxe0 on it, /ctl/hosts as
+#                 the virtio NIC eth0 (MTU VM_MTU) with rxe0 on it, /ctl/hosts as
 #                 /etc/hosts, /ctl/hostfile for mpirun, dropbear with the keys
 #                 /ctl/host_key, /ctl/id{,.pub} for the launch agent VM_AGENT;
 #                 VM_MAIN=1 runs the command once every host in VM_PEERS
@@ -75,9 +75,14 @@ pair_net() { # rxe0 on veth0 (192.0.2.1), rxe1 on veth1 (192.0.2.2)
 }
 
 node_net() { # rxe0 on eth0 ($VM_IP), /etc/hosts, dropbear on port 22
+	$C ip link set eth0 mtu "${VM_MTU:-1500}" || die "eth0 refuses mtu ${VM_MTU:-1500}"
 	$C ip link set eth0 up || die "no eth0 (virtio NIC)"
 	$C ip addr add "$VM_IP/24" dev eth0
 	$C rdma link add rxe0 type rxe netdev eth0 || die "cannot add rxe0"
+	# as check.sh: a deep backlog keeps the emulated CPU from dropping bursts
+	$C sysctl -qw net.core.netdev_max_backlog=100000
+	# the command asks the host for faults (tests/vm/fault.sh) through /ctl
+	mkdir -p $R/run/uccl-vm/ctl && mount -o bind /ctl $R/run/uccl-vm/ctl
 	{ echo "127.0.0.1 localhost"; cat /ctl/hosts; } >$R/run/uccl-vm/hosts
 	mount -o bind $R/run/uccl-vm/hosts $R/etc/hosts || die "cannot bind /etc/hosts"
 	cp /ctl/hostfile $R/run/uccl-vm/hostfile

@@ -1,0 +1,92 @@
+#!/bin/bash
+# bench-cluster.sh: libuccl across two hosts against Open MPI between the same
+# two hosts, in one boot of the two-VM cluster (tests/vm/cluster.sh: node0 and
+# node1, rxe0 on each one's virtio NIC). One rank per node; uccl_perf p2p over
+# verbs, with Open MPI's same pattern in the same job as the reference, once
+# over UCX (pml ucx, osc ucx: UCX's rc_verbs on rxe0, tcp only for UCX's
+# connection setup: with ud_verbs, UCX 1.13 dies on rxe with "UD endpoint
+# ...: unhandled timeout error") and once over its tcp
+# path (btl tcp, pml ob1); and uccl over tcp against Open MPI over tcp.
+# Prints uccl_perf's tables (medians of BENCH_ROUNDS, ratio = uccl / MPI) and
+# writes their JSON to BENCH_OUT (default: the build directory). A report, not
+# a timed test; an MPI path that does not run reads "failed" with its error.
+# Run from the build directory: ../tests/rxe/bench-cluster.sh
+#   BENCH_OPS (send write), BENCH_MIN (64K), BENCH_MAX (1M), BENCH_ROUNDS (3),
+#   BENCH_ITERS (4 windows of 16 per size and round), BENCH_PATHS (ucx tcp tcp-tcp)
+# Exits 77 with the reason where this machine cannot boot the cluster.
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/../.." && pwd)
+builddir=$(cd "${top_builddir:-.}" && pwd)
+if [ -z "${VM_NODE:-}" ]; then
+	cluster=$top_srcdir/tests/vm/cluster.sh
+	why=$("$cluster" --check) || { echo "bench-cluster: $why"; exit 77; }
+	out=$(cd "${BENCH_OUT:-$builddir}" && pwd)
+	echo "# host: $(uptime)"
+	cd "$builddir" && env top_builddir="$builddir" BENCH_OUT="$out" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
+		RXE_VM_SHARE="$top_srcdir:$out" "$cluster" "$here/bench-cluster.sh"
+	rc=$?
+	echo "# host: $(uptime)"
+	exit $rc
+fi
+perf=$builddir/tools/uccl_perf
+[ -x "$perf" ] || { echo "bench-cluster: $perf not built (needs MPI and tools/uccl_perf)"; exit 1; }
+out=${BENCH_OUT:-$builddir}
+ops=${BENCH_OPS:-send write}
+# One rank per node (rank 0 on node0, rank 1 on node1), unbound as in bench.sh.
+mpiexec="mpirun --hostfile $VM_HOSTFILE --map-by node -np 2 --bind-to none"
+for n in node0 node1; do # as check.sh: a deeper backlog, fewer rxe retries
+	c="sysctl -qw net.core.netdev_max_backlog=100000"
+	if [ $n = "$VM_NODE" ]; then $c; else "$top_srcdir/tests/vm/agent.sh" $n "$c"; fi
+done
+echo "# two VMs, each its own kernel; rxe0 on each virtio NIC; uccl_perf rank 0 on node0, rank 1 on node1"
+echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
+# The raw references between the same two devices, one run each (rank 0's
+# side on node0, the server on node1): perftest's ib_write_bw / ib_send_bw
+# and ucx_perftest (UCT put_bw zero-copy over rc_verbs; UCP tag_bw with
+# UCX_TLS=rc_verbs,tcp), each moving about 64 MiB; Gb/s (1e9 bit/s).
+raw() { # raw NAME SERVER-CMD CLIENT-CMD AWK-PROGRAM: run the pair, print the client's figure (awk sees s=$S)
+	"$top_srcdir/tests/vm/agent.sh" node1 "timeout 120 $2" >/tmp/raw.srv 2>&1 &
+	sleep 2
+	# shellcheck disable=SC2086 # a command line
+	timeout 120 $3 >/tmp/raw.out 2>&1
+	wait
+	printf "%-30s %s\n" "$1" "$(awk -v s="$S" "$4" /tmp/raw.out)"
+	grep -qiE 'error|fatal' /tmp/raw.out /tmp/raw.srv && grep -hiE 'error|fatal' /tmp/raw.out /tmp/raw.srv | head -2
+}
+n_of() { local n=$(((64 << 20) / $1)); echo $((n < 32 ? 32 : n)); }
+if [ "${BENCH_RAW:-1}" = 1 ]; then
+	echo "## raw references across the VMs (Gb/s; 0 = it failed, error below)"
+	pt='$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
+	ux='$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }'
+	g=$RXE_GID_INDEX
+	for S in 65536 1048576; do
+		n=$(n_of $S) s=$S
+		for op in write send; do
+			raw "ib_${op}_bw $s" "ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits" \
+				"ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits node1" "$pt"
+		done
+		UCX_IB_GID_INDEX=$g raw "ucx put_bw zcopy $s" "ucx_perftest -d rxe0:1 -x rc_verbs -p 13337" \
+			"ucx_perftest node1 -p 13337 -d rxe0:1 -x rc_verbs -t put_bw -D zcopy -s $s -n $n -w 16 -f" "$ux"
+		UCX_TLS=rc_verbs,tcp UCX_NET_DEVICES=rxe0:1,eth0 UCX_IB_GID_INDEX=$g \
+			raw "ucx tag_bw $s" "ucx_perftest -p 13338" \
+			"ucx_perftest node1 -p 13338 -t tag_bw -s $s -n $n -w 16 -f" "$ux"
+	done
+fi
+for path in ${BENCH_PATHS:-ucx tcp tcp-tcp}; do
+	case $path in
+	ucx) tp=verbs mca="--mca pml ucx --mca osc ucx --mca btl self -x UCX_TLS=rc_verbs,tcp,self -x UCX_NET_DEVICES=rxe0:1,eth0" ;;
+	tcp) tp=verbs mca="--mca pml ob1 --mca btl self,tcp --mca osc pt2pt" ;;
+	tcp-tcp) tp=tcp mca="" ;; # uccl_perf pins the reference to btl tcp itself
+	esac
+	for op in $ops; do
+		echo "## uccl over $tp, Open MPI over $path: $op"
+		# shellcheck disable=SC2086 # option words
+		timeout 600 $mpiexec $mca "$perf" p2p --transport $tp --op "$op" --min "${BENCH_MIN:-64K}" \
+			--max "${BENCH_MAX:-1M}" --iters "${BENCH_ITERS:-4}" --window 16 --warmup 1 \
+			--rounds "${BENCH_ROUNDS:-3}" --json "$out/cluster-$tp-$path-$op.json" >/tmp/bench.out 2>&1
+		rc=$?
+		grep -v '^\[uccl' /tmp/bench.out | grep -E '^#|^ *[0-9]|size' || true
+		[ $rc = 0 ] || { echo "failed (exit $rc):"; tail -8 /tmp/bench.out; }
+	done
+done
+echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
