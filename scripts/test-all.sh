@@ -12,7 +12,8 @@
 #     this machine cannot boot it, the cases count as skipped, with the reason)
 #  7. GPU memory over verbs in that VM, on the fake GPU build of step 4
 #     (staging and GPUDirect paths)
-#  8. libFuzzer harnesses of tests/fuzz (clang), FUZZ_SECONDS each
+#  8. libFuzzer harnesses of tests/fuzz (clang), FUZZ_SECONDS each (the later
+#     ones, shm ring and notification records, half of it)
 # Ends with one line "N passed, N failed, N skipped" over all of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -129,11 +130,12 @@ fi
 # libFuzzer on every parser of peer bytes, each harness for FUZZ_SECONDS
 # (default 60) on its committed seed corpus; a crash or leak fails CI.
 rm -f build/fuzz/fuzz.out
-step "fuzz (libFuzzer, clang, ${FUZZ_SECONDS:-60} s per harness)"
+step "fuzz (libFuzzer, clang, ${FUZZ_SECONDS:-60} s per harness, $((${FUZZ_SECONDS:-60} / 2)) s the later ones)"
 if command -v clang >/dev/null 2>&1; then
     mkdir -p build/fuzz && (cd build/fuzz && "$top/configure" CC=clang --enable-werror --enable-fuzz \
         --disable-shared --without-cuda --without-rocm >configure.out 2>&1) &&
-        make -C build/fuzz -j"$jobs" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" >build/fuzz/fuzz.out 2>&1 ||
+        make -C build/fuzz -j"$jobs" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" \
+            FUZZ_SHORT_SECONDS=$((${FUZZ_SECONDS:-60} / 2)) >build/fuzz/fuzz.out 2>&1 ||
         fail=1
     grep -E '^(PASS|FAIL)|passed, .*failed' build/fuzz/fuzz.out || tail -30 build/fuzz/fuzz.out
 else

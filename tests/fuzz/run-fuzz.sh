@@ -2,13 +2,16 @@
 # Run each libFuzzer harness for SECONDS on a scratch copy of its committed
 # seed corpus (the corpus in git is not changed), print one line per harness
 # (executions, coverage, corpus size) and a closing "N passed, N failed".
-# Usage: run-fuzz.sh SECONDS CORPUS_DIR HARNESS...
-secs=$1 corpus=$2
+# Usage: run-fuzz.sh SECONDS CORPUS_DIR HARNESS[@SECONDS]...
+# (HARNESS@N runs that harness N seconds instead of SECONDS)
+all_secs=$1 corpus=$2
 shift 2
 passed=0 failed=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for h in "$@"; do
+for arg in "$@"; do
+    h=${arg%@*} secs=$all_secs
+    [ "$h" != "$arg" ] && secs=${arg##*@}
     name=$(basename "$h")
     mkdir -p "$work/$name" "$work/$name.crash"
     [ -d "$corpus/$name" ] && cp "$corpus/$name"/* "$work/$name/" 2>/dev/null

@@ -32,20 +32,13 @@ static uccl_conn_t *rndv_conn(const uccl_rndv_t *r)
 static void rndv_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a, uint64_t b,
                          uint64_t c)
 {
-    memset(p, 0, 4);
-    p[0] = (uint8_t)type;
-    uccl_put_u32(p + 4, (uint32_t)(int32_t)status);
-    uccl_put_u64(p + 8, a);
-    uccl_put_u64(p + 16, b);
-    uccl_put_u64(p + 24, c);
-    uccl_put_u64(p + 32, 0);
+    uccl_rndv_hdr_put(p, type, status, a, b, c, 0);
 }
 
 /* EAGER and RTS carry the message number after the common header fields. */
 static void rndv_put_msg_hdr(uint8_t *p, int type, const uccl_req_t *req, uint64_t c)
 {
-    rndv_put_hdr(p, type, UCCL_OK, req->tag, req->len, c);
-    uccl_put_u64(p + 32, req->msg_seq);
+    uccl_rndv_hdr_put(p, type, UCCL_OK, req->tag, req->len, c, req->msg_seq);
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -253,7 +246,7 @@ uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts)
         kind = UCCL_RNDV_IMM_NOTIFY;
         id = (uint32_t)req->tp_data[UCCL_RNDV_RD_ID];
     }
-    return kind << 30 | (uint32_t)(nparts - 1) << 25 | (id & UCCL_RNDV_IMM_ID_MASK);
+    return uccl_rndv_imm_pack(kind, (uint32_t)(nparts - 1), id);
 }
 
 /* ------------------------------------------------------------------ sending */
@@ -455,31 +448,27 @@ uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool 
 }
 
 /* The receiver's buffer for one of our rendezvous sends: write into it. */
-static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t nseg,
-                             const uint8_t *p, size_t len)
+/* (segs and nseg as uccl_rndv_ctrl_parse checked them) */
+static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
+                             const uccl_rndv_seg_t *segs, int nseg)
 {
     uccl_req_t *req = uccl_rndv_id_find(r, send_id, UCCL_RNDV_RS_WAIT_CTS, true);
-    uccl_rndv_seg_t segs[UCCL_IOV_MAX];
     uint64_t total = 0;
     uccl_status_t st;
 
-    if (req == NULL || nseg == 0 || nseg > UCCL_IOV_MAX || len < nseg * UCCL_RNDV_SEG_SIZE) {
-        uccl_error("%s: malformed or unexpected CTS (send id %llu, %llu segments)",
-                   r->ep->tp->ops->name, (unsigned long long)send_id, (unsigned long long)nseg);
+    if (req == NULL) {
+        uccl_error("%s: unexpected CTS (send id %llu, %d segments)", r->ep->tp->ops->name,
+                   (unsigned long long)send_id, nseg);
         uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
         return;
     }
     uccl_list_del(&req->tp_link);
-    for (uint64_t i = 0; i < nseg; i++, p += UCCL_RNDV_SEG_SIZE) {
-        segs[i].addr = uccl_get_u64(p);
-        segs[i].key = uccl_get_u64(p + 8);
-        segs[i].len = uccl_get_u64(p + 16);
+    for (int i = 0; i < nseg; i++)
         total += segs[i].len;
-    }
     req->tp_data[UCCL_RNDV_RD_PEER_ID] = recv_id;
     if (total < req->len) /* the receiver matched only receives that fit */
         uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
-    st = r->ops->write(r, req, segs, (int)nseg);
+    st = r->ops->write(r, req, segs, nseg);
     if (st != UCCL_OK)
         r->ops->finish(r, req, st, 0);
 }
@@ -501,46 +490,30 @@ static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, ucc
     r->ops->finish(r, req, st, st == UCCL_OK ? len : 0);
 }
 
-/* The one parser of control messages from the peer. */
+/* A control message from the peer: parsed (rndv_wire.c), then handled. */
 void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
 {
     const uint8_t *p = uccl_rndv_recv_buf(r, index);
-    uccl_status_t status;
-    uint64_t a, b, c, seq;
+    uccl_rndv_ctrl_t m;
 
     if (index < 0 || index >= r->rx_depth)
         return;
-    if (len < UCCL_RNDV_HDR_SIZE)
-        goto bad;
-    status = (uccl_status_t)(int32_t)uccl_get_u32(p + 4);
-    a = uccl_get_u64(p + 8);
-    b = uccl_get_u64(p + 16);
-    c = uccl_get_u64(p + 24);
-    seq = uccl_get_u64(p + 32);
-    switch (p[0]) {
-    case UCCL_RNDV_MSG_EAGER:
-        if (b != len - UCCL_RNDV_HDR_SIZE)
-            goto bad;
-        rndv_msg_arrived(r, seq, a, b, false, p + UCCL_RNDV_HDR_SIZE, 0);
-        break;
-    case UCCL_RNDV_MSG_RTS: rndv_msg_arrived(r, seq, a, b, true, NULL, c); break;
-    case UCCL_RNDV_MSG_CTS:
-        rndv_cts_arrived(r, a, b, c, p + UCCL_RNDV_HDR_SIZE, len - UCCL_RNDV_HDR_SIZE);
-        break;
-    case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, a, b, status); break;
-    case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, a, b); break;
-    case UCCL_RNDV_MSG_GRANT:
-        uccl_rndv_grant_arrived(r, a, b, c, seq, p + UCCL_RNDV_HDR_SIZE, len - UCCL_RNDV_HDR_SIZE);
-        break;
-    default: goto bad;
+    if (uccl_rndv_ctrl_parse(p, len, &m) != UCCL_OK) {
+        uccl_error("%s: malformed control message (type %d, %zu bytes); connection fails",
+                   r->ep->tp->ops->name, len > 0 ? p[0] : -1, len);
+        uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+        return;
+    }
+    switch (m.type) {
+    case UCCL_RNDV_MSG_EAGER: rndv_msg_arrived(r, m.seq, m.a, m.b, false, m.payload, 0); break;
+    case UCCL_RNDV_MSG_RTS: rndv_msg_arrived(r, m.seq, m.a, m.b, true, NULL, m.c); break;
+    case UCCL_RNDV_MSG_CTS: rndv_cts_arrived(r, m.a, m.b, m.segs, m.nseg); break;
+    case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, m.a, m.b, m.status); break;
+    case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, m.a, m.b); break;
+    case UCCL_RNDV_MSG_GRANT: uccl_rndv_grant_arrived(r, m.a, m.b, m.c, m.seq, &m.segs[0]); break;
     }
     if (r->ops->recv_repost(r, index) != UCCL_OK)
         uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
-    return;
-bad:
-    uccl_error("%s: malformed control message (type %d, %zu bytes); connection fails",
-               r->ep->tp->ops->name, p[0], len);
-    uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
 }
 
 /* ------------------------------------------------------------------ teardown */

@@ -130,6 +130,37 @@ typedef struct uccl_rndv_seg {
     uint64_t len;
 } uccl_rndv_seg_t;
 
+/* ---- the wire format's encoders and parsers (rndv_wire.c: pure, built
+ * whatever transports are; the fuzz harness tests/fuzz/fuzz_notif.c runs
+ * them) */
+/* A control message from the peer, checked for its structure only: type
+ * known, an EAGER's length all of the rest, a CTS's segments present, a
+ * GRANT's slot in range and its segment present. */
+typedef struct uccl_rndv_ctrl {
+    int type;               /* UCCL_RNDV_MSG_* */
+    uccl_status_t status;
+    uint64_t a, b, c, seq;  /* as the header's comment says per type */
+    const uint8_t *payload; /* EAGER: b bytes, in the buffer parsed */
+    int nseg;               /* CTS: c segments; GRANT: 1 */
+    uccl_rndv_seg_t segs[UCCL_IOV_MAX];
+} uccl_rndv_ctrl_t;
+/* UCCL_OK or UCCL_ERR_TRANSPORT (malformed); p holds len bytes. */
+uccl_status_t uccl_rndv_ctrl_parse(const uint8_t *p, size_t len, uccl_rndv_ctrl_t *m);
+/* The UCCL_RNDV_HDR_SIZE bytes of a control message header. */
+void uccl_rndv_hdr_put(uint8_t *p, int type, uccl_status_t status, uint64_t a, uint64_t b,
+                       uint64_t c, uint64_t seq);
+
+/* An immediate's fields (every 32-bit value is one of the four kinds). */
+typedef struct uccl_rndv_imm_fields {
+    uint32_t kind;  /* UCCL_RNDV_IMM_* */
+    uint32_t id;    /* notify id or receive id (not NOTIFY_SMALL) */
+    int nparts;     /* 1..UCCL_RNDV_MAX_PARTS; CHUNK: the slot is nparts - 1 */
+    uint32_t value; /* NOTIFY_SMALL: the value, below UCCL_RNDV_IMM_SMALL_MAX */
+} uccl_rndv_imm_fields_t;
+void uccl_rndv_imm_parse(uint32_t imm, uccl_rndv_imm_fields_t *f);
+/* kind, parts - 1 (or a CHUNK's slot), id: the immediate. */
+uint32_t uccl_rndv_imm_pack(uint32_t kind, uint32_t parts, uint32_t id);
+
 typedef struct uccl_rndv uccl_rndv_t;
 
 /* The transport primitives. Every call is made under the engine lock from
@@ -275,7 +306,7 @@ void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
 void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id);
 void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t slot,
-                             uint64_t off, const uint8_t *p, size_t len);
+                             uint64_t off, const uccl_rndv_seg_t *seg);
 
 static inline uccl_status_t uccl_rndv_req_err(const uccl_req_t *req)
 {

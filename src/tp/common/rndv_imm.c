@@ -97,19 +97,19 @@ static void rndv_recv_chunk(uccl_rndv_t *r, uint32_t id, int slot)
 
 void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm)
 {
-    uint32_t kind = imm >> 30, id = imm & UCCL_RNDV_IMM_ID_MASK;
-    int nparts = (int)((imm >> 25) & (UCCL_RNDV_MAX_PARTS - 1)) + 1;
+    uccl_rndv_imm_fields_t f;
     rndv_notif_t *n;
 
-    switch (kind) {
-    case UCCL_RNDV_IMM_NOTIFY_SMALL: rndv_notif_push(r, imm & (UCCL_RNDV_IMM_SMALL_MAX - 1)); return;
-    case UCCL_RNDV_IMM_RNDV: rndv_recv_part(r, id, nparts); return;
-    case UCCL_RNDV_IMM_CHUNK: rndv_recv_chunk(r, id, nparts - 1); return;
+    uccl_rndv_imm_parse(imm, &f);
+    switch (f.kind) {
+    case UCCL_RNDV_IMM_NOTIFY_SMALL: rndv_notif_push(r, f.value); return;
+    case UCCL_RNDV_IMM_RNDV: rndv_recv_part(r, f.id, f.nparts); return;
+    case UCCL_RNDV_IMM_CHUNK: rndv_recv_chunk(r, f.id, f.nparts - 1); return;
     case UCCL_RNDV_IMM_NOTIFY:
-        n = rndv_notif_get(r, id);
+        n = rndv_notif_get(r, f.id);
         if (n == NULL)
             return;
-        n->nparts = nparts;
+        n->nparts = f.nparts;
         n->got++;
         rndv_notif_check(r, n);
         return;
@@ -157,21 +157,20 @@ void uccl_rndv_forget(uccl_rndv_t *r, uccl_req_t *req)
 
 /* A window the receiver granted for one of our rendezvous sends. A send
  * that already failed (FIN on its way) or finished ignores it. */
+/* (slot and seg as uccl_rndv_ctrl_parse checked them) */
 void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t slot,
-                               uint64_t off, const uint8_t *p, size_t len)
+                               uint64_t off, const uccl_rndv_seg_t *seg)
 {
     uccl_req_t *req = uccl_idmap_lookup(&r->ids, send_id);
-    uccl_rndv_seg_t seg;
     bool first;
     uccl_status_t st;
 
-    if (slot >= UCCL_RNDV_MAX_SLOTS || len < UCCL_RNDV_SEG_SIZE || r->ops->grant == NULL) {
+    if (r->ops->grant == NULL) {
         uccl_error("%s: malformed GRANT (send id %llu, slot %llu)", r->ep->tp->ops->name,
                    (unsigned long long)send_id, (unsigned long long)slot);
         uccl_conn_fail(r->ep->conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    seg = (uccl_rndv_seg_t){uccl_get_u64(p), uccl_get_u64(p + 8), uccl_get_u64(p + 16)};
     if (req == NULL || req->op != UCCL_OP_SEND)
         return;
     first = req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_WAIT_CTS;
@@ -182,7 +181,7 @@ void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
         uccl_list_del(&req->tp_link);
         req->tp_data[UCCL_RNDV_RD_PEER_ID] = recv_id;
     }
-    st = r->ops->grant(r, req, first, (int)slot, off, &seg);
+    st = r->ops->grant(r, req, first, (int)slot, off, seg);
     if (st == UCCL_OK)
         return;
     if (first) {
@@ -197,8 +196,8 @@ void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
 
 uint32_t uccl_rndv_imm_chunk(const uccl_req_t *req, int slot)
 {
-    return (uint32_t)UCCL_RNDV_IMM_CHUNK << 30 | (uint32_t)slot << 25 |
-           ((uint32_t)req->tp_data[UCCL_RNDV_RD_PEER_ID] & UCCL_RNDV_IMM_ID_MASK);
+    return uccl_rndv_imm_pack(UCCL_RNDV_IMM_CHUNK, (uint32_t)slot,
+                              (uint32_t)req->tp_data[UCCL_RNDV_RD_PEER_ID]);
 }
 
 void uccl_rndv_notif_release(uccl_rndv_t *r)

@@ -76,7 +76,7 @@ typedef struct shm_pkt_rts {
     uint64_t id;
     uint32_t iovcnt;
     uint32_t reserved;
-    shm_wire_iov_t iov[];
+    /* iovcnt shm_wire_iov_t follow */
 } shm_pkt_rts_t;
 
 /* CTS and FIN. */
@@ -101,7 +101,7 @@ typedef struct shm_pkt_offer {
     uint64_t split;
     uint32_t iovcnt;
     uint32_t reserved;
-    shm_wire_iov_t iov[];
+    /* iovcnt shm_wire_iov_t follow */
 } shm_pkt_offer_t;
 
 typedef struct shm_pkt_data {
@@ -123,7 +123,7 @@ typedef struct shm_pkt_rma {
     uint64_t notif;
     uint32_t has_notif;
     uint32_t reserved;
-    shm_wire_iov_t iov[];
+    /* iovcnt shm_wire_iov_t follow */
 } shm_pkt_rma_t;
 
 typedef struct shm_pkt_wdata {
@@ -140,6 +140,27 @@ typedef struct shm_pkt_wdata {
 
 _Static_assert(sizeof(shm_pkt_data_t) == 64 && sizeof(shm_pkt_wdata_t) == 64,
                "streamed payloads start on a cache line");
+
+/* The pieces that follow an RTS, RMA or OFFER header in the ring. */
+#define SHM_PKT_IOV(pkt) ((shm_wire_iov_t *)((pkt) + 1))
+
+/* A packet read from the peer's ring, checked for its structure only (no
+ * state consulted): the fixed part of its type, its pieces, its payload. */
+typedef struct shm_rx_pkt {
+    union {
+        shm_pkt_hdr_t hdr; /* = the header uccl_spsc_peek checked */
+        shm_pkt_eager_t eager;
+        shm_pkt_rts_t rts;
+        shm_pkt_ctl_t ctl; /* CTS, FIN, DONE */
+        shm_pkt_data_t data;
+        shm_pkt_rma_t rma;
+        shm_pkt_wdata_t wdata;
+        shm_pkt_offer_t offer;
+    } u;
+    shm_wire_iov_t iov[UCCL_IOV_MAX]; /* RTS, RMA, OFFER: u.*.iovcnt of them, copied */
+    const uint8_t *payload;           /* EAGER, DATA, WDATA: payload_len bytes in the ring */
+    size_t payload_len;
+} shm_rx_pkt_t;
 
 /* Segment: header, ring initiator->acceptor, ring acceptor->initiator.
  * The close fence, index 0 = initiator, 1 = acceptor: a side that closes
@@ -308,6 +329,12 @@ uccl_status_t uccl_shm_req_track(shm_ep_t *ep, uccl_req_t *req);
 void uccl_shm_req_at(shm_ep_t *ep, uccl_req_t *req, int where);
 void uccl_shm_req_untrack(shm_ep_t *ep, uccl_req_t *req);
 
+/* shm_wire.c: the parser of packets from the peer (pure: the fuzz harness
+ * tests/fuzz/fuzz_shm_rx.c runs it). p holds hdr->size bytes (hdr as
+ * uccl_spsc_peek gave it); UCCL_OK or UCCL_ERR_TRANSPORT (malformed). */
+uccl_status_t uccl_shm_pkt_parse(const uint8_t *p, const shm_pkt_hdr_t *hdr, shm_rx_pkt_t *pkt);
+const char *uccl_shm_pkt_name(uint32_t type);
+
 /* shm_rx.c: the receive side of the ring */
 int uccl_shm_rx_progress(shm_ep_t *ep);
 
@@ -337,7 +364,7 @@ bool uccl_shm_cma_probe(shm_ep_t *ep);
 bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
                     const shm_wire_iov_t *iov, uint32_t iovcnt);
 bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
-void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr);
+void uccl_shm_rx_offer(shm_ep_t *ep, const shm_pkt_offer_t *pkt, const shm_wire_iov_t *iov);
 void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 /* Our part of split s is copied (status st). */
 void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);

@@ -116,7 +116,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 
         if (pkt == NULL)
             return false;
-        shm_fill_wire_iov(req, pkt->iov, &pkt->iovcnt);
+        shm_fill_wire_iov(req, SHM_PKT_IOV(pkt), &pkt->iovcnt);
         size = sizeof(*pkt) + pkt->iovcnt * sizeof(shm_wire_iov_t);
         pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RTS, (uint32_t)size};
         pkt->tag = req->tag;
@@ -131,7 +131,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 
         if (pkt == NULL)
             return false;
-        shm_fill_wire_iov(req, pkt->iov, &pkt->iovcnt);
+        shm_fill_wire_iov(req, SHM_PKT_IOV(pkt), &pkt->iovcnt);
         size = sizeof(*pkt) + pkt->iovcnt * sizeof(shm_wire_iov_t);
         pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RMA, (uint32_t)size};
         pkt->is_read = req->op == UCCL_OP_READ;

@@ -50,52 +50,34 @@ static bool shm_rx_match(shm_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len,
     return false;
 }
 
-static void shm_rx_eager(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+/* The handlers below get packets uccl_shm_pkt_parse checked (shm_wire.c). */
+static void shm_rx_eager(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
-    shm_pkt_eager_t pkt;
+    const shm_pkt_eager_t *pkt = &rx->u.eager;
     uccl_req_t *req;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_bad(ep, "eager");
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
-    if (pkt.len != hdr->size - sizeof(pkt)) {
-        shm_rx_bad(ep, "eager");
-        return;
-    }
-    if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
+    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
         return;
     if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_EAGER, pkt.len, 0, p + sizeof(pkt), 0, 0);
+        uccl_shm_deliver(ep, req, SHM_PKT_EAGER, pkt->len, 0, rx->payload, 0, 0);
     else
-        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt.seq, pkt.tag, pkt.len, 0, p + sizeof(pkt), pkt.len,
-                          0, 0);
+        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt->seq, pkt->tag, pkt->len, 0, rx->payload,
+                          rx->payload_len, 0, 0);
 }
 
-static void shm_rx_rts(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+static void shm_rx_rts(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
-    shm_wire_iov_t iov[UCCL_IOV_MAX];
-    shm_pkt_rts_t pkt;
+    const shm_pkt_rts_t *pkt = &rx->u.rts;
     uccl_req_t *req;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_bad(ep, "rts");
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
-    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
-        shm_rx_bad(ep, "rts");
-        return;
-    }
-    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
-    if (!shm_rx_match(ep, pkt.seq, pkt.tag, pkt.len, &req))
+    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
         return;
     if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_RTS, pkt.len, pkt.id, iov, pkt.iovcnt, pkt.reserved);
+        uccl_shm_deliver(ep, req, SHM_PKT_RTS, pkt->len, pkt->id, rx->iov, pkt->iovcnt,
+                         pkt->reserved);
     else
-        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt.seq, pkt.tag, pkt.len, pkt.id, iov,
-                          pkt.iovcnt * sizeof(iov[0]), pkt.iovcnt, pkt.reserved);
+        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
+                          pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
 }
 
 static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
@@ -155,17 +137,12 @@ static void shm_rx_fin(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 }
 
 /* A chunk of a streamed message (receive) or of a read's data. */
-static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+static void shm_rx_data(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
-    shm_pkt_data_t pkt;
+    shm_pkt_data_t pkt = rx->u.data;
     uccl_req_t *req;
     uint64_t total;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_bad(ep, "data");
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
     req = uccl_shm_find_req(ep, SHM_AT_RECV_ACTIVE, pkt.id);
     if (req == NULL) {
         req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt.id);
@@ -175,34 +152,24 @@ static void shm_rx_data(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr
         }
     }
     total = req->op == UCCL_OP_RECV ? req->tp_data[SHM_REQ_MSGLEN] : req->len;
-    if (pkt.len != hdr->size - sizeof(pkt) || pkt.off > total || pkt.len > total - pkt.off) {
+    if (pkt.off > total || pkt.len > total - pkt.off) {
         shm_rx_bad(ep, "data");
         return;
     }
     if (pkt.off + pkt.len == total)
         uccl_shm_req_untrack(ep, req);
-    uccl_shm_req_fill(ep, req, pkt.off, p + sizeof(pkt), pkt.len, pkt.off + pkt.len == total, total);
+    uccl_shm_req_fill(ep, req, pkt.off, rx->payload, pkt.len, pkt.off + pkt.len == total, total);
 }
 
 /* Target side of write/read: check the access against our own regions
  * first; only then copy (CMA) or ask for / send the data through the ring. */
-static void shm_rx_rma(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
-    shm_wire_iov_t iov[UCCL_IOV_MAX];
+    const shm_wire_iov_t *iov = rx->iov;
+    shm_pkt_rma_t pkt = rx->u.rma;
     uccl_region_t *region;
-    shm_pkt_rma_t pkt;
     uccl_status_t st;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_bad(ep, "rma");
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
-    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
-        shm_rx_bad(ep, "rma");
-        return;
-    }
-    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
@@ -254,21 +221,13 @@ static void shm_write_done_deferred(void *arg, uccl_status_t copy_status, uint64
         shm_write_done(arg, id, has_notif != 0, notif);
 }
 
-static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+static void shm_rx_wdata(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
+    shm_pkt_wdata_t pkt = rx->u.wdata;
+    const uint8_t *p = rx->payload;
     uccl_region_t *region;
-    shm_pkt_wdata_t pkt;
     uccl_status_t st;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_bad(ep, "wdata");
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
-    if (pkt.len != hdr->size - sizeof(pkt)) {
-        shm_rx_bad(ep, "wdata");
-        return;
-    }
     st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
         st = UCCL_ERR_REMOTE_ACCESS;
@@ -278,13 +237,12 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
         return;
     }
     if (uccl_region_mem_type(region) == UCCL_MEM_HOST) {
-        memcpy((void *)(uintptr_t)pkt.addr, p + sizeof(pkt), pkt.len);
+        memcpy((void *)(uintptr_t)pkt.addr, p, pkt.len);
         if (pkt.last)
             shm_write_done(ep, pkt.id, pkt.has_notif, pkt.notif);
         return;
     }
-    st = uccl_stage_copy_in(ep->tp->stage, NULL, (uint8_t *)(uintptr_t)pkt.addr, 0, p + sizeof(pkt),
-                            pkt.len);
+    st = uccl_stage_copy_in(ep->tp->stage, NULL, (uint8_t *)(uintptr_t)pkt.addr, 0, p, pkt.len);
     if (st == UCCL_OK && pkt.last) /* the FIN waits for the H2D copies */
         st = uccl_stage_defer(ep->tp->stage, ep, shm_write_done_deferred, ep, pkt.id,
                               pkt.has_notif, pkt.notif);
@@ -296,44 +254,22 @@ static void shm_rx_wdata(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hd
 
 static void shm_rx_one(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
 {
-    shm_pkt_ctl_t ctl;
+    shm_rx_pkt_t rx;
 
+    if (uccl_shm_pkt_parse(p, hdr, &rx) != UCCL_OK) {
+        shm_rx_bad(ep, uccl_shm_pkt_name(hdr->type));
+        return;
+    }
     switch (hdr->type) {
-    case SHM_PKT_EAGER:
-        shm_rx_eager(ep, p, hdr);
-        break;
-    case SHM_PKT_RTS:
-        shm_rx_rts(ep, p, hdr);
-        break;
-    case SHM_PKT_DATA:
-        shm_rx_data(ep, p, hdr);
-        break;
-    case SHM_PKT_RMA:
-        shm_rx_rma(ep, p, hdr);
-        break;
-    case SHM_PKT_WDATA:
-        shm_rx_wdata(ep, p, hdr);
-        break;
-    case SHM_PKT_OFFER:
-        uccl_shm_rx_offer(ep, p, hdr);
-        break;
-    case SHM_PKT_CTS:
-    case SHM_PKT_FIN:
-    case SHM_PKT_DONE:
-        if (hdr->size != sizeof(ctl)) {
-            shm_rx_bad(ep, "control");
-            return;
-        }
-        memcpy(&ctl, p, sizeof(ctl));
-        if (hdr->type == SHM_PKT_CTS)
-            shm_rx_cts(ep, &ctl);
-        else if (hdr->type == SHM_PKT_DONE)
-            uccl_shm_rx_done(ep, &ctl);
-        else
-            shm_rx_fin(ep, &ctl);
-        break;
-    default:
-        shm_rx_bad(ep, "unknown");
+    case SHM_PKT_EAGER: shm_rx_eager(ep, &rx); break;
+    case SHM_PKT_RTS: shm_rx_rts(ep, &rx); break;
+    case SHM_PKT_DATA: shm_rx_data(ep, &rx); break;
+    case SHM_PKT_RMA: shm_rx_rma(ep, &rx); break;
+    case SHM_PKT_WDATA: shm_rx_wdata(ep, &rx); break;
+    case SHM_PKT_OFFER: uccl_shm_rx_offer(ep, &rx.u.offer, rx.iov); break;
+    case SHM_PKT_CTS: shm_rx_cts(ep, &rx.u.ctl); break;
+    case SHM_PKT_DONE: uccl_shm_rx_done(ep, &rx.u.ctl); break;
+    case SHM_PKT_FIN: shm_rx_fin(ep, &rx.u.ctl); break;
     }
 }
 

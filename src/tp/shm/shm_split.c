@@ -55,7 +55,7 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
         return false;
     *pkt = (shm_pkt_offer_t){.hdr = {SHM_PKT_OFFER, (uint32_t)size}, .id = s->peer_id,
                              .rid = s->rid, .split = split, .iovcnt = iovcnt};
-    memcpy(pkt->iov, iov, iovcnt * sizeof(*iov));
+    memcpy(SHM_PKT_IOV(pkt), iov, iovcnt * sizeof(*iov));
     uccl_spsc_commit(&ep->tx, size);
     return true;
 }
@@ -126,39 +126,28 @@ static void shm_rx_offer_bad(shm_ep_t *ep)
 }
 
 /* Sender or initiator: copy the part the peer offered, then say so. */
-void uccl_shm_rx_offer(shm_ep_t *ep, const uint8_t *p, const shm_pkt_hdr_t *hdr)
+/* (pkt and iov as uccl_shm_pkt_parse checked them) */
+void uccl_shm_rx_offer(shm_ep_t *ep, const shm_pkt_offer_t *pkt, const shm_wire_iov_t *iov)
 {
-    shm_wire_iov_t iov[UCCL_IOV_MAX];
     struct iovec local[UCCL_IOV_MAX];
-    shm_pkt_offer_t pkt;
     uccl_req_t *req;
     uint64_t sum = 0;
     uccl_status_t st;
 
-    if (hdr->size < sizeof(pkt)) {
-        shm_rx_offer_bad(ep);
-        return;
-    }
-    memcpy(&pkt, p, sizeof(pkt));
-    if (pkt.iovcnt > UCCL_IOV_MAX || hdr->size != sizeof(pkt) + pkt.iovcnt * sizeof(iov[0])) {
-        shm_rx_offer_bad(ep);
-        return;
-    }
-    memcpy(iov, p + sizeof(pkt), pkt.iovcnt * sizeof(iov[0]));
-    for (uint32_t i = 0; i < pkt.iovcnt; i++)
+    for (uint32_t i = 0; i < pkt->iovcnt; i++)
         sum += iov[i].len;
-    req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt.id);
+    req = uccl_shm_find_req(ep, SHM_AT_WAITING, pkt->id);
     /* only a CMA peer offers, and only for host memory we announced */
-    if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt.split > req->len ||
-        sum != req->len - pkt.split) {
+    if (req == NULL || !ep->cma || uccl_stage_req_is_gpu(req) || pkt->split > req->len ||
+        sum != req->len - pkt->split) {
         shm_rx_offer_bad(ep);
         return;
     }
     st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_OFFER, .write = req->op != UCCL_OP_READ,
-                                            .len = sum, .peer_id = pkt.rid},
-                       local, uccl_shm_req_iovec(req, local), pkt.split, iov, (int)pkt.iovcnt);
+                                            .len = sum, .peer_id = pkt->rid},
+                       local, uccl_shm_req_iovec(req, local), pkt->split, iov, (int)pkt->iovcnt);
     if (st != UCCL_OK)
-        uccl_shm_ctrl_send(ep, SHM_PKT_DONE, pkt.rid, 0, st);
+        uccl_shm_ctrl_send(ep, SHM_PKT_DONE, pkt->rid, 0, st);
 }
 
 /* Receiver or target: both parts are copied; complete, notify, FIN. */
