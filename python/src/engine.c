@@ -91,25 +91,6 @@ int upy_timeout_ms(PyObject *timeout, long long *ms)
 
 #define UPY_SLICE_MS 100 /* longest time without checking for signals */
 
-uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms)
-{
-    uccl_status_t st;
-    for (;;) {
-        int slice = ms == -2 || ms > UPY_SLICE_MS ? UPY_SLICE_MS : (int)ms;
-        e->busy++;
-        Py_BEGIN_ALLOW_THREADS
-        st = uccl_wait(req, slice);
-        Py_END_ALLOW_THREADS
-        e->busy--;
-        if (st != UCCL_ERR_TIMEOUT || (ms != -2 && ms <= slice))
-            return st;
-        if (ms != -2)
-            ms -= slice;
-        if (PyErr_CheckSignals() < 0)
-            return UPY_WAIT_INTERRUPTED;
-    }
-}
-
 uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
 {
     uccl_status_t st;
@@ -127,6 +108,11 @@ uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long l
         if (PyErr_CheckSignals() < 0)
             return UPY_WAIT_INTERRUPTED;
     }
+}
+
+uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms)
+{
+    return upy_wait_many(e, &req, 1, ms); /* uccl_wait_all of one: that request's status */
 }
 
 /* ---------------------------------------------------------------- methods */
