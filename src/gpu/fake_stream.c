@@ -79,18 +79,18 @@ struct uccl_gpu_event {
 };
 
 typedef struct fake_cfg {
-    int fail_copy;
-    int fail_issue;
+    size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
+    size_t fail_issue;
 } fake_cfg_t;
 
 static const uccl_cfg_field_t fake_cfg_fields[] = {
     {"FAIL_COPY", "0",
      "fake GPU, tests only: the N-th async copy of the process fails when it runs; the first event "
      "recorded after it on its stream reports the error (0 = never)",
-     offsetof(fake_cfg_t, fail_copy), UCCL_CFG_INT},
+     offsetof(fake_cfg_t, fail_copy), UCCL_CFG_SIZE},
     {"FAIL_ISSUE", "0",
      "fake GPU, tests only: uccl_gpu_memcpy_async refuses the N-th async copy of the process (0 = never)",
-     offsetof(fake_cfg_t, fail_issue), UCCL_CFG_INT},
+     offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -114,10 +114,10 @@ static void cfg_load(void)
     if (uccl_cfg_parse(&fake_cfg_table, &fake_cfg) != UCCL_OK)
         memset(&fake_cfg, 0, sizeof(fake_cfg));
     if (fake_cfg.fail_copy > 0)
-        uccl_warn("fake GPU: async copy %d of this process will fail when it runs "
+        uccl_warn("fake GPU: async copy %zu of this process will fail when it runs "
                   "(UCCL_FAKE_GPU_FAIL_COPY)", fake_cfg.fail_copy);
     if (fake_cfg.fail_issue > 0)
-        uccl_warn("fake GPU: async copy %d of this process will be refused (UCCL_FAKE_GPU_FAIL_ISSUE)",
+        uccl_warn("fake GPU: async copy %zu of this process will be refused (UCCL_FAKE_GPU_FAIL_ISSUE)",
                   fake_cfg.fail_issue);
 }
 
