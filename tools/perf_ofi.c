@@ -399,6 +399,32 @@ static double ucc_seed_local(ucc_t *u, int n, int iters)
     return now_s() - t0;
 }
 
+/* One row per piece count n: raw and uccl timed on the same bytes (after 2
+ * warm-up rounds each), GB/s, raw/uccl time ratio, and uccl against its
+ * first row (one piece). */
+static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
+                      double (*raw)(raw_t *, int, int), double (*ucc)(ucc_t *, int, int), int rank)
+{
+    double u1 = 0;
+
+    for (size_t k = 0; k < rows; k++) {
+        int iters = 50;
+        double tr, tu;
+
+        raw(r, n[k], 2);
+        ucc(u, n[k], 2);
+        tr = raw(r, n[k], iters);
+        tu = ucc(u, n[k], iters);
+        if (k == 0)
+            u1 = tu;
+        if (rank == 0) {
+            double bytes = (double)SEED_BYTES * iters;
+            printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", n[k], bytes / tr / 1e9, bytes / tu / 1e9,
+                   tr / tu, u1 / tu);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
@@ -475,25 +501,7 @@ int main(int argc, char **argv)
         printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
                "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
                "raw", "uccl", "ratio", "uccl/1pc");
-    {
-        double u1 = 0;
-        for (size_t k = 0; k < sizeof(pieces) / sizeof(pieces[0]); k++) {
-            int iters = 50;
-            double tr, tu;
-
-            raw_seed(&r, pieces[k], 2);
-            ucc_seed(&u, pieces[k], 2);
-            tr = raw_seed(&r, pieces[k], iters);
-            tu = ucc_seed(&u, pieces[k], iters);
-            if (k == 0)
-                u1 = tu;
-            if (rank == 0) {
-                double bytes = (double)SEED_BYTES * iters;
-                printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", pieces[k], bytes / tr / 1e9,
-                       bytes / tu / 1e9, tr / tu, u1 / tu);
-            }
-        }
-    }
+    seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_seed, ucc_seed, rank);
 local:
     if (strstr(ops, "local") == NULL)
         goto out;
@@ -504,23 +512,8 @@ local:
                "raw", "uccl", "ratio", "uccl/1pc");
     {
         static const int lpieces[] = {1, 8, 32, 64};
-        double u1 = 0;
-        for (size_t k = 0; k < sizeof(lpieces) / sizeof(lpieces[0]); k++) {
-            int iters = 50;
-            double tr, tu;
-
-            raw_seed_local(&r, lpieces[k], 2);
-            ucc_seed_local(&u, lpieces[k], 2);
-            tr = raw_seed_local(&r, lpieces[k], iters);
-            tu = ucc_seed_local(&u, lpieces[k], iters);
-            if (k == 0)
-                u1 = tu;
-            if (rank == 0) {
-                double bytes = (double)SEED_BYTES * iters;
-                printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", lpieces[k], bytes / tr / 1e9,
-                       bytes / tu / 1e9, tr / tu, u1 / tu);
-            }
-        }
+        seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
+                  ucc_seed_local, rank);
     }
 out:
     uccl_mr_dereg(u.mr);
