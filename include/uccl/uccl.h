@@ -314,7 +314,9 @@ UCCL_API uccl_status_t uccl_copy_post(uccl_engine_t *engine, void *dst, const vo
 /* GPU stream ordering (stream = a cudaStream_t or hipStream_t, as void *).
  * uccl_stream_event: a request that completes once the work queued on
  * stream before the call has run (an event recorded there, polled by
- * progress; the host never waits on the stream).
+ * progress; the host never waits on the stream). A stream that has run
+ * everything queued on it when asked (a stream query) gives a request
+ * complete at once, without an event.
  * uccl_stream_hold: work queued on stream after the call waits until
  * uccl_stream_release(hold) (a stream-ordered wait on a host-mapped flag,
  * cuStreamWaitValue32); release frees the hold. Every hold must be

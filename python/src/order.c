@@ -32,6 +32,8 @@ static int chain(upy_engine_t *e, void *producer, void *stream)
     chain_t *c = calloc(1, sizeof(*c));
     uccl_req_t *g = NULL;
     uccl_status_t st;
+    int done = 0;
+    size_t n;
     if (!c) {
         PyErr_NoMemory();
         return -1;
@@ -39,6 +41,14 @@ static int chain(upy_engine_t *e, void *producer, void *stream)
     /* the event first: on a blocking stream a hold queued before it would
      * hold the legacy default stream's event too */
     st = uccl_stream_event(e->engine, producer, &c->ev);
+    /* a producer with nothing left to run (the event is complete at once;
+     * uccl_req_bytes asks without progress): nothing to order after, no hold */
+    if (st == UCCL_OK && uccl_req_bytes(c->ev, &n) == UCCL_OK &&
+        uccl_test(c->ev, &done) == UCCL_OK && done) {
+        uccl_req_free(c->ev);
+        free(c);
+        return 0;
+    }
     if (st == UCCL_OK && (st = uccl_stream_hold(e->engine, stream, &c->hold)) != UCCL_OK)
         uccl_req_free(c->ev);
     if (st == UCCL_OK && (st = uccl_req_create(e->engine, chain_progress, c, &g)) != UCCL_OK) {

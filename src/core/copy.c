@@ -334,8 +334,17 @@ uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t 
     uccl_engine_lock(engine);
     prev = current_device();
     st = ctx_get(engine, -1, &ctx);
-    if (st == UCCL_OK)
+    /* a stream with nothing left to run (the usual producer by the time a
+     * call reads its buffer): a request complete at once, no event and no
+     * round trip through the GPU; anything else (work queued, an error to
+     * report) records the event */
+    if (st == UCCL_OK && uccl_gpu_stream_query((uccl_gpu_stream_t)stream) == UCCL_OK) {
+        st = uccl_req_create(engine, op_progress, NULL, req);
+        if (st == UCCL_OK)
+            st = uccl_req_finish(*req, UCCL_OK, 0);
+    } else if (st == UCCL_OK) {
         st = op_post(engine, ctx, (uccl_gpu_stream_t)stream, 0, req);
+    }
     device_restore(prev);
     uccl_engine_unlock(engine);
     return st;

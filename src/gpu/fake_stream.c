@@ -295,6 +295,25 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
     return failed ? UCCL_ERR_IO : UCCL_OK;
 }
 
+/* Lazy as the rest: a stream holding queued copies (or a wait) says "not
+ * yet" and runs nothing; one whose copies ran says done, or UCCL_ERR_IO
+ * while a failed copy since its last event record is not reported yet (an
+ * event recorded now would report it). */
+uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream)
+{
+    uccl_status_t st;
+
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&stream_lock);
+    if (stream->done < stream->issued)
+        st = UCCL_INPROGRESS;
+    else
+        st = fault_in(stream, stream->last_record, stream->issued) ? UCCL_ERR_IO : UCCL_OK;
+    pthread_mutex_unlock(&stream_lock);
+    return st;
+}
+
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
 {
     fake_copy_t *c;

@@ -95,6 +95,9 @@ uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offs
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream);
 uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream);
 uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream);
+/* UCCL_OK when everything queued on stream so far has run (waits included),
+ * UCCL_INPROGRESS when not yet, an error otherwise. Never blocks. */
+uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream);
 /* Copy between any two pointers the runtime can see (unified addressing). */
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len,
                                     uccl_gpu_stream_t stream);

@@ -56,6 +56,7 @@ uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offs
 uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream) NO_DEVICE(stream)
+uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, stream)
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,

@@ -64,6 +64,7 @@
 #define rtStream_t RT_API(Stream_t)
 #define rtStreamDestroy RT_API(StreamDestroy)
 #define rtStreamSynchronize RT_API(StreamSynchronize)
+#define rtStreamQuery RT_API(StreamQuery)
 #define rtMemcpyAsync RT_API(MemcpyAsync)
 #define rtEvent_t RT_API(Event_t)
 #define rtEventDestroy RT_API(EventDestroy)
@@ -302,6 +303,15 @@ uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
 uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
 {
     return RT_CHECK(rtStreamSynchronize((rtStream_t)stream));
+}
+
+uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream)
+{
+    rtError_t err = rtStreamQuery((rtStream_t)stream);
+
+    if (err == rtErrorNotReady)
+        return UCCL_INPROGRESS;
+    return rt_check(err, RT_NAME(rtStreamQuery));
 }
 
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)

@@ -4,7 +4,8 @@
  * uccl_stream_event completes only after the work queued on the stream
  * before it, and uccl_stream_hold keeps the stream's later work queued
  * until uccl_stream_release (on the fake backend the copies run lazily, so
- * a missing wait shows as an early copy). Single process. Without a GPU
+ * a missing wait shows as an early copy); a stream with nothing left to run
+ * gives an event request complete at once. Single process. Without a GPU
  * runtime or device only host copies and the refusals of GPU work are
  * checked, then "SKIP: no GPU" (77). */
 #include <stdio.h>
@@ -152,6 +153,47 @@ out:
     return s;
 }
 
+/* A stream with nothing left to run gives uccl_stream_event a request
+ * complete at once (no event, no progress: uccl_req_bytes answers); one with
+ * work queued does not, or only once that work ran (the fake backend's
+ * copies wait for a waiter, so there it is never at once). */
+static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
+{
+    unsigned char *h = malloc(LEN), *back = malloc(LEN);
+    uccl_gpu_stream_t s;
+    uccl_req_t *r = NULL;
+    size_t n = 1;
+    int at_once;
+
+    if (uccl_gpu_stream_create(&s) != UCCL_OK) {
+        CHECK(0, "stream");
+        return;
+    }
+    CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of a new stream");
+    CHECK(uccl_req_bytes(r, &n) == UCCL_OK && n == 0, "a new stream's event is complete at once");
+    CHECK(uccl_wait(r, -1) == UCCL_OK, "and succeeded");
+    uccl_req_free(r);
+    fill(h, LEN, 81);
+    CHECK(uccl_gpu_memcpy_async(d1, h, LEN, s) == UCCL_OK, "producer");
+    CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event behind the producer");
+    at_once = uccl_req_bytes(r, &n) == UCCL_OK;
+    if (at_once) { /* a GPU may have run the copy already: then it is there */
+        uccl_copy(e, back, d1, LEN);
+        CHECK(same(back, LEN, 81), "complete at once with the producer's copy not run");
+    }
+    CHECK(uccl_wait(r, -1) == UCCL_OK, "the event behind the producer completes");
+    uccl_req_free(r);
+    uccl_copy(e, back, d1, LEN);
+    CHECK(same(back, LEN, 81), "the producer's bytes once its event completed");
+    CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of the drained stream");
+    CHECK(uccl_req_bytes(r, &n) == UCCL_OK, "a drained stream's event is complete at once");
+    uccl_req_free(r);
+    printf("# stream event behind a queued copy: %s\n", at_once ? "complete at once (ran)" : "waited");
+    uccl_gpu_stream_destroy(s);
+    free(h);
+    free(back);
+}
+
 /* What works in every build, GPU or not: host copies, host allocations,
  * and clear refusals of GPU work where there is no GPU. */
 static void check_host_only(uccl_engine_t *e, int ngpu)
@@ -210,6 +252,7 @@ int main(void)
         check_query(e, d1);
         check_copies(e, d1, d2, 0);
         check_copies(e, d1, d2, 1);
+        check_stream_idle(e, d1);
         s = check_stream(e, d1, d2);
     }
     CHECK(uccl_engine_destroy(e) == UCCL_OK, "engine destroy");
