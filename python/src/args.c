@@ -30,6 +30,81 @@ static int range_len(size_t total, Py_ssize_t off, PyObject *length, size_t *len
     return 0;
 }
 
+int upy_parse(const upy_sig_t *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+              PyObject **out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > sig->npos) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
+                     sig->fn, sig->npos, nargs);
+        return -1;
+    }
+    for (int i = 0; i < sig->n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < sig->n && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0)
+            i++;
+        if (i == sig->n) {
+            PyErr_Format(PyExc_TypeError, "'%U' is an invalid keyword argument for %s()", key,
+                         sig->fn);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "argument for %s() given by name ('%s') and position "
+                                          "(%d)", sig->fn, sig->names[i], i + 1);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < sig->nreq; i++) {
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)",
+                         sig->fn, sig->names[i], i + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int upy_ssize_arg(PyObject *o, Py_ssize_t *v)
+{
+    PyObject *i;
+    if (!o)
+        return 0;
+    if (PyLong_CheckExact(o)) {
+        *v = PyLong_AsSsize_t(o);
+        return *v == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    i = PyNumber_Index(o); /* as PyArg's 'n': any __index__, TypeError otherwise */
+    if (!i)
+        return -1;
+    *v = PyLong_AsSsize_t(i);
+    Py_DECREF(i);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+int upy_u64_arg(PyObject *o, unsigned long long *v)
+{
+    PyObject *i;
+    if (!o)
+        return 0;
+    if (!(i = PyNumber_Index(o)))
+        return -1;
+    *v = PyLong_AsUnsignedLongLongMask(i);
+    Py_DECREF(i);
+    return *v == (unsigned long long)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
+int upy_bool_arg(PyObject *o, int *v)
+{
+    if (!o)
+        return 0;
+    *v = PyObject_IsTrue(o);
+    return *v < 0 ? -1 : 0;
+}
+
 int upy_local(upy_conn_t *c, PyObject *mr, Py_ssize_t off, PyObject *length, int writable,
               uccl_iov_t *iov, const char *what)
 {
@@ -80,6 +155,10 @@ out:
 int upy_rdesc(PyObject *obj, uccl_rdesc_t *rd)
 {
     Py_buffer b;
+    if (PyBytes_CheckExact(obj) && PyBytes_GET_SIZE(obj) == UCCL_RDESC_SIZE) {
+        memcpy(rd->bytes, PyBytes_AS_STRING(obj), UCCL_RDESC_SIZE); /* as descriptor() gives */
+        return 0;
+    }
     if (PyObject_GetBuffer(obj, &b, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError, "a remote descriptor is 64 bytes, not '%.100s'",
@@ -149,11 +228,6 @@ void upy_pieces_free(upy_pieces_t *p)
     Py_CLEAR(p->keep);
 }
 
-PyObject *upy_keep2(upy_conn_t *c, PyObject *mr)
-{
-    return PyTuple_Pack(2, (PyObject *)c, mr);
-}
-
 PyObject *upy_posted(upy_conn_t *c, uccl_status_t st, uccl_req_t *req, PyObject *keep,
                      int block, const char *op)
 {
@@ -161,7 +235,7 @@ PyObject *upy_posted(upy_conn_t *c, uccl_status_t st, uccl_req_t *req, PyObject 
         return upy_raise(st, op);
     if (block)
         return upy_req_block(c->engine, req, keep, op);
-    return upy_req_new(c->engine, req, keep, op);
+    return upy_req_new_of(c->engine, req, (PyObject *)c, keep, op);
 }
 
 int upy_conn_check(upy_conn_t *c)

@@ -50,41 +50,44 @@ static void conn_dealloc(upy_conn_t *self)
     PyObject_Free(self);
 }
 
-/* send/recv(mr, offset=0, length=None, tag=0, *, block=False) */
-static PyObject *two_sided(upy_conn_t *self, PyObject *args, PyObject *kwds, int recv)
+/* send/recv(mr, offset=0, length=None, tag=0, *, block=False): fast-call
+ * methods (the per-operation path: no argument tuple, no format parsing) */
+static const char *const two_sided_names[] = {"mr", "offset", "length", "tag", "block"};
+static const upy_sig_t send_sig = {"send", two_sided_names, 5, 4, 1};
+static const upy_sig_t recv_sig = {"recv", two_sided_names, 5, 4, 1};
+
+static PyObject *two_sided(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames, int recv)
 {
-    static char *kwlist[] = {"mr", "offset", "length", "tag", "block", NULL};
     const char *op = recv ? "recv" : "send";
-    PyObject *mr, *length = Py_None, *keep, *res;
+    PyObject *a[5];
     Py_ssize_t off = 0;
     unsigned long long tag = 0;
     int block = 0;
     uccl_iov_t l;
     uccl_req_t *req = NULL;
     uccl_status_t st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, recv ? "O|nOK$p:recv" : "O|nOK$p:send", kwlist,
-                                     &mr, &off, &length, &tag, &block))
+    if (upy_parse(recv ? &recv_sig : &send_sig, args, nargs, kwnames, a) < 0 ||
+        upy_ssize_arg(a[1], &off) < 0 || upy_u64_arg(a[3], &tag) < 0 ||
+        upy_bool_arg(a[4], &block) < 0)
         return NULL;
-    if (upy_conn_check(self) < 0 || upy_local(self, mr, off, length, recv, &l, op) < 0)
-        return NULL;
-    keep = upy_keep2(self, mr);
-    if (!keep)
+    if (upy_conn_check(self) < 0 || upy_local(self, a[0], off, a[2], recv, &l, op) < 0)
         return NULL;
     st = recv ? uccl_recv(self->conn, l.mr, l.off, l.len, tag, &req)
               : uccl_send(self->conn, l.mr, l.off, l.len, tag, &req);
-    res = upy_posted(self, st, req, keep, block, op);
-    Py_DECREF(keep);
-    return res;
+    return upy_posted(self, st, req, a[0], block, op);
 }
 
-static PyObject *conn_send(upy_conn_t *self, PyObject *args, PyObject *kwds)
+static PyObject *conn_send(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
-    return two_sided(self, args, kwds, 0);
+    return two_sided(self, args, nargs, kwnames, 0);
 }
 
-static PyObject *conn_recv(upy_conn_t *self, PyObject *args, PyObject *kwds)
+static PyObject *conn_recv(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
-    return two_sided(self, args, kwds, 1);
+    return two_sided(self, args, nargs, kwnames, 1);
 }
 
 /* sendv/recvv(iov, tag=0, *, block=False) */
@@ -182,14 +185,15 @@ static PyObject *conn_get(upy_conn_t *self, void *closure)
 extern PyMethodDef upy_conn_rma_methods[]; /* conn_rma.c */
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
+#define FAST (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) ((PyCFunction)(void (*)(void))(f))
 
 static PyMethodDef conn_methods[] = {
-    {"send", FN(conn_send), KW,
+    {"send", FN(conn_send), FAST,
      "send(mr, offset=0, length=None, tag=0, *, block=False) -> Request | int\n\n"
      "Send [offset, offset+length) of region mr as one message (length None: to the end). "
      "Returns a Request, or with block=True waits (GIL released) and returns the bytes sent."},
-    {"recv", FN(conn_recv), KW,
+    {"recv", FN(conn_recv), FAST,
      "recv(mr, offset=0, length=None, tag=0, *, block=False) -> Request | int\n\n"
      "Receive the next message with this tag into the range; the request's nbytes is the "
      "message length. A smaller range fails with uccl.TruncatedError. mr must be writable."},

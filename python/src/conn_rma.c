@@ -2,44 +2,47 @@
  * the general writemsg/readmsg with remote pieces. */
 #include "args.h"
 
-/* write/read(mr, desc, offset=0, length=None, roffset=0, *, block=False) */
-static PyObject *rma(upy_conn_t *self, PyObject *args, PyObject *kwds, int read)
+/* write/read(mr, desc, offset=0, length=None, roffset=0, *, block=False):
+ * fast-call methods, as send/recv */
+static const char *const rma_names[] = {"mr", "desc", "offset", "length", "roffset", "block"};
+static const upy_sig_t write_sig = {"write", rma_names, 6, 5, 2};
+static const upy_sig_t read_sig = {"read", rma_names, 6, 5, 2};
+
+static PyObject *rma(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames, int read)
 {
-    static char *kwlist[] = {"mr", "desc", "offset", "length", "roffset", "block", NULL};
     const char *op = read ? "read" : "write";
-    PyObject *mr, *desc, *length = Py_None, *keep, *res;
+    PyObject *a[6];
     Py_ssize_t off = 0, roff = 0;
     int block = 0;
     uccl_iov_t l;
     uccl_rdesc_t rd;
     uccl_req_t *req = NULL;
     uccl_status_t st;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, read ? "OO|nOn$p:read" : "OO|nOn$p:write",
-                                     kwlist, &mr, &desc, &off, &length, &roff, &block))
+    if (upy_parse(read ? &read_sig : &write_sig, args, nargs, kwnames, a) < 0 ||
+        upy_ssize_arg(a[2], &off) < 0 || upy_ssize_arg(a[4], &roff) < 0 ||
+        upy_bool_arg(a[5], &block) < 0)
         return NULL;
-    if (upy_conn_check(self) < 0 || upy_local(self, mr, off, length, read, &l, op) < 0 ||
-        upy_rdesc(desc, &rd) < 0)
+    if (upy_conn_check(self) < 0 || upy_local(self, a[0], off, a[3], read, &l, op) < 0 ||
+        upy_rdesc(a[1], &rd) < 0)
         return NULL;
     if (roff < 0)
         return upy_raise(UCCL_ERR_OUT_OF_BOUNDS, op);
-    keep = upy_keep2(self, mr);
-    if (!keep)
-        return NULL;
     st = read ? uccl_read(self->conn, l.mr, l.off, l.len, &rd, (size_t)roff, &req)
               : uccl_write(self->conn, l.mr, l.off, l.len, &rd, (size_t)roff, &req);
-    res = upy_posted(self, st, req, keep, block, op);
-    Py_DECREF(keep);
-    return res;
+    return upy_posted(self, st, req, a[0], block, op);
 }
 
-static PyObject *conn_write(upy_conn_t *self, PyObject *args, PyObject *kwds)
+static PyObject *conn_write(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
 {
-    return rma(self, args, kwds, 0);
+    return rma(self, args, nargs, kwnames, 0);
 }
 
-static PyObject *conn_read(upy_conn_t *self, PyObject *args, PyObject *kwds)
+static PyObject *conn_read(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
 {
-    return rma(self, args, kwds, 1);
+    return rma(self, args, nargs, kwnames, 1);
 }
 
 /* writev/readv(iov, desc, roffset=0, *, block=False) */
@@ -87,7 +90,7 @@ static PyObject *conn_write_notify(upy_conn_t *self, PyObject *args, PyObject *k
 {
     static char *kwlist[] = {"mr", "desc", "notif", "offset", "length", "roffset", "block",
                              NULL};
-    PyObject *mr, *desc, *length = Py_None, *keep, *res;
+    PyObject *mr, *desc, *length = Py_None;
     Py_ssize_t off = 0, roff = 0;
     unsigned long long notif;
     int block = 0;
@@ -103,13 +106,8 @@ static PyObject *conn_write_notify(upy_conn_t *self, PyObject *args, PyObject *k
         return NULL;
     if (roff < 0)
         return upy_raise(UCCL_ERR_OUT_OF_BOUNDS, "write_notify");
-    keep = upy_keep2(self, mr);
-    if (!keep)
-        return NULL;
     st = uccl_write_notify(self->conn, l.mr, l.off, l.len, &rd, (size_t)roff, notif, &req);
-    res = upy_posted(self, st, req, keep, block, "write_notify");
-    Py_DECREF(keep);
-    return res;
+    return upy_posted(self, st, req, mr, block, "write_notify");
 }
 
 /* writemsg/readmsg(iov, riov, notify=None, *, block=False) */
@@ -157,14 +155,15 @@ static PyObject *conn_readmsg(upy_conn_t *self, PyObject *args, PyObject *kwds)
 }
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
+#define FAST (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) ((PyCFunction)(void (*)(void))(f))
 
 PyMethodDef upy_conn_rma_methods[] = {
-    {"write", FN(conn_write), KW,
+    {"write", FN(conn_write), FAST,
      "write(mr, desc, offset=0, length=None, roffset=0, *, block=False)\n\n"
      "Write [offset, offset+length) of mr to the peer range desc (64 bytes from "
      "MemoryRegion.descriptor) at roffset. Returns a Request, or with block=True the bytes."},
-    {"read", FN(conn_read), KW,
+    {"read", FN(conn_read), FAST,
      "read(mr, desc, offset=0, length=None, roffset=0, *, block=False)\n\n"
      "Read from the peer range desc at roffset into [offset, offset+length) of mr."},
     {"writev", FN(conn_writev), KW,

@@ -13,8 +13,9 @@ int upy_engine_check(upy_engine_t *e)
     return -1;
 }
 
-/* keep = (conn, regions...): an orphan keeps only the regions, so that
- * dropping the connection still closes it (and cancels the request). */
+/* keep = (conn, regions...) or one region: an orphan keeps only the
+ * regions, so that dropping the connection still closes it (and cancels
+ * the request). */
 void upy_engine_orphan(upy_engine_t *e, uccl_req_t *req, PyObject *keep)
 {
     if (!e->engine) /* destroyed: the request is gone with it */
@@ -31,6 +32,8 @@ void upy_engine_orphan(upy_engine_t *e, uccl_req_t *req, PyObject *keep)
             PyTuple_SET_ITEM(regions, i - 1, PyTuple_GET_ITEM(keep, i));
         }
         keep = regions;
+    } else if (keep && !PyTuple_Check(keep)) { /* the one region of a Conn operation */
+        Py_INCREF(keep);
     } else {
         keep = NULL;
     }

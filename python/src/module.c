@@ -22,7 +22,7 @@ static PyObject *mod_strerror(PyObject *self, PyObject *arg)
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> str\n\nlibuccl's version."},
     {"strerror", mod_strerror, METH_O, "strerror(status) -> str\n\nText of a status."},
-    {"wait_all", (PyCFunction)(void (*)(void))upy_wait_all, METH_VARARGS | METH_KEYWORDS,
+    {"wait_all", (PyCFunction)(void (*)(void))upy_wait_all, METH_FASTCALL | METH_KEYWORDS,
      "wait_all(requests, timeout=None) -> list[int]\n\nWait for every request (GIL "
      "released); the bytes of each, or the first error in order."},
     {NULL, NULL, 0, NULL},

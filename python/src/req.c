@@ -1,10 +1,11 @@
 /* uccl.Request: one posted operation. It keeps its connection and regions
  * alive until it finishes; dropped in flight, it becomes an engine orphan. */
-#include "upy.h"
+#include "args.h"
 
 #include <time.h>
 
-PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op)
+PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyObject *keep,
+                         const char *op)
 {
     upy_req_t *r = PyObject_New(upy_req_t, &upy_req_type);
     if (!r) {
@@ -17,11 +18,18 @@ PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const ch
     r->req = req;
     Py_XINCREF(keep);
     r->keep = keep;
+    Py_XINCREF(owner);
+    r->owner = owner;
     r->done = 0;
     r->status = UCCL_INPROGRESS;
     r->nbytes = 0;
     r->op = op;
     return (PyObject *)r;
+}
+
+PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op)
+{
+    return upy_req_new_of(e, req, NULL, keep, op);
 }
 
 /* The request finished with st: record it and let go of what it held. */
@@ -34,6 +42,7 @@ static void req_finish(upy_req_t *r, uccl_status_t st)
     uccl_req_free(r->req);
     r->req = NULL;
     Py_CLEAR(r->keep);
+    Py_CLEAR(r->owner);
 }
 
 static PyObject *req_result(upy_req_t *r)
@@ -71,14 +80,15 @@ static int req_wait_ms(upy_req_t *r, long long ms)
     return 1;
 }
 
-static PyObject *req_wait(upy_req_t *self, PyObject *args, PyObject *kwds)
+static PyObject *req_wait(upy_req_t *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
-    static char *kwlist[] = {"timeout", NULL};
-    PyObject *timeout = Py_None;
+    static const char *const names[] = {"timeout"};
+    static const upy_sig_t sig = {"wait", names, 1, 1, 0};
+    PyObject *timeout;
     long long ms;
     int rc;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist, &timeout) ||
-        upy_timeout_ms(timeout, &ms) < 0)
+    if (upy_parse(&sig, args, nargs, kwnames, &timeout) < 0 || upy_timeout_ms(timeout, &ms) < 0)
         return NULL;
     rc = req_wait_ms(self, ms);
     if (rc < 0)
@@ -173,6 +183,10 @@ static int wait_together(PyObject *seq, long long ms)
         uccl_status_t rs;
         if (r->done)
             continue;
+        if (st == UCCL_OK) { /* every one finished and succeeded: no need to ask */
+            req_finish(r, UCCL_OK);
+            continue;
+        }
         rs = uccl_test(r->req, &done);
         if (done)
             req_finish(r, rs);
@@ -180,16 +194,18 @@ static int wait_together(PyObject *seq, long long ms)
     return 0;
 }
 
-PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds)
+PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames)
 {
-    static char *kwlist[] = {"requests", "timeout", NULL};
-    PyObject *reqs, *timeout = Py_None, *seq, *out = NULL;
+    static const char *const names[] = {"requests", "timeout"};
+    static const upy_sig_t sig = {"wait_all", names, 2, 2, 1};
+    PyObject *a[2], *reqs, *seq, *out = NULL;
     long long ms;
     double deadline;
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:wait_all", kwlist, &reqs, &timeout) ||
-        upy_timeout_ms(timeout, &ms) < 0)
+    if (upy_parse(&sig, args, nargs, kwnames, a) < 0 || upy_timeout_ms(a[1], &ms) < 0)
         return NULL;
+    reqs = a[0];
     seq = PySequence_Fast(reqs, "wait_all: requests must be a sequence of uccl.Request");
     if (!seq)
         return NULL;
@@ -234,6 +250,7 @@ static void req_dealloc(upy_req_t *self)
     if (self->req && self->engine->engine)
         upy_engine_orphan(self->engine, self->req, self->keep);
     Py_XDECREF(self->keep);
+    Py_XDECREF(self->owner);
     Py_XDECREF(self->engine);
     PyObject_Free(self);
 }
@@ -250,7 +267,7 @@ static PyObject *req_get(upy_req_t *self, void *closure)
 }
 
 static PyMethodDef req_methods[] = {
-    {"wait", (PyCFunction)(void (*)(void))req_wait, METH_VARARGS | METH_KEYWORDS,
+    {"wait", (PyCFunction)(void (*)(void))req_wait, METH_FASTCALL | METH_KEYWORDS,
      "wait(timeout=None) -> int\n\nWait (GIL released) until the request finishes; return "
      "the bytes moved or raise its error. timeout in seconds (None: no limit); "
      "uccl.TimeoutError leaves the request valid."},

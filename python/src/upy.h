@@ -72,7 +72,9 @@ typedef struct {
     PyObject_HEAD
     upy_engine_t *engine; /* strong */
     uccl_req_t *req;      /* NULL once freed */
-    PyObject *keep;       /* tuple: connection and regions, dropped when done */
+    PyObject *keep;       /* tuple (connection, regions...), or the one region of a
+                           * Conn operation; dropped when done */
+    PyObject *owner;      /* the Conn of a Conn operation (strong), else NULL */
     int done;
     uccl_status_t status;
     size_t nbytes;
@@ -132,11 +134,16 @@ PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only);
  * when it has one, and its producer stream is added to ord. */
 upy_mr_t *upy_mr_view(PyObject *obj, upy_order_t *ord);
 
-/* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL). */
+/* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL:
+ * a tuple (owner, regions...) or one region). */
 PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
+/* The same for an operation of connection owner (borrowed; kept alive). */
+PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyObject *keep,
+                         const char *op);
 /* The blocking form: wait, free, return the byte count (or raise). */
 PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
-PyObject *upy_wait_all(PyObject *self, PyObject *args, PyObject *kwds);
+PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames); /* METH_FASTCALL | METH_KEYWORDS */
 
 /* comm.c */
 int upy_comm_check(upy_comm_t *c); /* -1 + ValueError when closed */
