@@ -8,7 +8,15 @@
 #    GPU memory; 4. python -m uccl.bench (Python vs uccl_perf in the same
 #    run) on host memory and on torch CUDA tensors. Logs, the benchmark
 #    tables (pybench.txt) and JSON go to $OUT.
+# Narrowing (default: everything): PY_BENCH (names of the comparisons below,
+# space-separated), PY_BENCH_MAX (largest size of the GPU point-to-point
+# ones, 64M), PY_BENCH_ROUNDS (3), PY_EXAMPLES (kv_cache moe weight_bcast),
+# PY_HOST_TESTS=0 (the host-memory pytest run, which CI also runs).
 set -u
+PY_BENCH=${PY_BENCH:-send write allgather send_cuda write_cuda allgather_cuda allgather_cuda_objects}
+PY_EXAMPLES=${PY_EXAMPLES:-kv_cache moe weight_bcast}
+rounds=${PY_BENCH_ROUNDS:-3}
+want() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-/tmp/uccl-gpu-out}
 step() { echo "=== $* ($(date +%T))"; }
 src=..
@@ -39,21 +47,27 @@ for kind in torch cupy; do
     echo "pytest $kind exit code: $?"
     grep -E "passed|failed|SKIPPED|HANG" "$OUT/pytest_$kind.log" | sort | uniq -c | head -8
 done
-step "pytest: the whole suite on host memory (2 ranks, shm)"
-"$dump" 90 "$run" 2 shm numpy,mpi4py,pytest "$src/python/tests/run_pytest.py" >"$OUT/pytest_host.log" 2>&1
-echo "pytest host exit code: $?"
-grep -E "passed|failed" "$OUT/pytest_host.log" | head -2
+if [ "${PY_HOST_TESTS:-1}" = 1 ]; then
+    step "pytest: the whole suite on host memory (2 ranks, shm)"
+    "$dump" 90 "$run" 2 shm numpy,mpi4py,pytest "$src/python/tests/run_pytest.py" >"$OUT/pytest_host.log" 2>&1
+    echo "pytest host exit code: $?"
+    grep -E "passed|failed" "$OUT/pytest_host.log" | head -2
+fi
 
 step "examples on GPU memory (host memory runs in CI)"
 ex=$src/examples/python
-for op in write read; do
+for op in $(want kv_cache "$PY_EXAMPLES" && echo write read); do
     timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/kv_cache.py" --device cuda --op $op --iters 20 \
         2>&1 | grep -E "kv_cache|Error|error" | head -4
 done
-timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/moe.py" --device cuda --tokens 2048 --hidden 2048 \
-    --iters 5 2>&1 | grep -E "moe|Error|error" | head -4
-timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/weight_bcast.py" --device cuda --mib 512 \
-    --tensors 32 --iters 3 2>&1 | grep -E "weight_bcast|Error|error" | head -4
+if want moe "$PY_EXAMPLES"; then
+    timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/moe.py" --device cuda --tokens 2048 --hidden 2048 \
+        --iters 5 2>&1 | grep -E "moe|Error|error" | head -4
+fi
+if want weight_bcast "$PY_EXAMPLES"; then
+    timeout 60 "$run" 2 shm,gpu_ipc numpy,mpi4py "$ex/weight_bcast.py" --device cuda --mib 512 \
+        --tensors 32 --iters 3 2>&1 | grep -E "weight_bcast|Error|error" | head -4
+fi
 
 step "python -m uccl.bench: Python vs uccl_perf (C) in the same run (tables: pybench.txt)"
 stage=$(mktemp -d)
@@ -62,19 +76,22 @@ cp "$src"/python/uccl/*.py "$stage/uccl/" && cp python/uccl/.libs/_uccl.so "$sta
 bench() { # NAME ARGS...: one comparison, its table to pybench.txt and the log
     local name=$1
     shift
+    want "$name" "$PY_BENCH" || return 0
     PYTHONPATH=$stage timeout 170 "$PYTHON" -m uccl.bench --perf tools/uccl_perf \
         --json "$OUT/pybench_$name.json" \
         --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH -x NCCL_NVLS_ENABLE" \
         "$@" 2>&1 | grep -v "^\[" | tee -a "$OUT/pybench.txt"
 }
 for op in send write; do
-    bench $op --op $op --transport shm --min 4K --max 16M --rounds 3
+    bench $op --op $op --transport shm --min 4K --max 16M --rounds $rounds
 done
-bench allgather --op allgather --np 2 --transport shm --min 4K --max 16M --rounds 3
+bench allgather --op allgather --np 2 --transport shm --min 4K --max 16M --rounds $rounds
 for op in send write; do
-    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min 4K --max 64M --rounds 3
+    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min 4K --max ${PY_BENCH_MAX:-64M} \
+        --rounds $rounds
 done
-bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K --max 16M --rounds 3
+bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K --max 16M \
+    --rounds $rounds
 bench allgather_cuda_objects --op allgather --np 2 --mem cuda --objects --transport shm,gpu_ipc \
     --min 4K --max 16M --rounds 1
 rm -rf "$stage"

@@ -188,7 +188,8 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of the drained stream");
     CHECK(uccl_req_bytes(r, &n) == UCCL_OK, "a drained stream's event is complete at once");
     uccl_req_free(r);
-    printf("# stream event behind a queued copy: %s\n", at_once ? "complete at once (ran)" : "waited");
+    printf("# stream event behind a queued copy: %s\n",
+           at_once ? "complete at once (ran)" : "waited");
     uccl_gpu_stream_destroy(s);
     free(h);
     free(back);
