@@ -71,6 +71,7 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n);
 typedef struct coll_gpu coll_gpu_t;
 int perf_coll_gpu_setup(coll_ctx_t *c, int gpu, int ngpu);
 int perf_coll_gpu_have_nccl(const coll_ctx_t *c);
+const char *perf_coll_gpu_peer_mode(void); /* PERF_PEER_MODE, see perf_coll_gpu.c */
 double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters);
 double perf_coll_gpu_nccl_s(coll_ctx_t *c, size_t count, int iters, int queued);
 void perf_coll_gpu_teardown(coll_ctx_t *c);

@@ -71,10 +71,10 @@ static int peer_setup(coll_ctx_t *c, coll_gpu_t *g)
                   MPI_COMM_WORLD);
     for (int p = 0; !bad && p < c->n; p++) {
         void *m = NULL;
-        if (p == c->rank)
+        bad = uccl_gpu_stream_create(&g->streams[p]) != UCCL_OK; /* self: mode "self" */
+        if (p == c->rank || bad)
             continue;
-        bad = uccl_gpu_ipc_open(&all[p], &m) != UCCL_OK ||
-              uccl_gpu_stream_create(&g->streams[p]) != UCCL_OK;
+        bad = uccl_gpu_ipc_open(&all[p], &m) != UCCL_OK;
         g->peer_map[p] = m;
     }
     free(all);
@@ -167,20 +167,48 @@ int perf_coll_gpu_have_nccl(const coll_ctx_t *c)
     return c->gref != NULL && c->gref->nccl != NULL;
 }
 
+/* The ceiling's pattern, PERF_PEER_MODE (for probing what bounds it; the
+ * header names it): "streams" (default) push to every peer, a stream per
+ * peer; "one": the same pushes one after another on one stream; "pull":
+ * copy from every peer's buffer into ours, a stream per peer; "self": the
+ * pushes plus this rank's own block copied locally on a stream of its own
+ * (what an out-of-place allgather must also do). */
+const char *perf_coll_gpu_peer_mode(void)
+{
+    const char *m = getenv("PERF_PEER_MODE");
+
+    return m != NULL && (strcmp(m, "one") == 0 || strcmp(m, "pull") == 0 ||
+                         strcmp(m, "self") == 0) ? m : "streams";
+}
+
 /* One ceiling call: count bytes from here to every peer, all at once
  * (alltoall: block p of the source to peer p; else the same block). */
 static int peer_once(coll_ctx_t *c, coll_gpu_t *g, size_t count)
 {
     int ok = 1, a2a = c->o.op == UCCL_COLL_ALLTOALL || c->o.op == UCCL_COLL_ALLTOALLV;
+    const char *mode = perf_coll_gpu_peer_mode();
+    int one = strcmp(mode, "one") == 0, pull = strcmp(mode, "pull") == 0;
+    const char *src = c->dsrc;
 
-    for (int p = 0; p < c->n && ok; p++)
-        if (p != c->rank)
+    for (int p = 0; p < c->n && ok; p++) {
+        uccl_gpu_stream_t s = g->streams[one ? (c->rank + 1) % c->n : p];
+        if (p == c->rank) {
+            if (strcmp(mode, "self") == 0)
+                ok = uccl_gpu_memcpy_async((char *)g->dpeer + (size_t)p * count,
+                                           src + (a2a ? (size_t)p * count : 0), count,
+                                           s) == UCCL_OK;
+            continue;
+        }
+        if (pull)
+            ok = uccl_gpu_memcpy_async((char *)g->dpeer + (size_t)p * count,
+                                       g->peer_map[p] + (size_t)c->rank * count, count,
+                                       s) == UCCL_OK;
+        else
             ok = uccl_gpu_memcpy_async(g->peer_map[p] + (size_t)c->rank * count,
-                                       (const char *)c->dsrc + (a2a ? (size_t)p * count : 0),
-                                       count, g->streams[p]) == UCCL_OK;
+                                       src + (a2a ? (size_t)p * count : 0), count, s) == UCCL_OK;
+    }
     for (int p = 0; p < c->n; p++)
-        if (p != c->rank)
-            ok = uccl_gpu_stream_sync(g->streams[p]) == UCCL_OK && ok;
+        ok = uccl_gpu_stream_sync(g->streams[p]) == UCCL_OK && ok;
     return ok ? 0 : -1;
 }
 

@@ -183,9 +183,10 @@ static void print_gpu_header(const coll_ctx_t *c)
            "with uccl:\n#   copy: each rank's d2d copy of the bytes it receives (all ranks at "
            "once)\n#   peer: every rank cudaMemcpyAsync's count bytes to every other rank's "
            "GPU at once (IPC, a stream per peer, both directions of every link busy), each "
-           "call waited for: the ceiling; busbw = (n-1)*count/time\n#   nccl (%s): each call "
+           "call waited for: the ceiling (PERF_PEER_MODE %s); busbw = (n-1)*count/time\n"
+           "#   nccl (%s): each call "
            "waited for (as uccl's blocking call); ncclq: the timed calls queued, one "
-           "sync (nccl-tests style)\n", c->ngpu, c->nccl_why);
+           "sync (nccl-tests style)\n", c->ngpu, perf_coll_gpu_peer_mode(), c->nccl_why);
     printf("# %10s %12s %-8s %6s %10s %8s %10s %10s %8s %10s %8s %10s %8s %10s %8s %6s %6s %6s %7s\n",
            "count(B)", "size(B)", "algo", "iters", "uccl(us)", "busbw", "plan(us)", "copy(us)",
            "busbw", "peer(us)", "busbw", "nccl(us)", "busbw", "ncclq(us)", "busbw", "x peer",
@@ -264,13 +265,14 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
                "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
                "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
-               " \"gpus\": %d, \"nccl\": \"%s\",\n"
+               " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\",\n"
                " \"rows\": [\n",
             uccl_coll_op_name(c->o.op), c->n, c->transport, host,
             sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : "host",
             c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
                       : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
-            c->o.rounds, c->o.cuda ? c->ngpu : 0, gpu_refs(c) ? c->nccl_why : "not run");
+            c->o.rounds, c->o.cuda ? c->ngpu : 0, gpu_refs(c) ? c->nccl_why : "not run",
+            perf_coll_gpu_peer_mode());
     for (int i = 0; i < n; i++) {
         const coll_row_t *r = &rows[i];
         fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
