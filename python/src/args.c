@@ -21,8 +21,7 @@ static int range_len(size_t total, Py_ssize_t off, PyObject *length, size_t *len
         *len = total - (size_t)off;
         return 0;
     }
-    l = PyLong_AsSsize_t(length);
-    if (l == -1 && PyErr_Occurred())
+    if (upy_ssize_arg(length, &l) < 0) /* any __index__ (numpy integers) */
         return -1;
     if (l < 0)
         return out_of_bounds(what);

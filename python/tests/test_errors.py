@@ -116,6 +116,42 @@ def test_local_misuse(pair):
     foreign.release()  # after its engine: nothing to deregister, no crash
 
 
+def test_argument_errors(pair):
+    """The per-operation methods parse their own arguments (fast calls):
+    every misuse a TypeError naming the method and the argument, nothing
+    posted, the connection fine afterwards."""
+    e, c = pair.engine, pair.conn
+    buf = bytearray(8)
+    with e.register(buf) as mr:
+        desc = mr.descriptor()
+        with pytest.raises(TypeError, match=r"send\(\) missing required argument 'mr'"):
+            c.send()
+        with pytest.raises(TypeError, match=r"write\(\) missing required argument 'desc'"):
+            c.write(mr)
+        with pytest.raises(TypeError, match="'bogus' is an invalid keyword argument for recv"):
+            c.recv(mr, bogus=1)
+        with pytest.raises(TypeError, match="given by name .'offset'. and position"):
+            c.send(mr, 0, offset=0)
+        with pytest.raises(TypeError, match=r"read\(\) takes at most 5 positional"):
+            c.read(mr, desc, 0, None, 0, True)  # block is keyword-only
+        with pytest.raises(TypeError):
+            c.send(mr, "0")  # offset: an int
+        with pytest.raises(TypeError):
+            c.send(mr, tag=1.5)
+        with pytest.raises(TypeError, match="a remote descriptor is 64 bytes"):
+            c.write(mr, 5)
+        with pytest.raises(ValueError, match="a remote descriptor is 64 bytes, not 3"):
+            c.write(mr, b"abc")
+        with pytest.raises(TypeError, match=r"wait_all\(\) missing required argument"):
+            uccl.wait_all()
+        with pytest.raises(TypeError, match=r"wait\(\) takes at most 1 positional"):
+            c.send(mr, length=0, tag=0xbeef).wait(T, 1)
+        # keywords and numpy integers (anything with __index__) are taken
+        req = c.recv(mr, offset=np.int64(0), length=np.int32(0), tag=np.uint64(0xbeef))
+        assert uccl.wait_all([req], timeout=T) == [0]
+    pair.barrier()
+
+
 def test_descriptor_errors(pair):
     e, c = pair.engine, pair.conn
     buf = bytearray(64)
