@@ -320,7 +320,7 @@ static void test_capture(void)
     pthread_t t;
 
     if (!usable)
-        UNIT_SKIP("transport %s not usable here", transport);
+        UNIT_SKIP("transport %s not usable here (or not run under ASan: see init_tp)", transport);
     r = calloc(1, sizeof(*r));
     CU_ASSERT_FATAL(r != NULL);
     UNIT_ASSERT_STATUS(engine_of(0x41, &a), UCCL_OK);
@@ -386,7 +386,7 @@ static void test_other_job(void)
     pthread_t t;
 
     if (!usable)
-        UNIT_SKIP("transport %s not usable here", transport);
+        UNIT_SKIP("transport %s not usable here (or not run under ASan: see init_tp)", transport);
     UNIT_ASSERT_STATUS(engine_of(0x10, &a), UCCL_OK);
     UNIT_ASSERT_STATUS(engine_of(0x20, &b), UCCL_OK);
     UNIT_ASSERT_STATUS(engine_of(0x30, &b2), UCCL_OK);
@@ -450,11 +450,28 @@ static void test_proofs(void)
     CU_ASSERT_PTR_NOT_NULL(uccl_crypto_source());
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+
 static int init_tp(const char *name)
 {
     uccl_engine_t *e = NULL;
 
     transport = name;
+#ifdef SANITIZED
+    /* libfabric's providers leak from modules unloaded at exit, which LSan
+     * cannot attribute (so tests/lsan.supp cannot name them), and an ofi
+     * engine takes seconds to open under ASan: the plain build covers ofi */
+    if (strcmp(name, "ofi") == 0) {
+        usable = false;
+        return 0;
+    }
+#endif
     if (strcmp(name, "ofi") == 0)
         setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
     else
