@@ -14,7 +14,8 @@
 static const uccl_cfg_field_t ofi_fields[] = {
     OFI_FIELD("PROVIDER", "",
               "libfabric provider (cxi, efa, \"verbs;ofi_rxm\", \"tcp;ofi_rxm\", shm); empty = "
-              "the best ranked one that offers FI_EP_RDM with messages and RMA",
+              "the best ranked one that offers FI_EP_RDM with messages and RMA; a name that is "
+              "no libfabric provider's fails engine creation",
               provider, UCCL_CFG_STRING),
     OFI_FIELD("CHUNK", "1M", "largest RMA operation; larger transfers are split", chunk,
               UCCL_CFG_SIZE),
