@@ -22,7 +22,7 @@ nf_cleanup() {
 }
 
 nf_begin() {
-    cpid= spid=
+    cpid='' spid=''
     dir=$(mktemp -d)
     trap nf_cleanup EXIT
 }
