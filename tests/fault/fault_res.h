@@ -16,7 +16,8 @@
 #endif
 #endif
 #ifdef FAULT_RES_ASAN
-#include <sanitizer/allocator_interface.h>
+/* libasan's (sanitizer/allocator_interface.h, which gcc does not ship) */
+size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 /* Open file descriptors of this process (/proc/self/fd, less the one that
