@@ -43,6 +43,15 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
+/* Where the transport list came from, for messages. */
+static const char *transports_src(const uccl_engine_params_t *params)
+{
+    if (params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) &&
+        params->transports != NULL)
+        return "engine param transports";
+    return "UCCL_TRANSPORTS";
+}
+
 /* Every name in the list must be a transport compiled in. SRC names where
  * the list came from (the variable or the engine param), for the message. */
 static uccl_status_t check_transport_list(const char *list, const char *src)
@@ -328,11 +337,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
         goto err_free;
     st = apply_params(engine, params, transports, sizeof(transports), &net_devices_set);
     if (st == UCCL_OK)
-        st = check_transport_list(transports, params != NULL &&
-                                                      (params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) &&
-                                                      params->transports != NULL
-                                                  ? "engine param transports"
-                                                  : "UCCL_TRANSPORTS");
+        st = check_transport_list(transports, transports_src(params));
     if (st == UCCL_OK)
         st = uccl_engine_check_settings(engine, net_devices_set);
     if (st != UCCL_OK)

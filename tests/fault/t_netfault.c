@@ -135,7 +135,8 @@ static void echo_progress(void)
     uccl_req_t *sreq = NULL;
 
     if (echo.req == NULL) {
-        if (echo.conn != NULL && uccl_recv(echo.conn, echo.mr, 0, ECHO, TAG_ECHO, &echo.req) != UCCL_OK)
+        if (echo.conn != NULL &&
+            uccl_recv(echo.conn, echo.mr, 0, ECHO, TAG_ECHO, &echo.req) != UCCL_OK)
             echo.conn = NULL;
         return;
     }
@@ -388,7 +389,8 @@ static int client(int timeout_ms)
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
-    if (until_fault(conn, mr, buf, &desc, timeout_ms, expect_timeout ? "packets dropped" : "link down") != 0)
+    if (until_fault(conn, mr, buf, &desc, timeout_ms,
+                    expect_timeout ? "packets dropped" : "link down") != 0)
         return 1;
     if (fds_back(e, fds1, 1000, "after the failed connection's close") != 0)
         return 1;
@@ -478,7 +480,8 @@ int main(int argc, char **argv)
     const char *op = getenv("NETFAULT_OP");
 
     coll_mode = op != NULL && strcmp(op, "allgather") == 0;
-    expect_timeout = getenv("NETFAULT_EXPECT") != NULL && strcmp(getenv("NETFAULT_EXPECT"), "timeout") == 0;
+    expect_timeout = getenv("NETFAULT_EXPECT") != NULL &&
+                     strcmp(getenv("NETFAULT_EXPECT"), "timeout") == 0;
     if (getenv("NETFAULT_SLACK_MS") != NULL)
         slack_ms = strtoull(getenv("NETFAULT_SLACK_MS"), NULL, 10);
 

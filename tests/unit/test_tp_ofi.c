@@ -31,9 +31,11 @@ static void test_unknown_provider(void)
 {
     uccl_engine_t *e = NULL;
 
-    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "no_such_provider", &e), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "no_such_provider", &e),
+                       UCCL_ERR_INVALID_PARAM);
     CU_ASSERT(e == NULL);
-    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "tcp;ofi_nosuch", &e), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "tcp;ofi_nosuch", &e),
+                       UCCL_ERR_INVALID_PARAM);
     setenv("UCCL_OFI_PROVIDER", "garbage", 1);
     UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
     unsetenv("UCCL_OFI_PROVIDER");
