@@ -180,6 +180,7 @@ typedef struct coll_op {
     /* runtime */
     int state;
     uccl_req_t *req, *req2;
+    uccl_req_t *preq; /* kept schedules' send/recv: persistent request (sched.c) */
     int scratch; /* token memory, -1 = none */
 } coll_op_t;
 
