@@ -95,63 +95,6 @@ static void unlink_inflight(coll_sched_t *s)
     }
 }
 
-/* Register the user buffers and take the temporary (once for a plan). */
-static uccl_status_t sched_pin(coll_sched_t *s)
-{
-    uccl_status_t st;
-
-    if (s->pinned)
-        return UCCL_OK;
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        s->slot[b] = -1;
-    s->tmp_scratch = -1;
-    for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
-        if (s->len[b] == 0)
-            continue;
-        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
-        if (st != UCCL_OK)
-            goto err;
-    }
-    if (s->len[COLL_BUF_TMP] > 0) {
-        st = uccl_coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
-        if (st != UCCL_OK)
-            goto err;
-        s->addr[COLL_BUF_TMP] = s->cs->scratch[s->tmp_scratch].addr;
-    }
-    s->pinned = true;
-    return UCCL_OK;
-err:
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        uccl_coll_buf_unpin(s->cs, s->slot[b]);
-    return st;
-}
-
-static void sched_unpin(coll_sched_t *s)
-{
-    if (!s->pinned)
-        return;
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        uccl_coll_buf_unpin(s->cs, s->slot[b]);
-    uccl_coll_scratch_put(s->cs, s->tmp_scratch);
-    s->pinned = false;
-}
-
-/* Where buf+off lies for the transfer calls: a region and an offset. */
-uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
-{
-    const coll_state_t *cs = s->cs;
-
-    *moff = 0;
-    if (len == 0)
-        return NULL;
-    if (buf == COLL_BUF_TMP) {
-        *moff = off;
-        return cs->scratch[s->tmp_scratch].mr;
-    }
-    *moff = (size_t)(s->addr[buf] - cs->bufs[s->slot[buf]].addr) + off;
-    return cs->bufs[s->slot[buf]].mr;
-}
-
 /* GPU memory: local copies go through uccl_copy_post (the temporary is
  * host memory). */
 static bool buf_on_gpu(const coll_sched_t *s, int buf)
@@ -266,14 +209,14 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
         uccl_stream_release(s->hold);
     s->hold = NULL;
     if (!s->keep)
-        sched_unpin(s);
+        uccl_coll_sched_unpin(s);
     unlink_inflight(s);
     s->status = st;
 }
 
 uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
 {
-    uccl_status_t st = sched_pin(s);
+    uccl_status_t st = uccl_coll_sched_pin(s);
 
     if (st != UCCL_OK)
         return st;
@@ -512,6 +455,22 @@ static void fast_finish(coll_sched_t *s)
     }
 }
 
+/* uccl_wait_all spins a while before it yields; with more ranks than CPUs
+ * here a peer needs this CPU to answer, so then yield after every poll
+ * (as uccl_coll_sched_run does). */
+static uccl_status_t fast_wait(const coll_state_t *cs, uccl_req_t **reqs, int n)
+{
+    uint64_t deadline;
+    uccl_status_t st;
+
+    if (!cs->oversubscribed)
+        return uccl_wait_all(reqs, (size_t)n, uccl_coll_timeout_ms());
+    deadline = now_ms() + (uint64_t)uccl_coll_timeout_ms();
+    while ((st = uccl_wait_all(reqs, (size_t)n, 0)) == UCCL_ERR_TIMEOUT && now_ms() < deadline)
+        sched_yield();
+    return st;
+}
+
 static uccl_status_t sched_run_fast(coll_sched_t *s)
 {
     coll_state_t *cs = s->cs;
@@ -525,7 +484,7 @@ static uccl_status_t sched_run_fast(coll_sched_t *s)
             reqs[nreq++] = s->ops[i].req;
     if (st == UCCL_OK && nreq > 0) {
         pthread_mutex_unlock(&cs->lock);
-        st = uccl_wait_all(reqs, (size_t)nreq, uccl_coll_timeout_ms());
+        st = fast_wait(cs, reqs, nreq);
         pthread_mutex_lock(&cs->lock);
         if (st == UCCL_OK)
             fast_finish(s);
