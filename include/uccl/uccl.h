@@ -494,6 +494,32 @@ UCCL_API uccl_status_t uccl_req_finish(uccl_req_t *req, uccl_status_t status, si
  * the background and is then recycled. Errors: UCCL_ERR_INVALID_HANDLE. */
 UCCL_API uccl_status_t uccl_req_free(uccl_req_t *req);
 
+/* Persistent two-sided requests (MPI_Send_init / MPI_Recv_init and
+ * MPI_Start / MPI_Startall): uccl_send_init / uccl_recv_init check their
+ * arguments as uccl_send / uccl_recv do (same errors) and return an
+ * inactive request, nothing posted. Each uccl_start_all then posts the n
+ * requests under one engine lock, as uccl_send / uccl_recv would, in array
+ * order (which is matching order), with no argument checks and no request
+ * allocation: the lean path for small repeated messages (the collectives'
+ * cached plans use it). tags: NULL keeps each request's tag, else tags[i]
+ * is request i's tag from this start on. A started request is tested,
+ * waited for and its bytes read like any other; once finished it is
+ * inactive again (uccl_test / uccl_wait of an inactive request return its
+ * last status at once). Its region stays in use (uccl_mr_dereg: BUSY)
+ * until uccl_req_free, which releases it (a started one when it finishes).
+ * Free persistent requests before closing their connection.
+ * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (not a persistent
+ * request, or requests of several engines), UCCL_ERR_BUSY (one is still
+ * active: none starts), or the connection's error (e.g. PEER_FAILED), in
+ * which case the requests before the failing one have started and the
+ * failing one and those after have not. */
+UCCL_API uccl_status_t uccl_send_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                      uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_recv_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                      uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_start(uccl_req_t *req);
+UCCL_API uccl_status_t uccl_start_all(uccl_req_t **reqs, size_t n, const uint64_t *tags);
+
 /* ---------------------------------------------------------------- logging and configuration */
 
 /* Log levels, as UCCL_LOG_LEVEL names them (error, warn, info, debug, trace). */

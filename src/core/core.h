@@ -233,6 +233,9 @@ void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
 
 /* ---- two-sided matching (match.c; the transports' side is in tp_api.h) */
+/* Post a persistent request again, its fields reset (xfer.c; preq.c). */
+uccl_status_t uccl_xfer_restart_locked(uccl_req_t *req);
+
 /* A receive was posted (xfer.c). */
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
 /* Forget held messages of a connection going away (their transports free

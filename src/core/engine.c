@@ -44,8 +44,18 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-/* Every name in the list must be a transport compiled in. */
-static uccl_status_t check_transport_list(const char *list)
+/* Where the transport list came from, for messages. */
+static const char *transports_src(const uccl_engine_params_t *params)
+{
+    if (params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) &&
+        params->transports != NULL)
+        return "engine param transports";
+    return "UCCL_TRANSPORTS";
+}
+
+/* Every name in the list must be a transport compiled in. SRC names where
+ * the list came from (the variable or the engine param), for the message. */
+static uccl_status_t check_transport_list(const char *list, const char *src)
 {
     char known[256] = "";
     char name[32];
@@ -55,7 +65,7 @@ static uccl_status_t check_transport_list(const char *list)
         strncat(known, (*ops)->name, sizeof(known) - strlen(known) - 1);
     }
     if (list != NULL && *list != '\0' && list[strlen(list) - 1] == ',') {
-        uccl_error("empty transport name at the end of transport list '%s'", list);
+        uccl_error("%s='%s': empty transport name at the end of the list", src, list);
         return UCCL_ERR_INVALID_PARAM;
     }
     for (const char *p = list; p && *p;) {
@@ -64,8 +74,8 @@ static uccl_status_t check_transport_list(const char *list)
 
         snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : 0), p);
         if (len == 0 || len >= sizeof(name) || !list_has(known, name)) {
-            uccl_error("unknown transport '%.*s' in transport list '%s' (built in: %s)", (int)len, p,
-                       list, known);
+            uccl_error("%s='%s': unknown transport '%.*s' (built in: %s)", src, list, (int)len, p,
+                       known);
             return UCCL_ERR_INVALID_PARAM;
         }
         p += len + (end ? 1 : 0);
@@ -332,7 +342,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
         goto err_free;
     st = apply_params(engine, params, transports, sizeof(transports), &net_devices_set);
     if (st == UCCL_OK)
-        st = check_transport_list(transports);
+        st = check_transport_list(transports, transports_src(params));
     if (st == UCCL_OK)
         st = uccl_engine_check_settings(engine, net_devices_set);
     if (st != UCCL_OK)

@@ -220,6 +220,7 @@ struct uccl_req {
     uint32_t magic;
     bool done;         /* completed (uccl_req_complete ran) */
     bool detached;     /* the user freed it in flight: recycle on completion */
+    bool persistent;   /* uccl_send_init / uccl_recv_init: started again and again */
     uccl_engine_t *engine;
     uccl_conn_t *conn;
     uccl_tp_ep_t *ep;
