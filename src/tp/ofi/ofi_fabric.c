@@ -36,6 +36,12 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "operation takes is copied through registered bounce buffers, in operations of "
               "256 KiB (0 = never; auto = the provider's threshold)",
               pack_below, UCCL_CFG_STRING),
+    OFI_FIELD("STAGE_CHUNK", "1M",
+              "GPU memory is staged through registered host buffers of this size (a window "
+              "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
+    OFI_FIELD("STAGE_DEPTH", "4",
+              "staged chunks a GPU source copies ahead, and windows a GPU receive or read has "
+              "out at once", stage_depth, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
 };
 
