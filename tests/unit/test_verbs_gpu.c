@@ -302,6 +302,63 @@ static void side_window(peer_t *p)
 static void test_window(void) { run_pair(side_window); }
 
 #ifdef GPU_PAIR_OFI
+/* Vectored one-sided ops mixing host and GPU pieces, 0 B .. 3 MiB + 7: a
+ * writev from (GPU, host, GPU) pieces into the peer's host region, read
+ * back by a readv into (host, GPU, GPU) pieces; every byte checked. */
+static void side_rmav(peer_t *p)
+{
+    uccl_rdesc_t rd;
+    uccl_req_t *req;
+    bufs_t b;
+
+    bufs_init(p, &b, CAP);
+    if (p->rank == 1) {
+        CHECK(p, uccl_mr_pack(b.host_mr, 0, CAP, &rd) == UCCL_OK);
+        sock_xfer(p->sock, &rd, sizeof(rd), true);
+        for (size_t i = 0; i < NSIZES; i++) {
+            sync_peers(p); /* written */
+            CHECK(p, check_fill((uint8_t *)b.host + 3, msg_sizes[i], 60 + (unsigned)i));
+            sync_peers(p); /* read back */
+        }
+        bufs_fini(&b);
+        return;
+    }
+    sock_xfer(p->sock, &rd, sizeof(rd), false);
+    for (size_t i = 0; i < NSIZES; i++) {
+        size_t n = msg_sizes[i], a = n / 3, c = n / 4, m = n - a - c;
+        uint8_t *tmp = malloc(n + 1), *back = malloc(n + 1);
+
+        for (size_t k = 0; k < n; k++)
+            tmp[k] = pattern(k, 60 + (unsigned)i);
+        /* GPU [0, a) at gpu+0, host [a, a+m) at host+0, GPU [a+m, n) at gpu+CAP/2 */
+        uccl_gpu_memcpy(b.gpu, tmp, a);
+        memcpy(b.host, tmp + a, m);
+        uccl_gpu_memcpy((uint8_t *)b.gpu + CAP / 2, tmp + a + m, c);
+        {
+            uccl_iov_t iov[3] = {{b.gpu_mr, 0, a}, {b.host_mr, 0, m}, {b.gpu_mr, CAP / 2, c}};
+            CHECK(p, xfer_wait(uccl_writev(p->conn, iov, 3, &rd, 3, &req), &req, NULL) == UCCL_OK);
+        }
+        sync_peers(p);
+        uccl_gpu_memset(b.gpu, 0, CAP);
+        memset(b.host, 0, CAP);
+        {
+            /* host [0, c) at host+0, GPU [c, c+a) at gpu+0, GPU [c+a, n) at gpu+CAP/2 */
+            uccl_iov_t iov[3] = {{b.host_mr, 0, c}, {b.gpu_mr, 0, a}, {b.gpu_mr, CAP / 2, m}};
+            CHECK(p, xfer_wait(uccl_readv(p->conn, iov, 3, &rd, 3, &req), &req, NULL) == UCCL_OK);
+        }
+        memcpy(back, b.host, c);
+        uccl_gpu_memcpy(back + c, b.gpu, a);
+        uccl_gpu_memcpy(back + c + a, (uint8_t *)b.gpu + CAP / 2, m);
+        CHECK(p, memcmp(back, tmp, n) == 0);
+        free(tmp);
+        free(back);
+        sync_peers(p);
+    }
+    bufs_fini(&b);
+}
+
+static void test_rmav(void) { run_pair(side_rmav); }
+
 static const char *ofi_absent; /* the suite's provider does not open here */
 
 /* One suite per provider and way of carrying immediates (suite init sets
@@ -325,12 +382,14 @@ OFI_CASE(test_sendrecv)
 OFI_CASE(test_mixed_iov)
 OFI_CASE(test_rma)
 OFI_CASE(test_window)
+OFI_CASE(test_rmav)
 
 static const CU_TestInfo ofi_tests[] = {
     {"sendrecv GPU<->GPU/host, 0 B .. 3 MiB + 7", ofi_test_sendrecv},
     {"mixed host+GPU iov", ofi_test_mixed_iov},
     {"write/read, local GPU", ofi_test_rma},
     {"8 sends + 8 writes + 8 reads in flight, many stage buffers", ofi_test_window},
+    {"writev/readv of host+GPU pieces, 0 B .. 3 MiB + 7", ofi_test_rmav},
     CU_TEST_INFO_NULL,
 };
 
