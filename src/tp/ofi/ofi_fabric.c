@@ -301,6 +301,7 @@ void uccl_ofi_fabric_close(tp_ofi_t *tp)
     uccl_ofi_zombies_free(tp, true); /* nothing of theirs is posted any more */
     if (tp->bounce_free.next != NULL)
         uccl_ofi_pack_close(tp);
+    uccl_ofi_gpu_close(tp); /* its buffers' memory regions close before the domain */
     ofi_close_fid(tp->av ? &tp->av->fid : NULL, "address vector");
     ofi_close_fid(tp->cq ? &tp->cq->fid : NULL, "completion queue");
     ofi_close_fid(tp->domain ? &tp->domain->fid : NULL, "domain");

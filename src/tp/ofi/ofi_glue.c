@@ -148,8 +148,7 @@ static void tp_ofi_close(uccl_tp_t *base)
 {
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
-    uccl_ofi_gpu_close(tp); /* its buffers' memory regions close before the domain */
-    uccl_ofi_fabric_close(tp);
+    uccl_ofi_fabric_close(tp); /* staging too (uccl_ofi_gpu_close) */
     uccl_idmap_fini(&tp->ep_ids);
     free(tp);
 }
