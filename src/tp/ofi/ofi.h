@@ -14,7 +14,11 @@
  * delivery completion and the closing one waits until the request's earlier
  * writes completed. Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa)
  * get the immediate as a tagged message of no bytes after the last write
- * (ordered by FI_ORDER_SAW, or by the same wait). */
+ * (ordered by FI_ORDER_SAW, or by the same wait).
+ * GPU memory is staged through registered stage buffers (ofi_stage.c): a
+ * receive into it takes the protocol's granted windows, each closed by a
+ * chunk immediate the same way (an unordered provider's closing write, or
+ * the immediate message, waits for the request's earlier writes). */
 #ifndef UCCL_TP_OFI_H
 #define UCCL_TP_OFI_H
 
