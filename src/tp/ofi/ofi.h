@@ -38,7 +38,7 @@
 #include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 1
+#define OFI_WIRE_VERSION 2 /* 2: receives into GPU memory answer an RTS with GRANT windows */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
