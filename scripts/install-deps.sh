@@ -5,7 +5,7 @@ set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="build-essential autoconf automake libtool pkg-config
-      libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
+      libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc libssl-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
       libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev
       python3-dev python3-setuptools python3-pip python3-numpy python3-mpi4py python3-pytest

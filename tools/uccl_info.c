@@ -18,7 +18,6 @@
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "topo/topo.h"
-#include "util/config.h"
 
 typedef struct info_opts {
     bool json;

@@ -118,8 +118,10 @@ typedef struct uccl_engine_params {
     int progress_thread;     /* 1 = background progress thread */
     /* Admission secret (UCCL_ENGINE_PARAM_SECRET; not all zero): the
      * engine's address blob carries it, and an incoming connection that does
-     * not present it is refused (UCCL_ERR_DENIED at the connecting side)
-     * before any transport state is made for it. Give every engine of a job
+     * not prove it knows it is refused (UCCL_ERR_DENIED at the connecting
+     * side) before any transport state is made for it. The proof is a
+     * challenge-response (HMAC-SHA256 over fresh nonces, both ways): the
+     * secret itself is never sent. Give every engine of a job
      * the same one (uccl_comm_init_mpi draws one per job); without it each
      * engine draws its own, so knowing the address blob is what admits. */
     uint8_t secret[UCCL_SECRET_SIZE];

@@ -15,6 +15,7 @@
 #include "gpu/gpu.h"
 #include "topo/topo.h"
 #include "uccl_build.h"
+#include "util/crypto.h"
 
 /* How often progress looks at the setup listener and at peer liveness. */
 #define UCCL_SLOW_PROGRESS_MS 1
@@ -318,6 +319,10 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
 
     if (engine_out == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    /* admission proofs need libcrypto: no engine rather than one that
+     * would send its secret in clear (crypto.c logs what is missing) */
+    if (uccl_crypto_init() != UCCL_OK)
+        return UCCL_ERR_UNSUPPORTED;
     engine = calloc(1, sizeof(*engine));
     if (engine == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -338,8 +343,9 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     pthread_mutexattr_destroy(&attr);
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
-    if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET))) {
-        uint64_t r[2] = {uccl_random_u64(), uccl_random_u64()};
+    if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET)) &&
+        !uccl_crypto_random(engine->secret, sizeof(engine->secret))) {
+        uint64_t r[2] = {uccl_random_u64(), uccl_random_u64()}; /* getrandom */
         memcpy(engine->secret, r, sizeof(engine->secret));
     }
     engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname), engine->cfg.host_id);
