@@ -5,6 +5,7 @@
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
  *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,local]
+ *                         [--repeat R]   (op rows: R alternated runs per side, median kept)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -285,6 +286,20 @@ static double raw_seed_local(raw_t *r, int n, int iters)
     return now_s() - t0;
 }
 
+#define MAX_REPEAT 15
+
+/* The median of n run times (n <= MAX_REPEAT; sorts v). */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* ------------------------------------------------------------------ uccl */
 
 typedef struct ucc {
@@ -430,7 +445,7 @@ int main(int argc, char **argv)
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
     const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,local";
-    int window = 16, rank, nranks;
+    int window = 16, repeat = 1, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
     uccl_rdesc_t mine;
@@ -442,9 +457,13 @@ int main(int argc, char **argv)
             window = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--ops") == 0)
             ops = argv[i + 1];
+        else if (strcmp(argv[i], "--repeat") == 0)
+            repeat = atoi(argv[i + 1]);
     }
     if (window < 1 || window > MAX_WINDOW)
         window = 16;
+    if (repeat < 1 || repeat > MAX_REPEAT)
+        repeat = 1;
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_TRANSPORTS", "ofi", 1);
     setenv("UCCL_TIMEOUT_MS", "600000", 0); /* a loaded host: the peer waits long in fin */
@@ -471,8 +490,9 @@ int main(int argc, char **argv)
                  1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (rank == 0)
         printf("# perf_ofi: provider %s, window %d; GB/s of rank 0; raw = libfabric directly, "
-               "uccl = libuccl over ofi (UCCL_TRANSPORTS=ofi), alternated, same job\n"
-               "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, "op", "size",
+               "uccl = libuccl over ofi (UCCL_TRANSPORTS=ofi), alternated, same job; op rows: "
+               "median of %d runs each\n"
+               "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, repeat, "op", "size",
                "raw", "uccl", "ratio");
     for (int op = 0; op < 3; op++) {
         if (strstr(ops, op_names[op]) == NULL)
@@ -480,14 +500,18 @@ int main(int argc, char **argv)
         for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
             size_t len = sizes[s];
             int iters = (int)((64u << 20) / (len * (size_t)window));
-            double tr, tu;
+            double tr, tu, trs[MAX_REPEAT], tus[MAX_REPEAT];
 
             if (iters < 3)
                 iters = 3;
             raw_run(&r, op, len, window, 1); /* warm-up */
             ucc_run(&u, op, len, window, 1);
-            tr = raw_run(&r, op, len, window, iters);
-            tu = ucc_run(&u, op, len, window, iters);
+            for (int k = 0; k < repeat; k++) { /* alternated; each side's median kept */
+                trs[k] = raw_run(&r, op, len, window, iters);
+                tus[k] = ucc_run(&u, op, len, window, iters);
+            }
+            tr = median(trs, repeat);
+            tu = median(tus, repeat);
             if (rank == 0) {
                 double bytes = (double)len * window * iters;
                 printf("%-6s %10zu %10.3f %10.3f %7.2f\n", op_names[op], len, bytes / tr / 1e9,

@@ -133,8 +133,9 @@ static void test_provider_checks(void)
     expect_refusal(i, "FI_EP_RDM");
 }
 
-/* GPU memory is refused with UNSUPPORTED (no FI_HMEM path yet), host
- * memory registers and packs a key. */
+/* GPU memory: staged where the engine has a GPU (a handle without key,
+ * so peers reach it by send/recv only), else refused with UNSUPPORTED;
+ * host memory registers and packs a key. */
 static void test_memory_refused(void)
 {
     uccl_engine_t *e;
@@ -149,8 +150,17 @@ static void test_memory_refused(void)
         if (e->tp[i]->ops == &uccl_tp_ofi_ops)
             tp = e->tp[i];
     CU_ASSERT_FATAL(tp != NULL);
-    UNIT_ASSERT_STATUS(uccl_tp_ofi_ops.mem_reg(tp, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
-                       UCCL_ERR_UNSUPPORTED);
+    if (uccl_tp_caps(tp) & UCCL_TP_CAP_CUDA_MEM) {
+        UNIT_ASSERT_STATUS(uccl_tp_ofi_ops.mem_reg(tp, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
+                           UCCL_OK);
+        CU_ASSERT_FATAL(memh != NULL);
+        CU_ASSERT_EQUAL(uccl_tp_ofi_ops.mem_pack(tp, memh, rkey), 0);
+        uccl_tp_ofi_ops.mem_dereg(tp, memh);
+        memh = NULL;
+    } else {
+        UNIT_ASSERT_STATUS(uccl_tp_ofi_ops.mem_reg(tp, buf, sizeof(buf), UCCL_MEM_CUDA, 0, &memh),
+                           UCCL_ERR_UNSUPPORTED);
+    }
     UNIT_ASSERT_STATUS(uccl_tp_ofi_ops.mem_reg(tp, buf, sizeof(buf), UCCL_MEM_HOST, -1, &memh),
                        UCCL_OK);
     CU_ASSERT_FATAL(memh != NULL);
@@ -198,7 +208,7 @@ static CU_TestInfo ofi_tests[] = {
     {"settings out of range -> INVALID_PARAM", test_bad_settings},
     {"software providers only when named", test_software_not_by_default},
     {"provider without FI_RMA, tags, order, CQ data -> UNSUPPORTED, named", test_provider_checks},
-    {"GPU memory refused, host memory keyed", test_memory_refused},
+    {"GPU memory staged (no key) or refused, host memory keyed", test_memory_refused},
     {"remote key slot encode/parse", test_rkey_slot},
     CU_TEST_INFO_NULL,
 };

@@ -5,7 +5,11 @@
  * peermem = GPUDirect RDMA (with UCCL_VERBS_GDR_SYSROOT pointing at a tree
  * that has module/nvidia_peermem; rxe registers the "device" memory like any
  * host memory). tests/rxe/check-gpu.sh runs both in the Soft-RoCE VM.
- * Exits 77 (skip) without the fake backend or without RDMA devices. */
+ * Exits 77 (skip) without the fake backend or without RDMA devices.
+ * Built a second time with GPU_PAIR_OFI as test_ofi_gpu: the same cases over
+ * the ofi transport (staging through registered stage buffers, granted
+ * windows), one suite per libfabric provider here (tcp;ofi_rxm, shm), with
+ * immediates as CQ data and as messages; larger messages too. */
 #include <CUnit/Basic.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -76,10 +80,19 @@ static void bufs_fini(bufs_t *b)
 
 /* ------------------------------------------------------------------ send/recv */
 
+#ifdef GPU_PAIR_OFI
+/* below, at and above the eager limit (8 KiB), several stage buffers (96K) */
+static const size_t msg_sizes[] = {0, 1, 4095, 8191, 8192, 8193, 65537, (1 << 20) + 3,
+                                   (3 << 20) + 7};
+#define CAP ((3 << 20) + 64)
+#define PAIR_KEY UCCL_TP_KEY_OFI
+#else
 /* below, at and above the eager limit (4 KiB), several chunks over 4 QPs */
 static const size_t msg_sizes[] = {0, 1, 4095, 4096, 4097, 65537, (1 << 20) + 3};
-#define NSIZES (sizeof(msg_sizes) / sizeof(msg_sizes[0]))
 #define CAP ((1 << 20) + 64)
+#define PAIR_KEY UCCL_TP_KEY_VERBS
+#endif
+#define NSIZES (sizeof(msg_sizes) / sizeof(msg_sizes[0]))
 
 /* kinds: 0 GPU->GPU, 1 GPU->host, 2 host->GPU */
 static void side_sendrecv(peer_t *p)
@@ -156,7 +169,7 @@ static bool rdesc_has_key(const uccl_rdesc_t *rd)
 {
     uccl_rdesc_fields_t f;
 
-    return uccl_rdesc_decode(rd, &f) == UCCL_OK && uccl_rdesc_key_find(&f, UCCL_TP_KEY_VERBS) != NULL;
+    return uccl_rdesc_decode(rd, &f) == UCCL_OK && uccl_rdesc_key_find(&f, PAIR_KEY) != NULL;
 }
 
 /* The child exposes a host and a GPU region; the parent writes to and
@@ -288,6 +301,132 @@ static void side_window(peer_t *p)
 
 static void test_window(void) { run_pair(side_window); }
 
+#ifdef GPU_PAIR_OFI
+/* Vectored one-sided ops mixing host and GPU pieces, 0 B .. 3 MiB + 7: a
+ * writev from (GPU, host, GPU) pieces into the peer's host region, read
+ * back by a readv into (host, GPU, GPU) pieces; every byte checked. */
+static void side_rmav(peer_t *p)
+{
+    uccl_rdesc_t rd;
+    uccl_req_t *req;
+    bufs_t b;
+
+    bufs_init(p, &b, CAP);
+    if (p->rank == 1) {
+        CHECK(p, uccl_mr_pack(b.host_mr, 0, CAP, &rd) == UCCL_OK);
+        sock_xfer(p->sock, &rd, sizeof(rd), true);
+        for (size_t i = 0; i < NSIZES; i++) {
+            sync_peers(p); /* written */
+            CHECK(p, check_fill((uint8_t *)b.host + 3, msg_sizes[i], 60 + (unsigned)i));
+            sync_peers(p); /* read back */
+        }
+        bufs_fini(&b);
+        return;
+    }
+    sock_xfer(p->sock, &rd, sizeof(rd), false);
+    for (size_t i = 0; i < NSIZES; i++) {
+        size_t n = msg_sizes[i], a = n / 3, c = n / 4, m = n - a - c;
+        uint8_t *tmp = malloc(n + 1), *back = malloc(n + 1);
+
+        for (size_t k = 0; k < n; k++)
+            tmp[k] = pattern(k, 60 + (unsigned)i);
+        /* GPU [0, a) at gpu+0, host [a, a+m) at host+0, GPU [a+m, n) at gpu+CAP/2 */
+        uccl_gpu_memcpy(b.gpu, tmp, a);
+        memcpy(b.host, tmp + a, m);
+        uccl_gpu_memcpy((uint8_t *)b.gpu + CAP / 2, tmp + a + m, c);
+        {
+            uccl_iov_t iov[3] = {{b.gpu_mr, 0, a}, {b.host_mr, 0, m}, {b.gpu_mr, CAP / 2, c}};
+            CHECK(p, xfer_wait(uccl_writev(p->conn, iov, 3, &rd, 3, &req), &req, NULL) == UCCL_OK);
+        }
+        sync_peers(p);
+        uccl_gpu_memset(b.gpu, 0, CAP);
+        memset(b.host, 0, CAP);
+        {
+            /* host [0, c) at host+0, GPU [c, c+a) at gpu+0, GPU [c+a, n) at gpu+CAP/2 */
+            uccl_iov_t iov[3] = {{b.host_mr, 0, c}, {b.gpu_mr, 0, a}, {b.gpu_mr, CAP / 2, m}};
+            CHECK(p, xfer_wait(uccl_readv(p->conn, iov, 3, &rd, 3, &req), &req, NULL) == UCCL_OK);
+        }
+        memcpy(back, b.host, c);
+        uccl_gpu_memcpy(back + c, b.gpu, a);
+        uccl_gpu_memcpy(back + c + a, (uint8_t *)b.gpu + CAP / 2, m);
+        CHECK(p, memcmp(back, tmp, n) == 0);
+        free(tmp);
+        free(back);
+        sync_peers(p);
+    }
+    bufs_fini(&b);
+}
+
+static void test_rmav(void) { run_pair(side_rmav); }
+
+static const char *ofi_absent; /* the suite's provider does not open here */
+
+/* One suite per provider and way of carrying immediates (suite init sets
+ * them; a provider that does not open skips its cases). */
+static int ofi_env(const char *prov, const char *imm)
+{
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    setenv("UCCL_OFI_IMM", imm, 1);
+    ofi_absent = pair_device_present() ? NULL : prov;
+    return 0;
+}
+
+#define OFI_CASE(name)                                                                  \
+    static void ofi_##name(void)                                                        \
+    {                                                                                   \
+        if (ofi_absent != NULL)                                                         \
+            UNIT_SKIP("libfabric provider %s does not open here", ofi_absent);          \
+        name();                                                                         \
+    }
+OFI_CASE(test_sendrecv)
+OFI_CASE(test_mixed_iov)
+OFI_CASE(test_rma)
+OFI_CASE(test_window)
+OFI_CASE(test_rmav)
+
+static const CU_TestInfo ofi_tests[] = {
+    {"sendrecv GPU<->GPU/host, 0 B .. 3 MiB + 7", ofi_test_sendrecv},
+    {"mixed host+GPU iov", ofi_test_mixed_iov},
+    {"write/read, local GPU", ofi_test_rma},
+    {"8 sends + 8 writes + 8 reads in flight, many stage buffers", ofi_test_window},
+    {"writev/readv of host+GPU pieces, 0 B .. 3 MiB + 7", ofi_test_rmav},
+    CU_TEST_INFO_NULL,
+};
+
+static int init_tcp(void) { return ofi_env("tcp;ofi_rxm", "auto"); }
+static int init_shm(void) { return ofi_env("shm", "auto"); }
+static int init_tcp_msg(void) { return ofi_env("tcp;ofi_rxm", "msg"); }
+static int init_shm_msg(void) { return ofi_env("shm", "msg"); }
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {
+        {"ofi_gpu tcp;ofi_rxm", init_tcp, NULL, NULL, NULL, (CU_TestInfo *)ofi_tests},
+        {"ofi_gpu shm", init_shm, NULL, NULL, NULL, (CU_TestInfo *)ofi_tests},
+        {"ofi_gpu tcp;ofi_rxm, immediates as messages", init_tcp_msg, NULL, NULL, NULL,
+         (CU_TestInfo *)ofi_tests},
+        {"ofi_gpu shm, immediates as messages", init_shm_msg, NULL, NULL, NULL,
+         (CU_TestInfo *)ofi_tests},
+        CU_SUITE_INFO_NULL,
+    };
+
+    if (strcmp(uccl_gpu_backend(), "fake") != 0) {
+        printf("skip: needs the fake GPU backend (configure --without-cuda --without-rocm "
+               "--enable-fake-gpu); this one is %s\n", uccl_gpu_backend());
+        return 77;
+    }
+    pair_gpu_index = 0;
+    pair_transports = "ofi";
+    setenv("UCCL_OFI_CHUNK", "256K", 0);
+    setenv("UCCL_OFI_STAGE_CHUNK", "96K", 0); /* a staged MiB is 11 buffers */
+    setenv("UCCL_OFI_STAGE_DEPTH", "3", 0);
+    /* a software provider (tcp;ofi_rxm, shm) lands one-sided data only while
+     * the target progresses, and the target here waits on its socket */
+    setenv("UCCL_PROGRESS_THREAD", "1", 0);
+    printf("ofi GPU memory: staging\n");
+    return unit_main(suites);
+}
+#else
 /* An override UCCL_VERBS_GDR cannot meet (dmabuf on the fake GPU, peermem
  * without the module) must fail the engine, never fall back silently. */
 static int expect_open_refused(const char *gdr)
@@ -336,3 +475,4 @@ int main(void)
            gdr ? gdr : "auto");
     return unit_main(suites);
 }
+#endif

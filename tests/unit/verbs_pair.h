@@ -1,4 +1,5 @@
-/* Two-process harness of the verbs tests (test_tp_verbs, test_verbs_gpu):
+/* Two-process harness of the verbs tests (test_tp_verbs, test_verbs_gpu) and
+ * of test_ofi_gpu (the same GPU cases over libfabric, pair_transports "ofi"):
  * the parent (rank 0) and a forked child (rank 1) each open a verbs engine,
  * on $RXE_DEV and $RXE_DEV2 in the Soft-RoCE VM so traffic crosses the veth
  * pair, exchange addresses over a socketpair and connect. Checks in the
@@ -27,6 +28,8 @@ typedef struct peer {
 static int child_failures;
 /* GPU the engines of run_pair use (UCCL_ENGINE_PARAM_GPU_INDEX); -1 = none. */
 static int pair_gpu_index = -1;
+/* The engines' UCCL_TRANSPORTS (test_ofi_gpu: "ofi"). */
+static const char *pair_transports = "verbs";
 
 #define CHECK(p, cond)                                                                    \
     do {                                                                                  \
@@ -55,11 +58,11 @@ static void sync_peers(peer_t *p)
     sock_xfer(p->sock, &c, 1, false);
 }
 
-/* A verbs-only engine for rank's device ($RXE_DEV / $RXE_DEV2 when set). */
+/* An engine of pair_transports only, for rank's device ($RXE_DEV / $RXE_DEV2 when set). */
 static uccl_status_t pair_engine_create(int rank, uccl_engine_t **engine)
 {
     const char *dev = getenv(rank == 0 ? "RXE_DEV" : "RXE_DEV2");
-    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = "verbs"};
+    uccl_engine_params_t params = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = pair_transports};
 
     if (dev != NULL) {
         params.field_mask |= UCCL_ENGINE_PARAM_NET_DEVICES;
@@ -138,7 +141,7 @@ static uccl_status_t xfer_wait(uccl_status_t st, uccl_req_t **reqp, size_t *byte
     return st;
 }
 
-/* Can an engine of rank 0 open a verbs device here? */
+/* Can an engine of rank 0 open a device of pair_transports here? */
 static bool pair_device_present(void)
 {
     uccl_engine_t *engine;

@@ -14,7 +14,11 @@
  * delivery completion and the closing one waits until the request's earlier
  * writes completed. Providers with 4 bytes of CQ data (verbs;ofi_rxm, efa)
  * get the immediate as a tagged message of no bytes after the last write
- * (ordered by FI_ORDER_SAW, or by the same wait). */
+ * (ordered by FI_ORDER_SAW, or by the same wait).
+ * GPU memory is staged through registered stage buffers (ofi_stage.c): a
+ * receive into it takes the protocol's granted windows, each closed by a
+ * chunk immediate the same way (an unordered provider's closing write, or
+ * the immediate message, waits for the request's earlier writes). */
 #ifndef UCCL_TP_OFI_H
 #define UCCL_TP_OFI_H
 
@@ -30,9 +34,11 @@
 
 #include "core/tp_api.h"
 #include "tp/common/rndv.h"
+#include "tp/common/rndv_stage.h"
+#include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 1
+#define OFI_WIRE_VERSION 2 /* 2: receives into GPU memory answer an RTS with GRANT windows */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
@@ -49,6 +55,8 @@ typedef struct tp_ofi_config {
     int max_iov;
     char imm[UCCL_CFG_STRING_MAX];
     char pack_below[UCCL_CFG_STRING_MAX];
+    size_t stage_chunk;
+    int stage_depth;
 } tp_ofi_config_t;
 
 /* Provider quirks, one table (ofi_fabric.c): how a provider ranks when none
@@ -100,6 +108,8 @@ typedef struct tp_ofi {
     size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
     uccl_list_t bounce_free;
     int nbounce;
+    uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
+    int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
      * and immediates with (O(1), generation-checked: a gone endpoint's id
@@ -133,6 +143,8 @@ typedef struct ofi_op {
     struct tp_ofi_ep *ep;
     uccl_req_t *req;          /* OFI_OP_DATA; NULL once the endpoint forgot it */
     ofi_bounce_t *bounce;     /* a packed operation's buffer */
+    uccl_stage_buf_t *sbuf;   /* the stage buffer it reads or fills (held) */
+    uccl_rndv_slot_t *slot;   /* a read into a window of its request's sink */
     size_t off, len;          /* ...and the bytes of req it carries */
     bool read;
     uccl_list_t link;         /* ep->data_ops while posted */
@@ -146,11 +158,20 @@ enum {
     OFI_RD_DOPS,                  /* RMA operations posted, not completed (no NOTIFY) */
 };
 
-/* A rendezvous send's remote pieces from the CTS (req->tp_ptr). */
-typedef struct ofi_segs {
+/* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
+ * staging pipeline its local GPU data is read through (sends, writes), the
+ * sink it lands in (receives, reads), a send's granted windows with the
+ * chunk immediate it still owes (immediates as messages), and a rendezvous
+ * send's remote pieces from the CTS (nseg 0: req->remote or the windows). */
+typedef struct ofi_xfer {
+    struct tp_ofi_ep *ep;
+    uccl_stage_src_t *src;
+    uccl_rndv_sink_t *sink;
+    uccl_rndv_grants_t *grants;
+    int owed_slot; /* window whose chunk immediate is owed, + 1; 0 = none */
     uint64_t nseg;
     uccl_rndv_seg_t segs[];
-} ofi_segs_t;
+} ofi_xfer_t;
 
 typedef struct tp_ofi_ep {
     uccl_tp_ep_t base;
@@ -229,6 +250,20 @@ void uccl_ofi_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 void uccl_ofi_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 uccl_status_t uccl_ofi_check_local(const tp_ofi_ep_t *ep, const uccl_req_t *req);
 
+/* ---- ofi_stage.c: GPU memory through registered stage buffers */
+void uccl_ofi_gpu_open(tp_ofi_t *tp, const uccl_tp_open_params_t *params);
+void uccl_ofi_gpu_close(tp_ofi_t *tp);
+uccl_status_t uccl_ofi_gpu_mem_reg(tp_ofi_t *tp, uccl_tp_memh_t **memh);
+bool uccl_ofi_req_staged(const tp_ofi_ep_t *ep, const uccl_req_t *req);
+ofi_xfer_t *uccl_ofi_xfer_get(tp_ofi_ep_t *ep, uccl_req_t *req, uint64_t nseg);
+uccl_status_t uccl_ofi_xfer_stage(tp_ofi_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
+void uccl_ofi_xfer_release(uccl_req_t *req);
+void *uccl_ofi_stage_desc(const uccl_stage_buf_t *buf);
+uccl_status_t uccl_ofi_sink_start(uccl_rndv_t *r, uccl_req_t *req, size_t len);
+void uccl_ofi_sink_landed(uccl_rndv_t *r, uccl_req_t *req, int slot);
+uccl_status_t uccl_ofi_grant(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot, uint64_t off,
+                             const uccl_rndv_seg_t *seg);
+
 /* ---- ofi_pack.c: many small local pieces through registered bounces */
 uccl_status_t uccl_ofi_pack_setup(tp_ofi_t *tp);
 void uccl_ofi_pack_close(tp_ofi_t *tp);
@@ -243,6 +278,7 @@ uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_ofi_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req);
 void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+bool uccl_ofi_req_has_work(const uccl_req_t *req);
 void uccl_ofi_post_pending(tp_ofi_ep_t *ep);
 int uccl_ofi_progress(uccl_tp_t *tp);
 uccl_status_t uccl_ofi_status_of(int fi_err);

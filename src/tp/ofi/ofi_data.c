@@ -39,11 +39,15 @@ uccl_status_t uccl_ofi_status_of(int e)
 static uccl_status_t ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr,
                                    uint64_t *key, uint64_t *left)
 {
-    const ofi_segs_t *s = req->tp_ptr;
+    const ofi_xfer_t *s = req->tp_ptr;
     uint64_t base;
     uccl_status_t st;
 
     *addr = *key = *left = 0;
+    if (s != NULL && s->grants != NULL) { /* a send on granted windows: the oldest */
+        uccl_rndv_grants_at(s->grants, off, addr, key, left);
+        return UCCL_OK;
+    }
     if (s == NULL || s->nseg == 0) {
         st = uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, key, &base);
         *addr = req->remote.addr - base + off;
@@ -62,10 +66,24 @@ static uccl_status_t ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *
     return UCCL_OK;
 }
 
-static bool ofi_req_has_work(const uccl_req_t *req)
+static ofi_xfer_t *ofi_xfer(const uccl_req_t *req)
+{
+    return req->tp_ptr;
+}
+
+/* A send on granted windows: each window closes with its chunk immediate,
+ * the message with none of its own. */
+static bool ofi_req_windowed(const uccl_req_t *req)
+{
+    return ofi_xfer(req) != NULL && ofi_xfer(req)->grants != NULL;
+}
+
+bool uccl_ofi_req_has_work(const uccl_req_t *req)
 {
     if (req->tp_data[UCCL_RNDV_RD_ERR] != 0)
         return false;
+    if (ofi_req_windowed(req))
+        return req->tp_data[OFI_RD_OFF] < req->len || ofi_xfer(req)->owed_slot != 0;
     return req->tp_data[OFI_RD_OFF] < req->len ||
            (uccl_rndv_needs_imm(req) && req->tp_data[OFI_RD_IMM] != 2);
 }
@@ -95,53 +113,158 @@ static size_t ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t of
     return got;
 }
 
-#define OFI_FENCED 1 /* ofi_post_one: the closing operation waits for req's earlier writes */
+/* ofi_post_one: req waits (its closing operation for its earlier writes, a
+ * send for its next granted window, staged data for its copy or a free
+ * window); the requests behind it go on. */
+#define OFI_FENCED 1
+
+/* The local side of one operation. */
+typedef struct ofi_local {
+    struct iovec iov[OFI_IOV_MAX];
+    void *desc[OFI_IOV_MAX];
+    int n;
+    size_t got;
+    ofi_bounce_t *bounce;    /* a packed operation's buffer */
+    uccl_stage_buf_t *sbuf;  /* staged: the stage buffer read or filled */
+    uccl_rndv_slot_t *slot;  /* a read into a window of its sink */
+} ofi_local_t;
+
+/* The local side of req's next operation at byte off, want bytes at most:
+ * the stage buffer its D2H copy filled, a free window of its sink, a
+ * packing bounce, or its own pieces. 0, OFI_FENCED, -FI_EAGAIN, or another
+ * negative code (req has its error). */
+static int ofi_local(tp_ofi_ep_t *ep, uccl_req_t *req, size_t off, size_t want, ofi_local_t *l)
+{
+    tp_ofi_t *tp = ep->tp;
+    ofi_xfer_t *x = ofi_xfer(req);
+    const uint8_t *ptr;
+    uccl_status_t st;
+    size_t n;
+
+    l->n = 0;
+    l->got = 0;
+    l->bounce = NULL;
+    l->sbuf = NULL;
+    l->slot = NULL;
+    if (want == 0)
+        return 0;
+    if (x != NULL && (x->src != NULL || x->sink != NULL)) {
+        if (tp->staged_ops >= 2 * tp->cfg.stage_depth)
+            return OFI_FENCED; /* the pool stays small: once some complete */
+        if (x->src != NULL) {
+            st = uccl_stage_src_peek(x->src, &ptr, &n, &l->sbuf);
+            if (st == UCCL_INPROGRESS)
+                return OFI_FENCED;
+            if (st != UCCL_OK) {
+                uccl_error("ofi: staging GPU data: %s", uccl_strerror(st));
+                uccl_rndv_req_error(req, st);
+                return -FI_EIO;
+            }
+        } else {
+            l->slot = uccl_rndv_sink_free_slot(x->sink);
+            if (l->slot == NULL)
+                return OFI_FENCED;
+            l->sbuf = l->slot->buf;
+            ptr = uccl_stage_buf_ptr(l->sbuf);
+            n = uccl_stage_chunk(tp->stage);
+        }
+        l->got = want < n ? want : n;
+        l->iov[0] = (struct iovec){(void *)(uintptr_t)ptr, l->got};
+        l->desc[0] = uccl_ofi_stage_desc(l->sbuf);
+        l->n = 1;
+        return 0;
+    }
+    if (uccl_ofi_pack_wanted(tp, req, off, want)) {
+        l->bounce = uccl_ofi_bounce_get(tp);
+        if (l->bounce == NULL && tp->nbounce > 0)
+            return -FI_EAGAIN; /* all in use: once one comes back */
+    }
+    if (l->bounce != NULL) { /* one piece: the bounce (filled once the post is sure) */
+        l->got = want < OFI_BOUNCE_SIZE ? want : OFI_BOUNCE_SIZE;
+        l->iov[0] = (struct iovec){uccl_ofi_bounce_ptr(l->bounce), l->got};
+        l->desc[0] = uccl_ofi_bounce_desc(l->bounce);
+        l->n = 1;
+        return 0;
+    }
+    l->got = ofi_gather(ep, req, off, want, l->iov, l->desc, tp->cfg.max_iov, &l->n);
+    return 0;
+}
+
+/* The operation of l was posted: its stage buffer is held until it
+ * completes, a source moves on, a window is busy. */
+static void ofi_local_posted(tp_ofi_t *tp, uccl_req_t *req, size_t off, ofi_local_t *l,
+                             ofi_op_t *op)
+{
+    if (l->sbuf == NULL)
+        return;
+    uccl_stage_buf_hold(l->sbuf);
+    tp->staged_ops++;
+    op->sbuf = l->sbuf;
+    if (l->slot != NULL) {
+        l->slot->off = off;
+        l->slot->len = l->got;
+        l->slot->busy = true;
+        op->slot = l->slot;
+    } else {
+        uccl_stage_src_take(ofi_xfer(req)->src, l->got);
+    }
+}
 
 /* Post req's next operation: 0, -FI_EAGAIN (try again later), OFI_FENCED
  * or another negative code (req has its error). */
 static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
 {
     tp_ofi_t *tp = ep->tp;
+    ofi_xfer_t *x = ofi_xfer(req);
     size_t off = req->tp_data[OFI_RD_OFF], want = req->len - off, got;
-    int max = tp->cfg.max_iov, n, extra = 0, rc;
-    struct iovec iov[OFI_IOV_MAX];
-    void *desc[OFI_IOV_MAX];
-    uint64_t raddr, rkey, rleft, flags = FI_COMPLETION, data = 0;
+    int extra = 0, rc, wslot = -1;
+    uint64_t raddr = 0, rkey = 0, rleft = 0, flags = FI_COMPLETION, data = 0;
     struct fi_rma_iov rma;
     struct fi_msg_rma msg;
-    bool is_write = req->op != UCCL_OP_READ, last;
-    ofi_bounce_t *bounce = NULL;
+    bool is_write = req->op != UCCL_OP_READ, windowed = ofi_req_windowed(req), last;
+    ofi_local_t l;
     ofi_op_t *op;
 
-    if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
-        uccl_rndv_req_error(req, UCCL_ERR_BAD_DESC);
-        return -FI_EINVAL;
-    }
-    if (want > tp->cfg.chunk)
-        want = tp->cfg.chunk;
-    if (want > rleft)
-        want = rleft;
-    if (want == 0 && off < req->len) { /* remote pieces shorter than the message */
-        uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT);
-        return -FI_EINVAL;
-    }
-    if (want > 0 && uccl_ofi_pack_wanted(tp, req, off, want)) {
-        bounce = uccl_ofi_bounce_get(tp);
-        if (bounce == NULL && tp->nbounce > 0)
-            return -FI_EAGAIN; /* all in use: once one comes back */
-    }
-    if (bounce != NULL) { /* one piece: the bounce (filled once the post is sure) */
-        got = want < OFI_BOUNCE_SIZE ? want : OFI_BOUNCE_SIZE;
-        iov[0] = (struct iovec){uccl_ofi_bounce_ptr(bounce), got};
-        desc[0] = uccl_ofi_bounce_desc(bounce);
-        n = 1;
+    if (windowed && x->owed_slot != 0) { /* the chunk immediate of a window, as a message */
+        if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0)
+            return OFI_FENCED;
+        want = 0;
+        flags |= FI_REMOTE_CQ_DATA;
+        data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm_chunk(req, x->owed_slot - 1);
     } else {
-        got = ofi_gather(ep, req, off, want, iov, desc, max, &n);
+        if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
+            uccl_rndv_req_error(req, UCCL_ERR_BAD_DESC);
+            return -FI_EINVAL;
+        }
+        if (want > tp->cfg.chunk)
+            want = tp->cfg.chunk;
+        if (want > rleft)
+            want = rleft;
+        if (want == 0 && off < req->len) {
+            if (windowed)
+                return OFI_FENCED; /* until the receiver grants the next window */
+            uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT); /* remote pieces shorter than the message */
+            return -FI_EINVAL;
+        }
     }
+    rc = ofi_local(ep, req, off, want, &l);
+    if (rc != 0)
+        return rc;
+    got = l.got;
     last = off + got == req->len;
     if (is_write && !tp->rma_ordered)
         flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
-    if (is_write && last) {
+    if (windowed && got > 0 && got == rleft) { /* closes the oldest window */
+        wslot = x->grants->g[x->grants->head].slot;
+        if (!tp->imm_msg) {
+            if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0) {
+                rc = OFI_FENCED;
+                goto unpost;
+            }
+            flags |= FI_REMOTE_CQ_DATA;
+            data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm_chunk(req, wslot);
+        }
+    } else if (!windowed && is_write && last) {
         flags |= FI_DELIVERY_COMPLETE;
         if (uccl_rndv_needs_imm(req)) {
             if (req->tp_data[OFI_RD_IMM] == 0) {
@@ -175,14 +298,14 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     op->kind = OFI_OP_DATA;
     op->ep = ep;
     op->req = req;
-    op->bounce = bounce;
+    op->bounce = l.bounce;
     op->off = off;
     op->len = got;
     op->read = !is_write;
-    if (bounce != NULL && is_write)
-        uccl_req_iov_copy_out(req, off, iov[0].iov_base, got);
+    if (l.bounce != NULL && is_write)
+        uccl_req_iov_copy_out(req, off, l.iov[0].iov_base, got);
     rma = (struct fi_rma_iov){.addr = raddr, .len = got, .key = rkey};
-    msg = (struct fi_msg_rma){.msg_iov = iov, .desc = desc, .iov_count = (size_t)n,
+    msg = (struct fi_msg_rma){.msg_iov = l.iov, .desc = l.desc, .iov_count = (size_t)l.n,
                               .addr = ep->peer->addr, .rma_iov = &rma, .rma_iov_count = 1,
                               .context = &op->ctx, .data = data};
     if (got == 0 && (flags & FI_REMOTE_CQ_DATA)) /* no bytes: the immediate alone, as a message */
@@ -201,17 +324,22 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         }
         goto unpost;
     }
+    ofi_local_posted(tp, req, off, &l, op);
     req->tp_data[OFI_RD_OFF] += got;
     req->tp_data[OFI_RD_OPS]++;
     req->tp_data[OFI_RD_DOPS]++;
-    if (flags & FI_REMOTE_CQ_DATA)
+    if (windowed && got == 0)
+        x->owed_slot = 0;
+    else if (wslot >= 0 && uccl_rndv_grants_advance(x->grants, off + got, &wslot) && tp->imm_msg)
+        x->owed_slot = wslot + 1;
+    if (!windowed && (flags & FI_REMOTE_CQ_DATA))
         req->tp_data[OFI_RD_IMM] = 2;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
     return 0;
 unpost:
-    if (bounce != NULL)
-        uccl_ofi_bounce_put(tp, bounce);
+    if (l.bounce != NULL)
+        uccl_ofi_bounce_put(tp, l.bounce);
     return rc;
 }
 
@@ -225,7 +353,7 @@ void uccl_ofi_post_pending(tp_ofi_ep_t *ep)
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
         int rc = 0;
 
-        while (ofi_req_has_work(req) && (rc = ofi_post_one(ep, req)) != OFI_FENCED)
+        while (uccl_ofi_req_has_work(req) && (rc = ofi_post_one(ep, req)) != OFI_FENCED)
             if (rc == -FI_EAGAIN)
                 return;
         if (rc == OFI_FENCED)
@@ -244,7 +372,7 @@ void uccl_ofi_data_start(tp_ofi_ep_t *ep, uccl_req_t *req)
     req->tp_data[OFI_RD_OPS] = 0;
     req->tp_data[OFI_RD_IMM] = 0;
     req->tp_data[OFI_RD_DOPS] = 0;
-    if (!ofi_req_has_work(req)) {
+    if (!uccl_ofi_req_has_work(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
     }
@@ -259,8 +387,11 @@ void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
         uccl_rndv_req_error(req, st);
     if (req->tp_data[OFI_RD_OPS] > 0 && --req->tp_data[OFI_RD_OPS] > 0)
         return;
-    if (ofi_req_has_work(req))
+    if (uccl_ofi_req_has_work(req))
         return; /* more operations wait in data_pending */
+    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && ofi_xfer(req) != NULL &&
+        ofi_xfer(req)->sink != NULL && uccl_rndv_sink_copying(ofi_xfer(req)->sink))
+        return; /* a read whose last windows still copy: the sink settles it */
     uccl_list_del(&req->tp_link);
     uccl_rndv_write_done(&ep->rndv, req);
 }
@@ -284,8 +415,16 @@ static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
                    req->remote.rkey_len);
         return UCCL_ERR_BAD_DESC;
     }
-    free(req->tp_ptr);
-    req->tp_ptr = NULL;
+    uccl_ofi_xfer_release(req);
+    /* local GPU pieces: a write reads them through a source pipeline, a
+     * read lands in the windows of a sink */
+    if (req->len > 0 && uccl_ofi_req_staged(ep, req)) {
+        st = uccl_ofi_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
+        if (st != UCCL_OK) {
+            uccl_ofi_xfer_release(req);
+            return st;
+        }
+    }
     uccl_ofi_data_start(ep, req);
     return UCCL_OK;
 }
@@ -339,6 +478,12 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     case OFI_OP_DATA:
         req = op->req;
         uccl_list_del(&op->link);
+        if (op->sbuf != NULL) { /* staged */
+            if (req != NULL && op->slot != NULL) /* a read into a window: its copy starts */
+                uccl_rndv_sink_landed(op->slot->sink, op->slot->index, st);
+            uccl_stage_buf_put(tp->stage, op->sbuf);
+            tp->staged_ops--;
+        }
         if (op->bounce != NULL) { /* a packed read lands in its pieces now */
             if (req != NULL && op->read && st == UCCL_OK)
                 uccl_req_iov_copy_in(req, op->off, uccl_ofi_bounce_ptr(op->bounce), op->len);
@@ -415,6 +560,8 @@ int uccl_ofi_progress(uccl_tp_t *base)
     uccl_list_t *pos, *tmp;
     int events = 0;
 
+    if (tp->stage != NULL)
+        events += uccl_stage_progress(tp->stage); /* staged copies done: sinks, sources */
     for (int round = 0; round < 8; round++) {
         ssize_t n = fi_cq_read(tp->cq, ent, OFI_POLL);
 

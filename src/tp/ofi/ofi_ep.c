@@ -73,13 +73,18 @@ static uccl_status_t ofi_peer_name(const uccl_tp_peer_t *peer, const uint8_t **n
 
 static void ofi_ep_free(tp_ofi_ep_t *ep)
 {
-    /* data operations never completed (engine close): their bounces go back */
+    /* data operations never completed (engine close): their bounces and
+     * stage buffers go back */
     while (ep->data_ops.next != NULL && !uccl_list_empty(&ep->data_ops)) {
         ofi_op_t *op = uccl_container_of(ep->data_ops.next, ofi_op_t, link);
 
         uccl_list_del(&op->link);
         if (op->bounce != NULL)
             uccl_ofi_bounce_put(ep->tp, op->bounce);
+        if (op->sbuf != NULL) {
+            uccl_stage_buf_put(ep->tp->stage, op->sbuf);
+            ep->tp->staged_ops--;
+        }
         free(op);
     }
     if (ep->bufs_mr != NULL)

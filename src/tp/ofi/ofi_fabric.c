@@ -37,6 +37,12 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "operation takes is copied through registered bounce buffers, in operations of "
               "256 KiB (0 = never; auto = the provider's threshold)",
               pack_below, UCCL_CFG_STRING),
+    OFI_FIELD("STAGE_CHUNK", "1M",
+              "GPU memory is staged through registered host buffers of this size (a window "
+              "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
+    OFI_FIELD("STAGE_DEPTH", "4",
+              "staged chunks a GPU source copies ahead, and windows a GPU receive or read has "
+              "out at once", stage_depth, UCCL_CFG_INT),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -331,6 +337,7 @@ void uccl_ofi_fabric_close(tp_ofi_t *tp)
     uccl_ofi_zombies_free(tp, true); /* nothing of theirs is posted any more */
     if (tp->bounce_free.next != NULL)
         uccl_ofi_pack_close(tp);
+    uccl_ofi_gpu_close(tp); /* its buffers' memory regions close before the domain */
     ofi_close_fid(tp->av ? &tp->av->fid : NULL, "address vector");
     ofi_close_fid(tp->cq ? &tp->cq->fid : NULL, "completion queue");
     ofi_close_fid(tp->domain ? &tp->domain->fid : NULL, "domain");

@@ -132,6 +132,8 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     ok &= uccl_cfg_in_range(t, "CHUNK", (long long)cfg->chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
     ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
+    ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
+    ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, UCCL_RNDV_MAX_SLOTS);
     if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
         strcmp(cfg->imm, "msg") != 0) {
         uccl_error("UCCL_OFI_IMM=%s: expected auto, data or msg", cfg->imm);
@@ -153,7 +155,7 @@ static void tp_ofi_close(uccl_tp_t *base)
 {
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
-    uccl_ofi_fabric_close(tp);
+    uccl_ofi_fabric_close(tp); /* staging too (uccl_ofi_gpu_close) */
     uccl_idmap_fini(&tp->ep_ids);
     free(tp);
 }
@@ -191,6 +193,7 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         tp_ofi_close(&tp->base);
         return st;
     }
+    uccl_ofi_gpu_open(tp, params);
     if (tp->cfg.max_iov == 0)
         tp->cfg.max_iov = (int)(tp->iov_limit < OFI_IOV_MAX ? tp->iov_limit : OFI_IOV_MAX);
     if (tp->cfg.max_iov < 1)

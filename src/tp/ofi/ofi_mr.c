@@ -116,12 +116,8 @@ uccl_status_t uccl_ofi_mem_reg(uccl_tp_t *base, void *addr, size_t len, uccl_mem
     uccl_status_t st;
 
     (void)device;
-    if (type != UCCL_MEM_HOST) {
-        uccl_error("ofi (%s): GPU memory is not supported by this transport yet (no FI_HMEM "
-                   "path); register host memory, or use a transport that moves GPU memory",
-                   tp->prov);
-        return UCCL_ERR_UNSUPPORTED;
-    }
+    if (type != UCCL_MEM_HOST) /* staged (ofi_stage.c) */
+        return uccl_ofi_gpu_mem_reg(tp, out);
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;

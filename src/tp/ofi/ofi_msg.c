@@ -117,14 +117,12 @@ static uccl_status_t ofi_recv_repost(uccl_rndv_t *r, int index)
 static uccl_status_t ofi_write(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_seg_t *segs,
                                int nseg)
 {
-    ofi_segs_t *s = malloc(sizeof(*s) + (size_t)nseg * sizeof(*segs));
+    ofi_xfer_t *x = uccl_ofi_xfer_get(ofi_ep_of(r), req, (uint64_t)nseg);
 
-    if (s == NULL)
+    if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    s->nseg = (uint64_t)nseg;
-    memcpy(s->segs, segs, (size_t)nseg * sizeof(*segs));
-    free(req->tp_ptr);
-    req->tp_ptr = s;
+    x->nseg = (uint64_t)nseg;
+    memcpy(x->segs, segs, (size_t)nseg * sizeof(*segs));
     uccl_ofi_data_start(ofi_ep_of(r), req);
     return UCCL_OK;
 }
@@ -148,34 +146,28 @@ uccl_status_t uccl_ofi_check_local(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 
 static uccl_status_t ofi_mem_check(uccl_rndv_t *r, const uccl_req_t *req, bool *staged)
 {
-    *staged = false; /* host memory only (uccl_ofi_mem_reg refuses GPU memory) */
-    return uccl_ofi_check_local(ofi_ep_of(r), req);
+    uccl_status_t st = uccl_ofi_check_local(ofi_ep_of(r), req);
+
+    *staged = st == UCCL_OK && uccl_ofi_req_staged(ofi_ep_of(r), req);
+    return st;
 }
 
 static uccl_status_t ofi_mem_stage(uccl_rndv_t *r, uccl_req_t *req, size_t len, bool gather)
 {
-    (void)r;
-    (void)req;
-    (void)len;
-    (void)gather;
-    return UCCL_ERR_UNSUPPORTED;
+    return uccl_ofi_xfer_stage(ofi_ep_of(r), req, len, gather);
 }
 
 static void ofi_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
 {
     (void)r;
-    (void)req;
+    uccl_ofi_xfer_release(req);
 }
 
 static uccl_status_t ofi_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
                                   bool to_iov)
 {
     (void)r;
-    if (to_iov)
-        uccl_req_iov_copy_in(req, 0, flat, len);
-    else
-        uccl_req_iov_copy_out(req, 0, flat, len);
-    return UCCL_OK;
+    return uccl_rndv_iov_copy(req, flat, len, to_iov);
 }
 
 /* The receive's pieces, addressed as the provider wants them. */
@@ -200,8 +192,7 @@ static int ofi_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, uccl_
 void uccl_ofi_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
 {
     uccl_list_del(&req->tp_link);
-    free(req->tp_ptr);
-    req->tp_ptr = NULL;
+    uccl_ofi_xfer_release(req);
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
@@ -223,6 +214,9 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
     .mem_copy = ofi_mem_copy,
     .mem_segs = ofi_mem_segs,
     .finish = ofi_finish,
+    .sink_start = uccl_ofi_sink_start,
+    .sink_landed = uccl_ofi_sink_landed,
+    .grant = uccl_ofi_grant,
 };
 
 uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *base, uccl_req_t *req)

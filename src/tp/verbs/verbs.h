@@ -9,6 +9,7 @@
 
 #include "core/tp_api.h"
 #include "tp/common/rndv.h"
+#include "tp/common/rndv_stage.h"
 #include "tp/staging.h"
 
 #define VERBS_MAX_QPS 16
@@ -28,7 +29,7 @@ enum {
     VERBS_WR_CTRL_RECV = 2, /* index of a control receive buffer */
     VERBS_WR_DATA = 3,      /* uccl_req_t pointer */
     VERBS_WR_IMM_RECV = 4,  /* index of the data QP; receives only immediates */
-    VERBS_WR_SINK = 5,      /* tp_verbs_slot_t pointer: an RDMA READ into a stage buffer */
+    VERBS_WR_SINK = 5,      /* uccl_rndv_slot_t pointer: an RDMA READ into a stage buffer */
 };
 
 /* Indexes into req->tp_data past the protocol's (UCCL_RNDV_RD_*): the data
@@ -105,41 +106,6 @@ typedef struct tp_verbs_qp {
     int held_head, held_n, held_cap;
 } tp_verbs_qp_t;
 
-/* A staged sink (a receive or a read into GPU memory the NIC cannot
- * reach): up to VERBS_SINK_SLOTS windows, each a registered stage buffer.
- * A window is granted to the sender (receive) or read into (read); once it
- * landed it is copied into place on the stage stream and, after that copy,
- * used again further on. */
-#define VERBS_SINK_SLOTS UCCL_RNDV_MAX_SLOTS
-struct tp_verbs_ep;
-typedef struct tp_verbs_slot {
-    struct tp_verbs_sink *sink;
-    uccl_stage_buf_t *buf;
-    size_t off, len;
-    int index;
-    bool busy; /* granted or read, or its copy running */
-} tp_verbs_slot_t;
-
-typedef struct tp_verbs_sink {
-    struct tp_verbs_ep *ep;
-    uccl_req_t *req;
-    size_t len, next, copied; /* next: the first byte not granted yet (receive) */
-    int nslots;
-    tp_verbs_slot_t slots[VERBS_SINK_SLOTS];
-} tp_verbs_sink_t;
-
-/* A send on granted windows: the windows not written yet, in order. */
-typedef struct tp_verbs_grant {
-    uint64_t off;
-    uccl_rndv_seg_t seg;
-    int slot;
-} tp_verbs_grant_t;
-
-typedef struct tp_verbs_grants {
-    int head, n;
-    tp_verbs_grant_t g[UCCL_RNDV_MAX_SLOTS];
-} tp_verbs_grants_t;
-
 /* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
  * staging pipeline its local GPU data is read through (sends, writes), the
  * sink it lands in (receives, reads), a send's granted windows, and a
@@ -149,8 +115,8 @@ typedef struct tp_verbs_xfer {
     struct tp_verbs *tp;
     struct tp_verbs_ep *ep;
     uccl_stage_src_t *src;
-    tp_verbs_sink_t *sink;
-    tp_verbs_grants_t *grants;
+    uccl_rndv_sink_t *sink;     /* tp/common/rndv_stage.h */
+    uccl_rndv_grants_t *grants;
     uint64_t nseg;
     uccl_rndv_seg_t segs[]; /* keys are 32-bit rkeys */
 } tp_verbs_xfer_t;
@@ -211,11 +177,9 @@ void uccl_verbs_qp_held_fini(tp_verbs_t *v, tp_verbs_qp_t *q);
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg);
 uccl_status_t uccl_verbs_sink_start(tp_verbs_ep_t *ep, uccl_req_t *req);
-void uccl_verbs_sink_landed(tp_verbs_sink_t *sink, int slot, uccl_status_t st);
 uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, int slot,
                                uint64_t off, const uccl_rndv_seg_t *seg);
 void uccl_verbs_xfer_release(uccl_req_t *req);
-uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov);
 uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 

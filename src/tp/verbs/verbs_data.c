@@ -31,13 +31,10 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     *rkey = 0;
     *left = 0;
     if (x != NULL && x->grants != NULL) {
-        const tp_verbs_grant_t *g = &x->grants->g[x->grants->head];
+        uint64_t key;
 
-        if (x->grants->n > 0 && off >= g->off && off < g->off + g->seg.len) {
-            *addr = g->seg.addr + (off - g->off);
-            *rkey = (uint32_t)g->seg.key;
-            *left = g->off + g->seg.len - off;
-        }
+        uccl_rndv_grants_at(x->grants, off, addr, &key, left);
+        *rkey = (uint32_t)key;
         return;
     }
     if (x == NULL || x->nseg == 0) {
@@ -132,16 +129,13 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
             return st;
         n = 1;
     } else if (x != NULL && x->sink != NULL) { /* a read into a free window of its sink */
-        tp_verbs_slot_t *slot = NULL;
+        uccl_rndv_slot_t *slot = uccl_rndv_sink_free_slot(x->sink);
 
-        for (int i = 0; i < x->sink->nslots && slot == NULL; i++)
-            if (!x->sink->slots[i].busy)
-                slot = &x->sink->slots[i];
         if (slot == NULL)
             return UCCL_INPROGRESS;
         if (want > uccl_stage_chunk(ep->tp->stage))
             want = uccl_stage_chunk(ep->tp->stage);
-        *slot = (tp_verbs_slot_t){x->sink, slot->buf, off, want, slot->index, true};
+        *slot = (uccl_rndv_slot_t){x->sink, slot->buf, off, want, slot->index, true};
         sge[0] = (struct ibv_sge){(uintptr_t)uccl_stage_buf_ptr(slot->buf), (uint32_t)want,
                                   ((struct ibv_mr *)uccl_stage_buf_reg(slot->buf))->lkey};
         verbs_wr_init(req, wr, sge, 1, raddr, rkey);
@@ -279,14 +273,12 @@ static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_ver
     }
     req->tp_data[VERBS_RD_OFF] += chunk;
     if (verbs_req_windowed(req)) { /* the window's last bytes close it */
-        tp_verbs_grants_t *g = tp_verbs_xfer(req)->grants;
-        const tp_verbs_grant_t *w = &g->g[g->head];
+        int slot;
 
-        if (req->tp_data[VERBS_RD_OFF] == w->off + w->seg.len) {
+        if (uccl_rndv_grants_advance(tp_verbs_xfer(req)->grants, req->tp_data[VERBS_RD_OFF],
+                                     &slot)) {
             wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-            wr->imm_data = htonl(uccl_rndv_imm_chunk(req, w->slot));
-            g->head = (g->head + 1) % UCCL_RNDV_MAX_SLOTS;
-            g->n--;
+            wr->imm_data = htonl(uccl_rndv_imm_chunk(req, slot));
         }
         return UCCL_OK;
     }
@@ -481,8 +473,7 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
     if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && tp_verbs_xfer(req) != NULL &&
-        tp_verbs_xfer(req)->sink != NULL &&
-        tp_verbs_xfer(req)->sink->copied < tp_verbs_xfer(req)->sink->len)
+        tp_verbs_xfer(req)->sink != NULL && uccl_rndv_sink_copying(tp_verbs_xfer(req)->sink))
         return; /* a read whose last windows still copy: verbs_sink_copied ends it */
     uccl_list_del(&req->tp_link);
     uccl_rndv_write_done(&ep->rndv, req);
@@ -518,7 +509,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         uccl_rndv_ctrl_sent(&ep->rndv, (int)(wc->wr_id >> 3), st);
         return;
     case VERBS_WR_SINK: {
-        tp_verbs_slot_t *slot = (tp_verbs_slot_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
+        uccl_rndv_slot_t *slot = (uccl_rndv_slot_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
         uccl_req_t *req = slot->sink->req;
 
         q = verbs_find_qp(ep, wc->qp_num);
@@ -526,7 +517,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
             q->outstanding--;
             uccl_verbs_qp_held_pop(ep->tp, q);
         }
-        uccl_verbs_sink_landed(slot->sink, slot->index, st); /* its copy starts */
+        uccl_rndv_sink_landed(slot->sink, slot->index, st); /* its copy starts */
         uccl_verbs_data_wc(ep, req, st);
         return;
     }

@@ -91,7 +91,7 @@ static uccl_status_t verbs_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat,
                                     bool to_iov)
 {
     (void)r;
-    return uccl_verbs_iov_copy(req, flat, len, to_iov);
+    return uccl_rndv_iov_copy(req, flat, len, to_iov);
 }
 
 /* The receive's pieces with their rkeys (a staged receive takes granted
@@ -129,7 +129,7 @@ static void verbs_sink_landed(uccl_rndv_t *r, uccl_req_t *req, int slot)
         uccl_conn_fail(verbs_ep_of(r)->base.conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    uccl_verbs_sink_landed(x->sink, slot, UCCL_OK);
+    uccl_rndv_sink_landed(x->sink, slot, UCCL_OK);
 }
 
 static uccl_status_t verbs_grant(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot,

@@ -241,35 +241,6 @@ uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t 
 
 /* ------------------------------------------------------------------ staged requests */
 
-/* Copy between req's local pieces and flat[0, len): GPU pieces through the
- * GPU layer (a memcpy on device memory would fault), host pieces by memcpy. */
-uccl_status_t uccl_verbs_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)
-{
-    uint8_t *p = flat, *mem;
-    uccl_req_cur_t cur;
-    size_t n;
-    int i;
-
-    uccl_req_cur_init(&cur, req, 0);
-    while ((n = uccl_req_cur_next(&cur, len, &mem, &i)) > 0) {
-        bool gpu = req->iov[i].region != NULL && uccl_region_mem_type(req->iov[i].region) != UCCL_MEM_HOST;
-        void *dst = to_iov ? (void *)mem : p;
-        const void *src = to_iov ? (const void *)p : mem;
-        uccl_status_t st;
-
-        if (gpu) {
-            st = uccl_gpu_memcpy(dst, src, n);
-            if (st != UCCL_OK)
-                return st;
-        } else {
-            memcpy(dst, src, n);
-        }
-        p += n;
-        len -= n;
-    }
-    return UCCL_OK;
-}
-
 static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
     if (req->tp_ptr == NULL) {
@@ -282,52 +253,29 @@ static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_ep_t *ep, uccl_req_t *req)
     return req->tp_ptr;
 }
 
-/* A sink of len bytes for req: its windows' stage buffers. */
-static uccl_status_t verbs_sink_new(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len,
-                                    tp_verbs_sink_t **out)
+/* The peer reaches a window by its address and rkey. */
+static void verbs_sink_buf_seg(void *ctx, const uccl_stage_buf_t *buf, uccl_rndv_seg_t *seg)
 {
-    size_t chunk = uccl_stage_chunk(ep->tp->stage);
-    size_t want = (len + chunk - 1) / chunk;
-    tp_verbs_sink_t *sink = calloc(1, sizeof(*sink));
-
-    if (sink == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    if (want > (size_t)ep->tp->cfg.stage_depth)
-        want = (size_t)ep->tp->cfg.stage_depth;
-    if (want > VERBS_SINK_SLOTS)
-        want = VERBS_SINK_SLOTS;
-    sink->ep = ep;
-    sink->req = req;
-    sink->len = len;
-    for (int i = 0; i < (int)want; i++) {
-        tp_verbs_slot_t *s = &sink->slots[i];
-
-        s->sink = sink;
-        s->index = i;
-        s->buf = uccl_stage_buf_take(ep->tp->stage, req);
-        if (s->buf == NULL)
-            break;
-        sink->nslots++;
-    }
-    if (sink->nslots == 0) {
-        free(sink);
-        return UCCL_ERR_NO_MEMORY;
-    }
-    *out = sink;
-    return UCCL_OK;
+    (void)ctx;
+    seg->addr = (uintptr_t)uccl_stage_buf_ptr(buf);
+    seg->key = ((struct ibv_mr *)uccl_stage_buf_reg(buf))->rkey;
 }
 
-/* Copies still queued on the stream are waited for before the buffers go
- * back (the pool reuses a buffer only after its last copy anyway). */
-static void verbs_sink_free(tp_verbs_sink_t *sink)
+/* A read's sink is done or failed: the read ends with its last work request. */
+static void verbs_sink_read_settle(void *ctx, uccl_req_t *req)
 {
-    uccl_stage_t *stage = sink->ep->tp->stage;
+    tp_verbs_ep_t *ep = ctx;
 
-    uccl_stage_cancel(stage, sink);
-    for (int i = 0; i < sink->nslots; i++)
-        uccl_stage_buf_put(stage, sink->slots[i].buf);
-    free(sink);
+    if (req->tp_data[VERBS_RD_WRS] == 0) {
+        uccl_list_del(&req->tp_link);
+        uccl_rndv_write_done(&ep->rndv, req);
+    }
 }
+
+static const uccl_rndv_sink_hooks_t verbs_sink_hooks = {
+    .buf_seg = verbs_sink_buf_seg,
+    .read_settle = verbs_sink_read_settle,
+};
 
 /* Staged req reads len bytes of its pieces (gather: a send or a write)
  * through a source pipeline, or writes them (a receive or a read) through a
@@ -344,7 +292,10 @@ uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t l
         uccl_stage_src_init(x->src, ep->tp->stage, req, NULL, len);
         return UCCL_OK;
     }
-    return x->sink != NULL ? UCCL_OK : verbs_sink_new(ep, req, len, &x->sink);
+    if (x->sink != NULL)
+        return UCCL_OK;
+    return uccl_rndv_sink_new(&ep->rndv, ep->tp->stage, ep->tp->cfg.stage_depth, &verbs_sink_hooks,
+                              ep, req, len, &x->sink);
 }
 
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
@@ -362,104 +313,10 @@ uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
     return UCCL_OK;
 }
 
-/* Grant window s of a receive at the next bytes of the message. */
-static uccl_status_t verbs_sink_grant(tp_verbs_sink_t *sink, tp_verbs_slot_t *s)
-{
-    size_t chunk = uccl_stage_chunk(sink->ep->tp->stage);
-    uccl_rndv_seg_t seg;
-
-    s->off = sink->next;
-    s->len = sink->len - s->off < chunk ? sink->len - s->off : chunk;
-    s->busy = true;
-    sink->next += s->len;
-    seg = (uccl_rndv_seg_t){(uintptr_t)uccl_stage_buf_ptr(s->buf),
-                            ((struct ibv_mr *)uccl_stage_buf_reg(s->buf))->rkey, s->len};
-    return uccl_rndv_grant(&sink->ep->rndv, sink->req, s->index, s->off, &seg);
-}
-
 uccl_status_t uccl_verbs_sink_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
-    tp_verbs_sink_t *sink = tp_verbs_xfer(req)->sink;
-    uccl_status_t st = UCCL_OK;
-
     (void)ep;
-    for (int i = 0; i < sink->nslots && sink->next < sink->len && st == UCCL_OK; i++)
-        st = verbs_sink_grant(sink, &sink->slots[i]);
-    return st;
-}
-
-/* A receive's sink failed: the peer may still write into its windows, so
- * the connection goes too. */
-static void verbs_sink_fail(tp_verbs_sink_t *sink, uccl_status_t st)
-{
-    uccl_req_t *req = sink->req;
-
-    if (req->op == UCCL_OP_RECV) {
-        uccl_conn_fail(sink->ep->base.conn, UCCL_ERR_TRANSPORT);
-        uccl_rndv_sink_done(&sink->ep->rndv, req, st);
-        return;
-    }
-    uccl_rndv_req_error(req, st);
-    if (req->tp_data[VERBS_RD_WRS] == 0) {
-        uccl_list_del(&req->tp_link);
-        uccl_rndv_write_done(&sink->ep->rndv, req);
-    }
-}
-
-/* The copy of a window is done: the sink is complete, or the window is
- * granted again (a receive; a read posts it from its data path). */
-static void verbs_sink_copied(void *arg, uccl_status_t copy_status, uint64_t a, uint64_t b,
-                              uint64_t c)
-{
-    tp_verbs_slot_t *s = arg;
-    tp_verbs_sink_t *sink = s->sink;
-    uccl_req_t *req = sink->req;
-    uccl_status_t st;
-
-    (void)a, (void)b, (void)c;
-    s->busy = false;
-    if (copy_status != UCCL_OK) {
-        verbs_sink_fail(sink, copy_status);
-        return;
-    }
-    sink->copied += s->len;
-    if (req->op == UCCL_OP_RECV) {
-        if (sink->copied == sink->len)
-            uccl_rndv_sink_done(&sink->ep->rndv, req, UCCL_OK);
-        else if (sink->next < sink->len && (st = verbs_sink_grant(sink, s)) != UCCL_OK)
-            verbs_sink_fail(sink, st);
-        return;
-    }
-    if (sink->copied == sink->len && req->tp_data[VERBS_RD_WRS] == 0) { /* a read, all landed */
-        uccl_list_del(&req->tp_link);
-        uccl_rndv_write_done(&sink->ep->rndv, req);
-    }
-}
-
-/* Window `slot` of sink landed (st: how its read completed): copy it into
- * place; the window is used again once that copy is done. */
-void uccl_verbs_sink_landed(tp_verbs_sink_t *sink, int slot, uccl_status_t st)
-{
-    uccl_stage_t *stage = sink->ep->tp->stage;
-    tp_verbs_slot_t *s;
-
-    if (slot < 0 || slot >= sink->nslots || !sink->slots[slot].busy) {
-        uccl_error("verbs: data for window %d of a staged receive that has none out", slot);
-        uccl_conn_fail(sink->ep->base.conn, UCCL_ERR_TRANSPORT);
-        return;
-    }
-    s = &sink->slots[slot];
-    if (st == UCCL_OK)
-        st = uccl_stage_buf_copy_in(stage, s->buf, sink->req, s->off, s->len);
-    if (st == UCCL_OK)
-        st = uccl_stage_defer(stage, sink, verbs_sink_copied, s, 0, 0, 0);
-    if (st != UCCL_OK) {
-        s->busy = false;
-        if (sink->req->op == UCCL_OP_RECV)
-            verbs_sink_fail(sink, st);
-        else
-            uccl_rndv_req_error(sink->req, st); /* the read's completion ends it */
-    }
+    return uccl_rndv_sink_start(tp_verbs_xfer(req)->sink);
 }
 
 /* Sender: window `slot` at byte off of the receiver's message, granted. */
@@ -467,18 +324,16 @@ uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, i
                                uint64_t off, const uccl_rndv_seg_t *seg)
 {
     tp_verbs_xfer_t *x = first ? verbs_xfer_get(ep, req) : tp_verbs_xfer(req);
-    tp_verbs_grants_t *g;
+    uccl_status_t st;
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
     if (x->grants == NULL && (x->grants = calloc(1, sizeof(*x->grants))) == NULL)
         return UCCL_ERR_NO_MEMORY;
     x->ep = ep;
-    g = x->grants;
-    if (g->n == UCCL_RNDV_MAX_SLOTS || seg->len == 0 || off + seg->len > req->len)
-        return UCCL_ERR_TRANSPORT;
-    g->g[(g->head + g->n) % UCCL_RNDV_MAX_SLOTS] = (tp_verbs_grant_t){off, *seg, slot};
-    g->n++;
+    st = uccl_rndv_grants_push(x->grants, req, slot, off, seg);
+    if (st != UCCL_OK)
+        return st;
     if (first)
         uccl_verbs_data_start(ep, req);
     return UCCL_OK;
@@ -497,7 +352,7 @@ void uccl_verbs_xfer_release(uccl_req_t *req)
         free(x->src);
     }
     if (x->sink != NULL)
-        verbs_sink_free(x->sink);
+        uccl_rndv_sink_free(x->sink);
     if (x->grants != NULL) {
         uccl_rndv_forget(&x->ep->rndv, req);
         free(x->grants);
