@@ -83,8 +83,9 @@ agent=$top_srcdir/tests/vm/agent.sh
 fault=$top_srcdir/tests/vm/fault.sh
 netfault=$builddir/tests/fault/t_netfault
 fault_ms=8000 # UCCL_TIMEOUT_MS of the fault cases
-# t_netfault times the error from its first operation's end; the fault comes
-# later, after fault.sh's round trip through the host (seconds, emulated)
+# t_netfault times the error from the end of its last operation that
+# completed; the fault comes after it, after fault.sh's round trip through the
+# host (seconds, emulated), and an operation in flight is slow to fail
 export NETFAULT_SLACK_MS=${NETFAULT_SLACK_MS:-15000}
 node1_gone=""
 
