@@ -180,6 +180,7 @@ typedef struct coll_op {
     /* runtime */
     int state;
     uccl_req_t *req, *req2;
+    uccl_req_t *preq; /* kept schedules' send/recv: persistent request (sched.c) */
     int scratch; /* token memory, -1 = none */
 } coll_op_t;
 
@@ -263,6 +264,10 @@ static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
 /* Shared by sched.c and direct.c: where buf+off lies (a region and an
  * offset); a request's status without progressing (INPROGRESS, or its final
  * status with bytes set); DIRECT's ops (PUT, WAITPUT) posted and advanced. */
+/* A schedule's buffers registered and pinned, its temporary taken (once
+ * for a kept schedule), and released (state.c). */
+uccl_status_t uccl_coll_sched_pin(struct coll_sched *s);
+void uccl_coll_sched_unpin(struct coll_sched *s);
 uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff);
 uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes);
 uccl_status_t uccl_coll_direct_post(coll_sched_t *s, coll_op_t *op, uccl_conn_t *conn);

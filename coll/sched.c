@@ -36,7 +36,7 @@ uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op)
      * same order on both sides. */
     op.step = 0;
     op.state = 0;
-    op.req = op.req2 = NULL;
+    op.req = op.req2 = op.preq = NULL;
     op.scratch = -1;
     s->ops[s->nops++] = op;
     return UCCL_OK;
@@ -69,6 +69,9 @@ void uccl_coll_sched_free(coll_sched_t *s)
             uccl_coll_buf_unpin(s->cs, s->slot[b]);
         uccl_coll_scratch_put(s->cs, s->tmp_scratch);
     }
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].preq != NULL)
+            uccl_req_free(s->ops[i].preq);
     free(s->ops);
     free(s->phase_end);
     free(s);
@@ -92,63 +95,6 @@ static void unlink_inflight(coll_sched_t *s)
     }
 }
 
-/* Register the user buffers and take the temporary (once for a plan). */
-static uccl_status_t sched_pin(coll_sched_t *s)
-{
-    uccl_status_t st;
-
-    if (s->pinned)
-        return UCCL_OK;
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        s->slot[b] = -1;
-    s->tmp_scratch = -1;
-    for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
-        if (s->len[b] == 0)
-            continue;
-        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
-        if (st != UCCL_OK)
-            goto err;
-    }
-    if (s->len[COLL_BUF_TMP] > 0) {
-        st = uccl_coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
-        if (st != UCCL_OK)
-            goto err;
-        s->addr[COLL_BUF_TMP] = s->cs->scratch[s->tmp_scratch].addr;
-    }
-    s->pinned = true;
-    return UCCL_OK;
-err:
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        uccl_coll_buf_unpin(s->cs, s->slot[b]);
-    return st;
-}
-
-static void sched_unpin(coll_sched_t *s)
-{
-    if (!s->pinned)
-        return;
-    for (int b = 0; b < COLL_BUF_COUNT; b++)
-        uccl_coll_buf_unpin(s->cs, s->slot[b]);
-    uccl_coll_scratch_put(s->cs, s->tmp_scratch);
-    s->pinned = false;
-}
-
-/* Where buf+off lies for the transfer calls: a region and an offset. */
-uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
-{
-    const coll_state_t *cs = s->cs;
-
-    *moff = 0;
-    if (len == 0)
-        return NULL;
-    if (buf == COLL_BUF_TMP) {
-        *moff = off;
-        return cs->scratch[s->tmp_scratch].mr;
-    }
-    *moff = (size_t)(s->addr[buf] - cs->bufs[s->slot[buf]].addr) + off;
-    return cs->bufs[s->slot[buf]].mr;
-}
-
 /* GPU memory: local copies go through uccl_copy_post (the temporary is
  * host memory). */
 static bool buf_on_gpu(const coll_sched_t *s, int buf)
@@ -159,6 +105,17 @@ static bool buf_on_gpu(const coll_sched_t *s, int buf)
 
 static void op_release(coll_sched_t *s, coll_op_t *op)
 {
+    size_t bytes;
+
+    if (op->req != NULL && op->req == op->preq) {
+        /* kept for the next start unless still active (a failed
+         * collective): then detached like any other, built anew next time */
+        if (uccl_req_bytes(op->preq, &bytes) == UCCL_INPROGRESS) {
+            uccl_req_free(op->preq);
+            op->preq = NULL;
+        }
+        op->req = NULL;
+    }
     if (op->req != NULL)
         uccl_req_free(op->req);
     if (op->req2 != NULL)
@@ -252,14 +209,14 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
         uccl_stream_release(s->hold);
     s->hold = NULL;
     if (!s->keep)
-        sched_unpin(s);
+        uccl_coll_sched_unpin(s);
     unlink_inflight(s);
     s->status = st;
 }
 
 uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
 {
-    uccl_status_t st = sched_pin(s);
+    uccl_status_t st = uccl_coll_sched_pin(s);
 
     if (st != UCCL_OK)
         return st;
@@ -302,21 +259,85 @@ static int post_pass(const coll_op_t *op)
     return op->kind == COLL_OP_SEND ? 0 : op->kind == COLL_OP_COPY ? 2 : 1;
 }
 
+/* Kept schedules (plans, cached plain calls) post their sends and
+ * receives as persistent requests, built on first use and started many
+ * under one engine lock (uccl_start_all); the tag carries this call's
+ * sequence number. */
+#define COLL_START_BATCH 64
+typedef struct {
+    uccl_req_t *reqs[COLL_START_BATCH];
+    uint64_t tags[COLL_START_BATCH];
+    int n;
+} start_batch_t;
+
+static uccl_status_t batch_flush(start_batch_t *b)
+{
+    uccl_status_t st = b->n > 0 ? uccl_start_all(b->reqs, (size_t)b->n, b->tags) : UCCL_OK;
+
+    b->n = 0;
+    return st;
+}
+
+static bool op_persistent(const coll_sched_t *s, const coll_op_t *op)
+{
+    return s->keep && (op->kind == COLL_OP_SEND || op->kind == COLL_OP_RECV);
+}
+
+static uccl_status_t batch_add(coll_sched_t *s, coll_op_t *op, start_batch_t *b)
+{
+    uint64_t tag = coll_tag(s->seq, op->step);
+    uccl_status_t st;
+
+    if (op->preq == NULL) {
+        uccl_conn_t *conn = uccl_comm_conn(s->cs->comm, op->peer);
+        size_t moff;
+        uccl_mr_t *mr = uccl_coll_buf_mr(s, op->buf, op->off, op->len, &moff);
+        st = op->kind == COLL_OP_SEND ? uccl_send_init(conn, mr, moff, op->len, tag, &op->preq)
+                                      : uccl_recv_init(conn, mr, moff, op->len, tag, &op->preq);
+        if (st != UCCL_OK)
+            return st;
+    }
+    if (b->n == COLL_START_BATCH && (st = batch_flush(b)) != UCCL_OK)
+        return st;
+    op->req = op->preq;
+    b->reqs[b->n] = op->preq;
+    b->tags[b->n++] = tag;
+    return UCCL_OK;
+}
+
+/* Post the ops of the current phase: transfers first, then the local
+ * copies (the peers move data while this rank copies its own block). */
+static uccl_status_t phase_post(coll_sched_t *s)
+{
+    int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
+    start_batch_t batch;
+    uccl_status_t st = UCCL_OK;
+
+    batch.n = 0;
+    for (int pass = 0; pass < 3 && st == UCCL_OK; pass++)
+        for (int i = b; i < e && st == UCCL_OK; i++) {
+            coll_op_t *op = &s->ops[i];
+            if (post_pass(op) != pass)
+                continue;
+            if (op_persistent(s, op))
+                st = batch_add(s, op, &batch);
+            else if ((st = batch_flush(&batch)) == UCCL_OK) /* posting order */
+                st = op_post(s, op);
+        }
+    if (st == UCCL_OK)
+        st = batch_flush(&batch);
+    s->posted = st == UCCL_OK;
+    return st;
+}
+
 static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 {
     int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
     uccl_status_t st;
 
     *phase_done = false;
-    if (!s->posted) {
-        /* transfers first, then the local copies: the peers move data while
-         * this rank copies its own block */
-        for (int pass = 0; pass < 3; pass++)
-            for (int i = b; i < e; i++)
-                if (post_pass(&s->ops[i]) == pass && (st = op_post(s, &s->ops[i])) != UCCL_OK)
-                    return st;
-        s->posted = true;
-    }
+    if (!s->posted && (st = phase_post(s)) != UCCL_OK)
+        return st;
     bool all = true;
     for (int i = b; i < e; i++) {
         st = op_advance(s, &s->ops[i]); /* every op: a PUT waits on no other */
@@ -412,25 +433,67 @@ static bool sched_fast(const coll_sched_t *s)
     return nreq > 0;
 }
 
+/* Every request succeeded (uccl_wait_all said so): check the received
+ * counts and finish the ops, with no further call into the engine for
+ * a request that is done. */
+static void fast_finish(coll_sched_t *s)
+{
+    for (int i = 0; i < s->nops; i++) {
+        coll_op_t *op = &s->ops[i];
+        size_t bytes = 0;
+        if (op->state == -1)
+            continue;
+        if (op->kind == COLL_OP_RECV && uccl_req_bytes(op->req, &bytes) == UCCL_OK &&
+            bytes != op->len) {
+            coll_error("rank %d sent %zu bytes where rank %d expects %zu", op->peer, bytes,
+                       s->cs->rank, op->len);
+            if (s->soft_error == UCCL_OK)
+                s->soft_error = UCCL_ERR_TRUNCATED;
+        }
+        op_release(s, op);
+        op->state = -1;
+    }
+}
+
+/* uccl_wait_all spins a while before it yields; with more ranks than CPUs
+ * here a peer needs this CPU to answer, so then yield after every poll
+ * (as uccl_coll_sched_run does). */
+static uccl_status_t fast_wait(const coll_state_t *cs, uccl_req_t **reqs, int n)
+{
+    uint64_t deadline;
+    uccl_status_t st;
+
+    if (!cs->oversubscribed)
+        return uccl_wait_all(reqs, (size_t)n, uccl_coll_timeout_ms());
+    deadline = now_ms() + (uint64_t)uccl_coll_timeout_ms();
+    while ((st = uccl_wait_all(reqs, (size_t)n, 0)) == UCCL_ERR_TIMEOUT && now_ms() < deadline)
+        sched_yield();
+    return st;
+}
+
 static uccl_status_t sched_run_fast(coll_sched_t *s)
 {
     coll_state_t *cs = s->cs;
     uccl_req_t *reqs[COLL_FAST_OPS];
     int nreq = 0;
-    bool done;
-    uccl_status_t st = phase_step(s, &done); /* posts all, copies; polls once */
+    bool done = false;
+    uccl_status_t st = phase_post(s); /* posts all, copies */
 
     for (int i = 0; st == UCCL_OK && i < s->nops; i++)
         if (s->ops[i].state != -1 && s->ops[i].req != NULL)
             reqs[nreq++] = s->ops[i].req;
-    if (st == UCCL_OK && !done && nreq > 0) {
+    if (st == UCCL_OK && nreq > 0) {
         pthread_mutex_unlock(&cs->lock);
-        st = uccl_wait_all(reqs, (size_t)nreq, uccl_coll_timeout_ms());
+        st = fast_wait(cs, reqs, nreq);
         pthread_mutex_lock(&cs->lock);
+        if (st == UCCL_OK)
+            fast_finish(s);
         if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) /* ops finish; counts checked */
             st = phase_step(s, &done);
         else
             coll_debug("collective %u failed: %s", s->seq, uccl_strerror(st));
+    } else if (st == UCCL_OK) {
+        st = phase_step(s, &done);
     }
     if (st == UCCL_OK && done)
         sched_end(s, s->soft_error);

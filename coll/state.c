@@ -393,3 +393,62 @@ uccl_status_t uccl_coll_notif_take(coll_state_t *cs, int peer, uint32_t seq, uns
     }
     return st == UCCL_ERR_NOT_FOUND ? UCCL_INPROGRESS : st;
 }
+
+/* ------------------------------------------------------------------ a schedule's buffers */
+
+/* Register the user buffers and take the temporary (once for a plan). */
+uccl_status_t uccl_coll_sched_pin(coll_sched_t *s)
+{
+    uccl_status_t st;
+
+    if (s->pinned)
+        return UCCL_OK;
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        s->slot[b] = -1;
+    s->tmp_scratch = -1;
+    for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
+        if (s->len[b] == 0)
+            continue;
+        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
+        if (st != UCCL_OK)
+            goto err;
+    }
+    if (s->len[COLL_BUF_TMP] > 0) {
+        st = uccl_coll_scratch_get(s->cs, s->len[COLL_BUF_TMP], &s->tmp_scratch);
+        if (st != UCCL_OK)
+            goto err;
+        s->addr[COLL_BUF_TMP] = s->cs->scratch[s->tmp_scratch].addr;
+    }
+    s->pinned = true;
+    return UCCL_OK;
+err:
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        uccl_coll_buf_unpin(s->cs, s->slot[b]);
+    return st;
+}
+
+void uccl_coll_sched_unpin(coll_sched_t *s)
+{
+    if (!s->pinned)
+        return;
+    for (int b = 0; b < COLL_BUF_COUNT; b++)
+        uccl_coll_buf_unpin(s->cs, s->slot[b]);
+    uccl_coll_scratch_put(s->cs, s->tmp_scratch);
+    s->pinned = false;
+}
+
+/* Where buf+off lies for the transfer calls: a region and an offset. */
+uccl_mr_t *uccl_coll_buf_mr(const coll_sched_t *s, int buf, size_t off, size_t len, size_t *moff)
+{
+    const coll_state_t *cs = s->cs;
+
+    *moff = 0;
+    if (len == 0)
+        return NULL;
+    if (buf == COLL_BUF_TMP) {
+        *moff = off;
+        return cs->scratch[s->tmp_scratch].mr;
+    }
+    *moff = (size_t)(s->addr[buf] - cs->bufs[s->slot[buf]].addr) + off;
+    return cs->bufs[s->slot[buf]].mr;
+}

@@ -50,7 +50,7 @@ allowed() {
         case "$file:$hdr" in
         tools/uccl_info.c:src/core/tp_api.h | tools/uccl_info.c:src/core/core_config.h | \
             tools/uccl_info.c:src/gpu/gpu.h | tools/uccl_info.c:src/topo/topo.h | \
-            tools/perf_cuda.c:src/gpu/gpu.h) return 0 ;;
+            tools/perf_cuda.c:src/gpu/gpu.h | tools/perf_coll_gpu.c:src/gpu/gpu.h) return 0 ;;
         esac
         return 1 ;;
     *) return 1 ;;
@@ -69,7 +69,7 @@ vendor_ok() {
         # the device API is compiled by hipcc into the caller's kernels
         [ "$file:$hdr" = include/uccl/uccl_device.cuh:hip/hip_runtime.h ] ;;
     mpi.h) case $from in mpi) return 0 ;; esac
-        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_ofi.c) return 0 ;; esac
+        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_coll_gpu.c | tools/perf_ofi.c) return 0 ;; esac
         return 1 ;;
     CUnit/*) return 1 ;;
     *) return 0 ;;

@@ -5,11 +5,12 @@ set -e
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 PKGS="build-essential autoconf automake libtool pkg-config
-      libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc
+      libopenmpi-dev openmpi-bin libcunit1-dev libhwloc-dev hwloc libssl-dev
       libibverbs-dev librdmacm-dev rdma-core ibverbs-providers ibverbs-utils perftest
       libfabric-dev libfabric-bin libamdhip64-dev clang libclang-rt-dev
       python3-dev python3-setuptools python3-pip python3-numpy python3-mpi4py python3-pytest
-      valgrind"
+      valgrind nftables"
+# nftables: tests/fault/netloss.sh drops packets with it in a network namespace
 # The Soft-RoCE VM of tests/vm (the verbs suite, the two-VM cluster): QEMU,
 # a kernel image with rdma_rxe for the guest, the initramfs tools, dropbear
 # for mpirun across the VMs, UCX's perftest for comparison. Debian's kernel

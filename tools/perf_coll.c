@@ -247,19 +247,29 @@ static double median(double *t, int n)
 static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
 {
     double tu[COLL_ROUNDS_MAX], tp[COLL_ROUNDS_MAX], tm[COLL_ROUNDS_MAX];
+    double tc[COLL_ROUNDS_MAX] = {0}, tn[COLL_ROUNDS_MAX] = {0}, tq[COLL_ROUNDS_MAX] = {0};
     long long wrong = 0, all = 0;
-    int iters = auto_iters(c, count);
+    int iters = auto_iters(c, count), gpu_refs = c->o.cuda && !c->o.no_ref && c->n > 1;
 
     for (int r = 0; r < c->o.rounds; r++) {
         tu[r] = c->o.ref_only ? 0 : time_method(c, METHOD_UCCL, count, iters, &wrong);
         tp[r] = c->o.ref_only ? 0 : time_method(c, METHOD_PLAN, count, iters, &wrong);
         tm[r] = c->o.cuda     ? time_copy(c, count, iters)
                 : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
+        if (gpu_refs) { /* ranks on several GPUs: the ceiling and NCCL, same turns */
+            tc[r] = perf_coll_gpu_peer_s(c, count, iters);
+            tn[r] = perf_coll_gpu_nccl_s(c, count, iters, 0);
+            tq[r] = perf_coll_gpu_nccl_s(c, count, iters, 1);
+            if (tc[r] < 0 || tn[r] < 0 || tq[r] < 0)
+                coll_fail(c, "a GPU reference (peer copy or NCCL)", UCCL_ERR_IO);
+        }
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
     *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
                         .uccl_s = median(tu, c->o.rounds), .plan_s = median(tp, c->o.rounds),
                         .mpi_s = median(tm, c->o.rounds), .wrong = all,
+                        .peer_s = median(tc, c->o.rounds), .nccl_s = median(tn, c->o.rounds),
+                        .ncclq_s = median(tq, c->o.rounds),
                         .algo = c->o.ref_only ? "-" :
                                 uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :
                                 uccl_coll_algo_select(c->comm, c->o.op, count))};
@@ -306,7 +316,10 @@ static void ucx_reference(coll_ctx_t *c, int argc, char **argv, coll_row_t *rows
 }
 
 /* --mem cuda: the engine on GPU local_rank % count (ranks of a host share
- * it when it has fewer GPUs than ranks); no UCX reference. */
+ * it when it has fewer GPUs than ranks), and this thread's current device
+ * too: the copy reference's stream is created there (on the device 0 of
+ * every rank, the ranks of GPUs 1.. timed copies driven from GPU 0); no UCX
+ * reference. */
 static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep, uccl_comm_params_t *cp)
 {
     int ngpu = perf_cuda_count(), local = 0;
@@ -319,9 +332,16 @@ static int coll_pick_gpu(coll_ctx_t *c, uccl_engine_params_t *ep, uccl_comm_para
     }
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node);
     MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &c->nlocal);
     MPI_Comm_free(&node);
+    c->gpu = local % ngpu;
+    c->ngpu = ngpu;
+    if (perf_cuda_set_device(c->gpu) != 0) {
+        fprintf(stderr, "uccl_perf coll rank %d: cannot make GPU %d current\n", c->rank, c->gpu);
+        return -1;
+    }
     ep->field_mask |= UCCL_ENGINE_PARAM_GPU_INDEX;
-    ep->gpu_index = local % ngpu;
+    ep->gpu_index = c->gpu;
     cp->field_mask = UCCL_COMM_PARAM_ENGINE_PARAMS;
     cp->engine_params = ep;
     c->o.ucx = 0;
@@ -374,6 +394,11 @@ static int coll_setup(coll_ctx_t *c)
             coll_fail(c, "uccl_mem_alloc of GPU buffers", st);
         c->send = sp;
         c->recv = rp;
+        /* the ceiling and NCCL; ranks of several hosts: one host's GPUs
+         * only (IPC), so no such columns */
+        if (!c->o.no_ref && c->n > 1 && c->nlocal == c->n &&
+            perf_coll_gpu_setup(c, c->gpu, c->ngpu) != 0)
+            return -1;
     }
     return 0;
 }
@@ -407,6 +432,7 @@ int perf_coll_main(int argc, char **argv)
         rc = perf_coll_write_json(&c, rows, nrows);
     for (int i = 0; rc == 0 && i < nrows; i++)
         rc = rows[i].wrong != 0 ? -1 : 0; /* a wrong byte fails the run */
+    perf_coll_gpu_teardown(&c);
     if (c.comm != NULL && c.o.cuda) {
         uccl_engine_t *e = uccl_comm_engine(c.comm);
         uccl_comm_coll_flush(c.comm);

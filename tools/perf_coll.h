@@ -34,6 +34,9 @@ typedef struct coll_row {
     const char *algo;
     double uccl_s, plan_s, mpi_s; /* per call */
     double ucx_s;                 /* Open MPI over UCX, 0 = not run */
+    /* --mem cuda, 2+ ranks (0 = not run): every rank copying to every
+     * other at once (the ceiling), NCCL each call waited for, NCCL queued */
+    double peer_s, nccl_s, ncclq_s;
     long long wrong;              /* bytes wrong over every rank and method */
 } coll_row_t;
 
@@ -47,6 +50,9 @@ typedef struct coll_ctx {
     uint8_t *hsend, *hrecv;  /* host: the patterns (send, recv with host memory) */
     void *dsrc;              /* --mem cuda: source of the copy reference */
     size_t *counts, *displs; /* v-variants: every rank's block, packed */
+    int gpu, ngpu, nlocal;   /* --mem cuda: this rank's GPU, the host's GPUs and ranks */
+    struct coll_gpu *gref;   /* --mem cuda: the peer-copy and NCCL references */
+    char nccl_why[128];      /* "NCCL 2.28.9", or why there is no NCCL column */
 } coll_ctx_t;
 
 /* tools/perf_coll_out.c: options, table and JSON. */
@@ -56,6 +62,19 @@ void perf_coll_print_header(const coll_ctx_t *c);
 void perf_coll_print_row(const coll_ctx_t *c, const coll_row_t *r);
 int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n);
 
+
+/* tools/perf_coll_gpu.c: --mem cuda references on several ranks. setup
+ * (collective, after the GPU buffers exist, with the rank's GPU and the
+ * host's GPU count) maps every rank's ceiling target and sets up NCCL where
+ * it can; 0 or -1. The timers are collective and return the slowest
+ * rank's seconds per call (0: not run, < 0: failed). */
+typedef struct coll_gpu coll_gpu_t;
+int perf_coll_gpu_setup(coll_ctx_t *c, int gpu, int ngpu);
+int perf_coll_gpu_have_nccl(const coll_ctx_t *c);
+const char *perf_coll_gpu_peer_mode(void); /* PERF_PEER_MODE, see perf_coll_gpu.c */
+double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters);
+double perf_coll_gpu_nccl_s(coll_ctx_t *c, size_t count, int iters, int queued);
+void perf_coll_gpu_teardown(coll_ctx_t *c);
 
 /* The Open MPI over UCX reference (tools/perf_coll_ref.c). */
 typedef struct perf_coll_ref {

@@ -63,6 +63,11 @@ int perf_cuda_count(void)
     return uccl_gpu_count(&n) == UCCL_OK ? n : 0;
 }
 
+int perf_cuda_set_device(int gpu)
+{
+    return uccl_gpu_set_device(gpu) == UCCL_OK ? 0 : -1;
+}
+
 double perf_cuda_copy_s(void *dst, const void *src, size_t len, int iters)
 {
     static uccl_gpu_stream_t s; /* one per process, kept for every size */

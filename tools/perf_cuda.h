@@ -20,6 +20,8 @@ double perf_cuda_nccl(int rank, void *buf, size_t len, int iters, perf_xchg_fn x
 
 /* GPUs this process sees (0 without a runtime or device). */
 int perf_cuda_count(void);
+/* Make GPU gpu this thread's current device; 0 or -1. */
+int perf_cuda_set_device(int gpu);
 /* The device-to-device ceiling: iters copies of len bytes src -> dst on
  * one stream of the current device, each waited for (cudaMemcpyAsync +
  * cudaStreamSynchronize, as a blocking collective call waits); seconds

@@ -118,8 +118,10 @@ typedef struct uccl_engine_params {
     int progress_thread;     /* 1 = background progress thread */
     /* Admission secret (UCCL_ENGINE_PARAM_SECRET; not all zero): the
      * engine's address blob carries it, and an incoming connection that does
-     * not present it is refused (UCCL_ERR_DENIED at the connecting side)
-     * before any transport state is made for it. Give every engine of a job
+     * not prove it knows it is refused (UCCL_ERR_DENIED at the connecting
+     * side) before any transport state is made for it. The proof is a
+     * challenge-response (HMAC-SHA256 over fresh nonces, both ways): the
+     * secret itself is never sent. Give every engine of a job
      * the same one (uccl_comm_init_mpi draws one per job); without it each
      * engine draws its own, so knowing the address blob is what admits. */
     uint8_t secret[UCCL_SECRET_SIZE];
@@ -489,6 +491,32 @@ UCCL_API uccl_status_t uccl_req_finish(uccl_req_t *req, uccl_status_t status, si
 /* Release a request. A request still in flight is detached: it completes in
  * the background and is then recycled. Errors: UCCL_ERR_INVALID_HANDLE. */
 UCCL_API uccl_status_t uccl_req_free(uccl_req_t *req);
+
+/* Persistent two-sided requests (MPI_Send_init / MPI_Recv_init and
+ * MPI_Start / MPI_Startall): uccl_send_init / uccl_recv_init check their
+ * arguments as uccl_send / uccl_recv do (same errors) and return an
+ * inactive request, nothing posted. Each uccl_start_all then posts the n
+ * requests under one engine lock, as uccl_send / uccl_recv would, in array
+ * order (which is matching order), with no argument checks and no request
+ * allocation: the lean path for small repeated messages (the collectives'
+ * cached plans use it). tags: NULL keeps each request's tag, else tags[i]
+ * is request i's tag from this start on. A started request is tested,
+ * waited for and its bytes read like any other; once finished it is
+ * inactive again (uccl_test / uccl_wait of an inactive request return its
+ * last status at once). Its region stays in use (uccl_mr_dereg: BUSY)
+ * until uccl_req_free, which releases it (a started one when it finishes).
+ * Free persistent requests before closing their connection.
+ * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (not a persistent
+ * request, or requests of several engines), UCCL_ERR_BUSY (one is still
+ * active: none starts), or the connection's error (e.g. PEER_FAILED), in
+ * which case the requests before the failing one have started and the
+ * failing one and those after have not. */
+UCCL_API uccl_status_t uccl_send_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                      uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_recv_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                                      uint64_t tag, uccl_req_t **req);
+UCCL_API uccl_status_t uccl_start(uccl_req_t *req);
+UCCL_API uccl_status_t uccl_start_all(uccl_req_t **reqs, size_t n, const uint64_t *tags);
 
 /* ---------------------------------------------------------------- logging and configuration */
 

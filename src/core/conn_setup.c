@@ -1,14 +1,18 @@
 /* Connection setup over the engine's TCP setup socket: the transport
- * choice per peer, and a framed request and reply carrying each chosen
- * transport's wiring info, on the connect and the accept side.
+ * choice per peer, then on the connect and the accept side the messages of
+ * setup_auth.h: a hello and a challenge by which each engine proves it knows
+ * the admission secret (HMAC over fresh nonces; the secret never crosses
+ * the wire), then a framed request and reply carrying each chosen
+ * transport's wiring info.
  *
- * Request: magic(4) version(2) to_id(8) secret(UCCL_SECRET_SIZE) blob_len(2)
- *          blob (the connector's, secret zeroed) n(1) n x endpoint
+ * Request (after its head, setup_auth.h): blob_len(2) blob (the
+ * connector's, secret zeroed) n(1) n x endpoint
  * Reply:   magic(4) version(2) status(4) [n(1) n x endpoint when OK]
- * Admission comes first: a request that does not name this incarnation
- * (UCCL_ERR_STALE) or lacks its secret (UCCL_ERR_DENIED) is answered with
- * that status before anything is made for it: no connection object, no
- * transport endpoint, no memory exposed. */
+ * Admission comes first: a hello that does not name this incarnation
+ * (UCCL_ERR_STALE) or a request without the right proof (UCCL_ERR_DENIED) is
+ * answered with that status before anything is made for it: no connection
+ * object, no transport endpoint, no memory exposed. The connector creates
+ * its endpoints only after the listener has proved itself. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -19,10 +23,8 @@
 
 #include "core.h"
 #include "oob.h"
+#include "setup_auth.h"
 
-#define SETUP_REQ_MAGIC 0x51434355u /* "UCCQ" */
-#define SETUP_REP_MAGIC 0x50434355u /* "UCCP" */
-#define SETUP_VERSION 2 /* 2: the admission secret */
 #define SETUP_MAX 8192
 #define EP_INFO_MAX 1024
 #define EP_FLAG_HOST 1u
@@ -164,9 +166,70 @@ static uccl_status_t connect_create_eps(uccl_conn_t *conn, const uccl_address_t 
     return UCCL_OK;
 }
 
-static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address_t *addr,
-                                           oob_buf_t *b)
+/* The peer refused (its status st) or answered something we cannot read. */
+static uccl_status_t connect_refused(uccl_conn_t *conn, uccl_status_t st)
 {
+    if (st == UCCL_ERR_IO || st == UCCL_ERR_VERSION) {
+        uccl_error("peer %s answered the setup with %s", conn->peer_host,
+                   st == UCCL_ERR_IO ? "a truncated message"
+                                     : "another setup version (an older or newer libuccl)");
+        return st;
+    }
+    uccl_error("peer %s refused the connection: %s", conn->peer_host, uccl_strerror(st));
+    return st == UCCL_ERR_STALE || st == UCCL_ERR_DENIED || st == UCCL_ERR_VERSION
+               ? st
+               : UCCL_ERR_CONN_REFUSED;
+}
+
+/* Hello and challenge: the listener proves it knows the secret of addr
+ * (ours follows in the request). A wrong proof is refused (UCCL_ERR_DENIED,
+ * told to the listener) before any endpoint of ours exists. */
+static uccl_status_t connect_authenticate(uccl_conn_t *conn, const uccl_address_t *addr,
+                                          uint64_t deadline, uccl_setup_auth_t *auth)
+{
+    uccl_engine_t *engine = conn->engine;
+    uint8_t proof[UCCL_HMAC_SIZE], *msg = NULL;
+    size_t len = 0;
+    oob_reader_t r;
+    oob_buf_t b;
+    uccl_status_t st;
+
+    auth->to_id = addr->engine_id;
+    auth->from_id = engine->id;
+    if (!uccl_crypto_random(auth->nonce_c, UCCL_SETUP_NONCE))
+        return UCCL_ERR_UNSUPPORTED;
+    uccl_oob_buf_init(&b, 64);
+    uccl_setup_put_hello(&b, auth);
+    st = uccl_oob_send_frame(engine, conn->oob_fd, b.data, b.len, deadline);
+    uccl_oob_buf_free(&b);
+    if (st == UCCL_OK)
+        st = uccl_oob_recv_frame(engine, conn->oob_fd, SETUP_MAX, deadline, &msg, &len);
+    if (st != UCCL_OK)
+        return st;
+    r = (oob_reader_t){msg, len, 0, false};
+    st = uccl_setup_get_status(&r);
+    if (st == UCCL_OK && !uccl_setup_get_challenge(&r, auth->nonce_a, proof))
+        st = UCCL_ERR_IO;
+    free(msg);
+    if (st != UCCL_OK)
+        return connect_refused(conn, st);
+    if (uccl_setup_proof_ok(addr->secret, auth, true, proof))
+        return UCCL_OK;
+    uccl_error("%s (pid %d) did not prove it knows the admission secret of the address given "
+               "(UCCL_ERR_DENIED): the address is another job's or was tampered with, or "
+               "another process answers there",
+               addr->hostname, (int)addr->pid);
+    uccl_oob_buf_init(&b, 64);
+    uccl_setup_put_refuse(&b, UCCL_ERR_DENIED);
+    (void)uccl_oob_send_frame(engine, conn->oob_fd, b.data, b.len, deadline);
+    uccl_oob_buf_free(&b);
+    return UCCL_ERR_DENIED;
+}
+
+static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address_t *addr,
+                                           const uccl_setup_auth_t *auth, oob_buf_t *b)
+{
+    uint8_t proof[UCCL_HMAC_SIZE];
     uint8_t blob[UCCL_ADDRESS_MAX];
     size_t blob_len = sizeof(blob);
     uccl_status_t st = uccl_address_pack_public(conn->engine, blob, &blob_len);
@@ -174,12 +237,11 @@ static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address
 
     if (st != UCCL_OK)
         return st;
+    if (!uccl_setup_proof(addr->secret, auth, false, proof))
+        return UCCL_ERR_UNSUPPORTED;
     for (int i = 0; i < UCCL_TP_MAX; i++)
         n += conn->ep[i] != NULL;
-    uccl_oob_put_u32(b, SETUP_REQ_MAGIC);
-    uccl_oob_put_u16(b, SETUP_VERSION);
-    uccl_oob_put_u64(b, addr->engine_id);
-    uccl_oob_put_bytes(b, addr->secret, UCCL_SECRET_SIZE);
+    uccl_setup_put_request_head(b, proof);
     uccl_oob_put_u16(b, (uint16_t)blob_len);
     uccl_oob_put_bytes(b, blob, blob_len);
     uccl_oob_put_u8(b, (uint8_t)n);
@@ -195,18 +257,11 @@ static uccl_status_t connect_build_request(uccl_conn_t *conn, const uccl_address
 static uccl_status_t connect_apply_reply(uccl_conn_t *conn, const uint8_t *msg, size_t len)
 {
     oob_reader_t r = {msg, len, 0, false};
-    uccl_status_t st;
+    uccl_status_t st = uccl_setup_get_status(&r);
     int n;
 
-    if (uccl_oob_get_u32(&r) != SETUP_REP_MAGIC || uccl_oob_get_u16(&r) != SETUP_VERSION)
-        return UCCL_ERR_VERSION;
-    st = (uccl_status_t)(int32_t)uccl_oob_get_u32(&r);
-    if (r.bad)
-        return UCCL_ERR_IO;
-    if (st != UCCL_OK) {
-        uccl_error("peer %s refused the connection: %s", conn->peer_host, uccl_strerror(st));
-        return st == UCCL_ERR_STALE || st == UCCL_ERR_DENIED ? st : UCCL_ERR_CONN_REFUSED;
-    }
+    if (st != UCCL_OK)
+        return connect_refused(conn, st);
     n = uccl_oob_get_u8(&r);
     for (int k = 0; k < n; k++) {
         setup_ep_t ep;
@@ -229,6 +284,7 @@ uccl_status_t uccl_connect(uccl_engine_t *engine, const void *blob, size_t len, 
     uccl_status_t st = uccl_engine_check(engine);
     uint64_t deadline;
     uccl_address_t addr;
+    uccl_setup_auth_t auth;
     uccl_conn_t *conn;
     oob_buf_t b;
     uint8_t *reply = NULL;
@@ -253,11 +309,13 @@ uccl_status_t uccl_connect(uccl_engine_t *engine, const void *blob, size_t len, 
     conn->is_initiator = true;
     conn_set_peer(conn, &addr);
     uccl_oob_buf_init(&b, SETUP_MAX);
-    st = connect_create_eps(conn, &addr);
+    st = uccl_oob_connect(engine, &addr.oob, deadline, &conn->oob_fd);
     if (st == UCCL_OK)
-        st = connect_build_request(conn, &addr, &b);
+        st = connect_authenticate(conn, &addr, deadline, &auth);
     if (st == UCCL_OK)
-        st = uccl_oob_connect(engine, &addr.oob, deadline, &conn->oob_fd);
+        st = connect_create_eps(conn, &addr);
+    if (st == UCCL_OK)
+        st = connect_build_request(conn, &addr, &auth, &b);
     if (st == UCCL_OK)
         st = uccl_oob_send_frame(engine, conn->oob_fd, b.data, b.len, deadline);
     if (st == UCCL_OK)
@@ -282,32 +340,68 @@ out_unlock:
 
 /* ------------------------------------------------------------------ accept side */
 
-/* Admission: the request must be for this incarnation and carry its
- * secret (compared in constant time). Nothing is allocated before. */
-static uccl_status_t accept_admit(uccl_engine_t *engine, oob_reader_t *r)
+/* A hello: for this incarnation? Then the challenge: our nonce and our
+ * proof. Nothing is allocated. False when the setup ends here. */
+static bool accept_hello(uccl_engine_t *engine, uccl_handshake_t *hs)
 {
-    uint8_t secret[UCCL_SECRET_SIZE], diff = 0;
-    uint64_t to_id;
+    uint8_t proof[UCCL_HMAC_SIZE];
+    uccl_status_t st = uccl_setup_get_hello(hs->buf, hs->have, &hs->auth);
+    oob_buf_t b;
 
-    if (uccl_oob_get_u32(r) != SETUP_REQ_MAGIC || uccl_oob_get_u16(r) != SETUP_VERSION) {
-        uccl_setup_drop_note(engine, "not a setup request of this version");
-        return UCCL_ERR_VERSION;
-    }
-    to_id = uccl_oob_get_u64(r);
-    if (!uccl_oob_get_bytes(r, secret, sizeof(secret))) {
+    if (st == UCCL_ERR_VERSION)
+        uccl_setup_drop_note(engine, "not a setup request of this version (an older or newer "
+                                     "libuccl): UCCL_ERR_VERSION");
+    else if (st != UCCL_OK)
         uccl_setup_drop_note(engine, "truncated setup request");
-        return UCCL_ERR_BAD_ADDRESS;
-    }
-    if (to_id != engine->id) {
+    else if (hs->auth.to_id != engine->id) {
         uccl_setup_drop_note(engine, "meant for an earlier incarnation of this engine (stale "
                                      "address): UCCL_ERR_STALE");
-        return UCCL_ERR_STALE;
+        st = UCCL_ERR_STALE;
+    } else if (!uccl_crypto_random(hs->auth.nonce_a, UCCL_SETUP_NONCE) ||
+               !uccl_setup_proof(engine->secret, &hs->auth, true, proof)) {
+        st = UCCL_ERR_UNSUPPORTED;
     }
-    for (size_t i = 0; i < sizeof(secret); i++)
-        diff |= (uint8_t)(secret[i] ^ engine->secret[i]);
-    if (diff != 0) {
-        uccl_setup_drop_note(engine, "wrong admission secret (another job, or a forged "
-                                     "address): UCCL_ERR_DENIED");
+    uccl_oob_buf_init(&b, 128);
+    if (st == UCCL_OK)
+        uccl_setup_put_challenge(&b, hs->auth.nonce_a, proof);
+    else
+        uccl_setup_put_status(&b, st);
+    if (uccl_oob_send_frame(engine, hs->fd, b.data, b.len, uccl_time_ms() + 1000) != UCCL_OK)
+        st = UCCL_ERR_IO;
+    uccl_oob_buf_free(&b);
+    free(hs->buf);
+    hs->buf = NULL;
+    hs->have = hs->need = 0;
+    hs->challenged = true;
+    return st == UCCL_OK;
+}
+
+/* Admission: the request must carry the connector's proof of the secret
+ * over both nonces of this setup (a replayed one names an old nonce of
+ * ours), compared in constant time. Nothing is allocated before. */
+static uccl_status_t accept_admit(uccl_engine_t *engine, const uccl_handshake_t *hs,
+                                  oob_reader_t *r, bool *peer_refused)
+{
+    uint8_t proof[UCCL_HMAC_SIZE];
+    uccl_status_t refused, st = uccl_setup_get_request_head(r, proof, &refused);
+
+    *peer_refused = st == UCCL_ERR_DENIED;
+    if (st == UCCL_ERR_DENIED) {
+        engine->setup_denied++;
+        uccl_setup_drop_note(engine, "the connecting engine found our proof wrong: its address "
+                                     "of this engine has another admission secret (another "
+                                     "job's, or tampered with): UCCL_ERR_DENIED");
+        return st;
+    }
+    if (st != UCCL_OK) {
+        uccl_setup_drop_note(engine, st == UCCL_ERR_VERSION ? "not a setup request of this version"
+                                                            : "truncated setup request");
+        return st;
+    }
+    if (!uccl_setup_proof_ok(engine->secret, &hs->auth, false, proof)) {
+        engine->setup_denied++;
+        uccl_setup_drop_note(engine, "no proof of the admission secret (another job, a forged "
+                                     "address, or a replayed setup): UCCL_ERR_DENIED");
         return UCCL_ERR_DENIED;
     }
     return UCCL_OK;
@@ -315,7 +409,8 @@ static uccl_status_t accept_admit(uccl_engine_t *engine, oob_reader_t *r)
 
 /* Build the reply for an admitted setup request (r is past its admission
  * header); creates and wires the endpoints. */
-static uccl_status_t accept_handle_request(uccl_conn_t *conn, oob_reader_t *r, oob_buf_t *reply)
+static uccl_status_t accept_handle_request(uccl_conn_t *conn, uint64_t from_id, oob_reader_t *r,
+                                           oob_buf_t *reply)
 {
     uccl_engine_t *engine = conn->engine;
     uccl_address_t addr;
@@ -326,7 +421,8 @@ static uccl_status_t accept_handle_request(uccl_conn_t *conn, oob_reader_t *r, o
 
     blob_len = uccl_oob_get_u16(r);
     blob = uccl_oob_get_ptr(r, blob_len);
-    if (r->bad || uccl_address_parse(blob, blob_len, &addr) != UCCL_OK)
+    if (r->bad || uccl_address_parse(blob, blob_len, &addr) != UCCL_OK ||
+        addr.engine_id != from_id) /* the engine that said hello, and proved it */
         return UCCL_ERR_BAD_ADDRESS;
     conn_set_peer(conn, &addr);
     n = uccl_oob_get_u8(r);
@@ -365,22 +461,25 @@ static uccl_status_t accept_handle_request(uccl_conn_t *conn, oob_reader_t *r, o
 static void accept_finish(uccl_engine_t *engine, uccl_handshake_t *hs)
 {
     oob_reader_t r = {hs->buf, hs->have, 0, false};
-    uccl_status_t st = accept_admit(engine, &r);
+    bool peer_refused;
+    uccl_status_t st = accept_admit(engine, hs, &r, &peer_refused);
     uccl_conn_t *conn = NULL;
     oob_buf_t body = {0}, reply;
 
+    if (peer_refused) {
+        close(hs->fd); /* the connector refused us: it has gone */
+        return;
+    }
     if (st == UCCL_OK) {
         conn = uccl_conn_alloc(engine);
         st = conn != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
     }
     if (conn != NULL) {
         uccl_oob_buf_init(&body, SETUP_MAX);
-        st = accept_handle_request(conn, &r, &body);
+        st = accept_handle_request(conn, hs->auth.from_id, &r, &body);
     }
     uccl_oob_buf_init(&reply, SETUP_MAX);
-    uccl_oob_put_u32(&reply, SETUP_REP_MAGIC);
-    uccl_oob_put_u16(&reply, SETUP_VERSION);
-    uccl_oob_put_u32(&reply, (uint32_t)(int32_t)st);
+    uccl_setup_put_status(&reply, st);
     if (st == UCCL_OK)
         uccl_oob_put_bytes(&reply, body.data, body.len);
     if (uccl_oob_send_frame(engine, hs->fd, reply.data, reply.len, uccl_time_ms() + 1000) != UCCL_OK &&
@@ -413,7 +512,11 @@ void uccl_conn_progress_setup(uccl_engine_t *engine)
 
         if (r == 0 && uccl_time_ms() < hs->deadline_ms)
             continue;
-        if (r > 0) {
+        if (r > 0 && !hs->challenged) {
+            if (accept_hello(engine, hs))
+                continue; /* the request comes next, within the same deadline */
+            close(hs->fd);
+        } else if (r > 0) {
             accept_finish(engine, hs);
         } else {
             uccl_setup_drop_note(engine, r < 0 ? "malformed or closed before its request"

@@ -102,9 +102,19 @@ struct uccl_conn {
     uccl_list_t pool_link;
 };
 
-/* An incoming connection whose setup message is still being read. */
+/* What the two proofs of a connection setup cover (setup_auth.h). */
+#define UCCL_SETUP_NONCE 16
+typedef struct uccl_setup_auth {
+    uint64_t to_id, from_id; /* the listening and the connecting engine */
+    uint8_t nonce_c[UCCL_SETUP_NONCE], nonce_a[UCCL_SETUP_NONCE];
+} uccl_setup_auth_t;
+
+/* An incoming connection whose setup messages are still being read: its
+ * hello (challenged: false), then its request (challenged: true). */
 typedef struct uccl_handshake {
     int fd;
+    bool challenged;
+    uccl_setup_auth_t auth;
     uint64_t deadline_ms;
     uint8_t *buf;
     size_t have, need;
@@ -135,6 +145,7 @@ struct uccl_engine {
     uccl_list_t handshakes; /* incoming setups not read yet, oldest first */
     int nhandshakes;        /* at most cfg.setup_max_pending */
     uint64_t setup_drops;   /* dropped since the last warning about it */
+    uint64_t setup_denied;  /* setups refused for a wrong proof of the secret, ever */
     uint64_t setup_log_ms;  /* no such warning before then */
     uccl_list_t user_reqs; /* generalized requests not finished (greq.c) */
     struct uccl_copy_ctx *copy; /* copy stream, events, stream holds (copy.c) */
@@ -222,6 +233,9 @@ void uccl_conn_progress_teardown(uccl_engine_t *engine);
 void uccl_conn_destroy(uccl_conn_t *conn, uccl_status_t reason);
 
 /* ---- two-sided matching (match.c; the transports' side is in tp_api.h) */
+/* Post a persistent request again, its fields reset (xfer.c; preq.c). */
+uccl_status_t uccl_xfer_restart_locked(uccl_req_t *req);
+
 /* A receive was posted (xfer.c). */
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req);
 /* Forget held messages of a connection going away (their transports free

@@ -15,6 +15,7 @@
 #include "gpu/gpu.h"
 #include "topo/topo.h"
 #include "uccl_build.h"
+#include "util/crypto.h"
 
 /* How often progress looks at the setup listener and at peer liveness. */
 #define UCCL_SLOW_PROGRESS_MS 1
@@ -43,8 +44,18 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-/* Every name in the list must be a transport compiled in. */
-static uccl_status_t check_transport_list(const char *list)
+/* Where the transport list came from, for messages. */
+static const char *transports_src(const uccl_engine_params_t *params)
+{
+    if (params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) &&
+        params->transports != NULL)
+        return "engine param transports";
+    return "UCCL_TRANSPORTS";
+}
+
+/* Every name in the list must be a transport compiled in. SRC names where
+ * the list came from (the variable or the engine param), for the message. */
+static uccl_status_t check_transport_list(const char *list, const char *src)
 {
     char known[256] = "";
     char name[32];
@@ -54,7 +65,7 @@ static uccl_status_t check_transport_list(const char *list)
         strncat(known, (*ops)->name, sizeof(known) - strlen(known) - 1);
     }
     if (list != NULL && *list != '\0' && list[strlen(list) - 1] == ',') {
-        uccl_error("empty transport name at the end of transport list '%s'", list);
+        uccl_error("%s='%s': empty transport name at the end of the list", src, list);
         return UCCL_ERR_INVALID_PARAM;
     }
     for (const char *p = list; p && *p;) {
@@ -63,8 +74,8 @@ static uccl_status_t check_transport_list(const char *list)
 
         snprintf(name, sizeof(name), "%.*s", (int)(len < sizeof(name) ? len : 0), p);
         if (len == 0 || len >= sizeof(name) || !list_has(known, name)) {
-            uccl_error("unknown transport '%.*s' in transport list '%s' (built in: %s)", (int)len, p,
-                       list, known);
+            uccl_error("%s='%s': unknown transport '%.*s' (built in: %s)", src, list, (int)len, p,
+                       known);
             return UCCL_ERR_INVALID_PARAM;
         }
         p += len + (end ? 1 : 0);
@@ -117,10 +128,14 @@ static uccl_status_t open_listener(uccl_engine_t *engine)
     /* a fixed port is for restarting at the same address: TIME_WAIT must not stop it */
     if (engine->cfg.oob_port != 0)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
-        uccl_error("setup listener on %s:%d: %s (UCCL_OOB_IFADDR, UCCL_OOB_PORT, "
-                   "UCCL_OOB_BIND_ANY)", inet_ntoa(sa.sin_addr), engine->cfg.oob_port, strerror(errno));
+    /* UCCL_OOB_PORT, when set, wins over UCCL_PORT_RANGE */
+    if (uccl_bind_port_range(fd, &sa, engine->cfg.oob_port != 0 ? 0 : engine->cfg.port_lo,
+                             engine->cfg.port_hi) != 0 ||
+        listen(fd, 128) != 0 || getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        uccl_error("setup listener on %s (UCCL_OOB_PORT=%d, UCCL_PORT_RANGE=%s): %s (see also "
+                   "UCCL_OOB_IFADDR, UCCL_OOB_BIND_ANY)", inet_ntoa(sa.sin_addr),
+                   engine->cfg.oob_port, engine->cfg.port_range[0] ? engine->cfg.port_range : "(any)",
+                   strerror(errno));
         close(fd);
         return UCCL_ERR_IO;
     }
@@ -140,6 +155,8 @@ static void fill_tp_params(uccl_engine_t *engine)
         .pid = engine->pid,
         .ifaddr = engine->oob_addr.sin_addr.s_addr,
         .bind_any = engine->cfg.oob_bind_any,
+        .port_lo = engine->cfg.port_lo,
+        .port_hi = engine->cfg.port_hi,
         .net_devices = engine->cfg.net_devices,
         .timeout_ms = engine->cfg.timeout_ms,
         .setup_max_pending = engine->cfg.setup_max_pending,
@@ -312,6 +329,10 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
 
     if (engine_out == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    /* admission proofs need libcrypto: no engine rather than one that
+     * would send its secret in clear (crypto.c logs what is missing) */
+    if (uccl_crypto_init() != UCCL_OK)
+        return UCCL_ERR_UNSUPPORTED;
     engine = calloc(1, sizeof(*engine));
     if (engine == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -321,7 +342,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
         goto err_free;
     st = apply_params(engine, params, transports, sizeof(transports), &net_devices_set);
     if (st == UCCL_OK)
-        st = check_transport_list(transports);
+        st = check_transport_list(transports, transports_src(params));
     if (st == UCCL_OK)
         st = uccl_engine_check_settings(engine, net_devices_set);
     if (st != UCCL_OK)
@@ -332,8 +353,9 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     pthread_mutexattr_destroy(&attr);
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
-    if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET))) {
-        uint64_t r[2] = {uccl_random_u64(), uccl_random_u64()};
+    if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET)) &&
+        !uccl_crypto_random(engine->secret, sizeof(engine->secret))) {
+        uint64_t r[2] = {uccl_random_u64(), uccl_random_u64()}; /* getrandom */
         memcpy(engine->secret, r, sizeof(engine->secret));
     }
     engine->host_id = uccl_host_id(engine->hostname, sizeof(engine->hostname), engine->cfg.host_id);

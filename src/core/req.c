@@ -14,6 +14,7 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
     req->magic = UCCL_MAGIC_REQ;
     req->done = false;
     req->detached = false;
+    req->persistent = false;
     req->engine = engine;
     req->conn = NULL;
     req->ep = NULL;
@@ -43,6 +44,10 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
 
 void uccl_req_release(uccl_req_t *req)
 {
+    if (req->persistent) /* its regions were in use for its whole life */
+        for (int i = 0; i < req->iovcnt; i++)
+            if (req->iov[i].mr != NULL)
+                req->iov[i].mr->inflight--;
     req->magic = UCCL_MAGIC_REQ_FREE;
     uccl_pool_put(&req->engine->req_pool, req);
 }
@@ -64,7 +69,7 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
     req->done = true;
     req->status = status;
     req->bytes = bytes;
-    for (int i = 0; i < req->iovcnt; i++)
+    for (int i = 0; i < req->iovcnt && !req->persistent; i++)
         if (req->iov[i].mr != NULL)
             req->iov[i].mr->inflight--;
     uccl_list_del(&req->conn_link);

@@ -46,7 +46,7 @@ static bool handshake_evict(uccl_engine_t *engine, const char *why)
 
     uccl_list_for_each(pos, &engine->handshakes) {
         uccl_handshake_t *hs = uccl_container_of(pos, uccl_handshake_t, link);
-        if (hs->need == 0 && hs->have == 0) {
+        if (!hs->challenged && hs->need == 0 && hs->have == 0) {
             victim = hs;
             break;
         }

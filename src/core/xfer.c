@@ -16,6 +16,7 @@ typedef struct xfer_args {
     bool has_notif;
     uint64_t notif;
     uccl_req_t *parent; /* a piece of a writemsg/readmsg */
+    bool persistent;    /* uccl_send_init / uccl_recv_init: built, not posted */
 } xfer_args_t;
 
 static uint64_t mem_cap(uccl_mem_type_t type)
@@ -207,6 +208,8 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
     st = check_iov(conn, a->iov, a->iovcnt, &total, &gpu_caps);
     if (st != UCCL_OK)
         return st;
+    if (conn->state != UCCL_OK && a->persistent)
+        return conn->state;
     if (conn->state != UCCL_OK)
         return xfer_recv_failed(conn, a, total, gpu_caps, out);
     device = gpu_caps != 0;
@@ -228,6 +231,13 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
         return UCCL_ERR_NO_MEMORY;
     req->ep = ep;
     req->remote = remote;
+    if (a->persistent) { /* inactive until uccl_start_all (preq.c) */
+        req->persistent = true;
+        req->done = true;
+        req->status = UCCL_OK;
+        *out = req;
+        return UCCL_OK;
+    }
     uccl_list_push_back(&conn->reqs, &req->conn_link);
     st = post_to_transport(conn, ep, req);
     if (st != UCCL_OK) {
@@ -264,6 +274,41 @@ uccl_status_t uccl_recvv(uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt, u
 {
     xfer_args_t a = {.op = UCCL_OP_RECV, .iov = iov, .iovcnt = iovcnt, .tag = tag};
     return xfer_post(conn, &a, req);
+}
+
+uccl_status_t uccl_send_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                             uint64_t tag, uccl_req_t **req)
+{
+    uccl_iov_t iov = {mr, off, len};
+    xfer_args_t a = {.op = UCCL_OP_SEND, .iov = &iov, .iovcnt = 1, .tag = tag, .persistent = true};
+    return xfer_post(conn, &a, req);
+}
+
+uccl_status_t uccl_recv_init(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len,
+                             uint64_t tag, uccl_req_t **req)
+{
+    uccl_iov_t iov = {mr, off, len};
+    xfer_args_t a = {.op = UCCL_OP_RECV, .iov = &iov, .iovcnt = 1, .tag = tag, .persistent = true};
+    return xfer_post(conn, &a, req);
+}
+
+/* Post a persistent request again, its fields reset (preq.c). */
+uccl_status_t uccl_xfer_restart_locked(uccl_req_t *req)
+{
+    uccl_conn_t *conn = req->conn;
+    uccl_tp_ep_t *ep;
+    uccl_status_t st;
+
+    if (conn->state != UCCL_OK)
+        return conn->state;
+    if ((st = pick_endpoint(conn, req->gpu_caps != 0, req->op, &ep)) != UCCL_OK)
+        return st;
+    req->ep = ep;
+    uccl_list_push_back(&conn->reqs, &req->conn_link);
+    st = post_to_transport(conn, ep, req);
+    if (st != UCCL_OK)
+        uccl_list_del(&req->conn_link);
+    return st;
 }
 
 uccl_status_t uccl_send(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len, uint64_t tag,

@@ -8,7 +8,12 @@
  * keep working. A stopped victim is resumed after rank 0 gave up on it and
  * must find its connection failed (PEER_FAILED), cleanly, and exit 0.
  * Over verbs a stopped peer's NIC still serves writes and reads (no CPU is
- * needed): those must keep completing for 2 x UCCL_TIMEOUT_MS. */
+ * needed): those must keep completing for 2 x UCCL_TIMEOUT_MS.
+ * Leaks: after each case rank 0's open fds must be back to their count
+ * before it, and over FAULT_CYCLES (default 12) more kill -9 send/recv
+ * cases its heap (mallinfo2, or ASan's allocator count) must not grow
+ * from the second cycle's end to the last's by more than FAULT_HEAP_SLACK
+ * bytes (default 16 KiB; a connection's state is far more). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 
 #include "../mpi/mpi_test.h"
+#include "fault_res.h"
 
 #define MSG (8u << 20)
 #define SLACK_MS 2500 /* signal delivery, scheduling on a loaded 2-core box */
@@ -220,6 +226,7 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     bool nic_serves = verbs && sig == SIGSTOP && one_sided;
     uint8_t addr[UCCL_ADDRESS_MAX];
     size_t len = sizeof(addr);
+    int fds0 = fault_fd_count(), fds = -1;
     side_t s = {.e = c->engine};
     uccl_status_t st = UCCL_OK;
     uint64_t t_go = 0, elapsed;
@@ -289,7 +296,48 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     if (s.mr != NULL)
         mt_expect(c, uccl_mr_dereg(s.mr), UCCL_OK, "uccl_mr_dereg (nothing left in flight)");
     free(s.buf);
+    /* what the connection held is given back: its fds (sockets, shm
+     * segments, event fds) close with it (allowing 2 s of progress) */
+    for (uint64_t t0 = now_ms(); (fds = fault_fd_count()) != fds0 && now_ms() - t0 < 2000;) {
+        uccl_engine_progress(c->engine);
+        usleep(10 * 1000);
+    }
+    if (fds != fds0)
+        mt_fail(c, "%s after %s: %d fds open after the close, %d before the case", op_names[op],
+                sig == SIGKILL ? "kill -9" : "SIGSTOP", fds, fds0);
     MPI_Send(&done, 1, MPI_INT, 1, 2, MPI_COMM_WORLD);
+}
+
+/* The kill -9 send/recv case again and again: rank 0's heap must stay flat
+ * (its fds are checked in each case). */
+static int cycles(mt_ctx_t *c, int timeout_ms)
+{
+    const char *env = getenv("FAULT_CYCLES"), *slack_env = getenv("FAULT_HEAP_SLACK");
+    int n = env != NULL ? atoi(env) : 12;
+    long long slack = slack_env != NULL ? atoll(slack_env) : 16 * 1024, growth;
+    size_t base = 0, heap;
+    char name[128];
+
+    for (int k = 0; k < n; k++) {
+        if (c->rank == 0)
+            rank0(c, OP_SEND, SIGKILL, timeout_ms);
+        else
+            rank1(c, OP_SEND, SIGKILL, timeout_ms);
+        mt_uccl_barrier(c);
+        if (k == 1)
+            base = fault_heap_bytes();
+    }
+    heap = fault_heap_bytes();
+    growth = (long long)heap - (long long)base;
+    if (c->rank == 0) {
+        printf("# %d kill -9 send/recv cycles: heap %zu bytes after the second, %zu after the last "
+               "(%+lld)\n", n, base, heap, growth);
+        if (n >= 3 && growth > slack)
+            mt_fail(c, "the heap grew by %lld bytes over %d fault cycles (allowed: %lld)", growth,
+                    n - 2, slack);
+    }
+    snprintf(name, sizeof(name), "%d kill -9 cycles: fds back after each, heap flat", n);
+    return mt_report(c, name);
 }
 
 int main(int argc, char **argv)
@@ -321,6 +369,7 @@ int main(int argc, char **argv)
             failures += mt_report(&c, name);
         }
     }
+    failures += rc == 0 ? cycles(&c, timeout_ms) : 0;
     mt_fini(&c);
     MPI_Finalize();
     return rc != 0 ? rc : failures != 0;

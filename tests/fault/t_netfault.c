@@ -7,7 +7,15 @@
  *     DIR/go after the first; the script downs the link. The next operation
  *     must fail with TIMEOUT (or PEER_FAILED) within UCCL_TIMEOUT_MS + slack,
  *     the close must return within UCCL_TIMEOUT_MS; touch DIR/failed; once DIR/up exists
- *     (link back up), a new connection must move bytes correctly.
+ *     (link back up), a new connection must move bytes correctly. The
+ *     client's open fds must be back to their count before the connection
+ *     once the failed one is closed, and to their count before the engine
+ *     once it is destroyed. NETFAULT_EXPECT=timeout: the fault must show as
+ *     TIMEOUT (packets dropped: nothing tells the peer is gone).
+ *   t_netfault client-lossy DIR (netloss.sh, packets dropped at random):
+ *     connect, then NETFAULT_ROUNDS (default 4) rounds of 8 MiB written, read
+ *     back and compared, and 1 MiB sent and received back compared: all
+ *     must complete intact; fds back to their count after the engine.
  *   t_netfault client-loss DIR DIR2 (node loss, tests/rxe/check-cluster.sh):
  *     connect to the servers of DIR2 (a survivor) and DIR; keep 8 MiB writes
  *     and reads going to DIR's, touch DIR/go after the first; the script
@@ -28,6 +36,8 @@
 #include <uccl/uccl.h>
 #include <uccl/uccl_coll.h>
 
+#include "fault_res.h"
+
 #define REGION (16u << 20)
 #define MSG (8u << 20)
 /* Time allowed past UCCL_TIMEOUT_MS for the fault to show, from the last
@@ -35,10 +45,12 @@
  * overrides it (the emulated cluster takes seconds to deliver a fault). */
 static uint64_t slack_ms = 2500;
 #define SLACK_MS slack_ms
-enum { TAG_DESC = 21 };
+#define ECHO (1u << 20)
+enum { TAG_DESC = 21, TAG_ECHO = 22 };
 
 static char dir[512];
 static bool coll_mode;         /* NETFAULT_OP=allgather */
+static bool expect_timeout;    /* NETFAULT_EXPECT=timeout */
 static uccl_comm_t *coll_comm; /* the 2-rank comm of coll_mode, over the faulty connection */
 
 static uint64_t now_ms(void)
@@ -107,6 +119,50 @@ static uccl_status_t make_comm(uccl_engine_t *e, uccl_conn_t *conn, int rank)
     return uccl_comm_create(&p, &coll_comm);
 }
 
+/* The server's echo on its newest connection: what a client sends with
+ * TAG_ECHO (client-lossy) comes back to it. */
+static struct {
+    uccl_conn_t *conn;
+    uccl_mr_t *mr;
+    uccl_req_t *req;
+    uint8_t *buf;
+} echo;
+
+static void echo_progress(void)
+{
+    int done = 0;
+    uccl_status_t st;
+    uccl_req_t *sreq = NULL;
+
+    if (echo.req == NULL) {
+        if (echo.conn != NULL &&
+            uccl_recv(echo.conn, echo.mr, 0, ECHO, TAG_ECHO, &echo.req) != UCCL_OK)
+            echo.conn = NULL;
+        return;
+    }
+    st = uccl_test(echo.req, &done);
+    if (!done)
+        return;
+    uccl_req_free(echo.req);
+    echo.req = NULL;
+    if (st == UCCL_OK)
+        st = uccl_send(echo.conn, echo.mr, 0, ECHO, TAG_ECHO, &sreq);
+    if (st == UCCL_OK)
+        st = uccl_wait(sreq, -1);
+    if (sreq != NULL)
+        uccl_req_free(sreq);
+    if (st != UCCL_OK)
+        echo.conn = NULL; /* this connection failed: no more echo on it */
+}
+
+static void echo_on(uccl_conn_t *conn)
+{
+    if (echo.req != NULL)
+        uccl_req_free(echo.req); /* detached: the old connection's close cancels it */
+    echo.req = NULL;
+    echo.conn = conn;
+}
+
 static int server(void)
 {
     uint8_t blob[UCCL_ADDRESS_MAX], *buf = calloc(1, REGION);
@@ -126,19 +182,26 @@ static int server(void)
     f = fopen(tmp, "wb");
     if (f == NULL || fwrite(blob, 1, len, f) != len || fclose(f) != 0 || rename(tmp, p) != 0)
         return fail("writing the address", UCCL_ERR_IO);
+    echo.buf = malloc(ECHO);
+    if (echo.buf == NULL || uccl_mr_reg(e, echo.buf, ECHO, 0, &echo.mr) != UCCL_OK)
+        return fail("server setup (echo)", UCCL_ERR_IO);
     while (!exists("quit")) {
         uccl_conn_t *conn = NULL;
-        if (uccl_accept(e, 100, &conn) != UCCL_OK)
+        echo_progress();
+        if (uccl_accept(e, echo.req != NULL ? 1 : 100, &conn) != UCCL_OK)
             continue;
         if (!coll_mode) { /* old ones stay; they fail in time */
-            small(e, conn, true, &desc, sizeof(desc));
+            if (small(e, conn, true, &desc, sizeof(desc)) == UCCL_OK)
+                echo_on(conn);
         } else if (make_comm(e, conn, 1) == UCCL_OK) { /* allgathers until one fails */
             while (!exists("quit") && uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2) == UCCL_OK)
                 ;
             uccl_comm_destroy(coll_comm);
         }
     }
+    echo_on(NULL);
     uccl_engine_destroy(e); /* with whatever connections are left */
+    free(echo.buf);
     free(buf);
     return 0;
 }
@@ -241,7 +304,7 @@ static int until_fault(uccl_conn_t *conn, uccl_mr_t *mr, uint8_t *buf, const ucc
            (unsigned long long)(t0 - t_go), n_ok);
     if (n_ok == 0)
         return fail("no operation before the fault", st);
-    if (st != UCCL_ERR_TIMEOUT && st != UCCL_ERR_PEER_FAILED)
+    if (st != UCCL_ERR_TIMEOUT && (expect_timeout || st != UCCL_ERR_PEER_FAILED))
         return fail("the fault showed as", st);
     /* from the end of the last operation that completed: the fault came
      * after it (with two clients, one's go may come long before the fault) */
@@ -292,8 +355,31 @@ static int client_loss(int timeout_ms, const char *dir2)
     return 0;
 }
 
+/* The fds must come back to WANT (progressing E while they close, up to
+ * MS); 0 when they did. */
+static int fds_back(uccl_engine_t *e, int want, uint64_t ms, const char *when)
+{
+    uint64_t t0 = now_ms();
+    int n = fault_fd_count();
+
+    while (n != want && now_ms() - t0 < ms) {
+        if (e != NULL)
+            uccl_engine_progress(e);
+        usleep(10000);
+        n = fault_fd_count();
+    }
+    printf("# open fds %s: %d (before: %d)\n", when, n, want);
+    if (n != want) {
+        printf("FAIL: %d fds open %s, %d before: %s\n", n, when, want,
+               n > want ? "leaked" : "closed twice");
+        return 1;
+    }
+    return 0;
+}
+
 static int client(int timeout_ms)
 {
+    int fds0 = fault_fd_count(), fds1;
     uint8_t *buf = malloc(2 * REGION);
     uccl_engine_t *e;
     uccl_conn_t *conn = NULL;
@@ -305,10 +391,14 @@ static int client(int timeout_ms)
     if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
         uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
         return fail("client setup", UCCL_ERR_IO);
+    fds1 = fault_fd_count();
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
-    if (until_fault(conn, mr, buf, &desc, timeout_ms, "link down") != 0)
+    if (until_fault(conn, mr, buf, &desc, timeout_ms,
+                    expect_timeout ? "packets dropped" : "link down") != 0)
+        return 1;
+    if (fds_back(e, fds1, 1000, "after the failed connection's close") != 0)
         return 1;
     touch("failed");
     t0 = now_ms();
@@ -330,7 +420,62 @@ static int client(int timeout_ms)
     uccl_mr_dereg(mr);
     uccl_engine_destroy(e);
     free(buf);
-    return 0;
+    return fds_back(NULL, fds0, 0, "after uccl_engine_destroy");
+}
+
+/* Random loss: every transfer completes, byte for byte (tcp retransmits). */
+static int client_lossy(void)
+{
+    const char *env = getenv("NETFAULT_ROUNDS");
+    int rounds = env != NULL ? atoi(env) : 4, fds0 = fault_fd_count();
+    uint8_t *buf = malloc(2 * REGION);
+    uccl_engine_t *e;
+    uccl_conn_t *conn = NULL;
+    uccl_rdesc_t desc;
+    uccl_mr_t *mr;
+    uccl_status_t st;
+    uint64_t t0 = now_ms();
+
+    if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
+        uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
+        return fail("client setup", UCCL_ERR_IO);
+    st = connect_server(e, &conn, &desc);
+    if (st != UCCL_OK)
+        return fail("connection under loss", st);
+    for (int r = 0; r < rounds; r++) {
+        uccl_req_t *req[2] = {NULL, NULL};
+
+        st = round_trip(conn, mr, buf, &desc, 11 + (unsigned)r);
+        if (st != UCCL_OK)
+            return fail("write and read back under loss", st);
+        /* 1 MiB to the server and back: it echoes what it receives */
+        for (size_t i = 0; i < ECHO; i++)
+            buf[i] = (uint8_t)(i * 7 + (size_t)r);
+        memset(buf + REGION, 0, ECHO);
+        st = uccl_recv(conn, mr, REGION, ECHO, TAG_ECHO, &req[1]);
+        if (st == UCCL_OK)
+            st = uccl_send(conn, mr, 0, ECHO, TAG_ECHO, &req[0]);
+        if (st == UCCL_OK)
+            st = uccl_wait(req[0], -1);
+        if (st == UCCL_OK)
+            st = uccl_wait(req[1], -1);
+        for (int k = 0; k < 2; k++)
+            if (req[k] != NULL)
+                uccl_req_free(req[k]);
+        if (st == UCCL_OK && memcmp(buf, buf + REGION, ECHO) != 0)
+            st = UCCL_ERR_IO;
+        if (st != UCCL_OK)
+            return fail("send and echo back under loss", st);
+    }
+    printf("# %d rounds under loss (%u bytes written and read back, %u sent and echoed, each "
+           "compared) in %llu ms\n", rounds, MSG, ECHO, (unsigned long long)(now_ms() - t0));
+    st = uccl_conn_close(conn);
+    if (st != UCCL_OK)
+        return fail("close under loss", st);
+    uccl_mr_dereg(mr);
+    uccl_engine_destroy(e);
+    free(buf);
+    return fds_back(NULL, fds0, 0, "after uccl_engine_destroy");
 }
 
 int main(int argc, char **argv)
@@ -341,6 +486,8 @@ int main(int argc, char **argv)
     const char *op = getenv("NETFAULT_OP");
 
     coll_mode = op != NULL && strcmp(op, "allgather") == 0;
+    expect_timeout = getenv("NETFAULT_EXPECT") != NULL &&
+                     strcmp(getenv("NETFAULT_EXPECT"), "timeout") == 0;
     if (getenv("NETFAULT_SLACK_MS") != NULL)
         slack_ms = strtoull(getenv("NETFAULT_SLACK_MS"), NULL, 10);
 
@@ -353,5 +500,7 @@ int main(int argc, char **argv)
         return server();
     if (loss)
         return client_loss(env ? atoi(env) : 60000, argv[3]);
+    if (strcmp(argv[1], "client-lossy") == 0)
+        return client_lossy();
     return client(env ? atoi(env) : 60000);
 }

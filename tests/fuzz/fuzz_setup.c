@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/setup_auth.h"
 
 static uccl_engine_t *target, *peer;
 static struct sockaddr_in target_addr;
@@ -65,30 +67,79 @@ static void check_still_serving(void)
     uccl_conn_close(in);
 }
 
-/* Half the inputs (odd first byte) are made to look sound up to the
- * endpoint list, so that the fuzzer reaches what lies behind the checks of
- * the frame: [u32 frame len][magic][u16 version][u64 to_id][secret]
- * [u16 blob_len][address blob, checksummed]: the right engine id and
- * admission secret, so that inputs get past admission. */
-static uint8_t *fix_up(const uint8_t *data, size_t size)
+/* Half the inputs (odd first byte) play the connector's part of the
+ * challenge-response (src/core/setup_auth.h), so that the fuzzer reaches
+ * what lies behind admission: the input is [hello frame, its length fixed
+ * to UCCL_SETUP_HELLO_LEN][request frame, the rest]. The hello gets the
+ * target's engine id; after the target's challenge, the request gets the
+ * right proof for this setup's nonces, its frame length, and a blob of the
+ * hello's engine id with its length and checksum fixed:
+ * [u32 len][magic][u16 version][u8 type][proof 32][u16 blob_len][blob]... */
+#define HELLO_FRAME (4 + UCCL_SETUP_HELLO_LEN)
+#define REQ_PROOF (4 + 7)
+#define REQ_BLOB (REQ_PROOF + UCCL_HMAC_SIZE + 2)
+
+static void fix_hello(uint8_t *m)
 {
-    uint8_t *m = malloc(size ? size : 1);
+    uccl_put_u32(m, UCCL_SETUP_HELLO_LEN);
+    uccl_put_u64(m + 4 + 7, uccl_engine_id(target));
+}
+
+/* Read the target's answer to the hello (progressing it); true with the
+ * setup's values in auth when it is a challenge. */
+static bool read_challenge(int fd, const uint8_t *hello, uccl_setup_auth_t *auth)
+{
+    uint8_t m[256], proof[UCCL_HMAC_SIZE];
+    size_t have = 0, need = 4;
+    oob_reader_t r;
+
+    for (int round = 0; round < 200 && have < need; round++) {
+        ssize_t n;
+        target->next_liveness_ms = 0; /* look at the setup listener now */
+        uccl_engine_progress(target);
+        n = recv(fd, m + have, need - have, MSG_DONTWAIT);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            return false;
+        if (n > 0)
+            have += (size_t)n;
+        if (have == 4 && need == 4 && (need = 4 + uccl_get_u32(m)) > sizeof(m))
+            return false;
+    }
+    if (have < need || uccl_setup_get_hello(hello + 4, UCCL_SETUP_HELLO_LEN, auth) != UCCL_OK)
+        return false;
+    r = (oob_reader_t){m + 4, need - 4, 0, false};
+    return uccl_setup_get_status(&r) == UCCL_OK && uccl_setup_get_challenge(&r, auth->nonce_a, proof);
+}
+
+static void fix_request(uint8_t *m, size_t size, const uccl_setup_auth_t *auth)
+{
     size_t blob_len;
 
-    if (m == NULL)
-        return NULL;
-    memcpy(m, data, size);
-    if (size < 36)
-        return m;
     uccl_put_u32(m, (uint32_t)(size - 4));
-    uccl_put_u64(m + 10, uccl_engine_id(target));
-    memcpy(m + 18, target->secret, UCCL_SECRET_SIZE);
-    blob_len = uccl_get_u16(m + 34);
-    if (blob_len >= 12 && 36 + blob_len <= size) {
-        uccl_put_u16(m + 36 + 6, (uint16_t)blob_len);
-        uccl_put_u32(m + 36 + blob_len - 4, uccl_fnv1a32(m + 36, blob_len - 4));
+    if (size < REQ_PROOF + UCCL_HMAC_SIZE)
+        return;
+    if (!uccl_setup_proof(target->secret, auth, false, m + REQ_PROOF))
+        abort();
+    if (size < REQ_BLOB)
+        return;
+    blob_len = uccl_get_u16(m + REQ_BLOB - 2);
+    if (blob_len >= 20 && REQ_BLOB + blob_len <= size) {
+        uccl_put_u16(m + REQ_BLOB + 6, (uint16_t)blob_len);
+        uccl_put_u64(m + REQ_BLOB + 8, auth->from_id);
+        uccl_put_u32(m + REQ_BLOB + blob_len - 4, uccl_fnv1a32(m + REQ_BLOB, blob_len - 4));
     }
-    return m;
+}
+
+static bool send_all(int fd, const uint8_t *p, size_t size)
+{
+    for (size_t off = 0; off < size;) {
+        ssize_t n = send(fd, p + off, size - off, MSG_NOSIGNAL);
+        if (n <= 0)
+            return false; /* the engine closed it: fine */
+        off += (size_t)n;
+        uccl_engine_progress(target);
+    }
+    return true;
 }
 
 /* Connections a sound-looking request made: the engine may accept them;
@@ -104,17 +155,20 @@ static void drain_accepted(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *fixed = NULL;
+    bool guided = size >= HELLO_FRAME + 4 && (data[0] & 1);
+    uint8_t *m = NULL;
     int fd;
     char sink[256];
 
     if (target == NULL)
         setup_once();
-    if (size > 0 && (data[0] & 1)) {
-        fixed = fix_up(data, size);
-        if (fixed == NULL)
+    if (guided) {
+        m = malloc(size);
+        if (m == NULL)
             return 0;
-        data = fixed;
+        memcpy(m, data, size);
+        fix_hello(m);
+        data = m;
     }
     /* Closed with a reset (linger 0): no TIME_WAIT on this side, so a long
      * run does not use up the loopback's ephemeral ports. A connect that
@@ -127,15 +181,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                sizeof(struct linger));
     if (connect(fd, (struct sockaddr *)&target_addr, sizeof(target_addr)) != 0) {
         close(fd);
-        free(fixed);
+        free(m);
         return 0;
     }
-    for (size_t off = 0; off < size;) {
-        ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
-        if (n <= 0)
-            break; /* the engine closed it: fine */
-        off += (size_t)n;
-        uccl_engine_progress(target);
+    if (guided) {
+        uccl_setup_auth_t auth;
+        if (send_all(fd, m, HELLO_FRAME) && read_challenge(fd, m, &auth)) {
+            fix_request(m + HELLO_FRAME, size - HELLO_FRAME, &auth);
+            send_all(fd, m + HELLO_FRAME, size - HELLO_FRAME);
+        }
+    } else {
+        send_all(fd, data, size);
     }
     shutdown(fd, SHUT_WR);
     /* until the engine has answered or dropped us, or a few rounds: the
@@ -148,7 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
     }
     close(fd);
-    free(fixed);
+    free(m);
     for (int i = 0; i < 10; i++)
         uccl_engine_progress(target);
     drain_accepted();

@@ -104,13 +104,26 @@ static void pin_near_gpu(void)
         printf("# sender pinned to GPU 0's local CPUs %s (%s)\n", list, busid);
 }
 
-static uccl_engine_t *gpu_engine(void)
+/* The sender is on GPU 0; the receiver too, or on GPU B_DEVQ_RX_GPU
+ * (several GPUs: kernel-issued writes cross a link; capped to the GPUs). */
+static uccl_engine_t *gpu_engine(int gpu)
 {
-    uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = 0};
+    uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = gpu};
     uccl_engine_t *e = NULL;
 
-    uccl_gpu_set_device(0);
+    if (uccl_gpu_set_device(gpu) != UCCL_OK)
+        return NULL;
     return uccl_engine_create(&ep, &e) == UCCL_OK ? e : NULL;
+}
+
+static int rx_gpu(void)
+{
+    const char *v = getenv("B_DEVQ_RX_GPU");
+    int n = 0, g = v ? atoi(v) : 0;
+
+    if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
+        return 0;
+    return g < 0 ? 0 : g >= n ? n - 1 : g;
 }
 
 /* batch_bytes 0: the default */
@@ -134,7 +147,7 @@ static uccl_devq_t *ring(uccl_engine_t *e, uint32_t entries, uint32_t ncounters,
 
 static int receiver(int fd)
 {
-    uccl_engine_t *e = gpu_engine();
+    uccl_engine_t *e = gpu_engine(rx_gpu());
     hello_t h = {.addr_len = sizeof(h.addr)};
     verdict_t v = {.rc = -1};
     uint8_t *dst = NULL;
@@ -307,7 +320,8 @@ int main(int argc, char **argv)
         return 77;
     }
     pin_near_gpu();
-    S.e = gpu_engine();
+    printf("# sender on GPU 0, receiver on GPU %d (of %d)\n", rx_gpu(), ngpu);
+    S.e = gpu_engine(0);
     if (S.e == NULL || uccl_gpu_malloc((void **)&S.src, SRC_BYTES) != UCCL_OK ||
         dq_recv(S.fd, &S.h, sizeof(S.h)) != 0) {
         printf("FAIL: sender setup\n");

@@ -16,6 +16,14 @@
 # under each variant, and uccl_perf p2p --mem cuda for every op and variant
 # in P2P_VARIANTS (space-separated; each is "-" for the defaults or
 # VAR=VAL[,VAR=VAL...]), window 16 and window 1, with the same-run copy.
+# ONLY=multi: build, then only the several-GPU job (multi_step below: one
+# process a GPU; the full run does it too, at the end, where nvidia-smi
+# lists two or more GPUs). Tables also in $OUT/coll-multi.txt and
+# p2p-multi.txt, JSON and logs in $OUT/results-multi.tgz. MULTI_STEPS picks
+# its parts (default "coll p2p tests devq pairs"; "probes": the ceiling's
+# PERF_PEER_MODE variants and bcast's algorithms), MULTI_NPS the rank
+# counts, MULTI_DEADLINE_S when no further step starts (default 520 s).
+# Results on 4x H200: tests/gpu/results/4xH200/README.md.
 set -u
 ONLY=${ONLY:-}
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -123,6 +131,136 @@ p2p_step() {
     done
 }
 
+# Several GPUs (issue W): one process a GPU (CUDA device = local rank), in
+# one job: the GPU suites at np 2 (the two-process programs: GPU0 -> GPU1)
+# and np 2/4/8 (t_coll_gpu), kernel-issued writes GPU 0 -> GPU 1, the
+# collectives next to NCCL and the all-peers copy ceiling at every np, and
+# point-to-point GPU 0 -> GPU 1 (then disjoint pairs at once) next to a
+# plain peer cudaMemcpyAsync. Each step has its own timeout, and no step
+# starts after MULTI_DEADLINE_S seconds of the script (the bundle must come
+# back within the device call). MULTI_COLL_OPS / MULTI_NPS narrow it.
+multi_step() {
+    local ngpu nps np op max t
+    local M="mpirun --allow-run-as-root --bind-to none --map-by slot --mca btl self,vader,tcp
+        -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+    left() { [ "$SECONDS" -lt "${MULTI_DEADLINE_S:-520}" ] || { echo "SKIPPED (time): $*"; return 1; }; }
+    ngpu=$(nvidia-smi -L | grep -c "^GPU")
+    nps=${MULTI_NPS:-$(for n in 2 4 8; do [ "$n" -le "$ngpu" ] && echo $n; done)}
+    echo "multi: $ngpu GPUs, np: $(echo $nps)"
+    nvidia-smi nvlink -s 2>/dev/null | head -12
+    if [ "$ngpu" -lt 2 ]; then echo "SKIP: one GPU: no multi-GPU run"; return 0; fi
+    has() { case " ${MULTI_STEPS:-coll p2p tests devq pairs} " in *" $1 "*) return 0;; esac; return 1; }
+
+    for np in $(has coll && echo $nps); do
+        # sizes: 4 KiB per rank block up to 256 MiB received per rank
+        for op in ${MULTI_COLL_OPS:-allgather alltoall alltoallv bcast}; do
+            max=$(( (256 << 20) / np ))
+            [ "$op" = bcast ] && max=$((256 << 20))
+            left "coll $op np $np" || break 2
+            step "multi: uccl_perf coll --op $op --mem cuda, np $np (uccl, copy, peer ceiling, NCCL)"
+            timeout 150 $M -np $np tools/uccl_perf coll --mem cuda --op $op --min 4K --max $max --rounds 3 \
+                --json "$OUT/m_coll_${op}_np$np.json" 2>&1 | grep -v "^\[" | tee -a "$OUT/coll-multi.txt"
+        done
+    done
+
+    if has probes; then
+        # what bounds the ceiling (PERF_PEER_MODE, tools/perf_coll_gpu.c), and
+        # bcast's algorithms, at the large sizes
+        for np in $nps; do
+            for mode in streams one pull self; do
+                [ "$np" = 2 ] && [ "$mode" != streams ] && [ "$mode" != self ] && continue
+                left "probe $mode np $np" || break 2
+                step "multi probe: allgather np $np, ceiling PERF_PEER_MODE=$mode"
+                PERF_PEER_MODE=$mode timeout 90 $M -np $np -x PERF_PEER_MODE tools/uccl_perf coll --mem cuda \
+                    --op allgather --min $((16 << 20)) --max $((64 << 20)) --rounds 3 \
+                    --json "$OUT/m_probe_ag_${mode}_np$np.json" 2>&1 | grep -E "^  |PERF_PEER" | tee -a "$OUT/probes.txt"
+            done
+        done
+        for algo in linear scatter_allgather binomial; do
+            left "probe bcast $algo" || break
+            step "multi probe: bcast np $ngpu --algo $algo"
+            timeout 90 $M -np $ngpu tools/uccl_perf coll --mem cuda --op bcast --algo $algo --min 1M \
+                --max 256M --rounds 3 --json "$OUT/m_probe_bcast_${algo}.json" 2>&1 | grep -E "^  " |
+                tee -a "$OUT/probes.txt"
+        done
+    fi
+
+    has p2p && step "multi: uccl_perf p2p --transport gpu_ipc, GPU 0 -> GPU 1 (plain peer cudaMemcpyAsync, NCCL)"
+    for op in $(has p2p && echo write read send); do
+        left "p2p $op" || break
+        timeout 120 $M -np 2 tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K --max 256M \
+            --window 16 --rounds 3 --json "$OUT/m_p2p_${op}_w16.json" 2>&1 | grep -v "^\[" | tee -a "$OUT/p2p-multi.txt"
+    done
+    for op in $(has p2p && echo write send); do
+        left "p2p $op window 1" || break
+        timeout 90 $M -np 2 tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K --max 4M \
+            --window 1 --iters 200 --rounds 5 --json "$OUT/m_p2p_${op}_w1.json" 2>&1 | grep -v "^\[" |
+            grep -E "^ |^#   " | tee -a "$OUT/p2p-multi.txt"
+    done
+
+    has tests && step "multi: GPU suites, np 2 (two-process programs: GPU0 -> GPU1, then same GPU)"
+    for t in $(has tests && echo t_gpu_ipc t_gpu_staging_shm); do
+        t=${t/_shm/ shm}
+        left "$t" || break
+        timeout 150 $M -np 2 tests/gpu/$t >"$OUT/m_${t// /_}.log" 2>&1; echo "$t exit code: $?"
+        grep -E "PASS|FAIL|skipped" "$OUT/m_${t// /_}.log" | sort | uniq -c | head -12
+    done
+    has tests && step "multi: t_coll_gpu (gpu, mixed) one process a GPU, np: $(echo $nps)"
+    for np in $(has tests && echo $nps); do
+        for m in gpu mixed; do
+            left "t_coll_gpu $m np $np" || break 2
+            timeout 150 $M -np $np -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
+                tests/mpi/t_coll_gpu >"$OUT/m_t_coll_gpu_${m}_np$np.log" 2>&1
+            echo "t_coll_gpu $m np $np exit code: $? ($(grep -c '^ok' "$OUT/m_t_coll_gpu_${m}_np$np.log") ok," \
+                "$(grep -c '^FAIL' "$OUT/m_t_coll_gpu_${m}_np$np.log") FAIL lines)"
+            grep -E "^FAIL|SKIP|^# GPUs|error" "$OUT/m_t_coll_gpu_${m}_np$np.log" | sort | uniq -c | head -12
+        done
+    done
+    if has devq && [ -x tests/gpu/b_devq ] && left "b_devq"; then
+        step "multi: device queues, kernel on GPU 0 writing into GPU 1 (b_devq, B_DEVQ_RX_GPU=1)"
+        B_DEVQ_RX_GPU=1 timeout 150 tests/gpu/b_devq --json "$OUT/m_devq.json" >"$OUT/m_b_devq.log" 2>&1
+        echo "b_devq (rx GPU 1) exit code: $?"
+        grep -v "^\[uccl" "$OUT/m_b_devq.log" | head -40
+    fi
+    # two jobs at once: bundle what is there first (a stuck job must not
+    # cost the rest), each job killed 5 s after its timeout
+    multi_bundle
+    if has pairs && [ "$ngpu" -ge 4 ]; then
+        for op in ${MULTI_PAIR_OPS:-write send}; do
+            left "p2p pairs $op" || break
+            step "multi: p2p $op, pairs GPU 0 -> 1 and GPU 2 -> 3 at once (two jobs)"
+            local pids=""
+            for pair in 0,1 2,3; do
+                CUDA_VISIBLE_DEVICES=$pair timeout -k 5 ${MULTI_PAIR_TIMEOUT:-60} $M -np 2 -x CUDA_VISIBLE_DEVICES \
+                    tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 64K --max 256M --window 16 \
+                    --rounds 3 --json "$OUT/m_p2p_${op}_pair${pair/,/}.json" </dev/null \
+                    >"$OUT/m_p2p_${op}_pair${pair/,/}.log" 2>&1 &
+                pids="$pids $!"
+            done
+            wait $pids
+            for pair in 01 23; do
+                echo "# pair $pair"; grep -E "^ +[0-9]|MISMATCH|failed|rror" "$OUT/m_p2p_${op}_pair$pair.log" | head -30
+            done | tee -a "$OUT/p2p-multi.txt"
+        done
+    fi
+}
+
+# JSON and logs of the multi step in one archive (the device tool returns
+# few files); called again, it adds what came since
+multi_bundle() {
+    (cd "$OUT" && mkdir -p multi && { mv ./*.json ./m_*.log multi/ 2>/dev/null; true; } &&
+     [ -n "$(ls multi)" ] && tar czf results-multi.tgz multi)
+}
+
+if [ "$ONLY" = multi ]; then
+    multi_step
+    step "bundle"
+    multi_bundle
+    rm -rf "$OUT/multi"
+    step "done"
+    exit 0
+fi
+
 if [ "$ONLY" = p2p ]; then
     p2p_step
     step "bundle"
@@ -218,6 +356,12 @@ fi
 
 step "Python binding"
 bash ../tests/gpu/python-device.sh
+
+if [ "$ngpu" -ge 2 ]; then
+    MULTI_DEADLINE_S=${MULTI_DEADLINE_S:-100000} multi_step
+    multi_bundle
+    rm -rf "$OUT/multi"
+fi
 
 step "bundle"
 # the device tool returns at most 8 files: JSON results travel in one archive

@@ -44,6 +44,27 @@ const char *ct_mem_name(void)
     return mem == CT_MEM_GPU ? "gpu" : mem == CT_MEM_MIXED ? "mixed" : "host";
 }
 
+/* Rank r's GPU: local rank % GPUs (one process a GPU where there are
+ * enough, as NCCL users run), or GPU 0 for every rank with
+ * T_COLL_GPUS=same (processes sharing one GPU). */
+static int pick_gpu(int rank, int n)
+{
+    const char *v = getenv("T_COLL_GPUS");
+    MPI_Comm node;
+    int local = 0, nlocal = 1;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &nlocal);
+    MPI_Comm_free(&node);
+    if (v != NULL && strcmp(v, "same") == 0)
+        local = 0;
+    if (rank == 0)
+        printf("# GPUs: %d here, %s\n", n, v != NULL && strcmp(v, "same") == 0 ?
+               "every rank on GPU 0 (T_COLL_GPUS=same)" : "rank on GPU local_rank % GPUs");
+    return local % n;
+}
+
 int ct_mem_init(int rank)
 {
     static uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = 0};
@@ -59,11 +80,12 @@ int ct_mem_init(int rank)
             printf("SKIP: no GPU for T_COLL_MEM=%s\n", ct_mem_name());
         return MT_SKIP;
     }
-    if (uccl_gpu_set_device(0) != UCCL_OK || uccl_gpu_stream_create(&stream) != UCCL_OK) {
-        printf("FAIL: rank %d: no stream\n", rank);
+    ep.gpu_index = pick_gpu(rank, n);
+    if (uccl_gpu_set_device(ep.gpu_index) != UCCL_OK || uccl_gpu_stream_create(&stream) != UCCL_OK) {
+        printf("FAIL: rank %d: no stream on GPU %d\n", rank, ep.gpu_index);
         return 1;
     }
-    mt_engine_params = &ep; /* every rank on GPU 0 (one GPU: two processes share it) */
+    mt_engine_params = &ep; /* the stream and the engine on the rank's GPU */
     return 0;
 }
 

@@ -6,23 +6,17 @@
 # packet both ways). The client's write or read must fail with TIMEOUT (or
 # PEER_FAILED) within UCCL_TIMEOUT_MS, its close must be clean; once the
 # link is back a new connection must move bytes intact. Exit 77 outside the VM.
-prog=${top_builddir:-.}/tests/fault/t_netfault
+prog=${top_builddir:-.}/tests/fault/t_netfault name=netfault-verbs
+. "$(dirname "$0")/../fault/lib.sh"
 [ -n "${RXE_DEV:-}" ] && [ -n "${RXE_IP2:-}" ] && ip link show veth1 >/dev/null 2>&1 ||
-    { echo "SKIP: netfault-verbs: only inside the Soft-RoCE VM (tests/vm/run.sh)"; exit 77; }
-dir=$(mktemp -d)
-cleanup() {
-    touch "$dir/quit"
-    [ -n "$cpid" ] && kill -9 "$cpid" 2>/dev/null
-    [ -n "$spid" ] && { sleep 0.3; kill -9 "$spid" 2>/dev/null; }
-    link_up
-    rm -rf "$dir"
-}
+    nf_skip "only inside the Soft-RoCE VM (tests/vm/run.sh)"
+nf_begin
 link_up() { # the routes through the veth pair go with the link: put them back
     ip link set veth1 up
     ip route replace 192.0.2.2 dev veth0 src 192.0.2.1 table 12 2>/dev/null
     ip route replace 192.0.2.1 dev veth1 src 192.0.2.2 table 11 2>/dev/null
 }
-trap cleanup EXIT
+nf_cleanup_extra() { link_up; }
 UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-3000}
 UCCL_TRANSPORTS=verbs
 # the allowance past the timeout counts from the first operation's end; in the
@@ -31,31 +25,9 @@ UCCL_TRANSPORTS=verbs
 NETFAULT_SLACK_MS=${NETFAULT_SLACK_MS:-15000}
 export UCCL_TIMEOUT_MS UCCL_TRANSPORTS NETFAULT_SLACK_MS
 echo "# verbs: client on $RXE_DEV ($RXE_IP), server on $RXE_DEV2 ($RXE_IP2, veth1), UCCL_TIMEOUT_MS=$UCCL_TIMEOUT_MS"
-wait_for() { # wait_for FILE SECONDS
-    n=0
-    while [ ! -e "$dir/$1" ]; do
-        n=$((n + 1))
-        [ $n -gt $(( $2 * 10 )) ] && { echo "FAIL: no $1 within $2 s"; exit 1; }
-        sleep 0.1
-    done
-}
-UCCL_NET_DEVICES=$RXE_DEV2 UCCL_OOB_IFADDR=$RXE_IP2 "$prog" server "$dir" &
-spid=$!
-wait_for addr 30
-UCCL_NET_DEVICES=$RXE_DEV UCCL_OOB_IFADDR=$RXE_IP "$prog" client "$dir" &
-cpid=$!
-wait_for go 60
-ip link set veth1 down && echo "# link veth1 ($RXE_DEV2) down mid-transfer"
-wait_for failed $(( 2 * UCCL_TIMEOUT_MS / 1000 + 30 ))
-link_up && echo "# link veth1 up again"
-touch "$dir/up"
-wait "$cpid"
-rc=$?
-cpid=
-touch "$dir/quit"
-wait "$spid"
-src=$?
-spid=
-[ $src = 0 ] || { echo "FAIL: the server exited with $src"; rc=1; }
-[ $rc = 0 ] && echo "PASS: netfault-verbs: link down -> timeout error, clean close, new connection works"
-exit $rc
+nf_server() { UCCL_NET_DEVICES=$RXE_DEV2 UCCL_OOB_IFADDR=$RXE_IP2 "$prog" server "$dir" & }
+nf_client() { UCCL_NET_DEVICES=$RXE_DEV UCCL_OOB_IFADDR=$RXE_IP "$prog" client "$dir" & }
+nf_fault() { ip link set veth1 down && echo "# link veth1 ($RXE_DEV2) down mid-transfer"; }
+nf_restore() { link_up && echo "# link veth1 up again"; }
+nf_run $((2 * UCCL_TIMEOUT_MS / 1000 + 30)) || exit 1
+echo "PASS: netfault-verbs: link down -> timeout error, clean close, new connection works"

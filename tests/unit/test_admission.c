@@ -1,6 +1,7 @@
 /* Admission (issue 20): an engine admits only connections that present its
  * secret (carried in its address blob; one per job when given as an engine
- * parameter). A wrong or missing secret is refused with UCCL_ERR_DENIED
+ * parameter), proved by a challenge-response that never sends it
+ * (setup_auth.h). A wrong or missing secret is refused with UCCL_ERR_DENIED
  * before any connection state exists on the listener; a request for an
  * earlier incarnation with UCCL_ERR_STALE; listeners listen on the
  * advertised address only (UCCL_OOB_BIND_ANY=1 for every interface); a
@@ -16,11 +17,9 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/setup_auth.h"
 #include "unit.h"
 #include "unit_conn.h"
-
-#define REQ_MAGIC 0x51434355u
-#define REP_MAGIC 0x50434355u
 
 static const char *transport;
 
@@ -135,6 +134,7 @@ static void test_wrong_secret(void)
         uccl_put_u32(bad + len - 4, uccl_fnv1a32(bad, len - 4));
         pthread_t th;
         void *none = NULL;
+        uint64_t denied = b->setup_denied;
         CU_ASSERT_FATAL(pthread_create(&th, NULL, accept_none, b) == 0);
         t0 = unit_now_ms();
         UNIT_ASSERT_STATUS(uccl_connect(a, bad, len, &c), UCCL_ERR_DENIED);
@@ -142,6 +142,8 @@ static void test_wrong_secret(void)
         CU_ASSERT_PTR_NULL(c);
         pthread_join(th, &none);
         CU_ASSERT(none != NULL); /* nothing came out of accept */
+        /* the listener refused too: a denial counted (and logged) there */
+        CU_ASSERT_EQUAL(b->setup_denied, denied + 1);
         for (int i = 0; i < 20; i++)
             uccl_engine_progress(b);
         CU_ASSERT_EQUAL(conns_in_use(b), 0);
@@ -162,7 +164,7 @@ out:
         uccl_engine_destroy(b);
 }
 
-/* ---- raw setup requests, as a stranger would send them */
+/* ---- raw setup messages, as a stranger would send them (setup_auth.h) */
 
 static int raw_connect(uccl_engine_t *e)
 {
@@ -175,102 +177,181 @@ static int raw_connect(uccl_engine_t *e)
     return fd;
 }
 
-/* Send a request frame: header fields as given, own blob, no endpoints. */
-static int raw_request(uccl_engine_t *target, uccl_engine_t *self, uint16_t version, uint64_t to_id,
-                       const uint8_t *secret, size_t cut)
+static bool send_frame(int fd, const oob_buf_t *b, size_t cut)
 {
-    uint8_t m[4 + 4 + 2 + 8 + UCCL_SECRET_SIZE + 2 + UCCL_ADDRESS_MAX + 1];
-    size_t blob_len = UCCL_ADDRESS_MAX, n = 4;
-    int fd = raw_connect(target);
+    uint8_t m[4 + 8192];
+    size_t n = b->len;
 
-    if (fd < 0 || uccl_address_pack_public(self, m + 4 + 4 + 2 + 8 + UCCL_SECRET_SIZE + 2,
-                                           &blob_len) != UCCL_OK)
-        return -1;
-    uccl_put_u32(m + n, REQ_MAGIC);
-    uccl_put_u16(m + n + 4, version);
-    uccl_put_u64(m + n + 6, to_id);
-    memcpy(m + n + 14, secret, UCCL_SECRET_SIZE);
-    uccl_put_u16(m + n + 14 + UCCL_SECRET_SIZE, (uint16_t)blob_len);
-    n += 14 + UCCL_SECRET_SIZE + 2 + blob_len;
-    m[n++] = 0; /* no endpoints */
     if (cut > 0 && cut < n)
         n = cut;
-    uccl_put_u32(m, (uint32_t)(n - 4));
-    if (send(fd, m, n, MSG_NOSIGNAL) != (ssize_t)n) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    if (n > sizeof(m) - 4)
+        return false;
+    uccl_put_u32(m, (uint32_t)n);
+    memcpy(m + 4, b->data, n);
+    return send(fd, m, n + 4, MSG_NOSIGNAL) == (ssize_t)(n + 4);
 }
 
-/* Progress target until the reply frame arrives: its status, or 1 when the
- * socket was closed without one, 2 when nothing came in time. */
-static int raw_reply(uccl_engine_t *target, int fd)
+/* Progress target until a whole answer frame is in m (its body length), or
+ * -1 when the socket closed without one, -2 when nothing came in time. */
+static int raw_frame(uccl_engine_t *target, int fd, uint8_t *m, size_t cap)
 {
-    uint8_t r[14];
-    size_t have = 0;
+    size_t have = 0, need = 4;
     uint64_t deadline = unit_now_ms() + 3000;
 
-    while (unit_now_ms() < deadline && have < sizeof(r)) {
+    while (unit_now_ms() < deadline && have < need) {
         ssize_t k;
         uccl_engine_progress(target);
-        k = recv(fd, r + have, sizeof(r) - have, MSG_DONTWAIT);
-        if (k == 0)
-            return 1;
+        k = recv(fd, m + have, need - have, MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+            return -1;
         if (k > 0)
             have += (size_t)k;
-        else if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return 1;
+        if (have == 4 && need == 4) {
+            need = 4 + uccl_get_u32(m);
+            if (need > cap)
+                return -1;
+        }
     }
-    if (have < sizeof(r))
-        return 2;
-    if (uccl_get_u32(r + 4) != REP_MAGIC)
-        return 3;
-    return (int32_t)uccl_get_u32(r + 10);
+    return have == need && need > 4 ? (int)(need - 4) : -2;
+}
+
+/* A hello from self (the version given) to to_id, cut when cut > 0; the
+ * challenge's status (nonce and proof into auth/proof), or -1/-2 as raw_frame. */
+static int raw_hello(uccl_engine_t *target, uccl_engine_t *self, uint16_t version, uint64_t to_id,
+                     size_t cut, int *fd_out, uccl_setup_auth_t *auth, uint8_t proof[UCCL_HMAC_SIZE])
+{
+    uint8_t m[256];
+    oob_buf_t b;
+    oob_reader_t r;
+    int fd = raw_connect(target), n, st;
+
+    *fd_out = fd;
+    if (fd < 0)
+        return -1;
+    memset(auth, 0, sizeof(*auth));
+    auth->to_id = to_id;
+    auth->from_id = self->id;
+    memset(auth->nonce_c, 0x3c, UCCL_SETUP_NONCE);
+    uccl_oob_buf_init(&b, 256);
+    uccl_setup_put_hello(&b, auth);
+    uccl_put_u16(b.data + 4, version);
+    n = send_frame(fd, &b, cut) ? raw_frame(target, fd, m, sizeof(m)) : -1;
+    uccl_oob_buf_free(&b);
+    if (n < 0)
+        return n;
+    r = (oob_reader_t){m + 4, (size_t)n, 0, false};
+    st = uccl_setup_get_status(&r);
+    if (st == UCCL_OK && !uccl_setup_get_challenge(&r, auth->nonce_a, proof))
+        st = -3;
+    return st;
+}
+
+/* The request after a challenge: proof as given, self's public blob (of
+ * engine id blob_id), no endpoints; the reply's status. */
+static int raw_request(uccl_engine_t *target, uccl_engine_t *self, int fd,
+                       const uint8_t proof[UCCL_HMAC_SIZE], size_t cut, uint64_t blob_id)
+{
+    uint8_t blob[UCCL_ADDRESS_MAX], m[256];
+    size_t blob_len = sizeof(blob);
+    oob_buf_t b;
+    oob_reader_t r;
+    int n;
+
+    if (uccl_address_pack_public(self, blob, &blob_len) != UCCL_OK)
+        return -1;
+    uccl_put_u64(blob + 8, blob_id);
+    uccl_put_u32(blob + blob_len - 4, uccl_fnv1a32(blob, blob_len - 4));
+    uccl_oob_buf_init(&b, 8192);
+    uccl_setup_put_request_head(&b, proof);
+    uccl_oob_put_u16(&b, (uint16_t)blob_len);
+    uccl_oob_put_bytes(&b, blob, blob_len);
+    uccl_oob_put_u8(&b, 0); /* no endpoints */
+    n = send_frame(fd, &b, cut) ? raw_frame(target, fd, m, sizeof(m)) : -1;
+    uccl_oob_buf_free(&b);
+    if (n < 0)
+        return n;
+    r = (oob_reader_t){m + 4, (size_t)n, 0, false};
+    return uccl_setup_get_status(&r);
+}
+
+/* A full raw setup with the proof made by key (NULL: all zero proof). */
+static int raw_setup(uccl_engine_t *b, uccl_engine_t *a, const uint8_t *key, uint64_t blob_id)
+{
+    uint8_t proof[UCCL_HMAC_SIZE] = {0};
+    uccl_setup_auth_t auth;
+    int fd, st = raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 0, &fd, &auth, proof);
+
+    if (st == UCCL_OK) {
+        CU_ASSERT(uccl_setup_proof_ok(b->secret, &auth, true, proof)); /* the listener's proof */
+        memset(proof, 0, sizeof(proof));
+        if (key != NULL)
+            CU_ASSERT_FATAL(uccl_setup_proof(key, &auth, false, proof));
+        st = raw_request(b, a, fd, proof, 0, blob_id);
+    }
+    if (fd >= 0)
+        close(fd);
+    return st;
 }
 
 static void test_raw_requests(void)
 {
     uccl_engine_t *a = NULL, *b = NULL;
-    uint8_t zero[UCCL_SECRET_SIZE] = {0};
+    uint8_t proof[UCCL_HMAC_SIZE], old_proof[UCCL_HMAC_SIZE];
+    uccl_setup_auth_t auth, again;
+    uint64_t denied;
     int fd;
 
     UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
     UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
     if (a == NULL || b == NULL)
         goto out;
-    /* missing secret */
-    fd = raw_request(b, a, 2, b->id, zero, 0);
-    CU_ASSERT_FATAL(fd >= 0);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_ERR_DENIED);
+    denied = b->setup_denied;
+    /* no proof; a proof made with someone else's secret */
+    CU_ASSERT_EQUAL(raw_setup(b, a, NULL, a->id), UCCL_ERR_DENIED);
+    CU_ASSERT_EQUAL(raw_setup(b, a, a->secret, a->id), UCCL_ERR_DENIED);
+    CU_ASSERT_EQUAL(b->setup_denied, denied + 2);
+    /* an earlier incarnation (checked at the hello) */
+    fd = -1;
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id ^ 1, 0, &fd, &auth, proof), UCCL_ERR_STALE);
     close(fd);
-    /* someone else's secret */
-    fd = raw_request(b, a, 2, b->id, a->secret, 0);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_ERR_DENIED);
+    /* a peer of the version that sent the secret in clear (2), and a newer one */
+    CU_ASSERT_EQUAL(raw_hello(b, a, 2, b->id, 0, &fd, &auth, proof), UCCL_ERR_VERSION);
     close(fd);
-    /* an earlier incarnation (checked first) */
-    fd = raw_request(b, a, 2, b->id ^ 1, b->secret, 0);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_ERR_STALE);
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION + 1, b->id, 0, &fd, &auth, proof), UCCL_ERR_VERSION);
     close(fd);
-    /* the version before admission existed (no secret field) */
-    fd = raw_request(b, a, 1, b->id, b->secret, 0);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_ERR_VERSION);
+    /* a hello cut inside the nonce; a request cut inside the proof */
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 23, &fd, &auth, proof),
+                    UCCL_ERR_BAD_ADDRESS);
     close(fd);
-    /* cut inside the secret */
-    fd = raw_request(b, a, 2, b->id, b->secret, 4 + 14 + 5);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_ERR_BAD_ADDRESS);
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 0, &fd, &auth, proof), UCCL_OK);
+    CU_ASSERT_FATAL(uccl_setup_proof(b->secret, &auth, false, proof));
+    CU_ASSERT_EQUAL(raw_request(b, a, fd, proof, 7 + 12, a->id), UCCL_ERR_BAD_ADDRESS);
     close(fd);
+    /* the listener's own proof sent back (reflected) */
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 0, &fd, &auth, proof), UCCL_OK);
+    CU_ASSERT_EQUAL(raw_request(b, a, fd, proof, 0, a->id), UCCL_ERR_DENIED);
+    close(fd);
+    /* the right proof, but a blob of another engine than the hello named */
+    CU_ASSERT_EQUAL(raw_setup(b, a, b->secret, a->id ^ 1), UCCL_ERR_BAD_ADDRESS);
     for (int i = 0; i < 20; i++)
         uccl_engine_progress(b);
     CU_ASSERT_EQUAL(conns_in_use(b), 0);
     CU_ASSERT(uccl_list_empty(&b->accept_q));
     CU_ASSERT_EQUAL(b->nhandshakes, 0);
-    /* the right secret, no endpoints: admitted (the control that the raw
-     * request is well formed) */
-    fd = raw_request(b, a, 2, b->id, b->secret, 0);
-    CU_ASSERT_EQUAL(raw_reply(b, fd), UCCL_OK);
+    /* the right proof, no endpoints: admitted (the control that the raw
+     * messages are well formed) */
+    CU_ASSERT_EQUAL(raw_setup(b, a, b->secret, a->id), UCCL_OK);
     CU_ASSERT_EQUAL(conns_in_use(b), 1);
+    /* a good proof replayed: the same hello gets a fresh nonce, so the proof
+     * of the earlier setup no longer fits */
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 0, &fd, &auth, proof), UCCL_OK);
+    CU_ASSERT_FATAL(uccl_setup_proof(b->secret, &auth, false, old_proof));
     close(fd);
+    CU_ASSERT_EQUAL(raw_hello(b, a, UCCL_SETUP_VERSION, b->id, 0, &fd, &again, proof), UCCL_OK);
+    CU_ASSERT(memcmp(auth.nonce_a, again.nonce_a, UCCL_SETUP_NONCE) != 0);
+    CU_ASSERT_EQUAL(raw_request(b, a, fd, old_proof, 0, a->id), UCCL_ERR_DENIED);
+    close(fd);
+    CU_ASSERT_EQUAL(conns_in_use(b), 1);
 out:
     if (a != NULL)
         uccl_engine_destroy(a);

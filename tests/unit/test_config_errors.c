@@ -1,7 +1,9 @@
 /* Bad configuration fails engine creation, with a message naming the
  * setting (issue 20): transport knobs that used to make the transport
  * silently skipped, core variables, every number of every config table
- * compiled in given garbage or a leading blank, and bad engine params. */
+ * compiled in given garbage or a leading blank, every string variable given
+ * nonsense, and bad engine params. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +120,55 @@ static void test_every_table(void)
     CU_ASSERT(checked >= 10);
 }
 
+/* Every string variable of every table compiled in (uccl_info -c lists
+ * them: transport lists, device lists, addresses, paths, provider and
+ * algorithm names, modes) given nonsense: refused, naming the variable.
+ * Free strings, accepted on purpose, are listed with the reason. (Empty is
+ * every string's "default" and is accepted.) */
+static const struct {
+    const char *name, *why;
+} free_strings[] = {
+    {"UCCL_HOST_ID", "any text is an identity: ranks that give different ones act as different "
+                     "hosts (test use)"},
+    {"UCCL_VERBS_GDR_SYSROOT", "a sysfs root; one without the peer-memory module is a setting "
+                               "tests use on purpose (GPU registration is then refused there, "
+                               "naming it)"},
+};
+
+static bool is_free_string(const char *name)
+{
+    for (size_t i = 0; i < sizeof(free_strings) / sizeof(free_strings[0]); i++)
+        if (strcmp(name, free_strings[i].name) == 0)
+            return true;
+    return false;
+}
+
+static void test_every_string(void)
+{
+    static const char *const nonsense[] = {"garbage", "-5", "%$#;,", NULL /* too long */};
+    char name[128], longval[400];
+    int checked = 0, free_ones = 0;
+
+    memset(longval, 'x', sizeof(longval) - 1);
+    longval[sizeof(longval) - 1] = '\0';
+    for (const uccl_cfg_table_t *const *t = uccl_cfg_tables(); *t != NULL; t++) {
+        for (const uccl_cfg_field_t *f = (*t)->fields; f->name != NULL; f++) {
+            if (f->type != UCCL_CFG_STRING)
+                continue;
+            snprintf(name, sizeof(name), "UCCL_%s%s", (*t)->prefix, f->name);
+            if (is_free_string(name)) {
+                free_ones++;
+                continue;
+            }
+            for (size_t i = 0; i < sizeof(nonsense) / sizeof(nonsense[0]); i++)
+                expect_env_refused(name, nonsense[i] != NULL ? nonsense[i] : longval);
+            checked++;
+        }
+    }
+    printf(" [%d string variables, %d free] ", checked, free_ones);
+    CU_ASSERT(checked >= 6);
+}
+
 static void test_engine_params(void)
 {
     uccl_engine_params_t p;
@@ -161,6 +212,7 @@ static CU_TestInfo tests[] = {
     {"transport knobs", test_transport_knobs},
     {"core variables", test_core_variables},
     {"every number of every table", test_every_table},
+    {"every string of every table", test_every_string},
     {"engine params", test_engine_params},
     {"good values accepted", test_good_values_accepted},
     CU_TEST_INFO_NULL,

@@ -23,13 +23,28 @@ static uccl_status_t engine_with(const char *var, const char *value, uccl_engine
     return st;
 }
 
-/* An unknown provider name: NOT_FOUND, the engine is not created. */
+/* A name that is no libfabric provider's (a typo): INVALID_PARAM, the
+ * engine is not created, whether ofi is asked for or only allowed (with
+ * UCCL_TRANSPORTS unset it used to be skipped silently). A real provider
+ * name this host lacks stays NOT_FOUND: not a bad setting. */
 static void test_unknown_provider(void)
 {
     uccl_engine_t *e = NULL;
 
-    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "no_such_provider", &e), UCCL_ERR_NOT_FOUND);
+    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "no_such_provider", &e),
+                       UCCL_ERR_INVALID_PARAM);
     CU_ASSERT(e == NULL);
+    UNIT_ASSERT_STATUS(engine_with("UCCL_OFI_PROVIDER", "tcp;ofi_nosuch", &e),
+                       UCCL_ERR_INVALID_PARAM);
+    setenv("UCCL_OFI_PROVIDER", "garbage", 1);
+    UNIT_ASSERT_STATUS(uccl_engine_create(NULL, &e), UCCL_ERR_INVALID_PARAM);
+    unsetenv("UCCL_OFI_PROVIDER");
+    CU_ASSERT(e == NULL);
+    CU_ASSERT(uccl_ofi_provider_name_ok("verbs;ofi_rxm"));
+    CU_ASSERT(uccl_ofi_provider_name_ok("psm3"));
+    CU_ASSERT(!uccl_ofi_provider_name_ok("tcp;"));
+    CU_ASSERT(!uccl_ofi_provider_name_ok(""));
+    CU_ASSERT(!uccl_ofi_provider_name_ok("tcpx"));
 }
 
 /* Settings out of range are refused whatever the provider. */
@@ -179,7 +194,7 @@ static void test_rkey_slot(void)
 }
 
 static CU_TestInfo ofi_tests[] = {
-    {"unknown provider name -> NOT_FOUND", test_unknown_provider},
+    {"unknown provider name -> INVALID_PARAM", test_unknown_provider},
     {"settings out of range -> INVALID_PARAM", test_bad_settings},
     {"software providers only when named", test_software_not_by_default},
     {"provider without FI_RMA, tags, order, CQ data -> UNSUPPORTED, named", test_provider_checks},

@@ -179,87 +179,60 @@ void uccl_gpu_ipc_ep_fail(ipc_ep_t *ep, const char *why)
     uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
 }
 
-/* Payload of a message with nseg trailing segments, checked. */
-static bool seg_msg_ok(size_t len, size_t hdr, uint32_t nseg)
+/* A record parsed by ipc_wire.c, to its handler. */
+static void dispatch(ipc_ep_t *ep, const ipc_rx_msg_t *m)
 {
-    return nseg <= UCCL_IOV_MAX && len == hdr + nseg * sizeof(msg_seg_t);
-}
-
-static void dispatch(ipc_ep_t *ep, uint16_t type, const void *p, size_t len)
-{
-    const msg_rts_t *rts = p;
-    const msg_tgt_op_t *tgt = p;
-    const msg_cts_t *cts = p;
     ipc_map_t *map;
 
-    switch (type) {
+    switch (m->type) {
     case IPC_MSG_ALLOC:
-        if (len != sizeof(msg_alloc_t))
-            break;
-        if (uccl_gpu_ipc_map_get(ep, p, &map) != UCCL_OK) /* the messages that follow need it */
+        if (uccl_gpu_ipc_map_get(ep, &m->u.alloc, &map) != UCCL_OK) /* the messages that follow need it */
             uccl_gpu_ipc_ep_fail(ep, "the peer announced GPU memory that cannot be mapped here");
         return;
     case IPC_MSG_ALLOC_GONE:
-        if (len == sizeof(msg_key_t) && (map = uccl_gpu_ipc_map_find(ep, ((const msg_key_t *)p)->key)) != NULL) {
+        if ((map = uccl_gpu_ipc_map_find(ep, m->u.key.key)) != NULL)
             uccl_gpu_ipc_map_put(ep, map);
-            return;
-        }
-        break;
+        else
+            uccl_gpu_ipc_ep_fail(ep, "the peer withdrew GPU memory it never announced");
+        return;
     case IPC_MSG_GRANT_REQ:
-        if (len != sizeof(msg_grant_req_t))
-            break;
-        uccl_gpu_ipc_on_grant_req(ep, p);
+        uccl_gpu_ipc_on_grant_req(ep, &m->u.grant_req);
         return;
     case IPC_MSG_GRANT:
-        if (len != sizeof(msg_grant_t))
-            break;
-        uccl_gpu_ipc_on_grant(ep, p);
+        uccl_gpu_ipc_on_grant(ep, &m->u.grant);
         return;
     case IPC_MSG_REVOKE:
-        if (len != sizeof(msg_key_t))
-            break;
-        uccl_gpu_ipc_on_revoke(ep, ((const msg_key_t *)p)->key);
+        uccl_gpu_ipc_on_revoke(ep, m->u.key.key);
         return;
     case IPC_MSG_RTS:
-        if (len < sizeof(*rts) || !seg_msg_ok(len, sizeof(*rts), rts->nseg))
-            break;
-        uccl_gpu_ipc_on_rts(ep, rts, (const msg_seg_t *)(rts + 1));
+        uccl_gpu_ipc_on_rts(ep, &m->u.rts, m->seg);
         return;
     case IPC_MSG_CTS:
-        if (len < sizeof(*cts) || !seg_msg_ok(len, sizeof(*cts), cts->nseg))
-            break;
-        uccl_gpu_ipc_on_cts(ep, cts, (const msg_seg_t *)(cts + 1));
+        uccl_gpu_ipc_on_cts(ep, &m->u.cts, m->seg);
         return;
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE:
-        if (len != sizeof(msg_fin_t))
-            break;
-        uccl_gpu_ipc_on_fin(ep, type == IPC_MSG_FIN        ? &ep->sends
-                       : type == IPC_MSG_TGT_DONE ? &ep->tgt_wait
-                                                  : &ep->pushes,
-                   p);
+        uccl_gpu_ipc_on_fin(ep, m->type == IPC_MSG_FIN        ? &ep->sends
+                                : m->type == IPC_MSG_TGT_DONE ? &ep->tgt_wait
+                                                              : &ep->pushes,
+                            &m->u.fin);
         return;
     case IPC_MSG_TGT_OP:
-        if (len < sizeof(*tgt) || !seg_msg_ok(len, sizeof(*tgt), tgt->nseg))
-            break;
-        uccl_gpu_ipc_on_tgt_op(ep, tgt, (const msg_seg_t *)(tgt + 1));
+        uccl_gpu_ipc_on_tgt_op(ep, &m->u.tgt, m->seg);
         return;
     case IPC_MSG_NOTIF:
-        if (len != sizeof(msg_key_t))
-            break;
-        uccl_conn_notif_push(ep->base.conn, ((const msg_key_t *)p)->key);
+        uccl_conn_notif_push(ep->base.conn, m->u.key.key);
         return;
-    default:
-        break;
     }
-    uccl_gpu_ipc_ep_fail(ep, "malformed mailbox message");
 }
 
 /* Handle what the peer sent (bounded, never blocks). */
 void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
 {
     _Alignas(8) uint8_t msg[IPC_MSG_MAX];
+    ipc_rx_msg_t m;
+    const char *why;
 
     for (int i = 0; i < POLL_BUDGET && !ep->failed && ep->rx.shm != NULL; i++) {
         const void *payload;
@@ -277,7 +250,13 @@ void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
          * off the ring first so that nothing handles it twice */
         memcpy(msg, payload, len);
         uccl_gpu_ipc_ring_pop(&ep->rx, len);
-        dispatch(ep, type, msg, len);
+        if (uccl_gpu_ipc_msg_parse(type, msg, len, &m, &why) != UCCL_OK) {
+            char text[128];
+            snprintf(text, sizeof(text), "malformed mailbox message (%s)", why);
+            uccl_gpu_ipc_ep_fail(ep, text);
+            break;
+        }
+        dispatch(ep, &m);
     }
 }
 

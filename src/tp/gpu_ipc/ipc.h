@@ -39,78 +39,11 @@
 
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
+#include "tp/gpu_ipc/ipc_wire.h"
 #include "tp/gpu_ipc/ring.h"
 #include "util/hmap.h"
 
 #define IPC_STREAMS_MAX 16
-
-/* Mailbox message types. */
-enum {
-    IPC_MSG_ALLOC = 1,  /* msg_alloc_t: a device allocation of the sender */
-    IPC_MSG_ALLOC_GONE, /* msg_key_t: that allocation is no longer registered */
-    IPC_MSG_GRANT_REQ,  /* msg_grant_req_t */
-    IPC_MSG_GRANT,      /* msg_grant_t */
-    IPC_MSG_REVOKE,     /* msg_key_t: region id */
-    IPC_MSG_RTS,        /* msg_rts_t + msg_seg_t[nseg]: a send waiting for its receive */
-    IPC_MSG_FIN,        /* msg_fin_t: the receiver is done with an RTS */
-    IPC_MSG_TGT_OP,     /* msg_tgt_op_t + msg_seg_t[nseg]: copy to/from my host region */
-    IPC_MSG_TGT_DONE,   /* msg_fin_t */
-    IPC_MSG_NOTIF,      /* msg_key_t: notification value */
-    IPC_MSG_CTS,        /* msg_cts_t + msg_seg_t[nseg]: push that RTS into these buffers */
-    IPC_MSG_PUSH_DONE,  /* msg_fin_t: the sender's push for that RTS is done */
-};
-
-typedef struct msg_alloc {
-    uint64_t key; /* the allocation's base address in the sender */
-    uint64_t size;
-    uccl_gpu_ipc_handle_t handle;
-} msg_alloc_t;
-
-typedef struct msg_key {
-    uint64_t key;
-} msg_key_t;
-
-typedef struct msg_grant_req {
-    uint64_t region_id, addr, len;
-} msg_grant_req_t;
-
-typedef struct msg_grant {
-    uint64_t region_id;
-    int32_t status;
-    uint32_t pad;
-    uint64_t addr, len; /* the live region */
-    msg_alloc_t alloc;  /* the allocation that holds it */
-} msg_grant_t;
-
-typedef struct msg_seg {
-    uint64_t key, off, len; /* off from the allocation's base */
-} msg_seg_t;
-
-typedef struct msg_rts {
-    uint64_t seq, tag, len;
-    uint64_t msg_seq; /* the connection's message number (req->msg_seq) */
-    uint32_t nseg, pad;
-} msg_rts_t;
-
-typedef struct msg_cts {
-    uint64_t seq, len; /* the RTS answered and its length */
-    uint64_t push_len; /* push bytes [0, push_len); the receiver pulls the rest */
-    uint32_t nseg, pad; /* the segments cover [0, push_len) of the receive */
-} msg_cts_t;
-
-typedef struct msg_fin {
-    uint64_t seq;
-    int32_t status;
-    uint32_t pad;
-    uint64_t bytes;
-} msg_fin_t;
-
-typedef struct msg_tgt_op {
-    uint64_t seq, region_id, addr, len, notif;
-    uint32_t op; /* UCCL_OP_WRITE or UCCL_OP_READ, as the initiator sees it */
-    uint32_t has_notif;
-    uint32_t nseg, pad;
-} msg_tgt_op_t;
 
 /* A local device allocation that some registered region lies in. */
 typedef struct ipc_alloc {

@@ -127,11 +127,9 @@ uccl_status_t uccl_gpu_ipc_ring_peek(ipc_ring_t *ring, uint16_t *type, const voi
         return UCCL_ERR_PEER_FAILED;
     if (p == NULL)
         return UCCL_ERR_NOT_FOUND;
-    if (hdr.size - REC_HDR > IPC_MSG_MAX || hdr.type > UINT16_MAX)
+    if (uccl_gpu_ipc_rec_check(&hdr, type, len) != UCCL_OK)
         return UCCL_ERR_PEER_FAILED;
-    *type = (uint16_t)hdr.type;
     *payload = p + REC_HDR;
-    *len = hdr.size - REC_HDR;
     return UCCL_OK;
 }
 

@@ -13,10 +13,10 @@
 #include <uccl/uccl.h>
 
 #include "tp/common/spsc_ring.h"
+#include "tp/gpu_ipc/ipc_wire.h"
 
 #define IPC_RING_BYTES (256u * 1024u)
 #define IPC_RING_NAME_MAX 64
-#define IPC_MSG_MAX 4096 /* largest payload one record carries */
 
 typedef struct ipc_ring_shm {
     uccl_spsc_ctl_t ctl;

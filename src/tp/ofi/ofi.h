@@ -186,6 +186,9 @@ void uccl_ofi_conn_fail(tp_ofi_ep_t *ep, uccl_status_t st);
 extern const uccl_cfg_table_t uccl_ofi_config_table;
 /* Candidate infos for the configured provider (caller frees with fi_freeinfo). */
 uccl_status_t uccl_ofi_getinfo(tp_ofi_t *tp, struct fi_info **list);
+/* Every ';'-separated part of PROV is a libfabric provider name (a name
+ * outside the list is refused with UCCL_ERR_INVALID_PARAM, naming it). */
+bool uccl_ofi_provider_name_ok(const char *prov);
 /* Check one candidate; on refusal write why into buf. */
 uccl_status_t uccl_ofi_check_info(const struct fi_info *info, char *why, size_t len);
 const ofi_quirk_t *uccl_ofi_quirk(const char *prov);

@@ -14,7 +14,8 @@
 static const uccl_cfg_field_t ofi_fields[] = {
     OFI_FIELD("PROVIDER", "",
               "libfabric provider (cxi, efa, \"verbs;ofi_rxm\", \"tcp;ofi_rxm\", shm); empty = "
-              "the best ranked one that offers FI_EP_RDM with messages and RMA",
+              "the best ranked one that offers FI_EP_RDM with messages and RMA; a name that is "
+              "no libfabric provider's fails engine creation",
               provider, UCCL_CFG_STRING),
     OFI_FIELD("CHUNK", "1M", "largest RMA operation; larger transfers are split", chunk,
               UCCL_CFG_SIZE),
@@ -176,6 +177,36 @@ static void ofi_known_providers(char *buf, size_t len)
     fi_freeinfo(hints);
 }
 
+/* libfabric's provider names (core providers, then the utility providers
+ * layered over one as "core;ofi_rxm"): a UCCL_OFI_PROVIDER with a part
+ * outside these is a typo, refused whatever this host has. */
+static const char *const ofi_names[] = {
+    "cxi", "efa", "gni", "lpp", "lnx", "mlx", "net", "opx", "psm", "psm2", "psm3", "shm",
+    "sm2", "sockets", "tcp", "ucx", "udp", "usnic", "verbs", "ofi_rxm", "ofi_rxd", "ofi_mrail",
+};
+#define OFI_NAMES_TEXT                                                                            \
+    "cxi, efa, gni, lpp, lnx, mlx, net, opx, psm, psm2, psm3, shm, sm2, sockets, tcp, ucx, "   \
+    "udp, usnic, verbs, layered as \"core;ofi_rxm\", \"core;ofi_rxd\" or \"core;ofi_mrail\""
+
+bool uccl_ofi_provider_name_ok(const char *prov)
+{
+    const size_t n = sizeof(ofi_names) / sizeof(ofi_names[0]);
+
+    for (const char *p = prov;;) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        bool found = false;
+
+        for (size_t i = 0; i < n && !found; i++)
+            found = strlen(ofi_names[i]) == len && strncmp(ofi_names[i], p, len) == 0;
+        if (!found)
+            return false;
+        if (end == NULL)
+            return true;
+        p = end + 1;
+    }
+}
+
 /* Why nothing matched: the named provider is unknown, or lacks something. */
 static uccl_status_t ofi_explain_nodata(const char *prov)
 {
@@ -197,6 +228,11 @@ static uccl_status_t ofi_explain_nodata(const char *prov)
         return st;
     }
     ofi_known_providers(known, sizeof(known));
+    if (!uccl_ofi_provider_name_ok(prov)) { /* a typo: a bad setting, not a missing device */
+        uccl_error("ofi: UCCL_OFI_PROVIDER=%s is not a libfabric provider name (accepted: "
+                   OFI_NAMES_TEXT "); usable on this host: %s", prov, known);
+        return UCCL_ERR_INVALID_PARAM;
+    }
     uccl_error("ofi: UCCL_OFI_PROVIDER=%s names no libfabric provider of this host; known: %s",
                prov, known);
     return st;

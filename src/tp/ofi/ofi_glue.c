@@ -137,6 +137,13 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
         uccl_error("UCCL_OFI_IMM=%s: expected auto, data or msg", cfg->imm);
         ok = false;
     }
+    if (strcmp(cfg->pack_below, "auto") != 0) { /* checked here, before any provider is sought */
+        size_t v;
+        if (uccl_cfg_parse_value(UCCL_CFG_SIZE, cfg->pack_below, &v) != UCCL_OK) {
+            uccl_error("UCCL_OFI_PACK_BELOW=%s: a size (0 = never pack) or auto", cfg->pack_below);
+            ok = false;
+        }
+    }
     if (!ok)
         return UCCL_ERR_INVALID_PARAM;
     return UCCL_OK;
