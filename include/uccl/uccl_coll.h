@@ -265,9 +265,15 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  * progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or, without one, from
  * a helper thread the engine runs while any stream hold is out (see
  * uccl_stream_hold), so the caller may synchronize the stream or the device
- * (cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree) right after the
- * call, as with NCCL. The library itself makes no such call while it holds
- * a stream. req may be NULL: the request is then detached, and an
+ * (cudaStreamSynchronize, cudaDeviceSynchronize) right after the call, as
+ * with NCCL. The library itself makes no such call while it holds a stream.
+ * Known limit: a kernel module load in this process while the call is in
+ * flight (the first launch of a kernel under CUDA's lazy loading, CuPy's
+ * compiled kernels) takes the context's lock while it waits for the held
+ * stream, and progress's own next cudaMemcpyAsync for the collective waits
+ * for that lock: a deadlock (seen on the device in Python tests). Load the
+ * kernels first (a warm-up call, CUDA_MODULE_LOADING=EAGER) or use the
+ * host-ordered call when kernels may be loaded meanwhile. req may be NULL: the request is then detached, and an
  * error is only logged. Order with the comm's other collectives as any
  * non-blocking collective (every rank the same order).
  * Errors: those of uccl_coll_post, those of uccl_stream_event and
