@@ -18,28 +18,13 @@
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "topo/topo.h"
+#include "util/config.h"
 
 typedef struct info_opts {
     bool json;
     bool config;
     const char *topo_xml;
 } info_opts_t;
-
-/* ------------------------------------------------------------ json output */
-
-static void json_string(FILE *out, const char *text)
-{
-    fputc('"', out);
-    for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
-        if (*c == '"' || *c == '\\')
-            fprintf(out, "\\%c", *c);
-        else if (*c < 0x20)
-            fprintf(out, "\\u%04x", *c);
-        else
-            fputc(*c, out);
-    }
-    fputc('"', out);
-}
 
 /* ------------------------------------------------------------ transports */
 
@@ -57,11 +42,11 @@ static void report_transports(FILE *out, const info_opts_t *opts)
 
     if (opts->json) {
         fprintf(out, "\"engine\":{\"status\":");
-        json_string(out, uccl_status_name(st));
+        uccl_json_string(out, uccl_status_name(st));
         fprintf(out, "},\"transports\":[");
         for (size_t i = 0; list[i] != NULL; i++) {
             fprintf(out, "%s{\"name\":", i ? "," : "");
-            json_string(out, list[i]->name);
+            uccl_json_string(out, list[i]->name);
             fprintf(out, ",\"usable\":%s}", (caps & list[i]->engine_cap) ? "true" : "false");
         }
         fprintf(out, "],\"features\":{");
@@ -149,9 +134,9 @@ static void print_gpus_nics(FILE *out, const uccl_topo_t *topo, bool json)
         fprintf(out, "%s{\"index\":%d,\"busid\":\"%s\",\"vendor\":\"0x%04x\",\"device\":\"0x%04x\","
                 "\"numa\":%d,\"ordinal\":%d,\"name\":", g ? "," : "", g, gpu->busid,
                 gpu->vendor, gpu->device_id, gpu->numa, gpu->device);
-        json_string(out, gpu->name);
+        uccl_json_string(out, gpu->name);
         fprintf(out, ",\"model\":");
-        json_string(out, gpu->model);
+        uccl_json_string(out, gpu->model);
         fputc('}', out);
     }
     fprintf(out, json ? "],\"nics\":[" : "NICs:\n");
@@ -165,11 +150,11 @@ static void print_gpus_nics(FILE *out, const uccl_topo_t *topo, bool json)
             continue;
         }
         fprintf(out, "%s{\"index\":%d,\"name\":", i ? "," : "", i);
-        json_string(out, nic->name);
+        uccl_json_string(out, nic->name);
         fprintf(out, ",\"kind\":\"%s\",\"busid\":\"%s\",\"numa\":%d,\"up\":%s,\"ports\":\"%s\","
                 "\"link_gbps\":%.1f,\"netdev\":", kind_name(nic->kind), nic->busid, nic->numa,
                 nic->up ? "true" : "false", ports, nic->link_gbps);
-        json_string(out, nic->netdev);
+        uccl_json_string(out, nic->netdev);
         fputc('}', out);
     }
     fprintf(out, json ? "]," : "");
@@ -183,16 +168,16 @@ static void print_choice(FILE *out, const char *who, uccl_status_t st,
         return;
     }
     fprintf(out, "%s{\"for\":", first ? "" : ",");
-    json_string(out, who);
+    uccl_json_string(out, who);
     fprintf(out, ",\"status\":\"%s\",\"dist\":\"%s\",\"nics\":[", uccl_status_name(st),
             st == UCCL_OK ? uccl_topo_dist_name(choice->dist) : "");
     for (int k = 0; st == UCCL_OK && k < choice->n; k++) {
         fprintf(out, "%s{\"name\":", k ? "," : "");
-        json_string(out, choice->nics[k].nic->name);
+        uccl_json_string(out, choice->nics[k].nic->name);
         fprintf(out, ",\"port\":%d}", choice->nics[k].port);
     }
     fprintf(out, "],\"why\":");
-    json_string(out, choice->why);
+    uccl_json_string(out, choice->why);
     fputc('}', out);
 }
 
@@ -258,7 +243,7 @@ static int report_topology(FILE *out, const info_opts_t *opts)
     if (st != UCCL_OK) {
         if (opts->json) {
             fprintf(out, "\"topology\":{\"status\":");
-            json_string(out, uccl_status_name(st));
+            uccl_json_string(out, uccl_status_name(st));
             fprintf(out, "}");
         } else {
             fprintf(out, "topology: not available (%s)\n", uccl_strerror(st));
@@ -267,9 +252,9 @@ static int report_topology(FILE *out, const info_opts_t *opts)
     }
     if (opts->json) {
         fprintf(out, "\"topology\":{\"status\":\"UCCL_OK\",\"source\":");
-        json_string(out, uccl_topo_source(topo));
+        uccl_json_string(out, uccl_topo_source(topo));
         fprintf(out, ",\"machine\":");
-        json_string(out, uccl_topo_machine(topo));
+        uccl_json_string(out, uccl_topo_machine(topo));
         fprintf(out, ",\"numa_nodes\":%d,", uccl_topo_numa_count(topo));
     } else {
         fprintf(out, "topology: %s (machine %s, %d NUMA node%s)\n", uccl_topo_source(topo),

@@ -1,6 +1,7 @@
 /* The core configuration table, the registry of every table of this build,
  * the once-per-process unknown-variable warning and uccl_config_dump. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -46,6 +47,10 @@ static const uccl_cfg_field_t core_fields[] = {
     CORE_FIELD("OOB_PORT", "0",
                "TCP port of the setup listener (0 = any free port; a fixed one lets a restarted "
                "process listen at the same address); 0..65535", oob_port, UCCL_CFG_INT),
+    CORE_FIELD("PORT_RANGE", "",
+               "TCP ports the listeners take, lo-hi, e.g. 50000-50100 (empty = any free port); "
+               "each engine takes two (setup and tcp transport), first free first; for firewalls",
+               port_range, UCCL_CFG_STRING),
     CORE_FIELD("OOB_BIND_ANY", "0",
                "1 = the setup and tcp listeners listen on every interface (0.0.0.0); 0 = on the "
                "advertised address only", oob_bind_any, UCCL_CFG_BOOL),
@@ -137,6 +142,26 @@ static uccl_status_t coll_env_check(void)
     return UCCL_OK;
 }
 
+/* UCCL_PORT_RANGE: "lo-hi" with 1 <= lo <= hi <= 65535, or empty. */
+static uccl_status_t parse_port_range(uccl_config_t *cfg)
+{
+    unsigned lo, hi;
+    int end = -1;
+
+    cfg->port_lo = cfg->port_hi = 0;
+    if (cfg->port_range[0] == '\0')
+        return UCCL_OK;
+    if (sscanf(cfg->port_range, "%5u-%5u%n", &lo, &hi, &end) != 2 ||
+        cfg->port_range[end] != '\0' || lo < 1 || lo > hi || hi > 65535) {
+        uccl_error("UCCL_PORT_RANGE=%s: expected lo-hi with 1 <= lo <= hi <= 65535, e.g. "
+                   "50000-50100", cfg->port_range);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    cfg->port_lo = (int)lo;
+    cfg->port_hi = (int)hi;
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_config_get(uccl_config_t *cfg)
 {
     uccl_status_t st = uccl_cfg_parse(&uccl_core_config_table, cfg);
@@ -160,6 +185,8 @@ uccl_status_t uccl_config_get(uccl_config_t *cfg)
         uccl_error("UCCL_OOB_PORT must be in 0..65535 (got %d)", cfg->oob_port);
         return UCCL_ERR_INVALID_PARAM;
     }
+    if (parse_port_range(cfg) != UCCL_OK)
+        return UCCL_ERR_INVALID_PARAM;
     uccl_log_level_current = (uccl_log_level_t)cfg->log_level;
     /* after the level is set, so that UCCL_LOG_LEVEL=error silences it */
     pthread_once(&check_once, check_env);

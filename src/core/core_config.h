@@ -20,6 +20,8 @@ typedef struct uccl_config {
     int rcache;
     char oob_ifaddr[UCCL_CFG_STRING_MAX];
     int oob_port;
+    char port_range[UCCL_CFG_STRING_MAX];
+    int port_lo, port_hi; /* parsed from port_range; 0, 0 = any free port */
     int oob_bind_any;
     char topo_xml[UCCL_CFG_STRING_MAX];
     char host_id[UCCL_CFG_STRING_MAX];

@@ -117,10 +117,14 @@ static uccl_status_t open_listener(uccl_engine_t *engine)
     /* a fixed port is for restarting at the same address: TIME_WAIT must not stop it */
     if (engine->cfg.oob_port != 0)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 128) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
-        uccl_error("setup listener on %s:%d: %s (UCCL_OOB_IFADDR, UCCL_OOB_PORT, "
-                   "UCCL_OOB_BIND_ANY)", inet_ntoa(sa.sin_addr), engine->cfg.oob_port, strerror(errno));
+    /* UCCL_OOB_PORT, when set, wins over UCCL_PORT_RANGE */
+    if (uccl_bind_port_range(fd, &sa, engine->cfg.oob_port != 0 ? 0 : engine->cfg.port_lo,
+                             engine->cfg.port_hi) != 0 ||
+        listen(fd, 128) != 0 || getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        uccl_error("setup listener on %s (UCCL_OOB_PORT=%d, UCCL_PORT_RANGE=%s): %s (see also "
+                   "UCCL_OOB_IFADDR, UCCL_OOB_BIND_ANY)", inet_ntoa(sa.sin_addr),
+                   engine->cfg.oob_port, engine->cfg.port_range[0] ? engine->cfg.port_range : "(any)",
+                   strerror(errno));
         close(fd);
         return UCCL_ERR_IO;
     }
@@ -140,6 +144,8 @@ static void fill_tp_params(uccl_engine_t *engine)
         .pid = engine->pid,
         .ifaddr = engine->oob_addr.sin_addr.s_addr,
         .bind_any = engine->cfg.oob_bind_any,
+        .port_lo = engine->cfg.port_lo,
+        .port_hi = engine->cfg.port_hi,
         .net_devices = engine->cfg.net_devices,
         .timeout_ms = engine->cfg.timeout_ms,
         .setup_max_pending = engine->cfg.setup_max_pending,

@@ -84,6 +84,7 @@ struct uccl_tp_open_params {
     uint32_t ifaddr;         /* IPv4 address of the engine's setup interface, network order */
     int bind_any;            /* UCCL_OOB_BIND_ANY: listeners listen on every interface,
                               * else on ifaddr only */
+    int port_lo, port_hi;    /* UCCL_PORT_RANGE for listeners; 0, 0 = any free port */
     const char *net_devices; /* UCCL_NET_DEVICES or the engine parameter; "" = by topology */
     int timeout_ms;          /* UCCL_TIMEOUT_MS: the bound of every wait on a peer */
     int setup_max_pending;   /* UCCL_SETUP_MAX_PENDING: incoming setups kept at once */

@@ -116,4 +116,8 @@ enum {
  * shows the default and is marked invalid. */
 void uccl_cfg_dump(FILE *out, unsigned flags, char *const *env);
 
+/* text as a JSON string literal (quotes, backslashes and control bytes
+ * escaped): the dump's and uccl_info's JSON. */
+void uccl_json_string(FILE *out, const char *text);
+
 #endif

@@ -133,7 +133,7 @@ int uccl_cfg_check_env(char *const *env)
 
 /* ---------------------------------------------------------------- dump */
 
-static void json_string(FILE *out, const char *text)
+void uccl_json_string(FILE *out, const char *text)
 {
     fputc('"', out);
     for (const unsigned char *c = (const unsigned char *)text; *c != '\0'; c++) {
@@ -162,22 +162,22 @@ static void dump_one(FILE *out, unsigned flags, const dump_var_t *v, bool *first
         return;
     }
     fprintf(out, "%s{\"name\":", *first ? "" : ",");
-    json_string(out, v->name);
+    uccl_json_string(out, v->name);
     fprintf(out, ",\"value\":");
-    json_string(out, v->value);
+    uccl_json_string(out, v->value);
     if (v->dflt != NULL) {
         fprintf(out, ",\"default\":");
-        json_string(out, v->dflt);
+        uccl_json_string(out, v->dflt);
     }
     fprintf(out, ",\"state\":\"%s\",\"doc\":", v->state);
-    json_string(out, v->doc);
+    uccl_json_string(out, v->doc);
     if (v->raw != NULL) {
         fprintf(out, ",\"raw\":");
-        json_string(out, v->raw);
+        uccl_json_string(out, v->raw);
     }
     if (v->hint != NULL && v->hint[0] != '\0') {
         fprintf(out, ",\"hint\":");
-        json_string(out, v->hint);
+        uccl_json_string(out, v->hint);
     }
     fputc('}', out);
     *first = false;

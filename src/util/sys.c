@@ -1,8 +1,11 @@
 /* Clock, hashing, randomness and host identity. */
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,4 +89,19 @@ uint64_t uccl_host_id(char *hostname, size_t len, const char *override)
     h = fnv1a64(hostname, strlen(hostname), h);
     h = fnv1a64(boot_id, strlen(boot_id), h);
     return h;
+}
+
+int uccl_bind_port_range(int fd, struct sockaddr_in *sa, int lo, int hi)
+{
+    if (lo == 0)
+        return bind(fd, (struct sockaddr *)sa, sizeof(*sa));
+    for (int port = lo; port <= hi; port++) {
+        sa->sin_port = htons((uint16_t)port);
+        if (bind(fd, (struct sockaddr *)sa, sizeof(*sa)) == 0)
+            return 0;
+        if (errno != EADDRINUSE)
+            return -1;
+    }
+    errno = EADDRINUSE;
+    return -1;
 }

@@ -19,4 +19,10 @@ uint64_t uccl_random_u64(void);
  * hostname is the real one either way. */
 uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
 
+struct sockaddr_in;
+/* bind(fd) to sa's address on the first free port of lo..hi (UCCL_PORT_RANGE),
+ * or to sa as it is when lo is 0. 0, else -1 with errno (EADDRINUSE: every
+ * port of the range is taken). */
+int uccl_bind_port_range(int fd, struct sockaddr_in *sa, int lo, int hi);
+
 #endif

@@ -63,7 +63,7 @@ static uccl_status_t tcp_config_load(tcp_config_t *cfg)
 }
 
 /* Listen where the engine's setup listener does: the advertised address
- * only, unless UCCL_OOB_BIND_ANY=1. */
+ * only, unless UCCL_OOB_BIND_ANY=1; on a port of UCCL_PORT_RANGE when set. */
 static uccl_status_t tcp_open_listener(tcp_tp_t *tp, const uccl_tp_open_params_t *params)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -77,10 +77,12 @@ static uccl_status_t tcp_open_listener(tcp_tp_t *tp, const uccl_tp_open_params_t
         uccl_error("tcp: socket: %s", strerror(errno));
         return UCCL_ERR_IO;
     }
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 512) != 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &salen) != 0 ||
+    if (uccl_bind_port_range(fd, &sa, params->port_lo, params->port_hi) != 0 ||
+        listen(fd, 512) != 0 || getsockname(fd, (struct sockaddr *)&sa, &salen) != 0 ||
         epoll_ctl(tp->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        uccl_error("tcp: listener: %s", strerror(errno));
+        uccl_error("tcp: listener%s%s: %s", params->port_lo ? " in UCCL_PORT_RANGE" : "",
+                   params->port_lo && errno == EADDRINUSE ? " (every port taken)" : "",
+                   strerror(errno));
         close(fd);
         return UCCL_ERR_IO;
     }
