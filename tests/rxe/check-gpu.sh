@@ -35,7 +35,7 @@ t=$builddir/tests/unit/test_verbs_gpu
 sysroot=${TMPDIR:-/tmp}/fake-sys-peermem
 [ -n "${RXE_SKIP:-}" ] || mkdir -p "$sysroot/module/nvidia_peermem" "${TMPDIR:-/tmp}/fake-sys-empty"
 # staging with a 128K bound on the bytes in flight per QP (default 4M): the
-# load case's windows, reads and staged sources all wait on it
+# window case's granted windows, reads and staged sources all wait on it
 run "test_verbs_gpu staging (UCCL_VERBS_GDR=off, UCCL_VERBS_INFLIGHT=128K)" \
 	env UCCL_VERBS_GDR=off UCCL_VERBS_INFLIGHT=128K timeout 200 "$t"
 run "test_verbs_gpu GPUDirect (UCCL_VERBS_GDR=peermem, fake nvidia_peermem)" \
