@@ -91,6 +91,17 @@ assert all(r["wrong"] == 0 and r["uccl_us"] > 0 and r["plan_us"] > 0 and r["mpi_
 PY
     fi
 done
+# p2p --mem cuda --peer-mem host: rank 1's buffer is host memory, and the
+# check must read that buffer (it read rank 1's unused GPU buffer: every write
+# was a DATA MISMATCH at offset 0); builds without a GPU must say so
+for op in write read; do
+    if ! perf2 --transport tcp --mem cuda --peer-mem host --op $op --min 4K --max 64K --iters 2 \
+        --window 2 --no-ref; then
+        grep -q 'needs a GPU' "$tmp/out" ||
+            { cat "$tmp/out"; echo "p2p --mem cuda --peer-mem host --op $op failed"; exit 1; }
+    fi
+done
+n=$((n + 1))
 # --mem cuda: GPU buffers (the fake GPU build's "GPUs" too), data checked, the
 # device-to-device copy as the reference; elsewhere it must say there is no GPU
 for op in allgather alltoallv bcast; do

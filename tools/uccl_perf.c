@@ -266,7 +266,10 @@ static int verify(perf_ctx_t *c, size_t size, const char *who,
         fill(c, size, 1);
     phase(c, size, 1);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (c->gpu != NULL && is_destination(c) && perf_cuda_download(c->gpu, c->host, size) != 0)
+    /* the destination's bytes are in GPU memory only where its buffer is
+     * there (rank 1 of --peer-mem host keeps a GPU but uses host memory) */
+    if (c->gpu != NULL && c->buf != c->host && is_destination(c) &&
+        perf_cuda_download(c->gpu, c->host, size) != 0)
         bad = 1;
     for (size_t i = 0; is_destination(c) && !bad && i < size; i++) {
         if (c->host[i] != pattern_byte(size, i)) {

@@ -14,7 +14,7 @@
 #   BENCH_SIZES (default 1M 4M 8M), BENCH_OPS (default send; also write read),
 #   BENCH_ROUNDS (default 5: host and GPU take turns, the first of each pair
 #   alternating, so that drift in the emulated VM hits both alike),
-#   UCCL_VERBS_STAGE_CHUNK / UCCL_VERBS_STAGE_DEPTH pass through
+#   UCCL_VERBS_STAGE_CHUNK, UCCL_VERBS_STAGE_DEPTH and UCCL_VERBS_INFLIGHT pass through
 # Runs in the project's Soft-RoCE VM (tests/vm/run.sh); exits 77 with the
 # reason where this machine cannot boot it.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,7 +45,7 @@ uccl_gbps() {  # uccl_gbps MEM OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0
 	[ "$1" = cuda ] && [ "$2" != send ] && peer="--peer-mem host"
 	rm -f /tmp/uccl.json
 	UCCL_VERBS_GDR=off timeout 300 $mpiexec -x UCCL_VERBS_GDR -x UCCL_VERBS_STAGE_CHUNK \
-		-x UCCL_VERBS_STAGE_DEPTH -x UCCL_TIMEOUT_MS -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs \
+		-x UCCL_VERBS_STAGE_DEPTH -x UCCL_VERBS_INFLIGHT -x UCCL_TIMEOUT_MS -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs \
 		--mem "$1" $peer --op "$2" --min "$3" --max "$3" --iters $(( $(count "$3") / 16 )) --window 16 \
 		--warmup 1 --no-ref --json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||

@@ -34,7 +34,10 @@ export UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-30000}
 t=$builddir/tests/unit/test_verbs_gpu
 sysroot=${TMPDIR:-/tmp}/fake-sys-peermem
 [ -n "${RXE_SKIP:-}" ] || mkdir -p "$sysroot/module/nvidia_peermem" "${TMPDIR:-/tmp}/fake-sys-empty"
-run "test_verbs_gpu staging (UCCL_VERBS_GDR=off)" env UCCL_VERBS_GDR=off timeout 200 "$t"
+# staging with a 128K bound on the bytes in flight per QP (default none): the
+# window case's granted windows, reads and staged sources all wait on it
+run "test_verbs_gpu staging (UCCL_VERBS_GDR=off, UCCL_VERBS_INFLIGHT=128K)" \
+	env UCCL_VERBS_GDR=off UCCL_VERBS_INFLIGHT=128K timeout 200 "$t"
 run "test_verbs_gpu GPUDirect (UCCL_VERBS_GDR=peermem, fake nvidia_peermem)" \
 	env UCCL_VERBS_GDR=peermem UCCL_VERBS_GDR_SYSROOT="$sysroot" timeout 200 "$t"
 run "UCCL_VERBS_GDR=peermem without the module: engine refused" env UCCL_VERBS_GDR=peermem \

@@ -53,7 +53,12 @@ unit=$builddir/tests/unit
 for qp in rc uc; do
 	run "test_tp_conformance verbs $qp ($RXE_DEV <-> $RXE_DEV2)" env UCCL_VERBS_QP_TYPE=$qp \
 		timeout 400 "$unit/test_tp_conformance" verbs
-	run "test_tp_verbs $qp ($RXE_DEV <-> $RXE_DEV2)" env UCCL_VERBS_QP_TYPE=$qp timeout 300 \
+	# uc with a 32K bound on the bytes in flight per QP (UCCL_VERBS_INFLIGHT,
+	# default none): every window of the 1000 operations, the 8 QPs and the
+	# notified writes waits on it, so a bound that stalls a request shows
+	inflight=; [ $qp = uc ] && inflight=32K
+	run "test_tp_verbs $qp ($RXE_DEV <-> $RXE_DEV2)${inflight:+, UCCL_VERBS_INFLIGHT=$inflight}" \
+		env UCCL_VERBS_QP_TYPE=$qp ${inflight:+UCCL_VERBS_INFLIGHT=$inflight} timeout 300 \
 		"$unit/test_tp_verbs"
 done
 

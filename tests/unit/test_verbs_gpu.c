@@ -427,6 +427,114 @@ int main(void)
     return unit_main(suites);
 }
 #else
+/* Load on the granted windows: both ranks at once post LOAD_RECV receives
+ * into GPU memory (every fourth in two GPU pieces) and LOAD_READ reads into
+ * two GPU pieces each out of the peer's host memory, then send LOAD_RECV
+ * messages (from host memory, every third from GPU memory); mixed sizes
+ * (eager, below, at and above a 96K window, many windows), every receive
+ * with up to STAGE_DEPTH windows out and dozens of sinks sharing the stage
+ * pool; LOAD_ROUNDS rounds with the sizes shifted; every byte checked. */
+#define LOAD_RECV 16
+#define LOAD_READ 12
+#define LOAD_ROUNDS 2
+#define LOAD_STRIDE ((size_t)512 << 10)
+#define LOAD_SLOTS (2 * LOAD_RECV + LOAD_READ) /* GPU: receives, reads, send sources */
+static const size_t load_sizes[] = {1,           4000,        5000,          (96 << 10) - 1,
+                                    96 << 10,    (96 << 10) + 1, 200 * 1024 + 13, 3 * (96 << 10),
+                                    65536,       448 * 1024 + 5, (500 << 10) + 7, 290 * 1024};
+#define LOAD_NSIZES (sizeof(load_sizes) / sizeof(load_sizes[0]))
+
+static size_t load_size(int round, int i) { return load_sizes[(size_t)(i * 5 + round * 3) % LOAD_NSIZES]; }
+static unsigned load_seed(int rank, int round, int i) { return (unsigned)(rank * 1000 + round * 100 + i); }
+
+static void side_load(peer_t *p)
+{
+    uccl_req_t *rreq[LOAD_RECV], *sreq[LOAD_RECV], *dreq[LOAD_READ];
+    int peer = 1 - p->rank;
+    uccl_rdesc_t mine, rd;
+    bufs_t b;
+
+    for (size_t k = 0; k < LOAD_NSIZES; k++)
+        CHECK(p, load_sizes[k] < LOAD_STRIDE); /* a receive's capacity is one stride */
+    bufs_init(p, &b, LOAD_SLOTS * LOAD_STRIDE);
+    CHECK(p, uccl_mr_pack(b.host_mr, 0, LOAD_SLOTS * LOAD_STRIDE, &mine) == UCCL_OK);
+    sock_xfer(p->sock, p->rank == 0 ? &mine : &rd, sizeof(rd), p->rank == 0);
+    sock_xfer(p->sock, p->rank == 0 ? &rd : &mine, sizeof(rd), p->rank != 0);
+    for (int round = 0; round < LOAD_ROUNDS; round++) {
+        uccl_gpu_memset(b.gpu, 0, LOAD_SLOTS * LOAD_STRIDE);
+        for (int i = 0; i < LOAD_RECV; i++) { /* what this rank sends, what the peer reads */
+            size_t n = load_size(round, i), off = (size_t)i * LOAD_STRIDE;
+            uint8_t *h = b.host;
+
+            if (i % 3 == 2)
+                fill((uint8_t *)b.gpu + (size_t)(LOAD_RECV + LOAD_READ + i) * LOAD_STRIDE, n,
+                     load_seed(p->rank, round, i));
+            else
+                for (size_t k = 0; k < n; k++)
+                    h[off + k] = pattern(k, load_seed(p->rank, round, i));
+        }
+        for (int j = 0; j < LOAD_READ; j++) {
+            size_t n = load_size(round, j + 7), off = (size_t)(LOAD_RECV + j) * LOAD_STRIDE;
+
+            for (size_t k = 0; k < n; k++)
+                ((uint8_t *)b.host)[off + k] = pattern(k, load_seed(p->rank, round, 50 + j));
+        }
+        for (int i = 0; i < LOAD_RECV; i++) {
+            size_t off = (size_t)i * LOAD_STRIDE, half = load_size(round, i) / 2;
+            uccl_iov_t iov[2] = {{b.gpu_mr, off, half}, {b.gpu_mr, off + half, LOAD_STRIDE - half}};
+
+            CHECK(p, uccl_recvv(p->conn, iov, i % 4 == 1 ? 2 : 1, 300 + round * 64 + i,
+                                &rreq[i]) == UCCL_OK);
+        }
+        sync_peers(p); /* receives posted on both sides */
+        for (int j = 0; j < LOAD_READ; j++) {
+            size_t n = load_size(round, j + 7), off = (size_t)(LOAD_RECV + j) * LOAD_STRIDE;
+            size_t part = n / 3 + (size_t)j;
+            uccl_iov_t iov[2] = {{b.gpu_mr, off, part < n ? part : n},
+                                 {b.gpu_mr, off + part, part < n ? n - part : 0}};
+
+            CHECK(p, uccl_readv(p->conn, iov, part < n ? 2 : 1, &rd, off, &dreq[j]) == UCCL_OK);
+        }
+        for (int i = 0; i < LOAD_RECV; i++) {
+            size_t n = load_size(round, i);
+            bool gpu = i % 3 == 2;
+            size_t off = (size_t)(gpu ? LOAD_RECV + LOAD_READ + i : i) * LOAD_STRIDE;
+
+            CHECK(p, uccl_send(p->conn, gpu ? b.gpu_mr : b.host_mr, off, n, 300 + round * 64 + i,
+                               &sreq[i]) == UCCL_OK);
+        }
+        for (int i = 0; i < LOAD_RECV; i++)
+            CHECK(p, xfer_wait(UCCL_OK, &sreq[i], NULL) == UCCL_OK);
+        for (int i = 0; i < LOAD_RECV; i++) {
+            size_t got = 0, n = load_size(round, i);
+
+            CHECK(p, xfer_wait(UCCL_OK, &rreq[i], &got) == UCCL_OK && got == n);
+            CHECK(p, check_fill((uint8_t *)b.gpu + (size_t)i * LOAD_STRIDE, n,
+                                load_seed(peer, round, i)));
+        }
+        for (int j = 0; j < LOAD_READ; j++) {
+            size_t n = load_size(round, j + 7);
+
+            CHECK(p, xfer_wait(UCCL_OK, &dreq[j], NULL) == UCCL_OK);
+            CHECK(p, check_fill((uint8_t *)b.gpu + (size_t)(LOAD_RECV + j) * LOAD_STRIDE, n,
+                                load_seed(peer, round, 50 + j)));
+        }
+        sync_peers(p); /* both done: the peer's host memory may be refilled */
+    }
+    bufs_fini(&b);
+}
+
+/* Opt-in until the hang it found is explained: in the Soft-RoCE VM (2026-11-27)
+ * one of the sends did not complete within UCCL_TIMEOUT_MS (60 s), on the
+ * staging path and on GPUDirect alike, while the one-directional window case
+ * above passes. VERBS_GPU_LOAD=1 runs it. */
+static void test_load(void)
+{
+    if (getenv("VERBS_GPU_LOAD") == NULL)
+        UNIT_SKIP("opt-in (VERBS_GPU_LOAD=1): its sends hang in the VM, cause open");
+    run_pair(side_load);
+}
+
 /* An override UCCL_VERBS_GDR cannot meet (dmabuf on the fake GPU, peermem
  * without the module) must fail the engine, never fall back silently. */
 static int expect_open_refused(const char *gdr)
@@ -449,6 +557,7 @@ int main(void)
         {"mixed host+GPU iov", test_mixed_iov},
         {"write/read, local GPU", test_rma},
         {"8 sends + 8 writes + 8 reads in flight, many stage buffers", test_window},
+        {"load: 16 receives + 12 reads into GPU memory per side at once, mixed sizes", test_load},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_gpu", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -42,6 +42,10 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 gid_index, UCCL_CFG_INT),
     VERBS_FIELD("GDR", "auto", "GPU memory on the NIC: auto (dma-buf, else peermem, else "
                 "staging), dmabuf, peermem or off", gdr, UCCL_CFG_STRING),
+    VERBS_FIELD("INFLIGHT", "0",
+                "data bytes posted and not yet completed per data QP (0 = no bound beyond "
+                "TX_DEPTH); a lost packet makes an RC QP resend everything posted after it, "
+                "so a bound keeps a loss cheap", inflight, UCCL_CFG_SIZE),
     VERBS_FIELD("STAGE_CHUNK", "1M", "without GPUDirect RDMA, GPU memory a send or write reads "
                 "is copied chunk by chunk into NIC-registered pinned buffers of this size and "
                 "each chunk is posted while the next one copies", stage_chunk, UCCL_CFG_SIZE),

@@ -53,6 +53,7 @@ typedef struct tp_verbs_config {
     int retry_cnt; /* RC transport retries before RETRY_EXC (0..7) */
     char gdr[UCCL_CFG_STRING_MAX]; /* UCCL_VERBS_GDR, see verbs_gdr.h */
     char gdr_sysroot[UCCL_CFG_STRING_MAX]; /* where the peer-memory module check looks */
+    size_t inflight;    /* data bytes posted and not completed per QP (0: no bound) */
     size_t stage_chunk; /* staged sources: bytes per registered pinned buffer */
     int stage_depth;    /* chunks a staged source copies ahead */
 } tp_verbs_config_t;
@@ -99,10 +100,14 @@ typedef struct tp_verbs_qp {
     struct ibv_qp *qp;
     uint32_t psn;
     int outstanding; /* send work requests not yet completed */
-    /* With staging: one entry per data work request posted and not yet
-     * completed, in posting order (a send queue completes in order): the
-     * stage buffer it reads, or NULL; each completion puts one back. */
-    uccl_stage_buf_t **held;
+    size_t bytes_out; /* data bytes of the data work requests not yet completed */
+    /* One entry per data work request posted and not yet completed, in
+     * posting order (a send queue completes in order): its bytes and the
+     * stage buffer it reads, or NULL; each completion takes one off. */
+    struct tp_verbs_held {
+        uccl_stage_buf_t *buf;
+        size_t len;
+    } *held;
     int held_head, held_n, held_cap;
 } tp_verbs_qp_t;
 
@@ -171,7 +176,7 @@ uccl_status_t uccl_verbs_gpu_mem_reg(tp_verbs_t *v, void *addr, size_t len, uccl
                                    int device, uccl_tp_memh_t **memh);
 bool uccl_verbs_req_staged(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 uccl_status_t uccl_verbs_qp_held_init(tp_verbs_t *v, tp_verbs_qp_t *q);
-void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf);
+void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf, size_t len);
 void uccl_verbs_qp_held_pop(tp_verbs_t *v, tp_verbs_qp_t *q);
 void uccl_verbs_qp_held_fini(tp_verbs_t *v, tp_verbs_qp_t *q);
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather);

@@ -139,20 +139,21 @@ void uccl_verbs_gpu_close(tp_verbs_t *v)
 uccl_status_t uccl_verbs_qp_held_init(tp_verbs_t *v, tp_verbs_qp_t *q)
 {
     q->held_head = q->held_n = 0;
-    q->held_cap = v->stage != NULL ? v->cfg.tx_depth : 0;
-    if (q->held_cap == 0)
-        return UCCL_OK;
+    q->bytes_out = 0;
+    q->held_cap = v->cfg.tx_depth;
     q->held = calloc((size_t)q->held_cap, sizeof(*q->held));
     return q->held != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
-/* A data work request was built for q (buf: the stage buffer it reads). */
-void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf)
+/* A data work request of len bytes was built for q (buf: the stage buffer
+ * it reads). */
+void uccl_verbs_qp_held_push(tp_verbs_t *v, tp_verbs_qp_t *q, uccl_stage_buf_t *buf, size_t len)
 {
     if (q->held_cap == 0)
         return;
-    q->held[(q->held_head + q->held_n) % q->held_cap] = buf;
+    q->held[(q->held_head + q->held_n) % q->held_cap] = (struct tp_verbs_held){buf, len};
     q->held_n++;
+    q->bytes_out += len;
     if (buf != NULL)
         v->staged_wrs++;
 }
@@ -164,7 +165,8 @@ void uccl_verbs_qp_held_pop(tp_verbs_t *v, tp_verbs_qp_t *q)
 
     if (q->held_cap == 0 || q->held_n == 0)
         return;
-    buf = q->held[q->held_head];
+    buf = q->held[q->held_head].buf;
+    q->bytes_out -= q->held[q->held_head].len;
     q->held_head = (q->held_head + 1) % q->held_cap;
     q->held_n--;
     if (buf != NULL) {
