@@ -177,6 +177,17 @@ static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context
         die(r->rank, "post", rc);
 }
 
+/* One-sided rounds end with rank 0 telling the target it is done (a
+ * zero-byte tagged message): the target drives progress until then. */
+static void raw_done(raw_t *r, struct fi_context2 *ctx)
+{
+    if (r->rank == 0)
+        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, ctx));
+    else
+        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, ctx));
+    raw_wait(r, 1);
+}
+
 /* One timed run: iters windows of `window` ops of len bytes (rank 0 initiates;
  * for send, rank 1 receives and acks every window). Returns seconds. */
 static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
@@ -201,15 +212,8 @@ static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
             raw_wait(r, 1);
         }
     }
-    if (op != OP_SEND) { /* the target drives progress until rank 0 is done */
-        if (r->rank == 0) {
-            CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
-            raw_wait(r, 1);
-        } else {
-            CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
-            raw_wait(r, 1);
-        }
-    }
+    if (op != OP_SEND)
+        raw_done(r, &ctx[0]);
     return now_s() - t0;
 }
 
@@ -229,13 +233,7 @@ static double raw_seed(raw_t *r, int n, int iters)
             raw_post(r, OP_WRITE, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece, &ctx[i]);
         raw_wait(r, n);
     }
-    if (r->rank == 0) {
-        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
-        raw_wait(r, 1);
-    } else {
-        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
-        raw_wait(r, 1);
-    }
+    raw_done(r, &ctx[0]);
     return now_s() - t0;
 }
 
@@ -276,13 +274,7 @@ static double raw_seed_local(raw_t *r, int n, int iters)
         }
         raw_wait(r, ops);
     }
-    if (r->rank == 0) {
-        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, &ctx[0]));
-        raw_wait(r, 1);
-    } else {
-        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, &ctx[0]));
-        raw_wait(r, 1);
-    }
+    raw_done(r, &ctx[0]);
     return now_s() - t0;
 }
 
