@@ -259,56 +259,51 @@ static void *impostor_main(void *arg)
     return NULL;
 }
 
+/* Connect a to an impostor listening on r->to's address in place of the
+ * blob's engine (im: what it answers, what it got); the connect must end
+ * with want and make no connection. */
+static void connect_impostor(uccl_engine_t *a, const uint8_t *blob, size_t len, const relay_t *r,
+                             impostor_t *im, uccl_status_t want)
+{
+    struct sockaddr_in at = r->to;
+    socklen_t sl = sizeof(at);
+    uint8_t fake[UCCL_ADDRESS_MAX];
+    uccl_conn_t *c = NULL;
+    pthread_t t;
+
+    at.sin_port = 0;
+    im->lfd = socket(AF_INET, SOCK_STREAM, 0);
+    CU_ASSERT_FATAL(bind(im->lfd, (struct sockaddr *)&at, sizeof(at)) == 0 &&
+                    listen(im->lfd, 1) == 0 && getsockname(im->lfd, (struct sockaddr *)&at, &sl) == 0);
+    memcpy(fake, blob, len);
+    blob_set_port(fake, len, at.sin_port);
+    CU_ASSERT_FATAL(pthread_create(&t, NULL, impostor_main, im) == 0);
+    UNIT_ASSERT_STATUS(uccl_connect(a, fake, len, &c), want);
+    pthread_join(t, NULL);
+    close(im->lfd);
+    CU_ASSERT_PTR_NULL(c);
+}
+
 /* A listener of setup version 2 (the secret in clear) answers a hello with
  * its "not my version" reply: the connector reports UCCL_ERR_VERSION. */
 static void check_old_listener(uccl_engine_t *a, const uint8_t *blob, size_t len, const relay_t *r)
 {
     uint8_t v2[14];
     impostor_t im = {.challenge = v2, .len = sizeof(v2)};
-    struct sockaddr_in at = r->to;
-    socklen_t sl = sizeof(at);
-    uint8_t fake[UCCL_ADDRESS_MAX];
-    uccl_conn_t *c = NULL;
-    pthread_t t;
 
     uccl_put_u32(v2, 10);
     uccl_put_u32(v2 + 4, UCCL_SETUP_REP_MAGIC);
     uccl_put_u16(v2 + 8, 2);
     uccl_put_u32(v2 + 10, (uint32_t)(int32_t)UCCL_ERR_VERSION);
-    at.sin_port = 0;
-    im.lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CU_ASSERT_FATAL(bind(im.lfd, (struct sockaddr *)&at, sizeof(at)) == 0 && listen(im.lfd, 1) == 0 &&
-                    getsockname(im.lfd, (struct sockaddr *)&at, &sl) == 0);
-    memcpy(fake, blob, len);
-    blob_set_port(fake, len, at.sin_port);
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, impostor_main, &im) == 0);
-    UNIT_ASSERT_STATUS(uccl_connect(a, fake, len, &c), UCCL_ERR_VERSION);
-    pthread_join(t, NULL);
-    close(im.lfd);
-    CU_ASSERT_PTR_NULL(c);
+    connect_impostor(a, blob, len, r, &im, UCCL_ERR_VERSION);
     CU_ASSERT_EQUAL(im.n_got, 0); /* nothing after the hello */
 }
 
 static void check_impostor_denied(uccl_engine_t *a, const uint8_t *blob, size_t len, const relay_t *r)
 {
     impostor_t im = {.challenge = r->l2c, .len = 4 + uccl_get_u32(r->l2c)};
-    struct sockaddr_in at = r->to;
-    socklen_t sl = sizeof(at);
-    uint8_t fake[UCCL_ADDRESS_MAX];
-    uccl_conn_t *c = NULL;
-    pthread_t t;
 
-    at.sin_port = 0;
-    im.lfd = socket(AF_INET, SOCK_STREAM, 0);
-    CU_ASSERT_FATAL(bind(im.lfd, (struct sockaddr *)&at, sizeof(at)) == 0 && listen(im.lfd, 1) == 0 &&
-                    getsockname(im.lfd, (struct sockaddr *)&at, &sl) == 0);
-    memcpy(fake, blob, len);
-    blob_set_port(fake, len, at.sin_port);
-    CU_ASSERT_FATAL(pthread_create(&t, NULL, impostor_main, &im) == 0);
-    UNIT_ASSERT_STATUS(uccl_connect(a, fake, len, &c), UCCL_ERR_DENIED);
-    pthread_join(t, NULL);
-    close(im.lfd);
-    CU_ASSERT_PTR_NULL(c);
+    connect_impostor(a, blob, len, r, &im, UCCL_ERR_DENIED);
     /* the connector told the impostor it refused, and sent nothing else:
      * one frame, a refuse (type 3), no proof, no endpoint */
     CU_ASSERT_EQUAL(im.n_got, 4 + 7 + 4);
