@@ -360,6 +360,23 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
     return now_s() - t0;
 }
 
+/* Rank 0 posts msg iters times, each waited for. Returns seconds. */
+static double ucc_time_writemsg(ucc_t *u, const uccl_rma_msg_t *msg, int iters)
+{
+    uccl_req_t *req;
+    double t0;
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters && u->rank == 0; it++) {
+        ucheck(0, "writemsg", uccl_writemsg(u->conn, msg, &req));
+        ucheck(0, "writemsg", uccl_wait(req, -1));
+        uccl_req_free(req);
+    }
+    ucc_fin(u);
+    return now_s() - t0;
+}
+
 /* The seed's pattern through uccl_writemsg: one local piece, n remote pieces. */
 static double ucc_seed(ucc_t *u, int n, int iters)
 {
@@ -367,20 +384,10 @@ static double ucc_seed(ucc_t *u, int n, int iters)
     size_t piece = SEED_BYTES / (size_t)n;
     uccl_iov_t iov = {u->mr, 0, SEED_BYTES};
     uccl_rma_msg_t msg = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = n};
-    uccl_req_t *req;
-    double t0;
 
     for (int i = 0; i < n; i++)
         riov[i] = (uccl_riov_t){&u->peer, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = now_s();
-    for (int it = 0; it < iters && u->rank == 0; it++) {
-        ucheck(0, "writemsg", uccl_writemsg(u->conn, &msg, &req));
-        ucheck(0, "writemsg", uccl_wait(req, -1));
-        uccl_req_free(req);
-    }
-    ucc_fin(u);
-    return now_s() - t0;
+    return ucc_time_writemsg(u, &msg, iters);
 }
 
 /* The same through uccl_writemsg: n local pieces, one remote piece. */
@@ -390,20 +397,10 @@ static double ucc_seed_local(ucc_t *u, int n, int iters)
     size_t piece = SEED_BYTES / (size_t)n;
     uccl_riov_t riov = {&u->peer, 0, piece * (size_t)n};
     uccl_rma_msg_t msg = {.iov = iov, .iovcnt = n, .riov = &riov, .riovcnt = 1};
-    uccl_req_t *req;
-    double t0;
 
     for (int i = 0; i < n; i++)
         iov[i] = (uccl_iov_t){u->mr, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = now_s();
-    for (int it = 0; it < iters && u->rank == 0; it++) {
-        ucheck(0, "writemsg", uccl_writemsg(u->conn, &msg, &req));
-        ucheck(0, "writemsg", uccl_wait(req, -1));
-        uccl_req_free(req);
-    }
-    ucc_fin(u);
-    return now_s() - t0;
+    return ucc_time_writemsg(u, &msg, iters);
 }
 
 /* One row per piece count n: raw and uccl timed on the same bytes (after 2
