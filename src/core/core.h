@@ -268,6 +268,13 @@ void uccl_mr_release_all(uccl_engine_t *engine);
 /* Mark the regions over [base, base+size) released (stale), out of the
  * range cache (engine lock held; uccl_mem_free). */
 void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size);
+/* Host memory of uccl_mem_alloc (hostmem.c): shared memory peers can map
+ * (else a private allocation); uccl_hostmem_size: mapped bytes of the
+ * shared allocation starting at ptr (0, *shared false: not one of them);
+ * uccl_hostmem_free: false when ptr is not one of them. */
+uccl_status_t uccl_hostmem_alloc(size_t len, void **ptr);
+size_t uccl_hostmem_size(const void *ptr, bool *shared);
+bool uccl_hostmem_free(void *ptr);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
  * (layout, version and the key slots are described at the top of rdesc.c) */

@@ -45,6 +45,8 @@ enum {
     UCCL_TP_KEY_NONE = 0,
     UCCL_TP_KEY_VERBS = 1,
     UCCL_TP_KEY_OFI = 2, /* reserved for the libfabric transport */
+    UCCL_TP_KEY_SHM = 3, /* shm: the peer's memfd behind the region (optional: a
+                          * same-host key is packed only where it fits) */
 };
 
 typedef struct uccl_tp uccl_tp_t;
@@ -370,6 +372,10 @@ size_t uccl_region_len(const uccl_region_t *region);
 uccl_mem_type_t uccl_region_mem_type(const uccl_region_t *region);
 uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
+/* Is [addr, addr+len) inside host memory of uccl_mem_alloc that a peer on
+ * this host may map? Then *fd is the memfd behind it (owned by the core,
+ * open until uccl_mem_free), *base and *size the allocation's mapping. */
+bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size);
 
 /* Stream holds of the engine not released yet (uccl_stream_hold): while
  * any is, a caller's GPU stream waits on this engine's progress, so

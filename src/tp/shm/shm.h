@@ -277,6 +277,19 @@ typedef struct shm_cma_budget {
     int calls;
 } shm_cma_budget_t;
 
+/* A peer's memfd mapped here (shm_map.c), and which of the peer's regions
+ * lie in which mapping. */
+typedef struct shm_map {
+    uint64_t base, size; /* the peer's mapping of the file */
+    void *local;         /* ours */
+    uint64_t ino, dev;   /* the file */
+} shm_map_t;
+
+typedef struct shm_map_region {
+    uint64_t region_id;
+    int map;
+} shm_map_region_t;
+
 typedef struct shm_ep {
     uccl_tp_ep_t base;
     shm_tp_t *tp;
@@ -301,6 +314,11 @@ typedef struct shm_ep {
     uccl_list_t streams;   /* shm_stream_t */
     uccl_list_t splits;    /* shm_split_t */
     uccl_list_t cma_jobs;  /* shm_cma_job_t, oldest first */
+    int pidfd;             /* the peer's pidfd (shm_map.c), -1 = none yet */
+    shm_map_t *maps;       /* the peer's memory mapped here */
+    int nmaps, capmaps;
+    shm_map_region_t *regions;
+    int nregions, capregions;
 } shm_ep_t;
 
 /* request scratch: tp_data[SHM_REQ_ID] is our id for it (in ep->ids),
@@ -356,6 +374,15 @@ int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 void uccl_shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
 bool uccl_shm_cma_probe(shm_ep_t *ep);
+
+/* shm_map.c: mapping a peer's memory of uccl_mem_alloc (uccl_rdesc_ptr) */
+uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                               int device, uccl_tp_memh_t **memh);
+void uccl_shm_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+size_t uccl_shm_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
+uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *remote, void **ptr);
+/* Teardown: unmap the peer's memory (the connection closes). */
+void uccl_shm_map_release(shm_ep_t *ep);
 
 /* shm_split.c: large CMA transfers copied by both processes at once */
 /* Receiver of a matched RTS / target of a validated write or read: offer
