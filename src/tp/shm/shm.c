@@ -504,4 +504,5 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .mem_reg = uccl_shm_mem_reg,
     .mem_dereg = uccl_shm_mem_dereg,
     .mem_pack = uccl_shm_mem_pack,
+    .remote_ptr = uccl_shm_remote_ptr,
 };
