@@ -86,6 +86,9 @@ typedef struct coll_cached {
     uint64_t last_use;
 } coll_cached_t;
 
+typedef struct coll_mapped coll_mapped_t;         /* coll/mapped.c */
+typedef struct coll_mapped_run coll_mapped_run_t; /* a MAPPED schedule's plan */
+
 typedef struct coll_state {
     /* Serializes the comm's collective state between the caller's calls and
      * the progress callbacks of non-blocking ones (which only try it: they
@@ -113,6 +116,8 @@ typedef struct coll_state {
     uccl_coll_stats_t stats;
     coll_cached_t cache[COLL_PLAN_CACHE];
     char ctl[64];             /* sink of empty and refused DIRECT writes */
+    coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
+    int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
 } coll_state_t;
 
 /* Lazy communicators (boot.c, comm.c): made from the bootstrap's tables
@@ -170,6 +175,7 @@ typedef enum {
                       * when GPU memory is involved) */
     COLL_OP_PUT,     /* DIRECT sender: wait for peer's token, write_notify */
     COLL_OP_WAITPUT, /* DIRECT receiver: send token for buf+off/len, wait notif */
+    COLL_OP_MAPPED,  /* the whole MAPPED collective (coll/mapped.c, s->mapped) */
 } coll_op_kind_t;
 
 typedef struct coll_op {
@@ -212,6 +218,7 @@ typedef struct coll_sched {
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
     struct uccl_coll_plan *plan;
+    coll_mapped_run_t *mapped; /* MAPPED: its writes, reads and copies */
 } coll_sched_t;
 
 /* Building (algorithm files). */
@@ -324,6 +331,24 @@ uccl_status_t uccl_coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
+
+/* MAPPED (coll/mapped.c). ready: set up the comm's segments on first use
+ * (collective: every rank calls it at the same call), then UCCL_OK or
+ * UCCL_ERR_UNSUPPORTED (some rank cannot map some peer). slot: the largest
+ * block that goes through the segments on n ranks. start: number the call
+ * (uccl_coll_sched_start); advance: the MAPPED op (INPROGRESS while it
+ * waits); run: a blocking schedule of that one op, called and returning
+ * with cs->lock held. */
+uccl_status_t uccl_coll_mapped_ready(coll_state_t *cs);
+size_t uccl_coll_mapped_slot(int n);
+uccl_status_t uccl_coll_build_mapped(coll_sched_t *s, const coll_args_t *a);
+void uccl_coll_mapped_start(coll_sched_t *s);
+uccl_status_t uccl_coll_mapped_advance(coll_sched_t *s, coll_op_t *op);
+uccl_status_t uccl_coll_mapped_run(coll_sched_t *s);
+void uccl_coll_mapped_run_free(coll_mapped_run_t *run);
+/* s ended with st: a MAPPED call failing midway fails the later ones. */
+void uccl_coll_mapped_end(coll_sched_t *s, uccl_status_t st);
+void uccl_coll_mapped_destroy(coll_state_t *cs);
 
 /* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
 bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);

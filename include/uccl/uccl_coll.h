@@ -204,6 +204,14 @@ typedef enum {
                                * allgather(v), alltoall(v): two-sided to every peer */
     UCCL_COLL_ALGO_HIER,      /* allgather(v), bcast: inside each host through one
                                * leader rank, between hosts among the leaders */
+    UCCL_COLL_ALGO_MAPPED,    /* every collective, small blocks: each rank maps its
+                               * peers' shared segments (uccl_rdesc_ptr) and copies
+                               * through them with flags, no message per block;
+                               * blocks above a slot go two-sided. Only where every
+                               * rank maps every peer (shm, memory of one host):
+                               * elsewhere an explicit request for it fails with
+                               * UCCL_ERR_UNSUPPORTED and UCCL_COLL_ALGO=mapped
+                               * falls back to AUTO's next choice */
     UCCL_COLL_ALGO_COUNT,
 } uccl_coll_algo_t;
 

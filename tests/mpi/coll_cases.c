@@ -280,6 +280,26 @@ void ct_mismatch(mt_ctx_t *c)
                   UCCL_ERR_TRUNCATED);
     mismatch_case(c, UCCL_COLL_ALLTOALLV, UCCL_COLL_ALGO_DIRECT, 0, 16, UCCL_ERR_TRUNCATED,
                   UCCL_ERR_TRUNCATED);
+    if (!ct_mapped_usable(c, c->comm))
+        return;
+    /* MAPPED: the reader sees the length the writer stored in its slot */
+    mismatch_case(c, UCCL_COLL_ALLTOALLV, UCCL_COLL_ALGO_MAPPED, 24, 16, UCCL_ERR_TRUNCATED,
+                  UCCL_OK);
+    mismatch_case(c, UCCL_COLL_ALLGATHERV, UCCL_COLL_ALGO_MAPPED, 12, 10, UCCL_ERR_TRUNCATED,
+                  UCCL_OK);
+}
+
+bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm)
+{
+    uint8_t sb[8] = {0}, rb[8 * 64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                          .sendbuf = sb, .recvbuf = rb, .count = 8,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    uccl_status_t st = uccl_coll(comm, &a);
+
+    if (st != UCCL_OK && st != UCCL_ERR_UNSUPPORTED)
+        mt_expect(c, st, UCCL_OK, "mapped: the first call (sets the segments up)");
+    return st == UCCL_OK;
 }
 
 /* The last rank leaves a second comm (destroys it); the others run a
@@ -320,6 +340,54 @@ void ct_peer_gone(mt_ctx_t *c)
             mt_fail(c, "the failure took %.0f ms (UCCL_TIMEOUT_MS %d)", ms, timeout_ms);
         mt_expect(c, uccl_coll(comm, &a) < 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK,
                   "a second call on the broken comm fails too");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
+
+/* MAPPED with a rank gone mid-stream: every rank runs one mapped
+ * allgather (the segments are set up and mapped), then the last rank
+ * destroys its comm; the others' next call waits on its flags and must
+ * fail with UCCL_ERR_PEER_FAILED (its connection closed), not hang. */
+void ct_peer_gone_mapped(mt_ctx_t *c)
+{
+    uccl_comm_t *comm = NULL;
+    uint8_t sb[8] = {0}, rb[8 * 64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                          .sendbuf = sb, .recvbuf = rb, .count = 8,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    const char *tm = getenv("UCCL_TIMEOUT_MS");
+    int timeout_ms = tm ? atoi(tm) : 60000, usable;
+    struct timespec t0, t1;
+    uccl_status_t st;
+
+    if (c->size < 2) {
+        if (c->rank == 0)
+            printf("# mapped, a rank gone: SKIP (one rank)\n");
+        return;
+    }
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
+    usable = comm != NULL && ct_mapped_usable(c, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!usable) {
+        if (c->rank == 0)
+            printf("# mapped, a rank gone: SKIP (the ranks cannot map each other's memory)\n");
+    } else if (c->rank == c->size - 1) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        uccl_comm_destroy(comm);
+        comm = NULL;
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = uccl_coll(comm, &a);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        mt_expect(c, st, UCCL_ERR_PEER_FAILED, "mapped allgather with a rank gone");
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms > timeout_ms)
+            mt_fail(c, "the failure took %.0f ms (UCCL_TIMEOUT_MS %d)", ms, timeout_ms);
+        mt_expect(c, uccl_coll(comm, &a) < 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK,
+                  "a second mapped call on the broken comm fails too");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm != NULL)

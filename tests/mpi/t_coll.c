@@ -268,6 +268,7 @@ static bool algo_implements(uccl_coll_op_t op, uccl_coll_algo_t algo)
     case UCCL_COLL_ALGO_SCATTER_ALLGATHER: return op == UCCL_COLL_BCAST;
     case UCCL_COLL_ALGO_HIER:
         return op == UCCL_COLL_ALLGATHER || op == UCCL_COLL_ALLGATHERV || op == UCCL_COLL_BCAST;
+    case UCCL_COLL_ALGO_MAPPED: return true;
     default: return false;
     }
 }
@@ -283,6 +284,12 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
         char name[96];
         if (!algo_implements(op, (uccl_coll_algo_t)algo))
             continue;
+        if (algo == UCCL_COLL_ALGO_MAPPED && !ct_mapped_usable(c, c->comm)) {
+            if (c->rank == 0)
+                printf("# %s mapped: SKIP (the ranks cannot map each other's memory: "
+                       "not shm on one host)\n", uccl_coll_op_name(op));
+            continue;
+        }
         for (size_t s = 0; s < sizeof(counts) / sizeof(counts[0]); s++)
             for (int ip = 0; ip <= (int)has_ip; ip++)
                 for (int rt = 0; rt < nroots; rt++, i++) {
@@ -330,6 +337,18 @@ static uccl_coll_algo_t one_host_large(mt_ctx_t *c)
     return UCCL_COLL_ALGO_LINEAR;
 }
 
+/* More than one rank, every peer over shm (what MAPPED needs). */
+static bool shm_peers(mt_ctx_t *c)
+{
+    uccl_conn_attr_t attr;
+
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank && (uccl_conn_query(uccl_comm_conn(c->comm, r), &attr) != UCCL_OK ||
+                             strcmp(attr.transport, "shm") != 0))
+            return false;
+    return c->size > 1;
+}
+
 static void check_layout(mt_ctx_t *c, int hosts)
 {
     uccl_coll_algo_t ag = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, 1 << 20), forced;
@@ -345,7 +364,7 @@ static void check_layout(mt_ctx_t *c, int hosts)
         if (c->rank == 0)
             printf("# UCCL_COLL_ALGO=%s: allgather gets %s\n", env, uccl_coll_algo_name(ag));
         ag = hosts > 1 ? UCCL_COLL_ALGO_RING : large; /* for the checks below */
-        small = UCCL_COLL_ALGO_LINEAR;
+        small = shm_peers(c) ? UCCL_COLL_ALGO_MAPPED : UCCL_COLL_ALGO_LINEAR;
     }
 
     if (c->size > 1 && hosts > 1 && (ag == UCCL_COLL_ALGO_DIRECT || ag == UCCL_COLL_ALGO_LINEAR))
@@ -354,8 +373,9 @@ static void check_layout(mt_ctx_t *c, int hosts)
     if (c->size > 1 && hosts <= 1 && ag != large)
         mt_fail(c, "one host, yet the table picks %s at 1 MiB (want %s)", uccl_coll_algo_name(ag),
                 uccl_coll_algo_name(large));
-    /* small blocks on one host: one eager message per peer */
-    if (hosts <= 1 && small != UCCL_COLL_ALGO_LINEAR)
+    /* small blocks on one host: through the mapped segments over shm, else
+     * one eager message per peer */
+    if (hosts <= 1 && small != (shm_peers(c) ? UCCL_COLL_ALGO_MAPPED : UCCL_COLL_ALGO_LINEAR))
         mt_fail(c, "one host, yet the table picks %s at 64 B", uccl_coll_algo_name(small));
     if (c->rank == 0)
         printf("# %d host(s): auto picks %s for allgather (%s at 64 B), %s for alltoall, %s "
@@ -414,6 +434,8 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "count mismatches: UCCL_ERR_TRUNCATED");
     ct_peer_gone(&c);
     fails += mt_report(&c, "a rank gone: the others fail, no hang");
+    ct_peer_gone_mapped(&c);
+    fails += mt_report(&c, "mapped, a rank gone: the others fail, no hang");
     mt_fini(&c);
     MPI_Finalize();
     return fails ? 1 : 0;

@@ -152,6 +152,7 @@ err_free:
 static void shm_close_tp(uccl_tp_t *base)
 {
     uccl_stage_destroy(((shm_tp_t *)base)->stage);
+    uccl_shm_map_close((shm_tp_t *)base);
     free(base);
 }
 

@@ -205,6 +205,9 @@ typedef struct shm_tp {
     uccl_list_t eps;
     volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
     uccl_stage_t *stage;   /* GPU memory through pinned buffers; NULL without a GPU */
+    struct shm_map *kept;  /* peers' memory mapped through connections that failed:
+                            * pointers stay valid until the engine closes (shm_map.c) */
+    int nkept;
 } shm_tp_t;
 
 /* A message that arrived before its receive (EAGER: payload follows;
@@ -381,8 +384,11 @@ uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_t
 void uccl_shm_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
 size_t uccl_shm_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
 uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *remote, void **ptr);
-/* Teardown: unmap the peer's memory (the connection closes). */
+/* Teardown: unmap the peer's memory (the connection closes), or keep it
+ * mapped until uccl_shm_map_close when the connection failed (the user
+ * may still hold pointers into it until it closes the connection). */
 void uccl_shm_map_release(shm_ep_t *ep);
+void uccl_shm_map_close(shm_tp_t *tp);
 
 /* shm_split.c: large CMA transfers copied by both processes at once */
 /* Receiver of a matched RTS / target of a validated write or read: offer

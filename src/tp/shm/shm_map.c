@@ -208,8 +208,19 @@ uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *base_ep, const uccl_req_remote_t
 
 void uccl_shm_map_release(shm_ep_t *ep)
 {
-    for (int i = 0; i < ep->nmaps; i++)
-        munmap(ep->maps[i].local, ep->maps[i].size);
+    shm_tp_t *tp = ep->tp;
+    shm_map_t *kept = NULL;
+
+    if (ep->nmaps > 0 && uccl_conn_status(ep->base.conn) != UCCL_OK)
+        kept = realloc(tp->kept, (size_t)(tp->nkept + ep->nmaps) * sizeof(*kept));
+    for (int i = 0; i < ep->nmaps; i++) {
+        if (kept != NULL)
+            kept[tp->nkept++] = ep->maps[i];
+        else
+            munmap(ep->maps[i].local, ep->maps[i].size);
+    }
+    if (kept != NULL)
+        tp->kept = kept;
     free(ep->maps);
     free(ep->regions);
     ep->maps = NULL;
@@ -218,4 +229,13 @@ void uccl_shm_map_release(shm_ep_t *ep)
     if (ep->pidfd >= 0)
         close(ep->pidfd);
     ep->pidfd = -1;
+}
+
+void uccl_shm_map_close(shm_tp_t *tp)
+{
+    for (int i = 0; i < tp->nkept; i++)
+        munmap(tp->kept[i].local, tp->kept[i].size);
+    free(tp->kept);
+    tp->kept = NULL;
+    tp->nkept = 0;
 }
