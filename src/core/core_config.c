@@ -77,7 +77,7 @@ typedef struct uccl_coll_env {
 
 static const uccl_cfg_field_t coll_env_fields[] = {
     {"COLL_ALGO", "", "force a collective algorithm where it applies (direct, ring, pairwise, "
-     "bruck, binomial, scatter_allgather, linear, hier; empty = by the selection table)",
+     "bruck, binomial, scatter_allgather, linear, hier, mapped; empty = by the selection table)",
      offsetof(uccl_coll_env_t, algo), UCCL_CFG_STRING},
     {"LAZY_CONNECT", "", "communicators connect a pair on its first use (1) or every pair in "
      "uccl_comm_init (0); empty = lazy above 32 ranks", offsetof(uccl_coll_env_t, lazy_connect),
@@ -121,7 +121,7 @@ static void check_env(void)
 static uccl_status_t coll_env_check(void)
 {
     static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
-                                        "scatter_allgather", "linear", "hier"};
+                                        "scatter_allgather", "linear", "hier", "mapped"};
     uccl_coll_env_t env;
     bool ok = false;
 
@@ -131,7 +131,7 @@ static uccl_status_t coll_env_check(void)
         ok = strcasecmp(env.algo, algos[i]) == 0;
     if (env.algo[0] != '\0' && !ok) {
         uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
-                   "scatter_allgather, linear, hier, auto)", env.algo);
+                   "scatter_allgather, linear, hier, mapped, auto)", env.algo);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
