@@ -97,7 +97,10 @@ static const char *const layout_names[LAYOUT_COUNT] = {
 #define COLL_MAPPED_AUTO_MAX 16384
 
 /* THE table AUTO walks: the first rule matching op, layout, rank count and
- * bytes per rank block wins. One host over shm: linear, every peer's block
+ * bytes per rank block wins. One host over shm, small blocks: mapped (the
+ * ranks copy through each other's mapped segments: no request, matching or
+ * engine lock per block; skipped where some rank cannot map some peer).
+ * Larger: linear, every peer's block
  * in flight at once as one message (eager through the ring when small,
  * else pulled by the receiver with one CMA copy, large ones copied by both
  * sides at once): on a 16-core host it beat direct (the same single copy
