@@ -5,13 +5,14 @@
  * and described to the peers once per communicator (mapped_setup, the
  * first call that picks MAPPED; the ranks agree whether every peer maps).
  * A call's writer copies its outgoing blocks into slots of its own
- * segment and publishes the call's number with a release store; readers
- * acquire it, copy straight out of the writer's segment into their buffer
- * and store their ack in the writer's segment. Two buffers alternate by
+ * segment and publishes each with the call's number (a release store in
+ * the slot's first cache line, beside its length and first 48 bytes);
+ * readers acquire it, copy straight out of the writer's segment into their
+ * buffer and store their ack in the writer's segment. Two buffers alternate by
  * the call's parity; a writer reuses one only once every reader of its
  * last use acked. Calls run their writes, then their reads, in call order.
- * Segment: ack[n] (a cache line each, written by reader j), pub[2] (a
- * line each), then [2][n] slots of a 64-byte header (length) + slot bytes.
+ * Segment: ack[n] (a cache line each, written by reader j), then [2][n]
+ * slots (call number, length, bytes; cache-line aligned).
  * Blocks larger than a slot go two-sided: whole collectives are built as
  * LINEAR when every rank knows the size, alltoallv pair by pair (sender
  * and receiver both know the pair's count). GPU buffers are staged through
@@ -38,6 +39,7 @@ struct coll_mapped {
     uint64_t next_write, next_read; /* call whose writes / reads may run */
     uint64_t last_write[2];
     uint8_t *readers[2];  /* [n]: who read the buffer's last write */
+    uint64_t *acked;      /* [n]: the latest ack seen of each reader (a local copy) */
     uccl_status_t failed; /* a call failed midway: the order is lost, every later
                            * call fails with this at once */
 };
@@ -65,14 +67,24 @@ static _Atomic uint64_t *ack_word(char *seg, int j)
     return (_Atomic uint64_t *)(seg + (size_t)j * LINE);
 }
 
-static _Atomic uint64_t *pub_word(char *seg, int n, int p)
+/* A slot: the call number that published it (release store last), the
+ * length, then the bytes: up to 48 of them share the flag's cache line,
+ * so that a small block reaches its reader in one line transfer. */
+#define SLOT_HDR 16
+
+static size_t slot_stride(size_t slot)
 {
-    return (_Atomic uint64_t *)(seg + (size_t)(n + p) * LINE);
+    return (SLOT_HDR + slot + LINE - 1) & ~(size_t)(LINE - 1);
 }
 
 static char *slot_hdr(const coll_mapped_t *M, char *seg, int n, int p, int k)
 {
-    return seg + (size_t)(n + 2) * LINE + ((size_t)p * (size_t)n + (size_t)k) * (LINE + M->slot);
+    return seg + (size_t)n * LINE + ((size_t)p * (size_t)n + (size_t)k) * slot_stride(M->slot);
+}
+
+static _Atomic uint64_t *slot_seq(char *h)
+{
+    return (_Atomic uint64_t *)h;
 }
 
 size_t uccl_coll_mapped_slot(int n)
@@ -98,6 +110,7 @@ void uccl_coll_mapped_destroy(coll_state_t *cs)
     free(M->peer);
     free(M->readers[0]);
     free(M->readers[1]);
+    free(M->acked);
     free(M);
     cs->mapped = NULL;
 }
@@ -126,11 +139,12 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
     if (M == NULL || descs == NULL || ok == NULL ||
         (M->peer = calloc((size_t)n, sizeof(*M->peer))) == NULL ||
         (M->readers[0] = calloc((size_t)n, 1)) == NULL ||
-        (M->readers[1] = calloc((size_t)n, 1)) == NULL)
+        (M->readers[1] = calloc((size_t)n, 1)) == NULL ||
+        (M->acked = calloc((size_t)n, sizeof(*M->acked))) == NULL)
         goto out;
     cs->mapped = M;
     M->slot = uccl_coll_mapped_slot(n);
-    M->seg_len = (size_t)(n + 2) * LINE + 2 * (size_t)n * (LINE + M->slot);
+    M->seg_len = (size_t)n * LINE + 2 * (size_t)n * slot_stride(M->slot);
     M->next_m = M->next_write = M->next_read = 1;
     if (uccl_mem_alloc(cs->engine, UCCL_MEM_HOST, M->seg_len, (void **)&M->seg) != UCCL_OK ||
         uccl_mr_reg(cs->engine, M->seg, M->seg_len, 0, &M->mr) != UCCL_OK ||
@@ -497,10 +511,13 @@ static int acks_missing(coll_state_t *cs, int p)
 {
     coll_mapped_t *M = cs->mapped;
 
-    for (int j = 0; j < cs->size; j++)
-        if (M->readers[p][j] &&
-            atomic_load_explicit(ack_word(M->seg, j), memory_order_acquire) < M->last_write[p])
+    for (int j = 0; j < cs->size; j++) {
+        if (!M->readers[p][j] || M->acked[j] >= M->last_write[p])
+            continue; /* known without touching the reader's line */
+        M->acked[j] = atomic_load_explicit(ack_word(M->seg, j), memory_order_acquire);
+        if (M->acked[j] < M->last_write[p])
             return j;
+    }
     return -1;
 }
 
@@ -519,13 +536,13 @@ static uccl_status_t run_writes(coll_sched_t *s)
         for (int i = 0; i < run->nw; i++) {
             const mw_t *w = &run->ws[i];
             char *h = slot_hdr(M, M->seg, n, p, w->slot);
-            *(uint64_t *)h = w->len;
+            *(uint64_t *)(h + 8) = w->len;
             if (w->len > 0)
-                memcpy(h + LINE, s->addr[w->buf] + w->off, w->len);
+                memcpy(h + SLOT_HDR, s->addr[w->buf] + w->off, w->len);
+            atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
         }
         M->last_write[p] = run->m;
         memcpy(M->readers[p], run->readers, (size_t)n);
-        atomic_store_explicit(pub_word(M->seg, n, p), run->m, memory_order_release);
     }
     M->next_write++;
     for (int i = 0; i < run->nc; i++) {
@@ -552,13 +569,13 @@ static uccl_status_t run_reads(coll_sched_t *s)
 
         if (rd->done)
             continue;
-        if (atomic_load_explicit(pub_word(seg, n, p), memory_order_acquire) != run->m) {
+        h = slot_hdr(M, seg, n, p, rd->slot);
+        if (atomic_load_explicit(slot_seq(h), memory_order_acquire) != run->m) {
             if (missing < 0)
                 missing = rd->from;
             continue;
         }
-        h = slot_hdr(M, seg, n, p, rd->slot);
-        len = *(const uint64_t *)h;
+        len = *(const uint64_t *)(h + 8);
         if (len != rd->len) {
             coll_error("rank %d sent %llu bytes where rank %d expects %zu", rd->from,
                        (unsigned long long)len, cs->rank, rd->len);
@@ -566,7 +583,7 @@ static uccl_status_t run_reads(coll_sched_t *s)
             len = len < rd->len ? len : rd->len;
         }
         if (len > 0)
-            memcpy(s->addr[rd->buf] + rd->off, h + LINE, len);
+            memcpy(s->addr[rd->buf] + rd->off, h + SLOT_HDR, len);
         rd->done = true;
         atomic_store_explicit(ack_word(seg, cs->rank), run->m, memory_order_release);
     }

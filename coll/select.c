@@ -93,7 +93,11 @@ static const char *const layout_names[LAYOUT_COUNT] = {
 #define SIZE_ANY ((size_t)-1)
 
 /* Largest block AUTO sends through MAPPED's shared segments on one host
- * (alltoallv: every call, pair by pair). */
+ * (alltoallv: every call, pair by pair): forced mapped vs forced linear on
+ * a quiet 16-core host (tests/perf/results/coll/mapped-H200host): on 2
+ * ranks linear's single CMA copy wins from 8 KiB, on 4 mapped still wins
+ * at 16 KiB and linear at 32 KiB. */
+#define COLL_MAPPED_AUTO_MAX_2 4096
 #define COLL_MAPPED_AUTO_MAX 16384
 
 /* THE table AUTO walks: the first rule matching op, layout, rank count and
@@ -119,7 +123,8 @@ static const struct coll_rule {
     uccl_coll_algo_t algo;
 } rules[] = {
     {ALL_OPS, LAYOUT_SINGLE, 1, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
-    {ALL_OPS, LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX, UCCL_COLL_ALGO_MAPPED},
+    {ALL_OPS, LAYOUT_SHM, 3, COLL_MAPPED_AUTO_MAX, UCCL_COLL_ALGO_MAPPED},
+    {ALL_OPS, LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX_2, UCCL_COLL_ALGO_MAPPED},
     {ALL_OPS, LAYOUT_SHM, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
     {ALL_OPS, LAYOUT_ONE_HOST, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
     {OPS(ALLGATHER) | OPS(ALLGATHERV) | OPS(BCAST), LAYOUT_SHARED, 2, SIZE_ANY,
