@@ -95,8 +95,10 @@ static const char *const layout_names[LAYOUT_COUNT] = {
 /* Largest block AUTO sends through MAPPED's shared segments on one host
  * (alltoallv: every call, pair by pair): forced mapped vs forced linear on
  * a quiet 16-core host (tests/perf/results/coll/mapped-H200host): on 2
- * ranks linear's single CMA copy wins from 8 KiB, on 4 mapped still wins
- * at 16 KiB and linear at 32 KiB. */
+ * ranks linear's single CMA copy wins from 8 KiB for allgather and
+ * alltoall, on 4 mapped still wins at 16 KiB and linear at 32 KiB. Rooted
+ * collectives on 2 ranks: linear took 4-8 us at 8-16 KiB where mapped
+ * bcast took 1.2-2.0 us, so they go mapped up to 16 KiB on any rank count. */
 #define COLL_MAPPED_AUTO_MAX_2 4096
 #define COLL_MAPPED_AUTO_MAX 16384
 
@@ -123,6 +125,8 @@ static const struct coll_rule {
     uccl_coll_algo_t algo;
 } rules[] = {
     {ALL_OPS, LAYOUT_SINGLE, 1, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+    {OPS(BCAST) | OPS(GATHER) | OPS(SCATTER), LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX,
+     UCCL_COLL_ALGO_MAPPED},
     {ALL_OPS, LAYOUT_SHM, 3, COLL_MAPPED_AUTO_MAX, UCCL_COLL_ALGO_MAPPED},
     {ALL_OPS, LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX_2, UCCL_COLL_ALGO_MAPPED},
     {ALL_OPS, LAYOUT_SHM, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
