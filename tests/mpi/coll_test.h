@@ -54,8 +54,7 @@ void ct_inflight(mt_ctx_t *c);
 void ct_persistent(mt_ctx_t *c);
 void ct_bad_args(mt_ctx_t *c);
 void ct_mismatch(mt_ctx_t *c);
-void ct_peer_gone(mt_ctx_t *c);
-void ct_peer_gone_mapped(mt_ctx_t *c);
+void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo);
 /* A mapped allgather on comm: true when it ran, false when the ranks
  * cannot map each other (UCCL_ERR_UNSUPPORTED, on every rank alike). */
 bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm);

@@ -432,9 +432,9 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "bad arguments: UCCL_ERR_INVALID_PARAM");
     ct_mismatch(&c);
     fails += mt_report(&c, "count mismatches: UCCL_ERR_TRUNCATED");
-    ct_peer_gone(&c);
+    ct_peer_gone(&c, UCCL_COLL_ALGO_DIRECT);
     fails += mt_report(&c, "a rank gone: the others fail, no hang");
-    ct_peer_gone_mapped(&c);
+    ct_peer_gone(&c, UCCL_COLL_ALGO_MAPPED);
     fails += mt_report(&c, "mapped, a rank gone: the others fail, no hang");
     mt_fini(&c);
     MPI_Finalize();
