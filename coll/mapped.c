@@ -424,7 +424,11 @@ uccl_status_t uccl_coll_build_mapped(coll_sched_t *s, const coll_args_t *a)
     if (gpu_r) {
         rbuf = COLL_BUF_TMP;
         roff = gpu_s ? sext : 0;
-        if (st == UCCL_OK && (a->in_place || a->op == UCCL_COLL_BCAST))
+        /* the staging starts as the receive buffer: in place its blocks are
+         * sent, and the v-variants' gaps between blocks are copied back as
+         * they were */
+        if (st == UCCL_OK && (a->in_place || a->op == UCCL_COLL_BCAST ||
+                              a->op == UCCL_COLL_ALLGATHERV || a->op == UCCL_COLL_ALLTOALLV))
             st = coll_copy(s, COLL_BUF_TMP, roff, COLL_BUF_RECV, 0, rext);
     }
     ipbuf = rbuf;

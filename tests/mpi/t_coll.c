@@ -344,7 +344,8 @@ static bool shm_peers(mt_ctx_t *c)
 {
     const char *tps = getenv("UCCL_TRANSPORTS");
 
-    return c->size > 1 && tps != NULL && strcmp(tps, "shm") == 0;
+    return c->size > 1 && tps != NULL && strstr(tps, "shm") != NULL && strstr(tps, "tcp") == NULL &&
+           strstr(tps, "ofi") == NULL && strstr(tps, "verbs") == NULL;
 }
 
 static void check_layout(mt_ctx_t *c, int hosts)
