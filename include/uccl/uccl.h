@@ -302,10 +302,12 @@ UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rde
  * Never fails for host pointers. Errors: UCCL_ERR_INVALID_PARAM (NULL type). */
 UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, int *device);
 
-/* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory)
- * or GPU memory on the engine's GPU (its gpu_index, else the calling
- * thread's current device). Release with uccl_mem_free. For tests, examples
- * and layers built on this API that need device scratch.
+/* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory:
+ * shared memory, a memfd mapped MAP_SHARED, that a peer on this host may map
+ * with uccl_rdesc_ptr; it stays shared with a child after fork) or GPU
+ * memory on the engine's GPU (its gpu_index, else the calling thread's
+ * current device). Release with uccl_mem_free. For tests, examples and
+ * layers built on this API that need device scratch.
  * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime or
  * device), UCCL_ERR_UNSUPPORTED (a GPU type this build does not run),
  * UCCL_ERR_NO_MEMORY. */
