@@ -1,5 +1,6 @@
 /* What xfer.c (one request per call) lends xfer_msg.c (writemsg/readmsg,
- * several requests per call): the call's arguments, their checks, the post. */
+ * several requests per call): the call's arguments, the check of its local
+ * pieces, the post. */
 #ifndef UCCL_CORE_XFER_H
 #define UCCL_CORE_XFER_H
 
@@ -22,9 +23,6 @@ typedef struct xfer_args {
  * the transport caps their memory needs. */
 uccl_status_t uccl_xfer_check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
                                   size_t *total, uint64_t *gpu_caps);
-/* a->rdesc at a->roff for len bytes, on this connection's peer. */
-uccl_status_t uccl_xfer_check_remote(const uccl_conn_t *conn, const xfer_args_t *a, size_t len,
-                                     uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields);
 /* Check a, build its request and post it (engine lock held). */
 uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out);
 

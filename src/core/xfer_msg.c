@@ -62,13 +62,13 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
         return UCCL_ERR_INVALID_PARAM;
     st = uccl_xfer_check_iov(conn, m->iov, m->iovcnt, &total, &gpu_caps);
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
-        xfer_args_t a = {.rdesc = m->riov[k].rdesc, .roff = m->riov[k].roff};
         uccl_req_remote_t remote;
         uccl_rdesc_fields_t fields;
 
-        if (a.rdesc == NULL)
+        if (m->riov[k].rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = uccl_xfer_check_remote(conn, &a, m->riov[k].len, &remote, &fields);
+        st = uccl_remote_decode(conn, m->riov[k].rdesc, m->riov[k].roff, m->riov[k].len, &remote,
+                                &fields);
         rtotal += m->riov[k].len;
     }
     if (st == UCCL_OK && rtotal != total) {
