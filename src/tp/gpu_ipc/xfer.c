@@ -152,6 +152,26 @@ static uccl_req_t *waiter_take(ipc_ep_t *ep, int wait, uint64_t seq)
     return req;
 }
 
+/* Send req's message (header m of mlen bytes, numbered seq, then our pieces)
+ * and have req wait in ep->waits[wait] (none: wait < 0) for the answer that
+ * completes its req->len bytes. */
+static uccl_status_t post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type, uint64_t seq,
+                                  const void *m, size_t mlen, const msg_seg_t *seg, uint32_t nseg)
+{
+    uccl_status_t st;
+
+    if (wait >= 0 && (st = waiter_add(ep, wait, req, seq)) != UCCL_OK)
+        return st;
+    st = uccl_gpu_ipc_send_msg(ep, type, m, mlen, seg, nseg * sizeof(seg[0]));
+    if (st != UCCL_OK) {
+        waiter_drop(ep, req);
+        return st;
+    }
+    req->tp_data[1] = req->len;
+    req->tp_data[2] = 1; /* parts: the answer (a send's FIN, or the push + the FIN of a split) */
+    return UCCL_OK;
+}
+
 /* ------------------------------------------------------------ send / recv */
 
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
@@ -168,20 +188,11 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.len = req->len;
     m.msg_seq = req->msg_seq;
     /* nothing for the peer to read in an empty message: no FIN comes */
-    if (req->len > 0 && (st = waiter_add(ep, IPC_WAIT_SEND, req, m.seq)) != UCCL_OK)
-        return st;
-    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
-    if (st != UCCL_OK) {
-        waiter_drop(ep, req);
-        return st;
-    }
-    if (req->len == 0) {
+    st = post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq, &m, sizeof(m),
+                      seg, m.nseg);
+    if (st == UCCL_OK && req->len == 0)
         uccl_req_complete(req, UCCL_OK, 0);
-        return UCCL_OK;
-    }
-    req->tp_data[1] = req->len;
-    req->tp_data[2] = 1; /* parts: the FIN, or the push (+ the FIN of a split) */
-    return UCCL_OK;
+    return st;
 }
 
 static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
@@ -457,16 +468,7 @@ static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
     m.op = req->op;
     m.has_notif = req->has_notif;
     m.notif = req->notif;
-    if ((st = waiter_add(ep, IPC_WAIT_TGT, req, m.seq)) != UCCL_OK)
-        return st;
-    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_TGT_OP, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
-    if (st != UCCL_OK) {
-        waiter_drop(ep, req);
-        return st;
-    }
-    req->tp_data[1] = req->len;
-    req->tp_data[2] = 1;
-    return UCCL_OK;
+    return post_waiting(ep, IPC_WAIT_TGT, req, IPC_MSG_TGT_OP, m.seq, &m, sizeof(m), seg, m.nseg);
 }
 
 static bool grant_requested(ipc_ep_t *ep, uint64_t region_id)
