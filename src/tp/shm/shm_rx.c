@@ -41,43 +41,37 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_
     uccl_msg_hold(ep->base.conn, &ep->base, &u->msg);
 }
 
-/* Ask the core for the receive of an arrived message; NULL = hold it. */
-static bool shm_rx_match(shm_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len, uccl_req_t **req)
+/* A message arrived (EAGER with its payload, RTS with the sender's pieces):
+ * into the receive the core matches it with, else held. */
+static void shm_rx_msg(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_t tag, uint64_t len,
+                       uint64_t id, const void *data, size_t data_len, uint32_t iovcnt,
+                       uint32_t flags)
 {
-    if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, req) == UCCL_OK)
-        return true;
-    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-    return false;
+    uccl_req_t *req;
+
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, &req) != UCCL_OK)
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+    else if (req != NULL)
+        uccl_shm_deliver(ep, req, type, len, id, data, iovcnt, flags);
+    else
+        shm_rx_unexpected(ep, type, seq, tag, len, id, data, data_len, iovcnt, flags);
 }
 
 /* The handlers below get packets uccl_shm_pkt_parse checked (shm_wire.c). */
 static void shm_rx_eager(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
     const shm_pkt_eager_t *pkt = &rx->u.eager;
-    uccl_req_t *req;
 
-    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
-        return;
-    if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_EAGER, pkt->len, 0, rx->payload, 0, 0);
-    else
-        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt->seq, pkt->tag, pkt->len, 0, rx->payload,
-                          rx->payload_len, 0, 0);
+    shm_rx_msg(ep, SHM_PKT_EAGER, pkt->seq, pkt->tag, pkt->len, 0, rx->payload, rx->payload_len, 0,
+               0);
 }
 
 static void shm_rx_rts(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
     const shm_pkt_rts_t *pkt = &rx->u.rts;
-    uccl_req_t *req;
 
-    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
-        return;
-    if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_RTS, pkt->len, pkt->id, rx->iov, pkt->iovcnt,
-                         pkt->reserved);
-    else
-        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
-                          pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
+    shm_rx_msg(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
+               pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
 }
 
 static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
