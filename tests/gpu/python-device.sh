@@ -9,9 +9,12 @@
 #    run) on host memory and on torch CUDA tensors. Logs, the benchmark
 #    tables (pybench.txt) and JSON go to $OUT.
 # Narrowing (default: everything): PY_BENCH (names of the comparisons below,
-# space-separated), PY_BENCH_MAX (largest size of the GPU point-to-point
-# ones, 64M), PY_BENCH_ROUNDS (3), PY_EXAMPLES (kv_cache moe weight_bcast),
-# PY_HOST_TESTS=0 (the host-memory pytest run, which CI also runs).
+# space-separated), PY_BENCH_MIN / PY_BENCH_MAX (sizes of the GPU
+# point-to-point ones, 4K-64M), PY_BENCH_COLL_MAX (largest GPU allgather,
+# 16M), PY_BENCH_ROUNDS (3), PY_BENCH_OBJ_ROUNDS (the tensors-as-objects
+# allgathers, 1), PY_EXAMPLES (kv_cache moe weight_bcast), PY_HOST_TESTS=0
+# (the host-memory pytest run, which CI also runs), PY_STREAM_EXTRA (torch0:
+# the stream tests once more with UCCL_PY_TORCH_FAST=0; "" skips it).
 set -u
 PY_BENCH=${PY_BENCH:-send write allgather send_cuda write_cuda allgather_cuda allgather_cuda_objects}
 # (allgather_cuda_objects_dlpack: the same with UCCL_PY_TORCH_FAST=0, the
@@ -92,13 +95,13 @@ for op in send write; do
 done
 bench allgather --op allgather --np 2 --transport shm --min 4K --max 16M --rounds $rounds
 for op in send write; do
-    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min ${PY_BENCH_MIN:-4K} --max ${PY_BENCH_MAX:-64M} \
-        --rounds $rounds
+    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min ${PY_BENCH_MIN:-4K} \
+        --max ${PY_BENCH_MAX:-64M} --rounds $rounds
 done
-bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K --max 16M \
-    --rounds $rounds
+bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K \
+    --max ${PY_BENCH_COLL_MAX:-16M} --rounds $rounds
 bench allgather_cuda_objects --op allgather --np 2 --mem cuda --objects --transport shm,gpu_ipc \
-    --min 4K --max 16M --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
+    --min 4K --max ${PY_BENCH_COLL_MAX:-16M} --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
 UCCL_PY_TORCH_FAST=0 bench allgather_cuda_objects_dlpack --op allgather --np 2 --mem cuda --objects \
-    --transport shm,gpu_ipc --min 4K --max 16M --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
+    --transport shm,gpu_ipc --min 4K --max ${PY_BENCH_COLL_MAX:-16M} --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
 rm -rf "$stage"
