@@ -22,6 +22,8 @@ the binding). --mem cuda: torch CUDA tensors on GPU 0 (uccl_perf --mem
 cuda), registered once per size and passed as MemoryRegions; --objects
 passes the arrays themselves to the collectives (each call then reads their
 buffer, CUDA array or DLPack interface and orders after their stream).
+--profile (collectives): the binding's time per stage of each call
+(uccl._uccl._profile), rank 0's, printed under the table.
 """
 import argparse
 import json

@@ -12,14 +12,14 @@
 # space-separated), PY_BENCH_MIN / PY_BENCH_MAX (sizes of the GPU
 # point-to-point ones, 4K-64M), PY_BENCH_COLL_MAX (largest GPU allgather,
 # 16M), PY_BENCH_ROUNDS (3), PY_BENCH_OBJ_ROUNDS (the tensors-as-objects
-# allgathers, 1), PY_EXAMPLES (kv_cache moe weight_bcast), PY_HOST_TESTS=0
+# allgathers, 1), PY_EXAMPLES (kv_cache moe weight_bcast; "" none), PY_HOST_TESTS=0
 # (the host-memory pytest run, which CI also runs), PY_STREAM_EXTRA (torch0:
 # the stream tests once more with UCCL_PY_TORCH_FAST=0; "" skips it).
 set -u
 PY_BENCH=${PY_BENCH:-send write allgather send_cuda write_cuda allgather_cuda allgather_cuda_objects}
 # (allgather_cuda_objects_dlpack: the same with UCCL_PY_TORCH_FAST=0, the
 # torch tensors through DLPack's handshake; not in the default set)
-PY_EXAMPLES=${PY_EXAMPLES:-kv_cache moe weight_bcast}
+PY_EXAMPLES=${PY_EXAMPLES-kv_cache moe weight_bcast}
 rounds=${PY_BENCH_ROUNDS:-3}
 want() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -38,7 +38,7 @@ dump=$src/tests/gpu/hang-dump.sh
 
 step "stream order first, under a watchdog (60 s a kind): test_coll_stream.py (torch0: torch with UCCL_PY_TORCH_FAST=0)"
 export UCCL_PY_TORCH_FAST=1
-for kind in cupy torch ${PY_STREAM_EXTRA:-torch0}; do
+for kind in cupy torch ${PY_STREAM_EXTRA-torch0}; do
     mod=${kind%0}
     UCCL_PY_TORCH_FAST=$([ "$kind" = torch0 ] && echo 0 || echo 1) UCCL_PY_TEST_MEM=$mod \
         "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$mod \
