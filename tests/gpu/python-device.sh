@@ -41,7 +41,7 @@ export UCCL_PY_TORCH_FAST=1
 for kind in cupy torch ${PY_STREAM_EXTRA-torch0}; do
     mod=${kind%0}
     UCCL_PY_TORCH_FAST=$([ "$kind" = torch0 ] && echo 0 || echo 1) UCCL_PY_TEST_MEM=$mod \
-        "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$mod \
+        "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,"$mod" \
         "$src/python/tests/run_pytest.py" test_coll_stream.py -rs -v >"$OUT/stream_$kind.log" 2>&1
     echo "stream tests $kind exit code: $?"
     grep -E "PASSED|FAILED|SKIPPED|HANG|passed|failed" "$OUT/stream_$kind.log" | sort | uniq -c | head -24
