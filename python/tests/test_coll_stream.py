@@ -99,6 +99,13 @@ def test_stream_host_memory(cm):
     assert np.array_equal(mem.host(recv), want)
 
 
+def buffers(cm, key, n=65536):
+    """An allgather's expected result, this rank's block of it (src), and
+    zeroed send and receive buffers."""
+    return (cat([blk(n, key, q) for q in range(cm.size)]), mem.new(blk(n, key, cm.rank)),
+            mem.zeros(n), mem.zeros(cm.size * n))
+
+
 def copy_of(x):
     return x.clone() if mem.KIND == "torch" else x.copy()
 
@@ -126,9 +133,7 @@ def test_stream_form(cm, kind):
     default stream."""
     if mem.KIND == "torch" and kind == "blocking":
         pytest.skip("torch makes non-blocking streams only")
-    size, n = cm.size, 65536
-    want = cat([blk(n, 23, q) for q in range(size)])
-    src, send, recv = mem.new(blk(n, 23, cm.rank)), mem.zeros(n), mem.zeros(size * n)
+    want, src, send, recv = buffers(cm, 23)
     st, ctx, _ = side_stream(kind)
     with ctx:
         late_fill(send, send)  # the kernels' first use (module loads) before the hold
@@ -152,9 +157,7 @@ def test_producer_stream(cm, form, via):
     for the producer's stream (the CUDA array interface v3 'stream', or
     DLPack's stream handshake that torch and CuPy answer); stream=, the
     call's stream waits for it (an event), the host does not."""
-    size, n = cm.size, 65536
-    want = cat([blk(n, 29, q) for q in range(size)])
-    src, send, recv = mem.new(blk(n, 29, cm.rank)), mem.zeros(n), mem.zeros(size * n)
+    want, src, send, recv = buffers(cm, 29)
     prod, pctx, pptr = side_stream("nonblocking")
     cons, cctx, _ = side_stream("nonblocking")
     with pctx:  # the producer's stream is the current one while the call reads it
@@ -196,9 +199,7 @@ def test_stream_form_host_waits_first(cm, wait):
     first time (its module load waits for the device: CuPy's first copy hung
     here in cuModuleLoadData before the binding drove progress from a thread
     of its own while a stream-ordered call is in flight)."""
-    size, n = cm.size, 65536
-    want = cat([blk(n, 31, q) for q in range(size)])
-    src, send, recv = mem.new(blk(n, 31, cm.rank)), mem.zeros(n), mem.zeros(size * n)
+    want, src, send, recv = buffers(cm, 31)
     st, ctx, _ = side_stream("nonblocking")
     with ctx:
         late_fill(send, src)
@@ -230,9 +231,7 @@ def test_producer_stream_torch_fast_path(cm):
     if os.environ.get("UCCL_PY_TORCH_FAST") == "0":
         pytest.skip("UCCL_PY_TORCH_FAST=0: the DLPack handshake for every tensor")
     import torch
-    size, n = cm.size, 65536
-    want = cat([blk(n, 37, q) for q in range(size)])
-    src, send, recv = mem.new(blk(n, 37, cm.rank)), mem.zeros(n), mem.zeros(size * n)
+    want, src, send, recv = buffers(cm, 37)
     prod, pctx, _ = side_stream("nonblocking")
     with pctx:
         late_fill(send, send)
@@ -244,8 +243,9 @@ def test_producer_stream_torch_fast_path(cm):
             stages = uccl._uccl._profile(False, reset=True)
     assert np.array_equal(mem.host(recv), want)
     assert stages["torch"][0] == 2 and "dlpack" not in stages, stages
-    grad = torch.zeros(n // 4, device="cuda", requires_grad=True)
+    grad = torch.zeros(send.numel() // 4, device="cuda", requires_grad=True)
     with pytest.raises(RuntimeError, match="grad"):
-        cm.allgather(grad, mem.zeros(size * n))
-    cm.allgather(mem.new(blk(n, 37, cm.rank)), recv)  # still works
+        cm.allgather(grad, mem.zeros(recv.numel()))
+    recv = mem.zeros(recv.numel())
+    cm.allgather(src, recv)  # still works
     assert np.array_equal(mem.host(recv), want)
