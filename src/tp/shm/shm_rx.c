@@ -155,6 +155,19 @@ static void shm_rx_data(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_shm_req_fill(ep, req, pkt.off, rx->payload, pkt.len, pkt.off + pkt.len == total, total);
 }
 
+/* The region of ours that a peer's write or read names, checked: UCCL_OK,
+ * else the status its FIN refuses it with (STALE, or REMOTE_ACCESS: also
+ * GPU memory when nothing stages it). */
+static uccl_status_t shm_rx_target(shm_ep_t *ep, uint64_t region_id, uint64_t addr, uint64_t len,
+                                   uccl_region_t **region)
+{
+    uccl_status_t st = uccl_engine_region_find(ep->tp->base.engine, region_id, addr, len, region);
+
+    if (st == UCCL_OK && uccl_region_mem_type(*region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
+        st = UCCL_ERR_REMOTE_ACCESS;
+    return st == UCCL_OK || st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS;
+}
+
 /* Target side of write/read: check the access against our own regions
  * first; only then copy (CMA) or ask for / send the data through the ring. */
 static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
@@ -164,15 +177,12 @@ static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_region_t *region;
     uccl_status_t st;
 
-    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
-        st = UCCL_ERR_REMOTE_ACCESS;
+    st = shm_rx_target(ep, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st != UCCL_OK) {
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
                    pkt.is_read ? "read" : "write", (unsigned long long)pkt.len,
                    (unsigned long long)pkt.region_id, ep->peer_pid);
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
-                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
@@ -222,12 +232,9 @@ static void shm_rx_wdata(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_region_t *region;
     uccl_status_t st;
 
-    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
-        st = UCCL_ERR_REMOTE_ACCESS;
+    st = shm_rx_target(ep, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st != UCCL_OK) {
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
-                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
         return;
     }
     if (uccl_region_mem_type(region) == UCCL_MEM_HOST) {
