@@ -78,18 +78,27 @@ static void fake_ep_destroy(uccl_tp_ep_t *ep)
     free(fep);
 }
 
-static uccl_status_t fake_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
-                                  int device, uccl_tp_memh_t **memh)
+static uccl_status_t memh_new(void *addr, size_t len, uccl_tp_memh_t **memh)
 {
-    (void)tp, (void)type, (void)device;
     *memh = malloc(sizeof(**memh));
     if (*memh == NULL)
         return UCCL_ERR_NO_MEMORY;
     (*memh)->addr = addr;
     (*memh)->len = len;
-    fake_reg_calls++;
-    fake_live_memh++;
     return UCCL_OK;
+}
+
+static uccl_status_t fake_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                                  int device, uccl_tp_memh_t **memh)
+{
+    uccl_status_t st = memh_new(addr, len, memh);
+
+    (void)tp, (void)type, (void)device;
+    if (st == UCCL_OK) {
+        fake_reg_calls++;
+        fake_live_memh++;
+    }
+    return st;
 }
 
 static void fake_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
@@ -113,14 +122,12 @@ static int keyed_live_memh;
 static uccl_status_t keyed_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
                                    int device, uccl_tp_memh_t **memh)
 {
+    uccl_status_t st = memh_new(addr, len, memh);
+
     (void)tp, (void)type, (void)device;
-    *memh = malloc(sizeof(**memh));
-    if (*memh == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    (*memh)->addr = addr;
-    (*memh)->len = len;
-    keyed_live_memh++;
-    return UCCL_OK;
+    if (st == UCCL_OK)
+        keyed_live_memh++;
+    return st;
 }
 
 static void keyed_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
