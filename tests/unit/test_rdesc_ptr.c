@@ -86,29 +86,29 @@ static void test_mem_alloc_memory(void)
     uint8_t *mem = NULL, *p = NULL, *q = NULL;
     uccl_mr_t *mr = NULL;
     uccl_rdesc_t d, d2;
-    bool shm = strcmp(transport, "shm") == 0;
+    bool shm = strcmp(unit_tp, "shm") == 0;
 
-    UNIT_ASSERT_STATUS(uccl_mem_alloc(pair.b, UCCL_MEM_HOST, 3 * LEN, (void **)&mem), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(pair.b, mem + LEN, 2 * LEN, 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mem_alloc(F.p.b, UCCL_MEM_HOST, 3 * LEN, (void **)&mem), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.b, mem + LEN, 2 * LEN, 0, &mr), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_pack(mr, 0, 2 * LEN, &d), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_pack(mr, LEN, 16, &d2), UCCL_OK);
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &d, (void **)&p), shm ? UCCL_OK : UCCL_ERR_UNSUPPORTED);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &d, (void **)&p), shm ? UCCL_OK : UCCL_ERR_UNSUPPORTED);
     if (shm && p != NULL) {
         unit_fill(p, 2 * LEN, 7); /* a stores, b loads */
         CU_ASSERT_EQUAL(unit_mismatches(mem + LEN, 2 * LEN, 7), 0);
         unit_fill(mem + LEN, 2 * LEN, 8); /* b stores, a loads */
         CU_ASSERT_EQUAL(unit_mismatches(p, 2 * LEN, 8), 0);
-        UNIT_ASSERT_STATUS(uccl_rdesc_ptr(pair.ab, &d2, (void **)&q), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_rdesc_ptr(F.p.ab, &d2, (void **)&q), UCCL_OK);
         CU_ASSERT_PTR_EQUAL(q, p + LEN);
-        UNIT_ASSERT_STATUS(uccl_rdesc_ptr(pair.ab, &d, (void **)&q), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_rdesc_ptr(F.p.ab, &d, (void **)&q), UCCL_OK);
         CU_ASSERT_PTR_EQUAL(q, p);
     }
     /* one flipped key byte breaks the checksum */
     d.bytes[45] ^= 1;
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &d, (void **)&q), UCCL_ERR_BAD_DESC);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &d, (void **)&q), UCCL_ERR_BAD_DESC);
     check_conn_works(4);
     UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mem_free(pair.b, mem), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mem_free(F.p.b, mem), UCCL_OK);
 }
 
 static CU_TestInfo tests[] = {
