@@ -280,6 +280,17 @@ typedef struct uccl_rdesc_info {
  * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
 UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
 
+/* Direct access to a peer's memory: the local address of byte 0 of the
+ * range rdesc describes, where the connection's transport maps the peer's
+ * memory into this process (gpu_ipc: the peer's GPU allocation opened over
+ * CUDA/HIP IPC). Valid until the connection closes; the peer must keep the
+ * memory allocated while it is used. May progress the engine until the
+ * peer answers (up to UCCL_TIMEOUT_MS). Errors: UCCL_ERR_INVALID_HANDLE,
+ * UCCL_ERR_INVALID_PARAM, UCCL_ERR_BAD_DESC, UCCL_ERR_STALE (descriptor of
+ * another engine), UCCL_ERR_UNSUPPORTED (the transport maps nothing),
+ * UCCL_ERR_REMOTE_ACCESS (refused), UCCL_ERR_TIMEOUT, UCCL_ERR_PEER_FAILED. */
+UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr);
+
 /* ---------------------------------------------------------------- local memory and copies */
 
 /* Memory type of a pointer (host, or a GPU allocation of the runtime this
@@ -335,6 +346,32 @@ UCCL_API uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uc
 UCCL_API uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream,
                                         uccl_stream_hold_t **hold);
 UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
+
+/* Stream operations, enqueued on the caller's stream (a cudaStream_t or
+ * hipStream_t as void *) from the calling thread: nothing waits on the
+ * host, and no thread of the library takes part later. For layers that
+ * move GPU memory in stream order over pointers of this process or peer
+ * pointers mapped with uccl_rdesc_ptr (the stream-ordered collectives).
+ * uccl_stream_copy: copy len bytes src -> dst in stream order (any memory
+ * the GPU runtime can address: device, peer-mapped, registered host).
+ * uccl_stream_write_value: in stream order, store value at addr (device
+ * memory, this GPU's or peer-mapped; width 4 or 8 bytes, aligned) once the
+ * work queued before it has run and its writes are visible.
+ * uccl_stream_wait_value: work queued on stream after the call waits until
+ * the word at addr is >= value, compared cyclically ((int32_t)(*addr -
+ * value) >= 0, or int64_t for width 8), so sequence numbers may wrap. A
+ * wait never times out by itself: whoever enqueues one must make sure the
+ * value comes (a peer's stream, or the host writing it on failure).
+ * Errors: UCCL_ERR_INVALID_HANDLE (engine), UCCL_ERR_INVALID_PARAM (NULL
+ * stream or address, width, alignment), UCCL_ERR_NO_DEVICE (no GPU
+ * runtime), UCCL_ERR_UNSUPPORTED (the driver lacks stream memory
+ * operations), UCCL_ERR_IO. */
+UCCL_API uccl_status_t uccl_stream_copy(uccl_engine_t *engine, void *stream, void *dst,
+                                        const void *src, size_t len);
+UCCL_API uccl_status_t uccl_stream_write_value(uccl_engine_t *engine, void *stream, void *addr,
+                                               uint64_t value, size_t width);
+UCCL_API uccl_status_t uccl_stream_wait_value(uccl_engine_t *engine, void *stream, const void *addr,
+                                              uint64_t value, size_t width);
 
 /* ---------------------------------------------------------------- transfers */
 

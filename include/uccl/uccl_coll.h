@@ -346,6 +346,8 @@ typedef struct uccl_coll_stats {
     uint64_t desc_reused;   /* ready messages naming a descriptor sent before */
     uint64_t plan_hits;     /* plain calls that reused the cached plan of an earlier
                              * call with the same arguments (no build, no look-ups) */
+    uint64_t stream_direct; /* stream-ordered calls enqueued whole on the caller's stream
+                             * (over peer-mapped GPU memory, no host hold) */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);

@@ -106,6 +106,7 @@ typedef struct uccl_tp_peer {
  * see rdesc.c). */
 #define UCCL_TP_RKEY_MAX 16
 
+struct uccl_req_remote; /* below, with the requests */
 struct uccl_tp_ops {
     size_t size;        /* sizeof(struct uccl_tp_ops) at build time */
     const char *name;   /* "shm", "tcp", ... as in UCCL_TRANSPORTS */
@@ -175,6 +176,13 @@ struct uccl_tp_ops {
      * The core fails the connection only then (or after UCCL_TIMEOUT_MS),
      * so that every message that reached us is offered to receives. */
     bool (*ep_drained)(uccl_tp_ep_t *ep);
+
+    /* Optional (uccl_rdesc_ptr). The local address of the peer's range
+     * remote describes (decoded and checked like a write's), valid until
+     * the endpoint goes: UCCL_OK with *ptr, UCCL_INPROGRESS while the peer
+     * still has to answer (the core progresses and asks again), or an
+     * error. Must not block. */
+    uccl_status_t (*rdesc_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote, void **ptr);
 };
 
 
