@@ -280,15 +280,26 @@ typedef struct uccl_rdesc_info {
  * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
 UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
 
-/* Direct access to a peer's memory: the local address of byte 0 of the
- * range rdesc describes, where the connection's transport maps the peer's
- * memory into this process (gpu_ipc: the peer's GPU allocation opened over
- * CUDA/HIP IPC). Valid until the connection closes; the peer must keep the
- * memory allocated while it is used. May progress the engine until the
- * peer answers (up to UCCL_TIMEOUT_MS). Errors: UCCL_ERR_INVALID_HANDLE,
- * UCCL_ERR_INVALID_PARAM, UCCL_ERR_BAD_DESC, UCCL_ERR_STALE (descriptor of
- * another engine), UCCL_ERR_UNSUPPORTED (the transport maps nothing),
- * UCCL_ERR_REMOTE_ACCESS (refused), UCCL_ERR_TIMEOUT, UCCL_ERR_PEER_FAILED. */
+/* Direct access to peer memory (UCX's ucp_rkey_ptr, MPI_Win_shared_query):
+ * *ptr = an address in this process where the bytes of rdesc's range can be
+ * reached without a transfer: loads and stores for host memory, kernels,
+ * copies and stream operations of this process's GPU runtime for GPU
+ * memory. Only where conn's transport maps peer memory (which ones do is
+ * documented in the README's transport table); the caller orders its
+ * accesses with the peer itself (e.g. flags in mapped memory, messages).
+ * The mapping stays valid until conn is closed; the peer must keep the
+ * region registered that long.
+ * Errors: UCCL_ERR_UNSUPPORTED (this connection cannot map that memory: use
+ * uccl_write/uccl_read), UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION, UCCL_ERR_STALE
+ * (a descriptor of another engine than conn's peer), UCCL_ERR_INVALID_PARAM,
+ * UCCL_ERR_INVALID_HANDLE, the connection's error. gpu_ipc maps the peer's
+ * GPU allocation over CUDA/HIP IPC after asking the peer for a grant: the
+ * first call for a region progresses the engine until the peer answers (its
+ * engine must progress meanwhile), up to UCCL_TIMEOUT_MS (UCCL_ERR_TIMEOUT);
+ * UCCL_ERR_REMOTE_ACCESS when the peer refuses (not a registered GPU
+ * region). Later calls for the region answer at once; the mapping outlives
+ * a failure of the connection (a stream may still write there) and is
+ * closed with the engine. */
 UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr);
 
 /* ---------------------------------------------------------------- local memory and copies */

@@ -442,5 +442,5 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .post_write = uccl_gpu_ipc_post_write,
     .post_read = uccl_gpu_ipc_post_read,
     .progress = ipc_progress,
-    .rdesc_ptr = uccl_gpu_ipc_remote_ptr,
+    .remote_ptr = uccl_gpu_ipc_remote_ptr,
 };
