@@ -200,7 +200,7 @@ static uccl_status_t sf_setup(coll_state_t *cs, coll_sflags_t *sf)
     for (int q = 0; st == UCCL_OK && q < n; q++)
         ok = ok && oks[q];
     sf->state = st == UCCL_OK && ok ? 1 : -1;
-    coll_debug("stream-ordered collectives: direct path %s", sf->state > 0 ? "on" : "off");
+    coll_log(2, "stream-ordered collectives: direct path %s", sf->state > 0 ? "on" : "off");
     free(descs);
     free(oks);
     return st;

@@ -297,9 +297,10 @@ UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_inf
  * first call for a region progresses the engine until the peer answers (its
  * engine must progress meanwhile), up to UCCL_TIMEOUT_MS (UCCL_ERR_TIMEOUT);
  * UCCL_ERR_REMOTE_ACCESS when the peer refuses (not a registered GPU
- * region). Later calls for the region answer at once; the mapping outlives
- * a failure of the connection (a stream may still write there) and is
- * closed with the engine. */
+ * region). Later calls for the region answer at once. The mapping ends
+ * when the peer deregisters the region; it outlives a failure of the
+ * connection (a stream may still write there) and is then closed with the
+ * engine. */
 UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr);
 
 /* ---------------------------------------------------------------- local memory and copies */

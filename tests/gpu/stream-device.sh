@@ -31,11 +31,12 @@ if [ -f python/uccl/.libs/_uccl.so ]; then
     step "python: test_stream_form_host_waits_first (device_sync, first_kernel) x ${STREAM_PY_RUNS:-5}, CuPy and torch"
     for i in $(seq 1 "${STREAM_PY_RUNS:-5}"); do
         for kind in cupy torch; do
-            UCCL_PY_TEST_MEM=$kind timeout 100 "$src/tests/gpu/hang-dump.sh" 45 "$src/python/run-python.sh" 2 \
+            UCCL_LOG_LEVEL=info UCCL_PY_TEST_MEM=$kind timeout 100 "$src/tests/gpu/hang-dump.sh" 45 "$src/python/run-python.sh" 2 \
                 shm,gpu_ipc numpy,mpi4py,pytest,$kind "$src/python/tests/run_pytest.py" test_coll.py \
                 -k "host_waits_first" -rs -v >"$OUT/py_first_kernel_${kind}_$i.log" 2>&1
-            echo "run $i $kind: exit $? $(grep -cE 'PASSED' "$OUT/py_first_kernel_${kind}_$i.log") passed" \
-                "$(grep -cE 'FAILED|HANG' "$OUT/py_first_kernel_${kind}_$i.log") failed/hung"
+            echo "run $i $kind: exit $? $(grep -cE ' passed' "$OUT/py_first_kernel_${kind}_$i.log") passed" \
+                "$(grep -cE 'FAILED|HANG' "$OUT/py_first_kernel_${kind}_$i.log") failed/hung;" \
+                "$(grep -c 'direct path on' "$OUT/py_first_kernel_${kind}_$i.log") ranks on the direct path"
         done
     done
     grep -hE "FAILED|HANG" "$OUT"/py_first_kernel_*.log | sort | uniq -c | head
@@ -44,10 +45,11 @@ else
 fi
 
 step "uccl_perf coll --mem cuda --stream: direct vs hold (2 processes on GPU 0; copy = each rank's D2D copy)"
-for op in ${STREAM_OPS:-allgather alltoall bcast}; do
+for op in ${STREAM_OPS-allgather alltoall bcast}; do
     for path in direct hold; do
         timeout 90 env UCCL_COLL_STREAM=$path $M -x UCCL_COLL_STREAM tools/uccl_perf coll --mem cuda --stream \
             --op "$op" --min 64K --max 64M --rounds 3 --json "$OUT/stream_${op}_$path.json" 2>&1 | grep -v "^\["
     done
 done
+(cd "$OUT" && tar czf stream-logs.tgz ./*.log ./*.json 2>/dev/null)
 step "done"

@@ -128,7 +128,7 @@ static double ms_since(const struct timespec *t0)
 
 /* A rank gone with its part of a direct stream call queued but never run
  * (the last rank posts behind a gate on its stream, a wait on a device
- * word nobody sets yet, then destroys its comm): a stream wait cannot time out, so the survivors' requests must
+ * word nobody sets yet, then closes its connections): a stream wait cannot time out, so the survivors' requests must
  * see the failed connection, write the flags themselves and let their
  * streams go on, within UCCL_TIMEOUT_MS; the next stream call on that
  * comm fails at once. Afterwards the last rank runs its stream out. */
@@ -182,8 +182,12 @@ void ct_stream_dead(mt_ctx_t *c)
     mt_expect(c, st, UCCL_OK, "the call the last rank leaves");
     MPI_Barrier(MPI_COMM_WORLD); /* every rank's part is queued */
     if (c->rank == last) {
-        uccl_comm_destroy(comm); /* its stream is not driven until the others are done */
-        comm = NULL;
+        /* gone as a dead process is: its connections drop, its regions stay
+         * registered (no revoke: the survivors' mappings stay); its stream is
+         * not driven until the others are done */
+        for (int q = 0; q < n; q++)
+            if (q != last)
+                uccl_conn_close(uccl_comm_conn(comm, q));
         MPI_Barrier(MPI_COMM_WORLD);
         mt_expect(c, uccl_copy(c->engine, gate, &one, sizeof(one)), UCCL_OK, "the gate opens");
         /* the survivors wrote its flags, and the mappings it was handed

@@ -72,7 +72,8 @@ typedef struct ipc_map {
     uccl_gpu_ipc_handle_t handle;
     void *ptr;
     int refs;
-    bool ptr_pinned; /* handed out by uccl_rdesc_ptr: closed only with the transport */
+    int ptr_refs;    /* of uccl_rdesc_ptr (ep->ptr_maps): until the region's revoke; at
+                      * ep_destroy such a mapping moves to tp->orphans */
     bool own;        /* orphaned: the peer was this process (nothing to close) */
     int dev;         /* orphaned: the device it was opened on */ /* 1 for the announcement + 1 per grant */
     uccl_list_t link;
@@ -187,9 +188,9 @@ typedef struct ipc_ep {
     /* live maps by the peer's allocation key, grants by region id: keys
      * the peer chooses, found without a scan */
     uccl_hmap_t map_keys, grant_ids;
-    /* uccl_rdesc_ptr: region id -> ipc_map_t kept mapped until the ep goes
-     * (a reference of its own); region ids asked for (PTR_ASKED, or
-     * PTR_REFUSED once the peer said no) */
+    /* uccl_rdesc_ptr: region id -> ipc_map_t kept mapped (a reference of
+     * its own) until the peer revokes the region or the ep goes; region ids
+     * asked for (PTR_ASKED, or PTR_REFUSED once the peer said no) */
     uccl_hmap_t ptr_maps, ptr_asked;
     uccl_list_t ops;     /* ipc_op_t */
     /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */

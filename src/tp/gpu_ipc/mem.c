@@ -247,10 +247,10 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
             map_retire(ep, uccl_list_first(&ep->maps, ipc_map_t, link));
     uccl_list_for_each_safe(pos, tmp, &ep->zombies) {
         ipc_map_t *map = uccl_container_of(pos, ipc_map_t, link);
-        if (map->ptr_pinned && !all)
+        if (map->ptr_refs > 0 && !all)
             continue;
         uccl_list_del(&map->link);
-        if (map->ptr_pinned) {
+        if (map->ptr_refs > 0) {
             map->own = ep->peer_pid == ep->tp->base.params->pid;
             map->dev = ep->peer_device;
             uccl_list_push_back(&ep->tp->orphans, &map->link);
@@ -343,7 +343,13 @@ uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
 
 void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
 {
+    ipc_map_t *pm = uccl_hmap_del(&ep->ptr_maps, region_id);
     ipc_grant_t *g = uccl_gpu_ipc_grant_find(ep, region_id);
+
+    if (pm != NULL) { /* uccl_rdesc_ptr's pointer ends with the region */
+        pm->ptr_refs--;
+        uccl_gpu_ipc_map_put(ep, pm);
+    }
 
     if (g == NULL)
         return;
@@ -363,9 +369,12 @@ void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id)
     (void)uccl_hmap_put(&ep->ptr_asked, region_id, PTR_REFUSED);
 }
 
-/* The mapping stays until the ep goes (its own reference), even when the
- * peer revokes the grant: the peer's memory may be freed under it then,
- * which the caller must not do while it uses the pointer (uccl.h). */
+/* The mapping stays (a reference of its own) until the peer revokes the
+ * region (deregistered: uccl.h asks the peer to keep it registered while
+ * the pointer is used) or the ep goes; then, if the peer failed, it moves
+ * to the transport's orphans (a stream may still write there). A new
+ * allocation at the same address gets a new mapping: CUDA may hand out the
+ * same IPC handle bytes for it, so the old one must be gone by then. */
 uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_t *r, void **ptr)
 {
     ipc_ep_t *ep = (ipc_ep_t *)base;
@@ -377,9 +386,11 @@ uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_
     if (r->mem_type == UCCL_MEM_HOST)
         return UCCL_ERR_REMOTE_ACCESS; /* host memory is never mapped by peers */
     if (map == NULL) {
-        uccl_gpu_ipc_ep_poll(ep);
+        uccl_gpu_ipc_ep_poll(ep); /* a revoke on its way: its mapping closed before a new one opens */
         if (ep->failed)
             return UCCL_ERR_PEER_FAILED;
+        if (!uccl_list_empty(&ep->zombies))
+            uccl_gpu_ipc_maps_release(ep, false);
         g = uccl_gpu_ipc_grant_find(ep, r->region_id);
         asked = uccl_hmap_get(&ep->ptr_asked, r->region_id);
         if (g == NULL && asked == PTR_REFUSED)
@@ -398,7 +409,7 @@ uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_
         if ((st = uccl_hmap_put(&ep->ptr_maps, r->region_id, map)) != UCCL_OK)
             return st;
         map->refs++;
-        map->ptr_pinned = true;
+        map->ptr_refs++;
         uccl_hmap_del(&ep->ptr_asked, r->region_id);
     }
     if (r->addr < map->key || r->len > map->size || r->addr - map->key > map->size - r->len)
