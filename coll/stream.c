@@ -9,7 +9,7 @@
  * caller's process meanwhile only waits for the device, which waits only
  * for the peers' streams (the deadlock of the hold path cannot form).
  *
- * Flags: one GPU allocation per communicator of 2 * size 32-bit words
+ * Flags: one GPU allocation (2 MiB, FLAGS_ALLOC) per communicator of 2 * size 32-bit words
  * (word q: ready of peer q, word size + q: done of peer q), registered and
  * mapped by every peer once, at the comm's first stream-ordered call
  * (collective: two host allgathers). Sequence numbers count the comm's
@@ -47,6 +47,12 @@
 #define STEP_STOKEN 0x8100u
 #define STEP_SACK 0x8101u
 #define SENT_KEYS 8 /* descriptors remembered as known, per peer */
+/* The flag words get an allocation of 2 MiB (a GPU page of their own): the
+ * peers keep it mapped for the comm's life, and CUDA may give small
+ * allocations sharing a page the same IPC handle, which a process can open
+ * only once (cudaErrorAlreadyMapped for the user's buffers next to it, seen
+ * on the H200) */
+#define FLAGS_ALLOC ((size_t)2 << 20)
 
 typedef struct stok {
     uint32_t magic;
@@ -136,10 +142,11 @@ static uccl_status_t flags_alloc(coll_sflags_t *sf)
 {
     size_t len = 2 * (size_t)sf->size * sizeof(uint32_t);
     uint32_t *init = malloc(len);
-    uccl_status_t st = uccl_mem_alloc(sf->engine, UCCL_MEM_CUDA, len, &sf->flags);
+    size_t alloc = len > FLAGS_ALLOC ? len : FLAGS_ALLOC;
+    uccl_status_t st = uccl_mem_alloc(sf->engine, UCCL_MEM_CUDA, alloc, &sf->flags);
 
     if (st == UCCL_ERR_UNSUPPORTED)
-        st = uccl_mem_alloc(sf->engine, UCCL_MEM_ROCM, len, &sf->flags);
+        st = uccl_mem_alloc(sf->engine, UCCL_MEM_ROCM, alloc, &sf->flags);
     if (init == NULL && st == UCCL_OK)
         st = UCCL_ERR_NO_MEMORY;
     for (int i = 0; st == UCCL_OK && i < 2 * sf->size; i++)
