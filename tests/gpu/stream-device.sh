@@ -32,7 +32,7 @@ if [ -f python/uccl/.libs/_uccl.so ]; then
     for i in $(seq 1 "${STREAM_PY_RUNS:-5}"); do
         for kind in cupy torch; do
             UCCL_LOG_LEVEL=info UCCL_PY_TEST_MEM=$kind timeout 100 "$src/tests/gpu/hang-dump.sh" 45 "$src/python/run-python.sh" 2 \
-                shm,gpu_ipc numpy,mpi4py,pytest,$kind "$src/python/tests/run_pytest.py" test_coll.py \
+                shm,gpu_ipc numpy,mpi4py,pytest,$kind "$src/python/tests/run_pytest.py" test_coll_stream.py \
                 -k "host_waits_first" -rs -v >"$OUT/py_first_kernel_${kind}_$i.log" 2>&1
             echo "run $i $kind: exit $? $(grep -cE ' passed' "$OUT/py_first_kernel_${kind}_$i.log") passed" \
                 "$(grep -cE 'FAILED|HANG' "$OUT/py_first_kernel_${kind}_$i.log") failed/hung;" \
