@@ -41,211 +41,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "coll.h"
-
-#define STOK_MAGIC 0x55435354u /* "UCST" */
-#define STEP_STOKEN 0x8100u
-#define STEP_SACK 0x8101u
-#define SENT_KEYS 8 /* descriptors remembered as known, per peer */
-/* The flag words get an allocation of 2 MiB (a GPU page of their own): the
- * peers keep it mapped for the comm's life, and CUDA may give small
- * allocations sharing a page the same IPC handle, which a process can open
- * only once (cudaErrorAlreadyMapped for the user's buffers next to it, seen
- * on the H200) */
-#define FLAGS_ALLOC ((size_t)2 << 20)
-
-typedef struct stok {
-    uint32_t magic;
-    uint32_t ok;    /* 1: this rank can take the direct path for this call */
-    uint32_t fresh; /* 1: desc is new to you, map it and acknowledge */
-    uint32_t has_desc;
-    uint64_t roff;  /* where your bytes go, from the start of desc's range */
-    uint64_t rlen;  /* bytes I expect from you */
-    uint64_t slen;  /* bytes I send you */
-    uccl_rdesc_t desc; /* my receive buffer's registration */
-} stok_t;
-
-typedef struct uccl_coll_sflags {
-    int refs; /* the comm's, and one per request in flight (atomic) */
-    uccl_engine_t *engine;
-    int rank, size;
-    int state;            /* 0 not set up, 1 direct path on, -1 off */
-    int closed;           /* the comm is gone: its connections are not ours to ask (atomic) */
-    uccl_status_t broken; /* a call failed: the path refuses the next ones */
-    uint32_t seq;
-    void *flags;          /* [2 * size] words, GPU memory of this rank */
-    uccl_mr_t *flags_mr;
-    void **peer_flags;    /* [size]: each peer's flag words, mapped here */
-    uccl_conn_t **conns;  /* [size] */
-    stok_t *tok;          /* [2 * size]: tokens out (0..size-1), in (size..) */
-    uint32_t *acks;       /* [2 * size]: acknowledgements out and in */
-    uccl_mr_t *tok_mr;
-    uint64_t *sent;       /* [size][SENT_KEYS]: descriptors each peer knows */
-    int *sent_next;
-    uint64_t *sent_key;   /* [size] per call: the key of the token to that peer */
-    void **dst;           /* [size] per call: peer buffer + offset */
-    size_t *len;          /* [size] per call: bytes to that peer */
-} coll_sflags_t;
-
-/* ------------------------------------------------------------------ environment */
-
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static bool env_direct = true;
-static uint32_t env_seq0;
-
-static void env_read(void)
-{
-    const char *v = getenv("UCCL_COLL_STREAM");
-
-    if (v != NULL && strcmp(v, "hold") == 0)
-        env_direct = false;
-    else if (v != NULL && *v != '\0' && strcmp(v, "direct") != 0)
-        coll_error("UCCL_COLL_STREAM=%s: expected direct or hold; using direct", v);
-    v = getenv("UCCL_COLL_STREAM_SEQ0");
-    if (v != NULL && *v != '\0')
-        env_seq0 = (uint32_t)strtoul(v, NULL, 0);
-}
-
-/* ------------------------------------------------------------------ lifetime */
-
-static void sf_unref(coll_sflags_t *sf)
-{
-    if (__atomic_sub_fetch(&sf->refs, 1, __ATOMIC_ACQ_REL) > 0)
-        return;
-    if (sf->tok_mr != NULL)
-        uccl_mr_dereg(sf->tok_mr);
-    if (sf->flags_mr != NULL)
-        uccl_mr_dereg(sf->flags_mr);
-    if (sf->flags != NULL)
-        uccl_mem_free(sf->engine, sf->flags);
-    free(sf->tok);
-    free(sf->peer_flags);
-    free(sf->conns);
-    free(sf->sent);
-    free(sf->sent_next);
-    free(sf->sent_key);
-    free(sf->dst);
-    free(sf->len);
-    free(sf);
-}
-
-void uccl_coll_stream_destroy(coll_state_t *cs)
-{
-    if (cs->sf != NULL) {
-        __atomic_store_n(&cs->sf->closed, 1, __ATOMIC_RELEASE);
-        sf_unref(cs->sf);
-    }
-    cs->sf = NULL;
-}
-
-static uccl_status_t flags_alloc(coll_sflags_t *sf)
-{
-    size_t len = 2 * (size_t)sf->size * sizeof(uint32_t);
-    uint32_t *init = malloc(len);
-    size_t alloc = len > FLAGS_ALLOC ? len : FLAGS_ALLOC;
-    uccl_status_t st = uccl_mem_alloc(sf->engine, UCCL_MEM_CUDA, alloc, &sf->flags);
-
-    if (st == UCCL_ERR_UNSUPPORTED)
-        st = uccl_mem_alloc(sf->engine, UCCL_MEM_ROCM, alloc, &sf->flags);
-    if (init == NULL && st == UCCL_OK)
-        st = UCCL_ERR_NO_MEMORY;
-    for (int i = 0; st == UCCL_OK && i < 2 * sf->size; i++)
-        init[i] = sf->seq;
-    if (st == UCCL_OK)
-        st = uccl_copy(sf->engine, sf->flags, init, len);
-    if (st == UCCL_OK)
-        st = uccl_mr_reg(sf->engine, sf->flags, len, 0, &sf->flags_mr);
-    free(init);
-    return st;
-}
-
-/* Map every peer's flags (the peers are in this exchange too: they answer
- * the grants while they wait in theirs). */
-static uccl_status_t flags_map(coll_sflags_t *sf, coll_state_t *cs, const uccl_rdesc_t *descs)
-{
-    for (int q = 0; q < sf->size; q++) {
-        uccl_conn_attr_t attr;
-        uccl_status_t st;
-
-        if (q == sf->rank) {
-            sf->peer_flags[q] = sf->flags;
-            continue;
-        }
-        sf->conns[q] = uccl_comm_conn(cs->comm, q);
-        if (sf->conns[q] == NULL || uccl_conn_query(sf->conns[q], &attr) != UCCL_OK ||
-            strcmp(attr.gpu_transport, "gpu_ipc") != 0)
-            return UCCL_ERR_UNSUPPORTED;
-        st = uccl_rdesc_ptr(sf->conns[q], &descs[q], &sf->peer_flags[q]);
-        if (st != UCCL_OK)
-            return st;
-    }
-    return UCCL_OK;
-}
-
-/* Collective, at the comm's first stream-ordered call: every rank sets up
- * and maps, then all learn whether all succeeded. */
-static uccl_status_t sf_setup(coll_state_t *cs, coll_sflags_t *sf)
-{
-    int n = cs->size;
-    uccl_rdesc_t mine, *descs = calloc((size_t)n, sizeof(*descs));
-    uint8_t ok = 0, *oks = calloc((size_t)n, 1);
-    uccl_status_t st = descs != NULL && oks != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
-
-    memset(&mine, 0, sizeof(mine));
-    if (st == UCCL_OK && env_direct && n > 1 && flags_alloc(sf) == UCCL_OK &&
-        uccl_mr_pack(sf->flags_mr, 0, 2 * (size_t)n * sizeof(uint32_t), &mine) == UCCL_OK)
-        ok = 1;
-    if (st == UCCL_OK)
-        st = uccl_allgather(cs->comm, &mine, descs, sizeof(mine));
-    for (int q = 0; st == UCCL_OK && ok && q < n; q++)
-        if (descs[q].bytes[0] == 0) /* that rank has no flags */
-            ok = 0;
-    if (st == UCCL_OK && ok && flags_map(sf, cs, descs) != UCCL_OK)
-        ok = 0;
-    if (st == UCCL_OK)
-        st = uccl_allgather(cs->comm, &ok, oks, 1);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
-        ok = ok && oks[q];
-    sf->state = st == UCCL_OK && ok ? 1 : -1;
-    coll_log(2, "stream-ordered collectives: direct path %s", sf->state > 0 ? "on" : "off");
-    free(descs);
-    free(oks);
-    return st;
-}
-
-static uccl_status_t sf_create(coll_state_t *cs, coll_sflags_t **out)
-{
-    coll_sflags_t *sf = calloc(1, sizeof(*sf));
-    int n = cs->size;
-
-    if (sf == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    pthread_once(&env_once, env_read);
-    sf->refs = 1;
-    sf->engine = cs->engine;
-    sf->rank = cs->rank;
-    sf->size = n;
-    sf->seq = env_seq0;
-    sf->broken = UCCL_OK;
-    sf->peer_flags = calloc((size_t)n, sizeof(void *));
-    sf->conns = calloc((size_t)n, sizeof(void *));
-    sf->tok = calloc(2 * (size_t)n, sizeof(stok_t) + 2 * sizeof(uint32_t));
-    sf->sent = calloc((size_t)n * SENT_KEYS, sizeof(uint64_t));
-    sf->sent_next = calloc((size_t)n, sizeof(int));
-    sf->sent_key = calloc((size_t)n, sizeof(uint64_t));
-    sf->dst = calloc((size_t)n, sizeof(void *));
-    sf->len = calloc((size_t)n, sizeof(size_t));
-    if (sf->peer_flags == NULL || sf->conns == NULL || sf->tok == NULL || sf->sent == NULL ||
-        sf->sent_next == NULL || sf->sent_key == NULL || sf->dst == NULL || sf->len == NULL ||
-        uccl_mr_reg(cs->engine, sf->tok, 2 * (size_t)n * (sizeof(stok_t) + 2 * sizeof(uint32_t)), 0,
-                    &sf->tok_mr) != UCCL_OK) {
-        sf_unref(sf);
-        return UCCL_ERR_NO_MEMORY;
-    }
-    sf->acks = (uint32_t *)(sf->tok + 2 * n);
-    *out = sf;
-    return UCCL_OK;
-}
+#include "stream.h"
 
 /* ------------------------------------------------------------------ one call */
 
@@ -493,7 +289,7 @@ static int sreq_progress(uccl_req_t *req, void *arg)
     if (x->release != NULL)
         uccl_req_free(x->release);
     uccl_req_finish(req, x->status, 0);
-    sf_unref(sf);
+    uccl_coll_sf_unref(sf);
     free(x->vals);
     free(x);
     return 1;
@@ -554,7 +350,7 @@ static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_
         __atomic_add_fetch(&sf->refs, 1, __ATOMIC_ACQ_REL);
         st = uccl_req_create(sf->engine, sreq_progress, x, &g);
         if (st != UCCL_OK)
-            sf_unref(sf);
+            uccl_coll_sf_unref(sf);
     }
     if (st != UCCL_OK) {
         if (x != NULL && x->ev != NULL)
@@ -586,15 +382,10 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
     *taken = false;
     if (st != UCCL_OK || args == NULL || stream == NULL)
         return UCCL_OK; /* the hold path reports it */
-    pthread_once(&env_once, env_read);
-    if (!env_direct || cs->size < 2)
+    if (!uccl_coll_stream_enabled() || cs->size < 2)
         return UCCL_OK;
-    if (cs->sf == NULL) { /* collective: the comm's first stream call on every rank */
-        if ((st = sf_create(cs, &cs->sf)) != UCCL_OK || (st = sf_setup(cs, cs->sf)) != UCCL_OK) {
-            uccl_coll_stream_destroy(cs);
-            return st;
-        }
-    }
+    if (cs->sf == NULL && (st = uccl_coll_sf_open(cs, &cs->sf)) != UCCL_OK)
+        return st; /* collective: the comm's first stream call on every rank */
     sf = cs->sf;
     if (sf->state < 0)
         return UCCL_OK;
