@@ -18,11 +18,20 @@ void ct_stream_direct(mt_ctx_t *c) { (void)c; }
 void ct_stream_dead(mt_ctx_t *c) { (void)c; }
 #else
 
-static bool direct_expected(void)
+/* The direct path is on (UCCL_COLL_STREAM) and every peer is reached by
+ * gpu_ipc (not so across emulated hosts): stream calls on GPU memory take it. */
+static bool direct_expected(mt_ctx_t *c)
 {
     const char *v = getenv("UCCL_COLL_STREAM");
+    uccl_conn_attr_t attr;
 
-    return v == NULL || strcmp(v, "hold") != 0;
+    if (v != NULL && strcmp(v, "hold") == 0)
+        return false;
+    for (int q = 0; q < c->size; q++)
+        if (q != c->rank && (uccl_conn_query(uccl_comm_conn(c->comm, q), &attr) != UCCL_OK ||
+                             strcmp(attr.gpu_transport, "gpu_ipc") != 0))
+            return false;
+    return true;
 }
 
 static uint8_t pat(int r, int round, size_t k)
@@ -87,7 +96,7 @@ void ct_stream_direct(mt_ctx_t *c)
     }
     mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream after the rounds");
     mt_expect(c, uccl_comm_coll_stats(c->comm, &st1), UCCL_OK, "stats");
-    if (direct_expected() && st1.stream_direct - st0.stream_direct != SD_ROUNDS)
+    if (direct_expected(c) && st1.stream_direct - st0.stream_direct != SD_ROUNDS)
         mt_fail(c, "%llu of %d stream calls took the direct path (every peer is on gpu_ipc)",
                 (unsigned long long)(st1.stream_direct - st0.stream_direct), SD_ROUNDS);
     mt_expect(c, uccl_copy(c->engine, back, dout, (size_t)SD_ROUNDS * rlen), UCCL_OK, "results back");
@@ -152,10 +161,17 @@ void ct_stream_dead(mt_ctx_t *c)
     /* on a GPU the leaver's stream would run on by itself into mappings its
      * engine closed (a fault): the fake backend's streams run only when
      * driven, which is what a dead process's do */
-    if (n < 2 || !direct_expected() || strcmp(uccl_gpu_backend(), "fake") != 0) {
+    int direct = n > 1 && direct_expected(c);
+    int all = 0;
+
+    /* every rank the same answer (a hold-path leaver would close its
+     * connections while its stream waits on the engine: not this test) */
+    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all || strcmp(uccl_gpu_backend(), "fake") != 0) {
         if (c->rank == 0)
             printf("# stream form, a rank gone: SKIP (%s)\n", n < 2 ? "one rank"
-                   : !direct_expected() ? "UCCL_COLL_STREAM=hold" : "fake GPU backend only");
+                   : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
+                          : "fake GPU backend only");
         return;
     }
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK ||

@@ -192,6 +192,11 @@ uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t
     }
     if (map != NULL)
         map_retire(ep, map);
+    /* a retired mapping still open may hold the same IPC handle (CUDA gives
+     * one to neighbouring small allocations and to a new allocation at a
+     * freed one's address): a second open would fail with AlreadyMapped */
+    if (!uccl_list_empty(&ep->zombies))
+        uccl_gpu_ipc_maps_release(ep, false);
     map = calloc(1, sizeof(*map));
     if (map == NULL)
         return UCCL_ERR_NO_MEMORY;
