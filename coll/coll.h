@@ -118,6 +118,7 @@ typedef struct coll_state {
     char ctl[64];             /* sink of empty and refused DIRECT writes */
     coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
     int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
+    struct uccl_coll_sflags *sf; /* direct stream path (stream.c), NULL until the first stream call */
 } coll_state_t;
 
 /* Lazy communicators (boot.c, comm.c): made from the bootstrap's tables
@@ -297,6 +298,14 @@ uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req);
 /* Stream form: gate s on the work queued on stream so far and hold the
  * stream's later work until s ends; before uccl_coll_sched_post. */
 uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream);
+
+/* The direct stream path (stream.c): enqueue the whole collective on
+ * stream when every rank can (*taken = true: its status is the call's);
+ * else *taken = false and the hold path runs. Collective. Without
+ * cs->lock. destroy: the comm's part of it (requests in flight keep theirs). */
+uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *args, void *stream,
+                                   uccl_req_t **req, bool *taken);
+void uccl_coll_stream_destroy(coll_state_t *cs);
 
 /* ------------------------------------------------------------------ collectives */
 

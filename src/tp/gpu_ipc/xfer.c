@@ -519,6 +519,8 @@ void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
     ipc_grant_t *g = st == UCCL_OK ? uccl_gpu_ipc_grant_find(ep, m->region_id) : NULL;
     uccl_list_t *pos, *tmp;
 
+    if (st != UCCL_OK && uccl_hmap_get(&ep->ptr_asked, m->region_id) != NULL)
+        uccl_gpu_ipc_ptr_refused(ep, m->region_id);
     uccl_list_for_each_safe(pos, tmp, &ep->grant_wait) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
         uccl_status_t rst = st;
