@@ -319,6 +319,11 @@ uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uc
 uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *args,
                                     void *stream, uccl_req_t **req)
 {
+    bool taken;
+    uccl_status_t st = uccl_coll_stream_try(comm, args, stream, req, &taken);
+
+    if (taken || st != UCCL_OK)
+        return st;
     return post_plain(comm, args, true, stream, req);
 }
 

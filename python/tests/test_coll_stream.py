@@ -178,21 +178,16 @@ def test_producer_stream(cm, form, via):
     assert np.array_equal(mem.host(recv), want)
 
 
-# first_kernel deadlocks now and then (2 of 5 device runs in session 7, CuPy
-# and torch): the module load takes the CUDA context's lock while it waits
-# for the device, the held stream waits for the collective, and the
-# collective's next cudaMemcpyAsync, issued by engine progress in this
-# process, waits for that lock (stacks of both ranks:
-# tests/gpu/results/4xH100/stream-first-kernel-hang.txt). Open; see
-# uccl_coll_post_stream in uccl_coll.h.
-FIRST_KERNEL_DEADLOCK = ("known deadlock: a module load while a stream-ordered call is in flight "
-                         "blocks progress's own cudaMemcpyAsync (uccl_coll.h, uccl_coll_post_stream)")
+# first_kernel deadlocked now and then under the hold path (session 7: the
+# module load took the CUDA context's lock while it waited for the held
+# stream, and progress's next cudaMemcpyAsync waited for that lock; stacks in
+# tests/gpu/results/4xH100/stream-first-kernel-hang.txt). The direct stream
+# path (coll/stream.c, the default where every peer is on gpu_ipc) enqueues
+# the whole collective at call time: nothing of the library's runs later.
 
 
 @GPU_ONLY
-@pytest.mark.parametrize("wait", ["device_sync",
-                                  pytest.param("first_kernel", marks=pytest.mark.skip(
-                                      reason=FIRST_KERNEL_DEADLOCK))])
+@pytest.mark.parametrize("wait", ["device_sync", "first_kernel"])
 def test_stream_form_host_waits_first(cm, wait):
     """After a stream-ordered call the host waits for the device before it
     ever calls Request.wait: a device synchronize, or a kernel used for the

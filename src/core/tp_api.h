@@ -185,7 +185,9 @@ struct uccl_tp_ops {
      * memory) or reached by this process's GPU runtime, kernels and stream
      * operations (GPU memory). The mapping stays valid until ep_destroy.
      * UCCL_ERR_UNSUPPORTED: this memory cannot be mapped here (say why at
-     * debug level). Called with the engine lock held. */
+     * debug level). UCCL_INPROGRESS: the peer must answer first (gpu_ipc
+     * asks it for a grant): the core progresses the engine and calls
+     * again, up to UCCL_TIMEOUT_MS. Called with the engine lock held. */
     uccl_status_t (*remote_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote,
                                 void **ptr);
 };

@@ -386,12 +386,17 @@ int main(int argc, char **argv)
     }
     check_layout(&c, hosts);
     fails += mt_report(&c, "host layout seen by the algorithm table");
-    for (int op = 0; op < UCCL_COLL_OP_COUNT; op++)
+    /* T_COLL_STREAM_ONLY=1: only the stream-form cases below (GPU) */
+    for (int op = 0; op < UCCL_COLL_OP_COUNT && !getenv("T_COLL_STREAM_ONLY"); op++)
         fails += matrix_op(&c, (uccl_coll_op_t)op, &seed);
     if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
         if (ct_mem() == CT_MEM_GPU) {
             ct_stream_order(&c);
             fails += mt_report(&c, "stream form: after the stream's work, before its later work");
+            ct_stream_direct(&c);
+            fails += mt_report(&c, "stream form: back-to-back calls enqueued whole on the stream");
+            ct_stream_dead(&c);
+            fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);
             fails += mt_report(&c, "GPU memory and no GPU transport: UCCL_ERR_UNSUPPORTED everywhere");
         }
