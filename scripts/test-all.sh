@@ -13,8 +13,11 @@
 #     this machine cannot boot it, the cases count as skipped, with the reason)
 #  7. GPU memory over verbs in that VM, on the fake GPU build of step 4
 #     (staging and GPUDirect paths)
-#  8. libFuzzer harnesses of tests/fuzz (clang), FUZZ_SECONDS each (the later
-#     ones, shm ring and notification records, half of it)
+#  8. the two-VM cluster suite (tests/rxe/check-cluster.sh: mpirun across
+#     two Soft-RoCE VMs, each its own kernel; node loss and link cut)
+#  9. libFuzzer harnesses of tests/fuzz (clang), FUZZ_SECONDS each (default
+#     30; the later ones, shm ring, notification and gpu_ipc records,
+#     FUZZ_SHORT_SECONDS, default 20), one per core at a time
 # Ends with one line "N passed, N failed, N skipped" over all of them.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,7 +117,7 @@ if [ $fake_asan_built = 1 ]; then
     tests/summary.sh build/fakegpu-asan || fail=1
 fi
 
-rm -f build/ci/verbs.out build/fakegpu/verbs-gpu.out # counted below only when run now
+rm -f build/ci/verbs.out build/fakegpu/verbs-gpu.out build/ci/cluster.out # counted below only when run now
 step "verbs tests in the Soft-RoCE VM"
 if grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
     make -C build/ci check-verbs >build/ci/verbs.out 2>&1 || fail=1
@@ -131,15 +134,30 @@ else
     skip_step "GPU memory over verbs: no verbs support or no fake GPU build"
 fi
 
+# Two VMs, each its own kernel and rxe device, mpirun across them (5.5-8
+# minutes on the shared 2-core machine; a hang is cut at 12); every case
+# skipped, with the reason, where this machine cannot boot the cluster
+# (tests/vm/cluster.sh --check).
+step "two-VM cluster suite (mpirun across two Soft-RoCE VMs, node loss, link cut)"
+if grep -q '^check-cluster:' build/ci/Makefile 2>/dev/null; then
+    RXE_VM_TIMEOUT=${RXE_VM_TIMEOUT:-720} make -C build/ci check-cluster >build/ci/cluster.out 2>&1 || fail=1
+    grep -E '^(ok|FAIL|SKIP|note:|rxe0 counters)|passed, .*failed' build/ci/cluster.out ||
+        tail -30 build/ci/cluster.out
+else
+    skip_step "cluster suite: no verbs support built (libibverbs-dev)"
+fi
+
 # libFuzzer on every parser of peer bytes, each harness for FUZZ_SECONDS
-# (default 60) on its committed seed corpus; a crash or leak fails CI.
+# (default 30 s, the later ones 20 s), one per core at a time, on its committed
+# seed corpus; a crash or leak fails CI.
 rm -f build/fuzz/fuzz.out
-step "fuzz (libFuzzer, clang, ${FUZZ_SECONDS:-60} s per harness, $((${FUZZ_SECONDS:-60} / 2)) s the later ones)"
+fuzz_s=${FUZZ_SECONDS:-30} fuzz_short_s=${FUZZ_SHORT_SECONDS:-20}
+step "fuzz (libFuzzer, clang, $fuzz_s s per harness, $fuzz_short_s s the later ones, $jobs at a time)"
 if command -v clang >/dev/null 2>&1; then
     mkdir -p build/fuzz && (cd build/fuzz && "$top/configure" CC=clang --enable-werror --enable-fuzz \
         --disable-shared --without-cuda --without-rocm >configure.out 2>&1) &&
-        make -C build/fuzz -j"$jobs" fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-60}" \
-            FUZZ_SHORT_SECONDS=$((${FUZZ_SECONDS:-60} / 2)) >build/fuzz/fuzz.out 2>&1 ||
+        make -C build/fuzz -j"$jobs" fuzz FUZZ_SECONDS="$fuzz_s" FUZZ_SHORT_SECONDS="$fuzz_short_s" \
+            FUZZ_JOBS="$jobs" >build/fuzz/fuzz.out 2>&1 ||
         fail=1
     grep -E '^(PASS|FAIL)|passed, .*failed' build/fuzz/fuzz.out || tail -30 build/fuzz/fuzz.out
 else
@@ -154,21 +172,20 @@ dirs="build/ci build/asan"
 # shellcheck disable=SC2086
 read -r p f k < <(tests/summary.sh $dirs | tail -1 | awk '{print $1, $3, $5}')
 [ $fake_built = 1 ] && [ $fake_asan_built = 1 ] || f=$((f + 1)) # a build that failed counts
-if [ -f build/fuzz/fuzz.out ]; then
-    read -r vp vf < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/fuzz/fuzz.out | tail -1 |
-        awk '{print $1, $3}')
-    p=$((p + ${vp:-0})) f=$((f + ${vf:-1}))
-fi
-if [ -f build/ci/verbs.out ]; then
-    read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/ci/verbs.out | tail -1 |
-        awk '{print $1, $3, $5}')
+# the suites outside automake print their own "N passed, N failed[, N skipped]"
+# (a missing line counts as one failure); each is listed, then added in
+suite_counts() { # suite_counts NAME FILE
+    local vp vf vk
+    [ -f "$2" ] || return 0
+    read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -1 | awk '{print $1, $3, $5}')
+    echo "$1: ${vp:-0} passed, ${vf:-1} failed, ${vk:-0} skipped"
     p=$((p + ${vp:-0})) f=$((f + ${vf:-1})) k=$((k + ${vk:-0}))
-fi
-if [ -f build/fakegpu/verbs-gpu.out ]; then
-    read -r vp vf vk < <(grep -E '^[0-9]+ passed, [0-9]+ failed' build/fakegpu/verbs-gpu.out | tail -1 |
-        awk '{print $1, $3, $5}')
-    p=$((p + ${vp:-0})) f=$((f + ${vf:-1})) k=$((k + ${vk:-0}))
-fi
+}
+echo "automake builds ($dirs): $p passed, $f failed, $k skipped"
+suite_counts "verbs in the VM" build/ci/verbs.out
+suite_counts "GPU memory over verbs in the VM" build/fakegpu/verbs-gpu.out
+suite_counts "two-VM cluster" build/ci/cluster.out
+suite_counts "fuzz" build/fuzz/fuzz.out
 k=$((k + steps_skipped)) # whole steps that could not run here
 echo "$p passed, $f failed, $k skipped"
 exit $fail

@@ -3,7 +3,8 @@
 # TRANSPORTS goes to UCCL_TRANSPORTS (shm, tcp, verbs, ...); the program
 # exits 77 (skip) on every rank when they are not usable here. MPIEXEC and
 # top_builddir come from make check's TESTS_ENVIRONMENT (MPIEXEC holds a
-# $(...) for the root check, hence eval); a hang is cut off after 170 s.
+# $(...) for the root check, hence eval); a hang is cut off after
+# RUN_MPI_TIMEOUT seconds (default 170).
 # RUN_MPI_WRAPPER, when set, is a command each rank runs PROGRAM through.
 np=$1 transports=$2 prog=${top_builddir:-.}/$3
 shift 3
@@ -22,7 +23,8 @@ if [ -n "$RUN_MPI_WRAPPER" ]; then
 else
     set -- "$prog" "$@"
 fi
-eval "timeout 170 ${MPIEXEC:-mpirun --oversubscribe} -np \$np \"\$@\""
+limit=${RUN_MPI_TIMEOUT:-170}
+eval "timeout $limit ${MPIEXEC:-mpirun --oversubscribe} -np \$np \"\$@\""
 rc=$?
-[ $rc = 124 ] && echo "FAIL: $prog timed out (170 s)"
+[ $rc = 124 ] && echo "FAIL: $prog timed out ($limit s)"
 exit $rc

@@ -3,9 +3,10 @@
 # two hosts, in one boot of the two-VM cluster (tests/vm/cluster.sh: node0 and
 # node1, rxe0 on each one's virtio NIC). One rank per node; uccl_perf p2p over
 # verbs, with Open MPI's same pattern in the same job as the reference, once
-# over UCX (pml ucx, osc ucx: UCX's rc_verbs on rxe0, tcp only for UCX's
-# connection setup: with ud_verbs, UCX 1.13 dies on rxe with "UD endpoint
-# ...: unhandled timeout error") and once over its tcp
+# over UCX (pml ucx, osc ucx: UCX's rc_verbs on rxe0, ud_verbs only for UCX's
+# connection setup, with UCX_UD_VERBS_ETH_DGID_CHECK=n: with that check, UCX
+# 1.13's UD drops what rxe delivers and dies with "UD endpoint ...: unhandled
+# timeout error"; tcp is no auxiliary transport there) and once over its tcp
 # path (btl tcp, pml ob1); and uccl over tcp against Open MPI over tcp.
 # Prints uccl_perf's tables (medians of BENCH_ROUNDS, ratio = uccl / MPI) and
 # writes their JSON to BENCH_OUT (default: the build directory). A report, not
@@ -43,7 +44,8 @@ echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
 # The raw references between the same two devices, one run each (rank 0's
 # side on node0, the server on node1): perftest's ib_write_bw / ib_send_bw
 # and ucx_perftest (UCT put_bw zero-copy over rc_verbs; UCP tag_bw with
-# UCX_TLS=rc_verbs,tcp), each moving about 64 MiB; Gb/s (1e9 bit/s).
+# UCX_TLS=rc_verbs,ud_verbs:aux), each moving about 64 MiB; Gb/s (1e9 bit/s).
+# (No -f for ucx_perftest: with it, its last line has no "Final:" label.)
 raw() { # raw NAME SERVER-CMD CLIENT-CMD AWK-PROGRAM: run the pair, print the client's figure (awk sees s=$S)
 	"$top_srcdir/tests/vm/agent.sh" node1 "timeout 120 $2" >/tmp/raw.srv 2>&1 &
 	sleep 2
@@ -66,15 +68,16 @@ if [ "${BENCH_RAW:-1}" = 1 ]; then
 				"ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits node1" "$pt"
 		done
 		UCX_IB_GID_INDEX=$g raw "ucx put_bw zcopy $s" "ucx_perftest -d rxe0:1 -x rc_verbs -p 13337" \
-			"ucx_perftest node1 -p 13337 -d rxe0:1 -x rc_verbs -t put_bw -D zcopy -s $s -n $n -w 16 -f" "$ux"
-		UCX_TLS=rc_verbs,tcp UCX_NET_DEVICES=rxe0:1,eth0 UCX_IB_GID_INDEX=$g \
+			"ucx_perftest node1 -p 13337 -d rxe0:1 -x rc_verbs -t put_bw -D zcopy -s $s -n $n -w 16" "$ux"
+		UCX_TLS=rc_verbs,ud_verbs:aux,self UCX_NET_DEVICES=rxe0:1 UCX_IB_GID_INDEX=$g \
+			UCX_UD_VERBS_ETH_DGID_CHECK=n \
 			raw "ucx tag_bw $s" "ucx_perftest -p 13338" \
-			"ucx_perftest node1 -p 13338 -t tag_bw -s $s -n $n -w 16 -f" "$ux"
+			"ucx_perftest node1 -p 13338 -t tag_bw -s $s -n $n -w 16" "$ux"
 	done
 fi
 for path in ${BENCH_PATHS:-ucx tcp tcp-tcp}; do
 	case $path in
-	ucx) tp=verbs mca="--mca pml ucx --mca osc ucx --mca btl self -x UCX_TLS=rc_verbs,tcp,self -x UCX_NET_DEVICES=rxe0:1,eth0" ;;
+	ucx) tp=verbs mca="--mca pml ucx --mca osc ucx --mca btl self -x UCX_TLS=rc_verbs,ud_verbs:aux,self -x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n" ;;
 	tcp) tp=verbs mca="--mca pml ob1 --mca btl self,tcp --mca osc pt2pt" ;;
 	tcp-tcp) tp=tcp mca="" ;; # uccl_perf pins the reference to btl tcp itself
 	esac

@@ -56,8 +56,10 @@ info_names_gid() { # info_names_gid NODE IP: uccl_info there opens rxe0 with GID
 }
 
 mpiexec="mpirun --hostfile ${VM_HOSTFILE:-} --bind-to none --mca btl self,vader,tcp"
+# t_p2p across the VMs took 47-104 s at host loads 9-18 (run-mpi.sh's usual cap
+# is 170 s): a cap of 300 s leaves room for a slower emulation, not for a hang
 p2p() { # p2p TRANSPORTS: t_p2p on 4 ranks (0-1 on node0, 2-3 on node1), up to 1 MiB
-	MPIEXEC=$mpiexec top_builddir=/ sh "$here/../mpi/run-mpi.sh" 4 "$1" \
+	RUN_MPI_TIMEOUT=${RUN_MPI_TIMEOUT:-300} MPIEXEC=$mpiexec top_builddir=/ sh "$here/../mpi/run-mpi.sh" 4 "$1" \
 		"$builddir/tests/mpi/t_p2p" --max-size 1048576
 }
 p2p_default() { # default transports; the log must show shm within a VM, verbs across
