@@ -62,6 +62,10 @@ for qp in rc uc; do
 		"$unit/test_tp_verbs"
 done
 
+# two rails per engine: rxe0+rxe2 <-> rxe1+rxe3, striping, one rail, rail 1 down
+run "test_verbs_rails (${RXE_DEV},${RXE_RAIL_DEV:-?} <-> ${RXE_DEV2},${RXE_RAIL_DEV2:-?})" \
+	timeout 200 "$unit/test_verbs_rails"
+
 mpidir=$builddir/tests/mpi
 runmpi=$here/../mpi/run-mpi.sh
 p2p() {  # p2p NP QP [ARGS...]: t_p2p over verbs, neighbouring ranks on different devices
