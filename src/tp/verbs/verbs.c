@@ -383,10 +383,9 @@ static void verbs_log_rails(const tp_verbs_t *v)
 
         if (!r->is_roce || inet_ntop(AF_INET6, r->gid.raw, gid, sizeof(gid)) == NULL)
             strcpy(gid, "-");
-        uccl_info("verbs: rail %d of %d: %s port %u, %s, gid index %d (%s), mtu %d, %s QPs x %d",
-                  i, v->nrails, r->dev_name, r->port, r->is_roce ? "RoCE" : "IB",
-                  r->is_roce ? r->gid_index : -1, gid, 128 << r->mtu, v->uc ? "UC" : "RC",
-                  v->cfg.num_qps);
+        uccl_info("verbs: %s port %u, %s, gid index %d (%s), mtu %d, %s QPs x %d, rail %d of %d",
+                  r->dev_name, r->port, r->is_roce ? "RoCE" : "IB", r->is_roce ? r->gid_index : -1,
+                  gid, 128 << r->mtu, v->uc ? "UC" : "RC", v->cfg.num_qps, i, v->nrails);
     }
 }
 
