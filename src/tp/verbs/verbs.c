@@ -342,7 +342,7 @@ static void verbs_close_rails(tp_verbs_t *v)
     v->nrails = 0;
 }
 
-/* A protection domain on every rail; rail 0's fields become the primary's. */
+/* A protection domain on every rail. */
 static uccl_status_t verbs_open_pds(tp_verbs_t *v)
 {
     for (int i = 0; i < v->nrails; i++) {
@@ -354,17 +354,6 @@ static uccl_status_t verbs_open_pds(tp_verbs_t *v)
             return UCCL_ERR_TRANSPORT;
         }
     }
-    v->ctx = v->rails[0].ctx;
-    v->pd = v->rails[0].pd;
-    memcpy(v->dev_name, v->rails[0].dev_name, sizeof(v->dev_name));
-    v->port = v->rails[0].port;
-    v->gid_index = v->rails[0].gid_index;
-    v->gid = v->rails[0].gid;
-    v->lid = v->rails[0].lid;
-    v->is_roce = v->rails[0].is_roce;
-    v->mtu = v->rails[0].mtu;
-    v->max_sge = v->rails[0].max_sge;
-    v->max_rd_atomic = v->rails[0].max_rd_atomic;
     for (int i = 1; i < v->nrails; i++) { /* QPs of every rail share one shape */
         if (v->rails[i].max_sge < v->max_sge)
             v->max_sge = v->rails[i].max_sge;

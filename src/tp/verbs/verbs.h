@@ -70,39 +70,36 @@ typedef struct tp_verbs_config {
 } tp_verbs_config_t;
 
 /* One RDMA device port (a rail) and what the QPs on it need. */
+#define VERBS_RAIL_FIELDS           \
+    struct ibv_context *ctx;        \
+    struct ibv_pd *pd;              \
+    char dev_name[64];              \
+    uint8_t port;                   \
+    int gid_index;                  \
+    union ibv_gid gid;              \
+    uint16_t lid;                   \
+    bool is_roce;                   \
+    enum ibv_mtu mtu;               \
+    int max_sge; /* the transport's: the least of its rails' */ \
+    int max_rd_atomic; /* likewise */
+
 typedef struct tp_verbs_rail {
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    char dev_name[64];
-    uint8_t port;
-    int gid_index;
-    union ibv_gid gid;
-    uint16_t lid;
-    bool is_roce;
-    enum ibv_mtu mtu;
-    int max_sge;
-    int max_rd_atomic;
+    VERBS_RAIL_FIELDS
 } tp_verbs_rail_t;
 
-/* The fields from ctx to max_rd_atomic are rail 0's (rails[0] has the same
- * values): the primary rail carries the control QP, GPU memory and staging;
- * every rail carries data QPs. */
+/* v->ctx, v->pd, v->dev_name ... name rails[0]'s fields: the primary rail
+ * carries the control QP, GPU memory and staging; every rail carries data
+ * QPs. */
 typedef struct tp_verbs {
     uccl_tp_t base;
     tp_verbs_config_t cfg;
-    tp_verbs_rail_t rails[VERBS_MAX_RAILS];
+    union {
+        tp_verbs_rail_t rails[VERBS_MAX_RAILS];
+        struct {
+            VERBS_RAIL_FIELDS
+        };
+    };
     int nrails;
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    char dev_name[64];
-    uint8_t port;
-    int gid_index;
-    union ibv_gid gid;
-    uint16_t lid;
-    bool is_roce;
-    enum ibv_mtu mtu;
-    int max_sge;
-    int max_rd_atomic;
     bool uc;
     int mr_access;
     uccl_list_t eps;
