@@ -47,32 +47,49 @@ void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req)
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
 }
 
-/* Failover: an error completion on a data QP of a rail past the first, for
- * a one-sided write or read without notification (idempotent), marks the
- * rail dead instead of failing the connection; the request starts over on
- * the rails left (verbs_req_restart) and nothing new goes to the dead rail.
- * The dead QPs' flushed receives are dropped. Anything else (a send or a
- * notified write on that rail: its immediates cannot be taken back) fails
- * the connection as before. true: handled here. */
+/* Errors that say the path is gone (no answer, QP broken), not that the
+ * request was wrong: those fail over; an access or length error would
+ * fail on every rail alike. */
+static bool verbs_path_error(enum ibv_wc_status st)
+{
+    return st == IBV_WC_RETRY_EXC_ERR || st == IBV_WC_RNR_RETRY_EXC_ERR ||
+           st == IBV_WC_WR_FLUSH_ERR || st == IBV_WC_LOC_QP_OP_ERR ||
+           st == IBV_WC_RESP_TIMEOUT_ERR || st == IBV_WC_FATAL_ERR || st == IBV_WC_GENERAL_ERR;
+}
+
+static void verbs_rail_dead(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
+{
+    if (!(ep->dead_rails >> rail & 1))
+        uccl_error("%s: rail %d failed (%s on QP %u): its transfers start over on the rails left",
+                   ep->tp->rails[rail].dev_name, rail, ibv_wc_status_str(wc->status), wc->qp_num);
+    ep->dead_rails |= 1u << rail;
+}
+
+/* Failover: a path error on a data QP of a rail past the first marks the
+ * rail dead instead of failing the connection, and nothing new goes there.
+ * A one-sided write or read without notification (idempotent) that had work
+ * on it starts over on the rails left (uccl_verbs_req_restart); the dead
+ * QPs' flushed receives are dropped. Anything else with work there (a send
+ * or a notified write: its immediates cannot be taken back) fails the
+ * connection as before. true: handled here. */
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
 {
     int kind = (int)(wc->wr_id & 7);
     uccl_req_t *req = (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
     tp_verbs_qp_t *q;
 
-    if (rail == 0 || uccl_conn_status(ep->base.conn) != UCCL_OK)
+    if (rail == 0 || !verbs_path_error(wc->status) || uccl_conn_status(ep->base.conn) != UCCL_OK)
         return false;
-    if (kind == VERBS_WR_IMM_RECV)
-        return (ep->dead_rails >> rail & 1) && wc->status == IBV_WC_WR_FLUSH_ERR;
+    if (kind == VERBS_WR_IMM_RECV) {
+        verbs_rail_dead(ep, rail, wc);
+        return true;
+    }
     q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
     if (kind != VERBS_WR_DATA || q == NULL || q == &ep->ctrl ||
         (req->op != UCCL_OP_WRITE && req->op != UCCL_OP_READ) || req->has_notif ||
         uccl_rndv_needs_imm(req) || req->tp_data[UCCL_RNDV_RD_ERR] != 0)
         return false;
-    if (!(ep->dead_rails >> rail & 1))
-        uccl_error("%s: rail %d failed (%s on QP %u): its transfers start over on the rails left",
-                   ep->tp->rails[rail].dev_name, rail, ibv_wc_status_str(wc->status), wc->qp_num);
-    ep->dead_rails |= 1u << rail;
+    verbs_rail_dead(ep, rail, wc);
     q->outstanding--;
     uccl_verbs_qp_held_pop(ep->tp, q);
     req->tp_data[VERBS_RD_RAILS] |= VERBS_RAILS_RESTART;
