@@ -90,7 +90,12 @@ rail_net() { # a second rail, its own network: rxe2 on veth2 (198.51.100.1), rxe
 	$C ip route add 198.51.100.1 dev veth3 src 198.51.100.2 table 13
 	$C rdma link add rxe2 type rxe netdev veth2 || die "cannot add rxe2"
 	$C rdma link add rxe3 type rxe netdev veth3 || die "cannot add rxe3"
-	echo "export RXE_RAIL_DEV=rxe2 RXE_RAIL_DEV2=rxe3 RXE_RAIL_NETDEV=veth2" >>$E
+	{
+		echo "export RXE_RAIL_DEV=rxe2 RXE_RAIL_DEV2=rxe3 RXE_RAIL_IP=198.51.100.1 RXE_RAIL_IP2=198.51.100.2"
+		# taking the rail's link down drops its routes: up puts them back
+		echo "export RXE_RAIL_DOWN='ip link set veth2 down'"
+		echo "export RXE_RAIL_UP='ip link set veth2 up && ip route replace 198.51.100.2 dev veth2 src 198.51.100.1 table 14 && ip route replace 198.51.100.1 dev veth3 src 198.51.100.2 table 13'"
+	} >>$E
 }
 
 node_net() { # rxe0 on eth0 ($VM_IP), /etc/hosts, dropbear on port 22
