@@ -222,7 +222,7 @@ int main(void)
                         getenv("RXE_RAIL_DEV2")};
     static char devs[2][140];
     CU_TestInfo tests[] = {
-        {"write, read, send of 16 MiB striped over two rails", test_striped},
+        {"write, read, send of 8 MiB striped over two rails", test_striped},
         {"UCCL_VERBS_RAILS=1: rail 1 idle", test_one_rail},
         {"rail 1 down mid-transfer: writes fail over to rail 0, bytes intact; link back: both rails",
          test_rail_down},
