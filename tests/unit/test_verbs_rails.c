@@ -65,7 +65,16 @@ static void swap_rdesc(peer_t *p, uccl_mr_t *mr, size_t len, uccl_rdesc_t *rd)
     sock_xfer(p->sock, rd, sizeof(*rd), false);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static long long rail_pkts[2]; /* rank 0: packets each rail's device sent in side_striped */
+static double rail_gbps[3];    /* rank 0: write, read, send rates in side_striped (Gb/s) */
 
 /* rank 0 writes BIG bytes into rank 1, reads them back into its second half,
  * and sends BIG - 3 bytes that rank 1 receives; every byte compared. */
@@ -81,12 +90,21 @@ static void side_striped(peer_t *p)
     CHECK(p, uccl_mr_reg(p->engine, buf, cap, 0, &mr) == UCCL_OK);
     swap_rdesc(p, mr, cap, &rd);
     if (p->rank == 0) {
+        double t[4];
+
         fill(buf, BIG, 1);
+        t[0] = now_s();
         CHECK(p, xfer_wait(uccl_write(p->conn, mr, 0, BIG, &rd, 0, &req), &req, NULL) == UCCL_OK);
+        t[1] = now_s();
         CHECK(p, xfer_wait(uccl_read(p->conn, mr, BIG, BIG, &rd, 0, &req), &req, NULL) == UCCL_OK);
+        t[2] = now_s();
         CHECK(p, check_fill(buf + BIG, BIG, 1));
         fill(buf, BIG, 2);
+        t[3] = now_s();
         CHECK(p, xfer_wait(uccl_send(p->conn, mr, 0, BIG - 3, 9, &req), &req, NULL) == UCCL_OK);
+        rail_gbps[2] = 8e-9 * BIG / (now_s() - t[3]);
+        rail_gbps[0] = 8e-9 * BIG / (t[1] - t[0]);
+        rail_gbps[1] = 8e-9 * BIG / (t[2] - t[1]);
         sync_peers(p);
         for (int r = 0; r < 2; r++)
             rail_pkts[r] = sent_pkts(rail_dev[r]) - before[r];
@@ -101,11 +119,30 @@ static void side_striped(peer_t *p)
 }
 
 /* Both rails carry a good share (each at least a quarter of the packets). */
+static double two_rail_gbps[3]; /* test_striped's rates, for test_one_rail's ratios */
+
+/* Rates of one run (an indication only: one transfer each, in an emulated VM). */
+static void print_rates(const double *ref)
+{
+    static const char *op[3] = {"write", "read", "send"};
+
+    printf("    Gb/s:");
+    for (int i = 0; i < 3; i++)
+        if (ref != NULL && rail_gbps[i] > 0)
+            printf(" %s %.2f (two rails %.2f: x%.2f)", op[i], rail_gbps[i], ref[i],
+                   ref[i] / rail_gbps[i]);
+        else
+            printf(" %s %.2f", op[i], rail_gbps[i]);
+    printf("\n");
+}
+
 static void test_striped(void)
 {
     run_pair(side_striped);
     printf("\n    packets sent: %s %lld, %s %lld\n", rail_dev[0], rail_pkts[0], rail_dev[1],
            rail_pkts[1]);
+    print_rates(NULL);
+    memcpy(two_rail_gbps, rail_gbps, sizeof(two_rail_gbps));
     CU_ASSERT(rail_pkts[0] > 0 && rail_pkts[1] > 0);
     CU_ASSERT(rail_pkts[1] * 3 >= rail_pkts[0] && rail_pkts[0] * 3 >= rail_pkts[1]);
 }
@@ -118,17 +155,11 @@ static void test_one_rail(void)
     unsetenv("UCCL_VERBS_RAILS");
     printf("\n    packets sent: %s %lld, %s %lld\n", rail_dev[0], rail_pkts[0], rail_dev[1],
            rail_pkts[1]);
+    print_rates(two_rail_gbps);
     CU_ASSERT(rail_pkts[0] > 0);
     CU_ASSERT(rail_pkts[1] < rail_pkts[0] / 100);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void shell(const char *cmd)
 {
