@@ -62,6 +62,15 @@ for qp in rc uc; do
 		"$unit/test_tp_verbs"
 done
 
+# two rails per engine: rxe0+rxe2 <-> rxe1+rxe3, striping, one rail, rail 1 down
+info_rails() { # uccl_info opens both devices named, each a rail
+	UCCL_NET_DEVICES=$RXE_DEV,$RXE_RAIL_DEV UCCL_LOG_LEVEL=info "$builddir/tools/uccl_info" 2>&1 |
+		tee /dev/stderr | grep -q "verbs: $RXE_RAIL_DEV port 1, RoCE, gid index [0-9]* (::ffff:198.51.100.1), .*rail 1 of 2"
+}
+run "uccl_info names two rails ($RXE_DEV, ${RXE_RAIL_DEV:-?})" info_rails
+run "test_verbs_rails (${RXE_DEV},${RXE_RAIL_DEV:-?} <-> ${RXE_DEV2},${RXE_RAIL_DEV2:-?})" \
+	timeout 200 "$unit/test_verbs_rails"
+
 mpidir=$builddir/tests/mpi
 runmpi=$here/../mpi/run-mpi.sh
 p2p() {  # p2p NP QP [ARGS...]: t_p2p over verbs, neighbouring ranks on different devices

@@ -7,7 +7,8 @@
 # Soft-RoCE devices as /ctl/config says, and runs /ctl/cmd.sh under bash
 # chrooted into the host's root, writing its status to /ctl/rc.
 # /ctl/config (written by run.sh or cluster.sh) sets:
-#   VM_MODE=pair  one VM: rxe0 and rxe1 on the two ends of a veth pair
+#   VM_MODE=pair  one VM: rxe0 and rxe1 on the two ends of a veth pair, and
+#                 a second rail: rxe2 and rxe3 on a second veth pair
 #   VM_MODE=node  one node of a cluster (cluster.sh): VM_HOSTNAME, VM_IP on
 #                 the virtio NIC eth0 (MTU VM_MTU) with rxe0 on it, /ctl/hosts as
 #                 /etc/hosts, /ctl/hostfile for mpirun, dropbear with the keys
@@ -72,6 +73,29 @@ pair_net() { # rxe0 on veth0 (192.0.2.1), rxe1 on veth1 (192.0.2.2)
 	$C rdma link add rxe0 type rxe netdev veth0 || die "cannot add rxe0"
 	$C rdma link add rxe1 type rxe netdev veth1 || die "cannot add rxe1"
 	echo "export RXE_DEV=rxe0 RXE_IP=192.0.2.1 RXE_DEV2=rxe1 RXE_IP2=192.0.2.2" >$E
+	rail_net
+}
+
+rail_net() { # a second rail, its own network: rxe2 on veth2 (198.51.100.1), rxe3 on veth3 (.2)
+	$C ip link add veth2 type veth peer name veth3 || die "cannot create the second veth pair"
+	$C ip addr add 198.51.100.1/24 dev veth2
+	$C ip addr add 198.51.100.2/24 dev veth3
+	for i in veth2 veth3; do
+		$C sysctl -qw net.ipv4.conf.$i.rp_filter=0 net.ipv4.conf.$i.accept_local=1
+		$C ip link set $i up
+	done
+	$C ip rule add pref 12 iif lo to 198.51.100.2 lookup 14
+	$C ip rule add pref 13 iif lo to 198.51.100.1 lookup 13
+	$C ip route add 198.51.100.2 dev veth2 src 198.51.100.1 table 14
+	$C ip route add 198.51.100.1 dev veth3 src 198.51.100.2 table 13
+	$C rdma link add rxe2 type rxe netdev veth2 || die "cannot add rxe2"
+	$C rdma link add rxe3 type rxe netdev veth3 || die "cannot add rxe3"
+	{
+		echo "export RXE_RAIL_DEV=rxe2 RXE_RAIL_DEV2=rxe3 RXE_RAIL_IP=198.51.100.1 RXE_RAIL_IP2=198.51.100.2"
+		# taking the rail's link down drops its routes: up puts them back
+		echo "export RXE_RAIL_DOWN='ip link set veth2 down'"
+		echo "export RXE_RAIL_UP='ip link set veth2 up && ip route replace 198.51.100.2 dev veth2 src 198.51.100.1 table 14 && ip route replace 198.51.100.1 dev veth3 src 198.51.100.2 table 13'"
+	} >>$E
 }
 
 node_net() { # rxe0 on eth0 ($VM_IP), /etc/hosts, dropbear on port 22

@@ -51,6 +51,12 @@ static const uccl_cfg_field_t verbs_fields[] = {
                 "each chunk is posted while the next one copies", stage_chunk, UCCL_CFG_SIZE),
     VERBS_FIELD("STAGE_DEPTH", "4", "staged chunks a GPU source copies ahead of the NIC",
                 stage_depth, UCCL_CFG_INT),
+    VERBS_FIELD("RAILS", "2", "RDMA devices (rails) an engine opens at most (1..2): every one "
+                "UCCL_NET_DEVICES names, else every one the topology finds equally near; "
+                "1 = one device", rails, UCCL_CFG_INT),
+    VERBS_FIELD("STRIPE", "1M", "one-sided writes, reads and rendezvous sends from this size on "
+                "are striped over every rail of the connection; smaller ones stay on one",
+                stripe, UCCL_CFG_SIZE),
     VERBS_FIELD("GDR_SYSROOT", "/sys", "sysfs root where the peer-memory module "
                 "(nvidia_peermem...) is looked for; tests point it at a fake tree",
                 gdr_sysroot, UCCL_CFG_STRING),
@@ -93,6 +99,7 @@ static uccl_status_t verbs_check_config(tp_verbs_config_t *cfg, bool *uc)
         ok &= uccl_cfg_in_range(t, "IB_GID_INDEX", cfg->gid_index, -1, 255);
         ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
         ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, 64);
+        ok &= uccl_cfg_in_range(t, "RAILS", cfg->rails, 1, VERBS_MAX_RAILS);
         if (!ok)
             return UCCL_ERR_INVALID_PARAM;
     }
@@ -126,23 +133,23 @@ static int gid_rank(const struct ibv_gid_entry *e)
     return 1;
 }
 
-static uccl_status_t verbs_pick_gid(tp_verbs_t *v, int table_len)
+static uccl_status_t verbs_pick_gid(const tp_verbs_t *v, tp_verbs_rail_t *r, int table_len)
 {
     struct ibv_gid_entry e;
     int best = -1, best_rank = 0;
 
     if (v->cfg.gid_index >= 0) {
-        if (ibv_query_gid(v->ctx, v->port, v->cfg.gid_index, &v->gid) != 0 ||
-            !gid_is_usable(&v->gid)) {
-            uccl_error("%s:%u: UCCL_VERBS_IB_GID_INDEX=%d is empty, link-local or invalid", v->dev_name,
-                       v->port, v->cfg.gid_index);
+        if (ibv_query_gid(r->ctx, r->port, v->cfg.gid_index, &r->gid) != 0 ||
+            !gid_is_usable(&r->gid)) {
+            uccl_error("%s:%u: UCCL_VERBS_IB_GID_INDEX=%d is empty, link-local or invalid", r->dev_name,
+                       r->port, v->cfg.gid_index);
             return UCCL_ERR_INVALID_PARAM;
         }
-        v->gid_index = v->cfg.gid_index;
+        r->gid_index = v->cfg.gid_index;
         return UCCL_OK;
     }
     for (int i = 0; i < table_len; i++) {
-        if (ibv_query_gid_ex(v->ctx, v->port, (uint32_t)i, &e, 0) != 0)
+        if (ibv_query_gid_ex(r->ctx, r->port, (uint32_t)i, &e, 0) != 0)
             continue; /* empty entry */
         if (gid_rank(&e) > best_rank) {
             best_rank = gid_rank(&e);
@@ -150,51 +157,64 @@ static uccl_status_t verbs_pick_gid(tp_verbs_t *v, int table_len)
         }
     }
     if (best < 0) {
-        uccl_info("%s:%u: no usable RoCE GID (all empty or link-local)", v->dev_name, v->port);
+        uccl_info("%s:%u: no usable RoCE GID (all empty or link-local)", r->dev_name, r->port);
         return UCCL_ERR_NO_DEVICE;
     }
-    v->gid_index = best;
-    return ibv_query_gid(v->ctx, v->port, best, &v->gid) == 0 ? UCCL_OK : UCCL_ERR_NO_DEVICE;
+    r->gid_index = best;
+    return ibv_query_gid(r->ctx, r->port, best, &r->gid) == 0 ? UCCL_OK : UCCL_ERR_NO_DEVICE;
 }
 
 /* ------------------------------------------------------------------ device choice */
 
-/* Open name (port 0 = first active port) and fill v; UCCL_ERR_NO_DEVICE when unusable. */
+/* Open dev (port 0 = first active port) as the next rail of v;
+ * UCCL_ERR_NO_DEVICE when unusable. */
 static uccl_status_t verbs_try_device(tp_verbs_t *v, struct ibv_device *dev, int want_port)
 {
+    tp_verbs_rail_t *r = &v->rails[v->nrails];
     struct ibv_device_attr dattr;
     struct ibv_port_attr pattr;
     uccl_status_t st = UCCL_ERR_NO_DEVICE;
 
-    v->ctx = ibv_open_device(dev);
-    if (v->ctx == NULL) {
+    for (int i = 0; i < v->nrails; i++)
+        if (strcmp(v->rails[i].dev_name, ibv_get_device_name(dev)) == 0)
+            return UCCL_ERR_NO_DEVICE; /* named twice: one rail */
+    memset(r, 0, sizeof(*r));
+    r->ctx = ibv_open_device(dev);
+    if (r->ctx == NULL) {
         uccl_info("cannot open %s: %s", ibv_get_device_name(dev), strerror(errno));
         return UCCL_ERR_NO_DEVICE;
     }
-    snprintf(v->dev_name, sizeof(v->dev_name), "%s", ibv_get_device_name(dev));
-    if (ibv_query_device(v->ctx, &dattr) != 0)
+    snprintf(r->dev_name, sizeof(r->dev_name), "%s", ibv_get_device_name(dev));
+    if (ibv_query_device(r->ctx, &dattr) != 0)
         goto err_close;
     for (int p = 1; p <= dattr.phys_port_cnt; p++) {
-        if ((want_port && p != want_port) || ibv_query_port(v->ctx, (uint8_t)p, &pattr) != 0 ||
+        if ((want_port && p != want_port) || ibv_query_port(r->ctx, (uint8_t)p, &pattr) != 0 ||
             pattr.state != IBV_PORT_ACTIVE)
             continue;
-        v->port = (uint8_t)p;
-        v->lid = pattr.lid;
-        v->mtu = pattr.active_mtu;
-        v->is_roce = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
-        v->max_sge = dattr.max_sge < VERBS_MAX_SGE ? dattr.max_sge : VERBS_MAX_SGE;
-        v->max_rd_atomic = dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16;
-        st = v->is_roce ? verbs_pick_gid(v, pattr.gid_tbl_len) : UCCL_OK;
+        r->port = (uint8_t)p;
+        r->lid = pattr.lid;
+        r->mtu = pattr.active_mtu;
+        r->is_roce = pattr.link_layer == IBV_LINK_LAYER_ETHERNET;
+        r->max_sge = dattr.max_sge < VERBS_MAX_SGE ? dattr.max_sge : VERBS_MAX_SGE;
+        r->max_rd_atomic = dattr.max_qp_rd_atom < 16 ? dattr.max_qp_rd_atom : 16;
+        st = r->is_roce ? verbs_pick_gid(v, r, pattr.gid_tbl_len) : UCCL_OK;
         if (st == UCCL_OK || st == UCCL_ERR_INVALID_PARAM)
             break;
     }
-    if (st == UCCL_OK)
+    if (st == UCCL_OK && v->nrails > 0 && r->is_roce != v->rails[0].is_roce) {
+        uccl_info("%s: link layer differs from rail %s's: not a rail", r->dev_name,
+                  v->rails[0].dev_name);
+        st = UCCL_ERR_NO_DEVICE;
+    }
+    if (st == UCCL_OK) {
+        v->nrails++;
         return UCCL_OK;
+    }
     if (st == UCCL_ERR_NO_DEVICE)
-        uccl_info("%s: no ACTIVE port%s", v->dev_name, want_port ? " of the one named" : "");
+        uccl_info("%s: no ACTIVE port%s", r->dev_name, want_port ? " of the one named" : "");
 err_close:
-    ibv_close_device(v->ctx);
-    v->ctx = NULL;
+    ibv_close_device(r->ctx);
+    r->ctx = NULL;
     return st;
 }
 
@@ -220,32 +240,35 @@ static const char *verbs_known_devices(struct ibv_device **list, int n, char *bu
     return buf;
 }
 
-/* The first of nics that opens with an ACTIVE port; *known (may be NULL)
- * says whether any of them is an RDMA device here. */
-static uccl_status_t verbs_open_first(tp_verbs_t *v, struct ibv_device **list, int n,
+/* The nics that open with an ACTIVE port, in order, as rails (up to
+ * UCCL_VERBS_RAILS); *known (may be NULL) says whether any of them is an
+ * RDMA device here. */
+static uccl_status_t verbs_open_rails(tp_verbs_t *v, struct ibv_device **list, int n,
                                       const uccl_tp_nics_t *nics, bool *known)
 {
-    for (int i = 0; i < nics->n; i++) {
+    for (int i = 0; i < nics->n && v->nrails < v->cfg.rails; i++) {
         struct ibv_device *dev = verbs_find_device(list, n, nics->nic[i].name,
                                                    strlen(nics->nic[i].name));
         if (dev != NULL && known != NULL)
             *known = true;
-        if (dev != NULL && verbs_try_device(v, dev, nics->nic[i].port) == UCCL_OK)
-            return UCCL_OK;
+        if (dev != NULL)
+            verbs_try_device(v, dev, nics->nic[i].port);
     }
-    return UCCL_ERR_NO_DEVICE;
+    return v->nrails > 0 ? UCCL_OK : UCCL_ERR_NO_DEVICE;
 }
 
-/* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; the first entry that works is used.
- * Names that are no RDMA device here are an error when none of them works. */
+/* UCCL_NET_DEVICES: "mlx5_0:1,rxe0"; every entry that works is a rail (up
+ * to UCCL_VERBS_RAILS), in the order given. Names that are no RDMA device
+ * here are an error when none of them works. */
 static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, int n,
                                       const uccl_tp_nics_t *nics, const char *names)
 {
     bool any_known = false;
     char known[256];
 
-    if (verbs_open_first(v, list, n, nics, &any_known) == UCCL_OK) {
-        uccl_info("verbs: %s port %u, as UCCL_NET_DEVICES=%s asks", v->dev_name, v->port, names);
+    if (verbs_open_rails(v, list, n, nics, &any_known) == UCCL_OK) {
+        uccl_info("verbs: %s port %u%s, as UCCL_NET_DEVICES=%s asks", v->rails[0].dev_name,
+                  v->rails[0].port, v->nrails > 1 ? " and more rails" : "", names);
         return UCCL_OK;
     }
     verbs_known_devices(list, n, known, sizeof(known));
@@ -257,16 +280,17 @@ static uccl_status_t verbs_open_named(tp_verbs_t *v, struct ibv_device **list, i
     return UCCL_ERR_NO_DEVICE;
 }
 
-/* The device used when none is named: the engine's choice by topology
- * (nearest the engine's GPU, or this process's NUMA node for host memory),
- * else the first device with an ACTIVE port. */
+/* The devices used when none is named: the engine's choice by topology
+ * (every NIC equally near the engine's GPU, or this process's NUMA node for
+ * host memory, each a rail), else the first device with an ACTIVE port. */
 static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list, int n,
                                         const uccl_tp_nics_t *nics, uccl_status_t nics_status)
 {
     if (nics_status != UCCL_OK) {
         uccl_info("verbs: %s: taking the first device with an ACTIVE port", nics->why);
-    } else if (verbs_open_first(v, list, n, nics, NULL) == UCCL_OK) {
-        uccl_info("verbs: %s port %u chosen by topology: %s", v->dev_name, v->port, nics->why);
+    } else if (verbs_open_rails(v, list, n, nics, NULL) == UCCL_OK) {
+        uccl_info("verbs: %s port %u%s chosen by topology: %s", v->rails[0].dev_name,
+                  v->rails[0].port, v->nrails > 1 ? " and more rails" : "", nics->why);
         return UCCL_OK;
     } else {
         uccl_info("verbs: topology chose nothing usable (%s): taking the first device with an "
@@ -274,8 +298,8 @@ static uccl_status_t verbs_open_default(tp_verbs_t *v, struct ibv_device **list,
     }
     for (int i = 0; i < n; i++) {
         if (verbs_try_device(v, list[i], 0) == UCCL_OK) {
-            uccl_info("verbs: %s port %u, the first device with an ACTIVE port", v->dev_name,
-                      v->port);
+            uccl_info("verbs: %s port %u, the first device with an ACTIVE port",
+                      v->rails[0].dev_name, v->rails[0].port);
             return UCCL_OK;
         }
     }
@@ -308,10 +332,55 @@ static uccl_status_t verbs_open_device(tp_verbs_t *v, const uccl_tp_open_params_
 
 /* ------------------------------------------------------------------ open, close */
 
+static void verbs_close_rails(tp_verbs_t *v)
+{
+    for (int i = 0; i < v->nrails; i++) {
+        if (v->rails[i].pd != NULL)
+            ibv_dealloc_pd(v->rails[i].pd);
+        ibv_close_device(v->rails[i].ctx);
+    }
+    v->nrails = 0;
+}
+
+/* A protection domain on every rail. */
+static uccl_status_t verbs_open_pds(tp_verbs_t *v)
+{
+    for (int i = 0; i < v->nrails; i++) {
+        tp_verbs_rail_t *r = &v->rails[i];
+
+        r->pd = ibv_alloc_pd(r->ctx);
+        if (r->pd == NULL) {
+            uccl_error("%s: ibv_alloc_pd: %s", r->dev_name, strerror(errno));
+            return UCCL_ERR_TRANSPORT;
+        }
+    }
+    for (int i = 1; i < v->nrails; i++) { /* QPs of every rail share one shape */
+        if (v->rails[i].max_sge < v->max_sge)
+            v->max_sge = v->rails[i].max_sge;
+        if (v->rails[i].max_rd_atomic < v->max_rd_atomic)
+            v->max_rd_atomic = v->rails[i].max_rd_atomic;
+    }
+    return UCCL_OK;
+}
+
+/* One info line per rail (uccl_info and UCCL_LOG_LEVEL=info show them). */
+static void verbs_log_rails(const tp_verbs_t *v)
+{
+    for (int i = 0; i < v->nrails; i++) {
+        const tp_verbs_rail_t *r = &v->rails[i];
+        char gid[INET6_ADDRSTRLEN];
+
+        if (!r->is_roce || inet_ntop(AF_INET6, r->gid.raw, gid, sizeof(gid)) == NULL)
+            strcpy(gid, "-");
+        uccl_info("verbs: %s port %u, %s, gid index %d (%s), mtu %d, %s QPs x %d, rail %d of %d",
+                  r->dev_name, r->port, r->is_roce ? "RoCE" : "IB", r->is_roce ? r->gid_index : -1,
+                  gid, 128 << r->mtu, v->uc ? "UC" : "RC", v->cfg.num_qps, i, v->nrails);
+    }
+}
+
 static uccl_status_t tp_verbs_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     tp_verbs_t *v = calloc(1, sizeof(*v));
-    char gid[INET6_ADDRSTRLEN];
     uccl_status_t st;
 
     if (v == NULL)
@@ -323,13 +392,10 @@ static uccl_status_t tp_verbs_open(const uccl_tp_open_params_t *params, uccl_tp_
         goto err_free;
     st = verbs_open_device(v, params);
     if (st != UCCL_OK)
-        goto err_free;
-    v->pd = ibv_alloc_pd(v->ctx);
-    if (v->pd == NULL) {
-        uccl_error("%s: ibv_alloc_pd: %s", v->dev_name, strerror(errno));
-        st = UCCL_ERR_TRANSPORT;
         goto err_close;
-    }
+    st = verbs_open_pds(v);
+    if (st != UCCL_OK)
+        goto err_close;
     v->mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 #if HAVE_DECL_IBV_ACCESS_RELAXED_ORDERING
     v->mr_access |= IBV_ACCESS_RELAXED_ORDERING; /* optional: dropped where unsupported */
@@ -337,19 +403,13 @@ static uccl_status_t tp_verbs_open(const uccl_tp_open_params_t *params, uccl_tp_
     uccl_list_init(&v->eps);
     st = uccl_verbs_gpu_open(v, params);
     if (st != UCCL_OK)
-        goto err_pd;
-    if (!v->is_roce || inet_ntop(AF_INET6, v->gid.raw, gid, sizeof(gid)) == NULL)
-        strcpy(gid, "-");
-    uccl_info("verbs: %s port %u, %s, gid index %d (%s), mtu %d, %s QPs x %d", v->dev_name,
-              v->port, v->is_roce ? "RoCE" : "IB", v->is_roce ? v->gid_index : -1, gid,
-              128 << v->mtu, v->uc ? "UC" : "RC", v->cfg.num_qps);
+        goto err_close;
+    verbs_log_rails(v);
     *out = &v->base;
     return UCCL_OK;
 
-err_pd:
-    ibv_dealloc_pd(v->pd);
 err_close:
-    ibv_close_device(v->ctx);
+    verbs_close_rails(v);
 err_free:
     free(v);
     return st;
@@ -360,15 +420,16 @@ static void tp_verbs_close(uccl_tp_t *tp)
     tp_verbs_t *v = (tp_verbs_t *)tp;
 
     uccl_verbs_gpu_close(v);
-    ibv_dealloc_pd(v->pd);
-    ibv_close_device(v->ctx);
+    verbs_close_rails(v);
     free(v);
 }
 
 /* ------------------------------------------------------------------ address */
 
-/* Address entry: version(1) port(1) mtu(1) roce(1) lid(2) gid(16). */
-#define VERBS_ADDR_LEN 22
+/* Address entry: version(1) port(1) mtu(1) roce(1) lid(2) gid(16) rails(1),
+ * rail 0's; a connection uses the first min(ours, peer's) rails of each side
+ * (uccl_verbs_peer_rails), rail i toward the peer's rail i. */
+#define VERBS_ADDR_LEN 23
 
 static uccl_status_t tp_verbs_address(uccl_tp_t *tp, void *buf, size_t *len)
 {
@@ -385,6 +446,7 @@ static uccl_status_t tp_verbs_address(uccl_tp_t *tp, void *buf, size_t *len)
     p[3] = v->is_roce;
     uccl_put_u16(p + 4, v->lid);
     memcpy(p + 6, v->gid.raw, 16);
+    p[22] = (uint8_t)v->nrails;
     *len = VERBS_ADDR_LEN;
     return UCCL_OK;
 }
@@ -397,15 +459,63 @@ static bool tp_verbs_reachable(uccl_tp_t *tp, const uccl_tp_peer_t *peer)
 
     if (p == NULL || peer->addr_len < VERBS_ADDR_LEN || p[0] != VERBS_WIRE_VERSION)
         return false;
-    return p[3] == v->is_roce;
+    return p[3] == v->is_roce && p[22] >= 1;
+}
+
+int uccl_verbs_peer_rails(const tp_verbs_t *v, const uccl_tp_peer_t *peer)
+{
+    const uint8_t *p = peer->addr;
+    int n = p != NULL && peer->addr_len >= VERBS_ADDR_LEN ? p[22] : 1;
+
+    n = n < v->nrails ? n : v->nrails;
+    return n < 1 ? 1 : n;
 }
 
 /* ------------------------------------------------------------------ memory */
 
+/* One rail's registration of host memory; NULL after logging why. */
+static struct ibv_mr *verbs_reg_host(tp_verbs_t *v, int rail, void *addr, size_t len,
+                                     uccl_status_t *st)
+{
+    struct ibv_mr *mr = ibv_reg_mr(v->rails[rail].pd, addr, len, v->mr_access);
+    const char *dev = v->rails[rail].dev_name;
+    int err = errno;
+    struct rlimit rl;
+
+    if (mr != NULL)
+        return mr;
+    if ((err == ENOMEM || err == EAGAIN || err == EPERM) && getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+        rl.rlim_cur != RLIM_INFINITY) {
+        /* the kernel pins registered pages, up to RLIMIT_MEMLOCK without CAP_IPC_LOCK */
+        uccl_error("%s: ibv_reg_mr(%p, %zu): %s: registered memory is pinned, and "
+                   "RLIMIT_MEMLOCK (ulimit -l) allows %llu KiB in all; raise it or register less",
+                   dev, addr, len, strerror(err), (unsigned long long)rl.rlim_cur / 1024);
+        *st = UCCL_ERR_NO_MEMORY;
+        return NULL;
+    }
+    uccl_error("%s: ibv_reg_mr(%p, %zu): %s", dev, addr, len, strerror(err));
+    *st = err == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+    return NULL;
+}
+
+static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
+{
+    (void)tp;
+    for (int r = 0; r < VERBS_MAX_RAILS; r++) {
+        struct ibv_mr *mr = tp_verbs_memh_mr(memh, r);
+
+        if (mr != NULL && ibv_dereg_mr(mr) != 0)
+            uccl_warn("ibv_dereg_mr: %s", strerror(errno));
+    }
+    free(memh);
+}
+
+/* Host memory is registered on every rail. */
 static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
                                       int device, uccl_tp_memh_t **out)
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
+    uccl_status_t st = UCCL_OK;
     uccl_tp_memh_t *memh;
 
     if (type != UCCL_MEM_HOST) /* GPUDirect RDMA, else staged (verbs_stage.c) */
@@ -413,43 +523,29 @@ static uccl_status_t tp_verbs_mem_reg(uccl_tp_t *tp, void *addr, size_t len, ucc
     memh = calloc(1, sizeof(*memh));
     if (memh == NULL)
         return UCCL_ERR_NO_MEMORY;
-    memh->mr = ibv_reg_mr(v->pd, addr, len, v->mr_access);
-    if (memh->mr == NULL) {
-        int err = errno;
-        struct rlimit rl;
-
-        free(memh);
-        if ((err == ENOMEM || err == EAGAIN || err == EPERM) &&
-            getrlimit(RLIMIT_MEMLOCK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
-            /* the kernel pins registered pages, up to RLIMIT_MEMLOCK without CAP_IPC_LOCK */
-            uccl_error("%s: ibv_reg_mr(%p, %zu): %s: registered memory is pinned, and "
-                       "RLIMIT_MEMLOCK (ulimit -l) allows %llu KiB in all; raise it or register less",
-                       v->dev_name, addr, len, strerror(err), (unsigned long long)rl.rlim_cur / 1024);
-            return UCCL_ERR_NO_MEMORY;
-        }
-        uccl_error("%s: ibv_reg_mr(%p, %zu): %s", v->dev_name, addr, len, strerror(err));
-        return err == ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+    memh->mr = verbs_reg_host(v, 0, addr, len, &st);
+    for (int r = 1; r < v->nrails && st == UCCL_OK; r++)
+        memh->rail_mr[r - 1] = verbs_reg_host(v, r, addr, len, &st);
+    if (st != UCCL_OK) {
+        tp_verbs_mem_dereg(tp, memh);
+        return st;
     }
     *out = memh;
     return UCCL_OK;
 }
 
-static void tp_verbs_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh)
-{
-    (void)tp;
-    if (memh->mr != NULL && ibv_dereg_mr(memh->mr) != 0)
-        uccl_warn("ibv_dereg_mr: %s", strerror(errno));
-    free(memh);
-}
-
-/* A staged GPU region has no key: peers cannot reach it one-sided. */
+/* A staged GPU region has no key: peers cannot reach it one-sided. Else
+ * one rkey per rail it is registered on, rail 0 first. */
 static size_t tp_verbs_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX])
 {
+    size_t n = 0;
+
     (void)tp;
-    if (memh == NULL || memh->mr == NULL)
+    if (memh == NULL)
         return 0;
-    uccl_put_u32(rkey, memh->mr->rkey);
-    return VERBS_RKEY_SIZE;
+    for (int r = 0; r < VERBS_MAX_RAILS && tp_verbs_memh_mr(memh, r) != NULL; r++, n += 4)
+        uccl_put_u32(rkey + n, tp_verbs_memh_mr(memh, r)->rkey);
+    return n;
 }
 
 const struct uccl_tp_ops uccl_tp_verbs_ops = {

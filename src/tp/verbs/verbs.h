@@ -13,8 +13,14 @@
 #include "tp/staging.h"
 
 #define VERBS_MAX_QPS 16
+/* Rails: RDMA devices one engine stripes over. Two at most: a descriptor's
+ * key slot carries one 4-byte rkey per rail (2 x 4 bytes beside an ofi slot
+ * fill the 20-byte key area of descriptor v2), and a rendezvous CTS carries
+ * one 64-bit key per piece (rail 0's rkey low, rail 1's high). */
+#define VERBS_MAX_RAILS 2
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 3 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows */
+#define VERBS_WIRE_VERSION 4 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows;
+                              * 4: rails (address and wiring info name them) */
 
 /* The message protocol is src/tp/common/rndv.h: control messages are SENDs
  * on the RC control QP (in order), writes WRITE / WRITE_WITH_IMM chains
@@ -39,7 +45,10 @@ enum {
     VERBS_RD_OFF,                   /* bytes posted so far */
     VERBS_RD_QPS, /* QPs that carried data (low 32 bits), QPs still owed a
                    * zero-length immediate (high 32) */
+    VERBS_RD_RAILS, /* rails the request may use (bit r: rail r), set at data start;
+                     * VERBS_RAILS_RESTART: a rail failed under it, it starts over */
 };
+#define VERBS_RAILS_RESTART (1ull << 63)
 
 typedef struct tp_verbs_config {
     char qp_type[UCCL_CFG_STRING_MAX];
@@ -56,22 +65,41 @@ typedef struct tp_verbs_config {
     size_t inflight;    /* data bytes posted and not completed per QP (0: no bound) */
     size_t stage_chunk; /* staged sources: bytes per registered pinned buffer */
     int stage_depth;    /* chunks a staged source copies ahead */
+    int rails;          /* devices opened at most (1..VERBS_MAX_RAILS) */
+    size_t stripe;      /* requests from this size on stripe over every rail */
 } tp_verbs_config_t;
 
+/* One RDMA device port (a rail) and what the QPs on it need. */
+#define VERBS_RAIL_FIELDS           \
+    struct ibv_context *ctx;        \
+    struct ibv_pd *pd;              \
+    char dev_name[64];              \
+    uint8_t port;                   \
+    int gid_index;                  \
+    union ibv_gid gid;              \
+    uint16_t lid;                   \
+    bool is_roce;                   \
+    enum ibv_mtu mtu;               \
+    int max_sge; /* the transport's: the least of its rails' */ \
+    int max_rd_atomic; /* likewise */
+
+typedef struct tp_verbs_rail {
+    VERBS_RAIL_FIELDS
+} tp_verbs_rail_t;
+
+/* v->ctx, v->pd, v->dev_name ... name rails[0]'s fields: the primary rail
+ * carries the control QP, GPU memory and staging; every rail carries data
+ * QPs. */
 typedef struct tp_verbs {
     uccl_tp_t base;
     tp_verbs_config_t cfg;
-    struct ibv_context *ctx;
-    struct ibv_pd *pd;
-    char dev_name[64];
-    uint8_t port;
-    int gid_index;
-    union ibv_gid gid;
-    uint16_t lid;
-    bool is_roce;
-    enum ibv_mtu mtu;
-    int max_sge;
-    int max_rd_atomic;
+    union {
+        tp_verbs_rail_t rails[VERBS_MAX_RAILS];
+        struct {
+            VERBS_RAIL_FIELDS
+        };
+    };
+    int nrails;
     bool uc;
     int mr_access;
     uccl_list_t eps;
@@ -88,16 +116,26 @@ typedef struct tp_verbs {
     int staged_wrs; /* data work requests posted from stage buffers, not completed */
 } tp_verbs_t;
 
-/* mr NULL: GPU memory without a NIC registration, staged. */
+/* mr NULL: GPU memory without a NIC registration, staged. mr is rail 0's
+ * registration, rail_mr[r - 1] rail r's (NULL: not registered there, e.g.
+ * GPU memory, which only the primary rail registers). */
 struct uccl_tp_memh {
     struct ibv_mr *mr;
+    struct ibv_mr *rail_mr[VERBS_MAX_RAILS - 1];
 };
 
-/* Our key slot in remote descriptors: the 32-bit rkey. */
+static inline struct ibv_mr *tp_verbs_memh_mr(const struct uccl_tp_memh *memh, int rail)
+{
+    return rail == 0 ? memh->mr : memh->rail_mr[rail - 1];
+}
+
+/* Our key slot in remote descriptors: one 32-bit rkey per rail the region
+ * is registered on, rail 0 first (4 or 8 bytes). */
 #define VERBS_RKEY_SIZE 4
 
 typedef struct tp_verbs_qp {
     struct ibv_qp *qp;
+    int rail;
     uint32_t psn;
     int outstanding; /* send work requests not yet completed */
     size_t bytes_out; /* data bytes of the data work requests not yet completed */
@@ -131,9 +169,11 @@ typedef struct tp_verbs_ep {
     tp_verbs_t *tp;
     uccl_list_t link; /* tp->eps */
     bool connected;
-    struct ibv_cq *cq;
-    tp_verbs_qp_t ctrl;
-    tp_verbs_qp_t data[VERBS_MAX_QPS];
+    struct ibv_cq *cq[VERBS_MAX_RAILS]; /* one per rail: a CQ serves one device */
+    int nrails; /* rails of this connection: the first nrails of both sides, by order */
+    uint32_t dead_rails; /* rails whose QPs failed: no new work goes there */
+    tp_verbs_qp_t ctrl; /* on rail 0 */
+    tp_verbs_qp_t data[VERBS_MAX_QPS]; /* data[i] on rail i % nrails */
     int nq;
     int next_qp;
     /* control buffers (registered here, run by the protocol) */
@@ -146,6 +186,7 @@ typedef struct tp_verbs_ep {
 
 /* ---- verbs.c */
 extern const uccl_cfg_table_t uccl_verbs_config_table;
+int uccl_verbs_peer_rails(const tp_verbs_t *v, const uccl_tp_peer_t *peer);
 
 /* ---- verbs_ep.c */
 uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp_peer_t *peer,
@@ -166,8 +207,14 @@ uccl_status_t uccl_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
 void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+tp_verbs_qp_t *uccl_verbs_find_qp(tp_verbs_ep_t *ep, int rail, uint32_t qp_num);
 void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 int uccl_verbs_progress(uccl_tp_t *tp);
+
+/* ---- verbs_rail.c: rails per request, failover */
+uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req);
+bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc);
 
 /* ---- verbs_stage.c: GPU memory (GPUDirect decision at open, staging) */
 uccl_status_t uccl_verbs_gpu_open(tp_verbs_t *v, const uccl_tp_open_params_t *params);

@@ -19,11 +19,12 @@ void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
-/* Remote address, key and bytes left in that remote piece at byte off (a
- * send on granted windows: in the oldest window not written yet; none
- * left: 0 bytes). */
-static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint32_t *rkey,
-                            uint64_t *left)
+/* Remote address, rail's key and bytes left in that remote piece at byte
+ * off (a send on granted windows: in the oldest window not written yet; none
+ * left: 0 bytes). A rendezvous piece's 64-bit key holds rail 0's rkey low and
+ * rail 1's high (verbs_mem_segs); a descriptor one rkey per rail. */
+static void verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
+                            uint32_t *rkey, uint64_t *left)
 {
     const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
 
@@ -39,14 +40,14 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, u
     }
     if (x == NULL || x->nseg == 0) {
         *addr = req->remote.addr + off;
-        *rkey = uccl_get_u32(req->remote.rkey); /* uccl_verbs_check_remote saw 4 bytes */
+        *rkey = uccl_get_u32(req->remote.rkey + 4 * rail); /* uccl_verbs_check_remote saw it */
         *left = req->len - off;
         return;
     }
     for (uint64_t i = 0; i < x->nseg; i++) {
         if (off < x->segs[i].len) {
             *addr = x->segs[i].addr + off;
-            *rkey = (uint32_t)x->segs[i].key;
+            *rkey = (uint32_t)(x->segs[i].key >> (32 * rail));
             *left = x->segs[i].len - off;
             return;
         }
@@ -101,7 +102,7 @@ static uccl_status_t verbs_build_staged(const tp_verbs_ep_t *ep, tp_verbs_xfer_t
 
 /* Fill wr and sge for the next chunk of req (*got bytes; *buf: the stage
  * buffer it reads, or NULL). UCCL_INPROGRESS: a staged chunk is not ready. */
-static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
+static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req, int rail,
                                        struct ibv_send_wr *wr, struct ibv_sge *sge, size_t *gotp,
                                        uccl_stage_buf_t **buf)
 {
@@ -114,7 +115,7 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 
     *buf = NULL;
     *gotp = 0;
-    verbs_remote_at(req, off, &raddr, &rkey, &rleft);
+    verbs_remote_at(req, off, rail, &raddr, &rkey, &rleft);
     if (want > ep->tp->cfg.chunk)
         want = ep->tp->cfg.chunk;
     if (want > rleft)
@@ -151,8 +152,9 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 
         uccl_req_cur_init(&cur, req, off);
         while (n < ep->tp->max_sge && (take = uccl_req_cur_next(&cur, want - got, &addr, &i)) > 0) {
-            sge[n++] = (struct ibv_sge){(uintptr_t)addr, (uint32_t)take,
-                                        uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->lkey};
+            sge[n++] = (struct ibv_sge){
+                (uintptr_t)addr, (uint32_t)take,
+                tp_verbs_memh_mr(uccl_region_memh(req->iov[i].region, &ep->tp->base), rail)->lkey};
             got += take;
         }
     }
@@ -163,11 +165,18 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 
 /* UC gives no delivery guarantee (a lost packet drops the message silently,
  * and an immediate that never lands would hang its target), so data closed
- * by immediates (rendezvous, notify) goes on the RC control QP instead. */
+ * by immediates (rendezvous, notify) goes on the RC control QP instead.
+ * Else the next data QP round robin, of a rail req may use. */
 static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
+    uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(uint64_t)ep->dead_rails;
+
+    if (rails == 0)
+        rails = 1; /* rail 0 is never dead: its failure ends the connection */
     if (ep->tp->uc && (req->op == UCCL_OP_SEND || req->has_notif))
         return &ep->ctrl;
+    for (int k = 0; k < ep->nq && !(rails >> ep->data[ep->next_qp].rail & 1); k++)
+        ep->next_qp = (ep->next_qp + 1) % ep->nq;
     return &ep->data[ep->next_qp];
 }
 
@@ -214,14 +223,14 @@ static int verbs_qp_bit(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q)
 
 /* The zero-length WRITE_WITH_IMM that closes req on a QP which carried
  * some of its data but not its last chunk. */
-static void verbs_build_imm_only(uccl_req_t *req, int nparts, struct ibv_send_wr *wr)
+static void verbs_build_imm_only(uccl_req_t *req, int nparts, int rail, struct ibv_send_wr *wr)
 {
     memset(wr, 0, sizeof(*wr));
     wr->wr_id = (uintptr_t)req | VERBS_WR_DATA;
     wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr->send_flags = IBV_SEND_SIGNALED;
     wr->imm_data = htonl(uccl_rndv_imm(req, nparts));
-    verbs_remote_at(req, 0, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
+    verbs_remote_at(req, 0, rail, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
 }
 
 /* The QP for req's next work request: round robin for data, then each QP
@@ -259,11 +268,11 @@ static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_ver
 
     *buf = NULL;
     if (req->tp_data[VERBS_RD_OFF] >= req->len) { /* an owed immediate */
-        verbs_build_imm_only(req, __builtin_popcount((uint32_t)qps), wr);
+        verbs_build_imm_only(req, __builtin_popcount((uint32_t)qps), q->rail, wr);
         req->tp_data[VERBS_RD_QPS] = qps & ~(bit << 32);
         return UCCL_OK;
     }
-    st = verbs_build_chunk(ep, req, wr, sge, &chunk, buf);
+    st = verbs_build_chunk(ep, req, q->rail, wr, sge, &chunk, buf);
     if (st == UCCL_INPROGRESS)
         return st;
     if (st != UCCL_OK) { /* remote pieces shorter than the message, a staging copy failed */
@@ -314,6 +323,7 @@ static size_t verbs_wr_bytes(const struct ibv_send_wr *wr)
 static bool verbs_req_has_work(const uccl_req_t *req)
 {
     return req->tp_data[UCCL_RNDV_RD_ERR] == 0 &&
+           !(req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_RESTART) &&
            (req->tp_data[VERBS_RD_OFF] < req->len || (req->tp_data[VERBS_RD_QPS] >> 32) != 0);
 }
 
@@ -372,6 +382,7 @@ void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_WRS] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
+    req->tp_data[VERBS_RD_RAILS] = uccl_verbs_req_rails(ep, req);
     if (req->len == 0 && !uccl_rndv_needs_imm(req)) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
@@ -466,12 +477,13 @@ static uccl_status_t verbs_wc_status(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
     return st;
 }
 
-static tp_verbs_qp_t *verbs_find_qp(tp_verbs_ep_t *ep, uint32_t qp_num)
+/* QP numbers are per device: the one of rail's CQ. */
+tp_verbs_qp_t *uccl_verbs_find_qp(tp_verbs_ep_t *ep, int rail, uint32_t qp_num)
 {
-    if (ep->ctrl.qp->qp_num == qp_num)
+    if (rail == 0 && ep->ctrl.qp->qp_num == qp_num)
         return &ep->ctrl;
     for (int i = 0; i < ep->nq; i++)
-        if (ep->data[i].qp->qp_num == qp_num)
+        if (ep->data[i].rail == rail && ep->data[i].qp->qp_num == qp_num)
             return &ep->data[i];
     return NULL;
 }
@@ -484,6 +496,10 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     req->tp_data[VERBS_RD_WRS]--;
     if (req->tp_data[VERBS_RD_WRS] > 0)
         return;
+    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && (req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_RESTART)) {
+        uccl_verbs_req_restart(ep, req);
+        return; /* progress posts it again */
+    }
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
     if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && tp_verbs_xfer(req) != NULL &&
@@ -493,11 +509,15 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     uccl_rndv_write_done(&ep->rndv, req);
 }
 
-static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
+static void verbs_handle_wc(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
 {
-    uccl_status_t st = verbs_wc_status(ep, wc);
+    uccl_status_t st;
     int kind = (int)(wc->wr_id & 7);
     tp_verbs_qp_t *q;
+
+    if (wc->status != IBV_WC_SUCCESS && uccl_verbs_rail_failover(ep, rail, wc))
+        return;
+    st = verbs_wc_status(ep, wc);
 
     switch (kind) {
     case VERBS_WR_CTRL_RECV:
@@ -526,7 +546,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         uccl_rndv_slot_t *slot = (uccl_rndv_slot_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
         uccl_req_t *req = slot->sink->req;
 
-        q = verbs_find_qp(ep, wc->qp_num);
+        q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
         if (q != NULL) {
             q->outstanding--;
             uccl_verbs_qp_held_pop(ep->tp, q);
@@ -536,7 +556,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, const struct ibv_wc *wc)
         return;
     }
     case VERBS_WR_DATA:
-        q = verbs_find_qp(ep, wc->qp_num);
+        q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
         if (q != NULL) {
             q->outstanding--;
             uccl_verbs_qp_held_pop(ep->tp, q); /* its stage buffer, if any, is free again */
@@ -553,18 +573,20 @@ static int verbs_poll_ep(tp_verbs_ep_t *ep)
     struct ibv_wc wc[VERBS_POLL];
     int events = 0, n;
 
-    for (int round = 0; round < 8; round++) {
-        n = ibv_poll_cq(ep->cq, VERBS_POLL, wc);
-        if (n < 0) {
-            uccl_error("%s: ibv_poll_cq failed", ep->tp->dev_name);
-            uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-            return events;
+    for (int r = 0; r < ep->nrails; r++) {
+        for (int round = 0; round < 8; round++) {
+            n = ibv_poll_cq(ep->cq[r], VERBS_POLL, wc);
+            if (n < 0) {
+                uccl_error("%s: ibv_poll_cq failed", ep->tp->rails[r].dev_name);
+                uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+                return events;
+            }
+            for (int i = 0; i < n; i++)
+                verbs_handle_wc(ep, r, &wc[i]);
+            events += n;
+            if (n < VERBS_POLL)
+                break;
         }
-        for (int i = 0; i < n; i++)
-            verbs_handle_wc(ep, &wc[i]);
-        events += n;
-        if (n < VERBS_POLL)
-            break;
     }
     return events;
 }

@@ -1,5 +1,6 @@
-/* Verbs endpoints: one RC control QP plus N data QPs (RC or UC) per
- * connection, their wiring info (QPN, PSN, GID, LID, MTU) and teardown. */
+/* Verbs endpoints: one RC control QP (rail 0) plus N data QPs (RC or UC) on
+ * each rail per connection, their wiring info (QPN, PSN, GID, LID, MTU) and
+ * teardown. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,34 +8,39 @@
 #include "verbs.h"
 
 /* ep_pack: version(1) uc(1) nq(1) mtu(1) roce(1) rndv version(1) lid(2) gid(16), then
- * (1 + nq) x { qpn(4) psn(4) }, control QP first. */
+ * (1 + nq) x { qpn(4) psn(4) }, control QP first, then rails(1) and for each
+ * rail past the first { mtu(1) lid(2) gid(16) }. */
 #define VERBS_EP_HDR 24
+#define VERBS_EP_RAIL 19
 
-static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool uc, int recv_depth)
+static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, int rail, bool uc,
+                                     int recv_depth)
 {
     tp_verbs_t *v = ep->tp;
+    const tp_verbs_rail_t *r = &v->rails[rail];
     struct ibv_qp_init_attr init = {
-        .send_cq = ep->cq,
-        .recv_cq = ep->cq,
+        .send_cq = ep->cq[rail],
+        .recv_cq = ep->cq[rail],
         .cap = {.max_send_wr = (uint32_t)v->cfg.tx_depth, .max_recv_wr = (uint32_t)(recv_depth ? recv_depth : 1),
                 .max_send_sge = (uint32_t)v->max_sge, .max_recv_sge = 1},
         .qp_type = uc ? IBV_QPT_UC : IBV_QPT_RC,
     };
     struct ibv_qp_attr attr = {
         .qp_state = IBV_QPS_INIT,
-        .port_num = v->port,
+        .port_num = r->port,
         .qp_access_flags = uc ? IBV_ACCESS_REMOTE_WRITE
                               : IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
     };
 
-    q->qp = ibv_create_qp(v->pd, &init);
+    q->rail = rail;
+    q->qp = ibv_create_qp(r->pd, &init);
     if (q->qp == NULL) {
-        uccl_error("%s: ibv_create_qp: %s", v->dev_name, strerror(errno));
+        uccl_error("%s: ibv_create_qp: %s", r->dev_name, strerror(errno));
         return UCCL_ERR_TRANSPORT;
     }
     if (ibv_modify_qp(q->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
                                         IBV_QP_ACCESS_FLAGS) != 0) {
-        uccl_error("%s: QP to INIT: %s", v->dev_name, strerror(errno));
+        uccl_error("%s: QP to INIT: %s", r->dev_name, strerror(errno));
         ibv_destroy_qp(q->qp);
         q->qp = NULL;
         return UCCL_ERR_TRANSPORT;
@@ -113,8 +119,9 @@ static void verbs_ep_free(tp_verbs_ep_t *ep)
             ibv_destroy_qp(ep->data[i].qp);
     if (ep->ctrl.qp != NULL)
         ibv_destroy_qp(ep->ctrl.qp);
-    if (ep->cq != NULL)
-        ibv_destroy_cq(ep->cq);
+    for (int r = 0; r < VERBS_MAX_RAILS; r++)
+        if (ep->cq[r] != NULL)
+            ibv_destroy_cq(ep->cq[r]);
     /* the QPs are gone: the stage buffers their work requests read go back */
     uccl_verbs_qp_held_fini(ep->tp, &ep->ctrl);
     for (int i = 0; i < VERBS_MAX_QPS; i++)
@@ -138,31 +145,37 @@ uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_
 {
     tp_verbs_t *v = (tp_verbs_t *)tp;
     tp_verbs_ep_t *ep = calloc(1, sizeof(*ep));
-    int cqe = (1 + v->cfg.num_qps) * (v->cfg.tx_depth + v->cfg.rx_depth) + 16;
-    uccl_status_t st;
+    int nq, cqe;
+    uccl_status_t st = UCCL_OK;
 
-    (void)peer;
     (void)is_initiator;
     if (ep == NULL)
         return UCCL_ERR_NO_MEMORY;
     ep->tp = v;
     ep->base.conn = conn;
     verbs_ep_init_lists(ep);
-    ep->cq = ibv_create_cq(v->ctx, cqe, NULL, NULL, 0);
-    if (ep->cq == NULL) {
-        uccl_error("%s: ibv_create_cq(%d): %s", v->dev_name, cqe, strerror(errno));
-        st = UCCL_ERR_TRANSPORT;
-        goto err_free;
+    /* NUM_QPS data QPs on each rail both sides have, VERBS_MAX_QPS in all */
+    ep->nrails = uccl_verbs_peer_rails(v, peer);
+    nq = v->cfg.num_qps * ep->nrails;
+    nq = nq < VERBS_MAX_QPS ? nq : VERBS_MAX_QPS;
+    cqe = (1 + nq) * (v->cfg.tx_depth + v->cfg.rx_depth) + 16;
+    for (int r = 0; r < ep->nrails && st == UCCL_OK; r++) {
+        ep->cq[r] = ibv_create_cq(v->rails[r].ctx, cqe, NULL, NULL, 0);
+        if (ep->cq[r] == NULL) {
+            uccl_error("%s: ibv_create_cq(%d): %s", v->rails[r].dev_name, cqe, strerror(errno));
+            st = UCCL_ERR_TRANSPORT;
+        }
     }
-    st = verbs_alloc_bufs(ep);
+    if (st == UCCL_OK)
+        st = verbs_alloc_bufs(ep);
     if (st == UCCL_OK)
         st = uccl_verbs_qp_held_init(v, &ep->ctrl);
-    for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++)
+    for (int i = 0; i < nq && st == UCCL_OK; i++)
         st = uccl_verbs_qp_held_init(v, &ep->data[i]);
     if (st == UCCL_OK)
-        st = verbs_create_qp(ep, &ep->ctrl, false, v->cfg.rx_depth);
-    for (int i = 0; i < v->cfg.num_qps && st == UCCL_OK; i++, ep->nq++)
-        st = verbs_create_qp(ep, &ep->data[i], v->uc, v->cfg.rx_depth);
+        st = verbs_create_qp(ep, &ep->ctrl, 0, false, v->cfg.rx_depth);
+    for (int i = 0; i < nq && st == UCCL_OK; i++, ep->nq++)
+        st = verbs_create_qp(ep, &ep->data[i], i % ep->nrails, v->uc, v->cfg.rx_depth);
     for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
         st = uccl_verbs_post_ctrl_recv(ep, i);
     for (int q = 0; q < ep->nq && st == UCCL_OK; q++)
@@ -183,7 +196,7 @@ uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
 {
     tp_verbs_ep_t *ep = (tp_verbs_ep_t *)base;
     tp_verbs_t *v = ep->tp;
-    size_t need = VERBS_EP_HDR + 8 * (size_t)(1 + ep->nq);
+    size_t need = VERBS_EP_HDR + 8 * (size_t)(1 + ep->nq) + 1 + VERBS_EP_RAIL * (size_t)(ep->nrails - 1);
     uint8_t *p = buf;
 
     if (*len < need) {
@@ -205,6 +218,12 @@ uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
         uccl_put_u32(p, q->qp->qp_num);
         uccl_put_u32(p + 4, q->psn);
     }
+    *p++ = (uint8_t)ep->nrails;
+    for (int r = 1; r < ep->nrails; r++, p += VERBS_EP_RAIL) {
+        p[0] = (uint8_t)v->rails[r].mtu;
+        uccl_put_u16(p + 1, v->rails[r].lid);
+        memcpy(p + 3, v->rails[r].gid.raw, 16);
+    }
     *len = need;
     return UCCL_OK;
 }
@@ -212,10 +231,11 @@ uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
 typedef struct verbs_peer_info {
     bool uc;
     int nq;
-    enum ibv_mtu mtu;
+    int nrails;
     bool roce;
-    uint16_t lid;
-    union ibv_gid gid;
+    enum ibv_mtu mtu[VERBS_MAX_RAILS]; /* per rail */
+    uint16_t lid[VERBS_MAX_RAILS];
+    union ibv_gid gid[VERBS_MAX_RAILS];
     const uint8_t *qps;
 } verbs_peer_info_t;
 
@@ -229,16 +249,38 @@ static uccl_status_t verbs_parse_peer(const tp_verbs_ep_t *ep, const uint8_t *p,
         uccl_error("verbs: malformed wiring info from peer (%zu bytes)", len);
         return UCCL_ERR_VERSION;
     }
+    size_t qend;
+
     info->uc = p[1] != 0;
     info->nq = p[2];
-    info->mtu = (enum ibv_mtu)p[3];
+    info->mtu[0] = (enum ibv_mtu)p[3];
     info->roce = p[4] != 0;
-    info->lid = uccl_get_u16(p + 6);
-    memcpy(info->gid.raw, p + 8, 16);
+    info->lid[0] = uccl_get_u16(p + 6);
+    memcpy(info->gid[0].raw, p + 8, 16);
     info->qps = p + VERBS_EP_HDR;
-    if (len != VERBS_EP_HDR + 8 * (size_t)(1 + info->nq) || info->mtu < IBV_MTU_256 ||
-        info->mtu > IBV_MTU_4096) {
+    qend = VERBS_EP_HDR + 8 * (size_t)(1 + info->nq);
+    info->nrails = len > qend ? p[qend] : 0;
+    if (info->nrails < 1 || info->nrails > VERBS_MAX_RAILS ||
+        len != qend + 1 + VERBS_EP_RAIL * (size_t)(info->nrails - 1)) {
         uccl_error("verbs: malformed wiring info from peer (%zu bytes, %d QPs)", len, info->nq);
+        return UCCL_ERR_VERSION;
+    }
+    for (int r = 1; r < info->nrails; r++) {
+        const uint8_t *q = p + qend + 1 + VERBS_EP_RAIL * (size_t)(r - 1);
+
+        info->mtu[r] = (enum ibv_mtu)q[0];
+        info->lid[r] = uccl_get_u16(q + 1);
+        memcpy(info->gid[r].raw, q + 3, 16);
+    }
+    for (int r = 0; r < info->nrails; r++) {
+        if (info->mtu[r] < IBV_MTU_256 || info->mtu[r] > IBV_MTU_4096) {
+            uccl_error("verbs: malformed wiring info from peer (rail %d mtu %d)", r, (int)info->mtu[r]);
+            return UCCL_ERR_VERSION;
+        }
+    }
+    if (info->nrails != ep->nrails) {
+        uccl_error("verbs: peer wires %d rails, this side %d (both take the smaller of the "
+                   "two address entries' counts): internal error", info->nrails, ep->nrails);
         return UCCL_ERR_VERSION;
     }
     if (info->uc != v->uc || info->nq != ep->nq || info->roce != v->is_roce) {
@@ -256,26 +298,28 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
                                       const verbs_peer_info_t *info, const uint8_t *peer_qp)
 {
     tp_verbs_t *v = ep->tp;
+    const tp_verbs_rail_t *r = &v->rails[q->rail];
+    enum ibv_mtu mtu = info->mtu[q->rail];
     struct ibv_qp_attr attr = {
         .qp_state = IBV_QPS_RTR,
-        .path_mtu = info->mtu < v->mtu ? info->mtu : v->mtu,
+        .path_mtu = mtu < r->mtu ? mtu : r->mtu,
         .dest_qp_num = uccl_get_u32(peer_qp),
         .rq_psn = uccl_get_u32(peer_qp + 4),
         .max_dest_rd_atomic = (uint8_t)v->max_rd_atomic,
         .min_rnr_timer = 12,
-        .ah_attr = {.dlid = info->lid, .port_num = v->port, .is_global = v->is_roce},
+        .ah_attr = {.dlid = info->lid[q->rail], .port_num = r->port, .is_global = r->is_roce},
     };
     int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 
-    if (v->is_roce) {
-        attr.ah_attr.grh.dgid = info->gid;
-        attr.ah_attr.grh.sgid_index = (uint8_t)v->gid_index;
+    if (r->is_roce) {
+        attr.ah_attr.grh.dgid = info->gid[q->rail];
+        attr.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
         attr.ah_attr.grh.hop_limit = 64;
     }
     if (!uc)
         mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
     if (ibv_modify_qp(q->qp, &attr, mask) != 0) {
-        uccl_error("%s: QP %u to RTR (peer QP %u): %s", v->dev_name, q->qp->qp_num,
+        uccl_error("%s: QP %u to RTR (peer QP %u): %s", r->dev_name, q->qp->qp_num,
                    attr.dest_qp_num, strerror(errno));
         return UCCL_ERR_UNREACHABLE;
     }
@@ -290,7 +334,7 @@ static uccl_status_t verbs_connect_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, bool 
     if (!uc)
         mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
     if (ibv_modify_qp(q->qp, &attr, mask) != 0) {
-        uccl_error("%s: QP %u to RTS: %s", v->dev_name, q->qp->qp_num, strerror(errno));
+        uccl_error("%s: QP %u to RTS: %s", r->dev_name, q->qp->qp_num, strerror(errno));
         return UCCL_ERR_TRANSPORT;
     }
     return UCCL_OK;

@@ -105,9 +105,13 @@ static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, ucc
     for (int i = 0; i < req->iovcnt; i++) {
         if (req->iov[i].len == 0)
             continue;
+        const uccl_tp_memh_t *memh = uccl_region_memh(req->iov[i].region, &ep->tp->base);
+
+        /* rail 0's rkey, and rail 1's in the high half where registered there */
         segs[nseg++] = (uccl_rndv_seg_t){
             .addr = (uintptr_t)req->iov[i].addr,
-            .key = uccl_region_memh(req->iov[i].region, &ep->tp->base)->mr->rkey,
+            .key = memh->mr->rkey | (memh->rail_mr[0] != NULL && ep->nrails > 1
+                                         ? (uint64_t)memh->rail_mr[0]->rkey << 32 : 0),
             .len = req->iov[i].len,
         };
     }

@@ -232,7 +232,9 @@ uccl_status_t uccl_verbs_check_local(const tp_verbs_ep_t *ep, const uccl_req_t *
 
 uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
-    if (req->remote.rkey_len == VERBS_RKEY_SIZE)
+    if (req->remote.rkey_len >= VERBS_RKEY_SIZE &&
+        req->remote.rkey_len <= VERBS_RKEY_SIZE * VERBS_MAX_RAILS &&
+        req->remote.rkey_len % VERBS_RKEY_SIZE == 0) /* one rkey per rail */
         return UCCL_OK;
     uccl_error("verbs: remote region %llu (%s memory) has no RDMA key: its owner could not "
                "register it with %s's peer NIC (no GPUDirect RDMA there, the region is staged), "
