@@ -62,6 +62,12 @@ for qp in rc uc; do
 		"$unit/test_tp_verbs"
 done
 
+# ofi over verbs;ofi_rxm (libfabric's verbs provider through rxm, both engines
+# on the first rxe device): the conformance suite, ~15 s; it sets
+# FI_UNIVERSE_SIZE=16 (rxe refuses the CQ rxm sizes from the default 256).
+# Skips (77) where libuccl was built without libfabric.
+run "test_tp_conformance ofi_verbs (verbs;ofi_rxm)" timeout 120 "$unit/test_tp_conformance" ofi_verbs
+
 mpidir=$builddir/tests/mpi
 runmpi=$here/../mpi/run-mpi.sh
 p2p() {  # p2p NP QP [ARGS...]: t_p2p over verbs, neighbouring ranks on different devices
