@@ -280,6 +280,21 @@ typedef struct uccl_rdesc_info {
  * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
 UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
 
+/* Direct access to peer memory (UCX's ucp_rkey_ptr, MPI_Win_shared_query):
+ * *ptr = an address in this process where the bytes of rdesc's range can be
+ * reached without a transfer: loads and stores for host memory, kernels,
+ * copies and stream operations of this process's GPU runtime for GPU
+ * memory. Only where conn's transport maps peer memory (which ones do is
+ * documented in the README's transport table); the caller orders its
+ * accesses with the peer itself (e.g. flags in mapped memory, messages).
+ * The mapping stays valid until conn is closed; the peer must keep the
+ * region registered that long.
+ * Errors: UCCL_ERR_UNSUPPORTED (this connection cannot map that memory: use
+ * uccl_write/uccl_read), UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION, UCCL_ERR_STALE
+ * (a descriptor of another engine than conn's peer), UCCL_ERR_INVALID_PARAM,
+ * UCCL_ERR_INVALID_HANDLE, the connection's error. */
+UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr);
+
 /* ---------------------------------------------------------------- local memory and copies */
 
 /* Memory type of a pointer (host, or a GPU allocation of the runtime this

@@ -302,4 +302,12 @@ uccl_status_t uccl_rdesc_decode(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *
 /* The key slot of owner, or NULL. */
 const uccl_rdesc_key_t *uccl_rdesc_key_find(const uccl_rdesc_fields_t *f, uint8_t owner);
 
+/* xfer.c: rdesc's range [roff, roff+len) as the remote side of an access on
+ * conn, bounds-checked (UCCL_ERR_BAD_DESC, _VERSION, _STALE: another
+ * engine's, _OUT_OF_BOUNDS); then the key slot of ep's transport. */
+uccl_status_t uccl_remote_decode(const uccl_conn_t *conn, const uccl_rdesc_t *rdesc, size_t roff,
+                                 size_t len, uccl_req_remote_t *remote, uccl_rdesc_fields_t *f);
+void uccl_remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
+                          uccl_req_remote_t *remote);
+
 #endif

@@ -106,6 +106,8 @@ typedef struct uccl_tp_peer {
  * see rdesc.c). */
 #define UCCL_TP_RKEY_MAX 16
 
+struct uccl_req_remote; /* below */
+
 struct uccl_tp_ops {
     size_t size;        /* sizeof(struct uccl_tp_ops) at build time */
     const char *name;   /* "shm", "tcp", ... as in UCCL_TRANSPORTS */
@@ -175,6 +177,17 @@ struct uccl_tp_ops {
      * The core fails the connection only then (or after UCCL_TIMEOUT_MS),
      * so that every message that reached us is offered to receives. */
     bool (*ep_drained)(uccl_tp_ep_t *ep);
+
+    /* Optional (NULL: uccl_rdesc_ptr answers UCCL_ERR_UNSUPPORTED). Direct
+     * access to peer memory: set *ptr to an address in this process where
+     * the peer's remote->len bytes at remote->addr (remote->rkey: this
+     * transport's key slot) can be loaded and stored by the CPU (host
+     * memory) or reached by this process's GPU runtime, kernels and stream
+     * operations (GPU memory). The mapping stays valid until ep_destroy.
+     * UCCL_ERR_UNSUPPORTED: this memory cannot be mapped here (say why at
+     * debug level). Called with the engine lock held. */
+    uccl_status_t (*remote_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote,
+                                void **ptr);
 };
 
 

@@ -54,15 +54,15 @@ static uccl_status_t check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, i
     return UCCL_OK;
 }
 
-static uccl_status_t check_remote(const uccl_conn_t *conn, const xfer_args_t *a, size_t len,
-                                  uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields)
+uccl_status_t uccl_remote_decode(const uccl_conn_t *conn, const uccl_rdesc_t *rdesc, size_t roff,
+                                 size_t len, uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields)
 {
     uccl_rdesc_fields_t f;
-    uccl_status_t st = uccl_rdesc_decode(a->rdesc, &f);
+    uccl_status_t st = uccl_rdesc_decode(rdesc, &f);
 
     if (st == UCCL_ERR_VERSION)
         uccl_error("remote descriptor of version %u; this libuccl reads version %d only "
-                   "(the peer runs another release)", a->rdesc->bytes[4], UCCL_RDESC_VERSION);
+                   "(the peer runs another release)", rdesc->bytes[4], UCCL_RDESC_VERSION);
     if (st != UCCL_OK)
         return st;
     if (f.engine_id != conn->peer_id) {
@@ -70,9 +70,9 @@ static uccl_status_t check_remote(const uccl_conn_t *conn, const xfer_args_t *a,
                    (unsigned long long)f.engine_id, (unsigned long long)conn->peer_id);
         return UCCL_ERR_STALE;
     }
-    if (a->roff > f.len || len > f.len - a->roff)
+    if (roff > f.len || len > f.len - roff)
         return UCCL_ERR_OUT_OF_BOUNDS;
-    remote->addr = f.addr + a->roff;
+    remote->addr = f.addr + roff;
     remote->len = len;
     remote->region_id = f.region_id;
     remote->mem_type = f.mem_type;
@@ -81,9 +81,8 @@ static uccl_status_t check_remote(const uccl_conn_t *conn, const xfer_args_t *a,
     return UCCL_OK;
 }
 
-/* The descriptor's key slot of the transport that carries the request. */
-static void remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
-                            uccl_req_remote_t *remote)
+void uccl_remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
+                          uccl_req_remote_t *remote)
 {
     const uccl_rdesc_key_t *key = NULL;
 
@@ -214,7 +213,7 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
         return xfer_recv_failed(conn, a, total, gpu_caps, out);
     device = gpu_caps != 0;
     if (a->rdesc != NULL) {
-        st = check_remote(conn, a, total, &remote, &fields);
+        st = uccl_remote_decode(conn, a->rdesc, a->roff, total, &remote, &fields);
         if (st != UCCL_OK)
             return st;
         device = device || remote.mem_type != UCCL_MEM_HOST;
@@ -225,7 +224,7 @@ static uccl_status_t xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, u
     if (a->has_notif && !(ep->tp->ops->caps & UCCL_TP_CAP_NOTIFY))
         return UCCL_ERR_UNSUPPORTED;
     if (a->rdesc != NULL)
-        remote_pick_key(&fields, ep, &remote);
+        uccl_remote_pick_key(&fields, ep, &remote);
     req = xfer_req_new(conn, a, total, gpu_caps);
     if (req == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -430,13 +429,13 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
         return UCCL_ERR_INVALID_PARAM;
     st = check_iov(conn, m->iov, m->iovcnt, &total, &gpu_caps);
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
-        xfer_args_t a = {.rdesc = m->riov[k].rdesc, .roff = m->riov[k].roff};
         uccl_req_remote_t remote;
         uccl_rdesc_fields_t fields;
 
-        if (a.rdesc == NULL)
+        if (m->riov[k].rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = check_remote(conn, &a, m->riov[k].len, &remote, &fields);
+        st = uccl_remote_decode(conn, m->riov[k].rdesc, m->riov[k].roff, m->riov[k].len, &remote,
+                                &fields);
         rtotal += m->riov[k].len;
     }
     if (st == UCCL_OK && rtotal != total) {

@@ -1,0 +1,40 @@
+/* uccl_rdesc_ptr: direct access to peer memory through the transport that
+ * carries the connection's traffic for that memory type (host or GPU),
+ * when it can map it (tp ops remote_ptr). */
+#include "core.h"
+
+uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr)
+{
+    uccl_req_remote_t remote = {0};
+    uccl_rdesc_fields_t fields;
+    uccl_tp_ep_t *ep = NULL;
+    uccl_status_t st = uccl_conn_check(conn);
+    int slot;
+
+    if (st != UCCL_OK)
+        return st;
+    if (rdesc == NULL || ptr == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    *ptr = NULL;
+    uccl_engine_lock(conn->engine);
+    st = conn->state;
+    if (st == UCCL_OK)
+        st = uccl_remote_decode(conn, rdesc, 0, 0, &remote, &fields);
+    if (st == UCCL_OK) {
+        remote.len = fields.len; /* the whole described range */
+        slot = remote.mem_type == UCCL_MEM_HOST ? conn->host_tp : conn->dev_tp;
+        ep = slot >= 0 ? conn->ep[slot] : NULL;
+        if (ep == NULL || ep->tp->ops->remote_ptr == NULL) {
+            uccl_debug("uccl_rdesc_ptr: %s cannot map peer %s memory",
+                       ep != NULL ? ep->tp->ops->name : "no transport",
+                       remote.mem_type == UCCL_MEM_HOST ? "host" : "GPU");
+            st = UCCL_ERR_UNSUPPORTED;
+        }
+    }
+    if (st == UCCL_OK) {
+        uccl_remote_pick_key(&fields, ep, &remote);
+        st = ep->tp->ops->remote_ptr(ep, &remote, ptr);
+    }
+    uccl_engine_unlock(conn->engine);
+    return st;
+}
