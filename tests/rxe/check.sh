@@ -63,7 +63,7 @@ for qp in rc uc; do
 done
 
 # ofi over verbs;ofi_rxm (libfabric's verbs provider through rxm, both engines
-# on the first rxe device): the conformance suite, ~15 s; it sets
+# on the first rxe device): the conformance suite, ~35 s on 2 loaded cores; it sets
 # FI_UNIVERSE_SIZE=16 (rxe refuses the CQ rxm sizes from the default 256).
 # Skips (77) where libuccl was built without libfabric.
 run "test_tp_conformance ofi_verbs (verbs;ofi_rxm)" timeout 120 "$unit/test_tp_conformance" ofi_verbs

@@ -47,7 +47,7 @@ static const tc_transport_t tc_transports[] = {
     /* Soft-RoCE VM only (tests/rxe/check.sh). rxm sizes its verbs CQ from FI_UNIVERSE_SIZE
      * (default 256), more than rxe allows: fi_enable fails ("vrb_cq_open(): Unable to create
      * verbs CQ", "rxm_ep_msg_cq_open(): unable to open MSG CQ"), hence 16 here. The suite
-     * then runs in about 15 s (session 8; it did not finish before: the deregistered-region
+     * then runs in about 35 s (session 8; it did not finish before: the deregistered-region
      * case waited out its timeouts after the first refusal ended the connection) */
     {"ofi_verbs", "ofi", "UCCL_OFI_PROVIDER=verbs;ofi_rxm FI_UNIVERSE_SIZE=16", {NULL, NULL},
      (4u << 20) + 3},
