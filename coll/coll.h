@@ -227,17 +227,20 @@ uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op);
 uccl_status_t uccl_coll_sched_phase(coll_sched_t *s); /* close the current phase */
 void uccl_coll_sched_free(coll_sched_t *s);
 
-static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf,
-                                      size_t off, size_t len)
+/* A peer op (SEND, RECV, PUT, WAITPUT) on [buf+off, len). */
+static inline uccl_status_t coll_peer_op(coll_sched_t *s, coll_op_kind_t kind, int peer, int buf,
+                                         size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_SEND, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = (uint8_t)kind, .buf = (uint8_t)buf,
+                                             .peer = peer, .off = off, .len = len});
 }
-static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf,
-                                      size_t off, size_t len)
+static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_RECV, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_SEND, peer, buf, off, len);
+}
+static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
+{
+    return coll_peer_op(s, COLL_OP_RECV, peer, buf, off, len);
 }
 static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, int sbuf,
                                       size_t soff, size_t len)
@@ -248,17 +251,13 @@ static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, in
                                         .buf2 = (uint8_t)sbuf, .off = doff, .off2 = soff,
                                         .len = len});
 }
-static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf,
-                                     size_t off, size_t len)
+static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_PUT, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_PUT, peer, buf, off, len);
 }
-static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
-                                         size_t off, size_t len)
+static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_WAITPUT, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_WAITPUT, peer, buf, off, len);
 }
 
 /* Shared by sched.c and direct.c: where buf+off lies (a region and an
@@ -324,6 +323,9 @@ uccl_status_t uccl_coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
+/* gather (gather true) or scatter, linear or direct (gather.c). */
+uccl_status_t uccl_coll_build_rooted_flat(coll_sched_t *s, const coll_args_t *a, bool direct,
+                                          bool gather);
 
 /* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
 bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);

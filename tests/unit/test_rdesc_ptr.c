@@ -11,33 +11,16 @@
 
 #define LEN 4096
 
-static const char *transport;
-static unit_pair_t pair;
-static uint8_t *a_buf, *b_buf;
-static uccl_mr_t *a_mr, *b_mr;
+static unit_fixture_t F; /* F.src on a, F.dst on b */
 
-static int suite_init(const char *tp)
+static int suite_init(void)
 {
-    transport = tp;
-    a_buf = malloc(LEN);
-    b_buf = malloc(LEN);
-    if (a_buf == NULL || b_buf == NULL || unit_pair_open(transport, &pair) != UCCL_OK)
-        return -1;
-    if (uccl_mr_reg(pair.a, a_buf, LEN, 0, &a_mr) != UCCL_OK ||
-        uccl_mr_reg(pair.b, b_buf, LEN, 0, &b_mr) != UCCL_OK)
-        return -1;
-    return 0;
+    return unit_fixture_open(unit_tp, LEN, LEN, &F) == UCCL_OK ? 0 : -1;
 }
-static int suite_init_shm(void) { return suite_init("shm"); }
-static int suite_init_tcp(void) { return suite_init("tcp"); }
 
 static int suite_cleanup(void)
 {
-    uccl_mr_dereg(a_mr);
-    uccl_mr_dereg(b_mr);
-    unit_pair_close(&pair);
-    free(a_buf);
-    free(b_buf);
+    unit_fixture_close(&F);
     return 0;
 }
 
@@ -47,14 +30,14 @@ static void check_conn_works(unsigned seed)
     uccl_rdesc_t d;
     uccl_req_t *req = NULL;
 
-    unit_fill(a_buf, LEN, seed);
-    memset(b_buf, 0, LEN);
-    UNIT_ASSERT_STATUS(uccl_mr_pack(b_mr, 0, LEN, &d), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_write(pair.ab, a_mr, 0, LEN, &d, 0, &req), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    unit_fill(F.src, LEN, seed);
+    memset(F.dst, 0, LEN);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(F.dst_mr, 0, LEN, &d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_write(F.p.ab, F.src_mr, 0, LEN, &d, 0, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
     uccl_req_free(req);
-    CU_ASSERT_EQUAL(unit_mismatches(b_buf, LEN, seed), 0);
+    CU_ASSERT_EQUAL(unit_mismatches(F.dst, LEN, seed), 0);
 }
 
 static void test_bad_arguments(void)
@@ -62,12 +45,12 @@ static void test_bad_arguments(void)
     uccl_rdesc_t d, garbage;
     void *ptr = &ptr;
 
-    UNIT_ASSERT_STATUS(uccl_mr_pack(b_mr, 0, LEN, &d), UCCL_OK);
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, NULL, &ptr), UCCL_ERR_INVALID_PARAM);
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &d, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(F.dst_mr, 0, LEN, &d), UCCL_OK);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, NULL, &ptr), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &d, NULL), UCCL_ERR_INVALID_PARAM);
     CU_ASSERT_EQUAL(uccl_rdesc_ptr(NULL, &d, &ptr), UCCL_ERR_INVALID_HANDLE);
     memset(&garbage, 0x5a, sizeof(garbage));
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &garbage, &ptr), UCCL_ERR_BAD_DESC);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &garbage, &ptr), UCCL_ERR_BAD_DESC);
     CU_ASSERT_PTR_NULL(ptr); /* cleared on every error after the argument checks */
     check_conn_works(1);
 }
@@ -78,8 +61,8 @@ static void test_other_engines_descriptor(void)
     void *ptr = &ptr;
 
     /* a's own region, offered on a's connection to b: not b's memory */
-    UNIT_ASSERT_STATUS(uccl_mr_pack(a_mr, 0, LEN, &mine), UCCL_OK);
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &mine, &ptr), UCCL_ERR_STALE);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(F.src_mr, 0, LEN, &mine), UCCL_OK);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &mine, &ptr), UCCL_ERR_STALE);
     CU_ASSERT_PTR_NULL(ptr);
     check_conn_works(2);
 }
@@ -90,8 +73,8 @@ static void test_unmappable_memory(void)
     void *ptr = &ptr;
 
     /* malloc'd memory: tcp maps nothing, shm only memory of uccl_mem_alloc */
-    UNIT_ASSERT_STATUS(uccl_mr_pack(b_mr, 0, LEN, &d), UCCL_OK);
-    CU_ASSERT_EQUAL(uccl_rdesc_ptr(pair.ab, &d, &ptr), UCCL_ERR_UNSUPPORTED);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(F.dst_mr, 0, LEN, &d), UCCL_OK);
+    CU_ASSERT_EQUAL(uccl_rdesc_ptr(F.p.ab, &d, &ptr), UCCL_ERR_UNSUPPORTED);
     CU_ASSERT_PTR_NULL(ptr);
     check_conn_works(3);
 }
@@ -105,11 +88,6 @@ static CU_TestInfo tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo all[] = {
-        {"rdesc_ptr/shm", suite_init_shm, suite_cleanup, NULL, NULL, tests},
-        {"rdesc_ptr/tcp", suite_init_tcp, suite_cleanup, NULL, NULL, tests},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    return unit_main_per_transport(all);
+    return unit_main_tp("rdesc_ptr", tests, suite_init, suite_cleanup);
 }

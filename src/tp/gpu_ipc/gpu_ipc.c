@@ -213,9 +213,9 @@ static void dispatch(ipc_ep_t *ep, const ipc_rx_msg_t *m)
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE:
-        uccl_gpu_ipc_on_fin(ep, m->type == IPC_MSG_FIN        ? &ep->sends
-                                : m->type == IPC_MSG_TGT_DONE ? &ep->tgt_wait
-                                                              : &ep->pushes,
+        uccl_gpu_ipc_on_fin(ep, m->type == IPC_MSG_FIN        ? IPC_WAIT_SEND
+                                : m->type == IPC_MSG_TGT_DONE ? IPC_WAIT_TGT
+                                                              : IPC_WAIT_PUSH,
                             &m->u.fin);
         return;
     case IPC_MSG_TGT_OP:
@@ -296,10 +296,12 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->base.conn = conn;
     ep->peer_pid = peer->pid;
     ep->peer_device = -1;
-    uccl_list_t *lists[] = {&ep->txq, &ep->maps, &ep->zombies, &ep->grants, &ep->ops, &ep->sends,
-                            &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
+    uccl_list_t *lists[] = {&ep->txq, &ep->maps,  &ep->zombies,   &ep->grants,
+                            &ep->ops, &ep->unexp, &ep->grant_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
+    for (int i = 0; i < IPC_WAIT_N; i++)
+        uccl_hmap_init(&ep->waits[i]);
     uccl_hmap_init(&ep->map_keys);
     uccl_hmap_init(&ep->grant_ids);
     st = uccl_gpu_ipc_ring_create(&ep->rx);
@@ -390,10 +392,9 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
 
     ep->failed = true; /* nothing more goes out */
     uccl_gpu_ipc_ops_cancel(ep);
-    forget_list(&ep->sends);
-    forget_list(&ep->pushes);
+    for (int i = 0; i < IPC_WAIT_N; i++)
+        uccl_hmap_fini(&ep->waits[i]);
     forget_list(&ep->grant_wait);
-    forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
     uccl_hmap_fini(&ep->grant_ids);
     uccl_gpu_ipc_maps_release(ep, true);

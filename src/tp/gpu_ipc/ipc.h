@@ -164,6 +164,8 @@ typedef struct ipc_rts {
     msg_seg_t seg[];
 } ipc_rts_t;
 
+enum { IPC_WAIT_SEND, IPC_WAIT_PUSH, IPC_WAIT_TGT, IPC_WAIT_N };
+
 typedef struct ipc_ep {
     uccl_tp_ep_t base;
     ipc_tp_t *tp;
@@ -181,12 +183,13 @@ typedef struct ipc_ep {
      * the peer chooses, found without a scan */
     uccl_hmap_t map_keys, grant_ids;
     uccl_list_t ops;     /* ipc_op_t */
-    /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
-    uccl_list_t sends;   /* reqs waiting for FIN or CTS */
-    uccl_list_t pushes;  /* matched receives waiting for PUSH_DONE */
+    /* Waiters by sequence number (tp_data[0]; tp_data[4] = IPC_WAIT_* + 1
+     * while in one), complete with tp_data[1] bytes: sends waiting for FIN
+     * or CTS and write/read requests for TGT_DONE under our numbers,
+     * matched receives waiting for PUSH_DONE under the peer's. */
+    uccl_hmap_t waits[IPC_WAIT_N];
     uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
-    uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE */
     uccl_list_t link;
 } ipc_ep_t;
 
@@ -232,7 +235,7 @@ uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
-void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
+void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m);
 void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
 void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);

@@ -286,8 +286,8 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->tp = tp;
     ep->peer_pid = peer->pid;
     ep->is_initiator = is_initiator;
-    ep->next_id = 1;
     uccl_idmap_init(&ep->ids, 64, 20);
+    uccl_idmap_init(&ep->split_ids, 64, 20);
     uccl_list_init(&ep->recv_active);
     uccl_list_init(&ep->unexp);
     uccl_list_init(&ep->txq);
@@ -425,6 +425,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);
+    uccl_idmap_fini(&ep->split_ids);
     shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));

@@ -291,7 +291,7 @@ typedef struct shm_ep {
     size_t seg_len;
     uccl_spsc_t tx, rx;
     uint64_t peer_probe_addr, peer_probe_value;
-    uint64_t next_id;      /* ids of split offers (shm_split.c) */
+    uccl_idmap_t split_ids; /* shm_split_t by its rid, until the peer's DONE */
     uccl_idmap_t ids;      /* SHM_REQ_ID -> request in txq, waiting or recv_active */
     uccl_list_t recv_active; /* matched receives waiting for streamed chunks */
     uccl_list_t unexp;     /* shm_unexp_t held by the core's matching */
