@@ -177,14 +177,27 @@ static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context
         die(r->rank, "post", rc);
 }
 
+/* A tagged send (send != 0) or receive of len bytes from the start of the
+ * buffer; -FI_EAGAIN (the provider short of resources, e.g. shm): progress,
+ * retry. */
+static void raw_tagged(raw_t *r, int send, size_t len, uint64_t tag, struct fi_context2 *ctx)
+{
+    ssize_t rc;
+
+    do {
+        rc = send ? fi_tsend(r->ep, r->buf, len, r->desc, r->peer, tag, ctx)
+                  : fi_trecv(r->ep, r->buf, len, r->desc, r->peer, tag, 0, ctx);
+        if (rc == -FI_EAGAIN)
+            fi_cq_read(r->cq, NULL, 0);
+    } while (rc == -FI_EAGAIN);
+    CHECK(r, send ? "fi_tsend" : "fi_trecv", rc);
+}
+
 /* One-sided rounds end with rank 0 telling the target it is done (a
  * zero-byte tagged message): the target drives progress until then. */
 static void raw_done(raw_t *r, struct fi_context2 *ctx)
 {
-    if (r->rank == 0)
-        CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 3, ctx));
-    else
-        CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 3, 0, ctx));
+    raw_tagged(r, r->rank == 0, 0, 3, ctx);
     raw_wait(r, 1);
 }
 
@@ -202,13 +215,13 @@ static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
             for (int i = 0; i < window; i++)
                 raw_post(r, op, 0, len, &ctx[i]);
             if (op == OP_SEND)
-                CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, 0, r->desc, r->peer, 2, 0, &ctx[window]));
+                raw_tagged(r, 0, 0, 2, &ctx[window]);
             raw_wait(r, window + (op == OP_SEND));
         } else if (op == OP_SEND) {
             for (int i = 0; i < window; i++)
-                CHECK(r, "fi_trecv", fi_trecv(r->ep, r->buf, len, r->desc, r->peer, 1, 0, &ctx[i]));
+                raw_tagged(r, 0, len, 1, &ctx[i]);
             raw_wait(r, window);
-            CHECK(r, "fi_tsend", fi_tsend(r->ep, r->buf, 0, r->desc, r->peer, 2, &ctx[window]));
+            raw_tagged(r, 1, 0, 2, &ctx[window]);
             raw_wait(r, 1);
         }
     }

@@ -23,6 +23,7 @@ typedef struct perf_ctx {
     uccl_comm_t *comm;
     uccl_conn_t *conn;
     const char *conn_transport;
+    bool target_polls; /* the passive rank never sleeps (see idle_wait) */
     uint8_t *buf;  /* the transfers' buffer: host, or the GPU's with --mem cuda */
     uint8_t *host; /* filled and checked here; buf itself in host mode */
     perf_cuda_t *gpu;
@@ -101,10 +102,13 @@ static uccl_status_t idle_wait(perf_ctx_t *c, uccl_req_t *req)
             pause_ns = 0;
             continue;
         }
-        if (t - last_event < PERF_IDLE_SPIN_S)
-            continue;
+        /* libfabric's software providers (tcp;ofi_rxm, shm) serve one-sided
+         * operations in the target's own calls (manual progress) without an
+         * event the engine counts: the target keeps polling there */
         if (t > deadline)
             return UCCL_ERR_TIMEOUT;
+        if (t - last_event < PERF_IDLE_SPIN_S || c->target_polls)
+            continue;
         pause_ns = pause_ns == 0 ? PERF_IDLE_PAUSE_MIN_NS : pause_ns * 2;
         if (pause_ns > PERF_IDLE_PAUSE_MAX_NS)
             pause_ns = PERF_IDLE_PAUSE_MAX_NS;
@@ -399,6 +403,7 @@ static void setup_uccl(perf_ctx_t *c)
     if (st != UCCL_OK)
         perf_fail(c, "uccl_conn_query", st);
     c->conn_transport = c->o.mem == PERF_MEM_CUDA ? attr.gpu_transport : attr.transport;
+    c->target_polls = c->conn_transport != NULL && strcmp(c->conn_transport, "ofi") == 0;
     st = uccl_mr_reg(uccl_comm_engine(c->comm), c->buf, c->o.max, 0, &c->mr);
     if (st != UCCL_OK)
         perf_fail(c, "uccl_mr_reg", st);

@@ -70,6 +70,11 @@ info_rails() { # uccl_info opens both devices named, each a rail
 run "uccl_info names two rails ($RXE_DEV, ${RXE_RAIL_DEV:-?})" info_rails
 run "test_verbs_rails (${RXE_DEV},${RXE_RAIL_DEV:-?} <-> ${RXE_DEV2},${RXE_RAIL_DEV2:-?})" \
 	timeout 200 "$unit/test_verbs_rails"
+# ofi over verbs;ofi_rxm (libfabric's verbs provider through rxm, both engines
+# on the first rxe device): the conformance suite, ~35 s on 2 loaded cores; it sets
+# FI_UNIVERSE_SIZE=16 (rxe refuses the CQ rxm sizes from the default 256).
+# Skips (77) where libuccl was built without libfabric.
+run "test_tp_conformance ofi_verbs (verbs;ofi_rxm)" timeout 120 "$unit/test_tp_conformance" ofi_verbs
 
 mpidir=$builddir/tests/mpi
 runmpi=$here/../mpi/run-mpi.sh

@@ -253,6 +253,11 @@ uccl_status_t uccl_ofi_getinfo(tp_ofi_t *tp, struct fi_info **list)
     *list = NULL;
     if (hints == NULL)
         return UCCL_ERR_NO_MEMORY;
+    /* libfabric's registration cache (verbs;ofi_rxm, efa) keeps a region
+     * registered after fi_close: a peer holding its key could still write
+     * into memory freed after uccl_mr_dereg (seen on rxe: the write landed).
+     * Off unless the user set it; libfabric reads it at its first call here. */
+    setenv("FI_MR_CACHE_MAX_COUNT", "0", 0);
     rc = fi_getinfo(OFI_API, NULL, NULL, 0, hints, list);
     fi_freeinfo(hints);
     if (rc == 0 && *list != NULL)
