@@ -133,21 +133,50 @@ static uccl_status_t check_buffers(coll_state_t *cs, coll_args_t *a)
     return UCCL_OK;
 }
 
+/* The block size the table decides by, the same on every rank: the
+ * count; allgatherv's largest block; 0 for alltoallv (no rank knows the
+ * others' counts; MAPPED decides pair by pair). */
+static size_t select_bytes(const coll_state_t *cs, const uccl_coll_args_t *in)
+{
+    size_t m = 0;
+
+    if (in->op == UCCL_COLL_ALLTOALLV)
+        return 0;
+    if (in->op != UCCL_COLL_ALLGATHERV || in->recvcounts == NULL)
+        return in->count;
+    for (int i = 0; i < cs->size; i++)
+        m = in->recvcounts[i] > m ? in->recvcounts[i] : m;
+    return m;
+}
+
 static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
 {
-    uccl_coll_algo_t algo = (in->field_mask & UCCL_COLL_ARG_ALGO) ? in->algo
-                                                                  : UCCL_COLL_ALGO_AUTO;
+    bool asked = (in->field_mask & UCCL_COLL_ARG_ALGO) && in->algo != UCCL_COLL_ALGO_AUTO;
+    uccl_coll_algo_t algo = asked ? in->algo : UCCL_COLL_ALGO_AUTO;
+    uccl_status_t st;
 
     if ((unsigned)algo >= UCCL_COLL_ALGO_COUNT)
         return UCCL_ERR_INVALID_PARAM;
     if (algo == UCCL_COLL_ALGO_AUTO) {
         algo = uccl_coll_algo_forced();
         if (!uccl_coll_algo_supports(a->op, algo))
-            algo = uccl_coll_select(cs, a->op, a->count);
+            algo = uccl_coll_select(cs, a->op, select_bytes(cs, in));
     } else if (!uccl_coll_algo_supports(a->op, algo)) {
         coll_error("algorithm %s does not implement %s", uccl_coll_algo_name(algo),
                    uccl_coll_op_name(a->op));
         return UCCL_ERR_INVALID_PARAM;
+    }
+    if (algo == UCCL_COLL_ALGO_MAPPED) { /* every rank gets here at the same call */
+        st = uccl_coll_mapped_ready(cs);
+        if (st == UCCL_ERR_UNSUPPORTED && asked) {
+            coll_error("%s: algorithm mapped needs every rank to map every peer's memory "
+                       "(shm on one host); not so on this comm", uccl_coll_op_name(a->op));
+            return st;
+        }
+        if (st == UCCL_ERR_UNSUPPORTED) /* the table's next choice */
+            algo = uccl_coll_select(cs, a->op, select_bytes(cs, in));
+        else if (st != UCCL_OK)
+            return st;
     }
     a->algo = algo;
     return UCCL_OK;
@@ -198,7 +227,9 @@ uccl_status_t uccl_coll_build(coll_sched_t *s, const coll_args_t *a)
 {
     uccl_status_t st;
 
-    switch (a->op) {
+    if (a->algo == UCCL_COLL_ALGO_MAPPED)
+        st = uccl_coll_build_mapped(s, a);
+    else switch (a->op) {
     case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLGATHERV: st = uccl_coll_build_allgather(s, a); break;
     case UCCL_COLL_ALLTOALL: case UCCL_COLL_ALLTOALLV: st = uccl_coll_build_alltoall(s, a); break;
     case UCCL_COLL_BCAST: st = uccl_coll_build_bcast(s, a); break;
@@ -319,6 +350,11 @@ uccl_status_t uccl_coll_post(uccl_comm_t *comm, const uccl_coll_args_t *args, uc
 uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *args,
                                     void *stream, uccl_req_t **req)
 {
+    bool taken;
+    uccl_status_t st = uccl_coll_stream_try(comm, args, stream, req, &taken);
+
+    if (taken || st != UCCL_OK)
+        return st;
     return post_plain(comm, args, true, stream, req);
 }
 

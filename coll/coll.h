@@ -86,6 +86,9 @@ typedef struct coll_cached {
     uint64_t last_use;
 } coll_cached_t;
 
+typedef struct coll_mapped coll_mapped_t;         /* coll/mapped.c */
+typedef struct coll_mapped_run coll_mapped_run_t; /* a MAPPED schedule's plan */
+
 typedef struct coll_state {
     /* Serializes the comm's collective state between the caller's calls and
      * the progress callbacks of non-blocking ones (which only try it: they
@@ -113,6 +116,9 @@ typedef struct coll_state {
     uccl_coll_stats_t stats;
     coll_cached_t cache[COLL_PLAN_CACHE];
     char ctl[64];             /* sink of empty and refused DIRECT writes */
+    coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
+    int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
+    struct uccl_coll_sflags *sf; /* direct stream path (stream.c), NULL until the first stream call */
 } coll_state_t;
 
 /* Lazy communicators (boot.c, comm.c): made from the bootstrap's tables
@@ -170,6 +176,7 @@ typedef enum {
                       * when GPU memory is involved) */
     COLL_OP_PUT,     /* DIRECT sender: wait for peer's token, write_notify */
     COLL_OP_WAITPUT, /* DIRECT receiver: send token for buf+off/len, wait notif */
+    COLL_OP_MAPPED,  /* the whole MAPPED collective (coll/mapped.c, s->mapped) */
 } coll_op_kind_t;
 
 typedef struct coll_op {
@@ -212,6 +219,7 @@ typedef struct coll_sched {
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
     struct uccl_coll_plan *plan;
+    coll_mapped_run_t *mapped; /* MAPPED: its writes, reads and copies */
 } coll_sched_t;
 
 /* Building (algorithm files). */
@@ -227,17 +235,20 @@ uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op);
 uccl_status_t uccl_coll_sched_phase(coll_sched_t *s); /* close the current phase */
 void uccl_coll_sched_free(coll_sched_t *s);
 
-static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf,
-                                      size_t off, size_t len)
+/* A peer op (SEND, RECV, PUT, WAITPUT) on [buf+off, len). */
+static inline uccl_status_t coll_peer_op(coll_sched_t *s, coll_op_kind_t kind, int peer, int buf,
+                                         size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_SEND, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return uccl_coll_sched_op(s, (coll_op_t){.kind = (uint8_t)kind, .buf = (uint8_t)buf,
+                                             .peer = peer, .off = off, .len = len});
 }
-static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf,
-                                      size_t off, size_t len)
+static inline uccl_status_t coll_send(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_RECV, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_SEND, peer, buf, off, len);
+}
+static inline uccl_status_t coll_recv(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
+{
+    return coll_peer_op(s, COLL_OP_RECV, peer, buf, off, len);
 }
 static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, int sbuf,
                                       size_t soff, size_t len)
@@ -248,17 +259,13 @@ static inline uccl_status_t coll_copy(coll_sched_t *s, int dbuf, size_t doff, in
                                         .buf2 = (uint8_t)sbuf, .off = doff, .off2 = soff,
                                         .len = len});
 }
-static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf,
-                                     size_t off, size_t len)
+static inline uccl_status_t coll_put(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_PUT, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_PUT, peer, buf, off, len);
 }
-static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf,
-                                         size_t off, size_t len)
+static inline uccl_status_t coll_waitput(coll_sched_t *s, int peer, int buf, size_t off, size_t len)
 {
-    return uccl_coll_sched_op(s, (coll_op_t){.kind = COLL_OP_WAITPUT, .buf = (uint8_t)buf,
-                                        .peer = peer, .off = off, .len = len});
+    return coll_peer_op(s, COLL_OP_WAITPUT, peer, buf, off, len);
 }
 
 /* Shared by sched.c and direct.c: where buf+off lies (a region and an
@@ -292,6 +299,14 @@ uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req);
  * stream's later work until s ends; before uccl_coll_sched_post. */
 uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream);
 
+/* The direct stream path (stream.c): enqueue the whole collective on
+ * stream when every rank can (*taken = true: its status is the call's);
+ * else *taken = false and the hold path runs. Collective. Without
+ * cs->lock. destroy: the comm's part of it (requests in flight keep theirs). */
+uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *args, void *stream,
+                                   uccl_req_t **req, bool *taken);
+void uccl_coll_stream_destroy(coll_state_t *cs);
+
 /* ------------------------------------------------------------------ collectives */
 
 /* Checked arguments with the arrays copied (plans keep them). */
@@ -324,6 +339,27 @@ uccl_status_t uccl_coll_build_alltoall(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_bcast(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a);
 uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a);
+/* gather (gather true) or scatter, linear or direct (gather.c). */
+uccl_status_t uccl_coll_build_rooted_flat(coll_sched_t *s, const coll_args_t *a, bool direct,
+                                          bool gather);
+
+/* MAPPED (coll/mapped.c). ready: set up the comm's segments on first use
+ * (collective: every rank calls it at the same call), then UCCL_OK or
+ * UCCL_ERR_UNSUPPORTED (some rank cannot map some peer). slot: the largest
+ * block that goes through the segments on n ranks. start: number the call
+ * (uccl_coll_sched_start); advance: the MAPPED op (INPROGRESS while it
+ * waits); run: a blocking schedule of that one op, called and returning
+ * with cs->lock held. */
+uccl_status_t uccl_coll_mapped_ready(coll_state_t *cs);
+size_t uccl_coll_mapped_slot(int n);
+uccl_status_t uccl_coll_build_mapped(coll_sched_t *s, const coll_args_t *a);
+void uccl_coll_mapped_start(coll_sched_t *s);
+uccl_status_t uccl_coll_mapped_advance(coll_sched_t *s, coll_op_t *op);
+uccl_status_t uccl_coll_mapped_run(coll_sched_t *s);
+void uccl_coll_mapped_run_free(coll_mapped_run_t *run);
+/* s ended with st: a MAPPED call failing midway fails the later ones. */
+void uccl_coll_mapped_end(coll_sched_t *s, uccl_status_t st);
+void uccl_coll_mapped_destroy(coll_state_t *cs);
 
 /* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
 bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);

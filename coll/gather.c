@@ -3,21 +3,29 @@
  * in renumbered order, and pass them up). */
 #include "coll.h"
 
-static uccl_status_t build_flat(coll_sched_t *s, const coll_args_t *a, bool direct)
+/* gather (gather true) and scatter, linear and direct: block p of the
+ * root's buffer moves between the root and rank p (to the root in a gather,
+ * from it in a scatter); the root copies its own block unless in place. */
+uccl_status_t uccl_coll_build_rooted_flat(coll_sched_t *s, const coll_args_t *a, bool direct,
+                                          bool gather)
 {
     int n = s->cs->size, r = s->cs->rank, root = a->root;
     size_t c = a->count;
+    /* the op of the side that gives a block, and of the side that takes it */
+    coll_op_kind_t give = direct ? COLL_OP_PUT : COLL_OP_SEND;
+    coll_op_kind_t take = direct ? COLL_OP_WAITPUT : COLL_OP_RECV;
     uccl_status_t st = UCCL_OK;
 
     if (r != root)
-        return direct ? coll_put(s, root, COLL_BUF_SEND, 0, c)
-                      : coll_send(s, root, COLL_BUF_SEND, 0, c);
+        return gather ? coll_peer_op(s, give, root, COLL_BUF_SEND, 0, c)
+                      : coll_peer_op(s, take, root, COLL_BUF_RECV, 0, c);
     if (!a->in_place)
-        st = coll_copy(s, COLL_BUF_RECV, (size_t)r * c, COLL_BUF_SEND, 0, c);
+        st = gather ? coll_copy(s, COLL_BUF_RECV, (size_t)r * c, COLL_BUF_SEND, 0, c)
+                    : coll_copy(s, COLL_BUF_RECV, 0, COLL_BUF_SEND, (size_t)r * c, c);
     for (int p = 0; p < n && st == UCCL_OK; p++) {
         if (p != r)
-            st = direct ? coll_waitput(s, p, COLL_BUF_RECV, (size_t)p * c, c)
-                        : coll_recv(s, p, COLL_BUF_RECV, (size_t)p * c, c);
+            st = gather ? coll_peer_op(s, take, p, COLL_BUF_RECV, (size_t)p * c, c)
+                        : coll_peer_op(s, give, p, COLL_BUF_SEND, (size_t)p * c, c);
     }
     return st;
 }
@@ -68,7 +76,7 @@ uccl_status_t uccl_coll_build_gather(coll_sched_t *s, const coll_args_t *a)
     s->len[COLL_BUF_RECV] = root ? a->count * (size_t)s->cs->size : 0;
     switch (a->algo) {
     case UCCL_COLL_ALGO_BINOMIAL: return build_binomial(s, a);
-    case UCCL_COLL_ALGO_DIRECT: return build_flat(s, a, true);
-    default: return build_flat(s, a, false);
+    case UCCL_COLL_ALGO_DIRECT: return uccl_coll_build_rooted_flat(s, a, true, true);
+    default: return uccl_coll_build_rooted_flat(s, a, false, true);
     }
 }

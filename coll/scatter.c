@@ -3,25 +3,6 @@
  * renumbered order; each rank keeps its block and passes halves down). */
 #include "coll.h"
 
-static uccl_status_t build_flat(coll_sched_t *s, const coll_args_t *a, bool direct)
-{
-    int n = s->cs->size, r = s->cs->rank, root = a->root;
-    size_t c = a->count;
-    uccl_status_t st = UCCL_OK;
-
-    if (r != root)
-        return direct ? coll_waitput(s, root, COLL_BUF_RECV, 0, c)
-                      : coll_recv(s, root, COLL_BUF_RECV, 0, c);
-    if (!a->in_place)
-        st = coll_copy(s, COLL_BUF_RECV, 0, COLL_BUF_SEND, (size_t)r * c, c);
-    for (int p = 0; p < n && st == UCCL_OK; p++) {
-        if (p != r)
-            st = direct ? coll_put(s, p, COLL_BUF_SEND, (size_t)p * c, c)
-                        : coll_send(s, p, COLL_BUF_SEND, (size_t)p * c, c);
-    }
-    return st;
-}
-
 static uccl_status_t build_binomial(coll_sched_t *s, const coll_args_t *a)
 {
     int n = s->cs->size, r = s->cs->rank, root = a->root, vr = (r - root + n) % n, mask = 1;
@@ -66,7 +47,7 @@ uccl_status_t uccl_coll_build_scatter(coll_sched_t *s, const coll_args_t *a)
     s->len[COLL_BUF_RECV] = a->in_place ? 0 : a->count;
     switch (a->algo) {
     case UCCL_COLL_ALGO_BINOMIAL: return build_binomial(s, a);
-    case UCCL_COLL_ALGO_DIRECT: return build_flat(s, a, true);
-    default: return build_flat(s, a, false);
+    case UCCL_COLL_ALGO_DIRECT: return uccl_coll_build_rooted_flat(s, a, true, false);
+    default: return uccl_coll_build_rooted_flat(s, a, false, false);
     }
 }

@@ -72,6 +72,7 @@ void uccl_coll_sched_free(coll_sched_t *s)
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].preq != NULL)
             uccl_req_free(s->ops[i].preq);
+    uccl_coll_mapped_run_free(s->mapped);
     free(s->ops);
     free(s->phase_end);
     free(s);
@@ -150,6 +151,7 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         return UCCL_OK;
     case COLL_OP_PUT:
     case COLL_OP_WAITPUT: return uccl_coll_direct_post(s, op, conn);
+    case COLL_OP_MAPPED: return UCCL_OK; /* runs in its advance */
     }
     return UCCL_ERR_INVALID_PARAM;
 }
@@ -178,6 +180,8 @@ static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
         return UCCL_OK;
     if (op->kind == COLL_OP_PUT || op->kind == COLL_OP_WAITPUT) {
         st = uccl_coll_direct_advance(s, op);
+    } else if (op->kind == COLL_OP_MAPPED) {
+        st = uccl_coll_mapped_advance(s, op);
     } else {
         st = uccl_coll_req_status(op->req, &bytes);
         if (st == UCCL_OK && op->kind == COLL_OP_RECV && bytes != op->len) {
@@ -210,6 +214,8 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
     s->hold = NULL;
     if (!s->keep)
         uccl_coll_sched_unpin(s);
+    if (s->mapped != NULL)
+        uccl_coll_mapped_end(s, st);
     unlink_inflight(s);
     s->status = st;
 }
@@ -226,6 +232,8 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
         s->ops[i].scratch = -1;
     }
     s->seq = s->cs->seq++;
+    if (s->mapped != NULL)
+        uccl_coll_mapped_start(s);
     s->cs->stats.calls++;
     s->cur_phase = 0;
     s->posted = false;
@@ -506,6 +514,15 @@ static uccl_status_t sched_run_fast(coll_sched_t *s)
 
 uccl_status_t uccl_coll_sched_run_locked(coll_sched_t *s)
 {
+    uccl_status_t st;
+
+    if (s->cur_phase == 0 && !s->posted && s->nphases == 1 && s->nops == 1 &&
+        s->ops[0].kind == COLL_OP_MAPPED && s->gate == NULL && s->hold == NULL) {
+        st = uccl_coll_mapped_run(s); /* the flags alone: no request, no schedule round */
+        sched_end(s, st);
+        pthread_mutex_unlock(&s->cs->lock);
+        return st;
+    }
     if (s->cur_phase == 0 && !s->posted && sched_fast(s))
         return sched_run_fast(s);
     pthread_mutex_unlock(&s->cs->lock);

@@ -22,6 +22,7 @@ static const char *const algo_names[UCCL_COLL_ALGO_COUNT] = {
     [UCCL_COLL_ALGO_SCATTER_ALLGATHER] = "scatter_allgather",
     [UCCL_COLL_ALGO_LINEAR] = "linear",
     [UCCL_COLL_ALGO_HIER] = "hier",
+    [UCCL_COLL_ALGO_MAPPED] = "mapped",
 };
 
 static const char *const op_names[UCCL_COLL_OP_COUNT] = {
@@ -31,13 +32,14 @@ static const char *const op_names[UCCL_COLL_OP_COUNT] = {
 #define A(x) (1u << UCCL_COLL_ALGO_##x)
 /* Algorithms implementing each op (AUTO always). */
 static const unsigned algo_table[UCCL_COLL_OP_COUNT] = {
-    [UCCL_COLL_ALLGATHER] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER),
-    [UCCL_COLL_ALLGATHERV] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER),
-    [UCCL_COLL_ALLTOALL] = A(DIRECT) | A(PAIRWISE) | A(BRUCK) | A(LINEAR),
-    [UCCL_COLL_ALLTOALLV] = A(DIRECT) | A(PAIRWISE) | A(LINEAR),
-    [UCCL_COLL_BCAST] = A(DIRECT) | A(BINOMIAL) | A(SCATTER_ALLGATHER) | A(LINEAR) | A(HIER),
-    [UCCL_COLL_GATHER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR),
-    [UCCL_COLL_SCATTER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR),
+    [UCCL_COLL_ALLGATHER] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER) | A(MAPPED),
+    [UCCL_COLL_ALLGATHERV] = A(DIRECT) | A(RING) | A(LINEAR) | A(HIER) | A(MAPPED),
+    [UCCL_COLL_ALLTOALL] = A(DIRECT) | A(PAIRWISE) | A(BRUCK) | A(LINEAR) | A(MAPPED),
+    [UCCL_COLL_ALLTOALLV] = A(DIRECT) | A(PAIRWISE) | A(LINEAR) | A(MAPPED),
+    [UCCL_COLL_BCAST] = A(DIRECT) | A(BINOMIAL) | A(SCATTER_ALLGATHER) | A(LINEAR) | A(HIER) |
+                        A(MAPPED),
+    [UCCL_COLL_GATHER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR) | A(MAPPED),
+    [UCCL_COLL_SCATTER] = A(DIRECT) | A(BINOMIAL) | A(LINEAR) | A(MAPPED),
 };
 #undef A
 
@@ -90,8 +92,21 @@ static const char *const layout_names[LAYOUT_COUNT] = {
 #define ALL_OPS ((1u << UCCL_COLL_OP_COUNT) - 1)
 #define SIZE_ANY ((size_t)-1)
 
+/* Largest block AUTO sends through MAPPED's shared segments on one host
+ * (alltoallv: every call, pair by pair): forced mapped vs forced linear on
+ * a quiet 16-core host (tests/perf/results/coll/mapped-H200host): on 2
+ * ranks linear's single CMA copy wins from 8 KiB for allgather and
+ * alltoall, on 4 mapped still wins at 16 KiB and linear at 32 KiB. Rooted
+ * collectives on 2 ranks: linear took 4-8 us at 8-16 KiB where mapped
+ * bcast took 1.2-2.0 us, so they go mapped up to 16 KiB on any rank count. */
+#define COLL_MAPPED_AUTO_MAX_2 4096
+#define COLL_MAPPED_AUTO_MAX 16384
+
 /* THE table AUTO walks: the first rule matching op, layout, rank count and
- * bytes per rank block wins. One host over shm: linear, every peer's block
+ * bytes per rank block wins. One host over shm, small blocks: mapped (the
+ * ranks copy through each other's mapped segments: no request, matching or
+ * engine lock per block; skipped where some rank cannot map some peer).
+ * Larger: linear, every peer's block
  * in flight at once as one message (eager through the ring when small,
  * else pulled by the receiver with one CMA copy, large ones copied by both
  * sides at once): on a 16-core host it beat direct (the same single copy
@@ -110,6 +125,10 @@ static const struct coll_rule {
     uccl_coll_algo_t algo;
 } rules[] = {
     {ALL_OPS, LAYOUT_SINGLE, 1, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
+    {OPS(BCAST) | OPS(GATHER) | OPS(SCATTER), LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX,
+     UCCL_COLL_ALGO_MAPPED},
+    {ALL_OPS, LAYOUT_SHM, 3, COLL_MAPPED_AUTO_MAX, UCCL_COLL_ALGO_MAPPED},
+    {ALL_OPS, LAYOUT_SHM, 2, COLL_MAPPED_AUTO_MAX_2, UCCL_COLL_ALGO_MAPPED},
     {ALL_OPS, LAYOUT_SHM, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
     {ALL_OPS, LAYOUT_ONE_HOST, 2, SIZE_ANY, UCCL_COLL_ALGO_LINEAR},
     {OPS(ALLGATHER) | OPS(ALLGATHERV) | OPS(BCAST), LAYOUT_SHARED, 2, SIZE_ANY,
@@ -158,6 +177,8 @@ uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, siz
 
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
         const struct coll_rule *r = &rules[i];
+        if (r->algo == UCCL_COLL_ALGO_MAPPED && cs->mapped_ok < 0)
+            continue; /* some rank cannot map some peer */
         if ((r->ops & (1u << op)) && (r->layout == LAYOUT_ANY || r->layout == lay) &&
             cs->size >= r->min_ranks &&
             (r->max_bytes == SIZE_ANY || r->max_bytes == SIZE_ANY / 2 || bytes <= r->max_bytes))

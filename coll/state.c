@@ -116,7 +116,9 @@ void uccl_coll_state_destroy(coll_state_t *cs)
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
     pthread_mutex_unlock(&cs->lock);
+    uccl_coll_stream_destroy(cs);
     uccl_coll_cache_clear(cs);
+    uccl_coll_mapped_destroy(cs);
     for (int i = 0; i < cs->nbufs; i++)
         entry_fini(&cs->bufs[i]);
     for (int i = 0; i < cs->nscratch; i++) {

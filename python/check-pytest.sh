@@ -1,10 +1,10 @@
 #!/bin/sh
 # make check: the Python binding's pytest suite on 2 ranks over shm, then tcp,
-# and its collectives (test_coll.py) again on 3 ranks over shm and tcp
+# and its collectives (test_coll*.py) again on 3 ranks over shm and tcp
 # (python/tests/run_pytest.py fails a run where no test ran).
 here=$(dirname "$0")
 tests=${top_srcdir:-.}/python/tests
-for run in "2 shm" "2 tcp" "3 shm test_coll.py" "3 tcp test_coll.py"; do
+for run in "2 shm" "2 tcp" "3 shm test_coll.py test_coll_stream.py" "3 tcp test_coll.py test_coll_stream.py"; do
     # shellcheck disable=SC2086
     set -- $run
     np=$1 tp=$2

@@ -189,7 +189,9 @@ static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iter
             mpi_call(c, count);
             continue;
         }
-        st = m == METHOD_UCCL ? uccl_coll(c->comm, &a) : uccl_coll_start(plan, &req);
+        st = m == METHOD_PLAN  ? uccl_coll_start(plan, &req)
+             : c->o.stream ? perf_coll_gpu_stream_call(c, &a)
+                           : uccl_coll(c->comm, &a);
         if (st == UCCL_OK && req != NULL)
             st = uccl_wait(req, -1);
         if (req != NULL)
@@ -244,6 +246,14 @@ static double median(double *t, int n)
     return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
+/* --stream: the uccl column's path (UCCL_COLL_STREAM, coll/stream.c). */
+static const char *stream_path(void)
+{
+    const char *v = getenv("UCCL_COLL_STREAM");
+
+    return v != NULL && strcmp(v, "hold") == 0 ? "stream-hold" : "stream-direct";
+}
+
 static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
 {
     double tu[COLL_ROUNDS_MAX], tp[COLL_ROUNDS_MAX], tm[COLL_ROUNDS_MAX];
@@ -270,7 +280,7 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
                         .mpi_s = median(tm, c->o.rounds), .wrong = all,
                         .peer_s = median(tc, c->o.rounds), .nccl_s = median(tn, c->o.rounds),
                         .ncclq_s = median(tq, c->o.rounds),
-                        .algo = c->o.ref_only ? "-" :
+                        .algo = c->o.ref_only ? "-" : c->o.stream ? stream_path() :
                                 uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :
                                 uccl_coll_algo_select(c->comm, c->o.op, count))};
 }

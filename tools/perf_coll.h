@@ -25,6 +25,8 @@ typedef struct coll_opts {
     int ucx;      /* run the UCX reference */
     const char *ucx_tls, *mpirun;
     int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
+    int stream; /* --stream (with --mem cuda): the uccl column times the stream form,
+                 * each call's stream synchronized (as NCCL's synced column) */
     const char *json;
 } coll_opts_t;
 
@@ -75,6 +77,9 @@ const char *perf_coll_gpu_peer_mode(void); /* PERF_PEER_MODE, see perf_coll_gpu.
 double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters);
 double perf_coll_gpu_nccl_s(coll_ctx_t *c, size_t count, int iters, int queued);
 void perf_coll_gpu_teardown(coll_ctx_t *c);
+/* --stream: one stream-ordered call on a stream of the tool, then a
+ * synchronize of that stream (UCCL_COLL_STREAM picks the path). */
+uccl_status_t perf_coll_gpu_stream_call(coll_ctx_t *c, const uccl_coll_args_t *a);
 
 /* The Open MPI over UCX reference (tools/perf_coll_ref.c). */
 typedef struct perf_coll_ref {

@@ -305,3 +305,20 @@ void perf_coll_gpu_teardown(coll_ctx_t *c)
     free(g);
     c->gref = NULL;
 }
+
+uccl_status_t perf_coll_gpu_stream_call(coll_ctx_t *c, const uccl_coll_args_t *a)
+{
+    static uccl_gpu_stream_t s;
+    uccl_status_t st = s == NULL ? uccl_gpu_stream_create(&s) : UCCL_OK;
+    uccl_req_t *req = NULL;
+
+    if (st == UCCL_OK)
+        st = uccl_coll_post_stream(c->comm, a, s, &req);
+    if (st == UCCL_OK)
+        st = uccl_gpu_stream_sync(s);
+    if (st == UCCL_OK)
+        st = uccl_wait(req, -1);
+    if (req != NULL)
+        uccl_req_free(req);
+    return st;
+}

@@ -17,8 +17,11 @@ static void coll_usage(void)
             "usage: mpirun -np N uccl_perf coll --op OP [options]\n"
             "  --op allgather|allgatherv|alltoall|alltoallv|bcast|gather|scatter\n"
             "  --algo NAME            force an algorithm (direct, ring, pairwise, bruck,\n"
-            "                         binomial, scatter_allgather, linear; default: auto)\n"
+            "                         binomial, scatter_allgather, linear, hier, mapped;\n"
+            "                         default: auto)\n"
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
+            "  --stream               with --mem cuda: time the stream-ordered form (each call's\n"
+            "                         stream synchronized); UCCL_COLL_STREAM=hold: the old path\n"
             "  --mem host|cuda        buffer memory (default host); cuda: GPU local_rank %% count,\n"
             "                         the reference (mpi column) is then a device-to-device\n"
             "                         copy of the bytes each rank receives, all ranks at once;\n"
@@ -75,6 +78,7 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
         break;
     case 'T': o->ucx_tls = arg; break;
     case 'P': o->mpirun = arg; break;
+    case 's': o->stream = 1; break;
     case 'g':
         bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
         o->cuda = strcmp(arg, "cuda") == 0;
@@ -97,7 +101,7 @@ int perf_coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
         {"json", required_argument, NULL, 'j'},     {"no-ref", no_argument, NULL, 'n'},
         {"ref-only", no_argument, NULL, 'R'},       {"ucx-ref", required_argument, NULL, 'u'},
         {"ucx-tls", required_argument, NULL, 'T'},  {"mpirun", required_argument, NULL, 'P'},
-        {"mem", required_argument, NULL, 'g'},
+        {"mem", required_argument, NULL, 'g'},       {"stream", no_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     int opt, have_op = 0;
@@ -122,6 +126,11 @@ int perf_coll_parse_args(int argc, char **argv, coll_opts_t *o, int verbose)
                 coll_usage();
             return -1;
         }
+    }
+    if (o->stream && !o->cuda) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf coll: --stream needs --mem cuda\n");
+        return -1;
     }
     if (!have_op || optind != argc || o->min > o->max) {
         if (verbose) {

@@ -280,6 +280,29 @@ typedef struct uccl_rdesc_info {
  * Errors: UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION. */
 UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_info_t *info);
 
+/* Direct access to peer memory (UCX's ucp_rkey_ptr, MPI_Win_shared_query):
+ * *ptr = an address in this process where the bytes of rdesc's range can be
+ * reached without a transfer: loads and stores for host memory, kernels,
+ * copies and stream operations of this process's GPU runtime for GPU
+ * memory. Only where conn's transport maps peer memory (which ones do is
+ * documented in the README's transport table); the caller orders its
+ * accesses with the peer itself (e.g. flags in mapped memory, messages).
+ * The mapping stays valid until conn is closed; the peer must keep the
+ * region registered that long.
+ * Errors: UCCL_ERR_UNSUPPORTED (this connection cannot map that memory: use
+ * uccl_write/uccl_read), UCCL_ERR_BAD_DESC, UCCL_ERR_VERSION, UCCL_ERR_STALE
+ * (a descriptor of another engine than conn's peer), UCCL_ERR_INVALID_PARAM,
+ * UCCL_ERR_INVALID_HANDLE, the connection's error. gpu_ipc maps the peer's
+ * GPU allocation over CUDA/HIP IPC after asking the peer for a grant: the
+ * first call for a region progresses the engine until the peer answers (its
+ * engine must progress meanwhile), up to UCCL_TIMEOUT_MS (UCCL_ERR_TIMEOUT);
+ * UCCL_ERR_REMOTE_ACCESS when the peer refuses (not a registered GPU
+ * region). Later calls for the region answer at once. The mapping ends
+ * when the peer deregisters the region; it outlives a failure of the
+ * connection (a stream may still write there) and is then closed with the
+ * engine. */
+UCCL_API uccl_status_t uccl_rdesc_ptr(uccl_conn_t *conn, const uccl_rdesc_t *rdesc, void **ptr);
+
 /* ---------------------------------------------------------------- local memory and copies */
 
 /* Memory type of a pointer (host, or a GPU allocation of the runtime this
@@ -287,10 +310,12 @@ UCCL_API uccl_status_t uccl_rdesc_info(const uccl_rdesc_t *rdesc, uccl_rdesc_inf
  * Never fails for host pointers. Errors: UCCL_ERR_INVALID_PARAM (NULL type). */
 UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, int *device);
 
-/* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory)
- * or GPU memory on the engine's GPU (its gpu_index, else the calling
- * thread's current device). Release with uccl_mem_free. For tests, examples
- * and layers built on this API that need device scratch.
+/* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory:
+ * shared memory, a memfd mapped MAP_SHARED, that a peer on this host may map
+ * with uccl_rdesc_ptr; it stays shared with a child after fork) or GPU
+ * memory on the engine's GPU (its gpu_index, else the calling thread's
+ * current device). Release with uccl_mem_free. For tests, examples and
+ * layers built on this API that need device scratch.
  * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime or
  * device), UCCL_ERR_UNSUPPORTED (a GPU type this build does not run),
  * UCCL_ERR_NO_MEMORY. */
@@ -335,6 +360,32 @@ UCCL_API uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uc
 UCCL_API uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream,
                                         uccl_stream_hold_t **hold);
 UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
+
+/* Stream operations, enqueued on the caller's stream (a cudaStream_t or
+ * hipStream_t as void *) from the calling thread: nothing waits on the
+ * host, and no thread of the library takes part later. For layers that
+ * move GPU memory in stream order over pointers of this process or peer
+ * pointers mapped with uccl_rdesc_ptr (the stream-ordered collectives).
+ * uccl_stream_copy: copy len bytes src -> dst in stream order (any memory
+ * the GPU runtime can address: device, peer-mapped, registered host).
+ * uccl_stream_write_value: in stream order, store value at addr (device
+ * memory, this GPU's or peer-mapped; width 4 or 8 bytes, aligned) once the
+ * work queued before it has run and its writes are visible.
+ * uccl_stream_wait_value: work queued on stream after the call waits until
+ * the word at addr is >= value, compared cyclically ((int32_t)(*addr -
+ * value) >= 0, or int64_t for width 8), so sequence numbers may wrap. A
+ * wait never times out by itself: whoever enqueues one must make sure the
+ * value comes (a peer's stream, or the host writing it on failure).
+ * Errors: UCCL_ERR_INVALID_HANDLE (engine), UCCL_ERR_INVALID_PARAM (NULL
+ * stream or address, width, alignment), UCCL_ERR_NO_DEVICE (no GPU
+ * runtime), UCCL_ERR_UNSUPPORTED (the driver lacks stream memory
+ * operations), UCCL_ERR_IO. */
+UCCL_API uccl_status_t uccl_stream_copy(uccl_engine_t *engine, void *stream, void *dst,
+                                        const void *src, size_t len);
+UCCL_API uccl_status_t uccl_stream_write_value(uccl_engine_t *engine, void *stream, void *addr,
+                                               uint64_t value, size_t width);
+UCCL_API uccl_status_t uccl_stream_wait_value(uccl_engine_t *engine, void *stream, const void *addr,
+                                              uint64_t value, size_t width);
 
 /* ---------------------------------------------------------------- transfers */
 

@@ -204,6 +204,14 @@ typedef enum {
                                * allgather(v), alltoall(v): two-sided to every peer */
     UCCL_COLL_ALGO_HIER,      /* allgather(v), bcast: inside each host through one
                                * leader rank, between hosts among the leaders */
+    UCCL_COLL_ALGO_MAPPED,    /* every collective, small blocks: each rank maps its
+                               * peers' shared segments (uccl_rdesc_ptr) and copies
+                               * through them with flags, no message per block;
+                               * blocks above a slot go two-sided. Only where every
+                               * rank maps every peer (shm, memory of one host):
+                               * elsewhere an explicit request for it fails with
+                               * UCCL_ERR_UNSUPPORTED and UCCL_COLL_ALGO=mapped
+                               * falls back to AUTO's next choice */
     UCCL_COLL_ALGO_COUNT,
 } uccl_coll_algo_t;
 
@@ -257,25 +265,48 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  * hipStream_t as void *): the collective starts once the work queued on
  * stream before the call has run, and work queued on stream after the
  * call waits until the collective is done on this rank. The host never
- * waits on the stream: an event recorded there is polled by progress
- * (uccl_stream_event), and a stream-ordered wait on a host-mapped flag
- * holds the stream's later work (uccl_stream_hold) until the collective
- * ends, with success or an error (the stream always goes on; after an
- * error the receive buffer is undefined). Progress comes from the engine's
- * progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD) or, without one, from
- * a helper thread the engine runs while any stream hold is out (see
- * uccl_stream_hold), so the caller may synchronize the stream or the device
- * (cudaStreamSynchronize, cudaDeviceSynchronize) right after the call, as
- * with NCCL. The library itself makes no such call while it holds a stream.
- * Known limit: a kernel module load in this process while the call is in
- * flight (the first launch of a kernel under CUDA's lazy loading, CuPy's
- * compiled kernels) takes the context's lock while it waits for the held
- * stream, and progress's own next cudaMemcpyAsync for the collective waits
- * for that lock: a deadlock (seen on the device in Python tests). Load the
- * kernels first (a warm-up call, CUDA_MODULE_LOADING=EAGER) or use the
- * host-ordered call when kernels may be loaded meanwhile. req may be NULL: the request is then detached, and an
- * error is only logged. Order with the comm's other collectives as any
- * non-blocking collective (every rank the same order).
+ * waits on the stream. Two paths, the same on every rank:
+ * - direct (allgather(v), alltoall(v) not in place, bcast, when every
+ *   buffer is GPU memory and every peer is reached by gpu_ipc; default,
+ *   UCCL_COLL_STREAM=hold turns it off): the whole collective is enqueued
+ *   on stream at call time from the calling thread, over the peers' GPU
+ *   memory mapped here (uccl_rdesc_ptr) and stream memory operations:
+ *   ready flags into every peer, waits for theirs, copies straight into
+ *   each peer's receive buffer, done flags, waits. The call exchanges one
+ *   small message with every peer on the host (so it returns once every
+ *   rank has made it, or fails: UCCL_ERR_PEER_FAILED, UCCL_ERR_TIMEOUT);
+ *   nothing of the library runs later, so the caller may load kernels,
+ *   synchronize the stream or the device at once. The comm's first
+ *   stream call sets the path up on every rank (2 MiB of flags in GPU
+ *   memory, mapped by each peer). A peer that dies with its part queued:
+ *   its flags never come, and a stream wait cannot time out: the request
+ *   (uccl_test / uccl_wait, or the engine's progress thread) sees the
+ *   failed connection, or UCCL_TIMEOUT_MS without the stream passing the
+ *   call, writes the flags itself and fails with UCCL_ERR_PEER_FAILED or
+ *   UCCL_ERR_TIMEOUT; the stream goes on (the receive buffer undefined)
+ *   and later stream calls on the comm fail at once. A caller that drops
+ *   the request (req NULL) and only synchronizes its stream needs the
+ *   progress thread for that bound.
+ * - hold (everything else): an event recorded on the stream is polled by
+ *   progress (uccl_stream_event), and a stream-ordered wait on a
+ *   host-mapped flag holds the stream's later work (uccl_stream_hold) until
+ *   the collective ends, with success or an error (the stream always goes
+ *   on; after an error the receive buffer is undefined). Progress comes
+ *   from the engine's progress thread (UCCL_ENGINE_PARAM_PROGRESS_THREAD)
+ *   or, without one, from a helper thread the engine runs while any stream
+ *   hold is out (see uccl_stream_hold), so the caller may synchronize the
+ *   stream or the device right after the call, as with NCCL. Known limit of
+ *   this path only: a kernel module load in this process while the call is
+ *   in flight (the first launch of a kernel under CUDA's lazy loading,
+ *   CuPy's compiled kernels) takes the context's lock while it waits for
+ *   the held stream, and progress's own next cudaMemcpyAsync for the
+ *   collective waits for that lock: a deadlock (seen on the device in
+ *   Python tests). Load the kernels first (a warm-up call,
+ *   CUDA_MODULE_LOADING=EAGER) or use the host-ordered call there.
+ * req may be NULL: the request is then detached, and an error is only
+ * logged. Order with the comm's other collectives as any non-blocking
+ * collective (every rank the same order). uccl_comm_coll_stats counts the
+ * direct calls (stream_direct).
  * Errors: those of uccl_coll_post, those of uccl_stream_event and
  * uccl_stream_hold (UCCL_ERR_NO_DEVICE without a GPU runtime,
  * UCCL_ERR_UNSUPPORTED without stream memory operations). */
@@ -346,6 +377,8 @@ typedef struct uccl_coll_stats {
     uint64_t desc_reused;   /* ready messages naming a descriptor sent before */
     uint64_t plan_hits;     /* plain calls that reused the cached plan of an earlier
                              * call with the same arguments (no build, no look-ups) */
+    uint64_t stream_direct; /* stream-ordered calls enqueued whole on the caller's stream
+                             * (over peer-mapped GPU memory, no host hold) */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);

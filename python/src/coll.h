@@ -16,6 +16,7 @@ typedef struct {
     int has_stream;    /* stream= given: the stream-ordered form */
     void *stream;      /* cudaStream_t / hipStream_t (0 = the legacy default stream) */
     upy_order_t ord;   /* producer streams of the GPU objects to order after */
+    unsigned long long t0; /* UPY_T0() at the start (the breakdown's "call") */
 } coll_call_t;
 
 typedef struct {

@@ -50,7 +50,9 @@ int upy_coll_buf(coll_call_t *k, PyObject *o, int writable, int in_place_ok, col
             return -1;
         Py_INCREF(o);
     } else {
+        unsigned long long t0 = UPY_T0();
         m = upy_mr_view(o, &k->ord);
+        upy_prof_add(UPY_P_VIEW, t0);
         if (!m)
             return -1;
         if (writable && m->readonly) {
@@ -144,14 +146,18 @@ int upy_coll_fits(coll_call_t *k, const size_t *counts, const size_t *displs, si
 
 void upy_coll_free(coll_call_t *k)
 {
+    unsigned long long t0 = UPY_T0();
     for (int i = 0; i < 4; i++)
         PyMem_Free(k->arrays[i]);
-    Py_CLEAR(k->keep);
+    Py_CLEAR(k->keep); /* the call's views: DLPack deleters, buffer releases */
+    upy_prof_add(UPY_P_FREE, t0);
+    upy_prof_add(UPY_P_CALL, k->t0);
 }
 
 int upy_coll_start(coll_call_t *k, upy_comm_t *c, const char *op)
 {
     memset(k, 0, sizeof(*k));
+    k->t0 = UPY_T0();
     k->c = c;
     k->op = op;
     k->has_stream = next_stream.has;
@@ -200,8 +206,11 @@ PyObject *upy_coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
     uccl_status_t st;
     /* GPU objects: after their producers' streams (host-ordered: the host
      * waits for them here; stream form: the stream does) */
+    unsigned long long t0 = UPY_T0();
     if (k->ord.n > 0 && upy_order_apply(e, &k->ord) < 0)
         return NULL;
+    upy_prof_add(UPY_P_ORDER, t0);
+    t0 = UPY_T0();
     if (k->has_stream) /* stream-ordered: never waits, always a Request */
         block = 0;
     if (block) {
@@ -231,6 +240,7 @@ PyObject *upy_coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
         /* the stream is held until progress ends the collective: libuccl
          * drives progress from a helper thread meanwhile (uccl_stream_hold) */
     }
+    upy_prof_add(UPY_P_COLL, t0);
     if (st != UCCL_OK) {
         char what[160];
         if (st == UCCL_ERR_UNSUPPORTED && k->gpu)

@@ -25,6 +25,10 @@ static PyMethodDef module_methods[] = {
     {"wait_all", (PyCFunction)(void (*)(void))upy_wait_all, METH_FASTCALL | METH_KEYWORDS,
      "wait_all(requests, timeout=None) -> list[int]\n\nWait for every request (GIL "
      "released); the bytes of each, or the first error in order."},
+    {"_profile", (PyCFunction)(void (*)(void))upy_prof, METH_VARARGS | METH_KEYWORDS,
+     "_profile(enable=None, reset=False) -> dict\n\nThe binding's time per stage of "
+     "the collectives' object path so far, {stage: (count, seconds)}; enable True/False "
+     "switches the timing (off by default: python -m uccl.bench --profile)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -143,22 +143,6 @@ static int optional_attr(PyObject *obj, const char *name, PyObject **out)
     return 0;
 }
 
-/* A producer stream the call must order after (once each). */
-static void order_add(upy_order_t *ord, void *stream)
-{
-    for (int i = 0; i < ord->n; i++)
-        if (ord->after[i] == stream)
-            return;
-    if (ord->n < UPY_ORDER_MAX)
-        ord->after[ord->n++] = stream;
-}
-
-/* CUDA's legacy default stream has two names (0 and cudaStreamLegacy = 1). */
-static void *stream_norm(void *s)
-{
-    return s == NULL ? (void *)(uintptr_t)1 : s;
-}
-
 /* GPU memory through DLPack's stream handshake: we name the stream our
  * work runs on (the call's stream=, else the default stream, which we then
  * wait for on the host) and the producer makes that stream wait for its
@@ -170,9 +154,11 @@ static int from_dlpack_ordered(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
     long type;
     void *want;
     int rc;
+    unsigned long long t0;
     if (!PyObject_HasAttrString(obj, "__dlpack_device__") ||
         !PyObject_HasAttrString(obj, "__dlpack__"))
         return 1;
+    t0 = UPY_T0();
     dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
     type = dev && PyTuple_Check(dev) && PyTuple_GET_SIZE(dev) >= 1
                ? PyLong_AsLong(PyTuple_GET_ITEM(dev, 0))
@@ -180,12 +166,14 @@ static int from_dlpack_ordered(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
     Py_XDECREF(dev);
     if (PyErr_Occurred())
         PyErr_Clear();
+    upy_prof_add(UPY_P_DLDEV, t0);
     if (type != 2 /* kDLCUDA */ && type != 13 /* managed */ && type != 10 /* kDLROCM */)
         return 1;
     if (ord->stream_form) /* DLPack forbids 0 on CUDA: the legacy stream is 1 */
-        want = type == 10 ? ord->stream : stream_norm(ord->stream);
+        want = type == 10 ? ord->stream : upy_stream_norm(ord->stream);
     else
         want = (void *)(uintptr_t)(type == 10 ? 0 : 1); /* the default stream */
+    t0 = UPY_T0();
     fn = PyObject_GetAttrString(obj, "__dlpack__");
     args = PyTuple_New(0);
     kw = Py_BuildValue("{s:N}", "stream", PyLong_FromVoidPtr(want));
@@ -193,6 +181,7 @@ static int from_dlpack_ordered(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
     Py_XDECREF(fn);
     Py_XDECREF(args);
     Py_XDECREF(kw);
+    upy_prof_add(UPY_P_DLPACK, t0);
     if (!capsule) {
         /* no stream argument, or a tensor it will not export that way */
         if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
@@ -204,7 +193,7 @@ static int from_dlpack_ordered(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
     rc = from_dlpack(m, capsule);
     Py_DECREF(capsule);
     if (rc == 0 && !ord->stream_form)
-        order_add(ord, want);
+        upy_order_add(ord, want);
     return rc;
 }
 
@@ -219,14 +208,15 @@ static int cai_stream(PyObject *cai, upy_order_t *ord)
     p = PyLong_AsVoidPtr(s);
     if (PyErr_Occurred())
         return -1;
-    if (!ord->stream_form || stream_norm(p) != stream_norm(ord->stream))
-        order_add(ord, p);
+    if (!ord->stream_form || upy_stream_norm(p) != upy_stream_norm(ord->stream))
+        upy_order_add(ord, p);
     return 0;
 }
 
 static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
 {
     PyObject *cai, *capsule, *type, *value, *tb;
+    unsigned long long t0;
     int rc;
     /* The buffer protocol first: a slot call, while probing for a missing
      * __cuda_array_interface__ raises (and clears) an AttributeError, a
@@ -235,6 +225,13 @@ static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
      * then the GPU interfaces are tried, and the buffer's error is kept
      * for when they are absent too. */
     type = value = tb = NULL;
+    if (ord) { /* torch CUDA tensors: torch's C-level methods (tensor.c) */
+        unsigned long long t0 = UPY_T0();
+        rc = upy_tensor_view(m, obj, ord);
+        upy_prof_add(UPY_P_TORCH, t0);
+        if (rc <= 0)
+            return rc;
+    }
     if (PyObject_CheckBuffer(obj)) {
         if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) == 0) {
             m->source = UPY_SRC_BUFFER;
@@ -256,6 +253,7 @@ static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
             return rc;
         }
     }
+    t0 = UPY_T0();
     if (optional_attr(obj, "__cuda_array_interface__", &cai) < 0)
         goto out;
     if (cai) {
@@ -263,6 +261,7 @@ static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
         if (rc == 0)
             rc = cai_stream(cai, ord);
         Py_DECREF(cai);
+        upy_prof_add(UPY_P_CAI, t0);
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);

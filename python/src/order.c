@@ -6,6 +6,20 @@
 
 #include <stdlib.h>
 
+void upy_order_add(upy_order_t *ord, void *stream)
+{
+    for (int i = 0; i < ord->n; i++)
+        if (ord->after[i] == stream)
+            return;
+    if (ord->n < UPY_ORDER_MAX)
+        ord->after[ord->n++] = stream;
+}
+
+void *upy_stream_norm(void *s)
+{
+    return s == NULL ? (void *)(uintptr_t)1 : s;
+}
+
 /* Stream form: the call's stream is held until the producer's event. */
 typedef struct {
     uccl_req_t *ev;
@@ -69,14 +83,23 @@ int upy_order_apply(upy_engine_t *e, upy_order_t *ord)
     for (int i = 0; i < ord->n; i++) {
         uccl_req_t *r = NULL;
         uccl_status_t st;
+        unsigned long long t0;
         if (ord->stream_form) {
             if (chain(e, ord->after[i], ord->stream) < 0)
                 return -1;
             continue;
         }
+        t0 = UPY_T0();
         st = uccl_stream_event(e->engine, ord->after[i], &r);
+        upy_prof_add(UPY_P_EVENT, t0);
         if (st == UCCL_OK) {
-            st = upy_wait(e, r, -2);
+            int done = 0;
+            t0 = UPY_T0();
+            /* a producer with nothing left to run: done at once, no wait
+             * (no GIL release) */
+            if (uccl_test(r, &done) != UCCL_OK || !done)
+                st = upy_wait(e, r, -2);
+            upy_prof_add(UPY_P_WAIT, t0);
             if (st == UPY_WAIT_INTERRUPTED) {
                 upy_engine_orphan(e, r, NULL);
                 return -1;

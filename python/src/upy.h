@@ -50,7 +50,7 @@ typedef struct upy_comm {
 } upy_comm_t;
 
 /* Where the registered memory came from, and what to release with it. */
-enum { UPY_SRC_BUFFER = 1, UPY_SRC_CAI = 2, UPY_SRC_DLPACK = 3 };
+enum { UPY_SRC_BUFFER = 1, UPY_SRC_CAI = 2, UPY_SRC_DLPACK = 3, UPY_SRC_TENSOR = 4 };
 
 typedef struct {
     PyObject_HEAD
@@ -121,6 +121,10 @@ typedef struct {
  * (an event, a hold released by progress), the host waits for nothing.
  * -1 with an exception set. */
 int upy_order_apply(upy_engine_t *e, upy_order_t *ord);
+/* A producer stream the call must order after (once each). */
+void upy_order_add(upy_order_t *ord, void *stream);
+/* CUDA's legacy default stream has two names (0 and cudaStreamLegacy = 1). */
+void *upy_stream_norm(void *s);
 /* After a stream-ordered call on stream: engine progress from a native
  * thread until the stream has passed it (-1 + exception). Stop (joins the
  * thread) before the engine is destroyed. */
@@ -152,5 +156,23 @@ int upy_comm_type_init(void);      /* joins comm.c and coll.c methods */
 /* conn.c; comm: the owner of conn (NULL: the Conn owns it) */
 PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn, upy_comm_t *comm);
 int upy_conn_type_init(void); /* joins conn.c and conn_rma.c methods */
+
+/* prof.c: the time breakdown of a collective's object path (off unless
+ * uccl._uccl._profile(True)); UPY_T0() is 0 while off, and adding a 0
+ * start does nothing. */
+enum {
+    UPY_P_CALL, UPY_P_VIEW, UPY_P_TORCH, UPY_P_DLDEV, UPY_P_DLPACK, UPY_P_CAI,
+    UPY_P_ORDER, UPY_P_EVENT, UPY_P_WAIT, UPY_P_COLL, UPY_P_FREE, UPY_P_N
+};
+extern int upy_prof_on;
+unsigned long long upy_prof_now(void);
+void upy_prof_add(int stage, unsigned long long t0);
+#define UPY_T0() (upy_prof_on ? upy_prof_now() : 0ull)
+PyObject *upy_prof(PyObject *self, PyObject *args, PyObject *kwds);
+
+/* tensor.c: a torch CUDA tensor's memory and producer stream from torch's
+ * own C-level methods, without DLPack's handshake (the collectives' object
+ * path): 0 done, 1 not such a tensor or a case left to DLPack, -1 error. */
+int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord);
 
 #endif /* UCCL_PY_UCCL_H */

@@ -6,9 +6,19 @@ timeout so a failing rank never leaves its peer hanging forever."""
 import faulthandler
 import signal
 
+import numpy as np
 import pytest
 
 T = 30.0  # seconds for any wait in the tests
+
+
+def blk(n, *key):
+    """Deterministic bytes named by key (the same on every rank)."""
+    return np.random.default_rng(list(key)).integers(0, 256, int(n), dtype=np.uint8)
+
+
+def cat(parts):
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint8)
 
 # tests/gpu/hang-dump.sh: SIGUSR1 prints every thread's Python stack
 faulthandler.register(signal.SIGUSR1, all_threads=True)
@@ -28,6 +38,13 @@ def comm(world):
     yield c
     world.Barrier()
     c.close()
+
+
+@pytest.fixture
+def cm(comm, world):
+    """The collectives' communicator, after a barrier."""
+    world.Barrier()
+    return comm
 
 
 class Pair:

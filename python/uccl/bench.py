@@ -22,6 +22,8 @@ the binding). --mem cuda: torch CUDA tensors on GPU 0 (uccl_perf --mem
 cuda), registered once per size and passed as MemoryRegions; --objects
 passes the arrays themselves to the collectives (each call then reads their
 buffer, CUDA array or DLPack interface and orders after their stream).
+--profile (collectives): the binding's time per stage of each call
+(uccl._uccl._profile), rank 0's, printed under the table.
 """
 import argparse
 import json
@@ -164,10 +166,13 @@ def coll_worker(a):
         for _ in range(a.warmup):
             call()
         world.Barrier()
+        if a.profile:
+            uccl._uccl._profile(True, reset=True)
         t0 = time.perf_counter()
         for _ in range(iters):
             call()
         t = world.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
+        prof = uccl._uccl._profile(False, reset=True) if a.profile else {}
         for q in range(n if a.op != "bcast" else 0):
             if not all_equal(recv[q * count:(q + 1) * count], q):
                 raise SystemExit("uccl.bench: %s data check failed" % a.op)
@@ -175,7 +180,8 @@ def coll_worker(a):
             r.release()
         if regions:
             comm.flush()  # their registrations go with them
-        rows.append({"size": count, "us": t * 1e6, "gbps": count / t / 1e9})
+        rows.append({"size": count, "us": t * 1e6, "gbps": count / t / 1e9,
+                     "profile": {k: v[1] / iters * 1e6 for k, v in prof.items()}})
     if comm.rank == 0:
         with open(a.json, "w") as f:
             json.dump({"transport": comm.conn(1).transport if n > 1 else "none",
@@ -258,16 +264,34 @@ def run_py(a, out):
                            "--mem", a.mem]
     if a.objects:
         cmd.append("--objects")
+    if a.profile:
+        cmd.append("--profile")
     if a.transport:
         cmd += ["--transport", a.transport]
     subprocess.run(cmd, check=True)
     with open(out) as f:
         d = json.load(f)
+    a.breakdown = {r["size"]: r["profile"] for r in d["rows"] if r.get("profile")}
     return d["transport"], {r["size"]: r["us"] for r in d["rows"]}
+
+
+def print_breakdown(a):
+    """--profile: rank 0's time per call in each stage of the binding
+    (uccl._uccl._profile; the last round)."""
+    names = sorted({k for p in a.breakdown.values() for k in p})
+    if not names:
+        return
+    print("# binding breakdown, rank 0, us per call (last round): call = the whole C-side "
+          "call, coll = libuccl's; view = the objects' interfaces (torch, dlpack_device, "
+          "dlpack, cai), order = producer streams (event, wait), free = their release")
+    print("%10s" % "size" + "".join("%14s" % n for n in names))
+    for s in sorted(a.breakdown):
+        print("%10d" % s + "".join("%14.3f" % a.breakdown[s].get(n, 0.0) for n in names))
 
 
 def driver(a):
     c_us, py_us, tp = {}, {}, None
+    a.breakdown = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(a.rounds):
             tp, c = run_c(a, os.path.join(tmp, "c.json"))
@@ -290,11 +314,13 @@ def driver(a):
         r = rows[-1]
         print("%10d %12.3f %12.3f %14.3f %10.3f %10.3f %8.3f" % (
             s, c, p, p - c, r["c_gbps"], r["py_gbps"], r["ratio"]))
+    print_breakdown(a)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
                        "mem": a.mem, "objects": a.objects, "np": a.np,
-                       "reference": "uccl_perf (C) in the same run", "rows": rows}, f, indent=1)
+                       "reference": "uccl_perf (C) in the same run", "rows": rows,
+                       "breakdown_us": a.breakdown}, f, indent=1)
 
 
 def main(argv=None):
@@ -316,6 +342,8 @@ def main(argv=None):
                    help="host memory, or torch CUDA tensors on GPU 0 (uccl_perf --mem cuda)")
     p.add_argument("--objects", action="store_true",
                    help="collectives: pass the arrays, not MemoryRegions (cuda)")
+    p.add_argument("--profile", action="store_true",
+                   help="collectives: the binding's time per stage (uccl._uccl._profile)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:

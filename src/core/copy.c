@@ -116,8 +116,8 @@ uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t
         return st;
     if (ptr == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
-    if (type == UCCL_MEM_HOST)
-        return posix_memalign(ptr, 4096, len) == 0 ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+    if (type == UCCL_MEM_HOST) /* shared memory a peer can map (hostmem.c) */
+        return uccl_hostmem_alloc(len, ptr);
     if (type != UCCL_MEM_CUDA && type != UCCL_MEM_ROCM)
         return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
@@ -139,21 +139,26 @@ uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr)
 {
     uccl_status_t st = uccl_engine_check(engine);
     uccl_gpu_ptr_attr_t attr;
+    bool shared = false;
+    size_t size = 0;
 
     if (st != UCCL_OK || ptr == NULL)
         return st;
     if ((st = uccl_gpu_ptr_attr(ptr, &attr)) != UCCL_OK)
         return st;
+    if (attr.type == UCCL_MEM_HOST && (size = uccl_hostmem_size(ptr, &shared)) == 0)
+        size = malloc_usable_size(ptr);
     /* registrations over it go stale (mr.c): none is reused for memory
      * mapped there later */
     uccl_engine_lock(engine);
     if (attr.type == UCCL_MEM_HOST)
-        uccl_mr_release_range(engine, ptr, malloc_usable_size(ptr));
+        uccl_mr_release_range(engine, ptr, size);
     else
         uccl_mr_release_range(engine, attr.base ? attr.base : ptr, attr.base ? attr.size : 1);
     uccl_engine_unlock(engine);
     if (attr.type == UCCL_MEM_HOST) {
-        free(ptr);
+        if (!shared || !uccl_hostmem_free(ptr))
+            free(ptr);
         return UCCL_OK;
     }
     return uccl_gpu_free(ptr);

@@ -268,6 +268,13 @@ void uccl_mr_release_all(uccl_engine_t *engine);
 /* Mark the regions over [base, base+size) released (stale), out of the
  * range cache (engine lock held; uccl_mem_free). */
 void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size);
+/* Host memory of uccl_mem_alloc (hostmem.c): shared memory peers can map
+ * (else a private allocation); uccl_hostmem_size: mapped bytes of the
+ * shared allocation starting at ptr (0, *shared false: not one of them);
+ * uccl_hostmem_free: false when ptr is not one of them. */
+uccl_status_t uccl_hostmem_alloc(size_t len, void **ptr);
+size_t uccl_hostmem_size(const void *ptr, bool *shared);
+bool uccl_hostmem_free(void *ptr);
 
 /* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
  * (layout, version and the key slots are described at the top of rdesc.c) */
@@ -301,5 +308,13 @@ uccl_status_t uccl_rdesc_encode(const uccl_rdesc_fields_t *f, uccl_rdesc_t *rdes
 uccl_status_t uccl_rdesc_decode(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *f);
 /* The key slot of owner, or NULL. */
 const uccl_rdesc_key_t *uccl_rdesc_key_find(const uccl_rdesc_fields_t *f, uint8_t owner);
+
+/* xfer.c: rdesc's range [roff, roff+len) as the remote side of an access on
+ * conn, bounds-checked (UCCL_ERR_BAD_DESC, _VERSION, _STALE: another
+ * engine's, _OUT_OF_BOUNDS); then the key slot of ep's transport. */
+uccl_status_t uccl_remote_decode(const uccl_conn_t *conn, const uccl_rdesc_t *rdesc, size_t roff,
+                                 size_t len, uccl_req_remote_t *remote, uccl_rdesc_fields_t *f);
+void uccl_remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
+                          uccl_req_remote_t *remote);
 
 #endif

@@ -73,15 +73,24 @@ const uccl_cfg_table_t uccl_core_config_table = {
 typedef struct uccl_coll_env {
     char algo[UCCL_CFG_STRING_MAX];
     char lazy_connect[UCCL_CFG_STRING_MAX];
+    char stream[UCCL_CFG_STRING_MAX];
+    size_t stream_seq0;
 } uccl_coll_env_t;
 
 static const uccl_cfg_field_t coll_env_fields[] = {
     {"COLL_ALGO", "", "force a collective algorithm where it applies (direct, ring, pairwise, "
-     "bruck, binomial, scatter_allgather, linear, hier; empty = by the selection table)",
+     "bruck, binomial, scatter_allgather, linear, hier, mapped; empty = by the selection table)",
      offsetof(uccl_coll_env_t, algo), UCCL_CFG_STRING},
     {"LAZY_CONNECT", "", "communicators connect a pair on its first use (1) or every pair in "
      "uccl_comm_init (0); empty = lazy above 32 ranks", offsetof(uccl_coll_env_t, lazy_connect),
      UCCL_CFG_STRING},
+    {"COLL_STREAM", "direct", "stream-ordered collectives: direct (enqueued on the caller's stream, "
+     "over peer-mapped GPU memory, where every peer is reached by gpu_ipc) or hold (the engine's "
+     "progress moves the data while the stream is held)", offsetof(uccl_coll_env_t, stream),
+     UCCL_CFG_STRING},
+    {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
+     "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
+     UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -121,7 +130,7 @@ static void check_env(void)
 static uccl_status_t coll_env_check(void)
 {
     static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
-                                        "scatter_allgather", "linear", "hier"};
+                                        "scatter_allgather", "linear", "hier", "mapped"};
     uccl_coll_env_t env;
     bool ok = false;
 
@@ -131,12 +140,16 @@ static uccl_status_t coll_env_check(void)
         ok = strcasecmp(env.algo, algos[i]) == 0;
     if (env.algo[0] != '\0' && !ok) {
         uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
-                   "scatter_allgather, linear, hier, auto)", env.algo);
+                   "scatter_allgather, linear, hier, mapped, auto)", env.algo);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
         strcmp(env.lazy_connect, "1") != 0) {
         uccl_error("UCCL_LAZY_CONNECT=%s: expected 0, 1 or empty", env.lazy_connect);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (strcmp(env.stream, "direct") != 0 && strcmp(env.stream, "hold") != 0) {
+        uccl_error("UCCL_COLL_STREAM=%s: expected direct or hold", env.stream);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;

@@ -259,6 +259,16 @@ void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size)
     pthread_mutex_unlock(&released_lock);
 }
 
+/* Does one more key of len bytes fit beside f's keys in the key area? */
+static bool rdesc_keys_fit(const uccl_rdesc_fields_t *f, size_t len)
+{
+    size_t used = 0;
+
+    for (int i = 0; i < f->nkeys; i++)
+        used += 2 + (size_t)f->keys[i].len;
+    return used + 2 + len <= UCCL_RDESC_KEY_AREA;
+}
+
 uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len, uccl_rdesc_t *rdesc)
 {
     uccl_status_t st = uccl_mr_check(mr);
@@ -280,22 +290,31 @@ uccl_status_t uccl_mr_pack(const uccl_mr_t *mr, size_t off, size_t len, uccl_rde
     f.mem_type = mr->region->mem_type;
     f.device = mr->region->device;
     /* one key slot per transport that needs remote keys: the initiator
-     * takes the slot of the transport its connection uses (xfer.c) */
-    for (int i = 0; i < engine->ntp; i++) {
-        const uccl_tp_t *tp = engine->tp[i];
-        uccl_rdesc_key_t *key = &f.keys[f.nkeys];
+     * takes the slot of the transport its connection uses (xfer.c). Network
+     * transports' keys first; a same-host transport's key (shm: direct
+     * mapping, the message path works without it) only where it fits. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < engine->ntp; i++) {
+            const uccl_tp_t *tp = engine->tp[i];
+            uccl_rdesc_key_t *key = &f.keys[f.nkeys];
+            bool optional = (tp->ops->caps & UCCL_TP_CAP_SAME_HOST) != 0;
 
-        if (!(tp->ops->caps & UCCL_TP_CAP_RKEY) || mr->region->memh[i] == NULL)
-            continue;
-        if (f.nkeys == UCCL_RDESC_MAX_KEYS) {
-            uccl_error("uccl_mr_pack: more transports with remote keys than descriptor slots");
-            return UCCL_ERR_UNSUPPORTED;
+            if (!(tp->ops->caps & UCCL_TP_CAP_RKEY) || mr->region->memh[i] == NULL ||
+                optional != (pass == 1))
+                continue;
+            if (f.nkeys == UCCL_RDESC_MAX_KEYS) {
+                if (optional)
+                    continue;
+                uccl_error("uccl_mr_pack: more transports with remote keys than descriptor slots");
+                return UCCL_ERR_UNSUPPORTED;
+            }
+            key->owner = tp->ops->rkey_owner;
+            key->len = (uint8_t)tp->ops->mem_pack((uccl_tp_t *)tp, mr->region->memh[i], key->key);
+            if (key->len > 0 && optional && !rdesc_keys_fit(&f, key->len))
+                key->len = 0;
+            if (key->len > 0)
+                f.nkeys++;
         }
-        key->owner = tp->ops->rkey_owner;
-        key->len = (uint8_t)tp->ops->mem_pack((uccl_tp_t *)tp, mr->region->memh[i], key->key);
-        if (key->len > 0)
-            f.nkeys++;
-    }
     st = uccl_rdesc_encode(&f, rdesc);
     if (st != UCCL_OK)
         uccl_error("uccl_mr_pack: cannot encode a descriptor of device %d with %d key slots "

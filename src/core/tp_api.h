@@ -45,6 +45,8 @@ enum {
     UCCL_TP_KEY_NONE = 0,
     UCCL_TP_KEY_VERBS = 1,
     UCCL_TP_KEY_OFI = 2, /* reserved for the libfabric transport */
+    UCCL_TP_KEY_SHM = 3, /* shm: the peer's memfd behind the region (optional: a
+                          * same-host key is packed only where it fits) */
 };
 
 typedef struct uccl_tp uccl_tp_t;
@@ -105,6 +107,8 @@ typedef struct uccl_tp_peer {
  * all the engine's key-needing transports share UCCL_RDESC_KEY_AREA bytes,
  * see rdesc.c). */
 #define UCCL_TP_RKEY_MAX 16
+
+struct uccl_req_remote; /* below */
 
 struct uccl_tp_ops {
     size_t size;        /* sizeof(struct uccl_tp_ops) at build time */
@@ -175,6 +179,19 @@ struct uccl_tp_ops {
      * The core fails the connection only then (or after UCCL_TIMEOUT_MS),
      * so that every message that reached us is offered to receives. */
     bool (*ep_drained)(uccl_tp_ep_t *ep);
+
+    /* Optional (NULL: uccl_rdesc_ptr answers UCCL_ERR_UNSUPPORTED). Direct
+     * access to peer memory: set *ptr to an address in this process where
+     * the peer's remote->len bytes at remote->addr (remote->rkey: this
+     * transport's key slot) can be loaded and stored by the CPU (host
+     * memory) or reached by this process's GPU runtime, kernels and stream
+     * operations (GPU memory). The mapping stays valid until ep_destroy.
+     * UCCL_ERR_UNSUPPORTED: this memory cannot be mapped here (say why at
+     * debug level). UCCL_INPROGRESS: the peer must answer first (gpu_ipc
+     * asks it for a grant): the core progresses the engine and calls
+     * again, up to UCCL_TIMEOUT_MS. Called with the engine lock held. */
+    uccl_status_t (*remote_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote,
+                                void **ptr);
 };
 
 
@@ -370,6 +387,10 @@ size_t uccl_region_len(const uccl_region_t *region);
 uccl_mem_type_t uccl_region_mem_type(const uccl_region_t *region);
 uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
+/* Is [addr, addr+len) inside host memory of uccl_mem_alloc that a peer on
+ * this host may map? Then *fd is the memfd behind it (owned by the core,
+ * open until uccl_mem_free), *base and *size the allocation's mapping. */
+bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size);
 
 /* Stream holds of the engine not released yet (uccl_stream_hold): while
  * any is, a caller's GPU stream waits on this engine's progress, so

@@ -220,6 +220,70 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
     return UCCL_OK;
 }
 
+/* Stream memory operations on device memory (gpu.h): the driver's
+ * cuStreamWriteValue32/64 and cuStreamWaitValue32/64, looked up once. */
+typedef CUresult (*write32_fn_t)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*write64_fn_t)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+typedef CUresult (*wait64_fn_t)(CUstream, CUdeviceptr, cuuint64_t, unsigned int);
+
+static pthread_once_t memops_once = PTHREAD_ONCE_INIT;
+static write32_fn_t write32_fn;
+static write64_fn_t write64_fn;
+static wait64_fn_t wait64_fn;
+
+static void memops_lookup(void)
+{
+    pthread_once(&wait_value_once, wait_value_lookup);
+    write32_fn = (write32_fn_t)driver_entry("cuStreamWriteValue32");
+    write64_fn = (write64_fn_t)driver_entry("cuStreamWriteValue64");
+    wait64_fn = (wait64_fn_t)driver_entry("cuStreamWaitValue64");
+    (void)cudaGetLastError();
+}
+
+static uccl_status_t memop_status(CUresult res, const char *what, uint64_t value)
+{
+    if (res == CUDA_SUCCESS)
+        return UCCL_OK;
+    uccl_error("%s(%llu) failed: CUresult %d", what, (unsigned long long)value, (int)res);
+    return res == CUDA_ERROR_NOT_SUPPORTED ? UCCL_ERR_UNSUPPORTED
+           : res == CUDA_ERROR_INVALID_VALUE ? UCCL_ERR_INVALID_PARAM : UCCL_ERR_IO;
+}
+
+uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)
+{
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)dev;
+
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_once(&memops_once, memops_lookup);
+    if (width == 4)
+        return write32_fn == NULL ? UCCL_ERR_UNSUPPORTED
+                                  : memop_status(write32_fn((CUstream)stream, p, (cuuint32_t)value,
+                                                            CU_STREAM_WRITE_VALUE_DEFAULT),
+                                                 "cuStreamWriteValue32", value);
+    return write64_fn == NULL ? UCCL_ERR_UNSUPPORTED
+                              : memop_status(write64_fn((CUstream)stream, p, value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                                             "cuStreamWriteValue64", value);
+}
+
+uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
+                                       size_t width)
+{
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)dev;
+
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_once(&memops_once, memops_lookup);
+    if (width == 4)
+        return wait_value_fn == NULL ? UCCL_ERR_UNSUPPORTED
+                                     : memop_status(wait_value_fn((CUstream)stream, p, (cuuint32_t)value,
+                                                                  CU_STREAM_WAIT_VALUE_GEQ),
+                                                    "cuStreamWaitValue32", value);
+    return wait64_fn == NULL ? UCCL_ERR_UNSUPPORTED
+                             : memop_status(wait64_fn((CUstream)stream, p, value, CU_STREAM_WAIT_VALUE_GEQ),
+                                            "cuStreamWaitValue64", value);
+}
+
 /* ------------------------------------------------------------ batched copies */
 
 /* cudaMemcpyBatchAsync (CUDA 12.8; 13.0 dropped its failIdx argument). A

@@ -30,6 +30,10 @@
  *   waits for the flag as a GPU would (up to 60 s, then UCCL_ERR_TIMEOUT:
  *   a test that never releases its stream fails instead of hanging).
  *   Flags are plain host memory (host == dev address).
+ * - uccl_gpu_stream_write and uccl_gpu_stream_wait_geq queue a store and a
+ *   wait on (fake, shared) device memory, run in stream order as copies
+ *   are: a wait there is met by a peer process's stream when that process
+ *   drives its own (a sync or query), as the stream form's flags are.
  * Streams and events are allocated objects; destroying a stream runs what
  * it still holds and completes the events recorded on it. */
 #include <pthread.h>
@@ -53,8 +57,11 @@ typedef struct fake_copy {
     size_t len;
     uint64_t seq; /* its number on its stream, from 1 */
     bool fail;
-    const uint32_t *wait; /* a wait entry: hold the stream until *wait >= value */
-    uint32_t value;
+    const void *wait; /* a wait entry: hold the stream until *wait >= value (cyclic) */
+    void *store;      /* a write entry: store value at *store when it runs */
+    uint64_t value;
+    uint8_t width;    /* of wait and store: 4 or 8 */
+    bool dev_wait;    /* a wait on device memory (a peer's stream sets it), not a host flag */
     uccl_list_t link;
 } fake_copy_t;
 
@@ -140,6 +147,14 @@ static bool fault_in(uccl_gpu_stream_t s, uint64_t since, uint64_t upto)
     return false;
 }
 
+/* A wait entry's word has reached its value (cyclic compare, as CUDA's GEQ). */
+static bool wait_met(const fake_copy_t *c)
+{
+    if (c->width == 8)
+        return (int64_t)(__atomic_load_n((const uint64_t *)c->wait, __ATOMIC_ACQUIRE) - c->value) >= 0;
+    return (int32_t)(__atomic_load_n((const uint32_t *)c->wait, __ATOMIC_ACQUIRE) - (uint32_t)c->value) >= 0;
+}
+
 /* Run the queued copies of s numbered up to upto, in order, stopping at a
  * wait whose flag is not there yet; stream_lock held. */
 static void run_until(uccl_gpu_stream_t s, uint64_t upto)
@@ -148,11 +163,15 @@ static void run_until(uccl_gpu_stream_t s, uint64_t upto)
         fake_copy_t *c = uccl_list_first(&s->queue, fake_copy_t, link);
         if (c->seq > upto)
             break;
-        if (c->wait != NULL && (int32_t)(__atomic_load_n(c->wait, __ATOMIC_ACQUIRE) - c->value) < 0)
+        if (c->wait != NULL && !wait_met(c))
             break;
         uccl_list_del(&c->link);
         if (c->fail)
             fault_add(s, c->seq);
+        else if (c->store != NULL && c->width == 4)
+            __atomic_store_n((uint32_t *)c->store, (uint32_t)c->value, __ATOMIC_RELEASE);
+        else if (c->store != NULL)
+            __atomic_store_n((uint64_t *)c->store, c->value, __ATOMIC_RELEASE);
         else if (c->len > 0)
             memmove(c->dst, c->src, c->len);
         s->done = c->seq;
@@ -199,7 +218,8 @@ int uccl_fake_streams_fault_range(const void *base, size_t len)
         uccl_gpu_stream_t s = uccl_container_of(spos, struct uccl_gpu_stream, link);
         uccl_list_for_each(cpos, &s->queue) {
             fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
-            if (!c->fail && (overlaps(c->dst, c->len, base, len) || overlaps(c->src, c->len, base, len))) {
+            if (!c->fail && (overlaps(c->dst, c->len, base, len) || overlaps(c->src, c->len, base, len) ||
+                             (c->store != NULL && overlaps(c->store, c->width, base, len)))) {
                 c->fail = true;
                 n++;
             }
@@ -491,10 +511,45 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
     if (c == NULL)
         return UCCL_ERR_NO_MEMORY;
     pthread_mutex_lock(&stream_lock);
-    *c = (fake_copy_t){.wait = dev, .value = value, .seq = ++stream->issued};
+    *c = (fake_copy_t){.wait = dev, .value = value, .width = 4, .seq = ++stream->issued};
     uccl_list_push_back(&stream->queue, &c->link);
     pthread_mutex_unlock(&stream_lock);
     return UCCL_OK;
+}
+
+/* Stream memory operations on (fake) device memory: queued like copies,
+ * run in stream order when something drives the stream (see the top). A
+ * wait on device memory is set by a peer's stream, not by a host that the
+ * device sync check could blame. */
+static uccl_status_t memop_queue(uccl_gpu_stream_t stream, const fake_copy_t *tmpl)
+{
+    fake_copy_t *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    pthread_mutex_lock(&stream_lock);
+    *c = *tmpl;
+    c->seq = ++stream->issued;
+    uccl_list_push_back(&stream->queue, &c->link);
+    pthread_mutex_unlock(&stream_lock);
+    uccl_fake_ctx_touch(stream->device);
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)
+{
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    return memop_queue(stream, &(fake_copy_t){.store = dev, .value = value, .width = (uint8_t)width});
+}
+
+uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
+                                       size_t width)
+{
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    return memop_queue(stream, &(fake_copy_t){.wait = dev, .value = value, .width = (uint8_t)width,
+                                              .dev_wait = true});
 }
 
 void uccl_fake_device_sync_check(const char *what)
@@ -508,7 +563,7 @@ void uccl_fake_device_sync_check(const char *what)
         uccl_list_t *cpos;
         uccl_list_for_each(cpos, &s->queue) {
             fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
-            if (c->wait != NULL && (int32_t)(__atomic_load_n(c->wait, __ATOMIC_ACQUIRE) - c->value) < 0)
+            if (c->wait != NULL && !c->dev_wait && !wait_met(c))
                 held = true;
         }
     }

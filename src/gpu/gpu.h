@@ -130,4 +130,23 @@ uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev);
 uccl_status_t uccl_gpu_flags_free(uint32_t *host);
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value);
 
+/* Stream memory operations on device memory (this process's or a peer's
+ * mapped over IPC), width 4 or 8 bytes, naturally aligned:
+ * uccl_gpu_stream_write: in stream order, store value at dev after the
+ * work queued before it has run and its writes are visible (a memory
+ * fence, cuStreamWriteValue32/64); uccl_gpu_stream_wait_geq: later work
+ * on stream waits until the word at dev is >= value, compared cyclically
+ * ((int32_t)(*dev - value) >= 0, or int64_t), so sequence numbers may wrap
+ * (cuStreamWaitValue32/64 GEQ). Neither blocks the host. Errors:
+ * UCCL_ERR_INVALID_PARAM (width, alignment, NULL), UCCL_ERR_UNSUPPORTED
+ * (no stream memory operations), UCCL_ERR_NO_DEVICE, UCCL_ERR_IO. */
+static inline int uccl_gpu_value_args_ok(uccl_gpu_stream_t stream, const void *dev, size_t width)
+{
+    return stream != NULL && dev != NULL && (width == 4 || width == 8) &&
+           ((uintptr_t)dev & (width - 1)) == 0;
+}
+uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width);
+uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
+                                       size_t width);
+
 #endif

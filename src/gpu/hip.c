@@ -130,6 +130,29 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
                                              0xffffffffu));
 }
 
+uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)
+{
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    if (width == 4)
+        return RT_CHECK_RAW(hipStreamWriteValue32((hipStream_t)stream, dev, (uint32_t)value, 0));
+    return RT_CHECK_RAW(hipStreamWriteValue64((hipStream_t)stream, dev, value, 0));
+}
+
+/* HIP's Gte is not documented as cyclic: the callers' sequence numbers
+ * start from 1 and wrap only after 2^32 calls (32-bit) */
+uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
+                                       size_t width)
+{
+    if (!uccl_gpu_value_args_ok(stream, dev, width))
+        return UCCL_ERR_INVALID_PARAM;
+    if (width == 4)
+        return RT_CHECK_RAW(hipStreamWaitValue32((hipStream_t)stream, (void *)dev, (uint32_t)value,
+                                                 hipStreamWaitValueGte, 0xffffffffu));
+    return RT_CHECK_RAW(hipStreamWaitValue64((hipStream_t)stream, (void *)dev, value, hipStreamWaitValueGte,
+                                             0xffffffffffffffffull));
+}
+
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream)
 {

@@ -73,3 +73,7 @@ uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev) NO_DEV
 uccl_status_t uccl_gpu_flags_free(uint32_t *host) NO_DEVICE(host)
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
     NO_DEVICE(stream, dev, value)
+uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)
+    NO_DEVICE(stream, dev, value, width)
+uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
+                                       size_t width) NO_DEVICE(stream, dev, value, width)

@@ -71,8 +71,10 @@ typedef struct gpu_test_mode {
     int rma_in_order;
 } gpu_test_mode_t;
 
-/* Byte patterns: fill [off, off+len) of a side with the pattern of seed,
- * zero it, or find the first byte that differs from the pattern (-1: none). */
+/* Byte patterns (gpu_side.c): byte i of the pattern of seed; fill [off,
+ * off+len) of a side with it, zero it, or find the first byte that differs
+ * from it (-1: none). */
+uint8_t gpu_test_pat(size_t i, unsigned seed);
 void gpu_test_fill(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed);
 void gpu_test_zero(const gpu_test_side_t *s, size_t off, size_t len);
 long gpu_test_check(const gpu_test_side_t *s, size_t off, size_t len, unsigned seed);

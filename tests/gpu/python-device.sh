@@ -9,12 +9,17 @@
 #    run) on host memory and on torch CUDA tensors. Logs, the benchmark
 #    tables (pybench.txt) and JSON go to $OUT.
 # Narrowing (default: everything): PY_BENCH (names of the comparisons below,
-# space-separated), PY_BENCH_MAX (largest size of the GPU point-to-point
-# ones, 64M), PY_BENCH_ROUNDS (3), PY_EXAMPLES (kv_cache moe weight_bcast),
-# PY_HOST_TESTS=0 (the host-memory pytest run, which CI also runs).
+# space-separated), PY_BENCH_MIN / PY_BENCH_MAX (sizes of the GPU
+# point-to-point ones, 4K-64M), PY_BENCH_COLL_MAX (largest GPU allgather,
+# 16M), PY_BENCH_ROUNDS (3), PY_BENCH_OBJ_ROUNDS (the tensors-as-objects
+# allgathers, 1), PY_EXAMPLES (kv_cache moe weight_bcast; "" none), PY_HOST_TESTS=0
+# (the host-memory pytest run, which CI also runs), PY_STREAM_EXTRA (torch0:
+# the stream tests once more with UCCL_PY_TORCH_FAST=0; "" skips it).
 set -u
 PY_BENCH=${PY_BENCH:-send write allgather send_cuda write_cuda allgather_cuda allgather_cuda_objects}
-PY_EXAMPLES=${PY_EXAMPLES:-kv_cache moe weight_bcast}
+# (allgather_cuda_objects_dlpack: the same with UCCL_PY_TORCH_FAST=0, the
+# torch tensors through DLPack's handshake; not in the default set)
+PY_EXAMPLES=${PY_EXAMPLES-kv_cache moe weight_bcast}
 rounds=${PY_BENCH_ROUNDS:-3}
 want() { case " $2 " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -31,10 +36,13 @@ run=$src/python/run-python.sh
 dump=$src/tests/gpu/hang-dump.sh
 "$PYTHON" -c "import torch, cupy; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), '| cupy', cupy.__version__)"
 
-step "stream order first, under a watchdog (60 s a kind): the tests named *stream* (the rest deselects them)"
-for kind in cupy torch; do
-    UCCL_PY_TEST_MEM=$kind "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$kind \
-        "$src/python/tests/run_pytest.py" test_coll.py -k "stream" -rs -v >"$OUT/stream_$kind.log" 2>&1
+step "stream order first, under a watchdog (60 s a kind): test_coll_stream.py (torch0: torch with UCCL_PY_TORCH_FAST=0)"
+export UCCL_PY_TORCH_FAST=1
+for kind in cupy torch ${PY_STREAM_EXTRA-torch0}; do
+    mod=${kind%0}
+    UCCL_PY_TORCH_FAST=$([ "$kind" = torch0 ] && echo 0 || echo 1) UCCL_PY_TEST_MEM=$mod \
+        "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,"$mod" \
+        "$src/python/tests/run_pytest.py" test_coll_stream.py -rs -v >"$OUT/stream_$kind.log" 2>&1
     echo "stream tests $kind exit code: $?"
     grep -E "PASSED|FAILED|SKIPPED|HANG|passed|failed" "$OUT/stream_$kind.log" | sort | uniq -c | head -24
 done
@@ -79,7 +87,7 @@ bench() { # NAME ARGS...: one comparison, its table to pybench.txt and the log
     want "$name" "$PY_BENCH" || return 0
     PYTHONPATH=$stage timeout 170 "$PYTHON" -m uccl.bench --perf tools/uccl_perf \
         --json "$OUT/pybench_$name.json" \
-        --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH -x NCCL_NVLS_ENABLE" \
+        --mpirun "mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH -x NCCL_NVLS_ENABLE -x UCCL_PY_TORCH_FAST" \
         "$@" 2>&1 | grep -v "^\[" | tee -a "$OUT/pybench.txt"
 }
 for op in send write; do
@@ -87,11 +95,13 @@ for op in send write; do
 done
 bench allgather --op allgather --np 2 --transport shm --min 4K --max 16M --rounds $rounds
 for op in send write; do
-    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min 4K --max ${PY_BENCH_MAX:-64M} \
-        --rounds $rounds
+    bench ${op}_cuda --op $op --mem cuda --transport shm,gpu_ipc --min ${PY_BENCH_MIN:-4K} \
+        --max ${PY_BENCH_MAX:-64M} --rounds $rounds
 done
-bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K --max 16M \
-    --rounds $rounds
+bench allgather_cuda --op allgather --np 2 --mem cuda --transport shm,gpu_ipc --min 4K \
+    --max ${PY_BENCH_COLL_MAX:-16M} --rounds $rounds
 bench allgather_cuda_objects --op allgather --np 2 --mem cuda --objects --transport shm,gpu_ipc \
-    --min 4K --max 16M --rounds 1
+    --min 4K --max ${PY_BENCH_COLL_MAX:-16M} --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
+UCCL_PY_TORCH_FAST=0 bench allgather_cuda_objects_dlpack --op allgather --np 2 --mem cuda --objects \
+    --transport shm,gpu_ipc --min 4K --max ${PY_BENCH_COLL_MAX:-16M} --rounds ${PY_BENCH_OBJ_ROUNDS:-1} --profile
 rm -rf "$stage"

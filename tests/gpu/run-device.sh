@@ -6,6 +6,9 @@
 # Logs and JSON go to $OUT. ONLY=python: the build, then the Python part alone.
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 # ONLY=coll: build, then only the collectives on GPU memory (issue E).
+# ONLY=stream: build, then only the stream-ordered collectives
+# (tests/gpu/stream-device.sh: t_coll_gpu, the Python first-kernel case
+# STREAM_PY_RUNS times, uccl_perf coll --stream direct vs hold).
 # ONLY=hostcoll: CPU-only build, then only uccl_perf coll on host memory over
 # shm (tests/perf/coll-perf.sh; COLL_PERF_* narrow it) with both Open MPI
 # references, tables in $OUT/coll-perf.txt, JSON in $OUT.
@@ -87,6 +90,10 @@ NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl
 echo "nccl: ${NCCL_DIR:-not found}"
 MPIRUN="mpirun --allow-run-as-root --bind-to core --map-by core -np 2 --mca btl self,vader,tcp -x LD_LIBRARY_PATH
         -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+if [ "$ONLY" = stream ]; then # the stream-ordered collectives alone (tests/gpu/stream-device.sh)
+    MPIRUN=$MPIRUN OUT=$OUT bash ../tests/gpu/stream-device.sh
+    exit $?
+fi
 
 p2p_step() {
     local variants=${P2P_VARIANTS:--} ops=${P2P_OPS:-write read send} rounds=${P2P_ROUNDS:-5} idx=0

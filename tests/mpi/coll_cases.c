@@ -280,35 +280,62 @@ void ct_mismatch(mt_ctx_t *c)
                   UCCL_ERR_TRUNCATED);
     mismatch_case(c, UCCL_COLL_ALLTOALLV, UCCL_COLL_ALGO_DIRECT, 0, 16, UCCL_ERR_TRUNCATED,
                   UCCL_ERR_TRUNCATED);
+    if (!ct_mapped_usable(c, c->comm))
+        return;
+    /* MAPPED: the reader sees the length the writer stored in its slot */
+    mismatch_case(c, UCCL_COLL_ALLTOALLV, UCCL_COLL_ALGO_MAPPED, 24, 16, UCCL_ERR_TRUNCATED,
+                  UCCL_OK);
+    mismatch_case(c, UCCL_COLL_ALLGATHERV, UCCL_COLL_ALGO_MAPPED, 12, 10, UCCL_ERR_TRUNCATED,
+                  UCCL_OK);
 }
 
-/* The last rank leaves a second comm (destroys it); the others run a
- * DIRECT allgather on it: each has an op with the leaver, so each fails
- * with UCCL_ERR_PEER_FAILED well within UCCL_TIMEOUT_MS. */
-void ct_peer_gone(mt_ctx_t *c)
+bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm)
+{
+    uint8_t sb[8] = {0}, rb[8 * 64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                          .sendbuf = sb, .recvbuf = rb, .count = 8,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    uccl_status_t st = uccl_coll(comm, &a);
+
+    if (st != UCCL_OK && st != UCCL_ERR_UNSUPPORTED)
+        mt_expect(c, st, UCCL_OK, "mapped: the first call (sets the segments up)");
+    return st == UCCL_OK;
+}
+
+/* The last rank leaves a second comm (destroys it); the others run an
+ * allgather of algo on it: each has an op with the leaver (DIRECT) or waits
+ * on its flags (MAPPED: one call first, so that the segments are set up and
+ * mapped), so each fails with UCCL_ERR_PEER_FAILED well within
+ * UCCL_TIMEOUT_MS, and a second call on the broken comm fails too. */
+void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo)
 {
     uccl_comm_t *comm = NULL;
     uint8_t sb[8] = {0}, rb[8 * 64];
     uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
-                          .sendbuf = sb, .recvbuf = rb, .count = 8,
-                          .algo = UCCL_COLL_ALGO_DIRECT};
+                          .sendbuf = sb, .recvbuf = rb, .count = 8, .algo = algo};
     const char *tm = getenv("UCCL_TIMEOUT_MS");
-    int timeout_ms = tm ? atoi(tm) : 60000;
+    int timeout_ms = tm ? atoi(tm) : 60000, usable = 1;
     struct timespec t0, t1;
     uccl_status_t st;
 
     if (c->size < 2) {
         if (c->rank == 0)
-            printf("# a rank gone: SKIP (one rank)\n");
+            printf("# %s, a rank gone: SKIP (one rank)\n", uccl_coll_algo_name(algo));
         return;
     }
     mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
+    if (algo == UCCL_COLL_ALGO_MAPPED) {
+        usable = comm != NULL && ct_mapped_usable(c, comm);
+        MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!usable && c->rank == 0)
+            printf("# mapped, a rank gone: SKIP (the ranks cannot map each other's memory)\n");
+    }
     MPI_Barrier(MPI_COMM_WORLD);
-    if (c->rank == c->size - 1) {
+    if (usable && c->rank == c->size - 1) {
         if (comm != NULL)
             uccl_comm_destroy(comm);
         comm = NULL;
-    } else if (comm != NULL) {
+    } else if (usable && comm != NULL) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
         st = uccl_coll(comm, &a);
         clock_gettime(CLOCK_MONOTONIC, &t1);

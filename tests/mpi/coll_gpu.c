@@ -29,10 +29,16 @@ uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode)
 }
 void ct_stream_order(mt_ctx_t *c) { (void)c; }
 void ct_gpu_refused(mt_ctx_t *c) { (void)c; }
+void *ct_stream(void) { return NULL; }
 #else
 
 static ct_mem_t mem = CT_MEM_HOST;
 static uccl_gpu_stream_t stream;
+
+void *ct_stream(void)
+{
+    return stream;
+}
 
 ct_mem_t ct_mem(void)
 {

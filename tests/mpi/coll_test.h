@@ -46,6 +46,13 @@ void ct_stream_order(mt_ctx_t *c);
 /* GPU buffers where no connection moves GPU memory: UCCL_ERR_UNSUPPORTED
  * on every rank at once. */
 void ct_gpu_refused(mt_ctx_t *c);
+/* The test's stream (GPU builds; NULL otherwise). */
+void *ct_stream(void);
+/* coll_stream.c: the direct stream path: back-to-back calls on the
+ * stream (wrapping sequence numbers under UCCL_COLL_STREAM_SEQ0), and a
+ * peer gone while its part is queued. */
+void ct_stream_direct(mt_ctx_t *c);
+void ct_stream_dead(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);
@@ -54,6 +61,9 @@ void ct_inflight(mt_ctx_t *c);
 void ct_persistent(mt_ctx_t *c);
 void ct_bad_args(mt_ctx_t *c);
 void ct_mismatch(mt_ctx_t *c);
-void ct_peer_gone(mt_ctx_t *c);
+void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo);
+/* A mapped allgather on comm: true when it ran, false when the ranks
+ * cannot map each other (UCCL_ERR_UNSUPPORTED, on every rank alike). */
+bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm);
 
 #endif

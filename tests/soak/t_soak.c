@@ -27,7 +27,6 @@
 enum { K_SEND_AB, K_SEND_BA, K_WRITE, K_READ, K_WRITEV, NKINDS };
 static const char *const kind_names[NKINDS] = {"send a->b", "send b->a", "write", "read", "writev"};
 
-static const char *transport;
 static long ops_per_suite;
 static unsigned seed0;
 
@@ -265,8 +264,8 @@ static void test_soak(void)
     int depth = 1, fds0;
     uint64_t t0 = unit_now_ms();
 
-    rng_state = ((uint64_t)seed0 << 1 | 1) * 0x2545f4914f6cdd1dull + (transport[0] == 't');
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &s->p), UCCL_OK);
+    rng_state = ((uint64_t)seed0 << 1 | 1) * 0x2545f4914f6cdd1dull + (unit_tp[0] == 't');
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &s->p), UCCL_OK);
     if (s->p.a == NULL) {
         free(s);
         return;
@@ -301,7 +300,7 @@ static void test_soak(void)
     CU_ASSERT_EQUAL(s->bad, 0);
     CU_ASSERT_EQUAL(s->failed, 0);
     CU_ASSERT_EQUAL(open_fds(), fds0);
-    printf("\n# soak over %s: %ld operations (", transport, ops_per_suite);
+    printf("\n# soak over %s: %ld operations (", unit_tp, ops_per_suite);
     for (int k = 0; k < NKINDS; k++)
         printf("%s%s %zu", k ? ", " : "", kind_names[k], s->per_kind[k]);
     printf("), %.1f GiB, %.1f s, %zu bytes wrong, %zu failed, fds %d -> %d\n",
@@ -319,9 +318,6 @@ static void test_soak(void)
     free(s);
 }
 
-static int init_shm(void) { transport = "shm"; return 0; }
-static int init_tcp(void) { transport = "tcp"; return 0; }
-
 static CU_TestInfo cases[] = {
     {"random mixed operations, bytes verified", test_soak},
     CU_TEST_INFO_NULL,
@@ -329,15 +325,11 @@ static CU_TestInfo cases[] = {
 
 int main(void)
 {
-    const CU_SuiteInfo per_tp[] = {
-        {"soak over shm", init_shm, NULL, NULL, NULL, cases},
-        {"soak over tcp", init_tcp, NULL, NULL, NULL, cases},
-    };
     const char *n = getenv("SOAK_OPS"), *sd = getenv("SOAK_SEED");
 
     ops_per_suite = (n ? atol(n) : DEFAULT_OPS) / 2;
     seed0 = sd ? (unsigned)atoi(sd) : (unsigned)unit_now_ms();
     printf("# SOAK_OPS=%ld SOAK_SEED=%u\n", 2 * ops_per_suite, seed0);
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 0);
-    return unit_main_per_transport(per_tp);
+    return unit_main_tp("soak", cases, NULL, NULL);
 }

@@ -21,8 +21,6 @@
 #include "unit.h"
 #include "unit_conn.h"
 
-static const char *transport;
-
 /* Connection objects of an engine in use (allocated and not on the free list). */
 static size_t conns_in_use(uccl_engine_t *e)
 {
@@ -76,7 +74,7 @@ static void secret_params(uccl_engine_params_t *p, uint8_t fill)
 {
     memset(p, 0, sizeof(*p));
     p->field_mask = UCCL_ENGINE_PARAM_TRANSPORTS | UCCL_ENGINE_PARAM_SECRET;
-    p->transports = transport;
+    p->transports = unit_tp;
     memset(p->secret, fill, sizeof(p->secret));
 }
 
@@ -301,8 +299,8 @@ static void test_raw_requests(void)
     uint64_t denied;
     int fd;
 
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &b), UCCL_OK);
     if (a == NULL || b == NULL)
         goto out;
     denied = b->setup_denied;
@@ -369,8 +367,8 @@ static void test_slow_sender(void)
     int fd, dropped = 0;
 
     setenv("UCCL_SETUP_TIMEOUT_MS", "300", 1);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &b), UCCL_OK);
     unsetenv("UCCL_SETUP_TIMEOUT_MS");
     if (a == NULL || b == NULL)
         goto out;
@@ -432,7 +430,7 @@ static void test_bind_address(void)
 
         setenv("UCCL_OOB_IFADDR", "127.0.0.1", 1);
         setenv("UCCL_OOB_BIND_ANY", any ? "1" : "0", 1);
-        UNIT_ASSERT_STATUS(unit_engine_create(transport, &e), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &e), UCCL_OK);
         unsetenv("UCCL_OOB_IFADDR");
         unsetenv("UCCL_OOB_BIND_ANY");
         if (e == NULL)
@@ -458,8 +456,6 @@ static void test_bind_address(void)
     }
 }
 
-static int init_shm(void) { transport = "shm"; return 0; }
-static int init_tcp(void) { transport = "tcp"; return 0; }
 
 static CU_TestInfo cases[] = {
     {"job secret shared: admitted", test_job_secret},
@@ -472,11 +468,6 @@ static CU_TestInfo cases[] = {
 
 int main(void)
 {
-    const CU_SuiteInfo per_tp[] = {
-        {"admission over shm", init_shm, NULL, NULL, NULL, cases},
-        {"admission over tcp", init_tcp, NULL, NULL, NULL, cases},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 0);
-    return unit_main_per_transport(per_tp);
+    return unit_main_tp("admission", cases, NULL, NULL);
 }

@@ -16,8 +16,6 @@
 #include "unit.h"
 #include "unit_conn.h"
 
-static const char *transport;
-
 static uint8_t pattern(size_t msg, size_t i) { return (uint8_t)(msg * 31 + i * 7 + 1); }
 
 static int read_full(int fd, void *buf, size_t len, int timeout_ms)
@@ -62,7 +60,7 @@ static int sender_main(int sock, size_t count, size_t size)
     if (read_full(sock, &blob_len, sizeof(blob_len), 10000) != 0 || blob_len > sizeof(blob) ||
         read_full(sock, blob, blob_len, 10000) != 0)
         return 3;
-    if (unit_engine_create(transport, &e) != UCCL_OK)
+    if (unit_engine_create(unit_tp, &e) != UCCL_OK)
         return 4;
     if (uccl_connect(e, blob, blob_len, &conn) != UCCL_OK)
         return 5;
@@ -133,7 +131,7 @@ static void run_late_receiver(size_t count, size_t size, bool progress_early)
         _exit(sender_main(sv[1], count, size));
     }
     close(sv[1]);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &e), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &e), UCCL_OK);
     if (e == NULL)
         goto out_kill;
     UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, &len), UCCL_OK);
@@ -164,7 +162,7 @@ static void run_late_receiver(size_t count, size_t size, bool progress_early)
             uccl_req_free(req);
         req = NULL;
         if (st != UCCL_OK || bytes != size) {
-            fprintf(stderr, "\n  %s: message %zu of %zu: %s (%zu bytes)\n", transport, m + 1, count,
+            fprintf(stderr, "\n  %s: message %zu of %zu: %s (%zu bytes)\n", unit_tp, m + 1, count,
                     uccl_status_name(st), bytes);
             break;
         }
@@ -203,18 +201,6 @@ static void test_16_x_64k(void) { run_late_receiver(16, 64 * 1024, false); }
 static void test_64_x_1m(void) { run_late_receiver(64, 1024 * 1024, true); }
 static void test_200_x_100b(void) { run_late_receiver(200, 100, false); }
 
-static int suite_init_shm(void)
-{
-    transport = "shm";
-    return 0;
-}
-
-static int suite_init_tcp(void)
-{
-    transport = "tcp";
-    return 0;
-}
-
 static CU_TestInfo tests[] = {
     {"16 x 64 KiB sent, sender gone, received late", test_16_x_64k},
     {"64 x 1 MiB sent, sender gone, received late", test_64_x_1m},
@@ -224,16 +210,11 @@ static CU_TestInfo tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo per_tp[] = {
-        {"close_flush/shm", suite_init_shm, NULL, NULL, NULL, tests},
-        {"close_flush/tcp", suite_init_tcp, NULL, NULL, NULL, tests},
-    };
-
     unsetenv("UCCL_TRANSPORTS");
     setenv("UCCL_TIMEOUT_MS", "10000", 1);
     /* shm: sends up to 1 MiB complete once in the ring (eager), so that the
      * sender is done before the receiver posts anything */
     setenv("UCCL_SHM_EAGER_THRESHOLD", "1M", 1);
     setenv("UCCL_SHM_RING_SIZE", "128M", 1);
-    return unit_main_per_transport(per_tp);
+    return unit_main_tp("close_flush", tests, NULL, NULL);
 }

@@ -12,8 +12,6 @@
 #define BIG (64u << 20)
 #define AFTER_MS 300
 
-static const char *transport;
-
 typedef struct side {
     uint8_t *buf;
     uccl_mr_t *mr;
@@ -77,7 +75,7 @@ static void test_close_receiver(void)
         side_t src = {0}, dst = {0};
         uccl_req_t *send = NULL, *recv = NULL, *other = NULL;
 
-        UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
         if (p.a == NULL)
             return;
         side_open(p.a, &src, 1);
@@ -119,7 +117,7 @@ static void test_close_initiator(void)
         uccl_rdesc_t d;
         uccl_req_t *req = NULL, *none = NULL;
 
-        UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
         if (p.a == NULL)
             return;
         side_open(p.a, &loc, 4);
@@ -153,7 +151,7 @@ static void test_destroy_engine(void)
     uccl_req_t *ra[4] = {NULL}, *rb[2] = {NULL};
     uint8_t *abuf;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
     side_open(p.a, &a, 7);
@@ -184,8 +182,6 @@ static void test_destroy_engine(void)
     unit_pair_close(&p);
 }
 
-static int init_shm(void) { transport = "shm"; return 0; }
-static int init_tcp(void) { transport = "tcp"; return 0; }
 
 static CU_TestInfo cases[] = {
     {"receiver closes mid-send", test_close_receiver},
@@ -196,11 +192,6 @@ static CU_TestInfo cases[] = {
 
 int main(void)
 {
-    const CU_SuiteInfo per_tp[] = {
-        {"close in flight over shm", init_shm, NULL, NULL, NULL, cases},
-        {"close in flight over tcp", init_tcp, NULL, NULL, NULL, cases},
-    };
-
     setenv("UCCL_TIMEOUT_MS", "1500", 0); /* the peer's failures come within it */
-    return unit_main_per_transport(per_tp);
+    return unit_main_tp("close_inflight", cases, NULL, NULL);
 }

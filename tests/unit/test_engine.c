@@ -11,8 +11,6 @@
 #include "unit.h"
 #include "unit_conn.h"
 
-static const char *transport;
-
 /* ------------------------------------------------------------ no transport needed */
 
 static void test_params_rejected(void)
@@ -97,16 +95,14 @@ static void test_null_handles(void)
 
 /* ------------------------------------------------------------ per transport */
 
-static int suite_init_shm(void) { transport = "shm"; return 0; }
-static int suite_init_tcp(void) { transport = "tcp"; return 0; }
 
 static void test_create_caps_ids(void)
 {
     uccl_engine_t *a = NULL, *b = NULL;
-    uint64_t bit = strcmp(transport, "shm") == 0 ? UCCL_CAP_SHM : UCCL_CAP_TCP;
+    uint64_t bit = strcmp(unit_tp, "shm") == 0 ? UCCL_CAP_SHM : UCCL_CAP_TCP;
 
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &b), UCCL_OK);
     if (a == NULL || b == NULL)
         goto out;
     CU_ASSERT(uccl_engine_caps(a) & bit);
@@ -126,7 +122,7 @@ static void test_address_buffer(void)
     uccl_engine_t *e = NULL;
     size_t need = 0, len;
 
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &e), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &e), UCCL_OK);
     if (e == NULL)
         return;
     UNIT_ASSERT_STATUS(uccl_engine_address(e, NULL, &need), UCCL_ERR_BUFFER_TOO_SMALL);
@@ -153,8 +149,8 @@ static void test_connect_bad_blobs(void)
     size_t len = sizeof(blob);
     uint64_t t0;
 
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &b), UCCL_OK);
     if (a == NULL || b == NULL)
         goto out;
     UNIT_ASSERT_STATUS(uccl_engine_address(b, blob, &len), UCCL_OK);
@@ -193,8 +189,8 @@ static void test_connect_destroyed_engine(void)
     uccl_status_t st;
     uint64_t t0;
 
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &b), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &b), UCCL_OK);
     if (a == NULL || b == NULL)
         goto out;
     UNIT_ASSERT_STATUS(uccl_engine_address(b, blob, &len), UCCL_OK);
@@ -223,12 +219,12 @@ static void test_conn_query_close(void)
     uccl_req_t *req = NULL;
     uint64_t v;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
     UNIT_ASSERT_STATUS(uccl_conn_query(p.ab, &attr), UCCL_OK);
     CU_ASSERT_EQUAL(attr.peer_id, uccl_engine_id(p.b));
-    CU_ASSERT_STRING_EQUAL(attr.transport, transport);
+    CU_ASSERT_STRING_EQUAL(attr.transport, unit_tp);
     /* a host-only engine (no gpu_index) has no GPU path on its connections */
     CU_ASSERT_STRING_EQUAL(attr.gpu_transport, "none");
     CU_ASSERT_EQUAL(attr.same_host, 1);
@@ -260,7 +256,7 @@ static void test_peer_destroyed(void)
     uint64_t t0;
     uccl_status_t st;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, buf, sizeof(buf), 0, &mr), UCCL_OK);
@@ -293,10 +289,10 @@ static void test_rma_checks(void)
     uccl_req_t *req = NULL;
     unit_pair_t p;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &c), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &c), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, bbuf, sizeof(bbuf), 0, &bmr), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(c, cbuf, sizeof(cbuf), 0, &cmr), UCCL_OK);
@@ -346,7 +342,7 @@ static void test_iov_counts(void)
     unit_pair_t p;
     const int bad[] = {0, -1, UCCL_IOV_MAX + 1};
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
@@ -475,7 +471,7 @@ static void test_notif_wait(void)
     pthread_t thread;
     uint64_t v = 0, t0, dt;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         return;
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, abuf, sizeof(abuf), 0, &amr), UCCL_OK);
@@ -546,20 +542,14 @@ static CU_TestInfo tp_tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo per_tp[] = {
-        {"engine/shm", suite_init_shm, NULL, NULL, NULL, tp_tests},
-        {"engine/tcp", suite_init_tcp, NULL, NULL, NULL, tp_tests},
-    };
     CU_SuiteInfo suites[UNIT_NTRANSPORTS + 2] = {
         {"engine", NULL, NULL, NULL, NULL, common_tests},
     };
-    size_t n = 1;
+    size_t n;
 
     unsetenv("UCCL_TRANSPORTS");
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
-        if (unit_transport_usable(unit_transports[i]))
-            suites[n++] = per_tp[i];
+    n = 1 + unit_tp_suites("engine", tp_tests, NULL, NULL, suites + 1);
     suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
     return unit_main(suites);
 }

@@ -361,6 +361,51 @@ static int child_fail_issue(void)
 
 /* Runs before any async copy of this process: the knobs are read at the
  * first one, so each child reads its own. */
+/* Stream memory operations (the direct stream collectives' flags): a
+ * store and a wait queued in stream order, the wait compared cyclically
+ * (a sequence number that wrapped is still >= the one before it), the
+ * store after the copies before it, bad widths and alignment refused. */
+static void test_stream_memops(void)
+{
+    uccl_gpu_stream_t s, s2;
+    uint32_t *w = NULL;
+    uint64_t *d = NULL;
+    char src[8] = "bytes", dst[8] = "";
+
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_create(&s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_create(&s2), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_malloc((void **)&w, 64), UCCL_OK);
+    d = (uint64_t *)(w + 2);
+    w[0] = 0xfffffff0u;
+    w[1] = 0;
+    /* s2 waits for w[0] >= 0xfffffff8, then copies; s copies, then stores
+     * 0x00000003 (wrapped past it): the store lets s2 go */
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_wait_geq(s2, w, 0xfffffff8u, 4), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_memcpy_async(dst, src, sizeof(dst), s2), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_query(s2), UCCL_INPROGRESS);
+    UNIT_ASSERT_STATUS(uccl_gpu_memcpy_async(&w[1], &w[0], 4, s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_write(s, w, 3, 4), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_write(s, d, 0x100000000ull, 8), UCCL_OK);
+    CU_ASSERT_EQUAL(w[0], 0xfffffff0u); /* queued, not run */
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_sync(s), UCCL_OK);
+    CU_ASSERT_EQUAL(w[1], 0xfffffff0u); /* the copy ran before the store */
+    CU_ASSERT_EQUAL(w[0], 3u);
+    CU_ASSERT_EQUAL(*d, 0x100000000ull);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_sync(s2), UCCL_OK);
+    CU_ASSERT_STRING_EQUAL(dst, "bytes");
+    /* waits already met: 64-bit, and 32-bit for 2 where 3 is */
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_wait_geq(s2, d, 0xffffffffull, 8), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_wait_geq(s2, w, 2, 4), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_sync(s2), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_write(s, w, 1, 2), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_write(s, (char *)w + 2, 1, 4), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_wait_geq(s, (char *)w + 4, 1, 8), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_write(NULL, w, 1, 4), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_destroy(s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_destroy(s2), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_free(w), UCCL_OK);
+}
+
 static void test_faults(void)
 {
     CU_ASSERT_EQUAL(in_child(child_fail_copy), 0);
@@ -376,6 +421,7 @@ int main(void)
         {"memory", test_memory},
         {"IPC handles across processes, bad handles", test_ipc},
         {"stream order, lazy copies, events", test_stream_order},
+        {"stream memory operations: stores, cyclic waits", test_stream_memops},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

@@ -13,27 +13,16 @@
 
 #define BUF_SIZE (64 * 1024)
 
-static const char *transport;
-static unit_pair_t pair;
-static uint8_t send_buf[BUF_SIZE], recv_buf[BUF_SIZE];
-static uccl_mr_t *send_mr, *recv_mr; /* on a and on b */
+static unit_fixture_t F; /* src (sends) on a, dst (receives) on b */
 
-static int suite_init_common(void)
+static int suite_init(void)
 {
-    if (unit_pair_open(transport, &pair) != UCCL_OK)
-        return 1;
-    if (uccl_mr_reg(pair.a, send_buf, BUF_SIZE, 0, &send_mr) != UCCL_OK ||
-        uccl_mr_reg(pair.b, recv_buf, BUF_SIZE, 0, &recv_mr) != UCCL_OK)
-        return 1;
-    return 0;
+    return unit_fixture_open(unit_tp, BUF_SIZE, BUF_SIZE, &F) == UCCL_OK ? 0 : 1;
 }
-
-static int suite_init_shm(void) { transport = "shm"; return suite_init_common(); }
-static int suite_init_tcp(void) { transport = "tcp"; return suite_init_common(); }
 
 static int suite_cleanup(void)
 {
-    unit_pair_close(&pair); /* releases the regions too */
+    unit_fixture_close(&F);
     return 0;
 }
 
@@ -47,8 +36,8 @@ static void test_many_starts(void)
     uint64_t tags[4];
 
     for (int i = 0; i < 4; i++) {
-        UNIT_ASSERT_STATUS(uccl_send_init(pair.ab, send_mr, off[i], len[i], 5, &s[i]), UCCL_OK);
-        UNIT_ASSERT_STATUS(uccl_recv_init(pair.ba, recv_mr, off[i], len[i], 5, &r[i]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, off[i], len[i], 5, &s[i]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, F.dst_mr, off[i], len[i], 5, &r[i]), UCCL_OK);
         /* inactive: finished at once with no bytes */
         UNIT_ASSERT_STATUS(uccl_wait(s[i], 0), UCCL_OK);
         int done = 0;
@@ -59,19 +48,19 @@ static void test_many_starts(void)
     }
     for (unsigned round = 0; round < 200; round++) {
         for (int i = 0; i < 4; i++) {
-            unit_fill(send_buf + off[i], len[i], round * 4 + (unsigned)i);
-            memset(recv_buf + off[i], 0xee, len[i]);
+            unit_fill(F.src + off[i], len[i], round * 4 + (unsigned)i);
+            memset(F.dst + off[i], 0xee, len[i]);
             tags[i] = 1000 + round * 4 + (uint64_t)i;
         }
         UNIT_ASSERT_STATUS(uccl_start_all(r, 4, tags), UCCL_OK);
         UNIT_ASSERT_STATUS(uccl_start_all(s, 4, tags), UCCL_OK);
-        UNIT_ASSERT_STATUS(unit_drive(&pair, all, 8, UNIT_TIMEOUT_MS), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_drive(&F.p, all, 8, UNIT_TIMEOUT_MS), UCCL_OK);
         for (int i = 0; i < 4; i++) {
             size_t bytes = 99;
             UNIT_ASSERT_STATUS(uccl_wait(r[i], 0), UCCL_OK);
             UNIT_ASSERT_STATUS(uccl_req_bytes(r[i], &bytes), UCCL_OK);
             CU_ASSERT_EQUAL(bytes, len[i]);
-            CU_ASSERT_EQUAL(unit_mismatches(recv_buf + off[i], len[i], round * 4 + (unsigned)i),
+            CU_ASSERT_EQUAL(unit_mismatches(F.dst + off[i], len[i], round * 4 + (unsigned)i),
                             0);
             UNIT_ASSERT_STATUS(uccl_wait(s[i], 0), UCCL_OK);
         }
@@ -79,7 +68,7 @@ static void test_many_starts(void)
             for (int i = 0; i < 4; i++) {
                 UNIT_ASSERT_STATUS(uccl_start(s[i]), UCCL_OK);
                 UNIT_ASSERT_STATUS(uccl_start(r[i]), UCCL_OK);
-                UNIT_ASSERT_STATUS(unit_drive(&pair, all, 8, UNIT_TIMEOUT_MS), UCCL_OK);
+                UNIT_ASSERT_STATUS(unit_drive(&F.p, all, 8, UNIT_TIMEOUT_MS), UCCL_OK);
                 UNIT_ASSERT_STATUS(uccl_wait(r[i], 0), UCCL_OK);
             }
     }
@@ -94,33 +83,33 @@ static void test_order_and_truncation(void)
     uccl_req_t *pr, *ps, *s1, *s2, *r2;
     size_t bytes = 0;
 
-    unit_fill(send_buf, 256, 7);
-    UNIT_ASSERT_STATUS(uccl_recv_init(pair.ba, recv_mr, 0, 16, 44, &pr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_send(pair.ab, send_mr, 0, 16, 44, &s1), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_send(pair.ab, send_mr, 16, 32, 44, &s2), UCCL_OK);
+    unit_fill(F.src, 256, 7);
+    UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, F.dst_mr, 0, 16, 44, &pr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(F.p.ab, F.src_mr, 0, 16, 44, &s1), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(F.p.ab, F.src_mr, 16, 32, 44, &s2), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_OK);
     uccl_req_t *w1[] = {pr, s1, s2};
-    UNIT_ASSERT_STATUS(unit_drive(&pair, w1, 3, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, w1, 3, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(pr, 0), UCCL_OK);
-    CU_ASSERT_EQUAL(unit_mismatches(recv_buf, 16, 7), 0); /* the first message */
+    CU_ASSERT_EQUAL(unit_mismatches(F.dst, 16, 7), 0); /* the first message */
     /* the 32-byte message does not fit the 16-byte persistent receive */
     UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &pr, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &pr, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(pr, 0), UCCL_ERR_TRUNCATED);
-    UNIT_ASSERT_STATUS(uccl_recv(pair.ba, recv_mr, 1024, 64, 44, &r2), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &r2, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, F.dst_mr, 1024, 64, 44, &r2), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &r2, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(r2, &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, 32);
-    CU_ASSERT_EQUAL(memcmp(recv_buf + 1024, send_buf + 16, 32), 0);
+    CU_ASSERT_EQUAL(memcmp(F.dst + 1024, F.src + 16, 32), 0);
     /* and the persistent send pairs with an ordinary receive */
-    UNIT_ASSERT_STATUS(uccl_send_init(pair.ab, send_mr, 64, 100, 45, &ps), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, 64, 100, 45, &ps), UCCL_OK);
     uccl_req_free(r2);
-    UNIT_ASSERT_STATUS(uccl_recv(pair.ba, recv_mr, 2048, 100, 45, &r2), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, F.dst_mr, 2048, 100, 45, &r2), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_start(ps), UCCL_OK);
     uccl_req_t *w2[] = {ps, r2};
-    UNIT_ASSERT_STATUS(unit_drive(&pair, w2, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, w2, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(r2, 0), UCCL_OK);
-    CU_ASSERT_EQUAL(memcmp(recv_buf + 2048, send_buf + 64, 100), 0);
+    CU_ASSERT_EQUAL(memcmp(F.dst + 2048, F.src + 64, 100), 0);
     uccl_req_free(r2);
     uccl_req_free(s1);
     uccl_req_free(s2);
@@ -134,48 +123,48 @@ static void test_errors(void)
     uccl_mr_t *mr;
     static uint8_t extra[4096];
 
-    UNIT_ASSERT_STATUS(uccl_send_init(pair.ab, send_mr, BUF_SIZE - 8, 16, 1, &ps),
+    UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, BUF_SIZE - 8, 16, 1, &ps),
                        UCCL_ERR_OUT_OF_BOUNDS);
-    UNIT_ASSERT_STATUS(uccl_recv_init(pair.ba, NULL, 0, 16, 1, &pr), UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(uccl_send_init(NULL, send_mr, 0, 16, 1, &ps), UCCL_ERR_INVALID_HANDLE);
-    UNIT_ASSERT_STATUS(uccl_send_init(pair.ab, send_mr, 0, 16, 1, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, NULL, 0, 16, 1, &pr), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_send_init(NULL, F.src_mr, 0, 16, 1, &ps), UCCL_ERR_INVALID_HANDLE);
+    UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, 0, 16, 1, NULL), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_start(NULL), UCCL_ERR_INVALID_HANDLE);
     UNIT_ASSERT_STATUS(uccl_start_all(NULL, 1, NULL), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_start_all(NULL, 0, NULL), UCCL_OK);
     /* not a persistent request */
-    UNIT_ASSERT_STATUS(uccl_recv(pair.ba, recv_mr, 0, 16, 2, &plain), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, F.dst_mr, 0, 16, 2, &plain), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_start(plain), UCCL_ERR_INVALID_PARAM);
     /* a region with a persistent request is in use until the request is freed */
-    UNIT_ASSERT_STATUS(uccl_mr_reg(pair.b, extra, sizeof(extra), 0, &mr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_recv_init(pair.ba, mr, 0, 16, 2, &pr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.b, extra, sizeof(extra), 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, mr, 0, 16, 2, &pr), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_ERR_BUSY);
     /* active: a second start is refused, and none of a batch starts */
     UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_ERR_BUSY);
-    UNIT_ASSERT_STATUS(uccl_recv_init(pair.ba, recv_mr, 0, 16, 3, &other), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, F.dst_mr, 0, 16, 3, &other), UCCL_OK);
     two[0] = other;
     two[1] = pr;
     UNIT_ASSERT_STATUS(uccl_start_all(two, 2, NULL), UCCL_ERR_BUSY);
     UNIT_ASSERT_STATUS(uccl_wait(other, 0), UCCL_OK); /* did not start: still inactive */
     /* requests of two engines in one call */
-    UNIT_ASSERT_STATUS(uccl_send_init(pair.ab, send_mr, 0, 16, 2, &ps), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, 0, 16, 2, &ps), UCCL_OK);
     two[0] = ps;
     two[1] = other;
     UNIT_ASSERT_STATUS(uccl_start_all(two, 2, NULL), UCCL_ERR_INVALID_PARAM);
     /* the first of the two sends (tag 2) goes to the ordinary receive, which
      * was posted first; the second to the persistent one */
-    unit_fill(send_buf, 16, 3);
+    unit_fill(F.src, 16, 3);
     UNIT_ASSERT_STATUS(uccl_start(ps), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &plain, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &plain, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(ps, 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_start(ps), UCCL_OK);
     /* freed while active: detached, finishes in the background, and then
      * releases its region */
     UNIT_ASSERT_STATUS(uccl_req_free(pr), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &ps, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &ps, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     for (int i = 0; i < 1000; i++) {
-        uccl_engine_progress(pair.a);
-        uccl_engine_progress(pair.b);
+        uccl_engine_progress(F.p.a);
+        uccl_engine_progress(F.p.b);
     }
     CU_ASSERT_EQUAL(unit_mismatches(extra, 16, 3), 0);
     UNIT_ASSERT_STATUS(uccl_mr_dereg(mr), UCCL_OK);
@@ -194,11 +183,6 @@ static CU_TestInfo preq_tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo all[] = {
-        {"preq/shm", suite_init_shm, suite_cleanup, NULL, NULL, preq_tests},
-        {"preq/tcp", suite_init_tcp, suite_cleanup, NULL, NULL, preq_tests},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    return unit_main_per_transport(all);
+    return unit_main_tp("preq", preq_tests, suite_init, suite_cleanup);
 }

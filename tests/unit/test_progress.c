@@ -61,16 +61,14 @@ out:
     return st;
 }
 
-static const char *transport;
-
 static void test_thread_drives_sender(void)
 {
-    UNIT_ASSERT_STATUS(send_waiting_on_receiver(transport, 1, 10000), UCCL_OK);
+    UNIT_ASSERT_STATUS(send_waiting_on_receiver(unit_tp, 1, 10000), UCCL_OK);
 }
 
 static void test_without_thread_sender_stalls(void)
 {
-    UNIT_ASSERT_STATUS(send_waiting_on_receiver(transport, 0, 500), UCCL_ERR_TIMEOUT);
+    UNIT_ASSERT_STATUS(send_waiting_on_receiver(unit_tp, 0, 500), UCCL_ERR_TIMEOUT);
 }
 
 static CU_TestInfo tests[] = {
@@ -79,21 +77,7 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static int set_shm(void) { transport = "shm"; return 0; }
-static int set_tcp(void) { transport = "tcp"; return 0; }
-
 int main(void)
 {
-    CU_SuiteInfo suites[3] = {CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL};
-    int n = 0;
-
-    if (unit_transport_usable("shm"))
-        suites[n++] = (CU_SuiteInfo){"progress thread over shm", set_shm, NULL, NULL, NULL, tests};
-    if (unit_transport_usable("tcp"))
-        suites[n++] = (CU_SuiteInfo){"progress thread over tcp", set_tcp, NULL, NULL, NULL, tests};
-    if (n == 0) {
-        printf("skipped: neither shm nor tcp usable here\n");
-        return UNIT_EXIT_SKIP;
-    }
-    return unit_main(suites);
+    return unit_main_tp("progress", tests, NULL, NULL);
 }

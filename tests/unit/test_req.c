@@ -10,28 +10,17 @@
 
 #define BUF_SIZE (64 * 1024)
 
-static const char *transport;
-static unit_pair_t pair;
-static uint8_t send_buf[BUF_SIZE], recv_buf[BUF_SIZE];
-static uccl_mr_t *send_mr, *recv_mr; /* on a and on b */
+static unit_fixture_t F; /* src (sends) on a, dst (receives) on b */
 
-static int suite_init_common(void)
+static int suite_init(void)
 {
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    if (unit_pair_open(transport, &pair) != UCCL_OK)
-        return 1;
-    if (uccl_mr_reg(pair.a, send_buf, BUF_SIZE, 0, &send_mr) != UCCL_OK ||
-        uccl_mr_reg(pair.b, recv_buf, BUF_SIZE, 0, &recv_mr) != UCCL_OK)
-        return 1;
-    return 0;
+    return unit_fixture_open(unit_tp, BUF_SIZE, BUF_SIZE, &F) == UCCL_OK ? 0 : 1;
 }
-
-static int suite_init_shm(void) { transport = "shm"; return suite_init_common(); }
-static int suite_init_tcp(void) { transport = "tcp"; return suite_init_common(); }
 
 static int suite_cleanup(void)
 {
-    unit_pair_close(&pair); /* releases the regions too */
+    unit_fixture_close(&F);
     return 0;
 }
 
@@ -49,18 +38,18 @@ static int check_pattern(const uint8_t *p, size_t len, unsigned seed)
     return 1;
 }
 
-/* Post a send of len bytes at send_buf+off with tag; returns the request. */
+/* Post a send of len bytes at F.src+off with tag; returns the request. */
 static uccl_req_t *post_send(size_t off, size_t len, uint64_t tag)
 {
     uccl_req_t *req = NULL;
-    UNIT_ASSERT_STATUS(uccl_send(pair.ab, send_mr, off, len, tag, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(F.p.ab, F.src_mr, off, len, tag, &req), UCCL_OK);
     return req;
 }
 
 static uccl_req_t *post_recv(size_t off, size_t len, uint64_t tag)
 {
     uccl_req_t *req = NULL;
-    UNIT_ASSERT_STATUS(uccl_recv(pair.ba, recv_mr, off, len, tag, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, F.dst_mr, off, len, tag, &req), UCCL_OK);
     return req;
 }
 
@@ -80,14 +69,14 @@ static void test_send_recv_test_bytes(void)
     size_t bytes = 0;
     int done = 0;
 
-    fill_pattern(send_buf, len, 1);
-    memset(recv_buf, 0, len);
+    fill_pattern(F.src, len, 1);
+    memset(F.dst, 0, len);
     reqs[0] = post_recv(0, len, 11);
     CU_ASSERT_PTR_NOT_NULL_FATAL(reqs[0]);
     UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[0], &bytes), UCCL_INPROGRESS);
     reqs[1] = post_send(0, len, 11);
     CU_ASSERT_PTR_NOT_NULL_FATAL(reqs[1]);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_test(reqs[0], &done), UCCL_OK);
     CU_ASSERT_EQUAL(done, 1);
     UNIT_ASSERT_STATUS(uccl_test(reqs[1], &done), UCCL_OK);
@@ -97,7 +86,7 @@ static void test_send_recv_test_bytes(void)
     CU_ASSERT_EQUAL(bytes, len);
     UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[1], &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, len);
-    CU_ASSERT(check_pattern(recv_buf, len, 1));
+    CU_ASSERT(check_pattern(F.dst, len, 1));
     UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[0], NULL), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_test(reqs[0], NULL), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_req_free(reqs[0]), UCCL_OK);
@@ -115,7 +104,7 @@ static void test_freed_request(void)
     reqs[1] = post_send(0, 16, 12);
     CU_ASSERT_PTR_NOT_NULL_FATAL(reqs[0]);
     CU_ASSERT_PTR_NOT_NULL_FATAL(reqs[1]);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_free(reqs[0]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_free(reqs[0]), UCCL_ERR_INVALID_HANDLE);
     UNIT_ASSERT_STATUS(uccl_test(reqs[0], &done), UCCL_ERR_INVALID_HANDLE);
@@ -138,8 +127,8 @@ static void test_wait_timeout_keeps_request(void)
     size_t bytes = 0;
     int done = 1;
 
-    fill_pattern(send_buf, 300, 3);
-    memset(recv_buf, 0, 300);
+    fill_pattern(F.src, 300, 3);
+    memset(F.dst, 0, 300);
     reqs[0] = post_recv(0, 300, 13);
     CU_ASSERT_PTR_NOT_NULL_FATAL(reqs[0]);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_ERR_TIMEOUT);
@@ -151,11 +140,11 @@ static void test_wait_timeout_keeps_request(void)
     UNIT_ASSERT_STATUS(uccl_test(reqs[0], &done), UCCL_INPROGRESS);
     CU_ASSERT_EQUAL(done, 0);
     reqs[1] = post_send(0, 300, 13);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[0], &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, 300);
-    CU_ASSERT(check_pattern(recv_buf, 300, 3));
+    CU_ASSERT(check_pattern(F.dst, 300, 3));
     uccl_req_free(reqs[0]);
     uccl_req_free(reqs[1]);
 }
@@ -173,23 +162,23 @@ static void test_free_in_flight(void)
     UNIT_ASSERT_STATUS(uccl_req_free(detached), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_test(detached, &done), UCCL_ERR_INVALID_HANDLE);
     UNIT_ASSERT_STATUS(uccl_req_free(detached), UCCL_ERR_INVALID_HANDLE);
-    fill_pattern(send_buf, 100, 4);
-    fill_pattern(send_buf + 1000, 100, 5);
-    memset(recv_buf, 0, 2000);
+    fill_pattern(F.src, 100, 4);
+    fill_pattern(F.src + 1000, 100, 5);
+    memset(F.dst, 0, 2000);
     reqs[0] = post_recv(1000, 100, 14);
     reqs[1] = post_send(0, 100, 14);    /* to the detached receive */
     reqs[2] = post_send(1000, 100, 14); /* to reqs[0] */
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 3, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 3, UNIT_TIMEOUT_MS), UCCL_OK);
     expect_all_ok(reqs, 3);
-    CU_ASSERT(check_pattern(recv_buf, 100, 4));
-    CU_ASSERT(check_pattern(recv_buf + 1000, 100, 5));
+    CU_ASSERT(check_pattern(F.dst, 100, 4));
+    CU_ASSERT(check_pattern(F.dst + 1000, 100, 5));
     for (int i = 0; i < 3; i++)
         uccl_req_free(reqs[i]);
     /* a freed send in flight completes in the background too */
     reqs[0] = post_recv(0, 64, 15);
     reqs[1] = post_send(0, 64, 15);
     UNIT_ASSERT_STATUS(uccl_req_free(reqs[1]), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
     uccl_req_free(reqs[0]);
     /* many detached requests do not leak (ASan) nor exhaust the pool */
@@ -203,7 +192,7 @@ static void test_free_in_flight(void)
     }
     reqs[0] = post_recv(0, 8, 17);
     reqs[1] = post_send(0, 8, 17);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     uccl_req_free(reqs[0]);
     uccl_req_free(reqs[1]);
 }
@@ -215,29 +204,29 @@ static void test_wait_all_mixed(void)
     uccl_req_t *recvs[4] = {NULL}, *sends[2];
     size_t bytes = 0;
 
-    fill_pattern(send_buf, 400, 6);
-    memset(recv_buf, 0, 4096);
+    fill_pattern(F.src, 400, 6);
+    memset(F.dst, 0, 4096);
     recvs[0] = post_recv(0, 1000, 18);   /* larger than the message: ok, 400 bytes */
     recvs[2] = post_recv(1024, 100, 19); /* smaller: truncated */
     sends[0] = post_send(0, 400, 18);
     sends[1] = post_send(0, 400, 19);
     recvs[3] = sends[0]; /* drive the first send along */
-    UNIT_ASSERT_STATUS(unit_drive(&pair, recvs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, recvs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
     recvs[3] = NULL;
     UNIT_ASSERT_STATUS(uccl_wait_all(recvs, 4, UNIT_TIMEOUT_MS), UCCL_ERR_TRUNCATED);
     UNIT_ASSERT_STATUS(uccl_wait(recvs[0], 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(recvs[0], &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, 400);
-    CU_ASSERT(check_pattern(recv_buf, 400, 6));
+    CU_ASSERT(check_pattern(F.dst, 400, 6));
     UNIT_ASSERT_STATUS(uccl_wait(recvs[2], 0), UCCL_ERR_TRUNCATED);
     UNIT_ASSERT_STATUS(uccl_req_free(recvs[2]), UCCL_OK);
     /* the message of tag 19 waits for a receive that fits */
     recvs[2] = post_recv(2048, 400, 19);
     recvs[3] = sends[1];
-    UNIT_ASSERT_STATUS(unit_drive(&pair, recvs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, recvs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
     recvs[3] = NULL;
     UNIT_ASSERT_STATUS(uccl_wait_all(recvs, 4, 0), UCCL_OK);
-    CU_ASSERT(check_pattern(recv_buf + 2048, 400, 6));
+    CU_ASSERT(check_pattern(F.dst + 2048, 400, 6));
     UNIT_ASSERT_STATUS(uccl_wait_all(sends, 2, 0), UCCL_OK);
     uccl_req_free(recvs[0]);
     uccl_req_free(recvs[2]);
@@ -255,23 +244,23 @@ static void test_tags_and_zero_length(void)
     uccl_req_t *reqs[5];
     size_t bytes = 1;
 
-    fill_pattern(send_buf, 64, 7);
-    fill_pattern(send_buf + 64, 64, 8);
-    memset(recv_buf, 0, 256);
+    fill_pattern(F.src, 64, 7);
+    fill_pattern(F.src + 64, 64, 8);
+    memset(F.dst, 0, 256);
     reqs[0] = post_recv(0, 64, 21);  /* gets tag 21 = pattern 8 */
     reqs[1] = post_recv(64, 64, 20); /* gets tag 20 = pattern 7 */
     reqs[2] = post_send(0, 64, 20);
     reqs[3] = post_send(64, 64, 21);
     reqs[4] = NULL;
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 4, UNIT_TIMEOUT_MS), UCCL_OK);
     expect_all_ok(reqs, 4);
-    CU_ASSERT(check_pattern(recv_buf, 64, 8));
-    CU_ASSERT(check_pattern(recv_buf + 64, 64, 7));
+    CU_ASSERT(check_pattern(F.dst, 64, 8));
+    CU_ASSERT(check_pattern(F.dst + 64, 64, 7));
     for (int i = 0; i < 4; i++)
         uccl_req_free(reqs[i]);
     reqs[0] = post_recv(0, 64, 22);
     reqs[1] = post_send(0, 0, 22);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[0], &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, 0);
@@ -289,8 +278,8 @@ static long poll_until_done(int use_wait_all, int timeout_ms)
     uccl_status_t ss = UCCL_ERR_TIMEOUT, rs = UCCL_ERR_TIMEOUT;
     long n = 0;
 
-    fill_pattern(send_buf, 4096, 77);
-    memset(recv_buf, 0, 4096);
+    fill_pattern(F.src, 4096, 77);
+    memset(F.dst, 0, 4096);
     s = post_send(0, 4096, 900);
     r = post_recv(0, 4096, 900);
     for (; n < 200000 && (ss == UCCL_ERR_TIMEOUT || rs == UCCL_ERR_TIMEOUT); n++) {
@@ -301,7 +290,7 @@ static long poll_until_done(int use_wait_all, int timeout_ms)
     }
     UNIT_ASSERT_STATUS(ss, UCCL_OK);
     UNIT_ASSERT_STATUS(rs, UCCL_OK);
-    CU_ASSERT(check_pattern(recv_buf, 4096, 77));
+    CU_ASSERT(check_pattern(F.dst, 4096, 77));
     uccl_req_free(s);
     uccl_req_free(r);
     return n;
@@ -358,11 +347,6 @@ static CU_TestInfo req_tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo all[] = {
-        {"req/shm", suite_init_shm, suite_cleanup, NULL, NULL, req_tests},
-        {"req/tcp", suite_init_tcp, suite_cleanup, NULL, NULL, req_tests},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    return unit_main_per_transport(all);
+    return unit_main_tp("req", req_tests, suite_init, suite_cleanup);
 }

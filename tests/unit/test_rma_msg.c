@@ -1,4 +1,4 @@
-/* Unit tests of uccl_writemsg / uccl_readmsg (remote pieces, src/core/xfer.c)
+/* Unit tests of uccl_writemsg / uccl_readmsg (remote pieces, src/core/xfer_msg.c)
  * and of generalized requests (src/core/greq.c) over a live connection
  * between two engines of this process, one suite per transport usable here. */
 #include <stdlib.h>
@@ -10,37 +10,28 @@
 #define SRC_SIZE (256 * 1024)
 #define DST_SIZE (512 * 1024)
 
-static const char *transport;
-static unit_pair_t pair;
-static uint8_t *src, *dst1, *dst2; /* src on a; dst1, dst2 on b */
-static uccl_mr_t *src_mr, *dst1_mr, *dst2_mr;
+static unit_fixture_t F; /* src on a, dst1 (F.dst) on b */
+static uint8_t *dst2; /* on b too */
+static uccl_mr_t *dst2_mr;
 static uccl_rdesc_t d1, d2;
 
-static int suite_init_common(void)
+static int suite_init(void)
 {
-    src = malloc(SRC_SIZE);
-    dst1 = malloc(DST_SIZE);
-    dst2 = malloc(DST_SIZE);
-    if (src == NULL || dst1 == NULL || dst2 == NULL || unit_pair_open(transport, &pair) != UCCL_OK)
+    if (unit_fixture_open(unit_tp, SRC_SIZE, DST_SIZE, &F) != UCCL_OK ||
+        (dst2 = malloc(DST_SIZE)) == NULL)
         return 1;
-    if (uccl_mr_reg(pair.a, src, SRC_SIZE, 0, &src_mr) != UCCL_OK ||
-        uccl_mr_reg(pair.b, dst1, DST_SIZE, 0, &dst1_mr) != UCCL_OK ||
-        uccl_mr_reg(pair.b, dst2, DST_SIZE, 0, &dst2_mr) != UCCL_OK ||
-        uccl_mr_pack(dst1_mr, 0, DST_SIZE, &d1) != UCCL_OK ||
+    if (uccl_mr_reg(F.p.b, dst2, DST_SIZE, 0, &dst2_mr) != UCCL_OK ||
+        uccl_mr_pack(F.dst_mr, 0, DST_SIZE, &d1) != UCCL_OK ||
         uccl_mr_pack(dst2_mr, 4096, DST_SIZE - 4096, &d2) != UCCL_OK)
         return 1;
     return 0;
 }
 
-static int suite_init_shm(void) { transport = "shm"; return suite_init_common(); }
-static int suite_init_tcp(void) { transport = "tcp"; return suite_init_common(); }
-
 static int suite_cleanup(void)
 {
-    unit_pair_close(&pair);
-    free(src);
-    free(dst1);
+    unit_fixture_close(&F);
     free(dst2);
+    dst2 = NULL;
     return 0;
 }
 
@@ -52,8 +43,8 @@ static void fill(uint8_t *p, size_t len, unsigned seed)
 
 static void reset(void)
 {
-    fill(src, SRC_SIZE, 3);
-    memset(dst1, 0xee, DST_SIZE);
+    fill(F.src, SRC_SIZE, 3);
+    memset(F.dst, 0xee, DST_SIZE);
     memset(dst2, 0xee, DST_SIZE);
 }
 
@@ -63,10 +54,10 @@ static void reset(void)
 static const uccl_iov_t *local_pieces(int *n)
 {
     static uccl_iov_t iov[4];
-    iov[0] = (uccl_iov_t){src_mr, 100, 30000};
+    iov[0] = (uccl_iov_t){F.src_mr, 100, 30000};
     iov[1] = (uccl_iov_t){NULL, 0, 0};
-    iov[2] = (uccl_iov_t){src_mr, 50000, 25000};
-    iov[3] = (uccl_iov_t){src_mr, 200000, 15000};
+    iov[2] = (uccl_iov_t){F.src_mr, 50000, 25000};
+    iov[3] = (uccl_iov_t){F.src_mr, 200000, 15000};
     *n = 4;
     return iov;
 }
@@ -93,11 +84,11 @@ static void expect_same_stream(const uccl_iov_t *iov, int n, const uccl_riov_t *
 
     for (int i = 0; i < n; i++) {
         if (iov[i].len)
-            memcpy(p, src + iov[i].off, iov[i].len);
+            memcpy(p, F.src + iov[i].off, iov[i].len);
         p += iov[i].len;
     }
     for (int k = 0; k < rn; k++) {
-        const uint8_t *base = riov[k].rdesc == &d1 ? dst1 : dst2 + 4096;
+        const uint8_t *base = riov[k].rdesc == &d1 ? F.dst : dst2 + 4096;
         CU_ASSERT(memcmp(base + riov[k].roff, stream + at, riov[k].len) == 0);
         at += riov[k].len;
     }
@@ -110,11 +101,11 @@ static void expect_landed(const uccl_iov_t *iov, int n, const uccl_riov_t *riov,
 {
     expect_same_stream(iov, n, riov, rn);
     /* bytes around the pieces untouched */
-    CU_ASSERT_EQUAL(dst1[65535], 0xee);
-    CU_ASSERT_EQUAL(dst1[65536 + 10000], 0xee);
+    CU_ASSERT_EQUAL(F.dst[65535], 0xee);
+    CU_ASSERT_EQUAL(F.dst[65536 + 10000], 0xee);
     CU_ASSERT_EQUAL(dst2[4095], 0xee);
     CU_ASSERT_EQUAL(dst2[4096 + 20000], 0xee);
-    CU_ASSERT_EQUAL(dst1[499999], 0xee);
+    CU_ASSERT_EQUAL(F.dst[499999], 0xee);
 }
 
 static void test_writemsg_pieces(void)
@@ -127,8 +118,8 @@ static void test_writemsg_pieces(void)
     size_t bytes = 0;
 
     reset();
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(req, &bytes), UCCL_OK);
     CU_ASSERT_EQUAL(bytes, 70000);
@@ -147,10 +138,10 @@ static void test_readmsg_pieces(void)
 
     reset();
     for (int k = 0; k < rn; k++) /* the remote side holds the stream */
-        fill((riov[k].rdesc == &d1 ? dst1 : dst2 + 4096) + riov[k].roff, riov[k].len, 9 + k);
-    memset(src, 0, SRC_SIZE);
-    UNIT_ASSERT_STATUS(uccl_readmsg(pair.ab, &m, &req), UCCL_OK);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+        fill((riov[k].rdesc == &d1 ? F.dst : dst2 + 4096) + riov[k].roff, riov[k].len, 9 + k);
+    memset(F.src, 0, SRC_SIZE);
+    UNIT_ASSERT_STATUS(uccl_readmsg(F.p.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
     expect_same_stream(iov, n, riov, rn);
     uccl_req_free(req);
@@ -171,18 +162,18 @@ static void test_writemsg_notify_after_all(void)
     uint64_t deadline = unit_now_ms() + UNIT_TIMEOUT_MS;
 
     reset();
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
     while (st == UCCL_ERR_NOT_FOUND && unit_now_ms() < deadline) {
         int done;
         uccl_test(req, &done);
-        st = uccl_notif_poll(pair.ba, &v);
+        st = uccl_notif_poll(F.p.ba, &v);
     }
     UNIT_ASSERT_STATUS(st, UCCL_OK);
     CU_ASSERT_EQUAL(v, 0xabcdef12345ull);
     expect_landed(iov, n, riov, rn);
-    UNIT_ASSERT_STATUS(unit_drive(&pair, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_notif_poll(pair.ba, &v), UCCL_ERR_NOT_FOUND); /* exactly one */
+    UNIT_ASSERT_STATUS(uccl_notif_poll(F.p.ba, &v), UCCL_ERR_NOT_FOUND); /* exactly one */
     uccl_req_free(req);
 }
 
@@ -191,7 +182,7 @@ static void test_writemsg_notify_after_all(void)
 static void test_many_remote_pieces_detached(void)
 {
     static uccl_riov_t riov[UCCL_RIOV_MAX];
-    uccl_iov_t iov = {src_mr, 0, UCCL_RIOV_MAX * 256};
+    uccl_iov_t iov = {F.src_mr, 0, UCCL_RIOV_MAX * 256};
     uccl_rma_msg_t m = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = UCCL_RIOV_MAX,
                         .flags = UCCL_RMA_NOTIFY, .notif = 7};
     uccl_req_t *req = NULL;
@@ -201,55 +192,55 @@ static void test_many_remote_pieces_detached(void)
     reset();
     for (int k = 0; k < UCCL_RIOV_MAX; k++)
         riov[k] = (uccl_riov_t){&d1, (size_t)((k * 389) % UCCL_RIOV_MAX) * 256, 256};
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_free(req), UCCL_OK); /* detached: still completes */
     while (st == UCCL_ERR_NOT_FOUND && unit_now_ms() < deadline) {
-        uccl_engine_progress(pair.a);
-        st = uccl_notif_poll(pair.ba, &v);
+        uccl_engine_progress(F.p.a);
+        st = uccl_notif_poll(F.p.ba, &v);
     }
     UNIT_ASSERT_STATUS(st, UCCL_OK);
     CU_ASSERT_EQUAL(v, 7);
     for (int k = 0; k < UCCL_RIOV_MAX; k++)
-        CU_ASSERT(memcmp(dst1 + riov[k].roff, src + (size_t)k * 256, 256) == 0);
+        CU_ASSERT(memcmp(F.dst + riov[k].roff, F.src + (size_t)k * 256, 256) == 0);
 }
 
 /* Every bad call fails before anything is sent: the target stays as it was. */
 static void test_writemsg_refusals(void)
 {
-    uccl_iov_t iov = {src_mr, 0, 1000};
+    uccl_iov_t iov = {F.src_mr, 0, 1000};
     uccl_riov_t riov[2] = {{&d1, 0, 500}, {&d2, 0, 500}};
     uccl_rma_msg_t m = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = 2};
     uccl_req_t *req = NULL;
     uccl_rdesc_t own;
 
     reset();
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, NULL, &req), UCCL_ERR_INVALID_PARAM);
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, NULL, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, NULL), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_writemsg(NULL, &m, &req), UCCL_ERR_INVALID_HANDLE);
     riov[1].len = 499; /* totals differ */
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     riov[1].len = 500;
     m.riovcnt = 0;
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     m.riovcnt = UCCL_RIOV_MAX + 1;
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     m.riovcnt = 2;
     m.flags = 1u << 7;
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     m.flags = UCCL_RMA_NOTIFY;
-    UNIT_ASSERT_STATUS(uccl_readmsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_readmsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     m.flags = 0;
     riov[1].rdesc = NULL;
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
     riov[1] = (uccl_riov_t){&d2, DST_SIZE - 4096 - 100, 500}; /* past d2's range */
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_OUT_OF_BOUNDS);
-    UNIT_ASSERT_STATUS(uccl_mr_pack(src_mr, 0, 4096, &own), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(F.src_mr, 0, 4096, &own), UCCL_OK);
     riov[1] = (uccl_riov_t){&own, 0, 500}; /* a's own region: not the peer's engine */
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_STALE);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_STALE);
     memset(&own, 0x5a, sizeof(own)); /* garbage */
-    UNIT_ASSERT_STATUS(uccl_writemsg(pair.ab, &m, &req), UCCL_ERR_BAD_DESC);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_BAD_DESC);
     for (size_t i = 0; i < DST_SIZE; i++)
-        if (dst1[i] != 0xee || dst2[i] != 0xee) {
+        if (F.dst[i] != 0xee || dst2[i] != 0xee) {
             CU_FAIL("a refused writemsg wrote to the target");
             break;
         }
@@ -278,10 +269,10 @@ static void test_greq_lifecycle(void)
     uccl_req_t *r = NULL, *q = NULL, *reqs[2];
     size_t bytes = 0;
 
-    UNIT_ASSERT_STATUS(uccl_req_create(pair.a, NULL, &s, &r), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_req_create(F.p.a, NULL, &s, &r), UCCL_ERR_INVALID_PARAM);
     UNIT_ASSERT_STATUS(uccl_req_create(NULL, greq_cb, &s, &r), UCCL_ERR_INVALID_HANDLE);
-    UNIT_ASSERT_STATUS(uccl_req_create(pair.a, greq_cb, &s, &r), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_req_create(pair.a, greq_cb, &f, &q), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_create(F.p.a, greq_cb, &s, &r), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_create(F.p.a, greq_cb, &f, &q), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_bytes(r, &bytes), UCCL_INPROGRESS);
     reqs[0] = r;
     reqs[1] = q;
@@ -297,10 +288,10 @@ static void test_greq_lifecycle(void)
     /* a transfer request is not a generalized one */
     {
         uccl_req_t *w = NULL;
-        uccl_iov_t iov = {src_mr, 0, 10};
-        UNIT_ASSERT_STATUS(uccl_writev(pair.ab, &iov, 1, &d1, 0, &w), UCCL_OK);
+        uccl_iov_t iov = {F.src_mr, 0, 10};
+        UNIT_ASSERT_STATUS(uccl_writev(F.p.ab, &iov, 1, &d1, 0, &w), UCCL_OK);
         UNIT_ASSERT_STATUS(uccl_req_finish(w, UCCL_OK, 0), UCCL_ERR_INVALID_PARAM);
-        UNIT_ASSERT_STATUS(unit_drive(&pair, &w, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_drive(&F.p, &w, 1, UNIT_TIMEOUT_MS), UCCL_OK);
         uccl_req_free(w);
     }
 }
@@ -315,13 +306,13 @@ static void test_greq_detached_and_destroy(void)
     uccl_engine_t *e = NULL;
     uccl_req_t *r = NULL, *p = NULL;
 
-    UNIT_ASSERT_STATUS(uccl_req_create(pair.a, greq_cb, &s, &r), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_create(F.p.a, greq_cb, &s, &r), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_free(r), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_test(r, &(int){0}), UCCL_ERR_INVALID_HANDLE);
     for (int i = 0; i < 10; i++)
-        uccl_engine_progress(pair.a);
+        uccl_engine_progress(F.p.a);
     CU_ASSERT_EQUAL(s.calls, 3);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &e), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &e), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_req_create(e, greq_cb, &never, &p), UCCL_OK);
     uccl_engine_progress(e);
     CU_ASSERT_EQUAL(never.calls, 1);
@@ -342,11 +333,6 @@ static CU_TestInfo msg_tests[] = {
 
 int main(void)
 {
-    CU_SuiteInfo all[] = {
-        {"rma_msg/shm", suite_init_shm, suite_cleanup, NULL, NULL, msg_tests},
-        {"rma_msg/tcp", suite_init_tcp, suite_cleanup, NULL, NULL, msg_tests},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
-    return unit_main_per_transport(all);
+    return unit_main_tp("rma_msg", msg_tests, suite_init, suite_cleanup);
 }

@@ -20,8 +20,6 @@
 #define TLEN 4096
 #define GUARD 4096
 
-static const char *transport;
-
 /* A free TCP port on the address engines advertise (the OS picks it). */
 static int free_port(void)
 {
@@ -44,7 +42,7 @@ static uccl_status_t engine_at_port(int port, uccl_engine_t **e)
 
     snprintf(text, sizeof(text), "%d", port);
     setenv("UCCL_OOB_PORT", text, 1);
-    st = unit_engine_create(transport, e);
+    st = unit_engine_create(unit_tp, e);
     unsetenv("UCCL_OOB_PORT");
     return st;
 }
@@ -120,7 +118,7 @@ static void test_restart_same_address(void)
     memset(&p1, 0, sizeof(p1));
     memset(&p2, 0, sizeof(p2));
     CU_ASSERT_FATAL(port > 0 && src != NULL && t.mem != NULL);
-    UNIT_ASSERT_STATUS(unit_engine_create(transport, &a), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &a), UCCL_OK);
     UNIT_ASSERT_STATUS(engine_at_port(port, &b1), UCCL_OK);
     if (a == NULL || b1 == NULL)
         goto out;
@@ -207,7 +205,7 @@ static void test_forged(void)
     uint64_t base;
     unit_pair_t p;
 
-    UNIT_ASSERT_STATUS(unit_pair_open(transport, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
     if (p.a == NULL)
         goto out;
     unit_fill(t.mem, GUARD + TLEN + GUARD, 9);
@@ -256,8 +254,6 @@ out:
     free(t.mem);
 }
 
-static int init_shm(void) { transport = "shm"; return 0; }
-static int init_tcp(void) { transport = "tcp"; return 0; }
 
 static CU_TestInfo cases[] = {
     {"peer restarted at the same address: STALE", test_restart_same_address},
@@ -267,11 +263,6 @@ static CU_TestInfo cases[] = {
 
 int main(void)
 {
-    const CU_SuiteInfo per_tp[] = {
-        {"stale over shm", init_shm, NULL, NULL, NULL, cases},
-        {"stale over tcp", init_tcp, NULL, NULL, NULL, cases},
-    };
-
     setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 0);
-    return unit_main_per_transport(per_tp);
+    return unit_main_tp("stale", cases, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* shm-only cases (the shared scenarios are in test_tp_conformance.c): sizes
  * around the split threshold (UCCL_SHM_SPLIT_MIN, 1 MiB here), where the
- * receiver stops copying a message alone and both sides copy halves at once. */
+ * receiver stops copying a message alone and both sides copy halves at once,
+ * and many such split messages in flight at once both ways. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +75,66 @@ static void test_split_sizes(void)
     }
 }
 
+/* DEPTH split messages each way, every receive and send posted before either
+ * engine progresses, so that many splits wait for their DONE at once; each
+ * message lands whole in its own slot. */
+#define DEPTH 12
+#define SLOT ((1u << 20) + 4096)
+#define MSG_LEN(i) ((1u << 20) + 64 * (size_t)(i) + 1)
+
+static void test_split_depth(void)
+{
+    const size_t cap = (size_t)DEPTH * SLOT;
+    uint8_t *buf[2] = {malloc(cap), malloc(cap)}, *rbuf[2] = {calloc(1, cap), calloc(1, cap)};
+    uccl_mr_t *smr[2], *rmr[2];
+    uccl_conn_t *conn[2] = {P.ab, P.ba};
+    uccl_engine_t *engine[2] = {P.a, P.b};
+    uccl_req_t *reqs[4 * DEPTH] = {NULL};
+
+    for (int side = 0; side < 2; side++) {
+        CU_ASSERT_FATAL(buf[side] != NULL && rbuf[side] != NULL);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], buf[side], cap, 0, &smr[side]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], rbuf[side], cap, 0, &rmr[side]), UCCL_OK);
+        unit_fill(buf[side], cap, (unsigned)side + 5);
+    }
+    for (int i = 0; i < DEPTH; i++)
+        for (int to = 0; to < 2; to++)
+            UNIT_ASSERT_STATUS(uccl_recv(conn[to], rmr[to], (size_t)i * SLOT, SLOT, 300 + i,
+                                         &reqs[2 * i + to]),
+                               UCCL_OK);
+    for (int i = 0; i < DEPTH; i++)
+        for (int from = 0; from < 2; from++)
+            UNIT_ASSERT_STATUS(uccl_send(conn[from], smr[from], (size_t)i * SLOT, MSG_LEN(i), 300 + i,
+                                         &reqs[2 * DEPTH + 2 * i + from]),
+                               UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 4 * DEPTH, 30000), UCCL_OK);
+    for (int i = 0; i < DEPTH; i++) {
+        for (int to = 0; to < 2; to++) {
+            const uint8_t *got = rbuf[to] + (size_t)i * SLOT, *want = buf[1 - to] + (size_t)i * SLOT;
+            size_t bytes = 0;
+
+            UNIT_ASSERT_STATUS(uccl_wait(reqs[2 * i + to], 0), UCCL_OK);
+            UNIT_ASSERT_STATUS(uccl_wait(reqs[2 * DEPTH + 2 * i + (1 - to)], 0), UCCL_OK);
+            uccl_req_bytes(reqs[2 * i + to], &bytes);
+            CU_ASSERT_EQUAL(bytes, MSG_LEN(i));
+            CU_ASSERT(memcmp(got, want, MSG_LEN(i)) == 0);
+            CU_ASSERT_EQUAL(got[MSG_LEN(i)], 0);
+        }
+    }
+    for (int i = 0; i < 4 * DEPTH; i++)
+        uccl_req_free(reqs[i]);
+    for (int side = 0; side < 2; side++) {
+        uccl_mr_dereg(smr[side]);
+        uccl_mr_dereg(rmr[side]);
+        free(buf[side]);
+        free(rbuf[side]);
+    }
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {{"send/recv around the split threshold, both ways", test_split_sizes},
+                           {"12 split messages in flight each way", test_split_depth},
                            CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
                              CU_SUITE_INFO_NULL};

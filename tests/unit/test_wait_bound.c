@@ -38,8 +38,6 @@ static void progress_timed(uccl_engine_t *e, uint64_t *max_us)
     *max_us = dt > *max_us ? dt : *max_us;
 }
 
-static const char *transport;
-
 typedef enum { OP_SENDRECV, OP_WRITE, OP_READ } op_t;
 
 /* Progress both engines until req is done. */
@@ -72,8 +70,8 @@ static void run(op_t op, bool split)
     for (size_t i = 0; i < BIG; i++)
         src[i] = (uint8_t)(i * 131 + 7);
     setenv("UCCL_SHM_SPLIT_MIN", split ? "1M" : "0", 1);
-    st = unit_pair_open(transport, &p);
-    if (st == UCCL_ERR_UNSUPPORTED && strcmp(transport, "shm") == 0) {
+    st = unit_pair_open(unit_tp, &p);
+    if (st == UCCL_ERR_UNSUPPORTED && strcmp(unit_tp, "shm") == 0) {
         printf(" SKIP: CMA not permitted here (UCCL_SHM_CMA=on refused) ");
         goto out;
     }
@@ -136,26 +134,12 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static int set_shm(void) { transport = "shm"; return 0; }
-static int set_tcp(void) { transport = "tcp"; return 0; }
-
 int main(void)
 {
-    CU_SuiteInfo suites[3] = {CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL, CU_SUITE_INFO_NULL};
-    int n = 0;
-
     unsetenv("UCCL_TRANSPORTS");
     setenv("UCCL_TIMEOUT_MS", "60000", 1);
     setenv("UCCL_SHM_CMA", "on", 1);
     setenv("UCCL_SHM_CMA_CHUNK", "64", 1);
     setenv("UCCL_TCP_PROGRESS_BYTES", "256K", 1);
-    if (unit_transport_usable("shm"))
-        suites[n++] = (CU_SuiteInfo){"wait_bound/shm", set_shm, NULL, NULL, NULL, tests};
-    if (unit_transport_usable("tcp"))
-        suites[n++] = (CU_SuiteInfo){"wait_bound/tcp", set_tcp, NULL, NULL, NULL, tests};
-    if (n == 0) {
-        printf("skipped: neither shm nor tcp usable here\n");
-        return UNIT_EXIT_SKIP;
-    }
-    return unit_main(suites);
+    return unit_main_tp("wait_bound", tests, NULL, NULL);
 }

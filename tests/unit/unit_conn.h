@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <uccl/uccl.h>
@@ -112,6 +113,40 @@ static inline void unit_pair_close(unit_pair_t *p)
     memset(p, 0, sizeof(*p));
 }
 
+/* A connected pair with a source region on a and a destination region on b
+ * (src holds garbage, dst zeros). */
+typedef struct unit_fixture {
+    unit_pair_t p;
+    uint8_t *src, *dst;
+    uccl_mr_t *src_mr, *dst_mr;
+} unit_fixture_t;
+
+static inline void unit_fixture_close(unit_fixture_t *f)
+{
+    unit_pair_close(&f->p); /* releases the regions too */
+    free(f->src);
+    free(f->dst);
+    memset(f, 0, sizeof(*f));
+}
+
+static inline uccl_status_t unit_fixture_open(const char *transport, size_t src_len, size_t dst_len,
+                                              unit_fixture_t *f)
+{
+    uccl_status_t st;
+
+    memset(f, 0, sizeof(*f));
+    f->src = malloc(src_len);
+    f->dst = calloc(1, dst_len);
+    st = f->src == NULL || f->dst == NULL ? UCCL_ERR_NO_MEMORY : unit_pair_open(transport, &f->p);
+    if (st == UCCL_OK)
+        st = uccl_mr_reg(f->p.a, f->src, src_len, 0, &f->src_mr);
+    if (st == UCCL_OK)
+        st = uccl_mr_reg(f->p.b, f->dst, dst_len, 0, &f->dst_mr);
+    if (st != UCCL_OK)
+        unit_fixture_close(f);
+    return st;
+}
+
 /* Drive both engines until every non-NULL request of reqs is done or the
  * timeout passes. Returns UCCL_OK when all are done (whatever their status),
  * UCCL_ERR_TIMEOUT otherwise. */
@@ -179,16 +214,49 @@ static inline int unit_transport_usable(const char *transport)
 }
 
 #ifdef UCCL_TESTS_UNIT_H /* with unit.h: CUnit programs */
-/* Run per_tp[i] (one suite per entry of unit_transports, same order) for
- * every transport usable here; UNIT_EXIT_SKIP when none is. */
-static inline int unit_main_per_transport(const CU_SuiteInfo *per_tp)
+/* The per-transport suites: the transport of the suite that runs now, and
+ * the rest of its set-up (unit_tp_suites' init). */
+static const char *unit_tp;
+static int (*unit_tp_init)(void);
+
+static inline int unit_tp_enter(size_t i)
 {
-    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 1];
+    unit_tp = unit_transports[i];
+    return unit_tp_init != NULL ? unit_tp_init() : 0;
+}
+
+static inline int unit_tp_enter0(void) { return unit_tp_enter(0); }
+static inline int unit_tp_enter1(void) { return unit_tp_enter(1); }
+
+/* One suite "name/<transport>" of tests for every transport of
+ * unit_transports usable here, into out (room for UNIT_NTRANSPORTS): each
+ * sets unit_tp, then runs init (NULL: nothing more); cleanup may be NULL.
+ * Returns how many. */
+static inline size_t unit_tp_suites(const char *name, CU_TestInfo *tests, int (*init)(void),
+                                    int (*cleanup)(void), CU_SuiteInfo *out)
+{
+    static int (*const enter[])(void) = {unit_tp_enter0, unit_tp_enter1};
+    static char names[UNIT_NTRANSPORTS][64];
     size_t n = 0;
 
-    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++)
-        if (unit_transport_usable(unit_transports[i]))
-            suites[n++] = per_tp[i];
+    _Static_assert(sizeof(enter) / sizeof(enter[0]) == UNIT_NTRANSPORTS, "one entry per transport");
+    unit_tp_init = init;
+    for (size_t i = 0; i < UNIT_NTRANSPORTS; i++) {
+        if (!unit_transport_usable(unit_transports[i]))
+            continue;
+        snprintf(names[i], sizeof(names[i]), "%s/%s", name, unit_transports[i]);
+        out[n++] = (CU_SuiteInfo){names[i], enter[i], cleanup, NULL, NULL, tests};
+    }
+    return n;
+}
+
+/* Run unit_tp_suites' suites; UNIT_EXIT_SKIP when no transport is usable. */
+static inline int unit_main_tp(const char *name, CU_TestInfo *tests, int (*init)(void),
+                               int (*cleanup)(void))
+{
+    CU_SuiteInfo suites[UNIT_NTRANSPORTS + 1];
+    size_t n = unit_tp_suites(name, tests, init, cleanup, suites);
+
     if (n == 0)
         return UNIT_EXIT_SKIP;
     suites[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;

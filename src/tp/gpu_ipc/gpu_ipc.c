@@ -94,6 +94,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
+    uccl_list_init(&tp->orphans);
     if (tp->device >= 0) {
         /* create the context and streams now, not inside the first transfer */
         st = uccl_gpu_pci_bus_id(tp->device, tp->bus_id, sizeof(tp->bus_id));
@@ -118,6 +119,7 @@ static void ipc_close(uccl_tp_t *base)
     ipc_tp_t *tp = (ipc_tp_t *)base;
 
     uccl_gpu_ipc_streams_destroy(tp);
+    uccl_gpu_ipc_orphans_close(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);
         uccl_list_del(&a->link);
@@ -213,9 +215,9 @@ static void dispatch(ipc_ep_t *ep, const ipc_rx_msg_t *m)
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE:
-        uccl_gpu_ipc_on_fin(ep, m->type == IPC_MSG_FIN        ? &ep->sends
-                                : m->type == IPC_MSG_TGT_DONE ? &ep->tgt_wait
-                                                              : &ep->pushes,
+        uccl_gpu_ipc_on_fin(ep, m->type == IPC_MSG_FIN        ? IPC_WAIT_SEND
+                                : m->type == IPC_MSG_TGT_DONE ? IPC_WAIT_TGT
+                                                              : IPC_WAIT_PUSH,
                             &m->u.fin);
         return;
     case IPC_MSG_TGT_OP:
@@ -296,12 +298,16 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->base.conn = conn;
     ep->peer_pid = peer->pid;
     ep->peer_device = -1;
-    uccl_list_t *lists[] = {&ep->txq, &ep->maps, &ep->zombies, &ep->grants, &ep->ops, &ep->sends,
-                            &ep->pushes, &ep->unexp, &ep->grant_wait, &ep->tgt_wait};
+    uccl_list_t *lists[] = {&ep->txq, &ep->maps,  &ep->zombies,   &ep->grants,
+                            &ep->ops, &ep->unexp, &ep->grant_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
+    for (int i = 0; i < IPC_WAIT_N; i++)
+        uccl_hmap_init(&ep->waits[i]);
     uccl_hmap_init(&ep->map_keys);
     uccl_hmap_init(&ep->grant_ids);
+    uccl_hmap_init(&ep->ptr_maps);
+    uccl_hmap_init(&ep->ptr_asked);
     st = uccl_gpu_ipc_ring_create(&ep->rx);
     if (st != UCCL_OK) {
         free(ep);
@@ -390,12 +396,13 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
 
     ep->failed = true; /* nothing more goes out */
     uccl_gpu_ipc_ops_cancel(ep);
-    forget_list(&ep->sends);
-    forget_list(&ep->pushes);
+    for (int i = 0; i < IPC_WAIT_N; i++)
+        uccl_hmap_fini(&ep->waits[i]);
     forget_list(&ep->grant_wait);
-    forget_list(&ep->tgt_wait);
     free_list(&ep->grants, offsetof(ipc_grant_t, link));
     uccl_hmap_fini(&ep->grant_ids);
+    uccl_hmap_fini(&ep->ptr_maps); /* their maps go with the rest */
+    uccl_hmap_fini(&ep->ptr_asked);
     uccl_gpu_ipc_maps_release(ep, true);
     uccl_hmap_fini(&ep->map_keys);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
@@ -436,4 +443,5 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .post_write = uccl_gpu_ipc_post_write,
     .post_read = uccl_gpu_ipc_post_read,
     .progress = ipc_progress,
+    .remote_ptr = uccl_gpu_ipc_remote_ptr,
 };

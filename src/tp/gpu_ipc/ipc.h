@@ -71,7 +71,11 @@ typedef struct ipc_map {
     size_t size;
     uccl_gpu_ipc_handle_t handle;
     void *ptr;
-    int refs; /* 1 for the announcement + 1 per grant */
+    int refs;
+    int ptr_refs;    /* of uccl_rdesc_ptr (ep->ptr_maps): until the region's revoke; at
+                      * ep_destroy such a mapping moves to tp->orphans */
+    bool own;        /* orphaned: the peer was this process (nothing to close) */
+    int dev;         /* orphaned: the device it was opened on */ /* 1 for the announcement + 1 per grant */
     uccl_list_t link;
 } ipc_map_t;
 
@@ -147,6 +151,10 @@ typedef struct ipc_tp {
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
+    /* mappings uccl_rdesc_ptr handed out whose ep went (the peer failed or
+     * closed): a caller's stream may still write there, as into a dead
+     * peer's memory, which stays valid while mapped; closed with the tp */
+    uccl_list_t orphans;
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
@@ -164,6 +172,8 @@ typedef struct ipc_rts {
     msg_seg_t seg[];
 } ipc_rts_t;
 
+enum { IPC_WAIT_SEND, IPC_WAIT_PUSH, IPC_WAIT_TGT, IPC_WAIT_N };
+
 typedef struct ipc_ep {
     uccl_tp_ep_t base;
     ipc_tp_t *tp;
@@ -180,13 +190,18 @@ typedef struct ipc_ep {
     /* live maps by the peer's allocation key, grants by region id: keys
      * the peer chooses, found without a scan */
     uccl_hmap_t map_keys, grant_ids;
+    /* uccl_rdesc_ptr: region id -> ipc_map_t kept mapped (a reference of
+     * its own) until the peer revokes the region or the ep goes; region ids
+     * asked for (PTR_ASKED, or PTR_REFUSED once the peer said no) */
+    uccl_hmap_t ptr_maps, ptr_asked;
     uccl_list_t ops;     /* ipc_op_t */
-    /* Waiters complete under tp_data[0] = seq with tp_data[1] bytes. */
-    uccl_list_t sends;   /* reqs waiting for FIN or CTS */
-    uccl_list_t pushes;  /* matched receives waiting for PUSH_DONE */
+    /* Waiters by sequence number (tp_data[0]; tp_data[4] = IPC_WAIT_* + 1
+     * while in one), complete with tp_data[1] bytes: sends waiting for FIN
+     * or CTS and write/read requests for TGT_DONE under our numbers,
+     * matched receives waiting for PUSH_DONE under the peer's. */
+    uccl_hmap_t waits[IPC_WAIT_N];
     uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
-    uccl_list_t tgt_wait;   /* reqs waiting for TGT_DONE */
     uccl_list_t link;
 } ipc_ep_t;
 
@@ -211,6 +226,7 @@ uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t
 void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
 ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key);
 void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all);
+void uccl_gpu_ipc_orphans_close(ipc_tp_t *tp);
 void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m);
 void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id);
 ipc_grant_t *uccl_gpu_ipc_grant_find(ipc_ep_t *ep, uint64_t region_id);
@@ -232,8 +248,13 @@ uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
-void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m);
+void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m);
 void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
+/* The local address of a peer's device region (uccl_rdesc_ptr): UCCL_OK
+ * with *ptr, UCCL_INPROGRESS while the peer's grant is on its way (asked
+ * once), UCCL_ERR_REMOTE_ACCESS when refused or not device memory. */
+uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *r, void **ptr);
+void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id);
 void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
 

@@ -192,6 +192,11 @@ uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t
     }
     if (map != NULL)
         map_retire(ep, map);
+    /* a retired mapping still open may hold the same IPC handle (CUDA gives
+     * one to neighbouring small allocations and to a new allocation at a
+     * freed one's address): a second open would fail with AlreadyMapped */
+    if (!uccl_list_empty(&ep->zombies))
+        uccl_gpu_ipc_maps_release(ep, false);
     map = calloc(1, sizeof(*map));
     if (map == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -234,6 +239,8 @@ void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
 /* Close retired mappings once no copy may use them (all = ep going away). */
 void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
 {
+    uccl_list_t *pos, *tmp;
+
     if (!all && !uccl_list_empty(&ep->ops))
         return;
     /* closing a mapping synchronizes the device: not while a caller's
@@ -243,10 +250,29 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     if (all)
         while (!uccl_list_empty(&ep->maps))
             map_retire(ep, uccl_list_first(&ep->maps, ipc_map_t, link));
-    while (!uccl_list_empty(&ep->zombies)) {
-        ipc_map_t *map = uccl_list_first(&ep->zombies, ipc_map_t, link);
+    uccl_list_for_each_safe(pos, tmp, &ep->zombies) {
+        ipc_map_t *map = uccl_container_of(pos, ipc_map_t, link);
+        if (map->ptr_refs > 0 && !all)
+            continue;
         uccl_list_del(&map->link);
+        if (map->ptr_refs > 0) {
+            map->own = ep->peer_pid == ep->tp->base.params->pid;
+            map->dev = ep->peer_device;
+            uccl_list_push_back(&ep->tp->orphans, &map->link);
+            continue;
+        }
         if (ep->peer_pid != ep->tp->base.params->pid && uccl_gpu_ipc_use_device(ep->tp, ep->peer_device) == UCCL_OK)
+            uccl_gpu_ipc_close(map->ptr);
+        free(map);
+    }
+}
+
+void uccl_gpu_ipc_orphans_close(ipc_tp_t *tp)
+{
+    while (!uccl_list_empty(&tp->orphans)) {
+        ipc_map_t *map = uccl_list_first(&tp->orphans, ipc_map_t, link);
+        uccl_list_del(&map->link);
+        if (!map->own && uccl_gpu_ipc_use_device(tp, map->dev) == UCCL_OK)
             uccl_gpu_ipc_close(map->ptr);
         free(map);
     }
@@ -322,7 +348,13 @@ uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m)
 
 void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
 {
+    ipc_map_t *pm = uccl_hmap_del(&ep->ptr_maps, region_id);
     ipc_grant_t *g = uccl_gpu_ipc_grant_find(ep, region_id);
+
+    if (pm != NULL) { /* uccl_rdesc_ptr's pointer ends with the region */
+        pm->ptr_refs--;
+        uccl_gpu_ipc_map_put(ep, pm);
+    }
 
     if (g == NULL)
         return;
@@ -330,4 +362,63 @@ void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id)
     uccl_list_del(&g->link);
     uccl_gpu_ipc_map_put(ep, g->map);
     free(g);
+}
+
+/* ------------------------------------------------------------ direct pointers */
+
+#define PTR_ASKED ((void *)1)
+#define PTR_REFUSED ((void *)2)
+
+void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id)
+{
+    (void)uccl_hmap_put(&ep->ptr_asked, region_id, PTR_REFUSED);
+}
+
+/* The mapping stays (a reference of its own) until the peer revokes the
+ * region (deregistered: uccl.h asks the peer to keep it registered while
+ * the pointer is used) or the ep goes; then, if the peer failed, it moves
+ * to the transport's orphans (a stream may still write there). A new
+ * allocation at the same address gets a new mapping: CUDA may hand out the
+ * same IPC handle bytes for it, so the old one must be gone by then. */
+uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_t *r, void **ptr)
+{
+    ipc_ep_t *ep = (ipc_ep_t *)base;
+    ipc_map_t *map = uccl_hmap_get(&ep->ptr_maps, r->region_id);
+    ipc_grant_t *g;
+    void *asked;
+    uccl_status_t st;
+
+    if (r->mem_type == UCCL_MEM_HOST)
+        return UCCL_ERR_REMOTE_ACCESS; /* host memory is never mapped by peers */
+    if (map == NULL) {
+        uccl_gpu_ipc_ep_poll(ep); /* a revoke on its way: its mapping closed before a new one opens */
+        if (ep->failed)
+            return UCCL_ERR_PEER_FAILED;
+        if (!uccl_list_empty(&ep->zombies))
+            uccl_gpu_ipc_maps_release(ep, false);
+        g = uccl_gpu_ipc_grant_find(ep, r->region_id);
+        asked = uccl_hmap_get(&ep->ptr_asked, r->region_id);
+        if (g == NULL && asked == PTR_REFUSED)
+            return UCCL_ERR_REMOTE_ACCESS;
+        if (g == NULL && asked == NULL) {
+            msg_grant_req_t m = {r->region_id, r->addr, r->len};
+            if ((st = uccl_hmap_put(&ep->ptr_asked, r->region_id, PTR_ASKED)) != UCCL_OK ||
+                (st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_GRANT_REQ, &m, sizeof(m), NULL, 0)) != UCCL_OK)
+                return st;
+        }
+        if (g == NULL)
+            return UCCL_INPROGRESS;
+        if (r->addr < g->addr || r->len > g->len || r->addr - g->addr > g->len - r->len)
+            return UCCL_ERR_REMOTE_ACCESS;
+        map = g->map;
+        if ((st = uccl_hmap_put(&ep->ptr_maps, r->region_id, map)) != UCCL_OK)
+            return st;
+        map->refs++;
+        map->ptr_refs++;
+        uccl_hmap_del(&ep->ptr_asked, r->region_id);
+    }
+    if (r->addr < map->key || r->len > map->size || r->addr - map->key > map->size - r->len)
+        return UCCL_ERR_REMOTE_ACCESS;
+    *ptr = (char *)map->ptr + (r->addr - map->key);
+    return UCCL_OK;
 }

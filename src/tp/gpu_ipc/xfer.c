@@ -116,6 +116,62 @@ static ipc_op_t *op_new(ipc_op_kind_t kind, uccl_req_t *req)
     return op;
 }
 
+/* ------------------------------------------------------------ waiters */
+
+/* req waits in ep->waits[wait] under seq (ipc.h); a sequence number
+ * already waiting there gets UCCL_ERR_INVALID_PARAM. */
+static uccl_status_t waiter_add(ipc_ep_t *ep, int wait, uccl_req_t *req, uint64_t seq)
+{
+    uccl_status_t st;
+
+    if (uccl_hmap_get(&ep->waits[wait], seq) != NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    st = uccl_hmap_put(&ep->waits[wait], seq, req);
+    if (st == UCCL_OK) {
+        req->tp_data[0] = seq;
+        req->tp_data[4] = (uint64_t)wait + 1;
+    }
+    return st;
+}
+
+/* req stops waiting (if it was). */
+static void waiter_drop(ipc_ep_t *ep, uccl_req_t *req)
+{
+    if (req->tp_data[4] != 0)
+        uccl_hmap_del(&ep->waits[req->tp_data[4] - 1], req->tp_data[0]);
+    req->tp_data[4] = 0;
+}
+
+/* The request waiting in ep->waits[wait] under seq, taken out; NULL: none. */
+static uccl_req_t *waiter_take(ipc_ep_t *ep, int wait, uint64_t seq)
+{
+    uccl_req_t *req = uccl_hmap_get(&ep->waits[wait], seq);
+
+    if (req != NULL)
+        waiter_drop(ep, req);
+    return req;
+}
+
+/* Send req's message (header m of mlen bytes, numbered seq, then our pieces)
+ * and have req wait in ep->waits[wait] (none: wait < 0) for the answer that
+ * completes its req->len bytes. */
+static uccl_status_t post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type, uint64_t seq,
+                                  const void *m, size_t mlen, const msg_seg_t *seg, uint32_t nseg)
+{
+    uccl_status_t st;
+
+    if (wait >= 0 && (st = waiter_add(ep, wait, req, seq)) != UCCL_OK)
+        return st;
+    st = uccl_gpu_ipc_send_msg(ep, type, m, mlen, seg, nseg * sizeof(seg[0]));
+    if (st != UCCL_OK) {
+        waiter_drop(ep, req);
+        return st;
+    }
+    req->tp_data[1] = req->len;
+    req->tp_data[2] = 1; /* parts: the answer (a send's FIN, or the push + the FIN of a split) */
+    return UCCL_OK;
+}
+
 /* ------------------------------------------------------------ send / recv */
 
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
@@ -131,18 +187,12 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.tag = req->tag;
     m.len = req->len;
     m.msg_seq = req->msg_seq;
-    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_RTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
-    if (st != UCCL_OK)
-        return st;
-    if (req->len == 0) { /* nothing for the peer to read: no FIN comes */
+    /* nothing for the peer to read in an empty message: no FIN comes */
+    st = post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq, &m, sizeof(m),
+                      seg, m.nseg);
+    if (st == UCCL_OK && req->len == 0)
         uccl_req_complete(req, UCCL_OK, 0);
-        return UCCL_OK;
-    }
-    req->tp_data[0] = m.seq;
-    req->tp_data[1] = req->len;
-    req->tp_data[2] = 1; /* parts: the FIN, or the push (+ the FIN of a split) */
-    uccl_list_push_back(&ep->sends, &req->tp_link);
-    return UCCL_OK;
+    return st;
 }
 
 static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
@@ -155,7 +205,7 @@ static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st
 /* A request split in two parts (its own copy and the peer's report of the
  * other) is done when both are: tp_data[2] counts the parts left,
  * tp_data[3] keeps the first error, tp_data[1] the bytes. */
-static void part_done(uccl_req_t *req, uccl_status_t st)
+static void part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 {
     if (st != UCCL_OK && req->tp_data[3] == 0)
         req->tp_data[3] = (uint64_t)(int64_t)st;
@@ -163,7 +213,7 @@ static void part_done(uccl_req_t *req, uccl_status_t st)
         req->tp_data[2]--;
         return;
     }
-    uccl_list_del(&req->tp_link);
+    waiter_drop(ep, req);
     st = (uccl_status_t)(int64_t)req->tp_data[3];
     uccl_req_complete(req, st, st == UCCL_OK ? req->tp_data[1] : 0);
 }
@@ -226,15 +276,18 @@ static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const
         return false;
     m.push_len = rts->len - pull_part(ep, rts->len);
     m.nseg = msg_segs_cut(seg, m.nseg, m.push_len);
-    if (uccl_gpu_ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK)
+    /* (a number the peer sent twice is pulled instead) */
+    if (waiter_add(ep, IPC_WAIT_PUSH, req, m.seq) != UCCL_OK)
         return false;
-    req->tp_data[0] = m.seq;
+    if (uccl_gpu_ipc_send_msg(ep, IPC_MSG_CTS, &m, sizeof(m), seg, m.nseg * sizeof(seg[0])) != UCCL_OK) {
+        waiter_drop(ep, req);
+        return false;
+    }
     req->tp_data[1] = m.len;
     req->tp_data[2] = m.push_len < m.len ? 2 : 1; /* PUSH_DONE (+ our pull) */
-    uccl_list_push_back(&ep->pushes, &req->tp_link);
     if (m.push_len < m.len && (st = recv_pull(ep, req, rts, peer, m.push_len)) != UCCL_OK) {
         fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
-        part_done(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
     return true;
 }
@@ -318,40 +371,28 @@ void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
     uccl_msg_hold(ep->base.conn, &ep->base, &rts->msg);
 }
 
-static uccl_req_t *waiter_take(uccl_list_t *waiters, uint64_t seq)
-{
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, waiters) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        if (req->tp_data[0] == seq) {
-            uccl_list_del(&req->tp_link);
-            return req;
-        }
-    }
-    return NULL;
-}
-
 /* The receiver's clear-to-send: copy the send into the named buffers; the
  * send completes with its copy, the receive on our PUSH_DONE. */
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
-    uccl_req_t *req = waiter_take(&ep->sends, m->seq);
+    uccl_req_t *req = uccl_hmap_get(&ep->waits[IPC_WAIT_SEND], m->seq);
     ipc_op_t *op;
     uccl_status_t st;
     int nd = 0;
 
     if (req == NULL || m->len != req->len || m->push_len == 0 || m->push_len > m->len) {
-        if (req != NULL)
+        if (req != NULL) {
+            waiter_drop(ep, req);
             uccl_req_complete(req, UCCL_ERR_PEER_FAILED, 0);
+        }
         uccl_gpu_ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
         return;
     }
-    if (m->push_len < m->len) { /* the receiver pulls the rest: its FIN comes too */
+    if (m->push_len < m->len) /* the receiver pulls the rest: its FIN comes too */
         req->tp_data[2] = 2;
-        uccl_list_push_back(&ep->sends, &req->tp_link);
-    }
+    else
+        waiter_drop(ep, req);
     op = op_new(OP_PUSH, req);
     st = op ? peer_plan(ep, seg, m->nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
@@ -363,21 +404,21 @@ void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
     if (st != UCCL_OK) {
         free(op);
         fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
-        part_done(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
 }
 
 /* FIN (pulled send done), TGT_DONE (target copy done) and PUSH_DONE (pushed
  * receive done) complete the request waiting under that sequence number. */
-void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, uccl_list_t *waiters, const msg_fin_t *m)
+void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m)
 {
-    uccl_req_t *req = waiter_take(waiters, m->seq);
+    uccl_req_t *req = waiter_take(ep, wait, m->seq);
 
     if (req == NULL) {
         uccl_gpu_ipc_ep_fail(ep, "completion for an unknown request");
         return;
     }
-    part_done(req, (uccl_status_t)m->status);
+    part_done(ep, req, (uccl_status_t)m->status);
 }
 
 /* ------------------------------------------------------------ write / read */
@@ -427,14 +468,7 @@ static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
     m.op = req->op;
     m.has_notif = req->has_notif;
     m.notif = req->notif;
-    st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_TGT_OP, &m, sizeof(m), seg, m.nseg * sizeof(seg[0]));
-    if (st != UCCL_OK)
-        return st;
-    req->tp_data[0] = m.seq;
-    req->tp_data[1] = req->len;
-    req->tp_data[2] = 1;
-    uccl_list_push_back(&ep->tgt_wait, &req->tp_link);
-    return UCCL_OK;
+    return post_waiting(ep, IPC_WAIT_TGT, req, IPC_MSG_TGT_OP, m.seq, &m, sizeof(m), seg, m.nseg);
 }
 
 static bool grant_requested(ipc_ep_t *ep, uint64_t region_id)
@@ -485,6 +519,8 @@ void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
     ipc_grant_t *g = st == UCCL_OK ? uccl_gpu_ipc_grant_find(ep, m->region_id) : NULL;
     uccl_list_t *pos, *tmp;
 
+    if (st != UCCL_OK && uccl_hmap_get(&ep->ptr_asked, m->region_id) != NULL)
+        uccl_gpu_ipc_ptr_refused(ep, m->region_id);
     uccl_list_for_each_safe(pos, tmp, &ep->grant_wait) {
         uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
         uccl_status_t rst = st;
@@ -551,7 +587,7 @@ void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
     case OP_PUSH:
         if (st != UCCL_ERR_CANCELED)
             fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE, op->seq, st, op->bytes);
-        part_done(op->req, st);
+        part_done(ep, op->req, st);
         break;
     case OP_TGT:
         if (st == UCCL_OK && op->has_notif)

@@ -152,6 +152,7 @@ err_free:
 static void shm_close_tp(uccl_tp_t *base)
 {
     uccl_stage_destroy(((shm_tp_t *)base)->stage);
+    uccl_shm_map_close((shm_tp_t *)base);
     free(base);
 }
 
@@ -286,8 +287,9 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->tp = tp;
     ep->peer_pid = peer->pid;
     ep->is_initiator = is_initiator;
-    ep->next_id = 1;
+    ep->pidfd = -1;
     uccl_idmap_init(&ep->ids, 64, 20);
+    uccl_idmap_init(&ep->split_ids, 64, 20);
     uccl_list_init(&ep->recv_active);
     uccl_list_init(&ep->unexp);
     uccl_list_init(&ep->txq);
@@ -425,6 +427,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_free_list(&ep->unexp);
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);
+    uccl_idmap_fini(&ep->split_ids);
     shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
@@ -436,6 +439,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     }
     if (ep->seg_named)
         shm_unlink(ep->seg_name);
+    uccl_shm_map_release(ep);
     uccl_list_del(&ep->link);
     free(ep);
 }
@@ -480,8 +484,10 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .size = sizeof(struct uccl_tp_ops),
     .name = "shm",
     .priority = 50,
-    .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY,
+    .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_SAME_HOST | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY |
+            UCCL_TP_CAP_MEM_REG | UCCL_TP_CAP_RKEY,
     .engine_cap = UCCL_CAP_SHM,
+    .rkey_owner = UCCL_TP_KEY_SHM,
     .config_table = &uccl_shm_config_table,
     .open = shm_open_tp,
     .close = shm_close_tp,
@@ -497,4 +503,8 @@ const struct uccl_tp_ops uccl_tp_shm_ops = {
     .post_read = uccl_shm_post_rma,
     .progress = shm_progress,
     .ep_drained = shm_ep_drained,
+    .mem_reg = uccl_shm_mem_reg,
+    .mem_dereg = uccl_shm_mem_dereg,
+    .mem_pack = uccl_shm_mem_pack,
+    .remote_ptr = uccl_shm_remote_ptr,
 };

@@ -205,6 +205,9 @@ typedef struct shm_tp {
     uccl_list_t eps;
     volatile uint64_t probe; /* peers read it with CMA to see if CMA is allowed */
     uccl_stage_t *stage;   /* GPU memory through pinned buffers; NULL without a GPU */
+    struct shm_map *kept;  /* peers' memory mapped through connections that failed:
+                            * pointers stay valid until the engine closes (shm_map.c) */
+    int nkept;
 } shm_tp_t;
 
 /* A message that arrived before its receive (EAGER: payload follows;
@@ -277,6 +280,19 @@ typedef struct shm_cma_budget {
     int calls;
 } shm_cma_budget_t;
 
+/* A peer's memfd mapped here (shm_map.c), and which of the peer's regions
+ * lie in which mapping. */
+typedef struct shm_map {
+    uint64_t base, size; /* the peer's mapping of the file */
+    void *local;         /* ours */
+    uint64_t ino, dev;   /* the file */
+} shm_map_t;
+
+typedef struct shm_map_region {
+    uint64_t region_id;
+    int map;
+} shm_map_region_t;
+
 typedef struct shm_ep {
     uccl_tp_ep_t base;
     shm_tp_t *tp;
@@ -291,7 +307,7 @@ typedef struct shm_ep {
     size_t seg_len;
     uccl_spsc_t tx, rx;
     uint64_t peer_probe_addr, peer_probe_value;
-    uint64_t next_id;      /* ids of split offers (shm_split.c) */
+    uccl_idmap_t split_ids; /* shm_split_t by its rid, until the peer's DONE */
     uccl_idmap_t ids;      /* SHM_REQ_ID -> request in txq, waiting or recv_active */
     uccl_list_t recv_active; /* matched receives waiting for streamed chunks */
     uccl_list_t unexp;     /* shm_unexp_t held by the core's matching */
@@ -301,6 +317,11 @@ typedef struct shm_ep {
     uccl_list_t streams;   /* shm_stream_t */
     uccl_list_t splits;    /* shm_split_t */
     uccl_list_t cma_jobs;  /* shm_cma_job_t, oldest first */
+    int pidfd;             /* the peer's pidfd (shm_map.c), -1 = none yet */
+    shm_map_t *maps;       /* the peer's memory mapped here */
+    int nmaps, capmaps;
+    shm_map_region_t *regions;
+    int nregions, capregions;
 } shm_ep_t;
 
 /* request scratch: tp_data[SHM_REQ_ID] is our id for it (in ep->ids),
@@ -356,6 +377,18 @@ int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 void uccl_shm_cma_allow_peers(const shm_tp_t *tp);
 /* Can we read the peer's memory? (probe of the word it told us about) */
 bool uccl_shm_cma_probe(shm_ep_t *ep);
+
+/* shm_map.c: mapping a peer's memory of uccl_mem_alloc (uccl_rdesc_ptr) */
+uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_type_t type,
+                               int device, uccl_tp_memh_t **memh);
+void uccl_shm_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
+size_t uccl_shm_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
+uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *remote, void **ptr);
+/* Teardown: unmap the peer's memory (the connection closes), or keep it
+ * mapped until uccl_shm_map_close when the connection failed (the user
+ * may still hold pointers into it until it closes the connection). */
+void uccl_shm_map_release(shm_ep_t *ep);
+void uccl_shm_map_close(shm_tp_t *tp);
 
 /* shm_split.c: large CMA transfers copied by both processes at once */
 /* Receiver of a matched RTS / target of a validated write or read: offer

@@ -103,7 +103,11 @@ int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov)
     return n;
 }
 
-/* Drop the first done bytes of an iovec array (in place). */
+/* Drop the first done bytes of an iovec array (in place). A CMA job walks
+ * raw iovec arrays, not the request cursor (uccl_req_cur_*, tp_api.h): its
+ * remote side is the peer's addresses from the wire and its local side, when
+ * we are the target of a write or read, a range of a region, neither of them
+ * a request; and process_vm_readv/writev take the arrays themselves. */
 static int shm_iov_advance(struct iovec *iov, int cnt, size_t done)
 {
     int i = 0;

@@ -41,43 +41,37 @@ static void shm_rx_unexpected(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_
     uccl_msg_hold(ep->base.conn, &ep->base, &u->msg);
 }
 
-/* Ask the core for the receive of an arrived message; NULL = hold it. */
-static bool shm_rx_match(shm_ep_t *ep, uint64_t seq, uint64_t tag, uint64_t len, uccl_req_t **req)
+/* A message arrived (EAGER with its payload, RTS with the sender's pieces):
+ * into the receive the core matches it with, else held. */
+static void shm_rx_msg(shm_ep_t *ep, uint32_t type, uint64_t seq, uint64_t tag, uint64_t len,
+                       uint64_t id, const void *data, size_t data_len, uint32_t iovcnt,
+                       uint32_t flags)
 {
-    if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, req) == UCCL_OK)
-        return true;
-    uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-    return false;
+    uccl_req_t *req;
+
+    if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, &req) != UCCL_OK)
+        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
+    else if (req != NULL)
+        uccl_shm_deliver(ep, req, type, len, id, data, iovcnt, flags);
+    else
+        shm_rx_unexpected(ep, type, seq, tag, len, id, data, data_len, iovcnt, flags);
 }
 
 /* The handlers below get packets uccl_shm_pkt_parse checked (shm_wire.c). */
 static void shm_rx_eager(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
     const shm_pkt_eager_t *pkt = &rx->u.eager;
-    uccl_req_t *req;
 
-    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
-        return;
-    if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_EAGER, pkt->len, 0, rx->payload, 0, 0);
-    else
-        shm_rx_unexpected(ep, SHM_PKT_EAGER, pkt->seq, pkt->tag, pkt->len, 0, rx->payload,
-                          rx->payload_len, 0, 0);
+    shm_rx_msg(ep, SHM_PKT_EAGER, pkt->seq, pkt->tag, pkt->len, 0, rx->payload, rx->payload_len, 0,
+               0);
 }
 
 static void shm_rx_rts(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
     const shm_pkt_rts_t *pkt = &rx->u.rts;
-    uccl_req_t *req;
 
-    if (!shm_rx_match(ep, pkt->seq, pkt->tag, pkt->len, &req))
-        return;
-    if (req != NULL)
-        uccl_shm_deliver(ep, req, SHM_PKT_RTS, pkt->len, pkt->id, rx->iov, pkt->iovcnt,
-                         pkt->reserved);
-    else
-        shm_rx_unexpected(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
-                          pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
+    shm_rx_msg(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
+               pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
 }
 
 static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)
@@ -161,6 +155,19 @@ static void shm_rx_data(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_shm_req_fill(ep, req, pkt.off, rx->payload, pkt.len, pkt.off + pkt.len == total, total);
 }
 
+/* The region of ours that a peer's write or read names, checked: UCCL_OK,
+ * else the status its FIN refuses it with (STALE, or REMOTE_ACCESS: also
+ * GPU memory when nothing stages it). */
+static uccl_status_t shm_rx_target(shm_ep_t *ep, uint64_t region_id, uint64_t addr, uint64_t len,
+                                   uccl_region_t **region)
+{
+    uccl_status_t st = uccl_engine_region_find(ep->tp->base.engine, region_id, addr, len, region);
+
+    if (st == UCCL_OK && uccl_region_mem_type(*region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
+        st = UCCL_ERR_REMOTE_ACCESS;
+    return st == UCCL_OK || st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS;
+}
+
 /* Target side of write/read: check the access against our own regions
  * first; only then copy (CMA) or ask for / send the data through the ring. */
 static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
@@ -170,15 +177,12 @@ static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_region_t *region;
     uccl_status_t st;
 
-    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
-        st = UCCL_ERR_REMOTE_ACCESS;
+    st = shm_rx_target(ep, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st != UCCL_OK) {
         uccl_debug("shm: refusing a %s of %llu bytes at region %llu from pid %d",
                    pkt.is_read ? "read" : "write", (unsigned long long)pkt.len,
                    (unsigned long long)pkt.region_id, ep->peer_pid);
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
-                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
         return;
     }
     /* CMA cannot reach GPU memory on either side: stream through the ring */
@@ -228,12 +232,9 @@ static void shm_rx_wdata(shm_ep_t *ep, const shm_rx_pkt_t *rx)
     uccl_region_t *region;
     uccl_status_t st;
 
-    st = uccl_engine_region_find(ep->tp->base.engine, pkt.region_id, pkt.addr, pkt.len, &region);
-    if (st == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && ep->tp->stage == NULL)
-        st = UCCL_ERR_REMOTE_ACCESS;
+    st = shm_rx_target(ep, pkt.region_id, pkt.addr, pkt.len, &region);
     if (st != UCCL_OK) {
-        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0,
-                           st == UCCL_ERR_STALE ? st : UCCL_ERR_REMOTE_ACCESS);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, pkt.id, 0, st);
         return;
     }
     if (uccl_region_mem_type(region) == UCCL_MEM_HOST) {

@@ -74,10 +74,14 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
     if (s == NULL)
         return false; /* the caller copies it all */
     *s = *init;
-    s->rid = ep->next_id++;
+    if (uccl_idmap_insert(&ep->split_ids, s, &s->rid) != UCCL_OK) {
+        free(s);
+        return false;
+    }
     if (!shm_split_offer(ep, s, split, offer, ocnt)) {
         uccl_debug("shm: %llu-byte transfer copied whole (control queue busy or ring full)",
                    (unsigned long long)init->len);
+        uccl_idmap_remove(&ep->split_ids, s->rid);
         free(s);
         return false;
     }
@@ -176,16 +180,8 @@ void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st)
 void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
 {
     uccl_status_t st = (uccl_status_t)pkt->status;
-    shm_split_t *s = NULL;
-    uccl_list_t *pos;
+    shm_split_t *s = uccl_idmap_remove(&ep->split_ids, pkt->id); /* one DONE each */
 
-    uccl_list_for_each(pos, &ep->splits) {
-        shm_split_t *cur = uccl_container_of(pos, shm_split_t, link);
-        if (cur->rid == pkt->id && !cur->peer_done) {
-            s = cur;
-            break;
-        }
-    }
     if (s == NULL) {
         uccl_error("shm: DONE for unknown transfer %llu from pid %d", (unsigned long long)pkt->id,
                    ep->peer_pid);

@@ -1,0 +1,355 @@
+/* MAPPED: small collectives through shared segments that every rank maps
+ * (uccl_rdesc_ptr), the way Open MPI's coll/sm and UCC's shm team work.
+ *
+ * Each rank owns one segment (uccl_mem_alloc: shared memory), registered
+ * and described to the peers once per communicator (mapped_setup, the
+ * first call that picks MAPPED; the ranks agree whether every peer maps).
+ * A call's writer copies its outgoing blocks into slots of its own
+ * segment and publishes each with the call's number (a release store in
+ * the slot's first cache line, beside its length and first 48 bytes);
+ * readers acquire it, copy straight out of the writer's segment into their
+ * buffer and store their ack in the writer's segment. Two buffers alternate by
+ * the call's parity; a writer reuses one only once every reader of its
+ * last use acked. Calls run their writes, then their reads, in call order.
+ * Segment: ack[n] (a cache line each, written by reader j), then [2][n]
+ * slots (call number, length, bytes; cache-line aligned).
+ * Blocks larger than a slot go two-sided: whole collectives are built as
+ * LINEAR when every rank knows the size, alltoallv pair by pair (sender
+ * and receiver both know the pair's count). GPU buffers are staged through
+ * the temporary (host) with the schedule's copies. */
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mapped.h"
+
+static _Atomic uint64_t *ack_word(char *seg, int j)
+{
+    return (_Atomic uint64_t *)(seg + (size_t)j * LINE);
+}
+
+/* A slot: the call number that published it (release store last), the
+ * length, then the bytes: up to 48 of them share the flag's cache line,
+ * so that a small block reaches its reader in one line transfer. */
+#define SLOT_HDR 16
+
+static size_t slot_stride(size_t slot)
+{
+    return (SLOT_HDR + slot + LINE - 1) & ~(size_t)(LINE - 1);
+}
+
+static char *slot_hdr(const coll_mapped_t *M, char *seg, int n, int p, int k)
+{
+    return seg + (size_t)n * LINE + ((size_t)p * (size_t)n + (size_t)k) * slot_stride(M->slot);
+}
+
+static _Atomic uint64_t *slot_seq(char *h)
+{
+    return (_Atomic uint64_t *)h;
+}
+
+size_t uccl_coll_mapped_slot(int n)
+{
+    size_t s = SEG_BUDGET / (size_t)n;
+
+    s = s > SLOT_MAX ? SLOT_MAX : s < SLOT_MIN ? SLOT_MIN : s;
+    return s & ~(size_t)(LINE - 1);
+}
+
+/* ------------------------------------------------------------------ setup */
+
+void uccl_coll_mapped_destroy(coll_state_t *cs)
+{
+    coll_mapped_t *M = cs->mapped;
+
+    if (M == NULL)
+        return;
+    if (M->mr != NULL)
+        uccl_mr_dereg(M->mr);
+    if (M->seg != NULL)
+        uccl_mem_free(cs->engine, M->seg);
+    free(M->peer);
+    free(M->readers[0]);
+    free(M->readers[1]);
+    free(M->acked);
+    free(M);
+    cs->mapped = NULL;
+}
+
+/* One blocking LINEAR allgather of len bytes per rank (setup only). */
+static uccl_status_t setup_allgather(coll_state_t *cs, const void *mine, void *all, size_t len)
+{
+    uccl_coll_args_t a = {
+        .field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER, .algo = UCCL_COLL_ALGO_LINEAR,
+        .sendbuf = mine, .recvbuf = all, .count = len,
+    };
+    return uccl_coll(cs->comm, &a);
+}
+
+/* Collective, on the first call that picks MAPPED: every rank's segment
+ * made, described, mapped by every peer. cs->mapped_ok: 1 yes, -1 no. */
+static uccl_status_t mapped_setup(coll_state_t *cs)
+{
+    int n = cs->size, r = cs->rank;
+    coll_mapped_t *M = calloc(1, sizeof(*M));
+    uccl_rdesc_t *descs = calloc((size_t)n + 1, sizeof(*descs));
+    uint8_t *ok = calloc((size_t)n + 1, 1);
+    uint8_t mine = 1;
+    uccl_status_t st = UCCL_ERR_NO_MEMORY;
+
+    if (M == NULL || descs == NULL || ok == NULL ||
+        (M->peer = calloc((size_t)n, sizeof(*M->peer))) == NULL ||
+        (M->readers[0] = calloc((size_t)n, 1)) == NULL ||
+        (M->readers[1] = calloc((size_t)n, 1)) == NULL ||
+        (M->acked = calloc((size_t)n, sizeof(*M->acked))) == NULL)
+        goto out;
+    cs->mapped = M;
+    M->slot = uccl_coll_mapped_slot(n);
+    M->seg_len = (size_t)n * LINE + 2 * (size_t)n * slot_stride(M->slot);
+    M->next_m = M->next_write = M->next_read = 1;
+    if (uccl_mem_alloc(cs->engine, UCCL_MEM_HOST, M->seg_len, (void **)&M->seg) != UCCL_OK ||
+        uccl_mr_reg(cs->engine, M->seg, M->seg_len, 0, &M->mr) != UCCL_OK ||
+        uccl_mr_pack(M->mr, 0, M->seg_len, &descs[n]) != UCCL_OK) {
+        mine = 0;
+        memset(&descs[n], 0, sizeof(descs[n]));
+    } else {
+        memset(M->seg, 0, M->seg_len);
+    }
+    M->peer[r] = M->seg;
+    if ((st = setup_allgather(cs, &descs[n], descs, sizeof(*descs))) != UCCL_OK)
+        goto out;
+    for (int j = 0; j < n && mine; j++) {
+        void *p = NULL;
+        if (j == r)
+            continue;
+        st = uccl_rdesc_ptr(uccl_comm_conn(cs->comm, j), &descs[j], &p);
+        if (st != UCCL_OK) {
+            coll_debug("mapped: rank %d cannot map rank %d's segment: %s", r, j,
+                       uccl_strerror(st));
+            mine = 0;
+        }
+        M->peer[j] = p;
+    }
+    if ((st = setup_allgather(cs, &mine, ok, 1)) != UCCL_OK)
+        goto out;
+    cs->mapped_ok = 1;
+    for (int j = 0; j < n; j++)
+        if (!ok[j])
+            cs->mapped_ok = -1;
+    if (cs->mapped_ok < 0)
+        coll_debug("mapped: some rank cannot map every peer's memory; not used on this comm");
+out:
+    free(descs);
+    free(ok);
+    if (st != UCCL_OK && cs->mapped == NULL)
+        free(M);
+    return st;
+}
+
+uccl_status_t uccl_coll_mapped_ready(coll_state_t *cs)
+{
+    uccl_status_t st = UCCL_OK;
+
+    if (cs->mapped_ok == 0) {
+        st = mapped_setup(cs);
+        if (st != UCCL_OK) {
+            coll_error("mapped: setting up the shared segments failed: %s", uccl_strerror(st));
+            return st;
+        }
+    }
+    return cs->mapped_ok > 0 ? UCCL_OK : UCCL_ERR_UNSUPPORTED;
+}
+
+/* ------------------------------------------------------------------ running */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void uccl_coll_mapped_start(coll_sched_t *s)
+{
+    coll_mapped_run_t *run = s->mapped;
+
+    run->m = s->cs->mapped->next_m++;
+    run->state = 0;
+    run->waiting_on = -1;
+    run->polls = 0;
+    run->soft = UCCL_OK;
+    for (int i = 0; i < run->nr; i++)
+        run->rs[i].done = false;
+}
+
+/* Still waiting for peer: its connection's error (it died) now and then. */
+static uccl_status_t waiting(coll_sched_t *s, int peer)
+{
+    coll_mapped_run_t *run = s->mapped;
+    uccl_conn_attr_t attr;
+
+    run->waiting_on = peer;
+    if (peer >= 0 && (++run->polls & 255) == 0 &&
+        uccl_conn_query(uccl_comm_conn(s->cs->comm, peer), &attr) == UCCL_OK &&
+        attr.state != UCCL_OK) {
+        coll_error("collective %u: rank %d failed (%s) while rank %d waited for it", s->seq,
+                   peer, uccl_strerror(attr.state), s->cs->rank);
+        return attr.state;
+    }
+    return UCCL_INPROGRESS;
+}
+
+/* Every reader of this buffer's last write has acked it? Else who not. */
+static int acks_missing(coll_state_t *cs, int p)
+{
+    coll_mapped_t *M = cs->mapped;
+
+    for (int j = 0; j < cs->size; j++) {
+        if (!M->readers[p][j] || M->acked[j] >= M->last_write[p])
+            continue; /* known without touching the reader's line */
+        M->acked[j] = atomic_load_explicit(ack_word(M->seg, j), memory_order_acquire);
+        if (M->acked[j] < M->last_write[p])
+            return j;
+    }
+    return -1;
+}
+
+static uccl_status_t run_writes(coll_sched_t *s)
+{
+    coll_state_t *cs = s->cs;
+    coll_mapped_t *M = cs->mapped;
+    coll_mapped_run_t *run = s->mapped;
+    int n = cs->size, p = (int)(run->m & 1), j;
+
+    if (M->next_write != run->m)
+        return waiting(s, -1); /* an earlier call writes first */
+    if (run->writer) {
+        if ((j = acks_missing(cs, p)) >= 0)
+            return waiting(s, j);
+        for (int i = 0; i < run->nw; i++) {
+            const mw_t *w = &run->ws[i];
+            char *h = slot_hdr(M, M->seg, n, p, w->slot);
+            *(uint64_t *)(h + 8) = w->len;
+            if (w->len > 0)
+                memcpy(h + SLOT_HDR, s->addr[w->buf] + w->off, w->len);
+            atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
+        }
+        M->last_write[p] = run->m;
+        memcpy(M->readers[p], run->readers, (size_t)n);
+    }
+    M->next_write++;
+    for (int i = 0; i < run->nc; i++) {
+        const mcp_t *c = &run->cs[i];
+        memmove(s->addr[c->dbuf] + c->doff, s->addr[c->sbuf] + c->soff, c->len);
+    }
+    run->state = 1;
+    return UCCL_OK;
+}
+
+static uccl_status_t run_reads(coll_sched_t *s)
+{
+    coll_state_t *cs = s->cs;
+    coll_mapped_t *M = cs->mapped;
+    coll_mapped_run_t *run = s->mapped;
+    int n = cs->size, p = (int)(run->m & 1), missing = -1;
+
+    if (M->next_read != run->m)
+        return waiting(s, -1);
+    for (int i = 0; i < run->nr; i++) {
+        mrd_t *rd = &run->rs[i];
+        char *seg = M->peer[rd->from], *h;
+        uint64_t len;
+
+        if (rd->done)
+            continue;
+        h = slot_hdr(M, seg, n, p, rd->slot);
+        if (atomic_load_explicit(slot_seq(h), memory_order_acquire) != run->m) {
+            if (missing < 0)
+                missing = rd->from;
+            continue;
+        }
+        len = *(const uint64_t *)(h + 8);
+        if (len != rd->len) {
+            coll_error("rank %d sent %llu bytes where rank %d expects %zu", rd->from,
+                       (unsigned long long)len, cs->rank, rd->len);
+            run->soft = UCCL_ERR_TRUNCATED;
+            len = len < rd->len ? len : rd->len;
+        }
+        if (len > 0)
+            memcpy(s->addr[rd->buf] + rd->off, h + SLOT_HDR, len);
+        rd->done = true;
+        atomic_store_explicit(ack_word(seg, cs->rank), run->m, memory_order_release);
+    }
+    if (missing >= 0)
+        return waiting(s, missing);
+    M->next_read++;
+    run->state = 2;
+    return run->soft;
+}
+
+uccl_status_t uccl_coll_mapped_advance(coll_sched_t *s, coll_op_t *op)
+{
+    coll_mapped_run_t *run = s->mapped;
+    uccl_status_t st = UCCL_OK;
+
+    (void)op;
+    if (run->state < 2 && s->cs->mapped->failed != UCCL_OK)
+        return s->cs->mapped->failed;
+    if (run->state == 0 && (st = run_writes(s)) != UCCL_OK)
+        return st;
+    if (run->state == 1)
+        st = run_reads(s);
+    return st;
+}
+
+void uccl_coll_mapped_end(coll_sched_t *s, uccl_status_t st)
+{
+    coll_mapped_t *M = s->cs->mapped;
+
+    if (s->mapped->state < 2 && st != UCCL_OK && M != NULL && M->failed == UCCL_OK) {
+        coll_debug("mapped: collective %u failed midway (%s); the comm's later mapped calls "
+                   "fail too", s->seq, uccl_strerror(st));
+        M->failed = st;
+    }
+}
+
+/* Blocking, one phase holding only the MAPPED op: spin on the flags with
+ * cs->lock released between polls (non-blocking collectives in flight
+ * advance from the engine's progress, run every few polls: it also
+ * notices a peer's death), bounded by UCCL_TIMEOUT_MS without progress. */
+uccl_status_t uccl_coll_mapped_run(coll_sched_t *s)
+{
+    coll_state_t *cs = s->cs;
+    coll_mapped_run_t *run = s->mapped;
+    uint64_t deadline = 0;
+    unsigned spins = 0, yield_after = cs->oversubscribed ? 1 : 64;
+    int last_state = -1;
+    uccl_status_t st;
+
+    for (;;) {
+        st = uccl_coll_mapped_advance(s, &s->ops[0]);
+        if (st != UCCL_INPROGRESS)
+            break;
+        if (run->state != last_state) { /* progress: a new deadline */
+            last_state = run->state;
+            deadline = now_ms() + (uint64_t)uccl_coll_timeout_ms();
+        }
+        pthread_mutex_unlock(&cs->lock);
+        if (++spins % 16 == 0)
+            uccl_engine_progress(cs->engine);
+        if (spins >= yield_after && spins % yield_after == 0) {
+            sched_yield();
+            if (now_ms() > deadline) {
+                pthread_mutex_lock(&cs->lock);
+                coll_error("collective %u: no progress for %d ms (waiting for rank %d)", s->seq,
+                           uccl_coll_timeout_ms(), run->waiting_on);
+                st = UCCL_ERR_TIMEOUT;
+                break;
+            }
+        }
+        pthread_mutex_lock(&cs->lock);
+    }
+    return st;
+}

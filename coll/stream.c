@@ -1,0 +1,432 @@
+/* The direct stream path of the stream-ordered collectives (uccl_coll.h,
+ * uccl_coll_post_stream): when every peer's GPU memory is mapped here
+ * (uccl_rdesc_ptr over gpu_ipc), the whole collective is enqueued on the
+ * caller's stream at call time, from the calling thread:
+ *   ready(s) into each peer's flag slot for this rank -> wait until every
+ *   peer's ready(s) is in ours -> copy straight into each peer's receive
+ *   buffer -> done(s) into each peer's slot -> wait every peer's done(s).
+ * No host hold of the stream and no thread: a kernel module load in the
+ * caller's process meanwhile only waits for the device, which waits only
+ * for the peers' streams (the deadlock of the hold path cannot form).
+ *
+ * Flags: one GPU allocation (2 MiB, FLAGS_ALLOC) per communicator of 2 * size 32-bit words
+ * (word q: ready of peer q, word size + q: done of peer q), registered and
+ * mapped by every peer once, at the comm's first stream-ordered call
+ * (collective: two host allgathers). Sequence numbers count the comm's
+ * direct stream calls from UCCL_COLL_STREAM_SEQ0 + 1 and wrap: the
+ * stream waits compare cyclically. ready(s) also says that the rank's
+ * stream is past call s - 1, so its receive buffer is free again; done(s)
+ * that the bytes it wrote are visible.
+ *
+ * Per call the host exchanges one token with every peer (tagged messages
+ * over the host transport): can this rank take the path (GPU buffers,
+ * a supported op), its receive buffer's descriptor, where the peer's block
+ * goes and how many bytes each side moves. The path is taken only when
+ * every token says yes (so every rank decides alike), else the hold path
+ * runs. A descriptor new to the peer (fresh) is mapped by the peer, which
+ * then acknowledges it: its sender keeps the engine progressing until then
+ * (the mapping asks the owner for a grant).
+ *
+ * A dead peer: its flags never come, and a stream wait cannot time out.
+ * The call's request watches: once a peer's connection fails, or the
+ * stream has not passed the call within UCCL_TIMEOUT_MS, the host writes
+ * this call's sequence number into every flag word of this rank (through
+ * uccl_copy_post on the engine's stream), the caller's stream goes on, the
+ * request fails (UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT) and the comm's
+ * direct path is closed (later stream calls fail with that status). The
+ * watch runs from progress: uccl_test / uccl_wait of the request, or the
+ * engine's progress thread; a caller that drops the request and only
+ * synchronizes its stream needs the progress thread for this bound. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "stream.h"
+
+/* ------------------------------------------------------------------ one call */
+
+/* Where each op sends and receives, in bytes. */
+typedef struct sargs {
+    const char *src; /* base of what this rank sends (the receive buffer when in place) */
+    char *recv;
+    size_t rext;     /* extent of the receive buffer used */
+} sargs_t;
+
+static bool sop_supported(const coll_args_t *a)
+{
+    return a->op == UCCL_COLL_ALLGATHER || a->op == UCCL_COLL_ALLGATHERV ||
+           a->op == UCCL_COLL_ALLTOALL || a->op == UCCL_COLL_ALLTOALLV || a->op == UCCL_COLL_BCAST;
+}
+
+/* Bytes this rank sends to q and offsets: block sent to q at src + *soff. */
+static size_t send_len(const coll_args_t *a, int me, int q, size_t *soff)
+{
+    *soff = 0;
+    switch (a->op) {
+    case UCCL_COLL_ALLGATHER: *soff = a->in_place ? (size_t)me * a->count : 0; return a->count;
+    case UCCL_COLL_ALLGATHERV:
+        *soff = a->in_place ? a->rdispls[me] : 0;
+        return a->in_place ? a->recvcounts[me] : a->count;
+    case UCCL_COLL_ALLTOALL: *soff = (size_t)q * a->count; return a->count;
+    case UCCL_COLL_ALLTOALLV:
+        *soff = a->in_place ? a->rdispls[q] : a->sdispls[q];
+        return a->in_place ? a->recvcounts[q] : a->sendcounts[q];
+    default: return me == a->root ? a->count : 0; /* bcast */
+    }
+}
+
+/* Bytes this rank receives from q, at recv + *roff. */
+static size_t recv_len(const coll_args_t *a, int me, int q, size_t *roff)
+{
+    (void)me;
+    switch (a->op) {
+    case UCCL_COLL_ALLGATHER: case UCCL_COLL_ALLTOALL: *roff = (size_t)q * a->count; return a->count;
+    case UCCL_COLL_ALLGATHERV: case UCCL_COLL_ALLTOALLV: *roff = a->rdispls[q]; return a->recvcounts[q];
+    default: *roff = 0; return q == a->root && me != a->root ? a->count : 0; /* bcast */
+    }
+}
+
+static bool is_gpu(const void *p)
+{
+    uccl_mem_type_t t;
+
+    return p != NULL && uccl_mem_query(p, &t, NULL) == UCCL_OK && t != UCCL_MEM_HOST;
+}
+
+/* Can this rank take the path: op, buffers on the GPU. */
+static bool call_ok(const coll_args_t *a, int me, int n, sargs_t *sa)
+{
+    size_t off, ext = 0, sbytes = 0;
+
+    /* in place, an alltoall would read blocks its peers are writing */
+    if (!sop_supported(a) || (a->in_place && (a->op == UCCL_COLL_ALLTOALL || a->op == UCCL_COLL_ALLTOALLV)))
+        return false;
+    sa->recv = a->recvbuf;
+    sa->src = a->op == UCCL_COLL_BCAST || a->in_place ? a->recvbuf : a->sendbuf;
+    for (int q = 0; q < n; q++) {
+        size_t l = recv_len(a, me, q, &off);
+        if (l > 0 && off + l > ext)
+            ext = off + l;
+        sbytes += send_len(a, me, q, &off);
+    }
+    sa->rext = ext;
+    return (ext == 0 || is_gpu(sa->recv)) && (sbytes == 0 || is_gpu(sa->src));
+}
+
+/* My token for q, fresh when q may not know the descriptor yet. */
+static void tok_fill(coll_sflags_t *sf, coll_state_t *cs, const coll_args_t *a, int q, bool ok, int slot,
+                     stok_t *t)
+{
+    size_t roff, soff;
+
+    memset(t, 0, sizeof(*t));
+    t->magic = STOK_MAGIC;
+    t->ok = ok;
+    if (!ok)
+        return;
+    t->rlen = recv_len(a, sf->rank, q, &roff);
+    t->slen = send_len(a, sf->rank, q, &soff);
+    if (slot > 0 && t->rlen > 0) {
+        coll_buf_entry_t *e = &cs->bufs[slot];
+        uint64_t key = ((uint64_t)e->gen << 32) | (uint32_t)slot, *known = sf->sent + (size_t)q * SENT_KEYS;
+        t->has_desc = 1;
+        t->desc = e->desc;
+        t->roff = (uint64_t)(a->recvbuf - e->addr) + roff;
+        t->fresh = 1;
+        for (int i = 0; i < SENT_KEYS; i++)
+            if (known[i] == key)
+                t->fresh = 0;
+        sf->sent_key[q] = key;
+    }
+}
+
+/* The peers mapped what was fresh to them: remember it. */
+static void tok_known(coll_sflags_t *sf)
+{
+    for (int q = 0; q < sf->size; q++) {
+        if (q == sf->rank || !sf->tok[q].fresh)
+            continue;
+        sf->sent[(size_t)q * SENT_KEYS + (size_t)sf->sent_next[q]] = sf->sent_key[q];
+        sf->sent_next[q] = (sf->sent_next[q] + 1) % SENT_KEYS;
+    }
+}
+
+static void reqs_free(uccl_req_t **r, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i] != NULL)
+            uccl_req_free(r[i]);
+}
+
+/* Tokens out to every peer and in from every peer; then the fresh
+ * descriptors mapped and acknowledged. Fills sf->dst / sf->len. */
+static uccl_status_t exchange(coll_sflags_t *sf, uint32_t tseq, bool *all_ok, uccl_status_t *soft)
+{
+    int n = sf->size, me = sf->rank, nr = 0;
+    size_t tsz = sizeof(stok_t);
+    uccl_req_t **r = calloc(4 * (size_t)n, sizeof(*r));
+    uccl_status_t st = r != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+
+    for (int q = 0; st == UCCL_OK && q < n; q++) {
+        if (q == me)
+            continue;
+        st = uccl_recv(sf->conns[q], sf->tok_mr, (size_t)(n + q) * tsz, tsz, coll_tag(tseq, STEP_STOKEN),
+                       &r[nr++]);
+        if (st == UCCL_OK)
+            st = uccl_send(sf->conns[q], sf->tok_mr, (size_t)q * tsz, tsz, coll_tag(tseq, STEP_STOKEN),
+                           &r[nr++]);
+    }
+    if (st == UCCL_OK)
+        st = uccl_wait_all(r, (size_t)nr, uccl_coll_timeout_ms());
+    *all_ok = sf->tok[me].ok;
+    for (int q = 0; st == UCCL_OK && q < n; q++) {
+        stok_t *t = &sf->tok[n + q];
+        if (q != me && (t->magic != STOK_MAGIC))
+            st = UCCL_ERR_PEER_FAILED;
+        else if (q != me && !t->ok)
+            *all_ok = false;
+    }
+    for (int q = 0; st == UCCL_OK && *all_ok && q < n; q++) /* q acknowledges what it maps */
+        if (q != me && sf->tok[q].fresh)
+            st = uccl_recv(sf->conns[q], sf->tok_mr, 2 * (size_t)n * tsz + (size_t)(n + q) * 4, 4,
+                           coll_tag(tseq, STEP_SACK), &r[nr++]);
+    for (int q = 0; st == UCCL_OK && *all_ok && q < n; q++) {
+        stok_t *in = &sf->tok[n + q], *out = &sf->tok[q];
+        if (q == me)
+            continue;
+        if (in->rlen != out->slen || in->slen != out->rlen) {
+            coll_error("stream collective: rank %d sends %llu bytes to rank %d, which expects %llu", me,
+                       (unsigned long long)out->slen, q, (unsigned long long)in->rlen);
+            *soft = UCCL_ERR_TRUNCATED;
+        }
+        sf->len[q] = out->slen < in->rlen ? out->slen : in->rlen;
+        sf->dst[q] = NULL;
+        if (sf->len[q] > 0 && !in->has_desc)
+            st = UCCL_ERR_PEER_FAILED;
+        else if (sf->len[q] > 0 || in->fresh)
+            st = uccl_rdesc_ptr(sf->conns[q], &in->desc, &sf->dst[q]);
+        if (st == UCCL_OK && sf->dst[q] != NULL)
+            sf->dst[q] = (char *)sf->dst[q] + in->roff;
+        if (st == UCCL_OK && in->fresh) {
+            sf->acks[q] = 1;
+            st = uccl_send(sf->conns[q], sf->tok_mr, 2 * (size_t)n * tsz + (size_t)q * 4, 4,
+                           coll_tag(tseq, STEP_SACK), &r[nr++]);
+        }
+    }
+    /* the acks this rank sends, and those it waits for (posted above) */
+    if (st == UCCL_OK)
+        st = uccl_wait_all(r, (size_t)nr, uccl_coll_timeout_ms());
+    if (st == UCCL_OK && *all_ok)
+        tok_known(sf);
+    if (r != NULL)
+        reqs_free(r, nr);
+    free(r);
+    return st;
+}
+
+/* The request: done once the stream has passed the call; watches the peers. */
+typedef struct sreq {
+    coll_sflags_t *sf;
+    uccl_req_t *ev;      /* the caller's stream past the call */
+    uccl_req_t *release; /* the flags written by the host after a failure */
+    uint32_t seq;
+    uccl_status_t status;
+    uint64_t t0, last_check;
+    uint32_t *vals; /* [2 * size] = seq, the release's source */
+} sreq_t;
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uccl_status_t peers_state(const coll_sflags_t *sf)
+{
+    if (__atomic_load_n(&sf->closed, __ATOMIC_ACQUIRE))
+        return UCCL_OK;
+    for (int q = 0; q < sf->size; q++) {
+        uccl_conn_attr_t attr;
+        if (q != sf->rank && uccl_conn_query(sf->conns[q], &attr) == UCCL_OK && attr.state != UCCL_OK)
+            return UCCL_ERR_PEER_FAILED;
+    }
+    return UCCL_OK;
+}
+
+static int sreq_progress(uccl_req_t *req, void *arg)
+{
+    sreq_t *x = arg;
+    coll_sflags_t *sf = x->sf;
+    uint64_t t = now_ms();
+    size_t bytes;
+    uccl_status_t st = uccl_coll_req_status(x->ev, &bytes);
+
+    if (st == UCCL_INPROGRESS && x->release == NULL && t - x->last_check >= 5) {
+        uccl_status_t bad = peers_state(sf);
+        x->last_check = t;
+        if (bad == UCCL_OK && t - x->t0 >= (uint64_t)uccl_coll_timeout_ms())
+            bad = UCCL_ERR_TIMEOUT;
+        if (bad != UCCL_OK) { /* let the stream go: this call's values into every word */
+            coll_error("stream collective %u: %s; releasing the stream", x->seq, uccl_strerror(bad));
+            x->status = bad;
+            __atomic_store_n(&sf->broken, bad, __ATOMIC_RELEASE);
+            for (int i = 0; i < 2 * sf->size; i++)
+                x->vals[i] = x->seq;
+            if (uccl_copy_post(sf->engine, sf->flags, x->vals, 2 * (size_t)sf->size * 4, &x->release) !=
+                UCCL_OK)
+                x->release = NULL;
+        }
+    }
+    if (x->release != NULL && uccl_coll_req_status(x->release, &bytes) == UCCL_INPROGRESS)
+        return 0;
+    if (st == UCCL_INPROGRESS && x->status == UCCL_OK)
+        return 0;
+    if (st != UCCL_INPROGRESS && st != UCCL_OK && x->status == UCCL_OK)
+        x->status = st;
+    uccl_req_free(x->ev);
+    if (x->release != NULL)
+        uccl_req_free(x->release);
+    uccl_req_finish(req, x->status, 0);
+    uccl_coll_sf_unref(sf);
+    free(x->vals);
+    free(x);
+    return 1;
+}
+
+/* Enqueue the protocol of call s on stream. */
+static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const sargs_t *sa,
+                             const coll_args_t *a)
+{
+    uccl_engine_t *e = sf->engine;
+    int n = sf->size, me = sf->rank;
+    uint32_t *mine = sf->flags;
+    uccl_status_t st = UCCL_OK;
+    size_t soff, roff, l;
+
+    for (int q = 0; st == UCCL_OK && q < n; q++)
+        if (q != me)
+            st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + me, s, 4);
+    /* own block first: it waits for nobody */
+    l = a->op == UCCL_COLL_BCAST ? 0 : send_len(a, me, me, &soff);
+    recv_len(a, me, me, &roff);
+    if (st == UCCL_OK && l > 0 && sa->src + soff != sa->recv + roff)
+        st = uccl_stream_copy(e, stream, sa->recv + roff, sa->src + soff, l);
+    for (int q = 0; st == UCCL_OK && q < n; q++)
+        if (q != me)
+            st = uccl_stream_wait_value(e, stream, mine + q, s, 4);
+    for (int q = 0; st == UCCL_OK && q < n; q++) {
+        if (q == me || sf->len[q] == 0)
+            continue;
+        send_len(a, me, q, &soff);
+        st = uccl_stream_copy(e, stream, sf->dst[q], sa->src + soff, sf->len[q]);
+    }
+    for (int q = 0; st == UCCL_OK && q < n; q++)
+        if (q != me)
+            st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + n + me, s, 4);
+    for (int q = 0; st == UCCL_OK && q < n; q++)
+        if (q != me)
+            st = uccl_stream_wait_value(e, stream, mine + n + q, s, 4);
+    return st;
+}
+
+static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_status_t soft,
+                              uccl_req_t **req)
+{
+    sreq_t *x = calloc(1, sizeof(*x));
+    uccl_req_t *g = NULL;
+    uccl_status_t st = x != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+
+    if (st == UCCL_OK && (x->vals = malloc(2 * (size_t)sf->size * 4)) == NULL)
+        st = UCCL_ERR_NO_MEMORY;
+    if (st == UCCL_OK)
+        st = uccl_stream_event(sf->engine, stream, &x->ev);
+    if (st == UCCL_OK) {
+        x->sf = sf;
+        x->seq = s;
+        x->status = soft;
+        x->t0 = x->last_check = now_ms();
+        __atomic_add_fetch(&sf->refs, 1, __ATOMIC_ACQ_REL);
+        st = uccl_req_create(sf->engine, sreq_progress, x, &g);
+        if (st != UCCL_OK)
+            uccl_coll_sf_unref(sf);
+    }
+    if (st != UCCL_OK) {
+        if (x != NULL && x->ev != NULL)
+            uccl_req_free(x->ev);
+        if (x != NULL)
+            free(x->vals);
+        free(x);
+        return st;
+    }
+    if (req != NULL)
+        *req = g;
+    else
+        uccl_req_free(g); /* detached: progress still watches it */
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *args, void *stream,
+                                   uccl_req_t **req, bool *taken)
+{
+    coll_state_t *cs;
+    coll_sflags_t *sf;
+    coll_args_t a;
+    sargs_t sa = {0};
+    int slot = -1;
+    bool ok, all_ok = false;
+    uint32_t tseq, s;
+    uccl_status_t soft = UCCL_OK, st = uccl_coll_state_get(comm, &cs);
+
+    *taken = false;
+    if (st != UCCL_OK || args == NULL || stream == NULL)
+        return UCCL_OK; /* the hold path reports it */
+    if (!uccl_coll_stream_enabled() || cs->size < 2)
+        return UCCL_OK;
+    if (cs->sf == NULL && (st = uccl_coll_sf_open(cs, &cs->sf)) != UCCL_OK)
+        return st; /* collective: the comm's first stream call on every rank */
+    sf = cs->sf;
+    if (sf->state < 0)
+        return UCCL_OK;
+    if ((st = __atomic_load_n(&sf->broken, __ATOMIC_ACQUIRE)) != UCCL_OK) {
+        *taken = true;
+        return st;
+    }
+    if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
+        return UCCL_OK; /* the hold path reports it */
+    ok = call_ok(&a, sf->rank, sf->size, &sa);
+    pthread_mutex_lock(&cs->lock);
+    if (ok && sa.rext > 0 && (uccl_coll_buf_get(cs, sa.recv, sa.rext, &slot) != UCCL_OK ||
+                              uccl_coll_buf_desc(cs, slot, &(const uccl_rdesc_t *){NULL}) != UCCL_OK))
+        ok = false;
+    tseq = cs->seq++;
+    pthread_mutex_unlock(&cs->lock);
+    for (int q = 0; q < sf->size; q++)
+        tok_fill(sf, cs, &a, q, ok, slot, &sf->tok[q]);
+    st = exchange(sf, tseq, &all_ok, &soft);
+    if (st == UCCL_OK && all_ok) {
+        *taken = true;
+        s = ++sf->seq;
+        st = enqueue(sf, stream, s, &sa, &a);
+        if (st == UCCL_OK)
+            st = post_req(sf, stream, s, soft, req);
+        if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) {
+            pthread_mutex_lock(&cs->lock);
+            cs->stats.calls++;
+            cs->stats.stream_direct++;
+            pthread_mutex_unlock(&cs->lock);
+        }
+        if (st != UCCL_OK) /* part of the protocol may be queued: the comm's path is done */
+            sf->broken = st;
+    } else if (st != UCCL_OK) {
+        *taken = true; /* a peer failed in the exchange: nothing was queued */
+        sf->broken = st;
+    }
+    pthread_mutex_lock(&cs->lock);
+    if (slot > 0)
+        uccl_coll_buf_unpin(cs, slot);
+    pthread_mutex_unlock(&cs->lock);
+    uccl_coll_args_free(&a);
+    return st;
+}

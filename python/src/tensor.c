@@ -1,0 +1,135 @@
+/* A torch CUDA tensor given to a collective as an object: its memory and
+ * its producer stream from torch's C-level tensor methods and
+ * torch._C._cuda_getCurrentRawStream, instead of __dlpack_device__ and
+ * __dlpack__(stream=...), which are Python code in torch (session 8,
+ * tests/gpu/results: most of the +40 us per call of the object path).
+ * The ordering is the same as the handshake's (python/README.md, producer
+ * streams): the stream current when the collective is called is the
+ * producer's; the host-ordered form waits for it on the host; the stream
+ * form needs nothing when the call's stream is that stream, and leaves any
+ * other stream to DLPack's handshake (torch then orders the call's stream
+ * on the GPU). Tensors DLPack would refuse (requiring grad, conjugate or
+ * negative bit, not contiguous), subclasses and anything else go the
+ * general way too, with its messages. UCCL_PY_TORCH_FAST=0 turns this off. */
+#include "upy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int state; /* 0: not looked up; 1: ready; -1: off or no torch API */
+static PyTypeObject *tensor_type;
+static PyObject *raw_stream; /* torch._C._cuda_getCurrentRawStream */
+static uccl_mem_type_t mem_type;
+static PyObject *s_is_cuda, *s_requires_grad, *s_is_contiguous, *s_is_conj, *s_is_neg,
+    *s_data_ptr, *s_nbytes, *s_get_device;
+
+static int intern(PyObject **s, const char *name)
+{
+    *s = PyUnicode_InternFromString(name);
+    return *s ? 0 : -1;
+}
+
+/* Once torch is imported (never imported here: without it no object is a
+ * tensor): its Tensor type and raw-stream call. */
+static int lookup(void)
+{
+    static PyObject *s_torch;
+    PyObject *torch, *c, *version, *hip;
+    const char *env;
+    if (!s_torch) {
+        env = getenv("UCCL_PY_TORCH_FAST");
+        if ((env && !strcmp(env, "0")) || intern(&s_torch, "torch") < 0) {
+            PyErr_Clear();
+            return state = -1;
+        }
+    }
+    torch = PyDict_GetItemWithError(PyImport_GetModuleDict(), s_torch);
+    if (!torch) {
+        PyErr_Clear();
+        return 0; /* not imported (yet): ask again next time */
+    }
+    c = PyObject_GetAttrString(torch, "_C");
+    tensor_type = (PyTypeObject *)PyObject_GetAttrString(torch, "Tensor");
+    raw_stream = c ? PyObject_GetAttrString(c, "_cuda_getCurrentRawStream") : NULL;
+    version = PyObject_GetAttrString(torch, "version");
+    hip = version ? PyObject_GetAttrString(version, "hip") : NULL;
+    Py_XDECREF(c);
+    Py_XDECREF(version);
+    if (!tensor_type || !PyType_Check(tensor_type) || !raw_stream || !hip ||
+        intern(&s_is_cuda, "is_cuda") || intern(&s_requires_grad, "requires_grad") ||
+        intern(&s_is_contiguous, "is_contiguous") || intern(&s_is_conj, "is_conj") ||
+        intern(&s_is_neg, "is_neg") || intern(&s_data_ptr, "data_ptr") ||
+        intern(&s_nbytes, "nbytes") || intern(&s_get_device, "get_device")) {
+        PyErr_Clear();
+        Py_XDECREF(hip);
+        return state = -1;
+    }
+    mem_type = hip == Py_None ? UCCL_MEM_CUDA : UCCL_MEM_ROCM;
+    Py_DECREF(hip);
+    return state = 1;
+}
+
+/* A boolean attribute (call: a method without arguments): 1, 0, -1. */
+static int flag(PyObject *obj, PyObject *name, int call)
+{
+    PyObject *v = call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
+    int r = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+/* An integer attribute or method result, as a long long / pointer. */
+static int number(PyObject *obj, PyObject *name, int call, long long *out)
+{
+    PyObject *v = call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
+    if (!v)
+        return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static void *current_stream(long long device)
+{
+    PyObject *v = PyObject_CallFunction(raw_stream, "L", device);
+    void *p = v ? PyLong_AsVoidPtr(v) : NULL;
+    Py_XDECREF(v);
+    return p;
+}
+
+int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
+{
+    long long ptr, nbytes, device;
+    void *cur;
+    if (state == 0 && lookup() <= 0)
+        return 1;
+    if (state < 0 || !ord || Py_TYPE(obj) != tensor_type)
+        return 1;
+    if (flag(obj, s_is_cuda, 0) != 1 || flag(obj, s_requires_grad, 0) != 0 ||
+        flag(obj, s_is_contiguous, 1) != 1 || flag(obj, s_is_conj, 1) != 0 ||
+        flag(obj, s_is_neg, 1) != 0)
+        goto general; /* DLPack's handshake says what is wrong, if anything */
+    if (number(obj, s_data_ptr, 1, &ptr) < 0 || number(obj, s_nbytes, 0, &nbytes) < 0 ||
+        number(obj, s_get_device, 1, &device) < 0 || nbytes < 0)
+        goto general;
+    cur = current_stream(device);
+    if (PyErr_Occurred())
+        goto general;
+    if (ord->stream_form) {
+        if (upy_stream_norm(cur) != upy_stream_norm(ord->stream))
+            return 1; /* another stream: torch's event through the handshake */
+    } else {
+        if (ord->n == UPY_ORDER_MAX)
+            return 1;
+        upy_order_add(ord, cur);
+    }
+    m->addr = (void *)(uintptr_t)ptr;
+    m->len = (size_t)nbytes;
+    m->readonly = 0;
+    m->mem_type = mem_type;
+    m->source = UPY_SRC_TENSOR;
+    return 0;
+general:
+    PyErr_Clear();
+    return 1;
+}

@@ -1,0 +1,29 @@
+/* What xfer.c (one request per call) lends xfer_msg.c (writemsg/readmsg,
+ * several requests per call): the call's arguments, the check of its local
+ * pieces, the post. */
+#ifndef UCCL_CORE_XFER_H
+#define UCCL_CORE_XFER_H
+
+#include "core.h"
+
+typedef struct xfer_args {
+    uccl_op_t op;
+    const uccl_iov_t *iov;
+    int iovcnt;
+    uint64_t tag;
+    const uccl_rdesc_t *rdesc;
+    size_t roff;
+    bool has_notif;
+    uint64_t notif;
+    uccl_req_t *parent; /* a piece of a writemsg/readmsg */
+    bool persistent;    /* uccl_send_init / uccl_recv_init: built, not posted */
+} xfer_args_t;
+
+/* The local pieces: count, bounds, owner; *total their bytes, *gpu_caps
+ * the transport caps their memory needs. */
+uccl_status_t uccl_xfer_check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov, int iovcnt,
+                                  size_t *total, uint64_t *gpu_caps);
+/* Check a, build its request and post it (engine lock held). */
+uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out);
+
+#endif

@@ -1,0 +1,52 @@
+"""What a torch CUDA tensor costs to read as an object, call by call, in one
+process (no MPI): the interfaces the binding may ask (DLPack's handshake,
+the CUDA array interface) against torch's C-level methods and raw current
+stream (the binding's fast path, python/src/tensor.c). Prints us per call,
+median of 5 runs of N calls each. Run on the device: python3 this.py"""
+import statistics
+import time
+
+import torch
+
+N = 2000
+
+
+def per_call(fn):
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(N):
+            fn()
+        runs.append((time.perf_counter() - t0) / N * 1e6)
+    return statistics.median(runs)
+
+
+def main():
+    t = torch.zeros(4096, dtype=torch.uint8, device="cuda")
+    side = torch.cuda.Stream()
+    raw = torch._C._cuda_getCurrentRawStream
+    cases = [
+        ("t.__dlpack_device__()", lambda: t.__dlpack_device__()),
+        ("t.__dlpack__(stream=1) (capsule dropped)", lambda: t.__dlpack__(stream=1)),
+        ("t.__cuda_array_interface__", lambda: t.__cuda_array_interface__),
+        ("torch.cuda.current_stream()", lambda: torch.cuda.current_stream()),
+        ("torch._C._cuda_getCurrentRawStream(0)", lambda: raw(0)),
+        ("t.data_ptr()", lambda: t.data_ptr()),
+        ("t.nbytes", lambda: t.nbytes),
+        ("t.is_contiguous()", lambda: t.is_contiguous()),
+        ("t.is_cuda", lambda: t.is_cuda),
+        ("t.requires_grad", lambda: t.requires_grad),
+        ("t.get_device()", lambda: t.get_device()),
+        ("t.is_conj()", lambda: t.is_conj()),
+    ]
+    print("torch %s, %s; us per call (median of 5 x %d)" % (
+        torch.__version__, torch.cuda.get_device_name(0), N))
+    for name, fn in cases:
+        print("%-45s %8.3f" % (name, per_call(fn)))
+    with torch.cuda.stream(side):
+        print("%-45s %8.3f" % ("t.__dlpack__(stream=1), side stream current",
+                               per_call(lambda: t.__dlpack__(stream=1))))
+
+
+if __name__ == "__main__":
+    main()

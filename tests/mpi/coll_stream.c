@@ -1,0 +1,238 @@
+/* The direct stream path of the stream-ordered collectives (coll/stream.c)
+ * in t_coll_gpu: where every peer is reached by gpu_ipc (the fake GPU build
+ * and one GPU shared by two processes), stream calls are enqueued whole on
+ * the caller's stream; UCCL_COLL_STREAM=hold turns the path off (then
+ * these cases check the hold path the same way). Stubs in t_coll. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_test.h"
+#ifdef T_COLL_GPU
+#include "gpu/gpu.h"
+#endif
+
+#ifndef T_COLL_GPU
+void ct_stream_direct(mt_ctx_t *c) { (void)c; }
+void ct_stream_dead(mt_ctx_t *c) { (void)c; }
+#else
+
+/* The direct path is on (UCCL_COLL_STREAM) and every peer is reached by
+ * gpu_ipc (not so across emulated hosts): stream calls on GPU memory take it. */
+static bool direct_expected(mt_ctx_t *c)
+{
+    const char *v = getenv("UCCL_COLL_STREAM");
+    uccl_conn_attr_t attr;
+
+    if (v != NULL && strcmp(v, "hold") == 0)
+        return false;
+    for (int q = 0; q < c->size; q++)
+        if (q != c->rank && (uccl_conn_query(uccl_comm_conn(c->comm, q), &attr) != UCCL_OK ||
+                             strcmp(attr.gpu_transport, "gpu_ipc") != 0))
+            return false;
+    return true;
+}
+
+static uint8_t pat(int r, int round, size_t k)
+{
+    return (uint8_t)(r * 29 + round * 7 + (int)k * 3 + 1);
+}
+
+/* SD_ROUNDS back-to-back calls (allgather, alltoall, bcast in turn) on
+ * the stream with no host wait between them, alternating two receive
+ * buffers: each round's producer writes new bytes into the send buffer
+ * and a consumer copies the result out, both on the stream; all rounds
+ * are compared at the end. A peer that wrote into a receive buffer its
+ * owner's stream still reads, or read a send buffer before its producer,
+ * shows up as wrong bytes. With UCCL_COLL_STREAM_SEQ0 near 2^32 the
+ * sequence numbers wrap on the way (coll-gpu-stream-np2.sh). */
+#define SD_LEN 1031
+#define SD_ROUNDS 48
+void ct_stream_direct(mt_ctx_t *c)
+{
+    int n = c->size, me = c->rank;
+    size_t rlen = (size_t)n * SD_LEN, slen = (size_t)n * SD_LEN;
+    uint8_t *src = malloc((size_t)SD_ROUNDS * slen), *back = malloc((size_t)SD_ROUNDS * rlen);
+    void *ds = NULL, *dr[2] = {NULL, NULL}, *dout = NULL, *s = ct_stream();
+    uccl_coll_stats_t st0, st1;
+    uccl_req_t *last = NULL;
+
+    if (src == NULL || back == NULL || uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, slen, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[0]) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[1]) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)SD_ROUNDS * rlen, &dout) != UCCL_OK) {
+        mt_fail(c, "buffers");
+        goto out;
+    }
+    for (int i = 0; i < SD_ROUNDS; i++)
+        for (size_t k = 0; k < slen; k++)
+            src[(size_t)i * slen + k] = pat(me, i, k);
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &st0), UCCL_OK, "stats");
+    for (int i = 0; i < SD_ROUNDS; i++) {
+        uccl_coll_args_t a = {.op = i % 3 == 0 ? UCCL_COLL_ALLGATHER
+                                    : i % 3 == 1 ? UCCL_COLL_ALLTOALL : UCCL_COLL_BCAST,
+                              .sendbuf = ds, .recvbuf = dr[i % 2], .count = SD_LEN};
+        uccl_status_t st;
+        if (a.op == UCCL_COLL_BCAST) { /* root i % n broadcasts its round's bytes */
+            a.field_mask = UCCL_COLL_ARG_ROOT;
+            a.root = i % n;
+            a.sendbuf = NULL;
+            a.count = rlen;
+        }
+        mt_expect(c, uccl_gpu_memcpy_async(a.op == UCCL_COLL_BCAST ? dr[i % 2] : ds, src + (size_t)i * slen,
+                                           slen, s),
+                  UCCL_OK, "producer");
+        st = uccl_coll_post_stream(c->comm, &a, s, i == SD_ROUNDS - 1 ? &last : NULL);
+        mt_expect(c, st, UCCL_OK, "uccl_coll_post_stream, back to back");
+        if (st != UCCL_OK)
+            break;
+        mt_expect(c, uccl_gpu_memcpy_async((char *)dout + (size_t)i * rlen, dr[i % 2], rlen, s), UCCL_OK,
+                  "consumer");
+    }
+    if (last != NULL) {
+        mt_expect(c, uccl_wait(last, -1), UCCL_OK, "the last call's request");
+        uccl_req_free(last);
+    }
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream after the rounds");
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &st1), UCCL_OK, "stats");
+    if (direct_expected(c) && st1.stream_direct - st0.stream_direct != SD_ROUNDS)
+        mt_fail(c, "%llu of %d stream calls took the direct path (every peer is on gpu_ipc)",
+                (unsigned long long)(st1.stream_direct - st0.stream_direct), SD_ROUNDS);
+    mt_expect(c, uccl_copy(c->engine, back, dout, (size_t)SD_ROUNDS * rlen), UCCL_OK, "results back");
+    for (int i = 0; i < SD_ROUNDS; i++) {
+        const uint8_t *got = back + (size_t)i * rlen;
+        for (size_t k = 0; k < rlen; k++) {
+            int r = (int)(k / SD_LEN);
+            size_t j = k % SD_LEN;
+            uint8_t want = i % 3 == 0   ? pat(r, i, j)
+                           : i % 3 == 1 ? pat(r, i, (size_t)me * SD_LEN + j)
+                                        : pat(i % n, i, k);
+            if (got[k] != want) {
+                mt_fail(c, "round %d (%s) byte %zu: 0x%02x, want 0x%02x", i,
+                        i % 3 == 0 ? "allgather" : i % 3 == 1 ? "alltoall" : "bcast", k, got[k], want);
+                i = SD_ROUNDS;
+                break;
+            }
+        }
+    }
+out:
+    mt_uccl_barrier(c);
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr[0]);
+    uccl_mem_free(c->engine, dr[1]);
+    uccl_mem_free(c->engine, dout);
+    free(src);
+    free(back);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* A rank gone with its part of a direct stream call queued but never run
+ * (the last rank posts behind a gate on its stream, a wait on a device
+ * word nobody sets yet, then closes its connections): a stream wait cannot time out, so the survivors' requests must
+ * see the failed connection, write the flags themselves and let their
+ * streams go on, within UCCL_TIMEOUT_MS; the next stream call on that
+ * comm fails at once. Afterwards the last rank runs its stream out. */
+#define DEAD_LEN 4096
+void ct_stream_dead(mt_ctx_t *c)
+{
+    /* on the test's engine: destroying the comm closes its connections,
+     * and the leaver's queued event stays with an engine that lives on */
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    int n = c->size, last = n - 1;
+    const char *tm = getenv("UCCL_TIMEOUT_MS");
+    int timeout_ms = tm ? atoi(tm) : 60000;
+    uccl_comm_t *comm = NULL;
+    void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
+    uint32_t zero = 0, one = 1;
+    uccl_req_t *req = NULL;
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = DEAD_LEN};
+    struct timespec t0;
+    uccl_status_t st;
+
+    /* on a GPU the leaver's stream would run on by itself into mappings its
+     * engine closed (a fault): the fake backend's streams run only when
+     * driven, which is what a dead process's do */
+    int direct = n > 1 && direct_expected(c);
+    int all = 0;
+
+    /* every rank the same answer (a hold-path leaver would close its
+     * connections while its stream waits on the engine: not this test) */
+    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (!all || strcmp(uccl_gpu_backend(), "fake") != 0) {
+        if (c->rank == 0)
+            printf("# stream form, a rank gone: SKIP (%s)\n", n < 2 ? "one rank"
+                   : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
+                          : "fake GPU backend only");
+        return;
+    }
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, DEAD_LEN, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * DEAD_LEN, &dr) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
+        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
+        mt_fail(c, "a second comm and buffers");
+        goto out;
+    }
+    a.sendbuf = ds;
+    a.recvbuf = dr;
+    /* a first call sets the path up (flags mapped both ways) */
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "first stream call");
+    if (req != NULL)
+        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+    uccl_req_free(req);
+    req = NULL;
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c->rank == last) /* nothing after this runs until the gate opens */
+        mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
+    st = uccl_coll_post_stream(comm, &a, s, c->rank == last ? NULL : &req);
+    mt_expect(c, st, UCCL_OK, "the call the last rank leaves");
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank's part is queued */
+    if (c->rank == last) {
+        /* gone as a dead process is: its connections drop, its regions stay
+         * registered (no revoke: the survivors' mappings stay); its stream is
+         * not driven until the others are done */
+        for (int q = 0; q < n; q++)
+            if (q != last)
+                uccl_conn_close(uccl_comm_conn(comm, q));
+        MPI_Barrier(MPI_COMM_WORLD);
+        mt_expect(c, uccl_copy(c->engine, gate, &one, sizeof(one)), UCCL_OK, "the gate opens");
+        /* the survivors wrote its flags, and the mappings it was handed
+         * outlive the connections: its part runs out (UCCL_ERR_IO would be
+         * a copy into a mapping closed under it) */
+        st = uccl_gpu_stream_sync(s);
+        if (st != UCCL_OK && st != UCCL_ERR_IO)
+            mt_fail(c, "the leaver's stream, run out afterwards: %s", uccl_status_name(st));
+    } else {
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        st = req != NULL ? uccl_wait(req, 3 * timeout_ms) : UCCL_ERR_INVALID_PARAM;
+        if (st != UCCL_ERR_PEER_FAILED && st != UCCL_ERR_TIMEOUT)
+            mt_fail(c, "the request of a call with a rank gone: %s", uccl_status_name(st));
+        if (ms_since(&t0) > timeout_ms + 2000.0)
+            mt_fail(c, "the failure took %.0f ms (UCCL_TIMEOUT_MS %d)", ms_since(&t0), timeout_ms);
+        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream goes on after the failure");
+        st = uccl_coll_post_stream(comm, &a, s, NULL);
+        if (st == UCCL_OK)
+            mt_fail(c, "a stream call on the broken comm succeeded");
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+out:
+    if (req != NULL)
+        uccl_req_free(req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    uccl_mem_free(c->engine, gate);
+}
+#endif
