@@ -193,6 +193,48 @@ bool uccl_rndv_grants_advance(uccl_rndv_grants_t *g, uint64_t end, int *slot)
     return true;
 }
 
+/* ------------------------------------------------------------------ staged requests */
+
+uccl_status_t uccl_rndv_staged_stage(uccl_rndv_staged_t *s, uccl_rndv_t *r, uccl_stage_t *stage,
+                                     int depth, const uccl_rndv_sink_hooks_t *hooks, void *ctx,
+                                     uccl_req_t *req, size_t len, bool gather)
+{
+    s->r = r;
+    if (gather) {
+        if (s->src == NULL && (s->src = malloc(sizeof(*s->src))) == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        uccl_stage_src_init(s->src, stage, req, NULL, len);
+        return UCCL_OK;
+    }
+    if (s->sink != NULL)
+        return UCCL_OK;
+    return uccl_rndv_sink_new(r, stage, depth, hooks, ctx, req, len, &s->sink);
+}
+
+uccl_status_t uccl_rndv_staged_grant(uccl_rndv_staged_t *s, uccl_rndv_t *r, const uccl_req_t *req,
+                                     int slot, uint64_t off, const uccl_rndv_seg_t *seg)
+{
+    if (s->grants == NULL && (s->grants = calloc(1, sizeof(*s->grants))) == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    s->r = r;
+    return uccl_rndv_grants_push(s->grants, req, slot, off, seg);
+}
+
+void uccl_rndv_staged_release(uccl_rndv_staged_t *s, uccl_req_t *req)
+{
+    if (s->src != NULL) {
+        uccl_stage_src_fini(s->src);
+        free(s->src);
+    }
+    if (s->sink != NULL)
+        uccl_rndv_sink_free(s->sink);
+    if (s->grants != NULL) {
+        uccl_rndv_forget(s->r, req);
+        free(s->grants);
+    }
+    *s = (uccl_rndv_staged_t){0};
+}
+
 /* ------------------------------------------------------------------ copies */
 
 uccl_status_t uccl_rndv_iov_copy(uccl_req_t *req, void *flat, size_t len, bool to_iov)

@@ -94,6 +94,32 @@ void uccl_rndv_grants_at(const uccl_rndv_grants_t *g, uint64_t off, uint64_t *ad
  * leaves the queue; returns whether it closed. */
 bool uccl_rndv_grants_advance(uccl_rndv_grants_t *g, uint64_t end, int *slot);
 
+/* What a staged request holds, embedded in each transport's per-request
+ * record (req->tp_ptr): the pipeline its local GPU data is read through (a
+ * send or a write), the sink it lands in (a receive or a read), and a send's
+ * granted windows; r is the protocol instance the grants were taken on. */
+typedef struct uccl_rndv_staged {
+    uccl_rndv_t *r;
+    uccl_stage_src_t *src;
+    uccl_rndv_sink_t *sink;
+    uccl_rndv_grants_t *grants;
+} uccl_rndv_staged_t;
+
+/* Staged req reads len bytes of its pieces (gather: a send or a write)
+ * through a source pipeline on stage, or lands them (a receive or a read)
+ * in a sink of up to depth windows (hooks and ctx: uccl_rndv_sink_new; a
+ * sink already made is kept). */
+uccl_status_t uccl_rndv_staged_stage(uccl_rndv_staged_t *s, uccl_rndv_t *r, uccl_stage_t *stage,
+                                     int depth, const uccl_rndv_sink_hooks_t *hooks, void *ctx,
+                                     uccl_req_t *req, size_t len, bool gather);
+/* Sender: queue window slot at byte off of send req, granted on r. */
+uccl_status_t uccl_rndv_staged_grant(uccl_rndv_staged_t *s, uccl_rndv_t *r, const uccl_req_t *req,
+                                     int slot, uint64_t off, const uccl_rndv_seg_t *seg);
+/* Finishing req: what staged it goes back (a source's buffers once their
+ * copies are done, a sink after its queued copies), a send on granted
+ * windows drops its id; s is empty afterwards. */
+void uccl_rndv_staged_release(uccl_rndv_staged_t *s, uccl_req_t *req);
+
 /* Copy between req's local pieces and flat[0, len): GPU pieces through the
  * GPU layer (a memcpy on device memory would fault), host pieces by memcpy
  * (ops->mem_copy of a transport that stages). */

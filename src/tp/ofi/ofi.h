@@ -165,9 +165,7 @@ enum {
  * send's remote pieces from the CTS (nseg 0: req->remote or the windows). */
 typedef struct ofi_xfer {
     struct tp_ofi_ep *ep;
-    uccl_stage_src_t *src;
-    uccl_rndv_sink_t *sink;
-    uccl_rndv_grants_t *grants;
+    uccl_rndv_staged_t staged; /* tp/common/rndv_stage.h */
     int owed_slot; /* window whose chunk immediate is owed, + 1; 0 = none */
     uint64_t nseg;
     uccl_rndv_seg_t segs[];

@@ -44,8 +44,8 @@ static uccl_status_t ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *
     uccl_status_t st;
 
     *addr = *key = *left = 0;
-    if (s != NULL && s->grants != NULL) { /* a send on granted windows: the oldest */
-        uccl_rndv_grants_at(s->grants, off, addr, key, left);
+    if (s != NULL && s->staged.grants != NULL) { /* a send on granted windows: the oldest */
+        uccl_rndv_grants_at(s->staged.grants, off, addr, key, left);
         return UCCL_OK;
     }
     if (s == NULL || s->nseg == 0) {
@@ -75,7 +75,7 @@ static ofi_xfer_t *ofi_xfer(const uccl_req_t *req)
  * the message with none of its own. */
 static bool ofi_req_windowed(const uccl_req_t *req)
 {
-    return ofi_xfer(req) != NULL && ofi_xfer(req)->grants != NULL;
+    return ofi_xfer(req) != NULL && ofi_xfer(req)->staged.grants != NULL;
 }
 
 bool uccl_ofi_req_has_work(const uccl_req_t *req)
@@ -148,11 +148,11 @@ static int ofi_local(tp_ofi_ep_t *ep, uccl_req_t *req, size_t off, size_t want, 
     l->slot = NULL;
     if (want == 0)
         return 0;
-    if (x != NULL && (x->src != NULL || x->sink != NULL)) {
+    if (x != NULL && (x->staged.src != NULL || x->staged.sink != NULL)) {
         if (tp->staged_ops >= 2 * tp->cfg.stage_depth)
             return OFI_FENCED; /* the pool stays small: once some complete */
-        if (x->src != NULL) {
-            st = uccl_stage_src_peek(x->src, &ptr, &n, &l->sbuf);
+        if (x->staged.src != NULL) {
+            st = uccl_stage_src_peek(x->staged.src, &ptr, &n, &l->sbuf);
             if (st == UCCL_INPROGRESS)
                 return OFI_FENCED;
             if (st != UCCL_OK) {
@@ -161,7 +161,7 @@ static int ofi_local(tp_ofi_ep_t *ep, uccl_req_t *req, size_t off, size_t want, 
                 return -FI_EIO;
             }
         } else {
-            l->slot = uccl_rndv_sink_free_slot(x->sink);
+            l->slot = uccl_rndv_sink_free_slot(x->staged.sink);
             if (l->slot == NULL)
                 return OFI_FENCED;
             l->sbuf = l->slot->buf;
@@ -206,7 +206,7 @@ static void ofi_local_posted(tp_ofi_t *tp, uccl_req_t *req, size_t off, ofi_loca
         l->slot->busy = true;
         op->slot = l->slot;
     } else {
-        uccl_stage_src_take(ofi_xfer(req)->src, l->got);
+        uccl_stage_src_take(ofi_xfer(req)->staged.src, l->got);
     }
 }
 
@@ -255,7 +255,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     if (is_write && !tp->rma_ordered)
         flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
     if (windowed && got > 0 && got == rleft) { /* closes the oldest window */
-        wslot = x->grants->g[x->grants->head].slot;
+        wslot = x->staged.grants->g[x->staged.grants->head].slot;
         if (!tp->imm_msg) {
             if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0) {
                 rc = OFI_FENCED;
@@ -330,7 +330,8 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     req->tp_data[OFI_RD_DOPS]++;
     if (windowed && got == 0)
         x->owed_slot = 0;
-    else if (wslot >= 0 && uccl_rndv_grants_advance(x->grants, off + got, &wslot) && tp->imm_msg)
+    else if (wslot >= 0 && uccl_rndv_grants_advance(x->staged.grants, off + got, &wslot) &&
+             tp->imm_msg)
         x->owed_slot = wslot + 1;
     if (!windowed && (flags & FI_REMOTE_CQ_DATA))
         req->tp_data[OFI_RD_IMM] = 2;
@@ -390,7 +391,8 @@ void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     if (uccl_ofi_req_has_work(req))
         return; /* more operations wait in data_pending */
     if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && ofi_xfer(req) != NULL &&
-        ofi_xfer(req)->sink != NULL && uccl_rndv_sink_copying(ofi_xfer(req)->sink))
+        ofi_xfer(req)->staged.sink != NULL &&
+        uccl_rndv_sink_copying(ofi_xfer(req)->staged.sink))
         return; /* a read whose last windows still copy: the sink settles it */
     uccl_list_del(&req->tp_link);
     uccl_rndv_write_done(&ep->rndv, req);

@@ -140,45 +140,26 @@ static const uccl_rndv_sink_hooks_t ofi_sink_hooks = {
     .read_settle = ofi_sink_read_settle,
 };
 
-/* Staged req reads len bytes of its pieces (gather: a send or a write)
- * through a source pipeline, or lands them (a receive or a read) in a sink. */
+/* Staged req: a source pipeline or a sink (uccl_rndv_staged_stage). */
 uccl_status_t uccl_ofi_xfer_stage(tp_ofi_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
 {
     ofi_xfer_t *x = uccl_ofi_xfer_get(ep, req, 0);
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    if (gather) {
-        if (x->src == NULL && (x->src = malloc(sizeof(*x->src))) == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        uccl_stage_src_init(x->src, ep->tp->stage, req, NULL, len);
-        return UCCL_OK;
-    }
-    if (x->sink != NULL)
-        return UCCL_OK;
-    return uccl_rndv_sink_new(&ep->rndv, ep->tp->stage, ep->tp->cfg.stage_depth, &ofi_sink_hooks,
-                              ep, req, len, &x->sink);
+    return uccl_rndv_staged_stage(&x->staged, &ep->rndv, ep->tp->stage, ep->tp->cfg.stage_depth,
+                                  &ofi_sink_hooks, ep, req, len, gather);
 }
 
-/* Finishing req: what staged it goes back (a sink's copies are waited
- * for; buffers still posted are held by their operations), a send on
- * granted windows drops its id. */
+/* Finishing req: what staged it goes back (uccl_rndv_staged_release;
+ * buffers still posted are held by their operations). */
 void uccl_ofi_xfer_release(uccl_req_t *req)
 {
     ofi_xfer_t *x = req->tp_ptr;
 
     if (x == NULL)
         return;
-    if (x->src != NULL) {
-        uccl_stage_src_fini(x->src);
-        free(x->src);
-    }
-    if (x->sink != NULL)
-        uccl_rndv_sink_free(x->sink);
-    if (x->grants != NULL) {
-        uccl_rndv_forget(&x->ep->rndv, req);
-        free(x->grants);
-    }
+    uccl_rndv_staged_release(&x->staged, req);
     free(x);
     req->tp_ptr = NULL;
 }
@@ -196,19 +177,19 @@ uccl_status_t uccl_ofi_sink_start(uccl_rndv_t *r, uccl_req_t *req, size_t len)
 
     (void)r;
     (void)len;
-    return uccl_rndv_sink_start(x->sink);
+    return uccl_rndv_sink_start(x->staged.sink);
 }
 
 void uccl_ofi_sink_landed(uccl_rndv_t *r, uccl_req_t *req, int slot)
 {
     ofi_xfer_t *x = req->tp_ptr;
 
-    if (x == NULL || x->sink == NULL) {
+    if (x == NULL || x->staged.sink == NULL) {
         uccl_error("ofi: window data for a receive that is not staged");
         uccl_ofi_conn_fail(ofi_ep_of(r), UCCL_ERR_TRANSPORT);
         return;
     }
-    uccl_rndv_sink_landed(x->sink, slot, UCCL_OK);
+    uccl_rndv_sink_landed(x->staged.sink, slot, UCCL_OK);
 }
 
 /* Sender: window `slot` at byte off of the receiver's message, granted. */
@@ -221,9 +202,7 @@ uccl_status_t uccl_ofi_grant(uccl_rndv_t *r, uccl_req_t *req, bool first, int sl
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    if (x->grants == NULL && (x->grants = calloc(1, sizeof(*x->grants))) == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    st = uccl_rndv_grants_push(x->grants, req, slot, off, seg);
+    st = uccl_rndv_staged_grant(&x->staged, r, req, slot, off, seg);
     if (st != UCCL_OK)
         return st;
     if (first) /* later windows are posted by progress (data_pending) */

@@ -155,11 +155,7 @@ typedef struct tp_verbs_qp {
  * rendezvous send's remote pieces from the CTS (nseg 0: the target is
  * req->remote or the windows). */
 typedef struct tp_verbs_xfer {
-    struct tp_verbs *tp;
-    struct tp_verbs_ep *ep;
-    uccl_stage_src_t *src;
-    uccl_rndv_sink_t *sink;     /* tp/common/rndv_stage.h */
-    uccl_rndv_grants_t *grants;
+    uccl_rndv_staged_t staged; /* tp/common/rndv_stage.h */
     uint64_t nseg;
     uccl_rndv_seg_t segs[]; /* keys are 32-bit rkeys */
 } tp_verbs_xfer_t;

@@ -31,10 +31,10 @@ static void verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_
     *addr = 0;
     *rkey = 0;
     *left = 0;
-    if (x != NULL && x->grants != NULL) {
+    if (x != NULL && x->staged.grants != NULL) {
         uint64_t key;
 
-        uccl_rndv_grants_at(x->grants, off, addr, &key, left);
+        uccl_rndv_grants_at(x->staged.grants, off, addr, &key, left);
         *rkey = (uint32_t)key;
         return;
     }
@@ -87,13 +87,13 @@ static uccl_status_t verbs_build_staged(const tp_verbs_ep_t *ep, tp_verbs_xfer_t
 
     if (!verbs_stage_room(ep->tp))
         return UCCL_INPROGRESS;
-    st = uccl_stage_src_peek(x->src, &ptr, &n, buf);
+    st = uccl_stage_src_peek(x->staged.src, &ptr, &n, buf);
     if (st != UCCL_OK)
         return st;
     if (want > n)
         want = n;
     uccl_stage_buf_hold(*buf); /* until the work request completes (uccl_verbs_qp_held_pop) */
-    uccl_stage_src_take(x->src, want);
+    uccl_stage_src_take(x->staged.src, want);
     *sge = (struct ibv_sge){(uintptr_t)ptr, (uint32_t)want,
                             ((struct ibv_mr *)uccl_stage_buf_reg(*buf))->lkey};
     *got = want;
@@ -108,7 +108,7 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 {
     size_t off = req->tp_data[VERBS_RD_OFF], want = req->len - off, got = 0;
     tp_verbs_xfer_t *x = tp_verbs_xfer(req);
-    bool staged = x != NULL && (x->src != NULL || x->sink != NULL);
+    bool staged = x != NULL && (x->staged.src != NULL || x->staged.sink != NULL);
     uint64_t raddr, rleft;
     uint32_t rkey;
     int n = 0;
@@ -121,22 +121,23 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
     if (want > rleft)
         want = rleft;
     if (want == 0) /* no window granted yet, or remote pieces shorter than the message */
-        return x != NULL && x->grants != NULL && x->grants->n == 0 ? UCCL_INPROGRESS
-                                                                   : UCCL_ERR_TRANSPORT;
-    if (x != NULL && x->src != NULL) {
+        return x != NULL && x->staged.grants != NULL && x->staged.grants->n == 0
+                   ? UCCL_INPROGRESS
+                   : UCCL_ERR_TRANSPORT;
+    if (x != NULL && x->staged.src != NULL) {
         uccl_status_t st = verbs_build_staged(ep, x, want, &sge[0], &got, buf);
 
         if (st != UCCL_OK)
             return st;
         n = 1;
-    } else if (x != NULL && x->sink != NULL) { /* a read into a free window of its sink */
-        uccl_rndv_slot_t *slot = uccl_rndv_sink_free_slot(x->sink);
+    } else if (x != NULL && x->staged.sink != NULL) { /* a read into a free window of its sink */
+        uccl_rndv_slot_t *slot = uccl_rndv_sink_free_slot(x->staged.sink);
 
         if (slot == NULL)
             return UCCL_INPROGRESS;
         if (want > uccl_stage_chunk(ep->tp->stage))
             want = uccl_stage_chunk(ep->tp->stage);
-        *slot = (uccl_rndv_slot_t){x->sink, slot->buf, off, want, slot->index, true};
+        *slot = (uccl_rndv_slot_t){x->staged.sink, slot->buf, off, want, slot->index, true};
         sge[0] = (struct ibv_sge){(uintptr_t)uccl_stage_buf_ptr(slot->buf), (uint32_t)want,
                                   ((struct ibv_mr *)uccl_stage_buf_reg(slot->buf))->lkey};
         verbs_wr_init(req, wr, sge, 1, raddr, rkey);
@@ -250,7 +251,7 @@ static bool verbs_req_windowed(const uccl_req_t *req)
 {
     const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
 
-    return x != NULL && x->grants != NULL;
+    return x != NULL && x->staged.grants != NULL;
 }
 
 /* Build req's next work request for q into the batch: a data chunk (the last
@@ -284,7 +285,7 @@ static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_ver
     if (verbs_req_windowed(req)) { /* the window's last bytes close it */
         int slot;
 
-        if (uccl_rndv_grants_advance(tp_verbs_xfer(req)->grants, req->tp_data[VERBS_RD_OFF],
+        if (uccl_rndv_grants_advance(tp_verbs_xfer(req)->staged.grants, req->tp_data[VERBS_RD_OFF],
                                      &slot)) {
             wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
             wr->imm_data = htonl(uccl_rndv_imm_chunk(req, slot));
@@ -503,7 +504,8 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
     if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && tp_verbs_xfer(req) != NULL &&
-        tp_verbs_xfer(req)->sink != NULL && uccl_rndv_sink_copying(tp_verbs_xfer(req)->sink))
+        tp_verbs_xfer(req)->staged.sink != NULL &&
+        uccl_rndv_sink_copying(tp_verbs_xfer(req)->staged.sink))
         return; /* a read whose last windows still copy: verbs_sink_copied ends it */
     uccl_list_del(&req->tp_link);
     uccl_rndv_write_done(&ep->rndv, req);

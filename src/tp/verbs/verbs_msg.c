@@ -128,12 +128,12 @@ static void verbs_sink_landed(uccl_rndv_t *r, uccl_req_t *req, int slot)
 {
     tp_verbs_xfer_t *x = tp_verbs_xfer(req);
 
-    if (x == NULL || x->sink == NULL) {
+    if (x == NULL || x->staged.sink == NULL) {
         uccl_error("verbs: window data for a receive that is not staged");
         uccl_conn_fail(verbs_ep_of(r)->base.conn, UCCL_ERR_TRANSPORT);
         return;
     }
-    uccl_rndv_sink_landed(x->sink, slot, UCCL_OK);
+    uccl_rndv_sink_landed(x->staged.sink, slot, UCCL_OK);
 }
 
 static uccl_status_t verbs_grant(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot,

@@ -245,15 +245,10 @@ uccl_status_t uccl_verbs_check_remote(const tp_verbs_ep_t *ep, const uccl_req_t 
 
 /* ------------------------------------------------------------------ staged requests */
 
-static tp_verbs_xfer_t *verbs_xfer_get(tp_verbs_ep_t *ep, uccl_req_t *req)
+static tp_verbs_xfer_t *verbs_xfer_get(uccl_req_t *req)
 {
-    if (req->tp_ptr == NULL) {
+    if (req->tp_ptr == NULL)
         req->tp_ptr = calloc(1, sizeof(tp_verbs_xfer_t));
-        if (req->tp_ptr != NULL) {
-            tp_verbs_xfer(req)->tp = ep->tp;
-            tp_verbs_xfer(req)->ep = ep;
-        }
-    }
     return req->tp_ptr;
 }
 
@@ -281,25 +276,15 @@ static const uccl_rndv_sink_hooks_t verbs_sink_hooks = {
     .read_settle = verbs_sink_read_settle,
 };
 
-/* Staged req reads len bytes of its pieces (gather: a send or a write)
- * through a source pipeline, or writes them (a receive or a read) through a
- * sink. */
+/* Staged req: a source pipeline or a sink (uccl_rndv_staged_stage). */
 uccl_status_t uccl_verbs_xfer_stage(tp_verbs_ep_t *ep, uccl_req_t *req, size_t len, bool gather)
 {
-    tp_verbs_xfer_t *x = verbs_xfer_get(ep, req);
+    tp_verbs_xfer_t *x = verbs_xfer_get(req);
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    if (gather) {
-        if (x->src == NULL && (x->src = malloc(sizeof(*x->src))) == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        uccl_stage_src_init(x->src, ep->tp->stage, req, NULL, len);
-        return UCCL_OK;
-    }
-    if (x->sink != NULL)
-        return UCCL_OK;
-    return uccl_rndv_sink_new(&ep->rndv, ep->tp->stage, ep->tp->cfg.stage_depth, &verbs_sink_hooks,
-                              ep, req, len, &x->sink);
+    return uccl_rndv_staged_stage(&x->staged, &ep->rndv, ep->tp->stage, ep->tp->cfg.stage_depth,
+                                  &verbs_sink_hooks, ep, req, len, gather);
 }
 
 uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
@@ -320,22 +305,19 @@ uccl_status_t uccl_verbs_xfer_segs(uccl_req_t *req, uint64_t nseg)
 uccl_status_t uccl_verbs_sink_start(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
     (void)ep;
-    return uccl_rndv_sink_start(tp_verbs_xfer(req)->sink);
+    return uccl_rndv_sink_start(tp_verbs_xfer(req)->staged.sink);
 }
 
 /* Sender: window `slot` at byte off of the receiver's message, granted. */
 uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, int slot,
                                uint64_t off, const uccl_rndv_seg_t *seg)
 {
-    tp_verbs_xfer_t *x = first ? verbs_xfer_get(ep, req) : tp_verbs_xfer(req);
+    tp_verbs_xfer_t *x = first ? verbs_xfer_get(req) : tp_verbs_xfer(req);
     uccl_status_t st;
 
     if (x == NULL)
         return UCCL_ERR_NO_MEMORY;
-    if (x->grants == NULL && (x->grants = calloc(1, sizeof(*x->grants))) == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    x->ep = ep;
-    st = uccl_rndv_grants_push(x->grants, req, slot, off, seg);
+    st = uccl_rndv_staged_grant(&x->staged, &ep->rndv, req, slot, off, seg);
     if (st != UCCL_OK)
         return st;
     if (first)
@@ -343,24 +325,14 @@ uccl_status_t uccl_verbs_grant(tp_verbs_ep_t *ep, uccl_req_t *req, bool first, i
     return UCCL_OK;
 }
 
-/* Finishing req: what staged it goes back (a sink's copies are waited
- * for), a send on granted windows drops its id. */
+/* Finishing req: what staged it goes back (uccl_rndv_staged_release). */
 void uccl_verbs_xfer_release(uccl_req_t *req)
 {
     tp_verbs_xfer_t *x = req->tp_ptr;
 
     if (x == NULL)
         return;
-    if (x->src != NULL) { /* buffers still queued go back once their copies are done */
-        uccl_stage_src_fini(x->src);
-        free(x->src);
-    }
-    if (x->sink != NULL)
-        uccl_rndv_sink_free(x->sink);
-    if (x->grants != NULL) {
-        uccl_rndv_forget(&x->ep->rndv, req);
-        free(x->grants);
-    }
+    uccl_rndv_staged_release(&x->staged, req);
     free(x);
     req->tp_ptr = NULL;
 }
