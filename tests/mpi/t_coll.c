@@ -328,6 +328,26 @@ static int emulate_hosts(void)
     return hosts;
 }
 
+/* How many hosts the ranks span, by the engines' host identity (real hosts,
+ * e.g. the two-VM cluster, or those T_COLL_HOSTS emulates). */
+static int count_hosts(mt_ctx_t *c)
+{
+    uint64_t mine = uccl_engine_host_id(c->engine), *all = calloc((size_t)c->size, sizeof(*all));
+    int hosts = 0;
+
+    if (all == NULL)
+        return 1;
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    for (int r = 0; r < c->size; r++) {
+        int seen = 0;
+        for (int q = 0; q < r && !seen; q++)
+            seen = all[q] == all[r];
+        hosts += !seen;
+    }
+    free(all);
+    return hosts;
+}
+
 /* What the table picks on one host for large blocks of host memory:
  * linear (the receiver's single CMA copy on shm measured best, and on tcp
  * the rendezvous beat direct's token round trip). */
@@ -367,7 +387,7 @@ static void check_layout(mt_ctx_t *c, int hosts)
     }
 
     if (c->size > 1 && hosts > 1 && (ag == UCCL_COLL_ALGO_DIRECT || ag == UCCL_COLL_ALGO_LINEAR))
-        mt_fail(c, "%d emulated hosts, yet the table picks %s (one host)", hosts,
+        mt_fail(c, "%d hosts, yet the table picks %s (one host)", hosts,
                 uccl_coll_algo_name(ag));
     if (c->size > 1 && hosts <= 1 && ag != large)
         mt_fail(c, "one host, yet the table picks %s at 1 MiB (want %s)", uccl_coll_algo_name(ag),
@@ -387,7 +407,7 @@ static void check_layout(mt_ctx_t *c, int hosts)
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
-    int rc, fails = 0, hosts;
+    int rc, fails = 0, hosts, seen;
     uint32_t seed = 12345;
 
     MPI_Init(&argc, &argv);
@@ -403,6 +423,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
+    seen = count_hosts(&c);
+    if (hosts != 0 && seen != hosts)
+        mt_fail(&c, "T_COLL_HOSTS=%d, yet the engines name %d hosts", hosts, seen);
+    hosts = seen;
     check_layout(&c, hosts);
     fails += mt_report(&c, "host layout seen by the algorithm table");
     /* T_COLL_STREAM_ONLY=1: only the stream-form cases below (GPU) */

@@ -6,7 +6,8 @@
 # IPv4-mapped RoCE v2 GID; tests/mpi/t_p2p with the default transport
 # choice (shm within a VM, verbs across: checked in the library's log), with
 # shm,verbs only (so every cross-VM pair must go over verbs) and with
-# UCCL_TRANSPORTS=tcp; then faults that only a cluster shows (tests/vm/fault.sh,
+# UCCL_TRANSPORTS=tcp; tests/mpi/t_coll (every collective and algorithm, the
+# hierarchical ones across the two real hosts); then faults that only a cluster shows (tests/vm/fault.sh,
 # tests/fault/t_netfault over verbs): the link between the nodes cut
 # mid-transfer (TIMEOUT or PEER_FAILED within UCCL_TIMEOUT_MS, a clean close,
 # a new connection once the link is back) and, last, node1 lost mid-transfer
@@ -61,6 +62,11 @@ mpiexec="mpirun --hostfile ${VM_HOSTFILE:-} --bind-to none --mca btl self,vader,
 p2p() { # p2p TRANSPORTS: t_p2p on 4 ranks (0-1 on node0, 2-3 on node1), up to 1 MiB
 	RUN_MPI_TIMEOUT=${RUN_MPI_TIMEOUT:-300} MPIEXEC=$mpiexec top_builddir=/ sh "$here/../mpi/run-mpi.sh" 4 "$1" \
 		"$builddir/tests/mpi/t_p2p" --max-size 1048576
+}
+coll() { # coll TRANSPORTS: t_coll on 4 ranks (0-1 on node0, 2-3 on node1): every
+	# collective and forced algorithm, hierarchical ones across real hosts
+	RUN_MPI_TIMEOUT=${RUN_MPI_TIMEOUT:-300} MPIEXEC=$mpiexec top_builddir=/ sh "$here/../mpi/run-mpi.sh" 4 "$1" \
+		"$builddir/tests/mpi/t_coll"
 }
 p2p_default() { # default transports; the log must show shm within a VM, verbs across
 	UCCL_LOG_LEVEL=debug p2p "" >"$out.log" 2>&1
@@ -171,6 +177,7 @@ fi
 run "t_p2p np=4 across 2 VMs, default transports (shm within a VM, verbs across)" p2p_default
 run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=shm,verbs" p2p shm,verbs
 run "t_p2p np=4 across 2 VMs, UCCL_TRANSPORTS=tcp" p2p tcp
+run "t_coll np=4 across 2 VMs, default transports (hierarchical algorithms across the hosts)" coll ""
 if [ -z "$skip_all" ] && [ ! -x "$netfault" ]; then
 	skip_all="tests/fault/t_netfault not built"
 fi

@@ -13,7 +13,7 @@ uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req)
     uint64_t rails = (1ull << ep->nrails) - 1;
 
     if (ep->nrails == 1 || req->len < ep->tp->cfg.stripe ||
-        (x != NULL && (x->src != NULL || x->sink != NULL || x->grants != NULL)))
+        (x != NULL && (x->staged.src != NULL || x->staged.sink != NULL || x->staged.grants != NULL)))
         return 1;
     for (int i = 0; i < req->iovcnt; i++) {
         const uccl_tp_memh_t *memh;
