@@ -185,7 +185,9 @@ struct uccl_tp_ops {
      * the peer's remote->len bytes at remote->addr (remote->rkey: this
      * transport's key slot) can be loaded and stored by the CPU (host
      * memory) or reached by this process's GPU runtime, kernels and stream
-     * operations (GPU memory). The mapping stays valid until ep_destroy.
+     * operations (GPU memory). The mapping stays valid at least until
+     * ep_destroy (shm and gpu_ipc keep a failed connection's mappings until
+     * the engine closes: the caller may still be using them).
      * UCCL_ERR_UNSUPPORTED: this memory cannot be mapped here (say why at
      * debug level). UCCL_INPROGRESS: the peer must answer first (gpu_ipc
      * asks it for a grant): the core progresses the engine and calls

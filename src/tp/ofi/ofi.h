@@ -64,6 +64,10 @@ typedef struct tp_ofi_config {
 enum {
     OFI_QUIRK_SAME_HOST = 1u << 0, /* reaches only peers of this host (shm) */
     OFI_QUIRK_SOFTWARE = 1u << 1,  /* no NIC of its own: used only when UCCL_OFI_PROVIDER names it */
+    /* names its endpoints after the pid (shm: /dev/shm/PID:UID:N); a killed
+     * process leaves the name behind and a later process given the same pid
+     * fails fi_enable with EBUSY: name the endpoint ourselves (fi_setname) */
+    OFI_QUIRK_PID_NAME = 1u << 2,
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */

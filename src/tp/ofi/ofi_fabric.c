@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ofi.h"
 
@@ -71,7 +72,7 @@ static const ofi_quirk_t ofi_quirks[] = {
     {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536},
     {"net", 15, OFI_QUIRK_SOFTWARE, 65536},
     {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536},
-    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE, 32768},
+    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME, 32768},
     {"", 1, 0, 8192}, /* anything else */
 };
 
@@ -316,6 +317,15 @@ uccl_status_t uccl_ofi_fabric_open(tp_ofi_t *tp, const struct fi_info *info)
         return ofi_fail("fi_ep_bind (AV)", rc);
     if ((rc = fi_ep_bind(tp->ep, &tp->cq->fid, FI_TRANSMIT | FI_RECV)) != 0)
         return ofi_fail("fi_ep_bind (CQ)", rc);
+    if (tp->quirk->flags & OFI_QUIRK_PID_NAME) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "uccl-%d-%016llx", (int)getpid(),
+                 (unsigned long long)uccl_random_u64());
+        if ((rc = fi_setname(&tp->ep->fid, name, strlen(name) + 1)) != 0)
+            uccl_debug("ofi: fi_setname %s: %s; the provider names the endpoint", name,
+                       fi_strerror(-rc));
+    }
     if ((rc = fi_enable(tp->ep)) != 0)
         return ofi_fail("fi_enable", rc);
     tp->name_len = sizeof(tp->name);
