@@ -1,6 +1,6 @@
 #!/bin/bash
 # UCX across the two cluster VMs (tests/vm/cluster.sh): UCP tag_bw attempts with RC data lanes
-top=${top:-/work/wt/clus8} # the worktree; run as tests/vm/cluster.sh THIS from its build/ci
+top=${top:-$(cd "$(dirname "$0")/../../../.." && pwd)} # the source tree; run as tests/vm/cluster.sh THIS from its build/ci
 agent=$top/tests/vm/agent.sh
 uptime
 for n in node0 node1; do c="sysctl -qw net.core.netdev_max_backlog=100000"; if [ $n = node0 ]; then $c; else $agent $n "$c"; fi; done
