@@ -209,6 +209,10 @@ int uccl_verbs_progress(uccl_tp_t *tp);
 
 /* ---- verbs_rail.c: rails per request, failover */
 uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req);
+/* Remote address, rail's key and bytes left in the remote piece at byte off
+ * of req (verbs_rail.c). */
+void uccl_verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
+                          uint32_t *rkey, uint64_t *left);
 void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req);
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc);
 

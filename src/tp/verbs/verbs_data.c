@@ -19,42 +19,6 @@ void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes)
     uccl_req_complete(req, status, status == UCCL_OK ? bytes : 0);
 }
 
-/* Remote address, rail's key and bytes left in that remote piece at byte
- * off (a send on granted windows: in the oldest window not written yet; none
- * left: 0 bytes). A rendezvous piece's 64-bit key holds rail 0's rkey low and
- * rail 1's high (verbs_mem_segs); a descriptor one rkey per rail. */
-static void verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
-                            uint32_t *rkey, uint64_t *left)
-{
-    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
-
-    *addr = 0;
-    *rkey = 0;
-    *left = 0;
-    if (x != NULL && x->staged.grants != NULL) {
-        uint64_t key;
-
-        uccl_rndv_grants_at(x->staged.grants, off, addr, &key, left);
-        *rkey = (uint32_t)key;
-        return;
-    }
-    if (x == NULL || x->nseg == 0) {
-        *addr = req->remote.addr + off;
-        *rkey = uccl_get_u32(req->remote.rkey + 4 * rail); /* uccl_verbs_check_remote saw it */
-        *left = req->len - off;
-        return;
-    }
-    for (uint64_t i = 0; i < x->nseg; i++) {
-        if (off < x->segs[i].len) {
-            *addr = x->segs[i].addr + off;
-            *rkey = (uint32_t)(x->segs[i].key >> (32 * rail));
-            *left = x->segs[i].len - off;
-            return;
-        }
-        off -= x->segs[i].len;
-    }
-}
-
 static void verbs_wr_init(uccl_req_t *req, struct ibv_send_wr *wr, struct ibv_sge *sge, int nsge,
                           uint64_t raddr, uint32_t rkey)
 {
@@ -115,7 +79,7 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
 
     *buf = NULL;
     *gotp = 0;
-    verbs_remote_at(req, off, rail, &raddr, &rkey, &rleft);
+    uccl_verbs_remote_at(req, off, rail, &raddr, &rkey, &rleft);
     if (want > ep->tp->cfg.chunk)
         want = ep->tp->cfg.chunk;
     if (want > rleft)
@@ -231,7 +195,7 @@ static void verbs_build_imm_only(uccl_req_t *req, int nparts, int rail, struct i
     wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
     wr->send_flags = IBV_SEND_SIGNALED;
     wr->imm_data = htonl(uccl_rndv_imm(req, nparts));
-    verbs_remote_at(req, 0, rail, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
+    uccl_verbs_remote_at(req, 0, rail, &wr->wr.rdma.remote_addr, &wr->wr.rdma.rkey, &(uint64_t){0});
 }
 
 /* The QP for req's next work request: round robin for data, then each QP

@@ -1,6 +1,7 @@
 /* Verbs rails: which rails a request may stripe over, and failover when a
  * rail past the first fails under a transfer (the device choice is in
- * verbs.c, the QPs of each rail in verbs_ep.c, the striping in verbs_data.c). */
+ * verbs.c, the QPs of each rail in verbs_ep.c, the striping in verbs_data.c),
+ * and the remote address and rail key of each piece of a request. */
 #include "verbs.h"
 
 /* The rails req may use: every rail of the connection for a large request
@@ -95,4 +96,40 @@ bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *
     req->tp_data[VERBS_RD_RAILS] |= VERBS_RAILS_RESTART;
     uccl_verbs_data_wc(ep, req, UCCL_OK);
     return true;
+}
+
+/* Remote address, rail's key and bytes left in that remote piece at byte
+ * off (a send on granted windows: in the oldest window not written yet; none
+ * left: 0 bytes). A rendezvous piece's 64-bit key holds rail 0's rkey low and
+ * rail 1's high (verbs_mem_segs); a descriptor one rkey per rail. */
+void uccl_verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
+                          uint32_t *rkey, uint64_t *left)
+{
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+
+    *addr = 0;
+    *rkey = 0;
+    *left = 0;
+    if (x != NULL && x->staged.grants != NULL) {
+        uint64_t key;
+
+        uccl_rndv_grants_at(x->staged.grants, off, addr, &key, left);
+        *rkey = (uint32_t)key;
+        return;
+    }
+    if (x == NULL || x->nseg == 0) {
+        *addr = req->remote.addr + off;
+        *rkey = uccl_get_u32(req->remote.rkey + 4 * rail); /* uccl_verbs_check_remote saw it */
+        *left = req->len - off;
+        return;
+    }
+    for (uint64_t i = 0; i < x->nseg; i++) {
+        if (off < x->segs[i].len) {
+            *addr = x->segs[i].addr + off;
+            *rkey = (uint32_t)(x->segs[i].key >> (32 * rail));
+            *left = x->segs[i].len - off;
+            return;
+        }
+        off -= x->segs[i].len;
+    }
 }
