@@ -391,8 +391,11 @@ uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
 /* Is [addr, addr+len) inside host memory of uccl_mem_alloc that a peer on
  * this host may map? Then *fd is the memfd behind it (owned by the core,
- * open until uccl_mem_free), *base and *size the allocation's mapping. */
-bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size);
+ * open until uccl_mem_free), *base and *size the allocation's mapping, and
+ * *id (where not NULL) the allocation's number in this process, which a
+ * later allocation reusing the same fd and address does not share. */
+bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size,
+                         uint32_t *id);
 
 /* Stream holds of the engine not released yet (uccl_stream_hold): while
  * any is, a caller's GPU stream waits on this engine's progress, so

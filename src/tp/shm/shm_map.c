@@ -44,7 +44,7 @@ uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_t
     (void)tp;
     (void)device;
     *out = NULL; /* not ours to map: peers use the message path */
-    if (type != UCCL_MEM_HOST || !uccl_tp_host_shared(addr, len, &fd, &base, &size))
+    if (type != UCCL_MEM_HOST || !uccl_tp_host_shared(addr, len, &fd, &base, &size, NULL))
         return UCCL_OK;
     memh = malloc(sizeof(*memh));
     if (memh == NULL)
@@ -204,6 +204,50 @@ uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *base_ep, const uccl_req_remote_t
     }
     *ptr = (uint8_t *)m->local + (remote->addr - base);
     return UCCL_OK;
+}
+
+uint32_t uccl_shm_map_rts_key(const shm_ep_t *ep, shm_wire_iov_t *iov, uint32_t cnt)
+{
+    uint64_t base;
+    size_t size;
+    uint32_t id;
+    int fd;
+
+    if (cnt != 1 || iov[0].len > ep->tp->cfg.map_max ||
+        !uccl_tp_host_shared((const void *)(uintptr_t)iov[0].addr, iov[0].len, &fd, &base,
+                             &size, &id))
+        return 0;
+    iov[1] = (shm_wire_iov_t){.addr = base, .len = (uint32_t)fd | (uint64_t)id << 32};
+    return SHM_FLAG_MAPPED;
+}
+
+const void *uccl_shm_map_piece(shm_ep_t *ep, const shm_wire_iov_t *piece,
+                               const shm_wire_iov_t *key)
+{
+    shm_map_t *m = NULL;
+    int index;
+
+    if (ep->map_failed || key->len == 0)
+        return NULL;
+    for (int i = 0; i < ep->nmaps && m == NULL; i++)
+        if (ep->maps[i].rts_key == key->len && ep->maps[i].base == key->addr)
+            m = &ep->maps[i];
+    if (m == NULL) {
+        /* a new allocation, or one reusing a freed one's fd and address
+         * (another id): take the file the peer holds under that number now */
+        if (shm_map_new(ep, (int)(uint32_t)key->len, key->addr, &index) != UCCL_OK) {
+            uccl_debug("shm: cannot map pid %d's memory of uccl_mem_alloc; pulling with CMA",
+                       ep->peer_pid);
+            ep->map_failed = true;
+            return NULL;
+        }
+        m = &ep->maps[index];
+        m->rts_key = key->len;
+    }
+    if (piece->addr < m->base || piece->addr - m->base > m->size ||
+        piece->len > m->size - (piece->addr - m->base))
+        return NULL;
+    return (const uint8_t *)m->local + (piece->addr - m->base);
 }
 
 void uccl_shm_map_release(shm_ep_t *ep)
