@@ -221,6 +221,28 @@ uint32_t uccl_shm_map_rts_key(const shm_ep_t *ep, shm_wire_iov_t *iov, uint32_t 
     return SHM_FLAG_MAPPED;
 }
 
+/* The peer's fd number of key is in use again, so each allocation we
+ * mapped under that number with another id is freed: unmap it unless a
+ * region (uccl_rdesc_ptr, whose pointers live on) refers to it. The slot
+ * stays, empty, so that region indexes keep their meaning. */
+static void shm_map_drop_freed(shm_ep_t *ep, uint64_t key)
+{
+    for (int i = 0; i < ep->nmaps; i++) {
+        shm_map_t *m = &ep->maps[i];
+        bool used = false;
+
+        if (m->local == NULL || m->rts_key == 0 || m->rts_key == key ||
+            (uint32_t)m->rts_key != (uint32_t)key)
+            continue;
+        for (int r = 0; r < ep->nregions && !used; r++)
+            used = ep->regions[r].map == i;
+        if (used)
+            continue;
+        munmap(m->local, m->size);
+        *m = (shm_map_t){0};
+    }
+}
+
 const void *uccl_shm_map_piece(shm_ep_t *ep, const shm_wire_iov_t *piece,
                                const shm_wire_iov_t *key)
 {
@@ -235,6 +257,7 @@ const void *uccl_shm_map_piece(shm_ep_t *ep, const shm_wire_iov_t *piece,
     if (m == NULL) {
         /* a new allocation, or one reusing a freed one's fd and address
          * (another id): take the file the peer holds under that number now */
+        shm_map_drop_freed(ep, key->len);
         if (shm_map_new(ep, (int)(uint32_t)key->len, key->addr, &index) != UCCL_OK) {
             uccl_debug("shm: cannot map pid %d's memory of uccl_mem_alloc; pulling with CMA",
                        ep->peer_pid);
@@ -258,6 +281,8 @@ void uccl_shm_map_release(shm_ep_t *ep)
     if (ep->nmaps > 0 && uccl_conn_status(ep->base.conn) != UCCL_OK)
         kept = realloc(tp->kept, (size_t)(tp->nkept + ep->nmaps) * sizeof(*kept));
     for (int i = 0; i < ep->nmaps; i++) {
+        if (ep->maps[i].local == NULL)
+            continue; /* dropped (shm_map_drop_freed) */
         if (kept != NULL)
             kept[tp->nkept++] = ep->maps[i];
         else
