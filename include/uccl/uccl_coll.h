@@ -379,6 +379,10 @@ typedef struct uccl_coll_stats {
                              * call with the same arguments (no build, no look-ups) */
     uint64_t stream_direct; /* stream-ordered calls enqueued whole on the caller's stream
                              * (over peer-mapped GPU memory, no host hold) */
+    uint64_t stream_exchanges; /* of those, calls that exchanged a token with every peer
+                                * (the first call on given arguments) */
+    uint64_t stream_plan_hits; /* of those, calls that reused the plan of an earlier
+                                * exchange: no token, no descriptor, only stream ops */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);
