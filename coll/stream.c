@@ -469,7 +469,8 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
     pthread_mutex_unlock(&cs->lock);
     if (hitc == NULL && uccl_coll_args_check(cs, args, &a) != UCCL_OK)
         return UCCL_OK; /* the hold path reports it (a cached key was checked before) */
-    st = uccl_coll_sc_agree(sf, cs, hitc != NULL ? hitc->id : 0, &hit);
+    if (uccl_coll_stream_cache_on()) /* the same on every rank (the environment) */
+        st = uccl_coll_sc_agree(sf, cs, hitc != NULL ? hitc->id : 0, &hit);
     if (st == UCCL_OK && hit) { /* every rank has this exchange's plan: no token */
         *taken = true;
         return run_plan(cs, sf, stream, &hitc->plan, UCCL_OK, true, req);

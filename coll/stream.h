@@ -82,6 +82,8 @@ typedef struct uccl_coll_sflags {
 /* stream_setup.c */
 /* UCCL_COLL_STREAM (direct, else hold) and UCCL_COLL_STREAM_SEQ0, read once. */
 bool uccl_coll_stream_enabled(void);
+/* UCCL_COLL_STREAM_CACHE (1, else 0: the plan cache off, every call exchanges). */
+bool uccl_coll_stream_cache_on(void);
 /* The comm's direct-path state, created and set up (collective: every rank
  * at its first stream call); sf->state says whether the path is on. */
 uccl_status_t uccl_coll_sf_open(coll_state_t *cs, coll_sflags_t **out);

@@ -45,6 +45,8 @@ static void entry_drop(coll_state_t *cs, scached_t *c)
 
 scached_t *uccl_coll_sc_find(coll_sflags_t *sf, coll_state_t *cs, const uccl_coll_args_t *args)
 {
+    if (!uccl_coll_stream_cache_on())
+        return NULL;
     for (int i = 0; i < SCACHE; i++) {
         scached_t *c = &sf->cache[i];
         if (c->id == 0 || !uccl_coll_args_same(cs, &c->key, args))
@@ -64,6 +66,8 @@ void uccl_coll_sc_put(coll_sflags_t *sf, coll_state_t *cs, const uccl_coll_args_
     scached_t *v = NULL;
     int n = sf->size;
 
+    if (!uccl_coll_stream_cache_on())
+        return;
     for (int i = 0; i < SCACHE; i++) {
         scached_t *c = &sf->cache[i];
         if (c->id != 0 && uccl_coll_args_same(cs, &c->key, args)) { /* the same key, exchanged again */

@@ -13,6 +13,7 @@
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static bool env_direct = true;
 static uint32_t env_seq0;
+static bool env_cache = true;
 
 static void env_read(void)
 {
@@ -22,6 +23,9 @@ static void env_read(void)
         env_direct = false;
     else if (v != NULL && *v != '\0' && strcmp(v, "direct") != 0)
         coll_error("UCCL_COLL_STREAM=%s: expected direct or hold; using direct", v);
+    v = getenv("UCCL_COLL_STREAM_CACHE"); /* 0: every call exchanges (the plan cache off) */
+    if (v != NULL && strcmp(v, "0") == 0)
+        env_cache = false;
     v = getenv("UCCL_COLL_STREAM_SEQ0");
     if (v != NULL && *v != '\0')
         env_seq0 = (uint32_t)strtoul(v, NULL, 0);
@@ -174,6 +178,12 @@ bool uccl_coll_stream_enabled(void)
 {
     pthread_once(&env_once, env_read);
     return env_direct;
+}
+
+bool uccl_coll_stream_cache_on(void)
+{
+    pthread_once(&env_once, env_read);
+    return env_cache;
 }
 
 uccl_status_t uccl_coll_sf_open(coll_state_t *cs, coll_sflags_t **out)
