@@ -4,7 +4,8 @@
  * caller's stream at call time, from the calling thread:
  *   ready(s) into each peer's flag slot for this rank -> wait until every
  *   peer's ready(s) is in ours -> copy straight into each peer's receive
- *   buffer -> done(s) into each peer's slot -> wait every peer's done(s).
+ *   buffer -> done(s) into each peer's slot -> wait the done(s) of every
+ *   peer writing here.
  * No host hold of the stream and no thread: a kernel module load in the
  * caller's process meanwhile only waits for the device, which waits only
  * for the peers' streams (the deadlock of the hold path cannot form).
@@ -18,8 +19,10 @@
  * stream is past call s - 1, so its receive buffer is free again; done(s)
  * that the bytes it wrote are visible.
  *
- * Per call the host exchanges one token with every peer (tagged messages
- * over the host transport): can this rank take the path (GPU buffers,
+ * The first call on given arguments exchanges one token with every peer
+ * (tagged messages over the host transport; later calls on the same
+ * arguments reuse its plan, coll/stream_cache.c): can this rank take the
+ * path (GPU buffers,
  * a supported op), its receive buffer's descriptor, where the peer's block
  * goes and how many bytes each side moves. The path is taken only when
  * every token says yes (so every rank decides alike), else the hold path
@@ -200,6 +203,7 @@ static uccl_status_t exchange(coll_sflags_t *sf, uint32_t tseq, bool *all_ok, uc
             *soft = UCCL_ERR_TRUNCATED;
         }
         sf->cur.len[q] = out->slen < in->rlen ? out->slen : in->rlen;
+        sf->cur.rlen[q] = in->slen < out->rlen ? in->slen : out->rlen; /* q's len[me] */
         void *dst = NULL;
         if (sf->cur.len[q] > 0 && !in->has_desc)
             st = UCCL_ERR_PEER_FAILED;
@@ -316,7 +320,11 @@ static void plan_fill(coll_sflags_t *sf, const sargs_t *sa, const coll_args_t *a
     }
 }
 
-/* Enqueue the protocol of call s on stream. */
+/* Enqueue the protocol of call s on stream. Every flag is written every
+ * call (no word falls 2^31 calls behind: the waits compare cyclically),
+ * but a rank waits only for what it needs: ready(s) of the peers it writes
+ * into, done(s) of the peers writing into it (bcast: the root waits for
+ * no done, the others for no ready; v-variants with empty blocks). */
 static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const splan_t *p)
 {
     uccl_engine_t *e = sf->engine;
@@ -329,8 +337,8 @@ static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const 
             st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + me, s, 4);
     if (st == UCCL_OK && p->own_len > 0)
         st = uccl_stream_copy(e, stream, p->own_dst, p->own_src, p->own_len);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
-        if (q != me)
+    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the buffers I write into */
+        if (q != me && p->len[q] > 0)
             st = uccl_stream_wait_value(e, stream, mine + q, s, 4);
     for (int q = 0; st == UCCL_OK && q < n; q++)
         if (q != me && p->len[q] > 0)
@@ -338,8 +346,8 @@ static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const 
     for (int q = 0; st == UCCL_OK && q < n; q++)
         if (q != me)
             st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + n + me, s, 4);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
-        if (q != me)
+    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the peers writing here */
+        if (q != me && p->rlen[q] > 0)
             st = uccl_stream_wait_value(e, stream, mine + n + q, s, 4);
     return st;
 }

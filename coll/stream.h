@@ -30,7 +30,7 @@ typedef struct stok {
 
 /* What one call enqueues, after the flags: the own block (own_len bytes
  * own_src -> own_dst, 0: none), then len[q] bytes src[q] -> dst[q] into
- * each peer q's receive buffer (mapped here). */
+ * each peer q's receive buffer (mapped here), rlen[q] from q into ours. */
 typedef struct splan {
     char *own_dst;
     const char *own_src;
@@ -38,6 +38,7 @@ typedef struct splan {
     const char **src; /* [size] */
     char **dst;       /* [size] */
     size_t *len;      /* [size] */
+    size_t *rlen;     /* [size]: bytes each peer writes here */
 } splan_t;
 
 /* The stream plan cache (stream_cache.c): a call whose arguments equal an

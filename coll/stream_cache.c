@@ -23,7 +23,8 @@ bool uccl_coll_splan_alloc(splan_t *p, int n)
     p->src = calloc((size_t)n, sizeof(*p->src));
     p->dst = calloc((size_t)n, sizeof(*p->dst));
     p->len = calloc((size_t)n, sizeof(*p->len));
-    return p->src != NULL && p->dst != NULL && p->len != NULL;
+    p->rlen = calloc((size_t)n, sizeof(*p->rlen));
+    return p->src != NULL && p->dst != NULL && p->len != NULL && p->rlen != NULL;
 }
 
 void uccl_coll_splan_free(splan_t *p)
@@ -31,6 +32,7 @@ void uccl_coll_splan_free(splan_t *p)
     free(p->src);
     free(p->dst);
     free(p->len);
+    free(p->rlen);
     memset(p, 0, sizeof(*p));
 }
 
@@ -89,6 +91,7 @@ void uccl_coll_sc_put(coll_sflags_t *sf, coll_state_t *cs, const uccl_coll_args_
     memcpy(v->plan.src, sf->cur.src, (size_t)n * sizeof(*v->plan.src));
     memcpy(v->plan.dst, sf->cur.dst, (size_t)n * sizeof(*v->plan.dst));
     memcpy(v->plan.len, sf->cur.len, (size_t)n * sizeof(*v->plan.len));
+    memcpy(v->plan.rlen, sf->cur.rlen, (size_t)n * sizeof(*v->plan.rlen));
     v->slot = slot;
     if (slot > 0)
         cs->bufs[slot].pins++;

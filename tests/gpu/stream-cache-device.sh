@@ -10,7 +10,7 @@
 # one process per GPU when NP GPUs exist (NP default: GPU count, at least 2
 # processes). CACHE_OPS (default allgather alltoall bcast), CACHE_MIN /
 # CACHE_MAX (default 4K / 64M), CACHE_DEADLINE_S (no new perf run after it,
-# default 400). Logs and JSON to $OUT.
+# default 400), CACHE_PY=0: no Python. Logs and JSON to $OUT.
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
 mkdir -p "$OUT"
@@ -42,7 +42,7 @@ for v in "UCCL_COLL_STREAM_SEQ0=4294967270" "UCCL_COLL_STREAM=hold"; do
     grep -E "^ok|^FAIL|SKIP|^# stream plan" "$OUT/t_coll_gpu_stream_${v%%=*}.log" | sort | uniq -c | head -12
 done
 
-if [ -f python/uccl/.libs/_uccl.so ]; then
+if [ "${CACHE_PY:-1}" = 1 ] && [ -f python/uccl/.libs/_uccl.so ]; then
     src=..
     export top_srcdir=$src top_builddir=. uccl_python_built=yes PYTHON=${PYTHON:-python3}
     export MPIEXEC="mpirun --allow-run-as-root --oversubscribe" PYTHONUNBUFFERED=1
@@ -51,7 +51,7 @@ if [ -f python/uccl/.libs/_uccl.so ]; then
         UCCL_PY_TEST_MEM=$kind timeout 100 "$src/tests/gpu/hang-dump.sh" 45 "$src/python/run-python.sh" 2 \
             shm,gpu_ipc numpy,mpi4py,pytest,$kind "$src/python/tests/run_pytest.py" test_coll_stream.py \
             -k "host_waits_first" -rs -v >"$OUT/py_first_kernel_${kind}.log" 2>&1
-        echo "exit $? $(grep -cE ' PASSED' "$OUT/py_first_kernel_${kind}.log") passed $(grep -cE 'FAILED|HANG' "$OUT/py_first_kernel_${kind}.log") failed/hung"
+        echo "exit $? $(grep -cE ' passed' "$OUT/py_first_kernel_${kind}.log") passed $(grep -cE 'FAILED|HANG' "$OUT/py_first_kernel_${kind}.log") failed/hung"
     done
 fi
 

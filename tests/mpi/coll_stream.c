@@ -116,7 +116,7 @@ void ct_stream_direct(mt_ctx_t *c)
                     SD_ROUNDS - keys);
         else if (c->rank == 0)
             printf("# stream plan cache: %d calls, %d exchanged (first on their arguments), %d cached: "
-                   "no host message\n", SD_ROUNDS, keys, SD_ROUNDS - keys);
+                   "no token, no descriptor\n", SD_ROUNDS, keys, SD_ROUNDS - keys);
     }
     mt_expect(c, uccl_copy(c->engine, back, dout, (size_t)SD_ROUNDS * rlen), UCCL_OK, "results back");
     for (int i = 0; i < SD_ROUNDS; i++) {
