@@ -10,7 +10,10 @@
 # one process per GPU when NP GPUs exist (NP default: GPU count, at least 2
 # processes). CACHE_OPS (default allgather alltoall bcast), CACHE_MIN /
 # CACHE_MAX (default 4K / 64M), CACHE_DEADLINE_S (no new perf run after it,
-# default 400), CACHE_PY=0: no Python. Logs and JSON to $OUT.
+# default 400), CACHE_PY=0: no Python. CACHE_RUNS (default "0 1"): the
+# perf runs per op, 0 / 1 = this tree with the cache off / on, base = the
+# tree at CACHE_BASE (absolute path, e.g. the machine's copy of main: the
+# code before), built first. Logs and JSON to $OUT.
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
 mkdir -p "$OUT"
@@ -28,6 +31,12 @@ mkdir -p build-dev && cd build-dev || exit 1
 ../configure --with-cuda --enable-werror >configure.log 2>&1 || { tail -30 configure.log; exit 1; }
 make -j16 >make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
 make -j16 tests/mpi/t_coll_gpu >>make.log 2>&1 || { grep -E "error|Error" make.log | head -40; exit 1; }
+if [ -n "${CACHE_BASE:-}" ]; then
+    step "build the base tree $CACHE_BASE ($(cd "$CACHE_BASE" && git log --oneline -1 2>/dev/null))"
+    (cd "$CACHE_BASE" && ./autogen.sh >/dev/null 2>&1 && mkdir -p build-base && cd build-base &&
+     ../configure --with-cuda >configure.log 2>&1 && make -j16 libuccl.la tools/uccl_perf >make.log 2>&1) ||
+        { echo "base build failed"; exit 1; }
+fi
 NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
 echo "nccl: ${NCCL_DIR:-not found}; GPUs: $ngpu"
@@ -56,12 +65,14 @@ if [ "${CACHE_PY:-1}" = 1 ] && [ -f python/uccl/.libs/_uccl.so ]; then
 fi
 
 for op in ${CACHE_OPS-allgather alltoall bcast}; do
-    for cache in 0 1; do
+    for run in ${CACHE_RUNS:-0 1}; do
         [ $(( $(date +%s) - S )) -gt "${CACHE_DEADLINE_S:-400}" ] && { echo "deadline: no more perf"; break 2; }
-        step "uccl_perf coll --stream --op $op, UCCL_COLL_STREAM_CACHE=$cache"
-        timeout 90 env UCCL_COLL_STREAM_CACHE=$cache $M -x UCCL_COLL_STREAM_CACHE tools/uccl_perf coll --mem cuda \
+        perf=tools/uccl_perf cache=$run
+        [ "$run" = base ] && perf=$CACHE_BASE/build-base/tools/uccl_perf cache=1
+        step "uccl_perf coll --stream --op $op, run $run ($perf, UCCL_COLL_STREAM_CACHE=$cache)"
+        timeout 90 env UCCL_COLL_STREAM_CACHE=$cache $M -x UCCL_COLL_STREAM_CACHE $perf coll --mem cuda \
             --stream --op "$op" --min "${CACHE_MIN:-4K}" --max "${CACHE_MAX:-64M}" --rounds 3 \
-            --json "$OUT/stream_${op}_cache$cache.json" 2>&1 | grep -v "^\[" | tee "$OUT/stream_${op}_cache$cache.txt"
+            --json "$OUT/stream_${op}_$run.json" 2>&1 | grep -v "^\[" | tee "$OUT/stream_${op}_$run.txt"
     done
 done
 step "done"
