@@ -35,6 +35,16 @@ static bool direct_expected(mt_ctx_t *c)
     return true;
 }
 
+/* Every rank past its calls; the comm's cached plans dropped, the buffers freed. */
+static void bufs_done(mt_ctx_t *c, void *ds, void *dr[2])
+{
+    mt_uccl_barrier(c);
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr[0]);
+    uccl_mem_free(c->engine, dr[1]);
+}
+
 static uint8_t pat(int r, int round, size_t k)
 {
     return (uint8_t)(r * 29 + round * 7 + (int)k * 3 + 1);
@@ -136,11 +146,7 @@ void ct_stream_direct(mt_ctx_t *c)
         }
     }
 out:
-    mt_uccl_barrier(c);
-    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr[0]);
-    uccl_mem_free(c->engine, dr[1]);
+    bufs_done(c, ds, dr);
     uccl_mem_free(c->engine, dout);
     free(src);
     free(back);
@@ -228,11 +234,7 @@ void ct_stream_cache(mt_ctx_t *c)
         sc_round(c, s, ds, dr[0], round++, 0, 1);
     }
 out:
-    mt_uccl_barrier(c);
-    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr[0]);
-    uccl_mem_free(c->engine, dr[1]);
+    bufs_done(c, ds, dr);
 }
 
 static double ms_since(const struct timespec *t0)
