@@ -75,6 +75,7 @@ typedef struct uccl_coll_env {
     char lazy_connect[UCCL_CFG_STRING_MAX];
     char stream[UCCL_CFG_STRING_MAX];
     size_t stream_seq0;
+    size_t mapped_depth;
 } uccl_coll_env_t;
 
 static const uccl_cfg_field_t coll_env_fields[] = {
@@ -90,6 +91,10 @@ static const uccl_cfg_field_t coll_env_fields[] = {
      UCCL_CFG_STRING},
     {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
      "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
+     UCCL_CFG_SIZE},
+    {"COLL_MAPPED_DEPTH", "16", "algorithm mapped: buffers per writer (2..16; fewer where "
+     "they would pass 8 MiB a rank): a root runs this many calls ahead of its readers (every "
+     "rank the same, else mapped is not used)", offsetof(uccl_coll_env_t, mapped_depth),
      UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
