@@ -203,6 +203,7 @@ void uccl_coll_mapped_start(coll_sched_t *s)
     coll_mapped_run_t *run = s->mapped;
 
     run->m = s->cs->mapped->next_m++;
+    run->p = (int)(run->m % (uint64_t)s->cs->mapped->depth);
     run->state = 0;
     run->waiting_on = -1;
     run->polls = 0;
@@ -242,18 +243,32 @@ static uccl_status_t waiting(coll_sched_t *s, int peer)
     return UCCL_INPROGRESS;
 }
 
-/* Every reader of this buffer's last write has acked it? Else who not. */
+/* Every reader of this buffer's last write has acked it? Else who not.
+ * A reader's ack line is read only when the copy of it seen last does not
+ * cover the buffer; then the writer waits until the reader also acked its
+ * calls up to ACK_AHEAD buffers later (calls it read from this writer and
+ * that were written already, so it does ack them), so that the next read
+ * of that line comes that many calls later, not at every call once the
+ * ring is full (the line would move to and fro at every ack). */
+#define ACK_AHEAD(depth) ((depth) / 2)
 static int acks_missing(coll_state_t *cs, int p)
 {
     coll_mapped_t *M = cs->mapped;
+    size_t n = (size_t)cs->size;
 
-    for (int j = 0; j < cs->size; j++) {
-        if (!M->readers[(size_t)p * (size_t)cs->size + (size_t)j] ||
-            M->acked[j] >= M->last_write[p])
+    for (size_t j = 0; j < n; j++) {
+        uint64_t want = M->last_write[p], a;
+        if (!M->readers[(size_t)p * n + j] || M->acked[j] >= want)
             continue; /* known without touching the reader's line */
-        M->acked[j] = atomic_load_explicit(ack_word(M->seg, j), memory_order_acquire);
-        if (M->acked[j] < M->last_write[p])
-            return j;
+        for (int k = 1; k <= ACK_AHEAD(M->depth); k++) {
+            int q = (p + k) % M->depth;
+            if (M->readers[(size_t)q * n + j] && M->last_write[q] > want)
+                want = M->last_write[q];
+        }
+        a = atomic_load_explicit(ack_word(M->seg, (int)j), memory_order_acquire);
+        if (a < want)
+            return (int)j; /* M->acked[j] stays: the next look wants as much */
+        M->acked[j] = a;
     }
     return -1;
 }
@@ -263,7 +278,7 @@ static uccl_status_t run_writes(coll_sched_t *s)
     coll_state_t *cs = s->cs;
     coll_mapped_t *M = cs->mapped;
     coll_mapped_run_t *run = s->mapped;
-    int n = cs->size, p = (int)(run->m % (uint64_t)M->depth), j;
+    int n = cs->size, p = run->p, j;
 
     if (M->next_write != run->m)
         return waiting(s, -1); /* an earlier call writes first */
@@ -307,7 +322,7 @@ static uccl_status_t run_reads(coll_sched_t *s)
     coll_state_t *cs = s->cs;
     coll_mapped_t *M = cs->mapped;
     coll_mapped_run_t *run = s->mapped;
-    int n = cs->size, p = (int)(run->m % (uint64_t)M->depth), missing = -1;
+    int n = cs->size, p = run->p, missing = -1;
 
     if (M->next_read != run->m)
         return waiting(s, -1);

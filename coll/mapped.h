@@ -35,6 +35,7 @@ typedef struct { uint8_t dbuf, sbuf; size_t doff, soff, len; } mcp_t;
 
 struct coll_mapped_run {
     uint64_t m;
+    int p;     /* its buffer: m % depth */
     int state; /* 0 write, 1 read, 2 done */
     int nw, nr, nc;
     mw_t *ws;
