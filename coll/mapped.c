@@ -249,8 +249,9 @@ static uccl_status_t waiting(coll_sched_t *s, int peer)
  * calls up to ACK_AHEAD buffers later (calls it read from this writer and
  * that were written already, so it does ack them), so that the next read
  * of that line comes that many calls later, not at every call once the
- * ring is full (the line would move to and fro at every ack). */
-#define ACK_AHEAD(depth) ((depth) / 2)
+ * ring is full (the line would move to and fro at every ack). Not below 4
+ * buffers: there it would hold the writer to the reader's pace. */
+#define ACK_AHEAD(depth) ((depth) >= 4 ? (depth) / 2 : 0)
 static int acks_missing(coll_state_t *cs, int p)
 {
     coll_mapped_t *M = cs->mapped;

@@ -25,7 +25,7 @@ measure() { # measure DIR: VARIANT_OPS on np 2 and 4, mapped as built, no UCX re
                 -x UCCL_COLL_MAPPED_DEPTH --mca pml ob1 --mca btl self,vader \
                 build-host/tools/uccl_perf coll --op $op --transport shm --min 8 \
                 --max "${COLL_PERF_MAX:-4K}" --rounds 3 --ucx-ref off \
-                --json "$1/coll_${op}_shm_np$np.json" 2>&1 | grep -v '^\[uccl'
+                --json "$1/coll_${op}_shm_np$np.json" </dev/null 2>&1 | grep -v '^\[uccl'
         done
     done >"$1/coll-perf.txt"
 }
