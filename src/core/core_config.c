@@ -129,9 +129,10 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
-/* The collectives read UCCL_COLL_ALGO and UCCL_LAZY_CONNECT themselves (at
- * their first use, where a bad value could only be warned about): refuse a
- * bad one here, at engine creation. The names are coll/select.c's. */
+/* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT and
+ * UCCL_COLL_MAPPED_DEPTH themselves (at their first use, where a bad value
+ * could only be warned about): refuse a bad one here, at engine creation.
+ * The names are coll/select.c's. */
 static uccl_status_t coll_env_check(void)
 {
     static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
@@ -146,6 +147,10 @@ static uccl_status_t coll_env_check(void)
     if (env.algo[0] != '\0' && !ok) {
         uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
                    "scatter_allgather, linear, hier, mapped, auto)", env.algo);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (env.mapped_depth < 2 || env.mapped_depth > 16) {
+        uccl_error("UCCL_COLL_MAPPED_DEPTH=%zu: expected 2..16", env.mapped_depth);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
