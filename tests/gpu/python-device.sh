@@ -6,7 +6,9 @@
 #    CUDA tensors; 2. pytest with torch CUDA tensors and CuPy arrays (two
 #    processes on one GPU) and on host memory; 3. the three examples with
 #    GPU memory; 4. python -m uccl.bench (Python vs uccl_perf in the same
-#    run) on host memory and on torch CUDA tensors. Logs, the benchmark
+#    run; send/write: uccl_perf's loop built into the extension and the
+#    Python loop alternating in the same processes, since session 9) on
+#    host memory and on torch CUDA tensors. Logs, the benchmark
 #    tables (pybench.txt) and JSON go to $OUT.
 # Narrowing (default: everything): PY_BENCH (names of the comparisons below,
 # space-separated), PY_BENCH_MIN / PY_BENCH_MAX (sizes of the GPU
@@ -77,7 +79,7 @@ if want weight_bcast "$PY_EXAMPLES"; then
         --tensors 32 --iters 3 2>&1 | grep -E "weight_bcast|Error|error" | head -4
 fi
 
-step "python -m uccl.bench: Python vs uccl_perf (C) in the same run (tables: pybench.txt)"
+step "python -m uccl.bench: Python vs C in the same run (tables: pybench.txt)"
 stage=$(mktemp -d)
 mkdir "$stage/uccl"
 cp "$src"/python/uccl/*.py "$stage/uccl/" && cp python/uccl/.libs/_uccl.so "$stage/uccl/"
