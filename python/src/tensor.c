@@ -15,13 +15,17 @@
  * Tensors seen before (session 9): a few recent tensor objects are
  * remembered by identity through a weak reference, which dies with the
  * object, so a new tensor at a freed object's address is never taken for
- * it. What a live tensor object cannot change is remembered (CUDA, its
- * device, no conjugate or negative bit: those change only by assigning
- * .data, which moves data_ptr); what it can change in place is read again
- * on every call: data_ptr() and nbytes (the address and size: set_,
- * resize_, .data = ...), is_contiguous() (t_, transpose_, as_strided_) and
- * requires_grad (requires_grad_). A hit makes 4 calls into torch instead
- * of 8, and torch's current stream is read once per device per call. */
+ * it, with the data_ptr() and device they had. A call reads data_ptr()
+ * first: the same object at the same address (nothing moved it: set_,
+ * resize_ growing, .data = ...) keeps its device, CUDA and no conjugate or
+ * negative bit, and reads again only what in-place ops change without
+ * moving it: nbytes (resize_ shrinking), is_contiguous() (t_, transpose_,
+ * as_strided_) and requires_grad (requires_grad_); anything else takes the
+ * whole path. The one case a hit cannot see: `.data =` a conjugate or
+ * negative view of the same memory (complex tensors), whose bytes then go
+ * unconjugated, as a MemoryRegion of it would. A hit makes 4 calls into
+ * torch instead of 8, and torch's current stream is read once per device
+ * per call. */
 #include "upy.h"
 
 #include <stdlib.h>
@@ -113,7 +117,7 @@ static void *current_stream(long long device)
 #define SEEN_N 16
 static struct {
     PyObject *ref;
-    long long device;
+    long long ptr, device;
 } seen[SEEN_N];
 static unsigned seen_next;
 static unsigned long long seen_hits, seen_misses;
@@ -147,7 +151,7 @@ static int seen_find(PyObject *obj)
     return -1;
 }
 
-static void seen_add(PyObject *obj, long long device)
+static void seen_add(PyObject *obj, long long ptr, long long device)
 {
     PyObject *ref = PyWeakref_NewRef(obj, NULL);
     unsigned i = seen_next++ % SEEN_N;
@@ -162,6 +166,7 @@ static void seen_add(PyObject *obj, long long device)
         }
     Py_XDECREF(seen[i].ref);
     seen[i].ref = ref;
+    seen[i].ptr = ptr;
     seen[i].device = device;
 }
 
@@ -207,8 +212,11 @@ int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
     if (state < 0 || !ord || Py_TYPE(obj) != tensor_type)
         return 1;
     hit = seen_find(obj);
-    if (hit >= 0) {
-        /* what in-place ops change: read again */
+    if (number(obj, s_data_ptr, 1, &ptr) < 0)
+        goto general;
+    if (hit >= 0 && seen[hit].ptr == ptr) {
+        /* the same object at the same address: what in-place ops change
+         * without moving it, read again */
         if (flag(obj, s_requires_grad, 0) != 0 || flag(obj, s_is_contiguous, 1) != 1)
             goto general;
         device = seen[hit].device;
@@ -222,11 +230,12 @@ int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
             goto general;
         seen_misses++;
     }
-    if (number(obj, s_data_ptr, 1, &ptr) < 0 || number(obj, s_nbytes, 0, &nbytes) < 0 ||
-        nbytes < 0)
+    if (number(obj, s_nbytes, 0, &nbytes) < 0 || nbytes < 0)
         goto general;
-    if (hit < 0)
-        seen_add(obj, device);
+    if (hit >= 0)
+        seen[hit].ptr = ptr, seen[hit].device = device;
+    else
+        seen_add(obj, ptr, device);
     if (call_stream(ord, device, &cur) < 0)
         goto general;
     if (ord->stream_form) {

@@ -302,4 +302,4 @@ def test_torch_fast_path_remembers_tensors(cm):
     fl.requires_grad_(False)
     check(fl, 55, n)
     h2, m2, _ = uccl._uccl._tensor_cache()
-    assert h2 >= h1 + 5, (h1, h2, same)
+    assert h2 >= h1 + 4, (h1, h2, same)  # set_ moved it: a miss
