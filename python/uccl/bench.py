@@ -232,14 +232,16 @@ def worker(a):
             py = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n)  # noqa: E731
             c = lambda n: c_phase(a, world, conn, mr, ctl, desc, size, n,  # noqa: E731
                                   comm.rank)
+            mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
             c(a.warmup)
             py(a.warmup)
-            ts = {"c": [], "py": []}
+            ts = {"c": [], "py": [], "mixed": []}
             for k in range(a.rounds):
-                order = (("c", c), ("py", py)) if k % 2 == 0 else (("py", py), ("c", c))
-                for name, fn in order:
+                order = [("c", c), ("py", py)] + ([("mixed", mixed)] if a.mixed else [])
+                for name, fn in order if k % 2 == 0 else order[::-1]:
                     ts[name].append(fn(iters) / ops * 1e6)
-            rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"]})
+            rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
+                         "mixed_us": ts["mixed"]})
             continue
         phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
@@ -294,6 +296,8 @@ def run_py(a, out):
                            "--mem", a.mem, "--rounds", str(a.rounds)]
     if a.inproc:
         cmd.append("--inproc")
+    if a.mixed:
+        cmd.append("--mixed")
     if a.objects:
         cmd.append("--objects")
     if a.profile:
@@ -338,7 +342,8 @@ def driver_inproc(a):
           "of the per-round ratios" % (a.op, tp, a.window, "host memory" if a.mem == "host"
                                        else "torch CUDA tensors", a.rounds))
     print("%10s %10s %10s %12s %9s %9s %7s %15s" % ("size", "C us/op", "Py us/op", "overhead us",
-                                                   "C GB/s", "Py GB/s", "Py/C", "Py/C spread"))
+                                                   "C GB/s", "Py GB/s", "Py/C", "Py/C spread"),
+          "%10s %8s" % ("mixed us", "mixed/C") if a.mixed else "")
     rows = []
     for r in raw:
         s, cs, ps = r["size"], r["c_us"], r["py_us"]
@@ -350,7 +355,12 @@ def driver_inproc(a):
                      "ratio_median": statistics.median(ratios), "ratio_min": lo,
                      "ratio_max": hi, "c_us_rounds": cs, "py_us_rounds": ps})
         print("%10d %10.3f %10.3f %12.3f %9.3f %9.3f %7.3f %7.3f-%-7.3f" % (
-            s, c, p, p - c, s / c / 1e3, s / p / 1e3, c / p, lo, hi))
+            s, c, p, p - c, s / c / 1e3, s / p / 1e3, c / p, lo, hi), end="")
+        if r.get("mixed_us"):
+            m = statistics.median(r["mixed_us"])
+            rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
+            print(" %10.3f %8.3f" % (m, c / m), end="")
+        print()
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
@@ -420,6 +430,9 @@ def main(argv=None):
                    help="point-to-point: C and Python in the same processes (the default)")
     p.add_argument("--separate", dest="inproc", action="store_false",
                    help="point-to-point: uccl_perf and the Python worker as separate jobs")
+    p.add_argument("--mixed", action="store_true",
+                   help="in-process point-to-point: a third loop with Python on rank 0 and C "
+                        "on rank 1 (which rank's Python cost sets the pace)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:
