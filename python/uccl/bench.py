@@ -32,7 +32,9 @@ GIL released) and the same loop in Python, on the same connection and
 buffer, starting with C and Python in turn; the table gives the median of
 each and the spread (min-max) of the per-round ratio. Separate processes
 (--separate: uccl_perf itself, then the worker, alternating) differ by
-placement and page layout by more than 2% from run to run.
+placement and page layout by more than 2% from run to run. --mixed adds a
+third loop with Python on rank 0 and C on rank 1: for send, which rank's
+per-call cost sets the pace.
 """
 import argparse
 import json
