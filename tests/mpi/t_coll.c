@@ -464,6 +464,10 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "a rank gone: the others fail, no hang");
     ct_peer_gone(&c, UCCL_COLL_ALGO_MAPPED);
     fails += mt_report(&c, "mapped, a rank gone: the others fail, no hang");
+    ct_mapped_ring(&c);
+    fails += mt_report(&c, "mapped ring: rooted calls back to back, varying roots and sizes");
+    ct_mapped_ring_dead(&c);
+    fails += mt_report(&c, "mapped ring: a reader gone while the root runs ahead");
     mt_fini(&c);
     MPI_Finalize();
     return fails ? 1 : 0;
