@@ -1,10 +1,11 @@
 /* perf_ofi: libfabric measured raw next to libuccl over its ofi transport,
  * same provider, same job, same pattern (a window of transfers, then wait
  * for all), and the UCCL CXI seed's pattern: 1,179,648 bytes written as
- * 1, 8, 32, 128 and 512 remote pieces, against the same bytes in one piece.
+ * 1, 8, 32, 128 and 512 adjacent remote pieces, against the same bytes in
+ * one piece; the same as every other block (scattered).
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
- *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,local]
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,scatter,local]
  *                         [--repeat R]   (op rows: R alternated runs per side, median kept)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
@@ -230,7 +231,15 @@ static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
     return now_s() - t0;
 }
 
-/* The seed's pattern raw: SEED_BYTES in n pieces, one fi_write each. */
+/* Where piece i of n lies in the remote buffer (and, for raw, the local
+ * one): the seed's layout, adjacent pieces; or every other block. */
+static size_t piece_off(int i, size_t piece, int scattered)
+{
+    return scattered ? (size_t)i * piece * 2 % (BUF_SIZE - piece) : (size_t)i * piece;
+}
+
+/* The seed's pattern raw: SEED_BYTES in n adjacent pieces, one fi_write
+ * each (the seed's loop: one operation per piece). */
 static double raw_seed(raw_t *r, int n, int iters)
 {
     static struct fi_context2 ctx[512];
@@ -243,8 +252,50 @@ static double raw_seed(raw_t *r, int n, int iters)
         if (r->rank != 0)
             continue;
         for (int i = 0; i < n; i++)
-            raw_post(r, OP_WRITE, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece, &ctx[i]);
+            raw_post(r, OP_WRITE, piece_off(i, piece, 0), piece, &ctx[i]);
         raw_wait(r, n);
+    }
+    raw_done(r, &ctx[0]);
+    return now_s() - t0;
+}
+
+/* Every other block raw, at its best: one fi_writemsg of up to
+ * rma_iov_limit remote pieces (at most 16) from one contiguous local
+ * slice. */
+static double raw_scatter(raw_t *r, int n, int iters)
+{
+    static struct fi_context2 ctx[512];
+    size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->rma_iov_limit;
+    struct fi_rma_iov rma[16];
+    double t0;
+
+    if (lim > 16)
+        lim = 16;
+    if (lim < 1)
+        lim = 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    t0 = now_s();
+    for (int it = 0; it < iters && r->rank == 0; it++) {
+        int ops = 0;
+
+        for (int i = 0; i < n; i += (int)lim, ops++) {
+            size_t cnt = (size_t)(n - i) < lim ? (size_t)(n - i) : lim;
+            struct iovec iov = {r->buf + (size_t)i * piece, cnt * piece};
+            struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &r->desc, .iov_count = 1,
+                                     .addr = r->peer, .rma_iov = rma, .rma_iov_count = cnt,
+                                     .context = &ctx[ops]};
+            ssize_t rc;
+
+            for (size_t j = 0; j < cnt; j++)
+                rma[j] = (struct fi_rma_iov){r->peer_addr + piece_off(i + (int)j, piece, 1), piece,
+                                             r->peer_key};
+            while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
+                   -FI_EAGAIN)
+                fi_cq_read(r->cq, NULL, 0);
+            if (rc != 0)
+                die(r->rank, "fi_writemsg", rc);
+        }
+        raw_wait(r, ops);
     }
     raw_done(r, &ctx[0]);
     return now_s() - t0;
@@ -390,8 +441,9 @@ static double ucc_time_writemsg(ucc_t *u, const uccl_rma_msg_t *msg, int iters)
     return now_s() - t0;
 }
 
-/* The seed's pattern through uccl_writemsg: one local piece, n remote pieces. */
-static double ucc_seed(ucc_t *u, int n, int iters)
+/* Through uccl_writemsg: one local piece, n remote pieces, adjacent (the
+ * seed's pattern) or every other block. */
+static double ucc_pieces(ucc_t *u, int n, int iters, int scattered)
 {
     static uccl_riov_t riov[512];
     size_t piece = SEED_BYTES / (size_t)n;
@@ -399,8 +451,18 @@ static double ucc_seed(ucc_t *u, int n, int iters)
     uccl_rma_msg_t msg = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = n};
 
     for (int i = 0; i < n; i++)
-        riov[i] = (uccl_riov_t){&u->peer, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
+        riov[i] = (uccl_riov_t){&u->peer, piece_off(i, piece, scattered), piece};
     return ucc_time_writemsg(u, &msg, iters);
+}
+
+static double ucc_seed(ucc_t *u, int n, int iters)
+{
+    return ucc_pieces(u, n, iters, 0);
+}
+
+static double ucc_scatter(ucc_t *u, int n, int iters)
+{
+    return ucc_pieces(u, n, iters, 1);
 }
 
 /* The same through uccl_writemsg: n local pieces, one remote piece. */
@@ -446,7 +508,7 @@ int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,local";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local";
     int window = 16, repeat = 1, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -521,27 +583,34 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (strstr(ops, "seed") == NULL)
-        goto local;
-    if (rank == 0)
-        printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
-               "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
-               "raw", "uccl", "ratio", "uccl/1pc");
-    seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_seed, ucc_seed, rank);
-local:
-    if (strstr(ops, "local") == NULL)
-        goto out;
-    if (rank == 0)
-        printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
-               "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local pieces)\n"
-               "%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX, "lpieces",
-               "raw", "uccl", "ratio", "uccl/1pc");
-    {
+    if (strstr(ops, "seed") != NULL) {
+        if (rank == 0)
+            printf("# seed pattern: %u bytes written as n adjacent remote pieces (raw: one "
+                   "fi_writemsg per piece, as the seed; uccl: one uccl_writemsg)\n"
+                   "%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces", "raw", "uccl", "ratio",
+                   "uccl/1pc");
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_seed, ucc_seed, rank);
+    }
+    if (strstr(ops, "scatter") != NULL) {
+        if (rank == 0)
+            printf("# scattered: %u bytes written as n remote pieces, every other block (raw: "
+                   "fi_writemsg of rma_iov_limit %zu remote pieces each; uccl: one "
+                   "uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES,
+                   r.info->tx_attr->rma_iov_limit, "pieces", "raw", "uccl", "ratio", "uccl/1pc");
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_scatter, ucc_scatter,
+                  rank);
+    }
+    if (strstr(ops, "local") != NULL) {
         static const int lpieces[] = {1, 8, 32, 64};
+
+        if (rank == 0)
+            printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
+                   "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local "
+                   "pieces)\n%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX,
+                   "lpieces", "raw", "uccl", "ratio", "uccl/1pc");
         seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
                   ucc_seed_local, rank);
     }
-out:
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);
     raw_close(&r);

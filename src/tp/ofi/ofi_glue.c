@@ -139,6 +139,11 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
         uccl_error("UCCL_OFI_IMM=%s: expected auto, data or msg", cfg->imm);
         ok = false;
     }
+    if (strcmp(cfg->pull, "auto") != 0 && strcmp(cfg->pull, "0") != 0 &&
+        strcmp(cfg->pull, "1") != 0) {
+        uccl_error("UCCL_OFI_PULL=%s: expected auto, 0 or 1", cfg->pull);
+        ok = false;
+    }
     if (strcmp(cfg->pack_below, "auto") != 0) { /* checked here, before any provider is sought */
         size_t v;
         if (uccl_cfg_parse_value(UCCL_CFG_SIZE, cfg->pack_below, &v) != UCCL_OK) {
@@ -200,12 +205,15 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         tp->cfg.max_iov = 1;
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
+    tp->pull = strcmp(tp->cfg.pull, "auto") == 0 ? (tp->quirk->flags & OFI_QUIRK_PULL) != 0
+                                                 : strcmp(tp->cfg.pull, "1") == 0;
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
-              "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes", tp->prov, tp->info->fabric_attr->name,
+              "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
+              "%s rendezvous", tp->prov, tp->info->fabric_attr->name,
               tp->info->domain_attr->name, (unsigned long long)tp->mr_mode,
               (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
               tp->imm_msg ? "messages" : "CQ data", tp->rma_ordered ? "ordered" : "fenced",
-              tp->pack_below);
+              tp->pack_below, tp->pull ? "pull" : "push");
     *out = &tp->base;
     return UCCL_OK;
 }
@@ -258,7 +266,7 @@ const struct uccl_tp_ops uccl_tp_ofi_ops = {
     .name = "ofi",
     .priority = 20,
     .caps = UCCL_TP_CAP_HOST_MEM | UCCL_TP_CAP_RMA | UCCL_TP_CAP_NOTIFY | UCCL_TP_CAP_MEM_REG |
-            UCCL_TP_CAP_RKEY,
+            UCCL_TP_CAP_RKEY | UCCL_TP_CAP_RSEG,
     .engine_cap = UCCL_CAP_OFI,
     .rkey_owner = UCCL_TP_KEY_OFI,
     .config_table = &uccl_ofi_config_table,
