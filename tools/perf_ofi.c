@@ -238,41 +238,18 @@ static size_t piece_off(int i, size_t piece, int scattered)
     return scattered ? (size_t)i * piece * 2 % (BUF_SIZE - piece) : (size_t)i * piece;
 }
 
-/* The seed's pattern raw: SEED_BYTES in n adjacent pieces, one fi_write
- * each (the seed's loop: one operation per piece). */
-static double raw_seed(raw_t *r, int n, int iters)
-{
-    static struct fi_context2 ctx[512];
-    size_t piece = SEED_BYTES / (size_t)n;
-    double t0;
-
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = now_s();
-    for (int it = 0; it < iters; it++) {
-        if (r->rank != 0)
-            continue;
-        for (int i = 0; i < n; i++)
-            raw_post(r, OP_WRITE, piece_off(i, piece, 0), piece, &ctx[i]);
-        raw_wait(r, n);
-    }
-    raw_done(r, &ctx[0]);
-    return now_s() - t0;
-}
-
-/* Every other block raw, at its best: one fi_writemsg of up to
- * rma_iov_limit remote pieces (at most 16) from one contiguous local
- * slice. */
-static double raw_scatter(raw_t *r, int n, int iters)
+/* SEED_BYTES from one contiguous local slice into n remote pieces, raw:
+ * adjacent ones (the seed's pattern) one fi_writemsg each, as the seed
+ * does; every other block at raw's best, one fi_writemsg of up to
+ * rma_iov_limit (at most 16) pieces. */
+static double raw_pieces(raw_t *r, int n, int iters, int scattered)
 {
     static struct fi_context2 ctx[512];
     size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->rma_iov_limit;
     struct fi_rma_iov rma[16];
     double t0;
 
-    if (lim > 16)
-        lim = 16;
-    if (lim < 1)
-        lim = 1;
+    lim = !scattered || lim < 1 ? 1 : lim > 16 ? 16 : lim;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     for (int it = 0; it < iters && r->rank == 0; it++) {
@@ -287,8 +264,8 @@ static double raw_scatter(raw_t *r, int n, int iters)
             ssize_t rc;
 
             for (size_t j = 0; j < cnt; j++)
-                rma[j] = (struct fi_rma_iov){r->peer_addr + piece_off(i + (int)j, piece, 1), piece,
-                                             r->peer_key};
+                rma[j] = (struct fi_rma_iov){
+                    r->peer_addr + piece_off(i + (int)j, piece, scattered), piece, r->peer_key};
             while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
                    -FI_EAGAIN)
                 fi_cq_read(r->cq, NULL, 0);
@@ -303,7 +280,7 @@ static double raw_scatter(raw_t *r, int n, int iters)
 
 /* The seed's bytes from n scattered local pieces into one remote range,
  * raw: fi_writemsg of up to iov_limit local pieces each. */
-static double raw_seed_local(raw_t *r, int n, int iters)
+static double raw_seed_local(raw_t *r, int n, int iters, int unused)
 {
     static struct fi_context2 ctx[512];
     size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->iov_limit;
@@ -311,6 +288,7 @@ static double raw_seed_local(raw_t *r, int n, int iters)
     void *desc[64];
     double t0;
 
+    (void)unused;
     if (lim > 64)
         lim = 64;
     for (int i = 0; i < n; i++) {
@@ -455,24 +433,15 @@ static double ucc_pieces(ucc_t *u, int n, int iters, int scattered)
     return ucc_time_writemsg(u, &msg, iters);
 }
 
-static double ucc_seed(ucc_t *u, int n, int iters)
-{
-    return ucc_pieces(u, n, iters, 0);
-}
-
-static double ucc_scatter(ucc_t *u, int n, int iters)
-{
-    return ucc_pieces(u, n, iters, 1);
-}
-
 /* The same through uccl_writemsg: n local pieces, one remote piece. */
-static double ucc_seed_local(ucc_t *u, int n, int iters)
+static double ucc_seed_local(ucc_t *u, int n, int iters, int unused)
 {
     static uccl_iov_t iov[UCCL_IOV_MAX];
     size_t piece = SEED_BYTES / (size_t)n;
     uccl_riov_t riov = {&u->peer, 0, piece * (size_t)n};
     uccl_rma_msg_t msg = {.iov = iov, .iovcnt = n, .riov = &riov, .riovcnt = 1};
 
+    (void)unused;
     for (int i = 0; i < n; i++)
         iov[i] = (uccl_iov_t){u->mr, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
     return ucc_time_writemsg(u, &msg, iters);
@@ -482,7 +451,8 @@ static double ucc_seed_local(ucc_t *u, int n, int iters)
  * warm-up rounds each), GB/s, raw/uccl time ratio, and uccl against its
  * first row (one piece). */
 static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
-                      double (*raw)(raw_t *, int, int), double (*ucc)(ucc_t *, int, int), int rank)
+                      double (*raw)(raw_t *, int, int, int), double (*ucc)(ucc_t *, int, int, int),
+                      int mode, int rank)
 {
     double u1 = 0;
 
@@ -490,10 +460,10 @@ static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
         int iters = 50;
         double tr, tu;
 
-        raw(r, n[k], 2);
-        ucc(u, n[k], 2);
-        tr = raw(r, n[k], iters);
-        tu = ucc(u, n[k], iters);
+        raw(r, n[k], 2, mode);
+        ucc(u, n[k], 2, mode);
+        tr = raw(r, n[k], iters, mode);
+        tu = ucc(u, n[k], iters, mode);
         if (k == 0)
             u1 = tu;
         if (rank == 0) {
@@ -589,7 +559,8 @@ int main(int argc, char **argv)
                    "fi_writemsg per piece, as the seed; uccl: one uccl_writemsg)\n"
                    "%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces", "raw", "uccl", "ratio",
                    "uccl/1pc");
-        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_seed, ucc_seed, rank);
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 0,
+                  rank);
     }
     if (strstr(ops, "scatter") != NULL) {
         if (rank == 0)
@@ -597,7 +568,7 @@ int main(int argc, char **argv)
                    "fi_writemsg of rma_iov_limit %zu remote pieces each; uccl: one "
                    "uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES,
                    r.info->tx_attr->rma_iov_limit, "pieces", "raw", "uccl", "ratio", "uccl/1pc");
-        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_scatter, ucc_scatter,
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 1,
                   rank);
     }
     if (strstr(ops, "local") != NULL) {
@@ -609,7 +580,7 @@ int main(int argc, char **argv)
                    "pieces)\n%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX,
                    "lpieces", "raw", "uccl", "ratio", "uccl/1pc");
         seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
-                  ucc_seed_local, rank);
+                  ucc_seed_local, 0, rank);
     }
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);

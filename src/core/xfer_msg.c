@@ -5,9 +5,10 @@
  * transports take several (UCCL_TP_CAP_RSEG), else one request each; a
  * request is cut where it would need more than UCCL_IOV_MAX local pieces.
  * Each request, a "piece", is posted like a writev (xfer.c); the user's
- * request (UCCL_OP_MSG) finishes when all its pieces did. A notification rides on the last piece, posted only after the others
- * finished: a piece's completion means its bytes landed, so the
- * notification follows every byte whatever the transport's ordering. */
+ * request (UCCL_OP_MSG) finishes when all its pieces did. A notification
+ * rides on the last piece, posted only after the others finished: a
+ * piece's completion means its bytes landed, so the notification follows
+ * every byte whatever the transport's ordering. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +59,8 @@ static size_t msg_take(msg_cursor_t *c, size_t want, msg_piece_t *p)
         size_t take = s->len - c->off < want - got ? s->len - c->off : want - got;
         uccl_iov_t *last = p->iovcnt > 0 ? &p->iov[p->iovcnt - 1] : NULL;
 
-        if (take > 0 && last != NULL && last->mr == s->mr && last->off + last->len == s->off + c->off)
+        if (take > 0 && last != NULL && last->mr == s->mr &&
+            last->off + last->len == s->off + c->off)
             last->len += take;
         else if (take > 0 && p->iovcnt == UCCL_IOV_MAX)
             break;

@@ -3,7 +3,8 @@
  * and shm against the unpacked path: writes and reads of 64 local pieces of
  * odd and mixed sizes into one remote range (crossing bounce and chunk
  * boundaries), into 3 and 512 remote pieces, and a rendezvous sendv/recvv
- * of 64 pieces. Whether the bounces were used is checked too. And the
+ * of 64 pieces, pulled and pushed. Whether the bounces were used is
+ * checked too. And the
  * seed's 128 remote pieces, adjacent (joined into one operation) and
  * scattered (several remote ranges per operation, up to rma_iov_limit),
  * in one or two regions, with the operations counted. */
@@ -53,13 +54,15 @@ static void side_close(side_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-static bool open_pair(const char *prov, const char *pack)
+static bool open_pair(const char *prov, const char *pack, const char *pull)
 {
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_OFI_PACK_BELOW", pack, 1);
+    setenv("UCCL_OFI_PULL", pull, 1);
     uccl_status_t st = unit_pair_open("ofi", &P);
     unsetenv("UCCL_OFI_PROVIDER");
     unsetenv("UCCL_OFI_PACK_BELOW");
+    unsetenv("UCCL_OFI_PULL");
     if (st != UCCL_OK)
         return false;
     side_open(P.a, &A);
@@ -162,9 +165,11 @@ static void check_rma(int nriov)
     free(flat);
 }
 
-/* A rendezvous message from 64 pieces of A into 64 other pieces of B. */
-static void check_sendv(void)
+/* A rendezvous message from 64 pieces of A into 64 other pieces of B:
+ * pulled (B reads it) or pushed (A writes it after B's CTS). */
+static void check_sendv(bool pull)
 {
+    uint64_t reads = ofi_of(P.b)->rma_posted, writes = ofi_of(P.a)->rma_posted;
     uccl_iov_t iov[NPIECE], riov[NPIECE];
     size_t total = make_iov(iov, 5), at = 0;
     uint8_t *flat = malloc(total);
@@ -192,6 +197,8 @@ static void check_sendv(void)
         at += riov[i].len;
     }
     CU_ASSERT_EQUAL(gathered_mismatch(iov, flat), 0);
+    CU_ASSERT_EQUAL(ofi_of(P.b)->rma_posted > reads, pull);
+    CU_ASSERT_EQUAL(ofi_of(P.a)->rma_posted > writes, !pull);
     free(flat);
 }
 
@@ -271,18 +278,19 @@ static void check_seed(void)
 static void check_provider(const char *prov)
 {
     static const char *const modes[] = {"1M", "0", "auto"};
+    static const char *const pulls[] = {"1", "0", "1"}; /* pull and push on each provider */
 
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
         tp_ofi_t *tp;
 
-        if (!open_pair(prov, modes[m]))
+        if (!open_pair(prov, modes[m], pulls[m]))
             UNIT_SKIP("libfabric's %s provider is not usable here", prov);
         tp = ofi_of(P.a);
         CU_ASSERT_FATAL(tp != NULL);
         check_rma(1);
         check_rma(3);
         check_rma(512);
-        check_sendv();
+        check_sendv(pulls[m][0] == '1');
         if (strcmp(modes[m], "0") == 0)
             check_seed();
         if (strcmp(modes[m], "1M") == 0)

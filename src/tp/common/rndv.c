@@ -212,8 +212,8 @@ void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req)
     }
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
     if (req->op == UCCL_OP_SEND && err != UCCL_OK)
-        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, err, req->tp_data[UCCL_RNDV_RD_PEER_ID], 0, 0,
-                            req);
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, err, req->tp_data[UCCL_RNDV_RD_PEER_ID], 0,
+                                 0, req);
     else
         r->ops->finish(r, req, err, err == UCCL_OK ? req->len : 0);
     if (st != UCCL_OK)
@@ -245,8 +245,8 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
     if (req->op != UCCL_OP_WRITE || rndv_notif_small(req, nparts))
         return UCCL_OK;
     req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK;
-    st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, req->tp_data[UCCL_RNDV_RD_ID], req->notif,
-                        0, req);
+    st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, req->tp_data[UCCL_RNDV_RD_ID],
+                             req->notif, 0, req);
     if (st == UCCL_OK)
         *extra_parts = 1;
     return st;
