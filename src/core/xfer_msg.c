@@ -129,6 +129,7 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 {
     size_t total, rtotal = 0;
     uint64_t gpu_caps;
+    uccl_rdesc_fields_t fields;
     uccl_status_t st;
 
     if (m->riov == NULL || m->riovcnt < 1 || m->riovcnt > UCCL_RIOV_MAX ||
@@ -137,14 +138,16 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
         return UCCL_ERR_INVALID_PARAM;
     st = uccl_xfer_check_iov(conn, m->iov, m->iovcnt, &total, &gpu_caps);
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
+        const uccl_riov_t *r = &m->riov[k];
         uccl_req_remote_t remote;
-        uccl_rdesc_fields_t fields;
 
-        if (m->riov[k].rdesc == NULL)
+        if (r->rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = uccl_remote_decode(conn, m->riov[k].rdesc, m->riov[k].roff, m->riov[k].len, &remote,
-                                &fields);
-        rtotal += m->riov[k].len;
+        if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) /* decoded once a run */
+            st = uccl_remote_decode(conn, r->rdesc, r->roff, r->len, &remote, &fields);
+        else if (r->roff > fields.len || r->len > fields.len - r->roff)
+            st = UCCL_ERR_OUT_OF_BOUNDS;
+        rtotal += r->len;
     }
     if (st == UCCL_OK && rtotal != total) {
         uccl_error("%s: local pieces carry %zu bytes, remote pieces %zu",

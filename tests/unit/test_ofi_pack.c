@@ -320,11 +320,15 @@ static void test_pack_setting(void)
     UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
     CU_ASSERT(e == NULL);
     unsetenv("UCCL_OFI_PACK_BELOW");
+    setenv("UCCL_OFI_PULL", "2", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(e == NULL);
+    unsetenv("UCCL_OFI_PULL");
     unsetenv("UCCL_OFI_PROVIDER");
 }
 
 static CU_TestInfo pack_tests[] = {
-    {"UCCL_OFI_PACK_BELOW malformed -> INVALID_PARAM", test_pack_setting},
+    {"UCCL_OFI_PACK_BELOW malformed, UCCL_OFI_PULL=2 -> INVALID_PARAM", test_pack_setting},
     {"packed pieces, byte-verified: tcp;ofi_rxm", test_pack_tcp},
     {"packed pieces, byte-verified: shm", test_pack_shm},
     CU_TEST_INFO_NULL,

@@ -250,8 +250,7 @@ struct uccl_rndv {
     uccl_idmap_t ids;
     uint64_t next_notif_id;
     /* sends above eager (host memory) go as RTS_PULL: the receiver reads
-     * them (the transport sets it where a read costs the peer less than
-     * CTS + write, e.g. libfabric's shm; needs ops->read) */
+     * them (the transport sets it; needs ops->read) */
     bool pull;
 };
 #define UCCL_RNDV_ID_BITS 25 /* = the immediate's id field */

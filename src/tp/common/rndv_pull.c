@@ -2,11 +2,11 @@
  * sets r->pull, a send above the eager limit names its own pieces in the
  * RTS; the receiver, once the core matched a receive of the message's
  * exact length in host memory, reads them (ops->read) and answers FIN
- * {send id, len, status}, which finishes the send. Two control messages and
- * one read, the receiver's own: on libfabric's shm a read is one
- * process_vm_readv by the reader, where CTS + write costs the sender a
- * command the receiver must serve. Any other receive answers as to an RTS
- * (CTS or GRANT windows): the sender waits for either. */
+ * {send id, len, status}, which finishes the send: two control messages
+ * and the receiver's read, for providers whose reads are cheap or whose
+ * writes lack immediates. Any other receive answers as to an RTS (CTS or
+ * GRANT windows): the sender waits for either. ofi offers it behind
+ * UCCL_OFI_PULL=1 (on shm it measured no faster than CTS + write). */
 #include "rndv.h"
 
 bool uccl_rndv_pull_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id,

@@ -55,7 +55,7 @@ typedef struct tp_ofi_config {
     int max_iov;
     char imm[UCCL_CFG_STRING_MAX];
     char pack_below[UCCL_CFG_STRING_MAX];
-    char pull[UCCL_CFG_STRING_MAX];
+    int pull;
     size_t stage_chunk;
     int stage_depth;
 } tp_ofi_config_t;
@@ -69,10 +69,6 @@ enum {
      * process leaves the name behind and a later process given the same pid
      * fails fi_enable with EBUSY: name the endpoint ourselves (fi_setname) */
     OFI_QUIRK_PID_NAME = 1u << 2,
-    /* sends above the eager limit as a pull rendezvous (the receiver reads
-     * them, tp/common/rndv_pull.c): shm reads by one process_vm_readv of
-     * the reader's, where CTS + write costs a command the peer must serve */
-    OFI_QUIRK_PULL = 1u << 3,
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
@@ -115,7 +111,7 @@ typedef struct tp_ofi {
     bool imm_msg; /* immediates as messages (less than 8 bytes of CQ data, or UCCL_OFI_IMM=msg) */
     bool rma_ordered; /* FI_ORDER_WAW (and SAW for imm_msg): else a closing write waits (fence) */
     size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
-    bool pull;         /* UCCL_OFI_PULL, or the quirk table's (OFI_QUIRK_PULL) */
+    bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */

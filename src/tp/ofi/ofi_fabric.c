@@ -38,10 +38,11 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "operation takes is copied through registered bounce buffers, in operations of "
               "256 KiB (0 = never; auto = the provider's threshold)",
               pack_below, UCCL_CFG_STRING),
-    OFI_FIELD("PULL", "auto",
-              "messages above UCCL_OFI_EAGER: 1 = the receiver reads them (pull rendezvous), "
-              "0 = the sender writes them after the receiver's CTS; auto = the provider's way "
-              "(pull on shm)", pull, UCCL_CFG_STRING),
+    OFI_FIELD("PULL", "0",
+              "messages above UCCL_OFI_EAGER: 1 = the receiver reads them (pull rendezvous: "
+              "RTS naming the sender's pieces, read, FIN), 0 = the sender writes them after the "
+              "receiver's CTS (measured no faster on shm: tests/perf/results/ofi/s9-README.md)",
+              pull, UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
@@ -76,8 +77,7 @@ static const ofi_quirk_t ofi_quirks[] = {
     {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536},
     {"net", 15, OFI_QUIRK_SOFTWARE, 65536},
     {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536},
-    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_PULL,
-     32768},
+    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME, 32768},
     {"", 1, 0, 8192}, /* anything else */
 };
 

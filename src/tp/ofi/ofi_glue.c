@@ -132,16 +132,12 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     ok &= uccl_cfg_in_range(t, "CHUNK", (long long)cfg->chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
     ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
+    ok &= uccl_cfg_in_range(t, "PULL", cfg->pull, 0, 1);
     ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, UCCL_RNDV_MAX_SLOTS);
     if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
         strcmp(cfg->imm, "msg") != 0) {
         uccl_error("UCCL_OFI_IMM=%s: expected auto, data or msg", cfg->imm);
-        ok = false;
-    }
-    if (strcmp(cfg->pull, "auto") != 0 && strcmp(cfg->pull, "0") != 0 &&
-        strcmp(cfg->pull, "1") != 0) {
-        uccl_error("UCCL_OFI_PULL=%s: expected auto, 0 or 1", cfg->pull);
         ok = false;
     }
     if (strcmp(cfg->pack_below, "auto") != 0) { /* checked here, before any provider is sought */
@@ -205,8 +201,7 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         tp->cfg.max_iov = 1;
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
-    tp->pull = strcmp(tp->cfg.pull, "auto") == 0 ? (tp->quirk->flags & OFI_QUIRK_PULL) != 0
-                                                 : strcmp(tp->cfg.pull, "1") == 0;
+    tp->pull = tp->cfg.pull != 0;
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
               "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
               "%s rendezvous", tp->prov, tp->info->fabric_attr->name,
