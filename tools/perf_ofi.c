@@ -238,6 +238,17 @@ static size_t piece_off(int i, size_t piece, int scattered)
     return scattered ? (size_t)i * piece * 2 % (BUF_SIZE - piece) : (size_t)i * piece;
 }
 
+/* One fi_writemsg, delivery complete; -FI_EAGAIN: progress, retry. */
+static void raw_writemsg(raw_t *r, const struct fi_msg_rma *msg)
+{
+    ssize_t rc;
+
+    while ((rc = fi_writemsg(r->ep, msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN)
+        fi_cq_read(r->cq, NULL, 0);
+    if (rc != 0)
+        die(r->rank, "fi_writemsg", rc);
+}
+
 /* SEED_BYTES from one contiguous local slice into n remote pieces, raw:
  * adjacent ones (the seed's pattern) one fi_writemsg each, as the seed
  * does; every other block at raw's best, one fi_writemsg of up to
@@ -261,16 +272,11 @@ static double raw_pieces(raw_t *r, int n, int iters, int scattered)
             struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &r->desc, .iov_count = 1,
                                      .addr = r->peer, .rma_iov = rma, .rma_iov_count = cnt,
                                      .context = &ctx[ops]};
-            ssize_t rc;
 
             for (size_t j = 0; j < cnt; j++)
                 rma[j] = (struct fi_rma_iov){
                     r->peer_addr + piece_off(i + (int)j, piece, scattered), piece, r->peer_key};
-            while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
-                   -FI_EAGAIN)
-                fi_cq_read(r->cq, NULL, 0);
-            if (rc != 0)
-                die(r->rank, "fi_writemsg", rc);
+            raw_writemsg(r, &msg);
         }
         raw_wait(r, ops);
     }
@@ -306,13 +312,8 @@ static double raw_seed_local(raw_t *r, int n, int iters, int unused)
             struct fi_msg_rma msg = {.msg_iov = &iov[i], .desc = &desc[i], .iov_count = cnt,
                                      .addr = r->peer, .rma_iov = &rma, .rma_iov_count = 1,
                                      .context = &ctx[ops]};
-            ssize_t rc;
 
-            while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
-                   -FI_EAGAIN)
-                fi_cq_read(r->cq, NULL, 0);
-            if (rc != 0)
-                die(r->rank, "fi_writemsg", rc);
+            raw_writemsg(r, &msg);
         }
         raw_wait(r, ops);
     }
