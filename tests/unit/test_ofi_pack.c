@@ -166,8 +166,9 @@ static void check_rma(int nriov)
 }
 
 /* A rendezvous message from 64 pieces of A into 64 other pieces of B:
- * pulled (B reads it) or pushed (A writes it after B's CTS). */
-static void check_sendv(bool pull)
+ * pulled (B reads it) or pushed (A writes it after B's CTS); the receive
+ * posted first, or after the RTS was held as unexpected. */
+static void check_sendv(bool pull, bool unexpected)
 {
     uint64_t reads = ofi_of(P.b)->rma_posted, writes = ofi_of(P.a)->rma_posted;
     uccl_iov_t iov[NPIECE], riov[NPIECE];
@@ -184,8 +185,15 @@ static void check_sendv(bool pull)
     }
     unit_fill(A.p, AREA, 31);
     memset(B.p, 0, AREA);
-    UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
+    if (!unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_sendv(P.ab, iov, NPIECE, 9, &reqs[0]), UCCL_OK);
+    for (int i = 0; i < 200 && unexpected; i++) { /* the RTS reaches B, held */
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+    }
+    if (unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[1], 0), UCCL_OK);
@@ -290,7 +298,8 @@ static void check_provider(const char *prov)
         check_rma(1);
         check_rma(3);
         check_rma(512);
-        check_sendv(pulls[m][0] == '1');
+        check_sendv(pulls[m][0] == '1', false);
+        check_sendv(pulls[m][0] == '1', true);
         if (strcmp(modes[m], "0") == 0)
             check_seed();
         if (strcmp(modes[m], "1M") == 0)

@@ -22,7 +22,7 @@ typedef struct rndv_unexp {
     bool rndv;
     uint64_t send_id;
     int nseg; /* RTS_PULL: the sender's segments, in data */
-    uint8_t data[];
+    _Alignas(uccl_rndv_seg_t) uint8_t data[]; /* EAGER payload or segments */
 } rndv_unexp_t;
 
 static uccl_conn_t *rndv_conn(const uccl_rndv_t *r)
