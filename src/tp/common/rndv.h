@@ -32,9 +32,9 @@
  * closes it on every lane that carried data, and the immediate says how many
  * parts to count), and hooks for local memory (registration check, staging
  * of GPU memory the NIC cannot reach, the segments of a receive buffer).
- * The protocol does not use RDMA READ today (the receiver's CTS lets the
- * sender push); a pull rendezvous for providers whose writes lack immediate
- * data would add it as one more primitive.
+ * A transport may also offer a pull rendezvous (r->pull, ops->read,
+ * rndv_pull.c): the RTS names the sender's pieces (RTS_PULL), the receiver
+ * reads them and answers FIN; ofi has it behind UCCL_OFI_PULL=1.
  *
  * Users. verbs (src/tp/verbs) is the first: control messages are SENDs on an
  * RC control QP, writes are WRITE / WRITE_WITH_IMM chains striped over data
