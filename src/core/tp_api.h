@@ -36,6 +36,9 @@ enum {
     UCCL_TP_CAP_NOTIFY = 1u << 5,    /* write with notification */
     UCCL_TP_CAP_MEM_REG = 1u << 6,   /* needs mem_reg for every region */
     UCCL_TP_CAP_RKEY = 1u << 7,      /* mem_pack fills a key slot of remote descriptors */
+    /* post_write / post_read take requests with several remote ranges of
+     * one region (req->nrseg > 1: req->rseg); without it, one range each */
+    UCCL_TP_CAP_RSEG = 1u << 8,
 };
 
 /* Owners of remote-descriptor key slots (uccl_tp_ops.rkey_owner): one number
@@ -234,6 +237,13 @@ typedef struct uccl_req_remote {
     uint8_t rkey[UCCL_TP_RKEY_MAX];
 } uccl_req_remote_t;
 
+/* One remote range of a request with several (UCCL_TP_CAP_RSEG): absolute
+ * address, bytes; all in remote's region, under its key. */
+typedef struct uccl_req_rseg {
+    uint64_t addr;
+    uint64_t len;
+} uccl_req_rseg_t;
+
 struct uccl_req {
     /* ---- set by the core; read-only for the transport */
     uint32_t magic;
@@ -252,6 +262,11 @@ struct uccl_req {
     int iovcnt;
     uccl_req_iov_t iov[UCCL_IOV_MAX];
     uccl_req_remote_t remote;
+    /* nrseg > 1 (UCCL_TP_CAP_RSEG only): the request's bytes go to these
+     * ranges in turn (remote.addr is rseg[0].addr, remote.len the sum);
+     * 0: one range, remote.addr / remote.len */
+    int nrseg;
+    uccl_req_rseg_t rseg[UCCL_IOV_MAX];
     bool has_notif;
     uint64_t notif;
     uint64_t msg_seq;  /* send: the connection's message number; carry it to the peer */
