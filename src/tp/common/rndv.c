@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rndv.h"
+#include "rndv_stage.h"
 
 /* A control message waiting for a send slot or a send credit. */
 typedef struct rndv_out {
@@ -51,6 +52,16 @@ static void rndv_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a,
 static void rndv_put_msg_hdr(uint8_t *p, int type, const uccl_req_t *req, uint64_t c)
 {
     uccl_rndv_hdr_put(p, type, UCCL_OK, req->tag, req->len, c, req->msg_seq);
+}
+
+/* Copy between req's pieces and flat: the transport's hook, else the
+ * common one (GPU pieces through the GPU layer). */
+static uccl_status_t rndv_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
+                                   bool to_iov)
+{
+    if (r->ops->mem_copy != NULL)
+        return r->ops->mem_copy(r, req, flat, len, to_iov);
+    return uccl_rndv_iov_copy(req, flat, len, to_iov);
 }
 
 /* ------------------------------------------------------------------ setup */
@@ -321,7 +332,7 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
         return UCCL_ERR_NO_MEMORY;
     rndv_put_msg_hdr(p, UCCL_RNDV_MSG_EAGER, req, 0);
     if (req->gpu_caps != 0)
-        st = r->ops->mem_copy(r, req, p + UCCL_RNDV_HDR_SIZE, req->len, false);
+        st = rndv_mem_copy(r, req, p + UCCL_RNDV_HDR_SIZE, req->len, false);
     else
         uccl_req_iov_copy_out(req, 0, p + UCCL_RNDV_HDR_SIZE, req->len);
     if (st != UCCL_OK) {
@@ -409,7 +420,7 @@ static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool r
         return;
     }
     if (req->gpu_caps != 0)
-        st = r->ops->mem_copy(r, req, (void *)(uintptr_t)data, len, true);
+        st = rndv_mem_copy(r, req, (void *)(uintptr_t)data, len, true);
     else
         uccl_req_iov_copy_in(req, 0, data, len);
     r->ops->finish(r, req, st, len);

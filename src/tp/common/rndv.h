@@ -202,7 +202,8 @@ typedef struct uccl_rndv_ops {
      * data in now); mem_unstage gives it back without completing req. */
     uccl_status_t (*mem_stage)(uccl_rndv_t *r, uccl_req_t *req, size_t len, bool gather);
     void (*mem_unstage)(uccl_rndv_t *r, uccl_req_t *req);
-    /* Copy between req's pieces (GPU ones through the GPU layer) and flat. */
+    /* Copy between req's pieces (GPU ones through the GPU layer) and flat;
+     * NULL: uccl_rndv_iov_copy (rndv_stage.h). */
     uccl_status_t (*mem_copy)(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
                               bool to_iov);
     /* Where the peer may write len bytes of receive req (its bounce, or its

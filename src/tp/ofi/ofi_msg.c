@@ -170,13 +170,6 @@ static void ofi_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
     uccl_ofi_xfer_release(req);
 }
 
-static uccl_status_t ofi_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
-                                  bool to_iov)
-{
-    (void)r;
-    return uccl_rndv_iov_copy(req, flat, len, to_iov);
-}
-
 /* The receive's pieces, addressed as the provider wants them. */
 static int ofi_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, uccl_rndv_seg_t *segs)
 {
@@ -219,7 +212,6 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
     .mem_check = ofi_mem_check,
     .mem_stage = ofi_mem_stage,
     .mem_unstage = ofi_mem_unstage,
-    .mem_copy = ofi_mem_copy,
     .mem_segs = ofi_mem_segs,
     .finish = ofi_finish,
     .sink_start = uccl_ofi_sink_start,

@@ -87,13 +87,6 @@ static void verbs_mem_unstage(uccl_rndv_t *r, uccl_req_t *req)
     uccl_verbs_xfer_release(req);
 }
 
-static uccl_status_t verbs_mem_copy(uccl_rndv_t *r, uccl_req_t *req, void *flat, size_t len,
-                                    bool to_iov)
-{
-    (void)r;
-    return uccl_rndv_iov_copy(req, flat, len, to_iov);
-}
-
 /* The receive's pieces with their rkeys (a staged receive takes granted
  * windows instead: verbs_sink_start). */
 static int verbs_mem_segs(uccl_rndv_t *r, const uccl_req_t *req, size_t len, uccl_rndv_seg_t *segs)
@@ -157,7 +150,6 @@ const uccl_rndv_ops_t uccl_verbs_rndv_ops = {
     .mem_check = verbs_mem_check,
     .mem_stage = verbs_mem_stage,
     .mem_unstage = verbs_mem_unstage,
-    .mem_copy = verbs_mem_copy,
     .mem_segs = verbs_mem_segs,
     .finish = verbs_finish,
     .sink_start = verbs_sink_start,
