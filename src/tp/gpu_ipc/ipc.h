@@ -231,6 +231,11 @@ void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m);
 void uccl_gpu_ipc_on_revoke(ipc_ep_t *ep, uint64_t region_id);
 ipc_grant_t *uccl_gpu_ipc_grant_find(ipc_ep_t *ep, uint64_t region_id);
 uccl_status_t uccl_gpu_ipc_grant_add(ipc_ep_t *ep, const msg_grant_t *m);
+/* The local address of a peer's device region (uccl_rdesc_ptr): UCCL_OK
+ * with *ptr, UCCL_INPROGRESS while the peer's grant is on its way (asked
+ * once), UCCL_ERR_REMOTE_ACCESS when refused or not device memory. */
+uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *r, void **ptr);
+void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id);
 
 /* ---- copy.c */
 uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint);
@@ -244,18 +249,29 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
 /* ---- xfer.c */
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_gpu_ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
-uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
-uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m);
-void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
-/* The local address of a peer's device region (uccl_rdesc_ptr): UCCL_OK
- * with *ptr, UCCL_INPROGRESS while the peer's grant is on its way (asked
- * once), UCCL_ERR_REMOTE_ACCESS when refused or not device memory. */
-uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *r, void **ptr);
-void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id);
-void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
+/* shared with xfer_rma.c */
+uccl_status_t uccl_gpu_ipc_local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *seg,
+                                      uint32_t *nseg);
+int uccl_gpu_ipc_local_plan(const uccl_req_t *req, size_t off, ipc_seg_t *seg);
+uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, size_t skip,
+                                     ipc_seg_t *out, int *nout);
+bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req);
+ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req);
+uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type,
+                                        uint64_t seq, const void *m, size_t mlen,
+                                        const msg_seg_t *seg, uint32_t nseg);
+void uccl_gpu_ipc_fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st,
+                           uint64_t bytes);
+void uccl_gpu_ipc_part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+
+/* ---- xfer_rma.c */
+uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
+void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m);
+void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg);
 
 #endif

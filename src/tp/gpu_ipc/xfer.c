@@ -1,7 +1,6 @@
 /* gpu_ipc transfers: send/recv as a rendezvous matched by the receiver and
- * copied by it (pull) or, for large messages, by the sender (push);
- * write/read by the initiator under a grant (remote device memory) or by the
- * target (remote host memory); and the completions of each. */
+ * copied by it (pull) or, for large messages, by the sender (push); the
+ * copy plans, waiters and completions that write/read (xfer_rma.c) share. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +12,8 @@ static uccl_tp_memh_t *iov_memh(const ipc_ep_t *ep, const uccl_req_iov_t *iov)
 }
 
 /* Local iovs as segments of announced device allocations (the peer copies). */
-static uccl_status_t local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *seg, uint32_t *nseg)
+uccl_status_t uccl_gpu_ipc_local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *seg,
+                                      uint32_t *nseg)
 {
     *nseg = 0;
     for (int i = 0; i < req->iovcnt; i++) {
@@ -38,7 +38,7 @@ static uccl_status_t local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *
     return UCCL_OK;
 }
 
-static int local_plan(const uccl_req_t *req, size_t off, ipc_seg_t *seg)
+int uccl_gpu_ipc_local_plan(const uccl_req_t *req, size_t off, ipc_seg_t *seg)
 {
     uccl_req_cur_t cur;
     uint8_t *p;
@@ -55,7 +55,7 @@ static int local_plan(const uccl_req_t *req, size_t off, ipc_seg_t *seg)
 }
 
 /* Peer segments through our mappings, each checked against its allocation. */
-static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, size_t skip,
+uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, size_t skip,
                                ipc_seg_t *out, int *nout)
 {
     int n = 0;
@@ -89,7 +89,7 @@ static uccl_status_t peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg
  * reach 0.97-1.00x one by one, so only smaller transfers wait for a batch
  * there. Host memory on either side is issued at once. */
 #define IPC_BATCH_CROSS_BELOW (512u << 10)
-static bool batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
+bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
 {
     size_t bytes = 0;
 
@@ -104,7 +104,7 @@ static bool batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
     return ep->peer_device == ep->tp->device || bytes < IPC_BATCH_CROSS_BELOW;
 }
 
-static ipc_op_t *op_new(ipc_op_kind_t kind, uccl_req_t *req)
+ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req)
 {
     ipc_op_t *op = calloc(1, sizeof(*op));
 
@@ -155,7 +155,8 @@ static uccl_req_t *waiter_take(ipc_ep_t *ep, int wait, uint64_t seq)
 /* Send req's message (header m of mlen bytes, numbered seq, then our pieces)
  * and have req wait in ep->waits[wait] (none: wait < 0) for the answer that
  * completes its req->len bytes. */
-static uccl_status_t post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type, uint64_t seq,
+uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type,
+                                        uint64_t seq,
                                   const void *m, size_t mlen, const msg_seg_t *seg, uint32_t nseg)
 {
     uccl_status_t st;
@@ -179,7 +180,7 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     ipc_ep_t *ep = (ipc_ep_t *)base;
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_rts_t m = {0};
-    uccl_status_t st = local_segs(ep, req, seg, &m.nseg);
+    uccl_status_t st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
 
     if (st != UCCL_OK)
         return st;
@@ -188,14 +189,16 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.len = req->len;
     m.msg_seq = req->msg_seq;
     /* nothing for the peer to read in an empty message: no FIN comes */
-    st = post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq, &m, sizeof(m),
+    st = uccl_gpu_ipc_post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq,
+                                   &m, sizeof(m),
                       seg, m.nseg);
     if (st == UCCL_OK && req->len == 0)
         uccl_req_complete(req, UCCL_OK, 0);
     return st;
 }
 
-static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st, uint64_t bytes)
+void uccl_gpu_ipc_fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st,
+                           uint64_t bytes)
 {
     msg_fin_t f = {.seq = seq, .status = st, .bytes = bytes};
 
@@ -205,7 +208,7 @@ static void fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st
 /* A request split in two parts (its own copy and the peer's report of the
  * other) is done when both are: tp_data[2] counts the parts left,
  * tp_data[3] keeps the first error, tp_data[1] the bytes. */
-static void part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st)
+void uccl_gpu_ipc_part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 {
     if (st != UCCL_OK && req->tp_data[3] == 0)
         req->tp_data[3] = (uint64_t)(int64_t)st;
@@ -272,7 +275,8 @@ static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const
     msg_cts_t m = {.seq = rts->seq, .len = rts->len};
     uccl_status_t st;
 
-    if (!push_wanted(ep, req, rts->len) || local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
+    if (!push_wanted(ep, req, rts->len) || uccl_gpu_ipc_local_segs(ep, req, seg,
+                                                                   &m.nseg) != UCCL_OK)
         return false;
     m.push_len = rts->len - pull_part(ep, rts->len);
     m.nseg = msg_segs_cut(seg, m.nseg, m.push_len);
@@ -286,8 +290,8 @@ static bool recv_push(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, const
     req->tp_data[1] = m.len;
     req->tp_data[2] = m.push_len < m.len ? 2 : 1; /* PUSH_DONE (+ our pull) */
     if (m.push_len < m.len && (st = recv_pull(ep, req, rts, peer, m.push_len)) != UCCL_OK) {
-        fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
-        part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        uccl_gpu_ipc_fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
+        uccl_gpu_ipc_part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
     return true;
 }
@@ -297,16 +301,17 @@ static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *r
                                const msg_seg_t *seg, size_t off)
 {
     ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
-    ipc_op_t *op = op_new(OP_RECV, req);
+    ipc_op_t *op = uccl_gpu_ipc_op_new(OP_RECV, req);
     int ns = 0;
-    uccl_status_t st = op ? peer_plan(ep, seg, rts->nseg, off, src, &ns) : UCCL_ERR_NO_MEMORY;
+    uccl_status_t st = op ? uccl_gpu_ipc_peer_plan(ep, seg, rts->nseg, off, src,
+                                                   &ns) : UCCL_ERR_NO_MEMORY;
 
     if (st == UCCL_OK) {
-        int nd = local_plan(req, off, dst);
+        int nd = uccl_gpu_ipc_local_plan(req, off, dst);
 
         op->seq = rts->seq;
         op->bytes = rts->len - off;
-        op->batch = batch_ok(ep, req);
+        op->batch = uccl_gpu_ipc_batch_ok(ep, req);
         st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
     }
     if (st != UCCL_OK)
@@ -330,7 +335,7 @@ static void recv_start(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts, cons
     req->tp_data[2] = 1;
     st = recv_pull(ep, req, rts, seg, 0);
     if (st != UCCL_OK) {
-        fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
+        uccl_gpu_ipc_fin_send(ep, IPC_MSG_FIN, rts->seq, UCCL_ERR_TRANSPORT, 0);
         uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
     }
 }
@@ -393,18 +398,19 @@ void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
         req->tp_data[2] = 2;
     else
         waiter_drop(ep, req);
-    op = op_new(OP_PUSH, req);
-    st = op ? peer_plan(ep, seg, m->nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
+    op = uccl_gpu_ipc_op_new(OP_PUSH, req);
+    st = op ? uccl_gpu_ipc_peer_plan(ep, seg, m->nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
     if (st == UCCL_OK) {
         op->seq = m->seq;
         op->bytes = m->push_len;
-        op->batch = batch_ok(ep, req);
-        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, local_plan(req, 0, src), m->push_len);
+        op->batch = uccl_gpu_ipc_batch_ok(ep, req);
+        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, uccl_gpu_ipc_local_plan(req, 0, src),
+                                                                                 m->push_len);
     }
     if (st != UCCL_OK) {
         free(op);
-        fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
-        part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        uccl_gpu_ipc_fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
+        uccl_gpu_ipc_part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
 }
 
@@ -418,155 +424,7 @@ void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m)
         uccl_gpu_ipc_ep_fail(ep, "completion for an unknown request");
         return;
     }
-    part_done(ep, req, (uccl_status_t)m->status);
-}
-
-/* ------------------------------------------------------------ write / read */
-
-/* Initiator-side copy against a grant (remote device memory). */
-static uccl_status_t rma_local(ipc_ep_t *ep, uccl_req_t *req, const ipc_grant_t *g)
-{
-    ipc_seg_t local[UCCL_IOV_MAX], remote;
-    const uccl_req_remote_t *r = &req->remote;
-    int n = local_plan(req, 0, local);
-    ipc_op_t *op;
-    uccl_status_t st;
-
-    if (r->addr < g->addr || r->len > g->len || r->addr - g->addr > g->len - r->len)
-        return UCCL_ERR_REMOTE_ACCESS;
-    op = op_new(OP_LOCAL, req);
-    if (op == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    op->has_notif = req->has_notif;
-    op->notif = req->notif;
-    op->bytes = req->len;
-    op->batch = batch_ok(ep, req);
-    remote.ptr = (char *)g->map->ptr + (r->addr - g->map->key);
-    remote.len = r->len;
-    if (req->op == UCCL_OP_WRITE)
-        st = uccl_gpu_ipc_op_start(ep, op, &remote, 1, local, n, req->len);
-    else
-        st = uccl_gpu_ipc_op_start(ep, op, local, n, &remote, 1, req->len);
-    if (st != UCCL_OK)
-        free(op);
-    return st;
-}
-
-/* Target-side copy (remote host memory): ship our device pieces. */
-static uccl_status_t rma_remote(ipc_ep_t *ep, uccl_req_t *req)
-{
-    msg_seg_t seg[UCCL_IOV_MAX];
-    msg_tgt_op_t m = {0};
-    uccl_status_t st = local_segs(ep, req, seg, &m.nseg);
-
-    if (st != UCCL_OK)
-        return st;
-    m.seq = ep->next_seq++;
-    m.region_id = req->remote.region_id;
-    m.addr = req->remote.addr;
-    m.len = req->len;
-    m.op = req->op;
-    m.has_notif = req->has_notif;
-    m.notif = req->notif;
-    return post_waiting(ep, IPC_WAIT_TGT, req, IPC_MSG_TGT_OP, m.seq, &m, sizeof(m), seg, m.nseg);
-}
-
-static bool grant_requested(ipc_ep_t *ep, uint64_t region_id)
-{
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &ep->grant_wait)
-        if (uccl_container_of(pos, uccl_req_t, tp_link)->remote.region_id == region_id)
-            return true;
-    return false;
-}
-
-static uccl_status_t post_rma(ipc_ep_t *ep, uccl_req_t *req)
-{
-    ipc_grant_t *g;
-
-    if (req->remote.mem_type == UCCL_MEM_HOST)
-        return rma_remote(ep, req);
-    uccl_gpu_ipc_ep_poll(ep); /* see a revoke that already arrived */
-    if (ep->failed)
-        return UCCL_ERR_PEER_FAILED;
-    g = uccl_gpu_ipc_grant_find(ep, req->remote.region_id);
-    if (g != NULL)
-        return rma_local(ep, req, g);
-    if (!grant_requested(ep, req->remote.region_id)) {
-        msg_grant_req_t m = {req->remote.region_id, req->remote.addr, req->remote.len};
-        uccl_status_t st = uccl_gpu_ipc_send_msg(ep, IPC_MSG_GRANT_REQ, &m, sizeof(m), NULL, 0);
-        if (st != UCCL_OK)
-            return st;
-    }
-    uccl_list_push_back(&ep->grant_wait, &req->tp_link);
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    return post_rma((ipc_ep_t *)base, req);
-}
-
-uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    return post_rma((ipc_ep_t *)base, req);
-}
-
-void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)
-{
-    uccl_status_t st = m->status == UCCL_OK ? uccl_gpu_ipc_grant_add(ep, m) : UCCL_ERR_REMOTE_ACCESS;
-    ipc_grant_t *g = st == UCCL_OK ? uccl_gpu_ipc_grant_find(ep, m->region_id) : NULL;
-    uccl_list_t *pos, *tmp;
-
-    if (st != UCCL_OK && uccl_hmap_get(&ep->ptr_asked, m->region_id) != NULL)
-        uccl_gpu_ipc_ptr_refused(ep, m->region_id);
-    uccl_list_for_each_safe(pos, tmp, &ep->grant_wait) {
-        uccl_req_t *req = uccl_container_of(pos, uccl_req_t, tp_link);
-        uccl_status_t rst = st;
-
-        if (req->remote.region_id != m->region_id)
-            continue;
-        uccl_list_del(&req->tp_link);
-        if (rst == UCCL_OK)
-            rst = rma_local(ep, req, g);
-        if (rst != UCCL_OK)
-            uccl_req_complete(req, rst == UCCL_ERR_PEER_FAILED ? rst : UCCL_ERR_REMOTE_ACCESS, 0);
-    }
-}
-
-/* Target side of a copy to/from one of our host regions. */
-void uccl_gpu_ipc_on_tgt_op(ipc_ep_t *ep, const msg_tgt_op_t *m, const msg_seg_t *seg)
-{
-    uccl_engine_t *engine = ep->tp->base.engine;
-    ipc_seg_t mine, peer[UCCL_IOV_MAX];
-    uccl_region_t *region;
-    ipc_op_t *op = NULL;
-    int npeer = 0;
-    uccl_status_t st = uccl_engine_region_find(engine, m->region_id, m->addr, m->len, &region);
-
-    if (st == UCCL_OK)
-        st = peer_plan(ep, seg, m->nseg, 0, peer, &npeer);
-    if (st == UCCL_OK && (op = op_new(OP_TGT, NULL)) == NULL)
-        st = UCCL_ERR_NO_MEMORY;
-    if (st == UCCL_OK) {
-        op->memh = uccl_region_memh(region, &ep->tp->base);
-        op->seq = m->seq;
-        op->has_notif = m->has_notif != 0;
-        op->notif = m->notif;
-        mine.ptr = (char *)(uintptr_t)m->addr;
-        mine.len = m->len;
-        if (m->op == UCCL_OP_WRITE)
-            st = uccl_gpu_ipc_op_start(ep, op, &mine, 1, peer, npeer, m->len);
-        else
-            st = uccl_gpu_ipc_op_start(ep, op, peer, npeer, &mine, 1, m->len);
-    }
-    if (st != UCCL_OK) {
-        free(op);
-        if (!ep->failed)
-            fin_send(ep, IPC_MSG_TGT_DONE, m->seq,
-                     st == UCCL_ERR_REMOTE_ACCESS ? st : UCCL_ERR_TRANSPORT, 0);
-    }
+    uccl_gpu_ipc_part_done(ep, req, (uccl_status_t)m->status);
 }
 
 /* ------------------------------------------------------------ completions */
@@ -586,14 +444,15 @@ void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
     case OP_RECV:
     case OP_PUSH:
         if (st != UCCL_ERR_CANCELED)
-            fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE, op->seq, st, op->bytes);
-        part_done(ep, op->req, st);
+            uccl_gpu_ipc_fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE,
+                                  op->seq, st, op->bytes);
+        uccl_gpu_ipc_part_done(ep, op->req, st);
         break;
     case OP_TGT:
         if (st == UCCL_OK && op->has_notif)
             uccl_conn_notif_push(ep->base.conn, op->notif);
         if (st != UCCL_ERR_CANCELED)
-            fin_send(ep, IPC_MSG_TGT_DONE, op->seq, st, 0);
+            uccl_gpu_ipc_fin_send(ep, IPC_MSG_TGT_DONE, op->seq, st, 0);
         break;
     }
 }
