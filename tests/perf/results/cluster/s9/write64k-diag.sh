@@ -4,13 +4,13 @@
 # with 1 QP (its default) and with 2 QPs, UCX put_bw, and uccl_perf with its
 # defaults (2 data QPs, window 16), with 1 data QP, and with a window of 64;
 # each run moves BENCH_MIB MiB (default 16). Prints every run and the medians.
-# Run from the build directory: tests/vm/run.sh ../tests/rxe/results/write64k-diag.sh
+# Run from the build directory: tests/vm/run.sh ../tests/perf/results/cluster/s9/write64k-diag.sh
 # (with RXE_VM_SHARE naming the source tree, as bench.sh does).
-src=$(cd "$(dirname "$0")/../../.." && pwd)
+src=$(cd "$(dirname "$0")/../../../../.." && pwd)
 BENCH_LIB=1 . "$src/tests/rxe/bench.sh"
 export BENCH_MIB=${BENCH_MIB:-16}
 size=${DIAG_SIZE:-65536} op=${DIAG_OP:-write}
-names=(pt1 pt2 ucx uccl uccl_q1 uccl_w64)
+names=(${DIAG_NAMES:-pt1 pt2 ucx uccl uccl_q1 uccl_w64})
 run() {
 	case $1 in
 	pt1) perftest_gbps "$op" "$size" ;;
