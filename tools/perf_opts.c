@@ -377,9 +377,9 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
         const perf_row_t *r = &rows[i];
         double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);
         fprintf(f, "  {\"size\": %zu, \"uccl_gbps\": %.4f, \"uccl_us\": %.3f, \"ref_gbps\": %.4f, "
-                   "\"ref_us\": %.3f, \"ratio\": %.4f}%s\n",
+                   "\"ref_us\": %.3f, \"ratio\": %.4f, \"ratio_min\": %.4f, \"ratio_max\": %.4f}%s\n",
                 r->size, u, r->uccl_s / r->ops * 1e6, m, r->ref_s / r->ops * 1e6,
-                m > 0 ? u / m : 0, i + 1 < nrows ? "," : "");
+                m > 0 ? u / m : 0, r->ratio_lo, r->ratio_hi, i + 1 < nrows ? "," : "");
     }
 out:
     fprintf(f, " ]}\n");

@@ -30,6 +30,7 @@ typedef struct perf_row {
     double uccl_s; /* rank 0's time for them (median of the rounds, as the others) */
     double ref_s;  /* MPI, or with --mem cuda the plain cudaMemcpyAsync */
     double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
+    double ratio_lo, ratio_hi; /* host memory: least and greatest uccl / MPI of one round */
 } perf_row_t;
 
 /* A size with an optional K/M/G suffix, 1 .. 1 GiB; an int in [min, max].

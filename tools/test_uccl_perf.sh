@@ -49,6 +49,11 @@ perf2 --transport shm --op send --min 4K --max 8K --iters 3 --rounds 3 --json "$
 check_json "$tmp/rounds.json" 2 1
 grep -q 'the median of 3 rounds' "$tmp/out" || { cat "$tmp/out"; echo "no rounds line"; exit 1; }
 grep -q '"rounds": 3' "$tmp/rounds.json" || { echo "no rounds in the JSON"; exit 1; }
+# and the spread of the per-round ratios around the ratio of the medians
+python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    assert 0 < r["ratio_min"] <= r["ratio"] * 1.0001 and r["ratio"] <= r["ratio_max"] * 1.0001, r' \
+    "$tmp/rounds.json" || { echo "bad ratio range in the JSON"; exit 1; }
 n=$((n + 1))
 # the tcp reference runs over Open MPI's tcp path, whatever mpirun chose, and says so
 perf2 --transport tcp --op send --min 4K --max 4K --iters 3 --json "$tmp/tcp-path.json" ||

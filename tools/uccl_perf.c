@@ -347,7 +347,8 @@ static double median(double *t, int n)
 }
 
 /* One size: --rounds times uccl then the references, each round's uccl
- * data verified; every column is the median of its rounds. */
+ * data verified; every column is the median of its rounds, and the JSON
+ * has the spread of the per-round ratios. */
 static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
 {
     double u[PERF_ROUNDS_MAX], r[PERF_ROUNDS_MAX], n[PERF_ROUNDS_MAX];
@@ -370,6 +371,13 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
     }
     row->size = size;
     row->ops = (double)iters * c->o.window;
+    row->ratio_lo = row->ratio_hi = 0; /* each round's uccl against its reference, before sorting */
+    for (int k = 0; k < rounds && !c->o.no_ref && c->gpu == NULL; k++) {
+        double q = u[k] > 0 && r[k] > 0 ? r[k] / u[k] : 0;
+
+        row->ratio_lo = k == 0 || q < row->ratio_lo ? q : row->ratio_lo;
+        row->ratio_hi = q > row->ratio_hi ? q : row->ratio_hi;
+    }
     row->uccl_s = median(u, rounds);
     row->ref_s = c->o.no_ref ? 0 : median(r, rounds);
     row->nccl_s = median(n, rounds);

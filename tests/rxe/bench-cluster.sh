@@ -8,12 +8,16 @@
 # 1.13's UD drops what rxe delivers and dies with "UD endpoint ...: unhandled
 # timeout error"; tcp is no auxiliary transport there) and once over its tcp
 # path (btl tcp, pml ob1); and uccl over tcp against Open MPI over tcp.
-# Prints uccl_perf's tables (medians of BENCH_ROUNDS, ratio = uccl / MPI) and
-# writes their JSON to BENCH_OUT (default: the build directory). A report, not
-# a timed test; an MPI path that does not run reads "failed" with its error.
+# Prints uccl_perf's tables (medians of BENCH_ROUNDS, uccl and Open MPI
+# alternating, ratio = uccl / MPI) and a summary with the spread of the
+# per-round ratios, and writes their JSON to BENCH_OUT (default: the build
+# directory). A report, not a timed test; an MPI path that does not run reads
+# "failed" with its error.
 # Run from the build directory: ../tests/rxe/bench-cluster.sh
-#   BENCH_OPS (send write), BENCH_MIN (64K), BENCH_MAX (1M), BENCH_ROUNDS (3),
-#   BENCH_ITERS (4 windows of 16 per size and round), BENCH_PATHS (ucx tcp tcp-tcp)
+#   BENCH_OPS (send write), BENCH_SIZES (65536 1048576; one uccl_perf job per
+#   size), BENCH_ROUNDS (3), BENCH_MIB (16: MiB per timed phase, at least one
+#   window of 16), BENCH_PATHS (ucx tcp tcp-tcp), BENCH_RAW (1: perftest and
+#   ucx_perftest once per size first)
 # Exits 77 with the reason where this machine cannot boot the cluster.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -75,6 +79,8 @@ if [ "${BENCH_RAW:-1}" = 1 ]; then
 			"ucx_perftest node1 -p 13338 -t tag_bw -s $s -n $n -w 16" "$ux"
 	done
 fi
+sizes=${BENCH_SIZES:-65536 1048576}
+echo "# summary lines: op size uccl-Gb/s mpi-Gb/s ratio-of-medians [per-round ratio min-max]"
 for path in ${BENCH_PATHS:-ucx tcp tcp-tcp}; do
 	case $path in
 	ucx) tp=verbs mca="--mca pml ucx --mca osc ucx --mca btl self -x UCX_TLS=rc_verbs,ud_verbs:aux,self -x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n" ;;
@@ -82,14 +88,22 @@ for path in ${BENCH_PATHS:-ucx tcp tcp-tcp}; do
 	tcp-tcp) tp=tcp mca="" ;; # uccl_perf pins the reference to btl tcp itself
 	esac
 	for op in $ops; do
-		echo "## uccl over $tp, Open MPI over $path: $op"
-		# shellcheck disable=SC2086 # option words
-		timeout 600 $mpiexec $mca "$perf" p2p --transport $tp --op "$op" --min "${BENCH_MIN:-64K}" \
-			--max "${BENCH_MAX:-1M}" --iters "${BENCH_ITERS:-4}" --window 16 --warmup 1 \
-			--rounds "${BENCH_ROUNDS:-3}" --json "$out/cluster-$tp-$path-$op.json" >/tmp/bench.out 2>&1
-		rc=$?
-		grep -v '^\[uccl' /tmp/bench.out | grep -E '^#|^ *[0-9]|size' || true
-		[ $rc = 0 ] || { echo "failed (exit $rc):"; tail -8 /tmp/bench.out; }
+		for s in $sizes; do
+			echo "## uccl over $tp, Open MPI over $path: $op $s"
+			iters=$(((${BENCH_MIB:-16} << 20) / (s * 16)))
+			json=$out/cluster-$tp-$path-$op-$s.json
+			# shellcheck disable=SC2086 # option words
+			timeout 600 $mpiexec $mca "$perf" p2p --transport $tp --op "$op" --min "$s" --max "$s" \
+				--iters $((iters < 1 ? 1 : iters)) --window 16 --warmup 1 \
+				--rounds "${BENCH_ROUNDS:-3}" --json "$json" >/tmp/bench.out 2>&1
+			rc=$?
+			grep -v '^\[uccl' /tmp/bench.out | grep -E '^ *[0-9]|size' || true
+			[ $rc = 0 ] || { echo "failed (exit $rc):"; tail -8 /tmp/bench.out; continue; }
+			python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    print("summary %s %s %d %.4f %.4f %.2f [%.2f-%.2f]" % (sys.argv[2], sys.argv[3], r["size"], 8 * r["uccl_gbps"],
+          8 * r["ref_gbps"], r["ratio"], r.get("ratio_min", 0), r.get("ratio_max", 0)))' "$json" "$path" "$op"
+		done
 	done
 done
 echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -8,10 +8,15 @@
 # Run from the build directory: ../tests/rxe/bench.sh
 #   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl, perftest and UCX
 #   take turns, the first of each round rotating, so that drift in the
-#   emulated VM hits all alike)
+#   emulated VM hits all alike), BENCH_MIB (MiB each run moves, default 64);
+#   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
+#   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
+# Each row: the medians, each tool's min-max over the rounds, the ratios of
+# the medians and the min-max of the per-round ratios (uccl's run against
+# the reference's run of the same round, minutes apart at most).
 # Runs in the project's Soft-RoCE VM (tests/vm/run.sh); exits 77 with the
 # reason where this machine cannot boot it.
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
 if [ -z "${RXE_DEV:-}" ]; then
@@ -31,15 +36,17 @@ perf=$builddir/tools/uccl_perf
 mpiexec="mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl self,vader,tcp"
 [ -x "$perf" ] || { echo "bench: $perf not built (needs MPI and tools/uccl_perf)"; exit 1; }
 
-# Transfers per run, the same for both tools: about 64 MiB, a multiple of
-# uccl_perf's window of 16, at least 2 windows.
-count() { local n=$(( ((64 << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 32 ? 32 : n > 1024 ? 1024 : n )); }
+# Transfers per run, the same for all tools: about BENCH_MIB MiB, a multiple
+# of uccl_perf's window of 16, at least 1 window.
+count() { local n=$(( ((${BENCH_MIB:-64} << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 16 ? 16 : n > 1024 ? 1024 : n )); }
 
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 	local n; n=$(count "$2")
-	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits >/tmp/pt.srv 2>&1 &
+	# shellcheck disable=SC2086 # BENCH_PT_ARGS: option words
+	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
 	sleep 1
-	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits 127.0.0.1 2>&1 |
+	# shellcheck disable=SC2086
+	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
 		awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
@@ -74,22 +81,22 @@ ucx_gbps() {
 }
 
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
+	local w=${BENCH_WINDOW:-16} # transfers in flight, then a wait for all of them
 	rm -f /tmp/uccl.json
 	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
-		--min "$2" --max "$2" --iters $(( $(count "$2") / 16 )) --window 16 --warmup 1 --no-ref \
+		--min "$2" --max "$2" --iters $(( ($(count "$2") + w - 1) / w )) --window "$w" --warmup 1 --no-ref \
 		--json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }
 }
 
-# median of the non-zero arguments (a failed run reads 0), 0 when none
-median() { printf '%s\n' "$@" | awk '$1 > 0' | sort -g | awk '{ v[NR] = $1 } END {
-	if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-
+# Sourced with BENCH_LIB=1 (in the VM): the functions above, no table.
+[ "${BENCH_LIB:-0}" = 1 ] && return 0
 echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
 echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (rc_verbs: write put_bw, read get, send tag_bw)"
-printf "%-6s %8s %6s %9s %9s %9s %6s %6s   %s\n" op size count uccl perftest ucx "x pt" "x ucx" \
-	"runs: uccl | perftest | ucx"
+echo "# [a-b]: min-max over the rounds (a failed run, 0, left out); ratio ranges pair the runs of one round"
+printf "%-5s %8s %5s %20s %20s %20s %16s %16s\n" op size count "uccl [min-max]" "perftest [min-max]" \
+	"ucx [min-max]" "x pt [min-max]" "x ucx [min-max]"
 for op in $ops; do
 	for s in $sizes; do
 		us=() ps=() xs=()
@@ -102,11 +109,21 @@ for op in $ops; do
 				esac
 			done
 		done
-		u=$(median "${us[@]}") p=$(median "${ps[@]}") x=$(median "${xs[@]}")
-		awk -v o="$op" -v s="$s" -v n="$(count "$s")" -v u="$u" -v p="$p" -v x="$x" \
-			-v ur="${us[*]}" -v pr="${ps[*]}" -v xr="${xs[*]}" \
-			'BEGIN { printf "%-6s %8d %6d %9.3f %9.3f %9.3f %6.2f %6.2f   %s | %s | %s\n", o, s, n, u, p, x,
-			         (p > 0 ? u / p : 0), (x > 0 ? u / x : 0), ur, pr, xr }'
+		echo "${us[*]} | ${ps[*]} | ${xs[*]}" | awk -v o="$op" -v s="$s" -v n="$(count "$s")" '
+		function med(a, m,   t, i, j, k) { k = 0
+			for (i = 1; i <= m; i++) if (a[i] > 0) t[++k] = a[i]
+			for (i = 2; i <= k; i++) for (j = i; j > 1 && t[j - 1] > t[j]; j--) { v = t[j]; t[j] = t[j - 1]; t[j - 1] = v }
+			lo = k ? t[1] : 0; hi = k ? t[k] : 0
+			return k == 0 ? 0 : k % 2 ? t[(k + 1) / 2] : (t[k / 2] + t[k / 2 + 1]) / 2 }
+		function col(a, m,   x) { x = med(a, m); return sprintf("%6.3f [%.3f-%.3f]", x, lo, hi) }
+		function rat(a, b, m,   r, i, k, x, y) { k = 0
+			for (i = 1; i <= m; i++) if (a[i] > 0 && b[i] > 0) r[++k] = a[i] / b[i]
+			x = med(a, m); y = med(b, m); med(r, k)
+			return y > 0 ? sprintf("%5.2f [%.2f-%.2f]", x / y, lo, hi) : "    -" }
+		{ split($0, part, "\\|"); m = split(part[1], u, " "); split(part[2], p, " "); split(part[3], x, " ")
+		  printf "%-5s %8d %5d %20s %20s %20s %16s %16s\n", o, s, n, col(u, m), col(p, m), col(x, m),
+		         rat(u, p, m), rat(u, x, m)
+		  printf "#   runs: uccl %s | perftest %s | ucx %s\n", part[1], part[2], part[3] }'
 	done
 done
 uptime
