@@ -204,6 +204,27 @@ void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req)
         r->ops->finish(r, req, st, 0);
 }
 
+void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req)
+{
+    uccl_status_t st;
+
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
+    if (req->op == UCCL_OP_SEND) {
+        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
+                            req->len, 0, req);
+    } else {
+        /* the notify id its value went ahead with, if it got that far: the
+         * target closes that one; else a new one */
+        if (!(req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_NOTIF_ID))
+            req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++;
+        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                            req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif,
+                            UCCL_RNDV_NOTIFY_CLOSED, req);
+    }
+    if (st != UCCL_OK)
+        r->ops->finish(r, req, st, 0);
+}
+
 bool uccl_rndv_needs_imm(const uccl_req_t *req)
 {
     return req->op == UCCL_OP_SEND || (req->op == UCCL_OP_WRITE && req->has_notif);
@@ -228,9 +249,9 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
     *extra_parts = 0;
     if (req->op != UCCL_OP_WRITE || rndv_notif_small(req, nparts))
         return UCCL_OK;
-    req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK;
-    st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, req->tp_data[UCCL_RNDV_RD_ID], req->notif,
-                        0, req);
+    req->tp_data[UCCL_RNDV_RD_ID] = (r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK) | UCCL_RNDV_NOTIF_ID;
+    st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                        req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif, 0, req);
     if (st == UCCL_OK)
         *extra_parts = 1;
     return st;
@@ -509,7 +530,9 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
     case UCCL_RNDV_MSG_RTS: rndv_msg_arrived(r, m.seq, m.a, m.b, true, NULL, m.c); break;
     case UCCL_RNDV_MSG_CTS: rndv_cts_arrived(r, m.a, m.b, m.segs, m.nseg); break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, m.a, m.b, m.status); break;
-    case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, m.a, m.b); break;
+    case UCCL_RNDV_MSG_NOTIFY:
+        uccl_rndv_notif_value(r, m.a, m.b, m.c == UCCL_RNDV_NOTIFY_CLOSED);
+        break;
     case UCCL_RNDV_MSG_GRANT: uccl_rndv_grant_arrived(r, m.a, m.b, m.c, m.seq, &m.segs[0]); break;
     }
     if (r->ops->recv_repost(r, index) != UCCL_OK)

@@ -13,6 +13,7 @@ typedef struct rndv_notif {
     int nparts; /* 0 = no immediate seen yet */
     int got;
     bool have_value;
+    bool closed; /* its data all landed (a closing NOTIFY): count no immediates */
     uint64_t value;
 } rndv_notif_t;
 
@@ -45,7 +46,7 @@ static void rndv_notif_push(uccl_rndv_t *r, uint64_t value)
 /* Value and every immediate of a notified write are here: deliver it. */
 static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
 {
-    if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
+    if (!n->have_value || (!n->closed && (n->nparts == 0 || n->got < n->nparts)))
         return;
     uccl_hmap_del(&r->notif_ids, n->id);
     uccl_list_del(&n->link);
@@ -53,7 +54,7 @@ static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
     free(n);
 }
 
-void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
+void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed)
 {
     rndv_notif_t *n = rndv_notif_get(r, (uint32_t)(id & UCCL_RNDV_IMM_ID_MASK));
 
@@ -61,6 +62,7 @@ void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
         return;
     n->value = value;
     n->have_value = true;
+    n->closed |= closed;
     rndv_notif_check(r, n);
 }
 
