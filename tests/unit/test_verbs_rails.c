@@ -230,16 +230,23 @@ static void side_rail_down(peer_t *p)
     free(buf);
 }
 
-static void test_rail_down(void)
+/* run_pair with 3 RC retries of UCCL_VERBS_IB_TIMEOUT ib_timeout each and
+ * waits bounded by timeout_ms */
+static void run_pair_retries(void (*fn)(peer_t *p), const char *ib_timeout, const char *timeout_ms)
 {
-    /* short RC retries, so that a dead rail shows in about a second */
-    setenv("UCCL_VERBS_IB_TIMEOUT", "14", 1);
+    setenv("UCCL_VERBS_IB_TIMEOUT", ib_timeout, 1);
     setenv("UCCL_VERBS_RETRY_CNT", "3", 1);
-    setenv("UCCL_TIMEOUT_MS", "8000", 1);
-    run_pair(side_rail_down);
+    setenv("UCCL_TIMEOUT_MS", timeout_ms, 1);
+    run_pair(fn);
     unsetenv("UCCL_VERBS_IB_TIMEOUT");
     unsetenv("UCCL_VERBS_RETRY_CNT");
     unsetenv("UCCL_TIMEOUT_MS");
+}
+
+static void test_rail_down(void)
+{
+    /* short RC retries, so that a dead rail shows in about a second */
+    run_pair_retries(side_rail_down, "14", "8000");
     printf("\n    after '%s': %s, bytes %s, %.1f s\n", rail_down, uccl_status_name(down_status),
            down_intact == 1 ? "intact" : down_intact == 0 ? "WRONG" : "-", down_secs);
     /* a one-sided write without notification fails over: done, bytes intact */
@@ -343,13 +350,7 @@ static void test_rail_down_msg(void)
     /* RC retries short enough that the dead rail shows in about 2 s, long
      * enough that the live rail's queue on a loaded emulated VM does not
      * look dead too (a 4 MiB burst per QP) */
-    setenv("UCCL_VERBS_IB_TIMEOUT", "17", 1);
-    setenv("UCCL_VERBS_RETRY_CNT", "3", 1);
-    setenv("UCCL_TIMEOUT_MS", "15000", 1);
-    run_pair(side_rail_down_msg);
-    unsetenv("UCCL_VERBS_IB_TIMEOUT");
-    unsetenv("UCCL_VERBS_RETRY_CNT");
-    unsetenv("UCCL_TIMEOUT_MS");
+    run_pair_retries(side_rail_down_msg, "17", "15000");
     printf("\n    after '%s' under a send and a write_notify: send %s, write_notify %s, "
            "%d of 3 rounds right, %.1f s\n", rail_down, uccl_status_name(msg_status[0]),
            uccl_status_name(msg_status[1]), msg_rounds_ok, now_s() - t0);
