@@ -22,7 +22,7 @@ static bool same_array(const size_t *a, const size_t *b, int n)
     return memcmp(a, b, (size_t)n * sizeof(*a)) == 0;
 }
 
-static bool same_args(const coll_state_t *cs, const uccl_coll_args_t *k, const uccl_coll_args_t *a)
+bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, const uccl_coll_args_t *a)
 {
     uint64_t mask = UCCL_COLL_ARG_ROOT | UCCL_COLL_ARG_ALGO;
     int n = cs->size;
@@ -52,7 +52,7 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
     for (int i = 0; i < COLL_PLAN_CACHE; i++) {
         coll_cached_t *c = &cs->cache[i];
         if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
-            same_args(cs, &c->key, args)) {
+            uccl_coll_args_same(cs, &c->key, args)) {
             /* a buffer freed with uccl_mem_free (and maybe allocated again
              * at the same address): the plan goes, the call builds anew */
             if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
@@ -68,30 +68,28 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
     return NULL;
 }
 
-/* Copy of the arrays a v-variant's key points to (NULL ones stay NULL). */
-static bool key_copy(const coll_state_t *cs, const uccl_coll_args_t *args, coll_cached_t *c)
+bool uccl_coll_args_keep(const coll_state_t *cs, const uccl_coll_args_t *args, uccl_coll_args_t *key,
+                         size_t **vec)
 {
     const size_t *in[4] = {args->sendcounts, args->sdispls, args->recvcounts, args->rdispls};
-    const size_t **out[4] = {(const size_t **)&c->key.sendcounts,
-                             (const size_t **)&c->key.sdispls,
-                             (const size_t **)&c->key.recvcounts,
-                             (const size_t **)&c->key.rdispls};
+    const size_t **out[4] = {(const size_t **)&key->sendcounts, (const size_t **)&key->sdispls,
+                             (const size_t **)&key->recvcounts, (const size_t **)&key->rdispls};
     size_t n = (size_t)cs->size;
 
-    c->key = *args;
-    c->vec = NULL;
+    *key = *args;
+    *vec = NULL;
     if (!vec_op(args->op)) {
         for (int i = 0; i < 4; i++)
             *out[i] = NULL;
         return true;
     }
-    c->vec = malloc(4 * n * sizeof(size_t));
-    if (c->vec == NULL)
+    *vec = malloc(4 * n * sizeof(size_t));
+    if (*vec == NULL)
         return false;
     for (int i = 0; i < 4; i++) {
         if (in[i] != NULL)
-            memcpy(c->vec + (size_t)i * n, in[i], n * sizeof(size_t));
-        *out[i] = in[i] != NULL ? c->vec + (size_t)i * n : NULL;
+            memcpy(*vec + (size_t)i * n, in[i], n * sizeof(size_t));
+        *out[i] = in[i] != NULL ? *vec + (size_t)i * n : NULL;
     }
     return true;
 }
@@ -114,7 +112,7 @@ bool uccl_coll_cache_put(coll_state_t *cs, const uccl_coll_args_t *args, coll_sc
         return false;
     if (victim->sched != NULL)
         entry_drop(victim);
-    if (!key_copy(cs, args, victim))
+    if (!uccl_coll_args_keep(cs, args, &victim->key, &victim->vec))
         return false;
     s->keep = true;
     victim->sched = s;

@@ -136,6 +136,13 @@ uccl_status_t uccl_coll_state_create(uccl_comm_t *comm, coll_state_t **cs);
 uccl_status_t uccl_coll_state_get(uccl_comm_t *comm, coll_state_t **cs);
 void uccl_coll_state_destroy(coll_state_t *cs);
 
+/* Plain-call keys (cache.c): args equal to a kept key (same op, buffers,
+ * count, root, algo, and v-arrays by content); keep a copy of args in key
+ * (v-arrays copied into *vec, to free). */
+bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, const uccl_coll_args_t *a);
+bool uccl_coll_args_keep(const coll_state_t *cs, const uccl_coll_args_t *args, uccl_coll_args_t *key,
+                         size_t **vec);
+
 /* Find or register [addr, addr+len) (len > 0); pins the entry. */
 uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
 void uccl_coll_buf_unpin(coll_state_t *cs, int slot);
@@ -306,6 +313,8 @@ uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream);
 uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *args, void *stream,
                                    uccl_req_t **req, bool *taken);
 void uccl_coll_stream_destroy(coll_state_t *cs);
+/* Under cs->lock: drop the stream form's cached plans (their pins). */
+void uccl_coll_stream_flush(coll_state_t *cs);
 
 /* ------------------------------------------------------------------ collectives */
 

@@ -8,11 +8,15 @@
  * segment and publishes each with the call's number (a release store in
  * the slot's first cache line, beside its length and first 48 bytes);
  * readers acquire it, copy straight out of the writer's segment into their
- * buffer and store their ack in the writer's segment. Two buffers alternate by
- * the call's parity; a writer reuses one only once every reader of its
- * last use acked. Calls run their writes, then their reads, in call order.
- * Segment: ack[n] (a cache line each, written by reader j), then [2][n]
- * slots (call number, length, bytes; cache-line aligned).
+ * buffer and store their ack in the writer's segment. A ring of buffers
+ * (call m uses buffer m % depth; depth 2..RING_MAX, as many as
+ * RING_BUDGET holds): a writer reuses one only once every reader of its
+ * last use acked, so a root runs up to depth calls ahead of its readers,
+ * and it reads a reader's ack line only then (an ack it saw covers every
+ * earlier call): the reader's ack stores stay in its own cache meanwhile.
+ * Calls run their writes, then their reads, in call order.
+ * Segment: ack[n] (a cache line each, written by reader j), then
+ * [depth][n] slots (call number, length, bytes; cache-line aligned).
  * Blocks larger than a slot go two-sided: whole collectives are built as
  * LINEAR when every rank knows the size, alltoallv pair by pair (sender
  * and receiver both know the pair's count). GPU buffers are staged through
@@ -58,6 +62,26 @@ size_t uccl_coll_mapped_slot(int n)
     return s & ~(size_t)(LINE - 1);
 }
 
+/* Buffers per writer: UCCL_COLL_MAPPED_DEPTH (RING_MAX by default) or
+ * fewer where RING_BUDGET holds fewer, at least 2. The ranks compare
+ * theirs in mapped_setup. */
+static int ring_depth(int n, size_t slot)
+{
+    const char *v = getenv("UCCL_COLL_MAPPED_DEPTH");
+    size_t d = RING_BUDGET / ((size_t)n * slot_stride(slot)), want = RING_MAX;
+
+    if (v != NULL && *v != '\0') {
+        want = strtoul(v, NULL, 10);
+        if (want < 2 || want > RING_MAX) {
+            coll_error("UCCL_COLL_MAPPED_DEPTH=%s: expected 2..%d; using %d", v, RING_MAX,
+                       RING_MAX);
+            want = RING_MAX;
+        }
+    }
+    d = d < want ? d : want;
+    return d < 2 ? 2 : (int)d;
+}
+
 /* ------------------------------------------------------------------ setup */
 
 void uccl_coll_mapped_destroy(coll_state_t *cs)
@@ -71,8 +95,7 @@ void uccl_coll_mapped_destroy(coll_state_t *cs)
     if (M->seg != NULL)
         uccl_mem_free(cs->engine, M->seg);
     free(M->peer);
-    free(M->readers[0]);
-    free(M->readers[1]);
+    free(M->readers);
     free(M->acked);
     free(M);
     cs->mapped = NULL;
@@ -96,18 +119,19 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
     coll_mapped_t *M = calloc(1, sizeof(*M));
     uccl_rdesc_t *descs = calloc((size_t)n + 1, sizeof(*descs));
     uint8_t *ok = calloc((size_t)n + 1, 1);
-    uint8_t mine = 1;
+    uint8_t mine;
     uccl_status_t st = UCCL_ERR_NO_MEMORY;
 
     if (M == NULL || descs == NULL || ok == NULL ||
         (M->peer = calloc((size_t)n, sizeof(*M->peer))) == NULL ||
-        (M->readers[0] = calloc((size_t)n, 1)) == NULL ||
-        (M->readers[1] = calloc((size_t)n, 1)) == NULL ||
+        (M->readers = calloc((size_t)n * RING_MAX, 1)) == NULL ||
         (M->acked = calloc((size_t)n, sizeof(*M->acked))) == NULL)
         goto out;
     cs->mapped = M;
     M->slot = uccl_coll_mapped_slot(n);
-    M->seg_len = (size_t)n * LINE + 2 * (size_t)n * slot_stride(M->slot);
+    M->depth = ring_depth(n, M->slot);
+    mine = (uint8_t)M->depth; /* 0: this rank cannot map some peer */
+    M->seg_len = (size_t)n * LINE + (size_t)M->depth * (size_t)n * slot_stride(M->slot);
     M->next_m = M->next_write = M->next_read = 1;
     if (uccl_mem_alloc(cs->engine, UCCL_MEM_HOST, M->seg_len, (void **)&M->seg) != UCCL_OK ||
         uccl_mr_reg(cs->engine, M->seg, M->seg_len, 0, &M->mr) != UCCL_OK ||
@@ -136,10 +160,13 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
         goto out;
     cs->mapped_ok = 1;
     for (int j = 0; j < n; j++)
-        if (!ok[j])
-            cs->mapped_ok = -1;
-    if (cs->mapped_ok < 0)
+        if (ok[j] != M->depth)
+            cs->mapped_ok = ok[j] == 0 || cs->mapped_ok == -2 ? -2 : -1;
+    if (cs->mapped_ok == -2)
         coll_debug("mapped: some rank cannot map every peer's memory; not used on this comm");
+    else if (cs->mapped_ok < 0)
+        coll_error("mapped: the ranks' UCCL_COLL_MAPPED_DEPTH differ; not used on this comm");
+    cs->mapped_ok = cs->mapped_ok < 0 ? -1 : 1;
 out:
     free(descs);
     free(ok);
@@ -176,6 +203,7 @@ void uccl_coll_mapped_start(coll_sched_t *s)
     coll_mapped_run_t *run = s->mapped;
 
     run->m = s->cs->mapped->next_m++;
+    run->p = (int)(run->m % (uint64_t)s->cs->mapped->depth);
     run->state = 0;
     run->waiting_on = -1;
     run->polls = 0;
@@ -184,34 +212,64 @@ void uccl_coll_mapped_start(coll_sched_t *s)
         run->rs[i].done = false;
 }
 
-/* Still waiting for peer: its connection's error (it died) now and then. */
+static bool peer_failed(coll_sched_t *s, int peer, int waited)
+{
+    uccl_conn_attr_t attr;
+
+    if (peer < 0 || peer == s->cs->rank ||
+        uccl_conn_query(uccl_comm_conn(s->cs->comm, peer), &attr) != UCCL_OK ||
+        attr.state == UCCL_OK)
+        return false;
+    coll_error("collective %u: rank %d failed (%s) while rank %d waited for rank %d", s->seq,
+               peer, uccl_strerror(attr.state), s->cs->rank, waited);
+    s->mapped->soft = attr.state;
+    return true;
+}
+
+/* Still waiting for peer: now and then its connection's error (it died),
+ * and in turn every other peer's: a rank that died anywhere stops the
+ * comm's calls (a root waiting for a dead reader's ack stops writing, so
+ * its other readers would wait for it in vain). */
 static uccl_status_t waiting(coll_sched_t *s, int peer)
 {
     coll_mapped_run_t *run = s->mapped;
-    uccl_conn_attr_t attr;
 
     run->waiting_on = peer;
-    if (peer >= 0 && (++run->polls & 255) == 0 &&
-        uccl_conn_query(uccl_comm_conn(s->cs->comm, peer), &attr) == UCCL_OK &&
-        attr.state != UCCL_OK) {
-        coll_error("collective %u: rank %d failed (%s) while rank %d waited for it", s->seq,
-                   peer, uccl_strerror(attr.state), s->cs->rank);
-        return attr.state;
-    }
+    if ((++run->polls & 255) != 0)
+        return UCCL_INPROGRESS;
+    if (peer_failed(s, peer, peer) ||
+        peer_failed(s, (int)((run->polls >> 8) % (unsigned)s->cs->size), peer))
+        return run->soft;
     return UCCL_INPROGRESS;
 }
 
-/* Every reader of this buffer's last write has acked it? Else who not. */
+/* Every reader of this buffer's last write has acked it? Else who not.
+ * A reader's ack line is read only when the copy of it seen last does not
+ * cover the buffer; then the writer waits until the reader also acked its
+ * calls up to ACK_AHEAD buffers later (calls it read from this writer and
+ * that were written already, so it does ack them), so that the next read
+ * of that line comes that many calls later, not at every call once the
+ * ring is full (the line would move to and fro at every ack). Not below 4
+ * buffers: there it would hold the writer to the reader's pace. */
+#define ACK_AHEAD(depth) ((depth) >= 4 ? (depth) / 2 : 0)
 static int acks_missing(coll_state_t *cs, int p)
 {
     coll_mapped_t *M = cs->mapped;
+    size_t n = (size_t)cs->size;
 
-    for (int j = 0; j < cs->size; j++) {
-        if (!M->readers[p][j] || M->acked[j] >= M->last_write[p])
+    for (size_t j = 0; j < n; j++) {
+        uint64_t want = M->last_write[p], a;
+        if (!M->readers[(size_t)p * n + j] || M->acked[j] >= want)
             continue; /* known without touching the reader's line */
-        M->acked[j] = atomic_load_explicit(ack_word(M->seg, j), memory_order_acquire);
-        if (M->acked[j] < M->last_write[p])
-            return j;
+        for (int k = 1; k <= ACK_AHEAD(M->depth); k++) {
+            int q = (p + k) % M->depth;
+            if (M->readers[(size_t)q * n + j] && M->last_write[q] > want)
+                want = M->last_write[q];
+        }
+        a = atomic_load_explicit(ack_word(M->seg, (int)j), memory_order_acquire);
+        if (a < want)
+            return (int)j; /* M->acked[j] stays: the next look wants as much */
+        M->acked[j] = a;
     }
     return -1;
 }
@@ -221,7 +279,7 @@ static uccl_status_t run_writes(coll_sched_t *s)
     coll_state_t *cs = s->cs;
     coll_mapped_t *M = cs->mapped;
     coll_mapped_run_t *run = s->mapped;
-    int n = cs->size, p = (int)(run->m & 1), j;
+    int n = cs->size, p = run->p, j;
 
     if (M->next_write != run->m)
         return waiting(s, -1); /* an earlier call writes first */
@@ -237,7 +295,7 @@ static uccl_status_t run_writes(coll_sched_t *s)
             atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
         }
         M->last_write[p] = run->m;
-        memcpy(M->readers[p], run->readers, (size_t)n);
+        memcpy(M->readers + (size_t)p * (size_t)n, run->readers, (size_t)n);
     }
     M->next_write++;
     for (int i = 0; i < run->nc; i++) {
@@ -248,12 +306,24 @@ static uccl_status_t run_writes(coll_sched_t *s)
     return UCCL_OK;
 }
 
+/* The same slot of the writer's next buffer, as many lines as this call
+ * read (up to 1 KiB): in a run of calls of one root it is often written
+ * already, and its lines then come while this call returns. */
+static void prefetch_next(const coll_mapped_t *M, char *seg, int n, int p, int slot, size_t len)
+{
+    const char *h = slot_hdr(M, seg, n, p, slot);
+    size_t end = SLOT_HDR + (len < 1024 ? len : 1024);
+
+    for (size_t o = 0; o < end; o += LINE)
+        __builtin_prefetch(h + o, 0, 3);
+}
+
 static uccl_status_t run_reads(coll_sched_t *s)
 {
     coll_state_t *cs = s->cs;
     coll_mapped_t *M = cs->mapped;
     coll_mapped_run_t *run = s->mapped;
-    int n = cs->size, p = (int)(run->m & 1), missing = -1;
+    int n = cs->size, p = run->p, missing = -1;
 
     if (M->next_read != run->m)
         return waiting(s, -1);
@@ -281,6 +351,7 @@ static uccl_status_t run_reads(coll_sched_t *s)
             memcpy(s->addr[rd->buf] + rd->off, h + SLOT_HDR, len);
         rd->done = true;
         atomic_store_explicit(ack_word(seg, cs->rank), run->m, memory_order_release);
+        prefetch_next(M, seg, n, (p + 1) % M->depth, rd->slot, len);
     }
     if (missing >= 0)
         return waiting(s, missing);
@@ -324,7 +395,7 @@ uccl_status_t uccl_coll_mapped_run(coll_sched_t *s)
     coll_state_t *cs = s->cs;
     coll_mapped_run_t *run = s->mapped;
     uint64_t deadline = 0;
-    unsigned spins = 0, yield_after = cs->oversubscribed ? 1 : 64;
+    unsigned spins = 0, yield_after = cs->oversubscribed ? 1 : 256;
     int last_state = -1;
     uccl_status_t st;
 
@@ -337,7 +408,7 @@ uccl_status_t uccl_coll_mapped_run(coll_sched_t *s)
             deadline = now_ms() + (uint64_t)uccl_coll_timeout_ms();
         }
         pthread_mutex_unlock(&cs->lock);
-        if (++spins % 16 == 0)
+        if (++spins % (cs->oversubscribed ? 16 : 64) == 0)
             uccl_engine_progress(cs->engine);
         if (spins >= yield_after && spins % yield_after == 0) {
             sched_yield();

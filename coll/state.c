@@ -253,6 +253,8 @@ uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm)
     st = cs->inflight != NULL ? UCCL_ERR_BUSY : UCCL_OK;
     if (st == UCCL_OK)
         uccl_coll_cache_clear(cs); /* cached plans pin their buffers */
+    if (st == UCCL_OK)
+        uccl_coll_stream_flush(cs); /* and so do the stream form's */
     for (int i = 1; i < cs->nbufs && st == UCCL_OK; i++)
         if (cs->bufs[i].mr != NULL && cs->bufs[i].pins == 0)
             entry_fini(&cs->bufs[i]);

@@ -4,7 +4,8 @@
  * caller's stream at call time, from the calling thread:
  *   ready(s) into each peer's flag slot for this rank -> wait until every
  *   peer's ready(s) is in ours -> copy straight into each peer's receive
- *   buffer -> done(s) into each peer's slot -> wait every peer's done(s).
+ *   buffer -> done(s) into each peer's slot -> wait the done(s) of every
+ *   peer writing here.
  * No host hold of the stream and no thread: a kernel module load in the
  * caller's process meanwhile only waits for the device, which waits only
  * for the peers' streams (the deadlock of the hold path cannot form).
@@ -18,8 +19,10 @@
  * stream is past call s - 1, so its receive buffer is free again; done(s)
  * that the bytes it wrote are visible.
  *
- * Per call the host exchanges one token with every peer (tagged messages
- * over the host transport): can this rank take the path (GPU buffers,
+ * The first call on given arguments exchanges one token with every peer
+ * (tagged messages over the host transport; later calls on the same
+ * arguments reuse its plan, coll/stream_cache.c): can this rank take the
+ * path (GPU buffers,
  * a supported op), its receive buffer's descriptor, where the peer's block
  * goes and how many bytes each side moves. The path is taken only when
  * every token says yes (so every rank decides alike), else the hold path
@@ -159,7 +162,7 @@ static void reqs_free(uccl_req_t **r, int n)
 }
 
 /* Tokens out to every peer and in from every peer; then the fresh
- * descriptors mapped and acknowledged. Fills sf->dst / sf->len. */
+ * descriptors mapped and acknowledged. Fills sf->cur.dst / len. */
 static uccl_status_t exchange(coll_sflags_t *sf, uint32_t tseq, bool *all_ok, uccl_status_t *soft)
 {
     int n = sf->size, me = sf->rank, nr = 0;
@@ -199,14 +202,14 @@ static uccl_status_t exchange(coll_sflags_t *sf, uint32_t tseq, bool *all_ok, uc
                        (unsigned long long)out->slen, q, (unsigned long long)in->rlen);
             *soft = UCCL_ERR_TRUNCATED;
         }
-        sf->len[q] = out->slen < in->rlen ? out->slen : in->rlen;
-        sf->dst[q] = NULL;
-        if (sf->len[q] > 0 && !in->has_desc)
+        sf->cur.len[q] = out->slen < in->rlen ? out->slen : in->rlen;
+        sf->cur.rlen[q] = in->slen < out->rlen ? in->slen : out->rlen; /* q's len[me] */
+        void *dst = NULL;
+        if (sf->cur.len[q] > 0 && !in->has_desc)
             st = UCCL_ERR_PEER_FAILED;
-        else if (sf->len[q] > 0 || in->fresh)
-            st = uccl_rdesc_ptr(sf->conns[q], &in->desc, &sf->dst[q]);
-        if (st == UCCL_OK && sf->dst[q] != NULL)
-            sf->dst[q] = (char *)sf->dst[q] + in->roff;
+        else if (sf->cur.len[q] > 0 || in->fresh)
+            st = uccl_rdesc_ptr(sf->conns[q], &in->desc, &dst);
+        sf->cur.dst[q] = st == UCCL_OK && dst != NULL ? (char *)dst + in->roff : NULL;
         if (st == UCCL_OK && in->fresh) {
             sf->acks[q] = 1;
             st = uccl_send(sf->conns[q], sf->tok_mr, 2 * (size_t)n * tsz + (size_t)q * 4, 4,
@@ -295,38 +298,56 @@ static int sreq_progress(uccl_req_t *req, void *arg)
     return 1;
 }
 
-/* Enqueue the protocol of call s on stream. */
-static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const sargs_t *sa,
-                             const coll_args_t *a)
+/* The copies of the call whose exchange filled sf->cur.dst / len. */
+static void plan_fill(coll_sflags_t *sf, const sargs_t *sa, const coll_args_t *a)
+{
+    splan_t *p = &sf->cur;
+    int n = sf->size, me = sf->rank;
+    size_t soff = 0, roff = 0, l;
+
+    /* own block first: it waits for nobody */
+    l = a->op == UCCL_COLL_BCAST ? 0 : send_len(a, me, me, &soff);
+    recv_len(a, me, me, &roff);
+    p->own_len = l > 0 && sa->src + soff != sa->recv + roff ? l : 0;
+    p->own_dst = sa->recv + roff;
+    p->own_src = sa->src + soff;
+    for (int q = 0; q < n; q++) {
+        p->src[q] = NULL;
+        if (q == me || p->len[q] == 0)
+            continue;
+        send_len(a, me, q, &soff);
+        p->src[q] = sa->src + soff;
+    }
+}
+
+/* Enqueue the protocol of call s on stream. Every flag is written every
+ * call (no word falls 2^31 calls behind: the waits compare cyclically),
+ * but a rank waits only for what it needs: ready(s) of the peers it writes
+ * into, done(s) of the peers writing into it (bcast: the root waits for
+ * no done, the others for no ready; v-variants with empty blocks). */
+static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const splan_t *p)
 {
     uccl_engine_t *e = sf->engine;
     int n = sf->size, me = sf->rank;
     uint32_t *mine = sf->flags;
     uccl_status_t st = UCCL_OK;
-    size_t soff, roff, l;
 
     for (int q = 0; st == UCCL_OK && q < n; q++)
         if (q != me)
             st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + me, s, 4);
-    /* own block first: it waits for nobody */
-    l = a->op == UCCL_COLL_BCAST ? 0 : send_len(a, me, me, &soff);
-    recv_len(a, me, me, &roff);
-    if (st == UCCL_OK && l > 0 && sa->src + soff != sa->recv + roff)
-        st = uccl_stream_copy(e, stream, sa->recv + roff, sa->src + soff, l);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
-        if (q != me)
+    if (st == UCCL_OK && p->own_len > 0)
+        st = uccl_stream_copy(e, stream, p->own_dst, p->own_src, p->own_len);
+    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the buffers I write into */
+        if (q != me && p->len[q] > 0)
             st = uccl_stream_wait_value(e, stream, mine + q, s, 4);
-    for (int q = 0; st == UCCL_OK && q < n; q++) {
-        if (q == me || sf->len[q] == 0)
-            continue;
-        send_len(a, me, q, &soff);
-        st = uccl_stream_copy(e, stream, sf->dst[q], sa->src + soff, sf->len[q]);
-    }
+    for (int q = 0; st == UCCL_OK && q < n; q++)
+        if (q != me && p->len[q] > 0)
+            st = uccl_stream_copy(e, stream, p->dst[q], p->src[q], p->len[q]);
     for (int q = 0; st == UCCL_OK && q < n; q++)
         if (q != me)
             st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + n + me, s, 4);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
-        if (q != me)
+    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the peers writing here */
+        if (q != me && p->rlen[q] > 0)
             st = uccl_stream_wait_value(e, stream, mine + n + q, s, 4);
     return st;
 }
@@ -367,6 +388,64 @@ static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_
     return UCCL_OK;
 }
 
+/* Enqueue call s of plan p and count it; a failure closes the comm's path
+ * (part of the protocol may be queued). */
+static uccl_status_t run_plan(coll_state_t *cs, coll_sflags_t *sf, void *stream, const splan_t *p,
+                              uccl_status_t soft, bool hit, uccl_req_t **req)
+{
+    uint32_t s = ++sf->seq;
+    uccl_status_t st = enqueue(sf, stream, s, p);
+
+    if (st == UCCL_OK)
+        st = post_req(sf, stream, s, soft, req);
+    if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) {
+        pthread_mutex_lock(&cs->lock);
+        cs->stats.calls++;
+        cs->stats.stream_direct++;
+        if (hit)
+            cs->stats.stream_plan_hits++;
+        else
+            cs->stats.stream_exchanges++;
+        pthread_mutex_unlock(&cs->lock);
+    }
+    if (st != UCCL_OK)
+        sf->broken = st;
+    return st;
+}
+
+/* A call whose arguments no plan of every rank covers: tokens exchanged
+ * with every peer, then the path when every rank can take it. */
+static uccl_status_t try_exchange(coll_state_t *cs, coll_sflags_t *sf, const uccl_coll_args_t *args,
+                                  coll_args_t *a, const sargs_t *sa, bool ok, int slot, void *stream,
+                                  uccl_req_t **req, bool *taken)
+{
+    bool all_ok = false;
+    uint32_t tseq;
+    uccl_status_t soft = UCCL_OK, st;
+
+    pthread_mutex_lock(&cs->lock);
+    tseq = cs->seq++;
+    pthread_mutex_unlock(&cs->lock);
+    for (int q = 0; q < sf->size; q++)
+        tok_fill(sf, cs, a, q, ok, slot, &sf->tok[q]);
+    st = exchange(sf, tseq, &all_ok, &soft);
+    sf->xid++;
+    if (st == UCCL_OK && all_ok) {
+        *taken = true;
+        plan_fill(sf, sa, a);
+        st = run_plan(cs, sf, stream, &sf->cur, soft, false, req);
+        if (st == UCCL_OK && soft == UCCL_OK) {
+            pthread_mutex_lock(&cs->lock);
+            uccl_coll_sc_put(sf, cs, args, slot);
+            pthread_mutex_unlock(&cs->lock);
+        }
+    } else if (st != UCCL_OK) {
+        *taken = true; /* a peer failed in the exchange: nothing was queued */
+        sf->broken = st;
+    }
+    return st;
+}
+
 uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *args, void *stream,
                                    uccl_req_t **req, bool *taken)
 {
@@ -374,10 +453,10 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
     coll_sflags_t *sf;
     coll_args_t a;
     sargs_t sa = {0};
+    scached_t *hitc;
     int slot = -1;
-    bool ok, all_ok = false;
-    uint32_t tseq, s;
-    uccl_status_t soft = UCCL_OK, st = uccl_coll_state_get(comm, &cs);
+    bool ok, hit = false;
+    uccl_status_t st = uccl_coll_state_get(comm, &cs);
 
     *taken = false;
     if (st != UCCL_OK || args == NULL || stream == NULL)
@@ -393,36 +472,33 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
         *taken = true;
         return st;
     }
-    if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
-        return UCCL_OK; /* the hold path reports it */
+    pthread_mutex_lock(&cs->lock);
+    hitc = uccl_coll_sc_find(sf, cs, args);
+    pthread_mutex_unlock(&cs->lock);
+    if (hitc == NULL && uccl_coll_args_check(cs, args, &a) != UCCL_OK)
+        return UCCL_OK; /* the hold path reports it (a cached key was checked before) */
+    if (uccl_coll_stream_cache_on()) /* the same on every rank (the environment) */
+        st = uccl_coll_sc_agree(sf, cs, hitc != NULL ? hitc->id : 0, &hit);
+    if (st == UCCL_OK && hit) { /* every rank has this exchange's plan: no token */
+        *taken = true;
+        return run_plan(cs, sf, stream, &hitc->plan, UCCL_OK, true, req);
+    }
+    if (hitc != NULL && st == UCCL_OK && uccl_coll_args_check(cs, args, &a) != UCCL_OK)
+        st = UCCL_ERR_INVALID_PARAM; /* cannot be: it was checked when kept */
+    if (st != UCCL_OK) {
+        *taken = true;
+        sf->broken = st;
+        if (hitc == NULL)
+            uccl_coll_args_free(&a);
+        return st;
+    }
     ok = call_ok(&a, sf->rank, sf->size, &sa);
     pthread_mutex_lock(&cs->lock);
     if (ok && sa.rext > 0 && (uccl_coll_buf_get(cs, sa.recv, sa.rext, &slot) != UCCL_OK ||
                               uccl_coll_buf_desc(cs, slot, &(const uccl_rdesc_t *){NULL}) != UCCL_OK))
         ok = false;
-    tseq = cs->seq++;
     pthread_mutex_unlock(&cs->lock);
-    for (int q = 0; q < sf->size; q++)
-        tok_fill(sf, cs, &a, q, ok, slot, &sf->tok[q]);
-    st = exchange(sf, tseq, &all_ok, &soft);
-    if (st == UCCL_OK && all_ok) {
-        *taken = true;
-        s = ++sf->seq;
-        st = enqueue(sf, stream, s, &sa, &a);
-        if (st == UCCL_OK)
-            st = post_req(sf, stream, s, soft, req);
-        if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) {
-            pthread_mutex_lock(&cs->lock);
-            cs->stats.calls++;
-            cs->stats.stream_direct++;
-            pthread_mutex_unlock(&cs->lock);
-        }
-        if (st != UCCL_OK) /* part of the protocol may be queued: the comm's path is done */
-            sf->broken = st;
-    } else if (st != UCCL_OK) {
-        *taken = true; /* a peer failed in the exchange: nothing was queued */
-        sf->broken = st;
-    }
+    st = try_exchange(cs, sf, args, &a, &sa, ok, slot, stream, req, taken);
     pthread_mutex_lock(&cs->lock);
     if (slot > 0)
         uccl_coll_buf_unpin(cs, slot);

@@ -13,6 +13,7 @@
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static bool env_direct = true;
 static uint32_t env_seq0;
+static bool env_cache = true;
 
 static void env_read(void)
 {
@@ -22,6 +23,9 @@ static void env_read(void)
         env_direct = false;
     else if (v != NULL && *v != '\0' && strcmp(v, "direct") != 0)
         coll_error("UCCL_COLL_STREAM=%s: expected direct or hold; using direct", v);
+    v = getenv("UCCL_COLL_STREAM_CACHE"); /* 0: every call exchanges (the plan cache off) */
+    if (v != NULL && strcmp(v, "0") == 0)
+        env_cache = false;
     v = getenv("UCCL_COLL_STREAM_SEQ0");
     if (v != NULL && *v != '\0')
         env_seq0 = (uint32_t)strtoul(v, NULL, 0);
@@ -45,14 +49,17 @@ void uccl_coll_sf_unref(coll_sflags_t *sf)
     free(sf->sent);
     free(sf->sent_next);
     free(sf->sent_key);
-    free(sf->dst);
-    free(sf->len);
+    uccl_coll_splan_free(&sf->cur);
+    free(sf->ids);
     free(sf);
 }
 
 void uccl_coll_stream_destroy(coll_state_t *cs)
 {
     if (cs->sf != NULL) {
+        pthread_mutex_lock(&cs->lock);
+        uccl_coll_sc_clear(cs->sf, cs); /* unpins the receive buffers */
+        pthread_mutex_unlock(&cs->lock);
         __atomic_store_n(&cs->sf->closed, 1, __ATOMIC_RELEASE);
         uccl_coll_sf_unref(cs->sf);
     }
@@ -154,10 +161,9 @@ static uccl_status_t sf_create(coll_state_t *cs, coll_sflags_t **out)
     sf->sent = calloc((size_t)n * SENT_KEYS, sizeof(uint64_t));
     sf->sent_next = calloc((size_t)n, sizeof(int));
     sf->sent_key = calloc((size_t)n, sizeof(uint64_t));
-    sf->dst = calloc((size_t)n, sizeof(void *));
-    sf->len = calloc((size_t)n, sizeof(size_t));
-    if (sf->peer_flags == NULL || sf->conns == NULL || sf->tok == NULL || sf->sent == NULL ||
-        sf->sent_next == NULL || sf->sent_key == NULL || sf->dst == NULL || sf->len == NULL ||
+    sf->ids = calloc(1 + (size_t)n, sizeof(uint64_t));
+    if (!uccl_coll_splan_alloc(&sf->cur, n) || sf->peer_flags == NULL || sf->conns == NULL ||
+        sf->tok == NULL || sf->sent == NULL || sf->sent_next == NULL || sf->sent_key == NULL || sf->ids == NULL ||
         uccl_mr_reg(cs->engine, sf->tok, 2 * (size_t)n * (sizeof(stok_t) + 2 * sizeof(uint32_t)), 0,
                     &sf->tok_mr) != UCCL_OK) {
         uccl_coll_sf_unref(sf);
@@ -172,6 +178,12 @@ bool uccl_coll_stream_enabled(void)
 {
     pthread_once(&env_once, env_read);
     return env_direct;
+}
+
+bool uccl_coll_stream_cache_on(void)
+{
+    pthread_once(&env_once, env_read);
+    return env_cache;
 }
 
 uccl_status_t uccl_coll_sf_open(coll_state_t *cs, coll_sflags_t **out)

@@ -10,7 +10,8 @@
 #  5. the same fake GPU build with ASan+UBSan and without libcrypto's headers
 #     (loaded at run time, as on a machine without libssl-dev), make check again
 #  6. verbs tests inside the project's Soft-RoCE VM (tests/vm/run.sh; where
-#     this machine cannot boot it, the cases count as skipped, with the reason)
+#     this machine cannot boot it, the cases count as skipped, with the reason),
+#     one loop of the small cases, the large t_p2p case at 16 MiB
 #  7. GPU memory over verbs in that VM, on the fake GPU build of step 4
 #     (staging and GPUDirect paths)
 #  8. the two-VM cluster suite (tests/rxe/check-cluster.sh: mpirun across
@@ -25,6 +26,11 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cd "$top"
 fail=0
 step() { echo; echo "=== $* ($(date +%T))"; }
+slowest() { # slowest BUILD_DIR: the 6 slowest tests of its make check (tests/driver.sh times each)
+    echo "slowest tests in $1:"
+    grep -rh --include='*.log' '^# test time: ' "$1" 2>/dev/null | sed 's/^# test time: //' |
+        sort -rn | head -6 | sed 's/^/  /'
+}
 # FI_PROVIDER: libfabric's psm2 provider (Omni-Path), probed when an engine
 # opens ofi without a named provider (uccl_info does), leaves libpsm2 in a
 # state that makes LeakSanitizer's tracer crash at exit ("Tracer caught
@@ -76,12 +82,14 @@ grep -A12 'libuccl .* configured' build/ci/configure.out
 step "make check (-Werror build)"
 make -C build/ci -j"$jobs" check >build/ci/check.out 2>&1 || fail=1
 tests/summary.sh build/ci || fail=1
+slowest build/ci
 
 step "build (ASan+UBSan)"
 build build/asan --enable-sanitizers || stop "the ASan+UBSan build failed"
 step "make check (ASan+UBSan build)"
 sanitizer_env make -C build/asan -j"$jobs" check >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
+slowest build/asan
 
 step "build (HIP backend, compile and link only)"
 if [ -e /usr/include/hip/hip_runtime_api.h ]; then
@@ -101,6 +109,7 @@ step "make check (fake GPU backend: gpu_ipc and the GPU tests on host memory)"
 if [ $fake_built = 1 ]; then
     make -C build/fakegpu -j"$jobs" check >build/fakegpu/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu || fail=1
+    slowest build/fakegpu
     grep -h -E '^(fake GPU backend|t_gpu_fault:)' build/fakegpu/tests/gpu/*.log | sort | uniq -c
 fi
 
@@ -115,12 +124,16 @@ step "make check (fake GPU backend, ASan+UBSan build)"
 if [ $fake_asan_built = 1 ]; then
     sanitizer_env make -C build/fakegpu-asan -j"$jobs" check >build/fakegpu-asan/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu-asan || fail=1
+    slowest build/fakegpu-asan
 fi
 
 rm -f build/ci/verbs.out build/fakegpu/verbs-gpu.out build/ci/cluster.out # counted below only when run now
 step "verbs tests in the Soft-RoCE VM"
 if grep -q '^check-verbs:' build/ci/Makefile 2>/dev/null; then
-    make -C build/ci check-verbs >build/ci/verbs.out 2>&1 || fail=1
+    # one loop of the small-size cases and a 16 MiB large case (make check-verbs alone:
+    # two loops and 64 MiB) keep CI's time down; the other suites cover the rest
+    CHECK_VERBS_LOOPS=${CHECK_VERBS_LOOPS:-1} CHECK_VERBS_MAX=${CHECK_VERBS_MAX:-$((16 << 20))} \
+        make -C build/ci check-verbs >build/ci/verbs.out 2>&1 || fail=1
     tail -30 build/ci/verbs.out
 else
     skip_step "verbs tests: no verbs support built (libibverbs-dev)"

@@ -35,8 +35,10 @@ trap 'rm -f "$log" "$trs"; exit 129' 1
 trap 'rm -f "$log" "$trs"; exit 130' 2
 trap 'rm -f "$log" "$trs"; exit 143' 15
 
+t0=$(date +%s)
 "$@" >"$log" 2>&1
 st=$?
+echo "# test time: $(($(date +%s) - t0)) s: $name" >>"$log" # scripts/test-all.sh lists the slowest
 [ "$hard" = no ] && [ $st -eq 99 ] && st=1
 case $st:$xfail in
 0:yes) col=$red res=XPASS recheck=yes ;;

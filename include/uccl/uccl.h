@@ -338,54 +338,9 @@ UCCL_API uccl_status_t uccl_copy(uccl_engine_t *engine, void *dst, const void *s
 UCCL_API uccl_status_t uccl_copy_post(uccl_engine_t *engine, void *dst, const void *src,
                                       size_t len, uccl_req_t **req);
 
-/* GPU stream ordering (stream = a cudaStream_t or hipStream_t, as void *).
- * uccl_stream_event: a request that completes once the work queued on
- * stream before the call has run (an event recorded there, polled by
- * progress; the host never waits on the stream). A stream that has run
- * everything queued on it when asked (a stream query) gives a request
- * complete at once, without an event.
- * uccl_stream_hold: work queued on stream after the call waits until
- * uccl_stream_release(hold) (a stream-ordered wait on a host-mapped flag,
- * cuStreamWaitValue32); release frees the hold. Every hold must be
- * released: uccl_engine_destroy releases those left. An engine without a
- * progress thread runs a helper thread that drives its progress while any
- * hold is out (a hold is usually released by progress, and the held stream
- * blocks whoever synchronizes the device meanwhile); it ends with the last
- * hold.
- * Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE (no GPU runtime),
- * UCCL_ERR_UNSUPPORTED (the driver lacks stream memory operations),
- * UCCL_ERR_BUSY (too many holds unreleased), UCCL_ERR_INVALID_HANDLE. */
-typedef struct uccl_stream_hold uccl_stream_hold_t;
-UCCL_API uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t **req);
-UCCL_API uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream,
-                                        uccl_stream_hold_t **hold);
-UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
-
-/* Stream operations, enqueued on the caller's stream (a cudaStream_t or
- * hipStream_t as void *) from the calling thread: nothing waits on the
- * host, and no thread of the library takes part later. For layers that
- * move GPU memory in stream order over pointers of this process or peer
- * pointers mapped with uccl_rdesc_ptr (the stream-ordered collectives).
- * uccl_stream_copy: copy len bytes src -> dst in stream order (any memory
- * the GPU runtime can address: device, peer-mapped, registered host).
- * uccl_stream_write_value: in stream order, store value at addr (device
- * memory, this GPU's or peer-mapped; width 4 or 8 bytes, aligned) once the
- * work queued before it has run and its writes are visible.
- * uccl_stream_wait_value: work queued on stream after the call waits until
- * the word at addr is >= value, compared cyclically ((int32_t)(*addr -
- * value) >= 0, or int64_t for width 8), so sequence numbers may wrap. A
- * wait never times out by itself: whoever enqueues one must make sure the
- * value comes (a peer's stream, or the host writing it on failure).
- * Errors: UCCL_ERR_INVALID_HANDLE (engine), UCCL_ERR_INVALID_PARAM (NULL
- * stream or address, width, alignment), UCCL_ERR_NO_DEVICE (no GPU
- * runtime), UCCL_ERR_UNSUPPORTED (the driver lacks stream memory
- * operations), UCCL_ERR_IO. */
-UCCL_API uccl_status_t uccl_stream_copy(uccl_engine_t *engine, void *stream, void *dst,
-                                        const void *src, size_t len);
-UCCL_API uccl_status_t uccl_stream_write_value(uccl_engine_t *engine, void *stream, void *addr,
-                                               uint64_t value, size_t width);
-UCCL_API uccl_status_t uccl_stream_wait_value(uccl_engine_t *engine, void *stream, const void *addr,
-                                              uint64_t value, size_t width);
+/* GPU stream ordering (uccl_stream_event, uccl_stream_hold, and the
+ * stream operations uccl_stream_copy / _write_value / _wait_value):
+ * include/uccl/uccl_stream.h, which this header includes at its end. */
 
 /* ---------------------------------------------------------------- transfers */
 
@@ -625,5 +580,7 @@ UCCL_API uccl_status_t uccl_config_dump(unsigned flags, char *buf, size_t *len);
 #ifdef __cplusplus
 }
 #endif
+
+#include "uccl_stream.h" /* GPU stream ordering: part of this API */
 
 #endif /* UCCL_UCCL_H */

@@ -272,9 +272,19 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  *   on stream at call time from the calling thread, over the peers' GPU
  *   memory mapped here (uccl_rdesc_ptr) and stream memory operations:
  *   ready flags into every peer, waits for theirs, copies straight into
- *   each peer's receive buffer, done flags, waits. The call exchanges one
- *   small message with every peer on the host (so it returns once every
- *   rank has made it, or fails: UCCL_ERR_PEER_FAILED, UCCL_ERR_TIMEOUT);
+ *   each peer's receive buffer, done flags, waits (a rank waits only for
+ *   the ready flags of the peers it writes into and the done flags of
+ *   those writing into it). The first call on given arguments (op,
+ *   buffers, counts, root) exchanges one small message with every peer on
+ *   the host (where each block goes); later calls on the same arguments
+ *   reuse that plan when every rank does, agreed by one 8-byte host
+ *   allgather (on one host over shm: the mapped segments, no message), and
+ *   enqueue only the stream operations (stats: stream_exchanges,
+ *   stream_plan_hits; the receive buffer stays registered meanwhile:
+ *   uccl_comm_coll_flush drops the plans; a buffer freed with
+ *   uccl_mem_free drops its plan on its next call; UCCL_COLL_STREAM_CACHE=0
+ *   turns the cache off). Either way the call returns once every rank has
+ *   made it, or fails (UCCL_ERR_PEER_FAILED, UCCL_ERR_TIMEOUT);
  *   nothing of the library runs later, so the caller may load kernels,
  *   synchronize the stream or the device at once. The comm's first
  *   stream call sets the path up on every rank (2 MiB of flags in GPU
@@ -379,6 +389,10 @@ typedef struct uccl_coll_stats {
                              * call with the same arguments (no build, no look-ups) */
     uint64_t stream_direct; /* stream-ordered calls enqueued whole on the caller's stream
                              * (over peer-mapped GPU memory, no host hold) */
+    uint64_t stream_exchanges; /* of those, calls that exchanged a token with every peer
+                                * (the first call on given arguments) */
+    uint64_t stream_plan_hits; /* of those, calls that reused the plan of an earlier
+                                * exchange: no token, no descriptor, only stream ops */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);

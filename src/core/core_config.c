@@ -75,6 +75,7 @@ typedef struct uccl_coll_env {
     char lazy_connect[UCCL_CFG_STRING_MAX];
     char stream[UCCL_CFG_STRING_MAX];
     size_t stream_seq0;
+    size_t mapped_depth;
 } uccl_coll_env_t;
 
 static const uccl_cfg_field_t coll_env_fields[] = {
@@ -90,6 +91,10 @@ static const uccl_cfg_field_t coll_env_fields[] = {
      UCCL_CFG_STRING},
     {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
      "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
+     UCCL_CFG_SIZE},
+    {"COLL_MAPPED_DEPTH", "16", "algorithm mapped: buffers per writer (2..16; fewer where "
+     "they would pass 8 MiB a rank): a root runs this many calls ahead of its readers (every "
+     "rank the same, else mapped is not used)", offsetof(uccl_coll_env_t, mapped_depth),
      UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
@@ -124,9 +129,10 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
-/* The collectives read UCCL_COLL_ALGO and UCCL_LAZY_CONNECT themselves (at
- * their first use, where a bad value could only be warned about): refuse a
- * bad one here, at engine creation. The names are coll/select.c's. */
+/* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT and
+ * UCCL_COLL_MAPPED_DEPTH themselves (at their first use, where a bad value
+ * could only be warned about): refuse a bad one here, at engine creation.
+ * The names are coll/select.c's. */
 static uccl_status_t coll_env_check(void)
 {
     static const char *const algos[] = {"auto", "direct", "ring", "pairwise", "bruck", "binomial",
@@ -141,6 +147,10 @@ static uccl_status_t coll_env_check(void)
     if (env.algo[0] != '\0' && !ok) {
         uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
                    "scatter_allgather, linear, hier, mapped, auto)", env.algo);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (env.mapped_depth < 2 || env.mapped_depth > 16) {
+        uccl_error("UCCL_COLL_MAPPED_DEPTH=%zu: expected 2..16", env.mapped_depth);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&

@@ -16,6 +16,7 @@
 #ifndef T_COLL_GPU
 void ct_stream_direct(mt_ctx_t *c) { (void)c; }
 void ct_stream_dead(mt_ctx_t *c) { (void)c; }
+void ct_stream_cache(mt_ctx_t *c) { (void)c; }
 #else
 
 /* The direct path is on (UCCL_COLL_STREAM) and every peer is reached by
@@ -32,6 +33,16 @@ static bool direct_expected(mt_ctx_t *c)
                              strcmp(attr.gpu_transport, "gpu_ipc") != 0))
             return false;
     return true;
+}
+
+/* Every rank past its calls; the comm's cached plans dropped, the buffers freed. */
+static void bufs_done(mt_ctx_t *c, void *ds, void *dr[2])
+{
+    mt_uccl_barrier(c);
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr[0]);
+    uccl_mem_free(c->engine, dr[1]);
 }
 
 static uint8_t pat(int r, int round, size_t k)
@@ -99,6 +110,24 @@ void ct_stream_direct(mt_ctx_t *c)
     if (direct_expected(c) && st1.stream_direct - st0.stream_direct != SD_ROUNDS)
         mt_fail(c, "%llu of %d stream calls took the direct path (every peer is on gpu_ipc)",
                 (unsigned long long)(st1.stream_direct - st0.stream_direct), SD_ROUNDS);
+    if (direct_expected(c)) { /* the first call of each distinct (op, buffer, root) exchanges, no other */
+        int keys = 0;
+        for (int i = 0; i < SD_ROUNDS; i++) {
+            bool seen = false;
+            for (int j = 0; j < i && !seen; j++)
+                seen = j % 3 == i % 3 && j % 2 == i % 2 && (i % 3 != 2 || j % n == i % n);
+            keys += !seen;
+        }
+        if (st1.stream_exchanges - st0.stream_exchanges != (uint64_t)keys ||
+            st1.stream_plan_hits - st0.stream_plan_hits != (uint64_t)(SD_ROUNDS - keys))
+            mt_fail(c, "stream plan cache: %llu exchanges, %llu hits; want %d and %d",
+                    (unsigned long long)(st1.stream_exchanges - st0.stream_exchanges),
+                    (unsigned long long)(st1.stream_plan_hits - st0.stream_plan_hits), keys,
+                    SD_ROUNDS - keys);
+        else if (c->rank == 0)
+            printf("# stream plan cache: %d calls, %d exchanged (first on their arguments), %d cached: "
+                   "no token, no descriptor\n", SD_ROUNDS, keys, SD_ROUNDS - keys);
+    }
     mt_expect(c, uccl_copy(c->engine, back, dout, (size_t)SD_ROUNDS * rlen), UCCL_OK, "results back");
     for (int i = 0; i < SD_ROUNDS; i++) {
         const uint8_t *got = back + (size_t)i * rlen;
@@ -117,14 +146,95 @@ void ct_stream_direct(mt_ctx_t *c)
         }
     }
 out:
-    mt_uccl_barrier(c);
-    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr[0]);
-    uccl_mem_free(c->engine, dr[1]);
+    bufs_done(c, ds, dr);
     uccl_mem_free(c->engine, dout);
     free(src);
     free(back);
+}
+
+/* The stream plan cache (coll/stream_cache.c) when the ranks' arguments
+ * disagree with what was cached: an allgather on (ds, dr[0]) three times
+ * (1 exchange, 2 hits); rank 0 alone on dr[1] (an exchange: it has no
+ * plan there); everyone back on their first buffers: rank 0's plan is of
+ * the first exchange, the others' of the second, so they exchange again,
+ * then hit; the last rank frees its receive buffer and takes a new one
+ * (maybe at the same address): an exchange. Every round's bytes compared. */
+#define SC_LEN 3001
+static void sc_round(mt_ctx_t *c, void *s, void *ds, void *dr, int round, uint64_t want_x, uint64_t want_h)
+{
+    int n = c->size;
+    size_t rlen = (size_t)n * SC_LEN;
+    uint8_t *src = malloc(SC_LEN), *back = malloc(rlen);
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = ds, .recvbuf = dr, .count = SC_LEN};
+    uccl_coll_stats_t s0, s1;
+
+    if (src == NULL || back == NULL) {
+        mt_fail(c, "memory");
+        goto out;
+    }
+    for (size_t k = 0; k < SC_LEN; k++)
+        src[k] = pat(c->rank, round, k);
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "stats");
+    mt_expect(c, uccl_gpu_memcpy_async(ds, src, SC_LEN, s), UCCL_OK, "producer");
+    mt_expect(c, uccl_coll_post_stream(c->comm, &a, s, NULL), UCCL_OK, "uccl_coll_post_stream");
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    mt_expect(c, uccl_copy(c->engine, back, dr, rlen), UCCL_OK, "results back");
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s1), UCCL_OK, "stats");
+    if (s1.stream_exchanges - s0.stream_exchanges != want_x || s1.stream_plan_hits - s0.stream_plan_hits != want_h)
+        mt_fail(c, "round %d: %llu exchanges, %llu plan hits; want %llu, %llu", round,
+                (unsigned long long)(s1.stream_exchanges - s0.stream_exchanges),
+                (unsigned long long)(s1.stream_plan_hits - s0.stream_plan_hits), (unsigned long long)want_x,
+                (unsigned long long)want_h);
+    for (size_t k = 0; k < rlen; k++)
+        if (back[k] != pat((int)(k / SC_LEN), round, k % SC_LEN)) {
+            mt_fail(c, "round %d byte %zu: 0x%02x, want 0x%02x", round, k, back[k],
+                    pat((int)(k / SC_LEN), round, k % SC_LEN));
+            break;
+        }
+out:
+    free(src);
+    free(back);
+}
+
+void ct_stream_cache(mt_ctx_t *c)
+{
+    int n = c->size, me = c->rank, round = 0;
+    size_t rlen = (size_t)n * SC_LEN;
+    void *ds = NULL, *dr[2] = {NULL, NULL}, *s = ct_stream();
+
+    if (n < 2 || !direct_expected(c)) {
+        if (me == 0)
+            printf("# stream plan cache: SKIP (%s)\n", n < 2 ? "one rank" : "not every peer on the direct path");
+        return;
+    }
+    if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, SC_LEN, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[0]) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[1]) != UCCL_OK) {
+        mt_fail(c, "buffers");
+        goto out;
+    }
+    sc_round(c, s, ds, dr[0], round++, 1, 0);
+    sc_round(c, s, ds, dr[0], round++, 0, 1);
+    sc_round(c, s, ds, dr[0], round++, 0, 1);
+    sc_round(c, s, ds, dr[me == 0], round++, 1, 0); /* rank 0 on another buffer */
+    sc_round(c, s, ds, dr[0], round++, 1, 0);       /* plans of different exchanges */
+    sc_round(c, s, ds, dr[0], round++, 0, 1);
+    mt_uccl_barrier(c);
+    if (me == n - 1) { /* freed and allocated again: its plan goes */
+        uccl_mem_free(c->engine, dr[0]);
+        dr[0] = NULL;
+        if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[0]) != UCCL_OK) {
+            mt_fail(c, "a new receive buffer");
+            dr[0] = NULL;
+        }
+    }
+    mt_uccl_barrier(c);
+    if (dr[0] != NULL) {
+        sc_round(c, s, ds, dr[0], round++, 1, 0);
+        sc_round(c, s, ds, dr[0], round++, 0, 1);
+    }
+out:
+    bufs_done(c, ds, dr);
 }
 
 static double ms_since(const struct timespec *t0)

@@ -53,6 +53,7 @@ void *ct_stream(void);
  * peer gone while its part is queued. */
 void ct_stream_direct(mt_ctx_t *c);
 void ct_stream_dead(mt_ctx_t *c);
+void ct_stream_cache(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);
@@ -65,5 +66,9 @@ void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo);
 /* A mapped allgather on comm: true when it ran, false when the ranks
  * cannot map each other (UCCL_ERR_UNSUPPORTED, on every rank alike). */
 bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm);
+/* coll_ring.c: MAPPED's ring of buffers: many rooted calls back to back
+ * (wrapping every writer's ring), and a reader gone mid-ring. */
+void ct_mapped_ring(mt_ctx_t *c);
+void ct_mapped_ring_dead(mt_ctx_t *c);
 
 #endif

@@ -438,6 +438,8 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "stream form: after the stream's work, before its later work");
             ct_stream_direct(&c);
             fails += mt_report(&c, "stream form: back-to-back calls enqueued whole on the stream");
+            ct_stream_cache(&c);
+            fails += mt_report(&c, "stream form: plan cache, ranks disagreeing, a buffer freed");
             ct_stream_dead(&c);
             fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);
@@ -464,6 +466,10 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "a rank gone: the others fail, no hang");
     ct_peer_gone(&c, UCCL_COLL_ALGO_MAPPED);
     fails += mt_report(&c, "mapped, a rank gone: the others fail, no hang");
+    ct_mapped_ring(&c);
+    fails += mt_report(&c, "mapped ring: rooted calls back to back, varying roots and sizes");
+    ct_mapped_ring_dead(&c);
+    fails += mt_report(&c, "mapped ring: a reader gone while the root runs ahead");
     mt_fini(&c);
     MPI_Finalize();
     return fails ? 1 : 0;

@@ -1,0 +1,177 @@
+/* MAPPED's ring of buffers per writer (coll/mapped.c): many rooted calls
+ * back to back with varying roots, sizes and ops, blocking and all in
+ * flight at once, so that a root runs calls ahead of its readers and
+ * every writer's ring wraps several times; and a reader that leaves while
+ * the root is calls ahead of it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "coll_test.h"
+
+#define RING_CALLS 80  /* > 4 rings of the deepest (16 buffers) */
+#define RING_AHEAD 40  /* a root fails at most this many calls after its reader left */
+#define RING_LEFT 20   /* calls the leaving reader makes */
+
+/* Call i: op, block size and root, alike on every rank. Sizes cross the
+ * 48 bytes that share the flag's line, and 70000 goes above a slot
+ * (built as LINEAR between mapped calls). */
+static void ring_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root)
+{
+    static const size_t sizes[] = {0, 1, 8, 47, 48, 49, 200, 1000, 4096, 16384, 70000};
+    static const uccl_coll_op_t ops[] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER, UCCL_COLL_BCAST,
+                                         UCCL_COLL_SCATTER, UCCL_COLL_BCAST,
+                                         UCCL_COLL_ALLGATHER};
+
+    *op = ops[i % 6];
+    *count = sizes[(i * 5 + i / 11) % 11];
+    if (*count == 70000 && i % 4 != 0)
+        *count = 64; /* large blocks now and then only */
+    *root = (i * 7 / 3) % n;
+}
+
+static void ring_round(mt_ctx_t *c, bool nonblocking, uint32_t seed)
+{
+    ct_case_t *k = calloc(RING_CALLS, sizeof(*k));
+    uccl_req_t **req = calloc(RING_CALLS, sizeof(*req));
+    char what[128];
+    int bad = 0;
+
+    if (k == NULL || req == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < RING_CALLS; i++) {
+        uccl_coll_op_t op;
+        size_t count;
+        int root;
+        ring_call(i, c->size, &op, &count, &root);
+        ct_prepare(c, &k[i], op, count, root, false, seed + (uint32_t)i);
+        k[i].args.field_mask |= UCCL_COLL_ARG_ALGO;
+        k[i].args.algo = UCCL_COLL_ALGO_MAPPED;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < RING_CALLS && !c->failed; i++) /* back to back: no MPI between */
+        mt_expect(c, nonblocking ? uccl_coll_post(c->comm, &k[i].args, &req[i])
+                                 : uccl_coll(c->comm, &k[i].args),
+                  UCCL_OK, nonblocking ? "mapped ring: posting" : "mapped ring: a call");
+    if (nonblocking && !c->failed)
+        mt_expect(c, uccl_wait_all(req, RING_CALLS, 60000), UCCL_OK,
+                  "mapped ring: every call in flight completes");
+    for (int i = 0; i < RING_CALLS && !c->failed && bad == 0; i++) {
+        snprintf(what, sizeof(what), "mapped ring (%s), call %d: %s count %zu root %d",
+                 nonblocking ? "all in flight" : "blocking", i, uccl_coll_op_name(k[i].args.op),
+                 k[i].args.count, k[i].args.root);
+        bad = ct_compare(c, &k[i], what);
+    }
+out:
+    for (int i = 0; k != NULL && i < RING_CALLS; i++) {
+        if (req[i] != NULL)
+            uccl_req_free(req[i]);
+        ct_free(&k[i]);
+    }
+    free(k);
+    free(req);
+}
+
+void ct_mapped_ring(mt_ctx_t *c)
+{
+    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
+        if (c->rank == 0)
+            printf("# mapped ring: SKIP (%s)\n", c->size < 2 ? "one rank" :
+                   "the ranks cannot map each other's memory");
+        return;
+    }
+    double t0 = MPI_Wtime();
+    ring_round(c, false, 4242);
+    ring_round(c, true, 5353);
+    if (c->rank == 0)
+        printf("# mapped ring: %d rooted and allgather calls back to back, blocking and all in "
+               "flight, byte-compared (%.0f ms with the references)\n", RING_CALLS,
+               (MPI_Wtime() - t0) * 1e3);
+}
+
+static double ms_since(const struct timespec *t0)
+{
+    struct timespec t1;
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* Bcasts of rank 0 on a second comm; the last rank leaves (destroys the
+ * comm) after RING_LEFT calls, while rank 0 is calls ahead. Every survivor
+ * gets UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT within RING_AHEAD calls and
+ * UCCL_TIMEOUT_MS, every call before that delivered rank 0's bytes, and
+ * the next call fails too. */
+void ct_mapped_ring_dead(mt_ctx_t *c)
+{
+    const char *tm = getenv("UCCL_TIMEOUT_MS");
+    int timeout_ms = tm ? atoi(tm) : 60000, usable = 0, leaver = c->size - 1, failed_at = -1;
+    uccl_comm_t *comm = NULL;
+    uint8_t buf[64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_BCAST,
+                          .recvbuf = buf, .count = sizeof(buf), .root = 0,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    struct timespec t0;
+    uccl_status_t st = UCCL_OK;
+
+    if (c->size < 2) {
+        if (c->rank == 0)
+            printf("# mapped ring, a reader gone: SKIP (one rank)\n");
+        return;
+    }
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
+    usable = comm != NULL && ct_mapped_usable(c, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!usable) {
+        if (c->rank == 0)
+            printf("# mapped ring, a reader gone: SKIP (the ranks cannot map each other)\n");
+        goto out;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < RING_LEFT + RING_AHEAD; i++) {
+        if (c->rank == leaver && i == RING_LEFT) {
+            uccl_comm_destroy(comm);
+            comm = NULL;
+            break;
+        }
+        for (size_t b = 0; b < sizeof(buf); b++)
+            buf[b] = c->rank == 0 ? (uint8_t)(i * 3 + (int)b) : 0xee;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if ((st = uccl_coll(comm, &a)) != UCCL_OK) {
+            failed_at = i;
+            break;
+        }
+        for (size_t b = 0; b < sizeof(buf); b++)
+            if (buf[b] != (uint8_t)(i * 3 + (int)b)) {
+                mt_fail(c, "mapped ring: bcast %d, byte %zu is 0x%02x", i, b, buf[b]);
+                break;
+            }
+    }
+    if (c->rank != leaver) {
+        double ms = ms_since(&t0);
+        if (failed_at < 0)
+            mt_fail(c, "mapped ring: %d bcasts after rank %d left all succeeded", RING_AHEAD,
+                    leaver);
+        else if (st != UCCL_ERR_PEER_FAILED && st != UCCL_ERR_TIMEOUT)
+            mt_expect(c, st, UCCL_ERR_PEER_FAILED, "mapped ring: bcast with a reader gone");
+        else if (failed_at < RING_LEFT)
+            mt_fail(c, "mapped ring: bcast %d failed before rank %d left", failed_at, leaver);
+        if (ms > timeout_ms)
+            mt_fail(c, "mapped ring: the failing call took %.0f ms (UCCL_TIMEOUT_MS %d)", ms,
+                    timeout_ms);
+        if (failed_at >= 0)
+            mt_expect(c, uccl_coll(comm, &a) < 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK,
+                      "mapped ring: the next call on the broken comm fails too");
+        if (c->rank == 0)
+            printf("# mapped ring, a reader gone after %d calls: rank 0 failed at call %d "
+                   "(%s, %.0f ms)\n", RING_LEFT, failed_at, uccl_strerror(st), ms);
+    }
+out:
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
