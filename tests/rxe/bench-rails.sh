@@ -9,14 +9,16 @@
 # Run from the build directory: ../tests/rxe/bench-rails.sh
 #   BENCH_SIZES (default "4194304 16777216 67108864"), BENCH_OPS ("write read
 #   send"), BENCH_ROUNDS (3), BENCH_BYTES (16 MiB per run, at least one
-#   transfer), RXE_VM_CPUS (the VM's vCPUs, default 2)
-# The guest: a deep receive backlog (below) and, unless the caller sets them,
-# UCCL_VERBS_INFLIGHT=1M and UCCL_VERBS_IB_TIMEOUT=20: the veth pair queues
-# what rxe sends in the receiver's backlog, and with tens of MiB posted the
-# queue outlasts RC's ACK timeout, so the sender resends data that was never
-# lost (go-back-N: everything after the oldest unacked packet); the bound on
-# bytes in flight per QP keeps that queue short (README in
-# tests/perf/results/cluster/rails-*).
+#   transfer), BENCH_WARMUP (untimed windows, 0), BENCH_RUN_TIMEOUT (s per
+#   run, 300), RXE_VM_CPUS (the VM's vCPUs, default 2)
+# The guest has a deep receive backlog (below; with the default 1000 the veth
+# pairs dropped rxe's bursts). Unless the caller sets them,
+# UCCL_VERBS_INFLIGHT=1M and UCCL_VERBS_IB_TIMEOUT=20: a bound on the bytes in
+# flight per QP keeps what one RC retry resends (go-back-N) and the backlog's
+# queue small, and a long ACK timeout keeps a slow emulated responder from
+# looking dead. The retries column counts RC timeouts and sequence NAKs of
+# all four devices during the row. tests/perf/results/cluster/rails/README.md
+# has the measurements.
 # Runs in the project's Soft-RoCE VM (tests/vm/run.sh); exits 77 with the
 # reason where this machine cannot boot it.
 here=$(cd "$(dirname "$0")" && pwd)
