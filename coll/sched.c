@@ -2,7 +2,8 @@
  * DIRECT one-sided puts, coll/direct.c) run in order, the ops of one phase
  * all in flight.
  * The same state machine runs blocking (uccl_coll_sched_run) and non-blocking
- * (advanced from a generalized request's progress callback). */
+ * (advanced from a generalized request's progress callback). Building a
+ * schedule (its ops and phases) and freeing it: sched_build.c. */
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,65 +18,6 @@ static uint64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* ------------------------------------------------------------------ building */
-
-uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op)
-{
-    if (s->nops == s->capops) {
-        int cap = s->capops ? 2 * s->capops : 16;
-        coll_op_t *grown = realloc(s->ops, (size_t)cap * sizeof(*grown));
-        if (grown == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        s->ops = grown;
-        s->capops = cap;
-    }
-    /* One tag per collective: between two ranks, messages in one direction
-     * are matched in posting order, and every schedule posts them in the
-     * same order on both sides. */
-    op.step = 0;
-    op.state = 0;
-    op.req = op.req2 = op.preq = NULL;
-    op.scratch = -1;
-    s->ops[s->nops++] = op;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_coll_sched_phase(coll_sched_t *s)
-{
-    int start = s->nphases ? s->phase_end[s->nphases - 1] : 0;
-
-    if (s->nops == start)
-        return UCCL_OK; /* nothing in it */
-    if (s->nphases == s->capphases) {
-        int cap = s->capphases ? 2 * s->capphases : 8;
-        int *grown = realloc(s->phase_end, (size_t)cap * sizeof(*grown));
-        if (grown == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        s->phase_end = grown;
-        s->capphases = cap;
-    }
-    s->phase_end[s->nphases++] = s->nops;
-    return UCCL_OK;
-}
-
-void uccl_coll_sched_free(coll_sched_t *s)
-{
-    if (s == NULL)
-        return;
-    if (s->keep && s->pinned) {
-        for (int b = 0; b < COLL_BUF_COUNT; b++)
-            uccl_coll_buf_unpin(s->cs, s->slot[b]);
-        uccl_coll_scratch_put(s->cs, s->tmp_scratch);
-    }
-    for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].preq != NULL)
-            uccl_req_free(s->ops[i].preq);
-    uccl_coll_mapped_run_free(s->mapped);
-    free(s->ops);
-    free(s->phase_end);
-    free(s);
 }
 
 /* ------------------------------------------------------------------ resources */

@@ -395,6 +395,17 @@ static int coll_setup(coll_ctx_t *c)
     if (c->n > 1 && uccl_conn_query(uccl_comm_conn(c->comm, (c->rank + 1) % c->n), &attr) ==
                         UCCL_OK)
         c->transport = c->o.cuda ? attr.gpu_transport : attr.transport;
+    if (c->o.uccl_host) { /* the same sizes from uccl_mem_alloc, in place of aligned_alloc */
+        uccl_engine_t *e = uccl_comm_engine(c->comm);
+        void *sp = NULL, *rp = NULL;
+        if ((st = uccl_mem_alloc(e, UCCL_MEM_HOST, sb ? sb : 1, &sp)) != UCCL_OK ||
+            (st = uccl_mem_alloc(e, UCCL_MEM_HOST, rb ? rb : 1, &rp)) != UCCL_OK)
+            coll_fail(c, "uccl_mem_alloc of host buffers", st);
+        free(c->hsend);
+        free(c->hrecv);
+        c->send = c->hsend = sp;
+        c->recv = c->hrecv = rp;
+    }
     if (c->o.cuda) {
         uccl_engine_t *e = uccl_comm_engine(c->comm);
         void *sp = NULL, *rp = NULL;
@@ -449,6 +460,13 @@ int perf_coll_main(int argc, char **argv)
         uccl_mem_free(e, c.send);
         uccl_mem_free(e, c.recv);
         uccl_mem_free(e, c.dsrc);
+    }
+    if (c.comm != NULL && c.o.uccl_host) {
+        uccl_engine_t *e = uccl_comm_engine(c.comm);
+        uccl_comm_coll_flush(c.comm);
+        uccl_mem_free(e, c.hsend);
+        uccl_mem_free(e, c.hrecv);
+        c.hsend = c.hrecv = NULL;
     }
     if (c.comm != NULL)
         uccl_comm_destroy(c.comm);

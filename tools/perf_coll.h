@@ -25,6 +25,8 @@ typedef struct coll_opts {
     int ucx;      /* run the UCX reference */
     const char *ucx_tls, *mpirun;
     int cuda; /* --mem cuda: GPU buffers, a D2D copy as the reference */
+    int uccl_host; /* --mem uccl: host buffers of uccl_mem_alloc (peers on the host can map
+                    * them), for uccl and the in-job MPI reference alike */
     int stream; /* --stream (with --mem cuda): the uccl column times the stream form,
                  * each call's stream synchronized (as NCCL's synced column) */
     const char *json;

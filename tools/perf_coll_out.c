@@ -22,7 +22,9 @@ static void coll_usage(void)
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
             "  --stream               with --mem cuda: time the stream-ordered form (each call's\n"
             "                         stream synchronized); UCCL_COLL_STREAM=hold: the old path\n"
-            "  --mem host|cuda        buffer memory (default host); cuda: GPU local_rank %% count,\n"
+            "  --mem host|uccl|cuda   buffer memory (default host: aligned_alloc); uccl: host\n"
+            "                         memory of uccl_mem_alloc (shared, peers map it; the MPI\n"
+            "                         column uses the same buffers); cuda: GPU local_rank %% count,\n"
             "                         the reference (mpi column) is then a device-to-device\n"
             "                         copy of the bytes each rank receives, all ranks at once;\n"
             "                         ranks of one host add the peer-copy ceiling (every rank\n"
@@ -80,8 +82,9 @@ static int coll_parse_one(coll_opts_t *o, int opt, const char *arg, int verbose)
     case 'P': o->mpirun = arg; break;
     case 's': o->stream = 1; break;
     case 'g':
-        bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0;
+        bad = strcmp(arg, "host") != 0 && strcmp(arg, "cuda") != 0 && strcmp(arg, "uccl") != 0;
         o->cuda = strcmp(arg, "cuda") == 0;
+        o->uccl_host = strcmp(arg, "uccl") == 0;
         break;
     default: bad = 1; break;
     }
@@ -228,6 +231,9 @@ void perf_coll_print_header(const coll_ctx_t *c)
     printf("# uccl_perf coll --op %s: %d ranks, uccl over %s (asked: %s), on %s (%ld CPUs)\n",
            uccl_coll_op_name(c->o.op), c->n, c->transport,
            c->o.transport ? c->o.transport : "default", host, cpus);
+    if (c->o.uccl_host)
+        printf("# host buffers of uccl_mem_alloc (memfd, shared), the mpi column's too; the ucx "
+               "column's run allocates its own with aligned_alloc\n");
     if (gpu_refs(c)) {
         print_gpu_header(c);
         return;
@@ -280,7 +286,7 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
                " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\",\n"
                " \"rows\": [\n",
             uccl_coll_op_name(c->o.op), c->n, c->transport, host,
-            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : "host",
+            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : c->o.uccl_host ? "uccl" : "host",
             c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
                       : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
             c->o.rounds, c->o.cuda ? c->ngpu : 0, gpu_refs(c) ? c->nccl_why : "not run",

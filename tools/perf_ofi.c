@@ -1,10 +1,11 @@
 /* perf_ofi: libfabric measured raw next to libuccl over its ofi transport,
  * same provider, same job, same pattern (a window of transfers, then wait
  * for all), and the UCCL CXI seed's pattern: 1,179,648 bytes written as
- * 1, 8, 32, 128 and 512 remote pieces, against the same bytes in one piece.
+ * 1, 8, 32, 128 and 512 adjacent remote pieces, against the same bytes in
+ * one piece; the same as every other block (scattered).
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
- *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,local]
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,scatter,local]
  *                         [--repeat R]   (op rows: R alternated runs per side, median kept)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
@@ -230,21 +231,54 @@ static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
     return now_s() - t0;
 }
 
-/* The seed's pattern raw: SEED_BYTES in n pieces, one fi_write each. */
-static double raw_seed(raw_t *r, int n, int iters)
+/* Where piece i of n lies in the remote buffer (and, for raw, the local
+ * one): the seed's layout, adjacent pieces; or every other block. */
+static size_t piece_off(int i, size_t piece, int scattered)
+{
+    return scattered ? (size_t)i * piece * 2 % (BUF_SIZE - piece) : (size_t)i * piece;
+}
+
+/* One fi_writemsg, delivery complete; -FI_EAGAIN: progress, retry. */
+static void raw_writemsg(raw_t *r, const struct fi_msg_rma *msg)
+{
+    ssize_t rc;
+
+    while ((rc = fi_writemsg(r->ep, msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN)
+        fi_cq_read(r->cq, NULL, 0);
+    if (rc != 0)
+        die(r->rank, "fi_writemsg", rc);
+}
+
+/* SEED_BYTES from one contiguous local slice into n remote pieces, raw:
+ * adjacent ones (the seed's pattern) one fi_writemsg each, as the seed
+ * does; every other block at raw's best, one fi_writemsg of up to
+ * rma_iov_limit (at most 16) pieces. */
+static double raw_pieces(raw_t *r, int n, int iters, int scattered)
 {
     static struct fi_context2 ctx[512];
-    size_t piece = SEED_BYTES / (size_t)n;
+    size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->rma_iov_limit;
+    struct fi_rma_iov rma[16];
     double t0;
 
+    lim = !scattered || lim < 1 ? 1 : lim > 16 ? 16 : lim;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
-    for (int it = 0; it < iters; it++) {
-        if (r->rank != 0)
-            continue;
-        for (int i = 0; i < n; i++)
-            raw_post(r, OP_WRITE, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece, &ctx[i]);
-        raw_wait(r, n);
+    for (int it = 0; it < iters && r->rank == 0; it++) {
+        int ops = 0;
+
+        for (int i = 0; i < n; i += (int)lim, ops++) {
+            size_t cnt = (size_t)(n - i) < lim ? (size_t)(n - i) : lim;
+            struct iovec iov = {r->buf + (size_t)i * piece, cnt * piece};
+            struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &r->desc, .iov_count = 1,
+                                     .addr = r->peer, .rma_iov = rma, .rma_iov_count = cnt,
+                                     .context = &ctx[ops]};
+
+            for (size_t j = 0; j < cnt; j++)
+                rma[j] = (struct fi_rma_iov){
+                    r->peer_addr + piece_off(i + (int)j, piece, scattered), piece, r->peer_key};
+            raw_writemsg(r, &msg);
+        }
+        raw_wait(r, ops);
     }
     raw_done(r, &ctx[0]);
     return now_s() - t0;
@@ -252,7 +286,7 @@ static double raw_seed(raw_t *r, int n, int iters)
 
 /* The seed's bytes from n scattered local pieces into one remote range,
  * raw: fi_writemsg of up to iov_limit local pieces each. */
-static double raw_seed_local(raw_t *r, int n, int iters)
+static double raw_seed_local(raw_t *r, int n, int iters, int unused)
 {
     static struct fi_context2 ctx[512];
     size_t piece = SEED_BYTES / (size_t)n, lim = r->info->tx_attr->iov_limit;
@@ -260,6 +294,7 @@ static double raw_seed_local(raw_t *r, int n, int iters)
     void *desc[64];
     double t0;
 
+    (void)unused;
     if (lim > 64)
         lim = 64;
     for (int i = 0; i < n; i++) {
@@ -277,13 +312,8 @@ static double raw_seed_local(raw_t *r, int n, int iters)
             struct fi_msg_rma msg = {.msg_iov = &iov[i], .desc = &desc[i], .iov_count = cnt,
                                      .addr = r->peer, .rma_iov = &rma, .rma_iov_count = 1,
                                      .context = &ctx[ops]};
-            ssize_t rc;
 
-            while ((rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) ==
-                   -FI_EAGAIN)
-                fi_cq_read(r->cq, NULL, 0);
-            if (rc != 0)
-                die(r->rank, "fi_writemsg", rc);
+            raw_writemsg(r, &msg);
         }
         raw_wait(r, ops);
     }
@@ -390,8 +420,9 @@ static double ucc_time_writemsg(ucc_t *u, const uccl_rma_msg_t *msg, int iters)
     return now_s() - t0;
 }
 
-/* The seed's pattern through uccl_writemsg: one local piece, n remote pieces. */
-static double ucc_seed(ucc_t *u, int n, int iters)
+/* Through uccl_writemsg: one local piece, n remote pieces, adjacent (the
+ * seed's pattern) or every other block. */
+static double ucc_pieces(ucc_t *u, int n, int iters, int scattered)
 {
     static uccl_riov_t riov[512];
     size_t piece = SEED_BYTES / (size_t)n;
@@ -399,18 +430,19 @@ static double ucc_seed(ucc_t *u, int n, int iters)
     uccl_rma_msg_t msg = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = n};
 
     for (int i = 0; i < n; i++)
-        riov[i] = (uccl_riov_t){&u->peer, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
+        riov[i] = (uccl_riov_t){&u->peer, piece_off(i, piece, scattered), piece};
     return ucc_time_writemsg(u, &msg, iters);
 }
 
 /* The same through uccl_writemsg: n local pieces, one remote piece. */
-static double ucc_seed_local(ucc_t *u, int n, int iters)
+static double ucc_seed_local(ucc_t *u, int n, int iters, int unused)
 {
     static uccl_iov_t iov[UCCL_IOV_MAX];
     size_t piece = SEED_BYTES / (size_t)n;
     uccl_riov_t riov = {&u->peer, 0, piece * (size_t)n};
     uccl_rma_msg_t msg = {.iov = iov, .iovcnt = n, .riov = &riov, .riovcnt = 1};
 
+    (void)unused;
     for (int i = 0; i < n; i++)
         iov[i] = (uccl_iov_t){u->mr, (size_t)i * piece * 2 % (BUF_SIZE - piece), piece};
     return ucc_time_writemsg(u, &msg, iters);
@@ -420,7 +452,8 @@ static double ucc_seed_local(ucc_t *u, int n, int iters)
  * warm-up rounds each), GB/s, raw/uccl time ratio, and uccl against its
  * first row (one piece). */
 static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
-                      double (*raw)(raw_t *, int, int), double (*ucc)(ucc_t *, int, int), int rank)
+                      double (*raw)(raw_t *, int, int, int), double (*ucc)(ucc_t *, int, int, int),
+                      int mode, int rank)
 {
     double u1 = 0;
 
@@ -428,10 +461,10 @@ static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
         int iters = 50;
         double tr, tu;
 
-        raw(r, n[k], 2);
-        ucc(u, n[k], 2);
-        tr = raw(r, n[k], iters);
-        tu = ucc(u, n[k], iters);
+        raw(r, n[k], 2, mode);
+        ucc(u, n[k], 2, mode);
+        tr = raw(r, n[k], iters, mode);
+        tu = ucc(u, n[k], iters, mode);
         if (k == 0)
             u1 = tu;
         if (rank == 0) {
@@ -446,7 +479,7 @@ int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,local";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local";
     int window = 16, repeat = 1, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -521,27 +554,35 @@ int main(int argc, char **argv)
             }
         }
     }
-    if (strstr(ops, "seed") == NULL)
-        goto local;
-    if (rank == 0)
-        printf("# seed pattern: %u bytes written as n remote pieces (raw: one fi_writemsg per "
-               "piece; uccl: one uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces",
-               "raw", "uccl", "ratio", "uccl/1pc");
-    seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_seed, ucc_seed, rank);
-local:
-    if (strstr(ops, "local") == NULL)
-        goto out;
-    if (rank == 0)
-        printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
-               "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local pieces)\n"
-               "%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX, "lpieces",
-               "raw", "uccl", "ratio", "uccl/1pc");
-    {
-        static const int lpieces[] = {1, 8, 32, 64};
-        seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
-                  ucc_seed_local, rank);
+    if (strstr(ops, "seed") != NULL) {
+        if (rank == 0)
+            printf("# seed pattern: %u bytes written as n adjacent remote pieces (raw: one "
+                   "fi_writemsg per piece, as the seed; uccl: one uccl_writemsg)\n"
+                   "%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces", "raw", "uccl", "ratio",
+                   "uccl/1pc");
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 0,
+                  rank);
     }
-out:
+    if (strstr(ops, "scatter") != NULL) {
+        if (rank == 0)
+            printf("# scattered: %u bytes written as n remote pieces, every other block (raw: "
+                   "fi_writemsg of rma_iov_limit %zu remote pieces each; uccl: one "
+                   "uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES,
+                   r.info->tx_attr->rma_iov_limit, "pieces", "raw", "uccl", "ratio", "uccl/1pc");
+        seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 1,
+                  rank);
+    }
+    if (strstr(ops, "local") != NULL) {
+        static const int lpieces[] = {1, 8, 32, 64};
+
+        if (rank == 0)
+            printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
+                   "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local "
+                   "pieces)\n%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX,
+                   "lpieces", "raw", "uccl", "ratio", "uccl/1pc");
+        seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
+                  ucc_seed_local, 0, rank);
+    }
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);
     raw_close(&r);

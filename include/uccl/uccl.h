@@ -312,7 +312,9 @@ UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, in
 
 /* Allocate len > 0 bytes of type: UCCL_MEM_HOST (page-aligned host memory:
  * shared memory, a memfd mapped MAP_SHARED, that a peer on this host may map
- * with uccl_rdesc_ptr; it stays shared with a child after fork) or GPU
+ * with uccl_rdesc_ptr; it stays shared with a child after fork; over shm a
+ * large send from it is copied by the receiver straight out of its mapping,
+ * without CMA: UCCL_SHM_MAP_MAX) or GPU
  * memory on the engine's GPU (its gpu_index, else the calling thread's
  * current device). Release with uccl_mem_free. For tests, examples and
  * layers built on this API that need device scratch.

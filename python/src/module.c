@@ -29,6 +29,14 @@ static PyMethodDef module_methods[] = {
      "_profile(enable=None, reset=False) -> dict\n\nThe binding's time per stage of "
      "the collectives' object path so far, {stage: (count, seconds)}; enable True/False "
      "switches the timing (off by default: python -m uccl.bench --profile)."},
+    {"_tensor_cache", (PyCFunction)(void (*)(void))upy_tensor_cache,
+     METH_VARARGS | METH_KEYWORDS,
+     "_tensor_cache(clear=False) -> (hits, misses, live)\n\nThe torch tensors the "
+     "collectives' fast path remembers (tests); clear forgets them."},
+    {"_p2p_loop", upy_p2p_loop, METH_VARARGS,
+     "_p2p_loop(conn, op, rank, mr, ctl, desc, size, window, iters) -> float\n\n"
+     "uccl_perf's point-to-point loop in C on these objects, without the GIL: rank 0's "
+     "seconds (python -m uccl.bench compares it with the same loop in Python)."},
     {NULL, NULL, 0, NULL},
 };
 

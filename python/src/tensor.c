@@ -10,7 +10,22 @@
  * other stream to DLPack's handshake (torch then orders the call's stream
  * on the GPU). Tensors DLPack would refuse (requiring grad, conjugate or
  * negative bit, not contiguous), subclasses and anything else go the
- * general way too, with its messages. UCCL_PY_TORCH_FAST=0 turns this off. */
+ * general way too, with its messages. UCCL_PY_TORCH_FAST=0 turns this off.
+ *
+ * Tensors seen before (session 9): a few recent tensor objects are
+ * remembered by identity through a weak reference, which dies with the
+ * object, so a new tensor at a freed object's address is never taken for
+ * it, with the data_ptr() and device they had. A call reads data_ptr()
+ * first: the same object at the same address (nothing moved it: set_,
+ * resize_ growing, .data = ...) keeps its device, CUDA and no conjugate or
+ * negative bit, and reads again only what in-place ops change without
+ * moving it: nbytes (resize_ shrinking), is_contiguous() (t_, transpose_,
+ * as_strided_) and requires_grad (requires_grad_); anything else takes the
+ * whole path. The one case a hit cannot see: `.data =` a conjugate or
+ * negative view of the same memory (complex tensors), whose bytes then go
+ * unconjugated, as a MemoryRegion of it would. A hit makes 4 calls into
+ * torch instead of 8, and torch's current stream is read once per device
+ * per call. */
 #include "upy.h"
 
 #include <stdlib.h>
@@ -97,23 +112,131 @@ static void *current_stream(long long device)
     return p;
 }
 
+/* The remembered tensors: a weak reference (no callback) to each; an entry
+ * whose reference is dead is free. Under the GIL. */
+#define SEEN_N 16
+static struct {
+    PyObject *ref;
+    long long ptr, device;
+} seen[SEEN_N];
+static unsigned seen_next;
+static unsigned long long seen_hits, seen_misses;
+
+/* What ref points to, for comparison only (Py_None once dead). */
+static PyObject *ref_target(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(ref, &o) < 0) {
+        PyErr_Clear();
+        return Py_None;
+    }
+    Py_XDECREF(o); /* alive elsewhere when it is the object asked about */
+    return o ? o : Py_None;
+#else
+    return PyWeakref_GetObject(ref);
+#endif
+}
+
+static int seen_find(PyObject *obj)
+{
+    for (int i = 0; i < SEEN_N; i++) {
+        PyObject *o;
+        if (!seen[i].ref)
+            continue;
+        o = ref_target(seen[i].ref);
+        if (o == obj)
+            return i;
+    }
+    return -1;
+}
+
+static void seen_add(PyObject *obj, long long ptr, long long device)
+{
+    PyObject *ref = PyWeakref_NewRef(obj, NULL);
+    unsigned i = seen_next++ % SEEN_N;
+    if (!ref) { /* no weak references: nothing remembered */
+        PyErr_Clear();
+        return;
+    }
+    for (int k = 0; k < SEEN_N; k++) /* a dead entry first */
+        if (!seen[k].ref || ref_target(seen[k].ref) == Py_None) {
+            i = (unsigned)k;
+            break;
+        }
+    Py_XDECREF(seen[i].ref);
+    seen[i].ref = ref;
+    seen[i].ptr = ptr;
+    seen[i].device = device;
+}
+
+/* _tensor_cache(clear=False) -> (hits, misses, live entries). */
+PyObject *upy_tensor_cache(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"clear", NULL};
+    int clear = 0, live = 0;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:_tensor_cache", kwlist, &clear))
+        return NULL;
+    for (int i = 0; i < SEEN_N; i++) {
+        if (seen[i].ref && clear)
+            Py_CLEAR(seen[i].ref);
+        live += seen[i].ref && ref_target(seen[i].ref) != Py_None;
+    }
+    return Py_BuildValue("(KKi)", seen_hits, seen_misses, live);
+}
+
+/* torch's current stream on device, read once per call (ord). */
+static int call_stream(upy_order_t *ord, long long device, void **cur)
+{
+    if (ord->tdev_set && ord->tdev == device) {
+        *cur = ord->tstream;
+        return 0;
+    }
+    *cur = current_stream(device);
+    if (PyErr_Occurred())
+        return -1;
+    ord->tdev_set = 1;
+    ord->tdev = device;
+    ord->tstream = *cur;
+    return 0;
+}
+
 int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
 {
     long long ptr, nbytes, device;
     void *cur;
+    int hit;
     if (state == 0 && lookup() <= 0)
         return 1;
     if (state < 0 || !ord || Py_TYPE(obj) != tensor_type)
         return 1;
-    if (flag(obj, s_is_cuda, 0) != 1 || flag(obj, s_requires_grad, 0) != 0 ||
-        flag(obj, s_is_contiguous, 1) != 1 || flag(obj, s_is_conj, 1) != 0 ||
-        flag(obj, s_is_neg, 1) != 0)
-        goto general; /* DLPack's handshake says what is wrong, if anything */
-    if (number(obj, s_data_ptr, 1, &ptr) < 0 || number(obj, s_nbytes, 0, &nbytes) < 0 ||
-        number(obj, s_get_device, 1, &device) < 0 || nbytes < 0)
+    hit = seen_find(obj);
+    if (number(obj, s_data_ptr, 1, &ptr) < 0)
         goto general;
-    cur = current_stream(device);
-    if (PyErr_Occurred())
+    if (hit >= 0 && seen[hit].ptr == ptr) {
+        /* the same object at the same address: what in-place ops change
+         * without moving it, read again */
+        if (flag(obj, s_requires_grad, 0) != 0 || flag(obj, s_is_contiguous, 1) != 1)
+            goto general;
+        device = seen[hit].device;
+        seen_hits++;
+    } else {
+        if (flag(obj, s_is_cuda, 0) != 1 || flag(obj, s_requires_grad, 0) != 0 ||
+            flag(obj, s_is_contiguous, 1) != 1 || flag(obj, s_is_conj, 1) != 0 ||
+            flag(obj, s_is_neg, 1) != 0)
+            goto general; /* DLPack's handshake says what is wrong, if anything */
+        if (number(obj, s_get_device, 1, &device) < 0)
+            goto general;
+        seen_misses++;
+    }
+    if (number(obj, s_nbytes, 0, &nbytes) < 0 || nbytes < 0)
+        goto general;
+    if (hit >= 0)
+        seen[hit].ptr = ptr, seen[hit].device = device;
+    else
+        seen_add(obj, ptr, device);
+    if (call_stream(ord, device, &cur) < 0)
         goto general;
     if (ord->stream_form) {
         if (upy_stream_norm(cur) != upy_stream_norm(ord->stream))

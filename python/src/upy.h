@@ -115,6 +115,9 @@ typedef struct {
     void *stream;
     int n;
     void *after[UPY_ORDER_MAX];
+    int tdev_set;     /* tensor.c: torch's current stream on device tdev, */
+    long long tdev;   /* read once per call */
+    void *tstream;
 } upy_order_t;
 /* Host-ordered: wait (GIL released) until every producer stream has run
  * what it queued; stream form: make the call's stream wait for each
@@ -170,9 +173,15 @@ void upy_prof_add(int stage, unsigned long long t0);
 #define UPY_T0() (upy_prof_on ? upy_prof_now() : 0ull)
 PyObject *upy_prof(PyObject *self, PyObject *args, PyObject *kwds);
 
+/* bench.c: uccl_perf's point-to-point loop in C (python -m uccl.bench). */
+PyObject *upy_p2p_loop(PyObject *self, PyObject *args);
+
 /* tensor.c: a torch CUDA tensor's memory and producer stream from torch's
  * own C-level methods, without DLPack's handshake (the collectives' object
  * path): 0 done, 1 not such a tensor or a case left to DLPack, -1 error. */
 int upy_tensor_view(upy_mr_t *m, PyObject *obj, upy_order_t *ord);
+/* _tensor_cache(clear=False) -> (hits, misses, live entries): the tensors
+ * remembered by the fast path (tests). */
+PyObject *upy_tensor_cache(PyObject *self, PyObject *args, PyObject *kwds);
 
 #endif /* UCCL_PY_UCCL_H */

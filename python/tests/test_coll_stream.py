@@ -244,3 +244,63 @@ def test_producer_stream_torch_fast_path(cm):
     recv = mem.zeros(recv.numel())
     cm.allgather(src, recv)  # still works
     assert np.array_equal(mem.host(recv), want)
+
+
+@GPU_ONLY
+def test_torch_fast_path_remembers_tensors(cm):
+    """The fast path remembers tensor objects it has seen (by weak
+    reference) and still reads their address, size, contiguity and
+    requires_grad on every call: a freed tensor's successor at the same
+    address with another size, set_/resize_ in place, t_ in place (non-
+    contiguous: refused) and requires_grad_ all give the right bytes or the
+    general path's error, never the remembered address."""
+    if mem.KIND != "torch" or os.environ.get("UCCL_PY_TORCH_FAST") == "0":
+        pytest.skip("torch tensors through the fast path only")
+    import torch
+    n, size = 65536, cm.size
+
+    def check(send, key, m):
+        recv = mem.zeros(size * m)
+        cm.allgather(send, recv)
+        assert np.array_equal(mem.host(recv), cat([blk(m, key, q) for q in range(size)]))
+
+    uccl._uccl._tensor_cache(clear=True)
+    send = mem.new(blk(n, 51, cm.rank))
+    check(send, 51, n)
+    h0, m0, _ = uccl._uccl._tensor_cache()
+    check(send, 51, n)
+    h1, m1, live = uccl._uccl._tensor_cache()
+    # the send tensor seen again, the new recv tensor not
+    assert (h1, m1) == (h0 + 1, m0 + 1) and live >= 1
+    # freed, and another tensor of half the size at the same address
+    ptr = send.data_ptr()
+    del send
+    send = torch.empty(n // 2, dtype=torch.uint8, device="cuda")
+    send.copy_(mem.new(blk(n // 2, 52, cm.rank)))
+    same = send.data_ptr() == ptr  # torch's caching allocator: usually
+    check(send, 52, n // 2)
+    # in place: set_ to other memory, then resize_ to a quarter
+    check(send, 52, n // 2)
+    other = mem.new(blk(n, 53, cm.rank))
+    send.set_(other)
+    check(send, 53, n)
+    send.resize_(n // 4)
+    check(send, 53, n // 4)
+    # t_ in place: non-contiguous, refused by the general path
+    sq = torch.empty(256, 256, dtype=torch.uint8, device="cuda")
+    sq.copy_(mem.new(blk(n, 54, cm.rank)).view(256, 256))
+    check(sq, 54, n)
+    sq.t_()
+    with pytest.raises(ValueError, match="contiguous"):
+        cm.allgather(sq, mem.zeros(size * n))
+    sq.t_()
+    check(sq, 54, n)
+    fl = mem.new(blk(n, 55, cm.rank)).view(torch.float32)
+    check(fl, 55, n)
+    fl.requires_grad_(True)
+    with pytest.raises(RuntimeError, match="grad"):
+        cm.allgather(fl, mem.zeros(size * n))
+    fl.requires_grad_(False)
+    check(fl, 55, n)
+    h2, m2, _ = uccl._uccl._tensor_cache()
+    assert h2 >= h1 + 4, (h1, h2, same)  # set_ moved it: a miss

@@ -199,3 +199,29 @@ def test_writemsg_readmsg_many_pieces(pair):
                 n = pair.conn.readmsg([mb], riov, block=True)
             assert n == pages * 256 and np.array_equal(back, src)
         pair.token_send()
+
+
+@pytest.mark.parametrize("op", ["send", "write", "read"])
+def test_p2p_loop_in_c(pair, op):
+    """uccl._uccl._p2p_loop (python -m uccl.bench's C side): uccl_perf's
+    windows on this process's connection and regions move the bytes; rank 0
+    times, the destination compares; bad arguments are refused clearly."""
+    n = 65536
+    src_rank = 1 if op == "read" else 0
+    buf = pattern(n, 41) if pair.rank == src_rank else np.zeros(n, np.uint8)
+    ctl = np.zeros(1, np.uint8)
+    with pair.engine.register(buf) as mr, pair.engine.register(ctl) as cmr:
+        desc = pair.swap(mr.descriptor())
+        pair.barrier()
+        t = uccl._uccl._p2p_loop(pair.conn, op, pair.rank, mr, cmr, desc, n, 3, 2)
+        assert (t > 0) == (pair.rank == 0 or op == "send")
+        pair.barrier()
+        if pair.rank != src_rank:
+            assert np.array_equal(buf, pattern(n, 41))
+        with pytest.raises(ValueError, match="op send"):
+            uccl._uccl._p2p_loop(pair.conn, "put", 0, mr, cmr, desc, n, 1, 1)
+        with pytest.raises(ValueError, match="window"):
+            uccl._uccl._p2p_loop(pair.conn, op, 0, mr, cmr, desc, n, 0, 1)
+        with pytest.raises(TypeError, match="MemoryRegion"):
+            uccl._uccl._p2p_loop(pair.conn, op, 0, None, cmr, desc, n, 1, 1)
+        pair.barrier()

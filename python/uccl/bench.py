@@ -24,6 +24,17 @@ passes the arrays themselves to the collectives (each call then reads their
 buffer, CUDA array or DLPack interface and orders after their stream).
 --profile (collectives): the binding's time per stage of each call
 (uccl._uccl._profile), rank 0's, printed under the table.
+
+Point-to-point ops run in one process by default (--inproc, session 9): one
+mpirun job in which each rank, per size, alternates --rounds times between
+uccl_perf's loop compiled into the extension (uccl._uccl._p2p_loop: C, the
+GIL released) and the same loop in Python, on the same connection and
+buffer, starting with C and Python in turn; the table gives the median of
+each and the spread (min-max) of the per-round ratio. Separate processes
+(--separate: uccl_perf itself, then the worker, alternating) differ by
+placement and page layout by more than 2% from run to run. --mixed adds a
+third loop with Python on rank 0 and C on rank 1: for send, which rank's
+per-call cost sets the pace.
 """
 import argparse
 import json
@@ -190,6 +201,14 @@ def coll_worker(a):
     comm.close()
 
 
+def c_phase(a, world, conn, mr, ctl, desc, size, iters, rank):
+    """The same as phase(), in C (uccl._uccl._p2p_loop)."""
+    import uccl
+    world.Barrier()
+    return uccl._uccl._p2p_loop(conn, a.op, rank, mr, ctl, desc,
+                                size, a.window, iters)
+
+
 def worker(a):
     if a.op in COLL_OPS:
         return coll_worker(a)
@@ -210,9 +229,24 @@ def worker(a):
     rows = []
     for size in sizes:
         iters = a.iters or auto_iters(size, a.window)
+        ops = iters * a.window
+        if a.inproc:  # C and Python alternating, each first in turn
+            py = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n)  # noqa: E731
+            c = lambda n: c_phase(a, world, conn, mr, ctl, desc, size, n,  # noqa: E731
+                                  comm.rank)
+            mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
+            c(a.warmup)
+            py(a.warmup)
+            ts = {"c": [], "py": [], "mixed": []}
+            for k in range(a.rounds):
+                order = [("c", c), ("py", py)] + ([("mixed", mixed)] if a.mixed else [])
+                for name, fn in order if k % 2 == 0 else order[::-1]:
+                    ts[name].append(fn(iters) / ops * 1e6)
+            rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
+                         "mixed_us": ts["mixed"]})
+            continue
         phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
-        ops = iters * a.window
         rows.append({"size": size, "us": t / ops * 1e6, "gbps": size * ops / t / 1e9 if t else 0})
     if comm.rank != source and not all_equal(buf, 0x5A):  # the destination checks
         raise SystemExit("uccl.bench: data check failed")
@@ -261,7 +295,11 @@ def run_py(a, out):
     cmd = mpirun_cmd(a) + [sys.executable, "-m", "uccl.bench", "--worker", "--op", a.op,
                            "--min", str(a.min), "--max", str(a.max), "--window", str(a.window),
                            "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out,
-                           "--mem", a.mem]
+                           "--mem", a.mem, "--rounds", str(a.rounds)]
+    if a.inproc:
+        cmd.append("--inproc")
+    if a.mixed:
+        cmd.append("--mixed")
     if a.objects:
         cmd.append("--objects")
     if a.profile:
@@ -271,6 +309,8 @@ def run_py(a, out):
     subprocess.run(cmd, check=True)
     with open(out) as f:
         d = json.load(f)
+    if a.inproc:
+        return d["transport"], d["rows"]
     a.breakdown = {r["size"]: r["profile"] for r in d["rows"] if r.get("profile")}
     return d["transport"], {r["size"]: r["us"] for r in d["rows"]}
 
@@ -289,7 +329,51 @@ def print_breakdown(a):
         print("%10d" % s + "".join("%14.3f" % a.breakdown[s].get(n, 0.0) for n in names))
 
 
+def spread(xs):
+    return min(xs), max(xs)
+
+
+def driver_inproc(a):
+    """One job: per size, C (the extension's loop) and Python alternating in
+    each process (worker --inproc)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tp, raw = run_py(a, os.path.join(tmp, "py.json"))
+    print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
+          "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
+          "uccl._uccl._p2p_loop; Python: the uccl binding); medians, Py/C spread min-max "
+          "of the per-round ratios" % (a.op, tp, a.window, "host memory" if a.mem == "host"
+                                       else "torch CUDA tensors", a.rounds))
+    print("%10s %10s %10s %12s %9s %9s %7s %15s" % ("size", "C us/op", "Py us/op", "overhead us",
+                                                   "C GB/s", "Py GB/s", "Py/C", "Py/C spread"),
+          "%10s %8s" % ("mixed us", "mixed/C") if a.mixed else "")
+    rows = []
+    for r in raw:
+        s, cs, ps = r["size"], r["c_us"], r["py_us"]
+        c, p = statistics.median(cs), statistics.median(ps)
+        ratios = [x / y for x, y in zip(cs, ps)]
+        lo, hi = spread(ratios)
+        rows.append({"size": s, "c_us": c, "py_us": p, "overhead_us": p - c,
+                     "c_gbps": s / c / 1e3, "py_gbps": s / p / 1e3, "ratio": c / p,
+                     "ratio_median": statistics.median(ratios), "ratio_min": lo,
+                     "ratio_max": hi, "c_us_rounds": cs, "py_us_rounds": ps})
+        print("%10d %10.3f %10.3f %12.3f %9.3f %9.3f %7.3f %7.3f-%-7.3f" % (
+            s, c, p, p - c, s / c / 1e3, s / p / 1e3, c / p, lo, hi), end="")
+        if r.get("mixed_us"):
+            m = statistics.median(r["mixed_us"])
+            rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
+            print(" %10.3f %8.3f" % (m, c / m), end="")
+        print()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
+                       "mem": a.mem, "inproc": True,
+                       "reference": "uccl_perf's loop in C (uccl._uccl._p2p_loop), same "
+                                    "processes, alternating", "rows": rows}, f, indent=1)
+
+
 def driver(a):
+    if a.inproc:
+        return driver_inproc(a)
     c_us, py_us, tp = {}, {}, None
     a.breakdown = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -344,8 +428,19 @@ def main(argv=None):
                    help="collectives: pass the arrays, not MemoryRegions (cuda)")
     p.add_argument("--profile", action="store_true",
                    help="collectives: the binding's time per stage (uccl._uccl._profile)")
+    p.add_argument("--inproc", action="store_true", default=None,
+                   help="point-to-point: C and Python in the same processes (the default)")
+    p.add_argument("--separate", dest="inproc", action="store_false",
+                   help="point-to-point: uccl_perf and the Python worker as separate jobs")
+    p.add_argument("--mixed", action="store_true",
+                   help="in-process point-to-point: a third loop with Python on rank 0 and C "
+                        "on rank 1 (which rank's Python cost sets the pace)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
+    if a.inproc is None:
+        a.inproc = a.op not in COLL_OPS and not a.worker
+    if a.op in COLL_OPS:
+        a.inproc = False
     if a.worker:
         worker(a)
     else:

@@ -19,10 +19,12 @@ typedef struct hostmem {
     uintptr_t base;
     size_t size; /* mapped bytes (len rounded up to pages) */
     int fd;
+    uint32_t id; /* this process's allocation number (a reused fd gets a new one) */
 } hostmem_t;
 
 static pthread_mutex_t hostmem_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *hostmem_tree;
+static uint32_t hostmem_next_id = 1;
 
 /* Equal when one range holds the other: a lookup key of [addr, addr+len)
  * finds the allocation holding it (allocations never overlap). */
@@ -63,6 +65,7 @@ uccl_status_t uccl_hostmem_alloc(size_t len, void **ptr)
     h->size = size;
     h->fd = fd;
     pthread_mutex_lock(&hostmem_lock);
+    h->id = hostmem_next_id++;
     if (tsearch(h, &hostmem_tree, hostmem_cmp) == NULL) {
         pthread_mutex_unlock(&hostmem_lock);
         munmap(p, size);
@@ -77,7 +80,7 @@ uccl_status_t uccl_hostmem_alloc(size_t len, void **ptr)
 
 static hostmem_t *hostmem_find(uintptr_t addr, size_t len)
 {
-    hostmem_t key = {addr, len, -1}, **found = tfind(&key, &hostmem_tree, hostmem_cmp);
+    hostmem_t key = {addr, len, -1, 0}, **found = tfind(&key, &hostmem_tree, hostmem_cmp);
 
     if (found == NULL || addr < (*found)->base || addr + len > (*found)->base + (*found)->size)
         return NULL;
@@ -116,7 +119,8 @@ bool uccl_hostmem_free(void *ptr)
     return true;
 }
 
-bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size)
+bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size,
+                         uint32_t *id)
 {
     hostmem_t *h;
     bool found;
@@ -128,6 +132,8 @@ bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, 
         *fd = h->fd;
         *base = h->base;
         *size = h->size;
+        if (id != NULL)
+            *id = h->id;
     }
     pthread_mutex_unlock(&hostmem_lock);
     return found;

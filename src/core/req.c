@@ -25,6 +25,7 @@ uccl_req_t *uccl_req_alloc(uccl_engine_t *engine)
     req->gpu_caps = 0;
     req->iovcnt = 0;
     memset(&req->remote, 0, sizeof(req->remote));
+    req->nrseg = 0;
     req->has_notif = false;
     req->notif = 0;
     req->msg_seq = 0;

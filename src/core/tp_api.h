@@ -36,6 +36,9 @@ enum {
     UCCL_TP_CAP_NOTIFY = 1u << 5,    /* write with notification */
     UCCL_TP_CAP_MEM_REG = 1u << 6,   /* needs mem_reg for every region */
     UCCL_TP_CAP_RKEY = 1u << 7,      /* mem_pack fills a key slot of remote descriptors */
+    /* post_write / post_read take requests with several remote ranges of
+     * one region (req->nrseg > 1: req->rseg); without it, one range each */
+    UCCL_TP_CAP_RSEG = 1u << 8,
 };
 
 /* Owners of remote-descriptor key slots (uccl_tp_ops.rkey_owner): one number
@@ -234,6 +237,13 @@ typedef struct uccl_req_remote {
     uint8_t rkey[UCCL_TP_RKEY_MAX];
 } uccl_req_remote_t;
 
+/* One remote range of a request with several (UCCL_TP_CAP_RSEG): absolute
+ * address, bytes; all in remote's region, under its key. */
+typedef struct uccl_req_rseg {
+    uint64_t addr;
+    uint64_t len;
+} uccl_req_rseg_t;
+
 struct uccl_req {
     /* ---- set by the core; read-only for the transport */
     uint32_t magic;
@@ -252,6 +262,11 @@ struct uccl_req {
     int iovcnt;
     uccl_req_iov_t iov[UCCL_IOV_MAX];
     uccl_req_remote_t remote;
+    /* nrseg > 1 (UCCL_TP_CAP_RSEG only): the request's bytes go to these
+     * ranges in turn (remote.addr is rseg[0].addr, remote.len the sum);
+     * 0: one range, remote.addr / remote.len */
+    int nrseg;
+    uccl_req_rseg_t rseg[UCCL_IOV_MAX];
     bool has_notif;
     uint64_t notif;
     uint64_t msg_seq;  /* send: the connection's message number; carry it to the peer */
@@ -391,8 +406,11 @@ uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
 /* Is [addr, addr+len) inside host memory of uccl_mem_alloc that a peer on
  * this host may map? Then *fd is the memfd behind it (owned by the core,
- * open until uccl_mem_free), *base and *size the allocation's mapping. */
-bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size);
+ * open until uccl_mem_free), *base and *size the allocation's mapping, and
+ * *id (where not NULL) the allocation's number in this process, which a
+ * later allocation reusing the same fd and address does not share. */
+bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, size_t *size,
+                         uint32_t *id);
 
 /* Stream holds of the engine not released yet (uccl_stream_hold): while
  * any is, a caller's GPU stream waits on this engine's progress, so

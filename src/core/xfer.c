@@ -99,6 +99,33 @@ static uccl_status_t pick_endpoint(const uccl_conn_t *conn, bool device, uccl_op
     return UCCL_OK;
 }
 
+int uccl_xfer_rseg_max(const uccl_conn_t *conn)
+{
+    const int slots[2] = {conn->host_tp, conn->dev_tp};
+
+    for (int i = 0; i < 2; i++)
+        if (slots[i] >= 0 && conn->ep[slots[i]] != NULL &&
+            !(conn->ep[slots[i]]->tp->ops->caps & UCCL_TP_CAP_RSEG))
+            return 1;
+    return UCCL_IOV_MAX;
+}
+
+/* a's remote ranges (nrseg > 1) into req: each inside the descriptor's range. */
+static uccl_status_t xfer_rsegs(const xfer_args_t *a, const uccl_rdesc_fields_t *f,
+                                const uccl_tp_ep_t *ep, uccl_req_t *req)
+{
+    if (!(ep->tp->ops->caps & UCCL_TP_CAP_RSEG) || a->nrseg > UCCL_IOV_MAX)
+        return UCCL_ERR_UNSUPPORTED;
+    for (int i = 0; i < a->nrseg; i++) {
+        if (a->rseg[i].roff > f->len || a->rseg[i].len > f->len - a->rseg[i].roff)
+            return UCCL_ERR_OUT_OF_BOUNDS;
+        req->rseg[i] = (uccl_req_rseg_t){f->addr + a->rseg[i].roff, a->rseg[i].len};
+    }
+    req->nrseg = a->nrseg;
+    req->remote.addr = req->rseg[0].addr;
+    return UCCL_OK;
+}
+
 /* Receives go to the core's matching (match.c), the rest to the transport. */
 static uccl_status_t post_to_transport(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_req_t *req)
 {
@@ -202,7 +229,10 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
         return xfer_recv_failed(conn, a, total, gpu_caps, out);
     device = gpu_caps != 0;
     if (a->rdesc != NULL) {
-        st = uccl_remote_decode(conn, a->rdesc, a->roff, total, &remote, &fields);
+        /* several ranges: each checked against the descriptor (xfer_rsegs) */
+        st = uccl_remote_decode(conn, a->rdesc, a->nrseg > 1 ? 0 : a->roff,
+                                a->nrseg > 1 ? 0 : total, &remote, &fields);
+        remote.len = total;
         if (st != UCCL_OK)
             return st;
         device = device || remote.mem_type != UCCL_MEM_HOST;
@@ -219,6 +249,10 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
         return UCCL_ERR_NO_MEMORY;
     req->ep = ep;
     req->remote = remote;
+    if (a->rdesc != NULL && a->nrseg > 1 && (st = xfer_rsegs(a, &fields, ep, req)) != UCCL_OK) {
+        xfer_req_drop(req);
+        return st;
+    }
     if (a->persistent) { /* inactive until uccl_start_all (preq.c) */
         req->persistent = true;
         req->done = true;

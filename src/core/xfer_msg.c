@@ -1,10 +1,14 @@
-/* writemsg / readmsg: local pieces to several remote pieces. Each remote
- * piece (split further where it needs more than UCCL_IOV_MAX local pieces)
- * becomes one request of its own, a "piece", posted like a writev
- * (xfer.c); the user's request (UCCL_OP_MSG) finishes when all its pieces
- * did. A notification rides on the last piece, posted only after the others
- * finished: a piece's completion means its bytes landed, so the
- * notification follows every byte whatever the transport's ordering. */
+/* writemsg / readmsg: local pieces to several remote pieces. Remote pieces
+ * that continue each other (same descriptor, adjacent offsets) are one
+ * range, local pieces that continue each other one piece; consecutive
+ * ranges of one descriptor go into one request where the connection's
+ * transports take several (UCCL_TP_CAP_RSEG), else one request each; a
+ * request is cut where it would need more than UCCL_IOV_MAX local pieces.
+ * Each request, a "piece", is posted like a writev (xfer.c); the user's
+ * request (UCCL_OP_MSG) finishes when all its pieces did. A notification
+ * rides on the last piece, posted only after the others finished: a
+ * piece's completion means its bytes landed, so the notification follows
+ * every byte whatever the transport's ordering. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,38 +18,109 @@
 typedef struct uccl_msg_tail {
     uccl_iov_t iov[UCCL_IOV_MAX];
     int iovcnt;
+    uccl_riov_t rseg[UCCL_IOV_MAX];
+    int nrseg;
     uccl_rdesc_t rdesc; /* copied: the caller's may be gone by then */
-    size_t roff;
     uint64_t notif;
     uccl_req_t *parent;
     uccl_list_t link; /* engine->msg_tails once due */
 } uccl_msg_tail_t;
 
+/* A walk over a message: the next local byte (idx, off), the next remote
+ * byte (k, done). */
 typedef struct msg_cursor {
     const uccl_rma_msg_t *msg;
-    int idx;    /* local piece */
-    size_t off; /* bytes of it already taken */
+    int idx;     /* local piece */
+    size_t off;  /* bytes of it already taken */
+    int k;       /* remote piece */
+    size_t done; /* bytes of it already taken */
+    int rseg_max; /* remote ranges one request may take (uccl_xfer_rseg_max) */
 } msg_cursor_t;
 
-/* The next piece: up to want bytes of local pieces, at most UCCL_IOV_MAX. */
-static size_t msg_take(msg_cursor_t *c, size_t want, uccl_iov_t *out, int *n)
+/* One request's worth of the message: local pieces (adjacent ones joined),
+ * remote ranges of one descriptor (adjacent ones joined). */
+typedef struct msg_piece {
+    uccl_iov_t iov[UCCL_IOV_MAX];
+    int iovcnt;
+    uccl_riov_t rseg[UCCL_IOV_MAX];
+    int nrseg;
+    const uccl_rdesc_t *rdesc;
+} msg_piece_t;
+
+/* Up to want more local bytes onto p's pieces; a slice that continues the
+ * last piece in the same region joins it. Stops when UCCL_IOV_MAX pieces
+ * are full. Returns the bytes taken. */
+static size_t msg_take(msg_cursor_t *c, size_t want, msg_piece_t *p)
 {
     size_t got = 0;
 
-    *n = 0;
-    while (got < want && c->idx < c->msg->iovcnt && *n < UCCL_IOV_MAX) {
-        const uccl_iov_t *p = &c->msg->iov[c->idx];
-        size_t take = p->len - c->off < want - got ? p->len - c->off : want - got;
-        if (take > 0)
-            out[(*n)++] = (uccl_iov_t){p->mr, p->off + c->off, take};
+    while (got < want && c->idx < c->msg->iovcnt) {
+        const uccl_iov_t *s = &c->msg->iov[c->idx];
+        size_t take = s->len - c->off < want - got ? s->len - c->off : want - got;
+        uccl_iov_t *last = p->iovcnt > 0 ? &p->iov[p->iovcnt - 1] : NULL;
+
+        if (take > 0 && last != NULL && last->mr == s->mr &&
+            last->off + last->len == s->off + c->off)
+            last->len += take;
+        else if (take > 0 && p->iovcnt == UCCL_IOV_MAX)
+            break;
+        else if (take > 0)
+            p->iov[p->iovcnt++] = (uccl_iov_t){s->mr, s->off + c->off, take};
         got += take;
         c->off += take;
-        if (c->off == p->len) {
+        if (c->off == s->len) {
             c->idx++;
             c->off = 0;
         }
     }
     return got;
+}
+
+static bool msg_same_rdesc(const uccl_rdesc_t *a, const uccl_rdesc_t *b)
+{
+    return a == b || memcmp(a, b, sizeof(*a)) == 0;
+}
+
+/* The next piece: remote pieces in order while they name the same
+ * descriptor, the request has room for their local pieces, and each either
+ * continues the last range (joined: one range) or fits as a new range
+ * (at most c->rseg_max). False when no bytes are left. */
+static bool msg_next(msg_cursor_t *c, msg_piece_t *p)
+{
+    const uccl_rma_msg_t *m = c->msg;
+
+    p->iovcnt = 0;
+    p->nrseg = 0;
+    p->rdesc = NULL;
+    while (c->k < m->riovcnt) {
+        const uccl_riov_t *r = &m->riov[c->k];
+        size_t roff = r->roff + c->done, got;
+        uccl_riov_t *last = p->nrseg > 0 ? &p->rseg[p->nrseg - 1] : NULL;
+        bool joins;
+
+        if (c->done == r->len) { /* empty remote pieces carry nothing */
+            c->k++;
+            c->done = 0;
+            continue;
+        }
+        if (p->rdesc != NULL && !msg_same_rdesc(p->rdesc, r->rdesc))
+            break;
+        joins = last != NULL && last->roff + last->len == roff;
+        if (last != NULL && !joins && p->nrseg == c->rseg_max)
+            break;
+        got = msg_take(c, r->len - c->done, p);
+        if (got == 0)
+            break; /* no room for another local piece */
+        p->rdesc = r->rdesc;
+        if (joins)
+            last->len += got;
+        else
+            p->rseg[p->nrseg++] = (uccl_riov_t){NULL, roff, got};
+        c->done += got;
+        if (c->done < r->len)
+            break; /* the request's local pieces are full */
+    }
+    return p->nrseg > 0;
 }
 
 /* Every argument checked before anything is posted: an error returned by
@@ -54,6 +129,7 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 {
     size_t total, rtotal = 0;
     uint64_t gpu_caps;
+    uccl_rdesc_fields_t fields;
     uccl_status_t st;
 
     if (m->riov == NULL || m->riovcnt < 1 || m->riovcnt > UCCL_RIOV_MAX ||
@@ -62,14 +138,16 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
         return UCCL_ERR_INVALID_PARAM;
     st = uccl_xfer_check_iov(conn, m->iov, m->iovcnt, &total, &gpu_caps);
     for (int k = 0; k < m->riovcnt && st == UCCL_OK; k++) {
+        const uccl_riov_t *r = &m->riov[k];
         uccl_req_remote_t remote;
-        uccl_rdesc_fields_t fields;
 
-        if (m->riov[k].rdesc == NULL)
+        if (r->rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        st = uccl_remote_decode(conn, m->riov[k].rdesc, m->riov[k].roff, m->riov[k].len, &remote,
-                                &fields);
-        rtotal += m->riov[k].len;
+        if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) /* decoded once a run */
+            st = uccl_remote_decode(conn, r->rdesc, r->roff, r->len, &remote, &fields);
+        else if (r->roff > fields.len || r->len > fields.len - r->roff)
+            st = UCCL_ERR_OUT_OF_BOUNDS;
+        rtotal += r->len;
     }
     if (st == UCCL_OK && rtotal != total) {
         uccl_error("%s: local pieces carry %zu bytes, remote pieces %zu",
@@ -84,47 +162,46 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 static uccl_status_t msg_walk(uccl_conn_t *conn, uccl_op_t op, const uccl_rma_msg_t *m,
                               uccl_req_t *parent, uccl_msg_tail_t *tail, int *pieces)
 {
-    msg_cursor_t c = {.msg = m};
-    uccl_iov_t iov[UCCL_IOV_MAX];
+    msg_cursor_t c = {.msg = m, .rseg_max = uccl_xfer_rseg_max(conn)};
+    msg_piece_t p;
     int total_pieces = *pieces;
 
     *pieces = 0;
-    for (int k = 0; k < m->riovcnt; k++) {
-        size_t done = 0;
-        do { /* a zero-length message is still one piece (its notification) */
-            xfer_args_t a = {.op = op, .iov = iov, .rdesc = m->riov[k].rdesc,
-                             .roff = m->riov[k].roff + done, .parent = parent};
-            size_t got = msg_take(&c, m->riov[k].len - done, iov, &a.iovcnt);
-            uccl_req_t *req;
-            uccl_status_t st;
+    while (msg_next(&c, &p)) {
+        xfer_args_t a = {.op = op, .iov = p.iov, .iovcnt = p.iovcnt, .rdesc = p.rdesc,
+                         .roff = p.rseg[0].roff, .rseg = p.rseg, .nrseg = p.nrseg,
+                         .parent = parent};
+        uccl_req_t *req;
+        uccl_status_t st;
 
-            if (a.iovcnt == 0) { /* an empty piece: one empty local piece */
-                iov[0] = (uccl_iov_t){NULL, 0, 0};
-                a.iovcnt = 1;
-            }
-            done += got;
-            if (got == 0 && (k + 1 < m->riovcnt || *pieces > 0))
-                break; /* empty remote pieces carry nothing */
-            ++*pieces;
-            if (parent == NULL)
-                continue;
-            if (tail != NULL && *pieces == total_pieces) {
-                memcpy(tail->iov, a.iov, sizeof(iov[0]) * (size_t)a.iovcnt);
-                tail->iovcnt = a.iovcnt;
-                tail->rdesc = *a.rdesc;
-                tail->roff = a.roff;
-                return UCCL_OK;
-            }
-            parent->children++;
-            st = uccl_xfer_post_locked(conn, &a, &req);
-            if (st != UCCL_OK) {
-                parent->children--;
-                --*pieces;
-                return st;
-            }
-        } while (done < m->riov[k].len);
+        ++*pieces;
+        if (parent == NULL)
+            continue;
+        if (tail != NULL && *pieces == total_pieces) {
+            memcpy(tail->iov, p.iov, sizeof(p.iov[0]) * (size_t)p.iovcnt);
+            tail->iovcnt = p.iovcnt;
+            memcpy(tail->rseg, p.rseg, sizeof(p.rseg[0]) * (size_t)p.nrseg);
+            tail->nrseg = p.nrseg;
+            tail->rdesc = *p.rdesc;
+            return UCCL_OK;
+        }
+        parent->children++;
+        st = uccl_xfer_post_locked(conn, &a, &req);
+        if (st != UCCL_OK) {
+            parent->children--;
+            --*pieces;
+            return st;
+        }
     }
     return UCCL_OK;
+}
+
+int uccl_rma_msg_pieces(uccl_conn_t *conn, const uccl_rma_msg_t *m)
+{
+    int pieces = 0;
+
+    msg_walk(conn, UCCL_OP_WRITE, m, NULL, NULL, &pieces);
+    return pieces;
 }
 
 static uccl_status_t rma_msg_locked(uccl_conn_t *conn, uccl_op_t op, const uccl_rma_msg_t *m,
@@ -143,14 +220,19 @@ static uccl_status_t rma_msg_locked(uccl_conn_t *conn, uccl_op_t op, const uccl_
         st = msg_walk(conn, op, m, NULL, NULL, &pieces); /* count only */
     if (st != UCCL_OK)
         return st;
-    if (pieces == 1) { /* the common case needs no parent: a plain writev */
+    if (pieces <= 1) { /* the common case needs no parent: a plain writev */
+        msg_cursor_t c = {.msg = m, .rseg_max = uccl_xfer_rseg_max(conn)};
+        msg_piece_t p;
         xfer_args_t a = {.op = op, .iov = m->iov, .iovcnt = m->iovcnt, .rdesc = m->riov[0].rdesc,
                          .roff = m->riov[0].roff, .has_notif = notify, .notif = m->notif};
-        for (int k = 1; k < m->riovcnt && m->riov[0].len == 0; k++)
-            if (m->riov[k].len > 0) { /* the one remote piece with bytes */
-                a.rdesc = m->riov[k].rdesc;
-                a.roff = m->riov[k].roff;
-            }
+        if (pieces == 1 && msg_next(&c, &p)) { /* 0: no bytes, the notification alone */
+            a.iov = p.iov;
+            a.iovcnt = p.iovcnt;
+            a.rdesc = p.rdesc;
+            a.roff = p.rseg[0].roff;
+            a.rseg = p.rseg;
+            a.nrseg = p.nrseg;
+        }
         return uccl_xfer_post_locked(conn, &a, out);
     }
     parent = uccl_req_alloc(conn->engine);
@@ -211,7 +293,8 @@ int uccl_rma_msg_progress(uccl_engine_t *engine)
         uccl_req_t *parent = tail->parent, *req;
         uccl_status_t st;
         xfer_args_t a = {.op = UCCL_OP_WRITE, .iov = tail->iov, .iovcnt = tail->iovcnt,
-                         .rdesc = &tail->rdesc, .roff = tail->roff, .has_notif = true,
+                         .rdesc = &tail->rdesc, .roff = tail->rseg[0].roff,
+                         .rseg = tail->rseg, .nrseg = tail->nrseg, .has_notif = true,
                          .notif = tail->notif, .parent = parent};
         parent->tail = NULL;
         parent->children = 1;

@@ -24,6 +24,7 @@ def per_call(fn):
 def main():
     t = torch.zeros(4096, dtype=torch.uint8, device="cuda")
     side = torch.cuda.Stream()
+    dflt = torch.cuda.default_stream()
     raw = torch._C._cuda_getCurrentRawStream
     cases = [
         ("t.__dlpack_device__()", lambda: t.__dlpack_device__()),
@@ -38,6 +39,10 @@ def main():
         ("t.requires_grad", lambda: t.requires_grad),
         ("t.get_device()", lambda: t.get_device()),
         ("t.is_conj()", lambda: t.is_conj()),
+        ("t._version", lambda: t._version),
+        # what uccl_stream_event asks first (cudaStreamQuery), idle streams
+        ("torch.cuda.default_stream().query()", lambda: dflt.query()),
+        ("side stream .query()", lambda: side.query()),
     ]
     print("torch %s, %s; us per call (median of 5 x %d)" % (
         torch.__version__, torch.cuda.get_device_name(0), N))

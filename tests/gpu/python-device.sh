@@ -6,7 +6,9 @@
 #    CUDA tensors; 2. pytest with torch CUDA tensors and CuPy arrays (two
 #    processes on one GPU) and on host memory; 3. the three examples with
 #    GPU memory; 4. python -m uccl.bench (Python vs uccl_perf in the same
-#    run) on host memory and on torch CUDA tensors. Logs, the benchmark
+#    run; send/write: uccl_perf's loop built into the extension and the
+#    Python loop alternating in the same processes, since session 9) on
+#    host memory and on torch CUDA tensors. Logs, the benchmark
 #    tables (pybench.txt) and JSON go to $OUT.
 # Narrowing (default: everything): PY_BENCH (names of the comparisons below,
 # space-separated), PY_BENCH_MIN / PY_BENCH_MAX (sizes of the GPU
@@ -14,7 +16,9 @@
 # 16M), PY_BENCH_ROUNDS (3), PY_BENCH_OBJ_ROUNDS (the tensors-as-objects
 # allgathers, 1), PY_EXAMPLES (kv_cache moe weight_bcast; "" none), PY_HOST_TESTS=0
 # (the host-memory pytest run, which CI also runs), PY_STREAM_EXTRA (torch0:
-# the stream tests once more with UCCL_PY_TORCH_FAST=0; "" skips it).
+# the stream tests once more with UCCL_PY_TORCH_FAST=0; "" skips it),
+# PY_STREAM_KINDS and PY_PYTEST_KINDS (the memory kinds of the stream tests
+# and of pytest on GPU memory: "cupy torch", "torch cupy"; "" none).
 set -u
 PY_BENCH=${PY_BENCH:-send write allgather send_cuda write_cuda allgather_cuda allgather_cuda_objects}
 # (allgather_cuda_objects_dlpack: the same with UCCL_PY_TORCH_FAST=0, the
@@ -38,7 +42,7 @@ dump=$src/tests/gpu/hang-dump.sh
 
 step "stream order first, under a watchdog (60 s a kind): test_coll_stream.py (torch0: torch with UCCL_PY_TORCH_FAST=0)"
 export UCCL_PY_TORCH_FAST=1
-for kind in cupy torch ${PY_STREAM_EXTRA-torch0}; do
+for kind in ${PY_STREAM_KINDS-cupy torch} ${PY_STREAM_EXTRA-torch0}; do
     mod=${kind%0}
     UCCL_PY_TORCH_FAST=$([ "$kind" = torch0 ] && echo 0 || echo 1) UCCL_PY_TEST_MEM=$mod \
         "$dump" 60 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,"$mod" \
@@ -48,7 +52,7 @@ for kind in cupy torch ${PY_STREAM_EXTRA-torch0}; do
 done
 
 step "pytest: collectives and point-to-point on GPU memory (2 processes, one GPU)"
-for kind in torch cupy; do
+for kind in ${PY_PYTEST_KINDS-torch cupy}; do
     UCCL_PY_TEST_MEM=$kind "$dump" 120 "$run" 2 shm,gpu_ipc numpy,mpi4py,pytest,$kind \
         "$src/python/tests/run_pytest.py" test_mem.py test_coll.py -k "not stream" -rs \
         >"$OUT/pytest_$kind.log" 2>&1
@@ -77,7 +81,7 @@ if want weight_bcast "$PY_EXAMPLES"; then
         --tensors 32 --iters 3 2>&1 | grep -E "weight_bcast|Error|error" | head -4
 fi
 
-step "python -m uccl.bench: Python vs uccl_perf (C) in the same run (tables: pybench.txt)"
+step "python -m uccl.bench: Python vs C in the same run (tables: pybench.txt)"
 stage=$(mktemp -d)
 mkdir "$stage/uccl"
 cp "$src"/python/uccl/*.py "$stage/uccl/" && cp python/uccl/.libs/_uccl.so "$stage/uccl/"

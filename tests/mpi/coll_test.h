@@ -58,6 +58,7 @@ void ct_stream_cache(mt_ctx_t *c);
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);
 void ct_freed(mt_ctx_t *c);
+void ct_shared_large(mt_ctx_t *c);
 void ct_inflight(mt_ctx_t *c);
 void ct_persistent(mt_ctx_t *c);
 void ct_bad_args(mt_ctx_t *c);

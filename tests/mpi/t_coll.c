@@ -454,6 +454,8 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "1000 calls on the same buffers: no registration, no descriptor");
     ct_freed(&c);
     fails += mt_report(&c, "buffers freed with uccl_mem_free: registered anew, plans refused");
+    ct_shared_large(&c);
+    fails += mt_report(&c, "large blocks on uccl_mem_alloc buffers: Open MPI's bytes");
     ct_inflight(&c);
     fails += mt_report(&c, "non-blocking: several collectives in flight");
     ct_persistent(&c);

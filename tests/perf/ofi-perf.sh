@@ -2,7 +2,8 @@
 # ofi-perf.sh BUILD_DIR [OUT_DIR]: issue [G]'s benchmark. For each provider
 # in OFI_PERF_PROVIDERS (default "shm tcp;ofi_rxm"): tools/perf_ofi (raw
 # libfabric next to libuccl over ofi in the same job, op rows the median of
-# OFI_PERF_REPEAT alternated runs, default 7; the seed's iov pattern), for
+# OFI_PERF_REPEAT alternated runs, default 7; the seed's iov pattern, adjacent
+# and scattered; OFI_PERF_OPS picks perf_ofi's --ops), for
 # each variant in OFI_PERF_VARIANTS (space-separated, "-" = the defaults or
 # VAR=VAL[,VAR=VAL...] exported to both ranks); then uccl_perf p2p
 # --transport ofi for write, read and send (libuccl next to Open MPI).
@@ -15,6 +16,7 @@ root=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )
 bind=--bind-to\ core
 [ "$(nproc)" -lt 4 ] && bind="--oversubscribe --bind-to none"
 repeat=${OFI_PERF_REPEAT:-7}
+ops=${OFI_PERF_OPS:-write,read,send,seed,scatter,local}
 rc=0
 
 # perf_ofi's table (stdin) as JSON: op rows, seed rows, local-pieces rows
@@ -23,7 +25,8 @@ to_json() { # PROVIDER VARIANT
         BEGIN { printf "{\"tool\": \"perf_ofi\", \"provider\": \"%s\", \"variant\": \"%s\", " \
                        "\"host\": \"%s\", \"cpus\": %s, \"repeat\": %s, \"unit\": \"GB/s\", " \
                        "\"rows\": [", prov, var, host, nproc, rep; sect = "op"; n = 0 }
-        /^# seed pattern/ { sect = "seed" } /^# seed bytes from n local/ { sect = "local" }
+        /^# seed pattern/ { sect = "seed" } /^# scattered/ { sect = "scatter" }
+        /^# seed bytes from n local/ { sect = "local" }
         /^#/ || $2 == "size" || $1 == "pieces" || $1 == "lpieces" { next }
         NF >= 4 { printf "%s{\"kind\": \"%s\", ", n++ ? ", " : "", sect
             if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
@@ -41,7 +44,7 @@ for prov in ${OFI_PERF_PROVIDERS:-shm tcp\;ofi_rxm}; do
         [ "$var" != - ] && for kv in ${var//,/ }; do envs+=(-x "$kv"); done
         echo "### perf_ofi $prov, variant $var, repeat $repeat (load: $(cut -d' ' -f1-3 /proc/loadavg))"
         timeout 300 mpirun $root $bind -np 2 "${envs[@]}" "$build/tools/perf_ofi" --provider "$prov" \
-            --repeat "$repeat" --ops write,read,send,seed,local 2>&1 | grep -v '^\[uccl' |
+            --repeat "$repeat" --ops "$ops" 2>&1 | grep -v '^\[uccl' |
             tee "$out/perf_ofi-$tag-$vtag.txt"
         [ "${PIPESTATUS[0]}" = 0 ] || rc=1
         to_json "$prov" "$var" <"$out/perf_ofi-$tag-$vtag.txt" >"$out/perf_ofi-$tag-$vtag.json"

@@ -3,13 +3,18 @@
  * and shm against the unpacked path: writes and reads of 64 local pieces of
  * odd and mixed sizes into one remote range (crossing bounce and chunk
  * boundaries), into 3 and 512 remote pieces, and a rendezvous sendv/recvv
- * of 64 pieces. Whether the bounces were used is checked too. */
+ * of 64 pieces, pulled and pushed. Whether the bounces were used is
+ * checked too. And the
+ * seed's 128 remote pieces, adjacent (joined into one operation) and
+ * scattered (several remote ranges per operation, up to rma_iov_limit),
+ * in one or two regions, with the operations counted. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "tp/ofi/ofi.h"
 #include "unit.h"
 #include "core/core.h"
+#include "core/xfer.h"
 #include "unit_conn.h"
 
 extern const struct uccl_tp_ops uccl_tp_ofi_ops;
@@ -49,13 +54,15 @@ static void side_close(side_t *s)
     memset(s, 0, sizeof(*s));
 }
 
-static bool open_pair(const char *prov, const char *pack)
+static bool open_pair(const char *prov, const char *pack, const char *pull)
 {
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_OFI_PACK_BELOW", pack, 1);
+    setenv("UCCL_OFI_PULL", pull, 1);
     uccl_status_t st = unit_pair_open("ofi", &P);
     unsetenv("UCCL_OFI_PROVIDER");
     unsetenv("UCCL_OFI_PACK_BELOW");
+    unsetenv("UCCL_OFI_PULL");
     if (st != UCCL_OK)
         return false;
     side_open(P.a, &A);
@@ -158,9 +165,12 @@ static void check_rma(int nriov)
     free(flat);
 }
 
-/* A rendezvous message from 64 pieces of A into 64 other pieces of B. */
-static void check_sendv(void)
+/* A rendezvous message from 64 pieces of A into 64 other pieces of B:
+ * pulled (B reads it) or pushed (A writes it after B's CTS); the receive
+ * posted first, or after the RTS was held as unexpected. */
+static void check_sendv(bool pull, bool unexpected)
 {
+    uint64_t reads = ofi_of(P.b)->rma_posted, writes = ofi_of(P.a)->rma_posted;
     uccl_iov_t iov[NPIECE], riov[NPIECE];
     size_t total = make_iov(iov, 5), at = 0;
     uint8_t *flat = malloc(total);
@@ -175,8 +185,15 @@ static void check_sendv(void)
     }
     unit_fill(A.p, AREA, 31);
     memset(B.p, 0, AREA);
-    UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
+    if (!unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_sendv(P.ab, iov, NPIECE, 9, &reqs[0]), UCCL_OK);
+    for (int i = 0; i < 200 && unexpected; i++) { /* the RTS reaches B, held */
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+    }
+    if (unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, NPIECE, 9, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_wait(reqs[1], 0), UCCL_OK);
@@ -188,24 +205,103 @@ static void check_sendv(void)
         at += riov[i].len;
     }
     CU_ASSERT_EQUAL(gathered_mismatch(iov, flat), 0);
+    CU_ASSERT_EQUAL(ofi_of(P.b)->rma_posted > reads, pull);
+    CU_ASSERT_EQUAL(ofi_of(P.a)->rma_posted > writes, !pull);
     free(flat);
+}
+
+#define SEED 1179648u /* the seed's transfer: 128 pieces of 9 KiB */
+#define SEED_PC (SEED / 128)
+
+/* One uccl_writemsg of the seed's bytes from A into riov (then a readmsg
+ * back into a cleared A): `pieces` requests, ops provider operations for
+ * the write; bytes compared both ways, nothing written next to a piece. */
+static void seed_check(const uccl_riov_t *riov, int rn, const uint8_t *const *base, int pieces,
+                       uint64_t ops)
+{
+    uccl_iov_t iov = {A.mr, 64, SEED};
+    uccl_rma_msg_t msg = {.iov = &iov, .iovcnt = 1, .riov = riov, .riovcnt = rn};
+    tp_ofi_t *tp = ofi_of(P.a);
+    uint64_t before = tp->rma_posted;
+    size_t at = 0;
+    uccl_req_t *req;
+
+    unit_fill(A.p, AREA, 41);
+    memset(B.p, 0xee, AREA);
+    CU_ASSERT_EQUAL(uccl_rma_msg_pieces(P.ab, &msg), pieces);
+    UNIT_ASSERT_STATUS(uccl_writemsg(P.ab, &msg, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT_EQUAL(tp->rma_posted - before, ops);
+    for (int k = 0; k < rn; k++, at += riov[k - 1].len) {
+        CU_ASSERT(memcmp(base[k] + riov[k].roff, A.p + 64 + at, riov[k].len) == 0);
+        if (k + 1 == rn || base[k + 1] + riov[k + 1].roff != base[k] + riov[k].roff + riov[k].len)
+            CU_ASSERT_EQUAL(base[k][riov[k].roff + riov[k].len], 0xee);
+    }
+    memset(A.p, 0x5a, AREA);
+    UNIT_ASSERT_STATUS(uccl_readmsg(P.ab, &msg, &req), UCCL_OK);
+    run(req);
+    at = 0;
+    for (int k = 0; k < rn; k++, at += riov[k - 1].len)
+        CU_ASSERT(memcmp(base[k] + riov[k].roff, A.p + 64 + at, riov[k].len) == 0);
+    CU_ASSERT_EQUAL(A.p[63], 0x5a);
+    CU_ASSERT_EQUAL(A.p[64 + SEED], 0x5a);
+}
+
+/* The seed's pattern (128 adjacent 9 KiB remote pieces: one request, cut
+ * only at UCCL_OFI_CHUNK), the same every other block (one request of 64 ranges per
+ * 64 pieces, rma_iov_limit ranges per operation: the limit exceeded is
+ * split), and scattered over two descriptors (never in one request). */
+static void check_seed(void)
+{
+    static uccl_riov_t riov[128];
+    static const uint8_t *base[128];
+    tp_ofi_t *tp = ofi_of(P.a);
+    size_t lim = tp->rma_iov_limit < OFI_IOV_MAX ? tp->rma_iov_limit : OFI_IOV_MAX;
+    uint64_t per64 = (64 + lim - 1) / lim;
+    uccl_rdesc_t rd, rd2;
+
+    UNIT_ASSERT_STATUS(uccl_mr_pack(B.mr, 0, AREA, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(B.mr, AREA / 2, AREA / 2, &rd2), UCCL_OK);
+    CU_ASSERT_FATAL(tp->cfg.chunk >= 64 * SEED_PC && lim >= 1);
+    for (int k = 0; k < 128; k++) {
+        riov[k] = (uccl_riov_t){&rd, 8 + (size_t)k * SEED_PC, SEED_PC};
+        base[k] = B.p;
+    }
+    seed_check(riov, 128, base, 1, (SEED + tp->cfg.chunk - 1) / tp->cfg.chunk);
+    for (int k = 0; k < 128; k++)
+        riov[k].roff = 8 + (size_t)k * 2 * SEED_PC;
+    seed_check(riov, 128, base, 2, 2 * per64);
+    for (int k = 64; k < 128; k++) { /* the second half in the other descriptor */
+        riov[k] = (uccl_riov_t){&rd2, 4 + (size_t)(k - 64) * 2 * SEED_PC, SEED_PC};
+        base[k] = B.p + AREA / 2;
+    }
+    seed_check(riov, 128, base, 2, 2 * per64);
+    for (int k = 0; k < 128; k++) { /* alternating descriptors: one request a piece */
+        riov[k] = (uccl_riov_t){k % 2 ? &rd2 : &rd, (size_t)k * SEED_PC, SEED_PC};
+        base[k] = k % 2 ? B.p + AREA / 2 : B.p;
+    }
+    seed_check(riov, 128, base, 128, 128);
 }
 
 static void check_provider(const char *prov)
 {
     static const char *const modes[] = {"1M", "0", "auto"};
+    static const char *const pulls[] = {"1", "0", "1"}; /* pull and push on each provider */
 
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
         tp_ofi_t *tp;
 
-        if (!open_pair(prov, modes[m]))
+        if (!open_pair(prov, modes[m], pulls[m]))
             UNIT_SKIP("libfabric's %s provider is not usable here", prov);
         tp = ofi_of(P.a);
         CU_ASSERT_FATAL(tp != NULL);
         check_rma(1);
         check_rma(3);
         check_rma(512);
-        check_sendv();
+        check_sendv(pulls[m][0] == '1', false);
+        check_sendv(pulls[m][0] == '1', true);
+        if (strcmp(modes[m], "0") == 0)
+            check_seed();
         if (strcmp(modes[m], "1M") == 0)
             CU_ASSERT(tp->nbounce > 0); /* the packed path ran */
         if (strcmp(modes[m], "0") == 0)
@@ -233,11 +329,15 @@ static void test_pack_setting(void)
     UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
     CU_ASSERT(e == NULL);
     unsetenv("UCCL_OFI_PACK_BELOW");
+    setenv("UCCL_OFI_PULL", "2", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(e == NULL);
+    unsetenv("UCCL_OFI_PULL");
     unsetenv("UCCL_OFI_PROVIDER");
 }
 
 static CU_TestInfo pack_tests[] = {
-    {"UCCL_OFI_PACK_BELOW malformed -> INVALID_PARAM", test_pack_setting},
+    {"UCCL_OFI_PACK_BELOW malformed, UCCL_OFI_PULL=2 -> INVALID_PARAM", test_pack_setting},
     {"packed pieces, byte-verified: tcp;ofi_rxm", test_pack_tcp},
     {"packed pieces, byte-verified: shm", test_pack_shm},
     CU_TEST_INFO_NULL,

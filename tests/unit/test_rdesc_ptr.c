@@ -111,11 +111,61 @@ static void test_mem_alloc_memory(void)
     UNIT_ASSERT_STATUS(uccl_mem_free(F.p.b, mem), UCCL_OK);
 }
 
+/* Sends from memory of uccl_mem_alloc (on shm the receiver copies from its
+ * mapping of the sender's memfd, not with CMA: UCCL_SHM_MAP_MAX): eager and
+ * rendezvous sizes, receive posted first and message held unexpected, and
+ * the buffer freed and allocated again each round, which reuses its fd
+ * number and often its address: the receiver's kept mapping of the old
+ * file must not be read for the new one. */
+#define BIG (3 * 1024 * 1024 + 4096)
+static void test_send_from_mem_alloc(void)
+{
+    static const size_t sizes[] = {100, 64 * 1024, 3 * 1024 * 1024 + 5, 20000};
+    uint8_t *dst = malloc(BIG);
+    uccl_mr_t *rmr = NULL;
+
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dst);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.b, dst, BIG, 0, &rmr), UCCL_OK);
+    for (unsigned round = 0; round < 3; round++) {
+        uint8_t *mem = NULL;
+        uccl_mr_t *smr = NULL;
+        UNIT_ASSERT_STATUS(uccl_mem_alloc(F.p.a, UCCL_MEM_HOST, BIG, (void **)&mem), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.a, mem, BIG, 0, &smr), UCCL_OK);
+        for (unsigned k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+            uccl_req_t *r[2] = {NULL, NULL};
+            unsigned seed = 20 + 10 * round + k;
+            unit_fill(mem + 8, sizes[k], seed); /* at an offset into the allocation */
+            memset(dst, 0, sizes[k]);
+            if (k % 2 == 0)
+                UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, rmr, 0, BIG, 50 + k, &r[1]), UCCL_OK);
+            UNIT_ASSERT_STATUS(uccl_send(F.p.ab, smr, 8, sizes[k], 50 + k, &r[0]), UCCL_OK);
+            if (k % 2 == 1) {
+                for (int i = 0; i < 100; i++) { /* let the offer arrive first */
+                    uccl_engine_progress(F.p.a);
+                    uccl_engine_progress(F.p.b);
+                }
+                UNIT_ASSERT_STATUS(uccl_recv(F.p.ba, rmr, 0, BIG, 50 + k, &r[1]), UCCL_OK);
+            }
+            UNIT_ASSERT_STATUS(unit_drive(&F.p, r, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+            CU_ASSERT_EQUAL(uccl_wait(r[0], 0), UCCL_OK);
+            CU_ASSERT_EQUAL(uccl_wait(r[1], 0), UCCL_OK);
+            uccl_req_free(r[0]);
+            uccl_req_free(r[1]);
+            CU_ASSERT_EQUAL(unit_mismatches(dst, sizes[k], seed), 0);
+        }
+        UNIT_ASSERT_STATUS(uccl_mr_dereg(smr), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mem_free(F.p.a, mem), UCCL_OK);
+    }
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(rmr), UCCL_OK);
+    free(dst);
+}
+
 static CU_TestInfo tests[] = {
     {"bad arguments and garbage descriptors", test_bad_arguments},
     {"a descriptor of another engine: STALE", test_other_engines_descriptor},
     {"memory the connection cannot map: UNSUPPORTED", test_unmappable_memory},
     {"memory of uccl_mem_alloc: mapped on shm, not on tcp", test_mem_alloc_memory},
+    {"sends from memory of uccl_mem_alloc, freed and allocated again", test_send_from_mem_alloc},
     CU_TEST_INFO_NULL,
 };
 

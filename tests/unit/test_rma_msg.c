@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/xfer.h"
 #include "unit.h"
 #include "unit_conn.h"
 
@@ -320,12 +321,85 @@ static void test_greq_detached_and_destroy(void)
     CU_ASSERT_EQUAL(never.calls, 1);
 }
 
+/* Write iov -> riov, expecting `pieces` requests (uccl_rma_msg_pieces);
+ * every remote piece then holds its bytes of the local stream, and the
+ * byte after each piece (where no other piece starts) is untouched. */
+static void write_counted(const uccl_iov_t *iov, int n, const uccl_riov_t *riov, int rn,
+                          int pieces)
+{
+    uccl_rma_msg_t m = {.iov = iov, .iovcnt = n, .riov = riov, .riovcnt = rn};
+    uint8_t *stream = malloc(SRC_SIZE), *p = stream;
+    uccl_req_t *req = NULL;
+    size_t at = 0;
+
+    CU_ASSERT_FATAL(stream != NULL);
+    reset();
+    for (int i = 0; i < n; i++) {
+        memcpy(p, F.src + iov[i].off, iov[i].len);
+        p += iov[i].len;
+    }
+    CU_ASSERT_EQUAL(uccl_rma_msg_pieces(F.p.ab, &m), pieces);
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    uccl_req_free(req);
+    for (int k = 0; k < rn; k++) {
+        const uint8_t *base = riov[k].rdesc == &d1 ? F.dst : dst2 + 4096;
+        bool next_starts = false;
+
+        CU_ASSERT(memcmp(base + riov[k].roff, stream + at, riov[k].len) == 0);
+        at += riov[k].len;
+        for (int j = 0; j < rn; j++)
+            next_starts |= riov[j].rdesc == riov[k].rdesc &&
+                           riov[j].roff == riov[k].roff + riov[k].len;
+        if (!next_starts)
+            CU_ASSERT_EQUAL(base[riov[k].roff + riov[k].len], 0xee);
+    }
+    free(stream);
+}
+
+/* Remote pieces that continue each other in one descriptor become one
+ * request, and local pieces that continue each other one local piece;
+ * pieces with gaps, in another descriptor (even where the memory is
+ * adjacent) or going backwards stay apart (one request each where the
+ * transport takes one range a request, several where it takes several). */
+static void test_writemsg_joins_adjacent(void)
+{
+    enum { N = 32, PC = 4096 };
+    static uccl_riov_t riov[N];
+    static uccl_iov_t iov[N];
+    uccl_iov_t one = {F.src_mr, 0, N * PC};
+    int most = uccl_xfer_rseg_max(F.p.ab), apart = (N + most - 1) / most;
+
+    for (int k = 0; k < N; k++) /* the seed's layout: adjacent remote pieces */
+        riov[k] = (uccl_riov_t){&d1, 8192 + (size_t)k * PC, PC};
+    write_counted(&one, 1, riov, N, 1);
+    for (int k = 0; k < N; k++) /* every other block */
+        riov[k] = (uccl_riov_t){&d1, (size_t)k * 2 * PC, PC};
+    write_counted(&one, 1, riov, N, apart);
+    for (int k = 0; k < N; k++) { /* adjacent remote, local every other block */
+        riov[k] = (uccl_riov_t){&d1, 100 + (size_t)k * PC, PC};
+        iov[k] = (uccl_iov_t){F.src_mr, (size_t)k * 2 * PC, PC};
+    }
+    write_counted(iov, N, riov, N, 1);
+    for (int k = 0; k < N; k++) /* adjacent local pieces, given as N */
+        iov[k] = (uccl_iov_t){F.src_mr, 7 + (size_t)k * PC, PC};
+    write_counted(iov, N, riov, N, 1);
+    for (int k = 0; k < N; k++) /* alternating descriptors: never one request */
+        riov[k] = (uccl_riov_t){k % 2 ? &d2 : &d1, (size_t)k * PC, PC};
+    write_counted(&one, 1, riov, N, N);
+    for (int k = 0; k < N; k++) /* backwards: each ends where the one before starts */
+        riov[k] = (uccl_riov_t){&d1, (size_t)(N - k) * PC, PC};
+    write_counted(&one, 1, riov, N, apart);
+}
+
 static CU_TestInfo msg_tests[] = {
     {"writemsg: pieces in two regions, empty pieces", test_writemsg_pieces},
     {"readmsg: the same layout back", test_readmsg_pieces},
     {"writemsg notify: after every byte", test_writemsg_notify_after_all},
     {"1024 remote pieces, freed in flight", test_many_remote_pieces_detached},
     {"refusals send nothing", test_writemsg_refusals},
+    {"adjacent pieces join, others stay apart", test_writemsg_joins_adjacent},
     {"generalized requests: finish, wait_all, bytes", test_greq_lifecycle},
     {"generalized requests: detached, engine destroyed", test_greq_detached_and_destroy},
     CU_TEST_INFO_NULL,

@@ -101,8 +101,20 @@ static void test_rndv_ctrl(void)
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 24, &m), UCCL_ERR_TRANSPORT);
     uccl_rndv_hdr_put(buf, 0, UCCL_OK, 0, 0, 0, 0);
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m), UCCL_ERR_TRANSPORT);
-    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_GRANT + 1, UCCL_OK, 0, 0, 0, 0);
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL + 1, UCCL_OK, 0, 0, 0, 0);
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m), UCCL_ERR_TRANSPORT);
+    /* RTS_PULL: the segment count in the status field, 1..UCCL_IOV_MAX, all present */
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL, (uccl_status_t)2, 5, 100, 9, 3);
+    CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 48, &m) == UCCL_OK && m.nseg == 2 &&
+              m.status == UCCL_OK && m.a == 5 && m.b == 100 && m.c == 9 && m.seq == 3 &&
+              m.segs[0].addr == 0x1000 && m.segs[1].len == 36);
+    CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 47, &m), UCCL_ERR_TRANSPORT);
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL, UCCL_OK, 5, 100, 9, 3);
+    CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 48, &m), UCCL_ERR_TRANSPORT);
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL, (uccl_status_t)(UCCL_IOV_MAX + 1), 5, 100, 9, 3);
+    CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, 4096, &m), UCCL_ERR_TRANSPORT);
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL, (uccl_status_t)-1, 5, 100, 9, 3);
+    CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, 4096, &m), UCCL_ERR_TRANSPORT);
 }
 
 static void test_rndv_imm(void)

@@ -21,12 +21,24 @@ typedef struct rndv_unexp {
     uccl_msg_t msg;
     bool rndv;
     uint64_t send_id;
-    uint8_t data[];
+    int nseg; /* RTS_PULL: the sender's segments, in data */
+    _Alignas(uccl_rndv_seg_t) uint8_t data[]; /* EAGER payload or segments */
 } rndv_unexp_t;
 
 static uccl_conn_t *rndv_conn(const uccl_rndv_t *r)
 {
     return r->ep->conn;
+}
+
+/* Segments on the wire; returns the byte after them. */
+static uint8_t *rndv_put_segs(uint8_t *s, const uccl_rndv_seg_t *segs, int nseg)
+{
+    for (int i = 0; i < nseg; i++, s += UCCL_RNDV_SEG_SIZE) {
+        uccl_put_u64(s, segs[i].addr);
+        uccl_put_u64(s + 8, segs[i].key);
+        uccl_put_u64(s + 16, segs[i].len);
+    }
+    return s;
 }
 
 static void rndv_put_hdr(uint8_t *p, int type, uccl_status_t status, uint64_t a, uint64_t b,
@@ -151,8 +163,8 @@ void uccl_rndv_ctrl_flush(uccl_rndv_t *r)
     }
 }
 
-static uccl_status_t rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
-                                    uint64_t b, uint64_t c, uccl_req_t *req)
+uccl_status_t uccl_rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
+                                  uint64_t b, uint64_t c, uccl_req_t *req)
 {
     rndv_out_t *out;
     int slot;
@@ -194,10 +206,14 @@ void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req)
 {
     uccl_status_t err = uccl_rndv_req_err(req), st = UCCL_OK;
 
+    if (req->op == UCCL_OP_RECV) { /* a pulled message read */
+        uccl_rndv_pull_done(r, req);
+        return;
+    }
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
     if (req->op == UCCL_OP_SEND && err != UCCL_OK)
-        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, err, req->tp_data[UCCL_RNDV_RD_PEER_ID], 0, 0,
-                            req);
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, err, req->tp_data[UCCL_RNDV_RD_PEER_ID], 0,
+                                 0, req);
     else
         r->ops->finish(r, req, err, err == UCCL_OK ? req->len : 0);
     if (st != UCCL_OK)
@@ -210,16 +226,16 @@ void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req)
 
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
     if (req->op == UCCL_OP_SEND) {
-        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
-                            req->len, 0, req);
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
+                                 req->len, 0, req);
     } else {
         /* the notify id its value went ahead with, if it got that far: the
          * target closes that one; else a new one */
         if (!(req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_NOTIF_ID))
             req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++;
-        st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
-                            req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif,
-                            UCCL_RNDV_NOTIFY_CLOSED, req);
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                                 req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif,
+                                 UCCL_RNDV_NOTIFY_CLOSED, req);
     }
     if (st != UCCL_OK)
         r->ops->finish(r, req, st, 0);
@@ -250,8 +266,8 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
     if (req->op != UCCL_OP_WRITE || rndv_notif_small(req, nparts))
         return UCCL_OK;
     req->tp_data[UCCL_RNDV_RD_ID] = (r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK) | UCCL_RNDV_NOTIF_ID;
-    st = rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
-                        req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif, 0, req);
+    st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                             req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif, 0, req);
     if (st == UCCL_OK)
         *extra_parts = 1;
     return st;
@@ -272,8 +288,11 @@ uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts)
 
 /* ------------------------------------------------------------------ sending */
 
-static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req)
+/* An RTS; with r->pull (host memory), an RTS_PULL naming req's pieces. */
+static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req, bool pull)
 {
+    uccl_rndv_seg_t segs[UCCL_IOV_MAX];
+    int nseg = pull ? r->ops->mem_segs(r, req, req->len, segs) : 0;
     rndv_out_t *out;
     uint8_t *p;
     int slot;
@@ -287,8 +306,11 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req)
         return UCCL_ERR_NO_MEMORY;
     }
     uccl_list_push_back(&r->rndv_wait, &req->tp_link);
-    rndv_put_msg_hdr(p, UCCL_RNDV_MSG_RTS, req, req->tp_data[UCCL_RNDV_RD_ID]);
-    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
+    rndv_put_msg_hdr(p, nseg > 0 ? UCCL_RNDV_MSG_RTS_PULL : UCCL_RNDV_MSG_RTS, req,
+                     req->tp_data[UCCL_RNDV_RD_ID]);
+    uccl_put_u32(p + 4, (uint32_t)nseg);
+    rndv_put_segs(p + UCCL_RNDV_HDR_SIZE, segs, nseg);
+    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + (size_t)nseg * UCCL_RNDV_SEG_SIZE, NULL);
     return UCCL_OK;
 }
 
@@ -310,7 +332,7 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
         if (staged)
             st = r->ops->mem_stage(r, req, req->len, true);
         if (st == UCCL_OK)
-            st = rndv_post_rts(r, req);
+            st = rndv_post_rts(r, req, r->pull && !staged && req->gpu_caps == 0);
         if (st != UCCL_OK)
             r->ops->mem_unstage(r, req);
         return st;
@@ -355,7 +377,8 @@ uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_
 
 /* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
  * bounce when the receive is in GPU memory the NIC cannot reach. */
-static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id)
+static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id,
+                                const uccl_rndv_seg_t *pull, int npull)
 {
     uccl_rndv_seg_t segs[UCCL_IOV_MAX];
     bool staged = false;
@@ -364,6 +387,9 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     int slot, nseg;
     uint8_t *p, *s;
 
+    if (st == UCCL_OK && npull > 0 && !staged &&
+        uccl_rndv_pull_start(r, req, len, send_id, pull, npull))
+        return;
     if (st == UCCL_OK && len > 0 && staged && r->ops->sink_start != NULL) {
         uccl_rndv_grant_start(r, req, len, send_id);
         return;
@@ -384,12 +410,7 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_RECV_WAIT_FIN;
     uccl_list_push_back(&r->recv_wait_fin, &req->tp_link);
     nseg = r->ops->mem_segs(r, req, len, segs);
-    s = p + UCCL_RNDV_HDR_SIZE;
-    for (int i = 0; i < nseg; i++, s += UCCL_RNDV_SEG_SIZE) {
-        uccl_put_u64(s, segs[i].addr);
-        uccl_put_u64(s + 8, segs[i].key);
-        uccl_put_u64(s + 16, segs[i].len);
-    }
+    s = rndv_put_segs(p + UCCL_RNDV_HDR_SIZE, segs, nseg);
     rndv_put_hdr(p, UCCL_RNDV_MSG_CTS, UCCL_OK, send_id, req->tp_data[UCCL_RNDV_RD_ID],
                  (uint64_t)nseg);
     rndv_ctrl_commit(r, slot, out, (size_t)(s - p), NULL);
@@ -399,12 +420,13 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
  * pieces through the GPU layer), or advertise the receive's buffer for a
  * rendezvous. */
 static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool rndv,
-                           const uint8_t *data, uint64_t send_id)
+                           const uint8_t *data, uint64_t send_id, int nseg)
 {
     uccl_status_t st = UCCL_OK;
 
-    if (rndv) {
-        rndv_recv_match_rts(r, req, len, send_id);
+    if (rndv) { /* RTS_PULL: data holds the sender's nseg segments */
+        rndv_recv_match_rts(r, req, len, send_id, (const uccl_rndv_seg_t *)(const void *)data,
+                            nseg);
         return;
     }
     if (req->gpu_caps != 0)
@@ -416,8 +438,9 @@ static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool r
 
 /* An EAGER or RTS came in: into the receive the core has for it, else held. */
 static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_t len, bool rndv,
-                             const uint8_t *data, uint64_t send_id)
+                             const uint8_t *data, uint64_t send_id, int nseg)
 {
+    size_t keep = rndv ? (size_t)nseg * sizeof(uccl_rndv_seg_t) : len;
     uccl_conn_t *conn = rndv_conn(r);
     rndv_unexp_t *u;
     uccl_req_t *req;
@@ -427,10 +450,10 @@ static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_
         return;
     }
     if (req != NULL) {
-        rndv_msg_start(r, req, len, rndv, data, send_id);
+        rndv_msg_start(r, req, len, rndv, data, send_id, nseg);
         return;
     }
-    u = malloc(sizeof(*u) + (rndv ? 0 : len));
+    u = malloc(sizeof(*u) + keep);
     if (u == NULL) {
         uccl_error("%s: out of memory holding an unexpected message; connection fails",
                    r->ep->tp->ops->name);
@@ -440,8 +463,9 @@ static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_
     u->msg = (uccl_msg_t){.seq = seq, .tag = tag, .len = len, .bytes = rndv ? 0 : len};
     u->rndv = rndv;
     u->send_id = send_id;
-    if (!rndv && len > 0)
-        memcpy(u->data, data, len);
+    u->nseg = nseg;
+    if (keep > 0)
+        memcpy(u->data, data, keep);
     uccl_list_push_back(&r->unexpected, &u->link);
     uccl_msg_hold(conn, r->ep, &u->msg);
 }
@@ -451,7 +475,7 @@ void uccl_rndv_deliver(uccl_rndv_t *r, uccl_msg_t *msg, uccl_req_t *req)
     rndv_unexp_t *u = uccl_container_of(msg, rndv_unexp_t, msg);
 
     uccl_list_del(&u->link);
-    rndv_msg_start(r, req, msg->len, u->rndv, u->data, u->send_id);
+    rndv_msg_start(r, req, msg->len, u->rndv, u->data, u->send_id, u->nseg);
     free(u);
 }
 
@@ -498,6 +522,8 @@ static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, ucc
 {
     uccl_req_t *req = uccl_rndv_id_find(r, recv_id, UCCL_RNDV_RS_RECV_WAIT_FIN, true);
 
+    if (req == NULL && uccl_rndv_pull_fin(r, recv_id, len, st))
+        return;
     if (req == NULL) {
         uccl_error("%s: FIN for unknown receive %llu", r->ep->tp->ops->name,
                    (unsigned long long)recv_id);
@@ -526,8 +552,11 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
         return;
     }
     switch (m.type) {
-    case UCCL_RNDV_MSG_EAGER: rndv_msg_arrived(r, m.seq, m.a, m.b, false, m.payload, 0); break;
-    case UCCL_RNDV_MSG_RTS: rndv_msg_arrived(r, m.seq, m.a, m.b, true, NULL, m.c); break;
+    case UCCL_RNDV_MSG_EAGER: rndv_msg_arrived(r, m.seq, m.a, m.b, false, m.payload, 0, 0); break;
+    case UCCL_RNDV_MSG_RTS:
+    case UCCL_RNDV_MSG_RTS_PULL:
+        rndv_msg_arrived(r, m.seq, m.a, m.b, true, (const uint8_t *)m.segs, m.c, m.nseg);
+        break;
     case UCCL_RNDV_MSG_CTS: rndv_cts_arrived(r, m.a, m.b, m.segs, m.nseg); break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, m.a, m.b, m.status); break;
     case UCCL_RNDV_MSG_NOTIFY:

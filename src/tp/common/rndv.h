@@ -32,9 +32,9 @@
  * closes it on every lane that carried data, and the immediate says how many
  * parts to count), and hooks for local memory (registration check, staging
  * of GPU memory the NIC cannot reach, the segments of a receive buffer).
- * The protocol does not use RDMA READ today (the receiver's CTS lets the
- * sender push); a pull rendezvous for providers whose writes lack immediate
- * data would add it as one more primitive.
+ * A transport may also offer a pull rendezvous (r->pull, ops->read,
+ * rndv_pull.c): the RTS names the sender's pieces (RTS_PULL), the receiver
+ * reads them and answers FIN; ofi has it behind UCCL_OFI_PULL=1.
  *
  * Users. verbs (src/tp/verbs) is the first: control messages are SENDs on an
  * RC control QP, writes are WRITE / WRITE_WITH_IMM chains striped over data
@@ -70,7 +70,7 @@
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
  * which the carrying transport exchanges at connection setup */
-#define UCCL_RNDV_WIRE_VERSION 2 /* 2: GRANT windows, chunk immediates */
+#define UCCL_RNDV_WIRE_VERSION 3 /* 2: GRANT windows, chunk immediates; 3: RTS_PULL */
 
 /* Control message types. Header: type(1) pad(3) status(4) a(8) b(8) c(8)
  * seq(8); seq is the connection's message number in EAGER and RTS, else 0. */
@@ -78,11 +78,17 @@ enum {
     UCCL_RNDV_MSG_EAGER = 1,  /* a = tag, b = len, payload follows */
     UCCL_RNDV_MSG_RTS = 2,    /* a = tag, b = len, c = send id */
     UCCL_RNDV_MSG_CTS = 3,    /* a = send id, b = recv id, c = nseg, segments follow */
-    UCCL_RNDV_MSG_FIN = 4,    /* a = recv id, b = len, status; only when a rendezvous send failed */
+    UCCL_RNDV_MSG_FIN = 4,    /* a = recv id, b = len, status; when a rendezvous send failed, or
+                               * with UCCL_OK when its immediates were given up (uccl_rndv_write_close);
+                               * after an RTS_PULL: a = send id, the receiver read it (or failed) */
     UCCL_RNDV_MSG_NOTIFY = 5, /* a = notify id, b = value; for values UCCL_RNDV_IMM_NOTIFY_SMALL cannot carry;
                                * c = UCCL_RNDV_NOTIFY_CLOSED: the write's data landed, count no
                                * immediates (uccl_rndv_write_close) */
     UCCL_RNDV_MSG_GRANT = 6,  /* a = send id, b = recv id, c = slot, seq = offset, one segment follows */
+    /* an RTS with the sender's pieces: status = nseg (1..UCCL_IOV_MAX), the
+     * segments follow; the receiver reads them and answers FIN, or answers
+     * as to an RTS (CTS, GRANT) */
+    UCCL_RNDV_MSG_RTS_PULL = 7,
 };
 #define UCCL_RNDV_NOTIFY_CLOSED 1
 #define UCCL_RNDV_HDR_SIZE 40
@@ -146,7 +152,7 @@ typedef struct uccl_rndv_ctrl {
     uccl_status_t status;
     uint64_t a, b, c, seq;  /* as the header's comment says per type */
     const uint8_t *payload; /* EAGER: b bytes, in the buffer parsed */
-    int nseg;               /* CTS: c segments; GRANT: 1 */
+    int nseg;               /* CTS: c segments; GRANT: 1; RTS_PULL: status */
     uccl_rndv_seg_t segs[UCCL_IOV_MAX];
 } uccl_rndv_ctrl_t;
 /* UCCL_OK or UCCL_ERR_TRANSPORT (malformed); p holds len bytes. */
@@ -186,6 +192,11 @@ typedef struct uccl_rndv_ops {
      * uccl_rndv_write_done. An error now leaves req with the caller. */
     uccl_status_t (*write)(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_seg_t *segs,
                            int nseg);
+    /* Optional (pull rendezvous, rndv_pull.c): read receive req's req->len
+     * bytes from the sender's segs into its pieces, then call
+     * uccl_rndv_write_done. An error now leaves req with the caller. */
+    uccl_status_t (*read)(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_seg_t *segs,
+                          int nseg);
     /* A control message sent on behalf of a write in progress completed
      * (the NOTIFY counted by uccl_rndv_imm_begin). */
     void (*write_part_done)(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st);
@@ -244,6 +255,9 @@ struct uccl_rndv {
      * the immediate carries them */
     uccl_idmap_t ids;
     uint64_t next_notif_id;
+    /* sends above eager (host memory) go as RTS_PULL: the receiver reads
+     * them (the transport sets it; needs ops->read) */
+    bool pull;
 };
 #define UCCL_RNDV_ID_BITS 25 /* = the immediate's id field */
 #define UCCL_RNDV_ID_INDEX_BITS 17 /* up to 131072 in flight per endpoint */
@@ -311,6 +325,15 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
 uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts);
 
 /* ---- internal to src/tp/common (rndv_imm.c: the target side of immediates, granted windows) */
+uccl_status_t uccl_rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
+                                  uint64_t b, uint64_t c, uccl_req_t *req);
+/* rndv_pull.c: receive req matched an RTS_PULL: true when it reads the
+ * message (else the caller answers with a CTS); its reads done; a FIN
+ * for send id (true: it was a pulled send, now finished). */
+bool uccl_rndv_pull_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id,
+                          const uccl_rndv_seg_t *segs, int nseg);
+void uccl_rndv_pull_done(uccl_rndv_t *r, uccl_req_t *req);
+bool uccl_rndv_pull_fin(uccl_rndv_t *r, uint64_t send_id, uint64_t len, uccl_status_t st);
 uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
 void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed);
 void uccl_rndv_notif_release(uccl_rndv_t *r);

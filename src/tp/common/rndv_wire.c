@@ -30,6 +30,7 @@ static void rndv_seg_get(const uint8_t *p, uccl_rndv_seg_t *seg)
 uccl_status_t uccl_rndv_ctrl_parse(const uint8_t *p, size_t len, uccl_rndv_ctrl_t *m)
 {
     size_t body = len - UCCL_RNDV_HDR_SIZE;
+    uint64_t n;
 
     memset(m, 0, offsetof(uccl_rndv_ctrl_t, segs));
     if (len < UCCL_RNDV_HDR_SIZE)
@@ -47,9 +48,12 @@ uccl_status_t uccl_rndv_ctrl_parse(const uint8_t *p, size_t len, uccl_rndv_ctrl_
         m->payload = p + UCCL_RNDV_HDR_SIZE;
         return UCCL_OK;
     case UCCL_RNDV_MSG_CTS: /* c = segments, 1..UCCL_IOV_MAX, that follow */
-        if (m->c == 0 || m->c > UCCL_IOV_MAX || body < m->c * UCCL_RNDV_SEG_SIZE)
+    case UCCL_RNDV_MSG_RTS_PULL: /* status = segments, 1..UCCL_IOV_MAX, that follow */
+        n = m->type == UCCL_RNDV_MSG_CTS ? m->c : (uint64_t)(uint32_t)m->status;
+        if (n == 0 || n > UCCL_IOV_MAX || body < n * UCCL_RNDV_SEG_SIZE)
             return UCCL_ERR_TRANSPORT;
-        m->nseg = (int)m->c;
+        m->nseg = (int)n;
+        m->status = UCCL_OK;
         for (int i = 0; i < m->nseg; i++)
             rndv_seg_get(p + UCCL_RNDV_HDR_SIZE + (size_t)i * UCCL_RNDV_SEG_SIZE, &m->segs[i]);
         return UCCL_OK;

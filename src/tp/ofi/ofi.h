@@ -38,7 +38,7 @@
 #include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 2 /* 2: receives into GPU memory answer an RTS with GRANT windows */
+#define OFI_WIRE_VERSION 3 /* 2: GRANT windows; 3: RTS_PULL (UCCL_OFI_PULL) */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
@@ -55,6 +55,7 @@ typedef struct tp_ofi_config {
     int max_iov;
     char imm[UCCL_CFG_STRING_MAX];
     char pack_below[UCCL_CFG_STRING_MAX];
+    int pull;
     size_t stage_chunk;
     int stage_depth;
 } tp_ofi_config_t;
@@ -110,10 +111,12 @@ typedef struct tp_ofi {
     bool imm_msg; /* immediates as messages (less than 8 bytes of CQ data, or UCCL_OFI_IMM=msg) */
     bool rma_ordered; /* FI_ORDER_WAW (and SAW for imm_msg): else a closing write waits (fence) */
     size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
+    bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
     int staged_ops;      /* operations posted from or into stage buffers */
+    uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
      * and immediates with (O(1), generation-checked: a gone endpoint's id
@@ -274,6 +277,22 @@ ofi_bounce_t *uccl_ofi_bounce_get(tp_ofi_t *tp);
 void uccl_ofi_bounce_put(tp_ofi_t *tp, ofi_bounce_t *b);
 uint8_t *uccl_ofi_bounce_ptr(const ofi_bounce_t *b);
 void *uccl_ofi_bounce_desc(const ofi_bounce_t *b);
+
+/* ---- ofi_iov.c: one operation's local pieces and remote ranges */
+/* Remote address (as the provider addresses it), key and bytes left in
+ * that remote range at byte off of req. */
+uccl_status_t uccl_ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr, uint64_t *key,
+                                 uint64_t *left);
+/* Local pieces of req from byte off: up to max pieces and want bytes. */
+size_t uccl_ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t off, size_t want,
+                       struct iovec *iov, void **desc, int max, int *n);
+/* More remote ranges after rma[0] (*nrma 1) for an operation at byte off:
+ * up to rma_iov_limit, cap bytes in all, none for staged requests. Returns
+ * the operation's bytes. */
+size_t uccl_ofi_remote_more(const tp_ofi_t *tp, const uccl_req_t *req, size_t off, size_t cap,
+                            struct fi_rma_iov *rma, size_t *nrma);
+/* The remote ranges cut to the got bytes the local side took. */
+void uccl_ofi_remote_trim(struct fi_rma_iov *rma, size_t *nrma, size_t got);
 
 /* ---- ofi_data.c: RMA operations, completions, progress */
 uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);

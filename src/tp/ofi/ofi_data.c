@@ -34,38 +34,6 @@ uccl_status_t uccl_ofi_status_of(int e)
     return UCCL_ERR_TRANSPORT;
 }
 
-/* Remote address (as the provider addresses it), key and bytes left in that
- * remote piece at byte off of req. */
-static uccl_status_t ofi_remote_at(const uccl_req_t *req, size_t off, uint64_t *addr,
-                                   uint64_t *key, uint64_t *left)
-{
-    const ofi_xfer_t *s = req->tp_ptr;
-    uint64_t base;
-    uccl_status_t st;
-
-    *addr = *key = *left = 0;
-    if (s != NULL && s->staged.grants != NULL) { /* a send on granted windows: the oldest */
-        uccl_rndv_grants_at(s->staged.grants, off, addr, key, left);
-        return UCCL_OK;
-    }
-    if (s == NULL || s->nseg == 0) {
-        st = uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, key, &base);
-        *addr = req->remote.addr - base + off;
-        *left = req->len - off;
-        return st;
-    }
-    for (uint64_t i = 0; i < s->nseg; i++) {
-        if (off < s->segs[i].len) {
-            *addr = s->segs[i].addr + off;
-            *key = s->segs[i].key;
-            *left = s->segs[i].len - off;
-            return UCCL_OK;
-        }
-        off -= s->segs[i].len;
-    }
-    return UCCL_OK;
-}
-
 static ofi_xfer_t *ofi_xfer(const uccl_req_t *req)
 {
     return req->tp_ptr;
@@ -86,31 +54,6 @@ bool uccl_ofi_req_has_work(const uccl_req_t *req)
         return req->tp_data[OFI_RD_OFF] < req->len || ofi_xfer(req)->owed_slot != 0;
     return req->tp_data[OFI_RD_OFF] < req->len ||
            (uccl_rndv_needs_imm(req) && req->tp_data[OFI_RD_IMM] != 2);
-}
-
-/* Local pieces of req from byte off: up to max pieces and want bytes. */
-static size_t ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t off, size_t want,
-                         struct iovec *iov, void **desc, int max, int *n)
-{
-    size_t got = 0;
-
-    *n = 0;
-    for (int i = 0; i < req->iovcnt && got < want && *n < max; i++) {
-        size_t piece = req->iov[i].len, take;
-
-        if (off >= piece) {
-            off -= piece;
-            continue;
-        }
-        take = piece - off < want - got ? piece - off : want - got;
-        iov[*n].iov_base = (uint8_t *)req->iov[i].addr + off;
-        iov[*n].iov_len = take;
-        desc[*n] = uccl_ofi_iov_memh(ep->tp, req, i)->desc;
-        (*n)++;
-        got += take;
-        off = 0;
-    }
-    return got;
 }
 
 /* ofi_post_one: req waits (its closing operation for its earlier writes, a
@@ -186,7 +129,7 @@ static int ofi_local(tp_ofi_ep_t *ep, uccl_req_t *req, size_t off, size_t want, 
         l->n = 1;
         return 0;
     }
-    l->got = ofi_gather(ep, req, off, want, l->iov, l->desc, tp->cfg.max_iov, &l->n);
+    l->got = uccl_ofi_gather(ep, req, off, want, l->iov, l->desc, tp->cfg.max_iov, &l->n);
     return 0;
 }
 
@@ -219,9 +162,12 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     size_t off = req->tp_data[OFI_RD_OFF], want = req->len - off, got;
     int extra = 0, rc, wslot = -1;
     uint64_t raddr = 0, rkey = 0, rleft = 0, flags = FI_COMPLETION, data = 0;
-    struct fi_rma_iov rma;
+    struct fi_rma_iov rma[OFI_IOV_MAX] = {{0}};
+    size_t nrma = 1;
     struct fi_msg_rma msg;
-    bool is_write = req->op != UCCL_OP_READ, windowed = ofi_req_windowed(req), last;
+    /* a receive here reads a pulled message (rndv_pull.c) */
+    bool is_write = req->op == UCCL_OP_WRITE || req->op == UCCL_OP_SEND;
+    bool windowed = ofi_req_windowed(req), last;
     ofi_local_t l;
     ofi_op_t *op;
 
@@ -232,7 +178,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         flags |= FI_REMOTE_CQ_DATA;
         data = (uint64_t)ep->peer_id << 32 | uccl_rndv_imm_chunk(req, x->owed_slot - 1);
     } else {
-        if (ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
+        if (uccl_ofi_remote_at(req, off, &raddr, &rkey, &rleft) != UCCL_OK) {
             uccl_rndv_req_error(req, UCCL_ERR_BAD_DESC);
             return -FI_EINVAL;
         }
@@ -246,11 +192,15 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
             uccl_rndv_req_error(req, UCCL_ERR_TRANSPORT); /* remote pieces shorter than the message */
             return -FI_EINVAL;
         }
+        rma[0] = (struct fi_rma_iov){.addr = raddr, .len = want, .key = rkey};
+        if (want < req->len - off && want == rleft) /* the range ends: more ranges */
+            want = uccl_ofi_remote_more(tp, req, off, req->len - off, rma, &nrma);
     }
     rc = ofi_local(ep, req, off, want, &l);
     if (rc != 0)
         return rc;
     got = l.got;
+    uccl_ofi_remote_trim(rma, &nrma, got);
     last = off + got == req->len;
     if (is_write && !tp->rma_ordered)
         flags |= FI_DELIVERY_COMPLETE; /* what the closing write waits for */
@@ -304,9 +254,8 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     op->read = !is_write;
     if (l.bounce != NULL && is_write)
         uccl_req_iov_copy_out(req, off, l.iov[0].iov_base, got);
-    rma = (struct fi_rma_iov){.addr = raddr, .len = got, .key = rkey};
     msg = (struct fi_msg_rma){.msg_iov = l.iov, .desc = l.desc, .iov_count = (size_t)l.n,
-                              .addr = ep->peer->addr, .rma_iov = &rma, .rma_iov_count = 1,
+                              .addr = ep->peer->addr, .rma_iov = rma, .rma_iov_count = nrma,
                               .context = &op->ctx, .data = data};
     if (got == 0 && (flags & FI_REMOTE_CQ_DATA)) /* no bytes: the immediate alone, as a message */
         rc = (int)fi_tsenddata(tp->ep, NULL, 0, NULL, data, ep->peer->addr, ep->peer_id,
@@ -315,6 +264,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         rc = (int)fi_writemsg(tp->ep, &msg, flags);
     else
         rc = (int)fi_readmsg(tp->ep, &msg, flags);
+    tp->rma_posted += rc == 0;
     if (rc != 0) {
         free(op);
         if (rc != -FI_EAGAIN) {

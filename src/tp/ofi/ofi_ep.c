@@ -123,6 +123,7 @@ static uccl_status_t ofi_ep_alloc_bufs(tp_ofi_ep_t *ep)
     params.bufs = ep->bufs;
     if (uccl_rndv_init(&ep->rndv, &uccl_ofi_rndv_ops, &ep->base, &params) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
+    ep->rndv.pull = tp->pull;
     if (tp->mr_mode & FI_MR_LOCAL)
         return uccl_ofi_reg_buf(tp, ep->bufs, size, &ep->bufs_mr, &ep->bufs_desc);
     return UCCL_OK;

@@ -38,6 +38,11 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "operation takes is copied through registered bounce buffers, in operations of "
               "256 KiB (0 = never; auto = the provider's threshold)",
               pack_below, UCCL_CFG_STRING),
+    OFI_FIELD("PULL", "0",
+              "messages above UCCL_OFI_EAGER: 1 = the receiver reads them (pull rendezvous: "
+              "RTS naming the sender's pieces, read, FIN), 0 = the sender writes them after the "
+              "receiver's CTS (measured no faster on shm: tests/perf/results/ofi/s9-README.md)",
+              pull, UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),

@@ -127,6 +127,13 @@ static uccl_status_t ofi_write(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_
     return UCCL_OK;
 }
 
+/* A pulled message (rndv_pull.c): the data path reads it into the receive. */
+static uccl_status_t ofi_read(uccl_rndv_t *r, uccl_req_t *req, const uccl_rndv_seg_t *segs,
+                              int nseg)
+{
+    return ofi_write(r, req, segs, nseg);
+}
+
 static void ofi_write_part_done(uccl_rndv_t *r, uccl_req_t *req, uccl_status_t st)
 {
     uccl_ofi_data_done(ofi_ep_of(r), req, st);
@@ -207,6 +214,7 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
     .ctrl_post = ofi_ctrl_post,
     .recv_repost = ofi_recv_repost,
     .write = ofi_write,
+    .read = ofi_read,
     .write_part_done = ofi_write_part_done,
     .mem_check = ofi_mem_check,
     .mem_stage = ofi_mem_stage,

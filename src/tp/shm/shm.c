@@ -51,6 +51,10 @@ static const uccl_cfg_field_t shm_fields[] = {
               "most bytes one progress call copies with CMA (all connections together; at most "
               "64 calls): a larger copy goes on in the next calls, so waits keep their deadlines",
               progress_bytes, UCCL_CFG_SIZE),
+    SHM_FIELD("MAP_MAX", "64M",
+              "rendezvous sends of at most this size from memory of uccl_mem_alloc are copied by "
+              "the receiver with memcpy from its mapping of the sender's memory (no CMA, no split); "
+              "0 = off", map_max, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
 };
 

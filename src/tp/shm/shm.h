@@ -34,6 +34,7 @@ typedef struct shm_config {
     int split_pct;
     size_t cma_chunk;
     size_t progress_bytes;
+    size_t map_max;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -53,6 +54,11 @@ enum {
 /* RTS and RMA flags (their reserved word): the sender's pieces include GPU
  * memory, so the peer must not pull or push them with CMA. */
 #define SHM_FLAG_GPU 1u
+/* RTS: the sender's one piece lies in its memory of uccl_mem_alloc; one
+ * more wire iov follows it (counted in iovcnt): {the allocation's base,
+ * memfd number | allocation id << 32}, so that the receiver can map the
+ * file and copy with memcpy instead of CMA (shm_map.c). */
+#define SHM_FLAG_MAPPED 2u
 
 #define SHM_WIRE_MAGIC 0x55434353484d3031ull /* "UCCSHM01" */
 
@@ -286,6 +292,7 @@ typedef struct shm_map {
     uint64_t base, size; /* the peer's mapping of the file */
     void *local;         /* ours */
     uint64_t ino, dev;   /* the file */
+    uint64_t rts_key;    /* SHM_FLAG_MAPPED key that named it, 0 = none yet */
 } shm_map_t;
 
 typedef struct shm_map_region {
@@ -320,6 +327,7 @@ typedef struct shm_ep {
     int pidfd;             /* the peer's pidfd (shm_map.c), -1 = none yet */
     shm_map_t *maps;       /* the peer's memory mapped here */
     int nmaps, capmaps;
+    bool map_failed;       /* mapping a sender's piece failed: CMA from now on */
     shm_map_region_t *regions;
     int nregions, capregions;
 } shm_ep_t;
@@ -384,6 +392,14 @@ uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_t
 void uccl_shm_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
 size_t uccl_shm_mem_pack(uccl_tp_t *tp, uccl_tp_memh_t *memh, uint8_t rkey[UCCL_TP_RKEY_MAX]);
 uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *ep, const uccl_req_remote_t *remote, void **ptr);
+/* Sender of an RTS: append the SHM_FLAG_MAPPED key after the cnt pieces at
+ * iov when they are one piece of memory of uccl_mem_alloc of at most
+ * UCCL_SHM_MAP_MAX bytes; returns the flag, or 0 (nothing appended). */
+uint32_t uccl_shm_map_rts_key(const shm_ep_t *ep, shm_wire_iov_t *iov, uint32_t cnt);
+/* Receiver: our address of the sender's piece, its file mapped on first
+ * use (kept until the connection closes); NULL where it cannot be mapped. */
+const void *uccl_shm_map_piece(shm_ep_t *ep, const shm_wire_iov_t *piece,
+                               const shm_wire_iov_t *key);
 /* Teardown: unmap the peer's memory (the connection closes), or keep it
  * mapped until uccl_shm_map_close when the connection failed (the user
  * may still hold pointers into it until it closes the connection). */

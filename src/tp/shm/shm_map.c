@@ -44,7 +44,7 @@ uccl_status_t uccl_shm_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_mem_t
     (void)tp;
     (void)device;
     *out = NULL; /* not ours to map: peers use the message path */
-    if (type != UCCL_MEM_HOST || !uccl_tp_host_shared(addr, len, &fd, &base, &size))
+    if (type != UCCL_MEM_HOST || !uccl_tp_host_shared(addr, len, &fd, &base, &size, NULL))
         return UCCL_OK;
     memh = malloc(sizeof(*memh));
     if (memh == NULL)
@@ -206,6 +206,73 @@ uccl_status_t uccl_shm_remote_ptr(uccl_tp_ep_t *base_ep, const uccl_req_remote_t
     return UCCL_OK;
 }
 
+uint32_t uccl_shm_map_rts_key(const shm_ep_t *ep, shm_wire_iov_t *iov, uint32_t cnt)
+{
+    uint64_t base;
+    size_t size;
+    uint32_t id;
+    int fd;
+
+    if (cnt != 1 || iov[0].len > ep->tp->cfg.map_max ||
+        !uccl_tp_host_shared((const void *)(uintptr_t)iov[0].addr, iov[0].len, &fd, &base,
+                             &size, &id))
+        return 0;
+    iov[1] = (shm_wire_iov_t){.addr = base, .len = (uint32_t)fd | (uint64_t)id << 32};
+    return SHM_FLAG_MAPPED;
+}
+
+/* The peer's fd number of key is in use again, so each allocation we
+ * mapped under that number with another id is freed: unmap it unless a
+ * region (uccl_rdesc_ptr, whose pointers live on) refers to it. The slot
+ * stays, empty, so that region indexes keep their meaning. */
+static void shm_map_drop_freed(shm_ep_t *ep, uint64_t key)
+{
+    for (int i = 0; i < ep->nmaps; i++) {
+        shm_map_t *m = &ep->maps[i];
+        bool used = false;
+
+        if (m->local == NULL || m->rts_key == 0 || m->rts_key == key ||
+            (uint32_t)m->rts_key != (uint32_t)key)
+            continue;
+        for (int r = 0; r < ep->nregions && !used; r++)
+            used = ep->regions[r].map == i;
+        if (used)
+            continue;
+        munmap(m->local, m->size);
+        *m = (shm_map_t){0};
+    }
+}
+
+const void *uccl_shm_map_piece(shm_ep_t *ep, const shm_wire_iov_t *piece,
+                               const shm_wire_iov_t *key)
+{
+    shm_map_t *m = NULL;
+    int index;
+
+    if (ep->map_failed || key->len == 0)
+        return NULL;
+    for (int i = 0; i < ep->nmaps && m == NULL; i++)
+        if (ep->maps[i].rts_key == key->len && ep->maps[i].base == key->addr)
+            m = &ep->maps[i];
+    if (m == NULL) {
+        /* a new allocation, or one reusing a freed one's fd and address
+         * (another id): take the file the peer holds under that number now */
+        shm_map_drop_freed(ep, key->len);
+        if (shm_map_new(ep, (int)(uint32_t)key->len, key->addr, &index) != UCCL_OK) {
+            uccl_debug("shm: cannot map pid %d's memory of uccl_mem_alloc; pulling with CMA",
+                       ep->peer_pid);
+            ep->map_failed = true;
+            return NULL;
+        }
+        m = &ep->maps[index];
+        m->rts_key = key->len;
+    }
+    if (piece->addr < m->base || piece->addr - m->base > m->size ||
+        piece->len > m->size - (piece->addr - m->base))
+        return NULL;
+    return (const uint8_t *)m->local + (piece->addr - m->base);
+}
+
 void uccl_shm_map_release(shm_ep_t *ep)
 {
     shm_tp_t *tp = ep->tp;
@@ -214,6 +281,8 @@ void uccl_shm_map_release(shm_ep_t *ep)
     if (ep->nmaps > 0 && uccl_conn_status(ep->base.conn) != UCCL_OK)
         kept = realloc(tp->kept, (size_t)(tp->nkept + ep->nmaps) * sizeof(*kept));
     for (int i = 0; i < ep->nmaps; i++) {
+        if (ep->maps[i].local == NULL)
+            continue; /* dropped (shm_map_drop_freed) */
         if (kept != NULL)
             kept[tp->nkept++] = ep->maps[i];
         else

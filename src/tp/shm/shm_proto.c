@@ -112,18 +112,20 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
     }
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
-        shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size);
+        shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size + sizeof(shm_wire_iov_t));
 
         if (pkt == NULL)
             return false;
         shm_fill_wire_iov(req, SHM_PKT_IOV(pkt), &pkt->iovcnt);
+        pkt->reserved = gpu ? SHM_FLAG_GPU : uccl_shm_map_rts_key(ep, SHM_PKT_IOV(pkt), pkt->iovcnt);
+        if (pkt->reserved & SHM_FLAG_MAPPED)
+            pkt->iovcnt++; /* the key */
         size = sizeof(*pkt) + pkt->iovcnt * sizeof(shm_wire_iov_t);
         pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_RTS, (uint32_t)size};
         pkt->tag = req->tag;
         pkt->len = req->len;
         pkt->seq = req->msg_seq;
         pkt->id = req->tp_data[SHM_REQ_ID];
-        pkt->reserved = gpu ? SHM_FLAG_GPU : 0;
         uccl_spsc_commit(&ep->tx, size);
     } else {
         size_t size = sizeof(shm_pkt_rma_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
@@ -204,6 +206,7 @@ void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len
                  const void *data, uint32_t iovcnt, uint32_t flags)
 {
     struct iovec local[UCCL_IOV_MAX];
+    const void *src;
     uccl_status_t st;
 
     if (type == SHM_PKT_EAGER) {
@@ -219,6 +222,15 @@ void uccl_shm_deliver(shm_ep_t *ep, uccl_req_t *req, uint32_t type, uint64_t len
         req->tp_data[SHM_REQ_MSGLEN] = len;
         uccl_shm_req_at(ep, req, SHM_AT_RECV_ACTIVE);
         uccl_shm_ctrl_send(ep, SHM_PKT_CTS, id, req->tp_data[SHM_REQ_ID], UCCL_OK);
+        return;
+    }
+    /* one piece of the sender's memory of uccl_mem_alloc: memcpy from our mapping of it */
+    if ((flags & SHM_FLAG_MAPPED) && !uccl_stage_req_is_gpu(req) && iovcnt == 1 &&
+        ((const shm_wire_iov_t *)data)->len == len &&
+        (src = uccl_shm_map_piece(ep, data, (const shm_wire_iov_t *)data + 1)) != NULL) {
+        uccl_req_iov_copy_in(req, 0, src, len);
+        uccl_req_complete(req, UCCL_OK, len);
+        uccl_shm_ctrl_send(ep, SHM_PKT_FIN, id, 0, UCCL_OK);
         return;
     }
     if (uccl_shm_split_recv(ep, req, len, id, data, iovcnt))

@@ -69,9 +69,15 @@ static void shm_rx_eager(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 static void shm_rx_rts(shm_ep_t *ep, const shm_rx_pkt_t *rx)
 {
     const shm_pkt_rts_t *pkt = &rx->u.rts;
+    /* SHM_FLAG_MAPPED: the last wire iov is the key, not a piece */
+    uint32_t pieces = pkt->iovcnt - ((pkt->reserved & SHM_FLAG_MAPPED) != 0);
 
+    if ((pkt->reserved & SHM_FLAG_MAPPED) && pkt->iovcnt != 2) {
+        shm_rx_bad(ep, "rts");
+        return;
+    }
     shm_rx_msg(ep, SHM_PKT_RTS, pkt->seq, pkt->tag, pkt->len, pkt->id, rx->iov,
-               pkt->iovcnt * sizeof(rx->iov[0]), pkt->iovcnt, pkt->reserved);
+               pkt->iovcnt * sizeof(rx->iov[0]), pieces, pkt->reserved);
 }
 
 static void shm_stream_add(shm_ep_t *ep, const shm_stream_t *init)

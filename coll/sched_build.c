@@ -1,0 +1,62 @@
+/* Building a schedule: its ops, in phases (coll/sched.c runs them), and
+ * freeing it with what a kept (persistent or cached) schedule holds. */
+#include <stdlib.h>
+
+#include "coll.h"
+
+uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op)
+{
+    if (s->nops == s->capops) {
+        int cap = s->capops ? 2 * s->capops : 16;
+        coll_op_t *grown = realloc(s->ops, (size_t)cap * sizeof(*grown));
+        if (grown == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        s->ops = grown;
+        s->capops = cap;
+    }
+    /* One tag per collective: between two ranks, messages in one direction
+     * are matched in posting order, and every schedule posts them in the
+     * same order on both sides. */
+    op.step = 0;
+    op.state = 0;
+    op.req = op.req2 = op.preq = NULL;
+    op.scratch = -1;
+    s->ops[s->nops++] = op;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_coll_sched_phase(coll_sched_t *s)
+{
+    int start = s->nphases ? s->phase_end[s->nphases - 1] : 0;
+
+    if (s->nops == start)
+        return UCCL_OK; /* nothing in it */
+    if (s->nphases == s->capphases) {
+        int cap = s->capphases ? 2 * s->capphases : 8;
+        int *grown = realloc(s->phase_end, (size_t)cap * sizeof(*grown));
+        if (grown == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        s->phase_end = grown;
+        s->capphases = cap;
+    }
+    s->phase_end[s->nphases++] = s->nops;
+    return UCCL_OK;
+}
+
+void uccl_coll_sched_free(coll_sched_t *s)
+{
+    if (s == NULL)
+        return;
+    if (s->keep && s->pinned) {
+        for (int b = 0; b < COLL_BUF_COUNT; b++)
+            uccl_coll_buf_unpin(s->cs, s->slot[b]);
+        uccl_coll_scratch_put(s->cs, s->tmp_scratch);
+    }
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].preq != NULL)
+            uccl_req_free(s->ops[i].preq);
+    uccl_coll_mapped_run_free(s->mapped);
+    free(s->ops);
+    free(s->phase_end);
+    free(s);
+}
