@@ -220,27 +220,6 @@ void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req)
         r->ops->finish(r, req, st, 0);
 }
 
-void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req)
-{
-    uccl_status_t st;
-
-    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
-    if (req->op == UCCL_OP_SEND) {
-        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
-                                 req->len, 0, req);
-    } else {
-        /* the notify id its value went ahead with, if it got that far: the
-         * target closes that one; else a new one */
-        if (!(req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_NOTIF_ID))
-            req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++;
-        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
-                                 req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif,
-                                 UCCL_RNDV_NOTIFY_CLOSED, req);
-    }
-    if (st != UCCL_OK)
-        r->ops->finish(r, req, st, 0);
-}
-
 bool uccl_rndv_needs_imm(const uccl_req_t *req)
 {
     return req->op == UCCL_OP_SEND || (req->op == UCCL_OP_WRITE && req->has_notif);
