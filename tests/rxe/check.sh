@@ -70,7 +70,7 @@ info_rails() { # uccl_info opens both devices named, each a rail
 }
 run "uccl_info names two rails ($RXE_DEV, ${RXE_RAIL_DEV:-?})" info_rails
 run "test_verbs_rails (${RXE_DEV},${RXE_RAIL_DEV:-?} <-> ${RXE_DEV2},${RXE_RAIL_DEV2:-?})" \
-	timeout 200 "$unit/test_verbs_rails"
+	timeout 300 "$unit/test_verbs_rails"
 # ofi over verbs;ofi_rxm (libfabric's verbs provider through rxm, both engines
 # on the first rxe device): the conformance suite, ~35 s on 2 loaded cores; it sets
 # FI_UNIVERSE_SIZE=16 (rxe refuses the CQ rxm sizes from the default 256).

@@ -3,7 +3,9 @@
  * packet counters showing their share; UCCL_VERBS_RAILS=1 keeps rail 1 idle;
  * rail 1's link going down mid-write: the writes complete on rail 0 with the
  * right bytes within a bound (failover), and with the link back a new
- * connection stripes again. In the Soft-RoCE VM (tests/rxe/check.sh)
+ * connection stripes again; the same under a rendezvous send and a notified
+ * write (their pieces start over on rail 0, closed by a control message).
+ * In the Soft-RoCE VM (tests/rxe/check.sh)
  * rank 0 uses "$RXE_DEV,$RXE_RAIL_DEV" (rxe0, rxe2) and rank 1
  * "$RXE_DEV2,$RXE_RAIL_DEV2" (rxe1, rxe3): rail 0 crosses veth0-veth1, rail 1
  * veth2-veth3. Exits 77 (skip) without those devices. */
@@ -228,16 +230,23 @@ static void side_rail_down(peer_t *p)
     free(buf);
 }
 
-static void test_rail_down(void)
+/* run_pair with 3 RC retries of UCCL_VERBS_IB_TIMEOUT ib_timeout each and
+ * waits bounded by timeout_ms */
+static void run_pair_retries(void (*fn)(peer_t *p), const char *ib_timeout, const char *timeout_ms)
 {
-    /* short RC retries, so that a dead rail shows in about a second */
-    setenv("UCCL_VERBS_IB_TIMEOUT", "14", 1);
+    setenv("UCCL_VERBS_IB_TIMEOUT", ib_timeout, 1);
     setenv("UCCL_VERBS_RETRY_CNT", "3", 1);
-    setenv("UCCL_TIMEOUT_MS", "8000", 1);
-    run_pair(side_rail_down);
+    setenv("UCCL_TIMEOUT_MS", timeout_ms, 1);
+    run_pair(fn);
     unsetenv("UCCL_VERBS_IB_TIMEOUT");
     unsetenv("UCCL_VERBS_RETRY_CNT");
     unsetenv("UCCL_TIMEOUT_MS");
+}
+
+static void test_rail_down(void)
+{
+    /* short RC retries, so that a dead rail shows in about a second */
+    run_pair_retries(side_rail_down, "14", "8000");
     printf("\n    after '%s': %s, bytes %s, %.1f s\n", rail_down, uccl_status_name(down_status),
            down_intact == 1 ? "intact" : down_intact == 0 ? "WRONG" : "-", down_secs);
     /* a one-sided write without notification fails over: done, bytes intact */
@@ -245,6 +254,107 @@ static void test_rail_down(void)
     CU_ASSERT(down_secs < 30);
     /* with the link back, a new connection over both rails works */
     test_striped();
+}
+
+/* Two-sided data over a dying rail: each round rank 0 sends MSG bytes
+ * (rendezvous) and write_notifies MSG more with a value too large for an
+ * immediate; in round 1 rail 1's link goes down while both are on the wire.
+ * Each must complete once with the right bytes (their pieces start over on
+ * rail 0, closed by FIN / a closing NOTIFY), the notification exactly once;
+ * the waits are bounded, so a hang fails. */
+#define MSG (4u << 20) /* over both rails, posted whole at once: immediates included */
+static uccl_status_t msg_status[2]; /* rank 0: send, write_notify of the last round */
+static int msg_rounds_ok = -1;      /* rounds whose bytes and value rank 1 found right */
+
+static void progress_for(uccl_req_t *req, double secs)
+{
+    double end = now_s() + secs;
+    int done = 0;
+
+    while (!done && now_s() < end && uccl_test(req, &done) == UCCL_OK)
+        ;
+}
+
+static void side_rail_down_msg(peer_t *p)
+{
+    uint8_t *buf = calloc(1, 2 * (size_t)MSG);
+    uccl_mr_t *mr;
+    uccl_rdesc_t rd;
+    uccl_req_t *req[2];
+    int round, res;
+
+    CHECK(p, uccl_mr_reg(p->engine, buf, 2 * (size_t)MSG, 0, &mr) == UCCL_OK);
+    swap_rdesc(p, mr, 2 * (size_t)MSG, &rd);
+    if (p->rank == 0) {
+        msg_rounds_ok = 0;
+        for (round = 0; round < 3; round++) {
+            sock_xfer(p->sock, &round, sizeof(round), true);
+            sock_xfer(p->sock, &res, sizeof(res), false); /* its receive is posted */
+            fill(buf, MSG, 40 + (unsigned)round);
+            fill(buf + MSG, MSG, 60 + (unsigned)round);
+            msg_status[0] = uccl_send(p->conn, mr, 0, MSG - 5, 7, &req[0]);
+            msg_status[1] = uccl_write_notify(p->conn, mr, MSG, MSG, &rd, MSG,
+                                              (1ull << 40) + (unsigned)round, &req[1]);
+            if (msg_status[0] != UCCL_OK || msg_status[1] != UCCL_OK)
+                break;
+            if (round == 1) { /* the CTS back, data on both rails: then the link goes */
+                progress_for(req[0], 0.05);
+                shell(rail_down);
+            }
+            for (int k = 0; k < 2; k++) {
+                msg_status[k] = uccl_wait(req[k], 20000);
+                uccl_req_free(req[k]);
+            }
+            sock_xfer(p->sock, &res, sizeof(res), false);
+            if (res != 1 || msg_status[0] != UCCL_OK || msg_status[1] != UCCL_OK)
+                break;
+            msg_rounds_ok++;
+        }
+        round = -1;
+        sock_xfer(p->sock, &round, sizeof(round), true);
+        shell(rail_up);
+    } else {
+        for (;;) {
+            uint64_t value = 0, extra = 0;
+            size_t got = 0;
+            uccl_status_t st, nst;
+
+            sock_xfer(p->sock, &round, sizeof(round), false);
+            if (round < 0)
+                break;
+            st = uccl_recv(p->conn, mr, 0, MSG, 7, &req[0]);
+            sock_xfer(p->sock, &res, sizeof(res), true);
+            if (st == UCCL_OK)
+                st = xfer_wait(UCCL_OK, &req[0], &got);
+            nst = uccl_notif_wait(p->conn, &value, 20000);
+            res = st == UCCL_OK && got == MSG - 5 && check_fill(buf, MSG - 5, 40 + (unsigned)round) &&
+                  nst == UCCL_OK && value == (1ull << 40) + (unsigned)round &&
+                  check_fill(buf + MSG, MSG, 60 + (unsigned)round) &&
+                  uccl_notif_poll(p->conn, &extra) == UCCL_ERR_NOT_FOUND; /* exactly once */
+            if (!res)
+                fprintf(stderr, "child: round %d: recv %s (%zu bytes), notif %s (%llx)\n", round,
+                        uccl_status_name(st), got, uccl_status_name(nst),
+                        (unsigned long long)value);
+            sock_xfer(p->sock, &res, sizeof(res), true);
+        }
+    }
+    sync_peers(p);
+    uccl_mr_dereg(mr);
+    free(buf);
+}
+
+static void test_rail_down_msg(void)
+{
+    double t0 = now_s();
+
+    /* RC retries short enough that the dead rail shows in about 2 s, long
+     * enough that the live rail's queue on a loaded emulated VM does not
+     * look dead too (a 4 MiB burst per QP) */
+    run_pair_retries(side_rail_down_msg, "17", "15000");
+    printf("\n    after '%s' under a send and a write_notify: send %s, write_notify %s, "
+           "%d of 3 rounds right, %.1f s\n", rail_down, uccl_status_name(msg_status[0]),
+           uccl_status_name(msg_status[1]), msg_rounds_ok, now_s() - t0);
+    CU_ASSERT(msg_status[0] == UCCL_OK && msg_status[1] == UCCL_OK && msg_rounds_ok == 3);
 }
 
 int main(void)
@@ -257,6 +367,8 @@ int main(void)
         {"UCCL_VERBS_RAILS=1: rail 1 idle", test_one_rail},
         {"rail 1 down mid-transfer: writes fail over to rail 0, bytes intact; link back: both rails",
          test_rail_down},
+        {"rail 1 down under a send and a write_notify: both finish on rail 0, bytes intact, "
+         "notified once", test_rail_down_msg},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_rails", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -64,6 +64,14 @@ static void test_rndv_ctrl(void)
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m), UCCL_OK);
     CU_ASSERT(m.type == UCCL_RNDV_MSG_NOTIFY && m.a == 3 && m.b == 1ull << 40 && m.nseg == 0);
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE - 1, &m), UCCL_ERR_TRANSPORT);
+    /* a closing NOTIFY (a notified write that failed over, verbs_rail.c) */
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, 5, 9, UCCL_RNDV_NOTIFY_CLOSED, 0);
+    CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m) == UCCL_OK && m.a == 5 && m.b == 9 &&
+              m.c == UCCL_RNDV_NOTIFY_CLOSED);
+    /* a FIN that completes a receive (its sender's immediates were given up) */
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_FIN, UCCL_OK, 4, 1ull << 22, 0, 0);
+    CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m) == UCCL_OK && m.status == UCCL_OK &&
+              m.b == 1ull << 22);
     uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_FIN, UCCL_ERR_STALE, 4, 0, 0, 0);
     CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m) == UCCL_OK &&
               m.status == UCCL_ERR_STALE);

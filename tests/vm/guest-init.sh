@@ -70,6 +70,11 @@ pair_net() { # rxe0 on veth0 (192.0.2.1), rxe1 on veth1 (192.0.2.2)
 	$C ip rule add pref 11 iif lo to 192.0.2.1 lookup 11
 	$C ip route add 192.0.2.2 dev veth0 src 192.0.2.1 table 12
 	$C ip route add 192.0.2.1 dev veth1 src 192.0.2.2 table 11
+	# A veth hands each packet to the peer's backlog (1000 by default): rxe's
+	# bursts overflowed it (softnet drops, the responder's ACKs dropped at
+	# veth TX, each loss an RC timeout); every command here gets a deep one,
+	# not only check.sh and the benches
+	$C sysctl -qw net.core.netdev_max_backlog=100000
 	$C rdma link add rxe0 type rxe netdev veth0 || die "cannot add rxe0"
 	$C rdma link add rxe1 type rxe netdev veth1 || die "cannot add rxe1"
 	echo "export RXE_DEV=rxe0 RXE_IP=192.0.2.1 RXE_DEV2=rxe1 RXE_IP2=192.0.2.2" >$E

@@ -255,9 +255,9 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
     *extra_parts = 0;
     if (req->op != UCCL_OP_WRITE || rndv_notif_small(req, nparts))
         return UCCL_OK;
-    req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK;
-    st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK, req->tp_data[UCCL_RNDV_RD_ID],
-                             req->notif, 0, req);
+    req->tp_data[UCCL_RNDV_RD_ID] = (r->next_notif_id++ & UCCL_RNDV_IMM_ID_MASK) | UCCL_RNDV_NOTIF_ID;
+    st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                             req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif, 0, req);
     if (st == UCCL_OK)
         *extra_parts = 1;
     return st;
@@ -549,7 +549,9 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
         break;
     case UCCL_RNDV_MSG_CTS: rndv_cts_arrived(r, m.a, m.b, m.segs, m.nseg); break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, m.a, m.b, m.status); break;
-    case UCCL_RNDV_MSG_NOTIFY: uccl_rndv_notif_value(r, m.a, m.b); break;
+    case UCCL_RNDV_MSG_NOTIFY:
+        uccl_rndv_notif_value(r, m.a, m.b, m.c == UCCL_RNDV_NOTIFY_CLOSED);
+        break;
     case UCCL_RNDV_MSG_GRANT: uccl_rndv_grant_arrived(r, m.a, m.b, m.c, m.seq, &m.segs[0]); break;
     }
     if (r->ops->recv_repost(r, index) != UCCL_OK)

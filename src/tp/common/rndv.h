@@ -78,15 +78,19 @@ enum {
     UCCL_RNDV_MSG_EAGER = 1,  /* a = tag, b = len, payload follows */
     UCCL_RNDV_MSG_RTS = 2,    /* a = tag, b = len, c = send id */
     UCCL_RNDV_MSG_CTS = 3,    /* a = send id, b = recv id, c = nseg, segments follow */
-    UCCL_RNDV_MSG_FIN = 4,    /* a = recv id, b = len, status; only when a rendezvous send failed;
+    UCCL_RNDV_MSG_FIN = 4,    /* a = recv id, b = len, status; when a rendezvous send failed, or
+                               * with UCCL_OK when its immediates were given up (uccl_rndv_write_close);
                                * after an RTS_PULL: a = send id, the receiver read it (or failed) */
-    UCCL_RNDV_MSG_NOTIFY = 5, /* a = notify id, b = value; for values UCCL_RNDV_IMM_NOTIFY_SMALL cannot carry */
+    UCCL_RNDV_MSG_NOTIFY = 5, /* a = notify id, b = value; for values UCCL_RNDV_IMM_NOTIFY_SMALL cannot carry;
+                               * c = UCCL_RNDV_NOTIFY_CLOSED: the write's data landed, count no
+                               * immediates (uccl_rndv_write_close) */
     UCCL_RNDV_MSG_GRANT = 6,  /* a = send id, b = recv id, c = slot, seq = offset, one segment follows */
     /* an RTS with the sender's pieces: status = nseg (1..UCCL_IOV_MAX), the
      * segments follow; the receiver reads them and answers FIN, or answers
      * as to an RTS (CTS, GRANT) */
     UCCL_RNDV_MSG_RTS_PULL = 7,
 };
+#define UCCL_RNDV_NOTIFY_CLOSED 1
 #define UCCL_RNDV_HDR_SIZE 40
 #define UCCL_RNDV_SEG_SIZE 24 /* addr(8) key(8) len(8); a 4-byte key is zero-extended */
 
@@ -112,13 +116,15 @@ enum {
 enum {
     UCCL_RNDV_RD_STATE = 0, /* UCCL_RNDV_RS_* */
     UCCL_RNDV_RD_ERR,       /* first error (uccl_status_t as int64), 0 = none */
-    UCCL_RNDV_RD_ID,        /* our id (rendezvous send / receive, notified write) */
+    UCCL_RNDV_RD_ID,        /* our id (rendezvous send / receive; a notified write's notify
+                             * id | UCCL_RNDV_NOTIF_ID once it has one) */
     UCCL_RNDV_RD_PEER_ID,   /* the peer's receive id (rendezvous send) */
     UCCL_RNDV_RD_TP,        /* first slot free for the transport's data path */
     /* a receive matched to an RTS never reaches the data path; it uses: */
     UCCL_RNDV_RD_MSG_LEN = UCCL_RNDV_RD_TP, /* the message length */
     UCCL_RNDV_RD_PARTS_GOT,                 /* immediates counted */
 };
+#define UCCL_RNDV_NOTIF_ID (1ull << 62)
 /* A receive on granted windows keeps the send id in UCCL_RNDV_RD_PEER_ID. */
 
 enum {
@@ -295,6 +301,11 @@ void uccl_rndv_ctrl_flush(uccl_rndv_t *r); /* send queued control messages (prog
 void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm);
 /* All of req's writes completed (or failed: uccl_rndv_req_error first). */
 void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req);
+/* All of req's data landed, but its immediates were given up (a lane failed
+ * under them and the data went again without them): a control message tells
+ * the peer instead (a rendezvous send: FIN with UCCL_OK and the length; a
+ * notified write: a closing NOTIFY); req completes once it is sent. */
+void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req);
 
 /* Building the writes: does req close with immediates; before its last
  * chunk, split over nparts lanes, is built: send what its immediate cannot
@@ -325,7 +336,7 @@ bool uccl_rndv_pull_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_
 void uccl_rndv_pull_done(uccl_rndv_t *r, uccl_req_t *req);
 bool uccl_rndv_pull_fin(uccl_rndv_t *r, uint64_t send_id, uint64_t len, uccl_status_t st);
 uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
-void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value);
+void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
 void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id);
 void uccl_rndv_grant_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id, uint64_t slot,

@@ -1,7 +1,8 @@
 /* The target side of writes closed by immediates (rndv.h): notified writes
  * whose value or parts are still on their way, the parts of a rendezvous
  * write that complete its receive; and granted windows (GRANT, chunk
- * immediates) on both sides. */
+ * immediates) on both sides; the sender's close of a write whose immediates
+ * were given up (uccl_rndv_write_close). */
 #include <stdlib.h>
 
 #include "rndv.h"
@@ -13,6 +14,7 @@ typedef struct rndv_notif {
     int nparts; /* 0 = no immediate seen yet */
     int got;
     bool have_value;
+    bool closed; /* its data all landed (a closing NOTIFY): count no immediates */
     uint64_t value;
 } rndv_notif_t;
 
@@ -45,7 +47,7 @@ static void rndv_notif_push(uccl_rndv_t *r, uint64_t value)
 /* Value and every immediate of a notified write are here: deliver it. */
 static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
 {
-    if (!n->have_value || n->nparts == 0 || n->got < n->nparts)
+    if (!n->have_value || (!n->closed && (n->nparts == 0 || n->got < n->nparts)))
         return;
     uccl_hmap_del(&r->notif_ids, n->id);
     uccl_list_del(&n->link);
@@ -53,7 +55,7 @@ static void rndv_notif_check(uccl_rndv_t *r, rndv_notif_t *n)
     free(n);
 }
 
-void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
+void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed)
 {
     rndv_notif_t *n = rndv_notif_get(r, (uint32_t)(id & UCCL_RNDV_IMM_ID_MASK));
 
@@ -61,7 +63,30 @@ void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value)
         return;
     n->value = value;
     n->have_value = true;
+    n->closed |= closed;
     rndv_notif_check(r, n);
+}
+
+/* Sender: req's data landed but its immediates were given up (rndv.h). */
+void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req)
+{
+    uccl_status_t st;
+
+    req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
+    if (req->op == UCCL_OP_SEND) {
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, UCCL_OK, req->tp_data[UCCL_RNDV_RD_PEER_ID],
+                                 req->len, 0, req);
+    } else {
+        /* the notify id its value went ahead with, if it got that far: the
+         * target closes that one; else a new one */
+        if (!(req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_NOTIF_ID))
+            req->tp_data[UCCL_RNDV_RD_ID] = r->next_notif_id++;
+        st = uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_NOTIFY, UCCL_OK,
+                                 req->tp_data[UCCL_RNDV_RD_ID] & UCCL_RNDV_IMM_ID_MASK, req->notif,
+                                 UCCL_RNDV_NOTIFY_CLOSED, req);
+    }
+    if (st != UCCL_OK)
+        r->ops->finish(r, req, st, 0);
 }
 
 /* One immediate of a rendezvous send: the receive completes with the last. */

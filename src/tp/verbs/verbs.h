@@ -19,8 +19,9 @@
  * one 64-bit key per piece (rail 0's rkey low, rail 1's high). */
 #define VERBS_MAX_RAILS 2
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 4 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows;
-                              * 4: rails (address and wiring info name them) */
+#define VERBS_WIRE_VERSION 5 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows;
+                              * 4: rails (address and wiring info name them); 5: a closing
+                              * NOTIFY (failover of notified writes, verbs_rail.c) */
 
 /* The message protocol is src/tp/common/rndv.h: control messages are SENDs
  * on the RC control QP (in order), writes WRITE / WRITE_WITH_IMM chains
@@ -49,6 +50,9 @@ enum {
                      * VERBS_RAILS_RESTART: a rail failed under it, it starts over */
 };
 #define VERBS_RAILS_RESTART (1ull << 63)
+/* a rail failed under req after its immediates were posted: its data goes
+ * again without them and a control message closes it (uccl_rndv_write_close) */
+#define VERBS_RAILS_NOIMM (1ull << 62)
 
 typedef struct tp_verbs_config {
     char qp_type[UCCL_CFG_STRING_MAX];
@@ -214,6 +218,7 @@ uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 void uccl_verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
                           uint32_t *rkey, uint64_t *left);
 void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req);
+bool uccl_verbs_req_noimm(const uccl_req_t *req);
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc);
 
 /* ---- verbs_stage.c: GPU memory (GPUDirect decision at open, staging) */

@@ -258,7 +258,8 @@ static uccl_status_t verbs_build_next(tp_verbs_ep_t *ep, uccl_req_t *req, tp_ver
     }
     qps |= bit;
     req->tp_data[VERBS_RD_QPS] = qps;
-    if (req->tp_data[VERBS_RD_OFF] < req->len || !uccl_rndv_needs_imm(req))
+    if (req->tp_data[VERBS_RD_OFF] < req->len || !uccl_rndv_needs_imm(req) ||
+        uccl_verbs_req_noimm(req))
         return UCCL_OK;
     nparts = __builtin_popcount((uint32_t)qps);
     if (uccl_rndv_imm_begin(&ep->rndv, req, nparts, &extra) != UCCL_OK) {
@@ -472,7 +473,10 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
         uccl_rndv_sink_copying(tp_verbs_xfer(req)->staged.sink))
         return; /* a read whose last windows still copy: verbs_sink_copied ends it */
     uccl_list_del(&req->tp_link);
-    uccl_rndv_write_done(&ep->rndv, req);
+    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && uccl_verbs_req_noimm(req))
+        uccl_rndv_write_close(&ep->rndv, req); /* its data went again without immediates */
+    else
+        uccl_rndv_write_done(&ep->rndv, req);
 }
 
 static void verbs_handle_wc(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)

@@ -1,5 +1,5 @@
 /* Verbs rails: which rails a request may stripe over, and failover when a
- * rail past the first fails under a transfer (the device choice is in
+ * rail past the first fails under a transfer (one-sided or two-sided) (the device choice is in
  * verbs.c, the QPs of each rail in verbs_ep.c, the striping in verbs_data.c),
  * and the remote address and rail key of each piece of a request. */
 #include "verbs.h"
@@ -37,15 +37,32 @@ uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 }
 
 /* A request whose rail failed under it starts over on the rails left, once
- * its last work request is back (its bytes are written or read again: a
- * one-sided transfer without notification is idempotent). */
+ * its last work request is back: its bytes are written or read again (the
+ * same bytes to the same place). A send or notified write whose immediates
+ * were not posted yet (they go with its last chunk) has told the target
+ * nothing: it simply starts over. One whose immediates were posted may have
+ * had some counted there: it goes again without them (VERBS_RAILS_NOIMM) and
+ * a control message on the control QP closes it (uccl_rndv_write_close: FIN
+ * with the length, or a closing NOTIFY), sent once every byte is acked. */
 void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
-    req->tp_data[VERBS_RD_RAILS] &= ~(VERBS_RAILS_RESTART | ep->dead_rails);
+    uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(VERBS_RAILS_RESTART | ep->dead_rails);
+
+    if (uccl_rndv_needs_imm(req) && req->tp_data[VERBS_RD_OFF] >= req->len)
+        rails |= VERBS_RAILS_NOIMM;
+    uccl_debug("%s: request %p (%zu bytes) starts over on rails 0x%x%s", ep->tp->dev_name,
+               (void *)req, req->len, (unsigned)(rails & 0xffff),
+               rails & VERBS_RAILS_NOIMM ? ", closed by a control message" : "");
+    req->tp_data[VERBS_RD_RAILS] = rails;
     req->tp_data[VERBS_RD_OFF] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
     uccl_list_del(&req->tp_link);
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
+}
+
+bool uccl_verbs_req_noimm(const uccl_req_t *req)
+{
+    return (req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_NOIMM) != 0;
 }
 
 /* Errors that say the path is gone (no answer, QP broken), not that the
@@ -68,11 +85,11 @@ static void verbs_rail_dead(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc
 
 /* Failover: a path error on a data QP of a rail past the first marks the
  * rail dead instead of failing the connection, and nothing new goes there.
- * A one-sided write or read without notification (idempotent) that had work
- * on it starts over on the rails left (uccl_verbs_req_restart); the dead
- * QPs' flushed receives are dropped. Anything else with work there (a send
- * or a notified write: its immediates cannot be taken back) fails the
- * connection as before. true: handled here. */
+ * A request that had work on it (a write, read, rendezvous send or notified
+ * write) starts over on the rails left (uccl_verbs_req_restart); the dead
+ * QPs' flushed receives are dropped. Rail 0 carries the control QP: its
+ * failure fails the connection (PEER_FAILED), as does any error that is not
+ * a path's. true: handled here. */
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
 {
     int kind = (int)(wc->wr_id & 7);
@@ -86,9 +103,9 @@ bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *
         return true;
     }
     q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
-    if (kind != VERBS_WR_DATA || q == NULL || q == &ep->ctrl ||
-        (req->op != UCCL_OP_WRITE && req->op != UCCL_OP_READ) || req->has_notif ||
-        uccl_rndv_needs_imm(req) || req->tp_data[UCCL_RNDV_RD_ERR] != 0)
+    /* granted windows and staged data never leave rail 0 (uccl_verbs_req_rails) */
+    if (kind != VERBS_WR_DATA || q == NULL || q == &ep->ctrl || req->tp_data[UCCL_RNDV_RD_ERR] != 0 ||
+        (tp_verbs_xfer(req) != NULL && tp_verbs_xfer(req)->staged.grants != NULL))
         return false;
     verbs_rail_dead(ep, rail, wc);
     q->outstanding--;
