@@ -1,7 +1,7 @@
 /* libFuzzer harness: notification records and the rest of the RDMA message
  * protocol's control channel as the receiving side decodes them
  * (src/tp/common/rndv_wire.c; verbs and ofi): the control message parser
- * (NOTIFY {notify id, value}, EAGER, RTS, CTS, FIN, GRANT) on the whole
+ * (NOTIFY {notify id, value}, EAGER, RTS, RTS_PULL, CTS, FIN, GRANT) on the whole
  * input, and the 32-bit immediates that close notified and rendezvous
  * writes on each 4 bytes of it. A message that parses must describe only
  * bytes of its buffer and encode and parse again to the same fields; every
@@ -32,6 +32,11 @@ static void check_ctrl(const uint8_t *data, size_t size)
             UCCL_RNDV_HDR_SIZE + (size_t)m.nseg * UCCL_RNDV_SEG_SIZE > size)
             abort();
         break;
+    case UCCL_RNDV_MSG_RTS_PULL: /* the segment count came in the status word */
+        if (m.nseg < 1 || m.nseg > UCCL_IOV_MAX || m.status != UCCL_OK ||
+            UCCL_RNDV_HDR_SIZE + (size_t)m.nseg * UCCL_RNDV_SEG_SIZE > size)
+            abort();
+        break;
     case UCCL_RNDV_MSG_GRANT:
         if (m.nseg != 1 || m.c >= UCCL_RNDV_MAX_SLOTS ||
             UCCL_RNDV_HDR_SIZE + UCCL_RNDV_SEG_SIZE > size)
@@ -47,7 +52,9 @@ static void check_ctrl(const uint8_t *data, size_t size)
         abort(); /* an unknown type never parses */
     }
     /* encode what was parsed, parse it again: the same message */
-    uccl_rndv_hdr_put(again, m.type, m.status, m.a, m.b, m.c, m.seq);
+    uccl_rndv_hdr_put(again, m.type,
+                      m.type == UCCL_RNDV_MSG_RTS_PULL ? (uccl_status_t)m.nseg : m.status, m.a,
+                      m.b, m.c, m.seq);
     if (m.type == UCCL_RNDV_MSG_EAGER) {
         if (m.b > sizeof(again) - len)
             return;
