@@ -284,6 +284,29 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
                                             "cuStreamWaitValue64", value);
 }
 
+/* ------------------------------------------------------------ device-to-device copies */
+
+typedef CUresult (*dtod_fn_t)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static pthread_once_t dtod_once = PTHREAD_ONCE_INIT;
+static dtod_fn_t dtod_fn;
+
+static void dtod_lookup(void)
+{
+    dtod_fn = (dtod_fn_t)driver_entry("cuMemcpyDtoDAsync");
+    (void)cudaGetLastError();
+}
+
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    CUresult res;
+
+    pthread_once(&dtod_once, dtod_lookup);
+    if (dtod_fn == NULL)
+        return uccl_gpu_memcpy_async(dst, src, len, stream);
+    res = dtod_fn((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len, (CUstream)stream);
+    return memop_status(res, "cuMemcpyDtoDAsync", len);
+}
+
 /* ------------------------------------------------------------ batched copies */
 
 /* cudaMemcpyBatchAsync (CUDA 12.8; 13.0 dropped its failIdx argument). A

@@ -366,6 +366,12 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
     return UCCL_OK;
 }
 
+/* The fake has one kind of copy. */
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    return uccl_gpu_memcpy_async(dst, src, len, stream);
+}
+
 /* ------------------------------------------------------------ events */
 
 /* A batch has no order inside: the fake queues its copies last first, so

@@ -101,6 +101,12 @@ uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream);
 /* Copy between any two pointers the runtime can see (unified addressing). */
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len,
                                     uccl_gpu_stream_t stream);
+/* A copy between two device pointers (both GPU memory, local or IPC-mapped):
+ * the driver's cuMemcpyDtoDAsync on CUDA, which skips the runtime's
+ * unified-addressing lookups of uccl_gpu_memcpy_async; the plain copy
+ * elsewhere. */
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len,
+                                         uccl_gpu_stream_t stream);
 /* n copies (n >= 1) queued on stream in one call where the runtime can
  * (cudaMemcpyBatchAsync, CUDA 12.8+), else one call each: the batch as a
  * whole is in stream order, the copies in it are not ordered among

@@ -153,6 +153,11 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
                                              0xffffffffffffffffull));
 }
 
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    return RT_CHECK(hipMemcpyAsync(dst, src, len, hipMemcpyDeviceToDevice, (hipStream_t)stream));
+}
+
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream)
 {

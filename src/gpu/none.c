@@ -59,6 +59,8 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, stream)
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+    NO_DEVICE(dst, src, len, stream)
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, n, stream)

@@ -5,8 +5,9 @@
  * copies into that mapping, or into a local buffer, and times:
  *   each:   16 uccl_gpu_memcpy_async calls, then one stream sync
  *   batch:  one uccl_gpu_memcpy_batch_async of the same 16 copies
+ *   dtod:   16 uccl_gpu_memcpy_dtod_async calls (the driver's cuMemcpyDtoDAsync)
  *   record / query: cudaEventRecord on an idle stream; cudaEventQuery of a
- *           done event
+ *           done event; cudaStreamQuery of an idle stream
  *   w1 sync / w1 event: one copy, then a stream sync / an event record and
  *           query polling (the latency of one transfer)
  * Every figure is the median of 7 runs, in microseconds. */
@@ -60,7 +61,8 @@ static int child(int wfd, int rfd)
     return ok ? 0 : 1;
 }
 
-/* 16 copies of len into dst (one each, or one batch); us per copy: the
+/* 16 copies of len into dst (batch: 0 one call each, 1 one batch, 2 one
+ * driver dtod call each); us per copy: the
  * issue alone, and the issue plus the stream sync. */
 static void window(char *dst, char *src, size_t len, int batch, uccl_gpu_stream_t s, double *issue,
                    double *total)
@@ -77,8 +79,11 @@ static void window(char *dst, char *src, size_t len, int batch, uccl_gpu_stream_
     }
     for (int r = -1; r < RUNS; r++) {
         double t0 = now_us(), t1;
-        if (batch) {
+        if (batch == 1) {
             uccl_gpu_memcpy_batch_async(d, sr, l, WIN, s);
+        } else if (batch == 2) {
+            for (int k = 0; k < WIN; k++)
+                uccl_gpu_memcpy_dtod_async(d[k], sr[k], len, s);
         } else {
             for (int k = 0; k < WIN; k++)
                 uccl_gpu_memcpy_async(d[k], sr[k], len, s);
@@ -152,18 +157,21 @@ int main(void)
     }
     printf("# us per copy, window of %d, median of %d runs; dst in a peer process's buffer (IPC) or local\n",
            WIN, RUNS);
-    printf("%10s %-5s %10s %10s %10s %10s\n", "size", "dst", "each iss", "each tot", "batch iss", "batch tot");
+    printf("%10s %-5s %10s %10s %10s %10s %10s %10s\n", "size", "dst", "each iss", "each tot", "batch iss",
+           "batch tot", "dtod iss", "dtod tot");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         for (int ipc = 1; ipc >= 0; ipc--) {
-            double ei, et, bi, bt;
+            double ei, et, bi, bt, di, dt;
             char *dst = ipc ? peer : local;
             window(dst, src, sizes[i], 0, s, &ei, &et);
             window(dst, src, sizes[i], 1, s, &bi, &bt);
-            printf("%10zu %-5s %10.2f %10.2f %10.2f %10.2f\n", sizes[i], ipc ? "ipc" : "local", ei, et, bi, bt);
+            window(dst, src, sizes[i], 2, s, &di, &dt);
+            printf("%10zu %-5s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", sizes[i], ipc ? "ipc" : "local", ei,
+                   et, bi, bt, di, dt);
         }
     }
     {
-        double rec[RUNS], q[RUNS];
+        double rec[RUNS], q[RUNS], sq[RUNS];
         uccl_gpu_stream_sync(s);
         for (int r = 0; r < RUNS; r++) {
             double t0 = now_us();
@@ -176,8 +184,13 @@ int main(void)
                 uccl_gpu_event_query(ev);
             rec[r] = (t1 - t0) / 100;
             q[r] = (now_us() - t2) / 100;
+            t2 = now_us();
+            for (int i = 0; i < 100; i++)
+                uccl_gpu_stream_query(s);
+            sq[r] = (now_us() - t2) / 100;
         }
-        printf("event record (idle stream) %.2f us, event query (done) %.2f us\n", med(rec), med(q));
+        printf("event record (idle stream) %.2f us, event query (done) %.2f us, stream query (idle) %.2f us\n",
+               med(rec), med(q), med(sq));
     }
     latency(peer, src, 4096, s, ev);
     latency(peer, src, 1u << 20, s, ev);

@@ -94,9 +94,16 @@ static uccl_status_t batch_flush(ipc_tp_t *tp)
     ipc_batch_t *b = &tp->batch;
     uccl_status_t st;
 
+    uint64_t t0;
+
     if (b->n == 0)
         return UCCL_OK;
-    st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
+    t0 = IPC_PROF_T0(tp->cfg.prof);
+    if (b->n == 1 && tp->cfg.dtod)
+        st = uccl_gpu_memcpy_dtod_async(b->dst[0], b->src[0], b->len[0], tp->streams[0]);
+    else
+        st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_BATCH, t0, (uint64_t)b->n);
     b->n = 0;
     return st;
 }
@@ -157,8 +164,12 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     if (st != UCCL_OK)
         return st;
     if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
-        return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
+        st = batch && tp->cfg.dtod ? uccl_gpu_memcpy_dtod_async(dst, src, len, tp->streams[first])
+                                   : uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
+        IPC_PROF_ADD(&tp->prof, IPC_PROF_COPY, t0, 1);
+        return st;
     }
     chunk = (len / (size_t)n + SPLIT_ALIGN - 1) & ~(size_t)(SPLIT_ALIGN - 1);
     for (int k = 0; len > 0; k++) {
@@ -239,7 +250,11 @@ static void fence_close(ipc_tp_t *tp)
         if (!(f->streams & (1u << s)))
             continue;
         if (event_get(tp, &ev) == UCCL_OK) {
-            if (uccl_gpu_event_record(ev, tp->streams[s]) == UCCL_OK) {
+            uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+            uccl_status_t st = uccl_gpu_event_record(ev, tp->streams[s]);
+
+            IPC_PROF_ADD(&tp->prof, IPC_PROF_RECORD, t0, 1);
+            if (st == UCCL_OK) {
                 f->ev[f->nev++] = ev;
                 continue;
             }
@@ -311,7 +326,10 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
     while (f->nev > 0) {
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
+
+        IPC_PROF_ADD(&tp->prof, st == UCCL_INPROGRESS ? IPC_PROF_QUERY_BUSY : IPC_PROF_QUERY_DONE, t0, 1);
         if (st == UCCL_INPROGRESS)
             return false;
         if (st != UCCL_OK)
@@ -347,9 +365,12 @@ static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
 
 static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
 {
+    uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+
     op_unlink(tp, op);
     uccl_gpu_ipc_op_finish(ep, op);
     free(op);
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_FINISH, t0, 1);
 }
 
 int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep)

@@ -40,6 +40,7 @@
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "tp/gpu_ipc/ipc_wire.h"
+#include "tp/gpu_ipc/prof.h"
 #include "tp/gpu_ipc/ring.h"
 #include "util/hmap.h"
 
@@ -123,6 +124,8 @@ typedef struct ipc_cfg {
     size_t push_min;
     int split_pct;
     size_t batch_max;
+    int prof; /* the micro profile (prof.h) */
+    int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -155,6 +158,7 @@ typedef struct ipc_tp {
      * closed): a caller's stream may still write there, as into a dead
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
+    ipc_prof_t prof;     /* cfg.prof */
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
@@ -261,6 +265,8 @@ uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_
                                      ipc_seg_t *out, int *nout);
 bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req);
 ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req);
+uint64_t uccl_gpu_ipc_prof_post_begin(ipc_tp_t *tp);
+uccl_status_t uccl_gpu_ipc_prof_post_end(ipc_tp_t *tp, uint64_t t0, uccl_status_t st);
 uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type,
                                         uint64_t seq, const void *m, size_t mlen,
                                         const msg_seg_t *seg, uint32_t nseg);
