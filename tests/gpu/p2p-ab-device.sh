@@ -6,7 +6,7 @@
 # the micro profile (UCCL_GPU_IPC_PROF=1: host ns per step of the transport)
 # at AB_PROF_SIZES; then uccl_perf p2p --mem cuda --transport gpu_ipc, write /
 # read / send, window 16 (4 KiB .. AB_MAX) and window 1 (4 KiB .. 1 MiB), in
-# AB_ROUNDS alternating rounds A B [C] A B [C] ... Each run has the plain
+# AB_ROUNDS alternating rounds A B [C] [D] A B ... Each run has the plain
 # cudaMemcpyAsync of the same bytes in the same job (x-copy = uccl / copy).
 # Logs and JSON under $OUT. Results: tests/gpu/results/1xH200-gpu10/.
 set -u
@@ -58,14 +58,16 @@ for s in ${AB_PROF_SIZES:-4K 4M}; do
     done
 done >"$OUT/profile.txt" 2>&1
 cat "$OUT/profile.txt"
-# C (optional): tree B again with the settings of AB_C_ENV (VAR=VAL,...)
+# C, D (optional): tree B again with the settings of AB_C_ENV, AB_D_ENV (VAR=VAL,...)
 sides="A B"
-[ -n "${AB_C_ENV:-}" ] && sides="A B C"
+[ -n "${AB_C_ENV:-}" ] && sides="$sides C"
+[ -n "${AB_D_ENV:-}" ] && sides="$sides D"
 for r in $(seq 1 "$ROUNDS"); do
     for side in $sides; do
         t=$A xs=""
         [ $side != A ] && t=$B
         [ $side = C ] && for kv in ${AB_C_ENV//,/ }; do xs="$xs -x $kv"; done
+        [ $side = D ] && for kv in ${AB_D_ENV//,/ }; do xs="$xs -x $kv"; done
         step "round $r, $side ($t $xs)"
         for op in write read send; do
             echo "# $op window 16 ($side round $r): size uccl-GB/s uccl-us copy-GB/s copy-us x-copy"

@@ -10,6 +10,7 @@
 #define SPLIT_ALIGN (1u << 20)
 
 static uccl_status_t batch_flush(ipc_tp_t *tp);
+static void quiet_record(ipc_tp_t *tp);
 
 static uccl_status_t streams_create(ipc_tp_t *tp)
 {
@@ -57,6 +58,7 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
     tp->nstreams = 0;
     free(tp->open_fence); /* no op is left to wait on it */
     tp->open_fence = NULL;
+    tp->quiet = NULL;
     for (int i = 0; i < tp->nfree_ev; i++)
         uccl_gpu_event_destroy(tp->free_ev[i]);
     free(tp->free_ev);
@@ -98,6 +100,7 @@ static uccl_status_t batch_flush(ipc_tp_t *tp)
 
     if (b->n == 0)
         return UCCL_OK;
+    quiet_record(tp); /* its event goes before these copies */
     t0 = IPC_PROF_T0(tp->cfg.prof);
     if (b->n == 1 && tp->cfg.dtod)
         st = uccl_gpu_memcpy_dtod_async(b->dst[0], b->src[0], b->len[0], tp->streams[0]);
@@ -156,13 +159,15 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     int n = tp->nstreams;
     uccl_status_t st;
 
-    if (batch && first == 0 && len < tp->cfg.batch_max) {
+    /* held back unless the streams are idle (ipc.h: the GPU starts now) */
+    if (batch && first == 0 && len < tp->cfg.batch_max && (tp->ops_copying > 0 || tp->batch.n > 0 || !tp->cfg.early)) {
         *used |= 1u;
         return batch_add(tp, dst, src, len);
     }
     st = batch_flush(tp);
     if (st != UCCL_OK)
         return st;
+    quiet_record(tp);
     if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
         uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
@@ -229,21 +234,10 @@ static ipc_fence_t *fence_open(ipc_tp_t *tp)
     return tp->open_fence;
 }
 
-/* Record the open fence: an event on every stream its copies went to. A
- * failed record waits for that stream instead and fails the fence's ops. */
-static void fence_close(ipc_tp_t *tp)
+/* An event on every stream f's copies went to. A failed record waits for
+ * that stream instead and fails the fence's ops. */
+static void fence_record(ipc_tp_t *tp, ipc_fence_t *f)
 {
-    ipc_fence_t *f = tp->open_fence;
-
-    if (f == NULL)
-        return;
-    if (batch_flush(tp) != UCCL_OK)
-        f->status = UCCL_ERR_TRANSPORT; /* its ops fail; the events still mark the end */
-    tp->open_fence = NULL; /* from now on it is recorded */
-    if (f->refs == 0) { /* its only ops failed to start, and waited */
-        free(f);
-        return;
-    }
     for (int s = 0; s < tp->nstreams; s++) {
         uccl_gpu_event_t ev;
 
@@ -265,10 +259,50 @@ static void fence_close(ipc_tp_t *tp)
     }
 }
 
+/* The unrecorded fence (ipc.h) gets its event: a copy is about to follow it
+ * on stream 0, or it stayed busy too long. */
+static void quiet_record(ipc_tp_t *tp)
+{
+    ipc_fence_t *f = tp->quiet;
+
+    if (f == NULL)
+        return;
+    tp->quiet = NULL;
+    f->unrecorded = false;
+    fence_record(tp, f);
+}
+
+/* Close the open fence: its held-back copies go, then its events (or none
+ * yet: an unrecorded fence, ipc.h). */
+static void fence_close(ipc_tp_t *tp)
+{
+    ipc_fence_t *f = tp->open_fence;
+
+    if (f == NULL)
+        return;
+    if (batch_flush(tp) != UCCL_OK)
+        f->status = UCCL_ERR_TRANSPORT; /* its ops fail; the events still mark the end */
+    tp->open_fence = NULL; /* from now on it is recorded */
+    if (f->refs == 0) { /* its only ops failed to start, and waited */
+        free(f);
+        return;
+    }
+    quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
+    if (tp->cfg.lazy_event && f->streams == 1u) {
+        f->unrecorded = true;
+        tp->quiet = f;
+        tp->quiet_polls = 0;
+        return;
+    }
+    fence_record(tp, f);
+}
+
 static void fence_put(ipc_tp_t *tp, ipc_fence_t *f)
 {
     if (f == NULL || --f->refs > 0 || f == tp->open_fence)
         return; /* an open fence with no op left goes at fence_close */
+    if (f == tp->quiet)
+        tp->quiet = NULL;
     while (f->nev > 0)
         event_put(tp, f->ev[--f->nev]);
     free(f);
@@ -309,6 +343,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         }
         f->refs++;
         op->fence = f;
+        tp->ops_copying++;
     }
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight++;
@@ -325,6 +360,22 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         return true;
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
+    if (f->unrecorded) { /* nothing follows it on stream 0: the stream's state is its own */
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+        uccl_status_t st = uccl_gpu_stream_query(tp->streams[0]);
+
+        IPC_PROF_ADD(&tp->prof, st == UCCL_INPROGRESS ? IPC_PROF_SQUERY_BUSY : IPC_PROF_SQUERY_DONE, t0, 1);
+        if (st == UCCL_INPROGRESS && ++tp->quiet_polls < IPC_QUIET_POLLS)
+            return false;
+        if (st == UCCL_INPROGRESS) {
+            quiet_record(tp); /* long copies: from now on its event is polled */
+        } else {
+            if (st != UCCL_OK)
+                f->status = UCCL_ERR_TRANSPORT;
+            f->unrecorded = false;
+            tp->quiet = NULL;
+        }
+    }
     while (f->nev > 0) {
         uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
@@ -346,9 +397,11 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
 {
     if (op->fence == NULL)
         return;
-    if (op->fence == tp->open_fence) {
+    if (op->fence == tp->open_fence || op->fence->unrecorded) {
         uccl_gpu_ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
         fence_close(tp);
+        if (op->fence->unrecorded)
+            quiet_record(tp);
     }
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);
@@ -360,6 +413,8 @@ static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
     uccl_list_del(&op->link);
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight--;
+    if (op->fence != NULL)
+        tp->ops_copying--;
     fence_put(tp, op->fence);
 }
 

@@ -43,7 +43,16 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "next progress, so that a window of small transfers costs the CPU one call, not one each "
      "(0 = every copy is issued when posted)",
      offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
-    {"DTOD", "0",
+    {"LAZY_EVENT", "1",
+     "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
+     "event only when another copy follows it there (0 = an event per fence when it closes)",
+     offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
+    {"EARLY", "1",
+     "a copy posted while no copy of the engine is in flight goes at once rather than into the "
+     "held-back batch (BATCH_MAX), so that the GPU starts while the rest of a window is posted "
+     "(0 = it waits for the batch too)",
+     offsetof(ipc_cfg_t, early), UCCL_CFG_BOOL},
+    {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
      offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
@@ -129,7 +138,8 @@ static void prof_print(const ipc_tp_t *tp)
 {
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
-        "event query done", "message out", "message in", "op finish", "progress call"};
+        "event query done", "stream query busy", "stream query done", "message out", "message in",
+        "op finish", "progress call"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)

@@ -18,6 +18,8 @@ enum {
     IPC_PROF_RECORD,     /* uccl_gpu_event_record of a fence */
     IPC_PROF_QUERY_BUSY, /* uccl_gpu_event_query that said not yet */
     IPC_PROF_QUERY_DONE, /* uccl_gpu_event_query that said done */
+    IPC_PROF_SQUERY_BUSY, /* uccl_gpu_stream_query of an unrecorded fence that said not yet */
+    IPC_PROF_SQUERY_DONE, /* the same, done */
     IPC_PROF_MSG,        /* uccl_gpu_ipc_send_msg (a control message) */
     IPC_PROF_RX,         /* a control message handled (parse + dispatch) */
     IPC_PROF_FINISH,     /* an op finished: its fence let go, its request completed */
