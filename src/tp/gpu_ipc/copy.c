@@ -159,8 +159,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     int n = tp->nstreams;
     uccl_status_t st;
 
-    /* held back unless the streams are idle (ipc.h: the GPU starts now) */
-    if (batch && first == 0 && len < tp->cfg.batch_max && (tp->ops_copying > 0 || tp->batch.n > 0 || !tp->cfg.early)) {
+    if (batch && first == 0 && len < tp->cfg.batch_max) {
         *used |= 1u;
         return batch_add(tp, dst, src, len);
     }
@@ -343,7 +342,6 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         }
         f->refs++;
         op->fence = f;
-        tp->ops_copying++;
     }
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight++;
@@ -413,8 +411,6 @@ static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
     uccl_list_del(&op->link);
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight--;
-    if (op->fence != NULL)
-        tp->ops_copying--;
     fence_put(tp, op->fence);
 }
 

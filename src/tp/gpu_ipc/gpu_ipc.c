@@ -47,11 +47,6 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
      "event only when another copy follows it there (0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
-    {"EARLY", "1",
-     "a copy posted while no copy of the engine is in flight goes at once rather than into the "
-     "held-back batch (BATCH_MAX), so that the GPU starts while the rest of a window is posted "
-     "(0 = it waits for the batch too)",
-     offsetof(ipc_cfg_t, early), UCCL_CFG_BOOL},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",

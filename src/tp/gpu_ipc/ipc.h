@@ -33,11 +33,9 @@
  * batch is full). A batch has no inner order, so a copy that would write
  * what a held copy reads or writes, or read what one writes, flushes the
  * batch first (the same copy twice does not: either order gives the same
- * bytes); gpu_ipc thus keeps conflicting copies in posting order. A copy
- * posted while no op of the engine is copying goes at once, not into the
- * batch: the GPU would idle while the window is posted (at 4-8 MiB, where
- * the GPU takes about as long per copy as the CPU does to issue one, that
- * idle start showed as 0.85-0.93x the plain copy). */
+ * bytes); gpu_ipc thus keeps conflicting copies in posting order. (Issuing
+ * the first copy of a window at once, so that the GPU starts while the rest
+ * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
@@ -143,7 +141,6 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
-    int early;      /* a copy posted on idle streams is not held back (ipc_batch_t) */
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -170,7 +167,6 @@ typedef struct ipc_tp {
     ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
     ipc_fence_t *quiet;  /* the closed fence without an event (cfg.lazy_event), or NULL */
     int quiet_polls;     /* busy stream queries of it so far */
-    int ops_copying;     /* ops (every ep) with copies not seen done: 0 = the streams are idle */
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
