@@ -1,7 +1,8 @@
 /* gpu_ipc copies: a few streams per engine, a pool of timing-free events,
  * gather/scatter plans issued as few cudaMemcpyAsync calls as the pieces
  * allow (large pieces split over every stream), completion by fences (events
- * recorded once per progress for every copy issued since the last). */
+ * recorded once per progress for every copy issued since the last, or a
+ * stream query while no copy follows: unrecorded fences, ipc.h). */
 #include <stdlib.h>
 
 #include "tp/gpu_ipc/ipc.h"
@@ -95,7 +96,6 @@ static uccl_status_t batch_flush(ipc_tp_t *tp)
 {
     ipc_batch_t *b = &tp->batch;
     uccl_status_t st;
-
     uint64_t t0;
 
     if (b->n == 0)
