@@ -30,11 +30,14 @@ lean() { # build the library and the programs named, in ./$1 of the tree at $2
 }
 step "build this tree"
 lean build-dev . "tests/gpu/t_gpu_copy tests/gpu/b_copy_cost tests/mpi/t_coll_gpu" &
+pids=$!
 if [ -n "${BASE:-}" ]; then
-    step "build the base tree $BASE ($(cd "$BASE" && git log --oneline -1 2>/dev/null))"
+    step "build the base tree $BASE"
     lean build-base "$BASE" &
+    pids="$pids $!"
 fi
-wait
+wait $pids # by pid: a bare wait would also wait for the tee above, forever
+step "built"
 cd build-dev || exit 1
 NCCL_DIR=$(python3 -c "import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))" 2>/dev/null)
 [ -n "$NCCL_DIR" ] && export LD_LIBRARY_PATH="$NCCL_DIR/lib:${LD_LIBRARY_PATH:-}"
