@@ -30,6 +30,11 @@
  * then acknowledges it: its sender keeps the engine progressing until then
  * (the mapping asks the owner for a grant).
  *
+ * The request learns that the stream passed the call from a host-mapped
+ * word the stream writes last (the call's sequence number), not from an
+ * event; each run of flag writes and waits is one driver call where the
+ * driver batches (uccl_stream_ops, UCCL_COLL_STREAM_OPS).
+ *
  * A dead peer: its flags never come, and a stream wait cannot time out.
  * The call's request watches: once a peer's connection fails, or the
  * stream has not passed the call within UCCL_TIMEOUT_MS, the host writes
