@@ -558,6 +558,19 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
                                               .dev_wait = true});
 }
 
+/* No batch here: the ops are queued one by one, in order, as a batch runs. */
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    return uccl_gpu_memops_ok(stream, ops, n) ? uccl_gpu_memops_each(stream, ops, n) : UCCL_ERR_INVALID_PARAM;
+}
+
+/* The host polls a word a stream writes: the fake device runs its streams
+ * as far as they can go (a GPU would, without being asked). */
+void uccl_gpu_flags_poll(void)
+{
+    uccl_fake_streams_flush(-1);
+}
+
 void uccl_fake_device_sync_check(const char *what)
 {
     uccl_list_t *pos;

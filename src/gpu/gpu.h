@@ -155,4 +155,40 @@ uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
                                        size_t width);
 
+/* A batch of the two above, run in array order as the calls one by one
+ * would be (cuStreamBatchMemOp where the driver has it: one call for up to
+ * 255 operations; else, and on HIP and the fake backend, one call each).
+ * Each op is checked first (UCCL_ERR_INVALID_PARAM, nothing queued). */
+typedef struct uccl_gpu_memop {
+    void *dev;      /* the word (this GPU's or peer-mapped; host-mapped for a write) */
+    uint64_t value;
+    uint8_t width;  /* 4 or 8 */
+    uint8_t wait;   /* 1: wait until >= value (cyclic), 0: write value */
+} uccl_gpu_memop_t;
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n);
+
+static inline int uccl_gpu_memops_ok(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!uccl_gpu_value_args_ok(stream, ops[i].dev, ops[i].width))
+            return 0;
+    return stream != NULL && (n == 0 || ops != NULL);
+}
+
+/* The batch as single calls (backends without a batch, and the fallback). */
+static inline uccl_status_t uccl_gpu_memops_each(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    uccl_status_t st = UCCL_OK;
+
+    for (size_t i = 0; st == UCCL_OK && i < n; i++)
+        st = ops[i].wait ? uccl_gpu_stream_wait_geq(stream, ops[i].dev, ops[i].value, ops[i].width)
+                         : uccl_gpu_stream_write(stream, ops[i].dev, ops[i].value, ops[i].width);
+    return st;
+}
+
+/* A host poll of a word a stream writes (uccl_gpu_flags_alloc memory) has
+ * not seen its value yet: let the device go on. Nothing on a GPU (it runs
+ * by itself); the fake backend runs its streams as far as they can go. */
+void uccl_gpu_flags_poll(void);
+
 #endif

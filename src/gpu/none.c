@@ -79,3 +79,6 @@ uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_
     NO_DEVICE(stream, dev, value, width)
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
                                        size_t width) NO_DEVICE(stream, dev, value, width)
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+    NO_DEVICE(stream, ops, n)
+void uccl_gpu_flags_poll(void) {}
