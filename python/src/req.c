@@ -254,7 +254,14 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     out = PyList_New(PySequence_Fast_GET_SIZE(seq));
     for (Py_ssize_t i = 0; out && i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *n = req_result((upy_req_t *)PySequence_Fast_GET_ITEM(seq, i));
+        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *n, *prev = i > 0 ? PyList_GET_ITEM(out, i - 1) : NULL;
+        upy_req_t *p = prev ? (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i - 1) : NULL;
+        /* a window of equal operations: one int object for equal counts */
+        if (p && r->status == UCCL_OK && p->status == UCCL_OK && r->nbytes == p->nbytes)
+            n = (Py_INCREF(prev), prev);
+        else
+            n = req_result(r);
         if (!n) {
             Py_CLEAR(out);
             break;
