@@ -129,7 +129,7 @@ typedef struct coll_state {
  * it (UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN); post queues a copy (false:
  * copy inline) in *slot; done says whether it is finished (wait: until it
  * is) and then frees the slot. */
-#define COLL_COPY_MIN_DEFAULT (256u << 10)
+#define COLL_COPY_MIN_DEFAULT (64u << 10)
 typedef struct coll_helper coll_helper_t;
 void uccl_coll_helper_init(coll_state_t *cs, long cpus, long local);
 bool uccl_coll_helper_post(coll_state_t *cs, void *dst, const void *src, size_t len, int *slot);

@@ -122,7 +122,8 @@ void uccl_coll_helper_init(coll_state_t *cs, long cpus, long local)
     int mode = env_mode();
 
     cs->copy_min = env_min();
-    cs->copy_helper = mode == 1 || (mode < 0 && cpus > 0 && cpus >= 2 * local);
+    /* one rank alone has no transfer for a copy to overlap */
+    cs->copy_helper = mode == 1 || (mode < 0 && cs->size > 1 && cpus > 0 && cpus >= 2 * local);
     cs->helper = NULL;
 }
 

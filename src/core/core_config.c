@@ -102,7 +102,7 @@ static const uccl_cfg_field_t coll_env_fields[] = {
      "temporary) run on a helper thread beside the caller: auto (where the host has at least "
      "twice as many CPUs as the comm has ranks on it), 1 or 0", offsetof(uccl_coll_env_t,
      copy_thread), UCCL_CFG_STRING},
-    {"COLL_COPY_MIN", "256K", "the collectives' helper thread takes local copies of at least "
+    {"COLL_COPY_MIN", "64K", "the collectives' helper thread takes local copies of at least "
      "this many bytes", offsetof(uccl_coll_env_t, copy_min), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };

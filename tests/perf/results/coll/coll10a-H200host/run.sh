@@ -1,10 +1,11 @@
 #!/bin/bash
 # coll10a's device call (host only, GPU unused): build libuccl + uccl_perf, then
 # uccl_perf coll with the copy helper off (UCCL_COLL_COPY_THREAD=0: as before)
-# and on (=1), shm on buffers of uccl_mem_alloc (--mem uccl) and malloc'd ones
-# (--mem host), then tcp from 1 MiB. Both Open MPI references (ob1 in the same
-# job, pml ucx from its own mpirun) in every "on" table; the "off" tables of
-# the same pair carry ob1 only (same machine, run just before).
+# and as by default (auto: on, 16 CPUs for at most 8 ranks), shm on buffers
+# of uccl_mem_alloc (--mem uccl) and malloc'd ones (--mem host), then tcp from
+# 1 MiB. Both Open MPI references (ob1 in the same
+# job, pml ucx from its own mpirun) in every "auto" table and in the np 2
+# uccl_mem_alloc "off" tables; other "off" tables carry ob1 only.
 # Run from the tree's root: OUT=dir bash tests/perf/results/coll/coll10a-H200host/run.sh
 set -u
 S=$(date +%s); t() { echo "### $* (t=$(( $(date +%s) - S ))s)"; }
@@ -24,35 +25,36 @@ run() { # run NP TP OP MEM HELPER MIN MAX [uccl_perf args]
     [ "$tp" = tcp ] && btl=self,tcp && ucx=(--ucx-tls tcp,self)
     echo "### np $np $tp $op --mem $mem UCCL_COLL_COPY_THREAD=$h $*"
     UCCL_COLL_COPY_THREAD=$h timeout 90 mpirun $root --bind-to core --map-by core -np "$np" \
-        -x UCCL_COLL_COPY_THREAD -x UCCL_COLL_COPY_MIN ${XENV:-} --mca pml ob1 --mca btl "$btl" \
+        -x UCCL_COLL_COPY_THREAD ${UCCL_COLL_COPY_MIN:+-x UCCL_COLL_COPY_MIN} ${XENV:-} --mca pml ob1 --mca btl "$btl" \
         tools/uccl_perf coll --op "$op" --transport "$tp" --mem "$mem" --min "$min" --max "$max" \
         --rounds 3 "${ucx[@]}" "$@" --json "$OUT/coll_${op}_${tp}_np${np}_${mem}_h$h${SFX:-}.json" 2>&1 |
         grep -v '^\[uccl'
 }
-export UCCL_COLL_COPY_MIN=${COPY_MIN:-64K}
-t "shm np 2"
+t "shm np 2, 64 KiB - 16 MiB"
 for op in alltoall allgather; do
-    run 2 shm $op uccl 0 64K 16M --ucx-ref off
-    run 2 shm $op uccl 1 64K 16M
+    run 2 shm $op uccl 0 64K 16M
+    run 2 shm $op uccl auto 64K 16M
 done
-run 2 shm alltoall host 0 64K 16M --ucx-ref off
-run 2 shm alltoall host 1 64K 16M
-t "shm np 4"
+for op in alltoall allgather; do
+    run 2 shm $op host 0 64K 16M --ucx-ref off
+    run 2 shm $op host auto 64K 16M
+done
+t "shm np 4, 64 KiB - 16 MiB"
 for op in alltoall allgather; do
     run 4 shm $op uccl 0 64K 16M --ucx-ref off
-    run 4 shm $op uccl 1 64K 16M
+    run 4 shm $op uccl auto 64K 16M
 done
-t "tcp np 2 and 4 from 1 MiB"
+run 4 shm alltoall host auto 64K 16M
+t "shm np 2, 8-32 KiB: helper from 8 KiB vs off"
+run 2 shm alltoall uccl 0 8K 32K --ucx-ref off
+UCCL_COLL_COPY_MIN=8K run 2 shm alltoall uccl 1 8K 32K --ucx-ref off
+t "tcp from 1 MiB: UCCL_TCP_SOCKBUF 4M (default) vs 16M"
 for np in 2 4; do for op in alltoall allgather; do
     run $np tcp $op host 0 1M 4M --ucx-ref off
-    run $np tcp $op host 1 1M 4M
+    run $np tcp $op host auto 1M 4M
+    export UCCL_TCP_SOCKBUF=16M
+    XENV="-x UCCL_TCP_SOCKBUF" SFX=_SOCKBUF-16M run $np tcp $op host auto 1M 4M --ucx-ref off
+    unset UCCL_TCP_SOCKBUF
 done; done
-t "tcp np 4 alltoall: UCCL_TCP_SOCKBUF=16M, UCCL_TCP_CHUNK=1M, UCCL_TCP_NUM_STREAMS=8"
-for v in UCCL_TCP_SOCKBUF=16M UCCL_TCP_CHUNK=1M UCCL_TCP_NUM_STREAMS=8; do
-    echo "## $v"
-    export "$v"
-    XENV="-x ${v%%=*}" SFX="_$(echo ${v#UCCL_TCP_} | tr = -)" run 4 tcp alltoall host 1 1M 4M --ucx-ref off
-    unset "${v%%=*}"
-done
 t done
 cd "$OUT" && tar czf json.tgz *.json && rm -f *.json
