@@ -23,7 +23,7 @@ run() { # run NP TP OP MEM HELPER MIN MAX [uccl_perf args]
     local np=$1 tp=$2 op=$3 mem=$4 h=$5 min=$6 max=$7 btl=self,vader ucx=()
     shift 7
     [ "$tp" = tcp ] && btl=self,tcp && ucx=(--ucx-tls tcp,self)
-    echo "### np $np $tp $op --mem $mem UCCL_COLL_COPY_THREAD=$h $*"
+    echo "### np $np $tp $op --mem $mem UCCL_COLL_COPY_THREAD=$h $* ${XENV:+($XENV=${UCCL_TCP_SOCKBUF:-})}"
     UCCL_COLL_COPY_THREAD=$h timeout 90 mpirun $root --bind-to core --map-by core -np "$np" \
         -x UCCL_COLL_COPY_THREAD ${UCCL_COLL_COPY_MIN:+-x UCCL_COLL_COPY_MIN} ${XENV:-} --mca pml ob1 --mca btl "$btl" \
         tools/uccl_perf coll --op "$op" --transport "$tp" --mem "$mem" --min "$min" --max "$max" \
