@@ -49,6 +49,7 @@ struct coll_helper {
     _Atomic int sleeping;
     _Atomic int stop;
     uint64_t spin_ns; /* 0 where the host runs more ranks than it has CPUs */
+    pid_t pid;        /* a forked child has no helper thread: it copies inline */
 };
 
 static uint64_t now_ns(void)
@@ -140,6 +141,7 @@ static bool helper_start(coll_state_t *cs)
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
     h->spin_ns = cs->oversubscribed ? 0 : HELPER_SPIN_NS;
+    h->pid = getpid();
     if (pthread_create(&h->thread, NULL, helper_main, h) != 0) {
         pthread_cond_destroy(&h->cond);
         pthread_mutex_destroy(&h->lock);
@@ -173,6 +175,8 @@ bool uccl_coll_helper_post(coll_state_t *cs, void *dst, const void *src, size_t 
     if (!cs->copy_helper || len < cs->copy_min || (h == NULL && !helper_start(cs)))
         return false;
     h = cs->helper;
+    if (h->pid != getpid())
+        return false;
     t = atomic_load_explicit(&h->tail, memory_order_relaxed);
     j = &h->jobs[t % HELPER_SLOTS];
     if (atomic_load_explicit(&j->state, memory_order_acquire) != SLOT_FREE)
@@ -210,6 +214,11 @@ void uccl_coll_helper_destroy(coll_state_t *cs)
 
     if (h == NULL)
         return;
+    if (h->pid != getpid()) { /* a forked child: the thread is the parent's */
+        free(h);
+        cs->helper = NULL;
+        return;
+    }
     pthread_mutex_lock(&h->lock);
     atomic_store(&h->stop, 1);
     pthread_cond_signal(&h->cond);
