@@ -212,14 +212,14 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req, bool pull)
 static uccl_status_t rndv_post_rts_tmsg(uccl_rndv_t *r, uccl_req_t *req)
 {
     uint64_t id = r->next_tmsg_id++ & UCCL_RNDV_TMSG_ID_MASK;
-    rndv_out_t *out;
+    uccl_rndv_out_t *out;
     int slot;
-    uint8_t *p = rndv_ctrl_begin(r, &slot, &out);
+    uint8_t *p = uccl_rndv_ctrl_begin(r, &slot, &out);
 
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
     rndv_put_msg_hdr(p, UCCL_RNDV_MSG_RTS_TMSG, req, id);
-    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
+    uccl_rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
     r->ops->tmsg_send(r, req, id);
     return UCCL_OK;
 }
