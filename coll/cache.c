@@ -47,12 +47,12 @@ static void entry_drop(coll_cached_t *c)
     memset(c, 0, sizeof(*c));
 }
 
-coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args)
+coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal)
 {
     for (int i = 0; i < COLL_PLAN_CACHE; i++) {
         coll_cached_t *c = &cs->cache[i];
         if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
-            uccl_coll_args_same(cs, &c->key, args)) {
+            c->sched->internal == internal && uccl_coll_args_same(cs, &c->key, args)) {
             /* a buffer freed with uccl_mem_free (and maybe allocated again
              * at the same address): the plan goes, the call builds anew */
             if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
@@ -61,7 +61,7 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
                 return NULL;
             }
             c->last_use = ++cs->use_clock;
-            cs->stats.plan_hits++;
+            cs->stats.plan_hits += !internal;
             return c->sched;
         }
     }
