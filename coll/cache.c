@@ -49,7 +49,11 @@ static void entry_drop(coll_cached_t *c)
 
 coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal)
 {
-    for (int i = 0; i < COLL_PLAN_CACHE; i++) {
+    /* the last hit's entry first (a loop of calls repeats one) */
+    for (int k = -1, i; k < COLL_PLAN_CACHE; k++) {
+        if (k == cs->cache_last)
+            continue;
+        i = k < 0 ? cs->cache_last : k;
         coll_cached_t *c = &cs->cache[i];
         if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
             c->sched->internal == internal && uccl_coll_args_same(cs, &c->key, args)) {
@@ -61,6 +65,7 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
                 return NULL;
             }
             c->last_use = ++cs->use_clock;
+            cs->cache_last = i;
             cs->stats.plan_hits += !internal;
             return c->sched;
         }
@@ -117,6 +122,7 @@ bool uccl_coll_cache_put(coll_state_t *cs, const uccl_coll_args_t *args, coll_sc
     s->keep = true;
     victim->sched = s;
     victim->last_use = ++cs->use_clock;
+    cs->cache_last = (int)(victim - cs->cache);
     return true;
 }
 

@@ -115,6 +115,7 @@ typedef struct coll_state {
     struct coll_sched *inflight; /* schedules running (list) */
     uccl_coll_stats_t stats;
     coll_cached_t cache[COLL_PLAN_CACHE];
+    int cache_last;           /* the entry of the last hit: looked at first */
     char ctl[64];             /* sink of empty and refused DIRECT writes */
     coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
     int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
