@@ -75,6 +75,7 @@ typedef struct uccl_coll_env {
     char lazy_connect[UCCL_CFG_STRING_MAX];
     char stream[UCCL_CFG_STRING_MAX];
     size_t stream_seq0;
+    char stream_ops[UCCL_CFG_STRING_MAX];
     size_t mapped_depth;
 } uccl_coll_env_t;
 
@@ -92,6 +93,10 @@ static const uccl_cfg_field_t coll_env_fields[] = {
     {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
      "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
      UCCL_CFG_SIZE},
+    {"COLL_STREAM_OPS", "batch", "direct stream path: how a call's stream operations reach the "
+     "driver: batch (its flag writes and waits in one cuStreamBatchMemOp each run, copies one call "
+     "each), all (copies batched too: cudaMemcpyBatchAsync) or single (one call per operation)",
+     offsetof(uccl_coll_env_t, stream_ops), UCCL_CFG_STRING},
     {"COLL_MAPPED_DEPTH", "16", "algorithm mapped: buffers per writer (2..16; fewer where "
      "they would pass 8 MiB a rank): a root runs this many calls ahead of its readers (every "
      "rank the same, else mapped is not used)", offsetof(uccl_coll_env_t, mapped_depth),
@@ -160,6 +165,11 @@ static uccl_status_t coll_env_check(void)
     }
     if (strcmp(env.stream, "direct") != 0 && strcmp(env.stream, "hold") != 0) {
         uccl_error("UCCL_COLL_STREAM=%s: expected direct or hold", env.stream);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (strcmp(env.stream_ops, "batch") != 0 && strcmp(env.stream_ops, "all") != 0 &&
+        strcmp(env.stream_ops, "single") != 0) {
+        uccl_error("UCCL_COLL_STREAM_OPS=%s: expected batch, all or single", env.stream_ops);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;
