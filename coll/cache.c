@@ -47,12 +47,16 @@ static void entry_drop(coll_cached_t *c)
     memset(c, 0, sizeof(*c));
 }
 
-coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args)
+coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal)
 {
-    for (int i = 0; i < COLL_PLAN_CACHE; i++) {
+    /* the last hit's entry first (a loop of calls repeats one) */
+    for (int k = -1, i; k < COLL_PLAN_CACHE; k++) {
+        if (k == cs->cache_last)
+            continue;
+        i = k < 0 ? cs->cache_last : k;
         coll_cached_t *c = &cs->cache[i];
         if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
-            uccl_coll_args_same(cs, &c->key, args)) {
+            c->sched->internal == internal && uccl_coll_args_same(cs, &c->key, args)) {
             /* a buffer freed with uccl_mem_free (and maybe allocated again
              * at the same address): the plan goes, the call builds anew */
             if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
@@ -61,7 +65,8 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
                 return NULL;
             }
             c->last_use = ++cs->use_clock;
-            cs->stats.plan_hits++;
+            cs->cache_last = i;
+            cs->stats.plan_hits += !internal;
             return c->sched;
         }
     }
@@ -117,6 +122,7 @@ bool uccl_coll_cache_put(coll_state_t *cs, const uccl_coll_args_t *args, coll_sc
     s->keep = true;
     victim->sched = s;
     victim->last_use = ++cs->use_clock;
+    cs->cache_last = (int)(victim - cs->cache);
     return true;
 }
 

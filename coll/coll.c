@@ -241,7 +241,8 @@ uccl_status_t uccl_coll_build(coll_sched_t *s, const coll_args_t *a)
     return st;
 }
 
-static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sched_t **out)
+static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, bool internal,
+                               coll_sched_t **out)
 {
     coll_sched_t *s = calloc(1, sizeof(*s));
     uccl_status_t st;
@@ -249,6 +250,7 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sche
     if (s == NULL)
         return UCCL_ERR_NO_MEMORY;
     s->cs = cs;
+    s->internal = internal;
     s->status = UCCL_OK;
     s->tmp_scratch = -1;
     for (int b = 0; b < COLL_BUF_COUNT; b++)
@@ -274,7 +276,7 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, coll_sche
  * a new one; then start it. On success cs->lock is held (the caller posts
  * or runs the schedule, then unlocks) and *cached says whether the cache
  * keeps it (else it is the caller's to free). */
-static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
+static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args, bool internal,
                                  coll_sched_t **out, bool *cached)
 {
     coll_state_t *cs;
@@ -287,14 +289,14 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
     if (args == NULL)
         return UCCL_ERR_INVALID_PARAM;
     pthread_mutex_lock(&cs->lock);
-    s = uccl_coll_cache_find(cs, args);
+    s = uccl_coll_cache_find(cs, args, internal);
     if (s != NULL) {
         *cached = true;
     } else {
         pthread_mutex_unlock(&cs->lock);
         if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
             return st;
-        st = sched_new(cs, &a, &s);
+        st = sched_new(cs, &a, internal, &s);
         uccl_coll_args_free(&a);
         if (st != UCCL_OK)
             return st;
@@ -324,7 +326,7 @@ static uccl_status_t post_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
 
     if (req == NULL && !streamed)
         return UCCL_ERR_INVALID_PARAM;
-    if ((st = start_plain(comm, args, &s, &cached)) != UCCL_OK)
+    if ((st = start_plain(comm, args, false, &s, &cached)) != UCCL_OK)
         return st;
     cs = s->cs;
     s->free_when_done = !cached;
@@ -358,11 +360,11 @@ uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *a
     return post_plain(comm, args, true, stream, req);
 }
 
-uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
+static uccl_status_t run_plain(uccl_comm_t *comm, const uccl_coll_args_t *args, bool internal)
 {
     coll_sched_t *s;
     bool cached;
-    uccl_status_t st = start_plain(comm, args, &s, &cached);
+    uccl_status_t st = start_plain(comm, args, internal, &s, &cached);
 
     if (st != UCCL_OK)
         return st;
@@ -371,6 +373,16 @@ uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
     if (!cached)
         uccl_coll_sched_free(s);
     return st;
+}
+
+uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args)
+{
+    return run_plain(comm, args, false);
+}
+
+uccl_status_t uccl_coll_internal(uccl_comm_t *comm, const uccl_coll_args_t *args)
+{
+    return run_plain(comm, args, true);
 }
 
 /* ------------------------------------------------------------------ persistent plans */
@@ -392,7 +404,7 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
     p->cs = cs;
     if ((st = uccl_coll_args_check(cs, args, &p->args)) != UCCL_OK)
         goto err_plan;
-    if ((st = sched_new(cs, &p->args, &p->sched)) != UCCL_OK)
+    if ((st = sched_new(cs, &p->args, false, &p->sched)) != UCCL_OK)
         goto err_args;
     p->sched->plan = p;
     p->sched->keep = true;

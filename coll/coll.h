@@ -118,6 +118,7 @@ typedef struct coll_state {
     struct coll_sched *inflight; /* schedules running (list) */
     uccl_coll_stats_t stats;
     coll_cached_t cache[COLL_PLAN_CACHE];
+    int cache_last;           /* the entry of the last hit: looked at first */
     char ctl[64];             /* sink of empty and refused DIRECT writes */
     coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
     int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
@@ -158,8 +159,10 @@ bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, cons
 bool uccl_coll_args_keep(const coll_state_t *cs, const uccl_coll_args_t *args, uccl_coll_args_t *key,
                          size_t **vec);
 
-/* Find or register [addr, addr+len) (len > 0); pins the entry. */
-uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot);
+/* Find or register [addr, addr+len) (len > 0); pins the entry. counted:
+ * the look-up counts in cs->stats (buf_hits, buf_regs). */
+uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, bool counted,
+                                int *slot);
 void uccl_coll_buf_unpin(coll_state_t *cs, int slot);
 /* Its memory was freed with uccl_mem_free (the registration is stale). */
 bool uccl_coll_buf_stale(coll_state_t *cs, int slot);
@@ -238,6 +241,9 @@ typedef struct coll_sched {
     uccl_req_t *gate;
     uccl_stream_hold_t *hold;
     bool keep; /* a plan's or a cached one: stays pinned when it ends */
+    /* the library's own call (uccl_coll_internal): the comm's counters
+     * (uccl_coll_stats_t) leave it out, at every site that counts */
+    bool internal;
     /* generalized request of a non-blocking start */
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
@@ -351,10 +357,15 @@ uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in,
 /* Cache of plain calls' schedules (cache.c), under cs->lock: a finished
  * schedule built for these arguments, or NULL; keep s for them (true: s is
  * the cache's now, else still the caller's); drop every entry not running. */
-coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args);
+coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal);
 bool uccl_coll_cache_put(coll_state_t *cs, const uccl_coll_args_t *args, coll_sched_t *s);
 void uccl_coll_cache_clear(coll_state_t *cs);
 void uccl_coll_args_free(coll_args_t *a);
+
+/* A blocking collective of the library's own (the stream plan cache's
+ * agreement, MAPPED's setup): as uccl_coll, but no counter of the comm's
+ * uccl_coll_stats_t counts it, while others in flight still count. */
+uccl_status_t uccl_coll_internal(uccl_comm_t *comm, const uccl_coll_args_t *args);
 
 /* Extents the schedule registers; then the builder for a.op/a.algo. */
 uccl_status_t uccl_coll_build(coll_sched_t *s, const coll_args_t *a);

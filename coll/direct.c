@@ -28,7 +28,7 @@ static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int 
     uccl_status_t st;
 
     if (e->sent[peer]) {
-        s->cs->stats.desc_reused++;
+        s->cs->stats.desc_reused += !s->internal;
         return UCCL_OK;
     }
     if ((st = uccl_coll_buf_desc(s->cs, slot, &d)) != UCCL_OK)
@@ -37,7 +37,7 @@ static uccl_status_t token_desc(coll_sched_t *s, coll_token_t *t, int peer, int 
     t->desc_gen[t->ndesc] = e->gen;
     t->desc[t->ndesc++] = *d;
     e->sent[peer] = 1;
-    s->cs->stats.desc_sent++;
+    s->cs->stats.desc_sent += !s->internal;
     return UCCL_OK;
 }
 

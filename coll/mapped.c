@@ -101,14 +101,15 @@ void uccl_coll_mapped_destroy(coll_state_t *cs)
     cs->mapped = NULL;
 }
 
-/* One blocking LINEAR allgather of len bytes per rank (setup only). */
+/* One blocking LINEAR allgather of len bytes per rank (setup only: the
+ * library's own, not counted). */
 static uccl_status_t setup_allgather(coll_state_t *cs, const void *mine, void *all, size_t len)
 {
     uccl_coll_args_t a = {
         .field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER, .algo = UCCL_COLL_ALGO_LINEAR,
         .sendbuf = mine, .recvbuf = all, .count = len,
     };
-    return uccl_coll(cs->comm, &a);
+    return uccl_coll_internal(cs->comm, &a);
 }
 
 /* Collective, on the first call that picks MAPPED: every rank's segment

@@ -200,7 +200,7 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
     s->seq = s->cs->seq++;
     if (s->mapped != NULL)
         uccl_coll_mapped_start(s);
-    s->cs->stats.calls++;
+    s->cs->stats.calls += !s->internal;
     s->cur_phase = 0;
     s->posted = false;
     s->status = UCCL_INPROGRESS;

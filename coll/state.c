@@ -200,13 +200,14 @@ static int free_slot(coll_state_t *cs)
     return cs->nbufs++;
 }
 
-uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, int *slot)
+uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, bool counted,
+                                int *slot)
 {
     int i = find_entry(cs, addr, len);
     uccl_status_t st;
 
     if (i > 0) {
-        cs->stats.buf_hits++;
+        cs->stats.buf_hits += counted;
     } else {
         i = free_slot(cs);
         if (i < 0)
@@ -214,7 +215,7 @@ uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, 
         st = entry_init(cs, &cs->bufs[i], (void *)addr, len);
         if (st != UCCL_OK)
             return st;
-        cs->stats.buf_regs++;
+        cs->stats.buf_regs += counted;
     }
     cs->bufs[i].pins++;
     cs->bufs[i].last_use = ++cs->use_clock;
@@ -415,7 +416,7 @@ uccl_status_t uccl_coll_sched_pin(coll_sched_t *s)
     for (int b = COLL_BUF_SEND; b <= COLL_BUF_RECV; b++) {
         if (s->len[b] == 0)
             continue;
-        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], &s->slot[b]);
+        st = uccl_coll_buf_get(s->cs, s->addr[b], s->len[b], !s->internal, &s->slot[b]);
         if (st != UCCL_OK)
             goto err;
     }

@@ -504,7 +504,7 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
     }
     ok = call_ok(&a, sf->rank, sf->size, &sa);
     pthread_mutex_lock(&cs->lock);
-    if (ok && sa.rext > 0 && (uccl_coll_buf_get(cs, sa.recv, sa.rext, &slot) != UCCL_OK ||
+    if (ok && sa.rext > 0 && (uccl_coll_buf_get(cs, sa.recv, sa.rext, true, &slot) != UCCL_OK ||
                               uccl_coll_buf_desc(cs, slot, &(const uccl_rdesc_t *){NULL}) != UCCL_OK))
         ok = false;
     pthread_mutex_unlock(&cs->lock);

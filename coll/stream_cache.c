@@ -63,22 +63,34 @@ scached_t *uccl_coll_sc_find(coll_sflags_t *sf, coll_state_t *cs, const uccl_col
     return NULL;
 }
 
+/* Where a new plan for args goes: the entry of the same key (exchanged
+ * again), else the first empty entry, else the least recently used. */
+static scached_t *sc_victim(coll_sflags_t *sf, const coll_state_t *cs, const uccl_coll_args_t *args)
+{
+    scached_t *empty = NULL, *lru = NULL;
+
+    for (int i = 0; i < SCACHE; i++) {
+        scached_t *c = &sf->cache[i];
+        if (c->id == 0) {
+            if (empty == NULL)
+                empty = c;
+        } else if (uccl_coll_args_same(cs, &c->key, args)) {
+            return c;
+        } else if (lru == NULL || c->last_use < lru->last_use) {
+            lru = c;
+        }
+    }
+    return empty != NULL ? empty : lru;
+}
+
 void uccl_coll_sc_put(coll_sflags_t *sf, coll_state_t *cs, const uccl_coll_args_t *args, int slot)
 {
-    scached_t *v = NULL;
+    scached_t *v;
     int n = sf->size;
 
     if (!uccl_coll_stream_cache_on())
         return;
-    for (int i = 0; i < SCACHE; i++) {
-        scached_t *c = &sf->cache[i];
-        if (c->id != 0 && uccl_coll_args_same(cs, &c->key, args)) { /* the same key, exchanged again */
-            v = c;
-            break;
-        }
-        if (c->id == 0 ? v == NULL || v->id != 0 : v == NULL || (v->id != 0 && c->last_use < v->last_use))
-            v = c; /* an empty entry, else the least recently used */
-    }
+    v = sc_victim(sf, cs, args);
     if (v->id != 0)
         entry_drop(cs, v);
     if (!uccl_coll_splan_alloc(&v->plan, n) || !uccl_coll_args_keep(cs, args, &v->key, &v->vec)) {
@@ -112,19 +124,17 @@ void uccl_coll_stream_flush(coll_state_t *cs)
         uccl_coll_sc_clear(cs->sf, cs);
 }
 
+/* The ids through one 8-byte allgather of the library's own: it does
+ * not count in the comm's counters, while a non-blocking collective that
+ * its progress advances meanwhile still does. */
 uccl_status_t uccl_coll_sc_agree(coll_sflags_t *sf, coll_state_t *cs, uint64_t id, bool *hit)
 {
-    uccl_coll_stats_t keep;
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = sf->ids, .recvbuf = sf->ids + 1,
+                          .count = sizeof(uint64_t)};
     uccl_status_t st;
 
-    pthread_mutex_lock(&cs->lock);
-    keep = cs->stats;
-    pthread_mutex_unlock(&cs->lock);
     sf->ids[0] = id;
-    st = uccl_allgather(cs->comm, sf->ids, sf->ids + 1, sizeof(uint64_t));
-    pthread_mutex_lock(&cs->lock);
-    cs->stats = keep;
-    pthread_mutex_unlock(&cs->lock);
+    st = uccl_coll_internal(cs->comm, &a);
     *hit = st == UCCL_OK && id != 0;
     for (int q = 0; *hit && q < sf->size; q++)
         *hit = sf->ids[1 + q] == id;

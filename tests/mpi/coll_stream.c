@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "coll_test.h"
 #ifdef T_COLL_GPU
@@ -17,6 +18,7 @@
 void ct_stream_direct(mt_ctx_t *c) { (void)c; }
 void ct_stream_dead(mt_ctx_t *c) { (void)c; }
 void ct_stream_cache(mt_ctx_t *c) { (void)c; }
+void ct_stream_stats(mt_ctx_t *c) { (void)c; }
 #else
 
 /* The direct path is on (UCCL_COLL_STREAM) and every peer is reached by
@@ -235,6 +237,99 @@ void ct_stream_cache(mt_ctx_t *c)
     }
 out:
     bufs_done(c, ds, dr);
+}
+
+/* The comm's counters when a stream call's plan agreement (one internal
+ * 8-byte host allgather, coll/stream_cache.c: it must not count) runs with
+ * a non-blocking DIRECT allgather of host memory in flight on the same
+ * comm. That collective posts its ready tokens (and counts the descriptors
+ * they carry, or reuse) only when progress first reaches it; on rank 0
+ * that is inside the agreement, which waits for the other ranks (they come
+ * 100 ms late). Each round checks the counters exactly: the two calls, the
+ * descriptors sent on the first round (the fresh receive buffer's, one per
+ * peer; the sink's went in the warm-up) and reused (the sink's, then both),
+ * the plan cache hit of the second round, and the bytes. */
+#define SS_LEN 512
+static void ss_expect(mt_ctx_t *c, const char *what, uint64_t got, uint64_t want, int round)
+{
+    if (got != want)
+        mt_fail(c, "round %d: %s went up by %llu, want %llu", round, what, (unsigned long long)got,
+                (unsigned long long)want);
+}
+
+void ct_stream_stats(mt_ctx_t *c)
+{
+    int n = c->size, me = c->rank;
+    size_t rlen = (size_t)n * SS_LEN;
+    const char *sc = getenv("UCCL_COLL_STREAM_CACHE");
+    void *ds = NULL, *dr = NULL, *s = ct_stream();
+    uint8_t *hs = malloc(SS_LEN), *hr[2] = {malloc(rlen), malloc(rlen)};
+    uccl_coll_args_t sa = {.op = UCCL_COLL_ALLGATHER, .count = SS_LEN};
+    uccl_coll_args_t ha = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                           .algo = UCCL_COLL_ALGO_DIRECT, .sendbuf = hs, .count = SS_LEN};
+
+    if (n < 2 || !direct_expected(c) || (sc != NULL && strcmp(sc, "0") == 0)) {
+        if (me == 0)
+            printf("# stream agreement counters: SKIP (%s)\n",
+                   n < 2 ? "one rank" : sc != NULL && strcmp(sc, "0") == 0 ? "UCCL_COLL_STREAM_CACHE=0"
+                                                                          : "not every peer on the direct path");
+        goto out;
+    }
+    if (hs == NULL || hr[0] == NULL || hr[1] == NULL ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, SS_LEN, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr) != UCCL_OK) {
+        mt_fail(c, "buffers");
+        goto out;
+    }
+    sa.sendbuf = ds;
+    sa.recvbuf = dr;
+    for (size_t k = 0; k < SS_LEN; k++)
+        hs[k] = pat(me, 99, k);
+    /* warm-up: the stream plan kept; the sink's descriptor sent to every peer */
+    for (int i = 0; i < 2; i++)
+        mt_expect(c, uccl_coll_post_stream(c->comm, &sa, s, NULL), UCCL_OK, "warm-up stream call");
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    ha.recvbuf = hr[0];
+    mt_expect(c, uccl_coll(c->comm, &ha), UCCL_OK, "warm-up DIRECT allgather");
+    for (int round = 0; round < 2; round++) { /* every rank both rounds, failed or not */
+        uccl_coll_stats_t s0, s1;
+        uccl_req_t *req = NULL;
+        ha.recvbuf = hr[1];
+        memset(hr[1], 0, rlen);
+        MPI_Barrier(MPI_COMM_WORLD); /* not a uccl call: counters untouched */
+        mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "stats");
+        mt_expect(c, uccl_coll_post(c->comm, &ha, &req), UCCL_OK, "non-blocking DIRECT allgather");
+        if (me != 0)
+            usleep(100000);
+        mt_expect(c, uccl_coll_post_stream(c->comm, &sa, s, NULL), UCCL_OK, "stream call (a plan hit)");
+        if (req != NULL) {
+            mt_expect(c, uccl_wait(req, -1), UCCL_OK, "the DIRECT allgather");
+            uccl_req_free(req);
+        }
+        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+        mt_expect(c, uccl_comm_coll_stats(c->comm, &s1), UCCL_OK, "stats");
+        ss_expect(c, "calls", s1.calls - s0.calls, 2, round);
+        ss_expect(c, "stream_plan_hits", s1.stream_plan_hits - s0.stream_plan_hits, 1, round);
+        ss_expect(c, "stream_exchanges", s1.stream_exchanges - s0.stream_exchanges, 0, round);
+        ss_expect(c, "plan_hits", s1.plan_hits - s0.plan_hits, (uint64_t)round, round);
+        ss_expect(c, "desc_sent", s1.desc_sent - s0.desc_sent, round == 0 ? (uint64_t)(n - 1) : 0, round);
+        ss_expect(c, "desc_reused", s1.desc_reused - s0.desc_reused, (uint64_t)(n - 1) * (round == 0 ? 1 : 2),
+                  round);
+        for (size_t k = 0; k < rlen; k++)
+            if (hr[1][k] != pat((int)(k / SS_LEN), 99, k % SS_LEN)) {
+                mt_fail(c, "round %d byte %zu: 0x%02x, want 0x%02x", round, k, hr[1][k],
+                        pat((int)(k / SS_LEN), 99, k % SS_LEN));
+                break;
+            }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "flush");
+out:
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    free(hs);
+    free(hr[0]);
+    free(hr[1]);
 }
 
 static double ms_since(const struct timespec *t0)

@@ -54,6 +54,7 @@ void *ct_stream(void);
 void ct_stream_direct(mt_ctx_t *c);
 void ct_stream_dead(mt_ctx_t *c);
 void ct_stream_cache(mt_ctx_t *c);
+void ct_stream_stats(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);

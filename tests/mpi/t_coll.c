@@ -467,6 +467,8 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "stream form: back-to-back calls enqueued whole on the stream");
             ct_stream_cache(&c);
             fails += mt_report(&c, "stream form: plan cache, ranks disagreeing, a buffer freed");
+            ct_stream_stats(&c);
+            fails += mt_report(&c, "stream form: counters exact with a collective in flight during the agreement");
             ct_stream_dead(&c);
             fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);

@@ -4,8 +4,10 @@
 # Open MPI references in every run (tests/gpu/run-device.sh ONLY=hostcoll,
 # tests/perf/coll-perf.sh), then bcast/gather/scatter with algorithm mapped's
 # ring cut to 2 buffers (UCCL_COLL_MAPPED_DEPTH=2: the layout before the
-# ring) and the VARIANTS of coll/mapped.c (sed expressions) in the same
-# session. Everything into $OUT/coll-small.tgz (the device returns at most
+# ring; DEPTH2=0 leaves it out) and the VARIANTS of coll/mapped.c (sed
+# expressions) in the same session. BASE_COLL=DIR: DIR's files then replace
+# coll/ (e.g. main's: the code before a change), rebuilt, measured the same
+# way into base/ (VARIANT_OPS, np 2 and 4), and coll/ is put back. Everything into $OUT/coll-small.tgz (the device returns at most
 # 8 files). Tables: tests/perf/coll-ratios.py DIR [DIR_B].
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -16,9 +18,9 @@ OUT=$r ONLY=hostcoll COLL_PERF_MAX=${COLL_PERF_MAX:-4K} \
     bash tests/gpu/run-device.sh >"$r/run-device.log" 2>&1
 echo "run-device exit $?"
 root=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )
-measure() { # measure DIR: VARIANT_OPS on np 2 and 4, mapped as built, no UCX reference
+measure() { # measure DIR: VARIANT_OPS on VARIANT_NP (2 4), mapped as built, no UCX reference
     mkdir -p "$1"
-    for np in 2 4; do
+    for np in ${VARIANT_NP:-2 4}; do
         for op in ${VARIANT_OPS:-bcast gather scatter}; do
             echo "### np $np shm $op ${UCCL_COLL_MAPPED_DEPTH:+UCCL_COLL_MAPPED_DEPTH=$UCCL_COLL_MAPPED_DEPTH}"
             timeout 120 mpirun $root --bind-to core --map-by core -np $np \
@@ -30,7 +32,7 @@ measure() { # measure DIR: VARIANT_OPS on np 2 and 4, mapped as built, no UCX re
     done >"$1/coll-perf.txt"
 }
 # the ring cut to 2 buffers (the layout before the ring), same build
-UCCL_COLL_MAPPED_DEPTH=2 measure "$r/depth2"
+[ "${DEPTH2:-1}" = 0 ] || UCCL_COLL_MAPPED_DEPTH=2 measure "$r/depth2"
 # VARIANTS: lines "NAME=SED_EXPR" applied to coll/mapped.c, rebuilt, measured, restored
 while IFS= read -r v; do
     [ -n "$v" ] || continue
@@ -43,6 +45,15 @@ while IFS= read -r v; do
     fi
     cp /tmp/mapped.c.orig coll/mapped.c
 done <<<"${VARIANTS:-}"
+if [ -n "${BASE_COLL:-}" ]; then
+    rm -rf /tmp/coll.mine && cp -r coll /tmp/coll.mine && cp "$BASE_COLL"/* coll/
+    if (cd build-host && make -j16 libuccl.la tools/uccl_perf >/dev/null 2>&1); then
+        measure "$r/base"
+    else
+        echo "base build failed"
+    fi
+    rm -rf coll && cp -r /tmp/coll.mine coll
+fi
 python3 tests/perf/coll-ratios.py "$r" >"$r/ratios.md" 2>&1
 for d in "$r"/*/; do
     [ -f "$d/coll-perf.txt" ] || continue
