@@ -1,0 +1,40 @@
+#!/bin/bash
+# tests/vm/device-rails.sh BUILDDIR BUNDLE.tar.xz [OUTDIR]: one rail against
+# two in the project's Soft-RoCE VM on a machine without QEMU or a Debian
+# kernel (the GPU device machine: Ubuntu, 16 cores), from a bundle made by
+# tests/vm/bundle.sh and a build of uccl_perf that runs there (static
+# libuccl: configure --disable-shared). The VM gets RXE_VM_CPUS vCPUs
+# (default 8) under multi-threaded TCG, or KVM where /dev/kvm opens, so that
+# each rail's emulated devices and each rank have host cores of their own;
+# then tests/rxe/bench-rails.sh (rounds interleaved, one boot). Prints the
+# host, the accelerator and the bench's table; logs go to OUTDIR.
+#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS, BENCH_BYTES: as bench-rails.sh
+#   DEVICE_RAILS_BUDGET: seconds the VM may run (default 300)
+set -u
+builddir=$(cd "${1:?usage: device-rails.sh BUILDDIR BUNDLE [OUTDIR]}" && pwd)
+bundle=$(readlink -f "${2:?usage: device-rails.sh BUILDDIR BUNDLE [OUTDIR]}")
+out=${3:-/tmp/device-rails}
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+mkdir -p "$out"
+exec > >(tee -a "$out/device-rails.log") 2>&1
+echo "# $(date -u +%FT%TZ) $(uname -r); $(. /etc/os-release && echo "$PRETTY_NAME"); $(nproc) cores;" \
+	"load $(cut -d' ' -f1-3 /proc/loadavg)"
+lscpu | grep -E "Model name" | sed 's/^/# /'
+# the bundle inside the tree: the guest sees it (shared), /tmp it would not
+rm -rf "$top/.vmb" && mkdir -p "$top/.vmb" && tar xJf "$bundle" -C "$top/.vmb" || exit 1
+# shellcheck source=/dev/null
+. "$top/.vmb/vm/env.sh"
+for t in ip rdma sysctl mpirun python3; do echo "# $t: $(command -v $t || echo missing)"; done
+echo "# LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} RDMAV_DRIVERS=${RDMAV_DRIVERS:-}"
+accel=tcg,thread=multi
+if [ -e /dev/kvm ] && "$RXE_VM_QEMU" -accel kvm -machine none -S -display none \
+	</dev/null >/dev/null 2>"$out/kvm.err" & then
+	p=$!; sleep 2; if kill -0 $p 2>/dev/null; then kill $p; wait $p 2>/dev/null; accel=kvm; fi
+fi
+echo "# /dev/kvm: $(ls -la /dev/kvm 2>&1); accel $accel $(head -c 200 "$out/kvm.err" 2>/dev/null)"
+ldd "$builddir/tools/uccl_perf" | grep -E "not found|mpi|verbs" | sed 's/^/# /'
+export RXE_VM_CPUS=${RXE_VM_CPUS:-8} RXE_VM_ACCEL=${RXE_VM_ACCEL:-$accel} RXE_VM_MEM=${RXE_VM_MEM:-4G}
+export RXE_VM_TIMEOUT=${DEVICE_RAILS_BUDGET:-300}
+cd "$builddir" && top_builddir=$builddir bash "$top/tests/rxe/bench-rails.sh"
+echo "# bench-rails exit $? at $(date -u +%T)"
