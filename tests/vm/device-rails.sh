@@ -10,6 +10,7 @@
 # host, the accelerator and the bench's table; logs go to OUTDIR.
 #   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS, BENCH_BYTES: as bench-rails.sh
 #   DEVICE_RAILS_BUDGET: seconds the VM may run (default 300)
+#   DEPS: a directory with uccl_perf's shared libraries, for those this root lacks
 set -u
 builddir=$(cd "${1:?usage: device-rails.sh BUILDDIR BUNDLE [OUTDIR]}" && pwd)
 bundle=$(readlink -f "${2:?usage: device-rails.sh BUILDDIR BUNDLE [OUTDIR]}")
@@ -33,6 +34,14 @@ if [ -e /dev/kvm ] && "$RXE_VM_QEMU" -accel kvm -machine none -S -display none \
 	p=$!; sleep 2; if kill -0 $p 2>/dev/null; then kill $p; wait $p 2>/dev/null; accel=kvm; fi
 fi
 echo "# /dev/kvm: $(ls -la /dev/kvm 2>&1); accel $accel $(head -c 200 "$out/kvm.err" 2>/dev/null)"
+# libraries uccl_perf needs and this root lacks: from DEPS (uccl_perf's own, carried), if given
+if [ -n "${DEPS:-}" ] && ldd "$builddir/tools/uccl_perf" | grep -q "not found"; then
+	mkdir -p "$top/.vmb/deps"
+	for l in $(ldd "$builddir/tools/uccl_perf" | awk '$3 == "not" { print $1 }'); do
+		cp -L "$DEPS/$l" "$top/.vmb/deps/" && echo "# $l: carried"
+	done
+	export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$top/.vmb/deps
+fi
 ldd "$builddir/tools/uccl_perf" | grep -E "not found|mpi|verbs" | sed 's/^/# /'
 export RXE_VM_CPUS=${RXE_VM_CPUS:-8} RXE_VM_ACCEL=${RXE_VM_ACCEL:-$accel} RXE_VM_MEM=${RXE_VM_MEM:-4G}
 export RXE_VM_TIMEOUT=${DEVICE_RAILS_BUDGET:-300}
