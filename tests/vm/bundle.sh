@@ -47,6 +47,7 @@ for t in ip rdma sysctl; do cp -L "$(command -v $t)" "$b/vm/guest-bin/$t.real"; 
 # shellcheck disable=SC2046
 cp -L $(libs_of "$b"/vm/guest-bin/*.real "$prov") \
 	"$prov" "$b/vm/guest-lib/"
+chmod +x "$b/vm/bin/qemu"
 cat >"$b/vm/env.sh" <<'EOF'
 # shellcheck shell=sh
 # sourced: the bundle's QEMU, kernel and initramfs for tests/vm/lib.sh; the
