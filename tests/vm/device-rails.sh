@@ -32,10 +32,11 @@ echo "# LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} RDMAV_DRIVERS=${RDMAV_DRIVERS:-}"
 # machine (Ubuntu 24.04 in a Firecracker VM, kernel 6.18.44-fc) /dev/kvm
 # opens, but a VM booted with -accel kvm printed nothing in 220 s
 # (tests/perf/results/cluster/rails/README.md)
-kvm=no
-if [ -e /dev/kvm ] && "$RXE_VM_QEMU" -accel kvm -machine none -S -display none \
-	</dev/null >/dev/null 2>"$out/kvm.err" & then
-	p=$!; sleep 2; if kill -0 $p 2>/dev/null; then kill $p; wait $p 2>/dev/null; kvm=opens; fi
+kvm=no # does QEMU start with KVM? (still up after 2 s: timeout's 124; it never outlives this)
+if [ -e /dev/kvm ]; then
+	timeout -k 1 2 "$RXE_VM_QEMU" -accel kvm -machine none -S -display none </dev/null >/dev/null \
+		2>"$out/kvm.err"
+	[ $? = 124 ] && kvm=opens
 fi
 echo "# /dev/kvm: $(ls -la /dev/kvm 2>&1); KVM $kvm; accel ${RXE_VM_ACCEL:-tcg,thread=multi}"
 # libraries uccl_perf needs and this root lacks: from DEPS (uccl_perf's own, carried), if given
