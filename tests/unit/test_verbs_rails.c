@@ -4,7 +4,9 @@
  * rail 1's link going down mid-write: the writes complete on rail 0 with the
  * right bytes within a bound (failover), and with the link back a new
  * connection stripes again; the same under a rendezvous send and a notified
- * write (their pieces start over on rail 0, closed by a control message).
+ * write (their pieces start over on rail 0, closed by a control message);
+ * and rail 0's link (the control rail) down under both: the control channel
+ * moves to rail 1 and both finish there, bytes intact, notified once.
  * In the Soft-RoCE VM (tests/rxe/check.sh)
  * rank 0 uses "$RXE_DEV,$RXE_RAIL_DEV" (rxe0, rxe2) and rank 1
  * "$RXE_DEV2,$RXE_RAIL_DEV2" (rxe1, rxe3): rail 0 crosses veth0-veth1, rail 1
@@ -25,6 +27,8 @@
 
 static char rail_dev[2][64];   /* rank 0's devices: rail 0, rail 1 */
 static const char *rail_down, *rail_up; /* shell commands: rail 1's link down, up */
+static const char *rail0_down, *rail0_up; /* rail 0's */
+static const char *msg_down, *msg_up;     /* side_rail_down_msg's: one of the two */
 
 static void fill(uint8_t *buf, size_t len, unsigned seed)
 {
@@ -258,10 +262,11 @@ static void test_rail_down(void)
 
 /* Two-sided data over a dying rail: each round rank 0 sends MSG bytes
  * (rendezvous) and write_notifies MSG more with a value too large for an
- * immediate; in round 1 rail 1's link goes down while both are on the wire.
- * Each must complete once with the right bytes (their pieces start over on
- * rail 0, closed by FIN / a closing NOTIFY), the notification exactly once;
- * the waits are bounded, so a hang fails. */
+ * immediate; in round 1 a rail's link (msg_down) goes down while both are
+ * on the wire. Each must complete once with the right bytes (their pieces
+ * start over on the other rail, closed by FIN / a closing NOTIFY; for rail
+ * 0 the control channel moves too), the notification exactly once; the
+ * waits are bounded, so a hang fails. */
 #define MSG (4u << 20) /* over both rails, posted whole at once: immediates included */
 static uccl_status_t msg_status[2]; /* rank 0: send, write_notify of the last round */
 static int msg_rounds_ok = -1;      /* rounds whose bytes and value rank 1 found right */
@@ -299,7 +304,7 @@ static void side_rail_down_msg(peer_t *p)
                 break;
             if (round == 1) { /* the CTS back, data on both rails: then the link goes */
                 progress_for(req[0], 0.05);
-                shell(rail_down);
+                shell(msg_down);
             }
             for (int k = 0; k < 2; k++) {
                 msg_status[k] = uccl_wait(req[k], 20000);
@@ -312,7 +317,7 @@ static void side_rail_down_msg(peer_t *p)
         }
         round = -1;
         sock_xfer(p->sock, &round, sizeof(round), true);
-        shell(rail_up);
+        shell(msg_up);
     } else {
         for (;;) {
             uint64_t value = 0, extra = 0;
@@ -343,18 +348,36 @@ static void side_rail_down_msg(peer_t *p)
     free(buf);
 }
 
-static void test_rail_down_msg(void)
+/* side_rail_down_msg with down/up as the link's commands; the rounds' outcome */
+static bool run_rail_down_msg(const char *down, const char *up)
 {
     double t0 = now_s();
 
+    msg_down = down;
+    msg_up = up;
     /* RC retries short enough that the dead rail shows in about 2 s, long
      * enough that the live rail's queue on a loaded emulated VM does not
      * look dead too (a 4 MiB burst per QP) */
     run_pair_retries(side_rail_down_msg, "17", "15000");
     printf("\n    after '%s' under a send and a write_notify: send %s, write_notify %s, "
-           "%d of 3 rounds right, %.1f s\n", rail_down, uccl_status_name(msg_status[0]),
+           "%d of 3 rounds right, %.1f s\n", down, uccl_status_name(msg_status[0]),
            uccl_status_name(msg_status[1]), msg_rounds_ok, now_s() - t0);
-    CU_ASSERT(msg_status[0] == UCCL_OK && msg_status[1] == UCCL_OK && msg_rounds_ok == 3);
+    return msg_status[0] == UCCL_OK && msg_status[1] == UCCL_OK && msg_rounds_ok == 3 &&
+           now_s() - t0 < 60;
+}
+
+static void test_rail_down_msg(void)
+{
+    CU_ASSERT(run_rail_down_msg(rail_down, rail_up));
+}
+
+/* The same with rail 0 (the control rail, which also took the RTS/CTS)
+ * dying: the control channel moves to rail 1 (its unacked messages sent
+ * again there, duplicates dropped by number), the data starts over there.
+ * (The link back and both rails again: test_rail_down shows it for rail 1.) */
+static void test_rail0_down_msg(void)
+{
+    CU_ASSERT(run_rail_down_msg(rail0_down, rail0_up));
 }
 
 int main(void)
@@ -369,14 +392,19 @@ int main(void)
          test_rail_down},
         {"rail 1 down under a send and a write_notify: both finish on rail 0, bytes intact, "
          "notified once", test_rail_down_msg},
+        {"rail 0 (control) down under a send and a write_notify: the control channel moves to "
+         "rail 1, both finish there, bytes intact, notified once",
+         test_rail0_down_msg},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_rails", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
 
     rail_down = getenv("RXE_RAIL_DOWN");
     rail_up = getenv("RXE_RAIL_UP");
+    rail0_down = getenv("RXE_RAIL0_DOWN");
+    rail0_up = getenv("RXE_RAIL0_UP");
     if (d[0] == NULL || d[1] == NULL || d[2] == NULL || d[3] == NULL || rail_down == NULL ||
-        rail_up == NULL) {
+        rail_up == NULL || rail0_down == NULL || rail0_up == NULL) {
         printf("SKIP: no second rail here (run in the Soft-RoCE VM: tests/rxe/check.sh)\n");
         return 77;
     }

@@ -77,7 +77,12 @@ pair_net() { # rxe0 on veth0 (192.0.2.1), rxe1 on veth1 (192.0.2.2)
 	$C sysctl -qw net.core.netdev_max_backlog=100000
 	$C rdma link add rxe0 type rxe netdev veth0 || die "cannot add rxe0"
 	$C rdma link add rxe1 type rxe netdev veth1 || die "cannot add rxe1"
-	echo "export RXE_DEV=rxe0 RXE_IP=192.0.2.1 RXE_DEV2=rxe1 RXE_IP2=192.0.2.2" >$E
+	{
+		echo "export RXE_DEV=rxe0 RXE_IP=192.0.2.1 RXE_DEV2=rxe1 RXE_IP2=192.0.2.2"
+		# rail 0 (the control rail) down and up, as RXE_RAIL_DOWN/UP for rail 1
+		echo "export RXE_RAIL0_DOWN='ip link set veth0 down'"
+		echo "export RXE_RAIL0_UP='ip link set veth0 up && ip route replace 192.0.2.2 dev veth0 src 192.0.2.1 table 12 && ip route replace 192.0.2.1 dev veth1 src 192.0.2.2 table 11'"
+	} >$E
 	rail_net
 }
 

@@ -9,6 +9,12 @@ VM_MEM=${RXE_VM_MEM:-2G}
 VM_CPUS=${RXE_VM_CPUS:-2}
 VM_CACHE=${RXE_VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/uccl-vm}
 VM_VERBOSE=${RXE_VM_VERBOSE:-0}
+# A machine without the packages (tests/vm/bundle.sh): RXE_VM_QEMU (the QEMU
+# command), RXE_VM_KERNEL and RXE_VM_INITRD (a kernel image and the initramfs
+# built for it, both set or neither), RXE_VM_ACCEL (QEMU's -accel, e.g.
+# tcg,thread=multi or kvm; default QEMU's own choice, TCG).
+VM_QEMU=${RXE_VM_QEMU:-qemu-system-x86_64}
+VM_ACCEL=${RXE_VM_ACCEL:-}
 # Kernel modules the guest loads, with their dependencies (modprobe resolves
 # them against the guest kernel; built-in ones are skipped).
 VM_MODULES="virtio_pci virtio_net 9pnet_virtio 9p veth crc32_generic rdma_rxe ib_uverbs rdma_ucm ib_umad"
@@ -17,6 +23,7 @@ vm_fail() { echo "${VM_NAME:-vm}: $*" >&2; exit 125; }
 
 vm_kernel() { # the newest kernel under /boot whose modules include rdma_rxe
 	local k v
+	[ -n "${RXE_VM_KERNEL:-}" ] && { echo bundle; return; }
 	for k in /boot/vmlinuz-*; do
 		[ -e "$k" ] || continue
 		v=${k#/boot/vmlinuz-}
@@ -29,6 +36,14 @@ vm_kernel() { # the newest kernel under /boot whose modules include rdma_rxe
 # the package) and returns 1; returns 0 when everything is there.
 vm_preflight() {
 	local why=() c kver
+	if [ -n "${RXE_VM_KERNEL:-}${RXE_VM_INITRD:-}" ]; then # a bundle: nothing is built here
+		command -v "$VM_QEMU" >/dev/null || why+=("no $VM_QEMU (RXE_VM_QEMU)")
+		[ -r "${RXE_VM_KERNEL:-}" ] || why+=("cannot read RXE_VM_KERNEL '${RXE_VM_KERNEL:-}'")
+		[ -r "${RXE_VM_INITRD:-}" ] || why+=("cannot read RXE_VM_INITRD '${RXE_VM_INITRD:-}'")
+		[ ${#why[@]} = 0 ] && return 0
+		printf 'cannot boot the Soft-RoCE VM here: %s\n' "${why[@]}"
+		return 1
+	fi
 	for c in qemu-system-x86_64:qemu-system-x86 modprobe:kmod cpio:cpio ip:iproute2 rdma:iproute2 \
 		gzip:gzip; do
 		command -v "${c%%:*}" >/dev/null || why+=("no ${c%%:*} (package ${c#*:})")
@@ -59,6 +74,7 @@ vm_preflight() {
 # when guest-init.sh or the module list changed.
 vm_initrd() {
 	local kver build m base key initrd
+	[ -n "${RXE_VM_INITRD:-}" ] && { echo "$RXE_VM_INITRD"; return; }
 	kver=$(vm_kernel)
 	key=$( { cat "$VM_DIR/guest-init.sh"; echo "$VM_MODULES"; } | md5sum | cut -c1-12)
 	initrd=$VM_CACHE/initrd-$kver-$key.gz
@@ -126,9 +142,10 @@ vm_qemu() {
 		args+=(-virtfs "local,path=$d,mount_tag=share$i,security_model=none,multidevs=remap")
 		i=$((i + 1))
 	done <"$ctl/shares"
-	timeout --foreground -k 5 "$VM_TIMEOUT" qemu-system-x86_64 \
+	[ -n "$VM_ACCEL" ] && args+=(-accel "$VM_ACCEL")
+	timeout --foreground -k 5 "$VM_TIMEOUT" "$VM_QEMU" \
 		-machine q35 -cpu max -smp "$VM_CPUS" -m "$VM_MEM" -nographic -no-reboot \
-		-kernel "/boot/vmlinuz-$(vm_kernel)" -initrd "$initrd" \
+		-kernel "${RXE_VM_KERNEL:-/boot/vmlinuz-$(vm_kernel)}" -initrd "$initrd" \
 		-append "console=ttyS0 $quiet panic=-1 rdinit=/init" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$ctl,mount_tag=ctl,security_model=none" \

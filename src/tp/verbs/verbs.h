@@ -19,9 +19,10 @@
  * one 64-bit key per piece (rail 0's rkey low, rail 1's high). */
 #define VERBS_MAX_RAILS 2
 #define VERBS_MAX_SGE 16
-#define VERBS_WIRE_VERSION 5 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows;
+#define VERBS_WIRE_VERSION 6 /* 2: writes closed by immediates (UCCL_RNDV_IMM_*); 3: GRANT windows;
                               * 4: rails (address and wiring info name them); 5: a closing
-                              * NOTIFY (failover of notified writes, verbs_rail.c) */
+                              * NOTIFY (failover of notified writes, verbs_rail.c); 6: a
+                              * control QP per rail, control sends numbered (their immediate) */
 
 /* The message protocol is src/tp/common/rndv.h: control messages are SENDs
  * on the RC control QP (in order), writes WRITE / WRITE_WITH_IMM chains
@@ -173,12 +174,31 @@ typedef struct tp_verbs_ep {
     int nrails; /* rails of this connection: the first nrails of both sides, by order */
     uint32_t dead_rails; /* rails whose QPs failed: no new work goes there */
     tp_verbs_qp_t ctrl; /* on rail 0 */
+    /* Control channel failover (verbs_ctrl.c): with two rails a second RC
+     * control QP on rail 1, its receive buffers posted from the start; when
+     * rail 0 fails, control sends move there (ctl), those not acked yet
+     * sent again. Every control send carries its number in the immediate;
+     * the receiver takes them in order, drops a number seen before and
+     * holds one that comes early. */
+    tp_verbs_qp_t ctrl2;
+    tp_verbs_qp_t *ctl; /* where control sends go: &ctrl, or &ctrl2 once rail 0 failed */
+    uint32_t ctrl_tx_seq, ctrl_rx_seq; /* next number to send, next one to take */
+    struct verbs_ctrl_slot {
+        uint32_t seq, len;
+        int8_t rail; /* rail of the QP it is in flight on; -1: not in flight */
+    } *ctrl_slots; /* per send slot */
+    struct verbs_ctrl_early {
+        uint32_t seq, len;
+        int index;
+    } *ctrl_early; /* received ahead of ctrl_rx_seq, not yet taken */
+    int nearly;
     tp_verbs_qp_t data[VERBS_MAX_QPS]; /* data[i] on rail i % nrails */
     int nq;
     int next_qp;
     /* control buffers (registered here, run by the protocol) */
     uint8_t *bufs;
     struct ibv_mr *bufs_mr;
+    struct ibv_mr *bufs_mr2; /* the same on rail 1, for ctrl2 */
     uccl_rndv_t rndv;
     uccl_list_t data_pending; /* requests with chunks still to post */
     uccl_list_t inflight;     /* requests fully posted, waiting for completions */
@@ -211,13 +231,22 @@ tp_verbs_qp_t *uccl_verbs_find_qp(tp_verbs_ep_t *ep, int rail, uint32_t qp_num);
 void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 int uccl_verbs_progress(uccl_tp_t *tp);
 
+/* ---- verbs_ctrl.c: the numbered control channel and its failover */
+int uccl_verbs_ctrl_rx_depth(const tp_verbs_ep_t *ep);
+uccl_status_t uccl_verbs_ctrl_init(tp_verbs_ep_t *ep);
+void uccl_verbs_ctrl_fini(tp_verbs_ep_t *ep);
+void uccl_verbs_ctrl_send(tp_verbs_ep_t *ep, int slot, size_t len);
+void uccl_verbs_ctrl_in(tp_verbs_ep_t *ep, const struct ibv_wc *wc);
+void uccl_verbs_ctrl_sent(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc, uccl_status_t st);
+bool uccl_verbs_ctrl_move(tp_verbs_ep_t *ep);
+
 /* ---- verbs_rail.c: rails per request, failover */
 uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req);
 /* Remote address, rail's key and bytes left in the remote piece at byte off
  * of req (verbs_rail.c). */
 void uccl_verbs_remote_at(const uccl_req_t *req, size_t off, int rail, uint64_t *addr,
                           uint32_t *rkey, uint64_t *left);
-void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req);
+bool uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req);
 bool uccl_verbs_req_noimm(const uccl_req_t *req);
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc);
 

@@ -136,8 +136,10 @@ static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(uint64_t)ep->dead_rails;
 
+    if (rails == 0) /* its rails died since: the first one left, else a dead one (it flushes, */
+        rails = uccl_verbs_req_rails(ep, req); /* then starts over or fails: verbs_rail.c) */
     if (rails == 0)
-        rails = 1; /* rail 0 is never dead: its failure ends the connection */
+        rails = 1;
     if (ep->tp->uc && (req->op == UCCL_OP_SEND || req->has_notif))
         return &ep->ctrl;
     for (int k = 0; k < ep->nq && !(rails >> ep->data[ep->next_qp].rail & 1); k++)
@@ -349,7 +351,9 @@ void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_WRS] = 0;
     req->tp_data[VERBS_RD_QPS] = 0;
     req->tp_data[VERBS_RD_RAILS] = uccl_verbs_req_rails(ep, req);
-    if (req->len == 0 && !uccl_rndv_needs_imm(req)) {
+    if (req->tp_data[VERBS_RD_RAILS] == 0) /* every rail it may use failed */
+        uccl_rndv_req_error(req, UCCL_ERR_PEER_FAILED);
+    if ((req->len == 0 && !uccl_rndv_needs_imm(req)) || req->tp_data[VERBS_RD_RAILS] == 0) {
         uccl_rndv_write_done(&ep->rndv, req);
         return;
     }
@@ -448,6 +452,8 @@ tp_verbs_qp_t *uccl_verbs_find_qp(tp_verbs_ep_t *ep, int rail, uint32_t qp_num)
 {
     if (rail == 0 && ep->ctrl.qp->qp_num == qp_num)
         return &ep->ctrl;
+    if (rail == 1 && ep->ctrl2.qp != NULL && ep->ctrl2.qp->qp_num == qp_num)
+        return &ep->ctrl2;
     for (int i = 0; i < ep->nq; i++)
         if (ep->data[i].rail == rail && ep->data[i].qp->qp_num == qp_num)
             return &ep->data[i];
@@ -462,10 +468,9 @@ void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st)
     req->tp_data[VERBS_RD_WRS]--;
     if (req->tp_data[VERBS_RD_WRS] > 0)
         return;
-    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && (req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_RESTART)) {
-        uccl_verbs_req_restart(ep, req);
+    if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && (req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_RESTART) &&
+        uccl_verbs_req_restart(ep, req))
         return; /* progress posts it again */
-    }
     if (verbs_req_has_work(req))
         return; /* more work requests wait in data_pending */
     if (req->tp_data[UCCL_RNDV_RD_ERR] == 0 && tp_verbs_xfer(req) != NULL &&
@@ -494,7 +499,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc
         if (st != UCCL_OK)
             return;
         if (wc->opcode != IBV_WC_RECV_RDMA_WITH_IMM) {
-            uccl_rndv_ctrl_recv(&ep->rndv, (int)(wc->wr_id >> 3), wc->byte_len);
+            uccl_verbs_ctrl_in(ep, wc); /* numbered: verbs_ctrl.c */
             return;
         }
         if (uccl_verbs_post_ctrl_recv(ep, (int)(wc->wr_id >> 3)) != UCCL_OK)
@@ -509,8 +514,7 @@ static void verbs_handle_wc(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc
         uccl_rndv_imm_arrived(&ep->rndv, ntohl(wc->imm_data));
         return;
     case VERBS_WR_CTRL_SEND:
-        ep->ctrl.outstanding--;
-        uccl_rndv_ctrl_sent(&ep->rndv, (int)(wc->wr_id >> 3), st);
+        uccl_verbs_ctrl_sent(ep, rail, wc, st);
         return;
     case VERBS_WR_SINK: {
         uccl_rndv_slot_t *slot = (uccl_rndv_slot_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);

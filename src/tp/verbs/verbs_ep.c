@@ -1,4 +1,5 @@
-/* Verbs endpoints: one RC control QP (rail 0) plus N data QPs (RC or UC) on
+/* Verbs endpoints: one RC control QP on rail 0 (and one on rail 1 for the
+ * control channel's failover, verbs_ctrl.c) plus N data QPs (RC or UC) on
  * each rail per connection, their wiring info (QPN, PSN, GID, LID, MTU) and
  * teardown. */
 #include <errno.h>
@@ -9,9 +10,10 @@
 
 /* ep_pack: version(1) uc(1) nq(1) mtu(1) roce(1) rndv version(1) lid(2) gid(16), then
  * (1 + nq) x { qpn(4) psn(4) }, control QP first, then rails(1) and for each
- * rail past the first { mtu(1) lid(2) gid(16) }. */
+ * rail past the first { mtu(1) lid(2) gid(16) ctrl qpn(4) psn(4) } (qpn 0: no control QP
+ * there). */
 #define VERBS_EP_HDR 24
-#define VERBS_EP_RAIL 19
+#define VERBS_EP_RAIL 27
 
 static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, int rail, bool uc,
                                      int recv_depth)
@@ -53,10 +55,10 @@ static uccl_status_t verbs_create_qp(tp_verbs_ep_t *ep, tp_verbs_qp_t *q, int ra
 static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
 {
     tp_verbs_t *v = ep->tp;
-    size_t nslots = (size_t)v->cfg.rx_depth + (size_t)v->cfg.tx_depth;
+    int rx = uccl_verbs_ctrl_rx_depth(ep); /* both control QPs' receive buffers */
+    size_t nslots = (size_t)rx + (size_t)v->cfg.tx_depth;
     size_t size = nslots * uccl_rndv_slot_size(v->cfg.eager);
-    uccl_rndv_params_t params = {
-        .eager = v->cfg.eager, .rx_depth = v->cfg.rx_depth, .tx_depth = v->cfg.tx_depth};
+    uccl_rndv_params_t params = {.eager = v->cfg.eager, .rx_depth = rx, .tx_depth = v->cfg.tx_depth};
 
     ep->bufs = aligned_alloc(4096, (size + 4095) & ~(size_t)4095);
     if (ep->bufs == NULL)
@@ -69,19 +71,29 @@ static uccl_status_t verbs_alloc_bufs(tp_verbs_ep_t *ep)
         uccl_error("%s: registering control buffers: %s", v->dev_name, strerror(errno));
         return UCCL_ERR_TRANSPORT;
     }
-    return UCCL_OK;
+    if (rx > v->cfg.rx_depth) { /* rail 1's control QP reads and fills them too */
+        ep->bufs_mr2 = ibv_reg_mr(v->rails[1].pd, ep->bufs, size, IBV_ACCESS_LOCAL_WRITE);
+        if (ep->bufs_mr2 == NULL) {
+            uccl_error("%s: registering control buffers: %s", v->rails[1].dev_name, strerror(errno));
+            return UCCL_ERR_TRANSPORT;
+        }
+    }
+    return uccl_verbs_ctrl_init(ep);
 }
 
+/* Receive buffer index: the first rx_depth on rail 0's control QP, the
+ * others on rail 1's. */
 uccl_status_t uccl_verbs_post_ctrl_recv(tp_verbs_ep_t *ep, int index)
 {
+    bool rail1 = index >= ep->tp->cfg.rx_depth;
     struct ibv_sge sge = {
         .addr = (uintptr_t)uccl_rndv_recv_buf(&ep->rndv, index),
         .length = (uint32_t)ep->rndv.slot_size,
-        .lkey = ep->bufs_mr->lkey,
+        .lkey = (rail1 ? ep->bufs_mr2 : ep->bufs_mr)->lkey,
     };
     struct ibv_recv_wr wr = {.wr_id = ((uint64_t)index << 3) | VERBS_WR_CTRL_RECV, .sg_list = &sge, .num_sge = 1};
     struct ibv_recv_wr *bad;
-    int rc = ibv_post_recv(ep->ctrl.qp, &wr, &bad);
+    int rc = ibv_post_recv((rail1 ? &ep->ctrl2 : &ep->ctrl)->qp, &wr, &bad);
 
     if (rc != 0) {
         uccl_error("%s: ibv_post_recv: %s", ep->tp->dev_name, strerror(rc));
@@ -119,15 +131,21 @@ static void verbs_ep_free(tp_verbs_ep_t *ep)
             ibv_destroy_qp(ep->data[i].qp);
     if (ep->ctrl.qp != NULL)
         ibv_destroy_qp(ep->ctrl.qp);
+    if (ep->ctrl2.qp != NULL)
+        ibv_destroy_qp(ep->ctrl2.qp);
     for (int r = 0; r < VERBS_MAX_RAILS; r++)
         if (ep->cq[r] != NULL)
             ibv_destroy_cq(ep->cq[r]);
     /* the QPs are gone: the stage buffers their work requests read go back */
     uccl_verbs_qp_held_fini(ep->tp, &ep->ctrl);
+    uccl_verbs_qp_held_fini(ep->tp, &ep->ctrl2);
     for (int i = 0; i < VERBS_MAX_QPS; i++)
         uccl_verbs_qp_held_fini(ep->tp, &ep->data[i]);
     if (ep->bufs_mr != NULL)
         ibv_dereg_mr(ep->bufs_mr);
+    if (ep->bufs_mr2 != NULL)
+        ibv_dereg_mr(ep->bufs_mr2);
+    uccl_verbs_ctrl_fini(ep);
     free(ep->bufs);
     uccl_rndv_fini(&ep->rndv);
     free(ep);
@@ -158,7 +176,7 @@ uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_
     ep->nrails = uccl_verbs_peer_rails(v, peer);
     nq = v->cfg.num_qps * ep->nrails;
     nq = nq < VERBS_MAX_QPS ? nq : VERBS_MAX_QPS;
-    cqe = (1 + nq) * (v->cfg.tx_depth + v->cfg.rx_depth) + 16;
+    cqe = (2 + nq) * (v->cfg.tx_depth + v->cfg.rx_depth) + 16; /* a control QP per rail */
     for (int r = 0; r < ep->nrails && st == UCCL_OK; r++) {
         ep->cq[r] = ibv_create_cq(v->rails[r].ctx, cqe, NULL, NULL, 0);
         if (ep->cq[r] == NULL) {
@@ -170,13 +188,17 @@ uccl_status_t uccl_verbs_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_
         st = verbs_alloc_bufs(ep);
     if (st == UCCL_OK)
         st = uccl_verbs_qp_held_init(v, &ep->ctrl);
+    if (st == UCCL_OK)
+        st = uccl_verbs_qp_held_init(v, &ep->ctrl2);
     for (int i = 0; i < nq && st == UCCL_OK; i++)
         st = uccl_verbs_qp_held_init(v, &ep->data[i]);
     if (st == UCCL_OK)
         st = verbs_create_qp(ep, &ep->ctrl, 0, false, v->cfg.rx_depth);
+    if (st == UCCL_OK && ep->bufs_mr2 != NULL)
+        st = verbs_create_qp(ep, &ep->ctrl2, 1, false, v->cfg.rx_depth);
     for (int i = 0; i < nq && st == UCCL_OK; i++, ep->nq++)
         st = verbs_create_qp(ep, &ep->data[i], i % ep->nrails, v->uc, v->cfg.rx_depth);
-    for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
+    for (int i = 0; i < uccl_verbs_ctrl_rx_depth(ep) && st == UCCL_OK; i++)
         st = uccl_verbs_post_ctrl_recv(ep, i);
     for (int q = 0; q < ep->nq && st == UCCL_OK; q++)
         for (int i = 0; i < v->cfg.rx_depth && st == UCCL_OK; i++)
@@ -223,6 +245,8 @@ uccl_status_t uccl_verbs_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
         p[0] = (uint8_t)v->rails[r].mtu;
         uccl_put_u16(p + 1, v->rails[r].lid);
         memcpy(p + 3, v->rails[r].gid.raw, 16);
+        uccl_put_u32(p + 19, r == 1 && ep->ctrl2.qp != NULL ? ep->ctrl2.qp->qp_num : 0);
+        uccl_put_u32(p + 23, r == 1 ? ep->ctrl2.psn : 0);
     }
     *len = need;
     return UCCL_OK;
@@ -237,6 +261,7 @@ typedef struct verbs_peer_info {
     uint16_t lid[VERBS_MAX_RAILS];
     union ibv_gid gid[VERBS_MAX_RAILS];
     const uint8_t *qps;
+    const uint8_t *ctrl2; /* rail 1's control QP { qpn(4) psn(4) }, qpn 0: none */
 } verbs_peer_info_t;
 
 /* The one parser of a peer's wiring info. */
@@ -258,6 +283,7 @@ static uccl_status_t verbs_parse_peer(const tp_verbs_ep_t *ep, const uint8_t *p,
     info->lid[0] = uccl_get_u16(p + 6);
     memcpy(info->gid[0].raw, p + 8, 16);
     info->qps = p + VERBS_EP_HDR;
+    info->ctrl2 = NULL;
     qend = VERBS_EP_HDR + 8 * (size_t)(1 + info->nq);
     info->nrails = len > qend ? p[qend] : 0;
     if (info->nrails < 1 || info->nrails > VERBS_MAX_RAILS ||
@@ -271,6 +297,8 @@ static uccl_status_t verbs_parse_peer(const tp_verbs_ep_t *ep, const uint8_t *p,
         info->mtu[r] = (enum ibv_mtu)q[0];
         info->lid[r] = uccl_get_u16(q + 1);
         memcpy(info->gid[r].raw, q + 3, 16);
+        if (r == 1)
+            info->ctrl2 = q + 19;
     }
     for (int r = 0; r < info->nrails; r++) {
         if (info->mtu[r] < IBV_MTU_256 || info->mtu[r] > IBV_MTU_4096) {
@@ -349,6 +377,13 @@ uccl_status_t uccl_verbs_ep_connect(uccl_tp_ep_t *base, const void *peer_info, s
     if (st != UCCL_OK)
         return st;
     st = verbs_connect_qp(ep, &ep->ctrl, false, &info, info.qps);
+    if (st == UCCL_OK && ep->ctrl2.qp != NULL) { /* both have one, or neither (same QP type, rails) */
+        if (info.ctrl2 == NULL || uccl_get_u32(info.ctrl2) == 0) {
+            uccl_error("verbs: peer has no control QP on rail 1 (internal error)");
+            return UCCL_ERR_VERSION;
+        }
+        st = verbs_connect_qp(ep, &ep->ctrl2, false, &info, info.ctrl2);
+    }
     for (int i = 0; i < ep->nq && st == UCCL_OK; i++)
         st = verbs_connect_qp(ep, &ep->data[i], ep->tp->uc, &info, info.qps + 8 * (size_t)(i + 1));
     if (st == UCCL_OK)

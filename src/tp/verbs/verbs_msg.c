@@ -16,33 +16,12 @@ static bool verbs_ctrl_room(uccl_rndv_t *r)
 {
     tp_verbs_ep_t *ep = verbs_ep_of(r);
 
-    return ep->ctrl.outstanding < ep->tp->cfg.tx_depth;
+    return ep->ctl->outstanding < ep->tp->cfg.tx_depth;
 }
 
 static void verbs_ctrl_post(uccl_rndv_t *r, int slot, size_t len)
 {
-    tp_verbs_ep_t *ep = verbs_ep_of(r);
-    struct ibv_sge sge = {
-        .addr = (uintptr_t)uccl_rndv_send_buf(r, slot),
-        .length = (uint32_t)len,
-        .lkey = ep->bufs_mr->lkey,
-    };
-    struct ibv_send_wr wr = {
-        .wr_id = ((uint64_t)slot << 3) | VERBS_WR_CTRL_SEND,
-        .sg_list = &sge,
-        .num_sge = 1,
-        .opcode = IBV_WR_SEND,
-        .send_flags = IBV_SEND_SIGNALED,
-    };
-    struct ibv_send_wr *bad;
-    int rc;
-
-    ep->ctrl.outstanding++;
-    rc = ibv_post_send(ep->ctrl.qp, &wr, &bad);
-    if (rc != 0) {
-        uccl_error("%s: ibv_post_send (control): %s", ep->tp->dev_name, strerror(rc));
-        uccl_conn_fail(ep->base.conn, UCCL_ERR_TRANSPORT);
-    }
+    uccl_verbs_ctrl_send(verbs_ep_of(r), slot, len); /* numbered, on the live control QP */
 }
 
 static uccl_status_t verbs_recv_repost(uccl_rndv_t *r, int index)

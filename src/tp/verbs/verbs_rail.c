@@ -1,21 +1,23 @@
 /* Verbs rails: which rails a request may stripe over, and failover when a
- * rail past the first fails under a transfer (one-sided or two-sided) (the device choice is in
- * verbs.c, the QPs of each rail in verbs_ep.c, the striping in verbs_data.c),
- * and the remote address and rail key of each piece of a request. */
+ * rail fails under a transfer (one-sided or two-sided; rail 0's control
+ * channel moves in verbs_ctrl.c) (the device choice is in verbs.c, the QPs
+ * of each rail in verbs_ep.c, the striping in verbs_data.c), and the remote
+ * address and rail key of each piece of a request. */
 #include "verbs.h"
 
-/* The rails req may use: every rail of the connection for a large request
- * whose local pieces are registered on them and whose remote side gave their
- * keys; rail 0 alone for small ones and for staged GPU data and granted
- * windows (their buffers are registered on rail 0 only). */
+/* The rails req may use, of those alive: every rail of the connection for
+ * a large request whose local pieces are registered on them and whose
+ * remote side gave their keys; one rail for small ones (rail 0, or the first
+ * one left once it failed); rail 0 alone for staged GPU data and granted
+ * windows (their buffers are registered on rail 0 only). 0: none left. */
 uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
     uint64_t rails = (1ull << ep->nrails) - 1;
 
-    if (ep->nrails == 1 || req->len < ep->tp->cfg.stripe ||
+    if (ep->nrails == 1 ||
         (x != NULL && (x->staged.src != NULL || x->staged.sink != NULL || x->staged.grants != NULL)))
-        return 1;
+        return 1 & ~(uint64_t)ep->dead_rails;
     for (int i = 0; i < req->iovcnt; i++) {
         const uccl_tp_memh_t *memh;
 
@@ -33,7 +35,10 @@ uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req)
     } else if (req->op == UCCL_OP_WRITE || req->op == UCCL_OP_READ) {
         rails &= (1ull << (req->remote.rkey_len / VERBS_RKEY_SIZE)) - 1;
     }
-    return rails != 0 ? rails : 1;
+    rails &= ~(uint64_t)ep->dead_rails;
+    if (req->len < ep->tp->cfg.stripe)
+        rails &= -rails; /* the first one */
+    return rails;
 }
 
 /* A request whose rail failed under it starts over on the rails left, once
@@ -43,11 +48,22 @@ uint64_t uccl_verbs_req_rails(const tp_verbs_ep_t *ep, const uccl_req_t *req)
  * nothing: it simply starts over. One whose immediates were posted may have
  * had some counted there: it goes again without them (VERBS_RAILS_NOIMM) and
  * a control message on the control QP closes it (uccl_rndv_write_close: FIN
- * with the length, or a closing NOTIFY), sent once every byte is acked. */
-void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req)
+ * with the length, or a closing NOTIFY), sent once every byte is acked.
+ * false: no rail it may use is left; req failed (PEER_FAILED). */
+bool uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req)
 {
-    uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(VERBS_RAILS_RESTART | ep->dead_rails);
+    uint64_t noimm = req->tp_data[VERBS_RD_RAILS] & VERBS_RAILS_NOIMM;
+    uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(VERBS_RAILS_RESTART | VERBS_RAILS_NOIMM |
+                                                      ep->dead_rails);
 
+    if (rails == 0) /* e.g. a small request on rail 0: the first rail left */
+        rails = uccl_verbs_req_rails(ep, req);
+    if (rails == 0) {
+        req->tp_data[VERBS_RD_RAILS] &= ~VERBS_RAILS_RESTART;
+        uccl_rndv_req_error(req, UCCL_ERR_PEER_FAILED);
+        return false;
+    }
+    rails |= noimm;
     if (uccl_rndv_needs_imm(req) && req->tp_data[VERBS_RD_OFF] >= req->len)
         rails |= VERBS_RAILS_NOIMM;
     uccl_debug("%s: request %p (%zu bytes) starts over on rails 0x%x%s", ep->tp->dev_name,
@@ -58,6 +74,7 @@ void uccl_verbs_req_restart(tp_verbs_ep_t *ep, uccl_req_t *req)
     req->tp_data[VERBS_RD_QPS] = 0;
     uccl_list_del(&req->tp_link);
     uccl_list_push_back(&ep->data_pending, &req->tp_link);
+    return true;
 }
 
 bool uccl_verbs_req_noimm(const uccl_req_t *req)
@@ -83,29 +100,43 @@ static void verbs_rail_dead(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc
     ep->dead_rails |= 1u << rail;
 }
 
-/* Failover: a path error on a data QP of a rail past the first marks the
- * rail dead instead of failing the connection, and nothing new goes there.
- * A request that had work on it (a write, read, rendezvous send or notified
- * write) starts over on the rails left (uccl_verbs_req_restart); the dead
- * QPs' flushed receives are dropped. Rail 0 carries the control QP: its
- * failure fails the connection (PEER_FAILED), as does any error that is not
- * a path's. true: handled here. */
+/* Failover: a path error on a rail's QP marks the rail dead instead of
+ * failing the connection, and nothing new goes there. On rail 0 the control
+ * channel first moves to rail 1 (uccl_verbs_ctrl_move; with nowhere to go
+ * the connection fails, PEER_FAILED, as before). A request that had work on
+ * the rail (a write, read, rendezvous send or notified write) starts over
+ * on the rails left (uccl_verbs_req_restart); the dead QPs' flushed
+ * receives are dropped, their control sends went again on rail 1. Staged
+ * GPU data and granted windows live on rail 0 only: a failure there fails
+ * the connection. Any error that is not a path's fails it too. true:
+ * handled here. */
 bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
 {
     int kind = (int)(wc->wr_id & 7);
     uccl_req_t *req = (uccl_req_t *)(uintptr_t)(wc->wr_id & ~(uint64_t)7);
     tp_verbs_qp_t *q;
 
-    if (rail == 0 || !verbs_path_error(wc->status) || uccl_conn_status(ep->base.conn) != UCCL_OK)
+    if (!verbs_path_error(wc->status) || uccl_conn_status(ep->base.conn) != UCCL_OK)
         return false;
+    if (rail == 0 && !uccl_verbs_ctrl_move(ep))
+        return false;
+    q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
+    if (kind == VERBS_WR_CTRL_SEND || kind == VERBS_WR_CTRL_RECV) {
+        if (q == NULL || q == ep->ctl) /* the live control QP: nothing left */
+            return false;
+        verbs_rail_dead(ep, rail, wc);
+        if (kind == VERBS_WR_CTRL_SEND)
+            q->outstanding--; /* its slot went again on the live control QP */
+        return true;
+    }
     if (kind == VERBS_WR_IMM_RECV) {
         verbs_rail_dead(ep, rail, wc);
         return true;
     }
-    q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
     /* granted windows and staged data never leave rail 0 (uccl_verbs_req_rails) */
     if (kind != VERBS_WR_DATA || q == NULL || q == &ep->ctrl || req->tp_data[UCCL_RNDV_RD_ERR] != 0 ||
-        (tp_verbs_xfer(req) != NULL && tp_verbs_xfer(req)->staged.grants != NULL))
+        (tp_verbs_xfer(req) != NULL && (tp_verbs_xfer(req)->staged.grants != NULL ||
+                                        tp_verbs_xfer(req)->staged.src != NULL)))
         return false;
     verbs_rail_dead(ep, rail, wc);
     q->outstanding--;
