@@ -1,20 +1,12 @@
-/* The shared RDMA message protocol (rndv.h): the control channel's send
- * slots and ordered queue, eager sends, rendezvous (RTS, CTS with the
+/* The shared RDMA message protocol (rndv.h): eager sends, rendezvous (RTS, CTS with the
  * receive buffer, writes closed by immediates, FIN on failure), notified
- * writes, the one parser of control messages, and teardown. */
+ * writes, the one parser of control messages, and teardown. The control
+ * channel itself (send slots, ordered queue) is rndv_ctrl.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rndv.h"
 #include "rndv_stage.h"
-
-/* A control message waiting for a send slot or a send credit. */
-typedef struct rndv_out {
-    uccl_list_t link;
-    uccl_req_t *req;
-    size_t len;
-    uint8_t buf[];
-} rndv_out_t;
 
 /* A message held by the core's matching until a receive takes it. */
 typedef struct rndv_unexp {
@@ -115,99 +107,6 @@ void uccl_rndv_fini(uccl_rndv_t *r)
     r->slot_req = NULL;
 }
 
-/* ------------------------------------------------------------------ control channel */
-
-static void rndv_ctrl_post(uccl_rndv_t *r, int slot, size_t len, uccl_req_t *req)
-{
-    r->slot_req[slot] = req; /* a failed post leaves it to the teardown */
-    r->ops->ctrl_post(r, slot, len);
-}
-
-/* Room for one message: a send slot when nothing waits before it, else a
- * queued copy (order on the control channel is the matching order). */
-static uint8_t *rndv_ctrl_begin(uccl_rndv_t *r, int *slot, rndv_out_t **out)
-{
-    *out = NULL;
-    if (uccl_list_empty(&r->ctrl_pending) && r->nfree > 0 && r->ops->ctrl_room(r) &&
-        uccl_conn_status(rndv_conn(r)) == UCCL_OK) {
-        *slot = r->free_slots[--r->nfree];
-        return uccl_rndv_send_buf(r, *slot);
-    }
-    *out = malloc(sizeof(**out) + r->slot_size);
-    if (*out == NULL)
-        return NULL;
-    *slot = -1;
-    return (*out)->buf;
-}
-
-static void rndv_ctrl_commit(uccl_rndv_t *r, int slot, rndv_out_t *out, size_t len,
-                             uccl_req_t *req)
-{
-    if (out != NULL) {
-        out->len = len;
-        out->req = req;
-        uccl_list_push_back(&r->ctrl_pending, &out->link);
-        return;
-    }
-    rndv_ctrl_post(r, slot, len, req);
-}
-
-/* Give back what rndv_ctrl_begin handed out for a message not sent. */
-static void rndv_ctrl_abort(uccl_rndv_t *r, int slot, rndv_out_t *out)
-{
-    if (out != NULL)
-        free(out);
-    else
-        r->free_slots[r->nfree++] = slot;
-}
-
-void uccl_rndv_ctrl_flush(uccl_rndv_t *r)
-{
-    while (!uccl_list_empty(&r->ctrl_pending) && r->nfree > 0 && r->ops->ctrl_room(r)) {
-        rndv_out_t *out = uccl_container_of(uccl_list_pop_front(&r->ctrl_pending), rndv_out_t,
-                                            link);
-        int slot = r->free_slots[--r->nfree];
-
-        memcpy(uccl_rndv_send_buf(r, slot), out->buf, out->len);
-        rndv_ctrl_post(r, slot, out->len, out->req);
-        free(out);
-    }
-}
-
-uccl_status_t uccl_rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
-                                  uint64_t b, uint64_t c, uccl_req_t *req)
-{
-    rndv_out_t *out;
-    int slot;
-    uint8_t *p = rndv_ctrl_begin(r, &slot, &out);
-
-    if (p == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    rndv_put_hdr(p, type, status, a, b, c);
-    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, req);
-    return UCCL_OK;
-}
-
-void uccl_rndv_ctrl_sent(uccl_rndv_t *r, int slot, uccl_status_t st)
-{
-    uccl_req_t *req;
-
-    if (slot < 0 || slot >= r->tx_depth)
-        return;
-    req = r->slot_req[slot];
-    r->slot_req[slot] = NULL;
-    r->free_slots[r->nfree++] = slot;
-    if (req == NULL)
-        return;
-    if (req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_DATA) { /* a notified write's value */
-        r->ops->write_part_done(r, req, st);
-        return;
-    }
-    if (st == UCCL_OK)
-        st = uccl_rndv_req_err(req);
-    r->ops->finish(r, req, st, st == UCCL_OK ? req->len : 0);
-}
-
 /* ------------------------------------------------------------------ writes */
 
 /* Data of a request has landed (or failed). Success was already told to the
@@ -283,14 +182,14 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req, bool pull)
 {
     uccl_rndv_seg_t segs[UCCL_IOV_MAX];
     int nseg = pull ? r->ops->mem_segs(r, req, req->len, segs) : 0;
-    rndv_out_t *out;
+    uccl_rndv_out_t *out;
     uint8_t *p;
     int slot;
 
     if (uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_WAIT_CTS;
-    p = rndv_ctrl_begin(r, &slot, &out);
+    p = uccl_rndv_ctrl_begin(r, &slot, &out);
     if (p == NULL) {
         uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
         return UCCL_ERR_NO_MEMORY;
@@ -300,7 +199,8 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req, bool pull)
                      req->tp_data[UCCL_RNDV_RD_ID]);
     uccl_put_u32(p + 4, (uint32_t)nseg);
     rndv_put_segs(p + UCCL_RNDV_HDR_SIZE, segs, nseg);
-    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + (size_t)nseg * UCCL_RNDV_SEG_SIZE, NULL);
+    uccl_rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + (size_t)nseg * UCCL_RNDV_SEG_SIZE,
+                          NULL);
     return UCCL_OK;
 }
 
@@ -312,7 +212,7 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
 {
     bool staged = false;
     uccl_status_t st = r->ops->mem_check(r, req, &staged);
-    rndv_out_t *out;
+    uccl_rndv_out_t *out;
     uint8_t *p;
     int slot;
 
@@ -327,7 +227,7 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
             r->ops->mem_unstage(r, req);
         return st;
     }
-    p = rndv_ctrl_begin(r, &slot, &out);
+    p = uccl_rndv_ctrl_begin(r, &slot, &out);
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
     rndv_put_msg_hdr(p, UCCL_RNDV_MSG_EAGER, req, 0);
@@ -336,11 +236,11 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
     else
         uccl_req_iov_copy_out(req, 0, p + UCCL_RNDV_HDR_SIZE, req->len);
     if (st != UCCL_OK) {
-        rndv_ctrl_abort(r, slot, out);
+        uccl_rndv_ctrl_abort(r, slot, out);
         return st;
     }
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
-    rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + req->len, req);
+    uccl_rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE + req->len, req);
     return UCCL_OK;
 }
 
@@ -349,9 +249,9 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
 uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_t off,
                               const uccl_rndv_seg_t *seg)
 {
-    rndv_out_t *out;
+    uccl_rndv_out_t *out;
     int ctrl_slot;
-    uint8_t *p = rndv_ctrl_begin(r, &ctrl_slot, &out);
+    uint8_t *p = uccl_rndv_ctrl_begin(r, &ctrl_slot, &out);
 
     if (p == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -361,7 +261,7 @@ uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_
     uccl_put_u64(p + UCCL_RNDV_HDR_SIZE, seg->addr);
     uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 8, seg->key);
     uccl_put_u64(p + UCCL_RNDV_HDR_SIZE + 16, seg->len);
-    rndv_ctrl_commit(r, ctrl_slot, out, UCCL_RNDV_HDR_SIZE + UCCL_RNDV_SEG_SIZE, NULL);
+    uccl_rndv_ctrl_commit(r, ctrl_slot, out, UCCL_RNDV_HDR_SIZE + UCCL_RNDV_SEG_SIZE, NULL);
     return UCCL_OK;
 }
 
@@ -373,7 +273,7 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     uccl_rndv_seg_t segs[UCCL_IOV_MAX];
     bool staged = false;
     uccl_status_t st = r->ops->mem_check(r, req, &staged);
-    rndv_out_t *out;
+    uccl_rndv_out_t *out;
     int slot, nseg;
     uint8_t *p, *s;
 
@@ -388,7 +288,7 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
         st = r->ops->mem_stage(r, req, len, false);
     if (st == UCCL_OK)
         st = uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]);
-    p = st == UCCL_OK ? rndv_ctrl_begin(r, &slot, &out) : NULL;
+    p = st == UCCL_OK ? uccl_rndv_ctrl_begin(r, &slot, &out) : NULL;
     if (p == NULL) {
         if (st == UCCL_OK)
             uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
@@ -403,7 +303,7 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     s = rndv_put_segs(p + UCCL_RNDV_HDR_SIZE, segs, nseg);
     rndv_put_hdr(p, UCCL_RNDV_MSG_CTS, UCCL_OK, send_id, req->tp_data[UCCL_RNDV_RD_ID],
                  (uint64_t)nseg);
-    rndv_ctrl_commit(r, slot, out, (size_t)(s - p), NULL);
+    uccl_rndv_ctrl_commit(r, slot, out, (size_t)(s - p), NULL);
 }
 
 /* Move a matched message into its receive: copy an eager payload (GPU
@@ -585,20 +485,7 @@ static void rndv_fail_list(uccl_rndv_t *r, uccl_list_t *list, uccl_status_t reas
  * here, before anything could recycle it. */
 void uccl_rndv_release(uccl_rndv_t *r, uccl_status_t reason)
 {
-    for (int i = 0; r->slot_req != NULL && i < r->tx_depth; i++) {
-        uccl_req_t *req = r->slot_req[i];
-
-        r->slot_req[i] = NULL;
-        if (req != NULL && !req->done)
-            r->ops->finish(r, req, reason, 0);
-    }
-    while (!uccl_list_empty(&r->ctrl_pending)) {
-        rndv_out_t *out = uccl_container_of(uccl_list_pop_front(&r->ctrl_pending), rndv_out_t,
-                                            link);
-        if (out->req != NULL && !out->req->done)
-            r->ops->finish(r, out->req, reason, 0);
-        free(out);
-    }
+    uccl_rndv_ctrl_release(r, reason);
     rndv_fail_list(r, &r->rndv_wait, reason);
     rndv_fail_list(r, &r->recv_wait_fin, reason);
     while (!uccl_list_empty(&r->unexpected))

@@ -326,6 +326,16 @@ uccl_status_t uccl_rndv_imm_begin(uccl_rndv_t *r, uccl_req_t *req, int nparts, i
 uint32_t uccl_rndv_imm(const uccl_req_t *req, int nparts);
 
 /* ---- internal to src/tp/common (rndv_imm.c: the target side of immediates, granted windows) */
+/* rndv_ctrl.c: room for one control message (a free send slot when nothing
+ * waits before it, else a queued copy: order on the control channel is the
+ * matching order; NULL: out of memory); commit it with its length, or give
+ * the room back; at teardown fail what is in flight or queued. */
+typedef struct uccl_rndv_out uccl_rndv_out_t;
+uint8_t *uccl_rndv_ctrl_begin(uccl_rndv_t *r, int *slot, uccl_rndv_out_t **out);
+void uccl_rndv_ctrl_commit(uccl_rndv_t *r, int slot, uccl_rndv_out_t *out, size_t len,
+                           uccl_req_t *req);
+void uccl_rndv_ctrl_abort(uccl_rndv_t *r, int slot, uccl_rndv_out_t *out);
+void uccl_rndv_ctrl_release(uccl_rndv_t *r, uccl_status_t reason);
 uccl_status_t uccl_rndv_ctrl_send(uccl_rndv_t *r, int type, uccl_status_t status, uint64_t a,
                                   uint64_t b, uint64_t c, uccl_req_t *req);
 /* rndv_pull.c: receive req matched an RTS_PULL: true when it reads the
