@@ -123,7 +123,7 @@ wire_gbps() {
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
 [ "${BENCH_WIRE:-0}" = 1 ] && echo "# BENCH_WIRE=1: every figure is the rate on the veth pair (wire_gbps), not the tool's own"
-echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (rc_verbs: write put_bw, read get, send tag_bw)"
+echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (UCP over rc_verbs: write ucp_put_bw, read ucp_get, send tag_bw)"
 echo "# [a-b]: min-max over the rounds (a failed run, 0, left out); ratio ranges pair the runs of one round"
 printf "%-5s %8s %5s %20s %20s %20s %16s %16s\n" op size count "uccl [min-max]" "perftest [min-max]" \
 	"ucx [min-max]" "x pt [min-max]" "x ucx [min-max]"
