@@ -58,7 +58,8 @@ static uccl_status_t build_pairs(coll_sched_t *s, const coll_args_t *a, int sbuf
     }
     for (int k = 1; k < n; k++) {
         int to = (r + k) % n, from = (r - k + n) % n;
-        if (algo == UCCL_COLL_ALGO_PAIRWISE && (st = uccl_coll_sched_phase(s)) != UCCL_OK)
+        /* the own block's copy runs in the first exchange's phase */
+        if (algo == UCCL_COLL_ALGO_PAIRWISE && k > 1 && (st = uccl_coll_sched_phase(s)) != UCCL_OK)
             return st;
         if (algo == UCCL_COLL_ALGO_DIRECT) {
             st = coll_waitput(s, from, COLL_BUF_RECV, rdispl(a, from), rcount(a, from));

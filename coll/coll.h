@@ -100,6 +100,9 @@ typedef struct coll_state {
     int rank, size;
     bool oversubscribed; /* this host runs more of the comm's ranks than it has CPUs */
     bool net;            /* some peer is reached over a network transport (not shm) */
+    bool copy_helper;    /* large host copies go to the copy helper (helper.c) */
+    size_t copy_min;     /* from this many bytes */
+    struct coll_helper *helper; /* its thread, started on first use */
     uint64_t *host_id; /* [size]: engine host identity of each rank */
     uint32_t seq;
     coll_buf_entry_t *bufs; /* [nbufs]; slot 0 = control region */
@@ -120,6 +123,18 @@ typedef struct coll_state {
     int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
     struct uccl_coll_sflags *sf; /* direct stream path (stream.c), NULL until the first stream call */
 } coll_state_t;
+
+/* The copy helper (helper.c): a thread per comm that runs large local host
+ * copies beside the caller. init decides from the host's CPUs and ranks on
+ * it (UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN); post queues a copy (false:
+ * copy inline) in *slot; done says whether it is finished (wait: until it
+ * is) and then frees the slot. */
+#define COLL_COPY_MIN_DEFAULT (64u << 10)
+typedef struct coll_helper coll_helper_t;
+void uccl_coll_helper_init(coll_state_t *cs, long cpus, long local);
+bool uccl_coll_helper_post(coll_state_t *cs, void *dst, const void *src, size_t len, int *slot);
+bool uccl_coll_helper_done(coll_state_t *cs, int slot, bool wait);
+void uccl_coll_helper_destroy(coll_state_t *cs);
 
 /* Lazy communicators (boot.c, comm.c): made from the bootstrap's tables
  * with no connection; uccl_comm_conn connects a peer on first use (the
@@ -196,6 +211,7 @@ typedef struct coll_op {
     uccl_req_t *req, *req2;
     uccl_req_t *preq; /* kept schedules' send/recv: persistent request (sched.c) */
     int scratch; /* token memory, -1 = none */
+    int helper_slot; /* COPY run by the copy helper: its job, -1 = none */
 } coll_op_t;
 
 typedef struct coll_sched {

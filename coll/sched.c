@@ -46,9 +46,21 @@ static bool buf_on_gpu(const coll_sched_t *s, int buf)
            s->cs->bufs[s->slot[buf]].mem_type != UCCL_MEM_HOST;
 }
 
+/* A host copy the copy helper takes (helper.c): posted before the
+ * transfers, so that it runs while this thread moves the peers' blocks. */
+static bool copy_to_helper(const coll_sched_t *s, const coll_op_t *op)
+{
+    return op->kind == COLL_OP_COPY && s->cs->copy_helper && op->len >= s->cs->copy_min &&
+           !buf_on_gpu(s, op->buf) && !buf_on_gpu(s, op->buf2);
+}
+
 static void op_release(coll_sched_t *s, coll_op_t *op)
 {
     size_t bytes;
+
+    if (op->helper_slot >= 0) /* an aborted schedule: its buffers stay until the copy ends */
+        uccl_coll_helper_done(s->cs, op->helper_slot, true);
+    op->helper_slot = -1;
 
     if (op->req != NULL && op->req == op->preq) {
         /* kept for the next start unless still active (a failed
@@ -88,6 +100,12 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
         if (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2))
             return uccl_copy_post(s->cs->engine, s->addr[op->buf] + op->off,
                                   s->addr[op->buf2] + op->off2, op->len, &op->req);
+        if (copy_to_helper(s, op) &&
+            uccl_coll_helper_post(s->cs, s->addr[op->buf] + op->off,
+                                  s->addr[op->buf2] + op->off2, op->len, &op->helper_slot)) {
+            s->cs->stats.helper_copies++;
+            return UCCL_OK;
+        }
         memmove(s->addr[op->buf] + op->off, s->addr[op->buf2] + op->off2, op->len);
         op->state = -1;
         return UCCL_OK;
@@ -124,6 +142,11 @@ static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
         st = uccl_coll_direct_advance(s, op);
     } else if (op->kind == COLL_OP_MAPPED) {
         st = uccl_coll_mapped_advance(s, op);
+    } else if (op->helper_slot >= 0) {
+        if (!uccl_coll_helper_done(s->cs, op->helper_slot, false))
+            return UCCL_INPROGRESS;
+        op->helper_slot = -1;
+        st = UCCL_OK;
     } else {
         st = uccl_coll_req_status(op->req, &bytes);
         if (st == UCCL_OK && op->kind == COLL_OP_RECV && bytes != op->len) {
@@ -172,6 +195,7 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
         s->ops[i].state = 0;
         s->ops[i].req = s->ops[i].req2 = NULL;
         s->ops[i].scratch = -1;
+        s->ops[i].helper_slot = -1;
     }
     s->seq = s->cs->seq++;
     if (s->mapped != NULL)
@@ -200,13 +224,17 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
     }
 }
 
-/* Posting order within a phase: sends first (they are what the peers
+/* Posting order within a phase: the copy helper's copies (queued in an
+ * instant, they run beside everything else), sends (they are what the peers
  * wait for: the critical path), then receives and the DIRECT ops, then the
  * local copies (the peers move data while this rank copies its own block).
  * Between two ranks, each direction's messages keep their order. */
-static int post_pass(const coll_op_t *op)
+#define POST_PASSES 4
+static int post_pass(const coll_sched_t *s, const coll_op_t *op)
 {
-    return op->kind == COLL_OP_SEND ? 0 : op->kind == COLL_OP_COPY ? 2 : 1;
+    if (op->kind == COLL_OP_COPY)
+        return copy_to_helper(s, op) ? 0 : 3;
+    return op->kind == COLL_OP_SEND ? 1 : 2;
 }
 
 /* Kept schedules (plans, cached plain calls) post their sends and
@@ -264,10 +292,10 @@ static uccl_status_t phase_post(coll_sched_t *s)
     uccl_status_t st = UCCL_OK;
 
     batch.n = 0;
-    for (int pass = 0; pass < 3 && st == UCCL_OK; pass++)
+    for (int pass = 0; pass < POST_PASSES && st == UCCL_OK; pass++)
         for (int i = b; i < e && st == UCCL_OK; i++) {
             coll_op_t *op = &s->ops[i];
-            if (post_pass(op) != pass)
+            if (post_pass(s, op) != pass)
                 continue;
             if (op_persistent(s, op))
                 st = batch_add(s, op, &batch);

@@ -21,6 +21,7 @@ uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op)
     op.state = 0;
     op.req = op.req2 = op.preq = NULL;
     op.scratch = -1;
+    op.helper_slot = -1;
     s->ops[s->nops++] = op;
     return UCCL_OK;
 }

@@ -33,6 +33,7 @@ static uccl_status_t state_arrays(coll_state_t *cs)
     cs->net = !(uccl_engine_caps(cs->engine) & UCCL_CAP_SHM);
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cs->oversubscribed = cpus > 0 && local > cpus;
+    uccl_coll_helper_init(cs, cpus, local);
     return UCCL_OK;
 }
 
@@ -116,6 +117,7 @@ void uccl_coll_state_destroy(coll_state_t *cs)
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
     pthread_mutex_unlock(&cs->lock);
+    uccl_coll_helper_destroy(cs);
     uccl_coll_stream_destroy(cs);
     uccl_coll_cache_clear(cs);
     uccl_coll_mapped_destroy(cs);

@@ -30,6 +30,11 @@
  * then acknowledges it: its sender keeps the engine progressing until then
  * (the mapping asks the owner for a grant).
  *
+ * The request learns that the stream passed the call from a host-mapped
+ * word the stream writes last (the call's sequence number), not from an
+ * event; each run of flag writes and waits is one driver call where the
+ * driver batches (uccl_stream_ops, UCCL_COLL_STREAM_OPS).
+ *
  * A dead peer: its flags never come, and a stream wait cannot time out.
  * The call's request watches: once a peer's connection fails, or the
  * stream has not passed the call within UCCL_TIMEOUT_MS, the host writes
@@ -227,10 +232,11 @@ static uccl_status_t exchange(coll_sflags_t *sf, uint32_t tseq, bool *all_ok, uc
     return st;
 }
 
-/* The request: done once the stream has passed the call; watches the peers. */
+/* The request: done once the stream has passed the call (its seq in the
+ * comm's host word: the calls of a comm run in one order on the device,
+ * as the flags need); watches the peers. */
 typedef struct sreq {
     coll_sflags_t *sf;
-    uccl_req_t *ev;      /* the caller's stream past the call */
     uccl_req_t *release; /* the flags written by the host after a failure */
     uint32_t seq;
     uccl_status_t status;
@@ -264,7 +270,7 @@ static int sreq_progress(uccl_req_t *req, void *arg)
     coll_sflags_t *sf = x->sf;
     uint64_t t = now_ms();
     size_t bytes;
-    uccl_status_t st = uccl_coll_req_status(x->ev, &bytes);
+    uccl_status_t st = uccl_stream_word_reached(sf->word, x->seq) ? UCCL_OK : UCCL_INPROGRESS;
 
     if (st == UCCL_INPROGRESS && x->release == NULL && t - x->last_check >= 5) {
         uccl_status_t bad = peers_state(sf);
@@ -286,9 +292,6 @@ static int sreq_progress(uccl_req_t *req, void *arg)
         return 0;
     if (st == UCCL_INPROGRESS && x->status == UCCL_OK)
         return 0;
-    if (st != UCCL_INPROGRESS && st != UCCL_OK && x->status == UCCL_OK)
-        x->status = st;
-    uccl_req_free(x->ev);
     if (x->release != NULL)
         uccl_req_free(x->release);
     uccl_req_finish(req, x->status, 0);
@@ -324,36 +327,47 @@ static void plan_fill(coll_sflags_t *sf, const sargs_t *sa, const coll_args_t *a
  * call (no word falls 2^31 calls behind: the waits compare cyclically),
  * but a rank waits only for what it needs: ready(s) of the peers it writes
  * into, done(s) of the peers writing into it (bcast: the root waits for
- * no done, the others for no ready; v-variants with empty blocks). */
+ * no done, the others for no ready; v-variants with empty blocks). The
+ * operations go in three runs, each one driver call where the driver
+ * batches (UCCL_COLL_STREAM_OPS): the ready writes and waits, the copies
+ * (the own block first), then the done writes and waits and this call's
+ * seq into the host word the request polls (no event per call). */
 static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const splan_t *p)
 {
-    uccl_engine_t *e = sf->engine;
-    int n = sf->size, me = sf->rank;
+    int n = sf->size, me = sf->rank, mode = uccl_coll_stream_ops_mode();
     uint32_t *mine = sf->flags;
+    uccl_stream_op_t *o = sf->ops;
+    size_t k = 0;
     uccl_status_t st = UCCL_OK;
 
-    for (int q = 0; st == UCCL_OK && q < n; q++)
+#define OP(kd, a, sr, l, v) (o[k++] = (uccl_stream_op_t){.kind = (kd), .addr = (a), .src = (sr), .len = (l), .value = (v)})
+    for (int q = 0; q < n; q++)
         if (q != me)
-            st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + me, s, 4);
-    if (st == UCCL_OK && p->own_len > 0)
-        st = uccl_stream_copy(e, stream, p->own_dst, p->own_src, p->own_len);
-    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the buffers I write into */
+            OP(UCCL_STREAM_OP_WRITE, (uint32_t *)sf->peer_flags[q] + me, NULL, 4, s);
+    for (int q = 0; q < n; q++) /* only the buffers I write into */
         if (q != me && p->len[q] > 0)
-            st = uccl_stream_wait_value(e, stream, mine + q, s, 4);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
+            OP(UCCL_STREAM_OP_WAIT, mine + q, NULL, 4, s);
+    if (p->own_len > 0)
+        OP(UCCL_STREAM_OP_COPY, p->own_dst, p->own_src, p->own_len, 0);
+    for (int q = 0; q < n; q++)
         if (q != me && p->len[q] > 0)
-            st = uccl_stream_copy(e, stream, p->dst[q], p->src[q], p->len[q]);
-    for (int q = 0; st == UCCL_OK && q < n; q++)
+            OP(UCCL_STREAM_OP_COPY, p->dst[q], p->src[q], p->len[q], 0);
+    for (int q = 0; q < n; q++)
         if (q != me)
-            st = uccl_stream_write_value(e, stream, (uint32_t *)sf->peer_flags[q] + n + me, s, 4);
-    for (int q = 0; st == UCCL_OK && q < n; q++) /* only the peers writing here */
+            OP(UCCL_STREAM_OP_WRITE, (uint32_t *)sf->peer_flags[q] + n + me, NULL, 4, s);
+    for (int q = 0; q < n; q++) /* only the peers writing here */
         if (q != me && p->rlen[q] > 0)
-            st = uccl_stream_wait_value(e, stream, mine + n + q, s, 4);
+            OP(UCCL_STREAM_OP_WAIT, mine + n + q, NULL, 4, s);
+    OP(UCCL_STREAM_OP_WRITE, sf->word_dev, NULL, 4, s);
+#undef OP
+    if (mode != STREAM_OPS_SINGLE)
+        return uccl_stream_ops(sf->engine, stream, o, k, mode == STREAM_OPS_ALL ? UCCL_STREAM_OPS_COPY_BATCH : 0);
+    for (size_t i = 0; st == UCCL_OK && i < k; i++)
+        st = uccl_stream_ops(sf->engine, stream, o + i, 1, 0);
     return st;
 }
 
-static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_status_t soft,
-                              uccl_req_t **req)
+static uccl_status_t post_req(coll_sflags_t *sf, uint32_t s, uccl_status_t soft, uccl_req_t **req)
 {
     sreq_t *x = calloc(1, sizeof(*x));
     uccl_req_t *g = NULL;
@@ -361,8 +375,6 @@ static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_
 
     if (st == UCCL_OK && (x->vals = malloc(2 * (size_t)sf->size * 4)) == NULL)
         st = UCCL_ERR_NO_MEMORY;
-    if (st == UCCL_OK)
-        st = uccl_stream_event(sf->engine, stream, &x->ev);
     if (st == UCCL_OK) {
         x->sf = sf;
         x->seq = s;
@@ -374,8 +386,6 @@ static uccl_status_t post_req(coll_sflags_t *sf, void *stream, uint32_t s, uccl_
             uccl_coll_sf_unref(sf);
     }
     if (st != UCCL_OK) {
-        if (x != NULL && x->ev != NULL)
-            uccl_req_free(x->ev);
         if (x != NULL)
             free(x->vals);
         free(x);
@@ -397,7 +407,7 @@ static uccl_status_t run_plan(coll_state_t *cs, coll_sflags_t *sf, void *stream,
     uccl_status_t st = enqueue(sf, stream, s, p);
 
     if (st == UCCL_OK)
-        st = post_req(sf, stream, s, soft, req);
+        st = post_req(sf, s, soft, req);
     if (st == UCCL_OK || st == UCCL_ERR_TRUNCATED) {
         pthread_mutex_lock(&cs->lock);
         cs->stats.calls++;

@@ -64,6 +64,9 @@ typedef struct uccl_coll_sflags {
     uccl_status_t broken; /* a call failed: the path refuses the next ones */
     uint32_t seq;
     void *flags;          /* [2 * size] words, GPU memory of this rank */
+    uint32_t *word;       /* host-mapped: the caller's stream writes each call's seq here last */
+    void *word_dev;
+    uccl_stream_op_t *ops; /* [4 * size + 4]: one call's stream operations */
     uccl_mr_t *flags_mr;
     void **peer_flags;    /* [size]: each peer's flag words, mapped here */
     uccl_conn_t **conns;  /* [size] */
@@ -83,6 +86,11 @@ typedef struct uccl_coll_sflags {
 /* stream_setup.c */
 /* UCCL_COLL_STREAM (direct, else hold) and UCCL_COLL_STREAM_SEQ0, read once. */
 bool uccl_coll_stream_enabled(void);
+/* UCCL_COLL_STREAM_OPS: batch (memops batched), all (copies too), single (one call each). */
+#define STREAM_OPS_BATCH 0
+#define STREAM_OPS_ALL 1
+#define STREAM_OPS_SINGLE 2
+int uccl_coll_stream_ops_mode(void);
 /* UCCL_COLL_STREAM_CACHE (1, else 0: the plan cache off, every call exchanges). */
 bool uccl_coll_stream_cache_on(void);
 /* The comm's direct-path state, created and set up (collective: every rank

@@ -14,6 +14,7 @@ static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static bool env_direct = true;
 static uint32_t env_seq0;
 static bool env_cache = true;
+static int env_ops = STREAM_OPS_BATCH;
 
 static void env_read(void)
 {
@@ -26,6 +27,11 @@ static void env_read(void)
     v = getenv("UCCL_COLL_STREAM_CACHE"); /* 0: every call exchanges (the plan cache off) */
     if (v != NULL && strcmp(v, "0") == 0)
         env_cache = false;
+    v = getenv("UCCL_COLL_STREAM_OPS"); /* checked at engine creation (core's table) */
+    if (v != NULL && strcmp(v, "single") == 0)
+        env_ops = STREAM_OPS_SINGLE;
+    else if (v != NULL && strcmp(v, "all") == 0)
+        env_ops = STREAM_OPS_ALL;
     v = getenv("UCCL_COLL_STREAM_SEQ0");
     if (v != NULL && *v != '\0')
         env_seq0 = (uint32_t)strtoul(v, NULL, 0);
@@ -43,7 +49,10 @@ void uccl_coll_sf_unref(coll_sflags_t *sf)
         uccl_mr_dereg(sf->flags_mr);
     if (sf->flags != NULL)
         uccl_mem_free(sf->engine, sf->flags);
+    if (sf->word != NULL)
+        uccl_stream_word_free(sf->engine, sf->word);
     free(sf->tok);
+    free(sf->ops);
     free(sf->peer_flags);
     free(sf->conns);
     free(sf->sent);
@@ -83,6 +92,10 @@ static uccl_status_t flags_alloc(coll_sflags_t *sf)
         st = uccl_copy(sf->engine, sf->flags, init, len);
     if (st == UCCL_OK)
         st = uccl_mr_reg(sf->engine, sf->flags, len, 0, &sf->flags_mr);
+    if (st == UCCL_OK)
+        st = uccl_stream_word_alloc(sf->engine, &sf->word, &sf->word_dev);
+    if (st == UCCL_OK)
+        __atomic_store_n(sf->word, sf->seq, __ATOMIC_RELEASE);
     free(init);
     return st;
 }
@@ -162,8 +175,10 @@ static uccl_status_t sf_create(coll_state_t *cs, coll_sflags_t **out)
     sf->sent_next = calloc((size_t)n, sizeof(int));
     sf->sent_key = calloc((size_t)n, sizeof(uint64_t));
     sf->ids = calloc(1 + (size_t)n, sizeof(uint64_t));
+    sf->ops = calloc(4 * (size_t)n + 4, sizeof(uccl_stream_op_t));
     if (!uccl_coll_splan_alloc(&sf->cur, n) || sf->peer_flags == NULL || sf->conns == NULL ||
         sf->tok == NULL || sf->sent == NULL || sf->sent_next == NULL || sf->sent_key == NULL || sf->ids == NULL ||
+        sf->ops == NULL ||
         uccl_mr_reg(cs->engine, sf->tok, 2 * (size_t)n * (sizeof(stok_t) + 2 * sizeof(uint32_t)), 0,
                     &sf->tok_mr) != UCCL_OK) {
         uccl_coll_sf_unref(sf);
@@ -178,6 +193,12 @@ bool uccl_coll_stream_enabled(void)
 {
     pthread_once(&env_once, env_read);
     return env_direct;
+}
+
+int uccl_coll_stream_ops_mode(void)
+{
+    pthread_once(&env_once, env_read);
+    return env_ops;
 }
 
 bool uccl_coll_stream_cache_on(void)

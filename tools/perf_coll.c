@@ -184,6 +184,7 @@ static double time_method(coll_ctx_t *c, coll_method_t m, size_t count, int iter
         if (i == 0) {
             MPI_Barrier(MPI_COMM_WORLD);
             t = now_s();
+            perf_coll_stream_host_s = 0;
         }
         if (m == METHOD_MPI) {
             mpi_call(c, count);
@@ -258,11 +259,13 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
 {
     double tu[COLL_ROUNDS_MAX], tp[COLL_ROUNDS_MAX], tm[COLL_ROUNDS_MAX];
     double tc[COLL_ROUNDS_MAX] = {0}, tn[COLL_ROUNDS_MAX] = {0}, tq[COLL_ROUNDS_MAX] = {0};
+    double th[COLL_ROUNDS_MAX] = {0}, host = 0;
     long long wrong = 0, all = 0;
     int iters = auto_iters(c, count), gpu_refs = c->o.cuda && !c->o.no_ref && c->n > 1;
 
     for (int r = 0; r < c->o.rounds; r++) {
         tu[r] = c->o.ref_only ? 0 : time_method(c, METHOD_UCCL, count, iters, &wrong);
+        th[r] = c->o.stream && !c->o.ref_only ? perf_coll_stream_host_s / iters : 0;
         tp[r] = c->o.ref_only ? 0 : time_method(c, METHOD_PLAN, count, iters, &wrong);
         tm[r] = c->o.cuda     ? time_copy(c, count, iters)
                 : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
@@ -275,7 +278,9 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
         }
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    *row = (coll_row_t){.count = count, .size = recv_bytes(c, count), .iters = iters,
+    host = median(th, c->o.rounds);
+    MPI_Allreduce(MPI_IN_PLACE, &host, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    *row = (coll_row_t){.host_s = host, .count = count, .size = recv_bytes(c, count), .iters = iters,
                         .uccl_s = median(tu, c->o.rounds), .plan_s = median(tp, c->o.rounds),
                         .mpi_s = median(tm, c->o.rounds), .wrong = all,
                         .peer_s = median(tc, c->o.rounds), .nccl_s = median(tn, c->o.rounds),

@@ -41,6 +41,7 @@ typedef struct coll_row {
     /* --mem cuda, 2+ ranks (0 = not run): every rank copying to every
      * other at once (the ceiling), NCCL each call waited for, NCCL queued */
     double peer_s, nccl_s, ncclq_s;
+    double host_s;                /* --stream: the CPU's time inside the stream call (slowest rank) */
     long long wrong;              /* bytes wrong over every rank and method */
 } coll_row_t;
 
@@ -73,6 +74,8 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n);
  * it can; 0 or -1. The timers are collective and return the slowest
  * rank's seconds per call (0: not run, < 0: failed). */
 typedef struct coll_gpu coll_gpu_t;
+/* --stream: seconds spent inside uccl_coll_post_stream so far (this rank). */
+extern double perf_coll_stream_host_s;
 int perf_coll_gpu_setup(coll_ctx_t *c, int gpu, int ngpu);
 int perf_coll_gpu_have_nccl(const coll_ctx_t *c);
 const char *perf_coll_gpu_peer_mode(void); /* PERF_PEER_MODE, see perf_coll_gpu.c */

@@ -306,14 +306,26 @@ void perf_coll_gpu_teardown(coll_ctx_t *c)
     c->gref = NULL;
 }
 
+double perf_coll_stream_host_s;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 uccl_status_t perf_coll_gpu_stream_call(coll_ctx_t *c, const uccl_coll_args_t *a)
 {
     static uccl_gpu_stream_t s;
     uccl_status_t st = s == NULL ? uccl_gpu_stream_create(&s) : UCCL_OK;
     uccl_req_t *req = NULL;
+    double t0 = mono_s();
 
     if (st == UCCL_OK)
         st = uccl_coll_post_stream(c->comm, a, s, &req);
+    perf_coll_stream_host_s += mono_s() - t0;
     if (st == UCCL_OK)
         st = uccl_gpu_stream_sync(s);
     if (st == UCCL_OK)

@@ -257,6 +257,9 @@ void perf_coll_print_row(const coll_ctx_t *c, const coll_row_t *r)
     double bu = busbw_gbs(c, r, r->uccl_s), bm = busbw_gbs(c, r, r->mpi_s),
            bx = busbw_gbs(c, r, r->ucx_s), best = bm > bx ? bm : bx;
 
+    if (c->rank == 0 && c->o.stream && r->host_s > 0)
+        printf("# stream call at count %zu: %.2f us of CPU inside uccl_coll_post_stream per call "
+               "(slowest rank)\n", r->count, r->host_s * 1e6);
     if (gpu_refs(c)) {
         print_gpu_row(c, r);
         return;
@@ -298,13 +301,13 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
                    "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
                    "\"ucx_busbw_gbs\": %.4f, \"peer_us\": %.3f, \"peer_busbw_gbs\": %.4f, "
                    "\"nccl_us\": %.3f, \"nccl_busbw_gbs\": %.4f, \"ncclq_us\": %.3f, "
-                   "\"ncclq_busbw_gbs\": %.4f, \"wrong\": %lld}%s\n",
+                   "\"ncclq_busbw_gbs\": %.4f, \"host_us\": %.3f, \"wrong\": %lld}%s\n",
                 r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
                 r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
                 c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
                 busbw_gbs(c, r, r->ucx_s), r->peer_s * 1e6, peer_gbs(c, r), r->nccl_s * 1e6,
-                busbw_gbs(c, r, r->nccl_s), r->ncclq_s * 1e6, busbw_gbs(c, r, r->ncclq_s), r->wrong,
-                i + 1 < n ? "," : "");
+                busbw_gbs(c, r, r->nccl_s), r->ncclq_s * 1e6, busbw_gbs(c, r, r->ncclq_s), r->host_s * 1e6,
+                r->wrong, i + 1 < n ? "," : "");
     }
     fprintf(f, " ]}\n");
     return fclose(f) == 0 ? 0 : -1;

@@ -6,7 +6,8 @@
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
  *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,scatter,local]
- *                         [--repeat R]   (op rows: R alternated runs per side, median kept)
+ *                         [--repeat R]   (R alternated runs per side, median kept; seed rows
+ *                                         also time uccl's 1 piece in each round)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -449,28 +450,33 @@ static double ucc_seed_local(ucc_t *u, int n, int iters, int unused)
 }
 
 /* One row per piece count n: raw and uccl timed on the same bytes (after 2
- * warm-up rounds each), GB/s, raw/uccl time ratio, and uccl against its
- * first row (one piece). */
+ * warm-up rounds each), then `repeat` alternated rounds of raw n pieces,
+ * uccl n pieces and uccl 1 piece, each side's median kept: GB/s, raw/uccl
+ * time ratio, and uccl n pieces against uccl 1 piece of the same rounds
+ * (median, and the lowest and highest single round's ratio). */
 static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
                       double (*raw)(raw_t *, int, int, int), double (*ucc)(ucc_t *, int, int, int),
-                      int mode, int rank)
+                      int mode, int rank, int repeat)
 {
-    double u1 = 0;
-
     for (size_t k = 0; k < rows; k++) {
         int iters = 50;
-        double tr, tu;
+        double tr[MAX_REPEAT], tu[MAX_REPEAT], t1[MAX_REPEAT], lo = 1e9, hi = 0;
 
         raw(r, n[k], 2, mode);
         ucc(u, n[k], 2, mode);
-        tr = raw(r, n[k], iters, mode);
-        tu = ucc(u, n[k], iters, mode);
-        if (k == 0)
-            u1 = tu;
+        for (int i = 0; i < repeat; i++) {
+            tr[i] = raw(r, n[k], iters, mode);
+            tu[i] = ucc(u, n[k], iters, mode);
+            t1[i] = ucc(u, n[0], iters, mode);
+            lo = t1[i] / tu[i] < lo ? t1[i] / tu[i] : lo;
+            hi = t1[i] / tu[i] > hi ? t1[i] / tu[i] : hi;
+        }
         if (rank == 0) {
-            double bytes = (double)SEED_BYTES * iters;
-            printf("%-6d %10.3f %10.3f %7.2f %10.2f\n", n[k], bytes / tr / 1e9, bytes / tu / 1e9,
-                   tr / tu, u1 / tu);
+            double bytes = (double)SEED_BYTES * iters, mr = median(tr, repeat);
+            double mu = median(tu, repeat), m1 = median(t1, repeat);
+
+            printf("%-6d %10.3f %10.3f %7.2f %10.2f %6.2f %6.2f\n", n[k], bytes / mr / 1e9,
+                   bytes / mu / 1e9, mr / mu, m1 / mu, lo, hi);
         }
     }
 }
@@ -558,19 +564,20 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("# seed pattern: %u bytes written as n adjacent remote pieces (raw: one "
                    "fi_writemsg per piece, as the seed; uccl: one uccl_writemsg)\n"
-                   "%-6s %10s %10s %7s %10s\n", SEED_BYTES, "pieces", "raw", "uccl", "ratio",
-                   "uccl/1pc");
+                   "%-6s %10s %10s %7s %10s %6s %6s\n", SEED_BYTES, "pieces", "raw", "uccl", "ratio",
+                   "uccl/1pc", "min", "max");
         seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 0,
-                  rank);
+                  rank, repeat);
     }
     if (strstr(ops, "scatter") != NULL) {
         if (rank == 0)
             printf("# scattered: %u bytes written as n remote pieces, every other block (raw: "
                    "fi_writemsg of rma_iov_limit %zu remote pieces each; uccl: one "
-                   "uccl_writemsg)\n%-6s %10s %10s %7s %10s\n", SEED_BYTES,
-                   r.info->tx_attr->rma_iov_limit, "pieces", "raw", "uccl", "ratio", "uccl/1pc");
+                   "uccl_writemsg)\n%-6s %10s %10s %7s %10s %6s %6s\n", SEED_BYTES,
+                   r.info->tx_attr->rma_iov_limit, "pieces", "raw", "uccl", "ratio", "uccl/1pc",
+                   "min", "max");
         seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 1,
-                  rank);
+                  rank, repeat);
     }
     if (strstr(ops, "local") != NULL) {
         static const int lpieces[] = {1, 8, 32, 64};
@@ -578,10 +585,10 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("# seed bytes from n local pieces into one remote range (raw: fi_writemsg of "
                    "iov_limit %zu pieces each; uccl: one uccl_writemsg, at most %d local "
-                   "pieces)\n%-6s %10s %10s %7s %10s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX,
-                   "lpieces", "raw", "uccl", "ratio", "uccl/1pc");
+                   "pieces)\n%-6s %10s %10s %7s %10s %6s %6s\n", r.info->tx_attr->iov_limit, UCCL_IOV_MAX,
+                   "lpieces", "raw", "uccl", "ratio", "uccl/1pc", "min", "max");
         seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
-                  ucc_seed_local, 0, rank);
+                  ucc_seed_local, 0, rank, repeat);
     }
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);

@@ -393,6 +393,8 @@ typedef struct uccl_coll_stats {
                                 * (the first call on given arguments) */
     uint64_t stream_plan_hits; /* of those, calls that reused the plan of an earlier
                                 * exchange: no token, no descriptor, only stream ops */
+    uint64_t helper_copies;    /* local host copies run by the copy helper thread
+                                * (UCCL_COLL_COPY_THREAD) beside the caller's transfers */
 } uccl_coll_stats_t;
 
 UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_stats_t *stats);

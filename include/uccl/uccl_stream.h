@@ -59,6 +59,46 @@ UCCL_API uccl_status_t uccl_stream_write_value(uccl_engine_t *engine, void *stre
 UCCL_API uccl_status_t uccl_stream_wait_value(uccl_engine_t *engine, void *stream, const void *addr,
                                               uint64_t value, size_t width);
 
+/* The three above in one call, fewer calls into the GPU runtime: ops[0..n)
+ * enqueued on stream in array order, as the calls one by one would be. A
+ * run of consecutive WRITE/WAIT ops is one batch of the driver
+ * (cuStreamBatchMemOp where it has one; HIP: one call each). With flags
+ * UCCL_STREAM_OPS_COPY_BATCH, a run of consecutive COPY ops is one batch
+ * too (cudaMemcpyBatchAsync where the runtime has it): the run as a whole
+ * is in stream order, its copies are not ordered among themselves, so
+ * none may overlap another's destination or read one. Every op is checked
+ * before any is enqueued (UCCL_ERR_INVALID_PARAM: kind, NULL, width,
+ * alignment); a runtime failure later may leave the ops before it queued.
+ * Other errors as the single calls. */
+typedef enum uccl_stream_op_kind {
+    UCCL_STREAM_OP_COPY = 1,  /* len bytes src -> addr */
+    UCCL_STREAM_OP_WRITE = 2, /* store value at addr, width len (4 or 8) */
+    UCCL_STREAM_OP_WAIT = 3,  /* later work waits until *addr >= value, cyclic, width len */
+} uccl_stream_op_kind_t;
+typedef struct uccl_stream_op {
+    uccl_stream_op_kind_t kind;
+    void *addr;      /* COPY: the destination; WRITE, WAIT: the word */
+    const void *src; /* COPY only */
+    size_t len;      /* COPY: bytes (0: nothing); WRITE, WAIT: the width */
+    uint64_t value;  /* WRITE, WAIT */
+} uccl_stream_op_t;
+#define UCCL_STREAM_OPS_COPY_BATCH 1u
+UCCL_API uccl_status_t uccl_stream_ops(uccl_engine_t *engine, void *stream, const uccl_stream_op_t *ops,
+                                       size_t n, unsigned flags);
+
+/* Stream words: one 32-bit word of page-locked host memory that a stream
+ * writes (uccl_stream_write_value or a WRITE op, width 4, at *dev) and the
+ * host reads at *host: the price of learning that a stream passed a point
+ * is one op in a batch and a memory read, not an event.
+ * uccl_stream_word_reached: 1 when (int32_t)(*host - value) >= 0 (a wrapping
+ * sequence number), else 0. Free the word only once no stream can still
+ * write it (uccl_stream_word_free waits for the device, as freeing
+ * page-locked memory does). Errors: UCCL_ERR_INVALID_HANDLE,
+ * UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE, UCCL_ERR_NO_MEMORY. */
+UCCL_API uccl_status_t uccl_stream_word_alloc(uccl_engine_t *engine, uint32_t **host, void **dev);
+UCCL_API uccl_status_t uccl_stream_word_free(uccl_engine_t *engine, uint32_t *host);
+UCCL_API int uccl_stream_word_reached(const uint32_t *host, uint32_t value);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,20 +5,24 @@
  * __cuda_array_interface__ or __dlpack__ (zero-copy); lengths come from the
  * objects and are checked here, counts and displacements are in bytes, or
  * in units of `unit` bytes. */
+#include "args.h"
 #include "coll.h"
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
 #define FN(f) ((PyCFunction)(void (*)(void))(f))
 
-static PyObject *allgather(upy_comm_t *self, PyObject *args, PyObject *kwds, int block)
+/* allgather and alltoall(sendbuf, recvbuf, *, algo=None, stream=None):
+ * fast-call methods (the object path's per-call cost: no argument tuple, no
+ * keyword dict, no format parsing) */
+static const char *const pair_names[] = {"sendbuf", "recvbuf", "algo", "stream"};
+
+static PyObject *allgather(upy_comm_t *self, PyObject *so, PyObject *ro, PyObject *algo,
+                           int block)
 {
-    static char *kwlist[] = {"sendbuf", "recvbuf", "algo", NULL};
-    PyObject *so, *ro, *algo = Py_None, *res = NULL;
+    PyObject *res = NULL;
     uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER};
     coll_buf_t s, r;
     coll_call_t k;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O", kwlist, &so, &ro, &algo))
-        return NULL;
     if (upy_coll_start(&k, self, block ? "allgather" : "iallgather") < 0 ||
         upy_coll_buf(&k, so, 0, 1, &s) < 0 || upy_coll_buf(&k, ro, 1, 0, &r) < 0 ||
         upy_coll_algo(&k, algo, &a) < 0)
@@ -75,16 +79,14 @@ out:
     return res;
 }
 
-static PyObject *alltoall(upy_comm_t *self, PyObject *args, PyObject *kwds, int block)
+static PyObject *alltoall(upy_comm_t *self, PyObject *so, PyObject *ro, PyObject *algo,
+                          int block)
 {
-    static char *kwlist[] = {"sendbuf", "recvbuf", "algo", NULL};
-    PyObject *so, *ro, *algo = Py_None, *res = NULL;
+    PyObject *res = NULL;
     uccl_coll_args_t a = {.op = UCCL_COLL_ALLTOALL};
     coll_buf_t s, r;
     coll_call_t k;
     size_t n = (size_t)self->size, src;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O", kwlist, &so, &ro, &algo))
-        return NULL;
     if (upy_coll_start(&k, self, block ? "alltoall" : "ialltoall") < 0 ||
         upy_coll_buf(&k, so, 0, 1, &s) < 0 || upy_coll_buf(&k, ro, 1, 0, &r) < 0 ||
         upy_coll_algo(&k, algo, &a) < 0)
@@ -259,9 +261,32 @@ static PyObject *with_stream(PyObject *(*fn)(upy_comm_t *, PyObject *, PyObject 
     {                                                                                    \
         return with_stream(name, s, a, k, 0);                                            \
     }
-PAIR(allgather)
+/* The fast-call pair of a (sendbuf, recvbuf, *, algo, stream) collective. */
+static PyObject *fast_pair(PyObject *(*fn)(upy_comm_t *, PyObject *, PyObject *, PyObject *, int),
+                           const char *name, upy_comm_t *s, PyObject *const *args,
+                           Py_ssize_t nargs, PyObject *kwnames, int block)
+{
+    const upy_sig_t sig = {name, pair_names, 4, 2, 2};
+    PyObject *a[4], *res;
+    if (upy_parse(&sig, args, nargs, kwnames, a) < 0 || upy_coll_stream_set(a[3]) < 0)
+        return NULL;
+    res = fn(s, a[0], a[1], a[2], block);
+    upy_coll_stream_clear();
+    return res;
+}
+
+#define FAST_PAIR(name)                                                                  \
+    static PyObject *m_##name(upy_comm_t *s, PyObject *const *a, Py_ssize_t n, PyObject *kw) \
+    {                                                                                    \
+        return fast_pair(name, #name, s, a, n, kw, 1);                                   \
+    }                                                                                    \
+    static PyObject *m_i##name(upy_comm_t *s, PyObject *const *a, Py_ssize_t n, PyObject *kw) \
+    {                                                                                    \
+        return fast_pair(name, "i" #name, s, a, n, kw, 0);                               \
+    }
+FAST_PAIR(allgather)
 PAIR(allgatherv)
-PAIR(alltoall)
+FAST_PAIR(alltoall)
 PAIR(alltoallv)
 PAIR(bcast)
 PAIR(gather)
@@ -276,21 +301,23 @@ PAIR(scatter)
            "Array objects (not MemoryRegions) are ordered after their producer's stream " \
            "(__cuda_array_interface__ v3 'stream', DLPack's stream handshake): the host " \
            "waits for it, or with stream= that stream does."
-#define DEF(name, sig, doc)                                                              \
-    {#name, FN(m_##name), KW, #name sig "\n\n" doc NB},                                   \
-    {"i" #name, FN(m_i##name), KW, "i" #name sig " -> Request\n\n" doc NB}
+#define DEFF(name, sig, doc, flags)                                                      \
+    {#name, FN(m_##name), flags, #name sig "\n\n" doc NB},                                \
+    {"i" #name, FN(m_i##name), flags, "i" #name sig " -> Request\n\n" doc NB}
+#define DEF(name, sig, doc) DEFF(name, sig, doc, KW)
+#define FAST (METH_FASTCALL | METH_KEYWORDS)
 
 PyMethodDef upy_coll_methods[] = {
-    DEF(allgather, "(sendbuf, recvbuf, *, algo=None, stream=None)",
-        "Every rank's sendbuf, in rank order, into recvbuf (size x len(sendbuf) bytes). "
-        "sendbuf may be uccl.IN_PLACE (own block already in recvbuf)."),
+    DEFF(allgather, "(sendbuf, recvbuf, *, algo=None, stream=None)",
+         "Every rank's sendbuf, in rank order, into recvbuf (size x len(sendbuf) bytes). "
+         "sendbuf may be uccl.IN_PLACE (own block already in recvbuf).", FAST),
     DEF(allgatherv,
         "(sendbuf, recvbuf, recvcounts, rdispls=None, *, unit=1, algo=None, stream=None)",
         "Rank r's recvcounts[r] bytes land at rdispls[r] of recvbuf (None: packed). Counts "
         "and displacements are in units of `unit` bytes."),
-    DEF(alltoall, "(sendbuf, recvbuf, *, algo=None, stream=None)",
-        "Block r of sendbuf (len/size bytes each) goes to rank r; block r of recvbuf comes "
-        "from rank r. sendbuf may be uccl.IN_PLACE."),
+    DEFF(alltoall, "(sendbuf, recvbuf, *, algo=None, stream=None)",
+         "Block r of sendbuf (len/size bytes each) goes to rank r; block r of recvbuf comes "
+         "from rank r. sendbuf may be uccl.IN_PLACE.", FAST),
     DEF(alltoallv, "(sendbuf, recvbuf, sendcounts, recvcounts, sdispls=None, rdispls=None, *, "
                    "unit=1, algo=None, stream=None)",
         "sendcounts[r] units from sdispls[r] go to rank r, recvcounts[r] units from rank r "

@@ -47,6 +47,8 @@ PyObject *upy_coll_run(coll_call_t *k, uccl_coll_args_t *a, int block);
 /* The keywords without stream= (a new reference, or NULL + exception);
  * the stream goes to the next upy_coll_start on this thread. */
 PyObject *upy_coll_stream_take(PyObject *kwds);
+/* The same for the stream= argument o itself (NULL or None: none). */
+int upy_coll_stream_set(PyObject *o);
 void upy_coll_stream_clear(void);
 
 #endif /* UCCL_PY_COLL_H */

@@ -51,6 +51,18 @@ int upy_coll_buf(coll_call_t *k, PyObject *o, int writable, int in_place_ok, col
         Py_INCREF(o);
     } else {
         unsigned long long t0 = UPY_T0();
+        upy_mr_t tv;
+        /* a torch CUDA tensor (tensor.c): no view object, the call keeps
+         * the tensor itself */
+        int rc = upy_tensor_view(&tv, o, &k->ord);
+        upy_prof_add(UPY_P_TORCH, t0);
+        if (rc == 0) {
+            upy_prof_add(UPY_P_VIEW, t0);
+            b->addr = tv.addr;
+            b->len = tv.len;
+            k->gpu = 1;
+            return PyList_Append(k->keep, o);
+        }
         m = upy_mr_view(o, &k->ord);
         upy_prof_add(UPY_P_VIEW, t0);
         if (!m)
@@ -260,19 +272,26 @@ PyObject *upy_coll_run(coll_call_t *k, uccl_coll_args_t *a, int block)
  * reference, or NULL with an exception) and sets next_stream. */
 PyObject *upy_coll_stream_take(PyObject *kwds)
 {
-    PyObject *o, *v = NULL, *rest;
+    PyObject *o, *rest;
     next_stream.has = 0;
     if (!kwds || !(o = PyDict_GetItemString(kwds, "stream"))) {
         Py_XINCREF(kwds);
         return kwds;
     }
     rest = PyDict_Copy(kwds);
-    if (!rest || PyDict_DelItemString(rest, "stream") < 0) {
+    if (!rest || PyDict_DelItemString(rest, "stream") < 0 || upy_coll_stream_set(o) < 0) {
         Py_XDECREF(rest);
         return NULL;
     }
-    if (o == Py_None)
-        return rest;
+    return rest;
+}
+
+int upy_coll_stream_set(PyObject *o)
+{
+    PyObject *v = NULL;
+    next_stream.has = 0;
+    if (!o || o == Py_None)
+        return 0;
     if (PyLong_Check(o))
         v = (Py_INCREF(o), o);
     else if (PyObject_HasAttrString(o, "cuda_stream"))
@@ -285,17 +304,14 @@ PyObject *upy_coll_stream_take(PyObject *kwds)
                                           "object (torch .cuda_stream, cupy .ptr), got %s",
                          Py_TYPE(o)->tp_name);
         Py_XDECREF(v);
-        Py_DECREF(rest);
-        return NULL;
+        return -1;
     }
     next_stream.stream = PyLong_AsVoidPtr(v);
     Py_DECREF(v);
-    if (PyErr_Occurred()) {
-        Py_DECREF(rest);
-        return NULL;
-    }
+    if (PyErr_Occurred())
+        return -1;
     next_stream.has = 1;
-    return rest;
+    return 0;
 }
 
 void upy_coll_stream_clear(void)

@@ -94,9 +94,25 @@ int upy_timeout_ms(PyObject *timeout, long long *ms)
 
 #define UPY_SLICE_MS 100 /* longest time without checking for signals */
 
+/* Every request of reqs already finished (read without progress, as
+ * uccl_req_bytes answers): nothing to wait for. */
+static int all_done(uccl_req_t **reqs, size_t n)
+{
+    size_t b;
+    for (size_t i = 0; i < n; i++)
+        if (reqs[i] && uccl_req_bytes(reqs[i], &b) == UCCL_INPROGRESS)
+            return 0;
+    return 1;
+}
+
 uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
 {
     uccl_status_t st;
+    /* finished already (an eager send, a window's last completions): their
+     * statuses without releasing and taking back the GIL, and without a
+     * round of progress under it */
+    if (all_done(reqs, n))
+        return uccl_wait_all(reqs, n, 0);
     for (;;) {
         int slice = ms == -2 || ms > UPY_SLICE_MS ? UPY_SLICE_MS : (int)ms;
         e->busy++;

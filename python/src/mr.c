@@ -225,13 +225,7 @@ static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
      * then the GPU interfaces are tried, and the buffer's error is kept
      * for when they are absent too. */
     type = value = tb = NULL;
-    if (ord) { /* torch CUDA tensors: torch's C-level methods (tensor.c) */
-        unsigned long long t0 = UPY_T0();
-        rc = upy_tensor_view(m, obj, ord);
-        upy_prof_add(UPY_P_TORCH, t0);
-        if (rc <= 0)
-            return rc;
-    }
+    /* (torch CUDA tensors: upy_coll_buf tried tensor.c's path first) */
     if (PyObject_CheckBuffer(obj)) {
         if (PyObject_GetBuffer(obj, &m->view, PyBUF_FULL_RO) == 0) {
             m->source = UPY_SRC_BUFFER;

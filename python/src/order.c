@@ -93,12 +93,10 @@ int upy_order_apply(upy_engine_t *e, upy_order_t *ord)
         st = uccl_stream_event(e->engine, ord->after[i], &r);
         upy_prof_add(UPY_P_EVENT, t0);
         if (st == UCCL_OK) {
-            int done = 0;
             t0 = UPY_T0();
             /* a producer with nothing left to run: done at once, no wait
-             * (no GIL release) */
-            if (uccl_test(r, &done) != UCCL_OK || !done)
-                st = upy_wait(e, r, -2);
+             * (upy_wait neither progresses nor releases the GIL then) */
+            st = upy_wait(e, r, -2);
             upy_prof_add(UPY_P_WAIT, t0);
             if (st == UPY_WAIT_INTERRUPTED) {
                 upy_engine_orphan(e, r, NULL);

@@ -4,10 +4,31 @@
 
 #include <time.h>
 
+/* Freed Request objects kept for the next ones (a window of operations
+ * makes and drops one per operation): no allocator call either way. Under
+ * the GIL. */
+#ifdef Py_GIL_DISABLED
+#define REQ_FREE_MAX 0 /* free-threaded CPython: no GIL guards the list */
+#else
+#define REQ_FREE_MAX 64
+#endif
+static upy_req_t *req_free_list[REQ_FREE_MAX + 1];
+static int req_free_n;
+
+static upy_req_t *req_alloc(void)
+{
+    upy_req_t *r;
+    if (req_free_n == 0)
+        return PyObject_New(upy_req_t, &upy_req_type);
+    r = req_free_list[--req_free_n];
+    (void)PyObject_Init((PyObject *)r, &upy_req_type);
+    return r;
+}
+
 PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyObject *keep,
                          const char *op)
 {
-    upy_req_t *r = PyObject_New(upy_req_t, &upy_req_type);
+    upy_req_t *r = req_alloc();
     if (!r) {
         /* cannot track it: let it finish in the background */
         upy_engine_orphan(e, req, keep);
@@ -209,7 +230,7 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     seq = PySequence_Fast(reqs, "wait_all: requests must be a sequence of uccl.Request");
     if (!seq)
         return NULL;
-    deadline = now_s() + (double)ms / 1000.0;
+    deadline = ms == -2 ? 0 : now_s() + (double)ms / 1000.0; /* no limit: no clock */
     if (wait_together(seq, ms) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
@@ -233,7 +254,14 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     out = PyList_New(PySequence_Fast_GET_SIZE(seq));
     for (Py_ssize_t i = 0; out && i < PySequence_Fast_GET_SIZE(seq); i++) {
-        PyObject *n = req_result((upy_req_t *)PySequence_Fast_GET_ITEM(seq, i));
+        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *n, *prev = i > 0 ? PyList_GET_ITEM(out, i - 1) : NULL;
+        upy_req_t *p = prev ? (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i - 1) : NULL;
+        /* a window of equal operations: one int object for equal counts */
+        if (p && r->status == UCCL_OK && p->status == UCCL_OK && r->nbytes == p->nbytes)
+            n = (Py_INCREF(prev), prev);
+        else
+            n = req_result(r);
         if (!n) {
             Py_CLEAR(out);
             break;
@@ -252,7 +280,10 @@ static void req_dealloc(upy_req_t *self)
     Py_XDECREF(self->keep);
     Py_XDECREF(self->owner);
     Py_XDECREF(self->engine);
-    PyObject_Free(self);
+    if (req_free_n < REQ_FREE_MAX)
+        req_free_list[req_free_n++] = self;
+    else
+        PyObject_Free(self);
 }
 
 static PyObject *req_get(upy_req_t *self, void *closure)

@@ -106,8 +106,14 @@ static int number(PyObject *obj, PyObject *name, int call, long long *out)
 
 static void *current_stream(long long device)
 {
-    PyObject *v = PyObject_CallFunction(raw_stream, "L", device);
-    void *p = v ? PyLong_AsVoidPtr(v) : NULL;
+    PyObject *d = PyLong_FromLongLong(device), *v;
+    void *p;
+    if (!d)
+        return NULL;
+    /* one argument, a vector call: no tuple, no format string */
+    v = PyObject_Vectorcall(raw_stream, &d, 1, NULL);
+    Py_DECREF(d);
+    p = v ? PyLong_AsVoidPtr(v) : NULL;
     Py_XDECREF(v);
     return p;
 }

@@ -337,6 +337,18 @@ def test_bad_arguments(cm, world):
         cm.allgather(a, 12)
     with pytest.raises(TypeError):
         cm.allgather(a)
+    # allgather/alltoall parse their own arguments (fast-call methods): the
+    # same refusals as the other collectives, before anything moves
+    with pytest.raises(TypeError, match="missing required argument 'recvbuf'"):
+        cm.alltoall(sendbuf=a)
+    with pytest.raises(TypeError, match="'root' is an invalid keyword"):
+        cm.iallgather(a, a, root=0)
+    with pytest.raises(TypeError, match="at most 2 positional"):
+        cm.allgather(a, np.zeros(16 * size, np.uint8), "ring")
+    with pytest.raises(TypeError, match="given by name"):
+        cm.alltoall(a, a, recvbuf=a)
+    with pytest.raises(TypeError, match="stream"):
+        cm.allgather(a, np.zeros(16 * size, np.uint8), stream="the default one")
     with pytest.raises(uccl.Error) as ei:
         cm.allgather(a, np.zeros(8, np.uint8))
     assert ei.value.status == uccl.ERR_OUT_OF_BOUNDS

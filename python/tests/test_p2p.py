@@ -54,6 +54,23 @@ def test_send_recv_bytes_bytearray_blocking(pair):
         mr.release()
 
 
+def test_requests_start_fresh(pair):
+    """Request objects are reused (a free list): each new one is in flight
+    until waited on, with its own byte count, whatever the last one held."""
+    a = np.zeros(64, np.uint8) if pair.rank else np.arange(64, dtype=np.uint8)
+    with pair.engine.register(a) as mr:
+        for n in (64, 0, 17, 64):
+            op = pair.conn.recv if pair.rank else pair.conn.send
+            req = op(mr, 0, n, 5)
+            assert not req.done
+            with pytest.raises(ValueError, match="in flight"):
+                req.nbytes
+            assert req.wait(T) == n and req.done and req.nbytes == n
+            del req
+    if pair.rank:
+        assert list(a) == list(range(64))
+
+
 def test_zero_length_and_tags_in_order(pair):
     if pair.rank == 0:
         a = np.arange(16, dtype=np.uint8)

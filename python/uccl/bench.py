@@ -106,36 +106,39 @@ def all_equal(buf, value):
     return bool((buf == value).all())
 
 
-def window(a, conn, mr, ctl, desc, size, rank):
-    import uccl
-    reqs = []
-    if a.op == "send" and rank == 0:
-        reqs.append(conn.recv(ctl, 0, 0, tag=TAG_ACK))
-    for _ in range(a.window):
-        if a.op == "send":
-            op = conn.send if rank == 0 else conn.recv
-            reqs.append(op(mr, 0, size, tag=TAG_DATA))
-        elif a.op == "write":
-            reqs.append(conn.write(mr, desc, 0, size))
-        else:
-            reqs.append(conn.read(mr, desc, 0, size))
-    uccl.wait_all(reqs)
-    if rank == 1:
-        conn.send(ctl, 0, 0, tag=TAG_ACK, block=True)
+def poster(a, conn, mr, desc, size, rank):
+    """The window's operation and its arguments, chosen once per phase, as
+    a loop written for speed would (what remains is the binding's cost and
+    the loop's own)."""
+    if a.op == "send":
+        return (conn.send if rank == 0 else conn.recv), (mr, 0, size, TAG_DATA)
+    return (conn.write if a.op == "write" else conn.read), (mr, desc, 0, size)
+
+
+def window(op, args, n, wait_all, conn, ctl, ack_first, ack_after):
+    reqs = [conn.recv(ctl, 0, 0, TAG_ACK)] if ack_first else []
+    for _ in range(n):
+        reqs.append(op(*args))
+    wait_all(reqs)
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
 
 def phase(a, world, comm, conn, mr, ctl, desc, size, iters):
+    from uccl import wait_all
     rank = comm.rank
+    op, args = poster(a, conn, mr, desc, size, rank)
+    send = a.op == "send"
     world.Barrier()
     t0 = time.perf_counter()
-    if rank == 1 and a.op != "send":
-        idle_wait(comm.engine, conn.recv(ctl, 0, 0, tag=TAG_FIN))
+    if rank == 1 and not send:
+        idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
     for _ in range(iters):
-        window(a, conn, mr, ctl, desc, size, rank)
+        window(op, args, a.window, wait_all, conn, ctl, send and rank == 0, rank == 1)
     t = time.perf_counter() - t0
-    if rank == 0 and a.op != "send":
-        conn.send(ctl, 0, 0, tag=TAG_FIN, block=True)
+    if rank == 0 and not send:
+        conn.send(ctl, 0, 0, TAG_FIN, block=True)
     return t
 
 

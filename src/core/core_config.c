@@ -75,7 +75,10 @@ typedef struct uccl_coll_env {
     char lazy_connect[UCCL_CFG_STRING_MAX];
     char stream[UCCL_CFG_STRING_MAX];
     size_t stream_seq0;
+    char stream_ops[UCCL_CFG_STRING_MAX];
     size_t mapped_depth;
+    char copy_thread[UCCL_CFG_STRING_MAX];
+    size_t copy_min;
 } uccl_coll_env_t;
 
 static const uccl_cfg_field_t coll_env_fields[] = {
@@ -92,10 +95,20 @@ static const uccl_cfg_field_t coll_env_fields[] = {
     {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
      "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
      UCCL_CFG_SIZE},
+    {"COLL_STREAM_OPS", "batch", "direct stream path: how a call's stream operations reach the "
+     "driver: batch (its flag writes and waits in one cuStreamBatchMemOp each run, copies one call "
+     "each), all (copies batched too: cudaMemcpyBatchAsync) or single (one call per operation)",
+     offsetof(uccl_coll_env_t, stream_ops), UCCL_CFG_STRING},
     {"COLL_MAPPED_DEPTH", "16", "algorithm mapped: buffers per writer (2..16; fewer where "
      "they would pass 8 MiB a rank): a root runs this many calls ahead of its readers (every "
      "rank the same, else mapped is not used)", offsetof(uccl_coll_env_t, mapped_depth),
      UCCL_CFG_SIZE},
+    {"COLL_COPY_THREAD", "auto", "collectives' large local host copies (own block, in-place "
+     "temporary) run on a helper thread beside the caller: auto (where the host has at least "
+     "twice as many CPUs as the comm has ranks on it), 1 or 0", offsetof(uccl_coll_env_t,
+     copy_thread), UCCL_CFG_STRING},
+    {"COLL_COPY_MIN", "64K", "the collectives' helper thread takes local copies of at least "
+     "this many bytes", offsetof(uccl_coll_env_t, copy_min), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -129,9 +142,10 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
-/* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT and
- * UCCL_COLL_MAPPED_DEPTH themselves (at their first use, where a bad value
- * could only be warned about): refuse a bad one here, at engine creation.
+/* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT,
+ * UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN and UCCL_COLL_MAPPED_DEPTH
+ * themselves (at their first use, where a bad value could only be warned
+ * about): refuse a bad one here, at engine creation.
  * The names are coll/select.c's. */
 static uccl_status_t coll_env_check(void)
 {
@@ -158,8 +172,18 @@ static uccl_status_t coll_env_check(void)
         uccl_error("UCCL_LAZY_CONNECT=%s: expected 0, 1 or empty", env.lazy_connect);
         return UCCL_ERR_INVALID_PARAM;
     }
+    if (strcmp(env.copy_thread, "auto") != 0 && strcmp(env.copy_thread, "0") != 0 &&
+        strcmp(env.copy_thread, "1") != 0) {
+        uccl_error("UCCL_COLL_COPY_THREAD=%s: expected auto, 0 or 1", env.copy_thread);
+        return UCCL_ERR_INVALID_PARAM;
+    }
     if (strcmp(env.stream, "direct") != 0 && strcmp(env.stream, "hold") != 0) {
         uccl_error("UCCL_COLL_STREAM=%s: expected direct or hold", env.stream);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (strcmp(env.stream_ops, "batch") != 0 && strcmp(env.stream_ops, "all") != 0 &&
+        strcmp(env.stream_ops, "single") != 0) {
+        uccl_error("UCCL_COLL_STREAM_OPS=%s: expected batch, all or single", env.stream_ops);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_OK;

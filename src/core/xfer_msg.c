@@ -124,8 +124,11 @@ static bool msg_next(msg_cursor_t *c, msg_piece_t *p)
 }
 
 /* Every argument checked before anything is posted: an error returned by
- * uccl_writemsg means nothing went to the peer. */
-static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl_rma_msg_t *m)
+ * uccl_writemsg means nothing went to the peer. *one_run: every remote piece
+ * names the same descriptor and continues the one before it (the seed's
+ * pattern): the message is one range, no walk over its pieces needed. */
+static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl_rma_msg_t *m,
+                               bool *one_run)
 {
     size_t total, rtotal = 0;
     uint64_t gpu_caps;
@@ -143,10 +146,14 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 
         if (r->rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) /* decoded once a run */
+        if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) { /* decoded once a run */
             st = uccl_remote_decode(conn, r->rdesc, r->roff, r->len, &remote, &fields);
-        else if (r->roff > fields.len || r->len > fields.len - r->roff)
+            *one_run = k == 0;
+        } else if (r->roff > fields.len || r->len > fields.len - r->roff) {
             st = UCCL_ERR_OUT_OF_BOUNDS;
+        } else if (r->roff != m->riov[k - 1].roff + m->riov[k - 1].len) {
+            *one_run = false;
+        }
         rtotal += r->len;
     }
     if (st == UCCL_OK && rtotal != total) {
@@ -212,20 +219,30 @@ static uccl_status_t rma_msg_locked(uccl_conn_t *conn, uccl_op_t op, const uccl_
     uccl_req_t *parent;
     uccl_status_t st;
     int pieces = 0;
+    bool one_run = false;
 
     if (conn->state != UCCL_OK)
         return conn->state;
-    st = msg_check(conn, op, m);
-    if (st == UCCL_OK)
+    st = msg_check(conn, op, m, &one_run);
+    if (st == UCCL_OK && !one_run)
         st = msg_walk(conn, op, m, NULL, NULL, &pieces); /* count only */
     if (st != UCCL_OK)
         return st;
-    if (pieces <= 1) { /* the common case needs no parent: a plain writev */
+    if (one_run || pieces <= 1) { /* the common case needs no parent: a plain writev */
         msg_cursor_t c = {.msg = m, .rseg_max = uccl_xfer_rseg_max(conn)};
-        msg_piece_t p;
+        msg_piece_t p = {.iovcnt = 0};
         xfer_args_t a = {.op = op, .iov = m->iov, .iovcnt = m->iovcnt, .rdesc = m->riov[0].rdesc,
                          .roff = m->riov[0].roff, .has_notif = notify, .notif = m->notif};
-        if (pieces == 1 && msg_next(&c, &p)) { /* 0: no bytes, the notification alone */
+        size_t got = one_run ? msg_take(&c, SIZE_MAX, &p) : 0;
+
+        if (got > 0) { /* one range: its local pieces joined as msg_next joins them */
+            p.rseg[0] = (uccl_riov_t){NULL, m->riov[0].roff, got};
+            a.iov = p.iov;
+            a.iovcnt = p.iovcnt;
+            a.rseg = p.rseg;
+            a.nrseg = 1;
+        } else if (!one_run && pieces == 1 && msg_next(&c, &p)) {
+            /* (pieces 0: no bytes, the notification alone) */
             a.iov = p.iov;
             a.iovcnt = p.iovcnt;
             a.rdesc = p.rdesc;

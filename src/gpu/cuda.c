@@ -284,6 +284,102 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
                                             "cuStreamWaitValue64", value);
 }
 
+/* ------------------------------------------------------------ device-to-device copies */
+
+typedef CUresult (*dtod_fn_t)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+static pthread_once_t dtod_once = PTHREAD_ONCE_INIT;
+static dtod_fn_t dtod_fn;
+
+static void dtod_lookup(void)
+{
+    dtod_fn = (dtod_fn_t)driver_entry("cuMemcpyDtoDAsync");
+    (void)cudaGetLastError();
+}
+
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    CUresult res;
+
+    pthread_once(&dtod_once, dtod_lookup);
+    if (dtod_fn == NULL)
+        return uccl_gpu_memcpy_async(dst, src, len, stream);
+    res = dtod_fn((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len, (CUstream)stream);
+    return memop_status(res, "cuMemcpyDtoDAsync", len);
+}
+
+/* cuStreamBatchMemOp (fewer than 256 operations a call), looked up once; a
+ * driver that refuses it (CUDA_ERROR_NOT_SUPPORTED) is not asked again in
+ * this process: the ops go one call each, which are the same operations. */
+typedef CUresult (*batch_memop_fn_t)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
+
+#define MEMOP_BATCH_MAX 255
+
+static pthread_once_t batch_memop_once = PTHREAD_ONCE_INIT;
+static batch_memop_fn_t batch_memop_fn;
+static _Atomic int batch_memop_refused;
+
+static void batch_memop_lookup(void)
+{
+    batch_memop_fn = (batch_memop_fn_t)driver_entry("cuStreamBatchMemOp");
+    if (batch_memop_fn == NULL) {
+        (void)cudaGetLastError();
+        uccl_info("cuStreamBatchMemOp not found: stream memory operations go one call each");
+    }
+}
+
+static void memop_param(const uccl_gpu_memop_t *op, CUstreamBatchMemOpParams *p)
+{
+    memset(p, 0, sizeof(*p));
+    if (op->wait) {
+        p->waitValue.operation = op->width == 4 ? CU_STREAM_MEM_OP_WAIT_VALUE_32 : CU_STREAM_MEM_OP_WAIT_VALUE_64;
+        p->waitValue.address = (CUdeviceptr)(uintptr_t)op->dev;
+        if (op->width == 4)
+            p->waitValue.value = (cuuint32_t)op->value;
+        else
+            p->waitValue.value64 = op->value;
+        p->waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    } else {
+        p->writeValue.operation = op->width == 4 ? CU_STREAM_MEM_OP_WRITE_VALUE_32 : CU_STREAM_MEM_OP_WRITE_VALUE_64;
+        p->writeValue.address = (CUdeviceptr)(uintptr_t)op->dev;
+        if (op->width == 4)
+            p->writeValue.value = (cuuint32_t)op->value;
+        else
+            p->writeValue.value64 = op->value;
+        p->writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+    }
+}
+
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    CUstreamBatchMemOpParams p[MEMOP_BATCH_MAX];
+    size_t done = 0;
+
+    if (!uccl_gpu_memops_ok(stream, ops, n))
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_once(&batch_memop_once, batch_memop_lookup);
+    while (done < n && batch_memop_fn != NULL &&
+           !atomic_load_explicit(&batch_memop_refused, memory_order_relaxed)) {
+        size_t k = n - done < MEMOP_BATCH_MAX ? n - done : MEMOP_BATCH_MAX;
+        CUresult res;
+        for (size_t i = 0; i < k; i++)
+            memop_param(&ops[done + i], &p[i]);
+        res = batch_memop_fn((CUstream)stream, (unsigned int)k, p, 0);
+        if (res == CUDA_ERROR_NOT_SUPPORTED) {
+            atomic_store_explicit(&batch_memop_refused, 1, memory_order_relaxed);
+            uccl_info("cuStreamBatchMemOp: not supported; stream memory operations go one call each");
+            break;
+        }
+        if (res != CUDA_SUCCESS)
+            return memop_status(res, "cuStreamBatchMemOp", (uint64_t)k);
+        done += k;
+    }
+    return uccl_gpu_memops_each(stream, ops + done, n - done);
+}
+
+void uccl_gpu_flags_poll(void)
+{
+}
+
 /* ------------------------------------------------------------ batched copies */
 
 /* cudaMemcpyBatchAsync (CUDA 12.8; 13.0 dropped its failIdx argument). A

@@ -366,6 +366,12 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
     return UCCL_OK;
 }
 
+/* The fake has one kind of copy. */
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    return uccl_gpu_memcpy_async(dst, src, len, stream);
+}
+
 /* ------------------------------------------------------------ events */
 
 /* A batch has no order inside: the fake queues its copies last first, so
@@ -550,6 +556,19 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
         return UCCL_ERR_INVALID_PARAM;
     return memop_queue(stream, &(fake_copy_t){.wait = dev, .value = value, .width = (uint8_t)width,
                                               .dev_wait = true});
+}
+
+/* No batch here: the ops are queued one by one, in order, as a batch runs. */
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    return uccl_gpu_memops_ok(stream, ops, n) ? uccl_gpu_memops_each(stream, ops, n) : UCCL_ERR_INVALID_PARAM;
+}
+
+/* The host polls a word a stream writes: the fake device runs its streams
+ * as far as they can go (a GPU would, without being asked). */
+void uccl_gpu_flags_poll(void)
+{
+    uccl_fake_streams_flush(-1);
 }
 
 void uccl_fake_device_sync_check(const char *what)

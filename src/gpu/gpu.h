@@ -101,6 +101,12 @@ uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream);
 /* Copy between any two pointers the runtime can see (unified addressing). */
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len,
                                     uccl_gpu_stream_t stream);
+/* A copy between two device pointers (both GPU memory, local or IPC-mapped):
+ * the driver's cuMemcpyDtoDAsync on CUDA, which skips the runtime's
+ * unified-addressing lookups of uccl_gpu_memcpy_async; the plain copy
+ * elsewhere. */
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len,
+                                         uccl_gpu_stream_t stream);
 /* n copies (n >= 1) queued on stream in one call where the runtime can
  * (cudaMemcpyBatchAsync, CUDA 12.8+), else one call each: the batch as a
  * whole is in stream order, the copies in it are not ordered among
@@ -148,5 +154,41 @@ static inline int uccl_gpu_value_args_ok(uccl_gpu_stream_t stream, const void *d
 uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width);
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
                                        size_t width);
+
+/* A batch of the two above, run in array order as the calls one by one
+ * would be (cuStreamBatchMemOp where the driver has it: one call for up to
+ * 255 operations; else, and on HIP and the fake backend, one call each).
+ * Each op is checked first (UCCL_ERR_INVALID_PARAM, nothing queued). */
+typedef struct uccl_gpu_memop {
+    void *dev;      /* the word (this GPU's or peer-mapped; host-mapped for a write) */
+    uint64_t value;
+    uint8_t width;  /* 4 or 8 */
+    uint8_t wait;   /* 1: wait until >= value (cyclic), 0: write value */
+} uccl_gpu_memop_t;
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n);
+
+static inline int uccl_gpu_memops_ok(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!uccl_gpu_value_args_ok(stream, ops[i].dev, ops[i].width))
+            return 0;
+    return stream != NULL && (n == 0 || ops != NULL);
+}
+
+/* The batch as single calls (backends without a batch, and the fallback). */
+static inline uccl_status_t uccl_gpu_memops_each(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    uccl_status_t st = UCCL_OK;
+
+    for (size_t i = 0; st == UCCL_OK && i < n; i++)
+        st = ops[i].wait ? uccl_gpu_stream_wait_geq(stream, ops[i].dev, ops[i].value, ops[i].width)
+                         : uccl_gpu_stream_write(stream, ops[i].dev, ops[i].value, ops[i].width);
+    return st;
+}
+
+/* A host poll of a word a stream writes (uccl_gpu_flags_alloc memory) has
+ * not seen its value yet: let the device go on. Nothing on a GPU (it runs
+ * by itself); the fake backend runs its streams as far as they can go. */
+void uccl_gpu_flags_poll(void);
 
 #endif

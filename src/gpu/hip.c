@@ -153,6 +153,21 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
                                              0xffffffffffffffffull));
 }
 
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+{
+    return RT_CHECK(hipMemcpyAsync(dst, src, len, hipMemcpyDeviceToDevice, (hipStream_t)stream));
+}
+
+/* hipStreamBatchMemOp is missing from many HIP releases: one call each. */
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+{
+    return uccl_gpu_memops_ok(stream, ops, n) ? uccl_gpu_memops_each(stream, ops, n) : UCCL_ERR_INVALID_PARAM;
+}
+
+void uccl_gpu_flags_poll(void)
+{
+}
+
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream)
 {

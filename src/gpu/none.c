@@ -59,6 +59,8 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, stream)
+uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len, uccl_gpu_stream_t stream)
+    NO_DEVICE(dst, src, len, stream)
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream)
     NO_DEVICE(dst, src, len, n, stream)
@@ -77,3 +79,6 @@ uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_
     NO_DEVICE(stream, dev, value, width)
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
                                        size_t width) NO_DEVICE(stream, dev, value, width)
+uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
+    NO_DEVICE(stream, ops, n)
+void uccl_gpu_flags_poll(void) {}

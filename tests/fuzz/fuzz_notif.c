@@ -1,7 +1,7 @@
 /* libFuzzer harness: notification records and the rest of the RDMA message
  * protocol's control channel as the receiving side decodes them
  * (src/tp/common/rndv_wire.c; verbs and ofi): the control message parser
- * (NOTIFY {notify id, value}, EAGER, RTS, RTS_PULL, CTS, FIN, GRANT) on the whole
+ * (NOTIFY {notify id, value}, EAGER, RTS, RTS_PULL, RTS_TMSG, CTS, FIN, GRANT) on the whole
  * input, and the 32-bit immediates that close notified and rendezvous
  * writes on each 4 bytes of it. A message that parses must describe only
  * bytes of its buffer and encode and parse again to the same fields; every
@@ -43,6 +43,7 @@ static void check_ctrl(const uint8_t *data, size_t size)
             abort();
         break;
     case UCCL_RNDV_MSG_RTS:
+    case UCCL_RNDV_MSG_RTS_TMSG:
     case UCCL_RNDV_MSG_FIN:
     case UCCL_RNDV_MSG_NOTIFY:
         if (m.nseg != 0 || m.payload != NULL)

@@ -5,8 +5,9 @@
  * copies into that mapping, or into a local buffer, and times:
  *   each:   16 uccl_gpu_memcpy_async calls, then one stream sync
  *   batch:  one uccl_gpu_memcpy_batch_async of the same 16 copies
+ *   dtod:   16 uccl_gpu_memcpy_dtod_async calls (the driver's cuMemcpyDtoDAsync)
  *   record / query: cudaEventRecord on an idle stream; cudaEventQuery of a
- *           done event
+ *           done event; cudaStreamQuery of an idle stream
  *   w1 sync / w1 event: one copy, then a stream sync / an event record and
  *           query polling (the latency of one transfer)
  * Every figure is the median of 7 runs, in microseconds. */
@@ -60,7 +61,8 @@ static int child(int wfd, int rfd)
     return ok ? 0 : 1;
 }
 
-/* 16 copies of len into dst (one each, or one batch); us per copy: the
+/* 16 copies of len into dst (batch: 0 one call each, 1 one batch, 2 one
+ * driver dtod call each); us per copy: the
  * issue alone, and the issue plus the stream sync. */
 static void window(char *dst, char *src, size_t len, int batch, uccl_gpu_stream_t s, double *issue,
                    double *total)
@@ -77,8 +79,11 @@ static void window(char *dst, char *src, size_t len, int batch, uccl_gpu_stream_
     }
     for (int r = -1; r < RUNS; r++) {
         double t0 = now_us(), t1;
-        if (batch) {
+        if (batch == 1) {
             uccl_gpu_memcpy_batch_async(d, sr, l, WIN, s);
+        } else if (batch == 2) {
+            for (int k = 0; k < WIN; k++)
+                uccl_gpu_memcpy_dtod_async(d[k], sr[k], len, s);
         } else {
             for (int k = 0; k < WIN; k++)
                 uccl_gpu_memcpy_async(d[k], sr[k], len, s);
@@ -120,6 +125,83 @@ static void latency(char *dst, char *src, size_t len, uccl_gpu_stream_t s, uccl_
            med(b));
 }
 
+/* The stream form's per-call operations (coll/stream.c, a 2-rank
+ * alltoall: a ready and a done write into the peer's words, a met wait on
+ * each of ours, the own block and the peer's block copied, 4 KiB) issued
+ * as session 9 did (one call each, then an event: a stream query first,
+ * then a record) and as batches (uccl_gpu_stream_memops: the two writes
+ * and waits, the copies one by one or as one batch, the done write, wait
+ * and a host-word write); us of CPU per call, then with the stream sync. */
+static void stream_call(char *peer, char *local, char *src, uccl_gpu_stream_t s, uccl_gpu_event_t ev)
+{
+    uint32_t *pw = (uint32_t *)(peer + BUF - 64), *lw = (uint32_t *)(local + BUF - 64), *hw = NULL;
+    void *hdev = NULL;
+    double t[4][RUNS], tt[4][RUNS];
+    const char *name[4] = {"one call each + event", "memops batched, copies each", "memops and copies batched",
+                           "memops batched + event"};
+    void *d[2] = {local, peer};
+    const void *sr[2] = {src, src + 4096};
+    size_t l[2] = {4096, 4096};
+
+    if (uccl_gpu_memset(lw, 0, 8) != UCCL_OK || uccl_gpu_flags_alloc(1, &hw, &hdev) != UCCL_OK) {
+        printf("stream call: no host-mapped word\n");
+        return;
+    }
+    for (int r = -1; r < RUNS; r++) {
+        for (int m = 0; m < 4; m++) {
+            double t0 = now_us(), t1;
+            for (int i = 0; i < 100; i++) {
+                uint32_t v = (uint32_t)(r + 2) * 1000u + (uint32_t)i;
+                uccl_gpu_memop_t a[2] = {{.dev = pw, .value = v, .width = 4}, {.dev = lw, .value = 0, .width = 4, .wait = 1}};
+                uccl_gpu_memop_t b[3] = {{.dev = pw + 1, .value = v, .width = 4},
+                                         {.dev = lw + 1, .value = 0, .width = 4, .wait = 1},
+                                         {.dev = hdev, .value = v, .width = 4}};
+                if (m == 0) {
+                    uccl_gpu_stream_write(s, pw, v, 4);
+                    uccl_gpu_memcpy_async(local, src, 4096, s);
+                    uccl_gpu_stream_wait_geq(s, lw, 0, 4);
+                    uccl_gpu_memcpy_async(peer, src + 4096, 4096, s);
+                    uccl_gpu_stream_write(s, pw + 1, v, 4);
+                    uccl_gpu_stream_wait_geq(s, lw + 1, 0, 4);
+                    uccl_gpu_stream_query(s);
+                    uccl_gpu_event_record(ev, s);
+                    continue;
+                }
+                uccl_gpu_stream_memops(s, a, 2);
+                if (m == 2) {
+                    uccl_gpu_memcpy_batch_async(d, sr, l, 2, s);
+                } else {
+                    uccl_gpu_memcpy_async(local, src, 4096, s);
+                    uccl_gpu_memcpy_async(peer, src + 4096, 4096, s);
+                }
+                uccl_gpu_stream_memops(s, b, m == 3 ? 2 : 3);
+                if (m == 3)
+                    uccl_gpu_event_record(ev, s);
+            }
+            t1 = now_us();
+            uccl_gpu_stream_sync(s);
+            if (r >= 0) {
+                t[m][r] = (t1 - t0) / 100;
+                tt[m][r] = (now_us() - t0) / 100;
+            }
+        }
+    }
+    for (int m = 0; m < 4; m++)
+        printf("stream call, %-28s: %6.2f us CPU, %6.2f us with the sync (100 calls queued)\n", name[m],
+               med(t[m]), med(tt[m]));
+    {
+        double q[RUNS];
+        for (int r = 0; r < RUNS; r++) {
+            double t0 = now_us();
+            for (int i = 0; i < 100; i++)
+                (void)uccl_gpu_stream_query(s);
+            q[r] = (now_us() - t0) / 100;
+        }
+        printf("stream query (idle) %.2f us; host word read: %u\n", med(q), *(volatile uint32_t *)hw);
+    }
+    uccl_gpu_flags_free(hw);
+}
+
 int main(void)
 {
     int up[2], down[2], status = 0;
@@ -152,18 +234,21 @@ int main(void)
     }
     printf("# us per copy, window of %d, median of %d runs; dst in a peer process's buffer (IPC) or local\n",
            WIN, RUNS);
-    printf("%10s %-5s %10s %10s %10s %10s\n", "size", "dst", "each iss", "each tot", "batch iss", "batch tot");
+    printf("%10s %-5s %10s %10s %10s %10s %10s %10s\n", "size", "dst", "each iss", "each tot", "batch iss",
+           "batch tot", "dtod iss", "dtod tot");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         for (int ipc = 1; ipc >= 0; ipc--) {
-            double ei, et, bi, bt;
+            double ei, et, bi, bt, di, dt;
             char *dst = ipc ? peer : local;
             window(dst, src, sizes[i], 0, s, &ei, &et);
             window(dst, src, sizes[i], 1, s, &bi, &bt);
-            printf("%10zu %-5s %10.2f %10.2f %10.2f %10.2f\n", sizes[i], ipc ? "ipc" : "local", ei, et, bi, bt);
+            window(dst, src, sizes[i], 2, s, &di, &dt);
+            printf("%10zu %-5s %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", sizes[i], ipc ? "ipc" : "local", ei,
+                   et, bi, bt, di, dt);
         }
     }
     {
-        double rec[RUNS], q[RUNS];
+        double rec[RUNS], q[RUNS], sq[RUNS];
         uccl_gpu_stream_sync(s);
         for (int r = 0; r < RUNS; r++) {
             double t0 = now_us();
@@ -176,9 +261,15 @@ int main(void)
                 uccl_gpu_event_query(ev);
             rec[r] = (t1 - t0) / 100;
             q[r] = (now_us() - t2) / 100;
+            t2 = now_us();
+            for (int i = 0; i < 100; i++)
+                uccl_gpu_stream_query(s);
+            sq[r] = (now_us() - t2) / 100;
         }
-        printf("event record (idle stream) %.2f us, event query (done) %.2f us\n", med(rec), med(q));
+        printf("event record (idle stream) %.2f us, event query (done) %.2f us, stream query (idle) %.2f us\n",
+               med(rec), med(q), med(sq));
     }
+    stream_call(peer, local, src, s, ev);
     latency(peer, src, 4096, s, ev);
     latency(peer, src, 1u << 20, s, ev);
     if (write(down[1], "x", 1) != 1)

@@ -5,7 +5,8 @@
  * before it, and uccl_stream_hold keeps the stream's later work queued
  * until uccl_stream_release (on the fake backend the copies run lazily, so
  * a missing wait shows as an early copy); a stream with nothing left to run
- * gives an event request complete at once. Single process. Without a GPU
+ * gives an event request complete at once; uccl_stream_ops keeps its
+ * order and refuses a bad op whole. Single process. Without a GPU
  * runtime or device only host copies and the refusals of GPU work are
  * checked, then "SKIP: no GPU" (77). */
 #include <stdio.h>
@@ -195,6 +196,82 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     free(back);
 }
 
+/* uccl_stream_ops: one call enqueues a wait, copies and writes in order
+ * (a wait in the batch holds what follows it), a stream word reports the
+ * stream past its write; a bad op anywhere refuses the whole call with
+ * nothing queued. d2 has 4096 bytes past LEN for the device words. */
+static void check_stream_ops(uccl_engine_t *e, unsigned char *d1, unsigned char *d2)
+{
+    unsigned char *h = malloc(LEN), *back = malloc(LEN);
+    uint32_t *dw = (uint32_t *)(d2 + LEN), zero[2] = {0, 0}, got[2] = {0, 0}, *word = NULL;
+    void *wdev = NULL;
+    uccl_gpu_stream_t s = NULL, s2 = NULL;
+    int spins = 0;
+
+    if (h == NULL || back == NULL || uccl_gpu_stream_create(&s) != UCCL_OK ||
+        uccl_gpu_stream_create(&s2) != UCCL_OK || uccl_stream_word_alloc(e, &word, &wdev) != UCCL_OK) {
+        CHECK(0, "stream ops: setup");
+        goto out;
+    }
+    CHECK(*word == 0 && uccl_stream_word_reached(word, 0) && !uccl_stream_word_reached(word, 1),
+          "a new stream word is 0");
+    fill(h, LEN, 91);
+    uccl_copy(e, d1, h, LEN);
+    fill(h, LEN, 92);
+    uccl_copy(e, d2, h, LEN);
+    uccl_copy(e, dw, zero, sizeof(zero));
+    {
+        uccl_stream_op_t ops[] = {
+            {.kind = UCCL_STREAM_OP_WAIT, .addr = &dw[0], .len = 4, .value = 1},
+            {.kind = UCCL_STREAM_OP_WRITE, .addr = &dw[1], .len = 4, .value = 7},
+            {.kind = UCCL_STREAM_OP_COPY, .addr = d2, .src = d1, .len = LEN / 2},
+            {.kind = UCCL_STREAM_OP_COPY, .addr = d2 + LEN / 2, .src = d1 + LEN / 2, .len = LEN / 2},
+            {.kind = UCCL_STREAM_OP_WRITE, .addr = wdev, .len = 4, .value = 5},
+        };
+        uccl_stream_op_t bad[] = {
+            {.kind = UCCL_STREAM_OP_WRITE, .addr = wdev, .len = 4, .value = 9},
+            {.kind = (uccl_stream_op_kind_t)99, .addr = wdev, .len = 4},
+        }, release = {.kind = UCCL_STREAM_OP_WRITE, .addr = &dw[0], .len = 4, .value = 1};
+        CHECK(uccl_stream_ops(e, s, ops, 5, UCCL_STREAM_OPS_COPY_BATCH) == UCCL_OK, "stream ops: enqueue");
+        for (int i = 0; i < 100; i++)
+            CHECK(!uccl_stream_word_reached(word, 5), "the word before the wait is met (poll %d)", i);
+        uccl_copy(e, back, d2, LEN);
+        CHECK(same(back, LEN, 92), "no copy runs before the wait in the batch is met");
+        uccl_copy(e, got, dw, sizeof(got));
+        CHECK(got[1] == 0, "the write after the wait in one batch waits too (%u)", got[1]);
+        CHECK(uccl_stream_ops(e, s, bad, 2, 0) == UCCL_ERR_INVALID_PARAM, "a bad kind refuses the call");
+        bad[1] = (uccl_stream_op_t){.kind = UCCL_STREAM_OP_WAIT, .addr = wdev, .len = 2};
+        CHECK(uccl_stream_ops(e, s, bad, 2, 0) == UCCL_ERR_INVALID_PARAM, "width 2 refused");
+        bad[1] = (uccl_stream_op_t){.kind = UCCL_STREAM_OP_WRITE, .addr = (char *)wdev + 2, .len = 4};
+        CHECK(uccl_stream_ops(e, s, bad, 2, 0) == UCCL_ERR_INVALID_PARAM, "misaligned word refused");
+        bad[1] = (uccl_stream_op_t){.kind = UCCL_STREAM_OP_COPY, .addr = NULL, .src = d1, .len = 8};
+        CHECK(uccl_stream_ops(e, s, bad, 2, 0) == UCCL_ERR_INVALID_PARAM, "NULL copy refused");
+        CHECK(uccl_stream_ops(e, s, ops, 1, 2) == UCCL_ERR_INVALID_PARAM, "unknown flags refused");
+        CHECK(uccl_stream_ops(e, NULL, ops, 1, 0) == UCCL_ERR_INVALID_PARAM, "NULL stream refused");
+        CHECK(uccl_stream_ops(e, s2, &release, 1, 0) == UCCL_OK, "the release from another stream");
+        while (!uccl_stream_word_reached(word, 5) && spins++ < 5000000)
+            ;
+        CHECK(uccl_stream_word_reached(word, 5) && *word == 5, "the stream word after the batch: %u", *word);
+        CHECK(uccl_gpu_stream_sync(s) == UCCL_OK, "sync");
+        CHECK(*word == 5, "the refused calls queued nothing (word %u)", *word);
+        uccl_copy(e, back, d2, LEN);
+        CHECK(same(back, LEN, 91), "the batch's copies after its wait");
+        uccl_copy(e, got, dw, sizeof(got));
+        CHECK(got[0] == 1 && got[1] == 7, "the device words: %u %u", got[0], got[1]);
+    }
+    *word = 3; /* cyclic: 3 is past 0xfffffff8 */
+    CHECK(uccl_stream_word_reached(word, 0xfffffff8u) && !uccl_stream_word_reached(word, 4), "cyclic compare");
+out:
+    if (word != NULL)
+        CHECK(uccl_stream_word_free(e, word) == UCCL_OK, "word free");
+    if (s != NULL)
+        uccl_gpu_stream_destroy(s);
+    if (s2 != NULL)
+        uccl_gpu_stream_destroy(s2);
+    free(h);
+    free(back);
+}
+
 /* What works in every build, GPU or not: host copies, host allocations,
  * and clear refusals of GPU work where there is no GPU. */
 static void check_host_only(uccl_engine_t *e, int ngpu)
@@ -220,6 +297,7 @@ static void check_host_only(uccl_engine_t *e, int ngpu)
     CHECK(uccl_mem_alloc(e, UCCL_MEM_CUDA, 64, &p) == UCCL_ERR_NO_DEVICE, "no GPU: NO_DEVICE");
     CHECK(uccl_stream_event(e, NULL, &req) != UCCL_OK, "no GPU: uccl_stream_event refused");
     CHECK(uccl_stream_hold(e, NULL, &hold) != UCCL_OK, "no GPU: uccl_stream_hold refused");
+    CHECK(uccl_stream_word_alloc(e, (uint32_t **)&p, &p) == UCCL_ERR_NO_DEVICE, "no GPU: no stream word");
 }
 
 int main(void)
@@ -254,6 +332,7 @@ int main(void)
         check_copies(e, d1, d2, 0);
         check_copies(e, d1, d2, 1);
         check_stream_idle(e, d1);
+        check_stream_ops(e, d1, d2);
         s = check_stream(e, d1, d2);
     }
     CHECK(uccl_engine_destroy(e) == UCCL_OK, "engine destroy");

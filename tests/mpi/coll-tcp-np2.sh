@@ -1,3 +1,4 @@
 #!/bin/sh
 # make check: t_coll (every collective x algorithm, checked against Open MPI) on 2 ranks over tcp
-UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-10000} exec "$(dirname "$0")/run-mpi.sh" 2 tcp tests/mpi/t_coll
+# with every local copy on the copy helper thread (UCCL_COLL_COPY_THREAD=1, UCCL_COLL_COPY_MIN=0)
+UCCL_COLL_COPY_THREAD=1 UCCL_COLL_COPY_MIN=0 UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-10000} exec "$(dirname "$0")/run-mpi.sh" 2 tcp tests/mpi/t_coll

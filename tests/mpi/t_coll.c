@@ -404,6 +404,29 @@ static void check_layout(mt_ctx_t *c, int hosts)
                uccl_coll_algo_name(uccl_coll_algo_select(c->comm, UCCL_COLL_BCAST, 1 << 20)));
 }
 
+/* UCCL_COLL_COPY_THREAD=1 (coll-shm-np3/np4, coll-tcp-np2): the matrix's
+ * local copies (own blocks, in-place temporaries) of UCCL_COLL_COPY_MIN
+ * bytes and more ran on the copy helper, every result compared with Open
+ * MPI's; =0: none did. */
+static void check_helper(mt_ctx_t *c)
+{
+    const char *v = getenv("UCCL_COLL_COPY_THREAD");
+    uccl_coll_stats_t st;
+
+    if (v == NULL || (strcmp(v, "0") != 0 && strcmp(v, "1") != 0))
+        return;
+    if (uccl_comm_coll_stats(c->comm, &st) != UCCL_OK) {
+        mt_fail(c, "uccl_comm_coll_stats failed");
+        return;
+    }
+    if (c->size > 1 && (v[0] == '1') != (st.helper_copies > 0))
+        mt_fail(c, "UCCL_COLL_COPY_THREAD=%s, yet the copy helper ran %llu copies", v,
+                (unsigned long long)st.helper_copies);
+    else if (c->rank == 0)
+        printf("# UCCL_COLL_COPY_THREAD=%s: the copy helper ran %llu copies on rank 0\n", v,
+               (unsigned long long)st.helper_copies);
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
@@ -432,6 +455,10 @@ int main(int argc, char **argv)
     /* T_COLL_STREAM_ONLY=1: only the stream-form cases below (GPU) */
     for (int op = 0; op < UCCL_COLL_OP_COUNT && !getenv("T_COLL_STREAM_ONLY"); op++)
         fails += matrix_op(&c, (uccl_coll_op_t)op, &seed);
+    if (!getenv("T_COLL_STREAM_ONLY")) {
+        check_helper(&c);
+        fails += mt_report(&c, "copy helper used as UCCL_COLL_COPY_THREAD says");
+    }
     if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
         if (ct_mem() == CT_MEM_GPU) {
             ct_stream_order(&c);

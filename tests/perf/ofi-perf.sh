@@ -32,7 +32,8 @@ to_json() { # PROVIDER VARIANT
             if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
                                      "\"ratio\": %s}", $1, $2, $3, $4, $5
             else printf "\"pieces\": %s, \"raw\": %s, \"uccl\": %s, \"ratio\": %s, " \
-                        "\"uccl_vs_1piece\": %s}", $1, $2, $3, $4, $5 }
+                        "\"uccl_vs_1piece\": %s, \"vs_1piece_min\": %s, \"vs_1piece_max\": %s}", \
+                        $1, $2, $3, $4, $5, (NF >= 7 ? $6 : "null"), (NF >= 7 ? $7 : "null") }
         END { print "]}" }'
 }
 

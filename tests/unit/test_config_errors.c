@@ -96,6 +96,7 @@ static void test_core_variables(void)
     expect_env_refused("UCCL_LAZY_CONNECT", "yes");
     expect_env_refused("UCCL_COLL_MAPPED_DEPTH", "1");
     expect_env_refused("UCCL_COLL_MAPPED_DEPTH", "17");
+    expect_env_refused("UCCL_COLL_STREAM_OPS", "batched");
 }
 
 /* Every number, size, flag and level of every table compiled in (the
@@ -199,6 +200,7 @@ static void test_good_values_accepted(void)
     setenv("UCCL_COLL_ALGO", "Ring", 1);
     setenv("UCCL_LAZY_CONNECT", "1", 1);
     setenv("UCCL_COLL_MAPPED_DEPTH", "2", 1);
+    setenv("UCCL_COLL_STREAM_OPS", "single", 1);
     snprintf(path, sizeof(path), "%s/tests/data/nvidiaDGX2.xml", srcdir ? srcdir : ".");
     if (access(path, R_OK) == 0)
         setenv("UCCL_TOPO_XML", path, 1);
@@ -209,6 +211,7 @@ static void test_good_values_accepted(void)
     unsetenv("UCCL_COLL_ALGO");
     unsetenv("UCCL_LAZY_CONNECT");
     unsetenv("UCCL_COLL_MAPPED_DEPTH");
+    unsetenv("UCCL_COLL_STREAM_OPS");
     unsetenv("UCCL_TOPO_XML");
 }
 

@@ -362,11 +362,14 @@ static void test_rmav(void) { run_pair(side_rmav); }
 static const char *ofi_absent; /* the suite's provider does not open here */
 
 /* One suite per provider and way of carrying immediates (suite init sets
- * them; a provider that does not open skips its cases). */
+ * them; a provider that does not open skips its cases). The suites with
+ * immediates as messages also take the tagged rendezvous (UCCL_OFI_TAGGED):
+ * a host send to a GPU receive lands in the receive's bounce, copied. */
 static int ofi_env(const char *prov, const char *imm)
 {
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_OFI_IMM", imm, 1);
+    setenv("UCCL_OFI_TAGGED", strcmp(imm, "msg") == 0 ? "1" : "0", 1);
     ofi_absent = pair_device_present() ? NULL : prov;
     return 0;
 }
@@ -403,9 +406,9 @@ int main(void)
     CU_SuiteInfo suites[] = {
         {"ofi_gpu tcp;ofi_rxm", init_tcp, NULL, NULL, NULL, (CU_TestInfo *)ofi_tests},
         {"ofi_gpu shm", init_shm, NULL, NULL, NULL, (CU_TestInfo *)ofi_tests},
-        {"ofi_gpu tcp;ofi_rxm, immediates as messages", init_tcp_msg, NULL, NULL, NULL,
-         (CU_TestInfo *)ofi_tests},
-        {"ofi_gpu shm, immediates as messages", init_shm_msg, NULL, NULL, NULL,
+        {"ofi_gpu tcp;ofi_rxm, immediates as messages, tagged rendezvous", init_tcp_msg, NULL,
+         NULL, NULL, (CU_TestInfo *)ofi_tests},
+        {"ofi_gpu shm, immediates as messages, tagged rendezvous", init_shm_msg, NULL, NULL, NULL,
          (CU_TestInfo *)ofi_tests},
         CU_SUITE_INFO_NULL,
     };

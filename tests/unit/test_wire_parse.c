@@ -101,8 +101,13 @@ static void test_rndv_ctrl(void)
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 24, &m), UCCL_ERR_TRANSPORT);
     uccl_rndv_hdr_put(buf, 0, UCCL_OK, 0, 0, 0, 0);
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m), UCCL_ERR_TRANSPORT);
-    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL + 1, UCCL_OK, 0, 0, 0, 0);
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_TMSG + 1, UCCL_OK, 0, 0, 0, 0);
     CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m), UCCL_ERR_TRANSPORT);
+    /* RTS_TMSG: the header alone {tag, len, message id}, no segments */
+    uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_TMSG, UCCL_OK, 7, 65536, 12345, 3);
+    CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE, &m) == UCCL_OK && m.nseg == 0 &&
+              m.a == 7 && m.b == 65536 && m.c == 12345 && m.seq == 3 && m.payload == NULL);
+    CU_ASSERT_EQUAL(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE - 1, &m), UCCL_ERR_TRANSPORT);
     /* RTS_PULL: the segment count in the status field, 1..UCCL_IOV_MAX, all present */
     uccl_rndv_hdr_put(buf, UCCL_RNDV_MSG_RTS_PULL, (uccl_status_t)2, 5, 100, 9, 3);
     CU_ASSERT(uccl_rndv_ctrl_parse(buf, UCCL_RNDV_HDR_SIZE + 48, &m) == UCCL_OK && m.nseg == 2 &&

@@ -14,9 +14,11 @@ typedef struct rndv_unexp {
     uccl_msg_t msg;
     bool rndv;
     uint64_t send_id;
-    int nseg; /* RTS_PULL: the sender's segments, in data */
+    int nseg; /* RTS_PULL: the sender's segments, in data; RNDV_NSEG_TMSG: an RTS_TMSG */
     _Alignas(uccl_rndv_seg_t) uint8_t data[]; /* EAGER payload or segments */
 } rndv_unexp_t;
+
+#define RNDV_NSEG_TMSG (-1) /* an RTS_TMSG: send_id is its tagged message's id */
 
 static uccl_conn_t *rndv_conn(const uccl_rndv_t *r)
 {
@@ -204,6 +206,24 @@ static uccl_status_t rndv_post_rts(uccl_rndv_t *r, uccl_req_t *req, bool pull)
     return UCCL_OK;
 }
 
+/* An RTS_TMSG, then the data as the transport's tagged message (ordered
+ * after it on the control channel's queue only as far as the provider
+ * orders them: the receiver takes the message by id whenever it is there). */
+static uccl_status_t rndv_post_rts_tmsg(uccl_rndv_t *r, uccl_req_t *req)
+{
+    uint64_t id = r->next_tmsg_id++ & UCCL_RNDV_TMSG_ID_MASK;
+    uccl_rndv_out_t *out;
+    int slot;
+    uint8_t *p = uccl_rndv_ctrl_begin(r, &slot, &out);
+
+    if (p == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    rndv_put_msg_hdr(p, UCCL_RNDV_MSG_RTS_TMSG, req, id);
+    uccl_rndv_ctrl_commit(r, slot, out, UCCL_RNDV_HDR_SIZE, NULL);
+    r->ops->tmsg_send(r, req, id);
+    return UCCL_OK;
+}
+
 /* Rendezvous above the eager limit, and for any GPU memory the NIC reads
  * directly (the eager copy would be a CPU memcpy from the device). Staged
  * GPU memory is copied out first: a bounce for a rendezvous, the control
@@ -219,6 +239,8 @@ uccl_status_t uccl_rndv_send(uccl_rndv_t *r, uccl_req_t *req)
     if (st != UCCL_OK)
         return st;
     if (req->len > r->eager || (req->gpu_caps != 0 && !staged && req->len > 0)) {
+        if (r->tmsg && !staged && req->gpu_caps == 0 && r->ops->tmsg_ok(r, req))
+            return rndv_post_rts_tmsg(r, req);
         if (staged)
             st = r->ops->mem_stage(r, req, req->len, true);
         if (st == UCCL_OK)
@@ -314,6 +336,10 @@ static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool r
 {
     uccl_status_t st = UCCL_OK;
 
+    if (rndv && nseg == RNDV_NSEG_TMSG) {
+        r->ops->tmsg_recv(r, req, len, send_id);
+        return;
+    }
     if (rndv) { /* RTS_PULL: data holds the sender's nseg segments */
         rndv_recv_match_rts(r, req, len, send_id, (const uccl_rndv_seg_t *)(const void *)data,
                             nseg);
@@ -330,7 +356,7 @@ static void rndv_msg_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, bool r
 static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_t len, bool rndv,
                              const uint8_t *data, uint64_t send_id, int nseg)
 {
-    size_t keep = rndv ? (size_t)nseg * sizeof(uccl_rndv_seg_t) : len;
+    size_t keep = rndv ? (nseg > 0 ? (size_t)nseg * sizeof(uccl_rndv_seg_t) : 0) : len;
     uccl_conn_t *conn = rndv_conn(r);
     rndv_unexp_t *u;
     uccl_req_t *req;
@@ -446,6 +472,16 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len)
     case UCCL_RNDV_MSG_RTS:
     case UCCL_RNDV_MSG_RTS_PULL:
         rndv_msg_arrived(r, m.seq, m.a, m.b, true, (const uint8_t *)m.segs, m.c, m.nseg);
+        break;
+    case UCCL_RNDV_MSG_RTS_TMSG:
+        if (r->ops->tmsg_recv == NULL) { /* a transport without it never asked for one */
+            uccl_error("%s: RTS_TMSG on a transport without tagged rendezvous; connection fails",
+                       r->ep->tp->ops->name);
+            uccl_conn_fail(rndv_conn(r), UCCL_ERR_TRANSPORT);
+            break;
+        }
+        rndv_msg_arrived(r, m.seq, m.a, m.b, true, NULL, m.c & UCCL_RNDV_TMSG_ID_MASK,
+                         RNDV_NSEG_TMSG);
         break;
     case UCCL_RNDV_MSG_CTS: rndv_cts_arrived(r, m.a, m.b, m.segs, m.nseg); break;
     case UCCL_RNDV_MSG_FIN: rndv_fin_arrived(r, m.a, m.b, m.status); break;

@@ -35,6 +35,12 @@
  * A transport may also offer a pull rendezvous (r->pull, ops->read,
  * rndv_pull.c): the RTS names the sender's pieces (RTS_PULL), the receiver
  * reads them and answers FIN; ofi has it behind UCCL_OFI_PULL=1.
+ * And a tagged rendezvous (r->tmsg, ops->tmsg_*): the RTS_TMSG {tag, len,
+ * message id} goes ahead of the data, which the sender posts at once as one
+ * tagged message of the transport's own (its provider's rendezvous: on shm
+ * one command and the receiver's CMA read); the receiver, once the core
+ * matched a receive to the RTS_TMSG, receives that message (by id) into it.
+ * No CTS, no FIN: one control message and the provider's own protocol.
  *
  * Users. verbs (src/tp/verbs) is the first: control messages are SENDs on an
  * RC control QP, writes are WRITE / WRITE_WITH_IMM chains striped over data
@@ -70,7 +76,7 @@
 
 /* ---- wire format (all little-endian); versioned by UCCL_RNDV_WIRE_VERSION,
  * which the carrying transport exchanges at connection setup */
-#define UCCL_RNDV_WIRE_VERSION 3 /* 2: GRANT windows, chunk immediates; 3: RTS_PULL */
+#define UCCL_RNDV_WIRE_VERSION 4 /* 2: GRANT windows, chunk immediates; 3: RTS_PULL; 4: RTS_TMSG */
 
 /* Control message types. Header: type(1) pad(3) status(4) a(8) b(8) c(8)
  * seq(8); seq is the connection's message number in EAGER and RTS, else 0. */
@@ -89,7 +95,11 @@ enum {
      * segments follow; the receiver reads them and answers FIN, or answers
      * as to an RTS (CTS, GRANT) */
     UCCL_RNDV_MSG_RTS_PULL = 7,
+    /* an RTS whose data follows as one tagged message of the transport's
+     * own: a = tag, b = len, c = message id (below 2^31) */
+    UCCL_RNDV_MSG_RTS_TMSG = 8,
 };
+#define UCCL_RNDV_TMSG_ID_MASK ((1ull << 31) - 1)
 #define UCCL_RNDV_NOTIFY_CLOSED 1
 #define UCCL_RNDV_HDR_SIZE 40
 #define UCCL_RNDV_SEG_SIZE 24 /* addr(8) key(8) len(8); a 4-byte key is zero-extended */
@@ -132,6 +142,7 @@ enum {
     UCCL_RNDV_RS_WAIT_CTS,      /* rendezvous send waiting for the receiver's buffer */
     UCCL_RNDV_RS_RECV_WAIT_FIN, /* receive matched to an RTS, data on its way */
     UCCL_RNDV_RS_CTRL,          /* waiting for the completion of its control message */
+    UCCL_RNDV_RS_TMSG,          /* its data in the transport's tagged message (RTS_TMSG) */
 };
 
 /* A remote piece a rendezvous write targets (from the CTS). */
@@ -230,6 +241,17 @@ typedef struct uccl_rndv_ops {
      * writes, each window closed by uccl_rndv_imm_chunk()). */
     uccl_status_t (*grant)(uccl_rndv_t *r, uccl_req_t *req, bool first, int slot, uint64_t off,
                            const uccl_rndv_seg_t *seg);
+    /* -- tagged rendezvous (optional, r->tmsg; RTS_TMSG) */
+    /* Can send req (host memory, above eager) go as one tagged message? */
+    bool (*tmsg_ok)(uccl_rndv_t *r, const uccl_req_t *req);
+    /* Send req's data as the tagged message `id` (its RTS_TMSG is queued
+     * ahead of it) and finish req once it completed; a failure is the
+     * transport's to fail the connection with (the receiver waits for it). */
+    void (*tmsg_send)(uccl_rndv_t *r, uccl_req_t *req, uint64_t id);
+    /* Receive req matched an RTS_TMSG of len bytes: receive the peer's
+     * tagged message `id` into it (its pieces, or a bounce copied into them)
+     * and finish req; a failure as for tmsg_send. */
+    void (*tmsg_recv)(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t id);
 } uccl_rndv_ops_t;
 
 /* The protocol state of one endpoint; the transport embeds it. Control
@@ -259,6 +281,10 @@ struct uccl_rndv {
     /* sends above eager (host memory) go as RTS_PULL: the receiver reads
      * them (the transport sets it; needs ops->read) */
     bool pull;
+    /* sends above eager (host memory that ops->tmsg_ok takes) go as
+     * RTS_TMSG and the transport's tagged message (the transport sets it) */
+    bool tmsg;
+    uint64_t next_tmsg_id;
 };
 #define UCCL_RNDV_ID_BITS 25 /* = the immediate's id field */
 #define UCCL_RNDV_ID_INDEX_BITS 17 /* up to 131072 in flight per endpoint */

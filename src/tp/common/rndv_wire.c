@@ -64,6 +64,7 @@ uccl_status_t uccl_rndv_ctrl_parse(const uint8_t *p, size_t len, uccl_rndv_ctrl_
         rndv_seg_get(p + UCCL_RNDV_HDR_SIZE, &m->segs[0]);
         return UCCL_OK;
     case UCCL_RNDV_MSG_RTS:
+    case UCCL_RNDV_MSG_RTS_TMSG:
     case UCCL_RNDV_MSG_FIN:
     case UCCL_RNDV_MSG_NOTIFY:
         return UCCL_OK;

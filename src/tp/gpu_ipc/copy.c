@@ -1,7 +1,8 @@
 /* gpu_ipc copies: a few streams per engine, a pool of timing-free events,
  * gather/scatter plans issued as few cudaMemcpyAsync calls as the pieces
  * allow (large pieces split over every stream), completion by fences (events
- * recorded once per progress for every copy issued since the last). */
+ * recorded once per progress for every copy issued since the last, or a
+ * stream query while no copy follows: unrecorded fences, ipc.h). */
 #include <stdlib.h>
 
 #include "tp/gpu_ipc/ipc.h"
@@ -10,6 +11,7 @@
 #define SPLIT_ALIGN (1u << 20)
 
 static uccl_status_t batch_flush(ipc_tp_t *tp);
+static void quiet_record(ipc_tp_t *tp);
 
 static uccl_status_t streams_create(ipc_tp_t *tp)
 {
@@ -57,6 +59,7 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
     tp->nstreams = 0;
     free(tp->open_fence); /* no op is left to wait on it */
     tp->open_fence = NULL;
+    tp->quiet = NULL;
     for (int i = 0; i < tp->nfree_ev; i++)
         uccl_gpu_event_destroy(tp->free_ev[i]);
     free(tp->free_ev);
@@ -93,10 +96,17 @@ static uccl_status_t batch_flush(ipc_tp_t *tp)
 {
     ipc_batch_t *b = &tp->batch;
     uccl_status_t st;
+    uint64_t t0;
 
     if (b->n == 0)
         return UCCL_OK;
-    st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
+    quiet_record(tp); /* its event goes before these copies */
+    t0 = IPC_PROF_T0(tp->cfg.prof);
+    if (b->n == 1 && tp->cfg.dtod)
+        st = uccl_gpu_memcpy_dtod_async(b->dst[0], b->src[0], b->len[0], tp->streams[0]);
+    else
+        st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_BATCH, t0, (uint64_t)b->n);
     b->n = 0;
     return st;
 }
@@ -156,9 +166,14 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     st = batch_flush(tp);
     if (st != UCCL_OK)
         return st;
+    quiet_record(tp);
     if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
-        return uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
+        st = batch && tp->cfg.dtod ? uccl_gpu_memcpy_dtod_async(dst, src, len, tp->streams[first])
+                                   : uccl_gpu_memcpy_async(dst, src, len, tp->streams[first]);
+        IPC_PROF_ADD(&tp->prof, IPC_PROF_COPY, t0, 1);
+        return st;
     }
     chunk = (len / (size_t)n + SPLIT_ALIGN - 1) & ~(size_t)(SPLIT_ALIGN - 1);
     for (int k = 0; len > 0; k++) {
@@ -218,8 +233,46 @@ static ipc_fence_t *fence_open(ipc_tp_t *tp)
     return tp->open_fence;
 }
 
-/* Record the open fence: an event on every stream its copies went to. A
- * failed record waits for that stream instead and fails the fence's ops. */
+/* An event on every stream f's copies went to. A failed record waits for
+ * that stream instead and fails the fence's ops. */
+static void fence_record(ipc_tp_t *tp, ipc_fence_t *f)
+{
+    for (int s = 0; s < tp->nstreams; s++) {
+        uccl_gpu_event_t ev;
+
+        if (!(f->streams & (1u << s)))
+            continue;
+        if (event_get(tp, &ev) == UCCL_OK) {
+            uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+            uccl_status_t st = uccl_gpu_event_record(ev, tp->streams[s]);
+
+            IPC_PROF_ADD(&tp->prof, IPC_PROF_RECORD, t0, 1);
+            if (st == UCCL_OK) {
+                f->ev[f->nev++] = ev;
+                continue;
+            }
+            event_put(tp, ev);
+        }
+        uccl_gpu_stream_sync(tp->streams[s]);
+        f->status = UCCL_ERR_TRANSPORT;
+    }
+}
+
+/* The unrecorded fence (ipc.h) gets its event: a copy is about to follow it
+ * on stream 0, or it stayed busy too long. */
+static void quiet_record(ipc_tp_t *tp)
+{
+    ipc_fence_t *f = tp->quiet;
+
+    if (f == NULL)
+        return;
+    tp->quiet = NULL;
+    f->unrecorded = false;
+    fence_record(tp, f);
+}
+
+/* Close the open fence: its held-back copies go, then its events (or none
+ * yet: an unrecorded fence, ipc.h). */
 static void fence_close(ipc_tp_t *tp)
 {
     ipc_fence_t *f = tp->open_fence;
@@ -233,27 +286,22 @@ static void fence_close(ipc_tp_t *tp)
         free(f);
         return;
     }
-    for (int s = 0; s < tp->nstreams; s++) {
-        uccl_gpu_event_t ev;
-
-        if (!(f->streams & (1u << s)))
-            continue;
-        if (event_get(tp, &ev) == UCCL_OK) {
-            if (uccl_gpu_event_record(ev, tp->streams[s]) == UCCL_OK) {
-                f->ev[f->nev++] = ev;
-                continue;
-            }
-            event_put(tp, ev);
-        }
-        uccl_gpu_stream_sync(tp->streams[s]);
-        f->status = UCCL_ERR_TRANSPORT;
+    quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
+    if (tp->cfg.lazy_event && f->streams == 1u) {
+        f->unrecorded = true;
+        tp->quiet = f;
+        tp->quiet_polls = 0;
+        return;
     }
+    fence_record(tp, f);
 }
 
 static void fence_put(ipc_tp_t *tp, ipc_fence_t *f)
 {
     if (f == NULL || --f->refs > 0 || f == tp->open_fence)
         return; /* an open fence with no op left goes at fence_close */
+    if (f == tp->quiet)
+        tp->quiet = NULL;
     while (f->nev > 0)
         event_put(tp, f->ev[--f->nev]);
     free(f);
@@ -310,8 +358,27 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         return true;
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
+    if (f->unrecorded) { /* nothing follows it on stream 0: the stream's state is its own */
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+        uccl_status_t st = uccl_gpu_stream_query(tp->streams[0]);
+
+        IPC_PROF_ADD(&tp->prof, st == UCCL_INPROGRESS ? IPC_PROF_SQUERY_BUSY : IPC_PROF_SQUERY_DONE, t0, 1);
+        if (st == UCCL_INPROGRESS && ++tp->quiet_polls < IPC_QUIET_POLLS)
+            return false;
+        if (st == UCCL_INPROGRESS) {
+            quiet_record(tp); /* long copies: from now on its event is polled */
+        } else {
+            if (st != UCCL_OK)
+                f->status = UCCL_ERR_TRANSPORT;
+            f->unrecorded = false;
+            tp->quiet = NULL;
+        }
+    }
     while (f->nev > 0) {
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         uccl_status_t st = uccl_gpu_event_query(f->ev[f->nev - 1]);
+
+        IPC_PROF_ADD(&tp->prof, st == UCCL_INPROGRESS ? IPC_PROF_QUERY_BUSY : IPC_PROF_QUERY_DONE, t0, 1);
         if (st == UCCL_INPROGRESS)
             return false;
         if (st != UCCL_OK)
@@ -328,9 +395,11 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
 {
     if (op->fence == NULL)
         return;
-    if (op->fence == tp->open_fence) {
+    if (op->fence == tp->open_fence || op->fence->unrecorded) {
         uccl_gpu_ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
         fence_close(tp);
+        if (op->fence->unrecorded)
+            quiet_record(tp);
     }
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);
@@ -347,9 +416,12 @@ static void op_unlink(ipc_tp_t *tp, ipc_op_t *op)
 
 static void op_release(ipc_tp_t *tp, ipc_ep_t *ep, ipc_op_t *op)
 {
+    uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+
     op_unlink(tp, op);
     uccl_gpu_ipc_op_finish(ep, op);
     free(op);
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_FINISH, t0, 1);
 }
 
 int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep)

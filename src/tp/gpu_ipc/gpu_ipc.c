@@ -1,7 +1,9 @@
 /* gpu_ipc transport: ops table, open/close, endpoints wired by a pair of
  * shared-memory mailboxes, message dispatch and progress. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uccl_build.h"
 #include "tp/gpu_ipc/ipc.h"
@@ -41,6 +43,18 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "next progress, so that a window of small transfers costs the CPU one call, not one each "
      "(0 = every copy is issued when posted)",
      offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
+    {"LAZY_EVENT", "1",
+     "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
+     "event only when another copy follows it there (0 = an event per fence when it closes)",
+     offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
+    {"DTOD", "1",
+     "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
+     "cudaMemcpyAsync (0 = the runtime's)",
+     offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
+    {"PROF", "0",
+     "measure the host time of each step of the transport and print it to stderr when the engine "
+     "closes (a micro profile for tuning; 0 = off)",
+     offsetof(ipc_cfg_t, prof), UCCL_CFG_BOOL},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -114,9 +128,28 @@ err_streams:
     return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
 }
 
+/* The micro profile (UCCL_GPU_IPC_PROF), to stderr. */
+static void prof_print(const ipc_tp_t *tp)
+{
+    static const char *const names[IPC_PROF_N] = {
+        "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
+        "event query done", "stream query busy", "stream query done", "message out", "message in",
+        "op finish", "progress call"};
+
+    fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
+    for (int i = 0; i < IPC_PROF_N; i++)
+        if (tp->prof.n[i] > 0)
+            fprintf(stderr, "gpu_ipc prof pid %d: %-18s %10llu %8.0f %10.0f\n", (int)getpid(), names[i],
+                    (unsigned long long)tp->prof.n[i], (double)tp->prof.ns[i] / (double)tp->prof.n[i],
+                    (double)tp->prof.ns[i] / 1e3);
+}
+
 static void ipc_close(uccl_tp_t *base)
 {
     ipc_tp_t *tp = (ipc_tp_t *)base;
+
+    if (tp->cfg.prof)
+        prof_print(tp);
 
     uccl_gpu_ipc_streams_destroy(tp);
     uccl_gpu_ipc_orphans_close(tp);
@@ -154,12 +187,15 @@ uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, 
                            size_t blen)
 {
     ipc_txmsg_t *m;
+    uint64_t t0 = IPC_PROF_T0(ep->tp->cfg.prof);
 
     if (ep->failed)
         return UCCL_ERR_PEER_FAILED;
     txq_flush(ep);
-    if (uccl_list_empty(&ep->txq) && ep->tx.shm != NULL && uccl_gpu_ipc_ring_push(&ep->tx, type, a, alen, b, blen))
+    if (uccl_list_empty(&ep->txq) && ep->tx.shm != NULL && uccl_gpu_ipc_ring_push(&ep->tx, type, a, alen, b, blen)) {
+        IPC_PROF_ADD(&ep->tp->prof, IPC_PROF_MSG, t0, 1);
         return UCCL_OK;
+    }
     m = malloc(sizeof(*m) + alen + blen);
     if (m == NULL)
         return UCCL_ERR_NO_MEMORY;
@@ -241,9 +277,11 @@ void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
         uint16_t type;
         size_t len;
         uccl_status_t st = uccl_gpu_ipc_ring_peek(&ep->rx, &type, &payload, &len);
+        uint64_t t0;
 
         if (st == UCCL_ERR_NOT_FOUND)
             break;
+        t0 = IPC_PROF_T0(ep->tp->cfg.prof);
         if (st != UCCL_OK || len > IPC_MSG_MAX) {
             uccl_gpu_ipc_ep_fail(ep, "mailbox corrupted");
             break;
@@ -259,6 +297,7 @@ void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
             break;
         }
         dispatch(ep, &m);
+        IPC_PROF_ADD(&ep->tp->prof, IPC_PROF_RX, t0, 1);
     }
 }
 
@@ -267,7 +306,9 @@ static int ipc_progress(uccl_tp_t *base)
     ipc_tp_t *tp = (ipc_tp_t *)base;
     uccl_list_t *pos;
     int events = 0;
+    uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
 
+    tp->prof.last_post_end = 0; /* the next post's gap is not the caller's alone */
     uccl_list_for_each(pos, &tp->eps) {
         ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
         if (ep->failed || !ep->connected)
@@ -278,6 +319,7 @@ static int ipc_progress(uccl_tp_t *base)
         if (!uccl_list_empty(&ep->zombies))
             uccl_gpu_ipc_maps_release(ep, false);
     }
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_PROGRESS, t0, 1);
     return events;
 }
 

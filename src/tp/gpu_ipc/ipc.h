@@ -33,13 +33,16 @@
  * batch is full). A batch has no inner order, so a copy that would write
  * what a held copy reads or writes, or read what one writes, flushes the
  * batch first (the same copy twice does not: either order gives the same
- * bytes); gpu_ipc thus keeps conflicting copies in posting order. */
+ * bytes); gpu_ipc thus keeps conflicting copies in posting order. (Issuing
+ * the first copy of a window at once, so that the GPU starts while the rest
+ * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
 #include "core/tp_api.h"
 #include "gpu/gpu.h"
 #include "tp/gpu_ipc/ipc_wire.h"
+#include "tp/gpu_ipc/prof.h"
 #include "tp/gpu_ipc/ring.h"
 #include "util/hmap.h"
 
@@ -94,10 +97,22 @@ typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
  * op, and from then on it is no longer open_fence. On one H200 a
  * cudaMemcpyAsync costs the CPU 3.3 us, the same for 4 KiB and 1 MiB, local
  * or IPC-mapped, and an event recorded after each added up to 0.3 us; below
- * a few MiB that CPU time, not the GPU, bounds a window of copies. */
+ * a few MiB that CPU time, not the GPU, bounds a window of copies.
+ *
+ * Unrecorded fences (cfg.lazy_event): a fence whose copies all went to
+ * stream 0 records no event when closed while nothing follows it there:
+ * cudaStreamQuery of stream 0 says when it passed (tp->quiet). Its event is
+ * recorded only when another copy is about to be queued on stream 0 (before
+ * that copy, so that it marks the same point) or when the stream stayed
+ * busy for IPC_QUIET_POLLS queries. A window of transfers followed by a wait
+ * (and every single transfer waited for) thus costs no cudaEventRecord
+ * (0.24-0.6 us of CPU a fence on one H200, 2.5 us once with a busy stream:
+ * tests/gpu/results/1xH200-gpu10). */
+#define IPC_QUIET_POLLS 64
 typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     unsigned streams; /* streams with copies before it */
+    bool unrecorded;  /* tp->quiet: no event yet, polled with a stream query */
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
     uccl_gpu_event_t ev[IPC_STREAMS_MAX];
@@ -123,6 +138,9 @@ typedef struct ipc_cfg {
     size_t push_min;
     int split_pct;
     size_t batch_max;
+    int prof; /* the micro profile (prof.h) */
+    int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
+    int lazy_event; /* unrecorded fences (ipc_fence_t) */
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -147,6 +165,8 @@ typedef struct ipc_tp {
     uccl_gpu_event_t *free_ev;
     int nfree_ev, cap_free_ev;
     ipc_fence_t *open_fence; /* copies issued since the last fence, or NULL */
+    ipc_fence_t *quiet;  /* the closed fence without an event (cfg.lazy_event), or NULL */
+    int quiet_polls;     /* busy stream queries of it so far */
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
@@ -155,6 +175,7 @@ typedef struct ipc_tp {
      * closed): a caller's stream may still write there, as into a dead
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
+    ipc_prof_t prof;     /* cfg.prof */
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
@@ -261,6 +282,8 @@ uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_
                                      ipc_seg_t *out, int *nout);
 bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req);
 ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req);
+uint64_t uccl_gpu_ipc_prof_post_begin(ipc_tp_t *tp);
+uccl_status_t uccl_gpu_ipc_prof_post_end(ipc_tp_t *tp, uint64_t t0, uccl_status_t st);
 uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req, uint16_t type,
                                         uint64_t seq, const void *m, size_t mlen,
                                         const msg_seg_t *seg, uint32_t nseg);

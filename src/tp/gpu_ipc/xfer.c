@@ -104,6 +104,27 @@ bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
     return ep->peer_device == ep->tp->device || bytes < IPC_BATCH_CROSS_BELOW;
 }
 
+/* The micro profile around a post (prof.h): the post's own time, and the
+ * time since the last post ended when no progress ran in between. */
+uint64_t uccl_gpu_ipc_prof_post_begin(ipc_tp_t *tp)
+{
+    uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
+
+    if (t0 != 0 && tp->prof.last_post_end != 0 && t0 - tp->prof.last_post_end < 50000) {
+        tp->prof.ns[IPC_PROF_GAP] += t0 - tp->prof.last_post_end;
+        tp->prof.n[IPC_PROF_GAP]++;
+    }
+    return t0;
+}
+
+uccl_status_t uccl_gpu_ipc_prof_post_end(ipc_tp_t *tp, uint64_t t0, uccl_status_t st)
+{
+    IPC_PROF_ADD(&tp->prof, IPC_PROF_POST, t0, 1);
+    if (t0 != 0)
+        tp->prof.last_post_end = uccl_gpu_ipc_prof_now();
+    return st;
+}
+
 ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req)
 {
     ipc_op_t *op = calloc(1, sizeof(*op));
@@ -180,10 +201,11 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     ipc_ep_t *ep = (ipc_ep_t *)base;
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_rts_t m = {0};
+    uint64_t t0 = uccl_gpu_ipc_prof_post_begin(ep->tp);
     uccl_status_t st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
 
     if (st != UCCL_OK)
-        return st;
+        return uccl_gpu_ipc_prof_post_end(ep->tp, t0, st);
     m.seq = ep->next_seq++;
     m.tag = req->tag;
     m.len = req->len;
@@ -194,7 +216,7 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
                       seg, m.nseg);
     if (st == UCCL_OK && req->len == 0)
         uccl_req_complete(req, UCCL_OK, 0);
-    return st;
+    return uccl_gpu_ipc_prof_post_end(ep->tp, t0, st);
 }
 
 void uccl_gpu_ipc_fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st,

@@ -89,12 +89,18 @@ static uccl_status_t post_rma(ipc_ep_t *ep, uccl_req_t *req)
 
 uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
 {
-    return post_rma((ipc_ep_t *)base, req);
+    ipc_tp_t *tp = ((ipc_ep_t *)base)->tp;
+    uint64_t t0 = uccl_gpu_ipc_prof_post_begin(tp);
+
+    return uccl_gpu_ipc_prof_post_end(tp, t0, post_rma((ipc_ep_t *)base, req));
 }
 
 uccl_status_t uccl_gpu_ipc_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
 {
-    return post_rma((ipc_ep_t *)base, req);
+    ipc_tp_t *tp = ((ipc_ep_t *)base)->tp;
+    uint64_t t0 = uccl_gpu_ipc_prof_post_begin(tp);
+
+    return uccl_gpu_ipc_prof_post_end(tp, t0, post_rma((ipc_ep_t *)base, req));
 }
 
 void uccl_gpu_ipc_on_grant(ipc_ep_t *ep, const msg_grant_t *m)

@@ -38,7 +38,7 @@
 #include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 3 /* 2: GRANT windows; 3: RTS_PULL (UCCL_OFI_PULL) */
+#define OFI_WIRE_VERSION 4 /* 2: GRANT windows; 3: RTS_PULL (UCCL_OFI_PULL); 4: RTS_TMSG */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
@@ -56,6 +56,7 @@ typedef struct tp_ofi_config {
     char imm[UCCL_CFG_STRING_MAX];
     char pack_below[UCCL_CFG_STRING_MAX];
     int pull;
+    int tagged;
     size_t stage_chunk;
     int stage_depth;
 } tp_ofi_config_t;
@@ -112,11 +113,13 @@ typedef struct tp_ofi {
     bool rma_ordered; /* FI_ORDER_WAW (and SAW for imm_msg): else a closing write waits (fence) */
     size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
     bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
+    bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
     int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
+    uint64_t tmsg_posted; /* tagged rendezvous sends and receives posted (tests count them) */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
      * and immediates with (O(1), generation-checked: a gone endpoint's id
@@ -154,6 +157,8 @@ typedef struct ofi_op {
     uccl_rndv_slot_t *slot;   /* a read into a window of its request's sink */
     size_t off, len;          /* ...and the bytes of req it carries */
     bool read;
+    void *tmp;                /* a tagged receive's bounce (ofi_tmsg.c) */
+    struct fid_mr *tmp_mr;
     uccl_list_t link;         /* ep->data_ops while posted */
 } ofi_op_t;
 
@@ -254,6 +259,15 @@ uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_ofi_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 void uccl_ofi_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 uccl_status_t uccl_ofi_check_local(const tp_ofi_ep_t *ep, const uccl_req_t *req);
+
+/* ---- ofi_tmsg.c: tagged rendezvous (RTS_TMSG), the protocol's tmsg_* ops */
+bool uccl_ofi_tmsg_ok(uccl_rndv_t *r, const uccl_req_t *req);
+void uccl_ofi_tmsg_send(uccl_rndv_t *r, uccl_req_t *req, uint64_t id);
+void uccl_ofi_tmsg_recv(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t id);
+int uccl_ofi_tmsg_post(tp_ofi_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_ofi_tmsg_landed(ofi_op_t *op, uccl_status_t st);
+void uccl_ofi_op_free_bounce(ofi_op_t *op);
+void uccl_ofi_tmsg_done(tp_ofi_ep_t *ep, uccl_req_t *req);
 
 /* ---- ofi_stage.c: GPU memory through registered stage buffers */
 void uccl_ofi_gpu_open(tp_ofi_t *tp, const uccl_tp_open_params_t *params);

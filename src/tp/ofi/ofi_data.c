@@ -171,6 +171,8 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
     ofi_local_t l;
     ofi_op_t *op;
 
+    if (req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_TMSG)
+        return uccl_ofi_tmsg_post(ep, req);
     if (windowed && x->owed_slot != 0) { /* the chunk immediate of a window, as a message */
         if (!tp->rma_ordered && req->tp_data[OFI_RD_DOPS] > 0)
             return OFI_FENCED;
@@ -345,7 +347,10 @@ void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
         uccl_rndv_sink_copying(ofi_xfer(req)->staged.sink))
         return; /* a read whose last windows still copy: the sink settles it */
     uccl_list_del(&req->tp_link);
-    uccl_rndv_write_done(&ep->rndv, req);
+    if (req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_TMSG)
+        uccl_ofi_tmsg_done(ep, req);
+    else
+        uccl_rndv_write_done(&ep->rndv, req);
 }
 
 static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
@@ -441,6 +446,8 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
                 uccl_req_iov_copy_in(req, op->off, uccl_ofi_bounce_ptr(op->bounce), op->len);
             uccl_ofi_bounce_put(tp, op->bounce);
         }
+        if (op->tmp != NULL) /* a tagged receive's bounce */
+            st = uccl_ofi_tmsg_landed(op, st);
         free(op);
         if (req != NULL) {
             req->tp_data[OFI_RD_DOPS]--;

@@ -124,6 +124,7 @@ static uccl_status_t ofi_ep_alloc_bufs(tp_ofi_ep_t *ep)
     if (uccl_rndv_init(&ep->rndv, &uccl_ofi_rndv_ops, &ep->base, &params) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
     ep->rndv.pull = tp->pull;
+    ep->rndv.tmsg = tp->tmsg;
     if (tp->mr_mode & FI_MR_LOCAL)
         return uccl_ofi_reg_buf(tp, ep->bufs, size, &ep->bufs_mr, &ep->bufs_desc);
     return UCCL_OK;
@@ -254,6 +255,13 @@ void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
         reason = UCCL_ERR_CANCELED;
     ofi_ep_forget(ep);
     uccl_list_del(&ep->link);
+    uccl_list_for_each(pos, &ep->data_ops) { /* tagged receives (into user memory) */
+        ofi_op_t *op = uccl_container_of(pos, ofi_op_t, link);
+
+        if (op->req != NULL && op->req->op == UCCL_OP_RECV &&
+            op->req->tp_data[UCCL_RNDV_RD_STATE] == UCCL_RNDV_RS_TMSG)
+            fi_cancel(&tp->ep->fid, &op->ctx);
+    }
     uccl_rndv_release(&ep->rndv, reason);
     uccl_rndv_fail_reqs(&ep->rndv, &ep->data_pending, reason);
     uccl_rndv_fail_reqs(&ep->rndv, &ep->inflight, reason);

@@ -43,6 +43,12 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "RTS naming the sender's pieces, read, FIN), 0 = the sender writes them after the "
               "receiver's CTS (measured no faster on shm: tests/perf/results/ofi/s9-README.md)",
               pull, UCCL_CFG_INT),
+    OFI_FIELD("TAGGED", "0",
+              "messages above UCCL_OFI_EAGER from host memory whose pieces one operation takes: "
+              "1 = an RTS, then the data as one tagged message the receiver takes once matched "
+              "(the provider's own rendezvous, no CTS round trip), 0 = CTS and write (push); "
+              "UCCL_OFI_PULL=1 wins (measured no faster on shm, slower on tcp;ofi_rxm: "
+              "tests/perf/results/ofi/s10-README.md)", tagged, UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),

@@ -133,6 +133,7 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
     ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
     ok &= uccl_cfg_in_range(t, "PULL", cfg->pull, 0, 1);
+    ok &= uccl_cfg_in_range(t, "TAGGED", cfg->tagged, 0, 1);
     ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, UCCL_RNDV_MAX_SLOTS);
     if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
@@ -202,13 +203,14 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
     tp->pull = tp->cfg.pull != 0;
+    tp->tmsg = tp->cfg.tagged != 0 && !tp->pull;
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
               "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
               "%s rendezvous", tp->prov, tp->info->fabric_attr->name,
               tp->info->domain_attr->name, (unsigned long long)tp->mr_mode,
               (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
               tp->imm_msg ? "messages" : "CQ data", tp->rma_ordered ? "ordered" : "fenced",
-              tp->pack_below, tp->pull ? "pull" : "push");
+              tp->pack_below, tp->pull ? "pull" : tp->tmsg ? "tagged" : "push");
     *out = &tp->base;
     return UCCL_OK;
 }

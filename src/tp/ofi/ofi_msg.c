@@ -217,6 +217,9 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
     .sink_start = uccl_ofi_sink_start,
     .sink_landed = uccl_ofi_sink_landed,
     .grant = uccl_ofi_grant,
+    .tmsg_ok = uccl_ofi_tmsg_ok,
+    .tmsg_send = uccl_ofi_tmsg_send,
+    .tmsg_recv = uccl_ofi_tmsg_recv,
 };
 
 uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *base, uccl_req_t *req)

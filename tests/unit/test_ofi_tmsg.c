@@ -1,0 +1,209 @@
+/* The ofi transport's tagged rendezvous (ofi_tmsg.c, RTS_TMSG), byte for
+ * byte on tcp;ofi_rxm and shm: a send above UCCL_OFI_EAGER from one piece
+ * into a receive posted first or after the RTS_TMSG was held; a window of
+ * sends with one tag, in order, each into its own buffer; a receive of
+ * more pieces than one operation takes (the bounce, copied, the bytes
+ * next to each piece untouched); a send of more pieces than one operation
+ * takes (falls back to CTS + write); UCCL_OFI_TAGGED=0 (CTS + write, shm). Which
+ * path ran is checked by the transport's operation counters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/ofi/ofi.h"
+#include "unit.h"
+#include "core/core.h"
+#include "unit_conn.h"
+
+extern const struct uccl_tp_ops uccl_tp_ofi_ops;
+
+#define AREA (8u << 20)
+#define MSG (200u * 1024 + 3) /* above the eager limit, odd */
+#define WINDOW 8
+#define MANY (OFI_IOV_MAX + 3) /* pieces: more than any provider's operation takes here */
+
+static unit_pair_t P;
+static uint8_t *pa, *pb;
+static uccl_mr_t *ma, *mb;
+
+static tp_ofi_t *ofi_of(uccl_engine_t *e)
+{
+    for (int i = 0; i < e->ntp; i++)
+        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
+            return (tp_ofi_t *)e->tp[i];
+    return NULL;
+}
+
+static bool open_pair(const char *prov, const char *tagged)
+{
+    uccl_status_t st;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    setenv("UCCL_OFI_TAGGED", tagged, 1);
+    st = unit_pair_open("ofi", &P);
+    unsetenv("UCCL_OFI_PROVIDER");
+    unsetenv("UCCL_OFI_TAGGED");
+    if (st != UCCL_OK)
+        return false;
+    pa = aligned_alloc(4096, AREA);
+    pb = aligned_alloc(4096, AREA);
+    CU_ASSERT_FATAL(pa != NULL && pb != NULL);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
+    return true;
+}
+
+static void close_pair(void)
+{
+    uccl_mr_dereg(ma);
+    uccl_mr_dereg(mb);
+    free(pa);
+    free(pb);
+    unit_pair_close(&P);
+}
+
+static void drive(uccl_req_t **reqs, size_t n)
+{
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, n, UNIT_TIMEOUT_MS), UCCL_OK);
+    for (size_t i = 0; i < n; i++) {
+        UNIT_ASSERT_STATUS(uccl_wait(reqs[i], 0), UCCL_OK);
+        uccl_req_free(reqs[i]);
+    }
+}
+
+/* Pieces of len bytes in all over n pieces at off, a gap of 3 bytes after each. */
+static void pieces(uccl_mr_t *mr, size_t off, size_t len, int n, uccl_iov_t *iov)
+{
+    for (int i = 0; i < n; i++) {
+        size_t l = i + 1 == n ? len - (len / (size_t)n) * (size_t)(n - 1) : len / (size_t)n;
+
+        iov[i] = (uccl_iov_t){mr, off, l};
+        off += l + 3;
+    }
+}
+
+/* A's nsend pieces to B's nrecv pieces, the receive posted first or once
+ * the RTS was held; bytes compared, the gaps untouched. tagged: the tagged
+ * path is expected (else CTS + write). */
+static void check_one(int nsend, int nrecv, bool unexpected, bool tagged)
+{
+    tp_ofi_t *ta = ofi_of(P.a), *tb = ofi_of(P.b);
+    uint64_t ta0 = ta->tmsg_posted, tb0 = tb->tmsg_posted, wa0 = ta->rma_posted;
+    uccl_iov_t siov[MANY], riov[MANY];
+    uccl_req_t *reqs[2];
+    size_t at = 0, got = 0;
+    static uint8_t flat[MSG];
+
+    pieces(ma, 5, MSG, nsend, siov);
+    pieces(mb, 9, MSG, nrecv, riov);
+    unit_fill(pa, AREA, (unsigned)(nsend * 31 + nrecv));
+    memset(pb, 0xee, AREA);
+    if (!unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, nrecv, 4, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_sendv(P.ab, siov, nsend, 4, &reqs[0]), UCCL_OK);
+    for (int i = 0; i < 200 && unexpected; i++) { /* the RTS reaches B, held */
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+    }
+    if (unexpected)
+        UNIT_ASSERT_STATUS(uccl_recvv(P.ba, riov, nrecv, 4, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[1], 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[1], &got), UCCL_OK);
+    CU_ASSERT_EQUAL(got, MSG);
+    uccl_req_free(reqs[0]);
+    uccl_req_free(reqs[1]);
+    for (int i = 0; i < nsend; i++) /* A's pieces gathered */
+        for (size_t k = 0; k < siov[i].len; k++)
+            flat[at++] = pa[siov[i].off + k];
+    at = 0;
+    for (int i = 0; i < nrecv; i++) { /* equal B's pieces in order, nothing past each */
+        CU_ASSERT(memcmp(pb + riov[i].off, flat + at, riov[i].len) == 0);
+        CU_ASSERT_EQUAL(pb[riov[i].off + riov[i].len], 0xee);
+        at += riov[i].len;
+    }
+    CU_ASSERT_EQUAL(pb[riov[0].off - 1], 0xee);
+    CU_ASSERT_EQUAL(ta->tmsg_posted - ta0, tagged ? 1u : 0u);
+    CU_ASSERT_EQUAL(tb->tmsg_posted - tb0, tagged ? 1u : 0u);
+    CU_ASSERT_EQUAL(ta->rma_posted > wa0, !tagged);
+}
+
+/* WINDOW sends with one tag, each of its own bytes, into WINDOW receives
+ * posted first: matched in order, each message in its own receive. */
+static void check_window(void)
+{
+    uccl_req_t *reqs[2 * WINDOW];
+    size_t stride = AREA / WINDOW;
+
+    for (int i = 0; i < WINDOW; i++)
+        unit_fill(pa + (size_t)i * stride, MSG, 100u + (unsigned)i);
+    memset(pb, 0, AREA);
+    for (int i = 0; i < WINDOW; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * stride, MSG, 6, &reqs[WINDOW + i]),
+                           UCCL_OK);
+    for (int i = 0; i < WINDOW; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * stride, MSG, 6, &reqs[i]), UCCL_OK);
+    drive(reqs, 2 * WINDOW);
+    for (int i = 0; i < WINDOW; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * stride, pa + (size_t)i * stride, MSG) == 0);
+}
+
+/* push: also once with UCCL_OFI_TAGGED=0 (CTS + write; on shm only: a
+ * second tcp;ofi_rxm pair costs a second, and the setting is the same) */
+static void check_provider(const char *prov, bool push)
+{
+    if (!open_pair(prov, "1"))
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    CU_ASSERT_FATAL(ofi_of(P.a) != NULL && ofi_of(P.a)->cfg.max_iov < MANY);
+    check_one(1, 1, false, true);
+    check_one(1, 1, true, true);
+    check_one(2, 1, true, true);
+    check_one(1, MANY, false, true); /* into a bounce, copied */
+    check_one(1, MANY, true, true);
+    check_one(MANY, 2, false, false); /* too many pieces: CTS + write */
+    check_window();
+    close_pair();
+    if (!push)
+        return;
+    if (!open_pair(prov, "0"))
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    check_one(1, 1, false, false);
+    check_one(1, 1, true, false);
+    close_pair();
+}
+
+static void test_tmsg_tcp(void)
+{
+    check_provider("tcp;ofi_rxm", false);
+}
+
+static void test_tmsg_shm(void)
+{
+    check_provider("shm", true);
+}
+
+static void test_tmsg_setting(void)
+{
+    uccl_engine_t *e = NULL;
+
+    setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+    setenv("UCCL_OFI_TAGGED", "2", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(e == NULL);
+    unsetenv("UCCL_OFI_TAGGED");
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
+static CU_TestInfo tmsg_tests[] = {
+    {"UCCL_OFI_TAGGED=2 -> INVALID_PARAM", test_tmsg_setting},
+    {"tagged rendezvous, byte-verified: tcp;ofi_rxm", test_tmsg_tcp},
+    {"tagged rendezvous, byte-verified: shm", test_tmsg_shm},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {{"ofi_tmsg", NULL, NULL, NULL, NULL, tmsg_tests}, CU_SUITE_INFO_NULL};
+
+    return unit_main(suites);
+}
