@@ -17,7 +17,8 @@
 #   BENCH_OPS (send write), BENCH_SIZES (65536 1048576; one uccl_perf job per
 #   size), BENCH_ROUNDS (3), BENCH_MIB (16: MiB per timed phase, at least one
 #   window of 16), BENCH_PATHS (ucx tcp tcp-tcp), BENCH_RAW (1: perftest and
-#   ucx_perftest once per size first)
+#   ucx_perftest once per size first), BENCH_X (NAME=VALUE words both ranks
+#   get through mpirun -x, e.g. UCCL_VERBS_EAGER=64K)
 # Exits 77 with the reason where this machine cannot boot the cluster.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
@@ -39,6 +40,7 @@ out=${BENCH_OUT:-$builddir}
 ops=${BENCH_OPS:-send write}
 # One rank per node (rank 0 on node0, rank 1 on node1), unbound as in bench.sh.
 mpiexec="mpirun --hostfile $VM_HOSTFILE --map-by node -np 2 --bind-to none"
+for x in ${BENCH_X:-}; do mpiexec="$mpiexec -x $x"; done
 for n in node0 node1; do # as check.sh: a deeper backlog, fewer rxe retries
 	c="sysctl -qw net.core.netdev_max_backlog=100000"
 	if [ $n = "$VM_NODE" ]; then $c; else "$top_srcdir/tests/vm/agent.sh" $n "$c"; fi

@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench.sh: uccl_perf p2p over verbs next to perftest (ib_write_bw,
-# ib_read_bw, ib_send_bw) and UCX (ucx_perftest over its rc_verbs transport:
-# put_bw for write, get for read, tag_bw for send) between the same two
+# ib_read_bw, ib_send_bw) and UCX (ucx_perftest through UCP over rc_verbs:
+# ucp_put_bw for write, ucp_get for read, tag_bw for send) between the same two
 # Soft-RoCE devices, same sizes and bytes, in one VM boot; prints a table of
 # medians with ratios. A report, not a timed test. Without ucx_perftest
 # (package ucx-utils) its column reads 0.
@@ -9,6 +9,8 @@
 #   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS (default 5: uccl, perftest and UCX
 #   take turns, the first of each round rotating, so that drift in the
 #   emulated VM hits all alike), BENCH_MIB (MiB each run moves, default 64);
+#   BENCH_WIRE=1 (every tool measured alike: bytes on the veth pair over
+#   time, wire_gbps below, the tools' own figures beside);
 #   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
 #   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
 # Each row: the medians, each tool's min-max over the rounds, the ratios of
@@ -52,29 +54,31 @@ perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 }
 
 # ucx_gbps OP SIZE: ucx_perftest's overall bandwidth (MiB/s) as Gb/s, rxe0 ->
-# rxe1, over UCX's rc_verbs transport: write = UCT put_bw, read = UCT get
-# (both zero-copy), send = UCP tag_bw (UCX_TLS=rc_verbs,ud_verbs:aux: UD only
-# for UCP's connection setup, with UCX_UD_VERBS_ETH_DGID_CHECK=n: with the
-# check on, UCX 1.13's UD drops every packet rxe delivers and dies with "UD
-# endpoint ...: unhandled timeout error"; tcp is no auxiliary transport:
-# "no auxiliary transport"). No -f: with it ucx_perftest prints its last line
-# without the "Final:" label read here. 0 when it fails (its last lines go to
-# stderr).
+# rxe1, over UCX's rc_verbs transport through UCP (UCX_NET_DEVICES rxe0 for
+# the client, rxe1 for the server): write = ucp_put_bw, read = ucp_get,
+# send = tag_bw (UCX_TLS=rc_verbs,ud_verbs:aux: UD only for UCP's connection
+# setup, with UCX_UD_VERBS_ETH_DGID_CHECK=n: with the check on, UCX 1.13's UD
+# drops every packet rxe delivers and dies with "UD endpoint ...: unhandled
+# timeout error"; tcp is no auxiliary transport: "no auxiliary transport").
+# Not UCT put_bw / get with -d: ucx_perftest 1.13's server takes the
+# client's UCT device, so both ends sat on rxe0 and the data went through
+# rxe's internal loopback, never over the veth pair (rxe1 and both veths
+# counted no packet: tests/perf/results/cluster/s10/). No -f: with it
+# ucx_perftest prints its last line without the "Final:" label read here.
+# 0 when it fails (its last lines go to stderr).
 ucx_gbps() {
-	local n t srv cli tls=rc_verbs; n=$(count "$2")
+	local n t tls=rc_verbs,ud_verbs:aux,self; n=$(count "$2")
 	command -v ucx_perftest >/dev/null || { echo 0; return; }
 	case $1 in
-	write) t="-t put_bw -D zcopy -x rc_verbs" srv="-x rc_verbs -d $RXE_DEV2:1" cli="-d $RXE_DEV:1" ;;
-	read) t="-t get -D zcopy -x rc_verbs" srv="-x rc_verbs -d $RXE_DEV2:1" cli="-d $RXE_DEV:1" ;;
-	*) t="-t tag_bw" srv="" cli="" tls=rc_verbs,ud_verbs:aux,self ;;
+	write) t=ucp_put_bw ;;
+	read) t=ucp_get ;;
+	*) t=tag_bw ;;
 	esac
-	# shellcheck disable=SC2086 # option words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV2:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		timeout 120 ucx_perftest $srv -p 13337 >/tmp/ucx.srv 2>&1 &
+		timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
 	sleep 1
-	# shellcheck disable=SC2086
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		timeout 120 ucx_perftest 127.0.0.1 -p 13337 $t $cli -s "$2" -n "$n" -w 16 >/tmp/ucx.out 2>&1
+		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 >/tmp/ucx.out 2>&1
 	wait
 	awk '$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }' /tmp/ucx.out
 	grep -q '^Final:' /tmp/ucx.out || tail -3 /tmp/ucx.out /tmp/ucx.srv >&2
@@ -90,22 +94,49 @@ uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, ra
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }
 }
 
+# wire_gbps FUNC OP SIZE: run FUNC (one of the above) and print, instead of
+# its own figure, the rate on the veth pair while it ran: both veths'
+# transmitted bytes (RoCE headers and acknowledgements included, the same
+# for every tool) sampled every 0.2 s, over the time between 5% and 95% of
+# the run's bytes (interpolated), so the tool's start-up, connection setup
+# and its own timing and counting are out of it. The tool's own figure goes
+# to /tmp/own.log. 0 when the tool failed or nothing crossed the pair.
+wire_bytes() { local a b; read -r a </sys/class/net/veth0/statistics/tx_bytes; read -r b </sys/class/net/veth1/statistics/tx_bytes; echo $((a + b)); }
+wire_gbps() {
+	local own pid
+	(while :; do echo "$EPOCHREALTIME $(wire_bytes)"; sleep 0.2; done) >/tmp/wire.log &
+	pid=$!
+	own=$("$@")
+	sleep 0.4
+	kill "$pid"; wait "$pid" 2>/dev/null
+	echo "${1%_gbps} $own" >>/tmp/own.log
+	awk -v own="$own" '{ t[NR] = $1; b[NR] = $2 } END {
+		tot = b[NR] - b[1]; if (own + 0 <= 0 || tot < 65536) { print 0; exit }
+		for (k = 0; k < 2; k++) { want = b[1] + (k ? 0.95 : 0.05) * tot
+			for (i = 2; i <= NR && b[i] < want; i++);
+			x[k] = t[i - 1] + (t[i] - t[i - 1]) * (want - b[i - 1]) / (b[i] - b[i - 1]) }
+		printf "%.4f\n", (x[1] > x[0] ? 0.9 * tot * 8 / 1e9 / (x[1] - x[0]) : 0) }' /tmp/wire.log
+}
+[ "${BENCH_WIRE:-0}" = 1 ] || wire_gbps() { "$@"; }
+
 # Sourced with BENCH_LIB=1 (in the VM): the functions above, no table.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
-echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (rc_verbs: write put_bw, read get, send tag_bw)"
+[ "${BENCH_WIRE:-0}" = 1 ] && echo "# BENCH_WIRE=1: every figure is the rate on the veth pair (wire_gbps), not the tool's own"
+echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (UCP over rc_verbs: write ucp_put_bw, read ucp_get, send tag_bw)"
 echo "# [a-b]: min-max over the rounds (a failed run, 0, left out); ratio ranges pair the runs of one round"
 printf "%-5s %8s %5s %20s %20s %20s %16s %16s\n" op size count "uccl [min-max]" "perftest [min-max]" \
 	"ucx [min-max]" "x pt [min-max]" "x ucx [min-max]"
 for op in $ops; do
 	for s in $sizes; do
 		us=() ps=() xs=()
+		: >/tmp/own.log
 		for r in $(seq "$rounds"); do
 			for k in 0 1 2; do
 				case $(((r + k) % 3)) in
-				0) us+=("$(uccl_gbps "$op" "$s")") ;;
-				1) ps+=("$(perftest_gbps "$op" "$s")") ;;
-				2) xs+=("$(ucx_gbps "$op" "$s")") ;;
+				0) us+=("$(wire_gbps uccl_gbps "$op" "$s")") ;;
+				1) ps+=("$(wire_gbps perftest_gbps "$op" "$s")") ;;
+				2) xs+=("$(wire_gbps ucx_gbps "$op" "$s")") ;;
 				esac
 			done
 		done
@@ -124,6 +155,7 @@ for op in $ops; do
 		  printf "%-5s %8d %5d %20s %20s %20s %16s %16s\n", o, s, n, col(u, m), col(p, m), col(x, m),
 		         rat(u, p, m), rat(u, x, m)
 		  printf "#   runs: uccl %s | perftest %s | ucx %s\n", part[1], part[2], part[3] }'
+		[ "${BENCH_WIRE:-0}" = 1 ] && echo "#   the tools' own figures, in run order: $(paste -sd' ' /tmp/own.log)"
 	done
 done
 uptime
