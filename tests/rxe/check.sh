@@ -42,11 +42,12 @@ run() {  # run NAME CMD...: exit 0 pass (+ one skip per "SKIP: " line), 77 skip,
 	esac
 }
 # run_flaky NAME CMD...: run, and once more if it failed, for a case with a
-# rare failure not yet understood (test_verbs_rails, "rail 1 down
-# mid-transfer": about 1 run in 13, a write restarted on rail 0 after rail 1
-# died never completes and times out at 20 s; seen on Linux 6.1's rxe, cause
-# open). The first failure is printed and the case is reported FLAKY; failing
-# twice fails it.
+# rare failure (test_verbs_rails, "rail 1 down mid-transfer": about 1 run in
+# 13, a write to restart on rail 0 after rail 1 died waited for a dead QP's
+# work request that rxe never returned, and timed out at 20 s; a dead rail's
+# data QPs now go to the error state, which flushes them: verbs_rail.c. Kept
+# until that is shown over many runs). The first failure is printed and the
+# case is reported FLAKY; failing twice fails it.
 run_flaky() {
 	local before=$fail
 	run "$@"

@@ -3,6 +3,8 @@
  * channel moves in verbs_ctrl.c) (the device choice is in verbs.c, the QPs
  * of each rail in verbs_ep.c, the striping in verbs_data.c), and the remote
  * address and rail key of each piece of a request. */
+#include <string.h>
+
 #include "verbs.h"
 
 /* The rails req may use, of those alive: every rail of the connection for
@@ -92,12 +94,36 @@ static bool verbs_path_error(enum ibv_wc_status st)
            st == IBV_WC_RESP_TIMEOUT_ERR || st == IBV_WC_FATAL_ERR || st == IBV_WC_GENERAL_ERR;
 }
 
+/* A rail just found dead: its data QPs go to the error state, so every work
+ * request still on them comes back flushed now. A request starts over only
+ * once all its work requests are back; waiting instead for each QP's own
+ * retries took tens of seconds, and rxe sometimes never returned one (a
+ * write timed out). The control QPs are left alone: the live one carries
+ * on, and a dead one's receives come back as its sends fail. */
+static void verbs_rail_flush(tp_verbs_ep_t *ep, int rail)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+    for (int i = 0; i < ep->nq; i++) {
+        int rc;
+
+        if (ep->data[i].rail != rail || ep->data[i].qp == NULL)
+            continue;
+        rc = ibv_modify_qp(ep->data[i].qp, &attr, IBV_QP_STATE);
+        if (rc != 0)
+            uccl_debug("%s: QP %u to the error state: %s", ep->tp->rails[rail].dev_name,
+                       ep->data[i].qp->qp_num, strerror(rc));
+    }
+}
+
 static void verbs_rail_dead(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *wc)
 {
-    if (!(ep->dead_rails >> rail & 1))
-        uccl_error("%s: rail %d failed (%s on QP %u): its transfers start over on the rails left",
-                   ep->tp->rails[rail].dev_name, rail, ibv_wc_status_str(wc->status), wc->qp_num);
+    if (ep->dead_rails >> rail & 1)
+        return;
+    uccl_error("%s: rail %d failed (%s on QP %u): its transfers start over on the rails left",
+               ep->tp->rails[rail].dev_name, rail, ibv_wc_status_str(wc->status), wc->qp_num);
     ep->dead_rails |= 1u << rail;
+    verbs_rail_flush(ep, rail);
 }
 
 /* Failover: a path error on a rail's QP marks the rail dead instead of
