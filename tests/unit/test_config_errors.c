@@ -97,6 +97,8 @@ static void test_core_variables(void)
     expect_env_refused("UCCL_COLL_MAPPED_DEPTH", "1");
     expect_env_refused("UCCL_COLL_MAPPED_DEPTH", "17");
     expect_env_refused("UCCL_COLL_STREAM_OPS", "batched");
+    expect_env_refused("UCCL_COLL_COPY_THREAD", "2");
+    expect_env_refused("UCCL_COLL_COPY_THREAD", "on");
 }
 
 /* Every number, size, flag and level of every table compiled in (the
