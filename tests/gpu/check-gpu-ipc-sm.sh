@@ -3,7 +3,8 @@
 # the fake GPU backend, where uccl_perf puts its two ranks on the two fake
 # GPUs (copies between different GPUs) and verifies every window's bytes;
 # the profile (UCCL_GPU_IPC_PROF=1) counts the kernels ("sm copy"):
-# - COPY=sm: writes and sends of 64-128 KiB go through the kernel;
+# - COPY=sm: writes of 64-128 KiB, and sends pushed by the sender, go
+#   through the kernel; sends the receiver pulls only with SM_PULL=1;
 # - COPY=ce, or sm with SM_MIN above every size: none does;
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0, as a build without
 #   nvcc): COPY=sm fails engine creation naming the setting, auto copies
@@ -60,11 +61,14 @@ expect() { # expect NAME OP MIN MAX VAR=VAL...: runs, and the kernel count of bo
 }
 
 # 2 sizes x (warmup + 3 timed + 1 verified window) x 16 transfers at least
-expect sm_write write 160 1000000 UCCL_GPU_IPC_COPY=sm
-expect sm_send send 160 1000000 UCCL_GPU_IPC_COPY=sm
+sm="UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=64K"
+expect sm_write write 160 1000000 $sm
+expect sm_pull send 0 0 $sm
+expect sm_pull_on send 160 1000000 $sm UCCL_GPU_IPC_SM_PULL=1
+expect sm_push send 160 1000000 $sm UCCL_GPU_IPC_PUSH_MIN=64K UCCL_GPU_IPC_SPLIT_PCT=0
 expect ce_write write 0 0 UCCL_GPU_IPC_COPY=ce
 expect sm_min write 0 0 UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=256K
-expect auto_nokernel write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_FAKE_GPU_SM_COPY=0
+expect auto_nokernel write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_GPU_IPC_SM_MIN=64K UCCL_FAKE_GPU_SM_COPY=0
 if run sm_nokernel write UCCL_GPU_IPC_COPY=sm UCCL_FAKE_GPU_SM_COPY=0; then
     cat "$tmp/sm_nokernel"
     echo "FAIL: COPY=sm without a copy kernel must fail engine creation"

@@ -28,7 +28,7 @@
 # counts, MULTI_DEADLINE_S when no further step starts (default 520 s).
 # MULTI_COPY: gpu_ipc's copy modes (UCCL_GPU_IPC_COPY: "ce sm", ...) that
 # the coll and p2p steps each run in turn (default: the library's own),
-# "sm:N" also sets UCCL_GPU_IPC_SM_BLOCKS=N; MULTI_P2P_COPY overrides it for
+# "sm:N" also sets UCCL_GPU_IPC_SM_BLOCKS=N, "MODE,VAR=VAL,..." more settings; MULTI_P2P_COPY overrides it for
 # the p2p step; MULTI_TEST_COPY the mode the tests step forces; MULTI_COLL_MIN the
 # smallest collective size (default 4K), MULTI_COLL_MAX the largest
 # received per rank (default 256M), MULTI_P2P_OPS the window-16 ops.
@@ -191,13 +191,14 @@ multi_step() {
         done
     done
     # copy mode: "-" = the library's default; else -x UCCL_GPU_IPC_COPY=mode
-    # ("sm:64": sm with UCCL_GPU_IPC_SM_BLOCKS=64)
+    # ("sm:64": sm with UCCL_GPU_IPC_SM_BLOCKS=64; "sm,VAR=VAL,...": more settings)
     cx() {
-        [ "$1" = - ] && return 0
-        echo "-x UCCL_GPU_IPC_COPY=${1%%:*}"
-        case $1 in *:*) echo "-x UCCL_GPU_IPC_SM_BLOCKS=${1#*:}";; esac
+        local m=${1%%,*} kv
+        [ "$m" = - ] || echo "-x UCCL_GPU_IPC_COPY=${m%%:*}"
+        case $m in *:*) echo "-x UCCL_GPU_IPC_SM_BLOCKS=${m#*:}";; esac
+        case $1 in *,*) for kv in $(echo "${1#*,}" | tr , ' '); do echo "-x $kv"; done;; esac
     }
-    cs() { [ "$1" = - ] || echo "_${1/:/}"; }
+    cs() { [ "$1" = - ] || echo "_$(echo "$1" | sed -e 's/UCCL_GPU_IPC_//g' -e 's/UCCL_//g' -e 's/[^A-Za-z0-9]//g')"; }
     local cmax=$(( $(numfmt --from=iec "${MULTI_COLL_MAX:-256M}") ))
     for np in $(has coll && echo $nps); do
         # sizes: 4 KiB per rank block up to 256 MiB received per rank

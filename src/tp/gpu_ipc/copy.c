@@ -386,8 +386,10 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         /* one stream for everything not split: switching streams between
          * back-to-back copies cost bandwidth on the device */
         /* the copy kernel: only between two GPUs, device memory on both
-         * sides (the peer's side is always its device memory, mapped) */
+         * sides (the peer's side is always its device memory, mapped), and
+         * unless cfg.sm_pull only where it writes the peer's memory */
         sm = tp->sm_on && ep->peer_device >= 0 && ep->peer_device != tp->device && len >= tp->cfg.sm_min &&
+             (tp->cfg.sm_pull || op->kind == OP_PUSH || (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
              uccl_gpu_ipc_req_d2d(ep, op->req);
         st = issue_plan(tp, dst, nd, src, ns, len, 0, op->batch, sm, &used);
         f->streams |= used;
