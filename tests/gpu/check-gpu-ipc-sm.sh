@@ -8,7 +8,7 @@
 # - COPY=ce, or sm with SM_MIN above every size: none does;
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0, as a build without
 #   nvcc): COPY=sm fails engine creation naming the setting, auto copies
-#   with the copy engines.
+#   with the copy engines (as auto does with a kernel: it measured slower).
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 perf=${top_builddir:-.}/tools/uccl_perf
@@ -68,6 +68,7 @@ expect sm_pull_on send 160 1000000 $sm UCCL_GPU_IPC_SM_PULL=1
 expect sm_push send 160 1000000 $sm UCCL_GPU_IPC_PUSH_MIN=64K UCCL_GPU_IPC_SPLIT_PCT=0
 expect ce_write write 0 0 UCCL_GPU_IPC_COPY=ce
 expect sm_min write 0 0 UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=256K
+expect auto write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_GPU_IPC_SM_MIN=64K
 expect auto_nokernel write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_GPU_IPC_SM_MIN=64K UCCL_FAKE_GPU_SM_COPY=0
 if run sm_nokernel write UCCL_GPU_IPC_COPY=sm UCCL_FAKE_GPU_SM_COPY=0; then
     cat "$tmp/sm_nokernel"

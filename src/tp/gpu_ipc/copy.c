@@ -60,17 +60,23 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
 /* Copies between GPUs by a kernel (UCCL_GPU_IPC_COPY): loaded here, when
  * the engine starts, because a module load inside progress can wait on a
  * stream a collective holds (uccl_coll.h). A host-only engine picks its
- * device later, in progress: it stays on the copy engines. */
+ * device later, in progress: it stays on the copy engines.
+ *
+ * auto = the copy engines: on 4x H200 (tests/gpu/results/4xH200-s11) the
+ * kernel lost to them everywhere it was measured: uccl_perf coll np 4
+ * allgather 148-171 GB/s busbw at 64 MiB a block against 171, alltoall
+ * 149-163 against 177, np 2 0.73-0.76x the all-peers ceiling against
+ * 0.86-0.89x, GPU0 -> GPU1 writes 0.90-0.93x a plain copy from 16 MiB. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
     int mode = uccl_gpu_ipc_copy_mode(&tp->cfg);
     uccl_status_t st;
 
     tp->sm_on = false;
-    if (mode == IPC_COPY_CE || tp->device < 0)
+    if (mode != IPC_COPY_SM || tp->device < 0)
         return mode < 0 ? UCCL_ERR_INVALID_PARAM : UCCL_OK;
     st = uccl_gpu_sm_copy_load(tp->device);
-    if (st != UCCL_OK && mode == IPC_COPY_SM) {
+    if (st != UCCL_OK) {
         uccl_error("UCCL_GPU_IPC_COPY=sm: no copy kernel on GPU %d (%s): %s; use auto or ce", tp->device,
                    uccl_status_name(st),
                    st == UCCL_ERR_UNSUPPORTED ? "this build has none (configure found no nvcc), or the "
@@ -78,9 +84,9 @@ uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
                                               : "the load failed");
         return UCCL_ERR_UNSUPPORTED;
     }
-    tp->sm_on = st == UCCL_OK;
-    uccl_info("gpu_ipc: copies to and from other GPUs from %zu bytes: %s", tp->cfg.sm_min,
-              tp->sm_on ? "copy kernel" : "copy engines (no copy kernel)");
+    tp->sm_on = true;
+    uccl_info("gpu_ipc: copies %s other GPUs from %zu bytes: copy kernel of %d blocks",
+              tp->cfg.sm_pull ? "to and from" : "to", tp->cfg.sm_min, tp->cfg.sm_blocks);
     return UCCL_OK;
 }
 

@@ -57,8 +57,9 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     {"COPY", "auto",
      "how copies between two different GPUs (device memory on both sides) are issued: ce = the copy "
      "engines (cudaMemcpyAsync), sm = a copy kernel of SM_BLOCKS blocks for copies of at least SM_MIN "
-     "bytes (engine creation fails where the build or driver has no kernel), auto = sm where the kernel "
-     "loaded, else ce; copies within one GPU always use the copy engines",
+     "bytes (engine creation fails where the build or driver has no kernel), auto = the library's "
+     "choice from its measurements (ce: the kernel did not beat the copy engines on 4x H200); copies "
+     "within one GPU always use the copy engines",
      offsetof(ipc_cfg_t, copy), UCCL_CFG_STRING},
     /* 4x H200, GPU0 -> GPU1 write window 16: the kernel ran at 0.57-0.75x
      * the batched copy-engine path at 64-256 KiB (a launch each, no batch) */

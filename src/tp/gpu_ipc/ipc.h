@@ -273,7 +273,7 @@ uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint);
 int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg);
 /* Load the copy kernel on tp->device where cfg.copy asks for it (at open:
  * never in progress); COPY=sm without a kernel fails with
- * UCCL_ERR_UNSUPPORTED, auto falls back to the copy engines. */
+ * UCCL_ERR_UNSUPPORTED; auto is the copy engines (copy.c says why). */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp);
 uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len);
