@@ -386,6 +386,8 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
 int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget);
 /* Teardown: drop the copies (their requests are the core's). */
 void uccl_shm_cma_jobs_free(shm_ep_t *ep);
+/* Drop the first done bytes of an iovec array (in place); the count left. */
+int uccl_shm_iov_advance(struct iovec *iov, int cnt, size_t done);
 
 /* shm_cma_helper.c: a thread that copies the second half of large CMA jobs */
 typedef struct shm_cma_helper shm_cma_helper_t;

@@ -108,7 +108,7 @@ int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov)
  * remote side is the peer's addresses from the wire and its local side, when
  * we are the target of a write or read, a range of a region, neither of them
  * a request; and process_vm_readv/writev take the arrays themselves. */
-static int shm_iov_advance(struct iovec *iov, int cnt, size_t done)
+int uccl_shm_iov_advance(struct iovec *iov, int cnt, size_t done)
 {
     int i = 0;
 
@@ -154,7 +154,7 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
         job->remote[i].iov_base = (void *)(uintptr_t)remote[i].addr;
         job->remote[i].iov_len = remote[i].len;
     }
-    job->lcnt = shm_iov_trim(job->local, shm_iov_advance(job->local, lcnt, loff), job->len);
+    job->lcnt = shm_iov_trim(job->local, uccl_shm_iov_advance(job->local, lcnt, loff), job->len);
     job->rcnt = shm_iov_trim(job->remote, rcnt, job->len);
     /* a large job's second half to the CMA helper (or none: own = len) */
     uccl_shm_cma_helper_split(ep, job);
@@ -206,8 +206,8 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
         return UCCL_ERR_TRANSPORT;
     }
     job->done += (size_t)n;
-    job->lcnt = shm_iov_advance(job->local, job->lcnt, (size_t)n);
-    job->rcnt = shm_iov_advance(job->remote, job->rcnt, (size_t)n);
+    job->lcnt = uccl_shm_iov_advance(job->local, job->lcnt, (size_t)n);
+    job->rcnt = uccl_shm_iov_advance(job->remote, job->rcnt, (size_t)n);
     return UCCL_OK;
 }
 

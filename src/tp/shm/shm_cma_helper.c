@@ -85,21 +85,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Shift an iovec array by done bytes (in place). */
-static int iov_skip(struct iovec *iov, int cnt, size_t done)
-{
-    int i = 0;
-
-    while (i < cnt && done >= iov[i].iov_len)
-        done -= iov[i++].iov_len;
-    if (i < cnt) {
-        iov[i].iov_base = (char *)iov[i].iov_base + done;
-        iov[i].iov_len -= done;
-    }
-    memmove(iov, iov + i, (size_t)(cnt - i) * sizeof(*iov));
-    return cnt - i;
-}
-
 /* The piece, whole, with the close fence around every call. */
 static uccl_status_t helper_copy(helper_slot_t *s)
 {
@@ -128,8 +113,8 @@ static uccl_status_t helper_copy(helper_slot_t *s)
             return UCCL_ERR_TRANSPORT;
         }
         done += (size_t)n;
-        s->lcnt = iov_skip(s->local, s->lcnt, (size_t)n);
-        s->rcnt = iov_skip(s->remote, s->rcnt, (size_t)n);
+        s->lcnt = uccl_shm_iov_advance(s->local, s->lcnt, (size_t)n);
+        s->rcnt = uccl_shm_iov_advance(s->remote, s->rcnt, (size_t)n);
     }
     return UCCL_OK;
 }
@@ -265,8 +250,8 @@ void uccl_shm_cma_helper_split(shm_ep_t *ep, shm_cma_job_t *job)
     s->len = part;
     memcpy(s->local, job->local, (size_t)job->lcnt * sizeof(*s->local));
     memcpy(s->remote, job->remote, (size_t)job->rcnt * sizeof(*s->remote));
-    s->lcnt = iov_skip(s->local, job->lcnt, own);
-    s->rcnt = iov_skip(s->remote, job->rcnt, own);
+    s->lcnt = uccl_shm_iov_advance(s->local, job->lcnt, own);
+    s->rcnt = uccl_shm_iov_advance(s->remote, job->rcnt, own);
     atomic_store_explicit(&s->state, SLOT_QUEUED, memory_order_relaxed);
     atomic_store(&h->tail, t + 1); /* seq_cst: before reading sleeping */
     if (atomic_load(&h->sleeping)) {
