@@ -57,9 +57,10 @@ static const uccl_cfg_field_t shm_fields[] = {
               "0 = off", map_max, UCCL_CFG_SIZE),
     SHM_FIELD("CMA_HELPER", "auto",
               "a thread copies the second half of large CMA transfers while progress copies the "
-              "first: auto (when online CPUs >= 2 x (shm peers + 1)), on, off", cma_helper,
+              "first: auto (with 2 shm peers or more and online CPUs >= 2 x (shm peers + 1)), "
+              "on, off", cma_helper,
               UCCL_CFG_STRING),
-    SHM_FIELD("CMA_HELPER_MIN", "64K",
+    SHM_FIELD("CMA_HELPER_MIN", "512K",
               "CMA transfers of at least this size are shared with the CMA helper; 0 = never",
               cma_helper_min, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},

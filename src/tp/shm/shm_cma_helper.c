@@ -6,10 +6,14 @@
  * once (the kernel pins the peer's pages under its mm's read lock: both
  * proceed) halve that where the host has spare cores.
  *
- * UCCL_SHM_CMA_HELPER auto (the default) uses it when the online CPUs number
- * at least twice this process's shm peers plus one (every local rank and its
- * helper get a core), on always, off never; jobs of at least
- * UCCL_SHM_CMA_HELPER_MIN bytes are split. Its affinity is widened to every
+ * UCCL_SHM_CMA_HELPER auto (the default) uses it when this process has two
+ * shm peers or more and the online CPUs number at least twice its shm peers
+ * plus one (every local rank and its helper get a core), on always, off
+ * never; jobs of at least UCCL_SHM_CMA_HELPER_MIN (512K) bytes are split.
+ * Measured on a 64-CPU host (tests/perf/results/coll/coll11-host): on 4
+ * ranks alltoall from 1 MiB took 0.45-0.93x main's time; below 512K
+ * and on 2 ranks it cost time (64 KiB, 4 ranks: 30 vs 20-25 us), hence
+ * the defaults. Its affinity is widened to every
  * CPU (mpirun --bind-to core leaves the process one core, which progress
  * keeps busy); where that leaves it one CPU it is not used.
  *
@@ -54,7 +58,8 @@ struct shm_cma_helper {
     unsigned head;         /* the helper's: next slot it copies */
     _Atomic int sleeping;
     _Atomic int stop;
-    pid_t pid; /* a forked child has no helper thread: it copies alone */
+    uint64_t spin_ns; /* 0 where the host has fewer CPUs than ranks and helpers */
+    pid_t pid;        /* a forked child has no helper thread: it copies alone */
 };
 
 uccl_status_t uccl_shm_cma_helper_parse(shm_tp_t *tp)
@@ -139,7 +144,7 @@ static void *helper_main(void *arg)
             idle_since = now_ns();
             continue;
         }
-        if (++polls % 64 != 0 || now_ns() - idle_since < HELPER_SPIN_NS)
+        if (++polls % 64 != 0 || now_ns() - idle_since < h->spin_ns)
             continue;
         /* sleep: the producer publishes tail, then reads sleeping; we set
          * sleeping, then read tail (both seq_cst): one of us sees the other */
@@ -173,6 +178,16 @@ void uccl_shm_cma_helper_destroy(shm_tp_t *tp)
     free(h);
 }
 
+static long shm_peers(shm_tp_t *tp)
+{
+    long peers = 0;
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &tp->eps)
+        peers++;
+    return peers;
+}
+
 /* First split: start the thread; false when it cannot run beside progress
  * (and then never again on this transport). */
 static bool helper_start(shm_tp_t *tp)
@@ -186,6 +201,8 @@ static bool helper_start(shm_tp_t *tp)
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
     h->pid = getpid();
+    /* forced on an oversubscribed host (CI): sleep at once, do not spin */
+    h->spin_ns = tp->online_cpus >= 2 * (shm_peers(tp) + 1) ? HELPER_SPIN_NS : 0;
     if (pthread_create(&h->thread, NULL, helper_main, h) != 0) {
         pthread_cond_destroy(&h->cond);
         pthread_mutex_destroy(&h->lock);
@@ -209,19 +226,19 @@ off:
     return false;
 }
 
-/* auto: a core for every local rank and its helper */
+/* auto: two shm peers at least (on one peer each rank's one copy already
+ * shares the work with the peer's: split CMA, the coll copy helper), and a
+ * core for every local rank and its helper */
 static bool helper_wanted(shm_tp_t *tp, size_t len)
 {
-    long peers = 0;
-    uccl_list_t *pos;
+    long peers;
 
     if (tp->cma_helper_mode == 0 || tp->cfg.cma_helper_min == 0 || len < tp->cfg.cma_helper_min)
         return false;
     if (tp->cma_helper_mode == 1)
         return true;
-    uccl_list_for_each(pos, &tp->eps)
-        peers++;
-    return tp->online_cpus >= 2 * (peers + 1);
+    peers = shm_peers(tp);
+    return peers >= 2 && tp->online_cpus >= 2 * (peers + 1);
 }
 
 void uccl_shm_cma_helper_split(shm_ep_t *ep, shm_cma_job_t *job)
