@@ -288,8 +288,15 @@ bool uccl_shm_cma_helper_done(shm_tp_t *tp, shm_cma_job_t *job, uccl_status_t *s
     if (job->hslot < 0)
         return true;
     s = &tp->cma_helper->slots[job->hslot];
-    if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_DONE)
-        return false;
+    if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_DONE) {
+        if (tp->cma_helper->pid == getpid())
+            return false;
+        /* forked while the parent's helper had it: no thread here copies it */
+        job->hslot = -1;
+        if (*st == UCCL_OK)
+            *st = UCCL_ERR_TRANSPORT;
+        return true;
+    }
     if (*st == UCCL_OK)
         *st = s->st;
     atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
@@ -306,8 +313,9 @@ void uccl_shm_cma_helper_cancel(shm_tp_t *tp, shm_cma_job_t *job)
         return;
     s = &tp->cma_helper->slots[job->hslot];
     job->hslot = -1;
-    if (atomic_compare_exchange_strong(&s->state, &queued, SLOT_CANCELLED))
-        return; /* the helper frees it when it gets there */
+    if (atomic_compare_exchange_strong(&s->state, &queued, SLOT_CANCELLED) ||
+        tp->cma_helper->pid != getpid())
+        return; /* the helper frees it when it gets there (a forked child has none) */
     while (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_DONE)
         sched_yield(); /* one piece: bounded by its length */
     atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
