@@ -51,6 +51,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
      offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
+    {"FLAG_FENCE", "auto",
+     "a fence whose copies all went to stream 0 has the stream write a counter into pinned host "
+     "memory after them (cuStreamWriteValue64), and progress reads that word instead of querying "
+     "an event or the stream (auto = on with CUDA, off on other backends; 0 = off, 1 = on)",
+     offsetof(ipc_cfg_t, flag_fence), UCCL_CFG_STRING},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "
      "closes (a micro profile for tuning; 0 = off)",
@@ -95,6 +100,8 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100))
         return UCCL_ERR_INVALID_PARAM;
+    if ((st = uccl_gpu_ipc_flag_check_cfg(&cfg)) != UCCL_OK)
+        return st;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
     if (params->gpu_index >= n) {
@@ -116,6 +123,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
             st = uccl_gpu_ipc_use_device(tp, -1);
         if (st != UCCL_OK)
             goto err_streams;
+        uccl_gpu_ipc_flag_init(tp);
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
                   tp->bus_id, tp->nstreams, tp->cfg.stream_split_min);
     }
@@ -133,7 +141,8 @@ static void prof_print(const ipc_tp_t *tp)
 {
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
-        "event query done", "stream query busy", "stream query done", "message out", "message in",
+        "event query done", "stream query busy", "stream query done", "flag write", "flag poll busy",
+        "flag poll done", "message out", "message in",
         "op finish", "progress call"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
@@ -152,6 +161,7 @@ static void ipc_close(uccl_tp_t *base)
         prof_print(tp);
 
     uccl_gpu_ipc_streams_destroy(tp);
+    uccl_gpu_ipc_flag_fini(tp);
     uccl_gpu_ipc_orphans_close(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);
