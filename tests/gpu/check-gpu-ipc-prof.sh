@@ -7,7 +7,7 @@
 # records an event per fence instead; without PROF nothing is printed.
 # UCCL_GPU_IPC_FLAG_FENCE=1 (send/recv and write): every fence is a flag
 # fence, passed by reading the word the stream writes: no event or stream
-# query says done, flag reads do (auto leaves it off on the fake backend).
+# query says done, flag reads do (off by default).
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 perf=${top_builddir:-.}/tools/uccl_perf
@@ -80,6 +80,6 @@ for op in send write; do
     [ "$fd" -le "$fw" ] || { echo "FAIL: more fences passed ($fd) than flags written ($fw)"; fail=1; }
 done
 fw=$(count "$tmp/lazy" "flag write")
-[ "$fw" -eq 0 ] || { echo "FAIL: flag fences on by default on the fake backend"; fail=1; }
+[ "$fw" -eq 0 ] || { echo "FAIL: flag fences on by default"; fail=1; }
 [ $fail = 0 ] || { cat "$tmp/lazy" "$tmp/eager" "$tmp"/flag_*; exit 1; }
 echo "PASS: gpu_ipc profile, unrecorded fences and flag fences"

@@ -13,7 +13,9 @@
 # send"), AB_PLACES (CUDA_VISIBLE_DEVICES of each placement, "0": two
 # processes on GPU 0; "0,1": rank 0 on GPU 0, rank 1 on GPU 1), AB_W16_MAX
 # (largest window-16 size, AB_MAX or 32M), AB_COPY_COST=0 (skip b_copy_cost),
-# AB_DEADLINE_S (start no run after this many seconds). Results with them:
+# AB_DEADLINE_S (start no run after this many seconds), AB_TGPU_PLACES
+# (t_gpu_ipc's placements, AB_PLACES; empty: none), AB_PROF_TREES and
+# AB_PROF_ENV (below); AB_ROUNDS=0 runs the profile alone. Results with them:
 # tests/gpu/results/4xH100-gpu11/.
 set -u
 A=$1 B=$2
@@ -46,7 +48,7 @@ if [ "${AB_COPY_COST:-1}" != 0 ]; then
     step "b_copy_cost ($B)"
     timeout 60 "$B"/build-dev/tests/gpu/b_copy_cost 2>&1 | tee "$OUT/b_copy_cost.txt"
 fi
-for place in ${AB_PLACES:-0}; do
+for place in ${AB_TGPU_PLACES-${AB_PLACES:-0}}; do
     step "t_gpu_ipc ($B, CUDA_VISIBLE_DEVICES=$place)"
     log="$OUT/t_gpu_ipc-gpus${place/,/}.log"
     CUDA_VISIBLE_DEVICES=$place timeout 150 $MPIRUN -x CUDA_VISIBLE_DEVICES "$B"/build-dev/tests/gpu/t_gpu_ipc >"$log" 2>&1
@@ -58,17 +60,25 @@ perf() { # tree tag op window min max [extra mpirun args]
     shift 6
     local it="${PERF_ITERS:+--iters $PERF_ITERS}"
     [ "$w" = 1 ] && it="--iters ${PERF_ITERS:-200}"
+    local place_tag=${PLACE:-0}
+    place_tag=${place_tag/,/}
     late && { echo "(skipped: past AB_DEADLINE_S)"; return; }
     CUDA_VISIBLE_DEVICES=${PLACE:-0} timeout 120 $MPIRUN -x CUDA_VISIBLE_DEVICES "$@" "$t"/build-dev/tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op \
-        --min $min --max $max --window $w $it --rounds ${PERF_ROUNDS:-3} --json "$OUT/perf_${op}_w${w}_${tag}_gpus${PLACE/,/}.json" 2>&1
+        --min $min --max $max --window $w $it --rounds ${PERF_ROUNDS:-3} --json "$OUT/perf_${op}_w${w}_${tag}_gpus${place_tag}.json" 2>&1
 }
-step "micro profile ($B, UCCL_GPU_IPC_PROF=1): host ns per step, per size, op and window"
+# AB_PROF_TREES: the trees profiled ("B"; "A B" for both), AB_PROF_ENV: VAR=VAL,... for B's
+step "micro profile (${AB_PROF_TREES:-B}, UCCL_GPU_IPC_PROF=1): host ns per step, per size, op and window"
 for s in ${AB_PROF_SIZES:-4K 4M}; do
     for w in 16 1; do
         for op in $OPS; do
-            echo "# profile $op window $w size $s"
-            PERF_ROUNDS=1 PERF_ITERS=$((w == 1 ? 2000 : 500)) perf "$B" prof $op $w $s $s -x UCCL_GPU_IPC_PROF=1 |
+          for pt in ${AB_PROF_TREES:-B}; do
+            t=$A xs=""
+            pe=${AB_PROF_ENV:-}
+            [ "$pt" = B ] && t=$B && for kv in ${pe//,/ }; do xs="$xs -x $kv"; done
+            echo "# profile $op window $w size $s, tree $pt ($t $xs)"
+            PERF_ROUNDS=1 PERF_ITERS=$((w == 1 ? 2000 : 500)) perf "$t" prof$pt $op $w $s $s -x UCCL_GPU_IPC_PROF=1 $xs |
                 grep -E "^ +[0-9]|gpu_ipc prof" | sed 's/^ *//'
+          done
         done
     done
 done >"$OUT/profile.txt" 2>&1

@@ -142,7 +142,7 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
-    char flag_fence[UCCL_CFG_STRING_MAX]; /* auto|0|1: flag fences (fence_flag.c) */
+    int flag_fence; /* flag fences (fence_flag.c) */
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -276,7 +276,6 @@ void uccl_gpu_ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
 
 /* ---- fence_flag.c */
-uccl_status_t uccl_gpu_ipc_flag_check_cfg(const ipc_cfg_t *cfg);
 void uccl_gpu_ipc_flag_init(ipc_tp_t *tp);
 void uccl_gpu_ipc_flag_fini(ipc_tp_t *tp);
 bool uccl_gpu_ipc_flag_mark(ipc_tp_t *tp, ipc_fence_t *f);
