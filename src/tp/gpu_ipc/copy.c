@@ -287,8 +287,6 @@ static void fence_close(ipc_tp_t *tp)
         return;
     }
     quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
-    if (f->streams == 1u && uccl_gpu_ipc_flag_mark(tp, f))
-        return;
     if (tp->cfg.lazy_event && f->streams == 1u) {
         f->unrecorded = true;
         tp->quiet = f;
@@ -360,8 +358,6 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         return true;
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
-    if (f->flag != 0 && !uccl_gpu_ipc_flag_passed(tp, f))
-        return false;
     if (f->unrecorded) { /* nothing follows it on stream 0: the stream's state is its own */
         uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         uccl_status_t st = uccl_gpu_stream_query(tp->streams[0]);
@@ -405,8 +401,6 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
         if (op->fence->unrecorded)
             quiet_record(tp);
     }
-    if (op->fence->flag != 0)
-        uccl_gpu_stream_sync(tp->streams[0]);
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);
 }

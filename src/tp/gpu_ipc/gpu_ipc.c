@@ -51,14 +51,6 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
      offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
-    /* 4x H200, main vs flag fences in the same call (tests/gpu/results/
-     * 4xH200-gpu11): window 1 0.03-0.07 slower (write, one GPU and GPU 0 ->
-     * GPU 1), window 16 no better: off. */
-    {"FLAG_FENCE", "0",
-     "a fence whose copies all went to stream 0 has the stream write a counter into pinned host "
-     "memory after them (cuStreamWriteValue64), and progress reads that word instead of querying "
-     "an event or the stream (0 = off: events and stream queries)",
-     offsetof(ipc_cfg_t, flag_fence), UCCL_CFG_BOOL},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "
      "closes (a micro profile for tuning; 0 = off)",
@@ -124,7 +116,6 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
             st = uccl_gpu_ipc_use_device(tp, -1);
         if (st != UCCL_OK)
             goto err_streams;
-        uccl_gpu_ipc_flag_init(tp);
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
                   tp->bus_id, tp->nstreams, tp->cfg.stream_split_min);
     }
@@ -142,8 +133,7 @@ static void prof_print(const ipc_tp_t *tp)
 {
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
-        "event query done", "stream query busy", "stream query done", "flag write", "flag poll busy",
-        "flag poll done", "message out", "message in",
+        "event query done", "stream query busy", "stream query done", "message out", "message in",
         "op finish", "progress call"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
@@ -162,7 +152,6 @@ static void ipc_close(uccl_tp_t *base)
         prof_print(tp);
 
     uccl_gpu_ipc_streams_destroy(tp);
-    uccl_gpu_ipc_flag_fini(tp);
     uccl_gpu_ipc_orphans_close(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);

@@ -113,7 +113,6 @@ typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     unsigned streams; /* streams with copies before it */
     bool unrecorded;  /* tp->quiet: no event yet, polled with a stream query */
-    uint64_t flag;    /* a flag fence (fence_flag.c): passed once tp->flag_host reaches it; 0: none */
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
     uccl_gpu_event_t ev[IPC_STREAMS_MAX];
@@ -142,7 +141,6 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
-    int flag_fence; /* flag fences (fence_flag.c) */
 } ipc_cfg_t;
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
@@ -178,12 +176,6 @@ typedef struct ipc_tp {
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
     ipc_prof_t prof;     /* cfg.prof */
-    /* flag fences (fence_flag.c): a host word stream 0 writes, NULL when off */
-    uint64_t *flag_host;
-    void *flag_dev;
-    uint64_t flag_seq;   /* the last value a fence asked stream 0 to write */
-    unsigned flag_polls; /* flag reads that found it short, for the periodic stream check */
-    bool flag_off;       /* a write was refused: no more flag fences */
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
@@ -274,12 +266,6 @@ int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);
 void uccl_gpu_ipc_ops_cancel(ipc_ep_t *ep);
 void uccl_gpu_ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
-
-/* ---- fence_flag.c */
-void uccl_gpu_ipc_flag_init(ipc_tp_t *tp);
-void uccl_gpu_ipc_flag_fini(ipc_tp_t *tp);
-bool uccl_gpu_ipc_flag_mark(ipc_tp_t *tp, ipc_fence_t *f);
-bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 
 /* ---- xfer.c */
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);

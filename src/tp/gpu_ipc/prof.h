@@ -20,9 +20,6 @@ enum {
     IPC_PROF_QUERY_DONE, /* uccl_gpu_event_query that said done */
     IPC_PROF_SQUERY_BUSY, /* uccl_gpu_stream_query of an unrecorded fence that said not yet */
     IPC_PROF_SQUERY_DONE, /* the same, done */
-    IPC_PROF_FLAG_WRITE, /* uccl_gpu_stream_write of a flag fence (fence_flag.c) */
-    IPC_PROF_FLAG_BUSY,  /* a read of the flag word that found the fence not passed yet */
-    IPC_PROF_FLAG_DONE,  /* the same, passed */
     IPC_PROF_MSG,        /* uccl_gpu_ipc_send_msg (a control message) */
     IPC_PROF_RX,         /* a control message handled (parse + dispatch) */
     IPC_PROF_FINISH,     /* an op finished: its fence let go, its request completed */
