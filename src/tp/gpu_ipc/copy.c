@@ -382,6 +382,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         unsigned used = 0;
         ipc_fence_t *f;
         bool sm;
+        int first = 0;
 
         st = uccl_gpu_ipc_use_device(tp, ep->peer_device);
         if (st != UCCL_OK)
@@ -397,7 +398,11 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         sm = tp->sm_on && ep->peer_device >= 0 && ep->peer_device != tp->device && len >= tp->cfg.sm_min &&
              (tp->cfg.sm_pull || op->kind == OP_PUSH || (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
              uccl_gpu_ipc_req_d2d(ep, op->req);
-        st = issue_plan(tp, dst, nd, src, ns, len, 0, op->batch, sm, &used);
+        if (sm && tp->cfg.sm_streams && tp->nstreams > 1) { /* the peer's own stream (SM_STREAMS) */
+            int idx = ep->peer_device < tp->device ? ep->peer_device : ep->peer_device - 1;
+            first = 1 + idx % (tp->nstreams - 1);
+        }
+        st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, &used);
         f->streams |= used;
         if (st != UCCL_OK) {
             if (batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
@@ -501,9 +506,11 @@ int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep)
     if (ep->tp->nstreams > 0)
         uccl_gpu_ipc_use_device(ep->tp, -1);
     fence_close(ep->tp);
-    /* Every op with copies has some on stream 0 and fences are recorded in
-     * order, so ops finish in the order they were queued: stop at the first
-     * one still running instead of querying every fence of a deep window. */
+    /* Every op with copies has some on stream 0 (but with SM_STREAMS) and
+     * fences are recorded in order, so ops finish in the order they were
+     * queued: stop at the first one still running instead of querying every
+     * fence of a deep window (with SM_STREAMS a later op may wait here for
+     * an earlier one on another stream: later, never wrongly). */
     uccl_list_for_each_safe(pos, tmp, &ep->ops) {
         ipc_op_t *op = uccl_container_of(pos, ipc_op_t, link);
         if (!op_poll(ep->tp, op))

@@ -69,6 +69,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "the copy kernel (see COPY) also does copies that read the other GPU's memory (receives pulling, "
      "reads); 0 = only copies that write it (pushes, writes), the others use the copy engines",
      offsetof(ipc_cfg_t, sm_pull), UCCL_CFG_BOOL},
+    {"SM_STREAMS", "0",
+     "the copies of an op that uses the copy kernel go to a stream of the peer GPU's own (1 + its "
+     "index among the other GPUs modulo STREAMS-1), so that kernels to different GPUs run at once; "
+     "copies on different streams are not ordered with each other (0 = stream 0, as every copy)",
+     offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
     {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
      offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
     {"PROF", "0",

@@ -144,6 +144,7 @@ typedef struct ipc_cfg {
     char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
     size_t sm_min;
     int sm_pull;
+    int sm_streams;
     int sm_blocks;
 } ipc_cfg_t;
 
