@@ -13,7 +13,7 @@
 export OUT=${OUT:-/tmp/uccl-gpu-out} CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0
 base=$(cd "${BASE_SRC:-../..}" && pwd)
 [ -e .debs ] || ln -s "$base/.debs" .debs
-ONLY=python PY_BENCH="" PY_STREAM_KINDS=torch PY_STREAM_EXTRA="" PY_PYTEST_KINDS=torch \
+ONLY=python PY_BENCH=none PY_STREAM_KINDS=torch PY_STREAM_EXTRA="" PY_PYTEST_KINDS=torch \
     PY_HOST_TESTS=0 PY_EXAMPLES="" timeout 100 bash tests/gpu/run-device.sh
 cd build-dev || exit 1
 echo "=== torch per-call costs ($(date +%T))"
