@@ -1,7 +1,9 @@
 /* Ordering a call on GPU objects after their producers' streams (CUDA array
  * interface v3 'stream', DLPack's stream handshake), with libuccl's public
- * stream calls only: uccl_stream_event (a request done once a stream has
- * run what it queued) and uccl_stream_hold (a stream waits until released). */
+ * stream calls only: uccl_stream_query (whether a stream has run what it
+ * queued: asked first, since the producer is usually done), uccl_stream_event
+ * (a request done once a stream has run what it queued) and uccl_stream_hold
+ * (a stream waits until released). */
 #include "upy.h"
 
 #include <stdlib.h>
