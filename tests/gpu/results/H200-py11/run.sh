@@ -9,7 +9,8 @@
 #   after:  this branch's (stream query before an event; torch's own
 #           descriptors for the tensor's attributes);
 #   desc0:  this branch's with UCCL_PY_TORCH_DESC=0 (the query alone).
-# Order: before, after, desc0, then before and after again while time allows.
+# Order: before, after, desc0, then before and after again while time allows;
+# last, host send at 512 KiB-2 MiB (--mixed), before and after.
 export OUT=${OUT:-/tmp/uccl-gpu-out} CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0
 base=$(cd "${BASE_SRC:-../..}" && pwd)
 [ -e .debs ] || ln -s "$base/.debs" .debs
@@ -42,6 +43,11 @@ for which in before after desc0 before2 after2; do
     [ $((SECONDS - t0)) -gt 50 ] && [ "${which%2}" != "$which" ] && { echo "skip $which: time"; continue; }
     bench allgather_cuda_objects $which --op allgather --np 2 --mem cuda --objects \
         --transport shm,gpu_ipc --min 4K --max 256K --rounds 3 --profile
+done
+# host send around 1 MiB, main's bench.py and binding against the branch's
+# (the window's requests freed before the receiver's ack)
+for which in before after; do
+    bench send_host $which --op send --transport shm --min 512K --max 2M --rounds 7 --mixed
 done
 echo "=== done ($(date +%T))"
 rm -rf "$stage"
