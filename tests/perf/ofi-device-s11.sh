@@ -8,7 +8,6 @@ set -u
 debs=${1:?usage: ofi-device-s11.sh DEBS_DIR}
 OUT=${OUT:-/tmp/uccl-ofi-out}
 export OUT
-nproc; command -v perf valgrind strace || true
 OFI_PERF_UCCL_PERF=0 OFI_PERF_REPEAT=${OFI_PERF_REPEAT:-5} \
     OFI_PERF_OPS=${OFI_PERF_OPS:-write,read,send,seed,scatter,parts} \
     bash tests/perf/ofi-device.sh "$debs"
