@@ -43,6 +43,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "next progress, so that a window of small transfers costs the CPU one call, not one each "
      "(0 = every copy is issued when posted)",
      offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
+    {"BATCH_CROSS", "512K",
+     "between two different GPUs, only transfers smaller than this are held back for a batch (see "
+     "BATCH_MAX); larger ones are issued when posted (0 = none is batched across GPUs)",
+     offsetof(ipc_cfg_t, batch_cross), UCCL_CFG_SIZE},
     {"LAZY_EVENT", "1",
      "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
      "event only when another copy follows it there (0 = an event per fence when it closes)",

@@ -138,6 +138,7 @@ typedef struct ipc_cfg {
     size_t push_min;
     int split_pct;
     size_t batch_max;
+    size_t batch_cross; /* BATCH_CROSS: the batch across GPUs is for transfers below this */
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */

@@ -87,8 +87,7 @@ uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_
  * window of small copies is bound by the CPU, and the GPU waits little
  * while a batch fills; from 512 KiB on, copies to another GPU already
  * reach 0.97-1.00x one by one, so only smaller transfers wait for a batch
- * there. Host memory on either side is issued at once. */
-#define IPC_BATCH_CROSS_BELOW (512u << 10)
+ * there (cfg.batch_cross, 512K). Host memory on either side is issued at once. */
 bool uccl_gpu_ipc_req_d2d(const ipc_ep_t *ep, const uccl_req_t *req)
 {
     if (ep->peer_device < 0 || req == NULL)
@@ -109,7 +108,7 @@ bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
         return false;
     for (int i = 0; i < req->iovcnt; i++)
         bytes += req->iov[i].len;
-    return ep->peer_device == ep->tp->device || bytes < IPC_BATCH_CROSS_BELOW;
+    return ep->peer_device == ep->tp->device || bytes < ep->tp->cfg.batch_cross;
 }
 
 /* The micro profile around a post (prof.h): the post's own time, and the
