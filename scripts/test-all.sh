@@ -113,13 +113,14 @@ slow_first="tests/soak/t_soak tools/test_uccl_perf.sh tests/fault/fault-shm.sh p
 check_tests() { # check_tests DIR [LEAVE-OUT...]: DIR's TESTS, slow_first first, without LEAVE-OUT
     local dir=$1 all t out=
     shift
+    # shellcheck disable=SC2016 # $(TESTS) is make's, expanded by make
     all=$(printf 'ci-print-tests:\n\t@echo $(TESTS)\n' | make -s -C "$dir" -f Makefile -f - ci-print-tests)
     [ "${CI_EVERY_TEST:-0}" = 1 ] && set --
     for t in $slow_first $all; do
         case " $* $out " in *" $t "*) continue ;; esac
         case " $all " in *" $t "*) out="$out $t" ;; esac
     done
-    echo $out
+    echo "${out# }"
 }
 left_out() { # left_out DIR LIST...: say which tests of DIR's make check LIST leaves out, and why
     local dir=$1 t n=0 names=
@@ -141,7 +142,9 @@ slowest build/ci
 step "build (ASan+UBSan)"
 build build/asan --enable-sanitizers || stop "the ASan+UBSan build failed"
 step "make check (ASan+UBSan build)"
+# shellcheck disable=SC2086 # lists of test names, one word each
 asan_tests=$(check_tests build/asan $host_only tools/test_uccl_perf.sh)
+# shellcheck disable=SC2086
 left_out build/asan $asan_tests
 sanitizer_env make -C build/asan -j"$jobs" check TESTS="$asan_tests" >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
@@ -163,7 +166,9 @@ fake_built=0
 build build/fakegpu $fake_gpu && fake_built=1 || fail=1
 step "make check (fake GPU backend: gpu_ipc and the GPU tests on host memory)"
 if [ $fake_built = 1 ]; then
+    # shellcheck disable=SC2086 # lists of test names, one word each
     fake_tests=$(check_tests build/fakegpu $host_only)
+    # shellcheck disable=SC2086
     left_out build/fakegpu $fake_tests
     make -C build/fakegpu -j"$jobs" check TESTS="$fake_tests" >build/fakegpu/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu || fail=1
