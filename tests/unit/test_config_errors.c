@@ -73,6 +73,7 @@ static void test_transport_knobs(void)
     expect_env_refused("UCCL_SHM_CHUNK", "0");
     expect_env_refused("UCCL_SHM_STAGE_DEPTH", "-3");
     expect_env_refused("UCCL_SHM_SPLIT_PCT", "101");
+    expect_env_refused("UCCL_SHM_CMA_HELPER", "maybe");
     expect_env_refused("UCCL_TCP_NUM_STREAMS", "0");
     expect_env_refused("UCCL_TCP_CHUNK", "12");
 }
