@@ -107,6 +107,10 @@ host_only="tests/soak/t_soak tests/fault/fault-shm.sh tests/fault/fault-tcp.sh
     tests/unit/test_tp_conformance tests/unit/test_close_inflight
     examples/check-collectives.sh examples/python/check-moe.sh
     examples/python/check-weight_bcast.sh examples/python/check-kv_cache.sh"
+# Checks of the source tree alone (the include rules; the device header
+# compiled by the host's compilers): the same in every build, so only the
+# -Werror build runs them (check-layers.sh also ran as step 0).
+source_only="scripts/check-layers.sh tests/gpu/check-device-header.sh"
 # The slowest tests start first, so that no long one runs alone at the end
 # (t_soak did for ~25 s in the fake GPU ASan build).
 slow_first="tests/soak/t_soak tools/test_uccl_perf.sh tests/fault/fault-shm.sh python/check-pytest.sh"
@@ -122,13 +126,13 @@ check_tests() { # check_tests DIR [LEAVE-OUT...]: DIR's TESTS, slow_first first,
     done
     echo "${out# }"
 }
-left_out() { # left_out DIR LIST...: say which tests of DIR's make check LIST leaves out, and why
-    local dir=$1 t n=0 names=
-    shift
+left_out() { # left_out DIR WHERE LIST...: say which tests of DIR's make check LIST leaves out
+    local dir=$1 where=$2 t n=0 names=
+    shift 2
     for t in $(check_tests "$dir"); do
         case " $* " in *" $t "*) ;; *) n=$((n + 1)) names="$names ${t##*/}" ;; esac
     done
-    [ $n = 0 ] || echo "$dir leaves out $n host-only tests (they run in build/ci and build/fakegpu-asan):$names"
+    [ $n = 0 ] || echo "$dir leaves out $n tests that $where run on the same code:$names"
 }
 
 step "build (-Werror)"
@@ -143,9 +147,9 @@ step "build (ASan+UBSan)"
 build build/asan --enable-sanitizers || stop "the ASan+UBSan build failed"
 step "make check (ASan+UBSan build)"
 # shellcheck disable=SC2086 # lists of test names, one word each
-asan_tests=$(check_tests build/asan $host_only tools/test_uccl_perf.sh)
+asan_tests=$(check_tests build/asan $host_only $source_only tools/test_uccl_perf.sh)
 # shellcheck disable=SC2086
-left_out build/asan $asan_tests
+left_out build/asan "build/ci and build/fakegpu-asan" $asan_tests
 sanitizer_env make -C build/asan -j"$jobs" check TESTS="$asan_tests" >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
 slowest build/asan
@@ -167,9 +171,9 @@ build build/fakegpu $fake_gpu && fake_built=1 || fail=1
 step "make check (fake GPU backend: gpu_ipc and the GPU tests on host memory)"
 if [ $fake_built = 1 ]; then
     # shellcheck disable=SC2086 # lists of test names, one word each
-    fake_tests=$(check_tests build/fakegpu $host_only)
+    fake_tests=$(check_tests build/fakegpu $host_only $source_only)
     # shellcheck disable=SC2086
-    left_out build/fakegpu $fake_tests
+    left_out build/fakegpu "build/ci and build/fakegpu-asan" $fake_tests
     make -C build/fakegpu -j"$jobs" check TESTS="$fake_tests" >build/fakegpu/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu || fail=1
     slowest build/fakegpu
@@ -185,7 +189,11 @@ fake_asan_built=0
 build build/fakegpu-asan $fake_gpu --enable-sanitizers --without-libcrypto && fake_asan_built=1 || fail=1
 step "make check (fake GPU backend, ASan+UBSan build)"
 if [ $fake_asan_built = 1 ]; then
-    sanitizer_env make -C build/fakegpu-asan -j"$jobs" check TESTS="$(check_tests build/fakegpu-asan)" \
+    # shellcheck disable=SC2086 # a list of test names, one word each
+    fake_asan_tests=$(check_tests build/fakegpu-asan $source_only)
+    # shellcheck disable=SC2086
+    left_out build/fakegpu-asan "build/ci" $fake_asan_tests
+    sanitizer_env make -C build/fakegpu-asan -j"$jobs" check TESTS="$fake_asan_tests" \
         >build/fakegpu-asan/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu-asan || fail=1
     slowest build/fakegpu-asan
