@@ -132,7 +132,7 @@ left_out() { # left_out DIR WHERE LIST...: say which tests of DIR's make check L
     for t in $(check_tests "$dir"); do
         case " $* " in *" $t "*) ;; *) n=$((n + 1)) names="$names ${t##*/}" ;; esac
     done
-    [ $n = 0 ] || echo "$dir leaves out $n tests that $where run on the same code:$names"
+    [ $n = 0 ] || echo "$dir leaves out $n tests, run on the same code in $where:$names"
 }
 
 step "build (-Werror)"
