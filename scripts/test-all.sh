@@ -117,6 +117,7 @@ slow_first="tests/soak/t_soak tools/test_uccl_perf.sh tests/fault/fault-shm.sh p
 check_tests() { # check_tests DIR [LEAVE-OUT...]: DIR's TESTS, slow_first first, without LEAVE-OUT
     local dir=$1 all t out=
     shift
+    make -C "$dir" Makefile >/dev/null 2>&1 # brought up to date first: nothing else on stdout
     # shellcheck disable=SC2016 # $(TESTS) is make's, expanded by make
     all=$(printf 'ci-print-tests:\n\t@echo $(TESTS)\n' | make -s -C "$dir" -f Makefile -f - ci-print-tests)
     [ "${CI_EVERY_TEST:-0}" = 1 ] && set --
