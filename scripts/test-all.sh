@@ -2,11 +2,13 @@
 # Build and run every test libuccl has on a machine without GPU or RDMA NIC:
 #  0. the include rules of docs/LAYERS.md (scripts/check-layers.sh)
 #  1. -Werror build, make check (unit, transport, MPI, example tests)
-#  2. ASan+UBSan build, make check again
+#  2. ASan+UBSan build, make check again, less the host-only tests (host_only
+#     below) that step 5 runs under ASan on the same code
 #  3. HIP backend build (compile and link only: no AMD GPU here)
 #  4. test-only fake GPU backend build (--enable-fake-gpu: two "GPUs" whose
 #     memory is host shared memory), make check: gpu_ipc and the GPU tests
-#     run there (transport logic only, no real GPU involved)
+#     run there (transport logic only, no real GPU involved); the host-only
+#     tests, which steps 1 and 5 run, are left out here
 #  5. the same fake GPU build with ASan+UBSan and without libcrypto's headers
 #     (loaded at run time, as on a machine without libssl-dev), make check again
 #  6. verbs tests inside the project's Soft-RoCE VM (tests/vm/run.sh; where
@@ -76,18 +78,87 @@ build() { # build DIR CONFIGURE-ARGS...
         { tail -40 "$dir/make.out"; return 1; }
 }
 
+# Tests that use host memory only and take no GPU branch (their sources name
+# no GPU, their scripts set no GPU memory): the library code they run is the
+# same sources in every build, except that a fake GPU build adds the gpu_ipc
+# transport and src/gpu/fake*.c where the others have src/gpu/none.c. Each
+# runs in full in the -Werror build (no GPU backend, no sanitizer) and in the
+# fake GPU ASan build (GPU backend and gpu_ipc present, under ASan+UBSan), so
+# the plain ASan build and the plain fake GPU build leave them out: the same
+# checks on the same code, a third and fourth time (about 520 s of test time
+# in the ASan build, 170 s in the fake GPU one, in the session 10 rehearsal).
+# What stays in those two builds is what they alone check: the GPU tests'
+# answers without a GPU backend, libcrypto linked (ASan) rather than loaded,
+# and the GPU paths without a sanitizer (fake GPU). uccl_perf's test takes a
+# GPU branch: the ASan build leaves it out (its no-GPU answers are checked by
+# the -Werror build), the fake GPU build keeps it. A test added to this list
+# must stay host-only. CI_EVERY_TEST=1 runs every test in every build.
+host_only="tests/soak/t_soak tests/fault/fault-shm.sh tests/fault/fault-tcp.sh
+    tests/fault/netloss.sh tests/fault/netfault.sh
+    tests/mpi/lazy-coll-shm-np4.sh tests/mpi/lazy-coll-tcp-np4.sh
+    tests/mpi/lazy-comm-shm-np4.sh tests/mpi/lazy-comm-tcp-np4.sh
+    tests/mpi/p2p-shm-np2.sh tests/mpi/p2p-tcp-np2.sh tests/mpi/p2p-shm-np4.sh
+    tests/mpi/p2p-tcp-np4.sh tests/mpi/p2p-ofi-shm-np2.sh tests/mpi/p2p-ofi-tcp-np2.sh
+    tests/mpi/coll-shm-np3.sh tests/mpi/coll-shm-np4.sh tests/mpi/coll-shm-np5.sh
+    tests/mpi/coll-tcp-np3.sh tests/mpi/coll-tcp-np5.sh tests/mpi/coll-ofi-shm-np3.sh
+    tests/mpi/coll-ofi-tcp-np3.sh tests/mpi/coll-2host-np4.sh
+    tests/mpi/comm-shm-np8.sh tests/mpi/comm-tcp-np3.sh tests/mpi/boot-tcp-np3.sh
+    tests/mpi/boot-shm-np4.sh tests/mpi/boot-hosts-np4.sh
+    tests/unit/test_tp_conformance tests/unit/test_close_inflight
+    examples/check-collectives.sh examples/python/check-moe.sh
+    examples/python/check-weight_bcast.sh examples/python/check-kv_cache.sh"
+# Checks of the source tree alone (the include rules; the device header
+# compiled by the host's compilers): the same in every build, so only the
+# -Werror build runs them (check-layers.sh also ran as step 0).
+source_only="scripts/check-layers.sh tests/gpu/check-device-header.sh"
+# The slowest tests start first, so that no long one runs alone at the end
+# (t_soak did for ~25 s in the fake GPU ASan build).
+slow_first="tests/soak/t_soak tools/test_uccl_perf.sh tests/fault/fault-shm.sh python/check-pytest.sh"
+check_tests() { # check_tests DIR [LEAVE-OUT...]: DIR's TESTS, slow_first first, without LEAVE-OUT
+    local dir=$1 all t out=
+    shift
+    make -C "$dir" Makefile >/dev/null 2>&1 # brought up to date first: nothing else on stdout
+    # shellcheck disable=SC2016 # $(TESTS) is make's, expanded by make
+    all=$(printf 'ci-print-tests:\n\t@echo $(TESTS)\n' | make -s -C "$dir" -f Makefile -f - ci-print-tests)
+    [ "${CI_EVERY_TEST:-0}" = 1 ] && set --
+    for t in $slow_first $all; do
+        case " $* $out " in *" $t "*) continue ;; esac
+        case " $all " in *" $t "*) out="$out $t" ;; esac
+    done
+    echo "${out# }"
+}
+left_out() { # left_out DIR WHERE LIST...: say which tests of DIR's make check LIST leaves out
+    local dir=$1 where=$2 t n=0 names=
+    shift 2
+    for t in $(check_tests "$dir"); do
+        case " $* " in *" $t "*) ;; *) n=$((n + 1)) names="$names ${t##*/}" ;; esac
+    done
+    [ $n = 0 ] || echo "$dir leaves out $n tests, run on the same code in $where:$names"
+}
+
+clear_results() { # clear_results DIR: drop an earlier run's test results (.trs and its .log)
+    # in a kept build tree, so that a test this run leaves out is not counted
+    find "$1" -name '*.trs' -type f | while IFS= read -r trs; do rm -f "$trs" "${trs%.trs}.log"; done
+}
+
 step "build (-Werror)"
 build build/ci || stop "the -Werror build failed"
 grep -A12 'libuccl .* configured' build/ci/configure.out
 step "make check (-Werror build)"
-make -C build/ci -j"$jobs" check >build/ci/check.out 2>&1 || fail=1
+clear_results build/ci
+make -C build/ci -j"$jobs" check TESTS="$(check_tests build/ci)" >build/ci/check.out 2>&1 || fail=1
 tests/summary.sh build/ci || fail=1
 slowest build/ci
 
 step "build (ASan+UBSan)"
 build build/asan --enable-sanitizers || stop "the ASan+UBSan build failed"
 step "make check (ASan+UBSan build)"
-sanitizer_env make -C build/asan -j"$jobs" check >build/asan/check.out 2>&1 || fail=1
+# shellcheck disable=SC2086 # lists of test names, one word each
+asan_tests=$(check_tests build/asan $host_only $source_only tools/test_uccl_perf.sh)
+# shellcheck disable=SC2086
+left_out build/asan "build/ci and build/fakegpu-asan" $asan_tests
+clear_results build/asan
+sanitizer_env make -C build/asan -j"$jobs" check TESTS="$asan_tests" >build/asan/check.out 2>&1 || fail=1
 tests/summary.sh build/asan || fail=1
 slowest build/asan
 
@@ -107,7 +178,12 @@ fake_built=0
 build build/fakegpu $fake_gpu && fake_built=1 || fail=1
 step "make check (fake GPU backend: gpu_ipc and the GPU tests on host memory)"
 if [ $fake_built = 1 ]; then
-    make -C build/fakegpu -j"$jobs" check >build/fakegpu/check.out 2>&1 || fail=1
+    # shellcheck disable=SC2086 # lists of test names, one word each
+    fake_tests=$(check_tests build/fakegpu $host_only $source_only)
+    # shellcheck disable=SC2086
+    left_out build/fakegpu "build/ci and build/fakegpu-asan" $fake_tests
+    clear_results build/fakegpu
+    make -C build/fakegpu -j"$jobs" check TESTS="$fake_tests" >build/fakegpu/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu || fail=1
     slowest build/fakegpu
     grep -h -E '^(fake GPU backend|t_gpu_fault:)' build/fakegpu/tests/gpu/*.log | sort | uniq -c
@@ -122,7 +198,13 @@ fake_asan_built=0
 build build/fakegpu-asan $fake_gpu --enable-sanitizers --without-libcrypto && fake_asan_built=1 || fail=1
 step "make check (fake GPU backend, ASan+UBSan build)"
 if [ $fake_asan_built = 1 ]; then
-    sanitizer_env make -C build/fakegpu-asan -j"$jobs" check >build/fakegpu-asan/check.out 2>&1 || fail=1
+    # shellcheck disable=SC2086 # a list of test names, one word each
+    fake_asan_tests=$(check_tests build/fakegpu-asan $source_only)
+    # shellcheck disable=SC2086
+    left_out build/fakegpu-asan "build/ci" $fake_asan_tests
+    clear_results build/fakegpu-asan
+    sanitizer_env make -C build/fakegpu-asan -j"$jobs" check TESTS="$fake_asan_tests" \
+        >build/fakegpu-asan/check.out 2>&1 || fail=1
     tests/summary.sh build/fakegpu-asan || fail=1
     slowest build/fakegpu-asan
 fi

@@ -83,32 +83,49 @@ def one_round(pair, src, dst):
     mr.release()
 
 
+def rounds_grown(pair, src, dst, n):
+    """n rounds (rank 1 checks the bytes every 1000th): RSS growth in KiB."""
+    gc.collect()
+    before = rss_kib()
+    for i in range(n):
+        if pair.rank == 1:
+            dst[:] = 0
+        one_round(pair, src, dst)
+        if pair.rank == 1 and i % 1000 == 0:
+            assert np.array_equal(dst, src)
+    gc.collect()
+    return rss_kib() - before
+
+
 def test_ten_thousand_rounds_flat_memory(pair):
     """RSS is sampled half-way and at the end: allocators (ASan's most of
     all) settle in the first half; a leak of ~200 bytes a round shows in the
-    second."""
+    second. A leak grows in every window, a one-off step does not (once, at
+    host load ~25, 1288 KiB in one window, no leak found in 14 runs after):
+    a window over the limit gets a second one of 5000 rounds, and the test
+    fails when that one grows past the limit too."""
+    limit = 1024  # KiB over 5000 rounds
     src = np.arange(4096, dtype=np.uint8)
     dst = np.zeros(4096, np.uint8)
     for _ in range(1000):  # warm up caches and allocators
         one_round(pair, src, dst)
     gc.collect()
     refs = sys.getrefcount(src), sys.getrefcount(dst)
-    half = None
-    for i in range(10000):
-        if pair.rank == 1:
-            dst[:] = 0
-        one_round(pair, src, dst)
-        if pair.rank == 1 and i % 1000 == 0:
-            assert np.array_equal(dst, src)
-        if i == 4999:
-            gc.collect()
-            half = rss_kib()
-    gc.collect()
-    grown = rss_kib() - half
+    rounds_grown(pair, src, dst, 5000)
+    grown = rounds_grown(pair, src, dst, 5000)
     assert (sys.getrefcount(src), sys.getrefcount(dst)) == refs
     pair.barrier()
     if os.environ.get("UCCL_PY_SANITIZED"):
         pytest.skip("RSS under ASan measures its allocator (it grew %d KiB over the last "
                     "5000 rounds): flat RSS is checked by the plain build; refcounts held"
                     % grown)
-    assert grown < 1024, "RSS grew by %d KiB over the last 5000 rounds" % grown
+    # both ranks run the second window when either went over (rounds are pairs)
+    from mpi4py import MPI
+    if pair.world.allreduce(int(grown >= limit), op=MPI.MAX):
+        again = rounds_grown(pair, src, dst, 5000)
+        assert (sys.getrefcount(src), sys.getrefcount(dst)) == refs
+        assert again < limit, ("RSS grew by %d KiB, then by %d KiB over two windows of 5000 "
+                               "rounds" % (grown, again))
+        print("# RSS grew by %d KiB over 5000 rounds once, %d KiB in the next 5000"
+              % (grown, again))
+

@@ -298,7 +298,7 @@ static void run_pair(const dq_mode_t *m, int kill_peer)
     uccl_devq_params_t qp = {.field_mask = UCCL_DEVQ_PARAM_ENTRIES | UCCL_DEVQ_PARAM_MEM |
                                            UCCL_DEVQ_PARAM_NPEERS | UCCL_DEVQ_PARAM_NSLOTS,
                              .entries = ENTRIES, .mem = m->ring, .npeers = 2, .nslots = 2};
-    int sv[2], status = 0, child_failures = -1, before = failures;
+    int sv[2], status = 0, child_failures = -1, before = failures, reaped = 0;
     producer_t prod[NT];
     peer_hello_t hello;
     uccl_engine_t *e = NULL;
@@ -357,7 +357,11 @@ static void run_pair(const dq_mode_t *m, int kill_peer)
             uccl_devq_stats(q, &s);
         } while (s.completed < 3000 && uccl_time_ms() - t0 < 30000);
         CHECK(s.completed >= 3000, "only %llu writes completed before the kill", (unsigned long long)s.completed);
-        kill(pid, SIGKILL);
+        /* reaped at once, as a launcher reaps a dead rank: a zombie still
+         * answers kill(pid, 0), and the shm close fence below would wait the
+         * whole UCCL_TIMEOUT_MS (60 s) when the kill caught it mid-copy */
+        if (kill(pid, SIGKILL) == 0 && waitpid(pid, &status, 0) == pid)
+            reaped = 1;
         t0 = uccl_time_ms();
     }
     for (int t = 0; t < NT; t++)
@@ -413,7 +417,8 @@ out:
     if (src != NULL)
         region_free(m->gpu, src);
     free(pat);
-    waitpid(pid, &status, 0);
+    if (!reaped)
+        waitpid(pid, &status, 0);
     if (!kill_peer)
         CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: receiver exit status %d", m->name, status);
 }
