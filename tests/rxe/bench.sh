@@ -89,7 +89,7 @@ ucx_gbps() {
 		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
 	wait
 	awk '$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }' /tmp/ucx.out
-	grep -q '^Final:' /tmp/ucx.out || tail -3 /tmp/ucx.out /tmp/ucx.srv >&2
+	grep -q "^Final:" /tmp/ucx.out || tail -n 3 /tmp/ucx.out /tmp/ucx.srv >&2
 }
 
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
