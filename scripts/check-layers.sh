@@ -62,14 +62,14 @@ vendor_ok() {
     local from=$1 hdr=$2 file=$3
     case $hdr in
     infiniband/* | rdma/rdma_*) [ "$from" = tp:verbs ] ;;
-    rdma/*) [ "$from" = tp:ofi ] || [ "$file" = tools/perf_ofi.c ] ;; # its raw reference
+    rdma/*) [ "$from" = tp:ofi ] || case $file in tools/perf_ofi.c | tools/perf_ofi_raw.c | tools/perf_ofi.h) true ;; *) false ;; esac ;; # its raw reference
     hwloc.h | hwloc/*) [ "$from" = topo ] ;;
     cuda.h | cuda_runtime*.h | cuda/* | hip/* | nvml.h | cuda_runtime_api.h)
         [ "$from" = gpu ] && return 0
         # the device API is compiled by hipcc into the caller's kernels
         [ "$file:$hdr" = include/uccl/uccl_device.cuh:hip/hip_runtime.h ] ;;
     mpi.h) case $from in mpi) return 0 ;; esac
-        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_coll_gpu.c | tools/perf_ofi.c) return 0 ;; esac
+        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_coll_gpu.c | tools/perf_ofi.c | tools/perf_ofi_raw.c | tools/perf_ofi.h) return 0 ;; esac
         return 1 ;;
     CUnit/*) return 1 ;;
     *) return 0 ;;

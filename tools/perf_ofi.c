@@ -5,249 +5,29 @@
  * one piece; the same as every other block (scattered).
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
- *   mpirun -np 2 perf_ofi [--provider P] [--window W] [--ops write,read,send,seed,scatter,local]
+ * And send's parts: raw send next to the rendezvous built from raw
+ * operations (RTS then the data; RTS, CTS, write with CQ data) and uccl's.
+ *   mpirun -np 2 perf_ofi [--provider P] [--window W]
+ *                         [--ops write,read,send,seed,scatter,local,parts]
  *                         [--repeat R]   (R alternated runs per side, median kept; seed rows
  *                                         also time uccl's 1 piece in each round)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
-#include <mpi.h>
-#include <sched.h>
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_errno.h>
-#include <rdma/fi_rma.h>
-#include <rdma/fi_tagged.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <uccl/uccl_mpi.h>
 
-#define BUF_SIZE (8u << 20)
-#define SEED_BYTES 1179648u
-#define MAX_WINDOW 64
+#include "perf_ofi.h"
 
-enum { OP_WRITE, OP_READ, OP_SEND };
 static const char *op_names[] = {"write", "read", "send"};
-
-typedef struct raw {
-    struct fi_info *info;
-    struct fid_fabric *fabric;
-    struct fid_domain *domain;
-    struct fid_av *av;
-    struct fid_cq *cq;
-    struct fid_ep *ep;
-    struct fid_mr *mr;
-    void *desc;
-    fi_addr_t peer;
-    uint64_t peer_key, peer_addr; /* as the provider addresses the peer's buffer */
-    uint8_t *buf;
-    int rank;
-} raw_t;
-
-static void die(int rank, const char *what, long rc)
-{
-    fprintf(stderr, "perf_ofi rank %d: %s: %s\n", rank, what, rc < 0 ? fi_strerror((int)-rc) : "");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-#define CHECK(r, what, call)                    \
-    do {                                        \
-        long rc_ = (long)(call);                \
-        if (rc_ != 0)                           \
-            die((r)->rank, what, rc_);          \
-    } while (0)
-
-static void raw_open(raw_t *r, const char *prov)
-{
-    struct fi_info *hints = fi_allocinfo();
-    struct fi_cq_attr cqa = {.format = FI_CQ_FORMAT_DATA};
-    struct fi_av_attr ava = {.type = FI_AV_TABLE};
-    uint8_t name[256], peer_name[256];
-    size_t name_len = sizeof(name);
-    uint64_t mine[2], theirs[2];
-
-    hints->ep_attr->type = FI_EP_RDM;
-    hints->caps = FI_MSG | FI_TAGGED | FI_RMA;
-    hints->mode = FI_CONTEXT | FI_CONTEXT2;
-    hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-                                  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-    hints->fabric_attr->prov_name = strdup(prov);
-    if (getenv("PERF_OFI_RAW_ORDER") != NULL) { /* experiment: ask for what uccl asks */
-        hints->domain_attr->threading = FI_THREAD_DOMAIN;
-        hints->tx_attr->msg_order = hints->rx_attr->msg_order =
-            FI_ORDER_SAS | (strcmp(getenv("PERF_OFI_RAW_ORDER"), "sas") == 0 ? 0 : FI_ORDER_WAW);
-    }
-    CHECK(r, "fi_getinfo", fi_getinfo(FI_VERSION(1, 10), NULL, NULL, 0, hints, &r->info));
-    fi_freeinfo(hints);
-    CHECK(r, "fi_fabric", fi_fabric(r->info->fabric_attr, &r->fabric, NULL));
-    CHECK(r, "fi_domain", fi_domain(r->fabric, r->info, &r->domain, NULL));
-    CHECK(r, "fi_av_open", fi_av_open(r->domain, &ava, &r->av, NULL));
-    CHECK(r, "fi_cq_open", fi_cq_open(r->domain, &cqa, &r->cq, NULL));
-    CHECK(r, "fi_endpoint", fi_endpoint(r->domain, r->info, &r->ep, NULL));
-    CHECK(r, "fi_ep_bind", fi_ep_bind(r->ep, &r->av->fid, 0));
-    CHECK(r, "fi_ep_bind", fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV));
-    CHECK(r, "fi_enable", fi_enable(r->ep));
-    CHECK(r, "fi_getname", fi_getname(&r->ep->fid, name, &name_len));
-    CHECK(r, "fi_mr_reg", fi_mr_reg(r->domain, r->buf, BUF_SIZE,
-                                    FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                                        FI_REMOTE_WRITE, 0, 1 + (uint64_t)r->rank, 0, &r->mr, NULL));
-    if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-        CHECK(r, "fi_mr_bind", fi_mr_bind(r->mr, &r->ep->fid, 0));
-        CHECK(r, "fi_mr_enable", fi_mr_enable(r->mr));
-    }
-    r->desc = fi_mr_desc(r->mr);
-    MPI_Sendrecv(name, sizeof(name), MPI_BYTE, 1 - r->rank, 0, peer_name, sizeof(peer_name),
-                 MPI_BYTE, 1 - r->rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    if (fi_av_insert(r->av, peer_name, 1, &r->peer, 0, NULL) != 1)
-        die(r->rank, "fi_av_insert", 0);
-    mine[0] = fi_mr_key(r->mr);
-    mine[1] = (r->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)r->buf : 0;
-    MPI_Sendrecv(mine, 2, MPI_UINT64_T, 1 - r->rank, 1, theirs, 2, MPI_UINT64_T, 1 - r->rank, 1,
-                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    r->peer_key = theirs[0];
-    r->peer_addr = theirs[1];
-}
-
-static void raw_close(raw_t *r)
-{
-    fi_close(&r->ep->fid);
-    fi_close(&r->mr->fid);
-    fi_close(&r->av->fid);
-    fi_close(&r->cq->fid);
-    fi_close(&r->domain->fid);
-    fi_close(&r->fabric->fid);
-    fi_freeinfo(r->info);
-}
-
-/* Wait for n completions (driving progress), yielding after a run of empty
- * polls as uccl_wait does, so that both sides of the comparison behave alike
- * on an oversubscribed host. */
-static void raw_wait(raw_t *r, int n)
-{
-    struct fi_cq_data_entry e[16];
-    int idle = 0;
-
-    while (n > 0) {
-        ssize_t got = fi_cq_read(r->cq, e, 16);
-        if (got == -FI_EAGAIN) {
-            if (++idle >= 64) {
-                sched_yield();
-                idle = 0;
-            }
-            continue;
-        }
-        idle = 0;
-        if (got < 0) {
-            struct fi_cq_err_entry err = {0};
-            fi_cq_readerr(r->cq, &err, 0);
-            die(r->rank, "completion", -(long)err.err);
-        }
-        n -= (int)got;
-    }
-}
-
-static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context2 *ctx)
-{
-    struct iovec iov = {r->buf + off, len};
-    struct fi_rma_iov rma = {r->peer_addr + off, len, r->peer_key};
-    struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &r->desc, .iov_count = 1, .addr = r->peer,
-                             .rma_iov = &rma, .rma_iov_count = 1, .context = ctx};
-    ssize_t rc;
-
-    do {
-        if (op == OP_WRITE)
-            rc = fi_writemsg(r->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE);
-        else if (op == OP_READ)
-            rc = fi_readmsg(r->ep, &msg, FI_COMPLETION);
-        else
-            rc = fi_tsend(r->ep, r->buf + off, len, r->desc, r->peer, 1, ctx);
-        if (rc == -FI_EAGAIN)
-            fi_cq_read(r->cq, NULL, 0);
-    } while (rc == -FI_EAGAIN);
-    if (rc != 0)
-        die(r->rank, "post", rc);
-}
-
-/* A tagged send (send != 0) or receive of len bytes from the start of the
- * buffer; -FI_EAGAIN (the provider short of resources, e.g. shm): progress,
- * retry. */
-static void raw_tagged(raw_t *r, int send, size_t len, uint64_t tag, struct fi_context2 *ctx)
-{
-    ssize_t rc;
-
-    do {
-        rc = send ? fi_tsend(r->ep, r->buf, len, r->desc, r->peer, tag, ctx)
-                  : fi_trecv(r->ep, r->buf, len, r->desc, r->peer, tag, 0, ctx);
-        if (rc == -FI_EAGAIN)
-            fi_cq_read(r->cq, NULL, 0);
-    } while (rc == -FI_EAGAIN);
-    CHECK(r, send ? "fi_tsend" : "fi_trecv", rc);
-}
-
-/* One-sided rounds end with rank 0 telling the target it is done (a
- * zero-byte tagged message): the target drives progress until then. */
-static void raw_done(raw_t *r, struct fi_context2 *ctx)
-{
-    raw_tagged(r, r->rank == 0, 0, 3, ctx);
-    raw_wait(r, 1);
-}
-
-/* One timed run: iters windows of `window` ops of len bytes (rank 0 initiates;
- * for send, rank 1 receives and acks every window). Returns seconds. */
-static double raw_run(raw_t *r, int op, size_t len, int window, int iters)
-{
-    struct fi_context2 ctx[MAX_WINDOW + 1];
-    double t0;
-
-    MPI_Barrier(MPI_COMM_WORLD);
-    t0 = now_s();
-    for (int it = 0; it < iters; it++) {
-        if (r->rank == 0) {
-            for (int i = 0; i < window; i++)
-                raw_post(r, op, 0, len, &ctx[i]);
-            if (op == OP_SEND)
-                raw_tagged(r, 0, 0, 2, &ctx[window]);
-            raw_wait(r, window + (op == OP_SEND));
-        } else if (op == OP_SEND) {
-            for (int i = 0; i < window; i++)
-                raw_tagged(r, 0, len, 1, &ctx[i]);
-            raw_wait(r, window);
-            raw_tagged(r, 1, 0, 2, &ctx[window]);
-            raw_wait(r, 1);
-        }
-    }
-    if (op != OP_SEND)
-        raw_done(r, &ctx[0]);
-    return now_s() - t0;
-}
 
 /* Where piece i of n lies in the remote buffer (and, for raw, the local
  * one): the seed's layout, adjacent pieces; or every other block. */
 static size_t piece_off(int i, size_t piece, int scattered)
 {
     return scattered ? (size_t)i * piece * 2 % (BUF_SIZE - piece) : (size_t)i * piece;
-}
-
-/* One fi_writemsg, delivery complete; -FI_EAGAIN: progress, retry. */
-static void raw_writemsg(raw_t *r, const struct fi_msg_rma *msg)
-{
-    ssize_t rc;
-
-    while ((rc = fi_writemsg(r->ep, msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN)
-        fi_cq_read(r->cq, NULL, 0);
-    if (rc != 0)
-        die(r->rank, "fi_writemsg", rc);
 }
 
 /* SEED_BYTES from one contiguous local slice into n remote pieces, raw:
@@ -481,11 +261,46 @@ static void seed_rows(raw_t *r, ucc_t *u, const int *n, size_t rows,
     }
 }
 
+/* send's parts at 64 and 256 KiB: raw send, the rendezvous built from raw
+ * operations (perf_ofi.h) and uccl's send, `repeat` alternated runs each,
+ * medians: GB/s and each against raw send (raw send time / its time). */
+static void parts_rows(raw_t *r, ucc_t *u, int window, int rank, int repeat)
+{
+    static const size_t sizes[] = {65536, 262144};
+
+    for (size_t s = 0; s < 2; s++) {
+        size_t len = sizes[s];
+        int iters = (int)((64u << 20) / (len * (size_t)window));
+        double t[4][MAX_REPEAT], m[4];
+
+        raw_run(r, OP_SEND, len, window, 1);
+        raw_rndv_run(r, RAW_RTS_SEND, len, window, 1);
+        raw_rndv_run(r, RAW_RTS_CTS_WRITE, len, window, 1);
+        ucc_run(u, OP_SEND, len, window, 1);
+        for (int k = 0; k < repeat; k++) {
+            t[0][k] = raw_run(r, OP_SEND, len, window, iters);
+            t[1][k] = raw_rndv_run(r, RAW_RTS_SEND, len, window, iters);
+            t[2][k] = raw_rndv_run(r, RAW_RTS_CTS_WRITE, len, window, iters);
+            t[3][k] = ucc_run(u, OP_SEND, len, window, iters);
+        }
+        for (int i = 0; i < 4; i++)
+            m[i] = median(t[i], repeat);
+        if (rank == 0) {
+            double bytes = (double)len * window * iters, per = 1e6 / (window * iters);
+
+            printf("%-7zu %8.3f %8.3f %5.2f %8.3f %5.2f %8.3f %5.2f  %5.2f %5.2f %5.2f %5.2f\n",
+                   len, bytes / m[0] / 1e9, bytes / m[1] / 1e9, m[0] / m[1], bytes / m[2] / 1e9,
+                   m[0] / m[2], bytes / m[3] / 1e9, m[0] / m[3], m[0] * per, m[1] * per,
+                   m[2] * per, m[3] * per);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local,parts";
     int window = 16, repeat = 1, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -589,6 +404,15 @@ int main(int argc, char **argv)
                    "lpieces", "raw", "uccl", "ratio", "uccl/1pc", "min", "max");
         seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
                   ucc_seed_local, 0, rank, repeat);
+    }
+    if (strstr(ops, "parts") != NULL) {
+        if (rank == 0)
+            printf("# send's parts: raw send; raw RTS (64-byte tagged message) then the data "
+                   "tagged; raw RTS, CTS, fi_writemsg with CQ data, delivery complete (uccl's "
+                   "push rendezvous by hand); uccl send. GB/s, / raw send, then us per message\n"
+                   "%-7s %8s %8s %5s %8s %5s %8s %5s  %5s %5s %5s %5s\n", "size", "raw",
+                   "rts+snd", "/raw", "rts/cts", "/raw", "uccl", "/raw", "us", "us", "us", "us");
+        parts_rows(&r, &u, window, rank, repeat);
     }
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);

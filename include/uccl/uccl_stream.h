@@ -33,6 +33,14 @@ UCCL_API uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream,
                                         uccl_stream_hold_t **hold);
 UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
 
+/* uccl_stream_query: whether stream has run everything queued on it so far
+ * (a stream query on the engine's device, as uccl_stream_event makes
+ * first): UCCL_OK when it has, UCCL_INPROGRESS when work is still queued,
+ * else the error the stream reports. Nothing is recorded and no request
+ * made: the cheap check before a host-side wait (uccl_stream_event when
+ * this says UCCL_INPROGRESS). Errors as uccl_stream_event's. */
+UCCL_API uccl_status_t uccl_stream_query(uccl_engine_t *engine, void *stream);
+
 /* Stream operations, enqueued on the caller's stream (a cudaStream_t or
  * hipStream_t as void *) from the calling thread: nothing waits on the
  * host, and no thread of the library takes part later. For layers that

@@ -1,7 +1,9 @@
 /* Ordering a call on GPU objects after their producers' streams (CUDA array
  * interface v3 'stream', DLPack's stream handshake), with libuccl's public
- * stream calls only: uccl_stream_event (a request done once a stream has
- * run what it queued) and uccl_stream_hold (a stream waits until released). */
+ * stream calls only: uccl_stream_query (whether a stream has run what it
+ * queued: asked first, since the producer is usually done), uccl_stream_event
+ * (a request done once a stream has run what it queued) and uccl_stream_hold
+ * (a stream waits until released). */
 #include "upy.h"
 
 #include <stdlib.h>
@@ -54,9 +56,14 @@ static int chain(upy_engine_t *e, void *producer, void *stream)
     }
     /* the event first: on a blocking stream a hold queued before it would
      * hold the legacy default stream's event too */
+    /* a producer with nothing left to run (a stream query, no request; or
+     * an event complete at once, asked by uccl_req_bytes without progress):
+     * nothing to order after, no hold */
+    if (uccl_stream_query(e->engine, producer) == UCCL_OK) {
+        free(c);
+        return 0;
+    }
     st = uccl_stream_event(e->engine, producer, &c->ev);
-    /* a producer with nothing left to run (the event is complete at once;
-     * uccl_req_bytes asks without progress): nothing to order after, no hold */
     if (st == UCCL_OK && uccl_req_bytes(c->ev, &n) == UCCL_OK &&
         uccl_test(c->ev, &done) == UCCL_OK && done) {
         uccl_req_free(c->ev);
@@ -90,9 +97,14 @@ int upy_order_apply(upy_engine_t *e, upy_order_t *ord)
             continue;
         }
         t0 = UPY_T0();
-        st = uccl_stream_event(e->engine, ord->after[i], &r);
+        /* the usual producer has run everything by now: a stream query
+         * says so without a request; work still queued (or an error to
+         * report, as before): its event, waited */
+        st = uccl_stream_query(e->engine, ord->after[i]);
+        if (st != UCCL_OK)
+            st = uccl_stream_event(e->engine, ord->after[i], &r);
         upy_prof_add(UPY_P_EVENT, t0);
-        if (st == UCCL_OK) {
+        if (st == UCCL_OK && r) {
             t0 = UPY_T0();
             /* a producer with nothing left to run: done at once, no wait
              * (upy_wait neither progresses nor releases the GIL then) */

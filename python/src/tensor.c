@@ -25,7 +25,11 @@
  * negative view of the same memory (complex tensors), whose bytes then go
  * unconjugated, as a MemoryRegion of it would. A hit makes 4 calls into
  * torch instead of 8, and torch's current stream is read once per device
- * per call. */
+ * per call.
+ *
+ * Session 11: those calls go through the type's own descriptors, looked
+ * up once (desc_lookup below); UCCL_PY_TORCH_DESC=0 keeps the generic
+ * attribute calls (for comparison). */
 #include "upy.h"
 
 #include <stdlib.h>
@@ -37,6 +41,18 @@ static PyObject *raw_stream; /* torch._C._cuda_getCurrentRawStream */
 static uccl_mem_type_t mem_type;
 static PyObject *s_is_cuda, *s_requires_grad, *s_is_contiguous, *s_is_conj, *s_is_neg,
     *s_data_ptr, *s_nbytes, *s_get_device;
+
+/* The Tensor type's own descriptors for those names (session 11): torch's
+ * C methods (method descriptors, called with the tensor as their first
+ * argument) and C attributes (getset descriptors, their getter asked
+ * directly). This skips the generic lookup of each call, the type's MRO
+ * cache and the tensor's instance __dict__: an instance attribute of one
+ * of these names would shadow a method only through that __dict__, and
+ * torch never sets one. A name whose descriptor is anything else (a
+ * Python override in torch.Tensor, a property) keeps the generic call. */
+#define DESC_N 8
+static PyObject *desc[DESC_N]; /* in desc_names' order; NULL: the generic call */
+static void desc_lookup(void);
 
 static int intern(PyObject **s, const char *name)
 {
@@ -81,13 +97,49 @@ static int lookup(void)
     }
     mem_type = hip == Py_None ? UCCL_MEM_CUDA : UCCL_MEM_ROCM;
     Py_DECREF(hip);
+    if (!getenv("UCCL_PY_TORCH_DESC") || strcmp(getenv("UCCL_PY_TORCH_DESC"), "0"))
+        desc_lookup();
     return state = 1;
+}
+
+static PyObject **const desc_names[DESC_N] = {&s_is_cuda, &s_requires_grad, &s_is_contiguous,
+                                               &s_is_conj, &s_is_neg, &s_data_ptr, &s_nbytes,
+                                               &s_get_device};
+
+/* Looked up once with the type: a descriptor kept only when it is torch's
+ * C method or C attribute. */
+static void desc_lookup(void)
+{
+    for (int i = 0; i < DESC_N; i++) {
+        PyObject *d = PyObject_GetAttr((PyObject *)tensor_type, *desc_names[i]);
+        if (d && (Py_IS_TYPE(d, &PyMethodDescr_Type) || Py_IS_TYPE(d, &PyGetSetDescr_Type)))
+            desc[i] = d;
+        else
+            Py_XDECREF(d);
+    }
+    PyErr_Clear();
+}
+
+/* obj.name (call: obj.name()) through the kept descriptor, else generic. */
+static PyObject *get(PyObject *obj, PyObject *name, int call)
+{
+    PyObject *d = NULL;
+    for (int i = 0; i < DESC_N; i++)
+        if (*desc_names[i] == name) {
+            d = desc[i];
+            break;
+        }
+    if (d && call && Py_IS_TYPE(d, &PyMethodDescr_Type))
+        return PyObject_Vectorcall(d, &obj, 1, NULL);
+    if (d && !call && Py_IS_TYPE(d, &PyGetSetDescr_Type))
+        return Py_TYPE(d)->tp_descr_get(d, obj, (PyObject *)Py_TYPE(obj));
+    return call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
 }
 
 /* A boolean attribute (call: a method without arguments): 1, 0, -1. */
 static int flag(PyObject *obj, PyObject *name, int call)
 {
-    PyObject *v = call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
+    PyObject *v = get(obj, name, call);
     int r = v ? PyObject_IsTrue(v) : -1;
     Py_XDECREF(v);
     return r;
@@ -96,7 +148,7 @@ static int flag(PyObject *obj, PyObject *name, int call)
 /* An integer attribute or method result, as a long long / pointer. */
 static int number(PyObject *obj, PyObject *name, int call, long long *out)
 {
-    PyObject *v = call ? PyObject_CallMethodNoArgs(obj, name) : PyObject_GetAttr(obj, name);
+    PyObject *v = get(obj, name, call);
     if (!v)
         return -1;
     *out = PyLong_AsLongLong(v);

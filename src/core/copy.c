@@ -355,6 +355,31 @@ uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t 
     return st;
 }
 
+/* The query alone: no request, and one device read when the caller's
+ * device is already the engine's (the usual case), as it stays. */
+uccl_status_t uccl_stream_query(uccl_engine_t *engine, void *stream)
+{
+    uccl_status_t st = uccl_engine_check(engine);
+    uccl_copy_ctx_t *ctx;
+    int prev;
+
+    if (st != UCCL_OK)
+        return st;
+    uccl_engine_lock(engine);
+    prev = current_device();
+    ctx = engine->copy;
+    if (ctx == NULL || ctx->stream == NULL || ctx->device != prev) {
+        st = ctx_get(engine, -1, &ctx);
+        if (st == UCCL_OK)
+            st = uccl_gpu_stream_query((uccl_gpu_stream_t)stream);
+        device_restore(prev);
+    } else {
+        st = uccl_gpu_stream_query((uccl_gpu_stream_t)stream);
+    }
+    uccl_engine_unlock(engine);
+    return st;
+}
+
 uccl_status_t uccl_stream_hold(uccl_engine_t *engine, void *stream, uccl_stream_hold_t **out)
 {
     uccl_status_t st = uccl_engine_check(engine);

@@ -556,3 +556,28 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
     munmap(a.base, a.size);
     return UCCL_OK;
 }
+
+/* The copy kernel (gpu.h): a queued copy like the others, once "loaded" on
+ * that device (UCCL_FAKE_GPU_SM_COPY=0: a build without one). */
+static atomic_int fake_sm_loaded[FAKE_NDEV];
+
+uccl_status_t uccl_gpu_sm_copy_load(int device)
+{
+    uccl_status_t st = fake_check_device(device);
+
+    if (st == UCCL_OK && !uccl_fake_sm_copy_on())
+        st = UCCL_ERR_UNSUPPORTED;
+    if (st == UCCL_OK)
+        atomic_store(&fake_sm_loaded[device], 1);
+    return st;
+}
+
+uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                     uccl_gpu_stream_t stream)
+{
+    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks) || stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (fake_check_device(device) != UCCL_OK || !atomic_load(&fake_sm_loaded[device]))
+        return UCCL_ERR_UNSUPPORTED;
+    return uccl_gpu_memcpy_async(dst, src, len, stream);
+}

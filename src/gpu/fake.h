@@ -27,4 +27,7 @@ void uccl_fake_device_sync_check(const char *what);
  * instead of running (the memory is going away under it); returns how many. */
 int uccl_fake_streams_fault_range(const void *base, size_t len);
 
+/* UCCL_FAKE_GPU_SM_COPY: may uccl_gpu_sm_copy_load succeed? */
+int uccl_fake_sm_copy_on(void);
+
 #endif

@@ -88,6 +88,7 @@ struct uccl_gpu_event {
 typedef struct fake_cfg {
     size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
     size_t fail_issue;
+    int sm_copy;
 } fake_cfg_t;
 
 static const uccl_cfg_field_t fake_cfg_fields[] = {
@@ -98,6 +99,8 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
     {"FAIL_ISSUE", "0",
      "fake GPU, tests only: uccl_gpu_memcpy_async refuses the N-th async copy of the process (0 = never)",
      offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
+    {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
+     offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -364,6 +367,12 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
                   (unsigned long long)n, len);
     uccl_fake_ctx_touch(stream->device);
     return UCCL_OK;
+}
+
+int uccl_fake_sm_copy_on(void)
+{
+    pthread_once(&cfg_once, cfg_load);
+    return fake_cfg.sm_copy;
 }
 
 /* The fake has one kind of copy. */

@@ -114,6 +114,29 @@ uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len,
 uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *src, const size_t *len,
                                           size_t n, uccl_gpu_stream_t stream);
 
+/* SM-driven copies (cuda.c's backend only; gpu_ipc between two GPUs): a
+ * copy kernel (src/gpu/sm_copy.cu: 16-byte loads and stores, grid-stride)
+ * for device memory that device reaches, its own or a peer's mapped over
+ * IPC. uccl_gpu_sm_copy_load(device) loads the kernel into device's context
+ * (the current device's; later calls for a loaded device return at once):
+ * call it once when a transport starts, never from progress (a module load
+ * waits on the context, which a stream held by a collective can block:
+ * uccl_coll.h). UCCL_ERR_UNSUPPORTED where the build has none (configure
+ * found no nvcc; HIP; none.c) or the driver refuses it.
+ * uccl_gpu_sm_copy_async queues dst <- src (len bytes, dst and src 16-byte
+ * aligned) on stream as one kernel of blocks blocks (1..1024) of 512
+ * threads, on a device loaded before; UCCL_ERR_INVALID_PARAM for bad
+ * alignment or blocks, UCCL_ERR_UNSUPPORTED when device is not loaded. */
+#define UCCL_GPU_SM_COPY_ALIGN 16
+uccl_status_t uccl_gpu_sm_copy_load(int device);
+uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                     uccl_gpu_stream_t stream);
+static inline int uccl_gpu_sm_copy_args_ok(const void *dst, const void *src, int blocks)
+{
+    return (((uintptr_t)dst | (uintptr_t)src) & (UCCL_GPU_SM_COPY_ALIGN - 1)) == 0 && blocks >= 1 &&
+           blocks <= 1024;
+}
+
 /* Events. timing = 0 gives the cheap kind used for completion polling. */
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing);
 uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event);

@@ -82,3 +82,20 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
 uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
     NO_DEVICE(stream, ops, n)
 void uccl_gpu_flags_poll(void) {}
+
+/* No copy kernel on this backend (gpu.h): gpu_ipc copies with the copy
+ * engines only. */
+uccl_status_t uccl_gpu_sm_copy_load(int device)
+{
+    (void)device;
+    return UCCL_ERR_UNSUPPORTED;
+}
+
+uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                     uccl_gpu_stream_t stream)
+{
+    (void)device;
+    (void)len;
+    (void)stream;
+    return uccl_gpu_sm_copy_args_ok(dst, src, blocks) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
+}

@@ -26,6 +26,12 @@
 # its parts (default "coll p2p tests devq pairs"; "probes": the ceiling's
 # PERF_PEER_MODE variants and bcast's algorithms), MULTI_NPS the rank
 # counts, MULTI_DEADLINE_S when no further step starts (default 520 s).
+# MULTI_COPY: gpu_ipc's copy modes (UCCL_GPU_IPC_COPY: "ce sm", ...) that
+# the coll and p2p steps each run in turn (default: the library's own),
+# "sm:N" also sets UCCL_GPU_IPC_SM_BLOCKS=N, "MODE,VAR=VAL,..." more settings; MULTI_P2P_COPY overrides it for
+# the p2p step; MULTI_TEST_COPY the mode the tests step forces; MULTI_COLL_MIN the
+# smallest collective size (default 4K), MULTI_COLL_MAX the largest
+# received per rank (default 256M), MULTI_P2P_OPS the window-16 ops.
 # Results on 4x H200: tests/gpu/results/4xH200/README.md.
 set -u
 ONLY=${ONLY:-}
@@ -158,15 +164,54 @@ multi_step() {
     if [ "$ngpu" -lt 2 ]; then echo "SKIP: one GPU: no multi-GPU run"; return 0; fi
     has() { case " ${MULTI_STEPS:-coll p2p tests devq pairs} " in *" $1 "*) return 0;; esac; return 1; }
 
+    # the suites first: a copy path that breaks them is seen before the benchmarks
+    local tx=""
+    [ -n "${MULTI_TEST_COPY:-}" ] && tx="-x UCCL_GPU_IPC_COPY=$MULTI_TEST_COPY"
+    has tests && step "multi: GPU suites, np 2 (two-process programs: GPU0 -> GPU1, then same GPU), copy ${MULTI_TEST_COPY:-default}"
+    if has tests && [ -n "${MULTI_TEST_COPY:-}" ] && left t_gpu_copy; then
+        UCCL_GPU_IPC_COPY=$MULTI_TEST_COPY timeout 60 tests/gpu/t_gpu_copy >"$OUT/m_t_gpu_copy.log" 2>&1
+        echo "t_gpu_copy (UCCL_GPU_IPC_COPY=$MULTI_TEST_COPY) exit code: $?"
+        grep -cE "^ok|PASS" "$OUT/m_t_gpu_copy.log"; grep -E "FAIL|SKIP" "$OUT/m_t_gpu_copy.log" | head -5
+    fi
+    for t in $(has tests && echo t_gpu_ipc t_gpu_staging_shm); do
+        t=${t/_shm/ shm}
+        left "$t" || break
+        timeout 150 $M -np 2 $tx tests/gpu/$t >"$OUT/m_${t// /_}.log" 2>&1; echo "$t exit code: $?"
+        grep -E "PASS|FAIL|skipped" "$OUT/m_${t// /_}.log" | sort | uniq -c | head -12
+    done
+    has tests && step "multi: t_coll_gpu (gpu, mixed) one process a GPU, np: $(echo $nps)"
+    for np in $(has tests && echo $nps); do
+        for m in gpu mixed; do
+            left "t_coll_gpu $m np $np" || break 2
+            timeout 150 $M -np $np $tx -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
+                tests/mpi/t_coll_gpu >"$OUT/m_t_coll_gpu_${m}_np$np.log" 2>&1
+            echo "t_coll_gpu $m np $np exit code: $? ($(grep -c '^ok' "$OUT/m_t_coll_gpu_${m}_np$np.log") ok," \
+                "$(grep -c '^FAIL' "$OUT/m_t_coll_gpu_${m}_np$np.log") FAIL lines)"
+            grep -E "^FAIL|SKIP|^# GPUs|error" "$OUT/m_t_coll_gpu_${m}_np$np.log" | sort | uniq -c | head -12
+        done
+    done
+    # copy mode: "-" = the library's default; else -x UCCL_GPU_IPC_COPY=mode
+    # ("sm:64": sm with UCCL_GPU_IPC_SM_BLOCKS=64; "sm,VAR=VAL,...": more settings)
+    cx() {
+        local m=${1%%,*} kv
+        [ "$m" = - ] || echo "-x UCCL_GPU_IPC_COPY=${m%%:*}"
+        case $m in *:*) echo "-x UCCL_GPU_IPC_SM_BLOCKS=${m#*:}";; esac
+        case $1 in *,*) for kv in $(echo "${1#*,}" | tr , ' '); do echo "-x $kv"; done;; esac
+    }
+    cs() { [ "$1" = - ] || echo "_$(echo "$1" | sed -e 's/UCCL_GPU_IPC_//g' -e 's/UCCL_//g' -e 's/[^A-Za-z0-9]//g')"; }
+    local cmax=$(( $(numfmt --from=iec "${MULTI_COLL_MAX:-256M}") ))
     for np in $(has coll && echo $nps); do
         # sizes: 4 KiB per rank block up to 256 MiB received per rank
         for op in ${MULTI_COLL_OPS:-allgather alltoall alltoallv bcast}; do
-            max=$(( (256 << 20) / np ))
-            [ "$op" = bcast ] && max=$((256 << 20))
-            left "coll $op np $np" || break 2
-            step "multi: uccl_perf coll --op $op --mem cuda, np $np (uccl, copy, peer ceiling, NCCL)"
-            timeout 150 $M -np $np tools/uccl_perf coll --mem cuda --op $op --min 4K --max $max --rounds 3 \
-                --json "$OUT/m_coll_${op}_np$np.json" 2>&1 | grep -v "^\[" | tee -a "$OUT/coll-multi.txt"
+            max=$(( cmax / np ))
+            [ "$op" = bcast ] && max=$cmax
+            for cm in ${MULTI_COPY:--}; do
+                left "coll $op np $np copy $cm" || break 3
+                step "multi: uccl_perf coll --op $op --mem cuda, np $np, copy $cm (uccl, copy, peer ceiling, NCCL)"
+                timeout 150 $M -np $np $(cx $cm) tools/uccl_perf coll --mem cuda --op $op \
+                    --min ${MULTI_COLL_MIN:-4K} --max $max --rounds 3 --json "$OUT/m_coll_${op}_np$np$(cs $cm).json" \
+                    2>&1 | grep -v "^\[" | tee -a "$OUT/coll-multi.txt"
+            done
         done
     done
 
@@ -193,36 +238,22 @@ multi_step() {
     fi
 
     has p2p && step "multi: uccl_perf p2p --transport gpu_ipc, GPU 0 -> GPU 1 (plain peer cudaMemcpyAsync, NCCL)"
-    for op in $(has p2p && echo write read send); do
-        left "p2p $op" || break
-        timeout 120 $M -np 2 tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K --max 256M \
-            --window 16 --rounds 3 --json "$OUT/m_p2p_${op}_w16.json" 2>&1 | grep -v "^\[" | tee -a "$OUT/p2p-multi.txt"
+    for op in $(has p2p && echo ${MULTI_P2P_OPS:-write read send}); do
+        for cm in ${MULTI_P2P_COPY:-${MULTI_COPY:--}}; do
+            left "p2p $op copy $cm" || break 2
+            echo "# p2p $op window 16, copy $cm" | tee -a "$OUT/p2p-multi.txt"
+            timeout 120 $M -np 2 $(cx $cm) tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K \
+                --max 256M --window 16 --rounds 3 --json "$OUT/m_p2p_${op}_w16$(cs $cm).json" 2>&1 | grep -v "^\[" |
+                tee -a "$OUT/p2p-multi.txt"
+        done
     done
-    for op in $(has p2p && echo write send); do
+    for op in $(has p2p && [ -z "${MULTI_P2P_OPS:-}" ] && echo write send); do
         left "p2p $op window 1" || break
         timeout 90 $M -np 2 tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op --min 4K --max 4M \
             --window 1 --iters 200 --rounds 5 --json "$OUT/m_p2p_${op}_w1.json" 2>&1 | grep -v "^\[" |
             grep -E "^ |^#   " | tee -a "$OUT/p2p-multi.txt"
     done
 
-    has tests && step "multi: GPU suites, np 2 (two-process programs: GPU0 -> GPU1, then same GPU)"
-    for t in $(has tests && echo t_gpu_ipc t_gpu_staging_shm); do
-        t=${t/_shm/ shm}
-        left "$t" || break
-        timeout 150 $M -np 2 tests/gpu/$t >"$OUT/m_${t// /_}.log" 2>&1; echo "$t exit code: $?"
-        grep -E "PASS|FAIL|skipped" "$OUT/m_${t// /_}.log" | sort | uniq -c | head -12
-    done
-    has tests && step "multi: t_coll_gpu (gpu, mixed) one process a GPU, np: $(echo $nps)"
-    for np in $(has tests && echo $nps); do
-        for m in gpu mixed; do
-            left "t_coll_gpu $m np $np" || break 2
-            timeout 150 $M -np $np -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
-                tests/mpi/t_coll_gpu >"$OUT/m_t_coll_gpu_${m}_np$np.log" 2>&1
-            echo "t_coll_gpu $m np $np exit code: $? ($(grep -c '^ok' "$OUT/m_t_coll_gpu_${m}_np$np.log") ok," \
-                "$(grep -c '^FAIL' "$OUT/m_t_coll_gpu_${m}_np$np.log") FAIL lines)"
-            grep -E "^FAIL|SKIP|^# GPUs|error" "$OUT/m_t_coll_gpu_${m}_np$np.log" | sort | uniq -c | head -12
-        done
-    done
     if has devq && [ -x tests/gpu/b_devq ] && left "b_devq"; then
         step "multi: device queues, kernel on GPU 0 writing into GPU 1 (b_devq, B_DEVQ_RX_GPU=1)"
         B_DEVQ_RX_GPU=1 timeout 150 tests/gpu/b_devq --json "$OUT/m_devq.json" >"$OUT/m_b_devq.log" 2>&1

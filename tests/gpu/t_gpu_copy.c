@@ -164,12 +164,15 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     uccl_gpu_stream_t s;
     uccl_req_t *r = NULL;
     size_t n = 1;
+    uccl_status_t st;
     int at_once;
 
     if (uccl_gpu_stream_create(&s) != UCCL_OK) {
         CHECK(0, "stream");
         return;
     }
+    CHECK(uccl_stream_query(e, s) == UCCL_OK, "uccl_stream_query: a new stream has run everything");
+    CHECK(uccl_stream_query(NULL, s) == UCCL_ERR_INVALID_HANDLE, "uccl_stream_query: NULL engine");
     CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of a new stream");
     CHECK(uccl_req_bytes(r, &n) == UCCL_OK && n == 0, "a new stream's event is complete at once");
     CHECK(uccl_wait(r, -1) == UCCL_OK, "and succeeded");
@@ -178,6 +181,15 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     CHECK(uccl_gpu_memcpy_async(d1, h, LEN, s) == UCCL_OK, "producer");
     CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event behind the producer");
     at_once = uccl_req_bytes(r, &n) == UCCL_OK;
+    /* the query agrees: work queued (INPROGRESS; always on the fake
+     * backend, whose copies wait for a waiter) unless it ran */
+    st = uccl_stream_query(e, s);
+    if (strcmp(uccl_gpu_backend(), "fake") == 0)
+        CHECK(st == UCCL_INPROGRESS, "uccl_stream_query behind a queued copy: %s",
+              uccl_status_name(st));
+    else
+        CHECK(st == UCCL_OK || (!at_once && st == UCCL_INPROGRESS),
+              "uccl_stream_query behind the producer: %s", uccl_status_name(st));
     if (at_once) { /* a GPU may have run the copy already: then it is there */
         uccl_copy(e, back, d1, LEN);
         CHECK(same(back, LEN, 81), "complete at once with the producer's copy not run");
@@ -186,6 +198,7 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     uccl_req_free(r);
     uccl_copy(e, back, d1, LEN);
     CHECK(same(back, LEN, 81), "the producer's bytes once its event completed");
+    CHECK(uccl_stream_query(e, s) == UCCL_OK, "uccl_stream_query: the drained stream");
     CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of the drained stream");
     CHECK(uccl_req_bytes(r, &n) == UCCL_OK, "a drained stream's event is complete at once");
     uccl_req_free(r);

@@ -3,7 +3,7 @@
 # in OFI_PERF_PROVIDERS (default "shm tcp;ofi_rxm"): tools/perf_ofi (raw
 # libfabric next to libuccl over ofi in the same job, op rows the median of
 # OFI_PERF_REPEAT alternated runs, default 7; the seed's iov pattern, adjacent
-# and scattered; OFI_PERF_OPS picks perf_ofi's --ops), for
+# and scattered; send's parts; OFI_PERF_OPS picks perf_ofi's --ops), for
 # each variant in OFI_PERF_VARIANTS (space-separated, "-" = the defaults or
 # VAR=VAL[,VAR=VAL...] exported to both ranks); then uccl_perf p2p
 # --transport ofi for write, read and send (libuccl next to Open MPI).
@@ -19,17 +19,22 @@ repeat=${OFI_PERF_REPEAT:-7}
 ops=${OFI_PERF_OPS:-write,read,send,seed,scatter,local}
 rc=0
 
-# perf_ofi's table (stdin) as JSON: op rows, seed rows, local-pieces rows
+# perf_ofi's table (stdin) as JSON: op rows, seed rows, local-pieces rows, send's parts
 to_json() { # PROVIDER VARIANT
     awk -v prov="$1" -v var="$2" -v host="$(hostname)" -v nproc="$(nproc)" -v rep="$repeat" '
         BEGIN { printf "{\"tool\": \"perf_ofi\", \"provider\": \"%s\", \"variant\": \"%s\", " \
                        "\"host\": \"%s\", \"cpus\": %s, \"repeat\": %s, \"unit\": \"GB/s\", " \
                        "\"rows\": [", prov, var, host, nproc, rep; sect = "op"; n = 0 }
         /^# seed pattern/ { sect = "seed" } /^# scattered/ { sect = "scatter" }
-        /^# seed bytes from n local/ { sect = "local" }
-        /^#/ || $2 == "size" || $1 == "pieces" || $1 == "lpieces" { next }
+        /^# seed bytes from n local/ { sect = "local" } /^# send.s parts/ { sect = "parts" }
+        /^#/ || $2 == "size" || $1 == "size" || $1 == "pieces" || $1 == "lpieces" { next }
         NF >= 4 { printf "%s{\"kind\": \"%s\", ", n++ ? ", " : "", sect
-            if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
+            if (sect == "parts") printf "\"size\": %s, \"raw_send\": %s, \"raw_rts_send\": %s, " \
+                                        "\"raw_rts_send_ratio\": %s, \"raw_rts_cts_write\": %s, " \
+                                        "\"raw_rts_cts_write_ratio\": %s, \"uccl\": %s, " \
+                                        "\"uccl_ratio\": %s, \"us_per_msg\": [%s, %s, %s, %s]}", \
+                                        $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+            else if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
                                      "\"ratio\": %s}", $1, $2, $3, $4, $5
             else printf "\"pieces\": %s, \"raw\": %s, \"uccl\": %s, \"ratio\": %s, " \
                         "\"uccl_vs_1piece\": %s, \"vs_1piece_min\": %s, \"vs_1piece_max\": %s}", \

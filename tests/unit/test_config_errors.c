@@ -73,8 +73,33 @@ static void test_transport_knobs(void)
     expect_env_refused("UCCL_SHM_CHUNK", "0");
     expect_env_refused("UCCL_SHM_STAGE_DEPTH", "-3");
     expect_env_refused("UCCL_SHM_SPLIT_PCT", "101");
+    expect_env_refused("UCCL_SHM_CMA_HELPER", "maybe");
     expect_env_refused("UCCL_TCP_NUM_STREAMS", "0");
     expect_env_refused("UCCL_TCP_CHUNK", "12");
+}
+
+static bool table_present(const char *prefix)
+{
+    for (const uccl_cfg_table_t *const *t = uccl_cfg_tables(); *t != NULL; t++)
+        if (strcmp((*t)->prefix, prefix) == 0)
+            return true;
+    return false;
+}
+
+/* gpu_ipc's copy path (UCCL_GPU_IPC_COPY: auto|ce|sm, SM_BLOCKS 1..1024),
+ * where the transport is built: refused before any GPU is looked for. */
+static void test_gpu_ipc_copy_knobs(void)
+{
+    if (!table_present("GPU_IPC_")) {
+        printf(" (no gpu_ipc in this build) ");
+        return;
+    }
+    expect_env_refused("UCCL_GPU_IPC_COPY", "SM");
+    expect_env_refused("UCCL_GPU_IPC_COPY", "sm,ce");
+    expect_env_refused("UCCL_GPU_IPC_COPY", "kernel");
+    expect_env_refused("UCCL_GPU_IPC_SM_BLOCKS", "0");
+    expect_env_refused("UCCL_GPU_IPC_SM_BLOCKS", "1025");
+    expect_env_refused("UCCL_GPU_IPC_SM_MIN", "1Q");
 }
 
 static void test_core_variables(void)
@@ -219,6 +244,7 @@ static void test_good_values_accepted(void)
 
 static CU_TestInfo tests[] = {
     {"transport knobs", test_transport_knobs},
+    {"gpu_ipc copy knobs", test_gpu_ipc_copy_knobs},
     {"core variables", test_core_variables},
     {"every number of every table", test_every_table},
     {"every string of every table", test_every_string},

@@ -4,6 +4,7 @@
  * recorded once per progress for every copy issued since the last, or a
  * stream query while no copy follows: unrecorded fences, ipc.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tp/gpu_ipc/ipc.h"
 
@@ -43,6 +44,50 @@ uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint)
     if (st == UCCL_OK && tp->nstreams == 0)
         st = streams_create(tp);
     return st;
+}
+
+int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
+{
+    static const char *const names[] = {"auto", "ce", "sm"};
+
+    for (int m = 0; m < 3; m++)
+        if (strcmp(cfg->copy, names[m]) == 0)
+            return m;
+    uccl_error("UCCL_GPU_IPC_COPY=%s: not auto, ce or sm", cfg->copy);
+    return -1;
+}
+
+/* Copies between GPUs by a kernel (UCCL_GPU_IPC_COPY): loaded here, when
+ * the engine starts, because a module load inside progress can wait on a
+ * stream a collective holds (uccl_coll.h). A host-only engine picks its
+ * device later, in progress: it stays on the copy engines.
+ *
+ * auto = the copy engines: on 4x H200 (tests/gpu/results/4xH200-s11) the
+ * kernel lost to them everywhere it was measured: uccl_perf coll np 4
+ * allgather 148-171 GB/s busbw at 64 MiB a block against 171, alltoall
+ * 149-163 against 177, np 2 0.73-0.76x the all-peers ceiling against
+ * 0.86-0.89x, GPU0 -> GPU1 writes 0.90-0.93x a plain copy from 16 MiB. */
+uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
+{
+    int mode = uccl_gpu_ipc_copy_mode(&tp->cfg);
+    uccl_status_t st;
+
+    tp->sm_on = false;
+    if (mode != IPC_COPY_SM || tp->device < 0)
+        return mode < 0 ? UCCL_ERR_INVALID_PARAM : UCCL_OK;
+    st = uccl_gpu_sm_copy_load(tp->device);
+    if (st != UCCL_OK) {
+        uccl_error("UCCL_GPU_IPC_COPY=sm: no copy kernel on GPU %d (%s): %s; use auto or ce", tp->device,
+                   uccl_status_name(st),
+                   st == UCCL_ERR_UNSUPPORTED ? "this build has none (configure found no nvcc), or the "
+                                                "driver refused it"
+                                              : "the load failed");
+        return UCCL_ERR_UNSUPPORTED;
+    }
+    tp->sm_on = true;
+    uccl_info("gpu_ipc: copies %s other GPUs from %zu bytes: copy kernel of %d blocks",
+              tp->cfg.sm_pull ? "to and from" : "to", tp->cfg.sm_min, tp->cfg.sm_blocks);
+    return UCCL_OK;
 }
 
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
@@ -149,16 +194,31 @@ static uccl_status_t batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t 
     return UCCL_OK;
 }
 
-/* Issue one piece: held back for the next batch when small, else on one
+/* Issue one piece: a copy kernel between two GPUs (sm: tp->sm_on and
+ * device memory on both sides) when at least cfg.sm_min bytes and 16-byte
+ * aligned; else held back for the next batch when small, else on one
  * stream, or cut over all of them when large (after the held-back copies,
  * so that stream 0 runs copies in the order they were asked for). */
 static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_t len, int first,
-                                 bool batch, unsigned *used)
+                                 bool batch, bool sm, unsigned *used)
 {
     size_t chunk;
     int n = tp->nstreams;
     uccl_status_t st;
 
+    if (sm && len >= tp->cfg.sm_min && uccl_gpu_sm_copy_args_ok(dst, src, tp->cfg.sm_blocks)) {
+        uint64_t t0;
+
+        st = batch_flush(tp); /* the kernel runs after the held-back copies, in order */
+        if (st != UCCL_OK)
+            return st;
+        quiet_record(tp);
+        t0 = IPC_PROF_T0(tp->cfg.prof);
+        *used |= 1u << first;
+        st = uccl_gpu_sm_copy_async(tp->device, dst, src, len, tp->cfg.sm_blocks, tp->streams[first]);
+        IPC_PROF_ADD(&tp->prof, IPC_PROF_SM, t0, 1);
+        return st;
+    }
     if (batch && first == 0 && len < tp->cfg.batch_max) {
         *used |= 1u;
         return batch_add(tp, dst, src, len);
@@ -192,7 +252,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
 }
 
 static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, const ipc_seg_t *src,
-                                int ns, size_t len, int first, bool batch, unsigned *used)
+                                int ns, size_t len, int first, bool batch, bool sm, unsigned *used)
 {
     size_t doff = 0, soff = 0;
     int i = 0, j = 0;
@@ -206,7 +266,7 @@ static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, cons
         if (len < n)
             n = len;
         if (n > 0) {
-            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, used);
+            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, sm, used);
             if (st != UCCL_OK)
                 return st;
         }
@@ -321,6 +381,8 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
     if (len > 0) {
         unsigned used = 0;
         ipc_fence_t *f;
+        bool sm;
+        int first = 0;
 
         st = uccl_gpu_ipc_use_device(tp, ep->peer_device);
         if (st != UCCL_OK)
@@ -330,7 +392,17 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
             return UCCL_ERR_NO_MEMORY;
         /* one stream for everything not split: switching streams between
          * back-to-back copies cost bandwidth on the device */
-        st = issue_plan(tp, dst, nd, src, ns, len, 0, op->batch, &used);
+        /* the copy kernel: only between two GPUs, device memory on both
+         * sides (the peer's side is always its device memory, mapped), and
+         * unless cfg.sm_pull only where it writes the peer's memory */
+        sm = tp->sm_on && ep->peer_device >= 0 && ep->peer_device != tp->device && len >= tp->cfg.sm_min &&
+             (tp->cfg.sm_pull || op->kind == OP_PUSH || (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
+             uccl_gpu_ipc_req_d2d(ep, op->req);
+        if (sm && tp->cfg.sm_streams && tp->nstreams > 1) { /* the peer's own stream (SM_STREAMS) */
+            int idx = ep->peer_device < tp->device ? ep->peer_device : ep->peer_device - 1;
+            first = 1 + idx % (tp->nstreams - 1);
+        }
+        st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, &used);
         f->streams |= used;
         if (st != UCCL_OK) {
             if (batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
@@ -434,9 +506,11 @@ int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep)
     if (ep->tp->nstreams > 0)
         uccl_gpu_ipc_use_device(ep->tp, -1);
     fence_close(ep->tp);
-    /* Every op with copies has some on stream 0 and fences are recorded in
-     * order, so ops finish in the order they were queued: stop at the first
-     * one still running instead of querying every fence of a deep window. */
+    /* Every op with copies has some on stream 0 (but with SM_STREAMS) and
+     * fences are recorded in order, so ops finish in the order they were
+     * queued: stop at the first one still running instead of querying every
+     * fence of a deep window (with SM_STREAMS a later op may wait here for
+     * an earlier one on another stream: later, never wrongly). */
     uccl_list_for_each_safe(pos, tmp, &ep->ops) {
         ipc_op_t *op = uccl_container_of(pos, ipc_op_t, link);
         if (!op_poll(ep->tp, op))

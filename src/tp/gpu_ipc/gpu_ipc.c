@@ -51,6 +51,31 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
      offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
+    /* copies between two GPUs: the copy engines reach only about 200 GB/s
+     * busbw when 4 GPUs all send and receive at once (tests/gpu/results/4xH200);
+     * a copy kernel over the IPC mapping moves the bytes with the SMs */
+    {"COPY", "auto",
+     "how copies between two different GPUs (device memory on both sides) are issued: ce = the copy "
+     "engines (cudaMemcpyAsync), sm = a copy kernel of SM_BLOCKS blocks for copies of at least SM_MIN "
+     "bytes (engine creation fails where the build or driver has no kernel), auto = the library's "
+     "choice from its measurements (ce: the kernel did not beat the copy engines on 4x H200); copies "
+     "within one GPU always use the copy engines",
+     offsetof(ipc_cfg_t, copy), UCCL_CFG_STRING},
+    /* 4x H200, GPU0 -> GPU1 write window 16: the kernel ran at 0.57-0.75x
+     * the batched copy-engine path at 64-256 KiB (a launch each, no batch) */
+    {"SM_MIN", "512K", "copies between two GPUs of at least this many bytes use the copy kernel (see COPY)",
+     offsetof(ipc_cfg_t, sm_min), UCCL_CFG_SIZE},
+    {"SM_PULL", "0",
+     "the copy kernel (see COPY) also does copies that read the other GPU's memory (receives pulling, "
+     "reads); 0 = only copies that write it (pushes, writes), the others use the copy engines",
+     offsetof(ipc_cfg_t, sm_pull), UCCL_CFG_BOOL},
+    {"SM_STREAMS", "0",
+     "the copies of an op that uses the copy kernel go to a stream of the peer GPU's own (1 + its "
+     "index among the other GPUs modulo STREAMS-1), so that kernels to different GPUs run at once; "
+     "copies on different streams are not ordered with each other (0 = stream 0, as every copy)",
+     offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
+    {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
+     offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "
      "closes (a micro profile for tuning; 0 = off)",
@@ -93,7 +118,9 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (st != UCCL_OK)
         return st;
     if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100))
+        !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "SM_BLOCKS", cfg.sm_blocks, 1, 1024) ||
+        uccl_gpu_ipc_copy_mode(&cfg) < 0)
         return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
@@ -114,6 +141,8 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
         st = uccl_gpu_pci_bus_id(tp->device, tp->bus_id, sizeof(tp->bus_id));
         if (st == UCCL_OK)
             st = uccl_gpu_ipc_use_device(tp, -1);
+        if (st == UCCL_OK)
+            st = uccl_gpu_ipc_copy_setup(tp); /* the copy kernel, now and never in progress */
         if (st != UCCL_OK)
             goto err_streams;
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
@@ -134,7 +163,7 @@ static void prof_print(const ipc_tp_t *tp)
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
-        "op finish", "progress call"};
+        "op finish", "progress call", "sm copy"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)

@@ -141,7 +141,15 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
+    char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
+    size_t sm_min;
+    int sm_pull;
+    int sm_streams;
+    int sm_blocks;
 } ipc_cfg_t;
+
+/* How copies between two GPUs go (UCCL_GPU_IPC_COPY). */
+enum { IPC_COPY_AUTO, IPC_COPY_CE, IPC_COPY_SM };
 
 /* Copies held back to go out together (cfg.batch_max): issued as one
  * uccl_gpu_memcpy_batch_async on stream 0 when the open fence is recorded
@@ -168,6 +176,8 @@ typedef struct ipc_tp {
     ipc_fence_t *quiet;  /* the closed fence without an event (cfg.lazy_event), or NULL */
     int quiet_polls;     /* busy stream queries of it so far */
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
+    bool sm_on;          /* the copy kernel is loaded on device: copies to and from other GPUs
+                          * of at least cfg.sm_min bytes use it (uccl_gpu_ipc_copy_setup) */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
@@ -260,6 +270,12 @@ void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id);
 
 /* ---- copy.c */
 uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint);
+/* IPC_COPY_* of cfg->copy, or -1 (logged, naming the setting). */
+int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg);
+/* Load the copy kernel on tp->device where cfg.copy asks for it (at open:
+ * never in progress); COPY=sm without a kernel fails with
+ * UCCL_ERR_UNSUPPORTED; auto is the copy engines (copy.c says why). */
+uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp);
 uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len);
 int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);
@@ -281,6 +297,8 @@ int uccl_gpu_ipc_local_plan(const uccl_req_t *req, size_t off, ipc_seg_t *seg);
 uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_t nseg, size_t skip,
                                      ipc_seg_t *out, int *nout);
 bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req);
+/* Is every byte of req's local side in device memory (ep's peer known)? */
+bool uccl_gpu_ipc_req_d2d(const ipc_ep_t *ep, const uccl_req_t *req);
 ipc_op_t *uccl_gpu_ipc_op_new(ipc_op_kind_t kind, uccl_req_t *req);
 uint64_t uccl_gpu_ipc_prof_post_begin(ipc_tp_t *tp);
 uccl_status_t uccl_gpu_ipc_prof_post_end(ipc_tp_t *tp, uint64_t t0, uccl_status_t st);

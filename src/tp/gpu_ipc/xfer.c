@@ -89,18 +89,26 @@ uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_
  * reach 0.97-1.00x one by one, so only smaller transfers wait for a batch
  * there. Host memory on either side is issued at once. */
 #define IPC_BATCH_CROSS_BELOW (512u << 10)
-bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
+bool uccl_gpu_ipc_req_d2d(const ipc_ep_t *ep, const uccl_req_t *req)
 {
-    size_t bytes = 0;
-
     if (ep->peer_device < 0 || req == NULL)
         return false;
     for (int i = 0; i < req->iovcnt; i++) {
         uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
         if (req->iov[i].len > 0 && (memh == NULL || memh->alloc == NULL))
             return false;
-        bytes += req->iov[i].len;
     }
+    return true;
+}
+
+bool uccl_gpu_ipc_batch_ok(const ipc_ep_t *ep, const uccl_req_t *req)
+{
+    size_t bytes = 0;
+
+    if (!uccl_gpu_ipc_req_d2d(ep, req))
+        return false;
+    for (int i = 0; i < req->iovcnt; i++)
+        bytes += req->iov[i].len;
     return ep->peer_device == ep->tp->device || bytes < IPC_BATCH_CROSS_BELOW;
 }
 

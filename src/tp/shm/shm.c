@@ -55,6 +55,14 @@ static const uccl_cfg_field_t shm_fields[] = {
               "rendezvous sends of at most this size from memory of uccl_mem_alloc are copied by "
               "the receiver with memcpy from its mapping of the sender's memory (no CMA, no split); "
               "0 = off", map_max, UCCL_CFG_SIZE),
+    SHM_FIELD("CMA_HELPER", "auto",
+              "a thread copies the second half of large CMA transfers while progress copies the "
+              "first: auto (with 2 shm peers or more and online CPUs >= 2 x (shm peers + 1)), "
+              "on, off", cma_helper,
+              UCCL_CFG_STRING),
+    SHM_FIELD("CMA_HELPER_MIN", "512K",
+              "CMA transfers of at least this size are shared with the CMA helper; 0 = never",
+              cma_helper_min, UCCL_CFG_SIZE),
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -103,6 +111,8 @@ static uccl_status_t shm_open_tp(const uccl_tp_open_params_t *params, uccl_tp_t 
     st = uccl_cfg_parse(&uccl_shm_config_table, &tp->cfg);
     if (st == UCCL_OK)
         st = shm_parse_cma(tp->cfg.cma, &tp->cma_mode);
+    if (st == UCCL_OK)
+        st = uccl_shm_cma_helper_parse(tp);
     if (st != UCCL_OK)
         goto err_free;
     if (tp->cfg.ring_size < 65536 || (tp->cfg.ring_size & (tp->cfg.ring_size - 1)) ||
@@ -123,6 +133,7 @@ static uccl_status_t shm_open_tp(const uccl_tp_open_params_t *params, uccl_tp_t 
         goto err_free;
     }
     tp->probe = SHM_WIRE_MAGIC ^ (uint64_t)getpid();
+    tp->online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uccl_list_init(&tp->eps);
     if (tp->cfg.stage_chunk < 4096 || tp->cfg.stage_depth < 1) {
         uccl_error("UCCL_SHM_STAGE_CHUNK=%zu must be at least 4K and UCCL_SHM_STAGE_DEPTH=%d >= 1",
@@ -155,6 +166,12 @@ err_free:
 
 static void shm_close_tp(uccl_tp_t *base)
 {
+    shm_tp_t *tp = (shm_tp_t *)base;
+
+    if (tp->cma_helper_pieces > 0)
+        uccl_info("shm: the CMA helper copied %llu job halves",
+                  (unsigned long long)tp->cma_helper_pieces);
+    uccl_shm_cma_helper_destroy(tp);
     uccl_stage_destroy(((shm_tp_t *)base)->stage);
     uccl_shm_map_close((shm_tp_t *)base);
     free(base);

@@ -35,6 +35,8 @@ typedef struct shm_config {
     size_t cma_chunk;
     size_t progress_bytes;
     size_t map_max;
+    char cma_helper[UCCL_CFG_STRING_MAX];
+    size_t cma_helper_min;
 } shm_config_t;
 
 /* ------------------------------------------------------------------ wire */
@@ -214,6 +216,10 @@ typedef struct shm_tp {
     struct shm_map *kept;  /* peers' memory mapped through connections that failed:
                             * pointers stay valid until the engine closes (shm_map.c) */
     int nkept;
+    int cma_helper_mode;   /* UCCL_SHM_CMA_HELPER: -1 auto, 0 off, 1 on */
+    long online_cpus;
+    struct shm_cma_helper *cma_helper; /* shm_cma_helper.c; NULL until the first split */
+    uint64_t cma_helper_pieces;        /* job halves it took (logged at close) */
 } shm_tp_t;
 
 /* A message that arrived before its receive (EAGER: payload follows;
@@ -267,8 +273,10 @@ typedef struct shm_cma_job {
     uccl_list_t link;     /* ep->cma_jobs */
     shm_cma_kind_t kind;
     bool write;           /* to the peer (else from it) */
-    size_t len, done;
-    int lcnt, rcnt;       /* what is left of the pieces, trimmed to len */
+    size_t len, done;     /* done counts the bytes progress copied, of own */
+    size_t own;           /* progress copies [0, own), the CMA helper the rest */
+    int hslot;            /* the helper's slot for [own, len), -1 = none */
+    int lcnt, rcnt;       /* what is left of the pieces, trimmed to own */
     struct iovec local[UCCL_IOV_MAX];
     struct iovec remote[UCCL_IOV_MAX];
     uccl_req_t *req;      /* RECV */
@@ -378,6 +386,16 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
 int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget);
 /* Teardown: drop the copies (their requests are the core's). */
 void uccl_shm_cma_jobs_free(shm_ep_t *ep);
+/* Drop the first done bytes of an iovec array (in place); the count left. */
+int uccl_shm_iov_advance(struct iovec *iov, int cnt, size_t done);
+
+/* shm_cma_helper.c: a thread that copies the second half of large CMA jobs */
+typedef struct shm_cma_helper shm_cma_helper_t;
+uccl_status_t uccl_shm_cma_helper_parse(shm_tp_t *tp);
+void uccl_shm_cma_helper_split(shm_ep_t *ep, shm_cma_job_t *job);
+bool uccl_shm_cma_helper_done(shm_tp_t *tp, shm_cma_job_t *job, uccl_status_t *st);
+void uccl_shm_cma_helper_cancel(shm_tp_t *tp, shm_cma_job_t *job);
+void uccl_shm_cma_helper_destroy(shm_tp_t *tp);
 /* Local pieces of a request as an iovec array (empty pieces dropped). */
 int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov);
 /* Under Yama ptrace_scope 1, let peers of this user attach to this process

@@ -108,7 +108,7 @@ int uccl_shm_req_iovec(const uccl_req_t *req, struct iovec *iov)
  * remote side is the peer's addresses from the wire and its local side, when
  * we are the target of a write or read, a range of a region, neither of them
  * a request; and process_vm_readv/writev take the arrays themselves. */
-static int shm_iov_advance(struct iovec *iov, int cnt, size_t done)
+int uccl_shm_iov_advance(struct iovec *iov, int cnt, size_t done)
 {
     int i = 0;
 
@@ -154,8 +154,12 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
         job->remote[i].iov_base = (void *)(uintptr_t)remote[i].addr;
         job->remote[i].iov_len = remote[i].len;
     }
-    job->lcnt = shm_iov_trim(job->local, shm_iov_advance(job->local, lcnt, loff), job->len);
+    job->lcnt = shm_iov_trim(job->local, uccl_shm_iov_advance(job->local, lcnt, loff), job->len);
     job->rcnt = shm_iov_trim(job->remote, rcnt, job->len);
+    /* a large job's second half to the CMA helper (or none: own = len) */
+    uccl_shm_cma_helper_split(ep, job);
+    job->lcnt = shm_iov_trim(job->local, job->lcnt, job->own);
+    job->rcnt = shm_iov_trim(job->remote, job->rcnt, job->own);
     uccl_list_push_back(&ep->cma_jobs, &job->link);
     return UCCL_OK;
 }
@@ -164,7 +168,7 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
 static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
 {
     struct iovec lp[SHM_CMA_IOV_MAX], rp[SHM_CMA_IOV_MAX];
-    size_t piece = job->len - job->done;
+    size_t piece = job->own - job->done;
     shm_seg_hdr_t *hdr = ep->seg;
     int lpcnt, rpcnt, me = ep->is_initiator ? 0 : 1;
     ssize_t n;
@@ -177,9 +181,10 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
     lpcnt = shm_iov_trim(lp, job->lcnt, piece);
     rpcnt = shm_iov_trim(rp, job->rcnt, piece);
     /* the close fence (shm.h): never into a peer that closed */
-    atomic_store(&hdr->cma_busy[me], 1);
+    /* a count: the CMA helper's calls on this connection raise it too */
+    atomic_fetch_add(&hdr->cma_busy[me], 1);
     if (atomic_load(&hdr->closed[1 - me])) {
-        atomic_store(&hdr->cma_busy[me], 0);
+        atomic_fetch_sub(&hdr->cma_busy[me], 1);
         uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
         return UCCL_ERR_PEER_FAILED;
     }
@@ -187,7 +192,7 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
                                        (unsigned long)rpcnt, 0)
                    : process_vm_readv(ep->peer_pid, lp, (unsigned long)lpcnt, rp,
                                       (unsigned long)rpcnt, 0);
-    atomic_store(&hdr->cma_busy[me], 0);
+    atomic_fetch_sub(&hdr->cma_busy[me], 1);
     if (n <= 0) {
         int err = n < 0 ? errno : EFAULT;
         if (err == EINTR)
@@ -201,8 +206,8 @@ static uccl_status_t shm_cma_step(shm_ep_t *ep, shm_cma_job_t *job, size_t max)
         return UCCL_ERR_TRANSPORT;
     }
     job->done += (size_t)n;
-    job->lcnt = shm_iov_advance(job->local, job->lcnt, (size_t)n);
-    job->rcnt = shm_iov_advance(job->remote, job->rcnt, (size_t)n);
+    job->lcnt = uccl_shm_iov_advance(job->local, job->lcnt, (size_t)n);
+    job->rcnt = uccl_shm_iov_advance(job->remote, job->rcnt, (size_t)n);
     return UCCL_OK;
 }
 
@@ -231,27 +236,43 @@ static void shm_cma_finish(shm_ep_t *ep, shm_cma_job_t *job, uccl_status_t st)
 
 int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
 {
+    uccl_list_t *pos = ep->cma_jobs.next;
     int events = 0;
 
-    while (!uccl_list_empty(&ep->cma_jobs) && budget->calls > 0 && budget->bytes > 0) {
-        shm_cma_job_t *job = uccl_list_first(&ep->cma_jobs, shm_cma_job_t, link);
+    /* oldest first; a job whose own part is copied but not the helper's
+     * waits there while the next ones go on */
+    while (pos != &ep->cma_jobs && budget->calls > 0 && budget->bytes > 0) {
+        shm_cma_job_t *job = uccl_container_of(pos, shm_cma_job_t, link);
         size_t before = job->done;
         uccl_region_t *region;
         uccl_status_t st = UCCL_OK;
+        bool stepped = job->done < job->own;
 
         /* our region, target of a peer's write or read, may be gone since the last call */
         if (job->region_id != 0 && uccl_engine_region_find(ep->tp->base.engine, job->region_id,
                                                            job->region_addr, job->len, &region) != UCCL_OK)
             st = UCCL_ERR_REMOTE_ACCESS;
-        else if (job->done < job->len)
+        else if (stepped)
             st = shm_cma_step(ep, job, budget->bytes);
 
         if (st == UCCL_ERR_PEER_FAILED)
             break; /* the connection fails; teardown drops the copies */
-        budget->calls--;
-        budget->bytes -= job->done - before < budget->bytes ? job->done - before : budget->bytes;
-        if (st == UCCL_OK && job->done < job->len)
+        if (st != UCCL_OK || stepped) {
+            budget->calls--;
+            budget->bytes -= job->done - before < budget->bytes ? job->done - before : budget->bytes;
+        }
+        if (st == UCCL_OK && job->done < job->own)
             continue;
+        if (st != UCCL_OK) {
+            uccl_shm_cma_helper_cancel(ep->tp, job); /* its memory goes back to the user */
+        } else if (!uccl_shm_cma_helper_done(ep->tp, job, &st)) {
+            pos = pos->next;
+            continue;
+        } else if (st == UCCL_ERR_PEER_FAILED) {
+            uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
+            break;
+        }
+        pos = pos->next;
         uccl_list_del(&job->link);
         shm_cma_finish(ep, job, st);
         free(job);
@@ -266,6 +287,9 @@ void uccl_shm_cma_jobs_free(shm_ep_t *ep)
 {
     uccl_list_t *link;
 
-    while ((link = uccl_list_pop_front(&ep->cma_jobs)) != NULL)
-        free(uccl_container_of(link, shm_cma_job_t, link));
+    while ((link = uccl_list_pop_front(&ep->cma_jobs)) != NULL) {
+        shm_cma_job_t *job = uccl_container_of(link, shm_cma_job_t, link);
+        uccl_shm_cma_helper_cancel(ep->tp, job);
+        free(job);
+    }
 }

@@ -1,0 +1,86 @@
+#!/bin/sh
+# Which gpu_ipc copies take the copy kernel (UCCL_GPU_IPC_COPY, SM_MIN) on
+# the fake GPU backend, where uccl_perf puts its two ranks on the two fake
+# GPUs (copies between different GPUs) and verifies every window's bytes;
+# the profile (UCCL_GPU_IPC_PROF=1) counts the kernels ("sm copy"):
+# - COPY=sm: writes of 64-128 KiB, and sends pushed by the sender, go
+#   through the kernel; sends the receiver pulls only with SM_PULL=1;
+# - COPY=ce, or sm with SM_MIN above every size: none does;
+# - COPY=auto (the default) copies with the copy engines (the kernel measured
+#   slower on 4x H200), SM_STREAMS=1 still moves every byte by kernel;
+# - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0, as a build without
+#   nvcc): COPY=sm fails engine creation naming the setting.
+# Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
+set -e
+perf=${top_builddir:-.}/tools/uccl_perf
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # as tests/mpi/run-mpi.sh
+export ASAN_OPTIONS
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+
+run() { # run NAME OP VAR=VAL...: OP, window 16, 64 KiB and 128 KiB, on 2 ranks (MPIEXEC holds a $(...))
+    name=$1
+    op=$2
+    shift 2
+    xs=""
+    for kv in UCCL_GPU_IPC_PROF=1 "$@"; do
+        export "$kv"
+        xs="$xs -x ${kv%%=*}"
+    done
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
+        --op $op --min 64K --max 128K --window 16 --iters 3 --no-ref" >"$tmp/$name" 2>&1
+    st=$?
+    for kv in UCCL_GPU_IPC_PROF=1 "$@"; do unset "${kv%%=*}"; done
+    return $st
+}
+count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
+    awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
+}
+fail=0
+expect() { # expect NAME OP MIN MAX VAR=VAL...: runs, and the kernel count of both ranks is in [MIN, MAX]
+    name=$1 op=$2 lo=$3 hi=$4
+    shift 4
+    if ! run "$name" "$op" "$@"; then
+        if grep -q "needs a GPU" "$tmp/$name"; then
+            echo "SKIP: uccl_perf --mem cuda finds no GPU here (a CUDA/ROCm build without a device)"
+            exit 77
+        fi
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf p2p $op over gpu_ipc ($*)"
+        fail=1
+        return
+    fi
+    n=$(count "$tmp/$name" "sm copy")
+    c=$(($(count "$tmp/$name" copy) + $(count "$tmp/$name" "batch(per copy)")))
+    echo "$name ($op $*): $n kernel copies, $c copy-engine copies"
+    if [ "$n" -lt "$lo" ] || [ "$n" -gt "$hi" ]; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $n kernel copies, expected $lo..$hi"
+        fail=1
+    fi
+}
+
+# 2 sizes x (warmup + 3 timed + 1 verified window) x 16 transfers at least
+sm="UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=64K"
+expect sm_write write 160 1000000 $sm
+expect sm_streams write 160 1000000 $sm UCCL_GPU_IPC_SM_STREAMS=1
+expect sm_pull send 0 0 $sm
+expect sm_pull_on send 160 1000000 $sm UCCL_GPU_IPC_SM_PULL=1
+expect sm_push send 160 1000000 $sm UCCL_GPU_IPC_PUSH_MIN=64K UCCL_GPU_IPC_SPLIT_PCT=0
+expect ce_write write 0 0 UCCL_GPU_IPC_COPY=ce
+expect sm_min write 0 0 UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=256K
+expect auto write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_GPU_IPC_SM_MIN=64K
+if run sm_nokernel write UCCL_GPU_IPC_COPY=sm UCCL_FAKE_GPU_SM_COPY=0; then
+    cat "$tmp/sm_nokernel"
+    echo "FAIL: COPY=sm without a copy kernel must fail engine creation"
+    fail=1
+elif ! grep -q "UCCL_GPU_IPC_COPY=sm: no copy kernel" "$tmp/sm_nokernel"; then
+    cat "$tmp/sm_nokernel"
+    echo "FAIL: COPY=sm without a copy kernel: no message naming the setting"
+    fail=1
+else
+    echo "sm_nokernel: refused: $(grep -m1 "UCCL_GPU_IPC_COPY=sm" "$tmp/sm_nokernel")"
+fi
+[ $fail = 0 ] || exit 1
+echo "PASS: gpu_ipc copy kernel selection"

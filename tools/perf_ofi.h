@@ -1,0 +1,67 @@
+/* perf_ofi's raw libfabric side (perf_ofi_raw.c), shared with perf_ofi.c:
+ * one FI_EP_RDM endpoint, CQ and registered buffer per rank, and the timed
+ * loops of plain operations and of send's parts (the rendezvous built by
+ * hand from raw operations). A benchmark tool: errors abort the job. */
+#ifndef UCCL_TOOLS_PERF_OFI_H
+#define UCCL_TOOLS_PERF_OFI_H
+
+#include <mpi.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUF_SIZE (8u << 20)
+#define SEED_BYTES 1179648u
+#define MAX_WINDOW 64
+
+enum { OP_WRITE, OP_READ, OP_SEND };
+
+typedef struct raw {
+    struct fi_info *info;
+    struct fid_fabric *fabric;
+    struct fid_domain *domain;
+    struct fid_av *av;
+    struct fid_cq *cq;
+    struct fid_ep *ep;
+    struct fid_mr *mr;
+    void *desc;
+    fi_addr_t peer;
+    uint64_t peer_key, peer_addr; /* as the provider addresses the peer's buffer */
+    uint8_t *buf;
+    int rank;
+} raw_t;
+
+#define CHECK(r, what, call)                    \
+    do {                                        \
+        long rc_ = (long)(call);                \
+        if (rc_ != 0)                           \
+            die((r)->rank, what, rc_);          \
+    } while (0)
+
+void die(int rank, const char *what, long rc);
+double now_s(void);
+void raw_open(raw_t *r, const char *prov);
+void raw_close(raw_t *r);
+/* Wait for n completions, driving progress. */
+void raw_wait(raw_t *r, int n);
+/* One timed run of iters windows of op (OP_*); seconds. */
+double raw_run(raw_t *r, int op, size_t len, int window, int iters);
+/* One fi_writemsg, delivery complete; -FI_EAGAIN: progress, retry. */
+void raw_writemsg(raw_t *r, const struct fi_msg_rma *msg);
+/* Rank 0 tells rank 1 a one-sided round is over. */
+void raw_done(raw_t *r, struct fi_context2 *ctx);
+
+/* send's parts, built from raw operations (perf_ofi_raw.c): */
+enum {
+    RAW_RTS_SEND = 1, /* a 64-byte tagged message (the RTS), then the data as one fi_tsend */
+    RAW_RTS_CTS_WRITE, /* RTS; the receiver answers CTS; the data as fi_writemsg with CQ data */
+};
+double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters);
+
+#endif
