@@ -5,6 +5,7 @@
 # rail devices' QP states and counters every 3 s (kept only when it fails)
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null
 dir=${LOGDIR:-$PWD}
+: "${top_builddir:?set top_builddir to the build directory}"
 tag=$1
 start=$(date +%s)
 i=0
