@@ -29,6 +29,10 @@ static void usage(void)
             "                         between 3 and 200)\n"
             "  --warmup N             untimed windows per size first (default 2)\n"
             "  --window W             transfers in flight per window (default 16)\n"
+            "  --sliding              write/read: keep W transfers in flight, posting the next\n"
+            "                         one as the oldest completes, no drain per window (as\n"
+            "                         ucx_perftest -O W and perftest's tx depth); the uccl\n"
+            "                         column only, the MPI reference keeps its windows\n"
             "  --rounds N             per size, time uccl then each reference N times\n"
             "                         alternately and report the medians (default 1, at most 15)\n"
             "  --json FILE            also write the results as JSON\n"
@@ -105,6 +109,7 @@ static int parse_one(int opt, const char *arg, perf_opts_t *o)
     case 'r': return perf_parse_int(arg, 1, 1000000, &o->rounds) || o->rounds > PERF_ROUNDS_MAX ? -1 : 0;
     case 'j': o->json = arg; return 0;
     case 'n': o->no_ref = 1; return 0;
+    case 's': o->sliding = 1; return 0;
     case 'm':
         if (strcmp(arg, "host") == 0 || strcmp(arg, "cuda") == 0) {
             o->mem = arg[0] == 'c' ? PERF_MEM_CUDA : PERF_MEM_HOST;
@@ -128,7 +133,7 @@ static const struct option perf_longopts[] = {
     {"window", required_argument, NULL, 'W'}, {"json", required_argument, NULL, 'j'},
     {"mem", required_argument, NULL, 'm'},    {"no-ref", no_argument, NULL, 'n'},
     {"rounds", required_argument, NULL, 'r'}, {"help", no_argument, NULL, 'h'},
-    {"peer-mem", required_argument, NULL, 'p'},
+    {"peer-mem", required_argument, NULL, 'p'}, {"sliding", no_argument, NULL, 's'},
     {NULL, 0, NULL, 0},
 };
 
@@ -170,6 +175,11 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
     if (optind != argc) {
         if (verbose)
             fprintf(stderr, "uccl_perf: unexpected argument '%s'\n", argv[optind]);
+        goto err_usage;
+    }
+    if (o->sliding && o->op == PERF_OP_SEND) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf: --sliding is for --op write or read (send keeps its acked windows)\n");
         goto err_usage;
     }
     if (o->min > o->max) {
@@ -291,9 +301,10 @@ void perf_print_header(const perf_opts_t *o, const char *conn_transport, const c
         return;
     }
     mpi_name(mpi, sizeof(mpi));
-    printf("# uccl_perf p2p --op %s: uccl %s over %s (asked: %s), window %d, on %s\n",
+    printf("# uccl_perf p2p --op %s: uccl %s over %s (asked: %s), window %d%s, on %s\n",
            op_name(o->op), uccl_version(), conn_transport,
-           o->transport ? o->transport : "default", o->window, machine);
+           o->transport ? o->transport : "default", o->window,
+           o->sliding ? " sliding (--sliding: the next posted as the oldest completes)" : "", machine);
     if (o->no_ref)
         printf("# reference: none (--no-ref)\n");
     else
@@ -369,9 +380,10 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
         goto out;
     }
     fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"op\": \"%s\", \"window\": %d, "
-               "\"rounds\": %d,\n \"reference\": \"%s (%s)\",\n \"reference_path\": \"%s\",\n"
+               "\"sliding\": %s, \"rounds\": %d,\n \"reference\": \"%s (%s)\",\n \"reference_path\": \"%s\",\n"
                " \"rows\": [\n",
-            machine, conn_transport, op_name(o->op), o->window, o->rounds, o->no_ref ? "none" : mpi,
+            machine, conn_transport, op_name(o->op), o->window, o->sliding ? "true" : "false",
+            o->rounds, o->no_ref ? "none" : mpi,
             o->no_ref ? "--no-ref" : ref_pattern(o->op), o->no_ref ? "none" : o->ref_path);
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];

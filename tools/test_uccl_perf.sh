@@ -1,9 +1,10 @@
 #!/bin/sh
 # uccl_perf p2p on 2 ranks over shm and tcp: every op completes and verifies
 # its data (the passive rank of write/read sleeps between polls, and tcp needs
-# it to progress), the JSON parses with one row per size, --no-ref leaves the
-# reference out, the tcp reference runs over Open MPI's tcp path and says so,
-# and a bad option is refused, named once, with the usage text once.
+# it to progress; tcp's write and read with --sliding), the JSON parses with
+# one row per size, --no-ref leaves the reference out, the tcp reference runs
+# over Open MPI's tcp path and says so, and a bad option is refused, named
+# once, with the usage text once.
 set -e
 perf=${top_builddir:-.}/tools/uccl_perf
 # no leak check under mpirun, as tests/mpi/run-mpi.sh explains
@@ -31,11 +32,14 @@ PY
 }
 
 for tp in shm tcp; do
+    slide=; [ $tp = tcp ] && slide=--sliding # tcp: W in flight all along, the data checked alike
     for op in write read; do
-        perf2 --transport $tp --op $op --min 4K --max 32K --iters 3 --no-ref \
+        perf2 --transport $tp --op $op --min 4K --max 32K --iters 3 --no-ref $slide \
             --json "$tmp/$tp-$op.json" ||
-            { cat "$tmp/out"; echo "uccl_perf $tp $op failed"; exit 1; }
+            { cat "$tmp/out"; echo "uccl_perf $tp $op $slide failed"; exit 1; }
         check_json "$tmp/$tp-$op.json" 4 0
+        grep -q "\"sliding\": $([ -n "$slide" ] && echo true || echo false)" "$tmp/$tp-$op.json" ||
+            { echo "uccl_perf $tp $op: the JSON does not say sliding ${slide:-off}"; exit 1; }
         n=$((n + 1))
     done
     perf2 --transport $tp --op send --min 4K --max 32K --iters 3 --json "$tmp/$tp-send.json" ||
@@ -67,7 +71,8 @@ n=$((n + 1))
 for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid value '0' for --rounds" \
     "--rounds 16|invalid value '16' for --rounds" "--op foo|invalid value 'foo' for --op" \
     "--bogus|unrecognized option '--bogus'" "extra|unexpected argument 'extra'" \
-    "--min 8K --max 4K|--min 8192 is larger than --max 4096"; do
+    "--min 8K --max 4K|--min 8192 is larger than --max 4096" \
+    "--op send --sliding|--sliding is for --op write or read"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if perf2 ${bad%%|*}; then
         echo "uccl_perf accepted ${bad%%|*}"; exit 1

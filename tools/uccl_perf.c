@@ -168,6 +168,30 @@ static void uccl_window(perf_ctx_t *c, size_t size)
         uccl_ctl(c, 1, TAG_ACK);
 }
 
+/* --sliding (write/read, rank 0): iters * W transfers, W in flight all the
+ * time: the oldest is waited for and a new one posted in its place. */
+static void uccl_sliding(perf_ctx_t *c, size_t size, int iters)
+{
+    int w = c->o.window;
+    long total = (long)iters * w;
+
+    for (long i = 0; i < total; i++) {
+        uccl_req_t **slot = &c->reqs[i % w];
+        uccl_status_t st;
+
+        if (i >= w) {
+            st = uccl_wait(*slot, -1);
+            if (st != UCCL_OK)
+                perf_fail(c, "a transfer", st);
+            uccl_req_free(*slot);
+        }
+        st = uccl_post_data(c, size, slot);
+        if (st != UCCL_OK)
+            perf_fail(c, "posting a transfer", st);
+    }
+    uccl_wait_free(c, (int)(total < w ? total : w), "the last transfers");
+}
+
 /* Runs iters windows; returns rank 0's time. For one-sided ops rank 1 waits
  * for a fin (idle_wait: progressing while its engine has work, else asleep). */
 static double uccl_phase(perf_ctx_t *c, size_t size, int iters)
@@ -180,8 +204,11 @@ static double uccl_phase(perf_ctx_t *c, size_t size, int iters)
         uccl_await_fin(c);
         return 0;
     }
-    for (int i = 0; i < iters; i++)
-        uccl_window(c, size);
+    if (c->o.sliding)
+        uccl_sliding(c, size, iters);
+    else
+        for (int i = 0; i < iters; i++)
+            uccl_window(c, size);
     t0 = now_s() - t0;
     if (c->rank == 0 && c->o.op != PERF_OP_SEND)
         uccl_ctl(c, 1, TAG_FIN);

@@ -11,6 +11,10 @@
 #   emulated VM hits all alike), BENCH_MIB (MiB each run moves, default 64);
 #   BENCH_WIRE=1 (every tool measured alike: bytes on the veth pair over
 #   time, wire_gbps below, the tools' own figures beside);
+#   BENCH_SLIDING=1 (every tool keeps BENCH_WINDOW transfers in flight, a new
+#   one posted as one completes: uccl_perf --sliding, ucx_perftest -O W,
+#   perftest -t W; without it uccl_perf drains each window of W, UCX and
+#   perftest keep their own depths);
 #   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
 #   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
 # Each row: the medians, each tool's min-max over the rounds, the ratios of
@@ -42,13 +46,16 @@ mpiexec="mpirun --oversubscribe --allow-run-as-root --bind-to none --mca btl sel
 # of uccl_perf's window of 16, at least 1 window.
 count() { local n=$(( ((${BENCH_MIB:-64} << 20) / $1 + 8) / 16 * 16 )); echo $(( n < 16 ? 16 : n > 1024 ? 1024 : n )); }
 
+# depth OPT: with BENCH_SLIDING=1, "OPT W" (the tool's in-flight depth option)
+depth() { [ "${BENCH_SLIDING:-0}" = 1 ] && echo "$1 ${BENCH_WINDOW:-16}"; }
+
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 	local n; n=$(count "$2")
-	# shellcheck disable=SC2086 # BENCH_PT_ARGS: option words
-	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
+	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth: option words
+	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
 	sleep 1
-	# shellcheck disable=SC2086
-	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
+	# shellcheck disable=SC2086,SC2046
+	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
 		awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
@@ -77,18 +84,20 @@ ucx_gbps() {
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV2:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
 		timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
 	sleep 1
+	# shellcheck disable=SC2046 # depth: option words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 >/tmp/ucx.out 2>&1
+		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
 	wait
 	awk '$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }' /tmp/ucx.out
-	grep -q '^Final:' /tmp/ucx.out || tail -3 /tmp/ucx.out /tmp/ucx.srv >&2
+	grep -q "^Final:" /tmp/ucx.out || tail -n 3 /tmp/ucx.out /tmp/ucx.srv >&2
 }
 
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
-	local w=${BENCH_WINDOW:-16} # transfers in flight, then a wait for all of them
+	local w=${BENCH_WINDOW:-16} slide= # transfers in flight, then a wait for all of them
+	[ "${BENCH_SLIDING:-0}" = 1 ] && [ "$1" != send ] && slide=--sliding # W in flight all along
 	rm -f /tmp/uccl.json
 	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
-		--min "$2" --max "$2" --iters $(( ($(count "$2") + w - 1) / w )) --window "$w" --warmup 1 --no-ref \
+		--min "$2" --max "$2" --iters $(( ($(count "$2") + w - 1) / w )) --window "$w" $slide --warmup 1 --no-ref \
 		--json /tmp/uccl.json >/tmp/uccl.out 2>&1
 	python3 -c 'import json; r = json.load(open("/tmp/uccl.json"))["rows"][0]; print("%.4f" % (8 * r["uccl_gbps"]))' 2>/dev/null ||
 		{ tail -5 /tmp/uccl.out >&2; echo 0; }
@@ -122,6 +131,7 @@ wire_gbps() {
 # Sourced with BENCH_LIB=1 (in the VM): the functions above, no table.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
+[ "${BENCH_SLIDING:-0}" = 1 ] && echo "# BENCH_SLIDING=1: each tool keeps ${BENCH_WINDOW:-16} in flight (uccl_perf --sliding, ucx_perftest -O, perftest -t)"
 [ "${BENCH_WIRE:-0}" = 1 ] && echo "# BENCH_WIRE=1: every figure is the rate on the veth pair (wire_gbps), not the tool's own"
 echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (UCP over rc_verbs: write ucp_put_bw, read ucp_get, send tag_bw)"
 echo "# [a-b]: min-max over the rounds (a failed run, 0, left out); ratio ranges pair the runs of one round"

@@ -7,6 +7,8 @@
 #include <CUnit/Basic.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <uccl/uccl.h>
 
@@ -80,6 +82,18 @@ static void unit_on_done(const CU_pTest t, const CU_pSuite s, const CU_pFailureR
 static void unit_on_init_failed(const CU_pSuite s) { printf("Suite %s: setup FAILED\n", s->pName); }
 static void unit_on_cleanup_failed(const CU_pSuite s) { printf("Suite %s: cleanup FAILED\n", s->pName); }
 
+/* UNIT_ONLY=TEXT (for repeating one case by hand): only the cases whose
+ * name contains TEXT run; the others are neither run nor counted. */
+static inline void unit_only(const char *text)
+{
+    if (text == NULL || *text == '\0')
+        return;
+    CU_set_fail_on_inactive(CU_FALSE);
+    for (CU_pSuite s = CU_get_registry()->pSuite; s != NULL; s = s->pNext)
+        for (CU_pTest t = s->pTest; t != NULL; t = t->pNext)
+            CU_set_test_active(t, strstr(t->pName, text) != NULL ? CU_TRUE : CU_FALSE);
+}
+
 /* Run the registered suites with the reporter above (CUnit's basic mode
  * would call a skipped case passed). Returns 0 when every case passed or
  * skipped and some passed, 77 when all skipped, 1 when any failed or a suite
@@ -94,6 +108,7 @@ static inline int unit_run_registered(void)
     CU_set_test_complete_handler(unit_on_done);
     CU_set_suite_init_failure_handler(unit_on_init_failed);
     CU_set_suite_cleanup_failure_handler(unit_on_cleanup_failed);
+    unit_only(getenv("UNIT_ONLY"));
     CU_run_all_tests();
     failures = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
     printf("%u cases: %u passed, %u failed, %u skipped (%u assertions failed)\n", unit_ncases,

@@ -110,6 +110,8 @@ static void verbs_rail_flush(tp_verbs_ep_t *ep, int rail)
         if (ep->data[i].rail != rail || ep->data[i].qp == NULL)
             continue;
         rc = ibv_modify_qp(ep->data[i].qp, &attr, IBV_QP_STATE);
+        uccl_debug("%s: QP %u to the error state, %d work request(s) on it to come back",
+                   ep->tp->rails[rail].dev_name, ep->data[i].qp->qp_num, ep->data[i].outstanding);
         if (rc != 0)
             uccl_debug("%s: QP %u to the error state: %s", ep->tp->rails[rail].dev_name,
                        ep->data[i].qp->qp_num, strerror(rc));
