@@ -153,13 +153,15 @@ static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, 
 {
     bool asked = (in->field_mask & UCCL_COLL_ARG_ALGO) && in->algo != UCCL_COLL_ALGO_AUTO;
     uccl_coll_algo_t algo = asked ? in->algo : UCCL_COLL_ALGO_AUTO;
+    bool forced = asked; /* by the call or UCCL_COLL_ALGO, not the table */
     uccl_status_t st;
 
     if ((unsigned)algo >= UCCL_COLL_ALGO_COUNT)
         return UCCL_ERR_INVALID_PARAM;
     if (algo == UCCL_COLL_ALGO_AUTO) {
         algo = uccl_coll_algo_forced();
-        if (!uccl_coll_algo_supports(a->op, algo))
+        forced = uccl_coll_algo_supports(a->op, algo);
+        if (!forced)
             algo = uccl_coll_select(cs, a->op, select_bytes(cs, in));
     } else if (!uccl_coll_algo_supports(a->op, algo)) {
         coll_error("algorithm %s does not implement %s", uccl_coll_algo_name(algo),
@@ -173,7 +175,9 @@ static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, 
                        "(shm on one host); not so on this comm", uccl_coll_op_name(a->op));
             return st;
         }
-        if (st == UCCL_ERR_UNSUPPORTED) /* the table's next choice */
+        /* the table's next choice; also where the setup found a GPU comm
+         * (cs->mapped_gpu: the table leaves MAPPED out from now on) */
+        if (st == UCCL_ERR_UNSUPPORTED || (st == UCCL_OK && cs->mapped_gpu && !forced))
             algo = uccl_coll_select(cs, a->op, select_bytes(cs, in));
         else if (st != UCCL_OK)
             return st;

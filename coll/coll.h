@@ -122,6 +122,8 @@ typedef struct coll_state {
     char ctl[64];             /* sink of empty and refused DIRECT writes */
     coll_mapped_t *mapped;    /* MAPPED's segments, made on its first use */
     int mapped_ok;            /* 0 not tried yet, 1 every rank maps every peer, -1 not */
+    bool mapped_gpu;          /* every rank reaches every peer by gpu_ipc: AUTO leaves
+                               * MAPPED out (GPU buffers would be staged through it) */
     struct uccl_coll_sflags *sf; /* direct stream path (stream.c), NULL until the first stream call */
 } coll_state_t;
 

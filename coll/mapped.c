@@ -112,8 +112,26 @@ static uccl_status_t setup_allgather(coll_state_t *cs, const void *mine, void *a
     return uccl_coll_internal(cs->comm, &a);
 }
 
+/* Does this rank reach every peer through gpu_ipc (GPU engines on one
+ * host)? Then GPU buffers would go through MAPPED's host segments by two
+ * staged copies: on 2x H200, 24-34 us a call at 4-16 KiB, where linear's
+ * IPC copies took 11-22 us (tests/gpu/results/2xH200-s11). */
+static bool all_gpu_ipc(const coll_state_t *cs)
+{
+    for (int j = 0; j < cs->size; j++) {
+        uccl_conn_attr_t attr;
+        if (j != cs->rank && (uccl_conn_query(uccl_comm_conn(cs->comm, j), &attr) != UCCL_OK ||
+                              attr.gpu_transport == NULL || strcmp(attr.gpu_transport, "gpu_ipc") != 0))
+            return false;
+    }
+    return cs->size > 1;
+}
+
+#define MAPPED_GPU_BIT 0x80 /* beside the depth (<= RING_MAX) in the agreement byte */
+
 /* Collective, on the first call that picks MAPPED: every rank's segment
- * made, described, mapped by every peer. cs->mapped_ok: 1 yes, -1 no. */
+ * made, described, mapped by every peer. cs->mapped_ok: 1 yes, -1 no;
+ * cs->mapped_gpu: every rank reaches every peer by gpu_ipc. */
 static uccl_status_t mapped_setup(coll_state_t *cs)
 {
     int n = cs->size, r = cs->rank;
@@ -157,9 +175,16 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
         }
         M->peer[j] = p;
     }
+    if (all_gpu_ipc(cs))
+        mine |= MAPPED_GPU_BIT;
     if ((st = setup_allgather(cs, &mine, ok, 1)) != UCCL_OK)
         goto out;
     cs->mapped_ok = 1;
+    cs->mapped_gpu = true;
+    for (int j = 0; j < n; j++) {
+        cs->mapped_gpu = cs->mapped_gpu && (ok[j] & MAPPED_GPU_BIT);
+        ok[j] &= (uint8_t)~MAPPED_GPU_BIT;
+    }
     for (int j = 0; j < n; j++)
         if (ok[j] != M->depth)
             cs->mapped_ok = ok[j] == 0 || cs->mapped_ok == -2 ? -2 : -1;

@@ -177,8 +177,8 @@ uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, siz
 
     for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
         const struct coll_rule *r = &rules[i];
-        if (r->algo == UCCL_COLL_ALGO_MAPPED && cs->mapped_ok < 0)
-            continue; /* some rank cannot map some peer */
+        if (r->algo == UCCL_COLL_ALGO_MAPPED && (cs->mapped_ok < 0 || cs->mapped_gpu))
+            continue; /* some rank cannot map some peer; or GPU engines all (mapped.c) */
         if ((r->ops & (1u << op)) && (r->layout == LAYOUT_ANY || r->layout == lay) &&
             cs->size >= r->min_ranks &&
             (r->max_bytes == SIZE_ANY || r->max_bytes == SIZE_ANY / 2 || bytes <= r->max_bytes))

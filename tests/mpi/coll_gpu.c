@@ -29,6 +29,7 @@ uccl_status_t ct_gpu_run(mt_ctx_t *c, ct_case_t *k, ct_mode_t mode)
 }
 void ct_stream_order(mt_ctx_t *c) { (void)c; }
 void ct_gpu_refused(mt_ctx_t *c) { (void)c; }
+void ct_gpu_auto_small(mt_ctx_t *c) { (void)c; }
 void *ct_stream(void) { return NULL; }
 #else
 
@@ -340,5 +341,69 @@ void ct_gpu_refused(mt_ctx_t *c)
     uccl_comm_destroy(comm);
     uccl_mem_free(c->engine, ds);
     uccl_mem_free(c->engine, dr);
+}
+/* AUTO on small blocks where every rank reaches every peer by gpu_ipc:
+ * once MAPPED's setup has run (on the first call that picks it), the table
+ * leaves MAPPED out, since GPU buffers would be staged through its host
+ * segments (2x H200: 24-34 us a call at 4-16 KiB against 11-22 us for
+ * linear's IPC copies). The verdict is the same on every rank, from the
+ * setup's agreement (a comm with some peer not over gpu_ipc keeps the
+ * table's choice: t_coll's layout check). */
+void ct_gpu_auto_small(mt_ctx_t *c)
+{
+    const size_t len = 64;
+    int mine = c->size > 1, all = 0;
+    uint8_t *host = malloc(len * (size_t)c->size), *back = malloc(len * (size_t)c->size);
+    void *ds = NULL, *dr = NULL;
+    uccl_coll_algo_t algo;
+
+    for (int j = 0; j < c->size; j++) {
+        uccl_conn_attr_t attr;
+        if (j != c->rank && (uccl_conn_query(uccl_comm_conn(c->comm, j), &attr) != UCCL_OK ||
+                             strcmp(attr.gpu_transport, "gpu_ipc") != 0))
+            mine = 0;
+    }
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (host == NULL || back == NULL ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, len, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, len * (size_t)c->size, &dr) != UCCL_OK) {
+        mt_fail(c, "buffers");
+        goto out;
+    }
+    for (size_t i = 0; i < len; i++)
+        host[i] = (uint8_t)(i * 7 + (size_t)c->rank * 13 + 1);
+    mt_expect(c, uccl_copy(c->engine, ds, host, len), UCCL_OK, "send buffer to the GPU");
+    for (int round = 0; round < 2; round++) { /* the first may set MAPPED up */
+        mt_expect(c, uccl_coll(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_ALLGATHER,
+                                                            .sendbuf = ds, .recvbuf = dr,
+                                                            .count = len}),
+                  UCCL_OK, "AUTO allgather of 64 bytes a rank, GPU buffers");
+        mt_expect(c, uccl_copy(c->engine, back, dr, len * (size_t)c->size), UCCL_OK, "result back");
+        for (size_t i = 0; i < len * (size_t)c->size; i++)
+            if (back[i] != (uint8_t)((i % len) * 7 + (i / len) * 13 + 1)) {
+                mt_fail(c, "round %d: byte %zu is 0x%02x", round, i, back[i]);
+                break;
+            }
+    }
+    /* forced: MAPPED still runs on GPU buffers when asked for (one host) */
+    if (all)
+        mt_expect(c, uccl_coll(c->comm, &(uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO,
+                                                            .op = UCCL_COLL_ALLGATHER,
+                                                            .sendbuf = ds, .recvbuf = dr,
+                                                            .count = len,
+                                                            .algo = UCCL_COLL_ALGO_MAPPED}),
+                  UCCL_OK, "MAPPED asked for on GPU buffers");
+    algo = uccl_coll_algo_select(c->comm, UCCL_COLL_ALLGATHER, len);
+    if (getenv("UCCL_COLL_ALGO") == NULL && all && algo == UCCL_COLL_ALGO_MAPPED)
+        mt_fail(c, "every peer over gpu_ipc, yet AUTO still picks mapped at 64 B");
+    if (c->rank == 0)
+        printf("# every peer over gpu_ipc: %s; AUTO at 64 B after a call: %s\n", all ? "yes" : "no",
+               uccl_coll_algo_name(algo));
+out:
+    mt_uccl_barrier(c);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    free(host);
+    free(back);
 }
 #endif

@@ -46,6 +46,8 @@ void ct_stream_order(mt_ctx_t *c);
 /* GPU buffers where no connection moves GPU memory: UCCL_ERR_UNSUPPORTED
  * on every rank at once. */
 void ct_gpu_refused(mt_ctx_t *c);
+/* AUTO leaves MAPPED out where every peer is reached by gpu_ipc. */
+void ct_gpu_auto_small(mt_ctx_t *c);
 /* The test's stream (GPU builds; NULL otherwise). */
 void *ct_stream(void);
 /* coll_stream.c: the direct stream path: back-to-back calls on the

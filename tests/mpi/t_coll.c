@@ -473,6 +473,8 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);
             fails += mt_report(&c, "GPU memory and no GPU transport: UCCL_ERR_UNSUPPORTED everywhere");
+            ct_gpu_auto_small(&c);
+            fails += mt_report(&c, "AUTO leaves MAPPED out where every peer is over gpu_ipc");
         }
         ct_mem_fini();
         mt_fini(&c);
