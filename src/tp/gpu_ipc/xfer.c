@@ -79,17 +79,21 @@ uccl_status_t uccl_gpu_ipc_peer_plan(ipc_ep_t *ep, const msg_seg_t *seg, uint32_
     return UCCL_OK;
 }
 
-/* Does req move GPU memory registered here to or from a GPU peer? */
-bool uccl_gpu_ipc_req_d2d(const ipc_ep_t *ep, const uccl_req_t *req)
+/* Is every non-empty piece of req GPU memory registered here? */
+static bool pieces_on_gpu(const ipc_ep_t *ep, const uccl_req_t *req)
 {
-    if (ep->peer_device < 0 || req == NULL)
-        return false;
     for (int i = 0; i < req->iovcnt; i++) {
         uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
         if (req->iov[i].len > 0 && (memh == NULL || memh->alloc == NULL))
             return false;
     }
     return true;
+}
+
+/* Does req move GPU memory registered here to or from a GPU peer? */
+bool uccl_gpu_ipc_req_d2d(const ipc_ep_t *ep, const uccl_req_t *req)
+{
+    return ep->peer_device >= 0 && req != NULL && pieces_on_gpu(ep, req);
 }
 
 /* May req's copies be held back for a batch (cfg.batch_max)? Only
@@ -286,12 +290,7 @@ static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
 
     if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device))
         return false;
-    for (int i = 0; i < req->iovcnt; i++) {
-        uccl_tp_memh_t *memh = iov_memh(ep, &req->iov[i]);
-        if (req->iov[i].len > 0 && (memh == NULL || memh->alloc == NULL))
-            return false;
-    }
-    return true;
+    return pieces_on_gpu(ep, req);
 }
 
 static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *rts,
