@@ -92,6 +92,11 @@ static void nccl_setup(coll_ctx_t *c, coll_gpu_t *g, int ngpu)
     nccl_id_t id;
     int ok, all_ok = 0, v = 0;
 
+    if (c->o.op == UCCL_COLL_GATHER || c->o.op == UCCL_COLL_SCATTER) { /* nccl_call has none */
+        snprintf(c->nccl_why, sizeof(c->nccl_why), "NCCL has no %s: no NCCL column",
+                 uccl_coll_op_name(c->o.op));
+        return;
+    }
     if (lib != NULL) {
         g->allgather = (nccl_allgather_fn)dlsym(lib, "ncclAllGather");
         g->bcast = (nccl_bcast_fn)dlsym(lib, "ncclBroadcast");
