@@ -62,11 +62,15 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
  * stream a collective holds (uccl_coll.h). A host-only engine picks its
  * device later, in progress: it stays on the copy engines.
  *
- * auto = the copy engines: on 4x H200 (tests/gpu/results/4xH200-s11) the
- * kernel lost to them everywhere it was measured: uccl_perf coll np 4
+ * auto = the copy engines. On 4x H200 (tests/gpu/results/4xH200-s11) the
+ * kernel, pulling too and on one stream, lost to them everywhere: np 4
  * allgather 148-171 GB/s busbw at 64 MiB a block against 171, alltoall
  * 149-163 against 177, np 2 0.73-0.76x the all-peers ceiling against
- * 0.86-0.89x, GPU0 -> GPU1 writes 0.90-0.93x a plain copy from 16 MiB. */
+ * 0.86-0.89x, GPU0 -> GPU1 writes 0.90-0.93x a plain copy from 16 MiB.
+ * Pushes only (SPLIT_PCT=0) on a stream per peer (SM_STREAMS) passed them
+ * on np 4 in one run (4xH200-s11-lead: alltoall 243 GB/s at 64 MiB
+ * received against 161, 1.08x NCCL); one run, and slower on 2 GPUs, so
+ * not the default. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
     int mode = uccl_gpu_ipc_copy_mode(&tp->cfg);

@@ -166,7 +166,7 @@ void uccl_shm_cma_helper_destroy(shm_tp_t *tp)
     tp->cma_helper = NULL;
     if (h == NULL)
         return;
-    if (h->pid == getpid()) { /* a forked child: the thread is the parent's */
+    if (h->pid == getpid()) { /* (in a forked child the thread is the parent's: only freed) */
         pthread_mutex_lock(&h->lock);
         atomic_store(&h->stop, 1);
         pthread_cond_signal(&h->cond);
