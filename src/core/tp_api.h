@@ -197,6 +197,17 @@ struct uccl_tp_ops {
      * again, up to UCCL_TIMEOUT_MS. Called with the engine lock held. */
     uccl_status_t (*remote_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote,
                                 void **ptr);
+
+    /* Optional. A receive of this transport's memory (req->gpu_caps among
+     * its caps, len > 0) was posted on the connection of ep and waits, the
+     * first posted receive with its tag, while every message numbered below
+     * msg_seq has arrived and none held has its tag: so message msg_seq, the
+     * next to arrive, goes to it if it has its tag and fits (match.c). The
+     * transport may tell the peer (a ready-to-receive): a send numbered
+     * msg_seq, and only that one, may then place its bytes in req's memory
+     * itself and announce the message with uccl_msg_arrived, which hands
+     * req back. Must not complete req or call into the core. */
+    void (*recv_posted)(uccl_tp_ep_t *ep, uccl_req_t *req, uint64_t msg_seq);
 };
 
 

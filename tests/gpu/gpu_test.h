@@ -95,6 +95,8 @@ int gpu_test_connect(int gpu, const gpu_test_mode_t *mode);
 uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes);
 /* rank 0 sends len bytes at off of its mr1 to rank 1's mr1 at off; checked. */
 void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned seed);
+/* gpu_ipc's ready-to-receive cases (gpu_ready.c; t_gpu_ipc's after_sizes). */
+void gpu_test_ready_cases(gpu_test_side_t *dev, const char *name);
 /* The whole program: bootstrap, skip (77) without a GPU, GPU0->GPU1 when
  * there are two, same GPU; returns the exit code. */
 int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode);

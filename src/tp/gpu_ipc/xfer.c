@@ -214,8 +214,14 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_rts_t m = {0};
     uint64_t t0 = uccl_gpu_ipc_prof_post_begin(ep->tp);
-    uccl_status_t st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
+    uccl_status_t st;
 
+    /* into the receive the peer offered for this message, if it did (ready.c) */
+    if (ep->tp->cfg.ready)
+        uccl_gpu_ipc_ep_poll_ready(ep);
+    if (uccl_gpu_ipc_ready_send(ep, req) == UCCL_OK)
+        return uccl_gpu_ipc_prof_post_end(ep->tp, t0, UCCL_OK);
+    st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
     if (st != UCCL_OK)
         return uccl_gpu_ipc_prof_post_end(ep->tp, t0, st);
     m.seq = ep->next_seq++;
@@ -472,6 +478,10 @@ void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
         break;
     case OP_RECV:
     case OP_PUSH:
+        if (op->ready) {
+            uccl_gpu_ipc_ready_done(ep, op);
+            break;
+        }
         if (st != UCCL_ERR_CANCELED)
             uccl_gpu_ipc_fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE,
                                   op->seq, st, op->bytes);
