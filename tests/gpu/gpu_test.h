@@ -16,6 +16,7 @@
 typedef struct gpu_test_state {
     int rank;     /* 0 or 1 */
     int failures; /* CHECKs failed so far */
+    int two_gpus; /* the mode running: rank 0 on GPU 0, rank 1 on GPU 1 */
     uccl_engine_t *eng;
     uccl_conn_t *conn;
 } gpu_test_state_t;

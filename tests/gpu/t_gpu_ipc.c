@@ -2,10 +2,11 @@
  * operation with bytes verified, GPU0->GPU1 and same GPU, GPU<->host,
  * offsets inside one allocation, 1 B to 1 GiB (64 MiB on the fake GPU
  * backend, where copies run on the CPU), the refused accesses, and the
- * ready-to-receive cases (gpu_ready.c).
+ * ready-to-receive cases (gpu_ready.c; UCCL_GPU_IPC_READY=1 here).
  * Without a GPU it prints "skipped: no GPU" and exits 77. The cases live in
  * gpu_test.c; this file holds the sizes. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "gpu_test.h"
 
@@ -33,5 +34,10 @@ int main(int argc, char **argv)
         .after_sizes = gpu_test_ready_cases,
     };
 
+    /* ready-to-receive is off by default: on here (both processes, before
+     * any engine), so that GPU0 -> GPU1 runs every case with it and the
+     * same GPU (where it is never used) the default path; the
+     * environment may still say 0 */
+    setenv("UCCL_GPU_IPC_READY", "1", 0);
     return gpu_test_main(&argc, &argv, &mode);
 }

@@ -83,11 +83,17 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
     {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
      offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
-    {"READY", "1",
-     "a receive in GPU memory posted before its message tells the sender its buffers (when it is "
-     "the first posted with its tag and the next message would match it), so that the send copies "
-     "into them at once and the receive completes on one message (0 = every send waits for its "
-     "receive's pull)",
+    /* Off: on 4x H200 (tests/gpu/results/4xH200-gpu12) it did not shorten
+     * window-1 send/recv between two GPUs (the benchmark's critical path
+     * keeps two hops either way), held back the rest of a window behind
+     * the pushed message (window 16: 0.87-0.95x the copy, main 1.1-1.8x),
+     * and on one GPU it lost everywhere (window 1 0.52-0.73x, main
+     * 0.77-0.89x): there it is never used. */
+    {"READY", "0",
+     "between two different GPUs, a receive in GPU memory smaller than PUSH_MIN posted before its "
+     "message tells the sender its buffers (when it is the first posted with its tag and the next "
+     "message would match it), so that the send copies into them at once and completes without "
+     "the receiver (0 = every such send waits for its receive's pull)",
      offsetof(ipc_cfg_t, ready), UCCL_CFG_BOOL},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "

@@ -22,7 +22,16 @@
  * connection. A receive's memory can be written by the sender's push only
  * between the READY and the PUSHED; a connection that fails in between
  * completes the receive with its error while a live peer's push may still
- * land, as with the existing pushes after a CTS (ipc.h). */
+ * land, as with the existing pushes after a CTS (ipc.h).
+ *
+ * Off by default (UCCL_GPU_IPC_READY=0; measured in
+ * tests/gpu/results/4xH200-gpu12): in a ping-pong (uccl_perf's window 1:
+ * send, then a 0-byte ack back) the critical path has two hops either
+ * way (RTS then ack, or PUSHED then ack), and the READY's handling moves
+ * onto the sender's post; a window's later messages wait for the pushed
+ * one's PUSHED (matching is in message order); and on one GPU it is not
+ * used at all (slower). What it does give: a send completes on its own
+ * copy, without the receiver's progress. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,14 +49,27 @@ typedef struct ipc_offer {
 
 /* ------------------------------------------------------------ receiver */
 
+/* Is req worth an offer? GPU memory on both sides of two different GPUs
+ * (on one GPU the sender's copies and the receiver's pulls interleave two
+ * processes on the GPU: measured slower, see cfg READY), and below
+ * PUSH_MIN (larger messages go by the clear-to-send push, split with a
+ * pull: ipc.h). */
+static bool ready_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
+{
+    size_t min = ep->tp->cfg.push_min;
+
+    return ep->tp->cfg.ready && len > 0 && (min == 0 || len < min) &&
+           ep->peer_device != ep->tp->device && uccl_gpu_ipc_req_d2d(ep, req);
+}
+
 void uccl_gpu_ipc_recv_posted(uccl_tp_ep_t *base, uccl_req_t *req, uint64_t msg_seq)
 {
     ipc_ep_t *ep = (ipc_ep_t *)base;
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_ready_t m = {.msg_seq = msg_seq, .tag = req->tag, .len = req->len};
 
-    if (!ep->tp->cfg.ready || ep->failed || !ep->connected || req->len == 0 ||
-        !uccl_gpu_ipc_req_d2d(ep, req) || uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
+    if (ep->failed || !ep->connected || !ready_wanted(ep, req, req->len) ||
+        uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
         return;
     m.id = ++ep->ready_ids;
     if (uccl_gpu_ipc_send_msg(ep, IPC_MSG_READY, &m, sizeof(m), seg,
@@ -92,6 +114,8 @@ void uccl_gpu_ipc_on_ready(ipc_ep_t *ep, const msg_ready_t *m, const msg_seg_t *
     ipc_offer_t *o;
     int n;
 
+    if (!ep->tp->cfg.ready)
+        return; /* never taken here (ready_wanted) */
     /* every piece inside memory the peer announced (else the peer is broken: ep fails) */
     if (uccl_gpu_ipc_peer_plan(ep, seg, m->nseg, 0, chk, &n) != UCCL_OK)
         return;
@@ -155,7 +179,7 @@ uccl_status_t uccl_gpu_ipc_ready_send(ipc_ep_t *ep, uccl_req_t *req)
         ep->sent_below = req->msg_seq + 1;
     if (o == NULL)
         return UCCL_ERR_NOT_FOUND;
-    if (req->len == 0 || req->len > o->hdr.len || !uccl_gpu_ipc_req_d2d(ep, req)) {
+    if (req->len > o->hdr.len || !ready_wanted(ep, req, req->len)) {
         free(o); /* the receive gets this message as usual (and fails it if too small) */
         return UCCL_ERR_NOT_FOUND;
     }
