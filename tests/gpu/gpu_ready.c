@@ -4,7 +4,9 @@
  * and statuses; boot_barrier(NULL) orders the two processes without
  * progressing either engine. t_gpu_ipc turns the path on
  * (UCCL_GPU_IPC_READY=1); gpu_ipc uses it between two GPUs only, so on
- * one GPU these cases check the usual path.
+ * one GPU these cases check the usual path, and only for memory the
+ * sender has mapped: a 1 MiB message (pushed after a clear-to-send) goes
+ * first.
  *  - alone (two GPUs): the receiver posts, then does not progress until
  *    the sender's send completed: only the ready path completes it
  *    (without it the send waits for the receiver's pull and times out);
@@ -14,8 +16,12 @@
  *  - too small: a send larger than the offered receive goes the usual way
  *    (TRUNCATED, the message waits for the next receive);
  *  - a window of four receives with one tag: messages land in order;
- *  - a persistent receive started again and again, each time alone. */
+ *  - a persistent receive started again and again, each time alone;
+ *  - fresh memory: a receive into memory the sender never mapped, matched
+ *    by the send's RTS and freed at once, before the sender looks: no
+ *    offer may announce it (the sender could not map it: broken link). */
 #include <string.h>
+#include <time.h>
 
 #include "boot.h"
 #include "gpu_test.h"
@@ -233,10 +239,44 @@ static void t_persistent(gpu_test_side_t *me, size_t len, unsigned seed)
     CHECK_ST(uccl_req_free(req), UCCL_OK);
 }
 
+static void t_fresh(gpu_test_side_t *me, unsigned seed)
+{
+    gpu_test_side_t fresh;
+    uccl_req_t *req = NULL;
+    const size_t len = 4096;
+
+    if (r0()) {
+        gpu_test_fill(me, OFF_A, len, seed);
+        CHECK_ST(uccl_send(conn(), me->mr1, 0, len, seed, &req), UCCL_OK);
+    }
+    boot_barrier(NULL); /* the RTS is on the ring, not seen yet */
+    if (!r0()) {
+        if (gpu_test_side_init(&fresh, OFF_A + 2 * len, 1) != 0) {
+            CHECK(0, "fresh memory: allocation/registration failed");
+        } else {
+            gpu_test_zero(&fresh, OFF_A, len);
+            CHECK_ST(uccl_recv(conn(), fresh.mr1, 0, len, seed, &req), UCCL_OK);
+            recv_check(&fresh, req, 0, len, seed, "fresh memory"); /* our pull: no sender needed */
+            gpu_test_side_fini(&fresh);
+        }
+    }
+    boot_barrier(NULL); /* freed: only now does the sender read what came */
+    if (r0())
+        CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_OK);
+    boot_barrier(gpu_test.eng);
+    gpu_test_sendrecv(me, len, 0, seed + 1); /* the connection lives on */
+}
+
 void gpu_test_ready_cases(gpu_test_side_t *dev, const char *name)
 {
     int f0 = gpu_test.failures;
+    struct timespec t0, t1;
 
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* an offer names only memory the sender has mapped: a message of
+     * PUSH_MIN (512 KiB) or more is pushed after a clear-to-send, which
+     * announces the receive's allocation (between two GPUs) */
+    gpu_test_sendrecv(dev, 1u << 20, 0, 300);
     t_alone(dev, 4096, 301);
     t_alone(dev, 65539, 302);
     t_crossing(dev, 65536, 303);
@@ -244,7 +284,10 @@ void gpu_test_ready_cases(gpu_test_side_t *dev, const char *name)
     t_too_small(dev, 8192, 307);
     t_window(dev, 4096, 309);
     t_persistent(dev, 65536, 313);
+    t_fresh(dev, 317);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (gpu_test.rank == 0)
         printf("%s %s: ready-to-receive (a receive posted first: push, crossing, other message first, "
-               "too small, window, persistent)\n", gpu_test.failures == f0 ? "ok" : "FAILED", name);
+               "too small, window, persistent, fresh memory; %.2f s)\n", gpu_test.failures == f0 ? "ok" : "FAILED",
+               name, (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
 }

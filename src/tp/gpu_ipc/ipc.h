@@ -266,6 +266,8 @@ uccl_status_t uccl_gpu_ipc_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_m
                           uccl_tp_memh_t **memh);
 void uccl_gpu_ipc_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
 uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *alloc);
+/* Does the peer know alloc (announced and not withdrawn)? */
+bool uccl_gpu_ipc_announced(ipc_ep_t *ep, const ipc_alloc_t *alloc);
 uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out);
 void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
 ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key);

@@ -62,13 +62,32 @@ static bool ready_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
            ep->peer_device != ep->tp->device && uccl_gpu_ipc_req_d2d(ep, req);
 }
 
+/* Has the peer mapped every allocation req lies in already? An offer never
+ * announces memory: the receive may be matched another way and its memory
+ * freed before the peer reads an announcement, which it could then not
+ * map (a broken connection). Memory the peer knows stays mapped there until
+ * our ALLOC_GONE, which follows the READY on the ring. (A clear-to-send
+ * push, or a grant, announces it.) */
+static bool known_to_peer(ipc_ep_t *ep, const uccl_req_t *req)
+{
+    for (int i = 0; i < req->iovcnt; i++) {
+        uccl_tp_memh_t *memh = req->iov[i].region != NULL
+                                   ? uccl_region_memh(req->iov[i].region, &ep->tp->base)
+                                   : NULL;
+        if (req->iov[i].len > 0 &&
+            (memh == NULL || memh->alloc == NULL || !uccl_gpu_ipc_announced(ep, memh->alloc)))
+            return false;
+    }
+    return true;
+}
+
 void uccl_gpu_ipc_recv_posted(uccl_tp_ep_t *base, uccl_req_t *req, uint64_t msg_seq)
 {
     ipc_ep_t *ep = (ipc_ep_t *)base;
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_ready_t m = {.msg_seq = msg_seq, .tag = req->tag, .len = req->len};
 
-    if (ep->failed || !ep->connected || !ready_wanted(ep, req, req->len) ||
+    if (ep->failed || !ep->connected || !ready_wanted(ep, req, req->len) || !known_to_peer(ep, req) ||
         uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg) != UCCL_OK)
         return;
     m.id = ++ep->ready_ids;
