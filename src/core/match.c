@@ -178,7 +178,9 @@ static void recv_offer(uccl_conn_t *conn, uccl_req_t *req, bool gap)
     uccl_list_t *pos;
     int n = 0;
 
-    if (gap || req->len == 0 || req->gpu_caps == 0 || ep == NULL || conn->state != UCCL_OK ||
+    if (gap || req->len == 0 || req->gpu_caps == 0 || ep == NULL || conn->state != UCCL_OK)
+        return;
+    if (!(uccl_tp_caps(ep->tp) & UCCL_TP_CAP_RECV_POSTED) ||
         !UCCL_TP_HAS_OP(ep->tp->ops, recv_posted) || (req->gpu_caps & ~uccl_tp_caps(ep->tp)))
         return;
     uccl_list_for_each(pos, &conn->posted) {

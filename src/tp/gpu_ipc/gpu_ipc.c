@@ -152,6 +152,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
     tp->cfg = cfg;
+    tp->base.open_caps = cfg.ready ? UCCL_TP_CAP_RECV_POSTED : 0; /* offers (ready.c) */
     tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
