@@ -323,6 +323,11 @@ uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req,
 void uccl_gpu_ipc_fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st,
                            uint64_t bytes);
 void uccl_gpu_ipc_part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st);
+/* The sender's copy of req's first len bytes into the peer's segments (an
+ * OP_PUSH numbered seq; ready_id != 0: into that READY offer, ready.c);
+ * on an error nothing is queued. */
+uccl_status_t uccl_gpu_ipc_push_start(ipc_ep_t *ep, uccl_req_t *req, const msg_seg_t *seg,
+                                      uint32_t nseg, uint64_t seq, size_t len, uint64_t ready_id);
 
 /* ---- ready.c */
 void uccl_gpu_ipc_recv_posted(uccl_tp_ep_t *ep, uccl_req_t *req, uint64_t msg_seq);

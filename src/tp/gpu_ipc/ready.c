@@ -182,11 +182,8 @@ static void pushed_send(ipc_ep_t *ep, uint64_t msg_seq, const uccl_req_t *req, u
 
 uccl_status_t uccl_gpu_ipc_ready_send(ipc_ep_t *ep, uccl_req_t *req)
 {
-    ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
     ipc_offer_t *o;
-    ipc_op_t *op;
     uccl_status_t st;
-    int nd = 0;
 
     if (ep->noffers == 0) {
         if (req->msg_seq >= ep->sent_below)
@@ -204,19 +201,8 @@ uccl_status_t uccl_gpu_ipc_ready_send(ipc_ep_t *ep, uccl_req_t *req)
     }
     /* From here on message req->msg_seq is this push: the receiver learns
      * its end, good or not, from PUSHED. */
-    op = uccl_gpu_ipc_op_new(OP_PUSH, req);
-    st = op ? uccl_gpu_ipc_peer_plan(ep, o->seg, o->hdr.nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
-    if (st == UCCL_OK) {
-        op->ready = true;
-        op->seq = req->msg_seq;
-        op->notif = o->hdr.id;
-        op->bytes = req->len;
-        op->batch = uccl_gpu_ipc_batch_ok(ep, req);
-        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, uccl_gpu_ipc_local_plan(req, 0, src),
-                                   req->len);
-    }
+    st = uccl_gpu_ipc_push_start(ep, req, o->seg, o->hdr.nseg, req->msg_seq, req->len, o->hdr.id);
     if (st != UCCL_OK) {
-        free(op);
         pushed_send(ep, req->msg_seq, req, o->hdr.id, UCCL_ERR_TRANSPORT, 0);
         uccl_req_complete(req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT, 0);
     }
