@@ -300,24 +300,6 @@ static int acks_missing(coll_state_t *cs, int p)
     return -1;
 }
 
-/* MAPPED_DEMOTE 1: once a slot is published, its writer pushes the lines
- * it wrote out of its core's private caches into the shared last level
- * (x86 CLDEMOTE, encoded as bytes: a hint NOP where the CPU lacks it), so
- * that the reader's load is served there instead of snooping the writer's
- * core. An experiment for small rooted calls on 2 ranks (coll12: measured
- * against the same build without it; off unless it measured faster). */
-#define MAPPED_DEMOTE 0
-static inline void slot_demote(const char *h, size_t len)
-{
-#if MAPPED_DEMOTE && (defined(__x86_64__) || defined(__i386__))
-    for (size_t o = 0; o < len; o += LINE)
-        __asm__ volatile(".byte 0x0f, 0x1c, 0x00" : : "a"(h + o) : "memory"); /* cldemote (%eax/%rax) */
-#else
-    (void)h;
-    (void)len;
-#endif
-}
-
 static uccl_status_t run_writes(coll_sched_t *s)
 {
     coll_state_t *cs = s->cs;
@@ -337,7 +319,6 @@ static uccl_status_t run_writes(coll_sched_t *s)
             if (w->len > 0)
                 memcpy(h + SLOT_HDR, s->addr[w->buf] + w->off, w->len);
             atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
-            slot_demote(h, SLOT_HDR + w->len);
         }
         M->last_write[p] = run->m;
         memcpy(M->readers + (size_t)p * (size_t)n, run->readers, (size_t)n);
