@@ -39,20 +39,26 @@ uccl_status_t uccl_fake_ctx_err(const char *what)
     return UCCL_ERR_IO;
 }
 
-uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream)
+/* A copy of tmpl queued at the end of stream (its number given here). */
+static uccl_status_t queue_entry(uccl_gpu_stream_t stream, const fake_copy_t *tmpl)
 {
-    fake_copy_t *c;
+    fake_copy_t *c = calloc(1, sizeof(*c));
 
-    if (stream == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    c = calloc(1, sizeof(*c));
     if (c == NULL)
         return UCCL_ERR_NO_MEMORY;
     pthread_mutex_lock(&uccl_fake_stream_lock);
-    *c = (fake_copy_t){.sticky = true, .seq = ++stream->issued};
+    *c = *tmpl;
+    c->seq = ++stream->issued;
     uccl_list_push_back(&stream->queue, &c->link);
     pthread_mutex_unlock(&uccl_fake_stream_lock);
     return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream)
+{
+    if (stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    return queue_entry(stream, &(fake_copy_t){.sticky = true});
 }
 
 /* ------------------------------------------------------------ host-flag waits */
@@ -81,20 +87,11 @@ uccl_status_t uccl_gpu_flags_free(uint32_t *host)
 
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
 {
-    fake_copy_t *c;
-
     if (stream == NULL || dev == NULL)
         return UCCL_ERR_INVALID_PARAM;
     if (uccl_fake_ctx_lost())
         return uccl_fake_ctx_err("cuStreamWaitValue32");
-    c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&uccl_fake_stream_lock);
-    *c = (fake_copy_t){.wait = dev, .value = value, .width = 4, .seq = ++stream->issued};
-    uccl_list_push_back(&stream->queue, &c->link);
-    pthread_mutex_unlock(&uccl_fake_stream_lock);
-    return UCCL_OK;
+    return queue_entry(stream, &(fake_copy_t){.wait = dev, .value = value, .width = 4});
 }
 
 /* Stream memory operations on (fake) device memory: queued like copies,
@@ -103,20 +100,13 @@ uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, ui
  * device sync check could blame. */
 static uccl_status_t memop_queue(uccl_gpu_stream_t stream, const fake_copy_t *tmpl)
 {
-    fake_copy_t *c;
+    uccl_status_t st;
 
     if (uccl_fake_ctx_lost())
         return uccl_fake_ctx_err(tmpl->wait != NULL ? "cuStreamWaitValue" : "cuStreamWriteValue");
-    c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&uccl_fake_stream_lock);
-    *c = *tmpl;
-    c->seq = ++stream->issued;
-    uccl_list_push_back(&stream->queue, &c->link);
-    pthread_mutex_unlock(&uccl_fake_stream_lock);
-    uccl_fake_ctx_touch(stream->device);
-    return UCCL_OK;
+    if ((st = queue_entry(stream, tmpl)) == UCCL_OK)
+        uccl_fake_ctx_touch(stream->device);
+    return st;
 }
 
 uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)

@@ -341,6 +341,51 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* Every rank on the direct path and the fake backend (which alone can
+ * hold a stream as a dead process's, or inject a fault); else one line
+ * "# NAME: SKIP (why)" and false. */
+static bool fake_direct(mt_ctx_t *c, const char *name)
+{
+    int n = c->size, direct = n > 1 && direct_expected(c), all = 0;
+
+    /* every rank the same answer */
+    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (all && strcmp(uccl_gpu_backend(), "fake") == 0)
+        return true;
+    if (c->rank == 0)
+        printf("# %s: SKIP (%s)\n", name, n < 2 ? "one rank"
+               : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
+                      : "fake GPU backend only");
+    return false;
+}
+
+/* A first stream call on comm sets the direct path up (flags mapped both
+ * ways); its request and the stream run out, then every rank meets. */
+static void path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a, void *s)
+{
+    uccl_req_t *req = NULL;
+
+    mt_expect(c, uccl_coll_post_stream(comm, a, s, &req), UCCL_OK, "first stream call");
+    if (req != NULL)
+        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+    uccl_req_free(req);
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* The end of a case on its own comm: its request, then (every rank) the
+ * comm and the two buffers. */
+static void case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr)
+{
+    if (req != NULL)
+        uccl_req_free(req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+}
+
 /* A rank gone with its part of a direct stream call queued but never run
  * (the last rank posts behind a gate on its stream, a wait on a device
  * word nobody sets yet, then closes its connections): a stream wait cannot time out, so the survivors' requests must
@@ -366,20 +411,11 @@ void ct_stream_dead(mt_ctx_t *c)
 
     /* on a GPU the leaver's stream would run on by itself into mappings its
      * engine closed (a fault): the fake backend's streams run only when
-     * driven, which is what a dead process's do */
-    int direct = n > 1 && direct_expected(c);
-    int all = 0;
-
-    /* every rank the same answer (a hold-path leaver would close its
-     * connections while its stream waits on the engine: not this test) */
-    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!all || strcmp(uccl_gpu_backend(), "fake") != 0) {
-        if (c->rank == 0)
-            printf("# stream form, a rank gone: SKIP (%s)\n", n < 2 ? "one rank"
-                   : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
-                          : "fake GPU backend only");
+     * driven, which is what a dead process's do (a hold-path leaver would
+     * close its connections while its stream waits on the engine: not this
+     * test) */
+    if (!fake_direct(c, "stream form, a rank gone"))
         return;
-    }
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, DEAD_LEN, &ds) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * DEAD_LEN, &dr) != UCCL_OK ||
@@ -390,14 +426,7 @@ void ct_stream_dead(mt_ctx_t *c)
     }
     a.sendbuf = ds;
     a.recvbuf = dr;
-    /* a first call sets the path up (flags mapped both ways) */
-    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "first stream call");
-    if (req != NULL)
-        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
-    uccl_req_free(req);
-    req = NULL;
-    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
-    MPI_Barrier(MPI_COMM_WORLD);
+    path_setup(c, comm, &a, s);
     if (c->rank == last) /* nothing after this runs until the gate opens */
         mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
     st = uccl_coll_post_stream(comm, &a, s, c->rank == last ? NULL : &req);
@@ -432,13 +461,7 @@ void ct_stream_dead(mt_ctx_t *c)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 out:
-    if (req != NULL)
-        uccl_req_free(req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr);
+    case_done(c, comm, req, ds, dr);
     uccl_mem_free(c->engine, gate);
 }
 
@@ -455,7 +478,7 @@ out:
 void ct_stream_fault(mt_ctx_t *c)
 {
     uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
-    int n = c->size, direct = n > 1 && direct_expected(c), all = 0;
+    int n = c->size;
     const char *tm = getenv("UCCL_TIMEOUT_MS");
     int timeout_ms = tm ? atoi(tm) : 60000;
     uccl_comm_t *comm = NULL;
@@ -468,14 +491,8 @@ void ct_stream_fault(mt_ctx_t *c)
     uccl_status_t st;
     double ms;
 
-    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!all || strcmp(uccl_gpu_backend(), "fake") != 0) {
-        if (c->rank == 0)
-            printf("# stream form, a sticky fault: SKIP (%s)\n", n < 2 ? "one rank"
-                   : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
-                          : "fault injection needs the fake GPU backend");
+    if (!fake_direct(c, "stream form, a sticky fault"))
         return;
-    }
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || uccl_gpu_stream_create(&s) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, FAULT_LEN, &ds) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * FAULT_LEN, &dr) != UCCL_OK ||
@@ -485,13 +502,7 @@ void ct_stream_fault(mt_ctx_t *c)
     }
     a.sendbuf = ds;
     a.recvbuf = dr;
-    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "first stream call (sets the path up)");
-    if (req != NULL)
-        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
-    uccl_req_free(req);
-    req = NULL;
-    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
-    MPI_Barrier(MPI_COMM_WORLD);
+    path_setup(c, comm, &a, s);
     mt_expect(c, uccl_gpu_fault_inject(s), UCCL_OK, "the fault queued on the stream");
     mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the call behind the fault");
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -521,13 +532,7 @@ void ct_stream_fault(mt_ctx_t *c)
             break;
         }
 out:
-    if (req != NULL)
-        uccl_req_free(req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr);
+    case_done(c, comm, req, ds, dr);
     if (s != NULL)
         uccl_gpu_stream_destroy(s);
     free(hr);
