@@ -18,6 +18,7 @@
 # 4. GPU send and write 1-16 MiB, window 16, --split, 9 rounds of 200
 #    windows (C's loop and Python's alternating in the same processes);
 # 5. host send 512 KiB-2 MiB, --split --mixed, 7 rounds.
+# shellcheck disable=SC2086,SC2046 # $M, $B: command words, split on purpose
 export OUT=${OUT:-/tmp/uccl-gpu-out} CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0
 base=$(cd "${BASE_SRC:-../..}" && pwd)
 here=$PWD
