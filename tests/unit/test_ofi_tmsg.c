@@ -194,8 +194,50 @@ static void test_tmsg_setting(void)
     unsetenv("UCCL_OFI_PROVIDER");
 }
 
+/* UCCL_OFI_TAGGED unset (-1): the provider's quirk row chooses, tagged on
+ * shm and push on tcp;ofi_rxm (tests/perf/results/ofi/s12-README.md); -2 is
+ * refused. */
+static void quirk_choice(const char *prov, const char *tagged, bool want)
+{
+    uccl_engine_t *e = NULL;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    if (tagged != NULL)
+        setenv("UCCL_OFI_TAGGED", tagged, 1);
+    else
+        unsetenv("UCCL_OFI_TAGGED");
+    if (unit_engine_create("ofi", &e) != UCCL_OK) {
+        unsetenv("UCCL_OFI_TAGGED");
+        unsetenv("UCCL_OFI_PROVIDER");
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    }
+    CU_ASSERT_FATAL(ofi_of(e) != NULL);
+    CU_ASSERT(ofi_of(e)->tmsg == want);
+    uccl_engine_destroy(e);
+    unsetenv("UCCL_OFI_TAGGED");
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
+static void test_tmsg_default(void)
+{
+    uccl_engine_t *e = NULL;
+
+    quirk_choice("shm", NULL, true);
+    quirk_choice("tcp;ofi_rxm", NULL, false);
+    quirk_choice("shm", "-1", true);
+    quirk_choice("shm", "0", false);
+    quirk_choice("tcp;ofi_rxm", "1", true);
+    setenv("UCCL_OFI_PROVIDER", "shm", 1);
+    setenv("UCCL_OFI_TAGGED", "-2", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+    CU_ASSERT(e == NULL);
+    unsetenv("UCCL_OFI_TAGGED");
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
 static CU_TestInfo tmsg_tests[] = {
     {"UCCL_OFI_TAGGED=2 -> INVALID_PARAM", test_tmsg_setting},
+    {"UCCL_OFI_TAGGED unset: the quirk table's row (shm tagged, tcp push)", test_tmsg_default},
     {"tagged rendezvous, byte-verified: tcp;ofi_rxm", test_tmsg_tcp},
     {"tagged rendezvous, byte-verified: shm", test_tmsg_shm},
     CU_TEST_INFO_NULL,
