@@ -71,8 +71,8 @@ enum {
      * fails fi_enable with EBUSY: name the endpoint ourselves (fi_setname) */
     OFI_QUIRK_PID_NAME = 1u << 2,
     /* sends above UCCL_OFI_EAGER take the tagged rendezvous (ofi_tmsg.c)
-     * when UCCL_OFI_TAGGED is left at -1: where it measured faster than
-     * CTS + write (tests/perf/results/ofi/s12-README.md) */
+     * when UCCL_OFI_TAGGED is left at -1: for a provider where it measures
+     * faster than CTS + write (none here: tests/perf/results/ofi/s12-README.md) */
     OFI_QUIRK_TAGGED = 1u << 3,
 };
 typedef struct ofi_quirk {
