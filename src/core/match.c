@@ -165,43 +165,15 @@ void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg)
     uccl_list_insert_after(pos, &msg->link);
 }
 
-/* Posted receives a ready-to-receive offer looks past for one with its
- * tag; beyond this many none is offered. */
-#define READY_SCAN_MAX 64
-
-/* req goes to conn->posted: tell the transport of its memory when the next
- * message to arrive would match it (tp_api.h, recv_posted). gap: a held
- * message waits for a missing earlier one. */
-static void recv_offer(uccl_conn_t *conn, uccl_req_t *req, bool gap)
-{
-    uccl_tp_ep_t *ep = conn->dev_tp >= 0 ? conn->ep[conn->dev_tp] : NULL;
-    uccl_list_t *pos;
-    int n = 0;
-
-    if (gap || req->len == 0 || req->gpu_caps == 0 || ep == NULL || conn->state != UCCL_OK)
-        return;
-    if (!(uccl_tp_caps(ep->tp) & UCCL_TP_CAP_RECV_POSTED) ||
-        !UCCL_TP_HAS_OP(ep->tp->ops, recv_posted) || (req->gpu_caps & ~uccl_tp_caps(ep->tp)))
-        return;
-    uccl_list_for_each(pos, &conn->posted) {
-        if (++n > READY_SCAN_MAX || uccl_container_of(pos, uccl_req_t, match_link)->tag == req->tag)
-            return;
-    }
-    ep->tp->ops->recv_posted(ep, req, conn->rx_msg_next);
-}
-
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req)
 {
     uccl_list_t *pos;
-    bool gap = false;
 
     uccl_list_for_each(pos, &conn->held) {
         uccl_msg_t *msg = uccl_container_of(pos, uccl_msg_t, link);
 
-        if (!msg_eligible(conn, msg)) {
-            gap = true;
+        if (!msg_eligible(conn, msg))
             break;
-        }
         uccl_status_t st;
 
         if (msg->tag != req->tag)
@@ -213,7 +185,6 @@ void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req)
             uccl_req_complete(req, st, st == UCCL_ERR_TRUNCATED ? msg->len : 0);
         return;
     }
-    recv_offer(conn, req, gap);
     uccl_list_push_back(&conn->posted, &req->match_link);
 }
 

@@ -39,9 +39,6 @@ enum {
     /* post_write / post_read take requests with several remote ranges of
      * one region (req->nrseg > 1: req->rseg); without it, one range each */
     UCCL_TP_CAP_RSEG = 1u << 8,
-    /* wants ops->recv_posted now (set in open_caps by an instance whose
-     * settings turn it on; the core calls the op only then) */
-    UCCL_TP_CAP_RECV_POSTED = 1u << 9,
 };
 
 /* Owners of remote-descriptor key slots (uccl_tp_ops.rkey_owner): one number
@@ -69,10 +66,9 @@ struct uccl_tp {
     uccl_engine_t *engine; /* opaque: only for the upcalls that take it */
     const uccl_tp_open_params_t *params; /* what open got; valid until close */
     int index; /* slot in the engine's transport array and in region memh arrays */
-    /* Caps this instance gained at open beyond ops->caps: memory
-     * (UCCL_TP_CAP_*_MEM, e.g. GPU memory staged through host buffers when a
-     * GPU is present) or UCCL_TP_CAP_RECV_POSTED; open may set it, the core
-     * ORs it with ops->caps. */
+    /* Memory caps (UCCL_TP_CAP_*_MEM) this instance gained at open beyond
+     * ops->caps, e.g. GPU memory staged through host buffers when a GPU is
+     * present; open may set it, the core ORs it with ops->caps. */
     uint64_t open_caps;
 };
 
@@ -201,18 +197,6 @@ struct uccl_tp_ops {
      * again, up to UCCL_TIMEOUT_MS. Called with the engine lock held. */
     uccl_status_t (*remote_ptr)(uccl_tp_ep_t *ep, const struct uccl_req_remote *remote,
                                 void **ptr);
-
-    /* Optional, called only while the instance has UCCL_TP_CAP_RECV_POSTED.
-     * A receive of this transport's memory (req->gpu_caps among
-     * its caps, len > 0) was posted on the connection of ep and waits, the
-     * first posted receive with its tag, while every message numbered below
-     * msg_seq has arrived and none held has its tag: so message msg_seq, the
-     * next to arrive, goes to it if it has its tag and fits (match.c). The
-     * transport may tell the peer (a ready-to-receive): a send numbered
-     * msg_seq, and only that one, may then place its bytes in req's memory
-     * itself and announce the message with uccl_msg_arrived, which hands
-     * req back. Must not complete req or call into the core. */
-    void (*recv_posted)(uccl_tp_ep_t *ep, uccl_req_t *req, uint64_t msg_seq);
 };
 
 

@@ -9,8 +9,7 @@
  * bytes: a wrapped or bogus counter). A record that parses must have the
  * size of its type plus its segments, segments that sum to the length they
  * describe without wrapping, only known statuses and operations, a grant
- * inside its allocation, a READY of a non-empty receive with an id, and
- * must encode back to the same bytes. */
+ * inside its allocation, and must encode back to the same bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +34,6 @@ static size_t fixed_size(uint16_t type)
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE: return sizeof(msg_fin_t);
-    case IPC_MSG_READY: return sizeof(msg_ready_t);
-    case IPC_MSG_PUSHED: return sizeof(msg_pushed_t);
     default: abort(); /* an unknown type never parses */
     }
 }
@@ -55,12 +52,10 @@ static void check(uint16_t type, const uint8_t *p, size_t len, const ipc_rx_msg_
 
     if (m->type != type || m->nseg > UCCL_IOV_MAX || len != fixed + m->nseg * sizeof(msg_seg_t))
         abort();
-    if (type == IPC_MSG_RTS || type == IPC_MSG_CTS || type == IPC_MSG_TGT_OP ||
-        type == IPC_MSG_READY) {
-        want = type == IPC_MSG_RTS     ? m->u.rts.len
-               : type == IPC_MSG_CTS   ? m->u.cts.push_len
-               : type == IPC_MSG_READY ? m->u.ready.len
-                                       : m->u.tgt.len;
+    if (type == IPC_MSG_RTS || type == IPC_MSG_CTS || type == IPC_MSG_TGT_OP) {
+        want = type == IPC_MSG_RTS ? m->u.rts.len
+               : type == IPC_MSG_CTS ? m->u.cts.push_len
+                                     : m->u.tgt.len;
         for (uint32_t i = 0; i < m->nseg; i++) {
             if (m->seg[i].off + m->seg[i].len < m->seg[i].off || total + m->seg[i].len < total)
                 abort();
@@ -79,10 +74,6 @@ static void check(uint16_t type, const uint8_t *p, size_t len, const ipc_rx_msg_
         abort();
     if ((type == IPC_MSG_FIN || type == IPC_MSG_TGT_DONE || type == IPC_MSG_PUSH_DONE) &&
         !known_status(m->u.fin.status))
-        abort();
-    if (type == IPC_MSG_READY && (m->u.ready.len == 0 || m->u.ready.id == 0))
-        abort();
-    if (type == IPC_MSG_PUSHED && !known_status(m->u.pushed.status))
         abort();
     if (type == IPC_MSG_GRANT) {
         const msg_grant_t *g = &m->u.grant;

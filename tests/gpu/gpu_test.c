@@ -497,12 +497,10 @@ int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode)
         capped = fake_capped(mode, fake_sizes, (int)(sizeof(fake_sizes) / sizeof(fake_sizes[0])));
         mode = &capped;
     }
-    gpu_test.two_gpus = 1;
     if (n >= 2)
         run_mode("GPU0 -> GPU1 (two processes)", gpu_test.rank, mode);
     else if (gpu_test.rank == 0)
         printf("skipped: GPU0 -> GPU1 needs 2 GPUs, %d present\n", n);
-    gpu_test.two_gpus = 0;
     run_mode("same GPU (two processes)", 0, mode);
     return boot_finish(gpu_test.failures ? 1 : 0);
 }

@@ -16,7 +16,6 @@
 typedef struct gpu_test_state {
     int rank;     /* 0 or 1 */
     int failures; /* CHECKs failed so far */
-    int two_gpus; /* the mode running: rank 0 on GPU 0, rank 1 on GPU 1 */
     uccl_engine_t *eng;
     uccl_conn_t *conn;
 } gpu_test_state_t;
@@ -96,8 +95,6 @@ int gpu_test_connect(int gpu, const gpu_test_mode_t *mode);
 uccl_status_t gpu_test_wait_free(uccl_req_t *req, size_t *bytes);
 /* rank 0 sends len bytes at off of its mr1 to rank 1's mr1 at off; checked. */
 void gpu_test_sendrecv(gpu_test_side_t *me, size_t len, size_t off, unsigned seed);
-/* gpu_ipc's ready-to-receive cases (gpu_ready.c; t_gpu_ipc's after_sizes). */
-void gpu_test_ready_cases(gpu_test_side_t *dev, const char *name);
 /* The whole program: bootstrap, skip (77) without a GPU, GPU0->GPU1 when
  * there are two, same GPU; returns the exit code. */
 int gpu_test_main(int *argc, char ***argv, const gpu_test_mode_t *mode);

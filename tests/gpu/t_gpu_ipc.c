@@ -1,12 +1,10 @@
 /* GPU IPC transport test, two processes (mpirun -np 2, or forked): every
  * operation with bytes verified, GPU0->GPU1 and same GPU, GPU<->host,
  * offsets inside one allocation, 1 B to 1 GiB (64 MiB on the fake GPU
- * backend, where copies run on the CPU), the refused accesses, and the
- * ready-to-receive cases (gpu_ready.c; UCCL_GPU_IPC_READY=1 here).
+ * backend, where copies run on the CPU), and the refused accesses.
  * Without a GPU it prints "skipped: no GPU" and exits 77. The cases live in
  * gpu_test.c; this file holds the sizes. */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "gpu_test.h"
 
@@ -31,13 +29,7 @@ int main(int argc, char **argv)
         .fake_max = FAKE_MAX_BIG,
         .fake_gpu_alloc = GPU_TEST_OFF_A + 2 * (FAKE_MAX_BIG + (1u << 20)),
         .rma_in_order = 1,
-        .after_sizes = gpu_test_ready_cases,
     };
 
-    /* ready-to-receive is off by default: on here (both processes, before
-     * any engine), so that GPU0 -> GPU1 runs every case with it and the
-     * same GPU (where it is never used) the default path; the
-     * environment may still say 0 */
-    setenv("UCCL_GPU_IPC_READY", "1", 0);
     return gpu_test_main(&argc, &argv, &mode);
 }

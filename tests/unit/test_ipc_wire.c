@@ -82,7 +82,7 @@ static void test_fixed_records(void)
     }
     /* unknown types never parse */
     UNIT_ASSERT_STATUS(parse(0, 8), UCCL_ERR_PEER_FAILED);
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED + 1, sizeof(f)), UCCL_ERR_PEER_FAILED);
+    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSH_DONE + 1, sizeof(f)), UCCL_ERR_PEER_FAILED);
     UNIT_ASSERT_STATUS(parse(UINT16_MAX, 0), UCCL_ERR_PEER_FAILED);
 }
 
@@ -169,45 +169,6 @@ static void test_segment_records(void)
     UNIT_ASSERT_STATUS(parse(IPC_MSG_TGT_OP, with_segs(&t, sizeof(t), 4, 64)), UCCL_ERR_PEER_FAILED);
 }
 
-/* READY (segments cover a non-empty receive, an id) and PUSHED (fixed, a
- * known status): the ready-to-receive records of wire version 2. */
-static void test_ready_records(void)
-{
-    msg_ready_t r = {.msg_seq = 7, .tag = 8, .len = 300, .id = 1, .nseg = 3};
-    msg_pushed_t p = {.msg_seq = 7, .tag = 8, .len = 300, .id = 1, .status = UCCL_OK};
-    int32_t bad[] = {UCCL_INPROGRESS, 5, -9999};
-    size_t n = with_segs(&r, sizeof(r), 3, 100);
-
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, n), UCCL_OK);
-    CU_ASSERT(m.u.ready.msg_seq == 7 && m.u.ready.tag == 8 && m.u.ready.id == 1 && m.nseg == 3 &&
-              m.seg[2].len == 100);
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, n - 1), UCCL_ERR_PEER_FAILED);
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, with_segs(&r, sizeof(r), 3, 99)), UCCL_ERR_PEER_FAILED);
-    r.id = 0; /* no id */
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, with_segs(&r, sizeof(r), 3, 100)), UCCL_ERR_PEER_FAILED);
-    r.id = 2;
-    r.len = 0; /* an empty receive is never offered */
-    r.nseg = 0;
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, with_segs(&r, sizeof(r), 0, 0)), UCCL_ERR_PEER_FAILED);
-    r.nseg = UCCL_IOV_MAX + 1;
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_READY, with_segs(&r, sizeof(r), UCCL_IOV_MAX + 1, 0)),
-                       UCCL_ERR_PEER_FAILED);
-
-    memcpy(buf, &p, sizeof(p));
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED, sizeof(p)), UCCL_OK);
-    CU_ASSERT(m.u.pushed.msg_seq == 7 && m.u.pushed.len == 300 && m.u.pushed.id == 1);
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED, sizeof(p) - 4), UCCL_ERR_PEER_FAILED);
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED, sizeof(p) + 8), UCCL_ERR_PEER_FAILED);
-    p.status = UCCL_ERR_TRANSPORT;
-    memcpy(buf, &p, sizeof(p));
-    UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED, sizeof(p)), UCCL_OK);
-    for (size_t j = 0; j < sizeof(bad) / sizeof(bad[0]); j++) {
-        p.status = bad[j];
-        memcpy(buf, &p, sizeof(p));
-        UNIT_ASSERT_STATUS(parse(IPC_MSG_PUSHED, sizeof(p)), UCCL_ERR_PEER_FAILED);
-    }
-}
-
 static void test_rec_check(void)
 {
     uccl_spsc_hdr_t h = {IPC_MSG_RTS, sizeof(uccl_spsc_hdr_t) + 40};
@@ -231,7 +192,6 @@ static CU_TestInfo cases[] = {
     {"fixed-size records: exact sizes, known statuses, no wrap", test_fixed_records},
     {"grants: inside their allocation, known status", test_grant},
     {"RTS, CTS, TGT_OP: segments cover the length", test_segment_records},
-    {"READY, PUSHED: ready-to-receive records", test_ready_records},
     {"ring header: size and type bounds", test_rec_check},
     CU_TEST_INFO_NULL,
 };

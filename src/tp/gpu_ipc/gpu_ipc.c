@@ -83,18 +83,6 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
     {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
      offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
-    /* Off: on 4x H200 (tests/gpu/results/4xH200-gpu12) it did not shorten
-     * window-1 send/recv between two GPUs (the benchmark's critical path
-     * keeps two hops either way), held back the rest of a window behind
-     * the pushed message (window 16: 0.87-0.95x the copy, main 1.1-1.8x),
-     * and on one GPU it lost everywhere (window 1 0.52-0.73x, main
-     * 0.77-0.89x): there it is never used. */
-    {"READY", "0",
-     "between two different GPUs, a receive in GPU memory smaller than PUSH_MIN posted before its "
-     "message tells the sender its buffers (when it is the first posted with its tag and the next "
-     "message would match it), so that the send copies into them at once and completes without "
-     "the receiver (0 = every such send waits for its receive's pull)",
-     offsetof(ipc_cfg_t, ready), UCCL_CFG_BOOL},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "
      "closes (a micro profile for tuning; 0 = off)",
@@ -118,7 +106,6 @@ static const uccl_cfg_table_t ipc_cfg_table = {.prefix = "GPU_IPC_",
 
 /* What ep_pack sends. */
 typedef struct ipc_wire {
-    uint32_t version; /* IPC_WIRE_VERSION */
     char ring[IPC_RING_NAME_MAX];
     int32_t pid;
     char bus_id[UCCL_GPU_BUS_ID_MAX];
@@ -152,7 +139,6 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (tp == NULL)
         return UCCL_ERR_NO_MEMORY;
     tp->cfg = cfg;
-    tp->base.open_caps = cfg.ready ? UCCL_TP_CAP_RECV_POSTED : 0; /* offers (ready.c) */
     tp->device = params->gpu_index;
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
@@ -312,66 +298,43 @@ static void dispatch(ipc_ep_t *ep, const ipc_rx_msg_t *m)
     case IPC_MSG_NOTIF:
         uccl_conn_notif_push(ep->base.conn, m->u.key.key);
         return;
-    case IPC_MSG_READY:
-        uccl_gpu_ipc_on_ready(ep, &m->u.ready, m->seg);
-        return;
-    case IPC_MSG_PUSHED:
-        uccl_gpu_ipc_on_pushed(ep, &m->u.pushed);
-        return;
     }
-}
-
-/* Take the record at the head of the peer's ring and handle it (with
- * ready_only, only a READY or the ALLOC that announces its memory: neither
- * calls into the core): true when one was handled. */
-static bool poll_one(ipc_ep_t *ep, bool ready_only)
-{
-    _Alignas(8) uint8_t msg[IPC_MSG_MAX];
-    ipc_rx_msg_t m;
-    const char *why;
-    const void *payload;
-    uint16_t type;
-    size_t len;
-    uccl_status_t st;
-    uint64_t t0;
-
-    if (ep->failed || ep->rx.shm == NULL)
-        return false;
-    st = uccl_gpu_ipc_ring_peek(&ep->rx, &type, &payload, &len);
-    if (st == UCCL_ERR_NOT_FOUND ||
-        (ready_only && st == UCCL_OK && type != IPC_MSG_READY && type != IPC_MSG_ALLOC))
-        return false;
-    t0 = IPC_PROF_T0(ep->tp->cfg.prof);
-    if (st != UCCL_OK || len > IPC_MSG_MAX) {
-        uccl_gpu_ipc_ep_fail(ep, "mailbox corrupted");
-        return false;
-    }
-    /* parse a private copy (the peer can still write the ring), taken
-     * off the ring first so that nothing handles it twice */
-    memcpy(msg, payload, len);
-    uccl_gpu_ipc_ring_pop(&ep->rx, len);
-    if (uccl_gpu_ipc_msg_parse(type, msg, len, &m, &why) != UCCL_OK) {
-        char text[128];
-        snprintf(text, sizeof(text), "malformed mailbox message (%s)", why);
-        uccl_gpu_ipc_ep_fail(ep, text);
-        return false;
-    }
-    dispatch(ep, &m);
-    IPC_PROF_ADD(&ep->tp->prof, IPC_PROF_RX, t0, 1);
-    return true;
 }
 
 /* Handle what the peer sent (bounded, never blocks). */
 void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep)
 {
-    for (int i = 0; i < POLL_BUDGET && poll_one(ep, false); i++)
-        ;
-}
+    _Alignas(8) uint8_t msg[IPC_MSG_MAX];
+    ipc_rx_msg_t m;
+    const char *why;
 
-void uccl_gpu_ipc_ep_poll_ready(ipc_ep_t *ep)
-{
-    for (int i = 0; i < POLL_BUDGET && poll_one(ep, true); i++)
-        ;
+    for (int i = 0; i < POLL_BUDGET && !ep->failed && ep->rx.shm != NULL; i++) {
+        const void *payload;
+        uint16_t type;
+        size_t len;
+        uccl_status_t st = uccl_gpu_ipc_ring_peek(&ep->rx, &type, &payload, &len);
+        uint64_t t0;
+
+        if (st == UCCL_ERR_NOT_FOUND)
+            break;
+        t0 = IPC_PROF_T0(ep->tp->cfg.prof);
+        if (st != UCCL_OK || len > IPC_MSG_MAX) {
+            uccl_gpu_ipc_ep_fail(ep, "mailbox corrupted");
+            break;
+        }
+        /* parse a private copy (the peer can still write the ring), taken
+         * off the ring first so that nothing handles it twice */
+        memcpy(msg, payload, len);
+        uccl_gpu_ipc_ring_pop(&ep->rx, len);
+        if (uccl_gpu_ipc_msg_parse(type, msg, len, &m, &why) != UCCL_OK) {
+            char text[128];
+            snprintf(text, sizeof(text), "malformed mailbox message (%s)", why);
+            uccl_gpu_ipc_ep_fail(ep, text);
+            break;
+        }
+        dispatch(ep, &m);
+        IPC_PROF_ADD(&ep->tp->prof, IPC_PROF_RX, t0, 1);
+    }
 }
 
 static int ipc_progress(uccl_tp_t *base)
@@ -413,8 +376,8 @@ static uccl_status_t ipc_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     ep->base.conn = conn;
     ep->peer_pid = peer->pid;
     ep->peer_device = -1;
-    uccl_list_t *lists[] = {&ep->txq,   &ep->maps,       &ep->zombies, &ep->grants,
-                            &ep->ops,   &ep->unexp,      &ep->grant_wait, &ep->offers};
+    uccl_list_t *lists[] = {&ep->txq, &ep->maps,  &ep->zombies,   &ep->grants,
+                            &ep->ops, &ep->unexp, &ep->grant_wait};
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
         uccl_list_init(lists[i]);
     for (int i = 0; i < IPC_WAIT_N; i++)
@@ -441,7 +404,6 @@ static uccl_status_t ipc_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
     if (*len < sizeof(w))
         return UCCL_ERR_BUFFER_TOO_SMALL;
     memset(&w, 0, sizeof(w));
-    w.version = IPC_WIRE_VERSION;
     snprintf(w.ring, sizeof(w.ring), "%s", ep->rx.name);
     w.pid = ep->tp->base.params->pid;
     snprintf(w.bus_id, sizeof(w.bus_id), "%s", ep->tp->bus_id);
@@ -473,15 +435,8 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
     ipc_wire_t w;
     uccl_status_t st;
 
-    if (len >= sizeof(w.version))
-        memcpy(&w.version, info, sizeof(w.version));
-    if (len != sizeof(w) || w.version != IPC_WIRE_VERSION) {
-        uccl_error("gpu_ipc: pid %d speaks another mailbox version (%zu bytes of wiring, version "
-                   "%u; this libuccl has %zu bytes, version %d): the peer runs another release",
-                   ep->peer_pid, len, len >= sizeof(w.version) ? w.version : 0, sizeof(w),
-                   IPC_WIRE_VERSION);
-        return UCCL_ERR_VERSION;
-    }
+    if (len != sizeof(w))
+        return UCCL_ERR_BAD_ADDRESS;
     memcpy(&w, info, sizeof(w));
     w.ring[sizeof(w.ring) - 1] = '\0';
     w.bus_id[sizeof(w.bus_id) - 1] = '\0';
@@ -529,7 +484,6 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     uccl_gpu_ipc_maps_release(ep, true);
     uccl_hmap_fini(&ep->map_keys);
     free_list(&ep->unexp, offsetof(ipc_rts_t, link));
-    uccl_gpu_ipc_offers_free(ep);
     free_list(&ep->txq, offsetof(ipc_txmsg_t, link));
     uccl_gpu_ipc_ring_destroy(&ep->rx);
     uccl_gpu_ipc_ring_destroy(&ep->tx);
@@ -568,5 +522,4 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
     .post_read = uccl_gpu_ipc_post_read,
     .progress = ipc_progress,
     .remote_ptr = uccl_gpu_ipc_remote_ptr,
-    .recv_posted = uccl_gpu_ipc_recv_posted,
 };

@@ -128,8 +128,6 @@ typedef struct ipc_op {
     size_t bytes;
     uccl_status_t status;
     bool batch;                /* may join the held-back batch (see batch_ok in xfer.c) */
-    bool ready;                /* OP_PUSH into a receive's READY offer (ready.c): seq is the
-                                * message number, notif the offer's id */
     ipc_fence_t *fence;        /* NULL when it copies nothing */
     uccl_list_t link;
 } ipc_op_t;
@@ -144,7 +142,6 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
-    int ready; /* ready-to-receive offers (ready.c) */
     char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
     size_t sm_min;
     int sm_pull;
@@ -237,12 +234,6 @@ typedef struct ipc_ep {
     uccl_hmap_t waits[IPC_WAIT_N];
     uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
-    /* ready.c: the peer's READY offers not used yet (ipc_offer_t), how
-     * many, the number after our last send's; the id of our last offer */
-    uccl_list_t offers;
-    int noffers;
-    uint64_t sent_below;
-    uint64_t ready_ids;
     uccl_list_t link;
 } ipc_ep_t;
 
@@ -256,9 +247,6 @@ typedef struct ipc_seg {
 uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
                            size_t blen);
 void uccl_gpu_ipc_ep_poll(ipc_ep_t *ep);
-/* Handle the READY records (and the ALLOCs before them) at the head of
- * the peer's ring, nothing else: safe inside a post (no core upcall). */
-void uccl_gpu_ipc_ep_poll_ready(ipc_ep_t *ep);
 void uccl_gpu_ipc_ep_fail(ipc_ep_t *ep, const char *why);
 
 /* ---- mem.c */
@@ -266,8 +254,6 @@ uccl_status_t uccl_gpu_ipc_mem_reg(uccl_tp_t *tp, void *addr, size_t len, uccl_m
                           uccl_tp_memh_t **memh);
 void uccl_gpu_ipc_mem_dereg(uccl_tp_t *tp, uccl_tp_memh_t *memh);
 uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *alloc);
-/* Does the peer know alloc (announced and not withdrawn)? */
-bool uccl_gpu_ipc_announced(ipc_ep_t *ep, const ipc_alloc_t *alloc);
 uccl_status_t uccl_gpu_ipc_map_get(ipc_ep_t *ep, const msg_alloc_t *m, ipc_map_t **out);
 void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map);
 ipc_map_t *uccl_gpu_ipc_map_find(ipc_ep_t *ep, uint64_t key);
@@ -323,22 +309,6 @@ uccl_status_t uccl_gpu_ipc_post_waiting(ipc_ep_t *ep, int wait, uccl_req_t *req,
 void uccl_gpu_ipc_fin_send(ipc_ep_t *ep, uint16_t type, uint64_t seq, uccl_status_t st,
                            uint64_t bytes);
 void uccl_gpu_ipc_part_done(ipc_ep_t *ep, uccl_req_t *req, uccl_status_t st);
-/* The sender's copy of req's first len bytes into the peer's segments (an
- * OP_PUSH numbered seq; ready_id != 0: into that READY offer, ready.c);
- * on an error nothing is queued. */
-uccl_status_t uccl_gpu_ipc_push_start(ipc_ep_t *ep, uccl_req_t *req, const msg_seg_t *seg,
-                                      uint32_t nseg, uint64_t seq, size_t len, uint64_t ready_id);
-
-/* ---- ready.c */
-void uccl_gpu_ipc_recv_posted(uccl_tp_ep_t *ep, uccl_req_t *req, uint64_t msg_seq);
-void uccl_gpu_ipc_on_ready(ipc_ep_t *ep, const msg_ready_t *m, const msg_seg_t *seg);
-void uccl_gpu_ipc_on_pushed(ipc_ep_t *ep, const msg_pushed_t *m);
-/* post_send: UCCL_OK when req went into the peer's offered receive (posted
- * or failed there; it completes on its own), UCCL_ERR_NOT_FOUND when no
- * offer takes it (send an RTS). */
-uccl_status_t uccl_gpu_ipc_ready_send(ipc_ep_t *ep, uccl_req_t *req);
-void uccl_gpu_ipc_ready_done(ipc_ep_t *ep, ipc_op_t *op);
-void uccl_gpu_ipc_offers_free(ipc_ep_t *ep);
 
 /* ---- xfer_rma.c */
 uccl_status_t uccl_gpu_ipc_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);

@@ -94,16 +94,6 @@ static const char *parse_body(uint16_t type, const uint8_t *p, size_t len, ipc_r
         if (m->u.tgt.has_notif > 1 || m->u.tgt.addr > UINT64_MAX - m->u.tgt.len)
             return "a target operation with a bad flag or a range that wraps";
         return NULL;
-    case IPC_MSG_READY:
-        if ((why = parse_segs(p, len, sizeof(m->u.ready), &m->u.ready, &m->u.ready.nseg,
-                              &m->u.ready.len, m)) != NULL)
-            return why;
-        return m->u.ready.len == 0 || m->u.ready.id == 0 ? "an empty ready-to-receive or one without an id"
-                                                         : NULL;
-    case IPC_MSG_PUSHED:
-        if ((why = parse_fixed(p, len, sizeof(m->u.pushed), &m->u.pushed)) != NULL)
-            return why;
-        return status_ok(m->u.pushed.status) ? NULL : "a pushed message with an unknown status";
     case IPC_MSG_FIN:
     case IPC_MSG_TGT_DONE:
     case IPC_MSG_PUSH_DONE:

@@ -32,13 +32,7 @@ enum {
     IPC_MSG_NOTIF,      /* msg_key_t: notification value */
     IPC_MSG_CTS,        /* msg_cts_t + msg_seg_t[nseg]: push that RTS into these buffers */
     IPC_MSG_PUSH_DONE,  /* msg_fin_t: the sender's push for that RTS is done */
-    IPC_MSG_READY,      /* msg_ready_t + msg_seg_t[nseg]: a receive posted before its message */
-    IPC_MSG_PUSHED,     /* msg_pushed_t: message msg_seq is in the receive of that READY */
 };
-
-/* The wire of the mailbox and of ep_pack; another version is refused at
- * connection setup (UCCL_ERR_VERSION). 2: READY and PUSHED. */
-#define IPC_WIRE_VERSION 2
 
 typedef struct msg_alloc {
     uint64_t key; /* the allocation's base address in the sender */
@@ -85,21 +79,6 @@ typedef struct msg_fin {
     uint64_t bytes;
 } msg_fin_t;
 
-/* A receive waits, first with its tag, for message msg_seq (the next to
- * arrive here): a send numbered msg_seq with this tag and at most len
- * bytes may copy itself into seg (covering len) and send PUSHED. */
-typedef struct msg_ready {
-    uint64_t msg_seq, tag, len;
-    uint64_t id;        /* the receiver's number of this offer, echoed in PUSHED */
-    uint32_t nseg, pad;
-} msg_ready_t;
-
-typedef struct msg_pushed {
-    uint64_t msg_seq, tag, len, id;
-    int32_t status;     /* of the sender's copy: the receive completes with it */
-    uint32_t pad;
-} msg_pushed_t;
-
 typedef struct msg_tgt_op {
     uint64_t seq, region_id, addr, len, notif;
     uint32_t op; /* UCCL_OP_WRITE or UCCL_OP_READ, as the initiator sees it */
@@ -108,7 +87,7 @@ typedef struct msg_tgt_op {
 } msg_tgt_op_t;
 
 /* A record parsed: the fixed part of its type in u, its segments (RTS,
- * CTS, TGT_OP, READY) copied into seg. */
+ * CTS, TGT_OP) copied into seg. */
 typedef struct ipc_rx_msg {
     uint16_t type;
     union {
@@ -120,8 +99,6 @@ typedef struct ipc_rx_msg {
         msg_cts_t cts;             /* CTS */
         msg_fin_t fin;             /* FIN, TGT_DONE, PUSH_DONE */
         msg_tgt_op_t tgt;          /* TGT_OP */
-        msg_ready_t ready;         /* READY */
-        msg_pushed_t pushed;       /* PUSHED */
     } u;
     uint32_t nseg;
     msg_seg_t seg[UCCL_IOV_MAX];

@@ -119,11 +119,6 @@ void uccl_gpu_ipc_mem_dereg(uccl_tp_t *base, uccl_tp_memh_t *memh)
     free(memh);
 }
 
-bool uccl_gpu_ipc_announced(ipc_ep_t *ep, const ipc_alloc_t *a)
-{
-    return announced_has(ep, a->gen, false);
-}
-
 uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
 {
     msg_alloc_t m;

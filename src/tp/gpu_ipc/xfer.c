@@ -214,14 +214,8 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     msg_seg_t seg[UCCL_IOV_MAX];
     msg_rts_t m = {0};
     uint64_t t0 = uccl_gpu_ipc_prof_post_begin(ep->tp);
-    uccl_status_t st;
+    uccl_status_t st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
 
-    /* into the receive the peer offered for this message, if it did (ready.c) */
-    if (ep->tp->cfg.ready)
-        uccl_gpu_ipc_ep_poll_ready(ep);
-    if (uccl_gpu_ipc_ready_send(ep, req) == UCCL_OK)
-        return uccl_gpu_ipc_prof_post_end(ep->tp, t0, UCCL_OK);
-    st = uccl_gpu_ipc_local_segs(ep, req, seg, &m.nseg);
     if (st != UCCL_OK)
         return uccl_gpu_ipc_prof_post_end(ep->tp, t0, st);
     m.seq = ep->next_seq++;
@@ -411,34 +405,15 @@ void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
     uccl_msg_hold(ep->base.conn, &ep->base, &rts->msg);
 }
 
-uccl_status_t uccl_gpu_ipc_push_start(ipc_ep_t *ep, uccl_req_t *req, const msg_seg_t *seg,
-                                      uint32_t nseg, uint64_t seq, size_t len, uint64_t ready_id)
-{
-    ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
-    ipc_op_t *op = uccl_gpu_ipc_op_new(OP_PUSH, req);
-    uccl_status_t st;
-    int nd = 0;
-
-    st = op ? uccl_gpu_ipc_peer_plan(ep, seg, nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
-    if (st == UCCL_OK) {
-        op->ready = ready_id != 0;
-        op->notif = ready_id;
-        op->seq = seq;
-        op->bytes = len;
-        op->batch = uccl_gpu_ipc_batch_ok(ep, req);
-        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, uccl_gpu_ipc_local_plan(req, 0, src), len);
-    }
-    if (st != UCCL_OK)
-        free(op);
-    return st;
-}
-
 /* The receiver's clear-to-send: copy the send into the named buffers; the
  * send completes with its copy, the receive on our PUSH_DONE. */
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
 {
+    ipc_seg_t dst[UCCL_IOV_MAX], src[UCCL_IOV_MAX];
     uccl_req_t *req = uccl_hmap_get(&ep->waits[IPC_WAIT_SEND], m->seq);
+    ipc_op_t *op;
     uccl_status_t st;
+    int nd = 0;
 
     if (req == NULL || m->len != req->len || m->push_len == 0 || m->push_len > m->len) {
         if (req != NULL) {
@@ -452,8 +427,17 @@ void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
         req->tp_data[2] = 2;
     else
         waiter_drop(ep, req);
-    st = uccl_gpu_ipc_push_start(ep, req, seg, m->nseg, m->seq, m->push_len, 0);
+    op = uccl_gpu_ipc_op_new(OP_PUSH, req);
+    st = op ? uccl_gpu_ipc_peer_plan(ep, seg, m->nseg, 0, dst, &nd) : UCCL_ERR_NO_MEMORY;
+    if (st == UCCL_OK) {
+        op->seq = m->seq;
+        op->bytes = m->push_len;
+        op->batch = uccl_gpu_ipc_batch_ok(ep, req);
+        st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, uccl_gpu_ipc_local_plan(req, 0, src),
+                                                                                 m->push_len);
+    }
     if (st != UCCL_OK) {
+        free(op);
         uccl_gpu_ipc_fin_send(ep, IPC_MSG_PUSH_DONE, m->seq, UCCL_ERR_TRANSPORT, 0);
         uccl_gpu_ipc_part_done(ep, req, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
     }
@@ -488,10 +472,6 @@ void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
         break;
     case OP_RECV:
     case OP_PUSH:
-        if (op->ready) {
-            uccl_gpu_ipc_ready_done(ep, op);
-            break;
-        }
         if (st != UCCL_ERR_CANCELED)
             uccl_gpu_ipc_fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE,
                                   op->seq, st, op->bytes);
