@@ -8,7 +8,7 @@
 
 #include "gpu/gpu.h"
 
-#define FAKE_NDEV 2
+#define FAKE_NDEV 4 /* at most; UCCL_FAKE_GPU_COUNT are present (default 2) */
 
 /* The calling thread's current device (0 until uccl_gpu_set_device). */
 int uccl_fake_current_device(void);
@@ -29,5 +29,7 @@ int uccl_fake_streams_fault_range(const void *base, size_t len);
 
 /* UCCL_FAKE_GPU_SM_COPY: may uccl_gpu_sm_copy_load succeed? */
 int uccl_fake_sm_copy_on(void);
+/* UCCL_FAKE_GPU_COUNT: how many fake GPUs there are (2..FAKE_NDEV). */
+int uccl_fake_count(void);
 
 #endif

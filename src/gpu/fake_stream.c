@@ -89,6 +89,7 @@ typedef struct fake_cfg {
     size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
     size_t fail_issue;
     int sm_copy;
+    int count;
 } fake_cfg_t;
 
 static const uccl_cfg_field_t fake_cfg_fields[] = {
@@ -101,6 +102,8 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
      offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
     {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
      offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
+    {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 2..4",
+     offsetof(fake_cfg_t, count), UCCL_CFG_INT},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -123,6 +126,10 @@ static void cfg_load(void)
 {
     if (uccl_cfg_parse(&fake_cfg_table, &fake_cfg) != UCCL_OK)
         memset(&fake_cfg, 0, sizeof(fake_cfg));
+    if (fake_cfg.count < 2 || fake_cfg.count > FAKE_NDEV) {
+        uccl_warn("UCCL_FAKE_GPU_COUNT=%d: not 2..%d; 2 fake GPUs", fake_cfg.count, FAKE_NDEV);
+        fake_cfg.count = 2;
+    }
     if (fake_cfg.fail_copy > 0)
         uccl_warn("fake GPU: async copy %zu of this process will fail when it runs "
                   "(UCCL_FAKE_GPU_FAIL_COPY)", fake_cfg.fail_copy);
@@ -373,6 +380,12 @@ int uccl_fake_sm_copy_on(void)
 {
     pthread_once(&cfg_once, cfg_load);
     return fake_cfg.sm_copy;
+}
+
+int uccl_fake_count(void)
+{
+    pthread_once(&cfg_once, cfg_load);
+    return fake_cfg.count;
 }
 
 /* The fake has one kind of copy. */

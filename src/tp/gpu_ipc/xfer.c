@@ -271,7 +271,7 @@ static uint32_t msg_segs_cut(msg_seg_t *seg, uint32_t n, size_t len)
 /* Bytes of a pushed message of len that the receiver pulls itself. */
 static size_t pull_part(const ipc_ep_t *ep, size_t len)
 {
-    int share = ep->tp->cfg.split_pct;
+    int share = uccl_gpu_ipc_split_pct(ep, len);
 
     if (share <= 0 || share >= 100)
         return 0;
