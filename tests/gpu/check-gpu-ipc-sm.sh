@@ -8,10 +8,10 @@
 # - COPY=ce, or sm with SM_MIN above every size: none does;
 # - COPY=auto (the default) copies with the copy engines between two GPUs;
 #   on 3 ranks on 3 fake GPUs (UCCL_FAKE_GPU_COUNT=3: each engine connected
-#   to 2 other GPUs) an alltoall's pushes from SM_AUTO_MIN go by kernel, whole
-#   (the receiver pulls no share: no copy-engine copy across GPUs is left
-#   beyond the pulls below SM_AUTO_MIN), and not on 3 ranks on 2 GPUs, nor
-#   below SM_AUTO_MIN;
+#   to 2 other GPUs) an alltoall's messages from SM_AUTO_MIN are pulled whole
+#   by the receiver's kernel (no push, no copy-engine copy left, though
+#   PUSH_MIN and SPLIT_PCT ask for half pushed), and not on 3 ranks on 2
+#   GPUs, nor below SM_AUTO_MIN;
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0, as a build without
 #   nvcc): COPY=sm fails engine creation naming the setting.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
@@ -83,13 +83,19 @@ expect auto write 0 0 UCCL_GPU_IPC_COPY=auto UCCL_GPU_IPC_SM_MIN=64K UCCL_GPU_IP
 # auto on 3 GPUs: (warmup 1 + 3 timed + the plan's) x 2 peers x 3 ranks, at least
 auto="UCCL_GPU_IPC_SM_MIN=64K UCCL_GPU_IPC_SM_AUTO_MIN=64K UCCL_GPU_IPC_PUSH_MIN=64K"
 expect auto_3gpus coll-alltoall 24 1000000 $auto UCCL_FAKE_GPU_COUNT=3
+n3=$n
 if [ "$c" != 0 ]; then
     cat "$tmp/auto_3gpus"
-    echo "FAIL: auto_3gpus: $c copy-engine copies: the receivers pulled a share (SPLIT_PCT) of kernel pushes"
+    echo "FAIL: auto_3gpus: $c copy-engine copies: not every message was pulled whole by kernel"
     fail=1
 fi
 expect auto_2gpus coll-alltoall 0 0 $auto UCCL_FAKE_GPU_COUNT=2
 expect auto_min coll-alltoall 0 0 $auto UCCL_FAKE_GPU_COUNT=3 UCCL_GPU_IPC_SM_AUTO_MIN=512K
+# the same messages split in two there (half pushed, half pulled: SPLIT_PCT), one kernel pull each above
+if [ "$c" != $((2 * n3)) ]; then
+    echo "FAIL: auto_3gpus: $n3 kernel copies for the $c/2 messages split in auto_min: not one whole pull each"
+    fail=1
+fi
 if run sm_nokernel write UCCL_GPU_IPC_COPY=sm UCCL_FAKE_GPU_SM_COPY=0; then
     cat "$tmp/sm_nokernel"
     echo "FAIL: COPY=sm without a copy kernel must fail engine creation"

@@ -62,15 +62,17 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
  * stream a collective holds (uccl_coll.h). A host-only engine picks its
  * device later, in progress: it stays on the copy engines.
  *
- * auto: the kernel, pushes only (no receiver pull share) on a stream per
- * peer GPU, for messages of at least SM_AUTO_MIN once the engine's
- * connections reach IPC_AUTO_SM_PEERS other GPUs (a GPU sending to several
- * at once); else the copy engines. On 4x H200 the copy engines top out at
- * about 200 GB/s busbw all-to-all, while kernel pushes on a stream per
- * peer reached 243 (alltoall) / 268 (allgather) at 64 MiB received
- * (4xH200-s11-lead, 4xH200-s12); on 2 GPUs the copy engines win
- * (4xH200-s11: 0.89x the ceiling against the kernel's 0.72x). The kernel
- * is loaded under auto only where the process sees 3 or more GPUs. */
+ * auto: once the engine's connections reach IPC_AUTO_SM_PEERS other GPUs
+ * (a GPU exchanging with several at once), messages of at least
+ * SM_AUTO_MIN are pulled whole by the receiver's kernel on a stream per
+ * peer GPU (no push), and writes and reads go by kernel too; else the copy
+ * engines. 4x H200 (tests/gpu/results/4xH200-s12), busbw x NCCL sync from
+ * 4 MiB received: the copy engines 0.58-0.93 (they top out at about 200
+ * GB/s all-to-all), kernel pushes (sender, a stream per peer) 1.0-1.09 to
+ * 64 MiB but 0.81-0.88 at 128-256 MiB, kernel pulls 1.01-1.21 at every
+ * size. On 2 GPUs the copy engines win (4xH200-s11: 0.89x the ceiling
+ * against the kernel's 0.72x). The kernel is loaded under auto only where
+ * the process sees 3 or more GPUs. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
     int mode = uccl_gpu_ipc_copy_mode(&tp->cfg), ngpu = 0;
@@ -120,18 +122,12 @@ void uccl_gpu_ipc_peers_changed(ipc_tp_t *tp)
     tp->peer_gpus = n;
 }
 
-/* Does COPY=auto give a message of len bytes to ep to the kernel? */
-static bool auto_sm(const ipc_ep_t *ep, size_t len)
+bool uccl_gpu_ipc_auto_sm(const ipc_ep_t *ep, size_t len)
 {
     const ipc_tp_t *tp = ep->tp;
 
     return tp->sm_auto && tp->peer_gpus >= IPC_AUTO_SM_PEERS && len >= tp->cfg.sm_auto_min &&
            ep->peer_device >= 0 && ep->peer_device != tp->device;
-}
-
-int uccl_gpu_ipc_split_pct(const ipc_ep_t *ep, size_t len)
-{
-    return auto_sm(ep, len) ? 0 : ep->tp->cfg.split_pct;
 }
 
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
@@ -440,10 +436,11 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         /* the copy kernel: only between two GPUs, device memory on both
          * sides (the peer's side is always its device memory, mapped), and
          * unless cfg.sm_pull only where it writes the peer's memory; under
-         * COPY=auto only as auto_sm says, always on the peer's stream */
+         * COPY=auto as uccl_gpu_ipc_auto_sm says, on the peer's stream */
         sm = tp->sm_on && ep->peer_device >= 0 && ep->peer_device != tp->device && len >= tp->cfg.sm_min &&
-             (!tp->sm_auto || auto_sm(ep, len)) &&
-             (tp->cfg.sm_pull || op->kind == OP_PUSH || (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
+             (tp->sm_auto ? uccl_gpu_ipc_auto_sm(ep, len)
+                          : tp->cfg.sm_pull || op->kind == OP_PUSH ||
+                                (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
              uccl_gpu_ipc_req_d2d(ep, op->req);
         if (sm && (tp->cfg.sm_streams || tp->sm_auto) && tp->nstreams > 1) { /* the peer's own stream */
             int idx = ep->peer_device < tp->device ? ep->peer_device : ep->peer_device - 1;

@@ -64,10 +64,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     {"COPY", "auto",
      "how copies between two different GPUs (device memory on both sides) are issued: ce = the copy "
      "engines (cudaMemcpyAsync), sm = a copy kernel of SM_BLOCKS blocks for copies of at least SM_MIN "
-     "bytes (engine creation fails where the build or driver has no kernel), auto = the kernel for "
-     "messages of at least SM_AUTO_MIN, pushed whole by the sender on a stream per peer GPU, once the "
-     "engine is connected to 2 or more other GPUs (where it has a kernel), else the copy engines; "
-     "copies within one GPU always use the copy engines",
+     "bytes (engine creation fails where the build or driver has no kernel), auto = once the engine "
+     "is connected to 2 or more other GPUs (and has a kernel), transfers of at least SM_AUTO_MIN by "
+     "the kernel on a stream per peer GPU, messages pulled whole by the receiver; else the copy "
+     "engines; copies within one GPU always use the copy engines",
      offsetof(ipc_cfg_t, copy), UCCL_CFG_STRING},
     /* 4x H200, GPU0 -> GPU1 write window 16: the kernel ran at 0.57-0.75x
      * the batched copy-engine path at 64-256 KiB (a launch each, no batch) */
@@ -86,8 +86,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
     {"SM_UNROLL", "4", "16-byte words each thread of the copy kernel (see COPY) has in flight: 4 or 8",
      offsetof(ipc_cfg_t, sm_unroll), UCCL_CFG_INT},
-    {"SM_AUTO_MIN", "4M",
-     "COPY=auto: messages between two GPUs of at least this size use the copy kernel once the engine "
+    /* 4x H200, kernel pulls x the copy engines: alltoall 1.11 at 512 KiB a
+     * message, 1.23 at 1 MiB (tests/gpu/results/4xH200-s12) */
+    {"SM_AUTO_MIN", "512K",
+     "COPY=auto: transfers between two GPUs of at least this size use the copy kernel once the engine "
      "is connected to 2 or more other GPUs (0 = auto never uses it)",
      offsetof(ipc_cfg_t, sm_auto_min), UCCL_CFG_SIZE},
     {"PROF", "0",

@@ -148,7 +148,7 @@ typedef struct ipc_cfg {
     int sm_streams;
     int sm_blocks;
     int sm_unroll;      /* 16-byte words in flight per kernel thread: 4 or 8 */
-    size_t sm_auto_min; /* COPY=auto: the kernel for messages from this size (copy.c) */
+    size_t sm_auto_min; /* COPY=auto: the kernel from this size (uccl_gpu_ipc_auto_sm) */
 } ipc_cfg_t;
 
 /* COPY=auto uses the kernel where an engine's connections reach at least
@@ -185,7 +185,7 @@ typedef struct ipc_tp {
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
     bool sm_on;          /* the copy kernel is loaded on device: copies to and from other GPUs
                           * of at least cfg.sm_min bytes use it (uccl_gpu_ipc_copy_setup) */
-    bool sm_auto;        /* ... only as COPY=auto picks (copy.c, sm_wanted) */
+    bool sm_auto;        /* ... only as COPY=auto picks (uccl_gpu_ipc_auto_sm) */
     int peer_gpus;       /* other GPUs the connected eps reach (uccl_gpu_ipc_peers_changed) */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
@@ -288,9 +288,9 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg);
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp);
 /* An ep connected or went: recount tp->peer_gpus. */
 void uccl_gpu_ipc_peers_changed(ipc_tp_t *tp);
-/* Percent of a pushed message of len bytes that ep's receiver pulls itself
- * (cfg.split_pct; 0 where COPY=auto moves it by kernel pushes). */
-int uccl_gpu_ipc_split_pct(const ipc_ep_t *ep, size_t len);
+/* Does COPY=auto move a transfer of len bytes with ep's peer by kernel
+ * (a message: pulled whole by the receiver)? */
+bool uccl_gpu_ipc_auto_sm(const ipc_ep_t *ep, size_t len);
 uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len);
 int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);

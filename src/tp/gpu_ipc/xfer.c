@@ -271,7 +271,7 @@ static uint32_t msg_segs_cut(msg_seg_t *seg, uint32_t n, size_t len)
 /* Bytes of a pushed message of len that the receiver pulls itself. */
 static size_t pull_part(const ipc_ep_t *ep, size_t len)
 {
-    int share = uccl_gpu_ipc_split_pct(ep, len);
+    int share = ep->tp->cfg.split_pct;
 
     if (share <= 0 || share >= 100)
         return 0;
@@ -288,7 +288,8 @@ static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
 {
     size_t min = ep->tp->cfg.push_min;
 
-    if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device))
+    if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device) ||
+        uccl_gpu_ipc_auto_sm(ep, len)) /* COPY=auto: pulled whole by kernel */
         return false;
     return pieces_on_gpu(ep, req);
 }
