@@ -89,7 +89,7 @@ typedef struct fake_cfg {
     size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
     size_t fail_issue;
     int sm_copy;
-    int count;
+    size_t count; /* a size: never negative (-5 is refused) */
 } fake_cfg_t;
 
 static const uccl_cfg_field_t fake_cfg_fields[] = {
@@ -103,7 +103,7 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
     {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
      offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
     {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 2..4",
-     offsetof(fake_cfg_t, count), UCCL_CFG_INT},
+     offsetof(fake_cfg_t, count), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -127,7 +127,7 @@ static void cfg_load(void)
     if (uccl_cfg_parse(&fake_cfg_table, &fake_cfg) != UCCL_OK)
         memset(&fake_cfg, 0, sizeof(fake_cfg));
     if (fake_cfg.count < 2 || fake_cfg.count > FAKE_NDEV) {
-        uccl_warn("UCCL_FAKE_GPU_COUNT=%d: not 2..%d; 2 fake GPUs", fake_cfg.count, FAKE_NDEV);
+        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 2..%d; 2 fake GPUs", fake_cfg.count, FAKE_NDEV);
         fake_cfg.count = 2;
     }
     if (fake_cfg.fail_copy > 0)
@@ -385,7 +385,7 @@ int uccl_fake_sm_copy_on(void)
 int uccl_fake_count(void)
 {
     pthread_once(&cfg_once, cfg_load);
-    return fake_cfg.count;
+    return (int)fake_cfg.count;
 }
 
 /* The fake has one kind of copy. */
