@@ -126,10 +126,6 @@ static void cfg_load(void)
 {
     if (uccl_cfg_parse(&fake_cfg_table, &fake_cfg) != UCCL_OK)
         memset(&fake_cfg, 0, sizeof(fake_cfg));
-    if (fake_cfg.count < 2 || fake_cfg.count > FAKE_NDEV) {
-        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 2..%d; 2 fake GPUs", fake_cfg.count, FAKE_NDEV);
-        fake_cfg.count = 2;
-    }
     if (fake_cfg.fail_copy > 0)
         uccl_warn("fake GPU: async copy %zu of this process will fail when it runs "
                   "(UCCL_FAKE_GPU_FAIL_COPY)", fake_cfg.fail_copy);
@@ -382,10 +378,27 @@ int uccl_fake_sm_copy_on(void)
     return fake_cfg.sm_copy;
 }
 
+/* Read on its own, at the first device query: the rest of the table is
+ * read at the first copy, after a test has set its faults. */
+static pthread_once_t count_once = PTHREAD_ONCE_INIT;
+static int fake_count = 2;
+
+static void count_load(void)
+{
+    fake_cfg_t cfg;
+
+    if (uccl_cfg_parse(&fake_cfg_table, &cfg) != UCCL_OK)
+        return;
+    if (cfg.count < 2 || cfg.count > FAKE_NDEV)
+        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 2..%d; 2 fake GPUs", cfg.count, FAKE_NDEV);
+    else
+        fake_count = (int)cfg.count;
+}
+
 int uccl_fake_count(void)
 {
-    pthread_once(&cfg_once, cfg_load);
-    return (int)fake_cfg.count;
+    pthread_once(&count_once, count_load);
+    return fake_count;
 }
 
 /* The fake has one kind of copy. */
