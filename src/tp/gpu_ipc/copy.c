@@ -66,13 +66,15 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
  * (a GPU exchanging with several at once), messages of at least
  * SM_AUTO_MIN are pulled whole by the receiver's kernel on a stream per
  * peer GPU (no push), and writes and reads go by kernel too; else the copy
- * engines. 4x H200 (tests/gpu/results/4xH200-s12), busbw x NCCL sync from
- * 4 MiB received: the copy engines 0.58-0.93 (they top out at about 200
- * GB/s all-to-all), kernel pushes (sender, a stream per peer) 1.0-1.09 to
- * 64 MiB but 0.81-0.88 at 128-256 MiB, kernel pulls 1.01-1.21 at every
- * size. On 2 GPUs the copy engines win (4xH200-s11: 0.89x the ceiling
- * against the kernel's 0.72x). The kernel is loaded under auto only where
- * the process sees 3 or more GPUs. */
+ * engines. 4x H200 (tests/gpu/results/4xH200-s12), np 4, busbw x NCCL
+ * sync from 4 MiB received: the copy engines 0.58-1.01 (0.58-0.69 from
+ * 64 MiB: about 200 GB/s all-to-all at most), kernel pushes (sender, a
+ * stream per peer) 1.01-1.09 at 16-64 MiB but 0.81-0.88 at 128-256 MiB
+ * (0.72-0.75x the kernel's own push ceiling: the push path, not the
+ * kernel), kernel pulls 1.01-1.20 at every size. On 2 GPUs the copy
+ * engines win (kernel pulls 0.74-0.77x the ceiling from 64 MiB against
+ * 0.77-0.90). The kernel is loaded under auto only where the process sees
+ * 3 or more GPUs. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
     int mode = uccl_gpu_ipc_copy_mode(&tp->cfg), ngpu = 0;
