@@ -259,6 +259,7 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
 {
     double tu[COLL_ROUNDS_MAX], tp[COLL_ROUNDS_MAX], tm[COLL_ROUNDS_MAX];
     double tc[COLL_ROUNDS_MAX] = {0}, tn[COLL_ROUNDS_MAX] = {0}, tq[COLL_ROUNDS_MAX] = {0};
+    double tk[COLL_ROUNDS_MAX] = {0};
     double th[COLL_ROUNDS_MAX] = {0}, host = 0;
     long long wrong = 0, all = 0;
     int iters = auto_iters(c, count), gpu_refs = c->o.cuda && !c->o.no_ref && c->n > 1;
@@ -271,10 +272,11 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
                 : c->o.no_ref ? 0 : time_method(c, METHOD_MPI, count, iters, &wrong);
         if (gpu_refs) { /* ranks on several GPUs: the ceiling and NCCL, same turns */
             tc[r] = perf_coll_gpu_peer_s(c, count, iters);
+            tk[r] = perf_coll_gpu_kern_s(c, count, iters);
             tn[r] = perf_coll_gpu_nccl_s(c, count, iters, 0);
             tq[r] = perf_coll_gpu_nccl_s(c, count, iters, 1);
-            if (tc[r] < 0 || tn[r] < 0 || tq[r] < 0)
-                coll_fail(c, "a GPU reference (peer copy or NCCL)", UCCL_ERR_IO);
+            if (tc[r] < 0 || tk[r] < 0 || tn[r] < 0 || tq[r] < 0)
+                coll_fail(c, "a GPU reference (peer copy, kernel or NCCL)", UCCL_ERR_IO);
         }
     }
     MPI_Allreduce(&wrong, &all, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -283,7 +285,7 @@ static void run_size(coll_ctx_t *c, size_t count, coll_row_t *row)
     *row = (coll_row_t){.host_s = host, .count = count, .size = recv_bytes(c, count), .iters = iters,
                         .uccl_s = median(tu, c->o.rounds), .plan_s = median(tp, c->o.rounds),
                         .mpi_s = median(tm, c->o.rounds), .wrong = all,
-                        .peer_s = median(tc, c->o.rounds), .nccl_s = median(tn, c->o.rounds),
+                        .peer_s = median(tc, c->o.rounds), .kern_s = median(tk, c->o.rounds), .nccl_s = median(tn, c->o.rounds),
                         .ncclq_s = median(tq, c->o.rounds),
                         .algo = c->o.ref_only ? "-" : c->o.stream ? stream_path() :
                                 uccl_coll_algo_name(c->o.algo != UCCL_COLL_ALGO_AUTO ? c->o.algo :

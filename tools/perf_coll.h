@@ -40,7 +40,7 @@ typedef struct coll_row {
     double ucx_s;                 /* Open MPI over UCX, 0 = not run */
     /* --mem cuda, 2+ ranks (0 = not run): every rank copying to every
      * other at once (the ceiling), NCCL each call waited for, NCCL queued */
-    double peer_s, nccl_s, ncclq_s;
+    double peer_s, kern_s, nccl_s, ncclq_s;
     double host_s;                /* --stream: the CPU's time inside the stream call (slowest rank) */
     long long wrong;              /* bytes wrong over every rank and method */
 } coll_row_t;
@@ -80,6 +80,9 @@ int perf_coll_gpu_setup(coll_ctx_t *c, int gpu, int ngpu);
 int perf_coll_gpu_have_nccl(const coll_ctx_t *c);
 const char *perf_coll_gpu_peer_mode(void); /* PERF_PEER_MODE, see perf_coll_gpu.c */
 double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters);
+/* The same copies by the library's copy kernel (0: none on some rank). */
+double perf_coll_gpu_kern_s(coll_ctx_t *c, size_t count, int iters);
+const char *perf_coll_gpu_kern_text(const coll_ctx_t *c);
 double perf_coll_gpu_nccl_s(coll_ctx_t *c, size_t count, int iters, int queued);
 void perf_coll_gpu_teardown(coll_ctx_t *c);
 /* --stream: one stream-ordered call on a stream of the tool, then a

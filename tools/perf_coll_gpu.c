@@ -4,6 +4,11 @@
  *   rank's GPU buffer (CUDA IPC mapping, plain cudaMemcpyAsync, one stream
  *   per peer, all peers at once, so every link carries both directions),
  *   each call waited for as a blocking collective is;
+ * - the kernel ceiling: the same copies by the library's copy kernel
+ *   (uccl_gpu_sm_copy_async, what gpu_ipc's UCCL_GPU_IPC_COPY=sm runs), with
+ *   the job's UCCL_GPU_IPC_SM_BLOCKS / SM_UNROLL; 0 where a rank has no
+ *   kernel (no nvcc at build, the fake GPU without one) or count is not a
+ *   multiple of 16;
  * - NCCL's own collective on the same buffers (libnccl.so.2 through dlopen):
  *   ncclAllGather, ncclBroadcast, and alltoall(v) as grouped ncclSend /
  *   ncclRecv (as nccl-tests does), timed twice: each call waited for (as
@@ -40,6 +45,7 @@ struct coll_gpu {
     void *dpeer;                /* the ceiling's target here: n * max bytes */
     char **peer_map;            /* every peer's dpeer mapped here (NULL: self) */
     size_t max;
+    int sm_ok, sm_blocks, sm_unroll; /* the kernel ceiling: loaded on every rank; its shape */
     nccl_comm_t nccl;
     nccl_allgather_fn allgather;
     nccl_bcast_fn bcast;
@@ -80,6 +86,38 @@ static int peer_setup(coll_ctx_t *c, coll_gpu_t *g)
     free(all);
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     return any ? -1 : 0;
+}
+
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && *v != '\0' ? atoi(v) : dflt;
+}
+
+/* The copy kernel on every rank, or the kernel column reads 0. */
+static void kern_setup(coll_gpu_t *g)
+{
+    int ok, all_ok = 0;
+
+    g->sm_blocks = env_int("UCCL_GPU_IPC_SM_BLOCKS", 32);
+    g->sm_unroll = env_int("UCCL_GPU_IPC_SM_UNROLL", 4);
+    ok = uccl_gpu_sm_copy_load(g->gpu) == UCCL_OK &&
+         uccl_gpu_sm_copy_args_ok(g->dpeer, g->dpeer, g->sm_blocks, g->sm_unroll);
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    g->sm_ok = all_ok;
+}
+
+const char *perf_coll_gpu_kern_text(const coll_ctx_t *c)
+{
+    static char text[96];
+    const coll_gpu_t *g = c->gref;
+
+    if (g == NULL || !g->sm_ok)
+        return "no copy kernel on every rank: 0";
+    snprintf(text, sizeof(text), "copy kernel, %d blocks of 512 threads, %d words in flight", g->sm_blocks,
+             g->sm_unroll);
+    return text;
 }
 
 /* NCCL on every rank, or on none (the reason in c->nccl_why). */
@@ -163,6 +201,7 @@ int perf_coll_gpu_setup(coll_ctx_t *c, int gpu, int ngpu)
                             "rank's GPU buffer\n");
         return -1;
     }
+    kern_setup(g);
     nccl_setup(c, g, ngpu);
     return 0;
 }
@@ -187,8 +226,9 @@ const char *perf_coll_gpu_peer_mode(void)
 }
 
 /* One ceiling call: count bytes from here to every peer, all at once
- * (alltoall: block p of the source to peer p; else the same block). */
-static int peer_once(coll_ctx_t *c, coll_gpu_t *g, size_t count)
+ * (alltoall: block p of the source to peer p; else the same block), by the
+ * copy engines or (kern) the copy kernel. */
+static int peer_once(coll_ctx_t *c, coll_gpu_t *g, size_t count, int kern)
 {
     int ok = 1, a2a = c->o.op == UCCL_COLL_ALLTOALL || c->o.op == UCCL_COLL_ALLTOALLV;
     const char *mode = perf_coll_gpu_peer_mode();
@@ -197,6 +237,9 @@ static int peer_once(coll_ctx_t *c, coll_gpu_t *g, size_t count)
 
     for (int p = 0; p < c->n && ok; p++) {
         uccl_gpu_stream_t s = g->streams[one ? (c->rank + 1) % c->n : p];
+        char *d;
+        const char *from;
+
         if (p == c->rank) {
             if (strcmp(mode, "self") == 0)
                 ok = uccl_gpu_memcpy_async((char *)g->dpeer + (size_t)p * count,
@@ -204,36 +247,43 @@ static int peer_once(coll_ctx_t *c, coll_gpu_t *g, size_t count)
                                            s) == UCCL_OK;
             continue;
         }
-        if (pull)
-            ok = uccl_gpu_memcpy_async((char *)g->dpeer + (size_t)p * count,
-                                       g->peer_map[p] + (size_t)c->rank * count, count,
-                                       s) == UCCL_OK;
-        else
-            ok = uccl_gpu_memcpy_async(g->peer_map[p] + (size_t)c->rank * count,
-                                       src + (a2a ? (size_t)p * count : 0), count, s) == UCCL_OK;
+        d = pull ? (char *)g->dpeer + (size_t)p * count : g->peer_map[p] + (size_t)c->rank * count;
+        from = pull ? g->peer_map[p] + (size_t)c->rank * count : src + (a2a ? (size_t)p * count : 0);
+        ok = (kern ? uccl_gpu_sm_copy_async(g->gpu, d, from, count, g->sm_blocks, g->sm_unroll, s)
+                   : uccl_gpu_memcpy_async(d, from, count, s)) == UCCL_OK;
     }
     for (int p = 0; p < c->n; p++)
         ok = uccl_gpu_stream_sync(g->streams[p]) == UCCL_OK && ok;
     return ok ? 0 : -1;
 }
 
-double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters)
+static double peer_time(coll_ctx_t *c, size_t count, int iters, int kern)
 {
     coll_gpu_t *g = c->gref;
     double t = 0, tmax = 0;
     int bad = 0;
 
-    if (g == NULL || c->n < 2 || count == 0)
+    if (g == NULL || c->n < 2 || count == 0 || (kern && (!g->sm_ok || count % UCCL_GPU_SM_COPY_ALIGN)))
         return 0;
     for (int i = 0; i < c->o.warmup && !bad; i++)
-        bad = peer_once(c, g, count);
+        bad = peer_once(c, g, count, kern);
     MPI_Barrier(MPI_COMM_WORLD);
     t = now_s();
     for (int i = 0; i < iters && !bad; i++)
-        bad = peer_once(c, g, count);
+        bad = peer_once(c, g, count, kern);
     t = bad ? -1 : (now_s() - t) / iters;
     MPI_Allreduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return tmax;
+}
+
+double perf_coll_gpu_peer_s(coll_ctx_t *c, size_t count, int iters)
+{
+    return peer_time(c, count, iters, 0);
+}
+
+double perf_coll_gpu_kern_s(coll_ctx_t *c, size_t count, int iters)
+{
+    return peer_time(c, count, iters, 1);
 }
 
 /* One NCCL call on the benchmark's buffers (ncclInt8 = 0), queued. */

@@ -29,7 +29,8 @@ static void coll_usage(void)
             "                         copy of the bytes each rank receives, all ranks at once;\n"
             "                         ranks of one host add the peer-copy ceiling (every rank\n"
             "                         copies to every other GPU at once; PERF_PEER_MODE=streams|\n"
-            "                         one|pull|self varies it) and NCCL (one GPU a rank)\n"
+            "                         one|pull|self varies it), the same by the library's\n"
+            "                         copy kernel, and NCCL (one GPU a rank)\n"
             "  --min SIZE, --max SIZE bytes per rank block (default 8 and 16M, sizes double)\n"
             "  --iters N              timed calls per size (default: by size, 5 to 1000)\n"
             "  --warmup N             untimed calls per size first (default 3)\n"
@@ -180,9 +181,14 @@ static const char *ucx_text(const coll_ctx_t *c)
 /* The ceiling moves count bytes from every rank to every other: per rank
  * (n-1) * count out and in, whatever the op (for bcast too: a bcast's
  * busbw cannot pass what one GPU takes in). */
+static double ceil_gbs(const coll_ctx_t *c, const coll_row_t *row, double t)
+{
+    return t > 0 ? (double)(c->n - 1) * (double)row->count / t / 1e9 : 0;
+}
+
 static double peer_gbs(const coll_ctx_t *c, const coll_row_t *row)
 {
-    return row->peer_s > 0 ? (double)(c->n - 1) * (double)row->count / row->peer_s / 1e9 : 0;
+    return ceil_gbs(c, row, row->peer_s);
 }
 
 static int gpu_refs(const coll_ctx_t *c)
@@ -199,26 +205,29 @@ static void print_gpu_header(const coll_ctx_t *c)
            "once)\n#   peer: every rank cudaMemcpyAsync's count bytes to every other rank's "
            "GPU at once (IPC, a stream per peer, both directions of every link busy), each "
            "call waited for: the ceiling (PERF_PEER_MODE %s); busbw = (n-1)*count/time\n"
+           "#   kern: the same copies by the library's copy kernel (%s)\n"
            "#   nccl (%s): each call "
            "waited for (as uccl's blocking call); ncclq: the timed calls queued, one "
-           "sync (nccl-tests style)\n", c->ngpu, perf_coll_gpu_peer_mode(), c->nccl_why);
-    printf("# %10s %12s %-8s %6s %10s %8s %10s %10s %8s %10s %8s %10s %8s %10s %8s %6s %6s %6s %7s\n",
+           "sync (nccl-tests style)\n", c->ngpu, perf_coll_gpu_peer_mode(), perf_coll_gpu_kern_text(c),
+           c->nccl_why);
+    printf("# %10s %12s %-8s %6s %10s %8s %10s %10s %8s %10s %8s %10s %8s %10s %8s %10s %8s %6s %6s %6s "
+           "%6s %7s\n",
            "count(B)", "size(B)", "algo", "iters", "uccl(us)", "busbw", "plan(us)", "copy(us)",
-           "busbw", "peer(us)", "busbw", "nccl(us)", "busbw", "ncclq(us)", "busbw", "x peer",
-           "x nccl", "x nq", "#wrong");
+           "busbw", "peer(us)", "busbw", "kern(us)", "busbw", "nccl(us)", "busbw", "ncclq(us)", "busbw",
+           "x peer", "x kern", "x nccl", "x nq", "#wrong");
 }
 
 static void print_gpu_row(const coll_ctx_t *c, const coll_row_t *r)
 {
     double bu = busbw_gbs(c, r, r->uccl_s), bp = peer_gbs(c, r), bn = busbw_gbs(c, r, r->nccl_s),
-           bq = busbw_gbs(c, r, r->ncclq_s);
+           bq = busbw_gbs(c, r, r->ncclq_s), bk = ceil_gbs(c, r, r->kern_s);
 
-    printf("  %10zu %12zu %-8s %6d %10.2f %8.2f %10.2f %10.2f %8.2f %10.2f %8.2f %10.2f %8.2f "
-           "%10.2f %8.2f %6.3f %6.3f %6.3f %7lld\n",
+    printf("  %10zu %12zu %-8s %6d %10.2f %8.2f %10.2f %10.2f %8.2f %10.2f %8.2f %10.2f %8.2f %10.2f %8.2f "
+           "%10.2f %8.2f %6.3f %6.3f %6.3f %6.3f %7lld\n",
            r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, bu, r->plan_s * 1e6,
-           r->mpi_s * 1e6, busbw_gbs(c, r, r->mpi_s), r->peer_s * 1e6, bp, r->nccl_s * 1e6, bn,
-           r->ncclq_s * 1e6, bq, bp > 0 ? bu / bp : 0, bn > 0 ? bu / bn : 0, bq > 0 ? bu / bq : 0,
-           r->wrong);
+           r->mpi_s * 1e6, busbw_gbs(c, r, r->mpi_s), r->peer_s * 1e6, bp, r->kern_s * 1e6, bk,
+           r->nccl_s * 1e6, bn, r->ncclq_s * 1e6, bq, bp > 0 ? bu / bp : 0, bk > 0 ? bu / bk : 0,
+           bn > 0 ? bu / bn : 0, bq > 0 ? bu / bq : 0, r->wrong);
     fflush(stdout);
 }
 
@@ -286,26 +295,27 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
                "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
                "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
-               " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\",\n"
+               " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\", \"kern\": \"%s\",\n"
                " \"rows\": [\n",
             uccl_coll_op_name(c->o.op), c->n, c->transport, host,
             sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : c->o.uccl_host ? "uccl" : "host",
             c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
                       : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
             c->o.rounds, c->o.cuda ? c->ngpu : 0, gpu_refs(c) ? c->nccl_why : "not run",
-            perf_coll_gpu_peer_mode());
+            perf_coll_gpu_peer_mode(), gpu_refs(c) ? perf_coll_gpu_kern_text(c) : "not run");
     for (int i = 0; i < n; i++) {
         const coll_row_t *r = &rows[i];
         fprintf(f, "  {\"count\": %zu, \"size\": %zu, \"algo\": \"%s\", \"iters\": %d, "
                    "\"uccl_us\": %.3f, \"uccl_busbw_gbs\": %.4f, \"plan_us\": %.3f, "
                    "\"%s_us\": %.3f, \"%s_busbw_gbs\": %.4f, \"ucx_us\": %.3f, "
                    "\"ucx_busbw_gbs\": %.4f, \"peer_us\": %.3f, \"peer_busbw_gbs\": %.4f, "
-                   "\"nccl_us\": %.3f, \"nccl_busbw_gbs\": %.4f, \"ncclq_us\": %.3f, "
+                   "\"kern_us\": %.3f, \"kern_busbw_gbs\": %.4f, \"nccl_us\": %.3f, \"nccl_busbw_gbs\": %.4f, \"ncclq_us\": %.3f, "
                    "\"ncclq_busbw_gbs\": %.4f, \"host_us\": %.3f, \"wrong\": %lld}%s\n",
                 r->count, r->size, r->algo, r->iters, r->uccl_s * 1e6, busbw_gbs(c, r, r->uccl_s),
                 r->plan_s * 1e6, c->o.cuda ? "copy" : "mpi", r->mpi_s * 1e6,
                 c->o.cuda ? "copy" : "mpi", busbw_gbs(c, r, r->mpi_s), r->ucx_s * 1e6,
-                busbw_gbs(c, r, r->ucx_s), r->peer_s * 1e6, peer_gbs(c, r), r->nccl_s * 1e6,
+                busbw_gbs(c, r, r->ucx_s), r->peer_s * 1e6, peer_gbs(c, r), r->kern_s * 1e6,
+                ceil_gbs(c, r, r->kern_s), r->nccl_s * 1e6,
                 busbw_gbs(c, r, r->nccl_s), r->ncclq_s * 1e6, busbw_gbs(c, r, r->ncclq_s), r->host_s * 1e6,
                 r->wrong, i + 1 < n ? "," : "");
     }

@@ -437,7 +437,7 @@ typedef CUresult (*launch_fn_t)(CUfunction, unsigned int, unsigned int, unsigned
 #define SM_COPY_DEVS 64
 #define SM_COPY_THREADS 512
 static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS];
+static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS], sm_fn8[SM_COPY_DEVS]; /* 4 / 8 words in flight */
 static _Atomic(launch_fn_t) sm_launch;
 
 uccl_status_t uccl_gpu_sm_copy_load(int device)
@@ -451,7 +451,7 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
     module_get_fn_t get;
     launch_fn_t launch;
     CUmodule mod;
-    CUfunction fn;
+    CUfunction fn, fn8;
     CUresult res;
     uccl_status_t st;
 
@@ -472,12 +472,14 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
             uccl_warn("SM copies: cuModuleLoadData on GPU %d failed: CUresult %d", device, (int)res);
             st = UCCL_ERR_UNSUPPORTED;
         }
-        if (st == UCCL_OK && (res = get(&fn, mod, "uccl_sm_copy")) != CUDA_SUCCESS) {
+        if (st == UCCL_OK && ((res = get(&fn, mod, "uccl_sm_copy")) != CUDA_SUCCESS ||
+                              (res = get(&fn8, mod, "uccl_sm_copy8")) != CUDA_SUCCESS)) {
             uccl_warn("SM copies: cuModuleGetFunction on GPU %d failed: CUresult %d", device, (int)res);
             st = UCCL_ERR_UNSUPPORTED;
         }
         if (st == UCCL_OK) {
             atomic_store(&sm_launch, launch);
+            atomic_store(&sm_fn8[device], fn8);
             atomic_store(&sm_fn[device], fn);
             uccl_debug("SM copies: kernel loaded on GPU %d", device);
         }
@@ -488,9 +490,11 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
 }
 
 uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     uccl_gpu_stream_t stream)
+                                     int unroll, uccl_gpu_stream_t stream)
 {
-    CUfunction fn = device >= 0 && device < SM_COPY_DEVS ? atomic_load(&sm_fn[device]) : NULL;
+    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL
+                    : unroll == 8                        ? atomic_load(&sm_fn8[device])
+                                                         : atomic_load(&sm_fn[device]);
     launch_fn_t launch = atomic_load(&sm_launch);
     size_t n16 = len / UCCL_GPU_SM_COPY_ALIGN, need = (n16 + SM_COPY_THREADS - 1) / SM_COPY_THREADS;
     unsigned int ntail = (unsigned int)(len % UCCL_GPU_SM_COPY_ALIGN);
@@ -499,7 +503,7 @@ uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, siz
     void *args[] = {&dst, &src, &n16, &dtail, &stail, &ntail};
     CUresult res;
 
-    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks) || stream == NULL)
+    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) || stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
     if (fn == NULL || launch == NULL)
         return UCCL_ERR_UNSUPPORTED;

@@ -94,18 +94,18 @@ int uccl_fake_current_device(void)
 
 void uccl_fake_ctx_touch(int device)
 {
-    if (device >= 0 && device < FAKE_NDEV)
+    if (device >= 0 && device < uccl_fake_count())
         atomic_store(&fake_ctx[device], 1);
 }
 
 static uccl_status_t fake_check_device(int device)
 {
-    return device >= 0 && device < FAKE_NDEV ? UCCL_OK : UCCL_ERR_NO_DEVICE;
+    return device >= 0 && device < uccl_fake_count() ? UCCL_OK : UCCL_ERR_NO_DEVICE;
 }
 
 uccl_status_t uccl_gpu_count(int *n)
 {
-    *n = FAKE_NDEV;
+    *n = uccl_fake_count();
     return UCCL_OK;
 }
 
@@ -139,7 +139,7 @@ uccl_status_t uccl_gpu_device_by_bus_id(const char *bus_id, int *device)
 
     if (bus_id == NULL || device == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    for (int d = 0; d < FAKE_NDEV; d++) {
+    for (int d = 0; d < uccl_fake_count(); d++) {
         uccl_gpu_pci_bus_id(d, id, sizeof(id));
         if (strcasecmp(id, bus_id) == 0) {
             *device = d;
@@ -573,9 +573,9 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
 }
 
 uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     uccl_gpu_stream_t stream)
+                                     int unroll, uccl_gpu_stream_t stream)
 {
-    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks) || stream == NULL)
+    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) || stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
     if (fake_check_device(device) != UCCL_OK || !atomic_load(&fake_sm_loaded[device]))
         return UCCL_ERR_UNSUPPORTED;

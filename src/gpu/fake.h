@@ -14,7 +14,7 @@
 #include "gpu/gpu.h"
 #include "util/list.h"
 
-#define FAKE_NDEV 2
+#define FAKE_NDEV 4 /* at most; UCCL_FAKE_GPU_COUNT are present (default 2) */
 
 #define FAKE_FAULTS_MAX 16
 
@@ -89,5 +89,7 @@ int uccl_fake_streams_fault_range(const void *base, size_t len);
 
 /* UCCL_FAKE_GPU_SM_COPY: may uccl_gpu_sm_copy_load succeed? */
 int uccl_fake_sm_copy_on(void);
+/* UCCL_FAKE_GPU_COUNT: how many fake GPUs there are (2..FAKE_NDEV). */
+int uccl_fake_count(void);
 
 #endif

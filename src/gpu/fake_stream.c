@@ -63,6 +63,7 @@ typedef struct fake_cfg {
     size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
     size_t fail_issue;
     int sm_copy;
+    size_t count; /* a size: never negative (-5 is refused) */
 } fake_cfg_t;
 
 static const uccl_cfg_field_t fake_cfg_fields[] = {
@@ -75,6 +76,8 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
      offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
     {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
      offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
+    {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 2..4",
+     offsetof(fake_cfg_t, count), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -354,6 +357,29 @@ int uccl_fake_sm_copy_on(void)
 {
     pthread_once(&cfg_once, cfg_load);
     return fake_cfg.sm_copy;
+}
+
+/* Read on its own, at the first device query: the rest of the table is
+ * read at the first copy, after a test has set its faults. */
+static pthread_once_t count_once = PTHREAD_ONCE_INIT;
+static int fake_count = 2;
+
+static void count_load(void)
+{
+    fake_cfg_t cfg;
+
+    if (uccl_cfg_parse(&fake_cfg_table, &cfg) != UCCL_OK)
+        return;
+    if (cfg.count < 2 || cfg.count > FAKE_NDEV)
+        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 2..%d; 2 fake GPUs", cfg.count, FAKE_NDEV);
+    else
+        fake_count = (int)cfg.count;
+}
+
+int uccl_fake_count(void)
+{
+    pthread_once(&count_once, count_load);
+    return fake_count;
 }
 
 /* The fake has one kind of copy. */

@@ -125,16 +125,17 @@ uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *s
  * found no nvcc; HIP; none.c) or the driver refuses it.
  * uccl_gpu_sm_copy_async queues dst <- src (len bytes, dst and src 16-byte
  * aligned) on stream as one kernel of blocks blocks (1..1024) of 512
- * threads, on a device loaded before; UCCL_ERR_INVALID_PARAM for bad
- * alignment or blocks, UCCL_ERR_UNSUPPORTED when device is not loaded. */
+ * threads, each thread with unroll (4 or 8) 16-byte words in flight, on a
+ * device loaded before; UCCL_ERR_INVALID_PARAM for bad alignment, blocks
+ * or unroll, UCCL_ERR_UNSUPPORTED when device is not loaded. */
 #define UCCL_GPU_SM_COPY_ALIGN 16
 uccl_status_t uccl_gpu_sm_copy_load(int device);
 uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     uccl_gpu_stream_t stream);
-static inline int uccl_gpu_sm_copy_args_ok(const void *dst, const void *src, int blocks)
+                                     int unroll, uccl_gpu_stream_t stream);
+static inline int uccl_gpu_sm_copy_args_ok(const void *dst, const void *src, int blocks, int unroll)
 {
     return (((uintptr_t)dst | (uintptr_t)src) & (UCCL_GPU_SM_COPY_ALIGN - 1)) == 0 && blocks >= 1 &&
-           blocks <= 1024;
+           blocks <= 1024 && (unroll == 4 || unroll == 8);
 }
 
 /* Events. timing = 0 gives the cheap kind used for completion polling. */

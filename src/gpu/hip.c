@@ -183,10 +183,10 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
 }
 
 uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     uccl_gpu_stream_t stream)
+                                     int unroll, uccl_gpu_stream_t stream)
 {
     (void)device;
     (void)len;
     (void)stream;
-    return uccl_gpu_sm_copy_args_ok(dst, src, blocks) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
+    return uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
 }

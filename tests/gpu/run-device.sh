@@ -27,9 +27,9 @@
 # PERF_PEER_MODE variants and bcast's algorithms), MULTI_NPS the rank
 # counts, MULTI_DEADLINE_S when no further step starts (default 520 s).
 # MULTI_COPY: gpu_ipc's copy modes (UCCL_GPU_IPC_COPY: "ce sm", ...) that
-# the coll and p2p steps each run in turn (default: the library's own),
+# the coll and p2p steps each run in turn (default: the library's own; MULTI_COPY_NP<n> for np n only),
 # "sm:N" also sets UCCL_GPU_IPC_SM_BLOCKS=N, "MODE,VAR=VAL,..." more settings; MULTI_P2P_COPY overrides it for
-# the p2p step; MULTI_TEST_COPY the mode the tests step forces; MULTI_COLL_MIN the
+# the p2p step; MULTI_TEST_COPY the mode the tests step forces (MULTI_TEST_ENV: "VAR=VAL ..." more); MULTI_COLL_MIN the
 # smallest collective size (default 4K), MULTI_COLL_MAX the largest
 # received per rank (default 256M), MULTI_P2P_OPS the window-16 ops.
 # Results on 4x H200: tests/gpu/results/4xH200/README.md.
@@ -153,7 +153,7 @@ p2p_step() {
 # starts after MULTI_DEADLINE_S seconds of the script (the bundle must come
 # back within the device call). MULTI_COLL_OPS / MULTI_NPS narrow it.
 multi_step() {
-    local ngpu nps np op max t
+    local ngpu nps np op max t kv
     local M="mpirun --allow-run-as-root --bind-to none --map-by slot --mca btl self,vader,tcp
         -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
     left() { [ "$SECONDS" -lt "${MULTI_DEADLINE_S:-520}" ] || { echo "SKIPPED (time): $*"; return 1; }; }
@@ -167,6 +167,7 @@ multi_step() {
     # the suites first: a copy path that breaks them is seen before the benchmarks
     local tx=""
     [ -n "${MULTI_TEST_COPY:-}" ] && tx="-x UCCL_GPU_IPC_COPY=$MULTI_TEST_COPY"
+    for kv in ${MULTI_TEST_ENV:-}; do tx="$tx -x $kv"; done
     has tests && step "multi: GPU suites, np 2 (two-process programs: GPU0 -> GPU1, then same GPU), copy ${MULTI_TEST_COPY:-default}"
     if has tests && [ -n "${MULTI_TEST_COPY:-}" ] && left t_gpu_copy; then
         UCCL_GPU_IPC_COPY=$MULTI_TEST_COPY timeout 60 tests/gpu/t_gpu_copy >"$OUT/m_t_gpu_copy.log" 2>&1
@@ -205,7 +206,8 @@ multi_step() {
         for op in ${MULTI_COLL_OPS:-allgather alltoall alltoallv bcast}; do
             max=$(( cmax / np ))
             [ "$op" = bcast ] && max=$cmax
-            for cm in ${MULTI_COPY:--}; do
+            local modes=MULTI_COPY_NP$np
+            for cm in ${!modes:-${MULTI_COPY:--}}; do
                 left "coll $op np $np copy $cm" || break 3
                 step "multi: uccl_perf coll --op $op --mem cuda, np $np, copy $cm (uccl, copy, peer ceiling, NCCL)"
                 timeout 150 $M -np $np $(cx $cm) tools/uccl_perf coll --mem cuda --op $op \

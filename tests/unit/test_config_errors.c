@@ -86,7 +86,7 @@ static bool table_present(const char *prefix)
     return false;
 }
 
-/* gpu_ipc's copy path (UCCL_GPU_IPC_COPY: auto|ce|sm, SM_BLOCKS 1..1024),
+/* gpu_ipc's copy path (UCCL_GPU_IPC_COPY: auto|ce|sm, SM_BLOCKS 1..1024, SM_UNROLL 4|8),
  * where the transport is built: refused before any GPU is looked for. */
 static void test_gpu_ipc_copy_knobs(void)
 {
@@ -100,6 +100,9 @@ static void test_gpu_ipc_copy_knobs(void)
     expect_env_refused("UCCL_GPU_IPC_SM_BLOCKS", "0");
     expect_env_refused("UCCL_GPU_IPC_SM_BLOCKS", "1025");
     expect_env_refused("UCCL_GPU_IPC_SM_MIN", "1Q");
+    expect_env_refused("UCCL_GPU_IPC_SM_UNROLL", "6");
+    expect_env_refused("UCCL_GPU_IPC_SM_UNROLL", "16");
+    expect_env_refused("UCCL_GPU_IPC_SM_AUTO_MIN", "big");
 }
 
 static void test_core_variables(void)

@@ -62,21 +62,33 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
  * stream a collective holds (uccl_coll.h). A host-only engine picks its
  * device later, in progress: it stays on the copy engines.
  *
- * auto = the copy engines. On 4x H200 (tests/gpu/results/4xH200-s11) the
- * kernel, pulling too and on one stream, lost to them everywhere: np 4
- * allgather 148-171 GB/s busbw at 64 MiB a block against 171, alltoall
- * 149-163 against 177, np 2 0.73-0.76x the all-peers ceiling against
- * 0.86-0.89x, GPU0 -> GPU1 writes 0.90-0.93x a plain copy from 16 MiB.
- * Pushes only (SPLIT_PCT=0) on a stream per peer (SM_STREAMS) passed them
- * on np 4 in one run (4xH200-s11-lead: alltoall 243 GB/s at 64 MiB
- * received against 161, 1.08x NCCL); one run, and slower on 2 GPUs, so
- * not the default. */
+ * auto: once the engine's connections reach IPC_AUTO_SM_PEERS other GPUs
+ * (a GPU exchanging with several at once), messages of at least
+ * SM_AUTO_MIN are pulled whole by the receiver's kernel on a stream per
+ * peer GPU (no push), and writes and reads go by kernel too; else the copy
+ * engines. 4x H200 (tests/gpu/results/4xH200-s12), np 4, busbw x NCCL
+ * sync from 4 MiB received: the copy engines 0.58-1.01 (0.58-0.69 from
+ * 64 MiB: about 200 GB/s all-to-all at most), kernel pushes (sender, a
+ * stream per peer) 1.01-1.09 at 16-64 MiB but 0.81-0.88 at 128-256 MiB
+ * (0.72-0.75x the kernel's own push ceiling: the push path, not the
+ * kernel), kernel pulls 1.01-1.20 at every size. On 2 GPUs the copy
+ * engines win (kernel pulls 0.74-0.77x the ceiling from 64 MiB against
+ * 0.77-0.90). The kernel is loaded under auto only where the process sees
+ * 3 or more GPUs. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
-    int mode = uccl_gpu_ipc_copy_mode(&tp->cfg);
+    int mode = uccl_gpu_ipc_copy_mode(&tp->cfg), ngpu = 0;
     uccl_status_t st;
 
-    tp->sm_on = false;
+    tp->sm_on = tp->sm_auto = false;
+    if (mode == IPC_COPY_AUTO && tp->device >= 0 && tp->cfg.sm_auto_min > 0 &&
+        uccl_gpu_count(&ngpu) == UCCL_OK && ngpu > IPC_AUTO_SM_PEERS) {
+        tp->sm_on = tp->sm_auto = uccl_gpu_sm_copy_load(tp->device) == UCCL_OK;
+        uccl_info("gpu_ipc: COPY=auto: %s", tp->sm_on ? "the copy kernel for messages to other GPUs "
+                                                        "once connected to 2 or more of them"
+                                                      : "no copy kernel here: the copy engines");
+        return UCCL_OK;
+    }
     if (mode != IPC_COPY_SM || tp->device < 0)
         return mode < 0 ? UCCL_ERR_INVALID_PARAM : UCCL_OK;
     st = uccl_gpu_sm_copy_load(tp->device);
@@ -92,6 +104,32 @@ uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
     uccl_info("gpu_ipc: copies %s other GPUs from %zu bytes: copy kernel of %d blocks",
               tp->cfg.sm_pull ? "to and from" : "to", tp->cfg.sm_min, tp->cfg.sm_blocks);
     return UCCL_OK;
+}
+
+void uccl_gpu_ipc_peers_changed(ipc_tp_t *tp)
+{
+    uint64_t seen = 0;
+    uccl_list_t *e;
+    int n = 0;
+
+    uccl_list_for_each(e, &tp->eps) {
+        const ipc_ep_t *ep = uccl_container_of(e, ipc_ep_t, link);
+        int d = ep->peer_device;
+
+        if (!ep->connected || d < 0 || d == tp->device || d >= 64 || (seen & (1ull << d)))
+            continue;
+        seen |= 1ull << d;
+        n++;
+    }
+    tp->peer_gpus = n;
+}
+
+bool uccl_gpu_ipc_auto_sm(const ipc_ep_t *ep, size_t len)
+{
+    const ipc_tp_t *tp = ep->tp;
+
+    return tp->sm_auto && tp->peer_gpus >= IPC_AUTO_SM_PEERS && len >= tp->cfg.sm_auto_min &&
+           ep->peer_device >= 0 && ep->peer_device != tp->device;
 }
 
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
@@ -210,7 +248,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     int n = tp->nstreams;
     uccl_status_t st;
 
-    if (sm && len >= tp->cfg.sm_min && uccl_gpu_sm_copy_args_ok(dst, src, tp->cfg.sm_blocks)) {
+    if (sm && len >= tp->cfg.sm_min && uccl_gpu_sm_copy_args_ok(dst, src, tp->cfg.sm_blocks, tp->cfg.sm_unroll)) {
         uint64_t t0;
 
         st = batch_flush(tp); /* the kernel runs after the held-back copies, in order */
@@ -219,7 +257,8 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
         quiet_record(tp);
         t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
-        st = uccl_gpu_sm_copy_async(tp->device, dst, src, len, tp->cfg.sm_blocks, tp->streams[first]);
+        st = uccl_gpu_sm_copy_async(tp->device, dst, src, len, tp->cfg.sm_blocks, tp->cfg.sm_unroll,
+                                    tp->streams[first]);
         IPC_PROF_ADD(&tp->prof, IPC_PROF_SM, t0, 1);
         return st;
     }
@@ -398,11 +437,14 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
          * back-to-back copies cost bandwidth on the device */
         /* the copy kernel: only between two GPUs, device memory on both
          * sides (the peer's side is always its device memory, mapped), and
-         * unless cfg.sm_pull only where it writes the peer's memory */
+         * unless cfg.sm_pull only where it writes the peer's memory; under
+         * COPY=auto as uccl_gpu_ipc_auto_sm says, on the peer's stream */
         sm = tp->sm_on && ep->peer_device >= 0 && ep->peer_device != tp->device && len >= tp->cfg.sm_min &&
-             (tp->cfg.sm_pull || op->kind == OP_PUSH || (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
+             (tp->sm_auto ? uccl_gpu_ipc_auto_sm(ep, len)
+                          : tp->cfg.sm_pull || op->kind == OP_PUSH ||
+                                (op->kind == OP_LOCAL && op->req->op == UCCL_OP_WRITE)) &&
              uccl_gpu_ipc_req_d2d(ep, op->req);
-        if (sm && tp->cfg.sm_streams && tp->nstreams > 1) { /* the peer's own stream (SM_STREAMS) */
+        if (sm && (tp->cfg.sm_streams || tp->sm_auto) && tp->nstreams > 1) { /* the peer's own stream */
             int idx = ep->peer_device < tp->device ? ep->peer_device : ep->peer_device - 1;
             first = 1 + idx % (tp->nstreams - 1);
         }

@@ -64,9 +64,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     {"COPY", "auto",
      "how copies between two different GPUs (device memory on both sides) are issued: ce = the copy "
      "engines (cudaMemcpyAsync), sm = a copy kernel of SM_BLOCKS blocks for copies of at least SM_MIN "
-     "bytes (engine creation fails where the build or driver has no kernel), auto = the library's "
-     "choice from its measurements (ce: the kernel did not beat the copy engines on 4x H200); copies "
-     "within one GPU always use the copy engines",
+     "bytes (engine creation fails where the build or driver has no kernel), auto = once the engine "
+     "is connected to 2 or more other GPUs (and has a kernel), transfers of at least SM_AUTO_MIN by "
+     "the kernel on a stream per peer GPU, messages pulled whole by the receiver; else the copy "
+     "engines; copies within one GPU always use the copy engines",
      offsetof(ipc_cfg_t, copy), UCCL_CFG_STRING},
     /* 4x H200, GPU0 -> GPU1 write window 16: the kernel ran at 0.57-0.75x
      * the batched copy-engine path at 64-256 KiB (a launch each, no batch) */
@@ -83,6 +84,14 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
     {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
      offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
+    {"SM_UNROLL", "4", "16-byte words each thread of the copy kernel (see COPY) has in flight: 4 or 8",
+     offsetof(ipc_cfg_t, sm_unroll), UCCL_CFG_INT},
+    /* 4x H200, kernel pulls x the copy engines: alltoall 1.11 at 512 KiB a
+     * message, 1.23 at 1 MiB (tests/gpu/results/4xH200-s12) */
+    {"SM_AUTO_MIN", "512K",
+     "COPY=auto: transfers between two GPUs of at least this size use the copy kernel once the engine "
+     "is connected to 2 or more other GPUs (0 = auto never uses it)",
+     offsetof(ipc_cfg_t, sm_auto_min), UCCL_CFG_SIZE},
     {"PROF", "0",
      "measure the host time of each step of the transport and print it to stderr when the engine "
      "closes (a micro profile for tuning; 0 = off)",
@@ -113,6 +122,14 @@ typedef struct ipc_wire {
 
 /* ------------------------------------------------------------ transport */
 
+static bool unroll_ok(int unroll)
+{
+    if (unroll == 4 || unroll == 8)
+        return true;
+    uccl_error("UCCL_GPU_IPC_SM_UNROLL=%d: not 4 or 8", unroll);
+    return false;
+}
+
 static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     ipc_tp_t *tp;
@@ -127,6 +144,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SM_BLOCKS", cfg.sm_blocks, 1, 1024) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "SM_UNROLL", cfg.sm_unroll, 4, 8) || !unroll_ok(cfg.sm_unroll) ||
         uccl_gpu_ipc_copy_mode(&cfg) < 0)
         return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
@@ -448,6 +466,7 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
         ep->peer_device = -1;
     log_link(ep, w.bus_id);
     ep->connected = true;
+    uccl_gpu_ipc_peers_changed(ep->tp);
     return UCCL_OK;
 }
 
@@ -489,6 +508,7 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
     uccl_gpu_ipc_ring_destroy(&ep->tx);
     free(ep->announced);
     uccl_list_del(&ep->link);
+    uccl_gpu_ipc_peers_changed(ep->tp);
     free(ep);
 }
 

@@ -147,7 +147,13 @@ typedef struct ipc_cfg {
     int sm_pull;
     int sm_streams;
     int sm_blocks;
+    int sm_unroll;      /* 16-byte words in flight per kernel thread: 4 or 8 */
+    size_t sm_auto_min; /* COPY=auto: the kernel from this size (uccl_gpu_ipc_auto_sm) */
 } ipc_cfg_t;
+
+/* COPY=auto uses the kernel where an engine's connections reach at least
+ * this many other GPUs (copy.c, uccl_gpu_ipc_copy_setup). */
+#define IPC_AUTO_SM_PEERS 2
 
 /* How copies between two GPUs go (UCCL_GPU_IPC_COPY). */
 enum { IPC_COPY_AUTO, IPC_COPY_CE, IPC_COPY_SM };
@@ -179,6 +185,8 @@ typedef struct ipc_tp {
     ipc_batch_t batch;   /* copies of the open fence not issued yet */
     bool sm_on;          /* the copy kernel is loaded on device: copies to and from other GPUs
                           * of at least cfg.sm_min bytes use it (uccl_gpu_ipc_copy_setup) */
+    bool sm_auto;        /* ... only as COPY=auto picks (uccl_gpu_ipc_auto_sm) */
+    int peer_gpus;       /* other GPUs the connected eps reach (uccl_gpu_ipc_peers_changed) */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
     uccl_list_t eps;     /* ipc_ep_t */
@@ -275,8 +283,14 @@ uccl_status_t uccl_gpu_ipc_use_device(ipc_tp_t *tp, int hint);
 int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg);
 /* Load the copy kernel on tp->device where cfg.copy asks for it (at open:
  * never in progress); COPY=sm without a kernel fails with
- * UCCL_ERR_UNSUPPORTED; auto is the copy engines (copy.c says why). */
+ * UCCL_ERR_UNSUPPORTED; auto loads it where it may use it (copy.c says
+ * when). */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp);
+/* An ep connected or went: recount tp->peer_gpus. */
+void uccl_gpu_ipc_peers_changed(ipc_tp_t *tp);
+/* Does COPY=auto move a transfer of len bytes with ep's peer by kernel
+ * (a message: pulled whole by the receiver)? */
+bool uccl_gpu_ipc_auto_sm(const ipc_ep_t *ep, size_t len);
 uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t *dst, int nd,
                            const ipc_seg_t *src, int ns, size_t len);
 int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);

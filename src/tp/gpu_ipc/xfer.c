@@ -288,7 +288,8 @@ static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
 {
     size_t min = ep->tp->cfg.push_min;
 
-    if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device))
+    if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device) ||
+        uccl_gpu_ipc_auto_sm(ep, len)) /* COPY=auto: pulled whole by kernel */
         return false;
     return pieces_on_gpu(ep, req);
 }
