@@ -436,7 +436,9 @@ typedef CUresult (*launch_fn_t)(CUfunction, unsigned int, unsigned int, unsigned
 
 #define SM_COPY_DEVS 64
 #define SM_COPY_THREADS 512
-static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER;
+#ifdef UCCL_HAVE_SM_COPY
+static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER; /* loads */
+#endif
 static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS], sm_fn8[SM_COPY_DEVS]; /* 4 / 8 words in flight */
 static _Atomic(launch_fn_t) sm_launch;
 
