@@ -109,6 +109,8 @@ span() { # span RAILS [SLOT]: append this run's figures to one["op size"] or two
 	while read -r o sz v; do
 		if [ "${2:-$1}" = 1 ]; then one["$o $sz"]+=" $v"; else two["$o $sz"]+=" $v"; fi
 	done </tmp/span.out
+	# each run as it ends, so that a run cut short by the VM's time keeps what it had
+	echo "#   $(date -u +%T) ${2:-$1}: $(awk -v want=" $sizes " 'index(want, " " $2 " ") { printf "%s %s %s  ", $1, $2, $3 }' /tmp/span.out)"
 }
 row() { # row OP SIZE RETRIES SECONDS [LABEL]: the table's line from one["OP SIZE"] and two["OP SIZE"]
 	local m1 m2 a b

@@ -135,8 +135,7 @@ static bool verbs_req_windowed(const uccl_req_t *req)
     return x != NULL && x->staged.grants != NULL;
 }
 
-/* Whether q may take one more data work request (verbs_post_pending's bounds). */
-static bool verbs_qp_room(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q)
+static bool verbs_qp_room(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q) /* TX_DEPTH, INFLIGHT */
 {
     return q->outstanding < ep->tp->cfg.tx_depth &&
            (ep->tp->cfg.inflight == 0 || q->bytes_out < ep->tp->cfg.inflight);
@@ -144,11 +143,10 @@ static bool verbs_qp_room(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q)
 
 /* UC gives no delivery guarantee (a lost packet drops the message silently,
  * and an immediate that never lands would hang its target), so data closed
- * by immediates (rendezvous, notify) goes on the RC control QP instead.
- * Else the next data QP round robin, of a rail req may use; when that one is
- * full (TX_DEPTH or INFLIGHT), the next one after it with room, so that one
- * slow QP or rail does not hold back the others (posting stops at a full
- * QP). A window of staged data stays on its QP (its immediate follows it). */
+ * by immediates (rendezvous, notify) goes on the RC control QP instead. Else
+ * the next data QP round robin, of a rail req may use, or when that one is
+ * full the next with room: posting stops at a full QP, and one slow QP or
+ * rail must not hold back the others (a staged window stays on its QP). */
 static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(uint64_t)ep->dead_rails;
