@@ -36,11 +36,17 @@
  * driver batches (uccl_stream_ops, UCCL_COLL_STREAM_OPS).
  *
  * A dead peer: its flags never come, and a stream wait cannot time out.
- * The call's request watches: once a peer's connection fails, or the
- * stream has not passed the call within UCCL_TIMEOUT_MS, the host writes
+ * A fault on the caller's stream (a kernel's illegal address): the stream
+ * never writes the word. The call's request watches, every 5 ms: once a
+ * peer's connection fails, once the engine's own stream reports a fault
+ * the runtime keeps for the whole context (uccl_stream_query(engine,
+ * NULL): CUDA's sticky errors; the caller's stream is never asked, it may
+ * be gone), or when the stream has not passed the call within
+ * UCCL_TIMEOUT_MS, the host writes
  * this call's sequence number into every flag word of this rank (through
- * uccl_copy_post on the engine's stream), the caller's stream goes on, the
- * request fails (UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT) and the comm's
+ * uccl_copy_post on the engine's stream; after a context fault that fails
+ * too), the caller's stream goes on, the request fails (UCCL_ERR_PEER_FAILED,
+ * the fault's status, e.g. UCCL_ERR_IO, or UCCL_ERR_TIMEOUT) and the comm's
  * direct path is closed (later stream calls fail with that status). The
  * watch runs from progress: uccl_test / uccl_wait of the request, or the
  * engine's progress thread; a caller that drops the request and only
@@ -264,6 +270,17 @@ static uccl_status_t peers_state(const coll_sflags_t *sf)
     return UCCL_OK;
 }
 
+/* A fault the runtime keeps for the context, asked on the engine's own
+ * stream (its copies in flight are no fault). A peer's context is its own:
+ * a peer that faulted alone is seen here only once it closes or dies (a
+ * failed connection), else at UCCL_TIMEOUT_MS. */
+static uccl_status_t ctx_fault(const coll_sflags_t *sf)
+{
+    uccl_status_t st = uccl_stream_query(sf->engine, NULL);
+
+    return st == UCCL_INPROGRESS || st == UCCL_ERR_NO_DEVICE ? UCCL_OK : st;
+}
+
 static int sreq_progress(uccl_req_t *req, void *arg)
 {
     sreq_t *x = arg;
@@ -275,6 +292,8 @@ static int sreq_progress(uccl_req_t *req, void *arg)
     if (st == UCCL_INPROGRESS && x->release == NULL && t - x->last_check >= 5) {
         uccl_status_t bad = peers_state(sf);
         x->last_check = t;
+        if (bad == UCCL_OK)
+            bad = ctx_fault(sf);
         if (bad == UCCL_OK && t - x->t0 >= (uint64_t)uccl_coll_timeout_ms())
             bad = UCCL_ERR_TIMEOUT;
         if (bad != UCCL_OK) { /* let the stream go: this call's values into every word */

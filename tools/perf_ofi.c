@@ -271,27 +271,30 @@ static void parts_rows(raw_t *r, ucc_t *u, int window, int rank, int repeat)
     for (size_t s = 0; s < 2; s++) {
         size_t len = sizes[s];
         int iters = (int)((64u << 20) / (len * (size_t)window));
-        double t[4][MAX_REPEAT], m[4];
+        double t[5][MAX_REPEAT], m[5];
 
         raw_run(r, OP_SEND, len, window, 1);
         raw_rndv_run(r, RAW_RTS_SEND, len, window, 1);
         raw_rndv_run(r, RAW_RTS_CTS_WRITE, len, window, 1);
         ucc_run(u, OP_SEND, len, window, 1);
+        raw_rndv_run(r, RAW_RTS_SEND_LATE, len, window, 1);
         for (int k = 0; k < repeat; k++) {
             t[0][k] = raw_run(r, OP_SEND, len, window, iters);
             t[1][k] = raw_rndv_run(r, RAW_RTS_SEND, len, window, iters);
             t[2][k] = raw_rndv_run(r, RAW_RTS_CTS_WRITE, len, window, iters);
             t[3][k] = ucc_run(u, OP_SEND, len, window, iters);
+            t[4][k] = raw_rndv_run(r, RAW_RTS_SEND_LATE, len, window, iters);
         }
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
             m[i] = median(t[i], repeat);
         if (rank == 0) {
             double bytes = (double)len * window * iters, per = 1e6 / (window * iters);
 
-            printf("%-7zu %8.3f %8.3f %5.2f %8.3f %5.2f %8.3f %5.2f  %5.2f %5.2f %5.2f %5.2f\n",
+            printf("%-7zu %8.3f %8.3f %5.2f %8.3f %5.2f %8.3f %5.2f  %5.2f %5.2f %5.2f %5.2f"
+                   "  %8.3f %5.2f %5.2f\n",
                    len, bytes / m[0] / 1e9, bytes / m[1] / 1e9, m[0] / m[1], bytes / m[2] / 1e9,
                    m[0] / m[2], bytes / m[3] / 1e9, m[0] / m[3], m[0] * per, m[1] * per,
-                   m[2] * per, m[3] * per);
+                   m[2] * per, m[3] * per, bytes / m[4] / 1e9, m[0] / m[4], m[4] * per);
         }
     }
 }
@@ -409,9 +412,12 @@ int main(int argc, char **argv)
         if (rank == 0)
             printf("# send's parts: raw send; raw RTS (64-byte tagged message) then the data "
                    "tagged; raw RTS, CTS, fi_writemsg with CQ data, delivery complete (uccl's "
-                   "push rendezvous by hand); uccl send. GB/s, / raw send, then us per message\n"
-                   "%-7s %8s %8s %5s %8s %5s %8s %5s  %5s %5s %5s %5s\n", "size", "raw",
-                   "rts+snd", "/raw", "rts/cts", "/raw", "uccl", "/raw", "us", "us", "us", "us");
+                   "push rendezvous by hand); uccl send. GB/s, / raw send, then us per message; "
+                   "then raw RTS + send with the data's receive posted at its RTS (late): GB/s, "
+                   "/ raw send, us\n"
+                   "%-7s %8s %8s %5s %8s %5s %8s %5s  %5s %5s %5s %5s  %8s %5s %5s\n", "size", "raw",
+                   "rts+snd", "/raw", "rts/cts", "/raw", "uccl", "/raw", "us", "us", "us", "us",
+                   "late", "/raw", "us");
         parts_rows(&r, &u, window, rank, repeat);
     }
     uccl_mr_dereg(u.mr);

@@ -13,6 +13,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,10 @@ void raw_done(raw_t *r, struct fi_context2 *ctx);
 enum {
     RAW_RTS_SEND = 1, /* a 64-byte tagged message (the RTS), then the data as one fi_tsend */
     RAW_RTS_CTS_WRITE, /* RTS; the receiver answers CTS; the data as fi_writemsg with CQ data */
+    /* RTS, then the data as one fi_tsend tagged with the message's number;
+     * the receiver posts the data's fi_trecv only when the RTS arrived (as
+     * uccl's tagged rendezvous must: the data often waits as unexpected) */
+    RAW_RTS_SEND_LATE,
 };
 double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters);
 

@@ -210,13 +210,17 @@ void raw_writemsg(raw_t *r, const struct fi_msg_rma *msg)
  * messages of len bytes from rank 0 to rank 1, each window acknowledged as
  * raw_run's sends are. Control messages are 64 bytes from and into the
  * buffer's upper half. RAW_RTS_SEND: RTS then the data, both tagged; the
- * receiver posts its receives ahead. RAW_RTS_CTS_WRITE: the receiver
+ * receiver posts its receives ahead. RAW_RTS_SEND_LATE: the same, the data
+ * tagged with its index in the window, its receive posted at its RTS.
+ * RAW_RTS_CTS_WRITE: the receiver
  * answers each RTS with a CTS; the sender writes the data on the CTS with
  * CQ data and delivery completion (uccl's push rendezvous on shm), the
  * receiver's message done at that CQ data. Returns seconds. */
 double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters)
 {
     enum { RTS = 5, CTS = 6, DATA = 1, ACK = 2, CTRL = 64 };
+    const uint64_t late = 1ull << 40; /* RAW_RTS_SEND_LATE's data tags: late + index */
+    bool sends = mode == RAW_RTS_SEND || mode == RAW_RTS_SEND_LATE;
     static struct fi_context2 ctx[4][MAX_WINDOW + 1]; /* RTS, CTS, data, ack */
     uint8_t *ctrl = r->buf + BUF_SIZE / 2;
     double t0;
@@ -235,12 +239,13 @@ double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters)
             for (int i = 0; i < window; i++) {
                 POST(r, "fi_tsend", fi_tsend(r->ep, ctrl + (size_t)i * CTRL, CTRL, r->desc,
                                               r->peer, RTS, &ctx[0][i]));
-                if (mode == RAW_RTS_SEND)
+                if (sends)
                     POST(r, "fi_tsend",
-                          fi_tsend(r->ep, r->buf, len, r->desc, r->peer, DATA, &ctx[2][i]));
+                          fi_tsend(r->ep, r->buf, len, r->desc, r->peer,
+                                   mode == RAW_RTS_SEND ? DATA : late + (uint64_t)i, &ctx[2][i]));
             }
             want = 3 * window + 1; /* RTS sent, CTS or nothing, data, ack */
-            if (mode == RAW_RTS_SEND)
+            if (sends)
                 want = 2 * window + 1;
         } else {
             for (int i = 0; i < window; i++) {
@@ -251,7 +256,7 @@ double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters)
                                                   &ctx[2][i]));
             }
             want = 3 * window; /* RTS, CTS sent, data landed; then the ack */
-            if (mode == RAW_RTS_SEND)
+            if (sends)
                 want = 2 * window;
         }
         while (want > 0) {
@@ -275,6 +280,10 @@ double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters)
                 struct fi_context2 *c = e[k].op_context;
                 int i = (int)(c - ctx[0]);
 
+                if (mode == RAW_RTS_SEND_LATE && r->rank == 1 && c >= ctx[0] &&
+                    c < ctx[0] + window) /* RTS: the data's receive */
+                    POST(r, "fi_trecv", fi_trecv(r->ep, r->buf, len, r->desc, r->peer,
+                                                 late + (uint64_t)i, 0, &ctx[2][i]));
                 if (mode != RAW_RTS_CTS_WRITE || (e[k].flags & FI_REMOTE_WRITE))
                     continue;
                 if (r->rank == 1 && c >= ctx[0] && c < ctx[0] + window) { /* RTS: answer */

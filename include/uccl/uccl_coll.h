@@ -294,9 +294,15 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  *   failed connection, or UCCL_TIMEOUT_MS without the stream passing the
  *   call, writes the flags itself and fails with UCCL_ERR_PEER_FAILED or
  *   UCCL_ERR_TIMEOUT; the stream goes on (the receive buffer undefined)
- *   and later stream calls on the comm fail at once. A caller that drops
- *   the request (req NULL) and only synchronizes its stream needs the
- *   progress thread for that bound.
+ *   and later stream calls on the comm fail at once. A fault on this
+ *   rank's stream that the runtime keeps for the context (CUDA's sticky
+ *   errors, e.g. a kernel's illegal address) fails the request within
+ *   milliseconds with its status (UCCL_ERR_IO, the runtime's text logged),
+ *   learnt from the engine's own stream (uccl_stream_query with a NULL
+ *   stream), never from the caller's; peers of a rank that faulted alone
+ *   fail once its connections close, else at UCCL_TIMEOUT_MS. A caller
+ *   that drops the request (req NULL) and only synchronizes its stream
+ *   needs the progress thread for that bound.
  * - hold (everything else): an event recorded on the stream is polled by
  *   progress (uccl_stream_event), and a stream-ordered wait on a
  *   host-mapped flag holds the stream's later work (uccl_stream_hold) until

@@ -38,7 +38,14 @@ UCCL_API uccl_status_t uccl_stream_release(uccl_stream_hold_t *hold);
  * first): UCCL_OK when it has, UCCL_INPROGRESS when work is still queued,
  * else the error the stream reports. Nothing is recorded and no request
  * made: the cheap check before a host-side wait (uccl_stream_event when
- * this says UCCL_INPROGRESS). Errors as uccl_stream_event's. */
+ * this says UCCL_INPROGRESS). stream NULL asks the engine's own stream
+ * instead (none of the caller's): its work in flight says UCCL_INPROGRESS,
+ * and a fault that the runtime keeps for the whole context (CUDA's sticky
+ * errors, e.g. a kernel's illegal address on any stream of the process)
+ * comes back as its error (UCCL_ERR_IO, the runtime's text logged): how a
+ * layer polling a host word that a faulted stream will never write learns
+ * of the fault without touching a stream the caller may have destroyed.
+ * Errors as uccl_stream_event's. */
 UCCL_API uccl_status_t uccl_stream_query(uccl_engine_t *engine, void *stream);
 
 /* Stream operations, enqueued on the caller's stream (a cudaStream_t or

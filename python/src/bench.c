@@ -27,6 +27,12 @@ typedef struct {
     uccl_req_t *reqs[LOOP_WINDOW_MAX + 1];
 } loop_t;
 
+/* Where rank 0's windows spent their time (session 12): posting the data
+ * transfers, and waiting for the window (uccl_wait_all and the frees), in
+ * seconds, summed over the last _p2p_loop (_p2p_loop_split). Two clock
+ * reads a window. */
+static double split_post, split_wait;
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -65,6 +71,7 @@ static uccl_status_t window(loop_t *l)
 {
     uccl_status_t st = UCCL_OK;
     int n = 0;
+    double t0 = now_s(), t1;
     if (l->rank == 0 && l->op == OP_SEND)
         st = uccl_recv(l->conn, l->ctl, 0, 0, TAG_ACK, &l->reqs[n++]);
     for (int i = 0; st == UCCL_OK && i < l->window; i++)
@@ -74,7 +81,11 @@ static uccl_status_t window(loop_t *l)
         wait_free(l, n);
         return st;
     }
-    if ((st = wait_free(l, n)) == UCCL_OK && l->rank == 1)
+    t1 = now_s();
+    split_post += t1 - t0;
+    st = wait_free(l, n);
+    split_wait += now_s() - t1;
+    if (st == UCCL_OK && l->rank == 1)
         st = ctl_msg(l, 1, TAG_ACK);
     return st;
 }
@@ -190,6 +201,7 @@ PyObject *upy_p2p_loop(PyObject *self, PyObject *args)
     l->engine = c->engine->engine;
     l->conn = c->conn;
     l->size = (size_t)size;
+    split_post = split_wait = 0;
     /* the objects stay alive: the caller holds them for the call */
     c->engine->busy++;
     Py_BEGIN_ALLOW_THREADS
@@ -203,4 +215,12 @@ PyObject *upy_p2p_loop(PyObject *self, PyObject *args)
 fail:
     PyMem_Free(l);
     return NULL;
+}
+
+/* _p2p_loop_split() -> (post_s, wait_s): the last _p2p_loop's split. */
+PyObject *upy_p2p_loop_split(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return Py_BuildValue("(dd)", split_post, split_wait);
 }

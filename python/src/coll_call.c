@@ -286,6 +286,16 @@ PyObject *upy_coll_stream_take(PyObject *kwds)
     return rest;
 }
 
+/* o.name, or NULL without an exception when o has no such attribute (one
+ * lookup: a torch stream's .cuda_stream each call, session 12). */
+static PyObject *attr_or_null(PyObject *o, const char *name)
+{
+    PyObject *v = PyObject_GetAttrString(o, name);
+    if (!v && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    return v;
+}
+
 int upy_coll_stream_set(PyObject *o)
 {
     PyObject *v = NULL;
@@ -294,10 +304,8 @@ int upy_coll_stream_set(PyObject *o)
         return 0;
     if (PyLong_Check(o))
         v = (Py_INCREF(o), o);
-    else if (PyObject_HasAttrString(o, "cuda_stream"))
-        v = PyObject_GetAttrString(o, "cuda_stream");
-    else if (PyObject_HasAttrString(o, "ptr"))
-        v = PyObject_GetAttrString(o, "ptr");
+    else if ((v = attr_or_null(o, "cuda_stream")) == NULL && !PyErr_Occurred())
+        v = attr_or_null(o, "ptr");
     if (!v || !PyLong_Check(v)) {
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_TypeError, "stream: expected None, an int or a CUDA/HIP stream "

@@ -37,6 +37,13 @@ static PyMethodDef module_methods[] = {
      "_p2p_loop(conn, op, rank, mr, ctl, desc, size, window, iters) -> float\n\n"
      "uccl_perf's point-to-point loop in C on these objects, without the GIL: rank 0's "
      "seconds (python -m uccl.bench compares it with the same loop in Python)."},
+    {"_p2p_loop_split", upy_p2p_loop_split, METH_NOARGS,
+     "_p2p_loop_split() -> (post_s, wait_s)\n\nThe last _p2p_loop's rank-side time posting "
+     "its windows' transfers and waiting for them (python -m uccl.bench --split)."},
+    {"_stream_query_cost", upy_stream_query_cost, METH_VARARGS,
+     "_stream_query_cost(engine, stream, n) -> float\n\nSeconds per uccl_stream_query of "
+     "stream (an int: cudaStream_t) over n calls in C (the floor of a host-ordered "
+     "collective's producer-stream step; tests/gpu/py_object_cost.py)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -67,3 +67,32 @@ PyObject *upy_prof(PyObject *self, PyObject *args, PyObject *kwds)
     }
     return out;
 }
+
+/* _stream_query_cost(engine, stream, n) -> seconds per uccl_stream_query
+ * (session 12): the host-ordered producer-stream step's floor, timed in C
+ * without the binding around it. The GIL is kept (n short calls). */
+PyObject *upy_stream_query_cost(PyObject *self, PyObject *args)
+{
+    upy_engine_t *e;
+    PyObject *stream_o;
+    void *stream;
+    int n;
+    unsigned long long t0;
+    uccl_status_t st = UCCL_OK;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!Oi:_stream_query_cost", &upy_engine_type, &e, &stream_o, &n))
+        return NULL;
+    if (n < 1) {
+        PyErr_SetString(PyExc_ValueError, "_stream_query_cost: n >= 1");
+        return NULL;
+    }
+    stream = PyLong_AsVoidPtr(stream_o);
+    if (PyErr_Occurred() || upy_engine_check(e) < 0)
+        return NULL;
+    t0 = upy_prof_now();
+    for (int i = 0; i < n && (st == UCCL_OK || st == UCCL_INPROGRESS); i++)
+        st = uccl_stream_query(e->engine, stream);
+    if (st != UCCL_OK && st != UCCL_INPROGRESS)
+        return upy_raise(st, "uccl_stream_query");
+    return PyFloat_FromDouble((double)(upy_prof_now() - t0) * 1e-9 / n);
+}

@@ -175,6 +175,8 @@ PyObject *upy_prof(PyObject *self, PyObject *args, PyObject *kwds);
 
 /* bench.c: uccl_perf's point-to-point loop in C (python -m uccl.bench). */
 PyObject *upy_p2p_loop(PyObject *self, PyObject *args);
+PyObject *upy_p2p_loop_split(PyObject *self, PyObject *unused);
+PyObject *upy_stream_query_cost(PyObject *self, PyObject *args);
 
 /* tensor.c: a torch CUDA tensor's memory and producer stream from torch's
  * own C-level methods, without DLPack's handshake (the collectives' object

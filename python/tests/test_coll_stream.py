@@ -61,6 +61,35 @@ def late_fill(dst, src):
     dst[...] = src
 
 
+class PtrStream:
+    """A stream object as CuPy's: its handle in .ptr (the legacy stream)."""
+    ptr = 0
+
+
+class BrokenStream:
+    @property
+    def cuda_stream(self):
+        raise RuntimeError("broken stream")
+
+
+def test_stream_query_cost(cm):
+    """uccl._uccl._stream_query_cost (tests/gpu/py_object_cost.py: the floor
+    of a host-ordered call's producer-stream step, in C): seconds per query
+    where a GPU runtime answers, a clear error where none does; bad
+    arguments refused."""
+    cost = uccl._uccl._stream_query_cost
+    with pytest.raises(ValueError, match="n >= 1"):
+        cost(cm.engine, 0, 0)
+    with pytest.raises(TypeError):
+        cost("not an engine", 0, 1)
+    try:
+        c = cost(cm.engine, 0, 20)
+    except (uccl.NoDeviceError, uccl.UnsupportedError, uccl.InvalidParamError):
+        assert not mem.GPU
+    else:
+        assert 0 < c < 1e-2, c
+
+
 def test_stream_host_memory(cm):
     """On host memory: without a GPU runtime (or on the fake GPU build of
     CI) the stream form, and an object naming a producer stream, are refused
@@ -70,17 +99,22 @@ def test_stream_host_memory(cm):
     want = cat([blk(n, 23, q) for q in range(size)])
     with pytest.raises(TypeError, match="stream"):
         cm.iallgather(mem.zeros(n), mem.zeros(size * n), stream="not a stream")
+    # a stream object's own error while its handle is read is not hidden
+    with pytest.raises(RuntimeError, match="broken stream"):
+        cm.iallgather(mem.zeros(n), mem.zeros(size * n), stream=BrokenStream())
     if mem.GPU:
         pytest.skip("host memory")
     refused = (uccl.NoDeviceError, uccl.UnsupportedError, uccl.InvalidParamError)
-    recv = mem.zeros(size * n)
-    try:
-        req = cm.allgather(mem.new(blk(n, 23, cm.rank)), recv, stream=0)
-    except refused:
-        pass
-    else:
-        req.wait(timeout=T)
-        assert np.array_equal(mem.host(recv), want)
+    # an int, and an object with .ptr (CuPy's streams): the same stream
+    for stream in (0, PtrStream()):
+        recv = mem.zeros(size * n)
+        try:
+            req = cm.allgather(mem.new(blk(n, 23, cm.rank)), recv, stream=stream)
+        except refused:
+            pass
+        else:
+            req.wait(timeout=T)
+            assert np.array_equal(mem.host(recv), want)
     recv = mem.zeros(size * n)
     # CAI v3 'stream': the host waits for that stream first. 0 (the legacy
     # default stream to CUDA, which the binding accepts though v3 says 1):

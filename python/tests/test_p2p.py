@@ -232,6 +232,13 @@ def test_p2p_loop_in_c(pair, op):
         pair.barrier()
         t = uccl._uccl._p2p_loop(pair.conn, op, pair.rank, mr, cmr, desc, n, 3, 2)
         assert (t > 0) == (pair.rank == 0 or op == "send")
+        # where the windows' time went (bench --split): posting and waiting,
+        # both inside the timed loop; the idle rank of write/read has none
+        post_s, wait_s = uccl._uccl._p2p_loop_split()
+        if t > 0:
+            assert post_s > 0 and wait_s > 0 and post_s + wait_s <= t, (post_s, wait_s, t)
+        else:
+            assert post_s == wait_s == 0
         pair.barrier()
         if pair.rank != src_rank:
             assert np.array_equal(buf, pattern(n, 41))

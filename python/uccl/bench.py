@@ -128,7 +128,24 @@ def window(op, args, n, wait_all, conn, ctl, ack_first, ack_after):
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
 
-def phase(a, world, comm, conn, mr, ctl, desc, size, iters):
+def window_split(op, args, n, wait_all, conn, ctl, ack_first, ack_after, acc):
+    """window() timed in two parts (--split), as the C loop's are
+    (uccl._uccl._p2p_loop_split): posting, and waiting plus the frees."""
+    t0 = time.perf_counter()
+    reqs = [conn.recv(ctl, 0, 0, TAG_ACK)] if ack_first else []
+    for _ in range(n):
+        reqs.append(op(*args))
+    t1 = time.perf_counter()
+    wait_all(reqs)
+    reqs.clear()
+    t2 = time.perf_counter()
+    acc[0] += t1 - t0
+    acc[1] += t2 - t1
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
+
+
+def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None):
     from uccl import wait_all
     rank = comm.rank
     op, args = poster(a, conn, mr, desc, size, rank)
@@ -138,8 +155,13 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters):
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    for _ in range(iters):
-        window(op, args, a.window, wait_all, conn, ctl, send and rank == 0, rank == 1)
+    if acc is not None:
+        for _ in range(iters):
+            window_split(op, args, a.window, wait_all, conn, ctl, send and rank == 0,
+                         rank == 1, acc)
+    else:
+        for _ in range(iters):
+            window(op, args, a.window, wait_all, conn, ctl, send and rank == 0, rank == 1)
     t = time.perf_counter() - t0
     if rank == 0 and not send:
         conn.send(ctl, 0, 0, TAG_FIN, block=True)
@@ -174,7 +196,18 @@ def coll_worker(a):
             send, recv_arg = regions
         else:
             recv_arg = recv
-        if a.op == "allgather":
+        if a.stream:  # stream order on the current stream: no producer query
+            import torch
+            st = torch.cuda.current_stream()
+            post = {"allgather": comm.allgather, "alltoall": comm.alltoall}.get(a.op)
+            if post is None:
+                raise SystemExit("uccl.bench: --stream: allgather or alltoall")
+            sync = st.synchronize
+
+            def call():  # as uccl_perf coll --stream: each call's stream synchronized
+                post(send, recv_arg, stream=st).wait()
+                sync()
+        elif a.op == "allgather":
             call = lambda: comm.allgather(send, recv_arg)  # noqa: E731
         elif a.op == "alltoall":
             call = lambda: comm.alltoall(send, recv_arg)  # noqa: E731
@@ -244,13 +277,29 @@ def worker(a):
             mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
             c(a.warmup)
             py(a.warmup)
-            ts = {"c": [], "py": [], "mixed": []}
+            ts = {"c": [], "py": [], "mixed": [], "split": [], "c_post": [], "c_wait": [],
+                  "split_post": [], "split_wait": []}
+
+            def split(n):  # --split: the Python loop timed in parts
+                acc = [0.0, 0.0]
+                t = phase(a, world, comm, conn, mr, ctl, desc, size, n, acc)
+                ts["split_post"].append(acc[0] / ops * 1e6)
+                ts["split_wait"].append(acc[1] / ops * 1e6)
+                return t
             for k in range(a.rounds):
-                order = [("c", c), ("py", py)] + ([("mixed", mixed)] if a.mixed else [])
+                order = [("c", c), ("py", py)] + ([("mixed", mixed)] if a.mixed else []) + (
+                    [("split", split)] if a.split else [])
                 for name, fn in order if k % 2 == 0 else order[::-1]:
                     ts[name].append(fn(iters) / ops * 1e6)
+                    if name == "c" and a.split:
+                        post_s, wait_s = uccl._uccl._p2p_loop_split()
+                        ts["c_post"].append(post_s / ops * 1e6)
+                        ts["c_wait"].append(wait_s / ops * 1e6)
             rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
                          "mixed_us": ts["mixed"]})
+            if a.split:
+                rows[-1].update({k: ts[k] for k in ("split", "c_post", "c_wait", "split_post",
+                                                    "split_wait")})
             continue
         phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
@@ -291,6 +340,8 @@ def run_c(a, out):
         cmd += ["--iters", str(a.iters)]
     if a.mem == "cuda":
         cmd += ["--mem", "cuda"]
+    if a.stream and a.op in COLL_OPS:
+        cmd.append("--stream")
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         d = json.load(f)
@@ -307,6 +358,10 @@ def run_py(a, out):
         cmd.append("--inproc")
     if a.mixed:
         cmd.append("--mixed")
+    if a.split:
+        cmd.append("--split")
+    if a.stream:
+        cmd.append("--stream")
     if a.objects:
         cmd.append("--objects")
     if a.profile:
@@ -334,6 +389,26 @@ def print_breakdown(a):
     print("%10s" % "size" + "".join("%14s" % n for n in names))
     for s in sorted(a.breakdown):
         print("%10d" % s + "".join("%14.3f" % a.breakdown[s].get(n, 0.0) for n in names))
+
+
+def print_split(raw, rows):
+    """--split: rank 0's time per operation posting its window and waiting
+    for it (with the frees), C's loop and the Python loop timed in parts (a
+    fourth loop: its clock reads cost it about 0.01 us/op), medians."""
+    med = statistics.median
+    print("# split, rank 0, us per op (medians): post = posting the window's transfers, "
+          "wait = waiting for them and freeing them; 'split' is the Python loop with "
+          "those clocks (its total), Py the plain one")
+    print("%10s %9s %9s %9s %9s %9s %9s %9s" % ("size", "C post", "Py post", "C wait",
+                                                "Py wait", "C", "split", "Py"))
+    for r, row in zip(raw, rows):
+        if not r.get("c_post"):
+            continue
+        v = {k: med(r[k]) for k in ("c_post", "c_wait", "split_post", "split_wait", "split")}
+        row.update({k + "_us": x for k, x in v.items()})
+        print("%10d %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f" % (
+            r["size"], v["c_post"], v["split_post"], v["c_wait"], v["split_wait"],
+            row["c_us"], v["split"], row["py_us"]))
 
 
 def spread(xs):
@@ -370,6 +445,8 @@ def driver_inproc(a):
             rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
             print(" %10.3f %8.3f" % (m, c / m), end="")
         print()
+    if a.split:
+        print_split(raw, rows)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
@@ -442,6 +519,12 @@ def main(argv=None):
     p.add_argument("--mixed", action="store_true",
                    help="in-process point-to-point: a third loop with Python on rank 0 and C "
                         "on rank 1 (which rank's Python cost sets the pace)")
+    p.add_argument("--split", action="store_true",
+                   help="in-process point-to-point: a fourth loop, Python timed in parts "
+                        "(posting, waiting), against C's loop in the same parts")
+    p.add_argument("--stream", action="store_true",
+                   help="collectives on GPU memory: stream= the current torch stream (the "
+                        "stream form, no producer-stream query), each call's Request waited")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:

@@ -356,7 +356,9 @@ uccl_status_t uccl_stream_event(uccl_engine_t *engine, void *stream, uccl_req_t 
 }
 
 /* The query alone: no request, and one device read when the caller's
- * device is already the engine's (the usual case), as it stays. */
+ * device is already the engine's (the usual case), as it stays. stream
+ * NULL: the engine's own stream, whose query reports a sticky fault of
+ * the context (uccl_stream.h). */
 uccl_status_t uccl_stream_query(uccl_engine_t *engine, void *stream)
 {
     uccl_status_t st = uccl_engine_check(engine);
@@ -371,10 +373,10 @@ uccl_status_t uccl_stream_query(uccl_engine_t *engine, void *stream)
     if (ctx == NULL || ctx->stream == NULL || ctx->device != prev) {
         st = ctx_get(engine, -1, &ctx);
         if (st == UCCL_OK)
-            st = uccl_gpu_stream_query((uccl_gpu_stream_t)stream);
+            st = uccl_gpu_stream_query(stream != NULL ? (uccl_gpu_stream_t)stream : ctx->stream);
         device_restore(prev);
     } else {
-        st = uccl_gpu_stream_query((uccl_gpu_stream_t)stream);
+        st = uccl_gpu_stream_query(stream != NULL ? (uccl_gpu_stream_t)stream : ctx->stream);
     }
     uccl_engine_unlock(engine);
     return st;

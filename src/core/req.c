@@ -168,12 +168,11 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
         return UCCL_OK;
     deadline = uccl_time_ms() + (uint64_t)effective_timeout(engine, timeout_ms);
     uccl_engine_lock(engine);
-    for (unsigned idle = 0;;) {
-        size_t pending = 0;
-        for (size_t i = 0; i < n; i++)
-            if (reqs[i] != NULL && !reqs[i]->done)
-                pending++;
-        if (pending == 0)
+    /* a request done stays done: each round looks from the first not done on */
+    for (size_t first = 0, idle = 0;;) {
+        while (first < n && (reqs[first] == NULL || reqs[first]->done))
+            first++;
+        if (first == n)
             break;
         /* The deadline is tested after a round of progress, never before the
          * first: a zero timeout polls once (and a poll loop of wait(0) makes

@@ -1,14 +1,74 @@
-/* What the two files of the test-only fake GPU backend share: fake.c
- * (devices, memory, IPC) and fake_stream.c (streams, events, injected copy
- * faults). Not part of gpu.h: nothing outside src/gpu/fake*.c includes it. */
+/* What the files of the test-only fake GPU backend share: fake.c
+ * (devices, memory, IPC), fake_stream.c (streams, events, injected copy
+ * faults) and fake_memop.c (host-flag waits, stream memory operations, the
+ * injected sticky fault). Not part of gpu.h: nothing outside src/gpu/fake*.c
+ * includes it. */
 #ifndef UCCL_GPU_FAKE_H
 #define UCCL_GPU_FAKE_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpu/gpu.h"
+#include "util/list.h"
 
 #define FAKE_NDEV 2
+
+#define FAKE_FAULTS_MAX 16
+
+typedef struct fake_copy {
+    void *dst;
+    const void *src;
+    size_t len;
+    uint64_t seq; /* its number on its stream, from 1 */
+    bool fail;
+    const void *wait; /* a wait entry: hold the stream until *wait >= value (cyclic) */
+    void *store;      /* a write entry: store value at *store when it runs */
+    uint64_t value;
+    uint8_t width;    /* of wait and store: 4 or 8 */
+    bool dev_wait;    /* a wait on device memory (a peer's stream sets it), not a host flag */
+    bool sticky;      /* an injected sticky fault (uccl_gpu_fault_inject): the context dies here */
+    uccl_list_t link;
+} fake_copy_t;
+
+struct uccl_gpu_stream {
+    int device;
+    uint64_t issued;      /* copies queued on it so far */
+    uint64_t done;        /* copies run (or failed) so far: issue order */
+    uint64_t last_record; /* issued when an event was last recorded here */
+    uint64_t last_sync;   /* faults up to here were reported by a stream sync */
+    uint64_t faults[FAKE_FAULTS_MAX]; /* seq of the latest copies that failed */
+    int nfaults;
+    uccl_list_t queue; /* fake_copy_t not run yet */
+    uccl_list_t link;  /* uccl_fake_streams */
+};
+
+
+/* A wait entry's word has reached its value (cyclic compare, as CUDA's GEQ). */
+static inline bool uccl_fake_wait_met(const fake_copy_t *c)
+{
+    if (c->width == 8)
+        return (int64_t)(__atomic_load_n((const uint64_t *)c->wait, __ATOMIC_ACQUIRE) - c->value) >= 0;
+    return (int32_t)(__atomic_load_n((const uint32_t *)c->wait, __ATOMIC_ACQUIRE) - (uint32_t)c->value) >= 0;
+}
+
+/* Every stream of the process (fake_stream.c), and the lock over streams,
+ * their queues and events. */
+extern pthread_mutex_t uccl_fake_stream_lock;
+extern uccl_list_t uccl_fake_streams;
+
+/* The injected sticky fault (fake_memop.c): once a stream has run into
+ * one, the process's context is lost, as after an illegal address on a GPU.
+ * uccl_fake_ctx_lost: 1 from then on (nothing runs any more).
+ * uccl_fake_ctx_lost_set: mark it (uccl_fake_stream_lock held).
+ * uccl_fake_ctx_err: UCCL_OK while the context lives, else UCCL_ERR_IO with
+ * the runtime's text logged, naming what (the call that reports it). */
+int uccl_fake_ctx_lost(void);
+void uccl_fake_ctx_lost_set(void);
+uccl_status_t uccl_fake_ctx_err(const char *what);
+
 
 /* The calling thread's current device (0 until uccl_gpu_set_device). */
 int uccl_fake_current_device(void);

@@ -22,6 +22,8 @@
  *     so does the stream sync that runs it. Unlike CUDA, where such a fault
  *     poisons the whole context, later copies and events are fine, so a
  *     test can check that the one transfer fails and the rest goes on.
+ *     A fault that poisons the context as CUDA's do: uccl_gpu_fault_inject
+ *     (fake_memop.c).
  *   UCCL_FAKE_GPU_FAIL_ISSUE=N: uccl_gpu_memcpy_async refuses the N-th copy
  *     with UCCL_ERR_IO, nothing queued.
  * - uccl_gpu_stream_wait_value queues a wait: the stream's later copies
@@ -48,34 +50,6 @@
 #include "util/list.h"
 #include "util/log.h"
 #include "gpu/fake.h"
-
-#define FAKE_FAULTS_MAX 16
-
-typedef struct fake_copy {
-    void *dst;
-    const void *src;
-    size_t len;
-    uint64_t seq; /* its number on its stream, from 1 */
-    bool fail;
-    const void *wait; /* a wait entry: hold the stream until *wait >= value (cyclic) */
-    void *store;      /* a write entry: store value at *store when it runs */
-    uint64_t value;
-    uint8_t width;    /* of wait and store: 4 or 8 */
-    bool dev_wait;    /* a wait on device memory (a peer's stream sets it), not a host flag */
-    uccl_list_t link;
-} fake_copy_t;
-
-struct uccl_gpu_stream {
-    int device;
-    uint64_t issued;      /* copies queued on it so far */
-    uint64_t done;        /* copies run (or failed) so far: issue order */
-    uint64_t last_record; /* issued when an event was last recorded here */
-    uint64_t last_sync;   /* faults up to here were reported by a stream sync */
-    uint64_t faults[FAKE_FAULTS_MAX]; /* seq of the latest copies that failed */
-    int nfaults;
-    uccl_list_t queue; /* fake_copy_t not run yet */
-    uccl_list_t link;  /* fake_streams */
-};
 
 struct uccl_gpu_event {
     uccl_gpu_stream_t stream; /* recorded on and not complete yet, else NULL */
@@ -112,8 +86,8 @@ const uccl_cfg_table_t *uccl_gpu_config_table(void)
     return &fake_cfg_table;
 }
 
-static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
-static uccl_list_t fake_streams = UCCL_LIST_INIT(fake_streams);
+pthread_mutex_t uccl_fake_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+uccl_list_t uccl_fake_streams = UCCL_LIST_INIT(uccl_fake_streams);
 static uccl_list_t fake_events = UCCL_LIST_INIT(fake_events);
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 static fake_cfg_t fake_cfg;
@@ -150,25 +124,22 @@ static bool fault_in(uccl_gpu_stream_t s, uint64_t since, uint64_t upto)
     return false;
 }
 
-/* A wait entry's word has reached its value (cyclic compare, as CUDA's GEQ). */
-static bool wait_met(const fake_copy_t *c)
-{
-    if (c->width == 8)
-        return (int64_t)(__atomic_load_n((const uint64_t *)c->wait, __ATOMIC_ACQUIRE) - c->value) >= 0;
-    return (int32_t)(__atomic_load_n((const uint32_t *)c->wait, __ATOMIC_ACQUIRE) - (uint32_t)c->value) >= 0;
-}
-
 /* Run the queued copies of s numbered up to upto, in order, stopping at a
  * wait whose flag is not there yet; stream_lock held. */
 static void run_until(uccl_gpu_stream_t s, uint64_t upto)
 {
-    while (!uccl_list_empty(&s->queue)) {
+    while (!uccl_fake_ctx_lost() && !uccl_list_empty(&s->queue)) {
         fake_copy_t *c = uccl_list_first(&s->queue, fake_copy_t, link);
         if (c->seq > upto)
             break;
-        if (c->wait != NULL && !wait_met(c))
+        if (c->wait != NULL && !uccl_fake_wait_met(c))
             break;
         uccl_list_del(&c->link);
+        if (c->sticky) { /* the context is lost: nothing runs any more */
+            uccl_fake_ctx_lost_set();
+            free(c);
+            return;
+        }
         if (c->fail)
             fault_add(s, c->seq);
         else if (c->store != NULL && c->width == 4)
@@ -195,13 +166,13 @@ void uccl_fake_streams_flush(int device)
 {
     uccl_list_t *pos;
 
-    pthread_mutex_lock(&stream_lock);
-    uccl_list_for_each(pos, &fake_streams) {
+    pthread_mutex_lock(&uccl_fake_stream_lock);
+    uccl_list_for_each(pos, &uccl_fake_streams) {
         uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
         if (device < 0 || s->device == device)
             run_until(s, s->issued);
     }
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
 }
 
 static bool overlaps(const void *p, size_t len, const void *base, size_t blen)
@@ -216,8 +187,8 @@ int uccl_fake_streams_fault_range(const void *base, size_t len)
     uccl_list_t *spos, *cpos;
     int n = 0;
 
-    pthread_mutex_lock(&stream_lock);
-    uccl_list_for_each(spos, &fake_streams) {
+    pthread_mutex_lock(&uccl_fake_stream_lock);
+    uccl_list_for_each(spos, &uccl_fake_streams) {
         uccl_gpu_stream_t s = uccl_container_of(spos, struct uccl_gpu_stream, link);
         uccl_list_for_each(cpos, &s->queue) {
             fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
@@ -228,7 +199,7 @@ int uccl_fake_streams_fault_range(const void *base, size_t len)
             }
         }
     }
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     return n;
 }
 
@@ -243,13 +214,15 @@ static uccl_status_t run_blocking(uccl_gpu_stream_t s, uint64_t upto)
         run_until(s, upto);
         if (s->done >= upto)
             return UCCL_OK;
+        if (uccl_fake_ctx_lost())
+            return uccl_fake_ctx_err("cudaStreamSynchronize");
         if (uccl_time_ms() > deadline) {
             uccl_error("fake GPU: stream %p waits on a host flag for 60 s", (void *)s);
             return UCCL_ERR_TIMEOUT;
         }
-        pthread_mutex_unlock(&stream_lock);
+        pthread_mutex_unlock(&uccl_fake_stream_lock);
         sched_yield();
-        pthread_mutex_lock(&stream_lock);
+        pthread_mutex_lock(&uccl_fake_stream_lock);
     }
 }
 
@@ -267,9 +240,9 @@ uccl_status_t uccl_gpu_stream_create(uccl_gpu_stream_t *stream)
     s->device = uccl_fake_current_device();
     uccl_fake_ctx_touch(s->device);
     uccl_list_init(&s->queue);
-    pthread_mutex_lock(&stream_lock);
-    uccl_list_push_back(&fake_streams, &s->link);
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_lock(&uccl_fake_stream_lock);
+    uccl_list_push_back(&uccl_fake_streams, &s->link);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     *stream = s;
     return UCCL_OK;
 }
@@ -280,7 +253,7 @@ uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
 
     if (stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     run_until(stream, stream->issued);
     while (!uccl_list_empty(&stream->queue)) { /* behind a wait never released */
         fake_copy_t *c = uccl_list_first(&stream->queue, fake_copy_t, link);
@@ -294,7 +267,7 @@ uccl_status_t uccl_gpu_stream_destroy(uccl_gpu_stream_t stream)
             event_complete(e);
     }
     uccl_list_del(&stream->link);
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     free(stream);
     return UCCL_OK;
 }
@@ -303,16 +276,20 @@ uccl_status_t uccl_gpu_stream_sync(uccl_gpu_stream_t stream)
 {
     bool failed;
 
+    uccl_status_t st;
+
     if (stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
-    if (run_blocking(stream, stream->issued) != UCCL_OK) {
-        pthread_mutex_unlock(&stream_lock);
-        return UCCL_ERR_TIMEOUT;
+    if (uccl_fake_ctx_lost())
+        return uccl_fake_ctx_err("cudaStreamSynchronize");
+    pthread_mutex_lock(&uccl_fake_stream_lock);
+    if ((st = run_blocking(stream, stream->issued)) != UCCL_OK) {
+        pthread_mutex_unlock(&uccl_fake_stream_lock);
+        return st;
     }
     failed = fault_in(stream, stream->last_sync, stream->issued);
     stream->last_sync = stream->issued;
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     if (failed)
         uccl_error("fake GPU: stream %p: an async copy failed (injected fault)", (void *)stream);
     return failed ? UCCL_ERR_IO : UCCL_OK;
@@ -328,12 +305,14 @@ uccl_status_t uccl_gpu_stream_query(uccl_gpu_stream_t stream)
 
     if (stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
+    if (uccl_fake_ctx_lost())
+        return uccl_fake_ctx_err("cudaStreamQuery");
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     if (stream->done < stream->issued)
         st = UCCL_INPROGRESS;
     else
         st = fault_in(stream, stream->last_record, stream->issued) ? UCCL_ERR_IO : UCCL_OK;
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     return st;
 }
 
@@ -345,14 +324,16 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
 
     if (stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    if (uccl_fake_ctx_lost())
+        return uccl_fake_ctx_err("cudaMemcpyAsync");
     pthread_once(&cfg_once, cfg_load);
     c = calloc(1, sizeof(*c));
     if (c == NULL)
         return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&stream_lock);
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     n = ++copies_issued;
     if (fake_cfg.fail_issue > 0 && n == (uint64_t)fake_cfg.fail_issue) {
-        pthread_mutex_unlock(&stream_lock);
+        pthread_mutex_unlock(&uccl_fake_stream_lock);
         free(c);
         uccl_error("fake GPU: async copy %llu of %zu bytes refused (injected, UCCL_FAKE_GPU_FAIL_ISSUE)",
                    (unsigned long long)n, len);
@@ -361,7 +342,7 @@ uccl_status_t uccl_gpu_memcpy_async(void *dst, const void *src, size_t len, uccl
     fail = fake_cfg.fail_copy > 0 && n == (uint64_t)fake_cfg.fail_copy;
     *c = (fake_copy_t){.dst = dst, .src = src, .len = len, .seq = ++stream->issued, .fail = fail};
     uccl_list_push_back(&stream->queue, &c->link);
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     if (fail)
         uccl_warn("fake GPU: async copy %llu of %zu bytes will fail (injected, UCCL_FAKE_GPU_FAIL_COPY)",
                   (unsigned long long)n, len);
@@ -407,9 +388,9 @@ uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing)
     if (e == NULL)
         return UCCL_ERR_NO_MEMORY;
     uccl_fake_ctx_touch(uccl_fake_current_device());
-    pthread_mutex_lock(&stream_lock);
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     uccl_list_push_back(&fake_events, &e->link);
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     *event = e;
     return UCCL_OK;
 }
@@ -418,9 +399,9 @@ uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event)
 {
     if (event == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     uccl_list_del(&event->link);
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     free(event);
     return UCCL_OK;
 }
@@ -429,14 +410,16 @@ uccl_status_t uccl_gpu_event_record(uccl_gpu_event_t event, uccl_gpu_stream_t st
 {
     if (event == NULL || stream == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
+    if (uccl_fake_ctx_lost())
+        return uccl_fake_ctx_err("cudaEventRecord");
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     event->stream = stream;
     event->since = stream->last_record;
     event->ticket = stream->issued;
     event->polled = false;
     event->status = UCCL_OK;
     stream->last_record = stream->issued;
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     return UCCL_OK;
 }
 
@@ -447,27 +430,29 @@ static uccl_status_t event_wait(uccl_gpu_event_t e, bool wait)
 
     if (e == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&stream_lock);
+    if (uccl_fake_ctx_lost())
+        return uccl_fake_ctx_err(wait ? "cudaEventSynchronize" : "cudaEventQuery");
+    pthread_mutex_lock(&uccl_fake_stream_lock);
     if (e->stream != NULL && e->stream->done < e->ticket) {
         if (!wait && !e->polled) {
             e->polled = true;
-            pthread_mutex_unlock(&stream_lock);
+            pthread_mutex_unlock(&uccl_fake_stream_lock);
             return UCCL_INPROGRESS;
         }
-        if (wait && run_blocking(e->stream, e->ticket) != UCCL_OK) {
-            pthread_mutex_unlock(&stream_lock);
-            return UCCL_ERR_TIMEOUT;
+        if (wait && (st = run_blocking(e->stream, e->ticket)) != UCCL_OK) {
+            pthread_mutex_unlock(&uccl_fake_stream_lock);
+            return st;
         }
         run_until(e->stream, e->ticket);
         if (e->stream->done < e->ticket) { /* behind a wait on a host flag */
-            pthread_mutex_unlock(&stream_lock);
+            pthread_mutex_unlock(&uccl_fake_stream_lock);
             return UCCL_INPROGRESS;
         }
     }
     if (e->stream != NULL)
         event_complete(e);
     st = e->status;
-    pthread_mutex_unlock(&stream_lock);
+    pthread_mutex_unlock(&uccl_fake_stream_lock);
     return st;
 }
 
@@ -492,113 +477,3 @@ uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t
     return st;
 }
 
-/* ------------------------------------------------------------ host-flag waits */
-
-uccl_status_t uccl_gpu_flags_alloc(size_t n, uint32_t **host, void **dev)
-{
-    uint32_t *p;
-
-    if (n == 0 || host == NULL || dev == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    p = calloc(n, sizeof(*p));
-    if (p == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    uccl_fake_ctx_touch(uccl_fake_current_device());
-    *host = p;
-    *dev = p;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_flags_free(uint32_t *host)
-{
-    uccl_fake_streams_flush(-1); /* as cudaFreeHost waits for the device */
-    free(host);
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
-{
-    fake_copy_t *c;
-
-    if (stream == NULL || dev == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    c = calloc(1, sizeof(*c));
-    if (c == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&stream_lock);
-    *c = (fake_copy_t){.wait = dev, .value = value, .width = 4, .seq = ++stream->issued};
-    uccl_list_push_back(&stream->queue, &c->link);
-    pthread_mutex_unlock(&stream_lock);
-    return UCCL_OK;
-}
-
-/* Stream memory operations on (fake) device memory: queued like copies,
- * run in stream order when something drives the stream (see the top). A
- * wait on device memory is set by a peer's stream, not by a host that the
- * device sync check could blame. */
-static uccl_status_t memop_queue(uccl_gpu_stream_t stream, const fake_copy_t *tmpl)
-{
-    fake_copy_t *c = calloc(1, sizeof(*c));
-
-    if (c == NULL)
-        return UCCL_ERR_NO_MEMORY;
-    pthread_mutex_lock(&stream_lock);
-    *c = *tmpl;
-    c->seq = ++stream->issued;
-    uccl_list_push_back(&stream->queue, &c->link);
-    pthread_mutex_unlock(&stream_lock);
-    uccl_fake_ctx_touch(stream->device);
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width)
-{
-    if (!uccl_gpu_value_args_ok(stream, dev, width))
-        return UCCL_ERR_INVALID_PARAM;
-    return memop_queue(stream, &(fake_copy_t){.store = dev, .value = value, .width = (uint8_t)width});
-}
-
-uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
-                                       size_t width)
-{
-    if (!uccl_gpu_value_args_ok(stream, dev, width))
-        return UCCL_ERR_INVALID_PARAM;
-    return memop_queue(stream, &(fake_copy_t){.wait = dev, .value = value, .width = (uint8_t)width,
-                                              .dev_wait = true});
-}
-
-/* No batch here: the ops are queued one by one, in order, as a batch runs. */
-uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
-{
-    return uccl_gpu_memops_ok(stream, ops, n) ? uccl_gpu_memops_each(stream, ops, n) : UCCL_ERR_INVALID_PARAM;
-}
-
-/* The host polls a word a stream writes: the fake device runs its streams
- * as far as they can go (a GPU would, without being asked). */
-void uccl_gpu_flags_poll(void)
-{
-    uccl_fake_streams_flush(-1);
-}
-
-void uccl_fake_device_sync_check(const char *what)
-{
-    uccl_list_t *pos;
-    bool held = false;
-
-    pthread_mutex_lock(&stream_lock);
-    uccl_list_for_each(pos, &fake_streams) {
-        uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
-        uccl_list_t *cpos;
-        uccl_list_for_each(cpos, &s->queue) {
-            fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
-            if (c->wait != NULL && !c->dev_wait && !wait_met(c))
-                held = true;
-        }
-    }
-    pthread_mutex_unlock(&stream_lock);
-    if (held) {
-        uccl_error("fake GPU: %s synchronizes the device while a stream waits on a host flag "
-                   "not set yet: on a GPU this call would never return", what);
-        abort();
-    }
-}

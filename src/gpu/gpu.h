@@ -214,4 +214,12 @@ static inline uccl_status_t uccl_gpu_memops_each(uccl_gpu_stream_t stream, const
  * by itself); the fake backend runs its streams as far as they can go. */
 void uccl_gpu_flags_poll(void);
 
+/* Tests: queue on stream a fault that, when the stream reaches it, loses
+ * the process's GPU context as a kernel's illegal address does on CUDA
+ * (sticky: from then on every stream and event query or sync and every
+ * async call of the process fails, whatever stream it names). The fake
+ * backend only (fake_memop.c); UCCL_ERR_UNSUPPORTED on CUDA and HIP,
+ * UCCL_ERR_NO_DEVICE without a runtime. */
+uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream);
+
 #endif

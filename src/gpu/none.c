@@ -82,6 +82,7 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
 uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_memop_t *ops, size_t n)
     NO_DEVICE(stream, ops, n)
 void uccl_gpu_flags_poll(void) {}
+uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 
 /* No copy kernel on this backend (gpu.h): gpu_ipc copies with the copy
  * engines only. */

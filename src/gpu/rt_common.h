@@ -370,4 +370,10 @@ uccl_status_t uccl_gpu_event_elapsed_ms(uccl_gpu_event_t start, uccl_gpu_event_t
     return RT_CHECK(rtEventElapsedTime(ms, (rtEvent_t)start, (rtEvent_t)end));
 }
 
+/* No injected faults on a real runtime (gpu.h: the fake backend's). */
+uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream)
+{
+    return stream == NULL ? UCCL_ERR_INVALID_PARAM : UCCL_ERR_UNSUPPORTED;
+}
+
 #endif

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -104,4 +105,28 @@ int uccl_bind_port_range(int fd, struct sockaddr_in *sa, int lo, int hi)
     }
     errno = EADDRINUSE;
     return -1;
+}
+
+bool uccl_pid_gone(int pid)
+{
+    char path[64], stat[256], *close_paren;
+    FILE *f;
+    size_t n;
+
+    if (pid <= 0)
+        return false;
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    /* /proc/PID/stat: "pid (comm) S ...": comm may hold ')' and spaces,
+     * so the state is the letter after the last ')' */
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    f = fopen(path, "r");
+    if (f == NULL)
+        return errno == ENOENT;
+    n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    close_paren = strrchr(stat, ')');
+    return close_paren != NULL && close_paren[1] == ' ' &&
+           (close_paren[2] == 'Z' || close_paren[2] == 'X');
 }

@@ -2,6 +2,7 @@
 #ifndef UCCL_UTIL_SYS_H
 #define UCCL_UTIL_SYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,6 +19,11 @@ uint64_t uccl_random_u64(void);
  * override (UCCL_HOST_ID, test use) names a host of its own instead; the
  * hostname is the real one either way. */
 uint64_t uccl_host_id(char *hostname, size_t len, const char *override);
+
+/* Whether process pid can no longer run: it does not exist, or it is a
+ * zombie (it exited and its parent has not reaped it yet: kill(pid, 0)
+ * still succeeds, but it copies nothing any more). */
+bool uccl_pid_gone(int pid);
 
 struct sockaddr_in;
 /* bind(fd) to sa's address on the first free port of lo..hi (UCCL_PORT_RANGE),

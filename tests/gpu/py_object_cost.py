@@ -2,7 +2,10 @@
 process (no MPI): the interfaces the binding may ask (DLPack's handshake,
 the CUDA array interface) against torch's C-level methods and raw current
 stream (the binding's fast path, python/src/tensor.c). Prints us per call,
-median of 5 runs of N calls each. Run on the device: python3 this.py"""
+median of 5 runs of N calls each. With uccl importable (session 12): the
+binding's producer-stream step alone, uccl_stream_query timed in a C loop
+(uccl._uccl._stream_query_cost), idle and busy streams. Run on the device:
+python3 this.py"""
 import statistics
 import time
 
@@ -43,6 +46,8 @@ def main():
         # what uccl_stream_event asks first (cudaStreamQuery), idle streams
         ("torch.cuda.default_stream().query()", lambda: dflt.query()),
         ("side stream .query()", lambda: side.query()),
+        ("torch.cuda.current_stream()", lambda: torch.cuda.current_stream()),
+        ("side.cuda_stream (what stream= reads)", lambda: side.cuda_stream),
     ]
     print("torch %s, %s; us per call (median of 5 x %d)" % (
         torch.__version__, torch.cuda.get_device_name(0), N))
@@ -51,6 +56,28 @@ def main():
     with torch.cuda.stream(side):
         print("%-45s %8.3f" % ("t.__dlpack__(stream=1), side stream current",
                                per_call(lambda: t.__dlpack__(stream=1))))
+    query_floor(side)
+
+
+def query_floor(side):
+    """uccl_stream_query in C, n calls in a row (no Python per call)."""
+    try:
+        import uccl
+    except ImportError as e:
+        print("uccl not importable (%s): no uccl_stream_query row" % e)
+        return
+    with uccl.Engine(gpu=0) as e:
+        cost = uccl._uccl._stream_query_cost
+        for name, s in (("default (legacy) stream", 0), ("side stream", side.cuda_stream)):
+            print("%-45s %8.3f" % ("uccl_stream_query, %s, idle (C)" % name,
+                                   min(cost(e, s, N) for _ in range(5)) * 1e6))
+        x = torch.zeros(1 << 26, dtype=torch.uint8, device="cuda")
+        with torch.cuda.stream(side):
+            for _ in range(20):
+                x.add_(1)  # milliseconds of work queued
+            busy = cost(e, side.cuda_stream, 200) * 1e6
+        side.synchronize()
+        print("%-45s %8.3f" % ("uccl_stream_query, side stream, busy (C)", busy))
 
 
 if __name__ == "__main__":

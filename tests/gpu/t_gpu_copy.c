@@ -173,6 +173,7 @@ static void check_stream_idle(uccl_engine_t *e, unsigned char *d1)
     }
     CHECK(uccl_stream_query(e, s) == UCCL_OK, "uccl_stream_query: a new stream has run everything");
     CHECK(uccl_stream_query(NULL, s) == UCCL_ERR_INVALID_HANDLE, "uccl_stream_query: NULL engine");
+    CHECK(uccl_stream_query(e, NULL) == UCCL_OK, "uccl_stream_query: the engine's own stream, idle");
     CHECK(uccl_stream_event(e, s, &r) == UCCL_OK, "event of a new stream");
     CHECK(uccl_req_bytes(r, &n) == UCCL_OK && n == 0, "a new stream's event is complete at once");
     CHECK(uccl_wait(r, -1) == UCCL_OK, "and succeeded");

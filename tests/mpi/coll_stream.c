@@ -19,6 +19,7 @@ void ct_stream_direct(mt_ctx_t *c) { (void)c; }
 void ct_stream_dead(mt_ctx_t *c) { (void)c; }
 void ct_stream_cache(mt_ctx_t *c) { (void)c; }
 void ct_stream_stats(mt_ctx_t *c) { (void)c; }
+void ct_stream_fault(mt_ctx_t *c) { (void)c; }
 #else
 
 /* The direct path is on (UCCL_COLL_STREAM) and every peer is reached by
@@ -340,6 +341,51 @@ static double ms_since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
+/* Every rank on the direct path and the fake backend (which alone can
+ * hold a stream as a dead process's, or inject a fault); else one line
+ * "# NAME: SKIP (why)" and false. */
+static bool fake_direct(mt_ctx_t *c, const char *name)
+{
+    int n = c->size, direct = n > 1 && direct_expected(c), all = 0;
+
+    /* every rank the same answer */
+    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (all && strcmp(uccl_gpu_backend(), "fake") == 0)
+        return true;
+    if (c->rank == 0)
+        printf("# %s: SKIP (%s)\n", name, n < 2 ? "one rank"
+               : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
+                      : "fake GPU backend only");
+    return false;
+}
+
+/* A first stream call on comm sets the direct path up (flags mapped both
+ * ways); its request and the stream run out, then every rank meets. */
+static void path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a, void *s)
+{
+    uccl_req_t *req = NULL;
+
+    mt_expect(c, uccl_coll_post_stream(comm, a, s, &req), UCCL_OK, "first stream call");
+    if (req != NULL)
+        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+    uccl_req_free(req);
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* The end of a case on its own comm: its request, then (every rank) the
+ * comm and the two buffers. */
+static void case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr)
+{
+    if (req != NULL)
+        uccl_req_free(req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+}
+
 /* A rank gone with its part of a direct stream call queued but never run
  * (the last rank posts behind a gate on its stream, a wait on a device
  * word nobody sets yet, then closes its connections): a stream wait cannot time out, so the survivors' requests must
@@ -365,20 +411,11 @@ void ct_stream_dead(mt_ctx_t *c)
 
     /* on a GPU the leaver's stream would run on by itself into mappings its
      * engine closed (a fault): the fake backend's streams run only when
-     * driven, which is what a dead process's do */
-    int direct = n > 1 && direct_expected(c);
-    int all = 0;
-
-    /* every rank the same answer (a hold-path leaver would close its
-     * connections while its stream waits on the engine: not this test) */
-    MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (!all || strcmp(uccl_gpu_backend(), "fake") != 0) {
-        if (c->rank == 0)
-            printf("# stream form, a rank gone: SKIP (%s)\n", n < 2 ? "one rank"
-                   : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
-                          : "fake GPU backend only");
+     * driven, which is what a dead process's do (a hold-path leaver would
+     * close its connections while its stream waits on the engine: not this
+     * test) */
+    if (!fake_direct(c, "stream form, a rank gone"))
         return;
-    }
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, DEAD_LEN, &ds) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * DEAD_LEN, &dr) != UCCL_OK ||
@@ -389,14 +426,7 @@ void ct_stream_dead(mt_ctx_t *c)
     }
     a.sendbuf = ds;
     a.recvbuf = dr;
-    /* a first call sets the path up (flags mapped both ways) */
-    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "first stream call");
-    if (req != NULL)
-        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
-    uccl_req_free(req);
-    req = NULL;
-    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
-    MPI_Barrier(MPI_COMM_WORLD);
+    path_setup(c, comm, &a, s);
     if (c->rank == last) /* nothing after this runs until the gate opens */
         mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
     st = uccl_coll_post_stream(comm, &a, s, c->rank == last ? NULL : &req);
@@ -431,13 +461,80 @@ void ct_stream_dead(mt_ctx_t *c)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 out:
-    if (req != NULL)
-        uccl_req_free(req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr);
+    case_done(c, comm, req, ds, dr);
     uccl_mem_free(c->engine, gate);
+}
+
+/* A fault that the runtime keeps for the whole context (the fake backend's
+ * sticky fault, as a kernel's illegal address on CUDA), queued on every
+ * rank's stream ahead of a direct stream call: no stream ever writes the
+ * call's word, and no peer connection fails. The request must end with the
+ * fault's status (UCCL_ERR_IO) on every rank well before UCCL_TIMEOUT_MS
+ * (learnt from the engine's own stream: without that it ended with
+ * UCCL_ERR_TIMEOUT at the timeout); the next stream call on the comm must
+ * fail at once, and a host-memory collective on that comm still works.
+ * The context stays lost, so this is a run's last GPU case. */
+#define FAULT_LEN 4096
+void ct_stream_fault(mt_ctx_t *c)
+{
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    int n = c->size;
+    const char *tm = getenv("UCCL_TIMEOUT_MS");
+    int timeout_ms = tm ? atoi(tm) : 60000;
+    uccl_comm_t *comm = NULL;
+    uccl_gpu_stream_t s = NULL;
+    void *ds = NULL, *dr = NULL;
+    uint8_t hs[8], *hr = NULL;
+    uccl_req_t *req = NULL;
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = FAULT_LEN};
+    struct timespec t0;
+    uccl_status_t st;
+    double ms;
+
+    if (!fake_direct(c, "stream form, a sticky fault"))
+        return;
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || uccl_gpu_stream_create(&s) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, FAULT_LEN, &ds) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * FAULT_LEN, &dr) != UCCL_OK ||
+        (hr = malloc((size_t)n * sizeof(hs))) == NULL) {
+        mt_fail(c, "a second comm, a stream and buffers");
+        goto out;
+    }
+    a.sendbuf = ds;
+    a.recvbuf = dr;
+    path_setup(c, comm, &a, s);
+    mt_expect(c, uccl_gpu_fault_inject(s), UCCL_OK, "the fault queued on the stream");
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the call behind the fault");
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = req != NULL ? uccl_wait(req, 3 * timeout_ms) : UCCL_ERR_INVALID_PARAM;
+    ms = ms_since(&t0);
+    if (st != UCCL_ERR_IO)
+        mt_fail(c, "the request behind a sticky fault: %s after %.0f ms, want UCCL_ERR_IO", uccl_status_name(st),
+                ms);
+    if (ms > timeout_ms / 5.0)
+        mt_fail(c, "the fault took %.0f ms to fail the request (UCCL_TIMEOUT_MS %d)", ms, timeout_ms);
+    uccl_req_free(req);
+    req = NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = uccl_coll_post_stream(comm, &a, s, &req);
+    if (st == UCCL_OK && req != NULL)
+        st = uccl_wait(req, 3 * timeout_ms);
+    if (st == UCCL_OK)
+        mt_fail(c, "a stream call after the fault succeeded");
+    if (ms_since(&t0) > 1000.0)
+        mt_fail(c, "a stream call after the fault took %.0f ms to fail", ms_since(&t0));
+    /* the comm itself goes on for host memory */
+    memset(hs, c->rank + 1, sizeof(hs));
+    mt_expect(c, uccl_allgather(comm, hs, hr, sizeof(hs)), UCCL_OK, "host-memory allgather after the fault");
+    for (size_t k = 0; k < (size_t)n * sizeof(hs); k++)
+        if (hr[k] != (uint8_t)(k / sizeof(hs) + 1)) {
+            mt_fail(c, "host allgather after the fault, byte %zu: %u", k, hr[k]);
+            break;
+        }
+out:
+    case_done(c, comm, req, ds, dr);
+    if (s != NULL)
+        uccl_gpu_stream_destroy(s);
+    free(hr);
 }
 #endif

@@ -57,6 +57,9 @@ void ct_stream_direct(mt_ctx_t *c);
 void ct_stream_dead(mt_ctx_t *c);
 void ct_stream_cache(mt_ctx_t *c);
 void ct_stream_stats(mt_ctx_t *c);
+/* A sticky fault on every rank's stream: the fault's status at once (the
+ * context stays lost: a run's last GPU case). */
+void ct_stream_fault(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);

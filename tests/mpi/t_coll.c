@@ -475,6 +475,8 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "GPU memory and no GPU transport: UCCL_ERR_UNSUPPORTED everywhere");
             ct_gpu_auto_small(&c);
             fails += mt_report(&c, "AUTO leaves MAPPED out where every peer is over gpu_ipc");
+            ct_stream_fault(&c); /* last: the context stays lost */
+            fails += mt_report(&c, "stream form: a sticky fault fails the request with its status at once");
         }
         ct_mem_fini();
         mt_fini(&c);

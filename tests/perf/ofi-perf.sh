@@ -32,8 +32,12 @@ to_json() { # PROVIDER VARIANT
             if (sect == "parts") printf "\"size\": %s, \"raw_send\": %s, \"raw_rts_send\": %s, " \
                                         "\"raw_rts_send_ratio\": %s, \"raw_rts_cts_write\": %s, " \
                                         "\"raw_rts_cts_write_ratio\": %s, \"uccl\": %s, " \
-                                        "\"uccl_ratio\": %s, \"us_per_msg\": [%s, %s, %s, %s]}", \
-                                        $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12
+                                        "\"uccl_ratio\": %s, \"us_per_msg\": [%s, %s, %s, %s], " \
+                                        "\"raw_rts_send_late\": %s, \"raw_rts_send_late_ratio\": %s, " \
+                                        "\"raw_rts_send_late_us\": %s}", \
+                                        $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                                        (NF >= 15 ? $13 : "null"), (NF >= 15 ? $14 : "null"), \
+                                        (NF >= 15 ? $15 : "null")
             else if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
                                      "\"ratio\": %s}", $1, $2, $3, $4, $5
             else printf "\"pieces\": %s, \"raw\": %s, \"uccl\": %s, \"ratio\": %s, " \

@@ -4,7 +4,8 @@
  * sends with one tag, in order, each into its own buffer; a receive of
  * more pieces than one operation takes (the bounce, copied, the bytes
  * next to each piece untouched); a send of more pieces than one operation
- * takes (falls back to CTS + write); UCCL_OFI_TAGGED=0 (CTS + write, shm). Which
+ * takes (falls back to CTS + write); UCCL_OFI_TAGGED=0 (CTS + write, shm); the
+ * setting left unset or -1 (the quirk table: push here), 2 and -2 refused. Which
  * path ran is checked by the transport's operation counters. */
 #include <stdlib.h>
 #include <string.h>
@@ -184,18 +185,62 @@ static void test_tmsg_shm(void)
 
 static void test_tmsg_setting(void)
 {
-    uccl_engine_t *e = NULL;
+    static const char *const bad[] = {"2", "-2"};
 
-    setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
-    setenv("UCCL_OFI_TAGGED", "2", 1);
-    UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
-    CU_ASSERT(e == NULL);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uccl_engine_t *e = NULL;
+
+        setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+        setenv("UCCL_OFI_TAGGED", bad[i], 1);
+        UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+        CU_ASSERT(e == NULL);
+        unsetenv("UCCL_OFI_TAGGED");
+        unsetenv("UCCL_OFI_PROVIDER");
+    }
+}
+
+/* UCCL_OFI_TAGGED unset (-1): the provider's quirk row chooses (push on
+ * both providers here: tests/perf/results/ofi/s12-README.md); 0 and 1 force
+ * either (2 and -2 are refused: test_tmsg_setting). */
+static void quirk_choice(const char *prov, const char *tagged, bool want)
+{
+    uccl_engine_t *e = NULL;
+    uccl_status_t st;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    if (tagged != NULL)
+        setenv("UCCL_OFI_TAGGED", tagged, 1);
+    else
+        unsetenv("UCCL_OFI_TAGGED");
+    st = unit_engine_create("ofi", &e);
+    CU_ASSERT(st != UCCL_ERR_INVALID_PARAM); /* every value here is a valid setting */
+    if (st != UCCL_OK) {
+        unsetenv("UCCL_OFI_TAGGED");
+        unsetenv("UCCL_OFI_PROVIDER");
+        if (st != UCCL_ERR_INVALID_PARAM)
+            UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+        return;
+    }
+    CU_ASSERT_FATAL(ofi_of(e) != NULL);
+    CU_ASSERT(ofi_of(e)->tmsg == want);
+    uccl_engine_destroy(e);
     unsetenv("UCCL_OFI_TAGGED");
     unsetenv("UCCL_OFI_PROVIDER");
 }
 
+static void test_tmsg_default(void)
+{
+    quirk_choice("shm", NULL, false);
+    quirk_choice("tcp;ofi_rxm", NULL, false);
+    quirk_choice("shm", "-1", false);
+    quirk_choice("shm", "1", true);
+    quirk_choice("shm", "0", false);
+    quirk_choice("tcp;ofi_rxm", "1", true);
+}
+
 static CU_TestInfo tmsg_tests[] = {
-    {"UCCL_OFI_TAGGED=2 -> INVALID_PARAM", test_tmsg_setting},
+    {"UCCL_OFI_TAGGED=2 or -2 -> INVALID_PARAM", test_tmsg_setting},
+    {"UCCL_OFI_TAGGED unset or -1: the quirk table's row (push here)", test_tmsg_default},
     {"tagged rendezvous, byte-verified: tcp;ofi_rxm", test_tmsg_tcp},
     {"tagged rendezvous, byte-verified: shm", test_tmsg_shm},
     CU_TEST_INFO_NULL,

@@ -1,12 +1,17 @@
 /* shm-only cases (the shared scenarios are in test_tp_conformance.c): sizes
  * around the split threshold (UCCL_SHM_SPLIT_MIN, 1 MiB here), where the
  * receiver stops copying a message alone and both sides copy halves at once,
- * and many such split messages in flight at once both ways. */
+ * and many such split messages in flight at once both ways. And the close
+ * fence's test of a peer that can no longer copy: a zombie counts as gone. */
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "unit.h"
+#include "util/sys.h"
 #include "unit_conn.h"
 
 static unit_pair_t P;
@@ -131,10 +136,42 @@ static void test_split_depth(void)
     }
 }
 
+/* A peer killed mid-copy leaves its cma_busy flag set; until its parent
+ * reaps it, kill(pid, 0) still succeeds. The close fence must see it gone
+ * at once instead of waiting UCCL_TIMEOUT_MS. */
+static void test_pid_gone(void)
+{
+    int status;
+    pid_t live = fork(), zombie;
+
+    CU_ASSERT_FATAL(live >= 0);
+    if (live == 0) {
+        pause();
+        _exit(0);
+    }
+    zombie = fork();
+    CU_ASSERT_FATAL(zombie >= 0);
+    if (zombie == 0)
+        _exit(0);
+    CU_ASSERT_FALSE(uccl_pid_gone(live));
+    CU_ASSERT_FALSE(uccl_pid_gone(getpid()));
+    CU_ASSERT_FALSE(uccl_pid_gone(0));
+    for (int i = 0; i < 2000 && !uccl_pid_gone(zombie); i++)
+        usleep(1000);
+    CU_ASSERT_TRUE(uccl_pid_gone(zombie));
+    CU_ASSERT_EQUAL(kill(zombie, 0), 0); /* not reaped: the zombie case itself */
+    CU_ASSERT_EQUAL(waitpid(zombie, &status, 0), zombie);
+    CU_ASSERT_TRUE(uccl_pid_gone(zombie));
+    CU_ASSERT_EQUAL(kill(live, SIGKILL), 0);
+    CU_ASSERT_EQUAL(waitpid(live, &status, 0), live);
+    CU_ASSERT_TRUE(uccl_pid_gone(live));
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {{"send/recv around the split threshold, both ways", test_split_sizes},
                            {"12 split messages in flight each way", test_split_depth},
+                           {"a zombie peer counts as gone", test_pid_gone},
                            CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
                              CU_SUITE_INFO_NULL};

@@ -70,6 +70,10 @@ enum {
      * process leaves the name behind and a later process given the same pid
      * fails fi_enable with EBUSY: name the endpoint ourselves (fi_setname) */
     OFI_QUIRK_PID_NAME = 1u << 2,
+    /* sends above UCCL_OFI_EAGER take the tagged rendezvous (ofi_tmsg.c)
+     * when UCCL_OFI_TAGGED is left at -1: for a provider where it measures
+     * faster than CTS + write (none here: tests/perf/results/ofi/s12-README.md) */
+    OFI_QUIRK_TAGGED = 1u << 3,
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
@@ -116,6 +120,8 @@ typedef struct tp_ofi {
     bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
     uccl_list_t bounce_free;
     int nbounce;
+    uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */
+    int nop_free;
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
     int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
@@ -249,6 +255,13 @@ uccl_status_t uccl_ofi_ep_connect(uccl_tp_ep_t *ep, const void *peer_info, size_
 void uccl_ofi_ep_destroy(uccl_tp_ep_t *ep);
 void uccl_ofi_ep_op_done(tp_ofi_ep_t *ep); /* an operation of ep completed */
 void uccl_ofi_zombies_free(tp_ofi_t *tp, bool all);
+/* A zeroed data operation's context, from the engine's cache of freed ones
+ * (no allocation per message), or NULL; put returns it (the cache keeps up
+ * to OFI_OP_CACHE), cache_free empties the cache at close. */
+#define OFI_OP_CACHE 256
+ofi_op_t *uccl_ofi_op_get(tp_ofi_t *tp);
+void uccl_ofi_op_put(tp_ofi_t *tp, ofi_op_t *op);
+void uccl_ofi_op_cache_free(tp_ofi_t *tp);
 tp_ofi_ep_t *uccl_ofi_ep_by_id(tp_ofi_t *tp, uint32_t id);
 
 /* ---- ofi_msg.c: the protocol's primitives (uccl_rndv_ops_t) */

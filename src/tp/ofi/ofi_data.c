@@ -241,7 +241,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
             }
         }
     }
-    op = calloc(1, sizeof(*op));
+    op = uccl_ofi_op_get(tp);
     if (op == NULL) {
         uccl_rndv_req_error(req, UCCL_ERR_NO_MEMORY);
         rc = -FI_ENOMEM;
@@ -268,7 +268,7 @@ static int ofi_post_one(tp_ofi_ep_t *ep, uccl_req_t *req)
         rc = (int)fi_readmsg(tp->ep, &msg, flags);
     tp->rma_posted += rc == 0;
     if (rc != 0) {
-        free(op);
+        uccl_ofi_op_put(tp, op);
         if (rc != -FI_EAGAIN) {
             uccl_error("ofi (%s): fi_%smsg of %zu bytes: %s", tp->prov, is_write ? "write" : "read",
                        got, fi_strerror(-rc));
@@ -448,7 +448,7 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
         }
         if (op->tmp != NULL) /* a tagged receive's bounce */
             st = uccl_ofi_tmsg_landed(op, st);
-        free(op);
+        uccl_ofi_op_put(tp, op);
         if (req != NULL) {
             req->tp_data[OFI_RD_DOPS]--;
             uccl_ofi_data_done(ep, req, st);

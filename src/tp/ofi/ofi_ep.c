@@ -71,6 +71,35 @@ static uccl_status_t ofi_peer_name(const uccl_tp_peer_t *peer, const uint8_t **n
     return UCCL_OK;
 }
 
+ofi_op_t *uccl_ofi_op_get(tp_ofi_t *tp)
+{
+    ofi_op_t *op;
+
+    if (uccl_list_empty(&tp->op_free))
+        return calloc(1, sizeof(ofi_op_t));
+    op = uccl_container_of(uccl_list_pop_front(&tp->op_free), ofi_op_t, link);
+    tp->nop_free--;
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+void uccl_ofi_op_put(tp_ofi_t *tp, ofi_op_t *op)
+{
+    if (tp->nop_free >= OFI_OP_CACHE) {
+        free(op);
+        return;
+    }
+    uccl_list_push_front(&tp->op_free, &op->link);
+    tp->nop_free++;
+}
+
+void uccl_ofi_op_cache_free(tp_ofi_t *tp)
+{
+    while (!uccl_list_empty(&tp->op_free))
+        free(uccl_container_of(uccl_list_pop_front(&tp->op_free), ofi_op_t, link));
+    tp->nop_free = 0;
+}
+
 static void ofi_ep_free(tp_ofi_ep_t *ep)
 {
     /* data operations never completed (engine close): their bounces and

@@ -133,7 +133,7 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
     ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
     ok &= uccl_cfg_in_range(t, "PULL", cfg->pull, 0, 1);
-    ok &= uccl_cfg_in_range(t, "TAGGED", cfg->tagged, 0, 1);
+    ok &= uccl_cfg_in_range(t, "TAGGED", cfg->tagged, -1, 1);
     ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, UCCL_RNDV_MAX_SLOTS);
     if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
@@ -158,6 +158,7 @@ static void tp_ofi_close(uccl_tp_t *base)
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
     uccl_ofi_fabric_close(tp); /* staging too (uccl_ofi_gpu_close) */
+    uccl_ofi_op_cache_free(tp);
     uccl_idmap_fini(&tp->ep_ids);
     free(tp);
 }
@@ -175,6 +176,7 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     uccl_list_init(&tp->zombies);
     uccl_list_init(&tp->peers);
     uccl_list_init(&tp->bounce_free);
+    uccl_list_init(&tp->op_free);
     tp->host_id = params->host_id;
     tp->timeout_ms = params->timeout_ms;
     tp->ep_id_salt = (uint32_t)uccl_random_u64() | 0x80000000u;
@@ -203,7 +205,8 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     if (tp->cfg.chunk > tp->max_msg)
         tp->cfg.chunk = tp->max_msg;
     tp->pull = tp->cfg.pull != 0;
-    tp->tmsg = tp->cfg.tagged != 0 && !tp->pull;
+    tp->tmsg = !tp->pull && (tp->cfg.tagged == 1 ||
+                             (tp->cfg.tagged < 0 && (tp->quirk->flags & OFI_QUIRK_TAGGED)));
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
               "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
               "%s rendezvous", tp->prov, tp->info->fabric_attr->name,

@@ -100,7 +100,7 @@ int uccl_ofi_tmsg_post(tp_ofi_ep_t *ep, uccl_req_t *req)
     uint64_t tag = ofi_tmsg_tag(recv ? ep->id : ep->peer_id, req->tp_data[UCCL_RNDV_RD_PEER_ID]);
     struct iovec iov[OFI_IOV_MAX];
     void *desc[OFI_IOV_MAX];
-    ofi_op_t *op = calloc(1, sizeof(*op));
+    ofi_op_t *op = uccl_ofi_op_get(tp);
     int n = 1, rc = 0;
 
     if (op == NULL) {
@@ -123,7 +123,7 @@ int uccl_ofi_tmsg_post(tp_ofi_ep_t *ep, uccl_req_t *req)
         rc = (int)fi_tsendv(tp->ep, iov, desc, (size_t)n, ep->peer->addr, tag, &op->ctx);
     if (rc != 0) {
         uccl_ofi_op_free_bounce(op);
-        free(op);
+        uccl_ofi_op_put(tp, op);
         if (rc != -FI_EAGAIN) {
             uccl_error("ofi (%s): fi_t%sv of %zu bytes (tagged rendezvous): %s", tp->prov,
                        recv ? "recv" : "send", len, fi_strerror(-rc));

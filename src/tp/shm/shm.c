@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -426,8 +425,8 @@ static void shm_close_fence(shm_ep_t *ep)
 
     atomic_store(&hdr->closed[me], 1);
     while (atomic_load(&hdr->cma_busy[1 - me])) {
-        if (ep->peer_pid > 0 && kill(ep->peer_pid, 0) != 0 && errno == ESRCH)
-            return; /* gone: it copies nothing any more */
+        if (uccl_pid_gone(ep->peer_pid))
+            return; /* gone or a zombie: it copies nothing any more */
         if (uccl_time_ms() >= deadline) {
             uccl_warn("shm: closing while pid %d is still copying (frozen?) after %d ms",
                       ep->peer_pid, ep->tp->base.params->timeout_ms);
