@@ -20,7 +20,9 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mpirun -np 2 uccl_perf p2p [options]\n"
-            "  --op send|write|read   operation measured (default send)\n"
+            "  --op send|write|read   operation measured (default send); a comma list, e.g.\n"
+            "                         write,read,send, measures each in turn in one job\n"
+            "                         (with --no-ref, host memory, without --json)\n"
             "  --transport LIST       transports the engine may use, e.g. shm or tcp\n"
             "                         (default: $UCCL_TRANSPORTS, else every usable one)\n"
             "  --min SIZE             smallest message (default 4K; K/M/G suffixes)\n"
@@ -84,22 +86,33 @@ int perf_parse_int(const char *text, int min, int max, int *out)
     return 0;
 }
 
-static int parse_op(const char *text, perf_op_t *op)
+/* One name, or a comma list of at most 3 (each its own row block). */
+static int parse_op(const char *text, perf_opts_t *o)
 {
     static const char *const names[] = {"send", "write", "read"};
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(text, names[i]) == 0) {
-            *op = (perf_op_t)i;
-            return 0;
-        }
+
+    o->nops = 0;
+    for (const char *p = text;; p++) {
+        size_t n = strcspn(p, ",");
+        int i = 0;
+
+        while (i < 3 && (strlen(names[i]) != n || strncmp(p, names[i], n) != 0))
+            i++;
+        if (i == 3 || o->nops == 3)
+            return -1;
+        o->ops[o->nops++] = (perf_op_t)i;
+        p += n;
+        if (*p == '\0')
+            break;
     }
-    return -1;
+    o->op = o->ops[0];
+    return 0;
 }
 
 static int parse_one(int opt, const char *arg, perf_opts_t *o)
 {
     switch (opt) {
-    case 'o': return parse_op(arg, &o->op);
+    case 'o': return parse_op(arg, o);
     case 't': o->transport = arg; return 0;
     case 'a': return perf_parse_size(arg, &o->min);
     case 'b': return perf_parse_size(arg, &o->max);
@@ -149,7 +162,7 @@ static const char *long_name(int opt)
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
 {
     char path[sizeof(o->ref_path)];
-    int opt;
+    int opt, has_send = 0;
 
     memcpy(path, o->ref_path, sizeof(path));
     *o = (perf_opts_t){.op = PERF_OP_SEND, .min = PERF_DEFAULT_MIN, .max = PERF_DEFAULT_MAX,
@@ -177,7 +190,18 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
             fprintf(stderr, "uccl_perf: unexpected argument '%s'\n", argv[optind]);
         goto err_usage;
     }
-    if (o->sliding && o->op == PERF_OP_SEND) {
+    if (o->nops > 1 && (!o->no_ref || o->mem != PERF_MEM_HOST || o->json != NULL)) {
+        if (verbose)
+            fprintf(stderr, "uccl_perf: a list of ops is for --no-ref in host memory, without --json\n");
+        goto err_usage;
+    }
+    if (o->nops == 0) { /* no --op: the default */
+        o->ops[0] = o->op;
+        o->nops = 1;
+    }
+    for (int i = 0; i < o->nops; i++)
+        has_send |= o->ops[i] == PERF_OP_SEND;
+    if (o->sliding && has_send) {
         if (verbose)
             fprintf(stderr, "uccl_perf: --sliding is for --op write or read (send keeps its acked windows)\n");
         goto err_usage;

@@ -9,6 +9,8 @@ typedef enum { PERF_MEM_HOST, PERF_MEM_CUDA } perf_mem_t;
 
 typedef struct perf_opts {
     perf_op_t op;
+    perf_op_t ops[3]; /* --op a,b,c: each in turn in one job (uccl_perf.c sets op from it) */
+    int nops;
     perf_mem_t mem;
     int peer_host; /* --peer-mem host: rank 1's buffer in host memory (one-sided) */
     const char *transport; /* NULL = UCCL_TRANSPORTS / all usable */

@@ -67,12 +67,23 @@ grep -q '^# reference: .*path: btl tcp,self, pml ob1' "$tmp/out" ||
 grep -q '"reference_path": "btl tcp,self' "$tmp/tcp-path.json" ||
     { echo "no reference_path in the JSON"; exit 1; }
 n=$((n + 1))
+# --op a,b,c: a block of rows for each op in turn, in one job
+perf2 --transport shm --op write,read,send --min 4K --max 8K --iters 2 --no-ref ||
+    { cat "$tmp/out"; echo "uccl_perf --op write,read,send failed"; exit 1; }
+[ "$(grep -E '^# uccl_perf p2p --op (write|read|send):' "$tmp/out" | cut -d: -f1 | paste -sd' ')" = \
+    "# uccl_perf p2p --op write # uccl_perf p2p --op read # uccl_perf p2p --op send" ] &&
+    [ "$(grep -cE '^ +(4096|8192) +[0-9.]+ ' "$tmp/out")" = 6 ] ||
+    { cat "$tmp/out"; echo "uccl_perf --op write,read,send: want 3 headers in order, 2 rows each"; exit 1; }
+n=$((n + 1))
 # a bad option is named once (rank 0 only), then the usage once
 for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid value '0' for --rounds" \
     "--rounds 16|invalid value '16' for --rounds" "--op foo|invalid value 'foo' for --op" \
     "--bogus|unrecognized option '--bogus'" "extra|unexpected argument 'extra'" \
     "--min 8K --max 4K|--min 8192 is larger than --max 4096" \
-    "--op send --sliding|--sliding is for --op write or read"; do
+    "--op send --sliding|--sliding is for --op write or read" \
+    "--op write,send --no-ref --sliding|--sliding is for --op write or read" \
+    "--op write,bogus --no-ref|invalid value 'write,bogus' for --op" \
+    "--op write,read|a list of ops is for --no-ref"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if perf2 ${bad%%|*}; then
         echo "uccl_perf accepted ${bad%%|*}"; exit 1

@@ -572,13 +572,17 @@ int main(int argc, char **argv)
         rows = calloc(64, sizeof(*rows));
         rc = rows ? 0 : -1;
     }
-    if (rc == 0 && c.rank == 0)
-        perf_print_header(&c.o, c.conn_transport, gpu_text(&c));
-    for (size_t size = c.o.min; rc == 0 && size <= c.o.max && nrows < 64; size *= 2) {
-        rc = run_size(&c, size, &rows[nrows]);
-        if (rc == 0 && c.rank == 0)
-            perf_print_row(&c.o, &rows[nrows]);
-        nrows += rc == 0;
+    for (int k = 0; rc == 0 && k < c.o.nops; k++) { /* --op a,b: a block of rows each */
+        c.o.op = c.o.ops[k];
+        nrows = 0;
+        if (c.rank == 0)
+            perf_print_header(&c.o, c.conn_transport, gpu_text(&c));
+        for (size_t size = c.o.min; rc == 0 && size <= c.o.max && nrows < 64; size *= 2) {
+            rc = run_size(&c, size, &rows[nrows]);
+            if (rc == 0 && c.rank == 0)
+                perf_print_row(&c.o, &rows[nrows]);
+            nrows += rc == 0;
+        }
     }
     if (rc == 0 && c.rank == 0 && c.o.json != NULL)
         rc = perf_write_json(&c.o, c.conn_transport, gpu_text(&c), rows, nrows);

@@ -48,6 +48,28 @@ for t in ip rdma sysctl; do cp -L "$(command -v $t)" "$b/vm/guest-bin/$t.real"; 
 cp -L $(libs_of "$b"/vm/guest-bin/*.real "$prov") \
 	"$prov" "$b/vm/guest-lib/"
 chmod +x "$b/vm/bin/qemu"
+# the references of tests/rxe/bench.sh (perftest, ucx_perftest), for a root
+# without them: UCX's libraries and modules always go with ucx_perftest (it
+# needs its own version's), the others (refs/opt) serve only where the root
+# lacks one (env.sh); libibverbs is the root's, or guest-lib's
+refs=()
+for t in ib_write_bw ib_read_bw ib_send_bw ucx_perftest; do
+	command -v $t >/dev/null && refs+=("$(command -v $t)")
+done
+if [ ${#refs[@]} -gt 0 ]; then
+	mkdir -p "$b"/vm/refs/{bin,lib/ucx,opt}
+	cp -L "${refs[@]}" "$b/vm/refs/bin/"
+	ucxm=$(ls /usr/lib/x86_64-linux-gnu/ucx/libuct_*.so.0 2>/dev/null || true)
+	# shellcheck disable=SC2086 # one path per word
+	[ -n "$ucxm" ] && cp -L $ucxm "$b/vm/refs/lib/ucx/"
+	# shellcheck disable=SC2046,SC2086
+	for l in $(libs_of "${refs[@]}" $ucxm | grep -v '/libibverbs\.so'); do
+		case ${l##*/} in
+		libuc[pstm].so* | libuct_*) cp -L "$l" "$b/vm/refs/lib/" ;;
+		*) cp -L "$l" "$b/vm/refs/opt/" ;;
+		esac
+	done
+fi
 cat >"$b/vm/env.sh" <<'EOF'
 # shellcheck shell=sh
 # sourced: the bundle's QEMU, kernel and initramfs for tests/vm/lib.sh; the
@@ -67,6 +89,20 @@ if [ "${RXE_VM_BUNDLE_VERBS:-0}" = 1 ] || ! ls /usr/lib/x86_64-linux-gnu/libibve
 	export LD_LIBRARY_PATH=$vm_b/guest-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	p=$(ls "$vm_b"/guest-lib/librxe-rdmav*.so)
 	export RDMAV_DRIVERS=${p%-rdmav*.so}
+fi
+# the references (perftest, ucx_perftest) where the root lacks them
+if [ -d "$vm_b/refs/bin" ]; then
+	for l in "$vm_b"/refs/opt/*; do
+		ldconfig -p | grep -q "/${l##*/}\$" || ln -sf "$l" "$vm_b/refs/lib/"
+	done
+	vl=$vm_b/refs/lib
+	ls /usr/lib/x86_64-linux-gnu/libibverbs.so.1 /lib/x86_64-linux-gnu/libibverbs.so.1 >/dev/null 2>&1 ||
+		vl=$vl:$vm_b/guest-lib
+	for t in "$vm_b"/refs/bin/*; do
+		command -v "${t##*/}" >/dev/null && continue
+		printf '#!/bin/sh\nLD_LIBRARY_PATH=%s UCX_MODULE_DIR=%s/ucx exec %s "$@"\n' "$vl" "$vm_b/refs/lib" "$t" \
+			>"/usr/sbin/${t##*/}" && chmod +x "/usr/sbin/${t##*/}" && echo "# ${t##*/}: the bundle's" >&2
+	done
 fi
 EOF
 echo "kernel $kver, $(du -sh "$b/vm" | cut -f1) unpacked" >&2

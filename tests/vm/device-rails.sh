@@ -6,9 +6,10 @@
 # libuccl: configure --disable-shared). The VM gets RXE_VM_CPUS vCPUs
 # (default 8) under multi-threaded TCG (RXE_VM_ACCEL=kvm to try KVM), so that
 # each rail's emulated devices and each rank have host cores of their own;
-# then tests/rxe/bench-rails.sh (rounds interleaved, one boot). Prints the
-# host, the accelerator and the bench's table; logs go to OUTDIR.
-#   BENCH_SIZES, BENCH_OPS, BENCH_ROUNDS, BENCH_BYTES: as bench-rails.sh
+# then tests/rxe/bench-device.sh: bench.sh's uccl / perftest / UCX row
+# (BENCH_REF_SIZES) and bench-rails.sh (rounds interleaved), one boot. Prints
+# the host, the accelerator and the benches' tables; logs go to OUTDIR.
+#   BENCH_*: as bench-device.sh, bench-rails.sh
 #   DEVICE_RAILS_BUDGET: seconds the VM may run (default 300)
 #   DEPS: a directory with uccl_perf's shared libraries, for those this root lacks
 set -u
@@ -50,5 +51,5 @@ fi
 ldd "$builddir/tools/uccl_perf" | grep -E "not found|mpi|verbs" | sed 's/^/# /'
 export RXE_VM_CPUS=${RXE_VM_CPUS:-8} RXE_VM_ACCEL=${RXE_VM_ACCEL:-tcg,thread=multi} RXE_VM_MEM=${RXE_VM_MEM:-4G}
 export RXE_VM_TIMEOUT=${DEVICE_RAILS_BUDGET:-300}
-cd "$builddir" && top_builddir=$builddir bash "$top/tests/rxe/bench-rails.sh"
-echo "# bench-rails exit $? at $(date -u +%T)"
+cd "$builddir" && top_builddir=$builddir bash "$top/tests/rxe/bench-device.sh"
+echo "# bench-device exit $? at $(date -u +%T)"

@@ -128,10 +128,25 @@ static uccl_status_t verbs_build_chunk(const tp_verbs_ep_t *ep, uccl_req_t *req,
     return UCCL_OK;
 }
 
+static bool verbs_req_windowed(const uccl_req_t *req)
+{
+    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
+
+    return x != NULL && x->staged.grants != NULL;
+}
+
+static bool verbs_qp_room(const tp_verbs_ep_t *ep, const tp_verbs_qp_t *q) /* TX_DEPTH, INFLIGHT */
+{
+    return q->outstanding < ep->tp->cfg.tx_depth &&
+           (ep->tp->cfg.inflight == 0 || q->bytes_out < ep->tp->cfg.inflight);
+}
+
 /* UC gives no delivery guarantee (a lost packet drops the message silently,
  * and an immediate that never lands would hang its target), so data closed
- * by immediates (rendezvous, notify) goes on the RC control QP instead.
- * Else the next data QP round robin, of a rail req may use. */
+ * by immediates (rendezvous, notify) goes on the RC control QP instead. Else
+ * the next data QP round robin, of a rail req may use, or when that one is
+ * full the next with room: posting stops at a full QP, and one slow QP or
+ * rail must not hold back the others (a staged window stays on its QP). */
 static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
 {
     uint64_t rails = req->tp_data[VERBS_RD_RAILS] & ~(uint64_t)ep->dead_rails;
@@ -144,6 +159,15 @@ static tp_verbs_qp_t *verbs_pick_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
         return &ep->ctrl;
     for (int k = 0; k < ep->nq && !(rails >> ep->data[ep->next_qp].rail & 1); k++)
         ep->next_qp = (ep->next_qp + 1) % ep->nq;
+    if (!verbs_qp_room(ep, &ep->data[ep->next_qp]) && !verbs_req_windowed(req))
+        for (int k = 1; k < ep->nq; k++) {
+            int i = (ep->next_qp + k) % ep->nq;
+
+            if ((rails >> ep->data[i].rail & 1) && verbs_qp_room(ep, &ep->data[i])) {
+                ep->next_qp = i;
+                break;
+            }
+        }
     return &ep->data[ep->next_qp];
 }
 
@@ -211,13 +235,6 @@ static tp_verbs_qp_t *verbs_next_qp(tp_verbs_ep_t *ep, const uccl_req_t *req)
         return verbs_pick_qp(ep, req);
     bit = __builtin_ctz(owed);
     return bit == VERBS_IMM_CTRL_BIT ? &ep->ctrl : &ep->data[bit];
-}
-
-static bool verbs_req_windowed(const uccl_req_t *req)
-{
-    const tp_verbs_xfer_t *x = tp_verbs_xfer(req);
-
-    return x != NULL && x->staged.grants != NULL;
 }
 
 /* Build req's next work request for q into the batch: a data chunk (the last
@@ -316,8 +333,7 @@ static void verbs_post_pending(tp_verbs_ep_t *ep)
              * RC QP resend everything posted after it (go-back-N), so what
              * one loss costs stays small (Soft-RoCE under load lost one
              * packet in 260,000 and resent 64 MiB, a quarter of the run) */
-            if (q->outstanding >= ep->tp->cfg.tx_depth ||
-                (data && ep->tp->cfg.inflight > 0 && q->bytes_out >= ep->tp->cfg.inflight))
+            if (q->outstanding >= ep->tp->cfg.tx_depth || (data && !verbs_qp_room(ep, q)))
                 goto flush;
             if (b.n == VERBS_BATCH && verbs_batch_flush(ep, &b) != UCCL_OK)
                 return;

@@ -1,0 +1,32 @@
+#!/bin/bash
+# bench-device.sh: in one boot of the Soft-RoCE VM (tests/vm/device-rails.sh
+# on the device machine), first one rail against two
+# (tests/rxe/bench-rails.sh), then uccl against perftest and UCX with the
+# same window (tests/rxe/bench.sh, BENCH_SLIDING=1, write, sizes
+# BENCH_REF_SIZES, default 65536; BENCH_REF_SIZES=none skips it), then
+# bench-rails.sh's A/B when BENCH_AB is set. Their settings pass through;
+# BENCH_REF_ROUNDS (3) and BENCH_REF_MIB (16) are bench.sh's rounds and MiB
+# per run. Run from the build directory; exits 77 where the VM cannot boot.
+here=$(cd "$(dirname "$0")" && pwd)
+top_srcdir=$(cd "$here/../.." && pwd)
+builddir=$(cd "${top_builddir:-.}" && pwd)
+. "$here/reexec.sh"
+rxe_reexec "$here/bench-device.sh" 1500
+[ -z "${RXE_SKIP:-}" ] || { echo "bench: $RXE_SKIP"; exit 77; }
+cd "$builddir" || exit 1
+refs() {
+	echo "# $(date -u +%T) bench.sh, write, BENCH_SLIDING=1; perftest: $(command -v ib_write_bw || echo none)," \
+		"ucx_perftest: $(command -v ucx_perftest || echo none)"
+	env BENCH_SLIDING=1 BENCH_OPS=write BENCH_SIZES="${BENCH_REF_SIZES:-65536}" BENCH_ROUNDS="${BENCH_REF_ROUNDS:-3}" \
+		BENCH_MIB="${BENCH_REF_MIB:-16}" bash "$here/bench.sh"
+	echo "# $(date -u +%T) bench.sh exit $?"
+}
+env -u BENCH_AB bash "$here/bench-rails.sh"
+rc=$?
+echo "# $(date -u +%T) bench-rails.sh exit $rc"
+[ "${BENCH_REF_SIZES:-}" = none ] || refs
+if [ -n "${BENCH_AB:-}" ]; then
+	BENCH_AB_ONLY=1 bash "$here/bench-rails.sh"
+	echo "# $(date -u +%T) bench-rails.sh (A/B) exit $?"
+fi
+exit $rc
