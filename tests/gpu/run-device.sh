@@ -187,7 +187,7 @@ multi_step() {
             timeout 150 $M -np $np $tx -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
                 tests/mpi/t_coll_gpu >"$OUT/m_t_coll_gpu_${m}_np$np.log" 2>&1
             echo "t_coll_gpu $m np $np exit code: $? ($(grep -c '^ok' "$OUT/m_t_coll_gpu_${m}_np$np.log") ok," \
-                "$(grep -c '^FAIL' "$OUT/m_t_coll_gpu_${m}_np$np.log") FAIL lines)"
+                "$(grep -c '^FAIL' "$OUT/m_t_coll_gpu_${m}_np$np.log") FAIL, $(grep -c '^SKIP' "$OUT/m_t_coll_gpu_${m}_np$np.log") SKIP lines)"
             grep -E "^FAIL|SKIP|^# GPUs|error" "$OUT/m_t_coll_gpu_${m}_np$np.log" | sort | uniq -c | head -12
         done
     done
@@ -319,7 +319,7 @@ if [ -z "$ONLY" ] || [ "$ONLY" = coll ]; then
         timeout 150 $MPIRUN -x T_COLL_MEM=$m -x UCCL_TRANSPORTS=shm,gpu_ipc -x UCCL_TIMEOUT_MS=30000 \
             tests/mpi/t_coll_gpu >"$OUT/t_coll_gpu_$m.log" 2>&1
         echo "t_coll_gpu $m exit code: $? ($(grep -c '^ok' "$OUT/t_coll_gpu_$m.log") ok lines," \
-            "$(grep -c '^FAIL' "$OUT/t_coll_gpu_$m.log") FAIL lines)"
+            "$(grep -c '^FAIL' "$OUT/t_coll_gpu_$m.log") FAIL, $(grep -c '^SKIP' "$OUT/t_coll_gpu_$m.log") SKIP lines)"
         grep -E "^FAIL|SKIP|stream form|error" "$OUT/t_coll_gpu_$m.log" | sort | uniq -c | head -20
     done
     step "uccl_perf coll --mem cuda (2 processes on GPU 0; reference: each rank's D2D copy of the bytes it receives)"

@@ -265,8 +265,7 @@ static void mismatch_case(mt_ctx_t *c, uccl_coll_op_t op, uccl_coll_algo_t algo,
 void ct_mismatch(mt_ctx_t *c)
 {
     if (c->size < 2) {
-        if (c->rank == 0)
-            printf("# count mismatches: SKIP (one rank)\n");
+        mt_skip(c, "count mismatches (one rank)");
         return;
     }
     mismatch_case(c, UCCL_COLL_ALLTOALLV, UCCL_COLL_ALGO_DIRECT, 24, 16, UCCL_ERR_TRUNCATED,
@@ -320,16 +319,15 @@ void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo)
     uccl_status_t st;
 
     if (c->size < 2) {
-        if (c->rank == 0)
-            printf("# %s, a rank gone: SKIP (one rank)\n", uccl_coll_algo_name(algo));
+        mt_skip(c, "%s, a rank gone (one rank)", uccl_coll_algo_name(algo));
         return;
     }
     mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
     if (algo == UCCL_COLL_ALGO_MAPPED) {
         usable = comm != NULL && ct_mapped_usable(c, comm);
         MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-        if (!usable && c->rank == 0)
-            printf("# mapped, a rank gone: SKIP (the ranks cannot map each other's memory)\n");
+        if (!usable)
+            mt_skip(c, "mapped, a rank gone (the ranks cannot map each other's memory)");
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (usable && c->rank == c->size - 1) {

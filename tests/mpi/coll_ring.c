@@ -78,9 +78,7 @@ out:
 void ct_mapped_ring(mt_ctx_t *c)
 {
     if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
-        if (c->rank == 0)
-            printf("# mapped ring: SKIP (%s)\n", c->size < 2 ? "one rank" :
-                   "the ranks cannot map each other's memory");
+        mt_skip(c, "mapped ring (%s)", c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
         return;
     }
     double t0 = MPI_Wtime();
@@ -118,16 +116,14 @@ void ct_mapped_ring_dead(mt_ctx_t *c)
     uccl_status_t st = UCCL_OK;
 
     if (c->size < 2) {
-        if (c->rank == 0)
-            printf("# mapped ring, a reader gone: SKIP (one rank)\n");
+        mt_skip(c, "mapped ring, a reader gone (one rank)");
         return;
     }
     mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
     usable = comm != NULL && ct_mapped_usable(c, comm);
     MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!usable) {
-        if (c->rank == 0)
-            printf("# mapped ring, a reader gone: SKIP (the ranks cannot map each other)\n");
+        mt_skip(c, "mapped ring, a reader gone (the ranks cannot map each other)");
         goto out;
     }
     MPI_Barrier(MPI_COMM_WORLD);

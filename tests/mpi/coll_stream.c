@@ -206,8 +206,7 @@ void ct_stream_cache(mt_ctx_t *c)
     void *ds = NULL, *dr[2] = {NULL, NULL}, *s = ct_stream();
 
     if (n < 2 || !direct_expected(c)) {
-        if (me == 0)
-            printf("# stream plan cache: SKIP (%s)\n", n < 2 ? "one rank" : "not every peer on the direct path");
+        mt_skip(c, "stream plan cache (%s)", n < 2 ? "one rank" : "not every peer on the direct path");
         return;
     }
     if (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, SC_LEN, &ds) != UCCL_OK ||
@@ -270,10 +269,9 @@ void ct_stream_stats(mt_ctx_t *c)
                            .algo = UCCL_COLL_ALGO_DIRECT, .sendbuf = hs, .count = SS_LEN};
 
     if (n < 2 || !direct_expected(c) || (sc != NULL && strcmp(sc, "0") == 0)) {
-        if (me == 0)
-            printf("# stream agreement counters: SKIP (%s)\n",
-                   n < 2 ? "one rank" : sc != NULL && strcmp(sc, "0") == 0 ? "UCCL_COLL_STREAM_CACHE=0"
-                                                                          : "not every peer on the direct path");
+        mt_skip(c, "stream agreement counters (%s)",
+                n < 2 ? "one rank" : sc != NULL && strcmp(sc, "0") == 0 ? "UCCL_COLL_STREAM_CACHE=0"
+                                                                       : "not every peer on the direct path");
         goto out;
     }
     if (hs == NULL || hr[0] == NULL || hr[1] == NULL ||
@@ -343,7 +341,7 @@ static double ms_since(const struct timespec *t0)
 
 /* Every rank on the direct path and the fake backend (which alone can
  * hold a stream as a dead process's, or inject a fault); else one line
- * "# NAME: SKIP (why)" and false. */
+ * the case skipped (mt_skip: "SKIP: NAME (why)") and false. */
 static bool fake_direct(mt_ctx_t *c, const char *name)
 {
     int n = c->size, direct = n > 1 && direct_expected(c), all = 0;
@@ -352,10 +350,9 @@ static bool fake_direct(mt_ctx_t *c, const char *name)
     MPI_Allreduce(&direct, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     if (all && strcmp(uccl_gpu_backend(), "fake") == 0)
         return true;
-    if (c->rank == 0)
-        printf("# %s: SKIP (%s)\n", name, n < 2 ? "one rank"
-               : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
-                      : "fake GPU backend only");
+    mt_skip(c, "%s (%s)", name, n < 2 ? "one rank"
+            : !all ? "not every peer on the direct path (UCCL_COLL_STREAM=hold, or other hosts)"
+                   : "fake GPU backend only");
     return false;
 }
 

@@ -249,17 +249,33 @@ void mt_check_comm(mt_ctx_t *c, uccl_comm_t *comm)
     free(ids);
 }
 
+void mt_skip(mt_ctx_t *c, const char *fmt, ...)
+{
+    va_list ap;
+
+    c->skipped = 1;
+    if (c->rank != 0)
+        return;
+    printf("SKIP: ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf(" [%s, np %d]\n", c->transport, c->size);
+    fflush(stdout);
+}
+
 int mt_report(mt_ctx_t *c, const char *name)
 {
-    int any = 0;
+    int mine[2] = {c->failed, c->skipped}, any[2] = {0, 0};
 
-    MPI_Allreduce(&c->failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (c->rank == 0) {
-        printf("%s %s [%s, np %d]\n", any ? "FAIL" : "ok", name, c->transport, c->size);
+    MPI_Allreduce(mine, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (c->rank == 0 && (any[0] || !any[1])) {
+        printf("%s %s [%s, np %d]\n", any[0] ? "FAIL" : "ok", name, c->transport, c->size);
         fflush(stdout);
     }
     c->failed = 0;
-    return any;
+    c->skipped = 0;
+    return any[0];
 }
 
 /* ------------------------------------------------------------------ setup */

@@ -22,6 +22,7 @@ typedef struct mt_ctx {
     uccl_rdesc_t *peer_dst; /* [peer]: the peer's dst region kept for me (I write there) */
     uccl_rdesc_t *peer_src; /* [peer]: the peer's src region kept for me (I read there) */
     int failed;             /* this rank failed the current case */
+    int skipped;            /* the current case was skipped (mt_skip) */
 } mt_ctx_t;
 
 /* Where a message of len bytes lies in a buffer: parts pieces, piece i
@@ -64,8 +65,13 @@ void mt_uccl_barrier(mt_ctx_t *c);
  * leads to rank q: its peer id is q's engine id, and a message sent on it
  * by q carries q's rank. Collective. */
 void mt_check_comm(mt_ctx_t *c, uccl_comm_t *comm);
-/* Agree on the case and print "ok NAME" / "FAIL NAME" on rank 0;
- * returns 1 if any rank failed. Resets c->failed. */
+/* The current case is skipped, for the reason fmt gives: rank 0 prints a
+ * "SKIP: " line (tests/driver.sh counts it as a skip) and mt_report prints
+ * no "ok" for the case. Every rank calls it (the decision is collective). */
+void mt_skip(mt_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Agree on the case and print "ok NAME" / "FAIL NAME" on rank 0 (nothing
+ * for a case skipped without a failure); returns 1 if any rank failed.
+ * Resets c->failed and c->skipped. */
 int mt_report(mt_ctx_t *c, const char *name);
 
 /* 1 when UCCL_LAZY_CONNECT=1: comms connect each pair on first use. */

@@ -285,9 +285,9 @@ static int matrix_op(mt_ctx_t *c, uccl_coll_op_t op, uint32_t *seed)
         if (!algo_implements(op, (uccl_coll_algo_t)algo))
             continue;
         if (algo == UCCL_COLL_ALGO_MAPPED && !ct_mapped_usable(c, c->comm)) {
-            if (c->rank == 0)
-                printf("# %s mapped: SKIP (the ranks cannot map each other's memory: "
-                       "not shm on one host)\n", uccl_coll_op_name(op));
+            mt_skip(c, "%s mapped (the ranks cannot map each other's memory: not shm on one host)",
+                    uccl_coll_op_name(op));
+            fails += mt_report(c, "mapped");
             continue;
         }
         for (size_t s = 0; s < sizeof(counts) / sizeof(counts[0]); s++)
