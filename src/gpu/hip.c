@@ -19,6 +19,7 @@
 #define RT_CHECK_EVENT_CREATE(e, timing) \
     RT_CHECK_RAW(hipEventCreateWithFlags(&e, timing ? hipEventDefault : hipEventDisableTiming))
 #include "gpu/rt_common.h"
+#include "gpu/sm_copy_none.h" /* no copy kernel: gpu_ipc uses the copy engines */
 
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
 {
@@ -174,19 +175,3 @@ uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *s
     return rt_memcpy_each(dst, src, len, n, stream);
 }
 
-/* No copy kernel on this backend (gpu.h): gpu_ipc copies with the copy
- * engines only. */
-uccl_status_t uccl_gpu_sm_copy_load(int device)
-{
-    (void)device;
-    return UCCL_ERR_UNSUPPORTED;
-}
-
-uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     int unroll, uccl_gpu_stream_t stream)
-{
-    (void)device;
-    (void)len;
-    (void)stream;
-    return uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
-}

@@ -3,6 +3,7 @@
 #include <stdint.h>
 
 #include "gpu/gpu.h"
+#include "gpu/sm_copy_none.h" /* no copy kernel: gpu_ipc uses the copy engines */
 
 const char *uccl_gpu_backend(void)
 {
@@ -84,19 +85,3 @@ uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_me
 void uccl_gpu_flags_poll(void) {}
 uccl_status_t uccl_gpu_fault_inject(uccl_gpu_stream_t stream) NO_DEVICE(stream)
 
-/* No copy kernel on this backend (gpu.h): gpu_ipc copies with the copy
- * engines only. */
-uccl_status_t uccl_gpu_sm_copy_load(int device)
-{
-    (void)device;
-    return UCCL_ERR_UNSUPPORTED;
-}
-
-uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     int unroll, uccl_gpu_stream_t stream)
-{
-    (void)device;
-    (void)len;
-    (void)stream;
-    return uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
-}
