@@ -48,6 +48,15 @@ static inline uccl_list_t *uccl_list_pop_front(uccl_list_t *head)
     return e;
 }
 
+static inline size_t uccl_list_length(const uccl_list_t *head)
+{
+    size_t n = 0;
+
+    for (const uccl_list_t *e = head->next; e != head; e = e->next)
+        n++;
+    return n;
+}
+
 #define uccl_list_first(head, type, member) uccl_container_of((head)->next, type, member)
 
 #define uccl_list_for_each(pos, head) for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)

@@ -24,12 +24,7 @@
 /* Connection objects of an engine in use (allocated and not on the free list). */
 static size_t conns_in_use(uccl_engine_t *e)
 {
-    size_t free_n = 0;
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &e->conn_pool.free_list)
-        free_n++;
-    return e->conn_pool.allocated - free_n;
+    return e->conn_pool.allocated - uccl_list_length(&e->conn_pool.free_list);
 }
 
 static uccl_status_t ping(unit_pair_t *p)

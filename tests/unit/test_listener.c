@@ -59,12 +59,7 @@ static int full_io(int fd, void *buf, size_t len, bool writing)
 
 static int pending_setups(uccl_engine_t *e)
 {
-    int n = 0;
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &e->handshakes)
-        n++;
-    return n;
+    return (int)uccl_list_length(&e->handshakes);
 }
 
 /* One 8-byte message each way on conn. */

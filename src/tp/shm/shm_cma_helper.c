@@ -180,12 +180,7 @@ void uccl_shm_cma_helper_destroy(shm_tp_t *tp)
 
 static long shm_peers(shm_tp_t *tp)
 {
-    long peers = 0;
-    uccl_list_t *pos;
-
-    uccl_list_for_each(pos, &tp->eps)
-        peers++;
-    return peers;
+    return (long)uccl_list_length(&tp->eps);
 }
 
 /* First split: start the thread; false when it cannot run beside progress
