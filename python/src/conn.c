@@ -26,6 +26,9 @@ static PyObject *conn_close(upy_conn_t *self, PyObject *unused)
     uccl_conn_t *conn = self->conn;
     uccl_status_t st;
     (void)unused;
+    if (conn && self->engine->posting)
+        return upy_raise(UCCL_ERR_BUSY, "Conn.close (another thread is posting a list of "
+                                        "operations on its engine)");
     self->conn = NULL;
     if (!conn || !self->engine->engine || self->comm) /* a Comm's: it closes it */
         Py_RETURN_NONE;
@@ -182,7 +185,8 @@ static PyObject *conn_get(upy_conn_t *self, void *closure)
     return PyLong_FromLong((long)a.state);
 }
 
-extern PyMethodDef upy_conn_rma_methods[]; /* conn_rma.c */
+extern PyMethodDef upy_conn_rma_methods[];  /* conn_rma.c */
+extern PyMethodDef upy_conn_many_methods[]; /* conn_many.c */
 
 #define KW (METH_VARARGS | METH_KEYWORDS)
 #define FAST (METH_FASTCALL | METH_KEYWORDS)
@@ -238,21 +242,24 @@ PyTypeObject upy_conn_type = {
     .tp_getset = conn_getset,
 };
 
-/* The type's method table is conn_methods followed by conn_rma.c's; joined
- * once at module init. */
+/* The type's method table is conn_methods followed by conn_rma.c's and
+ * conn_many.c's; joined once at module init. */
 int upy_conn_type_init(void)
 {
-    size_t a = sizeof(conn_methods) / sizeof(conn_methods[0]) - 1, b = 0;
+    size_t a = sizeof(conn_methods) / sizeof(conn_methods[0]) - 1, b = 0, c = 0;
     PyMethodDef *all;
     if (upy_conn_type.tp_methods != conn_methods)
         return 0; /* joined already */
     while (upy_conn_rma_methods[b].ml_name)
         b++;
-    all = PyMem_Calloc(a + b + 1, sizeof(*all));
+    while (upy_conn_many_methods[c].ml_name)
+        c++;
+    all = PyMem_Calloc(a + b + c + 1, sizeof(*all));
     if (!all)
         return -1;
     memcpy(all, conn_methods, a * sizeof(*all));
     memcpy(all + a, upy_conn_rma_methods, b * sizeof(*all));
+    memcpy(all + a + b, upy_conn_many_methods, c * sizeof(*all));
     upy_conn_type.tp_methods = all;
     return 0;
 }

@@ -380,6 +380,9 @@ static PyObject *mr_release(upy_mr_t *self, PyObject *unused)
     uccl_status_t st;
     (void)unused;
     if (self->mr && self->engine->engine) {
+        if (self->engine->posting)
+            return upy_raise(UCCL_ERR_BUSY, "MemoryRegion.release (another thread is posting "
+                                            "a list of operations on its engine)");
         upy_engine_reap(self->engine);
         st = uccl_mr_dereg(self->mr);
         if (st != UCCL_OK)

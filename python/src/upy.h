@@ -20,6 +20,8 @@ typedef struct {
     uccl_engine_t *engine; /* NULL once closed */
     PyObject *address;     /* bytes, cached */
     int busy;              /* calls running without the GIL */
+    int posting;           /* Conn.*_many posting without the GIL: regions and
+                            * connections cannot be released or closed */
     int n_comms;           /* open Comms on this engine: it cannot close before them */
     upy_orphan_t *orphans;
     size_t n_orphans, cap_orphans;
@@ -158,7 +160,7 @@ int upy_comm_type_init(void);      /* joins comm.c and coll.c methods */
 
 /* conn.c; comm: the owner of conn (NULL: the Conn owns it) */
 PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn, upy_comm_t *comm);
-int upy_conn_type_init(void); /* joins conn.c and conn_rma.c methods */
+int upy_conn_type_init(void); /* joins conn.c, conn_rma.c and conn_many.c methods */
 
 /* prof.c: the time breakdown of a collective's object path (off unless
  * uccl._uccl._profile(True)); UPY_T0() is 0 while off, and adding a 0
