@@ -13,12 +13,13 @@ for run in "2 shm" "2 tcp" "3 shm test_coll.py test_coll_stream.py" "3 tcp test_
     rc=$?
     [ $rc = 0 ] || exit $rc
 done
-# python -m uccl.bench's in-process comparison (the C loop, the Python loop
-# the mixed one and the split one), tiny, send only (the C loop's three ops are test_p2p's):
-# its worker compares the destination's bytes
+# python -m uccl.bench's in-process comparison (the C loop, the Python loops
+# (a send_many per window and one send per transfer), the mixed one and the
+# split one), tiny, send only (the C loop's three ops are test_p2p's): its
+# worker compares the destination's bytes
 out=$(mktemp)
 "$here/run-python.sh" 2 shm numpy,mpi4py -m uccl.bench --worker --inproc --mixed --split --op send \
-    --transport shm --min 4K --max 64K --iters 2 --rounds 2 --json "$out"
+    --transport shm --min 4K --max 64K --iters 2 --rounds 2 --post both --json "$out"
 rc=$?
 rm -f "$out"
 [ $rc = 0 ] || { echo "FAIL: python -m uccl.bench --op send (in process)"; exit $rc; }

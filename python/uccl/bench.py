@@ -35,6 +35,12 @@ each and the spread (min-max) of the per-round ratio. Separate processes
 placement and page layout by more than 2% from run to run. --mixed adds a
 third loop with Python on rank 0 and C on rank 1: for send, which rank's
 per-call cost sets the pace.
+
+Python's window (session 13): by default one Conn.send_many / recv_many /
+write_many / read_many call posts the window's transfers (--post many), as
+uccl_perf posts them in one C loop; --post one keeps the loop of one call
+per transfer (sessions 9-12), --post both runs the two Python loops and C's
+alternating (the table's Py and Py1 columns).
 """
 import argparse
 import json
@@ -115,6 +121,17 @@ def poster(a, conn, mr, desc, size, rank):
     return (conn.write if a.op == "write" else conn.read), (mr, desc, 0, size)
 
 
+def poster_many(a, conn, mr, desc, size, rank):
+    """The batch form (--post many): the Conn method that posts a list, and
+    the window's list (one entry, the one-by-one call's arguments, repeated:
+    the binding reads it once)."""
+    if a.op == "send":
+        post = conn.send_many if rank == 0 else conn.recv_many
+        return post, [(mr, 0, size, TAG_DATA)] * a.window
+    post = conn.write_many if a.op == "write" else conn.read_many
+    return post, [(mr, desc, 0, size)] * a.window
+
+
 def window(op, args, n, wait_all, conn, ctl, ack_first, ack_after):
     reqs = [conn.recv(ctl, 0, 0, TAG_ACK)] if ack_first else []
     for _ in range(n):
@@ -124,6 +141,35 @@ def window(op, args, n, wait_all, conn, ctl, ack_first, ack_after):
     # (session 11): after it they sat between the ack and the receiver's
     # next receives, while the sender's next messages were already coming
     reqs.clear()
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
+
+
+def window_many(post, ops, wait_all, conn, ctl, ack_first, ack_after):
+    """window() with the window's transfers posted by one call (Conn.*_many)."""
+    ack = conn.recv(ctl, 0, 0, TAG_ACK) if ack_first else None
+    reqs = post(ops)
+    if ack is not None:
+        reqs.append(ack)
+    wait_all(reqs)
+    reqs = ack = None  # freed before the ack, as window() and the C loop do
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
+
+
+def window_many_split(post, ops, wait_all, conn, ctl, ack_first, ack_after, acc):
+    """window_many() timed in two parts (--split)."""
+    t0 = time.perf_counter()
+    ack = conn.recv(ctl, 0, 0, TAG_ACK) if ack_first else None
+    reqs = post(ops)
+    if ack is not None:
+        reqs.append(ack)
+    t1 = time.perf_counter()
+    wait_all(reqs)
+    reqs = ack = None
+    t2 = time.perf_counter()
+    acc[0] += t1 - t0
+    acc[1] += t2 - t1
     if ack_after:
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
@@ -145,17 +191,25 @@ def window_split(op, args, n, wait_all, conn, ctl, ack_first, ack_after, acc):
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
 
-def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None):
+def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, many=None):
+    """Python's loop: windows posted one call per transfer, or with many
+    (default: --post many) one Conn.*_many call per window."""
     from uccl import wait_all
     rank = comm.rank
-    op, args = poster(a, conn, mr, desc, size, rank)
+    many = a.post != "one" if many is None else many
+    op, args = (poster_many if many else poster)(a, conn, mr, desc, size, rank)
     send = a.op == "send"
     world.Barrier()
     t0 = time.perf_counter()
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    if acc is not None:
+    if many:
+        fn = window_many if acc is None else window_many_split
+        extra = () if acc is None else (acc,)
+        for _ in range(iters):
+            fn(op, args, wait_all, conn, ctl, send and rank == 0, rank == 1, *extra)
+    elif acc is not None:
         for _ in range(iters):
             window_split(op, args, a.window, wait_all, conn, ctl, send and rank == 0,
                          rank == 1, acc)
@@ -171,76 +225,6 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None):
 COLL_OPS = ("allgather", "alltoall", "bcast")
 
 
-def coll_iters(a, n, count):  # as uccl_perf coll's auto_iters
-    if a.iters:
-        return a.iters
-    recv = count if a.op == "bcast" else n * count
-    return max(5, min(1000, (64 << 20) // (recv + 4096)))
-
-
-def coll_worker(a):
-    from mpi4py import MPI
-    import uccl
-    world = MPI.COMM_WORLD
-    comm = uccl.Comm.from_mpi(world, transports=a.transport, gpu=0 if a.mem == "cuda" else -1)
-    n, rows = comm.size, []
-    # once, at the largest size, as uccl_perf coll: every size uses their start
-    sbuf = new_buffer(a, a.max * (n if a.op == "alltoall" else 1), comm.rank)
-    rbuf = new_buffer(a, a.max * n, 0)
-    for count in sizes_of(a.min, a.max):
-        send = sbuf[:count if a.op != "alltoall" else n * count]
-        recv = rbuf[:n * count]
-        regions = []
-        if a.mem == "cuda" and not a.objects:
-            regions = [comm.engine.register(send), comm.engine.register(recv)]
-            send, recv_arg = regions
-        else:
-            recv_arg = recv
-        if a.stream:  # stream order on the current stream: no producer query
-            import torch
-            st = torch.cuda.current_stream()
-            post = {"allgather": comm.allgather, "alltoall": comm.alltoall}.get(a.op)
-            if post is None:
-                raise SystemExit("uccl.bench: --stream: allgather or alltoall")
-            sync = st.synchronize
-
-            def call():  # as uccl_perf coll --stream: each call's stream synchronized
-                post(send, recv_arg, stream=st).wait()
-                sync()
-        elif a.op == "allgather":
-            call = lambda: comm.allgather(send, recv_arg)  # noqa: E731
-        elif a.op == "alltoall":
-            call = lambda: comm.alltoall(send, recv_arg)  # noqa: E731
-        else:
-            call = lambda: comm.bcast(send, 0)  # noqa: E731
-        iters = coll_iters(a, n, count)
-        for _ in range(a.warmup):
-            call()
-        world.Barrier()
-        if a.profile:
-            uccl._uccl._profile(True, reset=True)
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            call()
-        t = world.allreduce((time.perf_counter() - t0) / iters, op=MPI.MAX)
-        prof = uccl._uccl._profile(False, reset=True) if a.profile else {}
-        for q in range(n if a.op != "bcast" else 0):
-            if not all_equal(recv[q * count:(q + 1) * count], q):
-                raise SystemExit("uccl.bench: %s data check failed" % a.op)
-        for r in regions:
-            r.release()
-        if regions:
-            comm.flush()  # their registrations go with them
-        rows.append({"size": count, "us": t * 1e6, "gbps": count / t / 1e9,
-                     "profile": {k: v[1] / iters * 1e6 for k, v in prof.items()}})
-    if comm.rank == 0:
-        with open(a.json, "w") as f:
-            json.dump({"transport": comm.conn(1).transport if n > 1 else "none",
-                       "rows": rows}, f)
-    world.Barrier()
-    comm.close()
-
-
 def c_phase(a, world, conn, mr, ctl, desc, size, iters, rank):
     """The same as phase(), in C (uccl._uccl._p2p_loop)."""
     import uccl
@@ -251,6 +235,7 @@ def c_phase(a, world, conn, mr, ctl, desc, size, iters, rank):
 
 def worker(a):
     if a.op in COLL_OPS:
+        from uccl.bench_coll import coll_worker
         return coll_worker(a)
     import numpy as np
     from mpi4py import MPI
@@ -272,13 +257,17 @@ def worker(a):
         ops = iters * a.window
         if a.inproc:  # C and Python alternating, each first in turn
             py = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n)  # noqa: E731
+            py1 = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n,  # noqa: E731
+                                  many=False)  # --post both: the one-by-one loop too
             c = lambda n: c_phase(a, world, conn, mr, ctl, desc, size, n,  # noqa: E731
                                   comm.rank)
             mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
             c(a.warmup)
             py(a.warmup)
-            ts = {"c": [], "py": [], "mixed": [], "split": [], "c_post": [], "c_wait": [],
-                  "split_post": [], "split_wait": []}
+            if a.post == "both":
+                py1(a.warmup)
+            ts = {"c": [], "py": [], "py1": [], "mixed": [], "split": [], "c_post": [],
+                  "c_wait": [], "split_post": [], "split_wait": []}
 
             def split(n):  # --split: the Python loop timed in parts
                 acc = [0.0, 0.0]
@@ -287,7 +276,8 @@ def worker(a):
                 ts["split_wait"].append(acc[1] / ops * 1e6)
                 return t
             for k in range(a.rounds):
-                order = [("c", c), ("py", py)] + ([("mixed", mixed)] if a.mixed else []) + (
+                order = [("c", c), ("py", py)] + ([("py1", py1)] if a.post == "both" else []) + (
+                    [("mixed", mixed)] if a.mixed else []) + (
                     [("split", split)] if a.split else [])
                 for name, fn in order if k % 2 == 0 else order[::-1]:
                     ts[name].append(fn(iters) / ops * 1e6)
@@ -296,7 +286,7 @@ def worker(a):
                         ts["c_post"].append(post_s / ops * 1e6)
                         ts["c_wait"].append(wait_s / ops * 1e6)
             rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
-                         "mixed_us": ts["mixed"]})
+                         "py1_us": ts["py1"], "mixed_us": ts["mixed"]})
             if a.split:
                 rows[-1].update({k: ts[k] for k in ("split", "c_post", "c_wait", "split_post",
                                                     "split_wait")})
@@ -353,7 +343,7 @@ def run_py(a, out):
     cmd = mpirun_cmd(a) + [sys.executable, "-m", "uccl.bench", "--worker", "--op", a.op,
                            "--min", str(a.min), "--max", str(a.max), "--window", str(a.window),
                            "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out,
-                           "--mem", a.mem, "--rounds", str(a.rounds)]
+                           "--mem", a.mem, "--rounds", str(a.rounds), "--post", a.post]
     if a.inproc:
         cmd.append("--inproc")
     if a.mixed:
@@ -420,14 +410,19 @@ def driver_inproc(a):
     each process (worker --inproc)."""
     with tempfile.TemporaryDirectory() as tmp:
         tp, raw = run_py(a, os.path.join(tmp, "py.json"))
+    both = a.post == "both"
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
-          "uccl._uccl._p2p_loop; Python: the uccl binding); medians, Py/C spread min-max "
-          "of the per-round ratios" % (a.op, tp, a.window, "host memory" if a.mem == "host"
-                                       else "torch CUDA tensors", a.rounds))
+          "uccl._uccl._p2p_loop; Python: the uccl binding, %s); medians, Py/C spread "
+          "min-max of the per-round ratios" % (
+              a.op, tp, a.window, "host memory" if a.mem == "host" else "torch CUDA tensors",
+              a.rounds, "one call per transfer" if a.post == "one" else
+              "one Conn.%s_many call per window" % a.op + (
+                  "; Py1: one call per transfer" if both else "")))
     print("%10s %10s %10s %12s %9s %9s %7s %15s" % ("size", "C us/op", "Py us/op", "overhead us",
                                                    "C GB/s", "Py GB/s", "Py/C", "Py/C spread"),
-          "%10s %8s" % ("mixed us", "mixed/C") if a.mixed else "")
+          ("%10s %12s %7s" % ("Py1 us/op", "Py1 over us", "Py1/C") if both else "") +
+          ("%10s %8s" % ("mixed us", "mixed/C") if a.mixed else ""))
     rows = []
     for r in raw:
         s, cs, ps = r["size"], r["c_us"], r["py_us"]
@@ -440,6 +435,13 @@ def driver_inproc(a):
                      "ratio_max": hi, "c_us_rounds": cs, "py_us_rounds": ps})
         print("%10d %10.3f %10.3f %12.3f %9.3f %9.3f %7.3f %7.3f-%-7.3f" % (
             s, c, p, p - c, s / c / 1e3, s / p / 1e3, c / p, lo, hi), end="")
+        if r.get("py1_us"):
+            q = statistics.median(r["py1_us"])
+            r1 = [x / y for x, y in zip(cs, r["py1_us"])]
+            rows[-1].update({"py1_us": q, "py1_overhead_us": q - c, "py1_ratio": c / q,
+                             "py1_ratio_min": min(r1), "py1_ratio_max": max(r1),
+                             "py1_us_rounds": r["py1_us"]})
+            print(" %10.3f %12.3f %7.3f" % (q, q - c, c / q), end="")
         if r.get("mixed_us"):
             m = statistics.median(r["mixed_us"])
             rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
@@ -450,7 +452,7 @@ def driver_inproc(a):
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"op": a.op, "transport": tp, "window": a.window, "rounds": a.rounds,
-                       "mem": a.mem, "inproc": True,
+                       "mem": a.mem, "inproc": True, "post": a.post,
                        "reference": "uccl_perf's loop in C (uccl._uccl._p2p_loop), same "
                                     "processes, alternating", "rows": rows}, f, indent=1)
 
@@ -525,6 +527,10 @@ def main(argv=None):
     p.add_argument("--stream", action="store_true",
                    help="collectives on GPU memory: stream= the current torch stream (the "
                         "stream form, no producer-stream query), each call's Request waited")
+    p.add_argument("--post", choices=("many", "one", "both"), default="many",
+                   help="point-to-point, Python's window: one Conn.*_many call posting the "
+                        "window (many, the default), one call per transfer (one), or both "
+                        "loops alternating with C's (both: the table's Py1 columns)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:
