@@ -85,8 +85,12 @@ uccl_status_t uccl_tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     op->req = req;
     if (tcp_tp_of(ep)->cfg.rndv_min > 0 && req->len >= tcp_tp_of(ep)->cfg.rndv_min)
         op->rndv = TCP_RNDV_RTS;
-    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
+    /* GPU memory: staged from now, or (rendezvous) from the CTS on, so that
+     * a message waiting for its receive holds no pinned buffer */
+    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req) && op->rndv == TCP_RNDV_NONE)
         tcp_op_stage(ep, op, NULL);
+    else if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
+        op->gpu = true;
     return UCCL_OK;
 }
 
@@ -153,6 +157,8 @@ bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id)
             uccl_list_del(&op->wait_link);
             op->rndv = TCP_RNDV_GO;
             uccl_list_push_back(&ep->tx_queue, &op->tx_link);
+            if (op->gpu)
+                tcp_op_stage(ep, op, NULL);
             return true;
         }
     }
