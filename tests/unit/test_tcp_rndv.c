@@ -130,7 +130,8 @@ static void test_bad_setting(void)
 
 static CU_TestInfo tests[] = {
     {"large messages before their receives: held as headers, intact", test_held_as_headers},
-    {"receive posted first; a receive too small: TRUNCATED, then taken", test_posted_first_and_truncated},
+    {"receive posted first; a receive too small: TRUNCATED, then taken",
+     test_posted_first_and_truncated},
     {"UCCL_TCP_RNDV_MIN that is not a size: INVALID_PARAM", test_bad_setting},
     CU_TEST_INFO_NULL,
 };

@@ -86,8 +86,10 @@ static inline bool tcp_hdr_decode(const uint8_t *p, tcp_hdr_t *h)
         return false;
     if ((h->flags & TCP_FLAG_RNDV) && (h->type != TCP_FRAME_MSG || h->clen != 0 || h->off != 0))
         return false;
-    return (h->type != TCP_FRAME_READ_REQ && h->type != TCP_FRAME_ACK && h->type != TCP_FRAME_CTS) ||
-           h->clen == 0;
+    /* requests and replies carry no payload */
+    if (h->type == TCP_FRAME_READ_REQ || h->type == TCP_FRAME_ACK || h->type == TCP_FRAME_CTS)
+        return h->clen == 0;
+    return true;
 }
 
 #endif
