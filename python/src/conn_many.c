@@ -12,7 +12,9 @@
  * released once. A failure only libuccl sees (a stale descriptor, a failed
  * connection) stops the posting there: the exception says which entry, and
  * its .requests holds the Requests of the entries before it, which were
- * posted and run on. While a list is posted, MemoryRegion.release and
+ * posted and run on. group=True returns one Request for the whole list
+ * (req.c: a group of libuccl requests, waited with one uccl_wait_all), so a
+ * window costs one Python object instead of one per operation. While a list is posted, MemoryRegion.release and
  * Conn.close from other threads raise uccl.BusyError (the regions cannot go:
  * this call holds them). */
 #include "args.h"
@@ -189,6 +191,49 @@ static PyObject *wrap(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs, Py_
     return list;
 }
 
+/* group=True: one Request for the n posted requests, keeping the
+ * connection and the regions (each once where entries repeat one). */
+static PyObject *wrap_group(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs, Py_ssize_t n)
+{
+    uccl_req_t **g = n ? PyMem_Malloc((size_t)n * sizeof(*g)) : NULL;
+    PyObject *keep = NULL;
+    Py_ssize_t d = 1;
+    upy_req_t *r;
+    if (n == 0) { /* nothing to wait for: a finished Request of 0 bytes */
+        r = (upy_req_t *)upy_req_new_of(c->engine, NULL, NULL, NULL, req_names[op]);
+        if (r) {
+            r->done = 1;
+            r->status = UCCL_OK;
+        }
+        return (PyObject *)r;
+    }
+    for (Py_ssize_t i = 1; i < n; i++)
+        d += en[i].m != en[i - 1].m;
+    if (g)
+        keep = PyTuple_New(d + 1);
+    if (!g || !keep) { /* cannot track them: let them finish in the background */
+        for (Py_ssize_t i = 0; i < n; i++)
+            upy_engine_orphan(c->engine, reqs[i], (PyObject *)en[i].m);
+        PyMem_Free(g);
+        Py_XDECREF(keep);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(c);
+    PyTuple_SET_ITEM(keep, 0, (PyObject *)c);
+    d = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i == 0 || en[i].m != en[i - 1].m) {
+            Py_INCREF(en[i].m);
+            PyTuple_SET_ITEM(keep, ++d, (PyObject *)en[i].m);
+        }
+    }
+    memcpy(g, reqs, (size_t)n * sizeof(*g));
+    r = (upy_req_t *)upy_req_new_group(c->engine, g, (size_t)n, (PyObject *)c, keep,
+                                       req_names[op]);
+    Py_DECREF(keep);
+    return (PyObject *)r;
+}
+
 /* The failed post of entry k: raise its status, the Requests of entries
  * 0..k-1 (posted) in the exception's .requests. */
 static PyObject *post_failed(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs,
@@ -210,15 +255,23 @@ static PyObject *post_failed(upy_conn_t *c, int op, entry_t *en, uccl_req_t **re
     return NULL;
 }
 
-static PyObject *post_many(upy_conn_t *c, PyObject *ops, int op)
+static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames, int op)
 {
+    static const char *const names[] = {"ops", "group"};
+    static const upy_sig_t sigs[] = {{"send_many", names, 2, 1, 1}, {"recv_many", names, 2, 1, 1},
+                                     {"write_many", names, 2, 1, 1}, {"read_many", names, 2, 1, 1}};
+    PyObject *a[2], *ops;
+    int group = 0;
     entry_t stack_en[STACK_ENTRIES], *en = stack_en;
     uccl_req_t *stack_req[STACK_ENTRIES], **reqs = stack_req;
     PyObject *seq, *res = NULL, *desc_seen = NULL;
     Py_ssize_t n, parsed = 0, posted = 0;
     uccl_status_t st = UCCL_OK;
-    if (upy_conn_check(c) < 0)
+    if (upy_parse(&sigs[op], args, nargs, kwnames, a) < 0 || upy_bool_arg(a[1], &group) < 0 ||
+        upy_conn_check(c) < 0)
         return NULL;
+    ops = a[0];
     seq = PySequence_Fast(ops, op >= OP_WRITE ? "ops must be a list of (mr, desc[, offset[, "
                                                 "length[, roffset]]]) tuples"
                                               : "ops must be a list of MemoryRegions or (mr[, "
@@ -250,7 +303,10 @@ static PyObject *post_many(upy_conn_t *c, PyObject *ops, int op)
     Py_END_ALLOW_THREADS
     c->engine->posting--;
     c->engine->busy--;
-    res = st == UCCL_OK ? wrap(c, op, en, reqs, n) : post_failed(c, op, en, reqs, posted, st);
+    if (st != UCCL_OK)
+        res = post_failed(c, op, en, reqs, posted, st);
+    else
+        res = group ? wrap_group(c, op, en, reqs, n) : wrap(c, op, en, reqs, n);
 out:
     for (Py_ssize_t i = 0; i < parsed; i++)
         Py_DECREF(en[i].m);
@@ -262,46 +318,53 @@ out:
     return res;
 }
 
-static PyObject *conn_send_many(upy_conn_t *self, PyObject *ops)
+static PyObject *conn_send_many(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    return post_many(self, ops, OP_SEND);
+    return post_many(self, args, nargs, kwnames, OP_SEND);
 }
 
-static PyObject *conn_recv_many(upy_conn_t *self, PyObject *ops)
+static PyObject *conn_recv_many(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    return post_many(self, ops, OP_RECV);
+    return post_many(self, args, nargs, kwnames, OP_RECV);
 }
 
-static PyObject *conn_write_many(upy_conn_t *self, PyObject *ops)
+static PyObject *conn_write_many(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    return post_many(self, ops, OP_WRITE);
+    return post_many(self, args, nargs, kwnames, OP_WRITE);
 }
 
-static PyObject *conn_read_many(upy_conn_t *self, PyObject *ops)
+static PyObject *conn_read_many(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
-    return post_many(self, ops, OP_READ);
+    return post_many(self, args, nargs, kwnames, OP_READ);
 }
 
+#define FAST (METH_FASTCALL | METH_KEYWORDS)
+#define FN(f) ((PyCFunction)(void (*)(void))(f))
 #define MANY_DOC                                                                            \
     "Every entry is checked first; a bad one raises (the message names the entry) and "    \
     "nothing of the list is posted. The list is then posted with the GIL released once. "  \
     "A failure only the library sees stops the posting at that entry: the exception's "    \
     ".requests holds the Requests of the entries before it (posted). An entry that is the " \
     "same object as the one before it ([args] * n) is read once. Wait with "                \
-    "uccl.wait_all(requests)."
+    "uccl.wait_all(requests). group=True: one Request for the whole list (finished when "   \
+    "all are, nbytes their sum, its error the first in order): one object a list."
 
 PyMethodDef upy_conn_many_methods[] = {
-    {"send_many", (PyCFunction)conn_send_many, METH_O,
-     "send_many(ops) -> list[Request]\n\nPost one send per entry of ops, in order: each a "
+    {"send_many", FN(conn_send_many), FAST,
+     "send_many(ops, *, group=False) -> list[Request] | Request\n\nPost one send per entry of ops, in order: each a "
      "MemoryRegion or a tuple (mr[, offset[, length[, tag]]]) of send()'s arguments. " MANY_DOC},
-    {"recv_many", (PyCFunction)conn_recv_many, METH_O,
-     "recv_many(ops) -> list[Request]\n\nPost one receive per entry of ops, in order: each a "
+    {"recv_many", FN(conn_recv_many), FAST,
+     "recv_many(ops, *, group=False) -> list[Request] | Request\n\nPost one receive per entry of ops, in order: each a "
      "MemoryRegion or a tuple (mr[, offset[, length[, tag]]]) of recv()'s arguments. " MANY_DOC},
-    {"write_many", (PyCFunction)conn_write_many, METH_O,
-     "write_many(ops) -> list[Request]\n\nPost one write per entry of ops, in order: each a "
+    {"write_many", FN(conn_write_many), FAST,
+     "write_many(ops, *, group=False) -> list[Request] | Request\n\nPost one write per entry of ops, in order: each a "
      "tuple (mr, desc[, offset[, length[, roffset]]]) of write()'s arguments. " MANY_DOC},
-    {"read_many", (PyCFunction)conn_read_many, METH_O,
-     "read_many(ops) -> list[Request]\n\nPost one read per entry of ops, in order: each a "
+    {"read_many", FN(conn_read_many), FAST,
+     "read_many(ops, *, group=False) -> list[Request] | Request\n\nPost one read per entry of ops, in order: each a "
      "tuple (mr, desc[, offset[, length[, roffset]]]) of read()'s arguments. " MANY_DOC},
     {NULL, NULL, 0, NULL},
 };

@@ -2,6 +2,7 @@
  * alive until it finishes; dropped in flight, it becomes an engine orphan. */
 #include "args.h"
 
+#include <string.h>
 #include <time.h>
 
 /* Freed Request objects kept for the next ones (a window of operations
@@ -37,6 +38,8 @@ PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyOb
     Py_INCREF(e);
     r->engine = e;
     r->req = req;
+    r->group = NULL;
+    r->ngroup = 0;
     Py_XINCREF(keep);
     r->keep = keep;
     Py_XINCREF(owner);
@@ -53,14 +56,59 @@ PyObject *upy_req_new(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const ch
     return upy_req_new_of(e, req, NULL, keep, op);
 }
 
+PyObject *upy_req_new_group(upy_engine_t *e, uccl_req_t **reqs, size_t n, PyObject *owner,
+                            PyObject *keep, const char *op)
+{
+    upy_req_t *r = (upy_req_t *)upy_req_new_of(e, reqs[0], owner, keep, op);
+    if (!r) { /* reqs[0] is an orphan already */
+        for (size_t i = 1; i < n; i++)
+            upy_engine_orphan(e, reqs[i], keep);
+        PyMem_Free(reqs);
+        return NULL;
+    }
+    r->group = reqs;
+    r->ngroup = n;
+    return (PyObject *)r;
+}
+
+/* Every request of group r finished: 1 and *st the first error in order
+ * (else UCCL_OK); 0 while one still runs. Progresses through uccl_test. */
+static int group_test(upy_req_t *r, uccl_status_t *st)
+{
+    uccl_status_t first = UCCL_OK;
+    for (size_t i = 0; i < r->ngroup; i++) {
+        int done = 0;
+        uccl_status_t s = uccl_test(r->group[i], &done);
+        if (!done)
+            return 0;
+        if (first == UCCL_OK)
+            first = s;
+    }
+    *st = first;
+    return 1;
+}
+
 /* The request finished with st: record it and let go of what it held. */
 static void req_finish(upy_req_t *r, uccl_status_t st)
 {
     r->done = 1;
     r->status = st;
-    if (st == UCCL_OK && uccl_req_bytes(r->req, &r->nbytes) != UCCL_OK)
+    if (r->group) { /* the sum of the group's bytes */
+        size_t b;
         r->nbytes = 0;
-    uccl_req_free(r->req);
+        for (size_t i = 0; i < r->ngroup; i++) {
+            if (st == UCCL_OK && uccl_req_bytes(r->group[i], &b) == UCCL_OK)
+                r->nbytes += b;
+            uccl_req_free(r->group[i]);
+        }
+        PyMem_Free(r->group);
+        r->group = NULL;
+        r->ngroup = 0;
+    } else {
+        if (st == UCCL_OK && uccl_req_bytes(r->req, &r->nbytes) != UCCL_OK)
+            r->nbytes = 0;
+        uccl_req_free(r->req);
+    }
     r->req = NULL;
     Py_CLEAR(r->keep);
     Py_CLEAR(r->owner);
@@ -89,10 +137,13 @@ static int req_wait_ms(upy_req_t *r, long long ms)
         return 1;
     if (req_check(r) < 0)
         return -1;
-    st = upy_wait(r->engine, r->req, ms);
+    st = r->group ? upy_wait_many(r->engine, r->group, r->ngroup, ms)
+                  : upy_wait(r->engine, r->req, ms);
     if (st == UPY_WAIT_INTERRUPTED)
         return -1;
-    if (st == UCCL_ERR_TIMEOUT) { /* ran out of time, or failed with a timeout? */
+    if (r->group && st == UCCL_ERR_TIMEOUT && !group_test(r, &st))
+        return 0;
+    if (!r->group && st == UCCL_ERR_TIMEOUT) { /* ran out of time, or failed with a timeout? */
         st = uccl_test(r->req, &done);
         if (!done)
             return 0;
@@ -127,7 +178,10 @@ static PyObject *req_test(upy_req_t *self, PyObject *unused)
     if (!self->done) {
         if (req_check(self) < 0)
             return NULL;
-        st = uccl_test(self->req, &done);
+        if (self->group)
+            done = group_test(self, &st);
+        else
+            st = uccl_test(self->req, &done);
         if (!done)
             Py_RETURN_FALSE;
         req_finish(self, st);
@@ -181,7 +235,7 @@ static int wait_together(PyObject *seq, long long ms)
         if ((e && r->engine != e) || !r->engine->engine)
             return 0;
         e = r->engine;
-        k++;
+        k += r->group ? r->ngroup : 1;
     }
     if (k < 2)
         return 0;
@@ -190,8 +244,14 @@ static int wait_together(PyObject *seq, long long ms)
     k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
-        if (!r->done)
+        if (r->done)
+            continue;
+        if (r->group) {
+            memcpy(reqs + k, r->group, r->ngroup * sizeof(*reqs));
+            k += r->ngroup;
+        } else {
             reqs[k++] = r->req;
+        }
     }
     st = upy_wait_many(e, reqs, k, ms);
     if (reqs != stack)
@@ -208,7 +268,10 @@ static int wait_together(PyObject *seq, long long ms)
             req_finish(r, UCCL_OK);
             continue;
         }
-        rs = uccl_test(r->req, &done);
+        if (r->group)
+            done = group_test(r, &rs);
+        else
+            rs = uccl_test(r->req, &done);
         if (done)
             req_finish(r, rs);
     }
@@ -275,8 +338,14 @@ out:
 
 static void req_dealloc(upy_req_t *self)
 {
-    if (self->req && self->engine->engine)
+    if (self->group) { /* each of the group on its own */
+        for (size_t i = 0; self->engine->engine && i < self->ngroup; i++)
+            upy_engine_orphan(self->engine, self->group[i], self->keep);
+        PyMem_Free(self->group);
+        self->group = NULL;
+    } else if (self->req && self->engine->engine) {
         upy_engine_orphan(self->engine, self->req, self->keep);
+    }
     Py_XDECREF(self->keep);
     Py_XDECREF(self->owner);
     Py_XDECREF(self->engine);

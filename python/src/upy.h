@@ -73,7 +73,10 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     upy_engine_t *engine; /* strong */
-    uccl_req_t *req;      /* NULL once freed */
+    uccl_req_t *req;      /* NULL once freed; a group: group[0] */
+    uccl_req_t **group;   /* a group (Conn.*_many(group=True)): its ngroup
+                           * requests (PyMem), one Request for all; else NULL */
+    size_t ngroup;
     PyObject *keep;       /* tuple (connection, regions...), or the one region of a
                            * Conn operation; dropped when done */
     PyObject *owner;      /* the Conn of a Conn operation (strong), else NULL */
@@ -151,6 +154,12 @@ PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyOb
                          const char *op);
 /* The blocking form: wait, free, return the byte count (or raise). */
 PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const char *op);
+/* One Request for the n posted requests of reqs (a PyMem array it takes,
+ * n >= 1), of connection owner, keeping keep (a tuple (owner, regions...))
+ * alive: finished when all are, nbytes their sum, its error the first in
+ * order. On failure every request is left to finish in the background. */
+PyObject *upy_req_new_group(upy_engine_t *e, uccl_req_t **reqs, size_t n, PyObject *owner,
+                            PyObject *keep, const char *op);
 PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames); /* METH_FASTCALL | METH_KEYWORDS */
 
