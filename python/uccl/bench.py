@@ -36,11 +36,14 @@ placement and page layout by more than 2% from run to run. --mixed adds a
 third loop with Python on rank 0 and C on rank 1: for send, which rank's
 per-call cost sets the pace.
 
-Python's window (session 13): by default one Conn.send_many / recv_many /
-write_many / read_many call posts the window's transfers (--post many), as
-uccl_perf posts them in one C loop; --post one keeps the loop of one call
-per transfer (sessions 9-12), --post both runs the two Python loops and C's
-alternating (the table's Py and Py1 columns).
+Python's window (session 13, --post): by default one Conn.send_many /
+recv_many / write_many / read_many call with group=True posts the window's
+transfers and returns one Request for them (group), as uccl_perf posts them
+in one C loop and waits for them with one uccl_wait_all; many: the same call
+returning a Request per transfer, waited with uccl.wait_all; one: one call
+per transfer (sessions 9-12). A comma list (--post group,many,one) runs
+each of those loops alternating with C's: the first is the table's Py, the
+others get columns of their own.
 """
 import argparse
 import json
@@ -122,7 +125,7 @@ def poster(a, conn, mr, desc, size, rank):
 
 
 def poster_many(a, conn, mr, desc, size, rank):
-    """The batch form (--post many): the Conn method that posts a list, and
+    """The batch forms (--post many, group): the Conn method that posts a list, and
     the window's list (one entry, the one-by-one call's arguments, repeated:
     the binding reads it once)."""
     if a.op == "send":
@@ -153,6 +156,36 @@ def window_many(post, ops, wait_all, conn, ctl, ack_first, ack_after):
         reqs.append(ack)
     wait_all(reqs)
     reqs = ack = None  # freed before the ack, as window() and the C loop do
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
+
+
+def window_group(post, ops, wait_all, conn, ctl, ack_first, ack_after):
+    """window() with the window posted by one call returning one Request."""
+    if ack_first:
+        ack = conn.recv(ctl, 0, 0, TAG_ACK)
+        wait_all([post(ops, group=True), ack])
+        ack = None
+    else:
+        post(ops, group=True).wait()
+    if ack_after:
+        conn.send(ctl, 0, 0, TAG_ACK, block=True)
+
+
+def window_group_split(post, ops, wait_all, conn, ctl, ack_first, ack_after, acc):
+    """window_group() timed in two parts (--split)."""
+    t0 = time.perf_counter()
+    ack = conn.recv(ctl, 0, 0, TAG_ACK) if ack_first else None
+    g = post(ops, group=True)
+    t1 = time.perf_counter()
+    if ack is not None:
+        wait_all([g, ack])
+    else:
+        g.wait()
+    g = ack = None
+    t2 = time.perf_counter()
+    acc[0] += t1 - t0
+    acc[1] += t2 - t1
     if ack_after:
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
@@ -191,12 +224,14 @@ def window_split(op, args, n, wait_all, conn, ctl, ack_first, ack_after, acc):
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
 
-def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, many=None):
-    """Python's loop: windows posted one call per transfer, or with many
-    (default: --post many) one Conn.*_many call per window."""
+def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None):
+    """Python's loop: windows posted one call per transfer (mode "one"), or
+    one Conn.*_many call per window ("many": a Request per transfer,
+    "group": one for the window). mode None: the first of --post."""
     from uccl import wait_all
     rank = comm.rank
-    many = a.post != "one" if many is None else many
+    mode = mode or a.post[0]
+    many = mode != "one"
     op, args = (poster_many if many else poster)(a, conn, mr, desc, size, rank)
     send = a.op == "send"
     world.Barrier()
@@ -205,7 +240,10 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, many=None)
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
     if many:
-        fn = window_many if acc is None else window_many_split
+        if mode == "group":
+            fn = window_group if acc is None else window_group_split
+        else:
+            fn = window_many if acc is None else window_many_split
         extra = () if acc is None else (acc,)
         for _ in range(iters):
             fn(op, args, wait_all, conn, ctl, send and rank == 0, rank == 1, *extra)
@@ -257,17 +295,19 @@ def worker(a):
         ops = iters * a.window
         if a.inproc:  # C and Python alternating, each first in turn
             py = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n)  # noqa: E731
-            py1 = lambda n: phase(a, world, comm, conn, mr, ctl, desc, size, n,  # noqa: E731
-                                  many=False)  # --post both: the one-by-one loop too
+            # --post's other modes: each its own loop, alternating with the rest
+            extra = [(m, (lambda m: lambda n: phase(a, world, comm, conn, mr, ctl, desc,
+                                                    size, n, mode=m))(m)) for m in a.post[1:]]
             c = lambda n: c_phase(a, world, conn, mr, ctl, desc, size, n,  # noqa: E731
                                   comm.rank)
             mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
             c(a.warmup)
             py(a.warmup)
-            if a.post == "both":
-                py1(a.warmup)
-            ts = {"c": [], "py": [], "py1": [], "mixed": [], "split": [], "c_post": [],
+            for _, fn in extra:
+                fn(a.warmup)
+            ts = {"c": [], "py": [], "mixed": [], "split": [], "c_post": [],
                   "c_wait": [], "split_post": [], "split_wait": []}
+            ts.update({m: [] for m, _ in extra})
 
             def split(n):  # --split: the Python loop timed in parts
                 acc = [0.0, 0.0]
@@ -276,7 +316,7 @@ def worker(a):
                 ts["split_wait"].append(acc[1] / ops * 1e6)
                 return t
             for k in range(a.rounds):
-                order = [("c", c), ("py", py)] + ([("py1", py1)] if a.post == "both" else []) + (
+                order = [("c", c), ("py", py)] + extra + (
                     [("mixed", mixed)] if a.mixed else []) + (
                     [("split", split)] if a.split else [])
                 for name, fn in order if k % 2 == 0 else order[::-1]:
@@ -286,7 +326,8 @@ def worker(a):
                         ts["c_post"].append(post_s / ops * 1e6)
                         ts["c_wait"].append(wait_s / ops * 1e6)
             rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
-                         "py1_us": ts["py1"], "mixed_us": ts["mixed"]})
+                         "mixed_us": ts["mixed"]})
+            rows[-1].update({m + "_us": ts[m] for m, _ in extra})
             if a.split:
                 rows[-1].update({k: ts[k] for k in ("split", "c_post", "c_wait", "split_post",
                                                     "split_wait")})
@@ -343,7 +384,8 @@ def run_py(a, out):
     cmd = mpirun_cmd(a) + [sys.executable, "-m", "uccl.bench", "--worker", "--op", a.op,
                            "--min", str(a.min), "--max", str(a.max), "--window", str(a.window),
                            "--warmup", str(a.warmup), "--iters", str(a.iters), "--json", out,
-                           "--mem", a.mem, "--rounds", str(a.rounds), "--post", a.post]
+                           "--mem", a.mem, "--rounds", str(a.rounds), "--post",
+                           ",".join(a.post)]
     if a.inproc:
         cmd.append("--inproc")
     if a.mixed:
@@ -401,6 +443,14 @@ def print_split(raw, rows):
             row["c_us"], v["split"], row["py_us"]))
 
 
+def post_modes(s):
+    modes = s.split(",")
+    if not modes or any(m not in ("group", "many", "one") for m in modes) or len(
+            set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError("--post: a comma list of group, many, one")
+    return modes
+
+
 def spread(xs):
     return min(xs), max(xs)
 
@@ -410,18 +460,19 @@ def driver_inproc(a):
     each process (worker --inproc)."""
     with tempfile.TemporaryDirectory() as tmp:
         tp, raw = run_py(a, os.path.join(tmp, "py.json"))
-    both = a.post == "both"
+    what = {"one": "one call per transfer",
+            "many": "one Conn.%s_many call per window, a Request per transfer" % a.op,
+            "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
-          "uccl._uccl._p2p_loop; Python: the uccl binding, %s); medians, Py/C spread "
+          "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "
           "min-max of the per-round ratios" % (
               a.op, tp, a.window, "host memory" if a.mem == "host" else "torch CUDA tensors",
-              a.rounds, "one call per transfer" if a.post == "one" else
-              "one Conn.%s_many call per window" % a.op + (
-                  "; Py1: one call per transfer" if both else "")))
+              a.rounds, what[a.post[0]],
+              "".join("; %s: %s" % (m, what[m]) for m in a.post[1:])))
     print("%10s %10s %10s %12s %9s %9s %7s %15s" % ("size", "C us/op", "Py us/op", "overhead us",
                                                    "C GB/s", "Py GB/s", "Py/C", "Py/C spread"),
-          ("%10s %12s %7s" % ("Py1 us/op", "Py1 over us", "Py1/C") if both else "") +
+          "".join("%10s %9s %9s" % (m + " us/op", m + " over", m + "/C") for m in a.post[1:]) +
           ("%10s %8s" % ("mixed us", "mixed/C") if a.mixed else ""))
     rows = []
     for r in raw:
@@ -435,13 +486,13 @@ def driver_inproc(a):
                      "ratio_max": hi, "c_us_rounds": cs, "py_us_rounds": ps})
         print("%10d %10.3f %10.3f %12.3f %9.3f %9.3f %7.3f %7.3f-%-7.3f" % (
             s, c, p, p - c, s / c / 1e3, s / p / 1e3, c / p, lo, hi), end="")
-        if r.get("py1_us"):
-            q = statistics.median(r["py1_us"])
-            r1 = [x / y for x, y in zip(cs, r["py1_us"])]
-            rows[-1].update({"py1_us": q, "py1_overhead_us": q - c, "py1_ratio": c / q,
-                             "py1_ratio_min": min(r1), "py1_ratio_max": max(r1),
-                             "py1_us_rounds": r["py1_us"]})
-            print(" %10.3f %12.3f %7.3f" % (q, q - c, c / q), end="")
+        for m in a.post[1:]:
+            q = statistics.median(r[m + "_us"])
+            r1 = [x / y for x, y in zip(cs, r[m + "_us"])]
+            rows[-1].update({m + "_us": q, m + "_overhead_us": q - c, m + "_ratio": c / q,
+                             m + "_ratio_min": min(r1), m + "_ratio_max": max(r1),
+                             m + "_us_rounds": r[m + "_us"]})
+            print(" %10.3f %9.3f %9.3f" % (q, q - c, c / q), end="")
         if r.get("mixed_us"):
             m = statistics.median(r["mixed_us"])
             rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
@@ -527,10 +578,11 @@ def main(argv=None):
     p.add_argument("--stream", action="store_true",
                    help="collectives on GPU memory: stream= the current torch stream (the "
                         "stream form, no producer-stream query), each call's Request waited")
-    p.add_argument("--post", choices=("many", "one", "both"), default="many",
-                   help="point-to-point, Python's window: one Conn.*_many call posting the "
-                        "window (many, the default), one call per transfer (one), or both "
-                        "loops alternating with C's (both: the table's Py1 columns)")
+    p.add_argument("--post", type=post_modes, default=["group"],
+                   help="point-to-point, Python's window, a comma list of: group (default: "
+                        "one Conn.*_many(group=True) call, one Request), many (one "
+                        "Conn.*_many call, a Request per transfer), one (one call per "
+                        "transfer); each runs alternating with C's, the first is Py")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:

@@ -3,15 +3,19 @@
 # source root (.dev/py13 of the call's tree; .debs two levels up).
 # 1. build libuccl, uccl_perf and the binding (CUDA); pytest test_many.py
 #    (the batch forms, host memory) as a check of this build;
-# 2. python -m uccl.bench --post both: per size, C's loop (uccl_perf's, in
-#    the extension), Python's window posted by one Conn.*_many call (Py) and
-#    Python's one call per transfer (Py1), alternating in the same processes
-#    on the same connection and buffer; --split adds the posting/waiting
-#    split of C and of the batch loop:
+# 2. python -m uccl.bench --post $POST (default group,many,one): per size,
+#    C's loop (uccl_perf's, in the extension) and Python's loops alternating
+#    in the same processes on the same connection and buffer: group = one
+#    Conn.*_many(group=True) call and one Request per window (the table's
+#    Py), many = one Conn.*_many call, a Request per transfer, one = one call
+#    per transfer; --split adds the posting/waiting split of C and of the
+#    first Python loop. PARTS (default "gpu host") picks the parts:
 #    GPU (torch CUDA tensors registered once, gpu_ipc) send and write at
 #    4 KiB and 1-16 MiB; host memory (shm) send and write at 4 KiB and
 #    1-4 MiB.
 # NOLOCALGPU=1 (rehearsal here, no GPU): a CPU build, the host part only.
+# The first device call ran this script at 3d72209 (--post both: many and
+# one), the second at this version with PARTS=gpu.
 # shellcheck disable=SC2086 # $M: command words, split on purpose
 export OUT=${OUT:-/tmp/uccl-gpu-out} CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
@@ -36,7 +40,8 @@ M="mpirun --allow-run-as-root --oversubscribe --bind-to core -x PYTHONPATH -x NC
 step "pytest test_many.py, host memory, 2 ranks over shm"
 UCCL_TRANSPORTS=shm timeout 60 $M -x UCCL_TRANSPORTS -np 2 python3 ../python/tests/run_pytest.py \
     test_many.py 2>&1 | grep -E "passed|failed|Error" | head -6
-B="python3 -m uccl.bench --perf tools/uccl_perf --post both --split --mpirun"
+B="python3 -m uccl.bench --perf tools/uccl_perf --post ${POST:-group,many,one} --split --mpirun"
+PARTS=${PARTS:-gpu host}
 bench() { # name, then bench arguments
     local name=$1
     shift
@@ -44,15 +49,16 @@ bench() { # name, then bench arguments
     timeout 90 $B "$M" --json "$OUT/$name.json" "$@" 2>&1 | grep -v "^\[" | tee -a "$OUT/pybench.txt"
     echo "$name exit code: ${PIPESTATUS[0]}"
 }
-if [ "${NOLOCALGPU:-0}" != 1 ]; then
+if [ "${NOLOCALGPU:-0}" != 1 ] && [[ " $PARTS " == *" gpu "* ]]; then
     for op in send write; do
         bench "gpu_${op}_4k" --op $op --mem cuda --transport shm,gpu_ipc --min 4K --max 4K \
-            --iters 500 --rounds 9
+            --iters 500 --rounds 7
         bench "gpu_${op}_1m16m" --op $op --mem cuda --transport shm,gpu_ipc --min 1M --max 16M \
             --iters 200 --rounds 9
     done
 fi
 for op in send write; do
+    [[ " $PARTS " == *" host "* ]] || break
     bench "host_${op}_4k" --op $op --transport shm --min 4K --max 4K --iters 500 --rounds 9
     bench "host_${op}_1m4m" --op $op --transport shm --min 1M --max 4M \
         --iters ${HOST_ITERS:-30} --rounds 7
