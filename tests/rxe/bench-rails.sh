@@ -17,7 +17,8 @@
 #   that sent it, and rxe's requester, responder and completer all run where
 #   the packet is handled, so both rails' Soft-RoCE work follows the posting
 #   rank's vCPU.
-#   BENCH_SPAN=1: a run is one job over one op and every size (below);
+#   BENCH_SPAN=1: a run is one job over one op and every size (below), and each
+#   op gets a row "all" too (a run's bytes over its time);
 #   BENCH_AB=PATH: then this uccl_perf against another (below; BENCH_AB_ONLY=1:
 #   that alone)
 #   BENCH_MTU=N: the four veths' MTU first (9000: a 4096-byte RoCE MTU;
@@ -121,6 +122,10 @@ lo=$(printf '%s\n' $sizes | sort -n | head -1) hi=$(printf '%s\n' $sizes | sort 
 span() { # span RAILS [SLOT]: append this run's figures (ops $span_ops) to one["op size"] or two["op size"]
 	local o sz v
 	run "$1" "$(echo $span_ops | tr ' ' ,)" "$lo" "$hi" 1 >/tmp/span.out # (no /dev/fd in the VM for a <(...))
+	# and the run as a whole, "all": the bytes of the sizes in BENCH_SIZES over
+	# the sum of their times (what one job of those transfers would take)
+	awk -v want=" $sizes " 'index(want, " " $2 " ") && $3 > 0 { b[$1] += $2; t[$1] += $2 / $3 }
+		END { for (o in b) printf "%s all %.4f\n", o, b[o] / t[o] }' /tmp/span.out >>/tmp/span.out
 	while read -r o sz v; do
 		if [ "${2:-$1}" = 1 ]; then one["$o $sz"]+=" $v"; else two["$o $sz"]+=" $v"; fi
 	done </tmp/span.out
@@ -144,7 +149,7 @@ elif [ "${BENCH_SPAN:-0}" = 1 ]; then
 		for r in $(seq "$rounds"); do
 			if [ $((r % 2)) = 1 ]; then span 1; span 2; else span 2; span 1; fi
 		done
-		for s in $sizes; do row "$span_ops" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)); done
+		for s in $sizes all; do row "$span_ops" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)); done
 	done
 else
 	for op in $ops; do
@@ -171,6 +176,6 @@ if [ -n "${BENCH_AB:-}" ] && [ "${BENCH_SPAN:-0}" = 1 ]; then
 		done
 	done
 	for op in $ops; do
-		for s in $sizes; do row "$op" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)) "ab-$op"; done
+		for s in $sizes all; do row "$op" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)) "ab-$op"; done
 	done
 fi
