@@ -4,6 +4,7 @@ entries (a clear exception naming the entry, nothing of the list posted), a
 failure only the library sees (the Requests of what was posted), and flat
 reference counts."""
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -218,6 +219,9 @@ def test_refcounts_flat(pair):
         for _ in range(100):
             with pytest.raises(uccl.OutOfBoundsError):
                 pair.conn.write_many(ops + [(mr, desc, 0, n + 1)])
+        end = time.monotonic() + T  # the dropped requests finish and are reaped (the
+        while sys.getrefcount(mr) != refs[0] and time.monotonic() < end:  # peer is in
+            pair.engine.progress()  # token_recv, progressing)
         pair.token_send()
         gc.collect()
         assert (sys.getrefcount(mr), sys.getrefcount(desc), sys.getrefcount(pair.conn)) == refs
@@ -283,11 +287,10 @@ def test_group_refcounts_and_orphans(pair):
             pair.conn.write_many(ops, group=True).wait(T)
         for _ in range(10):
             pair.conn.write_many(ops, group=True)  # dropped in flight: orphans
+        end = time.monotonic() + T  # the dropped requests finish and are reaped (the
+        while sys.getrefcount(mr) != refs[0] and time.monotonic() < end:  # peer is in
+            pair.engine.progress()  # token_recv, progressing)
         pair.token_send()
-        import time
-        end = time.monotonic() + T
-        while sys.getrefcount(mr) != refs[0] and time.monotonic() < end:
-            pair.engine.progress()  # the orphans finish and are reaped
         gc.collect()
         assert (sys.getrefcount(mr), sys.getrefcount(desc), sys.getrefcount(pair.conn)) == refs
     else:
