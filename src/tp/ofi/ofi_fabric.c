@@ -49,6 +49,20 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "(the provider's own rendezvous, no CTS round trip), 0 = CTS and write (push), "
               "-1 = the provider's row of the quirk table (push on every provider here: "
               "tests/perf/results/ofi/s12-README.md); UCCL_OFI_PULL=1 wins", tagged, UCCL_CFG_INT),
+    OFI_FIELD("DIRECT", "-1",
+              "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from registered host "
+              "memory: 1 = one tagged message the provider places straight into the receive "
+              "(no RTS, no CTS; matching stays the core's), 0 = the rendezvous "
+              "(UCCL_OFI_TAGGED), -1 = the provider's row of the quirk table; needs 8 bytes of "
+              "remote CQ data", direct, UCCL_CFG_INT),
+    OFI_FIELD("DIRECT_MAX", "256K",
+              "largest direct message a connection takes (its bounce for messages no posted "
+              "receive takes is this big); larger ones take the rendezvous", direct_max,
+              UCCL_CFG_SIZE),
+    OFI_FIELD("DIRECT_WAIT", "20",
+              "microseconds the next message may keep a connection waiting before a bounce "
+              "receive for it is posted behind the one into the receive (the message came "
+              "with another tag, or no receive is posted)", direct_wait_us, UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
