@@ -5,8 +5,8 @@
  * its own receive; messages whose receives are posted in another order
  * than their tags came (through the bounce, matched as the core says); a
  * message longer than the first receive of its tag (that one fails
- * TRUNCATED, the next gets the message whole); UCCL_OFI_DIRECT=0; bad
- * settings refused. Which path ran is checked by the transport's counters. */
+ * TRUNCATED, the next gets the message whole); UCCL_OFI_DIRECT=0; the
+ * default by provider; bad settings refused. Which path ran is checked by the transport's counters. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,7 +255,33 @@ static void test_direct_setting(void)
     }
 }
 
+/* UCCL_OFI_DIRECT unset: the provider's quirk row (on for shm, off for
+ * tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md). */
+static void direct_choice(const char *prov, bool want)
+{
+    uccl_engine_t *e = NULL;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    unsetenv("UCCL_OFI_DIRECT");
+    if (unit_engine_create("ofi", &e) != UCCL_OK) {
+        unsetenv("UCCL_OFI_PROVIDER");
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    }
+    CU_ASSERT_FATAL(ofi_of(e) != NULL);
+    CU_ASSERT_EQUAL(ofi_of(e)->direct_max > 0, want);
+    uccl_engine_destroy(e);
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
+static void test_direct_default(void)
+{
+    direct_choice("shm", true);
+    direct_choice("tcp;ofi_rxm", false);
+}
+
 static CU_TestInfo direct_tests[] = {
+    {"UCCL_OFI_DIRECT unset: the quirk table's row (shm on, tcp;ofi_rxm off)",
+     test_direct_default},
     {"UCCL_OFI_DIRECT, _MAX, _WAIT out of range -> INVALID_PARAM", test_direct_setting},
     {"UCCL_OFI_DIRECT=0: rendezvous", test_direct_off},
     {"direct sends, byte-verified: shm", test_direct_shm},
