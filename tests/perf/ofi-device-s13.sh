@@ -7,9 +7,11 @@
 # libfabric alternated with uccl inside (--ops send,parts); then write,
 # read, the seed's pattern and the scattered write on both providers.
 # libfabric from DEBS_DIR (Debian 12's) unpacked as ofi-device.sh does.
+# JOBS_FILE (third argument, optional) replaces the job list below.
 set -u
 debs=${1:?usage: ofi-device-s13.sh DEBS_DIR BIN_DIR}
 bin=$(cd "${2:?usage: ofi-device-s13.sh DEBS_DIR BIN_DIR}" && pwd)
+jobs=${3:-}
 OUT=${OUT:-/tmp/uccl-ofi-out}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/ofi-device.log") 2>&1
@@ -36,12 +38,12 @@ root=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )
 while IFS='|' read -r prov env ops rep name; do
     [ -n "$prov" ] || continue
     envs=(-x LD_LIBRARY_PATH)
-    [ "$env" != - ] && envs+=(-x "$env")
+    [ "$env" != - ] && for e in $env; do envs+=(-x "$e"); done
     echo "### $name: perf_ofi $prov, ${env}, --ops $ops ($(date +%T), load $(cut -d' ' -f1 /proc/loadavg))"
     LD_LIBRARY_PATH=$bin/lib:$fablib timeout 20 mpirun $root --bind-to core -np 2 "${envs[@]}" \
         "$bin/perf_ofi" --provider "$prov" --repeat "$rep" --ops "$ops" </dev/null 2>&1 |
         grep -v '^\[uccl' | tee "$OUT/$name.txt"
-done <<'JOBS'
+done < <(if [ -n "$jobs" ]; then cat "$jobs"; else cat <<'JOBS'
 shm|UCCL_OFI_DIRECT=0|send,parts|5|shm-push-a
 shm|UCCL_OFI_DIRECT=1|send,parts|5|shm-direct-a
 shm|UCCL_OFI_DIRECT=0|send,parts|5|shm-push-b
@@ -51,4 +53,5 @@ tcp;ofi_rxm|UCCL_OFI_DIRECT=1|send,parts|5|tcp-direct
 shm|-|write,read,seed,scatter|3|shm-rma
 tcp;ofi_rxm|-|write,read,seed,scatter|3|tcp-rma
 JOBS
+fi)
 uptime
