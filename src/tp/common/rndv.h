@@ -53,11 +53,11 @@
  *     its key goes in its own descriptor slot (UCCL_TP_KEY_OFI, rdesc.c) and
  *     in the CTS segments (8-byte key field).
  *   - Matching stays in the core through this protocol: every message header
- *     reaches uccl_msg_arrived before data lands in a user buffer, so (conn,
+ *     reaches uccl_msg_arrived before a receive takes its data, so (conn,
  *     tag) order holds across transports (host memory on shm, GPU memory on
  *     ofi, in one connection). Provider-side FI_TAGGED matching would bypass
- *     that; it is a later fast path only for connections whose every message
- *     goes over ofi, and only behind the core's sequence check.
+ *     that; ofi's direct sends (ofi_direct.c) are the fast path that keeps it:
+ *     one provider receive for the next message number, the core deciding.
  *   - Ranking: where both reach a peer over the same NIC, verbs ranks above
  *     ofi (ofi's verbs;ofi_rxm adds a layer for nothing); ofi ranks above tcp
  *     and serves fabrics verbs cannot (EFA, Slingshot/cxi, PSM3): priority

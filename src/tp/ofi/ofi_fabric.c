@@ -50,11 +50,12 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "-1 = the provider's row of the quirk table (push on every provider here: "
               "tests/perf/results/ofi/s12-README.md); UCCL_OFI_PULL=1 wins", tagged, UCCL_CFG_INT),
     OFI_FIELD("DIRECT", "-1",
-              "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from registered host "
-              "memory: 1 = one tagged message the provider places straight into the receive "
-              "(no RTS, no CTS; matching stays the core's), 0 = the rendezvous "
-              "(UCCL_OFI_TAGGED), -1 = the provider's row of the quirk table; needs 8 bytes of "
-              "remote CQ data", direct, UCCL_CFG_INT),
+              "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from one piece of "
+              "registered host memory: 1 = one tagged message the provider places straight "
+              "into the receive (no RTS, no CTS; matching stays the core's), 0 = the "
+              "rendezvous (UCCL_OFI_TAGGED), -1 = the provider's row of the quirk table (on for "
+              "shm, off for tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md); needs 8 bytes "
+              "of remote CQ data", direct, UCCL_CFG_INT),
     OFI_FIELD("DIRECT_MAX", "256K",
               "largest direct message a connection takes (its bounce for messages no posted "
               "receive takes is this big); larger ones take the rendezvous", direct_max,
