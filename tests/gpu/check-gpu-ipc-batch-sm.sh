@@ -5,8 +5,9 @@
 # each way ("sm batch(per copy)" against "batch(per copy)" and "copy"):
 # - two processes on one GPU (UCCL_FAKE_GPU_COUNT=1), BATCH_SM=2: writes,
 #   reads and sends (the receiver pulls) of a window of 16 go by kernel;
-# - BATCH_SM=0 (the default), or more copies asked for than a window has
-#   (BATCH_SM=17): none does;
+# - the default (BATCH_SM=2) as BATCH_SM=2;
+# - BATCH_SM=0, or more copies asked for than a window has (BATCH_SM=17):
+#   none does;
 # - two GPUs (each rank its own fake GPU): none does (within one GPU only);
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0): the copy engines,
 #   still correct;
@@ -68,7 +69,8 @@ expect write_on write 160 1000000 $one UCCL_GPU_IPC_BATCH_SM=2
 [ "$c" -le 20 ] || { echo "FAIL: write_on: $c copy-engine copies left"; fail=1; }
 expect read_on read 160 1000000 $one UCCL_GPU_IPC_BATCH_SM=2
 expect send_on send 160 1000000 $one UCCL_GPU_IPC_BATCH_SM=2
-expect off write 0 0 $one
+expect default write 160 1000000 $one
+expect off write 0 0 $one UCCL_GPU_IPC_BATCH_SM=0
 expect above_window write 0 0 $one UCCL_GPU_IPC_BATCH_SM=17
 expect two_gpus write 0 0 UCCL_GPU_IPC_BATCH_SM=2
 expect no_kernel send 0 0 $one UCCL_GPU_IPC_BATCH_SM=2 UCCL_FAKE_GPU_SM_COPY=0
