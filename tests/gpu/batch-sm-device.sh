@@ -10,7 +10,7 @@
 # notification and ack the send loop has). Also: t_gpu_ipc with BATCH_SM=1
 # (every same-GPU case by kernel, bytes verified) and the micro profile.
 #   bash tests/gpu/batch-sm-device.sh   (from the tree's root; logs in $OUT)
-# Knobs: BSM_ROUNDS (alternations, 2), BSM_DEADLINE_S (start nothing after, 250);
+# Knobs: BSM_ROUNDS (alternations, 2), BSM_PROF_SIZES ("": no profile), BSM_DEADLINE_S (start nothing after, 250);
 # rehearsal: BSM_BUILT=build/fakegpu BSM_MPI_ARGS=--oversubscribe UCCL_FAKE_GPU_COUNT=1.
 set -u
 OUT=${OUT:-/tmp/bsm-out}
@@ -44,7 +44,7 @@ perf() { # tag op window min max rounds [VAR=VAL...]
         --min $min --max $max --window $w $it --rounds $rounds --json "$OUT/perf_${op}_w${w}_${tag}.json" 2>&1
 }
 step "micro profile, 4 MiB and 4 KiB window 16, off / on"
-for s in 4M 4K; do
+for s in ${BSM_PROF_SIZES-4M 4K}; do
     for side in off on; do
         v=0; [ $side = on ] && v=2
         echo "# profile write w16 $s $side"

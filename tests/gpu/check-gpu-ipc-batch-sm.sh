@@ -9,6 +9,8 @@
 # - BATCH_SM=0, or more copies asked for than a window has (BATCH_SM=17):
 #   none does;
 # - two GPUs (each rank its own fake GPU): none does (within one GPU only);
+# - BATCH_MAX below every size (64K): copies still held for the kernel up to
+#   BATCH_SM_MAX (64M), but not with BATCH_SM_MAX=64K, nor on two GPUs;
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0): the copy engines,
 #   still correct;
 # - BATCH_SM out of range (65) fails engine creation naming the setting.
@@ -73,6 +75,9 @@ expect default write 160 1000000 $one
 expect off write 0 0 $one UCCL_GPU_IPC_BATCH_SM=0
 expect above_window write 0 0 $one UCCL_GPU_IPC_BATCH_SM=17
 expect two_gpus write 0 0 UCCL_GPU_IPC_BATCH_SM=2
+expect sm_max write 160 1000000 $one UCCL_GPU_IPC_BATCH_MAX=64K
+expect sm_max_off write 0 0 $one UCCL_GPU_IPC_BATCH_MAX=64K UCCL_GPU_IPC_BATCH_SM_MAX=64K
+expect sm_max_2gpus write 0 0 UCCL_GPU_IPC_BATCH_MAX=64K
 expect no_kernel send 0 0 $one UCCL_GPU_IPC_BATCH_SM=2 UCCL_FAKE_GPU_SM_COPY=0
 [ "$c" -ge 160 ] || { echo "FAIL: no_kernel: only $c copy-engine copies"; fail=1; }
 if run range write $one UCCL_GPU_IPC_BATCH_SM=65; then

@@ -206,7 +206,7 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
         IPC_PROF_ADD(&tp->prof, IPC_PROF_SM, t0, 1);
         return st;
     }
-    if (batch && first == 0 && len < tp->cfg.batch_max) {
+    if (batch && first == 0 && len < uccl_gpu_ipc_batch_limit(tp, cross)) {
         *used |= 1u;
         return uccl_gpu_ipc_batch_add(tp, dst, src, len, cross);
     }

@@ -60,6 +60,12 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "a held-back batch (see BATCH_MAX) of at least this many copies, all within this engine's GPU and "
      "16-byte aligned, goes as one launch of a copy kernel instead of copy-engine copies (0 = never)",
      offsetof(ipc_cfg_t, batch_sm), UCCL_CFG_INT},
+    /* same host, GPU 0, window 16, x a plain copy: 16 MiB 1.15-1.26 and
+     * 32 MiB 1.39-1.49 held for the kernel (64M) against 0.88-1.00 not */
+    {"BATCH_SM_MAX", "64M",
+     "with the batch kernel (see BATCH_SM), copies within this engine's GPU smaller than this are held "
+     "back for it (BATCH_MAX still bounds the others; below BATCH_MAX it has no effect)",
+     offsetof(ipc_cfg_t, batch_sm_max), UCCL_CFG_SIZE},
     {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
      "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
     {"LAZY_EVENT", "1",

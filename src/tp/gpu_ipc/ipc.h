@@ -144,6 +144,7 @@ typedef struct ipc_cfg {
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
+    size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
     char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
     size_t sm_min;
     int sm_pull;
@@ -304,6 +305,9 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
 
 /* ---- batch.c (held-back copies, see "Batching" above) */
 uccl_status_t uccl_gpu_ipc_batch_flush(ipc_tp_t *tp);
+/* Copies smaller than this are held back (cfg.batch_max, or with the batch
+ * kernel and within the GPU cfg.batch_sm_max when larger; 0: none). */
+size_t uccl_gpu_ipc_batch_limit(const ipc_tp_t *tp, bool cross);
 /* Hold dst <- src back for the batch; cross: the op's peer is another GPU. */
 uccl_status_t uccl_gpu_ipc_batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t len, bool cross);
 /* copy.c: the unrecorded fence gets its event before a copy follows it. */
