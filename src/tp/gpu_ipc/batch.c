@@ -15,9 +15,10 @@ static bool kernel_wanted(const ipc_tp_t *tp, const ipc_batch_t *b)
            uccl_gpu_sm_batch_args_ok(b->dst, b->src, (size_t)b->n, tp->cfg.batch_sm_blocks);
 }
 
-/* The batch kernel ran at 1.15-1.5x a plain copy at 16-32 MiB where the copy
- * engines' own batch stayed at 0.88-0.98 (1xH200-gpu13, run 2): with the
- * kernel, copies within the GPU are held up to BATCH_SM_MAX. */
+/* Held for the batch kernel, 16-32 MiB copies ran at 1.15-1.49x a plain
+ * copy, issued one by one on the copy engines at 0.88-1.00 (window 16, one
+ * H200: tests/gpu/results/1xH200-gpu13, call 2): with the kernel, copies
+ * within the GPU are held up to BATCH_SM_MAX. */
 size_t uccl_gpu_ipc_batch_limit(const ipc_tp_t *tp, bool cross)
 {
     if (tp->cfg.batch_max == 0 || cross || !tp->batch_sm_on || tp->cfg.batch_sm_max < tp->cfg.batch_max)

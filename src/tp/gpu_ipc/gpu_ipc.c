@@ -53,9 +53,9 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     /* a batch kernel: one launch for a whole held-back batch (the CPU pays
      * one call, not one per copy). 4x H200 host, two processes on GPU 0,
      * window 16, x a plain cudaMemcpyAsync in the same job
-     * (tests/gpu/results/1xH200-gpu13): 0 (the copy engines) 0.81-1.07 at
-     * 4 KiB-8 MiB; 2: 1.3-4.5 there (write, read, send). A single copy by
-     * kernel (1) is no faster than the copy engines at window 1. */
+     * (tests/gpu/results/1xH200-gpu13): 0 (the copy engines) 0.70-1.06 by
+     * round at 4 KiB-8 MiB; 2: 1.32-4.48 there (write, read, send). A single
+     * copy by kernel (1) is no faster than the copy engines at window 1. */
     {"BATCH_SM", "2",
      "a held-back batch (see BATCH_MAX) of at least this many copies, all within this engine's GPU and "
      "16-byte aligned, goes as one launch of a copy kernel instead of copy-engine copies (0 = never)",

@@ -35,7 +35,10 @@
  * batch first (the same copy twice does not: either order gives the same
  * bytes); gpu_ipc thus keeps conflicting copies in posting order. (Issuing
  * the first copy of a window at once, so that the GPU starts while the rest
- * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) */
+ * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) Every
+ * copy of a cudaMemcpyBatchAsync still costs the CPU what a copy alone does,
+ * so a batch of 2 or more within one GPU goes as one launch of a copy kernel
+ * where the build has one (cfg.batch_sm, batch.c). */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
