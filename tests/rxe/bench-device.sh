@@ -1,12 +1,19 @@
 #!/bin/bash
 # bench-device.sh: in one boot of the Soft-RoCE VM (tests/vm/device-rails.sh
-# on the device machine), first one rail against two
-# (tests/rxe/bench-rails.sh), then uccl against perftest and UCX with the
-# same window (tests/rxe/bench.sh, BENCH_SLIDING=1, write, sizes
-# BENCH_REF_SIZES, default 65536; BENCH_REF_SIZES=none skips it), then
-# bench-rails.sh's A/B when BENCH_AB is set. Their settings pass through;
-# BENCH_REF_ROUNDS (3) and BENCH_REF_MIB (16) are bench.sh's rounds and MiB
-# per run. Run from the build directory; exits 77 where the VM cannot boot.
+# on the device machine), in this order, each table's rows printed as they
+# end (a run cut short by the VM's time keeps the ones before):
+#  1. one rail against two, write (tests/rxe/bench-rails.sh, BENCH_OPS=write);
+#  2. uccl against perftest and UCX with the same window (tests/rxe/bench.sh,
+#     BENCH_SLIDING=1, write, sizes BENCH_REF_SIZES, default 65536;
+#     BENCH_REF_SIZES=none skips it);
+#  3. the write table again for each setting of BENCH_VARIANTS (space
+#     separated; each a comma-separated list of VAR=VALUE for bench-rails.sh,
+#     e.g. "UCCL_VERBS_NUM_QPS=8 BENCH_MTU=9000");
+#  4. the other ops of BENCH_OPS (default read send) at the first setting;
+#  5. bench-rails.sh's A/B when BENCH_AB is set.
+# Their settings pass through; BENCH_REF_ROUNDS (3) and BENCH_REF_MIB (16)
+# are bench.sh's rounds and MiB per run. Run from the build directory; exits
+# 77 where the VM cannot boot.
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
@@ -21,10 +28,21 @@ refs() {
 		BENCH_MIB="${BENCH_REF_MIB:-16}" bash "$here/bench.sh"
 	echo "# $(date -u +%T) bench.sh exit $?"
 }
-env -u BENCH_AB bash "$here/bench-rails.sh"
+env -u BENCH_AB BENCH_OPS=write bash "$here/bench-rails.sh"
 rc=$?
 echo "# $(date -u +%T) bench-rails.sh exit $rc"
 [ "${BENCH_REF_SIZES:-}" = none ] || refs
+for v in ${BENCH_VARIANTS:-}; do
+	echo "# $(date -u +%T) bench-rails.sh, write, with ${v//,/ }"
+	# shellcheck disable=SC2046 # one VAR=VALUE per word
+	env -u BENCH_AB BENCH_OPS=write BENCH_PROBE=0 $(echo "$v" | tr , ' ') bash "$here/bench-rails.sh"
+	echo "# $(date -u +%T) bench-rails.sh exit $?"
+done
+rest=$(printf '%s\n' ${BENCH_OPS:-write read send} | grep -vx write | paste -sd' ')
+if [ -n "$rest" ]; then
+	env -u BENCH_AB BENCH_OPS="$rest" BENCH_PROBE=0 bash "$here/bench-rails.sh"
+	echo "# $(date -u +%T) bench-rails.sh ($rest) exit $?"
+fi
 if [ -n "${BENCH_AB:-}" ]; then
 	BENCH_AB_ONLY=1 bash "$here/bench-rails.sh"
 	echo "# $(date -u +%T) bench-rails.sh (A/B) exit $?"

@@ -17,9 +17,13 @@
 #   that sent it, and rxe's requester, responder and completer all run where
 #   the packet is handled, so both rails' Soft-RoCE work follows the posting
 #   rank's vCPU.
-#   BENCH_SPAN=1: a run is one job over every op and size (below);
+#   BENCH_SPAN=1: a run is one job over one op and every size (below), and each
+#   op gets a row "all" too (a run's bytes over its time);
 #   BENCH_AB=PATH: then this uccl_perf against another (below; BENCH_AB_ONLY=1:
 #   that alone)
+#   BENCH_MTU=N: the four veths' MTU first (9000: a 4096-byte RoCE MTU;
+#   rxe follows its netdev's MTU), 1500 again at the end; each table's
+#   first run prints libuccl's line for each rail (its MTU, QPs per rail)
 #   BENCH_PROBE=1: first one 2-rail write of 2 x 64 MiB (BENCH_PROBE_BYTES in
 #   all) with the guest's CPU time per vCPU (user, system, softirq) and the
 #   busiest threads (tests/rxe/cpu-probe.sh); with BENCH_RPS=1 once before
@@ -43,7 +47,10 @@ rxe_reexec "$here/bench-rails.sh" 1500
 [ -n "${RXE_RAIL_DEV:-}" ] || { echo "bench: this VM has no second rail"; exit 77; }
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-4194304 16777216 67108864}
-ops=${BENCH_OPS:-write read send}
+# write first, whatever the order given: its rows are the ones asked for
+# first, and a run cut short by the VM's time keeps them
+ops=$(printf '%s\n' ${BENCH_OPS:-write read send} | awk '$1 == "write" { print; next } { o[++n] = $1 }
+	END { for (i = 1; i <= n; i++) print o[i] }' | paste -sd' ')
 rounds=${BENCH_ROUNDS:-3}
 bytes=${BENCH_BYTES:-16777216}
 export UCCL_VERBS_INFLIGHT=${UCCL_VERBS_INFLIGHT:-1M} UCCL_VERBS_IB_TIMEOUT=${UCCL_VERBS_IB_TIMEOUT:-20}
@@ -59,6 +66,10 @@ rps_on() { # veth1, veth0, veth3, veth2 take their packets on vCPUs 1-4, the ran
 	echo "# RPS: veth1 -> vCPU 1, veth0 -> 2, veth3 -> 3, veth2 -> 4; the ranks on vCPUs 5-$(($(nproc) - 1))"
 }
 rps=${BENCH_RPS:-0}
+if [ -n "${BENCH_MTU:-}" ]; then # rxe takes its port's active MTU from the netdev's (NETDEV_CHANGEMTU)
+	for v in veth0 veth1 veth2 veth3; do ip link set "$v" mtu "$BENCH_MTU" || echo "bench: $v refuses mtu $BENCH_MTU"; done
+	trap 'for v in veth0 veth1 veth2 veth3; do ip link set "$v" mtu 1500; done' EXIT
+fi
 [ "$rps" = 1 ] && [ "$(nproc)" -lt 8 ] && { echo "# BENCH_RPS=1 needs 8 vCPUs: left off"; rps=0; }
 [ -x "$perf" ] || { echo "bench: $perf not built (needs MPI and tools/uccl_perf)"; exit 1; }
 dev0=$RXE_DEV dev1=$RXE_DEV2
@@ -70,9 +81,13 @@ dev0=$RXE_DEV dev1=$RXE_DEV2
 run() {
 	local d0=$dev0 d1=$dev1
 	[ "$1" = 2 ] && d0=$dev0,$RXE_RAIL_DEV d1=$dev1,$RXE_RAIL_DEV2
-	RXE_DEV=$d0 RXE_DEV2=$d1 timeout "${BENCH_RUN_TIMEOUT:-300}" $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p \
+	UCCL_LOG_LEVEL=${UCCL_LOG_LEVEL:-info} RXE_DEV=$d0 RXE_DEV2=$d1 timeout "${BENCH_RUN_TIMEOUT:-300}" $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p \
 		--transport verbs --op "$2" --min "$3" --max "$4" --iters 1 --window "$5" --warmup "${BENCH_WARMUP:-0}" \
 		--no-ref >/tmp/uccl.out 2>&1 || tail -5 /tmp/uccl.out >&2
+	# once per setting: what libuccl made of the devices (rank 0's rails: MTU, QPs per rail)
+	local say="$1 ${UCCL_VERBS_NUM_QPS:-} $(cat /sys/class/net/veth0/mtu)"
+	[ "$say" = "${said:-}" ] || grep -m 2 "verbs: rxe.* mtu " /tmp/uccl.out | sed 's/^/#   /' >&2
+	said=$say
 	awk -v w="$5" '/^# uccl_perf p2p --op / { op = $5; sub(/:$/, "", op) }
 		/^ +[0-9]+ +[0-9.]+ +[0-9.]+ / && $3 > 0 { printf "%s %s %.4f\n", op, $1, 8 * $1 / ($3 * 1e3) }' /tmp/uccl.out
 }
@@ -95,17 +110,22 @@ ab_only=${BENCH_AB_ONLY:-0} # 1: the A/B below only (after an earlier table in t
 [ "${BENCH_PROBE:-0}" = 1 ] && [ "$ab_only" = 0 ] && probe
 [ "$rps" = 1 ] && rps_on && [ "${BENCH_PROBE:-0}" = 1 ] && [ "$ab_only" = 0 ] && probe
 echo "# $(nproc) vCPUs; $rounds rounds per row, one and two rails in turns; ~$((bytes >> 20)) MiB per run;" \
-	"UCCL_VERBS_INFLIGHT=$UCCL_VERBS_INFLIGHT UCCL_VERBS_IB_TIMEOUT=$UCCL_VERBS_IB_TIMEOUT; Gb/s"
+	"UCCL_VERBS_INFLIGHT=$UCCL_VERBS_INFLIGHT UCCL_VERBS_IB_TIMEOUT=$UCCL_VERBS_IB_TIMEOUT" \
+	"UCCL_VERBS_NUM_QPS=${UCCL_VERBS_NUM_QPS:-default} veth MTU $(cat /sys/class/net/veth0/mtu); Gb/s"
 printf "%-6s %9s %8s %8s %6s  %-15s %-15s %s   %s\n" op size "1 rail" "2 rails" ratio "spread 1" "spread 2" retries "runs: 1 rail | 2 rails"
-# BENCH_SPAN=1: one job per run covers every op and every size from the
-# smallest to the largest of BENCH_SIZES (one transfer each), so a round
-# costs one launch per setting instead of one per op and size (a launch of
-# two ranks costs seconds in the emulated VM)
+# BENCH_SPAN=1: one job per run covers every size from the smallest to the
+# largest of BENCH_SIZES (one transfer each) of one op, so a round costs one
+# launch per setting and op instead of one per size (a launch of two ranks
+# costs seconds in the emulated VM); an op's rows print when its rounds end
 declare -A one two
 lo=$(printf '%s\n' $sizes | sort -n | head -1) hi=$(printf '%s\n' $sizes | sort -n | tail -1)
-span() { # span RAILS [SLOT]: append this run's figures to one["op size"] or two["op size"]
+span() { # span RAILS [SLOT]: append this run's figures (ops $span_ops) to one["op size"] or two["op size"]
 	local o sz v
-	run "$1" "$(echo $ops | tr ' ' ,)" "$lo" "$hi" 1 >/tmp/span.out # (no /dev/fd in the VM for a <(...))
+	run "$1" "$(echo $span_ops | tr ' ' ,)" "$lo" "$hi" 1 >/tmp/span.out # (no /dev/fd in the VM for a <(...))
+	# and the run as a whole, "all": the bytes of the sizes in BENCH_SIZES over
+	# the sum of their times (what one job of those transfers would take)
+	awk -v want=" $sizes " 'index(want, " " $2 " ") && $3 > 0 { b[$1] += $2; t[$1] += $2 / $3 }
+		END { for (o in b) printf "%s all %.4f\n", o, b[o] / t[o] }' /tmp/span.out >>/tmp/span.out
 	while read -r o sz v; do
 		if [ "${2:-$1}" = 1 ]; then one["$o $sz"]+=" $v"; else two["$o $sz"]+=" $v"; fi
 	done </tmp/span.out
@@ -124,12 +144,12 @@ row() { # row OP SIZE RETRIES SECONDS [LABEL]: the table's line from one["OP SIZ
 if [ "$ab_only" = 1 ]; then
 	:
 elif [ "${BENCH_SPAN:-0}" = 1 ]; then
-	r0=$(retries) t0=$SECONDS
-	for r in $(seq "$rounds"); do
-		if [ $((r % 2)) = 1 ]; then span 1; span 2; else span 2; span 1; fi
-	done
-	for op in $ops; do
-		for s in $sizes; do row "$op" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)); done
+	for span_ops in $ops; do
+		r0=$(retries) t0=$SECONDS
+		for r in $(seq "$rounds"); do
+			if [ $((r % 2)) = 1 ]; then span 1; span 2; else span 2; span 1; fi
+		done
+		for s in $sizes all; do row "$span_ops" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)); done
 	done
 else
 	for op in $ops; do
@@ -147,7 +167,7 @@ fi
 # BENCH_AB_OPS: one unless PATH takes a list), this uccl_perf ("2 rails"
 # column) against the one at PATH ("1 rail" column), in turns
 if [ -n "${BENCH_AB:-}" ] && [ "${BENCH_SPAN:-0}" = 1 ]; then
-	ops=${BENCH_AB_OPS:-write}
+	ops=${BENCH_AB_OPS:-write} span_ops=$ops
 	echo "# A/B over two rails: \"1 rail\" = $BENCH_AB, \"2 rails\" = $perf"
 	one=() two=() r0=$(retries) t0=$SECONDS this=$perf
 	for r in $(seq "$rounds"); do
@@ -156,6 +176,6 @@ if [ -n "${BENCH_AB:-}" ] && [ "${BENCH_SPAN:-0}" = 1 ]; then
 		done
 	done
 	for op in $ops; do
-		for s in $sizes; do row "$op" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)) "ab-$op"; done
+		for s in $sizes all; do row "$op" "$s" $(( $(retries) - r0 )) $((SECONDS - t0)) "ab-$op"; done
 	done
 fi

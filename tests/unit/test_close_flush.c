@@ -216,5 +216,8 @@ int main(void)
      * sender is done before the receiver posts anything */
     setenv("UCCL_SHM_EAGER_THRESHOLD", "1M", 1);
     setenv("UCCL_SHM_RING_SIZE", "128M", 1);
+    /* tcp: likewise, no rendezvous (it would hold each 1 MiB send until
+     * its receive is posted); test_tcp_rndv covers that path */
+    setenv("UCCL_TCP_RNDV_MIN", "0", 1);
     return unit_main_tp("close_flush", tests, NULL, NULL);
 }

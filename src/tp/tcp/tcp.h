@@ -21,6 +21,7 @@ typedef struct tcp_config {
     size_t sockbuf;
     size_t rxbuf;
     size_t progress_bytes;
+    size_t rndv_min;
     size_t stage_chunk;
     int stage_depth;
 } tcp_config_t;
@@ -86,8 +87,14 @@ typedef struct tcp_op {
     bool cut_done;         /* every chunk has been cut (a frame exists for each) */
     bool sent;             /* every chunk has been written to a socket */
     bool gpu;              /* req (or flat) is GPU memory: staged */
+    uint8_t rndv;          /* message by rendezvous: TCP_RNDV_* */
     uccl_stage_src_t src;  /* payload source when gpu and sending */
 } tcp_op_t;
+
+/* A message of at least UCCL_TCP_RNDV_MIN bytes: its request to send is
+ * cut first (RTS), then it waits in ep->rndv_wait (by wait_link) for the
+ * receiver's CTS (WAIT), then its chunks go as any message's (GO). */
+enum { TCP_RNDV_NONE, TCP_RNDV_RTS, TCP_RNDV_WAIT, TCP_RNDV_GO };
 
 /* One chunk on its way out of a stream. */
 typedef struct tcp_frame {
@@ -144,6 +151,8 @@ typedef struct tcp_rx_rec {
     uint64_t region_id, addr, notif;
     bool has_notif;
     bool staged; /* write: some chunk went to GPU memory through staging */
+    bool rndv;   /* message: its bytes come after our CTS (queued once a receive took it) */
+    bool cts_sent;
     uccl_status_t status; /* write: UCCL_OK or why the target refused it */
 } tcp_rx_rec_t;
 
@@ -162,6 +171,7 @@ struct tcp_ep {
     uccl_list_t ops;          /* tcp_op_t by all_link */
     uccl_list_t tx_queue;     /* tcp_op_t by tx_link */
     uccl_list_t rma_wait;     /* tcp_op_t by wait_link */
+    uccl_list_t rndv_wait;    /* tcp_op_t by wait_link: messages waiting for their CTS */
     uccl_list_t rx_active;    /* tcp_rx_rec_t by link */
     /* the records of rx_active by the peer's id: [0] messages, [1] writes */
     uccl_hmap_t rx_ids[2];
@@ -193,6 +203,9 @@ uccl_status_t uccl_tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 /* Queue a control frame or a read response (no request behind it). */
 uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
+uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id);
+/* The peer's CTS for message id: its chunks may go (false = no such message waits). */
+bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id);
 uccl_status_t uccl_tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
                                   bool gpu);
 /* Send what the endpoint has queued, within budget bytes. */

@@ -37,6 +37,7 @@ uccl_status_t uccl_tcp_ep_create(uccl_tp_t *tp, uccl_conn_t *conn, const uccl_tp
     uccl_list_init(&ep->ops);
     uccl_list_init(&ep->tx_queue);
     uccl_list_init(&ep->rma_wait);
+    uccl_list_init(&ep->rndv_wait);
     uccl_idmap_init(&ep->rma_ids, 64, 20);
     uccl_list_init(&ep->rx_active);
     uccl_hmap_init(&ep->rx_ids[0]);

@@ -108,6 +108,16 @@ static void tcp_rec_settle(tcp_ep_t *ep, tcp_rx_rec_t *rec)
     tcp_rec_free(ep, rec);
 }
 
+/* A rendezvous message has its receive: ask the sender for its bytes. */
+static void tcp_rndv_cts(tcp_ep_t *ep, tcp_rx_rec_t *rec)
+{
+    if (!rec->rndv || rec->cts_sent || rec->req == NULL)
+        return;
+    rec->cts_sent = true;
+    if (uccl_tcp_queue_cts(ep, rec->id) != UCCL_OK)
+        uccl_tcp_ep_fail(ep, "out of memory for a clear to send");
+}
+
 /* The next message in send order goes to the core's matching: into the
  * receive it has for it, or held until one comes (uccl_tcp_msg_deliver). */
 static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
@@ -121,11 +131,13 @@ static void tcp_present(tcp_ep_t *ep, tcp_rx_rec_t *rec)
         return;
     }
     if (rec->req == NULL) {
+        /* the payload comes in whole, or (rendezvous) not before a receive */
         rec->msg = (uccl_msg_t){.seq = rec->msg_seq, .tag = rec->tag, .len = rec->total,
-                                .bytes = rec->total}; /* the payload comes in whole */
+                                .bytes = rec->rndv ? 0 : rec->total};
         uccl_list_push_back(&ep->unexpected, &rec->uq_link);
         uccl_msg_hold(conn, &ep->base, &rec->msg);
     }
+    tcp_rndv_cts(ep, rec);
     tcp_rec_settle(ep, rec);
 }
 
@@ -145,6 +157,7 @@ void uccl_tcp_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)
 
     uccl_list_del(&rec->uq_link);
     rec->req = req;
+    tcp_rndv_cts((tcp_ep_t *)base, rec);
     tcp_rec_settle((tcp_ep_t *)base, rec);
 }
 
@@ -154,6 +167,7 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
 {
     tcp_ep_t *ep = s->ep;
     tcp_rx_rec_t *rec = tcp_rec_find(ep, TCP_FRAME_MSG, h->id);
+    bool rts = (h->flags & TCP_FLAG_RNDV) != 0;
 
     if (rec == NULL) {
         if (h->id < ep->next_rx_id) {
@@ -167,7 +181,14 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
         }
         rec->tag = h->a;
         rec->msg_seq = h->b;
+        rec->rndv = rts;
         tcp_present_ready(ep);
+        if (uccl_conn_status(ep->base.conn) != UCCL_OK)
+            return false;
+    } else if (rts || (rec->rndv && !rec->cts_sent)) {
+        /* a second RTS, or bytes of a rendezvous message we did not ask for */
+        uccl_tcp_ep_fail(ep, "chunk of a rendezvous message before its clear to send");
+        return false;
     }
     if (rec->tag != h->a || rec->msg_seq != h->b || rec->total != h->total ||
         h->clen > rec->total - rec->received) {
@@ -175,6 +196,8 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
         return false;
     }
     s->target = rec;
+    if (rts)
+        return true; /* no bytes: the sink stays DISCARD */
     if (rec->req != NULL && rec->bounce == NULL) {
         s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = rec->req, .pos = h->off,
                                .staged = tcp_req_staged(ep, rec->req)};
@@ -296,6 +319,11 @@ bool uccl_tcp_rx_chunk_begin(tcp_stream_t *s)
     case TCP_FRAME_WRITE: return tcp_begin_write(s, h);
     case TCP_FRAME_READ_REQ: return tcp_begin_read_req(s->ep, h);
     case TCP_FRAME_READ_DATA: return tcp_begin_read_data(s, h);
+    case TCP_FRAME_CTS:
+        if (uccl_tcp_rndv_go(s->ep, h->id))
+            return true;
+        uccl_tcp_ep_fail(s->ep, "clear to send for no message waiting for one");
+        return false;
     default: return tcp_handle_ack(s->ep, h);
     }
 }

@@ -83,8 +83,14 @@ uccl_status_t uccl_tcp_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     op->hdr.a = req->tag;
     op->hdr.b = req->msg_seq;
     op->req = req;
-    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
+    if (tcp_tp_of(ep)->cfg.rndv_min > 0 && req->len >= tcp_tp_of(ep)->cfg.rndv_min)
+        op->rndv = TCP_RNDV_RTS;
+    /* GPU memory: staged from now, or (rendezvous) from the CTS on, so that
+     * a message waiting for its receive holds no pinned buffer */
+    if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req) && op->rndv == TCP_RNDV_NONE)
         tcp_op_stage(ep, op, NULL);
+    else if (tcp_tp_of(ep)->stage != NULL && uccl_stage_req_is_gpu(req))
+        op->gpu = true;
     return UCCL_OK;
 }
 
@@ -134,6 +140,29 @@ uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status
         return UCCL_ERR_NO_MEMORY;
     op->hdr.a = (uint64_t)(int64_t)status;
     return UCCL_OK;
+}
+
+uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id)
+{
+    return tcp_op_new(ep, TCP_FRAME_CTS, id, 0) != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+}
+
+bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id)
+{
+    uccl_list_t *pos;
+
+    uccl_list_for_each(pos, &ep->rndv_wait) {
+        tcp_op_t *op = uccl_container_of(pos, tcp_op_t, wait_link);
+        if (op->hdr.id == id) {
+            uccl_list_del(&op->wait_link);
+            op->rndv = TCP_RNDV_GO;
+            uccl_list_push_back(&ep->tx_queue, &op->tx_link);
+            if (op->gpu)
+                tcp_op_stage(ep, op, NULL);
+            return true;
+        }
+    }
+    return false;
 }
 
 uccl_status_t uccl_tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
@@ -224,7 +253,8 @@ static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
            uccl_conn_status(ep->base.conn) == UCCL_OK) {
         tcp_op_t *op = uccl_list_first(&ep->tx_queue, tcp_op_t, tx_link);
         tcp_frame_t *f = &s->ring[(s->tx_head + s->tx_count) % TCP_TX_RING];
-        size_t payload = tcp_op_payload(op);
+        bool rts = op->rndv == TCP_RNDV_RTS;
+        size_t payload = rts ? 0 : tcp_op_payload(op);
         size_t len = payload - op->next_off < chunk ? payload - op->next_off : chunk;
         uccl_status_t st = tcp_frame_stage(ep, op, f, &len);
         tcp_hdr_t h;
@@ -236,6 +266,8 @@ static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
         h = op->hdr;
         h.off = op->next_off;
         h.clen = (uint32_t)len;
+        if (rts)
+            h.flags |= TCP_FLAG_RNDV;
         tcp_hdr_encode(&h, f->hdr);
         f->op = op;
         f->off = op->next_off;
@@ -243,7 +275,11 @@ static void tcp_stream_fill(tcp_stream_t *s, size_t chunk)
         f->sent = 0;
         op->next_off += len;
         op->frames++;
-        if (op->next_off == payload) {
+        if (rts) { /* the bytes wait for the receiver's CTS */
+            op->rndv = TCP_RNDV_WAIT;
+            uccl_list_del(&op->tx_link);
+            uccl_list_push_back(&ep->rndv_wait, &op->wait_link);
+        } else if (op->next_off == payload) {
             op->cut_done = true;
             uccl_list_del(&op->tx_link);
         }

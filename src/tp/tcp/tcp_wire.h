@@ -7,7 +7,8 @@
 
 #include "core/tp_api.h"
 
-#define TCP_WIRE_VERSION 1
+/* 2: rendezvous of large messages (TCP_FLAG_RNDV, TCP_FRAME_CTS) */
+#define TCP_WIRE_VERSION 2
 
 /* Address entry: version, pad, port (network order), IPv4 (network order). */
 #define TCP_ADDR_LEN 8
@@ -30,9 +31,13 @@ enum {
     TCP_FRAME_READ_REQ = 3,  /* read request (no payload): a = region id, b = remote addr */
     TCP_FRAME_READ_DATA = 4, /* read response chunk */
     TCP_FRAME_ACK = 5,       /* write done / read refused: a = status */
+    TCP_FRAME_CTS = 6,       /* clear to send (no payload): id = the message's id */
 };
 
 #define TCP_FLAG_NOTIF 1u
+/* A message's request to send (no payload): its bytes follow the receiver's
+ * CTS, once a receive took it, so they land in place (never a bounce). */
+#define TCP_FLAG_RNDV 2u
 
 /* A message, write or read response is cut into chunks that may travel on
  * any stream: each chunk names its operation (id), the operation's total
@@ -75,11 +80,16 @@ static inline bool tcp_hdr_decode(const uint8_t *p, tcp_hdr_t *h)
     h->a = uccl_get_u64(p + 32);
     h->b = uccl_get_u64(p + 40);
     h->c = uccl_get_u64(p + 48);
-    if (h->type < TCP_FRAME_MSG || h->type > TCP_FRAME_ACK)
+    if (h->type < TCP_FRAME_MSG || h->type > TCP_FRAME_CTS)
         return false;
     if (h->off > h->total || h->clen > h->total - h->off)
         return false;
-    return (h->type != TCP_FRAME_READ_REQ && h->type != TCP_FRAME_ACK) || h->clen == 0;
+    if ((h->flags & TCP_FLAG_RNDV) && (h->type != TCP_FRAME_MSG || h->clen != 0 || h->off != 0))
+        return false;
+    /* requests and replies carry no payload */
+    if (h->type == TCP_FRAME_READ_REQ || h->type == TCP_FRAME_ACK || h->type == TCP_FRAME_CTS)
+        return h->clen == 0;
+    return true;
 }
 
 #endif
