@@ -1,10 +1,15 @@
 /* GPU references for the benchmarks (see perf_cuda.h), on src/gpu/gpu.h;
  * NCCL through dlopen with the few prototypes it needs declared here. */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu/gpu.h"
 #include "perf_cuda.h"
@@ -147,6 +152,13 @@ double perf_cuda_nccl(int rank, void *buf, size_t len, int iters, perf_xchg_fn x
 
 /* ---------------------------------------------------------------- windowed */
 
+/* Host flags both ranks map (perf_cuda_told_window): a count each way, on
+ * cache lines of their own. */
+typedef struct perf_flags {
+    _Alignas(64) atomic_uint_fast64_t told; /* rank 0: windows copied */
+    _Alignas(64) atomic_uint_fast64_t ack;  /* rank 1: windows acknowledged */
+} perf_flags_t;
+
 struct perf_cuda {
     int rank, gpu;
     perf_xchg_fn xchg;
@@ -156,6 +168,7 @@ struct perf_cuda {
     uccl_gpu_stream_t stream;
     nccl_comm_t nccl;  /* NULL when NCCL is absent */
     p2p_fn nccl_send, nccl_recv;
+    perf_flags_t *flags; /* shared with the peer (perf_cuda_told_window), NULL if not */
 };
 
 static int nccl_setup(perf_cuda_t *g)
@@ -200,6 +213,41 @@ static int plain_setup(perf_cuda_t *g)
     return 0;
 }
 
+/* Rank 0 makes a shared-memory object, rank 1 maps it by name, then the
+ * name goes (the mappings stay). */
+static void flags_setup(perf_cuda_t *g)
+{
+    char name[64], theirs[64];
+    int fd = -1, ok = 0, peer_ok = 0;
+    void *p = MAP_FAILED;
+
+    snprintf(name, sizeof(name), "/uccl_perf_flags.%d", (int)getpid());
+    if (g->rank == 0) {
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd >= 0 && ftruncate(fd, sizeof(perf_flags_t)) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    g->xchg(name, theirs, sizeof(name));
+    if (g->rank == 1)
+        fd = shm_open(theirs, O_RDWR, 0);
+    if (fd >= 0)
+        p = mmap(NULL, sizeof(perf_flags_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd >= 0)
+        close(fd);
+    ok = p != MAP_FAILED;
+    g->xchg(&ok, &peer_ok, sizeof(ok));
+    if (g->rank == 0)
+        shm_unlink(name);
+    if (ok && peer_ok) {
+        g->flags = p;
+        return;
+    }
+    if (ok)
+        munmap(p, sizeof(perf_flags_t));
+}
+
 int perf_cuda_setup(int rank, int local_rank, size_t len, perf_xchg_fn xchg, perf_cuda_t **out)
 {
     perf_cuda_t *g = calloc(1, sizeof(*g));
@@ -225,6 +273,7 @@ int perf_cuda_setup(int rank, int local_rank, size_t len, perf_xchg_fn xchg, per
         return -1;
     }
     plain_setup(g);
+    flags_setup(g);
     nccl_setup(g);
     *out = g;
     return 0;
@@ -292,6 +341,47 @@ double perf_cuda_plain_window(perf_cuda_t *g, int from_rank0, size_t len, int wi
     return timed(g, secs);
 }
 
+/* Spin until *word >= want; 0, or -1 after 60 s. */
+static int flag_wait(atomic_uint_fast64_t *word, uint64_t want)
+{
+    double deadline = now_us() + 60e6;
+
+    for (unsigned k = 0; atomic_load_explicit(word, memory_order_acquire) < want; k++)
+        if ((k & 1023) == 0 && now_us() > deadline)
+            return -1;
+    return 0;
+}
+
+double perf_cuda_told_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters)
+{
+    int ok = g->flags != NULL && g->peer_map != NULL, peer_ok = 0;
+    double t0, secs = -1;
+    char *dst = from_rank0 ? g->peer_map : g->buf;
+    const char *src = from_rank0 ? g->buf : g->peer_map;
+
+    g->xchg(&ok, &peer_ok, sizeof(ok));
+    if (!ok || !peer_ok)
+        return -1;
+    atomic_store(&g->flags->told, 0);
+    atomic_store(&g->flags->ack, 0);
+    g->xchg(&ok, &peer_ok, sizeof(ok)); /* both reset before either counts */
+    t0 = now_us();
+    for (uint64_t i = 1; i <= (uint64_t)iters && ok; i++) {
+        if (g->rank == 1) {
+            ok = flag_wait(&g->flags->told, i) == 0;
+            atomic_store_explicit(&g->flags->ack, i, memory_order_release);
+            continue;
+        }
+        for (int k = 0; k < window && ok; k++)
+            ok = uccl_gpu_memcpy_async(dst, src, len, g->stream) == UCCL_OK;
+        ok = ok && uccl_gpu_stream_sync(g->stream) == UCCL_OK;
+        atomic_store_explicit(&g->flags->told, ok ? i : UINT64_MAX, memory_order_release);
+        ok = ok && flag_wait(&g->flags->ack, i) == 0;
+    }
+    secs = ok ? (now_us() - t0) / 1e6 : -1;
+    return timed(g, secs);
+}
+
 double perf_cuda_nccl_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters)
 {
     int sender = from_rank0 ? 0 : 1, ok = 1, peer_ok = 0;
@@ -326,6 +416,8 @@ void perf_cuda_teardown(perf_cuda_t *g)
     }
     if (g->peer_map != NULL)
         uccl_gpu_ipc_close(g->peer_map);
+    if (g->flags != NULL)
+        munmap(g->flags, sizeof(perf_flags_t));
     uccl_gpu_stream_destroy(g->stream);
     uccl_gpu_free(g->buf);
     free(g);

@@ -53,6 +53,14 @@ int perf_cuda_download(perf_cuda_t *g, void *host, size_t len);
  * call; xchg brackets the timed part. */
 double perf_cuda_plain_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters);
 double perf_cuda_nccl_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters);
+/* The plain copy, told (two-sided send/recv's reference): as
+ * perf_cuda_plain_window, and after each window's stream sync rank 0 tells
+ * rank 1 through a flag in shared host memory, and rank 1 acks through
+ * another that rank 0 waits for: the copy plus the one notification and ack
+ * that uccl_perf's send loop needs (its receiver acks every window). Both
+ * ranks call; < 0 when the flags could not be shared (another host) or a
+ * peer stayed silent for 60 s. */
+double perf_cuda_told_window(perf_cuda_t *g, int from_rank0, size_t len, int window, int iters);
 void perf_cuda_teardown(perf_cuda_t *g);
 
 #endif

@@ -310,8 +310,13 @@ static void print_gpu_header(const perf_opts_t *o, const char *conn_transport, c
            "transfer\n#   (a window of %d in flight%s); x = uccl / reference (GB/s); last "
            "uccl window verified byte for byte\n", o->window,
            o->window == 1 ? ": with window 1 this is post-to-completion latency" : ", not a latency");
-    printf("%10s %9s %9s %9s %9s %7s %9s %9s %7s\n", "size", "uccl GB/s", "uccl us", "copy GB/s",
-           "copy us", "x copy", "nccl GB/s", "nccl us", "x nccl");
+    if (o->op == PERF_OP_SEND)
+        printf("# copy+ack: the plain copy, then per window rank 0 tells rank 1 through a host flag and "
+               "waits for its ack flag\n#   (the notification and ack uccl's send loop has, which the "
+               "plain copy lacks)\n");
+    printf("%10s %9s %9s %9s %9s %7s %9s %9s %7s%s\n", "size", "uccl GB/s", "uccl us", "copy GB/s",
+           "copy us", "x copy", "nccl GB/s", "nccl us", "x nccl",
+           o->op == PERF_OP_SEND ? "  c+ack us x c+ack" : "");
     fflush(stdout);
 }
 
@@ -359,9 +364,14 @@ void perf_print_row(const perf_opts_t *o, const perf_row_t *r)
     double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s), n = gbps(r, r->nccl_s);
 
     if (o->mem == PERF_MEM_CUDA) {
-        printf("%10zu %9.2f %9.2f %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f\n", r->size, u,
+        double a = gbps(r, r->told_s);
+
+        printf("%10zu %9.2f %9.2f %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f", r->size, u,
                us_op(r, r->uccl_s), m, us_op(r, r->ref_s), m > 0 ? u / m : 0, n,
                us_op(r, r->nccl_s), n > 0 ? u / n : 0);
+        if (o->op == PERF_OP_SEND)
+            printf(" %9.2f %7.3f", us_op(r, r->told_s), a > 0 ? u / a : 0);
+        printf("\n");
         fflush(stdout);
         return;
     }
@@ -375,11 +385,13 @@ static void json_gpu_rows(FILE *f, const perf_row_t *rows, int nrows)
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];
         double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s), n = gbps(r, r->nccl_s);
+        double a = gbps(r, r->told_s);
         fprintf(f, "  {\"size\": %zu, \"uccl_gbps\": %.4f, \"uccl_us\": %.3f, \"copy_gbps\": %.4f, "
                    "\"copy_us\": %.3f, \"ratio_copy\": %.4f, \"nccl_gbps\": %.4f, \"nccl_us\": %.3f, "
-                   "\"ratio_nccl\": %.4f}%s\n",
+                   "\"ratio_nccl\": %.4f, \"copy_ack_us\": %.3f, \"ratio_copy_ack\": %.4f}%s\n",
                 r->size, u, us_op(r, r->uccl_s), m, us_op(r, r->ref_s), m > 0 ? u / m : 0, n,
-                us_op(r, r->nccl_s), n > 0 ? u / n : 0, i + 1 < nrows ? "," : "");
+                us_op(r, r->nccl_s), n > 0 ? u / n : 0, us_op(r, r->told_s), a > 0 ? u / a : 0,
+                i + 1 < nrows ? "," : "");
     }
 }
 
@@ -397,9 +409,11 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
     machine_name(machine, sizeof(machine));
     if (gpu != NULL) {
         fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"mem\": \"cuda\", \"gpu\": \"%s\", "
-                   "\"op\": \"%s\", \"window\": %d, \"rounds\": %d,\n \"reference\": \"%s\",\n \"rows\": [\n",
+                   "\"op\": \"%s\", \"window\": %d, \"rounds\": %d,\n \"reference\": \"%s%s\",\n \"rows\": [\n",
                 machine, conn_transport, gpu, op_name(o->op), o->window, o->rounds,
-                gpu_ref_pattern(o->op));
+                gpu_ref_pattern(o->op),
+                o->op == PERF_OP_SEND ? "; copy_ack: the plain copy, then per window rank 0 sets a host flag "
+                                        "rank 1 waits for and waits for rank 1's ack flag" : "");
         json_gpu_rows(f, rows, nrows);
         goto out;
     }

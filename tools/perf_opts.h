@@ -33,6 +33,8 @@ typedef struct perf_row {
     double uccl_s; /* rank 0's time for them (median of the rounds, as the others) */
     double ref_s;  /* MPI, or with --mem cuda the plain cudaMemcpyAsync */
     double nccl_s; /* --mem cuda: NCCL send/recv, < 0 without NCCL */
+    double told_s; /* --mem cuda, send: the plain copy plus a host-flag notification and ack
+                    * per window (perf_cuda_told_window), <= 0 without it */
     double ratio_lo, ratio_hi; /* host memory: least and greatest uccl / MPI of one round */
 } perf_row_t;
 

@@ -334,6 +334,8 @@ static int gpu_refs(perf_ctx_t *c, size_t size, int iters, perf_row_t *row)
     if (c->o.warmup > 0)
         perf_cuda_plain_window(c->gpu, from0, size, w, c->o.warmup);
     row->ref_s = perf_cuda_plain_window(c->gpu, from0, size, w, iters);
+    /* two-sided: the copy with the notification and ack the send loop has */
+    row->told_s = c->o.op == PERF_OP_SEND ? perf_cuda_told_window(c->gpu, from0, size, w, iters) : -1;
     row->nccl_s = -1;
     if (perf_cuda_have_nccl(c->gpu)) {
         if (c->o.warmup > 0)
@@ -378,11 +380,11 @@ static double median(double *t, int n)
  * has the spread of the per-round ratios. */
 static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
 {
-    double u[PERF_ROUNDS_MAX], r[PERF_ROUNDS_MAX], n[PERF_ROUNDS_MAX];
+    double u[PERF_ROUNDS_MAX], r[PERF_ROUNDS_MAX], n[PERF_ROUNDS_MAX], a[PERF_ROUNDS_MAX];
     int iters = auto_iters(c, size), rounds = c->o.rounds;
 
     for (int k = 0; k < rounds; k++) {
-        u[k] = r[k] = n[k] = -1;
+        u[k] = r[k] = n[k] = a[k] = -1;
         if (timed_phase(c, size, iters, "uccl", uccl_phase, &u[k], 1) != 0)
             return -1;
         if (c->o.no_ref)
@@ -392,6 +394,7 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
                 return -1;
             r[k] = row->ref_s;
             n[k] = row->nccl_s;
+            a[k] = row->told_s;
         } else if (timed_phase(c, size, iters, "MPI reference", mpi_phase, &r[k], k == rounds - 1) != 0) {
             return -1;
         }
@@ -408,6 +411,7 @@ static int run_size(perf_ctx_t *c, size_t size, perf_row_t *row)
     row->uccl_s = median(u, rounds);
     row->ref_s = c->o.no_ref ? 0 : median(r, rounds);
     row->nccl_s = median(n, rounds);
+    row->told_s = median(a, rounds);
     return 0;
 }
 

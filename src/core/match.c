@@ -165,6 +165,14 @@ void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg)
     uccl_list_insert_after(pos, &msg->link);
 }
 
+uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req)
+{
+    *req = conn->state == UCCL_OK && !uccl_list_empty(&conn->posted)
+               ? uccl_list_first(&conn->posted, uccl_req_t, match_link)
+               : NULL;
+    return conn->rx_msg_next;
+}
+
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req)
 {
     uccl_list_t *pos;

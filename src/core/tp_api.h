@@ -372,6 +372,16 @@ struct uccl_msg {
 uccl_status_t uccl_msg_arrived(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64_t seq,
                                uint64_t tag, uint64_t len, uccl_req_t **req);
 void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg);
+/* For a transport that lets its provider place a message straight into a
+ * receive (ofi's direct sends): the number of the next message to arrive
+ * on conn (every lower one has), and in *req the receive that message goes
+ * to if it has that receive's tag and fits: the oldest posted receive, NULL
+ * when none is posted or conn failed. The receive stays the core's: the
+ * transport may let the message numbered the return value land in req's
+ * pieces, and must then hand it in through uccl_msg_arrived as any other,
+ * which gives req back when the tag was req's (else the bytes belong to
+ * whatever uccl_msg_arrived says, and req's pieces were only scratch). */
+uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req);
 
 /* ================================================================ connections */
 

@@ -440,6 +440,7 @@ typedef CUresult (*launch_fn_t)(CUfunction, unsigned int, unsigned int, unsigned
 static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER; /* loads */
 #endif
 static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS], sm_fn8[SM_COPY_DEVS]; /* 4 / 8 words in flight */
+static _Atomic(CUfunction) sm_fnb[SM_COPY_DEVS];                      /* uccl_sm_copy_batch */
 static _Atomic(launch_fn_t) sm_launch;
 
 uccl_status_t uccl_gpu_sm_copy_load(int device)
@@ -453,7 +454,7 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
     module_get_fn_t get;
     launch_fn_t launch;
     CUmodule mod;
-    CUfunction fn, fn8;
+    CUfunction fn, fn8, fnb;
     CUresult res;
     uccl_status_t st;
 
@@ -475,13 +476,15 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
             st = UCCL_ERR_UNSUPPORTED;
         }
         if (st == UCCL_OK && ((res = get(&fn, mod, "uccl_sm_copy")) != CUDA_SUCCESS ||
-                              (res = get(&fn8, mod, "uccl_sm_copy8")) != CUDA_SUCCESS)) {
+                              (res = get(&fn8, mod, "uccl_sm_copy8")) != CUDA_SUCCESS ||
+                              (res = get(&fnb, mod, "uccl_sm_copy_batch")) != CUDA_SUCCESS)) {
             uccl_warn("SM copies: cuModuleGetFunction on GPU %d failed: CUresult %d", device, (int)res);
             st = UCCL_ERR_UNSUPPORTED;
         }
         if (st == UCCL_OK) {
             atomic_store(&sm_launch, launch);
             atomic_store(&sm_fn8[device], fn8);
+            atomic_store(&sm_fnb[device], fnb);
             atomic_store(&sm_fn[device], fn);
             uccl_debug("SM copies: kernel loaded on GPU %d", device);
         }
@@ -517,4 +520,47 @@ uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, siz
         blocks = (int)need;
     res = launch(fn, (unsigned int)blocks, 1, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
     return memop_status(res, "cuLaunchKernel(uccl_sm_copy)", len);
+}
+
+/* The kernel's parameter block (sm_copy.cu's struct uccl_sm_batch). */
+typedef struct sm_batch {
+    void *dst[UCCL_GPU_SM_BATCH_MAX];
+    const void *src[UCCL_GPU_SM_BATCH_MAX];
+    size_t len[UCCL_GPU_SM_BATCH_MAX];
+} sm_batch_t;
+
+uccl_status_t uccl_gpu_sm_copy_batch_async(int device, void *const *dst, const void *const *src,
+                                           const size_t *len, size_t n, int blocks,
+                                           uccl_gpu_stream_t stream)
+{
+    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL : atomic_load(&sm_fnb[device]);
+    launch_fn_t launch = atomic_load(&sm_launch);
+    size_t most = 0, need, total = 0;
+    unsigned int bx;
+    sm_batch_t b;
+    void *args[] = {&b};
+    CUresult res;
+
+    if (!uccl_gpu_sm_batch_args_ok(dst, src, n, blocks) || len == NULL || stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (fn == NULL || launch == NULL)
+        return UCCL_ERR_UNSUPPORTED;
+    memset(&b, 0, sizeof(b));
+    for (size_t i = 0; i < n; i++) {
+        b.dst[i] = dst[i];
+        b.src[i] = src[i];
+        b.len[i] = len[i];
+        most = len[i] > most ? len[i] : most;
+        total += len[i];
+    }
+    if (total == 0)
+        return UCCL_OK;
+    /* blocks per copy: enough for the largest (4 words a thread), the
+     * budget shared by the n rows */
+    need = (most / UCCL_GPU_SM_COPY_ALIGN + 4 * SM_COPY_THREADS - 1) / (4 * SM_COPY_THREADS);
+    bx = (unsigned int)(need < 1 ? 1 : need);
+    if (bx > (unsigned int)blocks / n)
+        bx = (unsigned int)blocks / n > 0 ? (unsigned int)blocks / n : 1;
+    res = launch(fn, bx, (unsigned int)n, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
+    return memop_status(res, "cuLaunchKernel(uccl_sm_copy_batch)", total);
 }

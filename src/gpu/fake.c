@@ -581,3 +581,20 @@ uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, siz
         return UCCL_ERR_UNSUPPORTED;
     return uccl_gpu_memcpy_async(dst, src, len, stream);
 }
+
+/* The batch as its copies, queued one by one (the kernel's copies are
+ * unordered among themselves; gpu_ipc's batch never overlaps them). */
+uccl_status_t uccl_gpu_sm_copy_batch_async(int device, void *const *dst, const void *const *src,
+                                           const size_t *len, size_t n, int blocks,
+                                           uccl_gpu_stream_t stream)
+{
+    uccl_status_t st = UCCL_OK;
+
+    if (!uccl_gpu_sm_batch_args_ok(dst, src, n, blocks) || len == NULL || stream == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    if (fake_check_device(device) != UCCL_OK || !atomic_load(&fake_sm_loaded[device]))
+        return UCCL_ERR_UNSUPPORTED;
+    for (size_t i = 0; st == UCCL_OK && i < n; i++)
+        st = uccl_gpu_memcpy_async(dst[i], src[i], len[i], stream);
+    return st;
+}

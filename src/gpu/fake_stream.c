@@ -76,7 +76,8 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
      offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
     {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
      offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
-    {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 2..4",
+    {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 1..4 (1: every process on one GPU, "
+     "as on a one-GPU machine)",
      offsetof(fake_cfg_t, count), UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
@@ -370,8 +371,8 @@ static void count_load(void)
 
     if (uccl_cfg_parse(&fake_cfg_table, &cfg) != UCCL_OK)
         return;
-    if (cfg.count < 2 || cfg.count > FAKE_NDEV)
-        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 2..%d; 2 fake GPUs", cfg.count, FAKE_NDEV);
+    if (cfg.count < 1 || cfg.count > FAKE_NDEV)
+        uccl_warn("UCCL_FAKE_GPU_COUNT=%zu: not 1..%d; 2 fake GPUs", cfg.count, FAKE_NDEV);
     else
         fake_count = (int)cfg.count;
 }

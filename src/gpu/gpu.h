@@ -138,6 +138,28 @@ static inline int uccl_gpu_sm_copy_args_ok(const void *dst, const void *src, int
            blocks <= 1024 && (unroll == 4 || unroll == 8);
 }
 
+/* n copies (1..UCCL_GPU_SM_BATCH_MAX) dst[i] <- src[i] (len[i] bytes, every
+ * dst and src 16-byte aligned) queued on stream as ONE launch of the copy
+ * kernel (uccl_sm_copy_batch: a row of blocks per copy, at most blocks
+ * blocks in all, 4 words in flight per thread), on a device loaded before
+ * (uccl_gpu_sm_copy_load). As uccl_gpu_memcpy_batch_async, the copies are
+ * not ordered among themselves. One launch costs the CPU what one copy call
+ * does, so a window of small copies costs one call, not one each (gpu_ipc's
+ * UCCL_GPU_IPC_BATCH_SM). Errors as uccl_gpu_sm_copy_async. */
+#define UCCL_GPU_SM_BATCH_MAX 64
+uccl_status_t uccl_gpu_sm_copy_batch_async(int device, void *const *dst, const void *const *src,
+                                           const size_t *len, size_t n, int blocks,
+                                           uccl_gpu_stream_t stream);
+static inline int uccl_gpu_sm_batch_args_ok(void *const *dst, const void *const *src, size_t n, int blocks)
+{
+    if (n < 1 || n > UCCL_GPU_SM_BATCH_MAX || dst == NULL || src == NULL || blocks < 1 || blocks > 65535)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((((uintptr_t)dst[i] | (uintptr_t)src[i]) & (UCCL_GPU_SM_COPY_ALIGN - 1)) != 0)
+            return 0;
+    return 1;
+}
+
 /* Events. timing = 0 gives the cheap kind used for completion polling. */
 uccl_status_t uccl_gpu_event_create(uccl_gpu_event_t *event, int timing);
 uccl_status_t uccl_gpu_event_destroy(uccl_gpu_event_t event);

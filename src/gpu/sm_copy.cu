@@ -1,7 +1,8 @@
 /* gpu_ipc's SM-driven copy (gpu.h, uccl_gpu_sm_copy_async): dst <- src,
  * n16 16-byte words then ntail (< 16) bytes, grid-stride, U words in
  * flight per thread (uccl_sm_copy: 4, uccl_sm_copy8: 8; UCCL_GPU_IPC_SM_UNROLL
- * picks). dst or src may be a peer GPU's memory mapped over IPC:
+ * picks); uccl_sm_copy_batch: up to 64 such copies in one launch, a row of
+ * blocks (blockIdx.y) per copy (uccl_gpu_sm_copy_batch_async). dst or src may be a peer GPU's memory mapped over IPC:
  * every block then moves data over NVLink with loads and stores, as NCCL's
  * kernels do, instead of the copy engines, which top out at about 200 GB/s
  * busbw when four GPUs all send and receive at once
@@ -46,4 +47,23 @@ uccl_sm_copy8(uint4 *__restrict__ dst, const uint4 *__restrict__ src, size_t n16
               const unsigned char *stail, unsigned int ntail)
 {
     copy_words<8>(dst, src, n16, dtail, stail, ntail);
+}
+
+/* Up to UCCL_GPU_SM_BATCH_MAX (gpu.h) copies, passed by value (1.5 KiB of
+ * kernel parameters); cuda.c's sm_batch_t has this layout. */
+#define SM_BATCH_MAX 64
+struct uccl_sm_batch {
+    uint4 *dst[SM_BATCH_MAX];
+    const uint4 *src[SM_BATCH_MAX];
+    size_t len[SM_BATCH_MAX];
+};
+
+extern "C" __global__ void __launch_bounds__(512) uccl_sm_copy_batch(const struct uccl_sm_batch b)
+{
+    unsigned int y = blockIdx.y;
+    size_t len = b.len[y];
+    unsigned int ntail = (unsigned int)(len % 16);
+
+    copy_words<4>(b.dst[y], b.src[y], len / 16, (unsigned char *)b.dst[y] + (len - ntail),
+                  (const unsigned char *)b.src[y] + (len - ntail), ntail);
 }

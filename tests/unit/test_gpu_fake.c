@@ -406,6 +406,49 @@ static void test_stream_memops(void)
     UNIT_ASSERT_STATUS(uccl_gpu_free(w), UCCL_OK);
 }
 
+/* The copy kernel's batch call: argument checks, then 3 copies (one with a
+ * tail below 16 bytes, one empty) queued as one call, in stream order. */
+static void test_sm_batch(void)
+{
+    char *d, *sr;
+    void *dst[UCCL_GPU_SM_BATCH_MAX + 1];
+    const void *src[UCCL_GPU_SM_BATCH_MAX + 1];
+    size_t len[UCCL_GPU_SM_BATCH_MAX + 1] = {4096, 100, 0};
+    uccl_gpu_stream_t s;
+    char want[4096];
+
+    UNIT_ASSERT_STATUS(uccl_gpu_malloc((void **)&d, 3 * 4096), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_malloc((void **)&sr, 3 * 4096), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_create(&s), UCCL_OK);
+    for (int i = 0; i < 3 * 4096; i++)
+        sr[i] = (char)(i * 7 + 1);
+    memset(d, 0, 3 * 4096);
+    for (int i = 0; i <= UCCL_GPU_SM_BATCH_MAX; i++) {
+        dst[i] = d + (i % 3) * 4096;
+        src[i] = sr + (i % 3) * 4096;
+    }
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_load(0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(1, dst, src, len, 3, 64, s), UCCL_ERR_UNSUPPORTED);
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, len, 0, 64, s), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, len, UCCL_GPU_SM_BATCH_MAX + 1, 64, s),
+                       UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, len, 3, 0, s), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, NULL, 3, 64, s), UCCL_ERR_INVALID_PARAM);
+    dst[1] = d + 4096 + 8; /* not 16-byte aligned */
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, len, 3, 64, s), UCCL_ERR_INVALID_PARAM);
+    dst[1] = d + 4096;
+    UNIT_ASSERT_STATUS(uccl_gpu_sm_copy_batch_async(0, dst, src, len, 3, 64, s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_sync(s), UCCL_OK);
+    CU_ASSERT_EQUAL(memcmp(d, sr, 4096), 0);
+    CU_ASSERT_EQUAL(memcmp(d + 4096, sr + 4096, 100), 0);
+    memset(want, 0, sizeof(want));
+    CU_ASSERT_EQUAL(memcmp(d + 4096 + 100, want, 4096 - 100), 0); /* nothing past len */
+    CU_ASSERT_EQUAL(memcmp(d + 2 * 4096, want, 4096), 0);         /* the empty copy */
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_destroy(s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_free(d), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_free(sr), UCCL_OK);
+}
+
 static void test_faults(void)
 {
     CU_ASSERT_EQUAL(in_child(child_fail_copy), 0);
@@ -422,6 +465,7 @@ int main(void)
         {"IPC handles across processes, bad handles", test_ipc},
         {"stream order, lazy copies, events", test_stream_order},
         {"stream memory operations: stores, cyclic waits", test_stream_memops},
+        {"copy kernel batch: arguments, copies with tails", test_sm_batch},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

@@ -40,9 +40,11 @@ static bool open_pair(const char *prov, const char *tagged)
 
     setenv("UCCL_OFI_PROVIDER", prov, 1);
     setenv("UCCL_OFI_TAGGED", tagged, 1);
+    setenv("UCCL_OFI_DIRECT", "0", 1); /* shm's default would send these directly */
     st = unit_pair_open("ofi", &P);
     unsetenv("UCCL_OFI_PROVIDER");
     unsetenv("UCCL_OFI_TAGGED");
+    unsetenv("UCCL_OFI_DIRECT");
     if (st != UCCL_OK)
         return false;
     pa = aligned_alloc(4096, AREA);

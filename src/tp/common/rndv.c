@@ -386,6 +386,12 @@ static void rndv_msg_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, uint64_
     uccl_msg_hold(conn, r->ep, &u->msg);
 }
 
+void uccl_rndv_payload_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, const void *data,
+                               uint64_t len)
+{
+    rndv_msg_arrived(r, seq, tag, len, false, data, 0, 0);
+}
+
 void uccl_rndv_deliver(uccl_rndv_t *r, uccl_msg_t *msg, uccl_req_t *req)
 {
     rndv_unexp_t *u = uccl_container_of(msg, rndv_unexp_t, msg);

@@ -53,11 +53,11 @@
  *     its key goes in its own descriptor slot (UCCL_TP_KEY_OFI, rdesc.c) and
  *     in the CTS segments (8-byte key field).
  *   - Matching stays in the core through this protocol: every message header
- *     reaches uccl_msg_arrived before data lands in a user buffer, so (conn,
+ *     reaches uccl_msg_arrived before a receive takes its data, so (conn,
  *     tag) order holds across transports (host memory on shm, GPU memory on
  *     ofi, in one connection). Provider-side FI_TAGGED matching would bypass
- *     that; it is a later fast path only for connections whose every message
- *     goes over ofi, and only behind the core's sequence check.
+ *     that; ofi's direct sends (ofi_direct.c) are the fast path that keeps it:
+ *     one provider receive for the next message number, the core deciding.
  *   - Ranking: where both reach a peer over the same NIC, verbs ranks above
  *     ofi (ofi's verbs;ofi_rxm adds a layer for nothing); ofi ranks above tcp
  *     and serves fabrics verbs cannot (EFA, Slingshot/cxi, PSM3): priority
@@ -325,6 +325,12 @@ void uccl_rndv_ctrl_recv(uccl_rndv_t *r, int index, size_t len); /* a receive bu
 void uccl_rndv_ctrl_sent(uccl_rndv_t *r, int slot, uccl_status_t st); /* a control send done */
 void uccl_rndv_ctrl_flush(uccl_rndv_t *r); /* send queued control messages (progress) */
 void uccl_rndv_imm_arrived(uccl_rndv_t *r, uint32_t imm);
+/* A whole message numbered seq arrived outside the control channel (the
+ * transport's own direct path), its len bytes at data: into the receive
+ * the core has for it (copied, GPU pieces through ops->mem_copy), else held
+ * as an EAGER is (copied). */
+void uccl_rndv_payload_arrived(uccl_rndv_t *r, uint64_t seq, uint64_t tag, const void *data,
+                               uint64_t len);
 /* All of req's writes completed (or failed: uccl_rndv_req_error first). */
 void uccl_rndv_write_done(uccl_rndv_t *r, uccl_req_t *req);
 /* All of req's data landed, but its immediates were given up (a lane failed

@@ -11,9 +11,6 @@
 /* Pieces of a split copy are cut at this alignment. */
 #define SPLIT_ALIGN (1u << 20)
 
-static uccl_status_t batch_flush(ipc_tp_t *tp);
-static void quiet_record(ipc_tp_t *tp);
-
 static uccl_status_t streams_create(ipc_tp_t *tp)
 {
     int n = tp->cfg.streams < 1 ? 1 : tp->cfg.streams > IPC_STREAMS_MAX ? IPC_STREAMS_MAX : tp->cfg.streams;
@@ -81,6 +78,11 @@ uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
     uccl_status_t st;
 
     tp->sm_on = tp->sm_auto = false;
+    tp->batch_sm_on = tp->cfg.batch_sm > 0 && tp->device >= 0 && uccl_gpu_sm_copy_load(tp->device) == UCCL_OK;
+    if (tp->cfg.batch_sm > 0)
+        uccl_info("gpu_ipc: BATCH_SM=%d: %s", tp->cfg.batch_sm,
+                  tp->batch_sm_on ? "batches within this GPU by one copy-kernel launch"
+                                  : "no copy kernel here (or no GPU yet): batches stay on the copy engines");
     if (mode == IPC_COPY_AUTO && tp->device >= 0 && tp->cfg.sm_auto_min > 0 &&
         uccl_gpu_count(&ngpu) == UCCL_OK && ngpu > IPC_AUTO_SM_PEERS) {
         tp->sm_on = tp->sm_auto = uccl_gpu_sm_copy_load(tp->device) == UCCL_OK;
@@ -136,7 +138,7 @@ void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp)
 {
     if (tp->nstreams > 0) {
         uccl_gpu_set_device(tp->device);
-        batch_flush(tp); /* none is left once every op was waited for */
+        uccl_gpu_ipc_batch_flush(tp); /* none is left once every op was waited for */
     }
     tp->batch.n = 0;
     for (int i = 0; i < tp->nstreams; i++) {
@@ -178,71 +180,13 @@ static void event_put(ipc_tp_t *tp, uccl_gpu_event_t ev)
     tp->free_ev[tp->nfree_ev++] = ev;
 }
 
-/* Issue the held-back copies (on stream 0, where every unsplit copy goes). */
-static uccl_status_t batch_flush(ipc_tp_t *tp)
-{
-    ipc_batch_t *b = &tp->batch;
-    uccl_status_t st;
-    uint64_t t0;
-
-    if (b->n == 0)
-        return UCCL_OK;
-    quiet_record(tp); /* its event goes before these copies */
-    t0 = IPC_PROF_T0(tp->cfg.prof);
-    if (b->n == 1 && tp->cfg.dtod)
-        st = uccl_gpu_memcpy_dtod_async(b->dst[0], b->src[0], b->len[0], tp->streams[0]);
-    else
-        st = uccl_gpu_memcpy_batch_async(b->dst, b->src, b->len, (size_t)b->n, tp->streams[0]);
-    IPC_PROF_ADD(&tp->prof, IPC_PROF_BATCH, t0, (uint64_t)b->n);
-    b->n = 0;
-    return st;
-}
-
-static bool overlap(const char *a, size_t alen, const char *b, size_t blen)
-{
-    return a < b + blen && b < a + alen;
-}
-
-/* Would dst <- src run wrongly unordered with a held-back copy? The same
- * copy twice gives the same bytes in either order; anything else that
- * writes what another reads or writes needs the order. */
-static bool batch_conflict(const ipc_batch_t *b, const char *dst, const char *src, size_t len)
-{
-    for (int i = 0; i < b->n; i++) {
-        const char *d = b->dst[i], *s = b->src[i];
-        size_t n = b->len[i];
-
-        if (d == dst && s == src && n == len)
-            continue;
-        if (overlap(dst, len, d, n) || overlap(dst, len, s, n) || overlap(src, len, d, n))
-            return true;
-    }
-    return false;
-}
-
-static uccl_status_t batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t len)
-{
-    ipc_batch_t *b = &tp->batch;
-
-    if (b->n == IPC_BATCH_MAX || batch_conflict(b, dst, src, len)) {
-        uccl_status_t st = batch_flush(tp);
-        if (st != UCCL_OK)
-            return st;
-    }
-    b->dst[b->n] = dst;
-    b->src[b->n] = src;
-    b->len[b->n] = len;
-    b->n++;
-    return UCCL_OK;
-}
-
 /* Issue one piece: a copy kernel between two GPUs (sm: tp->sm_on and
  * device memory on both sides) when at least cfg.sm_min bytes and 16-byte
  * aligned; else held back for the next batch when small, else on one
  * stream, or cut over all of them when large (after the held-back copies,
  * so that stream 0 runs copies in the order they were asked for). */
 static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_t len, int first,
-                                 bool batch, bool sm, unsigned *used)
+                                 bool batch, bool sm, bool cross, unsigned *used)
 {
     size_t chunk;
     int n = tp->nstreams;
@@ -251,10 +195,10 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
     if (sm && len >= tp->cfg.sm_min && uccl_gpu_sm_copy_args_ok(dst, src, tp->cfg.sm_blocks, tp->cfg.sm_unroll)) {
         uint64_t t0;
 
-        st = batch_flush(tp); /* the kernel runs after the held-back copies, in order */
+        st = uccl_gpu_ipc_batch_flush(tp); /* the kernel runs after the held-back copies, in order */
         if (st != UCCL_OK)
             return st;
-        quiet_record(tp);
+        uccl_gpu_ipc_quiet_record(tp);
         t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
         st = uccl_gpu_sm_copy_async(tp->device, dst, src, len, tp->cfg.sm_blocks, tp->cfg.sm_unroll,
@@ -262,14 +206,14 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
         IPC_PROF_ADD(&tp->prof, IPC_PROF_SM, t0, 1);
         return st;
     }
-    if (batch && first == 0 && len < tp->cfg.batch_max) {
+    if (batch && first == 0 && len < uccl_gpu_ipc_batch_limit(tp, cross)) {
         *used |= 1u;
-        return batch_add(tp, dst, src, len);
+        return uccl_gpu_ipc_batch_add(tp, dst, src, len, cross);
     }
-    st = batch_flush(tp);
+    st = uccl_gpu_ipc_batch_flush(tp);
     if (st != UCCL_OK)
         return st;
-    quiet_record(tp);
+    uccl_gpu_ipc_quiet_record(tp);
     if (tp->cfg.stream_split_min == 0 || len < tp->cfg.stream_split_min || n == 1) {
         uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         *used |= 1u << first;
@@ -295,7 +239,8 @@ static uccl_status_t issue_piece(ipc_tp_t *tp, char *dst, const char *src, size_
 }
 
 static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, const ipc_seg_t *src,
-                                int ns, size_t len, int first, bool batch, bool sm, unsigned *used)
+                                int ns, size_t len, int first, bool batch, bool sm, bool cross,
+                                unsigned *used)
 {
     size_t doff = 0, soff = 0;
     int i = 0, j = 0;
@@ -309,7 +254,7 @@ static uccl_status_t issue_plan(ipc_tp_t *tp, const ipc_seg_t *dst, int nd, cons
         if (len < n)
             n = len;
         if (n > 0) {
-            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, sm, used);
+            st = issue_piece(tp, dst[i].ptr + doff, src[j].ptr + soff, n, first, batch, sm, cross, used);
             if (st != UCCL_OK)
                 return st;
         }
@@ -363,7 +308,7 @@ static void fence_record(ipc_tp_t *tp, ipc_fence_t *f)
 
 /* The unrecorded fence (ipc.h) gets its event: a copy is about to follow it
  * on stream 0, or it stayed busy too long. */
-static void quiet_record(ipc_tp_t *tp)
+void uccl_gpu_ipc_quiet_record(ipc_tp_t *tp)
 {
     ipc_fence_t *f = tp->quiet;
 
@@ -382,14 +327,14 @@ static void fence_close(ipc_tp_t *tp)
 
     if (f == NULL)
         return;
-    if (batch_flush(tp) != UCCL_OK)
+    if (uccl_gpu_ipc_batch_flush(tp) != UCCL_OK)
         f->status = UCCL_ERR_TRANSPORT; /* its ops fail; the events still mark the end */
     tp->open_fence = NULL; /* from now on it is recorded */
     if (f->refs == 0) { /* its only ops failed to start, and waited */
         free(f);
         return;
     }
-    quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
+    uccl_gpu_ipc_quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
     if (tp->cfg.lazy_event && f->streams == 1u) {
         f->unrecorded = true;
         tp->quiet = f;
@@ -448,10 +393,11 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
             int idx = ep->peer_device < tp->device ? ep->peer_device : ep->peer_device - 1;
             first = 1 + idx % (tp->nstreams - 1);
         }
-        st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, &used);
+        st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, ep->peer_device != tp->device,
+                        &used);
         f->streams |= used;
         if (st != UCCL_OK) {
-            if (batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
+            if (uccl_gpu_ipc_batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
                 f->status = UCCL_ERR_TRANSPORT;
             for (int s = 0; s < tp->nstreams; s++)
                 if (used & (1u << s))
@@ -484,7 +430,7 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         if (st == UCCL_INPROGRESS && ++tp->quiet_polls < IPC_QUIET_POLLS)
             return false;
         if (st == UCCL_INPROGRESS) {
-            quiet_record(tp); /* long copies: from now on its event is polled */
+            uccl_gpu_ipc_quiet_record(tp); /* long copies: from now on its event is polled */
         } else {
             if (st != UCCL_OK)
                 f->status = UCCL_ERR_TRANSPORT;
@@ -517,7 +463,7 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
         uccl_gpu_ipc_use_device(tp, -1); /* teardown and dereg may run on another thread */
         fence_close(tp);
         if (op->fence->unrecorded)
-            quiet_record(tp);
+            uccl_gpu_ipc_quiet_record(tp);
     }
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);

@@ -50,6 +50,24 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "between two different GPUs, only transfers smaller than this are held back for a batch (see "
      "BATCH_MAX); larger ones are issued when posted (0 = none is batched across GPUs)",
      offsetof(ipc_cfg_t, batch_cross), UCCL_CFG_SIZE},
+    /* a batch kernel: one launch for a whole held-back batch (the CPU pays
+     * one call, not one per copy). 4x H200 host, two processes on GPU 0,
+     * window 16, x a plain cudaMemcpyAsync in the same job
+     * (tests/gpu/results/1xH200-gpu13): 0 (the copy engines) 0.70-1.06 by
+     * round at 4 KiB-8 MiB; 2: 1.32-4.48 there (write, read, send). A single
+     * copy by kernel (1) is no faster than the copy engines at window 1. */
+    {"BATCH_SM", "2",
+     "a held-back batch (see BATCH_MAX) of at least this many copies, all within this engine's GPU and "
+     "16-byte aligned, goes as one launch of a copy kernel instead of copy-engine copies (0 = never)",
+     offsetof(ipc_cfg_t, batch_sm), UCCL_CFG_INT},
+    /* same host, GPU 0, window 16, x a plain copy: 16 MiB 1.15-1.26 and
+     * 32 MiB 1.39-1.49 held for the kernel (64M) against 0.88-1.00 not */
+    {"BATCH_SM_MAX", "64M",
+     "with the batch kernel (see BATCH_SM), copies within this engine's GPU smaller than this are held "
+     "back for it (BATCH_MAX still bounds the others; below BATCH_MAX it has no effect)",
+     offsetof(ipc_cfg_t, batch_sm_max), UCCL_CFG_SIZE},
+    {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
+     "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
     {"LAZY_EVENT", "1",
      "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
      "event only when another copy follows it there (0 = an event per fence when it closes)",
@@ -144,6 +162,8 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SM_BLOCKS", cfg.sm_blocks, 1, 1024) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM", cfg.batch_sm, 0, IPC_BATCH_MAX) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM_BLOCKS", cfg.batch_sm_blocks, 1, 65535) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SM_UNROLL", cfg.sm_unroll, 4, 8) || !unroll_ok(cfg.sm_unroll) ||
         uccl_gpu_ipc_copy_mode(&cfg) < 0)
         return UCCL_ERR_INVALID_PARAM;
@@ -188,7 +208,7 @@ static void prof_print(const ipc_tp_t *tp)
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
-        "op finish", "progress call", "sm copy"};
+        "op finish", "progress call", "sm copy", "sm batch(per copy)"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)

@@ -35,7 +35,10 @@
  * batch first (the same copy twice does not: either order gives the same
  * bytes); gpu_ipc thus keeps conflicting copies in posting order. (Issuing
  * the first copy of a window at once, so that the GPU starts while the rest
- * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) */
+ * is posted, was tried and dropped: tests/gpu/results/1xH200-gpu10.) Every
+ * copy of a cudaMemcpyBatchAsync still costs the CPU what a copy alone does,
+ * so a batch of 2 or more within one GPU goes as one launch of a copy kernel
+ * where the build has one (cfg.batch_sm, batch.c). */
 #ifndef UCCL_TP_GPU_IPC_IPC_H
 #define UCCL_TP_GPU_IPC_IPC_H
 
@@ -142,6 +145,9 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
+    int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
+    int batch_sm_blocks; /* BATCH_SM_BLOCKS */
+    size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
     char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
     size_t sm_min;
     int sm_pull;
@@ -165,6 +171,7 @@ enum { IPC_COPY_AUTO, IPC_COPY_CE, IPC_COPY_SM };
 #define IPC_BATCH_MAX 64
 typedef struct ipc_batch {
     int n;
+    bool cross; /* some copy may involve another GPU: not for the batch kernel (BATCH_SM) */
     void *dst[IPC_BATCH_MAX];
     const void *src[IPC_BATCH_MAX];
     size_t len[IPC_BATCH_MAX];
@@ -186,6 +193,7 @@ typedef struct ipc_tp {
     bool sm_on;          /* the copy kernel is loaded on device: copies to and from other GPUs
                           * of at least cfg.sm_min bytes use it (uccl_gpu_ipc_copy_setup) */
     bool sm_auto;        /* ... only as COPY=auto picks (uccl_gpu_ipc_auto_sm) */
+    bool batch_sm_on;    /* the copy kernel is loaded for cfg.batch_sm (batch.c) */
     int peer_gpus;       /* other GPUs the connected eps reach (uccl_gpu_ipc_peers_changed) */
     uccl_list_t allocs;  /* ipc_alloc_t */
     uint64_t next_gen;
@@ -297,6 +305,16 @@ int uccl_gpu_ipc_ops_progress(ipc_ep_t *ep);
 void uccl_gpu_ipc_ops_cancel(ipc_ep_t *ep);
 void uccl_gpu_ipc_ops_forget_memh(ipc_tp_t *tp, uccl_tp_memh_t *memh);
 void uccl_gpu_ipc_streams_destroy(ipc_tp_t *tp);
+
+/* ---- batch.c (held-back copies, see "Batching" above) */
+uccl_status_t uccl_gpu_ipc_batch_flush(ipc_tp_t *tp);
+/* Copies smaller than this are held back (cfg.batch_max, or with the batch
+ * kernel and within the GPU cfg.batch_sm_max when larger; 0: none). */
+size_t uccl_gpu_ipc_batch_limit(const ipc_tp_t *tp, bool cross);
+/* Hold dst <- src back for the batch; cross: the op's peer is another GPU. */
+uccl_status_t uccl_gpu_ipc_batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t len, bool cross);
+/* copy.c: the unrecorded fence gets its event before a copy follows it. */
+void uccl_gpu_ipc_quiet_record(ipc_tp_t *tp);
 
 /* ---- xfer.c */
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);

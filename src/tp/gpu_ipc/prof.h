@@ -25,6 +25,7 @@ enum {
     IPC_PROF_FINISH,     /* an op finished: its fence let go, its request completed */
     IPC_PROF_PROGRESS,   /* one progress call of the transport, whole */
     IPC_PROF_SM,         /* one uccl_gpu_sm_copy_async (a copy kernel, UCCL_GPU_IPC_COPY) */
+    IPC_PROF_SM_BATCH,   /* uccl_gpu_sm_copy_batch_async (UCCL_GPU_IPC_BATCH_SM); counted per copy */
     IPC_PROF_N
 };
 

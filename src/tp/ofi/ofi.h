@@ -38,7 +38,7 @@
 #include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 4 /* 2: GRANT windows; 3: RTS_PULL (UCCL_OFI_PULL); 4: RTS_TMSG */
+#define OFI_WIRE_VERSION 5 /* 2: GRANT windows; 3: RTS_PULL; 4: RTS_TMSG; 5: direct sends */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
@@ -57,6 +57,9 @@ typedef struct tp_ofi_config {
     char pack_below[UCCL_CFG_STRING_MAX];
     int pull;
     int tagged;
+    int direct;
+    size_t direct_max;
+    int direct_wait_us;
     size_t stage_chunk;
     int stage_depth;
 } tp_ofi_config_t;
@@ -74,6 +77,10 @@ enum {
      * when UCCL_OFI_TAGGED is left at -1: for a provider where it measures
      * faster than CTS + write (none here: tests/perf/results/ofi/s12-README.md) */
     OFI_QUIRK_TAGGED = 1u << 3,
+    /* sends above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX go as one tagged
+     * message straight into the receive (ofi_direct.c) when UCCL_OFI_DIRECT
+     * is left at -1 */
+    OFI_QUIRK_DIRECT = 1u << 4,
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
@@ -118,6 +125,11 @@ typedef struct tp_ofi {
     size_t pack_below; /* UCCL_OFI_PACK_BELOW, or the quirk table's */
     bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
+    size_t direct_max; /* UCCL_OFI_DIRECT on: largest direct message we take (else 0) */
+    bool direct_peers;      /* a connection's peer takes direct sends */
+    uint64_t direct_sent;   /* direct sends posted (tests count them) */
+    uint64_t direct_placed; /* ...received straight into their receive */
+    uint64_t direct_copied; /* ...received through the connection's bounce or another receive */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */
@@ -151,7 +163,7 @@ struct uccl_tp_memh {
 
 /* The context of one posted operation (first member: the provider's
  * FI_CONTEXT / FI_CONTEXT2 scratch). */
-enum { OFI_OP_CTRL_RECV = 1, OFI_OP_CTRL_SEND, OFI_OP_DATA };
+enum { OFI_OP_CTRL_RECV = 1, OFI_OP_CTRL_SEND, OFI_OP_DATA, OFI_OP_DSEND, OFI_OP_DRECV };
 typedef struct ofi_op {
     struct fi_context2 ctx;
     int kind;
@@ -163,6 +175,8 @@ typedef struct ofi_op {
     uccl_rndv_slot_t *slot;   /* a read into a window of its request's sink */
     size_t off, len;          /* ...and the bytes of req it carries */
     bool read;
+    bool cancelled;           /* OFI_OP_DRECV we cancelled (its FI_ECANCELED is ours) */
+    uccl_req_t *dreq;         /* OFI_OP_DRECV into a receive's pieces (NULL: the bounce) */
     void *tmp;                /* a tagged receive's bounce (ofi_tmsg.c) */
     struct fid_mr *tmp_mr;
     uccl_list_t link;         /* ep->data_ops while posted */
@@ -211,6 +225,17 @@ typedef struct tp_ofi_ep {
     uccl_list_t data_pending; /* requests with bytes still to post */
     uccl_list_t inflight;     /* requests fully posted */
     uccl_list_t data_ops;     /* ofi_op_t posted for data */
+    /* direct sends (ofi_direct.c): the peer's limit (0 = off), sends that
+     * met -FI_EAGAIN; receiving: the message number our receives are posted
+     * for, since when (ns), the one into a receive's pieces, the one into
+     * the bounce, and the bounce (direct_max bytes) */
+    size_t peer_direct_max;
+    uccl_list_t dpending;
+    uint64_t dseq, dsince;
+    ofi_op_t *dspec, *dany;
+    uint8_t *dbuf;
+    struct fid_mr *dbuf_mr;
+    void *dbuf_desc;
 } tp_ofi_ep_t;
 
 /* ---- ofi_glue.c: what the transport reads of the core */
@@ -281,6 +306,16 @@ int uccl_ofi_tmsg_post(tp_ofi_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_ofi_tmsg_landed(ofi_op_t *op, uccl_status_t st);
 void uccl_ofi_op_free_bounce(ofi_op_t *op);
 void uccl_ofi_tmsg_done(tp_ofi_ep_t *ep, uccl_req_t *req);
+
+/* ---- ofi_direct.c: direct sends, one tagged message into the receive */
+bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req);
+uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req);
+uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep);
+void uccl_ofi_direct_progress(tp_ofi_ep_t *ep);
+void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,
+                              uint64_t flags, uint64_t data);
+void uccl_ofi_direct_cancel(tp_ofi_ep_t *ep, uccl_status_t reason);
+void uccl_ofi_direct_free(tp_ofi_ep_t *ep);
 
 /* ---- ofi_stage.c: GPU memory through registered stage buffers */
 void uccl_ofi_gpu_open(tp_ofi_t *tp, const uccl_tp_open_params_t *params);

@@ -456,6 +456,13 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
         if (!ep->dead && (st == UCCL_ERR_PEER_FAILED || st == UCCL_ERR_TRANSPORT))
             uccl_ofi_conn_fail(ep, st);
         break;
+    case OFI_OP_DSEND:
+    case OFI_OP_DRECV:
+        uccl_list_del(&op->link);
+        uccl_ofi_direct_complete(ep, op, st, e != NULL ? e->len : 0, e != NULL ? e->flags : 0,
+                                 e != NULL ? e->data : 0);
+        uccl_ofi_op_put(tp, op);
+        break;
     }
     uccl_ofi_ep_op_done(ep);
 }
@@ -491,9 +498,9 @@ static void ofi_handle_error(tp_ofi_t *tp)
         return;
     op = err.op_context;
     st = uccl_ofi_status_of(err.err);
-    if (st == UCCL_ERR_CANCELED && op != NULL && !op->ep->dead)
+    if (st == UCCL_ERR_CANCELED && op != NULL && !op->ep->dead && !op->cancelled)
         st = UCCL_ERR_TRANSPORT; /* flushed by the provider, not by us: its link failed */
-    if (op == NULL || (op->ep->dead && st == UCCL_ERR_CANCELED)) {
+    if (op == NULL || ((op->ep->dead || op->cancelled) && st == UCCL_ERR_CANCELED)) {
         if (op == NULL) {
             uccl_ofi_cq_error(tp, &err, text, sizeof(text));
             uccl_warn("ofi: completion error without a request: %s", text);
@@ -506,6 +513,8 @@ static void ofi_handle_error(tp_ofi_t *tp)
         uccl_ofi_cq_error(tp, &err, text, sizeof(text));
         uccl_error("ofi: %s failed: %s",
                    op->kind == OFI_OP_DATA ? "an RMA operation"
+                   : op->kind == OFI_OP_DSEND ? "a direct send"
+                   : op->kind == OFI_OP_DRECV ? "a direct receive"
                    : op->kind == OFI_OP_CTRL_SEND ? "a control send" : "a control receive",
                    text);
     }
@@ -521,6 +530,9 @@ int uccl_ofi_progress(uccl_tp_t *base)
 
     if (tp->stage != NULL)
         events += uccl_stage_progress(tp->stage); /* staged copies done: sinks, sources */
+    if (tp->direct_max > 0 || tp->direct_peers) /* before the provider moves what came in */
+        uccl_list_for_each_safe(pos, tmp, &tp->eps)
+            uccl_ofi_direct_progress(uccl_container_of(pos, tp_ofi_ep_t, link));
     for (int round = 0; round < 8; round++) {
         ssize_t n = fi_cq_read(tp->cq, ent, OFI_POLL);
 

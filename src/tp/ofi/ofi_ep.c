@@ -8,7 +8,7 @@
 #include "ofi.h"
 
 /* ep_pack: version(1) rndv version(1) pad(2) id(4) */
-#define OFI_EP_INFO_LEN 8
+#define OFI_EP_INFO_LEN 12
 
 static uccl_status_t ofi_peer_get(tp_ofi_t *tp, const uint8_t *name, size_t len, ofi_peer_t **out)
 {
@@ -118,6 +118,7 @@ static void ofi_ep_free(tp_ofi_ep_t *ep)
     }
     if (ep->bufs_mr != NULL)
         fi_close(&ep->bufs_mr->fid);
+    uccl_ofi_direct_free(ep);
     ofi_peer_put(ep->tp, ep->peer);
     free(ep->bufs);
     free(ep->ctrl_ops);
@@ -190,6 +191,7 @@ uccl_status_t uccl_ofi_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const uccl_
     uccl_list_init(&ep->data_pending);
     uccl_list_init(&ep->inflight);
     uccl_list_init(&ep->data_ops);
+    uccl_list_init(&ep->dpending);
     st = ofi_peer_name(peer, &name, &name_len);
     if (st == UCCL_OK)
         st = ofi_peer_get(tp, name, name_len, &ep->peer);
@@ -227,6 +229,7 @@ uccl_status_t uccl_ofi_ep_pack(uccl_tp_ep_t *base, void *buf, size_t *len)
     p[0] = OFI_WIRE_VERSION;
     p[1] = UCCL_RNDV_WIRE_VERSION;
     uccl_put_u32(p + 4, ep->id);
+    uccl_put_u32(p + 8, (uint32_t)ep->tp->direct_max); /* 0: no direct sends to us */
     *len = OFI_EP_INFO_LEN;
     return UCCL_OK;
 }
@@ -235,6 +238,7 @@ uccl_status_t uccl_ofi_ep_connect(uccl_tp_ep_t *base, const void *peer_info, siz
 {
     tp_ofi_ep_t *ep = tp_ofi_ep(base);
     const uint8_t *p = peer_info;
+    uccl_status_t st;
 
     if (len != OFI_EP_INFO_LEN || p[0] != OFI_WIRE_VERSION || p[1] != UCCL_RNDV_WIRE_VERSION) {
         uccl_error("ofi: malformed wiring info from peer (%zu bytes, version %u)", len,
@@ -242,6 +246,11 @@ uccl_status_t uccl_ofi_ep_connect(uccl_tp_ep_t *base, const void *peer_info, siz
         return UCCL_ERR_VERSION;
     }
     ep->peer_id = uccl_get_u32(p + 4);
+    ep->peer_direct_max = uccl_get_u32(p + 8);
+    ep->tp->direct_peers |= ep->peer_direct_max > 0;
+    st = uccl_ofi_direct_setup(ep);
+    if (st != UCCL_OK)
+        return st;
     ep->connected = true;
     return UCCL_OK;
 }
@@ -292,6 +301,7 @@ void uccl_ofi_ep_destroy(uccl_tp_ep_t *base)
             fi_cancel(&tp->ep->fid, &op->ctx);
     }
     uccl_rndv_release(&ep->rndv, reason);
+    uccl_ofi_direct_cancel(ep, reason);
     uccl_rndv_fail_reqs(&ep->rndv, &ep->data_pending, reason);
     uccl_rndv_fail_reqs(&ep->rndv, &ep->inflight, reason);
     uccl_list_for_each(pos, &ep->data_ops)

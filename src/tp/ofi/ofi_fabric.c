@@ -49,6 +49,21 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "(the provider's own rendezvous, no CTS round trip), 0 = CTS and write (push), "
               "-1 = the provider's row of the quirk table (push on every provider here: "
               "tests/perf/results/ofi/s12-README.md); UCCL_OFI_PULL=1 wins", tagged, UCCL_CFG_INT),
+    OFI_FIELD("DIRECT", "-1",
+              "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from one piece of "
+              "registered host memory: 1 = one tagged message the provider places straight "
+              "into the receive (no RTS, no CTS; matching stays the core's), 0 = the "
+              "rendezvous (UCCL_OFI_TAGGED), -1 = the provider's row of the quirk table (on for "
+              "shm, off for tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md); needs 8 bytes "
+              "of remote CQ data", direct, UCCL_CFG_INT),
+    OFI_FIELD("DIRECT_MAX", "256K",
+              "largest direct message a connection takes (its bounce for messages no posted "
+              "receive takes is this big); larger ones take the rendezvous", direct_max,
+              UCCL_CFG_SIZE),
+    OFI_FIELD("DIRECT_WAIT", "20",
+              "microseconds the next message may keep a connection waiting before a bounce "
+              "receive for it is posted behind the one into the receive (the message came "
+              "with another tag, or no receive is posted)", direct_wait_us, UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
@@ -87,7 +102,12 @@ static const ofi_quirk_t ofi_quirks[] = {
      * than CTS + write on shm (64 KiB 0.74-0.78 against 0.75-0.79 of raw
      * send, 1-4 MiB below push) and slower on tcp;ofi_rxm
      * (tests/perf/results/ofi/s12-README.md) */
-    {"shm", 5, OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME, 32768},
+    /* shm has OFI_QUIRK_DIRECT: direct sends measured faster than push at
+     * 64 KiB (0.84-0.91 of raw send against 0.71-0.79) and 256 KiB; on
+     * tcp;ofi_rxm they measured slower (0.56 against 0.98 at 64 KiB):
+     * tests/perf/results/ofi/s13-README.md */
+    {"shm", 5,
+     OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT, 32768},
     {"", 1, 0, 8192}, /* anything else */
 };
 

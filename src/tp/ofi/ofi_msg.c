@@ -224,7 +224,11 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
 
 uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
-    return uccl_rndv_send(&tp_ofi_ep(base)->rndv, req);
+    tp_ofi_ep_t *ep = tp_ofi_ep(base);
+
+    if (uccl_ofi_direct_ok(ep, req))
+        return uccl_ofi_direct_send(ep, req);
+    return uccl_rndv_send(&ep->rndv, req);
 }
 
 void uccl_ofi_msg_deliver(uccl_tp_ep_t *base, uccl_msg_t *msg, uccl_req_t *req)

@@ -1,0 +1,380 @@
+/* Direct sends (UCCL_OFI_DIRECT): a send above UCCL_OFI_EAGER and up to the
+ * peer's UCCL_OFI_DIRECT_MAX, from one piece of registered host memory,
+ * goes as one fi_tsendmsg carrying its uccl tag as remote
+ * CQ data: no RTS, no CTS, the provider's own protocol moves the bytes
+ * (shm: one command and the receiver's CMA read, as raw fi_tsend).
+ *
+ * Matching stays the core's. The receiver posts, for the next message
+ * number n only (uccl_msg_next), one fi_trecv into the oldest posted
+ * receive's pieces with the connection's bounce after them (so that no
+ * message is cut short in the provider): its provider tag takes message n
+ * only if n is a direct send whose tag has that receive's fingerprint. The
+ * completion hands n to uccl_msg_arrived, which gives it that receive when
+ * the tag was its and it fits (tp_api.h, uccl_msg_next). A direct message
+ * that finds no such receive (sent before the receive was posted) waits in
+ * the provider's unexpected queue, and the fi_trecv posted once its
+ * receive is there takes it from there, straight into the receive's
+ * pieces. A message the core gives elsewhere (another tag, no receive yet)
+ * is taken by a second fi_trecv for n, into the bounce, posted behind the
+ * first once n waited UCCL_OFI_DIRECT_WAIT microseconds, and copied (or
+ * held as an eager message is). A fingerprint collision, or a message
+ * longer than the receive, lands in the receive's pieces and the bounce
+ * before the core says where it goes: the pieces were scratch (the receive
+ * is not complete, and fails as too small if the message was its), the
+ * message is copied out.
+ *
+ * Provider tag: bit 62, n's low 16 bits << 46, a 14-bit fingerprint of the
+ * uccl tag << 32, the receiving connection's id. Control messages (the id
+ * alone) and the tagged rendezvous (bit 63) take none of these. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ofi.h"
+
+#define OFI_DIRECT_BIT (1ull << 62)
+#define OFI_DSEQ_SHIFT 46
+#define OFI_DSEQ_MASK 0xffffull
+#define OFI_DFP_SHIFT 32
+#define OFI_DFP_BITS 14
+
+static uint64_t ofi_dfp(uint64_t tag)
+{
+    return (tag * 0x9E3779B97F4A7C15ull) >> (64 - OFI_DFP_BITS);
+}
+
+static uint64_t ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t fp)
+{
+    return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | fp << OFI_DFP_SHIFT | conn_id;
+}
+
+static uint64_t ofi_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Registered host memory, in pieces one operation takes. */
+static bool ofi_direct_mem_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    int n = 0;
+
+    if (req->gpu_caps != 0 || uccl_ofi_req_staged(ep, req))
+        return false;
+    for (int i = 0; i < req->iovcnt; i++) {
+        if (req->iov[i].len == 0)
+            continue;
+        if (uccl_ofi_iov_memh(ep->tp, req, i) == NULL)
+            return false;
+        n++;
+    }
+    return n <= ep->tp->cfg.max_iov;
+}
+
+/* One local piece only: sends of several pieces (fi_tsendmsg of 3 iovs)
+ * stalled shm's queue between two processes in t_p2p (libfabric 1.17; not
+ * seen in one process, nor with fi_tsendv behind an RTS): they take the
+ * rendezvous. */
+static bool ofi_direct_one_piece(const uccl_req_t *req)
+{
+    int n = 0;
+
+    for (int i = 0; i < req->iovcnt; i++)
+        n += req->iov[i].len > 0;
+    return n == 1;
+}
+
+bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    return ep->peer_direct_max > 0 && ofi_direct_one_piece(req) && req->len > ep->tp->cfg.eager &&
+           req->len <= ep->peer_direct_max && ofi_direct_mem_ok(ep, req);
+}
+
+/* ------------------------------------------------------------------ sender */
+
+static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
+{
+    tp_ofi_t *tp = ep->tp;
+    struct iovec iov[OFI_IOV_MAX];
+    void *desc[OFI_IOV_MAX];
+    struct fi_msg_tagged msg;
+    ofi_op_t *op = uccl_ofi_op_get(tp);
+    int n = 0, rc;
+
+    if (op == NULL)
+        return -FI_ENOMEM;
+    if (uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov, &n) != req->len) {
+        uccl_ofi_op_put(tp, op);
+        return -FI_EINVAL; /* direct_ok took it: cannot happen */
+    }
+    op->kind = OFI_OP_DSEND;
+    op->ep = ep;
+    op->req = req;
+    msg = (struct fi_msg_tagged){
+        .msg_iov = iov,
+        .desc = desc,
+        .iov_count = (size_t)n,
+        .addr = ep->peer->addr,
+        .tag = ofi_dtag(ep->peer_id, req->msg_seq, ofi_dfp(req->tag)),
+        .context = &op->ctx,
+        .data = req->tag,
+    };
+    rc = (int)fi_tsendmsg(tp->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    if (rc != 0) {
+        uccl_ofi_op_put(tp, op);
+        return rc;
+    }
+    tp->direct_sent++;
+    ep->posted++;
+    uccl_list_push_back(&ep->data_ops, &op->link);
+    uccl_list_push_back(&ep->inflight, &req->tp_link);
+    return 0;
+}
+
+uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req)
+{
+    int rc = uccl_list_empty(&ep->dpending) ? ofi_direct_post_send(ep, req) : -FI_EAGAIN;
+
+    if (rc == -FI_EAGAIN) { /* in order, by progress */
+        uccl_list_push_back(&ep->dpending, &req->tp_link);
+        return UCCL_OK;
+    }
+    if (rc != 0) {
+        uccl_error("ofi (%s): fi_tsendmsg of %zu bytes (direct): %s", ep->tp->prov, req->len,
+                   fi_strerror(-rc));
+        return rc == -FI_ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
+    }
+    return UCCL_OK;
+}
+
+/* Sends that met -FI_EAGAIN, oldest first. A send accepted by post_send
+ * must reach the peer: one that cannot fails the connection. */
+static void ofi_direct_retry(tp_ofi_ep_t *ep)
+{
+    while (!uccl_list_empty(&ep->dpending)) {
+        uccl_req_t *req = uccl_list_first(&ep->dpending, uccl_req_t, tp_link);
+        int rc;
+
+        uccl_list_del(&req->tp_link);
+        rc = ofi_direct_post_send(ep, req);
+        if (rc == 0)
+            continue;
+        if (rc == -FI_EAGAIN) {
+            uccl_list_push_front(&ep->dpending, &req->tp_link);
+            return;
+        }
+        uccl_error("ofi (%s): fi_tsendmsg (direct): %s", ep->tp->prov, fi_strerror(-rc));
+        uccl_req_complete(req, UCCL_ERR_TRANSPORT, 0);
+        uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ receiver */
+
+uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
+{
+    tp_ofi_t *tp = ep->tp;
+
+    if (tp->direct_max == 0)
+        return UCCL_OK;
+    ep->dbuf = aligned_alloc(4096, (tp->direct_max + 4095) & ~(size_t)4095);
+    if (ep->dbuf == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    if (tp->mr_mode & FI_MR_LOCAL)
+        return uccl_ofi_reg_buf(tp, ep->dbuf, tp->direct_max, &ep->dbuf_mr, &ep->dbuf_desc);
+    return UCCL_OK;
+}
+
+/* A receive the provider may fill with message n: registered host memory
+ * in pieces that one operation takes with the bounce after them. */
+static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    int n = 0;
+
+    if (req == NULL || req->op != UCCL_OP_RECV || !ofi_direct_mem_ok(ep, req))
+        return false;
+    for (int i = 0; i < req->iovcnt; i++)
+        n += req->iov[i].len > 0;
+    return n < ep->tp->cfg.max_iov;
+}
+
+/* Post a receive for message ep->dseq: into req's pieces and the bounce
+ * after them (taking only req's tag fingerprint), or, req NULL, into the
+ * bounce (any tag). Only one of the two can take message dseq, so they
+ * share the bounce. NULL: not posted (again next progress). */
+static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uccl_req_t *req)
+{
+    tp_ofi_t *tp = ep->tp;
+    struct iovec iov[OFI_IOV_MAX];
+    void *desc[OFI_IOV_MAX];
+    struct fi_msg_tagged msg = {.addr = FI_ADDR_UNSPEC};
+    ofi_op_t *op = uccl_ofi_op_get(tp);
+    int n = 0, rc;
+
+    if (op == NULL)
+        return NULL;
+    if (req != NULL) {
+        uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
+        msg.tag = ofi_dtag(ep->id, ep->dseq, ofi_dfp(req->tag));
+    } else {
+        msg.tag = ofi_dtag(ep->id, ep->dseq, 0);
+        msg.ignore = ((1ull << OFI_DFP_BITS) - 1) << OFI_DFP_SHIFT;
+    }
+    if (req == NULL || req->len < tp->direct_max) {
+        iov[n] = (struct iovec){ep->dbuf, tp->direct_max};
+        desc[n++] = ep->dbuf_desc;
+    }
+    op->kind = OFI_OP_DRECV;
+    op->ep = ep;
+    op->dreq = req;
+    op->off = ep->dseq;
+    msg.msg_iov = iov;
+    msg.desc = desc;
+    msg.iov_count = (size_t)n;
+    msg.context = &op->ctx;
+    rc = (int)fi_trecvmsg(tp->ep, &msg, FI_COMPLETION);
+    if (rc != 0) {
+        uccl_ofi_op_put(tp, op);
+        if (rc != -FI_EAGAIN) {
+            uccl_error("ofi (%s): fi_trecvmsg (direct): %s", tp->prov, fi_strerror(-rc));
+            uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+        }
+        return NULL;
+    }
+    ep->posted++;
+    uccl_list_push_back(&ep->data_ops, &op->link);
+    return op;
+}
+
+static void ofi_direct_cancel_op(tp_ofi_ep_t *ep, ofi_op_t **slot)
+{
+    if (*slot == NULL)
+        return;
+    (*slot)->cancelled = true;
+    fi_cancel(&ep->tp->ep->fid, &(*slot)->ctx);
+    *slot = NULL;
+}
+
+void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
+{
+    uccl_req_t *req;
+    uint64_t n, now;
+
+    if (!ep->connected || !uccl_ofi_conn_ok(ep))
+        return;
+    if (!uccl_list_empty(&ep->dpending))
+        ofi_direct_retry(ep);
+    if (ep->dbuf == NULL)
+        return;
+    n = uccl_msg_next(ep->base.conn, &req);
+    if (!ofi_direct_into_ok(ep, req))
+        req = NULL;
+    if (n != ep->dseq || (ep->dspec == NULL ? req != NULL : ep->dspec->dreq != req)) {
+        /* a new message number, or a receive to take it: the receive into
+         * its pieces goes first, the bounce's behind it */
+        ofi_direct_cancel_op(ep, &ep->dspec);
+        ofi_direct_cancel_op(ep, &ep->dany);
+        if (n != ep->dseq) {
+            ep->dseq = n;
+            ep->dsince = 0;
+        }
+        if (req != NULL)
+            ep->dspec = ofi_direct_post_recv(ep, req);
+        if (req != NULL && ep->dspec == NULL)
+            return; /* the bounce's must not go ahead of it */
+    }
+    if (ep->dany != NULL)
+        return;
+    now = ofi_now_ns();
+    if (ep->dsince == 0)
+        ep->dsince = now;
+    if (now - ep->dsince >= (uint64_t)ep->tp->cfg.direct_wait_us * 1000u)
+        ep->dany = ofi_direct_post_recv(ep, NULL);
+}
+
+/* Message op->off (tag, len bytes) landed in op's buffer. */
+static void ofi_direct_landed(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_t tag)
+{
+    uccl_req_t *req = op->dreq, *got;
+    void *tmp;
+
+    if (req == NULL) {
+        ep->tp->direct_copied++;
+        uccl_rndv_payload_arrived(&ep->rndv, op->off, tag, ep->dbuf, len);
+        return;
+    }
+    if (tag == req->tag && len <= req->len) { /* the core gives it req (uccl_msg_next) */
+        if (uccl_msg_arrived(ep->base.conn, &ep->base, op->off, tag, len, &got) != UCCL_OK ||
+            got != req) {
+            uccl_error("ofi (%s): direct message %llu not matched to the receive it landed in",
+                       ep->tp->prov, (unsigned long long)op->off);
+            uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+            return;
+        }
+        ep->tp->direct_placed++;
+        uccl_req_complete(req, UCCL_OK, len);
+        return;
+    }
+    /* another tag of the same fingerprint, or longer than req (which the
+     * core fails as too small if the tag was its): req's pieces and the
+     * bounce hold it */
+    tmp = malloc(len > 0 ? len : 1);
+    if (tmp == NULL) {
+        uccl_error("ofi (%s): out of memory moving a direct message", ep->tp->prov);
+        uccl_ofi_conn_fail(ep, UCCL_ERR_NO_MEMORY);
+        return;
+    }
+    uccl_req_iov_copy_out(req, 0, tmp, len < req->len ? len : req->len);
+    if (len > req->len)
+        memcpy((uint8_t *)tmp + req->len, ep->dbuf, len - req->len);
+    ep->tp->direct_copied++;
+    uccl_rndv_payload_arrived(&ep->rndv, op->off, tag, tmp, len);
+    free(tmp);
+}
+
+void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,
+                              uint64_t flags, uint64_t data)
+{
+    if (op->kind == OFI_OP_DSEND) {
+        if (op->req != NULL)
+            uccl_ofi_req_finish(op->req, st, op->req->len);
+        if (!ep->dead && st != UCCL_OK)
+            uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        return;
+    }
+    if (ep->dspec == op)
+        ep->dspec = NULL;
+    if (ep->dany == op)
+        ep->dany = NULL;
+    if (ep->dead || (st == UCCL_ERR_CANCELED && op->cancelled))
+        return;
+    if (st != UCCL_OK || !(flags & FI_REMOTE_CQ_DATA)) {
+        uccl_error("ofi (%s): direct receive of message %llu: %s", ep->tp->prov,
+                   (unsigned long long)op->off,
+                   st != UCCL_OK ? uccl_strerror(st) : "no tag in the completion");
+        uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
+        return;
+    }
+    ofi_direct_landed(ep, op, len, data);
+}
+
+/* Teardown (ep_destroy): sends not posted yet fail, our receives are
+ * cancelled (their completions come back to the dead endpoint). */
+void uccl_ofi_direct_cancel(tp_ofi_ep_t *ep, uccl_status_t reason)
+{
+    uccl_rndv_fail_reqs(&ep->rndv, &ep->dpending, reason);
+    if (ep->dspec != NULL)
+        ep->dspec->dreq = NULL;
+    ofi_direct_cancel_op(ep, &ep->dspec);
+    ofi_direct_cancel_op(ep, &ep->dany);
+}
+
+void uccl_ofi_direct_free(tp_ofi_ep_t *ep)
+{
+    if (ep->dbuf_mr != NULL)
+        fi_close(&ep->dbuf_mr->fid);
+    free(ep->dbuf);
+}

@@ -1,0 +1,298 @@
+/* The ofi transport's direct sends (ofi_direct.c, UCCL_OFI_DIRECT), byte for
+ * byte on shm and tcp;ofi_rxm: a send above UCCL_OFI_EAGER as one tagged
+ * message placed straight into a receive posted first, or posted after the
+ * message waited in the provider; a window of sends with one tag, each in
+ * its own receive; messages whose receives are posted in another order
+ * than their tags came (through the bounce, matched as the core says); a
+ * message longer than the first receive of its tag (that one fails
+ * TRUNCATED, the next gets the message whole); UCCL_OFI_DIRECT=0; the
+ * default by provider; bad settings refused. Which path ran is checked by the transport's counters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/ofi/ofi.h"
+#include "unit.h"
+#include "core/core.h"
+#include "unit_conn.h"
+
+extern const struct uccl_tp_ops uccl_tp_ofi_ops;
+
+#define AREA (8u << 20)
+#define MSG (200u * 1024 + 3) /* above the eager limit, below UCCL_OFI_DIRECT_MAX, odd */
+#define WINDOW 8
+#define STRIDE (AREA / WINDOW)
+
+static unit_pair_t P;
+static uint8_t *pa, *pb;
+static uccl_mr_t *ma, *mb;
+
+static tp_ofi_t *ofi_of(uccl_engine_t *e)
+{
+    for (int i = 0; i < e->ntp; i++)
+        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
+            return (tp_ofi_t *)e->tp[i];
+    return NULL;
+}
+
+/* wait: UCCL_OFI_DIRECT_WAIT (microseconds before the bounce receive) */
+static bool open_pair(const char *prov, const char *direct, const char *wait)
+{
+    uccl_status_t st;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    setenv("UCCL_OFI_DIRECT", direct, 1);
+    setenv("UCCL_OFI_DIRECT_WAIT", wait, 1);
+    st = unit_pair_open("ofi", &P);
+    unsetenv("UCCL_OFI_PROVIDER");
+    unsetenv("UCCL_OFI_DIRECT");
+    unsetenv("UCCL_OFI_DIRECT_WAIT");
+    if (st != UCCL_OK)
+        return false;
+    pa = aligned_alloc(4096, AREA);
+    pb = aligned_alloc(4096, AREA);
+    CU_ASSERT_FATAL(pa != NULL && pb != NULL);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
+    return true;
+}
+
+static void close_pair(void)
+{
+    uccl_mr_dereg(ma);
+    uccl_mr_dereg(mb);
+    free(pa);
+    free(pb);
+    unit_pair_close(&P);
+}
+
+static void progress_both(int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+    }
+}
+
+/* Drive reqs to completion; check each status and received length (0: skip). */
+static void drive(uccl_req_t **reqs, size_t n, const uccl_status_t *want, const size_t *bytes)
+{
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, n, UNIT_TIMEOUT_MS), UCCL_OK);
+    for (size_t i = 0; i < n; i++) {
+        size_t got = 0;
+
+        UNIT_ASSERT_STATUS(uccl_wait(reqs[i], 0), want != NULL ? want[i] : UCCL_OK);
+        if (bytes != NULL && bytes[i] > 0) {
+            UNIT_ASSERT_STATUS(uccl_req_bytes(reqs[i], &got), UCCL_OK);
+            CU_ASSERT_EQUAL(got, bytes[i]);
+        }
+        uccl_req_free(reqs[i]);
+    }
+}
+
+/* One message of MSG bytes, its receive posted first or once the message
+ * waited in the provider (B progressing, no receive): placed in either case
+ * (the bounce receive is a second away). */
+static void check_one(bool late)
+{
+    tp_ofi_t *ta = ofi_of(P.a), *tb = ofi_of(P.b);
+    uint64_t sent = ta->direct_sent, placed = tb->direct_placed, wa = ta->rma_posted;
+    uccl_req_t *reqs[2];
+    size_t bytes[2] = {0, MSG};
+
+    unit_fill(pa, MSG, late ? 3 : 4);
+    memset(pb, 0xee, MSG + 64);
+    if (!late)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG + 64, 4, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 4, &reqs[0]), UCCL_OK);
+    if (late) {
+        progress_both(300);
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG + 64, 4, &reqs[1]), UCCL_OK);
+    }
+    drive(reqs, 2, NULL, bytes);
+    CU_ASSERT(memcmp(pb, pa, MSG) == 0);
+    CU_ASSERT_EQUAL(pb[MSG], 0xee);
+    CU_ASSERT_EQUAL(ta->direct_sent - sent, 1u);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, 1u);
+    CU_ASSERT_EQUAL(ta->rma_posted, wa); /* no CTS + write */
+}
+
+/* WINDOW sends with one tag, each of its own bytes, into WINDOW receives
+ * posted first: in order, each in its own receive, all placed. */
+static void check_window(void)
+{
+    tp_ofi_t *tb = ofi_of(P.b);
+    uint64_t placed = tb->direct_placed;
+    uccl_req_t *reqs[2 * WINDOW];
+
+    for (int i = 0; i < WINDOW; i++)
+        unit_fill(pa + (size_t)i * STRIDE, MSG, 100u + (unsigned)i);
+    memset(pb, 0, AREA);
+    for (int i = 0; i < WINDOW; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[WINDOW + i]),
+                           UCCL_OK);
+    for (int i = 0; i < WINDOW; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, 6, &reqs[i]), UCCL_OK);
+    drive(reqs, 2 * WINDOW, NULL, NULL);
+    for (int i = 0; i < WINDOW; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, (uint64_t)WINDOW);
+}
+
+/* Tags 5 then 7 sent, the receive for 7 posted first and the one for 5
+ * after both messages waited: 5 does not fit the receive for 7 and comes
+ * through the bounce (held, then the late receive gets it); 7 lands in its
+ * receive. Order of one tag kept: a second 7 goes to a second receive. */
+static void check_other_tag(void)
+{
+    tp_ofi_t *tb = ofi_of(P.b);
+    uint64_t copied = tb->direct_copied;
+    uccl_req_t *reqs[6];
+
+    for (int i = 0; i < 3; i++)
+        unit_fill(pa + (size_t)i * STRIDE, MSG, 200u + (unsigned)i);
+    memset(pb, 0, AREA);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG, 7, &reqs[3]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 2 * STRIDE, MSG, 7, &reqs[4]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 5, &reqs[0]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, MSG, 7, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 2 * STRIDE, MSG, 7, &reqs[2]), UCCL_OK);
+    progress_both(300);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 5, &reqs[5]), UCCL_OK);
+    drive(reqs, 6, NULL, NULL);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    CU_ASSERT(tb->direct_copied - copied >= 1u);
+}
+
+/* A receive shorter than the message fails TRUNCATED with the message's
+ * length and loses nothing: the next receive of the tag gets it whole. */
+static void check_longer(void)
+{
+    uccl_req_t *reqs[3];
+    const uccl_status_t want[3] = {UCCL_OK, UCCL_ERR_TRUNCATED, UCCL_OK};
+    const size_t bytes[3] = {0, MSG, MSG};
+
+    unit_fill(pa, MSG, 9);
+    memset(pb, 0, AREA);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG - 100, 8, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 8, &reqs[0]), UCCL_OK);
+    progress_both(300);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 8, &reqs[2]), UCCL_OK);
+    drive(reqs, 3, want, bytes);
+    CU_ASSERT(memcmp(pb, pa, MSG) == 0);
+}
+
+static void check_provider(const char *prov)
+{
+    if (!open_pair(prov, "1", "1000000"))
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    CU_ASSERT_FATAL(ofi_of(P.a) != NULL);
+    if (ofi_of(P.a)->direct_max == 0) {
+        close_pair();
+        UNIT_SKIP("libfabric's %s provider has less than 8 bytes of CQ data", prov);
+    }
+    check_one(false);
+    check_one(true);
+    check_window();
+    check_longer();
+    close_pair();
+    if (!open_pair(prov, "1", "0"))
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    check_other_tag();
+    check_window();
+    check_longer();
+    close_pair();
+}
+
+static void test_direct_shm(void)
+{
+    check_provider("shm");
+}
+
+static void test_direct_tcp(void)
+{
+    check_provider("tcp;ofi_rxm");
+}
+
+/* UCCL_OFI_DIRECT=0: the same message goes the rendezvous (CTS + write). */
+static void test_direct_off(void)
+{
+    tp_ofi_t *ta;
+    uint64_t wa;
+    uccl_req_t *reqs[2];
+
+    if (!open_pair("shm", "0", "20"))
+        UNIT_SKIP("libfabric's shm provider is not usable here");
+    ta = ofi_of(P.a);
+    wa = ta->rma_posted;
+    CU_ASSERT_EQUAL(ta->direct_max, 0u);
+    unit_fill(pa, MSG, 11);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 4, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 4, &reqs[0]), UCCL_OK);
+    drive(reqs, 2, NULL, NULL);
+    CU_ASSERT(memcmp(pb, pa, MSG) == 0);
+    CU_ASSERT_EQUAL(ta->direct_sent, 0u);
+    CU_ASSERT(ta->rma_posted > wa);
+    close_pair();
+}
+
+static void test_direct_setting(void)
+{
+    static const char *const bad[][2] = {{"UCCL_OFI_DIRECT", "2"},
+                                         {"UCCL_OFI_DIRECT", "-2"},
+                                         {"UCCL_OFI_DIRECT_MAX", "1K"},
+                                         {"UCCL_OFI_DIRECT_WAIT", "-1"}};
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uccl_engine_t *e = NULL;
+
+        setenv("UCCL_OFI_PROVIDER", "tcp;ofi_rxm", 1);
+        setenv(bad[i][0], bad[i][1], 1);
+        UNIT_ASSERT_STATUS(unit_engine_create("ofi", &e), UCCL_ERR_INVALID_PARAM);
+        CU_ASSERT(e == NULL);
+        unsetenv(bad[i][0]);
+        unsetenv("UCCL_OFI_PROVIDER");
+    }
+}
+
+/* UCCL_OFI_DIRECT unset: the provider's quirk row (on for shm, off for
+ * tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md). */
+static void direct_choice(const char *prov, bool want)
+{
+    uccl_engine_t *e = NULL;
+
+    setenv("UCCL_OFI_PROVIDER", prov, 1);
+    unsetenv("UCCL_OFI_DIRECT");
+    if (unit_engine_create("ofi", &e) != UCCL_OK) {
+        unsetenv("UCCL_OFI_PROVIDER");
+        UNIT_SKIP("libfabric's %s provider is not usable here", prov);
+    }
+    CU_ASSERT_FATAL(ofi_of(e) != NULL);
+    CU_ASSERT_EQUAL(ofi_of(e)->direct_max > 0, want);
+    uccl_engine_destroy(e);
+    unsetenv("UCCL_OFI_PROVIDER");
+}
+
+static void test_direct_default(void)
+{
+    direct_choice("shm", true);
+    direct_choice("tcp;ofi_rxm", false);
+}
+
+static CU_TestInfo direct_tests[] = {
+    {"UCCL_OFI_DIRECT unset: the quirk table's row (shm on, tcp;ofi_rxm off)",
+     test_direct_default},
+    {"UCCL_OFI_DIRECT, _MAX, _WAIT out of range -> INVALID_PARAM", test_direct_setting},
+    {"UCCL_OFI_DIRECT=0: rendezvous", test_direct_off},
+    {"direct sends, byte-verified: shm", test_direct_shm},
+    {"direct sends, byte-verified: tcp;ofi_rxm", test_direct_tcp},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {{"ofi_direct", NULL, NULL, NULL, NULL, direct_tests},
+                             CU_SUITE_INFO_NULL};
+
+    return unit_main(suites);
+}
