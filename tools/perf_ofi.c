@@ -6,9 +6,10 @@
  * And the same bytes from n local pieces (at most UCCL_IOV_MAX) into one
  * remote range, where libuccl may pack the pieces (UCCL_OFI_PACK_BELOW).
  * And send's parts: raw send next to the rendezvous built from raw
- * operations (RTS then the data; RTS, CTS, write with CQ data) and uccl's.
+ * operations (RTS then the data; RTS, CTS, write with CQ data) and uccl's;
+ * and raw send with 1 or 4 receives posted at a time (depth).
  *   mpirun -np 2 perf_ofi [--provider P] [--window W]
- *                         [--ops write,read,send,seed,scatter,local,parts]
+ *                         [--ops write,read,send,seed,scatter,local,parts,depth]
  *                         [--repeat R]   (R alternated runs per side, median kept; seed rows
  *                                         also time uccl's 1 piece in each round)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
@@ -299,11 +300,47 @@ static void parts_rows(raw_t *r, ucc_t *u, int window, int rank, int repeat)
     }
 }
 
+/* Receives posted ahead, at 64 and 256 KiB: raw send with the whole window
+ * posted, with 1 and with 4 receives posted at a time (one more as one
+ * completes), and uccl's send; `repeat` alternated runs, medians: GB/s
+ * and each against raw send. */
+static void depth_rows(raw_t *r, ucc_t *u, int window, int rank, int repeat)
+{
+    static const size_t sizes[] = {65536, 262144};
+    static const int depths[] = {1, 4};
+
+    for (size_t s = 0; s < 2; s++) {
+        size_t len = sizes[s];
+        int iters = (int)((64u << 20) / (len * (size_t)window));
+        double t[4][MAX_REPEAT], m[4];
+
+        raw_run(r, OP_SEND, len, window, 1);
+        for (int d = 0; d < 2; d++)
+            raw_depth_run(r, len, window, depths[d], 1);
+        ucc_run(u, OP_SEND, len, window, 1);
+        for (int k = 0; k < repeat; k++) {
+            t[0][k] = raw_run(r, OP_SEND, len, window, iters);
+            for (int d = 0; d < 2; d++)
+                t[1 + d][k] = raw_depth_run(r, len, window, depths[d], iters);
+            t[3][k] = ucc_run(u, OP_SEND, len, window, iters);
+        }
+        for (int i = 0; i < 4; i++)
+            m[i] = median(t[i], repeat);
+        if (rank == 0) {
+            double bytes = (double)len * window * iters;
+
+            printf("%-7zu %8.3f %8.3f %5.2f %8.3f %5.2f %8.3f %5.2f\n", len, bytes / m[0] / 1e9,
+                   bytes / m[1] / 1e9, m[0] / m[1], bytes / m[2] / 1e9, m[0] / m[2],
+                   bytes / m[3] / 1e9, m[0] / m[3]);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
-    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local,parts";
+    const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local,parts,depth";
     int window = 16, repeat = 1, rank, nranks;
     raw_t r = {0};
     ucc_t u = {0};
@@ -419,6 +456,14 @@ int main(int argc, char **argv)
                    "rts+snd", "/raw", "rts/cts", "/raw", "uccl", "/raw", "us", "us", "us", "us",
                    "late", "/raw", "us");
         parts_rows(&r, &u, window, rank, repeat);
+    }
+    if (strstr(ops, "depth") != NULL) {
+        if (rank == 0)
+            printf("# receives posted ahead: raw send (window posted); raw send with 1, then 4 "
+                   "receives posted at a time; uccl send. GB/s, / raw send\n"
+                   "%-7s %8s %8s %5s %8s %5s %8s %5s\n", "size", "raw", "depth1", "/raw", "depth4",
+                   "/raw", "uccl", "/raw");
+        depth_rows(&r, &u, window, rank, repeat);
     }
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);

@@ -68,5 +68,7 @@ enum {
     RAW_RTS_SEND_LATE,
 };
 double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters);
+/* Raw send, the receiver keeping `depth` receives posted (perf_ofi_raw.c). */
+double raw_depth_run(raw_t *r, size_t len, int window, int depth, int iters);
 
 #endif

@@ -173,6 +173,15 @@ uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req)
     return conn->rx_msg_next;
 }
 
+uccl_req_t *uccl_msg_posted_after(uccl_conn_t *conn, uccl_req_t *req)
+{
+    uccl_list_t *next = req->match_link.next;
+
+    return conn->state == UCCL_OK && next != &conn->posted
+               ? uccl_container_of(next, uccl_req_t, match_link)
+               : NULL;
+}
+
 void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req)
 {
     uccl_list_t *pos;

@@ -382,6 +382,11 @@ void uccl_msg_hold(uccl_conn_t *conn, uccl_tp_ep_t *ep, uccl_msg_t *msg);
  * which gives req back when the tag was req's (else the bytes belong to
  * whatever uccl_msg_arrived says, and req's pieces were only scratch). */
 uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req);
+/* The receive posted on conn after req (req still posted), NULL when none
+ * or conn failed: the one message `uccl_msg_next + k` goes to when it and
+ * the k messages before it have the tag of req and of the k receives
+ * before it (which all take it), for a transport that posts ahead. */
+uccl_req_t *uccl_msg_posted_after(uccl_conn_t *conn, uccl_req_t *req);
 
 /* ================================================================ connections */
 

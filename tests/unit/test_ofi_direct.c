@@ -6,7 +6,9 @@
  * than their tags came (through the bounce, matched as the core says); a
  * message longer than the first receive of its tag (that one fails
  * TRUNCATED, the next gets the message whole); UCCL_OFI_DIRECT=0; the
- * default by provider; bad settings refused. Which path ran is checked by the transport's counters. */
+ * default by provider; receives posted for the next messages ahead
+ * (UCCL_OFI_DIRECT_DEPTH), also when the core gives a message landed ahead
+ * to another receive; bad settings refused. Which path ran is checked by the transport's counters. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +216,89 @@ static void test_direct_tcp(void)
     check_provider("tcp;ofi_rxm");
 }
 
+/* Direct receives B has posted into receives' pieces (UCCL_OFI_DIRECT_DEPTH). */
+static int slots_posted(void)
+{
+    tp_ofi_t *tb = ofi_of(P.b);
+    uccl_list_t *pos;
+    int n = 0;
+
+    uccl_list_for_each(pos, &tb->eps) {
+        tp_ofi_ep_t *ep = uccl_container_of(pos, tp_ofi_ep_t, link);
+
+        for (int k = 0; k < OFI_DDEPTH_MAX; k++)
+            n += ep->dslot[k].op != NULL;
+    }
+    return n;
+}
+
+/* Receives posted ahead (depth >= 3): receives of tags 6 6 6 9 6 6 get
+ * direct receives for the first three messages before any is sent (the run
+ * of the oldest receive's tag), all six messages land in their receives.
+ * Then tags 7 6 6 6 into receives 6 6 6 (7's posted last): 6's messages
+ * land ahead in the 2nd-4th receives while 7 waits for the bounce, and are
+ * handed to the receives the core says (1st-3rd, copied), byte for byte. */
+static void check_ahead(void)
+{
+    static const uint64_t tags[6] = {6, 6, 6, 9, 6, 6}, tags2[4] = {7, 6, 6, 6};
+    tp_ofi_t *tb = ofi_of(P.b);
+    uint64_t placed = tb->direct_placed, copied;
+    uccl_req_t *reqs[12];
+
+    for (int i = 0; i < 6; i++)
+        unit_fill(pa + (size_t)i * STRIDE, MSG, 40u + (unsigned)i);
+    memset(pb, 0, AREA);
+    for (int i = 0; i < 6; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, tags[i], &reqs[6 + i]),
+                           UCCL_OK);
+    progress_both(50);
+    CU_ASSERT_EQUAL(slots_posted(), 3);
+    for (int i = 0; i < 6; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, tags[i], &reqs[i]),
+                           UCCL_OK);
+    drive(reqs, 12, NULL, NULL);
+    for (int i = 0; i < 6; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, 6u);
+
+    copied = tb->direct_copied;
+    memset(pb, 0, AREA);
+    for (int i = 0; i < 3; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[4 + i]),
+                           UCCL_OK);
+    progress_both(50);
+    for (int i = 0; i < 4; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, tags2[i], &reqs[i]),
+                           UCCL_OK);
+    progress_both(300);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 3 * STRIDE, MSG, 7, &reqs[7]), UCCL_OK);
+    drive(reqs, 8, NULL, NULL);
+    for (int i = 0; i < 3; i++) /* the i-th receive of 6: message i + 1 */
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)(i + 1) * STRIDE, MSG) == 0);
+    CU_ASSERT(memcmp(pb + 3 * STRIDE, pa, MSG) == 0);
+    CU_ASSERT(tb->direct_copied - copied >= 2u);
+}
+
+/* shm: the quirk row's depth (16); tcp;ofi_rxm: UCCL_OFI_DIRECT_DEPTH=4. */
+static void test_direct_ahead(void)
+{
+    static const char *const provs[2] = {"shm", "tcp;ofi_rxm"};
+
+    for (int i = 0; i < 2; i++) {
+        bool ok;
+
+        if (i == 1)
+            setenv("UCCL_OFI_DIRECT_DEPTH", "4", 1);
+        ok = open_pair(provs[i], "1", "20");
+        unsetenv("UCCL_OFI_DIRECT_DEPTH");
+        if (!ok)
+            UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
+        CU_ASSERT_EQUAL(ofi_of(P.b)->direct_depth, i == 0 ? 16 : 4);
+        check_ahead();
+        close_pair();
+    }
+}
+
 /* UCCL_OFI_DIRECT=0: the same message goes the rendezvous (CTS + write). */
 static void test_direct_off(void)
 {
@@ -241,7 +326,9 @@ static void test_direct_setting(void)
     static const char *const bad[][2] = {{"UCCL_OFI_DIRECT", "2"},
                                          {"UCCL_OFI_DIRECT", "-2"},
                                          {"UCCL_OFI_DIRECT_MAX", "1K"},
-                                         {"UCCL_OFI_DIRECT_WAIT", "-1"}};
+                                         {"UCCL_OFI_DIRECT_WAIT", "-1"},
+                                         {"UCCL_OFI_DIRECT_DEPTH", "17"},
+                                         {"UCCL_OFI_DIRECT_DEPTH", "-1"}};
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uccl_engine_t *e = NULL;
@@ -255,8 +342,8 @@ static void test_direct_setting(void)
     }
 }
 
-/* UCCL_OFI_DIRECT unset: the provider's quirk row (on for shm, off for
- * tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md). */
+/* UCCL_OFI_DIRECT and _DEPTH unset: the provider's quirk row (on for shm,
+ * 16 ahead; off for tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md). */
 static void direct_choice(const char *prov, bool want)
 {
     uccl_engine_t *e = NULL;
@@ -269,6 +356,7 @@ static void direct_choice(const char *prov, bool want)
     }
     CU_ASSERT_FATAL(ofi_of(e) != NULL);
     CU_ASSERT_EQUAL(ofi_of(e)->direct_max > 0, want);
+    CU_ASSERT_EQUAL(ofi_of(e)->direct_depth, want ? 16 : 1); /* receives posted ahead */
     uccl_engine_destroy(e);
     unsetenv("UCCL_OFI_PROVIDER");
 }
@@ -280,12 +368,13 @@ static void test_direct_default(void)
 }
 
 static CU_TestInfo direct_tests[] = {
-    {"UCCL_OFI_DIRECT unset: the quirk table's row (shm on, tcp;ofi_rxm off)",
+    {"UCCL_OFI_DIRECT unset: the quirk table's row (shm on, 16 ahead; tcp;ofi_rxm off)",
      test_direct_default},
-    {"UCCL_OFI_DIRECT, _MAX, _WAIT out of range -> INVALID_PARAM", test_direct_setting},
+    {"UCCL_OFI_DIRECT, _MAX, _WAIT, _DEPTH out of range -> INVALID_PARAM", test_direct_setting},
     {"UCCL_OFI_DIRECT=0: rendezvous", test_direct_off},
     {"direct sends, byte-verified: shm", test_direct_shm},
     {"direct sends, byte-verified: tcp;ofi_rxm", test_direct_tcp},
+    {"direct receives posted ahead (UCCL_OFI_DIRECT_DEPTH), byte-verified", test_direct_ahead},
     CU_TEST_INFO_NULL,
 };
 

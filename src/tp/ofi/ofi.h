@@ -60,6 +60,7 @@ typedef struct tp_ofi_config {
     int direct;
     size_t direct_max;
     int direct_wait_us;
+    int direct_depth;
     size_t stage_chunk;
     int stage_depth;
 } tp_ofi_config_t;
@@ -87,6 +88,7 @@ typedef struct ofi_quirk {
     int rank;           /* higher is preferred when UCCL_OFI_PROVIDER is unset */
     unsigned flags;
     size_t pack_below;  /* local pieces averaging less are packed (ofi_pack.c); 0 = never */
+    int direct_depth;   /* UCCL_OFI_DIRECT_DEPTH left at 0: direct receives posted ahead */
 } ofi_quirk_t;
 
 #define OFI_BOUNCE_SIZE (256u << 10) /* one packed operation at most */
@@ -126,6 +128,7 @@ typedef struct tp_ofi {
     bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
     size_t direct_max; /* UCCL_OFI_DIRECT on: largest direct message we take (else 0) */
+    int direct_depth;  /* UCCL_OFI_DIRECT_DEPTH, or the quirk table's */
     bool direct_peers;      /* a connection's peer takes direct sends */
     uint64_t direct_sent;   /* direct sends posted (tests count them) */
     uint64_t direct_placed; /* ...received straight into their receive */
@@ -203,6 +206,18 @@ typedef struct ofi_xfer {
     uccl_rndv_seg_t segs[];
 } ofi_xfer_t;
 
+/* A direct receive posted for message dseq + k (ofi_direct.c): its
+ * operation while posted; landed: the message came before an earlier one
+ * and waits in req's pieces and its bounce (len bytes, tag) for its turn. */
+#define OFI_DDEPTH_MAX 16
+typedef struct ofi_dslot {
+    ofi_op_t *op;
+    bool landed;
+    uccl_req_t *req;
+    size_t len;
+    uint64_t tag;
+} ofi_dslot_t;
+
 typedef struct tp_ofi_ep {
     uccl_tp_ep_t base;
     tp_ofi_t *tp;
@@ -226,13 +241,15 @@ typedef struct tp_ofi_ep {
     uccl_list_t inflight;     /* requests fully posted */
     uccl_list_t data_ops;     /* ofi_op_t posted for data */
     /* direct sends (ofi_direct.c): the peer's limit (0 = off), sends that
-     * met -FI_EAGAIN; receiving: the message number our receives are posted
-     * for, since when (ns), the one into a receive's pieces, the one into
-     * the bounce, and the bounce (direct_max bytes) */
+     * met -FI_EAGAIN; receiving: the message number our first receive is
+     * posted for, since when (ns), the receives into receives' pieces for
+     * it and the next UCCL_OFI_DIRECT_DEPTH - 1, the one into the bounce,
+     * and the bounces (direct_max bytes each, one per slot) */
     size_t peer_direct_max;
     uccl_list_t dpending;
     uint64_t dseq, dsince;
-    ofi_op_t *dspec, *dany;
+    ofi_dslot_t dslot[OFI_DDEPTH_MAX];
+    ofi_op_t *dany;
     uint8_t *dbuf;
     struct fid_mr *dbuf_mr;
     void *dbuf_desc;

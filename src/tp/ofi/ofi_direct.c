@@ -177,15 +177,22 @@ static void ofi_direct_retry(tp_ofi_ep_t *ep)
 uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
 {
     tp_ofi_t *tp = ep->tp;
+    size_t len = tp->direct_max * (size_t)tp->direct_depth;
 
     if (tp->direct_max == 0)
         return UCCL_OK;
-    ep->dbuf = aligned_alloc(4096, (tp->direct_max + 4095) & ~(size_t)4095);
+    ep->dbuf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
     if (ep->dbuf == NULL)
         return UCCL_ERR_NO_MEMORY;
     if (tp->mr_mode & FI_MR_LOCAL)
-        return uccl_ofi_reg_buf(tp, ep->dbuf, tp->direct_max, &ep->dbuf_mr, &ep->dbuf_desc);
+        return uccl_ofi_reg_buf(tp, ep->dbuf, len, &ep->dbuf_mr, &ep->dbuf_desc);
     return UCCL_OK;
+}
+
+/* Message seq's bounce: the slots cover depth consecutive numbers. */
+static uint8_t *ofi_dbounce(const tp_ofi_ep_t *ep, uint64_t seq)
+{
+    return ep->dbuf + (seq % (uint64_t)ep->tp->direct_depth) * ep->tp->direct_max;
 }
 
 /* A receive the provider may fill with message n: registered host memory
@@ -201,11 +208,11 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n < ep->tp->cfg.max_iov;
 }
 
-/* Post a receive for message ep->dseq: into req's pieces and the bounce
- * after them (taking only req's tag fingerprint), or, req NULL, into the
- * bounce (any tag). Only one of the two can take message dseq, so they
- * share the bounce. NULL: not posted (again next progress). */
-static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uccl_req_t *req)
+/* Post a receive for message seq: into req's pieces and seq's bounce after
+ * them (taking only req's tag fingerprint), or, req NULL, into the bounce
+ * (any tag). Only one of the two can take message seq, so they share the
+ * bounce. NULL: not posted (again next progress). */
+static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req)
 {
     tp_ofi_t *tp = ep->tp;
     struct iovec iov[OFI_IOV_MAX];
@@ -218,19 +225,19 @@ static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uccl_req_t *req)
         return NULL;
     if (req != NULL) {
         uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
-        msg.tag = ofi_dtag(ep->id, ep->dseq, ofi_dfp(req->tag));
+        msg.tag = ofi_dtag(ep->id, seq, ofi_dfp(req->tag));
     } else {
-        msg.tag = ofi_dtag(ep->id, ep->dseq, 0);
+        msg.tag = ofi_dtag(ep->id, seq, 0);
         msg.ignore = ((1ull << OFI_DFP_BITS) - 1) << OFI_DFP_SHIFT;
     }
     if (req == NULL || req->len < tp->direct_max) {
-        iov[n] = (struct iovec){ep->dbuf, tp->direct_max};
+        iov[n] = (struct iovec){ofi_dbounce(ep, seq), tp->direct_max};
         desc[n++] = ep->dbuf_desc;
     }
     op->kind = OFI_OP_DRECV;
     op->ep = ep;
     op->dreq = req;
-    op->off = ep->dseq;
+    op->off = seq;
     msg.msg_iov = iov;
     msg.desc = desc;
     msg.iov_count = (size_t)n;
@@ -258,59 +265,26 @@ static void ofi_direct_cancel_op(tp_ofi_ep_t *ep, ofi_op_t **slot)
     *slot = NULL;
 }
 
-void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
+/* Message seq (tag, len bytes) landed in req's pieces and seq's bounce
+ * (req NULL: the bounce alone), every earlier message having arrived. */
+static void ofi_direct_landed(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, size_t len,
+                              uint64_t tag)
 {
-    uccl_req_t *req;
-    uint64_t n, now;
-
-    if (!ep->connected || !uccl_ofi_conn_ok(ep))
-        return;
-    if (!uccl_list_empty(&ep->dpending))
-        ofi_direct_retry(ep);
-    if (ep->dbuf == NULL)
-        return;
-    n = uccl_msg_next(ep->base.conn, &req);
-    if (!ofi_direct_into_ok(ep, req))
-        req = NULL;
-    if (n != ep->dseq || (ep->dspec == NULL ? req != NULL : ep->dspec->dreq != req)) {
-        /* a new message number, or a receive to take it: the receive into
-         * its pieces goes first, the bounce's behind it */
-        ofi_direct_cancel_op(ep, &ep->dspec);
-        ofi_direct_cancel_op(ep, &ep->dany);
-        if (n != ep->dseq) {
-            ep->dseq = n;
-            ep->dsince = 0;
-        }
-        if (req != NULL)
-            ep->dspec = ofi_direct_post_recv(ep, req);
-        if (req != NULL && ep->dspec == NULL)
-            return; /* the bounce's must not go ahead of it */
-    }
-    if (ep->dany != NULL)
-        return;
-    now = ofi_now_ns();
-    if (ep->dsince == 0)
-        ep->dsince = now;
-    if (now - ep->dsince >= (uint64_t)ep->tp->cfg.direct_wait_us * 1000u)
-        ep->dany = ofi_direct_post_recv(ep, NULL);
-}
-
-/* Message op->off (tag, len bytes) landed in op's buffer. */
-static void ofi_direct_landed(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_t tag)
-{
-    uccl_req_t *req = op->dreq, *got;
+    uint8_t *bounce = ofi_dbounce(ep, seq);
+    uccl_req_t *oldest, *got;
     void *tmp;
 
     if (req == NULL) {
         ep->tp->direct_copied++;
-        uccl_rndv_payload_arrived(&ep->rndv, op->off, tag, ep->dbuf, len);
+        uccl_rndv_payload_arrived(&ep->rndv, seq, tag, bounce, len);
         return;
     }
-    if (tag == req->tag && len <= req->len) { /* the core gives it req (uccl_msg_next) */
-        if (uccl_msg_arrived(ep->base.conn, &ep->base, op->off, tag, len, &got) != UCCL_OK ||
+    if (uccl_msg_next(ep->base.conn, &oldest) == seq && tag == req->tag && len <= req->len &&
+        oldest == req) { /* the core gives it req */
+        if (uccl_msg_arrived(ep->base.conn, &ep->base, seq, tag, len, &got) != UCCL_OK ||
             got != req) {
             uccl_error("ofi (%s): direct message %llu not matched to the receive it landed in",
-                       ep->tp->prov, (unsigned long long)op->off);
+                       ep->tp->prov, (unsigned long long)seq);
             uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
             return;
         }
@@ -318,9 +292,9 @@ static void ofi_direct_landed(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_
         uccl_req_complete(req, UCCL_OK, len);
         return;
     }
-    /* another tag of the same fingerprint, or longer than req (which the
-     * core fails as too small if the tag was its): req's pieces and the
-     * bounce hold it */
+    /* another tag of the same fingerprint, longer than req (which the core
+     * fails as too small if the tag was its), or a receive ahead of req took
+     * it: req's pieces and the bounce hold it */
     tmp = malloc(len > 0 ? len : 1);
     if (tmp == NULL) {
         uccl_error("ofi (%s): out of memory moving a direct message", ep->tp->prov);
@@ -329,15 +303,114 @@ static void ofi_direct_landed(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_
     }
     uccl_req_iov_copy_out(req, 0, tmp, len < req->len ? len : req->len);
     if (len > req->len)
-        memcpy((uint8_t *)tmp + req->len, ep->dbuf, len - req->len);
+        memcpy((uint8_t *)tmp + req->len, bounce, len - req->len);
     ep->tp->direct_copied++;
-    uccl_rndv_payload_arrived(&ep->rndv, op->off, tag, tmp, len);
+    uccl_rndv_payload_arrived(&ep->rndv, seq, tag, tmp, len);
     free(tmp);
+}
+
+/* Move the slots to message n: those of earlier numbers are done (the
+ * message came another way: their receives are cancelled). */
+static void ofi_direct_shift(tp_ofi_ep_t *ep, uint64_t n)
+{
+    int depth = ep->tp->direct_depth;
+
+    if (n - ep->dseq > (uint64_t)depth) /* many came another way: the slots are empty */
+        ep->dseq = n - (uint64_t)depth;
+    while (ep->dseq < n) {
+        if (ep->dslot[0].landed) { /* handed in when its turn came: cannot be */
+            uccl_error("ofi (%s): direct message %llu left behind", ep->tp->prov,
+                       (unsigned long long)ep->dseq);
+            uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+            return;
+        }
+        ofi_direct_cancel_op(ep, &ep->dslot[0].op);
+        ofi_direct_cancel_op(ep, &ep->dany);
+        memmove(&ep->dslot[0], &ep->dslot[1], sizeof(ep->dslot[0]) * (size_t)(depth - 1));
+        ep->dslot[depth - 1] = (ofi_dslot_t){0};
+        ep->dseq++;
+        ep->dsince = 0;
+    }
+}
+
+/* Messages that landed ahead of an earlier one, in order once theirs come. */
+static void ofi_direct_drain(tp_ofi_ep_t *ep)
+{
+    uccl_req_t *oldest;
+
+    while (uccl_ofi_conn_ok(ep)) {
+        uint64_t n = uccl_msg_next(ep->base.conn, &oldest);
+        ofi_dslot_t s;
+
+        ofi_direct_shift(ep, n);
+        if (ep->dseq != n || !ep->dslot[0].landed)
+            return;
+        s = ep->dslot[0];
+        ep->dslot[0] = (ofi_dslot_t){0};
+        ofi_direct_landed(ep, n, s.req, s.len, s.tag);
+    }
+}
+
+/* The receive message dseq + k goes to if it has the tag of the oldest
+ * posted receive: the k-th posted, while receives 0..k have that tag (the
+ * k messages before it, if direct and of that tag, take 0..k-1; one of
+ * another tag or one that came another way leaves it to the copy). */
+static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, uccl_req_t *prev, uint64_t tag)
+{
+    uccl_req_t *req = uccl_msg_posted_after(ep->base.conn, prev);
+
+    return req != NULL && req->tag == tag && ofi_direct_into_ok(ep, req) ? req : NULL;
+}
+
+void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
+{
+    uccl_req_t *req;
+    uint64_t n, now, tag;
+
+    if (!ep->connected || !uccl_ofi_conn_ok(ep))
+        return;
+    if (!uccl_list_empty(&ep->dpending))
+        ofi_direct_retry(ep);
+    if (ep->dbuf == NULL)
+        return;
+    ofi_direct_drain(ep);
+    if (!uccl_ofi_conn_ok(ep))
+        return;
+    n = uccl_msg_next(ep->base.conn, &req);
+    if (!ofi_direct_into_ok(ep, req))
+        req = NULL;
+    tag = req != NULL ? req->tag : 0;
+    /* slot k into the k-th receive: the receive into its pieces goes first,
+     * the bounce's behind it (slot 0) */
+    for (int k = 0; k < ep->tp->direct_depth; k++) {
+        ofi_dslot_t *s = &ep->dslot[k];
+
+        if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req)) {
+            ofi_direct_cancel_op(ep, &s->op);
+            if (k == 0)
+                ofi_direct_cancel_op(ep, &ep->dany);
+            if (req != NULL)
+                s->op = ofi_direct_post_recv(ep, n + (uint64_t)k, req);
+            if (req != NULL && s->op == NULL)
+                return; /* the bounce's must not go ahead of it */
+        }
+        req = req != NULL ? ofi_direct_next_into(ep, s->landed ? s->req : req, tag) : NULL;
+    }
+    if (ep->dany != NULL || ep->dslot[0].landed)
+        return;
+    now = ofi_now_ns();
+    if (ep->dsince == 0)
+        ep->dsince = now;
+    if (now - ep->dsince >= (uint64_t)ep->tp->cfg.direct_wait_us * 1000u)
+        ep->dany = ofi_direct_post_recv(ep, n, NULL);
 }
 
 void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,
                               uint64_t flags, uint64_t data)
 {
+    ofi_dslot_t *slot = NULL;
+    uccl_req_t *oldest;
+
     if (op->kind == OFI_OP_DSEND) {
         if (op->req != NULL)
             uccl_ofi_req_finish(op->req, st, op->req->len);
@@ -345,8 +418,11 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
             uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
         return;
     }
-    if (ep->dspec == op)
-        ep->dspec = NULL;
+    for (int k = 0; k < OFI_DDEPTH_MAX; k++)
+        if (ep->dslot[k].op == op) {
+            slot = &ep->dslot[k];
+            slot->op = NULL;
+        }
     if (ep->dany == op)
         ep->dany = NULL;
     if (ep->dead || (st == UCCL_ERR_CANCELED && op->cancelled))
@@ -358,7 +434,13 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
         uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
         return;
     }
-    ofi_direct_landed(ep, op, len, data);
+    if (op->off != uccl_msg_next(ep->base.conn, &oldest) && slot != NULL) {
+        /* an earlier message is still on its way: this one waits in place */
+        *slot = (ofi_dslot_t){.landed = true, .req = op->dreq, .len = len, .tag = data};
+        return;
+    }
+    ofi_direct_landed(ep, op->off, op->dreq, len, data);
+    ofi_direct_drain(ep);
 }
 
 /* Teardown (ep_destroy): sends not posted yet fail, our receives are
@@ -366,9 +448,12 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
 void uccl_ofi_direct_cancel(tp_ofi_ep_t *ep, uccl_status_t reason)
 {
     uccl_rndv_fail_reqs(&ep->rndv, &ep->dpending, reason);
-    if (ep->dspec != NULL)
-        ep->dspec->dreq = NULL;
-    ofi_direct_cancel_op(ep, &ep->dspec);
+    for (int k = 0; k < OFI_DDEPTH_MAX; k++) {
+        if (ep->dslot[k].op != NULL)
+            ep->dslot[k].op->dreq = NULL;
+        ofi_direct_cancel_op(ep, &ep->dslot[k].op);
+        ep->dslot[k] = (ofi_dslot_t){0};
+    }
     ofi_direct_cancel_op(ep, &ep->dany);
 }
 

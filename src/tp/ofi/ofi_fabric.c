@@ -64,6 +64,13 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "microseconds the next message may keep a connection waiting before a bounce "
               "receive for it is posted behind the one into the receive (the message came "
               "with another tag, or no receive is posted)", direct_wait_us, UCCL_CFG_INT),
+    OFI_FIELD("DIRECT_DEPTH", "0",
+              "direct messages a connection posts receives for ahead (1-16): the next one, "
+              "and while the oldest posted receives have one tag, the following ones into the "
+              "following receives (each with a bounce of UCCL_OFI_DIRECT_MAX, touched only by a "
+              "message longer than its receive); 0 = the provider's row of the quirk table (16 "
+              "for shm, 1 elsewhere: tests/perf/results/ofi/s13-README.md)", direct_depth,
+              UCCL_CFG_INT),
     OFI_FIELD("STAGE_CHUNK", "1M",
               "GPU memory is staged through registered host buffers of this size (a window "
               "of a receive or read into GPU memory)", stage_chunk, UCCL_CFG_SIZE),
@@ -88,16 +95,16 @@ const uccl_cfg_table_t uccl_ofi_config_table = {.prefix = "OFI_",
 static const ofi_quirk_t ofi_quirks[] = {
     /* pack_below: software providers pay microseconds per operation, NICs
      * far less (measured here for tcp and shm: tests/perf/results/ofi) */
-    {"cxi", 60, 0, 4096},
-    {"efa", 55, 0, 8192},
-    {"psm3", 50, 0, 8192},
-    {"opx", 50, 0, 8192},
-    {"verbs;ofi_rxm", 40, 0, 4096},
-    {"tcp;ofi_rxm", 30, OFI_QUIRK_SOFTWARE, 65536},
-    {"tcp", 25, OFI_QUIRK_SOFTWARE, 65536},
-    {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536},
-    {"net", 15, OFI_QUIRK_SOFTWARE, 65536},
-    {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536},
+    {"cxi", 60, 0, 4096, 1},
+    {"efa", 55, 0, 8192, 1},
+    {"psm3", 50, 0, 8192, 1},
+    {"opx", 50, 0, 8192, 1},
+    {"verbs;ofi_rxm", 40, 0, 4096, 1},
+    {"tcp;ofi_rxm", 30, OFI_QUIRK_SOFTWARE, 65536, 1},
+    {"tcp", 25, OFI_QUIRK_SOFTWARE, 65536, 1},
+    {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536, 1},
+    {"net", 15, OFI_QUIRK_SOFTWARE, 65536, 1},
+    {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536, 1},
     /* no row has OFI_QUIRK_TAGGED: the tagged rendezvous measured no faster
      * than CTS + write on shm (64 KiB 0.74-0.78 against 0.75-0.79 of raw
      * send, 1-4 MiB below push) and slower on tcp;ofi_rxm
@@ -105,10 +112,13 @@ static const ofi_quirk_t ofi_quirks[] = {
     /* shm has OFI_QUIRK_DIRECT: direct sends measured faster than push at
      * 64 KiB (0.84-0.91 of raw send against 0.71-0.79) and 256 KiB; on
      * tcp;ofi_rxm they measured slower (0.56 against 0.98 at 64 KiB):
-     * tests/perf/results/ofi/s13-README.md */
+     * tests/perf/results/ofi/s13-README.md; and their receives posted 16
+     * ahead rather than 1 (0.90-0.93 of raw send at 64 KiB against
+     * 0.81-0.83; on tcp;ofi_rxm 16 ahead lifts direct to 0.89-0.94 but not
+     * past push's 0.94-0.96, so direct stays off there) */
     {"shm", 5,
-     OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT, 32768},
-    {"", 1, 0, 8192}, /* anything else */
+     OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT, 32768, 16},
+    {"", 1, 0, 8192, 1}, /* anything else */
 };
 
 const ofi_quirk_t *uccl_ofi_quirk(const char *prov)

@@ -137,6 +137,7 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     ok &= uccl_cfg_in_range(t, "DIRECT", cfg->direct, -1, 1);
     ok &= uccl_cfg_in_range(t, "DIRECT_MAX", (long long)cfg->direct_max, 16384, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "DIRECT_WAIT", cfg->direct_wait_us, 0, 1000000);
+    ok &= uccl_cfg_in_range(t, "DIRECT_DEPTH", cfg->direct_depth, 0, OFI_DDEPTH_MAX);
     ok &= uccl_cfg_in_range(t, "STAGE_CHUNK", (long long)cfg->stage_chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "STAGE_DEPTH", cfg->stage_depth, 1, UCCL_RNDV_MAX_SLOTS);
     if (strcmp(cfg->imm, "auto") != 0 && strcmp(cfg->imm, "data") != 0 &&
@@ -213,7 +214,8 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
     if ((tp->cfg.direct == 1 || (tp->cfg.direct < 0 && (tp->quirk->flags & OFI_QUIRK_DIRECT))) &&
         tp->info->domain_attr->cq_data_size >= 8)
         tp->direct_max = tp->cfg.direct_max < tp->max_msg ? tp->cfg.direct_max : tp->max_msg;
-    else if (tp->cfg.direct == 1)
+    tp->direct_depth = tp->cfg.direct_depth > 0 ? tp->cfg.direct_depth : tp->quirk->direct_depth;
+    if (tp->direct_max == 0 && tp->cfg.direct == 1)
         uccl_info("ofi (%s): UCCL_OFI_DIRECT=1 needs 8 bytes of remote CQ data (the provider "
                   "has %zu): direct sends off", tp->prov, tp->info->domain_attr->cq_data_size);
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
