@@ -23,6 +23,15 @@
  * is not complete, and fails as too small if the message was its), the
  * message is copied out.
  *
+ * Posted ahead (UCCL_OFI_DIRECT_DEPTH D, 16 on shm by its quirk row): slot
+ * k posts for message n + k into the k-th posted receive while receives
+ * 0..k have one tag (uccl_msg_posted_after), so the receive cannot be taken
+ * by an earlier message while its fi_trecv is posted. A message landed
+ * before an earlier one arrived waits in place and goes to uccl_msg_arrived
+ * in order; straight into its receive when the core gives it that one (the
+ * oldest posted, its tag, it fits), else copied out as above. Message m's
+ * bounce is number m mod D of D.
+ *
  * Provider tag: bit 62, n's low 16 bits << 46, a 14-bit fingerprint of the
  * uccl tag << 32, the receiving connection's id. Control messages (the id
  * alone) and the tagged rendezvous (bit 63) take none of these. */

@@ -220,11 +220,13 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
                   "has %zu): direct sends off", tp->prov, tp->info->domain_attr->cq_data_size);
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
               "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
-              "%s rendezvous, direct sends up to %zu bytes", tp->prov, tp->info->fabric_attr->name,
-              tp->info->domain_attr->name, (unsigned long long)tp->mr_mode,
+              "%s rendezvous, direct sends up to %zu bytes (%d ahead)", tp->prov,
+              tp->info->fabric_attr->name, tp->info->domain_attr->name,
+              (unsigned long long)tp->mr_mode,
               (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
               tp->imm_msg ? "messages" : "CQ data", tp->rma_ordered ? "ordered" : "fenced",
-              tp->pack_below, tp->pull ? "pull" : tp->tmsg ? "tagged" : "push", tp->direct_max);
+              tp->pack_below, tp->pull ? "pull" : tp->tmsg ? "tagged" : "push", tp->direct_max,
+              tp->direct_depth);
     *out = &tp->base;
     return UCCL_OK;
 }
