@@ -7,36 +7,21 @@
 # records an event per fence instead; without PROF nothing is printed.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
-perf=${top_builddir:-.}/tools/uccl_perf
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # as tests/mpi/run-mpi.sh
-export ASAN_OPTIONS
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+. "$(dirname "$0")/prof-check.sh"
 
 run() { # run NAME VAR=VAL...: write, window 16, 4 sizes x 5 windows, on 2 ranks (MPIEXEC holds a $(...))
     name=$1
     shift
-    xs=""
-    for kv in "$@"; do
-        export "$kv"
-        xs="$xs -x ${kv%%=*}"
-    done
+    env_on "$@"
     eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
         --op write --min 4K --max 32K --window 16 --iters 5 --no-ref" >"$tmp/$name" 2>&1
     st=$?
-    for kv in "$@"; do unset "${kv%%=*}"; done
+    env_off "$@"
     return $st
-}
-count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
-    awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
 }
 
 if ! run plain; then
-    if grep -q "needs a GPU" "$tmp/plain"; then
-        echo "SKIP: uccl_perf --mem cuda finds no GPU here (a CUDA/ROCm build without a device)"
-        exit 77
-    fi
+    skip_no_gpu plain
     cat "$tmp/plain"
     echo "FAIL: uccl_perf p2p over gpu_ipc"
     exit 1
@@ -46,7 +31,6 @@ grep -q "gpu_ipc prof" "$tmp/plain" && { cat "$tmp/plain"; echo "FAIL: a profile
 run lazy UCCL_GPU_IPC_PROF=1 || { cat "$tmp/lazy"; echo "FAIL: uccl_perf with PROF=1"; exit 1; }
 run eager UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_LAZY_EVENT=0 ||
     { cat "$tmp/eager"; echo "FAIL: uccl_perf with PROF=1 LAZY_EVENT=0"; exit 1; }
-fail=0
 for f in lazy eager; do
     posts=$(count "$tmp/$f" post)
     copies=$(($(count "$tmp/$f" copy) + $(count "$tmp/$f" "batch(per copy)")))

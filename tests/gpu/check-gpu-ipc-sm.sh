@@ -16,23 +16,14 @@
 #   nvcc): COPY=sm fails engine creation naming the setting.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
-perf=${top_builddir:-.}/tools/uccl_perf
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # as tests/mpi/run-mpi.sh
-export ASAN_OPTIONS
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+. "$(dirname "$0")/prof-check.sh"
 
 run() { # run NAME OP VAR=VAL...: OP, window 16, 64 KiB and 128 KiB, on 2 ranks (MPIEXEC holds a $(...));
     # OP coll-OP: uccl_perf coll --op OP on 3 ranks, blocks of 256 KiB (SPLIT_PCT's default splits them)
     name=$1
     op=$2
     shift 2
-    xs=""
-    for kv in UCCL_GPU_IPC_PROF=1 "$@"; do
-        export "$kv"
-        xs="$xs -x ${kv%%=*}"
-    done
+    env_on UCCL_GPU_IPC_PROF=1 "$@"
     case $op in
     coll-*) eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 $xs \"\$perf\" coll --mem cuda \
         --transport shm,gpu_ipc --op ${op#coll-} --min 256K --max 256K --iters 1 --warmup 1" >"$tmp/$name" 2>&1 ;;
@@ -40,35 +31,10 @@ run() { # run NAME OP VAR=VAL...: OP, window 16, 64 KiB and 128 KiB, on 2 ranks 
         --op $op --min 64K --max 128K --window 16 --iters 3 --no-ref" >"$tmp/$name" 2>&1 ;;
     esac
     st=$?
-    for kv in UCCL_GPU_IPC_PROF=1 "$@"; do unset "${kv%%=*}"; done
+    env_off UCCL_GPU_IPC_PROF=1 "$@"
     return $st
 }
-count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
-    awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
-}
-fail=0
-expect() { # expect NAME OP MIN MAX VAR=VAL...: runs, and the kernel count of both ranks is in [MIN, MAX]
-    name=$1 op=$2 lo=$3 hi=$4
-    shift 4
-    if ! run "$name" "$op" "$@"; then
-        if grep -q "needs a GPU" "$tmp/$name"; then
-            echo "SKIP: uccl_perf --mem cuda finds no GPU here (a CUDA/ROCm build without a device)"
-            exit 77
-        fi
-        cat "$tmp/$name"
-        echo "FAIL: $name: uccl_perf p2p $op over gpu_ipc ($*)"
-        fail=1
-        return
-    fi
-    n=$(count "$tmp/$name" "sm copy")
-    c=$(($(count "$tmp/$name" copy) + $(count "$tmp/$name" "batch(per copy)")))
-    echo "$name ($op $*): $n kernel copies, $c copy-engine copies"
-    if [ "$n" -lt "$lo" ] || [ "$n" -gt "$hi" ]; then
-        cat "$tmp/$name"
-        echo "FAIL: $name: $n kernel copies, expected $lo..$hi"
-        fail=1
-    fi
-}
+kstep="sm copy"
 
 # 2 sizes x (warmup + 3 timed + 1 verified window) x 16 transfers at least
 sm="UCCL_GPU_IPC_COPY=sm UCCL_GPU_IPC_SM_MIN=64K"

@@ -116,6 +116,40 @@ static void test_posted_first_and_truncated(void)
     unit_fixture_close(&f);
 }
 
+/* The default threshold (UCCL_TCP_RNDV_MIN unset: 256K, coll13b's
+ * measurement): a message of exactly 256 KiB sent before its receive is held
+ * as a header (with 1M it went eagerly and failed the receiver's connection
+ * at the 64 KiB cap), then lands intact. */
+static void test_default_threshold(void)
+{
+    enum { DSIZE = 256 * 1024 };
+    unit_fixture_t f;
+    uccl_req_t *s = NULL, *r = NULL;
+    int done = 1;
+
+    unsetenv("UCCL_TCP_RNDV_MIN");
+    UNIT_ASSERT_STATUS(unit_fixture_open("tcp", DSIZE, DSIZE, &f), UCCL_OK);
+    setenv("UCCL_TCP_RNDV_MIN", "1M", 1);
+    if (f.p.a == NULL)
+        return;
+    unit_fill(f.src, DSIZE, 7);
+    UNIT_ASSERT_STATUS(uccl_send(f.p.ab, f.src_mr, 0, DSIZE, 3, &s), UCCL_OK);
+    drive_for(&f.p, 300);
+    UNIT_ASSERT_STATUS(conn_state(f.p.ba), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_test(s, &done), UCCL_INPROGRESS);
+    CU_ASSERT_EQUAL(done, 0);
+    UNIT_ASSERT_STATUS(uccl_recv(f.p.ba, f.dst_mr, 0, DSIZE, 3, &r), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&f.p, &r, 1, 10000), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&f.p, &s, 1, 10000), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(r, 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(s, 0), UCCL_OK);
+    CU_ASSERT_EQUAL(unit_mismatches(f.dst, DSIZE, 7), 0);
+    uccl_req_free(r);
+    uccl_req_free(s);
+    UNIT_ASSERT_STATUS(conn_state(f.p.ba), UCCL_OK);
+    unit_fixture_close(&f);
+}
+
 /* A value that is not a size is refused at engine creation. */
 static void test_bad_setting(void)
 {
@@ -132,6 +166,7 @@ static CU_TestInfo tests[] = {
     {"large messages before their receives: held as headers, intact", test_held_as_headers},
     {"receive posted first; a receive too small: TRUNCATED, then taken",
      test_posted_first_and_truncated},
+    {"default threshold: 256 KiB before its receive is held as a header", test_default_threshold},
     {"UCCL_TCP_RNDV_MIN that is not a size: INVALID_PARAM", test_bad_setting},
     CU_TEST_INFO_NULL,
 };

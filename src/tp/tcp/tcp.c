@@ -24,7 +24,7 @@ static const uccl_cfg_field_t tcp_config_fields[] = {
               UCCL_CFG_SIZE),
     TCP_FIELD("PROGRESS_BYTES", "8M", "most bytes one progress call moves per direction and stream",
               progress_bytes, UCCL_CFG_SIZE),
-    TCP_FIELD("RNDV_MIN", "1M",
+    TCP_FIELD("RNDV_MIN", "256K",
               "messages of at least this size wait for the receive (request to send, clear to "
               "send) and land in place, not in a bounce buffer (0 = never)",
               rndv_min, UCCL_CFG_SIZE),

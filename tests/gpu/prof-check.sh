@@ -1,0 +1,54 @@
+# Sourced by the check-gpu-ipc-*.sh scripts: two fake-GPU processes under
+# uccl_perf with gpu_ipc's micro profile (UCCL_GPU_IPC_PROF=1), and the
+# copies each profile step counted. After sourcing: $perf, $tmp (removed at
+# exit), fail=0; a missing mpirun skips (77).
+perf=${top_builddir:-.}/tools/uccl_perf
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # as tests/mpi/run-mpi.sh
+export ASAN_OPTIONS
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: no mpirun"; exit 77; }
+fail=0
+
+env_on() { # env_on VAR=VAL...: exports each, and $xs names them for mpirun -x
+    xs=""
+    for kv in "$@"; do
+        export "$kv"
+        xs="$xs -x ${kv%%=*}"
+    done
+}
+env_off() { # env_off VAR=VAL...: unsets what env_on exported
+    for kv in "$@"; do unset "${kv%%=*}"; done
+}
+count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
+    awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
+}
+# skip_no_gpu NAME: exits 77 where run NAME found no GPU (a CUDA/ROCm build without a device)
+skip_no_gpu() {
+    if grep -q "needs a GPU" "$tmp/$1"; then
+        echo "SKIP: uccl_perf --mem cuda finds no GPU here (a CUDA/ROCm build without a device)"
+        exit 77
+    fi
+}
+# expect NAME OP MIN MAX VAR=VAL...: run NAME OP VAR=VAL... (the sourcing
+# script's), and the copies the profile step $kstep counted on both ranks are
+# in [MIN, MAX]; leaves $n (those) and $c (copy-engine copies)
+expect() {
+    name=$1 op=$2 lo=$3 hi=$4
+    shift 4
+    if ! run "$name" "$op" "$@"; then
+        skip_no_gpu "$name"
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf $op over gpu_ipc ($*)"
+        fail=1
+        return
+    fi
+    n=$(count "$tmp/$name" "$kstep")
+    c=$(($(count "$tmp/$name" copy) + $(count "$tmp/$name" "batch(per copy)")))
+    echo "$name ($op $*): $n copies by $kstep, $c by the copy engines"
+    if [ "$n" -lt "$lo" ] || [ "$n" -gt "$hi" ]; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $n copies by $kstep, expected $lo..$hi"
+        fail=1
+    fi
+}
