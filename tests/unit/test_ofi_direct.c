@@ -17,54 +17,19 @@
 #include "core/core.h"
 #include "unit_conn.h"
 
-extern const struct uccl_tp_ops uccl_tp_ofi_ops;
-
 #define AREA (8u << 20)
 #define MSG (200u * 1024 + 3) /* above the eager limit, below UCCL_OFI_DIRECT_MAX, odd */
 #define WINDOW 8
 #define STRIDE (AREA / WINDOW)
 
-static unit_pair_t P;
-static uint8_t *pa, *pb;
-static uccl_mr_t *ma, *mb;
-
-static tp_ofi_t *ofi_of(uccl_engine_t *e)
-{
-    for (int i = 0; i < e->ntp; i++)
-        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
-            return (tp_ofi_t *)e->tp[i];
-    return NULL;
-}
+#include "ofi_pair.h"
 
 /* wait: UCCL_OFI_DIRECT_WAIT (microseconds before the bounce receive) */
 static bool open_pair(const char *prov, const char *direct, const char *wait)
 {
-    uccl_status_t st;
-
-    setenv("UCCL_OFI_PROVIDER", prov, 1);
-    setenv("UCCL_OFI_DIRECT", direct, 1);
-    setenv("UCCL_OFI_DIRECT_WAIT", wait, 1);
-    st = unit_pair_open("ofi", &P);
-    unsetenv("UCCL_OFI_PROVIDER");
-    unsetenv("UCCL_OFI_DIRECT");
-    unsetenv("UCCL_OFI_DIRECT_WAIT");
-    if (st != UCCL_OK)
-        return false;
-    pa = aligned_alloc(4096, AREA);
-    pb = aligned_alloc(4096, AREA);
-    CU_ASSERT_FATAL(pa != NULL && pb != NULL);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
-    return true;
-}
-
-static void close_pair(void)
-{
-    uccl_mr_dereg(ma);
-    uccl_mr_dereg(mb);
-    free(pa);
-    free(pb);
-    unit_pair_close(&P);
+    const char *env[] = {"UCCL_OFI_PROVIDER", prov, "UCCL_OFI_DIRECT", direct,
+                         "UCCL_OFI_DIRECT_WAIT", wait, NULL};
+    return ofi_pair_open(env);
 }
 
 static void progress_both(int rounds)
@@ -190,20 +155,20 @@ static void check_provider(const char *prov)
         UNIT_SKIP("libfabric's %s provider is not usable here", prov);
     CU_ASSERT_FATAL(ofi_of(P.a) != NULL);
     if (ofi_of(P.a)->direct_max == 0) {
-        close_pair();
+        ofi_pair_close();
         UNIT_SKIP("libfabric's %s provider has less than 8 bytes of CQ data", prov);
     }
     check_one(false);
     check_one(true);
     check_window();
     check_longer();
-    close_pair();
+    ofi_pair_close();
     if (!open_pair(prov, "1", "0"))
         UNIT_SKIP("libfabric's %s provider is not usable here", prov);
     check_other_tag();
     check_window();
     check_longer();
-    close_pair();
+    ofi_pair_close();
 }
 
 static void test_direct_shm(void)
@@ -295,7 +260,7 @@ static void test_direct_ahead(void)
             UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
         CU_ASSERT_EQUAL(ofi_of(P.b)->direct_depth, i == 0 ? 16 : 4);
         check_ahead();
-        close_pair();
+        ofi_pair_close();
     }
 }
 
@@ -318,7 +283,7 @@ static void test_direct_off(void)
     CU_ASSERT(memcmp(pb, pa, MSG) == 0);
     CU_ASSERT_EQUAL(ta->direct_sent, 0u);
     CU_ASSERT(ta->rma_posted > wa);
-    close_pair();
+    ofi_pair_close();
 }
 
 static void test_direct_setting(void)

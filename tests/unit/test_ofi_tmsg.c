@@ -15,53 +15,19 @@
 #include "core/core.h"
 #include "unit_conn.h"
 
-extern const struct uccl_tp_ops uccl_tp_ofi_ops;
-
 #define AREA (8u << 20)
 #define MSG (200u * 1024 + 3) /* above the eager limit, odd */
 #define WINDOW 8
 #define MANY (OFI_IOV_MAX + 3) /* pieces: more than any provider's operation takes here */
 
-static unit_pair_t P;
-static uint8_t *pa, *pb;
-static uccl_mr_t *ma, *mb;
-
-static tp_ofi_t *ofi_of(uccl_engine_t *e)
-{
-    for (int i = 0; i < e->ntp; i++)
-        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
-            return (tp_ofi_t *)e->tp[i];
-    return NULL;
-}
+#include "ofi_pair.h"
 
 static bool open_pair(const char *prov, const char *tagged)
 {
-    uccl_status_t st;
-
-    setenv("UCCL_OFI_PROVIDER", prov, 1);
-    setenv("UCCL_OFI_TAGGED", tagged, 1);
-    setenv("UCCL_OFI_DIRECT", "0", 1); /* shm's default would send these directly */
-    st = unit_pair_open("ofi", &P);
-    unsetenv("UCCL_OFI_PROVIDER");
-    unsetenv("UCCL_OFI_TAGGED");
-    unsetenv("UCCL_OFI_DIRECT");
-    if (st != UCCL_OK)
-        return false;
-    pa = aligned_alloc(4096, AREA);
-    pb = aligned_alloc(4096, AREA);
-    CU_ASSERT_FATAL(pa != NULL && pb != NULL);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
-    return true;
-}
-
-static void close_pair(void)
-{
-    uccl_mr_dereg(ma);
-    uccl_mr_dereg(mb);
-    free(pa);
-    free(pb);
-    unit_pair_close(&P);
+    /* UCCL_OFI_DIRECT=0: shm's default would send these directly */
+    const char *env[] = {"UCCL_OFI_PROVIDER", prov, "UCCL_OFI_TAGGED", tagged,
+                         "UCCL_OFI_DIRECT", "0", NULL};
+    return ofi_pair_open(env);
 }
 
 static void drive(uccl_req_t **reqs, size_t n)
@@ -165,14 +131,14 @@ static void check_provider(const char *prov, bool push)
     check_one(1, MANY, true, true);
     check_one(MANY, 2, false, false); /* too many pieces: CTS + write */
     check_window();
-    close_pair();
+    ofi_pair_close();
     if (!push)
         return;
     if (!open_pair(prov, "0"))
         UNIT_SKIP("libfabric's %s provider is not usable here", prov);
     check_one(1, 1, false, false);
     check_one(1, 1, true, false);
-    close_pair();
+    ofi_pair_close();
 }
 
 static void test_tmsg_tcp(void)

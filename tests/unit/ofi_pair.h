@@ -1,0 +1,54 @@
+/* Two engines connected over the ofi transport, each with an AREA-byte
+ * registered host buffer (pa in P.a's ma, pb in P.b's mb), for the ofi unit
+ * tests of one protocol path (test_ofi_tmsg, test_ofi_direct). Include after
+ * tp/ofi/ofi.h, unit.h and unit_conn.h, with AREA defined. */
+#ifndef UCCL_TEST_OFI_PAIR_H
+#define UCCL_TEST_OFI_PAIR_H
+
+#include <stdlib.h>
+
+extern const struct uccl_tp_ops uccl_tp_ofi_ops;
+
+static unit_pair_t P;
+static uint8_t *pa, *pb;
+static uccl_mr_t *ma, *mb;
+
+static tp_ofi_t *ofi_of(uccl_engine_t *e)
+{
+    for (int i = 0; i < e->ntp; i++)
+        if (e->tp[i]->ops == &uccl_tp_ofi_ops)
+            return (tp_ofi_t *)e->tp[i];
+    return NULL;
+}
+
+/* env: setting names and values in turn, then NULL; set while the pair
+ * opens. false: the provider is not usable here (the caller skips). */
+static bool ofi_pair_open(const char *const *env)
+{
+    uccl_status_t st;
+
+    for (int i = 0; env[i] != NULL; i += 2)
+        setenv(env[i], env[i + 1], 1);
+    st = unit_pair_open("ofi", &P);
+    for (int i = 0; env[i] != NULL; i += 2)
+        unsetenv(env[i]);
+    if (st != UCCL_OK)
+        return false;
+    pa = aligned_alloc(4096, AREA);
+    pb = aligned_alloc(4096, AREA);
+    CU_ASSERT_FATAL(pa != NULL && pb != NULL);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
+    return true;
+}
+
+static void ofi_pair_close(void)
+{
+    uccl_mr_dereg(ma);
+    uccl_mr_dereg(mb);
+    free(pa);
+    free(pb);
+    unit_pair_close(&P);
+}
+
+#endif
