@@ -14,13 +14,17 @@ for run in "2 shm" "2 tcp" "3 shm test_coll.py test_coll_stream.py" "3 tcp test_
     [ $rc = 0 ] || exit $rc
 done
 # python -m uccl.bench's in-process comparison (the C loop, the Python loops
-# (a send_many per window and one send per transfer), the mixed one and the
-# split one), tiny, send only (the C loop's three ops are test_p2p's): its
-# worker compares the destination's bytes
+# (a send_many per window: loop_group and window_group, a Request per
+# transfer, one send per transfer), the two mixed ones and the split one),
+# tiny, send, then write's Python loops (the C loop's three ops are
+# test_p2p's): its worker compares the destination's bytes
 out=$(mktemp)
-"$here/run-python.sh" 2 shm numpy,mpi4py -m uccl.bench --worker --inproc --mixed --split --op send \
-    --transport shm --min 4K --max 64K --iters 2 --rounds 2 --post group,many,one --json "$out"
-rc=$?
+for op in "send --mixed --post group,groupfn,many,one" "write --post group,groupfn"; do
+    # shellcheck disable=SC2086
+    "$here/run-python.sh" 2 shm numpy,mpi4py -m uccl.bench --worker --inproc --split --op $op \
+        --transport shm --min 4K --max 64K --iters 2 --rounds 2 --json "$out"
+    rc=$?
+    [ $rc = 0 ] || { rm -f "$out"; echo "FAIL: python -m uccl.bench --op $op (in process)"; exit $rc; }
+done
 rm -f "$out"
-[ $rc = 0 ] || { echo "FAIL: python -m uccl.bench --op send (in process)"; exit $rc; }
 echo "python binding: pytest passed on 2 ranks (all) and 3 ranks (collectives) over shm and tcp; uccl.bench in process"

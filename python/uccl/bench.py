@@ -32,9 +32,10 @@ GIL released) and the same loop in Python, on the same connection and
 buffer, starting with C and Python in turn; the table gives the median of
 each and the spread (min-max) of the per-round ratio. Separate processes
 (--separate: uccl_perf itself, then the worker, alternating) differ by
-placement and page layout by more than 2% from run to run. --mixed adds a
-third loop with Python on rank 0 and C on rank 1: for send, which rank's
-per-call cost sets the pace.
+placement and page layout by more than 2% from run to run. --mixed adds
+two loops, Python on rank 0 and C on rank 1 (mixed), then C on rank 0 and
+Python on rank 1 (mixedr, session 13b): for send, which rank's per-call
+cost sets the pace.
 
 Python's window (session 13, --post): by default one Conn.send_many /
 recv_many / write_many / read_many call with group=True posts the window's
@@ -43,7 +44,10 @@ in one C loop and waits for them with one uccl_wait_all; many: the same call
 returning a Request per transfer, waited with uccl.wait_all; one: one call
 per transfer (sessions 9-12). A comma list (--post group,many,one) runs
 each of those loops alternating with C's: the first is the table's Py, the
-others get columns of their own.
+others get columns of their own. group's loop binds its methods once and
+makes no Python function call a window (session 13b, loop_group); groupfn
+is the same calls through one Python function a window (window_group,
+session 13's loop), kept to compare the two.
 """
 import argparse
 import json
@@ -172,6 +176,28 @@ def window_group(post, ops, wait_all, conn, ctl, ack_first, ack_after):
         conn.send(ctl, 0, 0, TAG_ACK, block=True)
 
 
+def loop_group(post, ops, conn, ctl, iters, rank, send):
+    """--post group: iters windows, each posted by one *_many(group=True)
+    call, written as a loop for speed (session 13b): the same calls as
+    window_group() in the same order, the methods bound once and no Python
+    function call a window. Rank 0 of send: the ack's receive, the window,
+    one wait for both; rank 1: the window, its wait, the ack; write/read:
+    the window and its wait."""
+    from uccl import wait_all
+    if not send:
+        for _ in range(iters):
+            post(ops, group=True).wait()
+    elif rank == 0:
+        recv = conn.recv
+        for _ in range(iters):
+            wait_all((recv(ctl, 0, 0, TAG_ACK), post(ops, group=True)))
+    else:
+        ack = conn.send
+        for _ in range(iters):
+            post(ops, group=True).wait()
+            ack(ctl, 0, 0, TAG_ACK, block=True)
+
+
 def window_group_split(post, ops, wait_all, conn, ctl, ack_first, ack_after, acc):
     """window_group() timed in two parts (--split)."""
     t0 = time.perf_counter()
@@ -227,7 +253,8 @@ def window_split(op, args, n, wait_all, conn, ctl, ack_first, ack_after, acc):
 def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None):
     """Python's loop: windows posted one call per transfer (mode "one"), or
     one Conn.*_many call per window ("many": a Request per transfer,
-    "group": one for the window). mode None: the first of --post."""
+    "group": one for the window, loop_group; "groupfn": the same through
+    window_group). mode None: the first of --post."""
     from uccl import wait_all
     rank = comm.rank
     mode = mode or a.post[0]
@@ -239,8 +266,10 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    if many:
-        if mode == "group":
+    if mode == "group" and acc is None:
+        loop_group(op, args, conn, ctl, iters, rank, send)
+    elif many:
+        if mode != "many":  # group (timed in parts) or groupfn
             fn = window_group if acc is None else window_group_split
         else:
             fn = window_many if acc is None else window_many_split
@@ -301,11 +330,12 @@ def worker(a):
             c = lambda n: c_phase(a, world, conn, mr, ctl, desc, size, n,  # noqa: E731
                                   comm.rank)
             mixed = py if comm.rank == 0 else c  # --mixed: Python rank 0, C rank 1
+            mixedr = c if comm.rank == 0 else py  # and C rank 0, Python rank 1
             c(a.warmup)
             py(a.warmup)
             for _, fn in extra:
                 fn(a.warmup)
-            ts = {"c": [], "py": [], "mixed": [], "split": [], "c_post": [],
+            ts = {"c": [], "py": [], "mixed": [], "mixedr": [], "split": [], "c_post": [],
                   "c_wait": [], "split_post": [], "split_wait": []}
             ts.update({m: [] for m, _ in extra})
 
@@ -317,7 +347,7 @@ def worker(a):
                 return t
             for k in range(a.rounds):
                 order = [("c", c), ("py", py)] + extra + (
-                    [("mixed", mixed)] if a.mixed else []) + (
+                    [("mixed", mixed), ("mixedr", mixedr)] if a.mixed else []) + (
                     [("split", split)] if a.split else [])
                 for name, fn in order if k % 2 == 0 else order[::-1]:
                     ts[name].append(fn(iters) / ops * 1e6)
@@ -326,7 +356,7 @@ def worker(a):
                         ts["c_post"].append(post_s / ops * 1e6)
                         ts["c_wait"].append(wait_s / ops * 1e6)
             rows.append({"size": size, "c_us": ts["c"], "py_us": ts["py"],
-                         "mixed_us": ts["mixed"]})
+                         "mixed_us": ts["mixed"], "mixedr_us": ts["mixedr"]})
             rows[-1].update({m + "_us": ts[m] for m, _ in extra})
             if a.split:
                 rows[-1].update({k: ts[k] for k in ("split", "c_post", "c_wait", "split_post",
@@ -445,9 +475,9 @@ def print_split(raw, rows):
 
 def post_modes(s):
     modes = s.split(",")
-    if not modes or any(m not in ("group", "many", "one") for m in modes) or len(
+    if not modes or any(m not in ("group", "groupfn", "many", "one") for m in modes) or len(
             set(modes)) != len(modes):
-        raise argparse.ArgumentTypeError("--post: a comma list of group, many, one")
+        raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one")
     return modes
 
 
@@ -462,7 +492,8 @@ def driver_inproc(a):
         tp, raw = run_py(a, os.path.join(tmp, "py.json"))
     what = {"one": "one call per transfer",
             "many": "one Conn.%s_many call per window, a Request per transfer" % a.op,
-            "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op}
+            "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op,
+            "groupfn": "group through a Python function a window (session 13's loop)"}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
           "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "
@@ -473,7 +504,8 @@ def driver_inproc(a):
     print("%10s %10s %10s %12s %9s %9s %7s %15s" % ("size", "C us/op", "Py us/op", "overhead us",
                                                    "C GB/s", "Py GB/s", "Py/C", "Py/C spread"),
           "".join("%10s %9s %9s" % (m + " us/op", m + " over", m + "/C") for m in a.post[1:]) +
-          ("%10s %8s" % ("mixed us", "mixed/C") if a.mixed else ""))
+          ("%10s %8s %10s %8s" % ("mixed us", "mixed/C", "mixedr us", "mixedr/C")
+           if a.mixed else ""))
     rows = []
     for r in raw:
         s, cs, ps = r["size"], r["c_us"], r["py_us"]
@@ -495,8 +527,10 @@ def driver_inproc(a):
             print(" %10.3f %9.3f %9.3f" % (q, q - c, c / q), end="")
         if r.get("mixed_us"):
             m = statistics.median(r["mixed_us"])
-            rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"]})
-            print(" %10.3f %8.3f" % (m, c / m), end="")
+            mr = statistics.median(r["mixedr_us"])
+            rows[-1].update({"mixed_us": m, "mixed_rounds": r["mixed_us"], "mixedr_us": mr,
+                             "mixedr_rounds": r["mixedr_us"]})
+            print(" %10.3f %8.3f %10.3f %8.3f" % (m, c / m, mr, c / mr), end="")
         print()
     if a.split:
         print_split(raw, rows)
@@ -570,8 +604,9 @@ def main(argv=None):
     p.add_argument("--separate", dest="inproc", action="store_false",
                    help="point-to-point: uccl_perf and the Python worker as separate jobs")
     p.add_argument("--mixed", action="store_true",
-                   help="in-process point-to-point: a third loop with Python on rank 0 and C "
-                        "on rank 1 (which rank's Python cost sets the pace)")
+                   help="in-process point-to-point: two more loops, Python on rank 0 and C "
+                        "on rank 1 (mixed), C on rank 0 and Python on rank 1 (mixedr): which "
+                        "rank's Python cost sets the pace")
     p.add_argument("--split", action="store_true",
                    help="in-process point-to-point: a fourth loop, Python timed in parts "
                         "(posting, waiting), against C's loop in the same parts")
@@ -582,7 +617,8 @@ def main(argv=None):
                    help="point-to-point, Python's window, a comma list of: group (default: "
                         "one Conn.*_many(group=True) call, one Request), many (one "
                         "Conn.*_many call, a Request per transfer), one (one call per "
-                        "transfer); each runs alternating with C's, the first is Py")
+                        "transfer), groupfn (group through a function a window, session "
+                        "13's loop); each runs alternating with C's, the first is Py")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:
