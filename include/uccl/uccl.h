@@ -369,6 +369,10 @@ typedef struct uccl_iov {
  * message completes with the message's length (uccl_req_bytes); a smaller
  * one fails with UCCL_ERR_TRUNCATED and the message stays for the next
  * receive with that tag. Zero-length messages are allowed.
+ * A send above its transport's eager size (UCCL_SHM_EAGER_THRESHOLD,
+ * UCCL_VERBS_EAGER, UCCL_OFI_EAGER, UCCL_TCP_RNDV_MIN; uccl_info -c prints
+ * them) completes only once the peer has posted its receive, as a large
+ * MPI_Send does: post receives before waiting on sends in an exchange.
  * On success *req is a new request (free it with uccl_req_free).
  * Errors (immediate): UCCL_ERR_INVALID_PARAM, UCCL_ERR_OUT_OF_BOUNDS (off+len
  * past the region), UCCL_ERR_INVALID_HANDLE, UCCL_ERR_PEER_FAILED. */
