@@ -6,6 +6,7 @@
 #define UCCL_TEST_OFI_PAIR_H
 
 #include <stdlib.h>
+#include <string.h>
 
 extern const struct uccl_tp_ops uccl_tp_ofi_ops;
 
@@ -40,6 +41,27 @@ static bool ofi_pair_open(const char *const *env)
     UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
     return true;
+}
+
+/* A window of n sends of len bytes with one tag from P.a to P.b, each its
+ * own bytes at i * stride of pa, into n receives posted first at i * stride
+ * of pb (zeroed): reqs[0..n) the sends, reqs[n..2n) the receives. */
+static void ofi_pair_post_window(uccl_req_t **reqs, int n, size_t len, size_t stride, uint64_t tag)
+{
+    for (int i = 0; i < n; i++)
+        unit_fill(pa + (size_t)i * stride, len, 100u + (unsigned)i);
+    memset(pb, 0, AREA);
+    for (int i = 0; i < n; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * stride, len, tag, &reqs[n + i]), UCCL_OK);
+    for (int i = 0; i < n; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * stride, len, tag, &reqs[i]), UCCL_OK);
+}
+
+/* After the window's requests completed: each message in its own receive. */
+static void ofi_pair_check_window(int n, size_t len, size_t stride)
+{
+    for (int i = 0; i < n; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * stride, pa + (size_t)i * stride, len) == 0);
 }
 
 static void ofi_pair_close(void)

@@ -91,17 +91,9 @@ static void check_window(void)
     uint64_t placed = tb->direct_placed;
     uccl_req_t *reqs[2 * WINDOW];
 
-    for (int i = 0; i < WINDOW; i++)
-        unit_fill(pa + (size_t)i * STRIDE, MSG, 100u + (unsigned)i);
-    memset(pb, 0, AREA);
-    for (int i = 0; i < WINDOW; i++)
-        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[WINDOW + i]),
-                           UCCL_OK);
-    for (int i = 0; i < WINDOW; i++)
-        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, 6, &reqs[i]), UCCL_OK);
+    ofi_pair_post_window(reqs, WINDOW, MSG, STRIDE, 6);
     drive(reqs, 2 * WINDOW, NULL, NULL);
-    for (int i = 0; i < WINDOW; i++)
-        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    ofi_pair_check_window(WINDOW, MSG, STRIDE);
     CU_ASSERT_EQUAL(tb->direct_placed - placed, (uint64_t)WINDOW);
 }
 

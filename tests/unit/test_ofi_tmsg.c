@@ -104,17 +104,9 @@ static void check_window(void)
     uccl_req_t *reqs[2 * WINDOW];
     size_t stride = AREA / WINDOW;
 
-    for (int i = 0; i < WINDOW; i++)
-        unit_fill(pa + (size_t)i * stride, MSG, 100u + (unsigned)i);
-    memset(pb, 0, AREA);
-    for (int i = 0; i < WINDOW; i++)
-        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * stride, MSG, 6, &reqs[WINDOW + i]),
-                           UCCL_OK);
-    for (int i = 0; i < WINDOW; i++)
-        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * stride, MSG, 6, &reqs[i]), UCCL_OK);
+    ofi_pair_post_window(reqs, WINDOW, MSG, stride, 6);
     drive(reqs, 2 * WINDOW);
-    for (int i = 0; i < WINDOW; i++)
-        CU_ASSERT(memcmp(pb + (size_t)i * stride, pa + (size_t)i * stride, MSG) == 0);
+    ofi_pair_check_window(WINDOW, MSG, stride);
 }
 
 /* push: also once with UCCL_OFI_TAGGED=0 (CTS + write; on shm only: a
