@@ -3,6 +3,7 @@ posted by one call (two ranks, host memory, bytes compared), their bad
 entries (a clear exception naming the entry, nothing of the list posted), a
 failure only the library sees (the Requests of what was posted), and flat
 reference counts."""
+import gc
 import sys
 import time
 
@@ -198,10 +199,20 @@ def test_post_failure_returns_what_was_posted(pair):
     mr.release()
 
 
+def settle(pair, pending):
+    """While pending() (at most T), progress: requests dropped in flight
+    finish and are reaped (the peer is in token_recv, progressing); then let
+    the peer go on and collect."""
+    end = time.monotonic() + T
+    while pending() and time.monotonic() < end:
+        pair.engine.progress()
+    pair.token_send()
+    gc.collect()
+
+
 def test_refcounts_flat(pair):
     """1000 windows of 16: the regions, descriptor and connection hold no
     more references after than before, and every Request went back."""
-    import gc
     n = 1024
     buf, mr, desc = rma_setup(pair, n, 6)
     if pair.rank == 0:
@@ -219,11 +230,7 @@ def test_refcounts_flat(pair):
         for _ in range(100):
             with pytest.raises(uccl.OutOfBoundsError):
                 pair.conn.write_many(ops + [(mr, desc, 0, n + 1)])
-        end = time.monotonic() + T  # the dropped requests finish and are reaped (the
-        while sys.getrefcount(mr) != refs[0] and time.monotonic() < end:  # peer is in
-            pair.engine.progress()  # token_recv, progressing)
-        pair.token_send()
-        gc.collect()
+        settle(pair, lambda: sys.getrefcount(mr) != refs[0])
         assert (sys.getrefcount(mr), sys.getrefcount(desc), sys.getrefcount(pair.conn)) == refs
     else:
         pair.token_recv()
@@ -275,7 +282,6 @@ def test_group_request(pair):
 def test_group_refcounts_and_orphans(pair):
     """1000 grouped windows, then groups dropped in flight: the region, the
     descriptor and the connection hold as many references as before."""
-    import gc
     n = 1024
     buf, mr, desc = rma_setup(pair, n, 9)
     if pair.rank == 0:
@@ -287,11 +293,7 @@ def test_group_refcounts_and_orphans(pair):
             pair.conn.write_many(ops, group=True).wait(T)
         for _ in range(10):
             pair.conn.write_many(ops, group=True)  # dropped in flight: orphans
-        end = time.monotonic() + T  # the dropped requests finish and are reaped (the
-        while sys.getrefcount(mr) != refs[0] and time.monotonic() < end:  # peer is in
-            pair.engine.progress()  # token_recv, progressing)
-        pair.token_send()
-        gc.collect()
+        settle(pair, lambda: sys.getrefcount(mr) != refs[0])
         assert (sys.getrefcount(mr), sys.getrefcount(desc), sys.getrefcount(pair.conn)) == refs
     else:
         pair.token_recv()
