@@ -70,8 +70,9 @@ int uccl_gpu_ipc_copy_mode(const ipc_cfg_t *cfg)
  * (0.72-0.75x the kernel's own push ceiling: the push path, not the
  * kernel), kernel pulls 1.01-1.20 at every size. On 2 GPUs the copy
  * engines win (kernel pulls 0.74-0.77x the ceiling from 64 MiB against
- * 0.77-0.90). The kernel is loaded under auto only where the process sees
- * 3 or more GPUs. */
+ * 0.77-0.90). auto alone loads the kernel only where the process sees 3
+ * or more GPUs; BATCH_SM (on by default, batch.c) loads it on every GPU
+ * engine, for batches within one GPU. */
 uccl_status_t uccl_gpu_ipc_copy_setup(ipc_tp_t *tp)
 {
     int mode = uccl_gpu_ipc_copy_mode(&tp->cfg), ngpu = 0;
