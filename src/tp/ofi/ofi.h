@@ -140,6 +140,7 @@ typedef struct tp_ofi {
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
     int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
+    uint64_t rma_whole;  /* of them, whole requests posted at once (ofi_rma.c) */
     uint64_t tmsg_posted; /* tagged rendezvous sends and receives posted (tests count them) */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
