@@ -3,7 +3,8 @@
 # the call's tree root: bash .dev/py14/tests/gpu/results/H200-py14/run.sh
 # (.debs installed first). TREES: space-separated NAME=DIR source trees, each
 # built in DIR/build-py14 (in parallel) and measured in turn, alternating by
-# step (call 1: main=.dev/py14; call 2: main=.dev/py14main py14=.dev/py14).
+# step (call 1: main=.dev/py14; call 2: main=.dev/py14main py14=.dev/py14),
+# REPEAT passes of send and write (the trees' order reversed each pass).
 # Per tree, python -m uccl.bench, GPU (torch CUDA tensors, gpu_ipc), 1-16 MiB,
 # C's loop and Python's alternating in the same processes:
 #   send  --post group,groupfn --mixed --split  (mixed: Python sender + C
@@ -60,15 +61,21 @@ for t in $TREES; do
     cp "$d"/../python/uccl/*.py "$d"/../python/uccl/*.pyi "$d/stage/uccl/"
     cp "$d"/python/uccl/.libs/_uccl.so "$d/stage/uccl/"
 done
-for s in send write; do
-    for t in $TREES; do
-        if [ $s = send ]; then
-            bench "${t%%=*}" "${t#*=}" send --op send $mem --transport $tp $R --split \
-                --post group,groupfn --mixed
-        else
-            bench "${t%%=*}" "${t#*=}" write --op write $mem --transport $tp $R --split \
-                --post group,groupfn
-        fi
+# REPEAT passes, the trees' order reversed on every other pass
+rev=$(for t in $TREES; do echo "$t"; done | tac | tr '\n' ' ')
+for pass in $(seq "${REPEAT:-1}"); do
+    order=$TREES
+    [ $((pass % 2)) = 0 ] && order=$rev
+    for s in send write; do
+        for t in $order; do
+            if [ $s = send ]; then
+                bench "${t%%=*}" "${t#*=}" send$pass --op send $mem --transport $tp $R --split \
+                    --post group,groupfn --mixed
+            else
+                bench "${t%%=*}" "${t#*=}" write$pass --op write $mem --transport $tp $R --split \
+                    --post group,groupfn
+            fi
+        done
     done
 done
 if [ "${CONTROL:-1}" = 1 ]; then
