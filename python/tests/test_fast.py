@@ -115,3 +115,18 @@ def test_descriptor_reuse(pair):
             assert np.array_equal(a[768:], ref[768:])
             assert np.array_equal(b[512:768], ref[512:768])
             assert not b[:512].any() and not b[768:].any()
+
+
+def test_keyword_names(pair):
+    """Keywords are matched by their ASCII text (a compact str's characters):
+    the usual ones work, a name that is not ASCII is unknown."""
+    buf = np.zeros(8, np.uint8)
+    with pair.engine.register(buf) as mr:
+        with pytest.raises(TypeError, match="invalid keyword argument for send"):
+            pair.conn.send(mr, **{"bl\u00f6ck": True})
+        with pytest.raises(TypeError, match="invalid keyword argument for send_many"):
+            pair.conn.send_many([mr], **{"gro": True})
+        pair.barrier()
+        req = pair.conn.recv(mr, offset=0, length=8, tag=78)
+        assert pair.conn.send(mr, tag=78, length=None, block=True) == 8
+        assert req.wait(timeout=T) == 8
