@@ -29,6 +29,17 @@ static int range_len(size_t total, Py_ssize_t off, PyObject *length, size_t *len
     return 0;
 }
 
+/* key (a str) == name (ASCII): a compact ASCII str holds its characters
+ * NUL-terminated right after its header, so one strcmp (session 14: the
+ * generic comparison cost about 50 instructions a name, and send(...,
+ * block=True) tried five); a str that is not ASCII cannot equal it. */
+static int key_is(PyObject *key, const char *name)
+{
+    if (PyUnicode_IS_COMPACT_ASCII(key))
+        return strcmp((const char *)PyUnicode_DATA(key), name) == 0;
+    return PyUnicode_CompareWithASCIIString(key, name) == 0;
+}
+
 int upy_parse(const upy_sig_t *sig, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
               PyObject **out)
 {
@@ -43,7 +54,7 @@ int upy_parse(const upy_sig_t *sig, PyObject *const *args, Py_ssize_t nargs, PyO
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int i = 0;
-        while (i < sig->n && PyUnicode_CompareWithASCIIString(key, sig->names[i]) != 0)
+        while (i < sig->n && !key_is(key, sig->names[i]))
             i++;
         if (i == sig->n) {
             PyErr_Format(PyExc_TypeError, "'%U' is an invalid keyword argument for %s()", key,

@@ -18,6 +18,7 @@ PyObject *upy_conn_new(upy_engine_t *e, uccl_conn_t *conn, upy_comm_t *comm)
     Py_XINCREF(comm);
     c->comm = comm;
     c->weakrefs = NULL;
+    c->rd_valid = 0;
     return (PyObject *)c;
 }
 

@@ -12,7 +12,8 @@
  * released once. A failure only libuccl sees (a stale descriptor, a failed
  * connection) stops the posting there: the exception says which entry, and
  * its .requests holds the Requests of the entries before it, which were
- * posted and run on. group=True returns one Request for the whole list
+ * posted and run on (the GIL is kept where no other thread could take it,
+ * upy_gil_alone). group=True returns one Request for the whole list
  * (req.c: a group of libuccl requests, waited with one uccl_wait_all), so a
  * window costs one Python object instead of one per operation. While a list is posted, MemoryRegion.release and
  * Conn.close from other threads raise uccl.BusyError (the regions cannot go:
@@ -30,6 +31,7 @@ typedef struct {
     size_t off, len, roff;
     unsigned long long tag;
     uccl_rdesc_t rd;
+    uint64_t rlen; /* the remote range's length (write, read) */
 } entry_t;
 
 #define STACK_ENTRIES 32
@@ -91,21 +93,47 @@ static int range(size_t total, PyObject *off_o, PyObject *len_o, size_t *off, si
     return 0;
 }
 
-/* One entry into *en (en->m strong on success). prev: the entry before
- * (NULL for the first) and its list item and descriptor object, reused
- * when this entry is the same object or names the same descriptor. */
+/* Descriptor obj's bytes and remote length. The connection remembers the
+ * last descriptor it decoded (session 14: a window's list names the same
+ * one each time, and uccl_rdesc_info checks and decodes all of it; the
+ * same 64 bytes decode the same, and a stale one still fails where libuccl
+ * posts it). */
+static int rdesc_of(upy_conn_t *c, PyObject *obj, uccl_rdesc_t *rd, uint64_t *len, int op,
+                    Py_ssize_t i)
+{
+    uccl_rdesc_info_t info;
+    uccl_status_t st;
+    if (upy_rdesc(obj, rd) < 0)
+        return entry_error(op, i);
+    if (c->rd_valid && memcmp(rd->bytes, c->rd.bytes, UCCL_RDESC_SIZE) == 0) {
+        upy_rdesc_hits++;
+        *len = c->rd_len;
+        return 0;
+    }
+    st = uccl_rdesc_info(rd, &info);
+    if (st != UCCL_OK) {
+        char what[64];
+        snprintf(what, sizeof(what), "%s: entry %zd", op_names[op], i);
+        upy_raise(st, what);
+        return -1;
+    }
+    *len = info.len;
+    c->rd = *rd;
+    c->rd_len = info.len;
+    c->rd_valid = 1;
+    return 0;
+}
+
+/* List item i into *en (en->m strong on success). prev: the entry parsed
+ * before (NULL for the first), whose descriptor object *desc_seen is
+ * reused when this one names the same. */
 static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_t *en,
-                       const entry_t *prev, PyObject *prev_it, PyObject **desc_seen)
+                       const entry_t *prev, PyObject **desc_seen)
 {
     int rma = op >= OP_WRITE, writable = op == OP_RECV || op == OP_READ;
     PyObject *f[5] = {NULL, NULL, NULL, NULL, NULL}; /* the entry's fields */
     Py_ssize_t n = 1;
     upy_mr_t *m;
-    if (prev && it == prev_it) { /* [args] * n: parsed once */
-        *en = *prev;
-        Py_INCREF(en->m);
-        return 0;
-    }
     if (PyTuple_Check(it)) {
         n = PyTuple_GET_SIZE(it);
         if (n < 1 + rma || n > 4 + rma)
@@ -121,6 +149,7 @@ static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_
         return entry_error(op, i);
     en->tag = 0;
     en->roff = 0;
+    en->rlen = 0;
     if (!rma) {
         if (range(m->len, f[1], f[2], &en->off, &en->len, op, i,
                   "offset/length past the region") < 0)
@@ -128,25 +157,19 @@ static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_
         if (upy_u64_arg(f[3], &en->tag) < 0)
             return entry_error(op, i);
     } else {
-        uccl_rdesc_info_t info;
-        uccl_status_t st;
+        uint64_t rlen = 0;
         size_t roff, rest;
         if (range(m->len, f[2], f[3], &en->off, &en->len, op, i,
                   "offset/length past the region") < 0)
             return -1;
         if (prev && f[1] == *desc_seen) {
             en->rd = prev->rd;
-        } else if (upy_rdesc(f[1], &en->rd) < 0) {
-            return entry_error(op, i);
-        }
-        st = uccl_rdesc_info(&en->rd, &info);
-        if (st != UCCL_OK) {
-            char what[64];
-            snprintf(what, sizeof(what), "%s: entry %zd", op_names[op], i);
-            upy_raise(st, what);
+            rlen = prev->rlen;
+        } else if (rdesc_of(c, f[1], &en->rd, &rlen, op, i) < 0) {
             return -1;
         }
-        if (range((size_t)info.len, f[4], NULL, &roff, &rest, op, i,
+        en->rlen = rlen;
+        if (range((size_t)rlen, f[4], NULL, &roff, &rest, op, i,
                   "roffset past the remote range") < 0)
             return -1;
         if (en->len > rest)
@@ -170,20 +193,33 @@ static uccl_status_t post(uccl_conn_t *conn, int op, const entry_t *en, uccl_req
     }
 }
 
+/* Post the n operations in order (operation i: entry en[at[i]]) until one
+ * fails (*st): how many were posted. */
+static Py_ssize_t post_all(uccl_conn_t *conn, int op, const entry_t *en, const Py_ssize_t *at,
+                           uccl_req_t **reqs, Py_ssize_t n, uccl_status_t *st)
+{
+    Py_ssize_t i = 0;
+    for (*st = UCCL_OK; i < n; i++)
+        if ((*st = post(conn, op, &en[at[i]], &reqs[i])) != UCCL_OK)
+            break;
+    return i;
+}
+
 /* Requests of the first n entries (posted) into a new list; a Request that
  * cannot be made leaves its operation to finish in the background. */
-static PyObject *wrap(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs, Py_ssize_t n)
+static PyObject *wrap(upy_conn_t *c, int op, const entry_t *en, const Py_ssize_t *at,
+                      uccl_req_t **reqs, Py_ssize_t n)
 {
     PyObject *list = PyList_New(n);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *r = list ? upy_req_new_of(c->engine, reqs[i], (PyObject *)c,
-                                            (PyObject *)en[i].m, req_names[op])
+                                            (PyObject *)en[at[i]].m, req_names[op])
                            : NULL;
         if (!r) {
             if (list) /* the rest: orphans too */
                 Py_CLEAR(list);
             else
-                upy_engine_orphan(c->engine, reqs[i], (PyObject *)en[i].m);
+                upy_engine_orphan(c->engine, reqs[i], (PyObject *)en[at[i]].m);
             continue;
         }
         PyList_SET_ITEM(list, i, r);
@@ -191,9 +227,11 @@ static PyObject *wrap(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs, Py_
     return list;
 }
 
-/* group=True: one Request for the n posted requests, keeping the
- * connection and the regions (each once where entries repeat one). */
-static PyObject *wrap_group(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs, Py_ssize_t n)
+/* group=True: one Request for the n posted requests of the u entries en,
+ * keeping the connection and the regions (each once where entries in a row
+ * name one). */
+static PyObject *wrap_group(upy_conn_t *c, int op, const entry_t *en, const Py_ssize_t *at,
+                            Py_ssize_t u, uccl_req_t **reqs, Py_ssize_t n)
 {
     uccl_req_t **g = n ? PyMem_Malloc((size_t)n * sizeof(*g)) : NULL;
     PyObject *keep = NULL;
@@ -207,13 +245,13 @@ static PyObject *wrap_group(upy_conn_t *c, int op, entry_t *en, uccl_req_t **req
         }
         return (PyObject *)r;
     }
-    for (Py_ssize_t i = 1; i < n; i++)
+    for (Py_ssize_t i = 1; i < u; i++)
         d += en[i].m != en[i - 1].m;
     if (g)
         keep = PyTuple_New(d + 1);
     if (!g || !keep) { /* cannot track them: let them finish in the background */
         for (Py_ssize_t i = 0; i < n; i++)
-            upy_engine_orphan(c->engine, reqs[i], (PyObject *)en[i].m);
+            upy_engine_orphan(c->engine, reqs[i], (PyObject *)en[at[i]].m);
         PyMem_Free(g);
         Py_XDECREF(keep);
         return PyErr_NoMemory();
@@ -221,7 +259,7 @@ static PyObject *wrap_group(upy_conn_t *c, int op, entry_t *en, uccl_req_t **req
     Py_INCREF(c);
     PyTuple_SET_ITEM(keep, 0, (PyObject *)c);
     d = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < u; i++) {
         if (i == 0 || en[i].m != en[i - 1].m) {
             Py_INCREF(en[i].m);
             PyTuple_SET_ITEM(keep, ++d, (PyObject *)en[i].m);
@@ -236,10 +274,10 @@ static PyObject *wrap_group(upy_conn_t *c, int op, entry_t *en, uccl_req_t **req
 
 /* The failed post of entry k: raise its status, the Requests of entries
  * 0..k-1 (posted) in the exception's .requests. */
-static PyObject *post_failed(upy_conn_t *c, int op, entry_t *en, uccl_req_t **reqs,
-                             Py_ssize_t k, uccl_status_t st)
+static PyObject *post_failed(upy_conn_t *c, int op, const entry_t *en, const Py_ssize_t *at,
+                             uccl_req_t **reqs, Py_ssize_t k, uccl_status_t st)
 {
-    PyObject *posted = wrap(c, op, en, reqs, k), *type, *value, *tb;
+    PyObject *posted = wrap(c, op, en, at, reqs, k), *type, *value, *tb;
     char what[128];
     snprintf(what, sizeof(what), "%s: entry %zd (entries before it were posted: the "
              "exception's .requests)", op_names[op], k);
@@ -263,10 +301,14 @@ static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t narg
                                      {"write_many", names, 2, 1, 1}, {"read_many", names, 2, 1, 1}};
     PyObject *a[2], *ops;
     int group = 0;
+    /* en: the distinct entries (an item that is the same object as the one
+     * before it, as in [args] * n, is parsed once: at[i] says which entry
+     * list item i is) */
     entry_t stack_en[STACK_ENTRIES], *en = stack_en;
+    Py_ssize_t stack_at[STACK_ENTRIES], *at = stack_at;
     uccl_req_t *stack_req[STACK_ENTRIES], **reqs = stack_req;
     PyObject *seq, *res = NULL, *desc_seen = NULL;
-    Py_ssize_t n, parsed = 0, posted = 0;
+    Py_ssize_t n, u = 0, posted = 0;
     uccl_status_t st = UCCL_OK;
     if (upy_parse(&sigs[op], args, nargs, kwnames, a) < 0 || upy_bool_arg(a[1], &group) < 0 ||
         upy_conn_check(c) < 0)
@@ -281,37 +323,48 @@ static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t narg
     n = PySequence_Fast_GET_SIZE(seq);
     if (n > STACK_ENTRIES) {
         en = PyMem_Malloc((size_t)n * sizeof(*en));
+        at = PyMem_Malloc((size_t)n * sizeof(*at));
         reqs = PyMem_Malloc((size_t)n * sizeof(*reqs));
-        if (!en || !reqs) {
+        if (!en || !at || !reqs) {
             PyErr_NoMemory();
             goto out;
         }
     }
-    for (; parsed < n; parsed++)
-        if (parse_entry(c, op, parsed, PySequence_Fast_GET_ITEM(seq, parsed), &en[parsed],
-                        parsed ? &en[parsed - 1] : NULL,
-                        parsed ? PySequence_Fast_GET_ITEM(seq, parsed - 1) : NULL,
-                        &desc_seen) < 0)
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (i > 0 && it == PySequence_Fast_GET_ITEM(seq, i - 1)) {
+            at[i] = u - 1;
+            continue;
+        }
+        if (parse_entry(c, op, i, it, &en[u], u ? &en[u - 1] : NULL, &desc_seen) < 0)
             goto out;
+        at[i] = u++;
+    }
     /* Every region is held (en[].m); release and close wait for this. */
     c->engine->busy++;
     c->engine->posting++;
-    Py_BEGIN_ALLOW_THREADS
-    for (; posted < n; posted++)
-        if ((st = post(c->conn, op, &en[posted], &reqs[posted])) != UCCL_OK)
-            break;
-    Py_END_ALLOW_THREADS
+    if (upy_gil_alone()) { /* nobody to let run (session 14) */
+        upy_gil_kept++;
+        posted = post_all(c->conn, op, en, at, reqs, n, &st);
+    } else {
+        upy_gil_released++;
+        Py_BEGIN_ALLOW_THREADS
+        posted = post_all(c->conn, op, en, at, reqs, n, &st);
+        Py_END_ALLOW_THREADS
+    }
     c->engine->posting--;
     c->engine->busy--;
     if (st != UCCL_OK)
-        res = post_failed(c, op, en, reqs, posted, st);
+        res = post_failed(c, op, en, at, reqs, posted, st);
     else
-        res = group ? wrap_group(c, op, en, reqs, n) : wrap(c, op, en, reqs, n);
+        res = group ? wrap_group(c, op, en, at, u, reqs, n) : wrap(c, op, en, at, reqs, n);
 out:
-    for (Py_ssize_t i = 0; i < parsed; i++)
+    for (Py_ssize_t i = 0; i < u; i++)
         Py_DECREF(en[i].m);
     if (en != stack_en)
         PyMem_Free(en);
+    if (at != stack_at)
+        PyMem_Free(at);
     if (reqs != stack_req)
         PyMem_Free(reqs);
     Py_DECREF(seq);

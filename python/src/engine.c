@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <string.h>
+#include <time.h>
 
 int upy_engine_check(upy_engine_t *e)
 {
@@ -93,6 +94,24 @@ int upy_timeout_ms(PyObject *timeout, long long *ms)
 }
 
 #define UPY_SLICE_MS 100 /* longest time without checking for signals */
+/* The longest a wait keeps the GIL without looking for another thread: a
+ * thread that wants the GIL waits at most this (CPython's switch interval,
+ * 5 ms, is what a thread running Python code makes it wait). */
+#define UPY_ALONE_SLICE_MS 1
+
+unsigned long long upy_gil_kept, upy_gil_released, upy_rdesc_hits;
+
+int upy_gil_alone(void)
+{
+#ifdef Py_GIL_DISABLED
+    return 0;
+#else
+    PyThreadState *ts = PyThreadState_Get();
+    PyInterpreterState *in = PyThreadState_GetInterpreter(ts);
+    return PyInterpreterState_Head() == in && PyInterpreterState_Next(in) == NULL &&
+           PyInterpreterState_ThreadHead(in) == ts && PyThreadState_Next(ts) == NULL;
+#endif
+}
 
 /* Every request of reqs already finished (read without progress, as
  * uccl_req_bytes answers): nothing to wait for. */
@@ -105,25 +124,42 @@ static int all_done(uccl_req_t **reqs, size_t n)
     return 1;
 }
 
+static long long mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
 {
     uccl_status_t st;
+    long long end;
     /* finished already (an eager send, a window's last completions): their
      * statuses without releasing and taking back the GIL, and without a
      * round of progress under it */
     if (all_done(reqs, n))
         return uccl_wait_all(reqs, n, 0);
+    /* a limit counts from here on the clock: slices of 1 ms (alone) would
+     * each round the library's millisecond deadline */
+    end = ms == -2 ? 0 : mono_ms() + ms;
     for (;;) {
-        int slice = ms == -2 || ms > UPY_SLICE_MS ? UPY_SLICE_MS : (int)ms;
+        int alone = upy_gil_alone(), cap = alone ? UPY_ALONE_SLICE_MS : UPY_SLICE_MS;
+        long long left = ms == -2 ? -2 : end - mono_ms();
+        int slice = left == -2 || left > cap ? cap : left < 0 ? 0 : (int)left;
         e->busy++;
-        Py_BEGIN_ALLOW_THREADS
-        st = uccl_wait_all(reqs, n, slice);
-        Py_END_ALLOW_THREADS
+        if (alone) { /* nobody to let run: no drop and take of the GIL */
+            upy_gil_kept++;
+            st = uccl_wait_all(reqs, n, slice);
+        } else {
+            upy_gil_released++;
+            Py_BEGIN_ALLOW_THREADS
+            st = uccl_wait_all(reqs, n, slice);
+            Py_END_ALLOW_THREADS
+        }
         e->busy--;
-        if (st != UCCL_ERR_TIMEOUT || (ms != -2 && ms <= slice))
+        if (st != UCCL_ERR_TIMEOUT || (left != -2 && left <= slice))
             return st;
-        if (ms != -2)
-            ms -= slice;
         if (PyErr_CheckSignals() < 0)
             return UPY_WAIT_INTERRUPTED;
     }

@@ -33,6 +33,10 @@ static PyMethodDef module_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "_tensor_cache(clear=False) -> (hits, misses, live)\n\nThe torch tensors the "
      "collectives' fast path remembers (tests); clear forgets them."},
+    {"_fast_stats", (PyCFunction)(void (*)(void))upy_fast_stats, METH_VARARGS | METH_KEYWORDS,
+     "_fast_stats(reset=False) -> dict\n\nSince the last reset: waits and list posts that "
+     "kept the GIL (no other thread could take it), that released it, and list entries that "
+     "reused their connection's last decoded descriptor (tests)."},
     {"_p2p_loop", upy_p2p_loop, METH_VARARGS,
      "_p2p_loop(conn, op, rank, mr, ctl, desc, size, window, iters) -> float\n\n"
      "uccl_perf's point-to-point loop in C on these objects, without the GIL: rank 0's "

@@ -36,6 +36,11 @@ typedef struct {
     uccl_conn_t *conn;    /* NULL once closed */
     struct upy_comm *comm; /* strong; set: the Comm owns the connection */
     PyObject *weakrefs;
+    /* conn_many.c: the last descriptor a write/read list decoded (the same
+     * 64 bytes decode the same) */
+    int rd_valid;
+    uccl_rdesc_t rd;
+    uint64_t rd_len;
 } upy_conn_t;
 
 #include <uccl/uccl_coll.h>
@@ -103,7 +108,19 @@ void upy_engine_orphan(upy_engine_t *e, uccl_req_t *req, PyObject *keep);
 void upy_engine_reap(upy_engine_t *e);
 /* Seconds (None = no limit) to milliseconds; -2 = no limit. -1 + error. */
 int upy_timeout_ms(PyObject *timeout, long long *ms);
-/* Wait for req without the GIL, in slices that let signals through.
+/* Session 14: 1 while this thread is the only one that could take the
+ * GIL (one interpreter, one thread state: a thread that wants the GIL
+ * makes its thread state first, PyGILState_Ensure included). Releasing
+ * the GIL then lets nobody run and costs a drop and a take (2 of them a
+ * window of send_many and its wait); 0 on free-threaded builds. */
+int upy_gil_alone(void);
+/* Counts of the per-window shortcuts (session 14): waits and list posts
+ * that kept the GIL (alone) and that released it, list entries whose
+ * descriptor was the connection's last one; _fast_stats(reset=False). */
+extern unsigned long long upy_gil_kept, upy_gil_released, upy_rdesc_hits;
+PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds);
+/* Wait for req without the GIL, in slices that let signals through (with
+ * the GIL while upy_gil_alone(), in 1 ms slices that look again).
  * Returns the request's status or UCCL_ERR_TIMEOUT; -1000 = a Python
  * exception is set (a signal handler raised). */
 #define UPY_WAIT_INTERRUPTED ((uccl_status_t)-1000)
