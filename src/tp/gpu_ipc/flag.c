@@ -7,12 +7,16 @@
  * 1.5-2 us on the H200 hosts (0.2-0.5 us while busy), and a transfer waited
  * for alone (a window of 1) pays one each (tests/gpu/results/1xH200-gpu10).
  * A load of the host word costs nothing; the stream write costs one driver
- * call, queued while the copy runs. The word is the engine's, numbers
- * increase by fence in stream 0's order, compared cyclically (they wrap).
+ * call, queued while the copy runs. Fence numbers increase in stream 0's
+ * order; fence n writes n into word n % IPC_FLAG_SLOTS of the engine's,
+ * compared cyclically (numbers wrap): a word at n or past it says fence n
+ * passed, since a later number there was written after n in stream order.
  *
  * A copy fault loses the GPU context on CUDA and the write never lands:
  * every IPC_QUIET_POLLS reads of a word not there yet, stream 0 is queried
- * too, and its error fails the fence (as an event's would). */
+ * too, and its error fails the fence (as an event's would). A word of its
+ * own per fence keeps a later fence's write from passing a failed one where
+ * the stream goes on after a fault (the fake GPU's injected faults). */
 #include "tp/gpu_ipc/ipc.h"
 
 void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp)
@@ -20,7 +24,7 @@ void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp)
     if (!tp->cfg.flag_done || tp->flag_host != NULL)
         return;
     /* at open, never in progress: a pinned allocation may wait for the device */
-    if (uccl_gpu_flags_alloc(1, &tp->flag_host, &tp->flag_dev) != UCCL_OK) {
+    if (uccl_gpu_flags_alloc(IPC_FLAG_SLOTS, &tp->flag_host, &tp->flag_dev) != UCCL_OK) {
         tp->flag_host = NULL;
         uccl_info("gpu_ipc: FLAG_DONE: no mapped host word here: fences are queried");
     }
@@ -37,13 +41,14 @@ void uccl_gpu_ipc_flag_close(ipc_tp_t *tp)
 bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
 {
     uint32_t seq = tp->flag_seq + 1;
+    char *word = (char *)tp->flag_dev + (seq % IPC_FLAG_SLOTS) * sizeof(uint32_t);
     uint64_t t0;
     uccl_status_t st;
 
     if (tp->flag_host == NULL || f->streams != 1u)
         return false;
     t0 = IPC_PROF_T0(tp->cfg.prof);
-    st = uccl_gpu_stream_write(tp->streams[0], tp->flag_dev, seq, sizeof(uint32_t));
+    st = uccl_gpu_stream_write(tp->streams[0], word, seq, sizeof(uint32_t));
     IPC_PROF_ADD(&tp->prof, IPC_PROF_FLAG_WRITE, t0, 1);
     if (st != UCCL_OK)
         return false; /* (logged) the fence records its event instead */
@@ -56,7 +61,8 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
 
 bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
 {
-    uint32_t now = __atomic_load_n(tp->flag_host, __ATOMIC_ACQUIRE);
+    const uint32_t *word = &tp->flag_host[f->flag_seq % IPC_FLAG_SLOTS];
+    uint32_t now = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     uccl_status_t st;
     uint64_t t0;
 
@@ -74,7 +80,7 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
     if (st == UCCL_INPROGRESS)
         return false;
     /* done or failed: a done stream has written the word (stream order) */
-    if (st == UCCL_OK && (int32_t)(__atomic_load_n(tp->flag_host, __ATOMIC_ACQUIRE) - f->flag_seq) >= 0) {
+    if (st == UCCL_OK && (int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - f->flag_seq) >= 0) {
         f->flagged = false;
         return true;
     }

@@ -69,10 +69,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
      "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
     {"LAZY_EVENT", "1",
-     "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
-     "event only when another copy follows it there (0 = an event per fence when it closes)",
+     "without FLAG_DONE (or where it has no host word), a fence whose copies all went to stream 0 is "
+     "polled with cudaStreamQuery and records its event only when another copy follows it there "
+     "(0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
-    {"FLAG_DONE", "0",
+    {"FLAG_DONE", "1",
      "a fence whose copies all went to stream 0 queues a stream write of its number into a word of "
      "mapped host memory, and progress reads that word instead of querying the stream or an event "
      "(a completed query costs the CPU 1.5-2 us; 0 = query, see LAZY_EVENT)",

@@ -207,7 +207,7 @@ typedef struct ipc_tp {
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
     ipc_prof_t prof;     /* cfg.prof */
-    uint32_t *flag_host; /* cfg.flag_done: the word stream 0 writes fence numbers to, or NULL */
+    uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */
     void *flag_dev;
     uint32_t flag_seq;   /* the last number queued */
 } ipc_tp_t;
@@ -324,6 +324,7 @@ uccl_status_t uccl_gpu_ipc_batch_add(ipc_tp_t *tp, char *dst, const char *src, s
 void uccl_gpu_ipc_quiet_record(ipc_tp_t *tp);
 
 /* ---- flag.c (fences told by a host word, cfg.flag_done) */
+#define IPC_FLAG_SLOTS 64
 /* The word, at open (never in progress); none: fences stay as they were. */
 void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp);
 void uccl_gpu_ipc_flag_close(ipc_tp_t *tp);
