@@ -8,7 +8,7 @@
 # Every uccl_perf job has the plain cudaMemcpyAsync of the same bytes in the
 # same job (and for send the copy+ack column). Also t_gpu_ipc with the flag
 # (bytes verified on the GPU) and the micro profile (UCCL_GPU_IPC_PROF=1) of
-# window 1 at FD_PROF_SIZES on both sides.
+# window 1 at FD_PROF_SIZES on both sides; t_coll_gpu over shm,gpu_ipc (FD_SUITES=0: not).
 #   bash tests/gpu/flag-done-device.sh   (from the tree's root; logs in $OUT)
 # Knobs: FD_ROUNDS (alternations, 2), FD_SIDES (NAME:VAR=VAL,... each),
 # FD_W1 / FD_W16 ("MIN MAX"; "" skips), FD_OPS, FD_DEADLINE_S (start nothing after, 300);
@@ -26,7 +26,7 @@ lscpu | grep -E "^(Model name|CPU\(s\))"
 B=${FD_BUILT:-build-dev}
 [ -n "${FD_BUILT:-}" ] || { step build; (./autogen.sh >/dev/null 2>&1 && mkdir -p build-dev && cd build-dev &&
     ../configure --with-cuda --enable-werror >configure.log 2>&1 &&
-    make -j16 libuccl.la tools/uccl_perf tests/gpu/t_gpu_ipc >make.log 2>&1) ||
+    make -j16 libuccl.la tools/uccl_perf tests/gpu/t_gpu_ipc tests/mpi/t_coll_gpu >make.log 2>&1) ||
     { echo "build failed"; grep -E "error|Error" build-dev/*.log | head -30; exit 1; }; }
 MPIRUN="mpirun --allow-run-as-root ${FD_MPI_ARGS:---bind-to core} --map-by core -np 2 --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x CUDA_VISIBLE_DEVICES"
 step "t_gpu_ipc, UCCL_GPU_IPC_FLAG_DONE=1"
@@ -35,6 +35,16 @@ UCCL_GPU_IPC_FLAG_DONE=1 UCCL_GPU_IPC_PROF=1 timeout 90 $MPIRUN -x UCCL_GPU_IPC_
 echo "t_gpu_ipc exit $? ($(grep -c PASS "$OUT/t_gpu_ipc-flag.log") PASS, $(grep -c FAIL "$OUT/t_gpu_ipc-flag.log") FAIL," \
     "$(grep -c 'flag write' "$OUT/t_gpu_ipc-flag.log") profiles with flag writes)"
 tail -3 "$OUT/t_gpu_ipc-flag.log"
+if [ "${FD_SUITES:-1}" = 1 ]; then # the collectives on GPU memory over gpu_ipc, the stream form too (library defaults)
+    for v in gpu stream; do
+        step "t_coll_gpu ($v)"
+        only=""; [ $v = stream ] && only="-x T_COLL_STREAM_ONLY=1"
+        UCCL_TRANSPORTS=shm,gpu_ipc T_COLL_MEM=gpu UCCL_TIMEOUT_MS=30000 \
+            timeout 120 $MPIRUN -x UCCL_TRANSPORTS -x T_COLL_MEM -x UCCL_TIMEOUT_MS $only \
+            $B/tests/mpi/t_coll_gpu >"$OUT/t_coll_gpu-$v.log" 2>&1
+        echo "t_coll_gpu $v exit $? ($(grep -c '^ok' "$OUT/t_coll_gpu-$v.log") ok, $(grep -c 'FAIL' "$OUT/t_coll_gpu-$v.log") FAIL lines)"
+    done
+fi
 perf() { # tag op window min max rounds [VAR=VAL...]
     local tag=$1 op=$2 w=$3 min=$4 max=$5 rounds=$6 xs="" it=""
     shift 6
