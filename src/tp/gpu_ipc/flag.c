@@ -16,7 +16,14 @@
  * every IPC_QUIET_POLLS reads of a word not there yet, stream 0 is queried
  * too, and its error fails the fence (as an event's would). A word of its
  * own per fence keeps a later fence's write from passing a failed one where
- * the stream goes on after a fault (the fake GPU's injected faults). */
+ * the stream goes on after a fault (the fake GPU's injected faults).
+ *
+ * One flagged fence at a time: a fence closed while another is in flight
+ * takes the event path (LAZY_EVENT: none until a copy follows it, then a
+ * 0.3 us record). The stream write costs the CPU 1-1.5 us, a completed
+ * query 1.5-2 us: a receiver whose window of sends arrives over several
+ * progress calls closes a fence in each, and a write for each can cost
+ * more than the events (send, window 16: tests/gpu/results/1xH200-gpu14). */
 #include "tp/gpu_ipc/ipc.h"
 
 void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp)
@@ -45,7 +52,7 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
     uint64_t t0;
     uccl_status_t st;
 
-    if (tp->flag_host == NULL || f->streams != 1u)
+    if (tp->flag_host == NULL || f->streams != 1u || tp->flag_inflight > 0)
         return false;
     t0 = IPC_PROF_T0(tp->cfg.prof);
     st = uccl_gpu_stream_write(tp->streams[0], word, seq, sizeof(uint32_t));
@@ -53,9 +60,17 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
     if (st != UCCL_OK)
         return false; /* (logged) the fence records its event instead */
     tp->flag_seq = seq;
+    tp->flag_inflight++;
     f->flagged = true;
     f->flag_seq = seq;
     f->flag_polls = 0;
+    return true;
+}
+
+static bool flag_clear(ipc_tp_t *tp, ipc_fence_t *f)
+{
+    f->flagged = false;
+    tp->flag_inflight--;
     return true;
 }
 
@@ -66,10 +81,8 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
     uccl_status_t st;
     uint64_t t0;
 
-    if ((int32_t)(now - f->flag_seq) >= 0) {
-        f->flagged = false;
-        return true;
-    }
+    if ((int32_t)(now - f->flag_seq) >= 0)
+        return flag_clear(tp, f);
     if (++f->flag_polls % IPC_QUIET_POLLS != 0) {
         uccl_gpu_flags_poll(); /* the fake backend runs its streams here */
         return false;
@@ -80,11 +93,7 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
     if (st == UCCL_INPROGRESS)
         return false;
     /* done or failed: a done stream has written the word (stream order) */
-    if (st == UCCL_OK && (int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - f->flag_seq) >= 0) {
-        f->flagged = false;
-        return true;
-    }
-    f->status = UCCL_ERR_TRANSPORT;
-    f->flagged = false;
-    return true;
+    if (st != UCCL_OK || (int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - f->flag_seq) < 0)
+        f->status = UCCL_ERR_TRANSPORT;
+    return flag_clear(tp, f);
 }

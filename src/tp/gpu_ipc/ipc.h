@@ -210,6 +210,7 @@ typedef struct ipc_tp {
     uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */
     void *flag_dev;
     uint32_t flag_seq;   /* the last number queued */
+    int flag_inflight;   /* flagged fences not seen passed (flag.c: one at a time) */
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
