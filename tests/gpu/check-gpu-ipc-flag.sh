@@ -8,7 +8,7 @@
 #   least, no completed stream or event query at all (but for send at
 #   window 16: a fence closed while a flagged one is in flight is queried,
 #   flag.c);
-# - two GPUs: the same;
+# - two GPUs (each rank its own fake GPU): no flag write (within one GPU only);
 # - FLAG_DONE=0: no flag write, the completion queried as before.
 # A copy that fails under a flagged fence is t_gpu_fault's (FAIL_COPY cases).
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
@@ -64,8 +64,8 @@ for op in write read send; do
     check "${op}_w1" $op 1 15 200 $one
     check "${op}_w16" $op 16 15 3200 $one
 done
-check two_gpus write 1 15 200
-check two_gpus_send send 16 15 3200
+check two_gpus write 1 0 0
+check two_gpus_send send 16 0 0
 check off_w1 write 1 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
 check off_send send 16 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
 [ $fail = 0 ] || exit 1

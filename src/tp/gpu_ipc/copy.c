@@ -399,6 +399,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, ep->peer_device != tp->device,
                         &used);
         f->streams |= used;
+        f->cross = f->cross || ep->peer_device != tp->device; /* (flag.c: within one GPU only) */
         if (st != UCCL_OK) {
             if (uccl_gpu_ipc_batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
                 f->status = UCCL_ERR_TRANSPORT;

@@ -18,6 +18,15 @@
  * own per fence keeps a later fence's write from passing a failed one where
  * the stream goes on after a fault (the fake GPU's injected faults).
  *
+ * Within one GPU only (two processes on it, a process with itself): a fence
+ * with a copy to or from another GPU takes the event path. Session 11 tried
+ * the same (a 64-bit counter) on a 4x H200 host and measured it slower at
+ * window 1, by 0.6-0.75 us a transfer between two GPUs and 0.1-0.3 us on one
+ * (tests/gpu/results/4xH200-gpu11); on the one-H200 machine of session 14 it
+ * was 1-2 us faster on one GPU (write 0.95-1.03x the copy against
+ * 0.86-0.97, three calls: tests/gpu/results/1xH200-gpu14). Two GPUs were not
+ * measured again.
+ *
  * One flagged fence at a time: a fence closed while another is in flight
  * takes the event path (LAZY_EVENT: none until a copy follows it, then a
  * 0.3 us record). The stream write costs the CPU 1-1.5 us, a completed
@@ -52,7 +61,7 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
     uint64_t t0;
     uccl_status_t st;
 
-    if (tp->flag_host == NULL || f->streams != 1u || tp->flag_inflight > 0)
+    if (tp->flag_host == NULL || f->streams != 1u || f->cross || tp->flag_inflight > 0)
         return false;
     t0 = IPC_PROF_T0(tp->cfg.prof);
     st = uccl_gpu_stream_write(tp->streams[0], word, seq, sizeof(uint32_t));

@@ -116,6 +116,7 @@ typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     unsigned streams; /* streams with copies before it */
     bool unrecorded;  /* tp->quiet: no event yet, polled with a stream query */
+    bool cross;       /* some copy is with another (or an unknown) GPU's memory */
     bool flagged;     /* told by tp->flag_host reaching flag_seq (flag.c), no event */
     uint32_t flag_seq;
     unsigned flag_polls;
