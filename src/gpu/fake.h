@@ -39,6 +39,7 @@ struct uccl_gpu_stream {
     uint64_t done;        /* copies run (or failed) so far: issue order */
     uint64_t last_record; /* issued when an event was last recorded here */
     uint64_t last_sync;   /* faults up to here were reported by a stream sync */
+    uint64_t last_store;  /* seq of the last store (uccl_gpu_stream_write) run or dropped */
     uint64_t faults[FAKE_FAULTS_MAX]; /* seq of the latest copies that failed */
     int nfaults;
     uccl_list_t queue; /* fake_copy_t not run yet */

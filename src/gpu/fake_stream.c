@@ -36,6 +36,11 @@
  *   wait on (fake, shared) device memory, run in stream order as copies
  *   are: a wait there is met by a peer process's stream when that process
  *   drives its own (a sync or query), as the stream form's flags are.
+ * - A store queued behind a copy that failed (UCCL_FAKE_GPU_FAIL_COPY), with
+ *   no other store between them, is dropped: on CUDA the fault stops the
+ *   stream and the word never changes, and a transport that learns a copy's
+ *   end from that word (UCCL_GPU_IPC_FLAG_DONE) must see the fault, not the
+ *   word; later stores land, as later copies run.
  * Streams and events are allocated objects; destroying a stream runs what
  * it still holds and completes the events recorded on it. */
 #include <pthread.h>
@@ -144,12 +149,16 @@ static void run_until(uccl_gpu_stream_t s, uint64_t upto)
             free(c);
             return;
         }
-        if (c->fail)
+        if (c->store != NULL && !fault_in(s, s->last_store, c->seq)) { /* (else dropped: see above) */
+            if (c->width == 4)
+                __atomic_store_n((uint32_t *)c->store, (uint32_t)c->value, __ATOMIC_RELEASE);
+            else
+                __atomic_store_n((uint64_t *)c->store, c->value, __ATOMIC_RELEASE);
+        }
+        if (c->store != NULL)
+            s->last_store = c->seq;
+        else if (c->fail)
             fault_add(s, c->seq);
-        else if (c->store != NULL && c->width == 4)
-            __atomic_store_n((uint32_t *)c->store, (uint32_t)c->value, __ATOMIC_RELEASE);
-        else if (c->store != NULL)
-            __atomic_store_n((uint64_t *)c->store, c->value, __ATOMIC_RELEASE);
         else if (c->len > 0)
             memmove(c->dst, c->src, c->len);
         s->done = c->seq;

@@ -2,9 +2,11 @@
 # gpu_ipc's micro profile and unrecorded fences on the fake GPU backend (two
 # processes, uccl_perf p2p --mem cuda over gpu_ipc, every window's bytes
 # verified): UCCL_GPU_IPC_PROF=1 prints each engine's host time per step at
-# close, with the transfers counted; by default a fence of stream-0 copies
-# is polled with a stream query (LAZY_EVENT), and UCCL_GPU_IPC_LAZY_EVENT=0
-# records an event per fence instead; without PROF nothing is printed.
+# close, with the transfers counted; with the host word off
+# (UCCL_GPU_IPC_FLAG_DONE=0: check-gpu-ipc-flag.sh tests it on) a fence of
+# stream-0 copies is polled with a stream query (LAZY_EVENT), and
+# UCCL_GPU_IPC_LAZY_EVENT=0 records an event per fence instead; without
+# PROF nothing is printed.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 . "$(dirname "$0")/prof-check.sh"
@@ -28,8 +30,8 @@ if ! run plain; then
 fi
 grep -q "gpu_ipc prof" "$tmp/plain" && { cat "$tmp/plain"; echo "FAIL: a profile without UCCL_GPU_IPC_PROF"; exit 1; }
 
-run lazy UCCL_GPU_IPC_PROF=1 || { cat "$tmp/lazy"; echo "FAIL: uccl_perf with PROF=1"; exit 1; }
-run eager UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_LAZY_EVENT=0 ||
+run lazy UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_FLAG_DONE=0 || { cat "$tmp/lazy"; echo "FAIL: uccl_perf with PROF=1"; exit 1; }
+run eager UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_FLAG_DONE=0 UCCL_GPU_IPC_LAZY_EVENT=0 ||
     { cat "$tmp/eager"; echo "FAIL: uccl_perf with PROF=1 LAZY_EVENT=0"; exit 1; }
 for f in lazy eager; do
     posts=$(count "$tmp/$f" post)

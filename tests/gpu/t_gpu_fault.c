@@ -1,5 +1,7 @@
 /* Failure paths of the gpu_ipc transport that only the fake GPU backend can
- * cause, GPU0 -> GPU1, two processes: an injected copy fault (at issue or
+ * cause, GPU0 -> GPU1, two processes (the cases marked one_gpu_too again
+ * with both on GPU 0, where a copy's end is told by a host word the stream
+ * writes: UCCL_GPU_IPC_FLAG_DONE): an injected copy fault (at issue or
  * when the copy runs) on either side of a pulled, pushed or split message,
  * of a write with notification and of a target-side write, and malformed
  * records in the mailbox. Each case runs in its own pair of processes with
@@ -52,16 +54,19 @@ typedef struct fault_case {
     uint32_t rec_len;  /* CASE_MAILBOX: the record header written */
     uint16_t rec_type;
     uccl_status_t want; /* the failed transfer's status on each side that has a request */
+    bool one_gpu_too;   /* run again with both processes on GPU 0 */
 } fault_case_t;
+
+static bool one_gpu; /* this run of a case: both processes on GPU 0 */
 
 #define COPY "UCCL_FAKE_GPU_FAIL_COPY"
 #define ISSUE "UCCL_FAKE_GPU_FAIL_ISSUE"
 
 static const fault_case_t cases[] = {
     {.name = "pulled receive: the receiver's copy fails", .kind = CASE_MSG, .len = SMALL,
-     .knob = COPY, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT},
+     .knob = COPY, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "pulled receive: the receiver's copy is refused at issue", .kind = CASE_MSG, .len = SMALL,
-     .knob = ISSUE, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT},
+     .knob = ISSUE, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "split message: the sender's push of the head fails", .kind = CASE_MSG, .len = SPLIT,
      .knob = COPY, .fail_rank = 0, .want = UCCL_ERR_TRANSPORT},
     {.name = "split message: the receiver's pull of the tail fails", .kind = CASE_MSG, .len = SPLIT,
@@ -74,9 +79,9 @@ static const fault_case_t cases[] = {
      .knob = COPY, .fail_rank = 0, .env_name = "UCCL_GPU_IPC_SPLIT_PCT", .env_value = "0",
      .want = UCCL_ERR_TRANSPORT},
     {.name = "write_notify to GPU memory: the initiator's copy fails, no notification",
-     .kind = CASE_NOTIFY, .len = SMALL, .knob = COPY, .fail_rank = 0, .want = UCCL_ERR_TRANSPORT},
+     .kind = CASE_NOTIFY, .len = SMALL, .knob = COPY, .fail_rank = 0, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "write to host memory: the target's copy fails", .kind = CASE_TGT_WRITE, .len = SMALL,
-     .knob = COPY, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT},
+     .knob = COPY, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "mailbox: record longer than IPC_MSG_MAX", .kind = CASE_MAILBOX,
      .rec_len = IPC_MSG_MAX + 8, .rec_type = IPC_MSG_NOTIF, .want = UCCL_ERR_PEER_FAILED},
     {.name = "mailbox: record length beyond the ring", .kind = CASE_MAILBOX, .rec_len = 0xfffffff8u,
@@ -303,7 +308,8 @@ static void run_case(const fault_case_t *c, gpu_test_side_t *dev, gpu_test_side_
     }
 }
 
-/* One case in this process and its forked peer: rank r on GPU r. */
+/* One case in this process and its forked peer: rank r on GPU r (one_gpu:
+ * both on GPU 0). */
 static int case_main(const fault_case_t *c)
 {
     const gpu_test_mode_t mode = {.need_caps = UCCL_CAP_GPU_IPC, .caps_name = "gpu_ipc"};
@@ -319,7 +325,7 @@ static int case_main(const fault_case_t *c)
         setenv(c->env_name, c->env_value, 1);
     if (c->knob != NULL && c->fail_rank == gpu_test.rank)
         setenv(c->knob, nth, 1); /* read at this process's first async copy */
-    if (gpu_test_connect(gpu_test.rank, &mode) != 0 || gpu_test_side_init(&dev, SIDE, 1) != 0 ||
+    if (gpu_test_connect(one_gpu ? 0 : gpu_test.rank, &mode) != 0 || gpu_test_side_init(&dev, SIDE, 1) != 0 ||
         gpu_test_side_init(&host, SIDE, 0) != 0) {
         CHECK(0, "engine, connection or memory setup failed");
         return boot_finish(1);
@@ -360,7 +366,7 @@ static int run_isolated(const fault_case_t *c)
 
 int main(void)
 {
-    int n = 0, failed = 0;
+    int n = 0, failed = 0, ran = 0;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0) {
@@ -373,16 +379,22 @@ int main(void)
         return SKIP;
     }
     printf("fake GPU backend: transport logic only, no real GPU (injected faults)\n");
-    for (int i = 0; i < NCASES; i++) {
-        const fault_case_t *c = &cases[i];
+    for (int i = 0, k = 0; i < 2 * NCASES; i++) {
+        const fault_case_t *c = &cases[i % NCASES];
+        const char *where = i < NCASES ? "" : " (one GPU)";
         int rc;
 
-        printf("--- %s\n", c->name);
+        one_gpu = i >= NCASES;
+        if (one_gpu && !c->one_gpu_too)
+            continue;
+        k++;
+        printf("--- %s%s\n", c->name, where);
         rc = run_isolated(c);
-        printf("%s %d - %s", rc == 0 ? "ok" : "FAIL", i + 1, c->name);
+        printf("%s %d - %s%s", rc == 0 ? "ok" : "FAIL", k, c->name, where);
         printf(rc == 0 || rc == -1 ? "\n" : " (exit %d)\n", rc);
         failed += rc != 0;
+        ran++;
     }
-    printf("t_gpu_fault: %d passed, %d failed\n", NCASES - failed, failed);
+    printf("t_gpu_fault: %d passed, %d failed\n", ran - failed, failed);
     return failed ? 1 : 0;
 }

@@ -343,6 +343,38 @@ static int child_fail_copy(void)
     return bad;
 }
 
+/* Child with UCCL_FAKE_GPU_FAIL_COPY=2: a store right behind the failed copy
+ * is dropped (on CUDA the fault stops the stream: gpu_ipc's FLAG_DONE must
+ * not take the word for the copy's end), a later one lands. */
+static int child_fail_copy_store(void)
+{
+    char dst[8] = "";
+    uint32_t *host = NULL;
+    void *dev = NULL;
+    uccl_gpu_stream_t s;
+    int bad = 0;
+
+    setenv("UCCL_FAKE_GPU_FAIL_COPY", "2", 1);
+    bad += uccl_gpu_stream_create(&s) != UCCL_OK || uccl_gpu_flags_alloc(1, &host, &dev) != UCCL_OK;
+    if (bad)
+        return bad;
+    bad += uccl_gpu_memcpy_async(dst, "one", 4, s) != UCCL_OK;
+    bad += uccl_gpu_stream_write(s, dev, 1, 4) != UCCL_OK;
+    bad += uccl_gpu_memcpy_async(dst, "two", 4, s) != UCCL_OK; /* copy 2: fails */
+    bad += uccl_gpu_stream_write(s, dev, 2, 4) != UCCL_OK;
+    uccl_gpu_flags_poll();
+    bad += __atomic_load_n(host, __ATOMIC_ACQUIRE) != 1 || strcmp(dst, "one") != 0;
+    bad += uccl_gpu_memcpy_async(dst, "three", 6, s) != UCCL_OK;
+    bad += uccl_gpu_stream_write(s, dev, 3, 4) != UCCL_OK;
+    uccl_gpu_flags_poll();
+    bad += __atomic_load_n(host, __ATOMIC_ACQUIRE) != 3 || strcmp(dst, "three") != 0;
+    bad += uccl_gpu_stream_query(s) != UCCL_ERR_IO; /* the fault, as an event would say */
+    uccl_gpu_stream_sync(s);
+    uccl_gpu_flags_free(host);
+    uccl_gpu_stream_destroy(s);
+    return bad;
+}
+
 /* Child with UCCL_FAKE_GPU_FAIL_ISSUE=1: the first copy is refused. */
 static int child_fail_issue(void)
 {
@@ -452,6 +484,7 @@ static void test_sm_batch(void)
 static void test_faults(void)
 {
     CU_ASSERT_EQUAL(in_child(child_fail_copy), 0);
+    CU_ASSERT_EQUAL(in_child(child_fail_copy_store), 0);
     CU_ASSERT_EQUAL(in_child(child_fail_issue), 0);
 }
 

@@ -336,6 +336,8 @@ static void fence_close(ipc_tp_t *tp)
         return;
     }
     uccl_gpu_ipc_quiet_record(tp); /* (none: f's copies, issued after it, recorded it) */
+    if (tp->cfg.flag_done && uccl_gpu_ipc_flag_fence(tp, f))
+        return;
     if (tp->cfg.lazy_event && f->streams == 1u) {
         f->unrecorded = true;
         tp->quiet = f;
@@ -397,6 +399,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         st = issue_plan(tp, dst, nd, src, ns, len, first, op->batch, sm, ep->peer_device != tp->device,
                         &used);
         f->streams |= used;
+        f->cross = f->cross || ep->peer_device != tp->device; /* (flag.c: within one GPU only) */
         if (st != UCCL_OK) {
             if (uccl_gpu_ipc_batch_flush(tp) != UCCL_OK) /* the earlier ops' copies go, or their fence fails */
                 f->status = UCCL_ERR_TRANSPORT;
@@ -423,6 +426,8 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         return true;
     if (f == tp->open_fence) /* a copy started while progress finished ops */
         fence_close(tp);
+    if (f->flagged && !uccl_gpu_ipc_flag_passed(tp, f))
+        return false;
     if (f->unrecorded) { /* nothing follows it on stream 0: the stream's state is its own */
         uint64_t t0 = IPC_PROF_T0(tp->cfg.prof);
         uccl_status_t st = uccl_gpu_stream_query(tp->streams[0]);
@@ -466,6 +471,8 @@ static void op_sync(ipc_tp_t *tp, ipc_op_t *op)
         if (op->fence->unrecorded)
             uccl_gpu_ipc_quiet_record(tp);
     }
+    if (op->fence->flagged) /* its word comes in stream 0's order */
+        uccl_gpu_stream_sync(tp->streams[0]);
     for (int k = 0; k < op->fence->nev; k++)
         uccl_gpu_event_sync(op->fence->ev[k]);
 }

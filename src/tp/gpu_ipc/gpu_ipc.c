@@ -69,9 +69,15 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
      "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
     {"LAZY_EVENT", "1",
-     "a fence whose copies all went to stream 0 is polled with cudaStreamQuery and records its "
-     "event only when another copy follows it there (0 = an event per fence when it closes)",
+     "without FLAG_DONE (or where it has no host word), a fence whose copies all went to stream 0 is "
+     "polled with cudaStreamQuery and records its event only when another copy follows it there "
+     "(0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
+    {"FLAG_DONE", "1",
+     "a fence whose copies all went to stream 0 queues a stream write of its number into a word of "
+     "mapped host memory, and progress reads that word instead of querying the stream or an event "
+     "(a completed query costs the CPU 1.5-2 us; 0 = query, see LAZY_EVENT)",
+     offsetof(ipc_cfg_t, flag_done), UCCL_CFG_BOOL},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
@@ -188,6 +194,8 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
             st = uccl_gpu_ipc_use_device(tp, -1);
         if (st == UCCL_OK)
             st = uccl_gpu_ipc_copy_setup(tp); /* the copy kernel, now and never in progress */
+        if (st == UCCL_OK)
+            uccl_gpu_ipc_flag_setup(tp);
         if (st != UCCL_OK)
             goto err_streams;
         uccl_info("gpu_ipc: GPU %d (%s), %d copy streams, split from %zu bytes (0: never)", tp->device,
@@ -198,6 +206,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
 
 err_streams:
     uccl_gpu_ipc_streams_destroy(tp);
+    uccl_gpu_ipc_flag_close(tp);
     free(tp);
     return st == UCCL_OK ? UCCL_ERR_NO_DEVICE : st;
 }
@@ -208,7 +217,7 @@ static void prof_print(const ipc_tp_t *tp)
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
-        "op finish", "progress call", "sm copy", "sm batch(per copy)"};
+        "op finish", "progress call", "sm copy", "sm batch(per copy)", "flag write", "flag late query"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)
@@ -226,6 +235,7 @@ static void ipc_close(uccl_tp_t *base)
         prof_print(tp);
 
     uccl_gpu_ipc_streams_destroy(tp);
+    uccl_gpu_ipc_flag_close(tp);
     uccl_gpu_ipc_orphans_close(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);

@@ -116,6 +116,10 @@ typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     unsigned streams; /* streams with copies before it */
     bool unrecorded;  /* tp->quiet: no event yet, polled with a stream query */
+    bool cross;       /* some copy is with another (or an unknown) GPU's memory */
+    bool flagged;     /* told by tp->flag_host reaching flag_seq (flag.c), no event */
+    uint32_t flag_seq;
+    unsigned flag_polls;
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
     uccl_gpu_event_t ev[IPC_STREAMS_MAX];
@@ -145,6 +149,7 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
+    int flag_done;  /* fences told by a host word (flag.c) */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
     size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
@@ -203,6 +208,10 @@ typedef struct ipc_tp {
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
     ipc_prof_t prof;     /* cfg.prof */
+    uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */
+    void *flag_dev;
+    uint32_t flag_seq;   /* the last number queued */
+    int flag_inflight;   /* flagged fences not seen passed (flag.c: one at a time) */
 } ipc_tp_t;
 
 typedef struct ipc_txmsg {
@@ -315,6 +324,17 @@ size_t uccl_gpu_ipc_batch_limit(const ipc_tp_t *tp, bool cross);
 uccl_status_t uccl_gpu_ipc_batch_add(ipc_tp_t *tp, char *dst, const char *src, size_t len, bool cross);
 /* copy.c: the unrecorded fence gets its event before a copy follows it. */
 void uccl_gpu_ipc_quiet_record(ipc_tp_t *tp);
+
+/* ---- flag.c (fences told by a host word, cfg.flag_done) */
+#define IPC_FLAG_SLOTS 64
+/* The word, at open (never in progress); none: fences stay as they were. */
+void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp);
+void uccl_gpu_ipc_flag_close(ipc_tp_t *tp);
+/* Queue the write of f's number after its copies (all on stream 0); false:
+ * not done (no word, other streams, the write refused): f is as before. */
+bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f);
+/* Has flagged f passed (or failed: f->status)? Clears f->flagged when so. */
+bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 
 /* ---- xfer.c */
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);

@@ -26,6 +26,8 @@ enum {
     IPC_PROF_PROGRESS,   /* one progress call of the transport, whole */
     IPC_PROF_SM,         /* one uccl_gpu_sm_copy_async (a copy kernel, UCCL_GPU_IPC_COPY) */
     IPC_PROF_SM_BATCH,   /* uccl_gpu_sm_copy_batch_async (UCCL_GPU_IPC_BATCH_SM); counted per copy */
+    IPC_PROF_FLAG_WRITE, /* the stream write of a fence's number (UCCL_GPU_IPC_FLAG_DONE) */
+    IPC_PROF_FLAG_CHECK, /* a stream query while a fence's number is late (FLAG_DONE) */
     IPC_PROF_N
 };
 

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Fences told by a host word (UCCL_GPU_IPC_FLAG_DONE, src/tp/gpu_ipc/flag.c)
+# on the fake GPU backend; uccl_perf verifies every size's last window byte
+# for byte, and the profile (UCCL_GPU_IPC_PROF=1) counts the flag writes
+# ("flag write") and the completed stream and event queries:
+# - two processes on one GPU (UCCL_FAKE_GPU_COUNT=1), the default (on):
+#   write, read and send, window 1 and 16: one flag write per window at
+#   least, no completed stream or event query at all (but for send at
+#   window 16: a fence closed while a flagged one is in flight is queried,
+#   flag.c);
+# - two GPUs (each rank its own fake GPU): no flag write (within one GPU only);
+# - FLAG_DONE=0: no flag write, the completion queried as before.
+# A copy that fails under a flagged fence is t_gpu_fault's (FAIL_COPY cases).
+# Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
+set -e
+. "$(dirname "$0")/prof-check.sh"
+
+run() { # run NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), 2 ranks
+    name=$1
+    op=$2
+    w=$3
+    shift 3
+    env_on UCCL_GPU_IPC_PROF=1 "$@"
+    st=0
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
+        --op $op --min 4K --max 16K --window $w --iters 3 --no-ref" >"$tmp/$name" 2>&1 || st=$?
+    env_off UCCL_GPU_IPC_PROF=1 "$@"
+    return $st
+}
+# check NAME OP WINDOW LO HI VAR=VAL...: flag writes in [LO, HI]; with LO > 0
+# no completed query either
+check() {
+    name=$1 op=$2 w=$3 lo=$4 hi=$5
+    shift 5
+    if ! run "$name" "$op" "$w" "$@"; then
+        skip_no_gpu "$name"
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf $op window $w over gpu_ipc ($*)"
+        fail=1
+        return
+    fi
+    n=$(count "$tmp/$name" "flag write")
+    q=$(($(count "$tmp/$name" "stream query done") + $(count "$tmp/$name" "event query done")))
+    echo "$name ($op window $w $*): $n flag writes, $q completed queries"
+    if [ "$n" -lt "$lo" ] || [ "$n" -gt "$hi" ]; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $n flag writes, expected $lo..$hi"
+        fail=1
+    elif [ "$lo" -gt 0 ] && [ "$q" -ne 0 ] && { [ "$w" = 1 ] || [ "$op" != send ]; }; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $q completed stream/event queries with the flag on"
+        fail=1
+    elif [ "$lo" -eq 0 ] && [ "$q" -eq 0 ]; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: no completed query with the flag off"
+        fail=1
+    fi
+}
+
+# 3 sizes x (warmup + 3 timed + 1 verified window) >= 15 windows; at most
+# one fence per transfer (16 x that at window 16)
+one="UCCL_FAKE_GPU_COUNT=1"
+for op in write read send; do
+    check "${op}_w1" $op 1 15 200 $one
+    check "${op}_w16" $op 16 15 3200 $one
+done
+check two_gpus write 1 0 0
+check two_gpus_send send 16 0 0
+check off_w1 write 1 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
+check off_send send 16 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
+[ $fail = 0 ] || exit 1
+echo "PASS: gpu_ipc fences told by a host word"
