@@ -1,5 +1,5 @@
 /* A stream-ordered collective with a rank SIGKILLed, on a real GPU (the
- * fake backend's t_coll case ct_stream_dead closes the leaver's engine
+ * fake backend's t_coll case ct_stream_dead closes the leaver's connections
  * instead; on a GPU its stream would run on into closed mappings, but a
  * dead process's stream stops with it). NRANKS processes, forked before
  * any GPU runtime call, share GPU 0 over gpu_ipc; the comm is bootstrapped
