@@ -15,8 +15,10 @@
  * and it reads a reader's ack line only then (an ack it saw covers every
  * earlier call): the reader's ack stores stay in its own cache meanwhile.
  * Calls run their writes, then their reads, in call order.
- * Segment: ack[n] (a cache line each, written by reader j), then
- * [depth][n] slots (call number, length, bytes; cache-line aligned).
+ * Segment: ack[n] (a cache line each, written by reader j), then the
+ * small slots [n][depth] (call number, length and up to SMALL_CAP bytes;
+ * a lane's consecutive buffers side by side), then the big slots
+ * [depth][n] (the bytes of a block above SMALL_CAP).
  * Blocks larger than a slot go two-sided: whole collectives are built as
  * LINEAR when every rank knows the size, alltoallv pair by pair (sender
  * and receiver both know the pair's count). GPU buffers are staged through
@@ -34,24 +36,83 @@ static _Atomic uint64_t *ack_word(char *seg, int j)
     return (_Atomic uint64_t *)(seg + (size_t)j * LINE);
 }
 
-/* A slot: the call number that published it (release store last), the
- * length, then the bytes: up to 48 of them share the flag's cache line,
- * so that a small block reaches its reader in one line transfer. */
+/* A slot's header: the call number that published it (release store
+ * last) and the length, in the first cache line of its small slot. A
+ * block of up to SMALL_CAP bytes follows the header in the small slot's
+ * consecutive lines (48 bytes share the flag's line); a larger one lies in
+ * the slot's own region (big_data). The small slots of one writer's lane
+ * (the slot index k) lie side by side for consecutive calls (buffer p, p +
+ * 1, ...), 128-byte aligned: a reader going through a run of calls walks
+ * forward through a few KiB, and the lines of one block come as adjacent
+ * pairs. */
 #define SLOT_HDR 16
+#ifndef SMALL_LINES
+#define SMALL_LINES 6 /* a small slot: 384 bytes, up to 368 of them data */
+#endif
+#define SMALL_STRIDE ((size_t)SMALL_LINES * LINE)
+#define SMALL_CAP (SMALL_STRIDE - SLOT_HDR)
+/* The reader, on each look at a slot not published yet, prefetches the
+ * lines the block will be read from: when the call number comes, they are
+ * in flight with it, not fetched after it (one line transfer, not two). */
+#ifndef MAPPED_POLL_PREFETCH
+#define MAPPED_POLL_PREFETCH 1
+#endif
+/* After a read, the reader prefetches the same slot this many buffers on
+ * (fewer on a shorter ring): 2 measured faster than 1 (coll14-H200host). */
+#ifndef MAPPED_PF_AHEAD
+#define MAPPED_PF_AHEAD 2
+#endif
+#define PF_MAX 1024 /* bytes of a block prefetched at most */
 
-static size_t slot_stride(size_t slot)
+/* The acks' lines, rounded up to 128 bytes. */
+static size_t ack_area(int n)
 {
-    return (SLOT_HDR + slot + LINE - 1) & ~(size_t)(LINE - 1);
+    return (size_t)((n + 1) & ~1) * LINE;
+}
+
+/* A big slot's stride: the slot, plus two lines so that the slots of one
+ * buffer do not all start in the same cache set. */
+static size_t big_stride(size_t slot)
+{
+    return slot + 2 * LINE;
+}
+
+static size_t seg_bytes(int n, int depth, size_t slot)
+{
+    return ack_area(n) + (size_t)depth * (size_t)n * (SMALL_STRIDE + big_stride(slot));
 }
 
 static char *slot_hdr(const coll_mapped_t *M, char *seg, int n, int p, int k)
 {
-    return seg + (size_t)n * LINE + ((size_t)p * (size_t)n + (size_t)k) * slot_stride(M->slot);
+    return seg + ack_area(n) + ((size_t)k * (size_t)M->depth + (size_t)p) * SMALL_STRIDE;
+}
+
+/* Where a block of len bytes lies: after the header, or in its big slot. */
+static char *slot_data(const coll_mapped_t *M, char *seg, int n, int p, int k, size_t len)
+{
+    if (len <= SMALL_CAP)
+        return slot_hdr(M, seg, n, p, k) + SLOT_HDR;
+    return seg + ack_area(n) + (size_t)M->depth * (size_t)n * SMALL_STRIDE +
+           ((size_t)p * (size_t)n + (size_t)k) * big_stride(M->slot);
 }
 
 static _Atomic uint64_t *slot_seq(char *h)
 {
     return (_Atomic uint64_t *)h;
+}
+
+/* Prefetch the lines of slot (p, k) that a block of len bytes is read
+ * from (up to PF_MAX bytes of it), and the header's line where hdr. */
+static void prefetch_slot(const coll_mapped_t *M, char *seg, int n, int p, int k, size_t len,
+                          bool hdr)
+{
+    const char *d = slot_data(M, seg, n, p, k, len);
+    size_t end = len < PF_MAX ? len : PF_MAX;
+
+    if (hdr)
+        __builtin_prefetch(slot_hdr(M, seg, n, p, k), 0, 3);
+    for (const char *l = d - (uintptr_t)d % LINE; l < d + end; l += LINE)
+        __builtin_prefetch(l, 0, 3);
 }
 
 size_t uccl_coll_mapped_slot(int n)
@@ -68,7 +129,7 @@ size_t uccl_coll_mapped_slot(int n)
 static int ring_depth(int n, size_t slot)
 {
     const char *v = getenv("UCCL_COLL_MAPPED_DEPTH");
-    size_t d = RING_BUDGET / ((size_t)n * slot_stride(slot)), want = RING_MAX;
+    size_t d = RING_BUDGET / ((size_t)n * (SMALL_STRIDE + big_stride(slot))), want = RING_MAX;
 
     if (v != NULL && *v != '\0') {
         want = strtoul(v, NULL, 10);
@@ -150,7 +211,7 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
     M->slot = uccl_coll_mapped_slot(n);
     M->depth = ring_depth(n, M->slot);
     mine = (uint8_t)M->depth; /* 0: this rank cannot map some peer */
-    M->seg_len = (size_t)n * LINE + (size_t)M->depth * (size_t)n * slot_stride(M->slot);
+    M->seg_len = seg_bytes(n, M->depth, M->slot);
     M->next_m = M->next_write = M->next_read = 1;
     if (uccl_mem_alloc(cs->engine, UCCL_MEM_HOST, M->seg_len, (void **)&M->seg) != UCCL_OK ||
         uccl_mr_reg(cs->engine, M->seg, M->seg_len, 0, &M->mr) != UCCL_OK ||
@@ -317,7 +378,8 @@ static uccl_status_t run_writes(coll_sched_t *s)
             char *h = slot_hdr(M, M->seg, n, p, w->slot);
             *(uint64_t *)(h + 8) = w->len;
             if (w->len > 0)
-                memcpy(h + SLOT_HDR, s->addr[w->buf] + w->off, w->len);
+                memcpy(slot_data(M, M->seg, n, p, w->slot, w->len), s->addr[w->buf] + w->off,
+                       w->len);
             atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
         }
         M->last_write[p] = run->m;
@@ -332,16 +394,15 @@ static uccl_status_t run_writes(coll_sched_t *s)
     return UCCL_OK;
 }
 
-/* The same slot of the writer's next buffer, as many lines as this call
- * read (up to 1 KiB): in a run of calls of one root it is often written
- * already, and its lines then come while this call returns. */
+/* After a read: the same slot MAPPED_PF_AHEAD buffers on (at most depth -
+ * 1: not the buffer just read), as many lines as this call read (up to
+ * PF_MAX): in a run of calls of one root it is often written already, and
+ * its lines then come while the calls between run. */
 static void prefetch_next(const coll_mapped_t *M, char *seg, int n, int p, int slot, size_t len)
 {
-    const char *h = slot_hdr(M, seg, n, p, slot);
-    size_t end = SLOT_HDR + (len < 1024 ? len : 1024);
+    int ahead = M->depth > MAPPED_PF_AHEAD ? MAPPED_PF_AHEAD : M->depth - 1;
 
-    for (size_t o = 0; o < end; o += LINE)
-        __builtin_prefetch(h + o, 0, 3);
+    prefetch_slot(M, seg, n, (p + ahead) % M->depth, slot, len, true);
 }
 
 static uccl_status_t run_reads(coll_sched_t *s)
@@ -361,6 +422,8 @@ static uccl_status_t run_reads(coll_sched_t *s)
         if (rd->done)
             continue;
         h = slot_hdr(M, seg, n, p, rd->slot);
+        if (MAPPED_POLL_PREFETCH && rd->len > LINE - SLOT_HDR) /* past the flag's line */
+            prefetch_slot(M, seg, n, p, rd->slot, rd->len, false);
         if (atomic_load_explicit(slot_seq(h), memory_order_acquire) != run->m) {
             if (missing < 0)
                 missing = rd->from;
@@ -373,11 +436,12 @@ static uccl_status_t run_reads(coll_sched_t *s)
             run->soft = UCCL_ERR_TRUNCATED;
             len = len < rd->len ? len : rd->len;
         }
-        if (len > 0)
-            memcpy(s->addr[rd->buf] + rd->off, h + SLOT_HDR, len);
+        if (len > 0) /* where the writer's length says it put the bytes */
+            memcpy(s->addr[rd->buf] + rd->off,
+                   slot_data(M, seg, n, p, rd->slot, *(const uint64_t *)(h + 8)), len);
         rd->done = true;
         atomic_store_explicit(ack_word(seg, cs->rank), run->m, memory_order_release);
-        prefetch_next(M, seg, n, (p + 1) % M->depth, rd->slot, len);
+        prefetch_next(M, seg, n, p, rd->slot, len);
     }
     if (missing >= 0)
         return waiting(s, missing);

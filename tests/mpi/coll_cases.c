@@ -262,6 +262,45 @@ static void mismatch_case(mt_ctx_t *c, uccl_coll_op_t op, uccl_coll_algo_t algo,
     free(rb);
 }
 
+/* MAPPED alltoallv: rank 1 sends rank 0 sent bytes where rank 0 expects
+ * expected; rank 0 gets UCCL_ERR_TRUNCATED and the first of them, byte
+ * for byte, the others complete. */
+static void mapped_mismatch_bytes(mt_ctx_t *c, size_t sent, size_t expected)
+{
+    int n = c->size, r = c->rank;
+    size_t sc[64], sd[64], rc[64], rd[64], stride = 512, got = sent < expected ? sent : expected;
+    uint8_t *sb = calloc(64 * stride, 1), *rb = calloc(64 * stride, 1);
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLTOALLV,
+                          .sendbuf = sb, .recvbuf = rb, .sendcounts = sc, .sdispls = sd,
+                          .recvcounts = rc, .rdispls = rd, .algo = UCCL_COLL_ALGO_MAPPED};
+    char what[96];
+
+    if (sb == NULL || rb == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        sc[i] = rc[i] = 16, sd[i] = rd[i] = (size_t)i * stride;
+    if (r == 1)
+        sc[0] = sent;
+    if (r == 0)
+        rc[1] = expected;
+    for (size_t b = 0; b < 64 * stride; b++)
+        sb[b] = (uint8_t)(b * 7 + (size_t)r * 31 + 1);
+    snprintf(what, sizeof(what), "alltoallv/mapped, rank 1 sends %zu where rank 0 expects %zu",
+             sent, expected);
+    mt_expect(c, uccl_coll(c->comm, &a), r == 0 ? UCCL_ERR_TRUNCATED : UCCL_OK, what);
+    for (size_t b = 0; r == 0 && b < got; b++)
+        if (rb[stride + b] != (uint8_t)(b * 7 + 31 + 1)) { /* rank 1's sd[0] = 0 */
+            mt_fail(c, "%s: byte %zu is 0x%02x, not rank 1's 0x%02x", what, b, rb[stride + b],
+                    (uint8_t)(b * 7 + 31 + 1));
+            break;
+        }
+out:
+    free(sb);
+    free(rb);
+}
+
 void ct_mismatch(mt_ctx_t *c)
 {
     if (c->size < 2) {
@@ -287,6 +326,11 @@ void ct_mismatch(mt_ctx_t *c)
                   UCCL_OK);
     mismatch_case(c, UCCL_COLL_ALLGATHERV, UCCL_COLL_ALGO_MAPPED, 12, 10, UCCL_ERR_TRUNCATED,
                   UCCL_OK);
+    /* across a small slot's 368 bytes: the reader finds the bytes where the
+     * writer's length put them (its own length would look elsewhere) */
+    mapped_mismatch_bytes(c, 400, 300);
+    mapped_mismatch_bytes(c, 300, 400);
+    mapped_mismatch_bytes(c, 369, 368);
 }
 
 bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm)

@@ -7,7 +7,10 @@
 # ring; DEPTH2=0 leaves it out) and the VARIANTS of coll/mapped.c (sed
 # expressions) in the same session. BASE_COLL=DIR: DIR's files then replace
 # coll/ (e.g. main's: the code before a change), rebuilt, measured the same
-# way into base/ (VARIANT_OPS, np 2 and 4), and coll/ is put back. Everything into $OUT/coll-small.tgz (the device returns at most
+# way into base/ (BASE_OPS, BASE_NP; default VARIANT_OPS, VARIANT_NP), and
+# coll/ is put back; AGAIN=1 then rebuilds the tree's own coll/ and measures
+# it once more into again/ (so the tree and the base alternate: the first
+# table, base/, again/). Everything into $OUT/coll-small.tgz (the device returns at most
 # 8 files). Tables: tests/perf/coll-ratios.py DIR [DIR_B].
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -48,11 +51,21 @@ done <<<"${VARIANTS:-}"
 if [ -n "${BASE_COLL:-}" ]; then
     rm -rf /tmp/coll.mine && cp -r coll /tmp/coll.mine && cp "$BASE_COLL"/* coll/
     if (cd build-host && make -j16 libuccl.la tools/uccl_perf >/dev/null 2>&1); then
-        measure "$r/base"
+        VARIANT_OPS=${BASE_OPS:-${VARIANT_OPS:-bcast gather scatter}} \
+            VARIANT_NP=${BASE_NP:-${VARIANT_NP:-2 4}} measure "$r/base"
     else
         echo "base build failed"
     fi
     rm -rf coll && cp -r /tmp/coll.mine coll
+    if [ "${AGAIN:-0}" = 1 ]; then
+        touch coll/*.c
+        if (cd build-host && make -j16 libuccl.la tools/uccl_perf >/dev/null 2>&1); then
+            VARIANT_OPS=${BASE_OPS:-${VARIANT_OPS:-bcast gather scatter}} \
+                VARIANT_NP=${BASE_NP:-${VARIANT_NP:-2 4}} measure "$r/again"
+        else
+            echo "rebuild of the tree failed"
+        fi
+    fi
 fi
 python3 tests/perf/coll-ratios.py "$r" >"$r/ratios.md" 2>&1
 for d in "$r"/*/; do
