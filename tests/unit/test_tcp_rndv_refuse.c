@@ -82,10 +82,10 @@ static bool world_open(world_t *w)
     for (uint64_t end = unit_now_ms() + 2000; unit_now_ms() < end;) {
         uccl_engine_progress(w->a);
         uccl_engine_progress(w->b);
-        if (inject_find_stream(&before, &w->a_fd, &w->b_fd))
+        if (inject_find_stream(&before, inject_tcp_port(w->b), &w->a_fd, &w->b_fd))
             break;
     }
-    CU_ASSERT_FATAL(inject_find_stream(&before, &w->a_fd, &w->b_fd));
+    CU_ASSERT_FATAL(inject_find_stream(&before, inject_tcp_port(w->b), &w->a_fd, &w->b_fd));
     UNIT_ASSERT_STATUS(uccl_mr_reg(w->a, w->src, SIZE, 0, &w->src_mr), UCCL_OK);
     return w->src_mr != NULL;
 }
