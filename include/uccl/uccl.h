@@ -366,9 +366,10 @@ typedef struct uccl_iov {
 
 /* Two-sided. A message is matched to the first receive posted on the same
  * conn with the same tag, in posting order. A receive larger than the
- * message completes with the message's length (uccl_req_bytes); a smaller
- * one fails with UCCL_ERR_TRUNCATED and the message stays for the next
- * receive with that tag. Zero-length messages are allowed.
+ * message completes with the message's length (uccl_req_bytes), its bytes
+ * past that length left as they were; a smaller one fails with
+ * UCCL_ERR_TRUNCATED (its bytes may have been written) and the message
+ * stays for the next receive with that tag. Zero-length messages are allowed.
  * A send above its transport's eager size (UCCL_SHM_EAGER_THRESHOLD,
  * UCCL_VERBS_EAGER, UCCL_OFI_EAGER, UCCL_TCP_RNDV_MIN; uccl_info -c prints
  * them) completes only once the peer has posted its receive, as a large

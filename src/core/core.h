@@ -72,6 +72,30 @@ typedef struct uccl_address {
     } tp[UCCL_TP_MAX];
 } uccl_address_t;
 
+/* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
+ * (layout, version and the key slots are described at the top of rdesc.c) */
+#define UCCL_RDESC_VERSION 2
+#define UCCL_RDESC_KEY_AREA 20 /* bytes shared by the key slots */
+#define UCCL_RDESC_MAX_KEYS (UCCL_RDESC_KEY_AREA / 3) /* a slot takes 2 + at least 1 bytes */
+
+/* One transport's remote key for the region. */
+typedef struct uccl_rdesc_key {
+    uint8_t owner; /* UCCL_TP_KEY_* (tp_api.h), never 0 */
+    uint8_t len;   /* 1..UCCL_TP_RKEY_MAX */
+    uint8_t key[UCCL_TP_RKEY_MAX];
+} uccl_rdesc_key_t;
+
+typedef struct uccl_rdesc_fields {
+    uint64_t engine_id;
+    uint64_t region_id;
+    uint64_t addr;
+    uint64_t len;
+    uccl_mem_type_t mem_type;
+    int device; /* -1 = none */
+    int nkeys;  /* slots in keys[], owners distinct */
+    uccl_rdesc_key_t keys[UCCL_RDESC_MAX_KEYS];
+} uccl_rdesc_fields_t;
+
 struct uccl_conn {
     uint32_t magic;
     uccl_engine_t *engine;
@@ -96,6 +120,12 @@ struct uccl_conn {
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
     size_t held_bytes;    /* their msg->bytes, at most cfg.unexpected_max */
     uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */
+    /* the last descriptor a one-range access on conn named, as
+     * uccl_rdesc_decode read it (xfer.c): the same bytes again are not
+     * decoded again (its checksum was a fifth of a read's own instructions) */
+    bool rdesc_cached;
+    uccl_rdesc_t rdesc_last;
+    uccl_rdesc_fields_t rdesc_last_f;
     uint64_t *notifs;     /* ring of pending notifications */
     size_t notif_head, notif_count, notif_cap;
     uccl_list_t link;     /* engine->conns or engine->accept_q */
@@ -276,29 +306,6 @@ uccl_status_t uccl_hostmem_alloc(size_t len, void **ptr);
 size_t uccl_hostmem_size(const void *ptr, bool *shared);
 bool uccl_hostmem_free(void *ptr);
 
-/* ---- remote descriptors (rdesc.c): the one parser of untrusted descriptors
- * (layout, version and the key slots are described at the top of rdesc.c) */
-#define UCCL_RDESC_VERSION 2
-#define UCCL_RDESC_KEY_AREA 20 /* bytes shared by the key slots */
-#define UCCL_RDESC_MAX_KEYS (UCCL_RDESC_KEY_AREA / 3) /* a slot takes 2 + at least 1 bytes */
-
-/* One transport's remote key for the region. */
-typedef struct uccl_rdesc_key {
-    uint8_t owner; /* UCCL_TP_KEY_* (tp_api.h), never 0 */
-    uint8_t len;   /* 1..UCCL_TP_RKEY_MAX */
-    uint8_t key[UCCL_TP_RKEY_MAX];
-} uccl_rdesc_key_t;
-
-typedef struct uccl_rdesc_fields {
-    uint64_t engine_id;
-    uint64_t region_id;
-    uint64_t addr;
-    uint64_t len;
-    uccl_mem_type_t mem_type;
-    int device; /* -1 = none */
-    int nkeys;  /* slots in keys[], owners distinct */
-    uccl_rdesc_key_t keys[UCCL_RDESC_MAX_KEYS];
-} uccl_rdesc_fields_t;
 
 /* Errors: UCCL_ERR_INVALID_PARAM (keys that do not fit the key area, a
  * duplicate or zero owner, a key length out of range, a device above 65534). */

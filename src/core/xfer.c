@@ -43,31 +43,61 @@ uccl_status_t uccl_xfer_check_iov(const uccl_conn_t *conn, const uccl_iov_t *iov
     return UCCL_OK;
 }
 
-uccl_status_t uccl_remote_decode(const uccl_conn_t *conn, const uccl_rdesc_t *rdesc, size_t roff,
-                                 size_t len, uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields)
+/* rdesc's fields (a version this libuccl does not read is logged). */
+static uccl_status_t remote_fields(const uccl_rdesc_t *rdesc, uccl_rdesc_fields_t *f)
 {
-    uccl_rdesc_fields_t f;
-    uccl_status_t st = uccl_rdesc_decode(rdesc, &f);
+    uccl_status_t st = uccl_rdesc_decode(rdesc, f);
 
     if (st == UCCL_ERR_VERSION)
         uccl_error("remote descriptor of version %u; this libuccl reads version %d only "
                    "(the peer runs another release)", rdesc->bytes[4], UCCL_RDESC_VERSION);
-    if (st != UCCL_OK)
-        return st;
-    if (f.engine_id != conn->peer_id) {
+    return st;
+}
+
+/* Decoded descriptor f against conn and the range [roff, roff+len). */
+static uccl_status_t remote_check(const uccl_conn_t *conn, const uccl_rdesc_fields_t *f,
+                                  size_t roff, size_t len, uccl_req_remote_t *remote)
+{
+    if (f->engine_id != conn->peer_id) {
         uccl_error("descriptor of engine %016llx used on a connection to engine %016llx",
-                   (unsigned long long)f.engine_id, (unsigned long long)conn->peer_id);
+                   (unsigned long long)f->engine_id, (unsigned long long)conn->peer_id);
         return UCCL_ERR_STALE;
     }
-    if (roff > f.len || len > f.len - roff)
+    if (roff > f->len || len > f->len - roff)
         return UCCL_ERR_OUT_OF_BOUNDS;
-    remote->addr = f.addr + roff;
+    remote->addr = f->addr + roff;
     remote->len = len;
-    remote->region_id = f.region_id;
-    remote->mem_type = f.mem_type;
-    remote->device = f.device;
-    *fields = f;
+    remote->region_id = f->region_id;
+    remote->mem_type = f->mem_type;
+    remote->device = f->device;
     return UCCL_OK;
+}
+
+uccl_status_t uccl_remote_decode(const uccl_conn_t *conn, const uccl_rdesc_t *rdesc, size_t roff,
+                                 size_t len, uccl_req_remote_t *remote, uccl_rdesc_fields_t *fields)
+{
+    uccl_status_t st = remote_fields(rdesc, fields);
+
+    return st != UCCL_OK ? st : remote_check(conn, fields, roff, len, remote);
+}
+
+/* uccl_remote_decode with the engine lock held: the last descriptor read on
+ * conn is kept with its fields, and the same 64 bytes are not decoded
+ * again. *fields: conn's copy, valid until the next call. */
+static uccl_status_t remote_decode_locked(uccl_conn_t *conn, const uccl_rdesc_t *rdesc,
+                                          size_t roff, size_t len, uccl_req_remote_t *remote,
+                                          const uccl_rdesc_fields_t **fields)
+{
+    if (!conn->rdesc_cached || memcmp(rdesc, &conn->rdesc_last, sizeof(*rdesc)) != 0) {
+        uccl_status_t st = remote_fields(rdesc, &conn->rdesc_last_f);
+
+        conn->rdesc_cached = st == UCCL_OK;
+        if (st != UCCL_OK)
+            return st;
+        conn->rdesc_last = *rdesc;
+    }
+    *fields = &conn->rdesc_last_f;
+    return remote_check(conn, *fields, roff, len, remote);
 }
 
 void uccl_remote_pick_key(const uccl_rdesc_fields_t *f, const uccl_tp_ep_t *ep,
@@ -210,7 +240,7 @@ static uccl_status_t xfer_recv_failed(uccl_conn_t *conn, const xfer_args_t *a, s
 uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out)
 {
     uccl_req_remote_t remote = {0};
-    uccl_rdesc_fields_t fields;
+    const uccl_rdesc_fields_t *fields = NULL;
     uccl_tp_ep_t *ep;
     uccl_req_t *req;
     uccl_status_t st;
@@ -230,8 +260,8 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
     device = gpu_caps != 0;
     if (a->rdesc != NULL) {
         /* several ranges: each checked against the descriptor (xfer_rsegs) */
-        st = uccl_remote_decode(conn, a->rdesc, a->nrseg > 1 ? 0 : a->roff,
-                                a->nrseg > 1 ? 0 : total, &remote, &fields);
+        st = remote_decode_locked(conn, a->rdesc, a->nrseg > 1 ? 0 : a->roff,
+                                  a->nrseg > 1 ? 0 : total, &remote, &fields);
         remote.len = total;
         if (st != UCCL_OK)
             return st;
@@ -243,13 +273,13 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
     if (a->has_notif && !(ep->tp->ops->caps & UCCL_TP_CAP_NOTIFY))
         return UCCL_ERR_UNSUPPORTED;
     if (a->rdesc != NULL)
-        uccl_remote_pick_key(&fields, ep, &remote);
+        uccl_remote_pick_key(fields, ep, &remote);
     req = xfer_req_new(conn, a, total, gpu_caps);
     if (req == NULL)
         return UCCL_ERR_NO_MEMORY;
     req->ep = ep;
     req->remote = remote;
-    if (a->rdesc != NULL && a->nrseg > 1 && (st = xfer_rsegs(a, &fields, ep, req)) != UCCL_OK) {
+    if (a->rdesc != NULL && a->nrseg > 1 && (st = xfer_rsegs(a, fields, ep, req)) != UCCL_OK) {
         xfer_req_drop(req);
         return st;
     }

@@ -192,9 +192,10 @@ static int slots_posted(void)
 /* Receives posted ahead (depth >= 3): receives of tags 6 6 6 9 6 6 get
  * direct receives for the first three messages before any is sent (the run
  * of the oldest receive's tag), all six messages land in their receives.
- * Then tags 7 6 6 6 into receives 6 6 6 (7's posted last): 6's messages
- * land ahead in the 2nd-4th receives while 7 waits for the bounce, and are
- * handed to the receives the core says (1st-3rd, copied), byte for byte. */
+ * Then tags 7 6 6 6 into receives 6 6 6 (7's posted last): the 6s do not
+ * land ahead in the 2nd-4th receives (their runs say a 7 came before); 7
+ * comes through the bounce, then each 6 lands in the receive the core
+ * gives it (1st-3rd), byte for byte, none copied. */
 static void check_ahead(void)
 {
     static const uint64_t tags[6] = {6, 6, 6, 9, 6, 6}, tags2[4] = {7, 6, 6, 6};
@@ -219,6 +220,7 @@ static void check_ahead(void)
     CU_ASSERT_EQUAL(tb->direct_placed - placed, 6u);
 
     copied = tb->direct_copied;
+    placed = tb->direct_placed;
     memset(pb, 0, AREA);
     for (int i = 0; i < 3; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[4 + i]),
@@ -233,7 +235,8 @@ static void check_ahead(void)
     for (int i = 0; i < 3; i++) /* the i-th receive of 6: message i + 1 */
         CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)(i + 1) * STRIDE, MSG) == 0);
     CU_ASSERT(memcmp(pb + 3 * STRIDE, pa, MSG) == 0);
-    CU_ASSERT(tb->direct_copied - copied >= 2u);
+    CU_ASSERT_EQUAL(tb->direct_copied - copied, 1u);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, 3u);
 }
 
 /* shm: the quirk row's depth (16); tcp;ofi_rxm: UCCL_OFI_DIRECT_DEPTH=4. */
@@ -252,6 +255,131 @@ static void test_direct_ahead(void)
             UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
         CU_ASSERT_EQUAL(ofi_of(P.b)->direct_depth, i == 0 ? 16 : 4);
         check_ahead();
+        ofi_pair_close();
+    }
+}
+
+/* ------------------------------------------------ bytes past a message's length */
+
+#define SHORT (MSG / 2)
+#define UNTOUCHED 0xee
+
+/* pb[off, off + len) still holds UNTOUCHED */
+static bool untouched(size_t off, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (pb[off + i] != UNTOUCHED)
+            return false;
+    return true;
+}
+
+/* Two tags that the provider tag of main (6a11a53) could not tell apart
+ * (its 14-bit fingerprint of the tag: 2954 for both): the message of
+ * COLLIDE_B, sent first, must not land in the receive of COLLIDE_A; that
+ * receive then gets a shorter message of its own tag, and its bytes past
+ * that length stay as they were. */
+#define COLLIDE_A 10
+#define COLLIDE_B 17721
+
+static void check_collision(void)
+{
+    uccl_req_t *reqs[4];
+    const size_t bytes[4] = {0, 0, SHORT, MSG};
+
+    unit_fill(pa, MSG, 51);
+    unit_fill(pa + STRIDE, SHORT, 52);
+    memset(pb, UNTOUCHED, AREA);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, COLLIDE_A, &reqs[2]), UCCL_OK);
+    progress_both(50);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, COLLIDE_B, &reqs[0]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, SHORT, COLLIDE_A, &reqs[1]), UCCL_OK);
+    progress_both(300);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG, COLLIDE_B, &reqs[3]), UCCL_OK);
+    drive(reqs, 4, NULL, bytes);
+    CU_ASSERT(memcmp(pb, pa + STRIDE, SHORT) == 0);
+    CU_ASSERT(untouched(SHORT, MSG - SHORT));
+    CU_ASSERT(memcmp(pb + STRIDE, pa, MSG) == 0);
+}
+
+/* Receives of tag 6, 6 posted ahead; tags 7 6 6 sent, the last one short:
+ * the core gives the first 6 to the first receive, the short one to the
+ * second, whose bytes past SHORT stay as they were (the first 6 must not
+ * land in the second receive, where a receive posted ahead for its number
+ * waits, on its way to the first). */
+static void check_position(void)
+{
+    static const uint64_t tags[3] = {7, 6, 6};
+    static const size_t lens[3] = {MSG, MSG, SHORT};
+    uccl_req_t *reqs[6];
+    const size_t bytes[6] = {0, 0, 0, MSG, SHORT, MSG};
+
+    for (int i = 0; i < 3; i++)
+        unit_fill(pa + (size_t)i * STRIDE, lens[i], 60u + (unsigned)i);
+    memset(pb, UNTOUCHED, AREA);
+    for (int i = 0; i < 2; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[3 + i]),
+                           UCCL_OK);
+    progress_both(50);
+    for (int i = 0; i < 3; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, lens[i], tags[i], &reqs[i]),
+                           UCCL_OK);
+    progress_both(300);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 2 * STRIDE, MSG, 7, &reqs[5]), UCCL_OK);
+    drive(reqs, 6, NULL, bytes);
+    CU_ASSERT(memcmp(pb, pa + STRIDE, MSG) == 0);
+    CU_ASSERT(memcmp(pb + STRIDE, pa + 2 * STRIDE, SHORT) == 0);
+    CU_ASSERT(untouched(STRIDE + SHORT, MSG - SHORT));
+    CU_ASSERT(memcmp(pb + 2 * STRIDE, pa, MSG) == 0);
+}
+
+/* Receives of tag 12 of MSG and MSG + 200 bytes, then one of 3 * MSG / 2;
+ * messages of MSG + 100 and MSG + 200 bytes: the first fails the first
+ * receive (TRUNCATED, it may hold anything) and goes to the second, whose
+ * bytes past MSG + 100 stay as they were (the second message must not land
+ * there ahead); the second message goes to the third receive. */
+static void check_shift(void)
+{
+    static const size_t rlens[3] = {MSG, MSG + 200, 3 * (size_t)MSG / 2};
+    uccl_req_t *reqs[5];
+    const uccl_status_t want[5] = {UCCL_OK, UCCL_OK, UCCL_ERR_TRUNCATED, UCCL_OK, UCCL_OK};
+    const size_t bytes[5] = {0, 0, MSG + 100, MSG + 100, MSG + 200};
+
+    unit_fill(pa, MSG + 100, 71);
+    unit_fill(pa + STRIDE, MSG + 200, 72);
+    memset(pb, UNTOUCHED, AREA);
+    for (int i = 0; i < 3; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, rlens[i], 12, &reqs[2 + i]),
+                           UCCL_OK);
+    progress_both(50);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG + 100, 12, &reqs[0]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, MSG + 200, 12, &reqs[1]), UCCL_OK);
+    drive(reqs, 5, want, bytes);
+    CU_ASSERT(memcmp(pb + STRIDE, pa, MSG + 100) == 0);
+    CU_ASSERT(untouched(STRIDE + MSG + 100, 100));
+    CU_ASSERT(memcmp(pb + 2 * STRIDE, pa + STRIDE, MSG + 200) == 0);
+    CU_ASSERT(untouched(2 * STRIDE + MSG + 200, rlens[2] - MSG - 200));
+}
+
+/* shm: the quirk row's depth (16); tcp;ofi_rxm: UCCL_OFI_DIRECT_DEPTH=4.
+ * Each check on a fresh pair, and again after it. */
+static void test_direct_untouched(void)
+{
+    static const char *const provs[2] = {"shm", "tcp;ofi_rxm"};
+
+    for (int i = 0; i < 2; i++) {
+        bool ok;
+
+        if (i == 1)
+            setenv("UCCL_OFI_DIRECT_DEPTH", "4", 1);
+        ok = open_pair(provs[i], "1", "20");
+        unsetenv("UCCL_OFI_DIRECT_DEPTH");
+        if (!ok)
+            UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
+        for (int round = 0; round < 2; round++) {
+            check_collision();
+            check_position();
+            check_shift();
+        }
         ofi_pair_close();
     }
 }
@@ -332,6 +460,9 @@ static CU_TestInfo direct_tests[] = {
     {"direct sends, byte-verified: shm", test_direct_shm},
     {"direct sends, byte-verified: tcp;ofi_rxm", test_direct_tcp},
     {"direct receives posted ahead (UCCL_OFI_DIRECT_DEPTH), byte-verified", test_direct_ahead},
+    {"a receive's bytes past its message's length stay as they were (tags the old fingerprint "
+     "could not tell apart, a message landed ahead, a receive failed as too short)",
+     test_direct_untouched},
     CU_TEST_INFO_NULL,
 };
 

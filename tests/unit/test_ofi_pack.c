@@ -7,7 +7,8 @@
  * checked too. And the
  * seed's 128 remote pieces, adjacent (joined into one operation) and
  * scattered (several remote ranges per operation, up to rma_iov_limit),
- * in one or two regions, with the operations counted. */
+ * in one or two regions, with the operations counted; requests posted as
+ * one whole operation (ofi_rma.c) and those that are not. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -283,6 +284,47 @@ static void check_seed(void)
     seed_check(riov, 128, base, 128, 128);
 }
 
+/* Requests of one local piece, one remote range, up to UCCL_OFI_CHUNK
+ * bytes are posted whole (ofi_rma.c), counted in rma_whole; a larger one,
+ * a vectored one and a zero-length one take the data path. Bytes compared,
+ * the bytes around each range untouched. */
+static void check_whole(void)
+{
+    tp_ofi_t *tp = ofi_of(P.a);
+    uint64_t whole = tp->rma_whole, posted = tp->rma_posted;
+    size_t big = tp->cfg.chunk + 4097;
+    uccl_iov_t two[2] = {{A.mr, 0, 1000}, {A.mr, 5000, 64535}};
+    uccl_rdesc_t rd;
+    uccl_req_t *req;
+
+    UNIT_ASSERT_STATUS(uccl_mr_pack(B.mr, 0, AREA, &rd), UCCL_OK);
+    unit_fill(A.p, AREA, 21);
+    memset(B.p, 0xee, AREA);
+    UNIT_ASSERT_STATUS(uccl_write(P.ab, A.mr, 3, 65536, &rd, 11, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT(memcmp(B.p + 11, A.p + 3, 65536) == 0);
+    CU_ASSERT(B.p[10] == 0xee && B.p[11 + 65536] == 0xee);
+    CU_ASSERT_EQUAL(tp->rma_whole - whole, 1u);
+    memset(A.p, 0x5a, AREA / 2);
+    UNIT_ASSERT_STATUS(uccl_read(P.ab, A.mr, 100, 65536, &rd, 11, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT(memcmp(A.p + 100, B.p + 11, 65536) == 0);
+    CU_ASSERT(A.p[99] == 0x5a && A.p[100 + 65536] == 0x5a);
+    CU_ASSERT_EQUAL(tp->rma_whole - whole, 2u);
+    CU_ASSERT_EQUAL(tp->rma_posted - posted, 2u);
+    unit_fill(A.p, AREA, 22);
+    UNIT_ASSERT_STATUS(uccl_write(P.ab, A.mr, 0, big, &rd, 1, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT(memcmp(B.p + 1, A.p, big) == 0);
+    UNIT_ASSERT_STATUS(uccl_writev(P.ab, two, 2, &rd, 0, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT(memcmp(B.p, A.p, 1000) == 0 && memcmp(B.p + 1000, A.p + 5000, 64535) == 0);
+    UNIT_ASSERT_STATUS(uccl_read(P.ab, A.mr, 0, 0, &rd, 0, &req), UCCL_OK);
+    run(req);
+    CU_ASSERT_EQUAL(tp->rma_whole - whole, 2u); /* none of the three */
+    CU_ASSERT(tp->rma_posted - posted >= 5u);
+}
+
 static void check_provider(const char *prov)
 {
     static const char *const modes[] = {"1M", "0", "auto"};
@@ -300,8 +342,10 @@ static void check_provider(const char *prov)
         check_rma(512);
         check_sendv(pulls[m][0] == '1', false);
         check_sendv(pulls[m][0] == '1', true);
-        if (strcmp(modes[m], "0") == 0)
+        if (strcmp(modes[m], "0") == 0) {
             check_seed();
+            check_whole();
+        }
         if (strcmp(modes[m], "1M") == 0)
             CU_ASSERT(tp->nbounce > 0); /* the packed path ran */
         if (strcmp(modes[m], "0") == 0)

@@ -244,6 +244,14 @@ static void test_forged(void)
     UNIT_ASSERT_STATUS(rma(&p, false, smr, TLEN, &t.desc, 0), UCCL_OK);
     CU_ASSERT(memcmp(t.mem + GUARD, src, TLEN) == 0);
     CU_ASSERT(guards_untouched(&t));
+    /* the same descriptor's bytes changed in place after it was used (the
+     * initiator keeps the last one it read, xfer.c): read again, refused */
+    t.desc.bytes[30] ^= 0x40;
+    UNIT_ASSERT_STATUS(rma(&p, false, smr, 64, &t.desc, 0), UCCL_ERR_BAD_DESC);
+    t.desc.bytes[30] ^= 0x40;
+    FORGE(&t.desc, &t.desc, f_.len = 64); /* re-signed, narrowed: in place */
+    UNIT_ASSERT_STATUS(rma(&p, true, smr, 128, &t.desc, 0), UCCL_ERR_OUT_OF_BOUNDS);
+    UNIT_ASSERT_STATUS(rma(&p, true, smr, 64, &t.desc, 0), UCCL_OK);
 out:
     if (t.mr != NULL)
         uccl_mr_dereg(t.mr);

@@ -140,6 +140,7 @@ typedef struct tp_ofi {
     uccl_stage_t *stage; /* GPU memory staged through registered host buffers (ofi_stage.c) */
     int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
+    uint64_t rma_whole;  /* of them, whole requests posted at once (ofi_rma.c) */
     uint64_t tmsg_posted; /* tagged rendezvous sends and receives posted (tests count them) */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
@@ -191,6 +192,7 @@ enum {
     OFI_RD_OPS,                   /* operations posted, not completed */
     OFI_RD_IMM,                   /* 1 = the closing immediate is begun (NOTIFY sent), 2 = posted */
     OFI_RD_DOPS,                  /* RMA operations posted, not completed (no NOTIFY) */
+    OFI_RD_DRUN = OFI_RD_OFF,     /* a direct send's run (it has no data path) */
 };
 
 /* What a request holds beyond tp_data (req->tp_ptr, freed at finish): the
@@ -208,14 +210,16 @@ typedef struct ofi_xfer {
 
 /* A direct receive posted for message dseq + k (ofi_direct.c): its
  * operation while posted; landed: the message came before an earlier one
- * and waits in req's pieces and its bounce (len bytes, tag) for its turn. */
+ * and waits in req's pieces and its bounce (len bytes, data: its CQ data,
+ * tag and run) for its turn. */
 #define OFI_DDEPTH_MAX 16
+#define OFI_DTAG_BITS 12 /* direct sends carry tags below 2^12 */
 typedef struct ofi_dslot {
     ofi_op_t *op;
     bool landed;
     uccl_req_t *req;
     size_t len;
-    uint64_t tag;
+    uint64_t data;
 } ofi_dslot_t;
 
 typedef struct tp_ofi_ep {
@@ -247,6 +251,10 @@ typedef struct tp_ofi_ep {
      * and the bounces (direct_max bytes each, one per slot) */
     size_t peer_direct_max;
     uccl_list_t dpending;
+    /* runs (ofi_direct.c): the number, tag and run of our last send; of
+     * the last message that came directly, in order */
+    uint64_t srun_next, srun_tag, drun_seq, drun_tag;
+    unsigned srun, drun;
     uint64_t dseq, dsince;
     ofi_dslot_t dslot[OFI_DDEPTH_MAX];
     ofi_op_t *dany;
@@ -326,7 +334,10 @@ void uccl_ofi_tmsg_done(tp_ofi_ep_t *ep, uccl_req_t *req);
 
 /* ---- ofi_direct.c: direct sends, one tagged message into the receive */
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req);
-uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req);
+/* Every send, in message order: the run it carries (messages just before
+ * it with its tag, 0-31). */
+unsigned uccl_ofi_direct_run(tp_ofi_ep_t *ep, const uccl_req_t *req);
+uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req, unsigned run);
 uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep);
 void uccl_ofi_direct_progress(tp_ofi_ep_t *ep);
 void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,

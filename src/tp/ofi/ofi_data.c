@@ -353,49 +353,6 @@ void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
         uccl_rndv_write_done(&ep->rndv, req);
 }
 
-static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    tp_ofi_ep_t *ep = tp_ofi_ep(base);
-    uint64_t key, rbase;
-    uccl_status_t st = uccl_ofi_check_local(ep, req);
-
-    if (st != UCCL_OK)
-        return st;
-    if (req->remote.rkey_len == 0) {
-        uccl_error("ofi: remote region %llu has no libfabric key: its owner could not register "
-                   "it with %s, so only send/recv reach it",
-                   (unsigned long long)req->remote.region_id, ep->tp->prov);
-        return UCCL_ERR_UNSUPPORTED;
-    }
-    if (uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, &key, &rbase) != UCCL_OK) {
-        uccl_error("ofi: malformed libfabric key in the remote descriptor (%u bytes)",
-                   req->remote.rkey_len);
-        return UCCL_ERR_BAD_DESC;
-    }
-    uccl_ofi_xfer_release(req);
-    /* local GPU pieces: a write reads them through a source pipeline, a
-     * read lands in the windows of a sink */
-    if (req->len > 0 && uccl_ofi_req_staged(ep, req)) {
-        st = uccl_ofi_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
-        if (st != UCCL_OK) {
-            uccl_ofi_xfer_release(req);
-            return st;
-        }
-    }
-    uccl_ofi_data_start(ep, req);
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_ofi_post_write(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    return ofi_post_rma(base, req);
-}
-
-uccl_status_t uccl_ofi_post_read(uccl_tp_ep_t *base, uccl_req_t *req)
-{
-    return ofi_post_rma(base, req);
-}
-
 /* ------------------------------------------------------------------ completions */
 
 /* A control receive completed: a control message, or the immediate of a

@@ -8,7 +8,7 @@
  * number n only (uccl_msg_next), one fi_trecv into the oldest posted
  * receive's pieces with the connection's bounce after them (so that no
  * message is cut short in the provider): its provider tag takes message n
- * only if n is a direct send whose tag has that receive's fingerprint. The
+ * only if n is a direct send of that receive's tag (below). The
  * completion hands n to uccl_msg_arrived, which gives it that receive when
  * the tag was its and it fits (tp_api.h, uccl_msg_next). A direct message
  * that finds no such receive (sent before the receive was posted) waits in
@@ -17,24 +17,32 @@
  * pieces. A message the core gives elsewhere (another tag, no receive yet)
  * is taken by a second fi_trecv for n, into the bounce, posted behind the
  * first once n waited UCCL_OFI_DIRECT_WAIT microseconds, and copied (or
- * held as an eager message is). A fingerprint collision, or a message
- * longer than the receive, lands in the receive's pieces and the bounce
- * before the core says where it goes: the pieces were scratch (the receive
- * is not complete, and fails as too small if the message was its), the
+ * held as an eager message is). A message longer than the receive lands in
+ * the receive's pieces and the bounce: the receive fails as too small, the
  * message is copied out.
  *
  * Posted ahead (UCCL_OFI_DIRECT_DEPTH D, 16 on shm by its quirk row): slot
  * k posts for message n + k into the k-th posted receive while receives
- * 0..k have one tag (uccl_msg_posted_after), so the receive cannot be taken
- * by an earlier message while its fi_trecv is posted. A message landed
- * before an earlier one arrived waits in place and goes to uccl_msg_arrived
- * in order; straight into its receive when the core gives it that one (the
- * oldest posted, its tag, it fits), else copied out as above. Message m's
- * bounce is number m mod D of D.
+ * 0..k have one tag and one length (uccl_msg_posted_after), so the receive
+ * cannot be taken by an earlier message while its fi_trecv is posted. A
+ * message landed before an earlier one arrived waits in place and goes to
+ * uccl_msg_arrived in order. Message m's bounce is number m mod D of D.
  *
- * Provider tag: bit 62, n's low 16 bits << 46, a 14-bit fingerprint of the
- * uccl tag << 32, the receiving connection's id. Control messages (the id
- * alone) and the tagged rendezvous (bit 63) take none of these. */
+ * No message lands in a receive the core does not give it (a receive's
+ * bytes past its message's length must stay as they were, uccl.h), by the
+ * provider tag alone: bit 62, n's low 13 bits << 49, the sender's run << 44,
+ * the uccl tag << 32 (only tags below 2^12 go directly, both ways: the tag
+ * is matched exactly), the receiving connection's id. The run is how many
+ * messages just before this one on the connection had its tag (0-31, the
+ * sender counts every send in message order, ofi_direct_run). Slot 0 takes
+ * message n of the oldest receive's tag: the core gives it that receive
+ * (or fails the receive as too short). Slot k > 0 takes message n + k only
+ * with the run that says messages n..n+k-1 had that tag too (ofi_direct_want,
+ * from message n - 1's tag and run, which came in its CQ data): each of them
+ * took the receive before, or, too long for their common length, failed it
+ * and all the others up to slot k. Only a receive that failed can hold
+ * bytes of a message it did not get. Control messages (the id alone) and
+ * the tagged rendezvous (bit 63) take none of these bits. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,19 +50,31 @@
 #include "ofi.h"
 
 #define OFI_DIRECT_BIT (1ull << 62)
-#define OFI_DSEQ_SHIFT 46
-#define OFI_DSEQ_MASK 0xffffull
-#define OFI_DFP_SHIFT 32
-#define OFI_DFP_BITS 14
+#define OFI_DSEQ_SHIFT 49
+#define OFI_DSEQ_MASK 0x1fffull
+#define OFI_DRUN_SHIFT 44
+#define OFI_DRUN_MASK 0x1full
+#define OFI_DTAG_SHIFT 32
+#define OFI_DTAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
+#define OFI_DRUN_ANY (-1)     /* slot 0: any run */
+#define OFI_DRUN_UNKNOWN (-2) /* message n - 1 did not come directly: slot 0 only */
+#define OFI_DNO_TAG UINT64_MAX /* not a direct tag: the run before message 0 */
 
-static uint64_t ofi_dfp(uint64_t tag)
+static uint64_t ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t run, uint64_t tag)
 {
-    return (tag * 0x9E3779B97F4A7C15ull) >> (64 - OFI_DFP_BITS);
+    return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | run << OFI_DRUN_SHIFT |
+           tag << OFI_DTAG_SHIFT | conn_id;
 }
 
-static uint64_t ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t fp)
+/* The CQ data of a direct send: its run and its tag. */
+static uint64_t ofi_dtag_of(uint64_t data)
 {
-    return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | fp << OFI_DFP_SHIFT | conn_id;
+    return data & 0xffffffffull;
+}
+
+static unsigned ofi_drun_of(uint64_t data)
+{
+    return (unsigned)(data >> 32 & OFI_DRUN_MASK);
 }
 
 static uint64_t ofi_now_ns(void)
@@ -97,11 +117,24 @@ static bool ofi_direct_one_piece(const uccl_req_t *req)
 
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
-    return ep->peer_direct_max > 0 && ofi_direct_one_piece(req) && req->len > ep->tp->cfg.eager &&
+    return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK && ofi_direct_one_piece(req) &&
+           req->len > ep->tp->cfg.eager &&
            req->len <= ep->peer_direct_max && ofi_direct_mem_ok(ep, req);
 }
 
 /* ------------------------------------------------------------------ sender */
+
+unsigned uccl_ofi_direct_run(tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    unsigned run = 0;
+
+    if (req->msg_seq == ep->srun_next && req->tag == ep->srun_tag)
+        run = ep->srun < OFI_DRUN_MASK ? ep->srun + 1 : (unsigned)OFI_DRUN_MASK;
+    ep->srun_next = req->msg_seq + 1;
+    ep->srun_tag = req->tag;
+    ep->srun = run;
+    return run;
+}
 
 static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
 {
@@ -126,9 +159,9 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
         .desc = desc,
         .iov_count = (size_t)n,
         .addr = ep->peer->addr,
-        .tag = ofi_dtag(ep->peer_id, req->msg_seq, ofi_dfp(req->tag)),
+        .tag = ofi_dtag(ep->peer_id, req->msg_seq, req->tp_data[OFI_RD_DRUN], req->tag),
         .context = &op->ctx,
-        .data = req->tag,
+        .data = req->tp_data[OFI_RD_DRUN] << 32 | req->tag,
     };
     rc = (int)fi_tsendmsg(tp->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
     if (rc != 0) {
@@ -142,9 +175,12 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
     return 0;
 }
 
-uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req)
+uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req, unsigned run)
 {
-    int rc = uccl_list_empty(&ep->dpending) ? ofi_direct_post_send(ep, req) : -FI_EAGAIN;
+    int rc;
+
+    req->tp_data[OFI_RD_DRUN] = run;
+    rc = uccl_list_empty(&ep->dpending) ? ofi_direct_post_send(ep, req) : -FI_EAGAIN;
 
     if (rc == -FI_EAGAIN) { /* in order, by progress */
         uccl_list_push_back(&ep->dpending, &req->tp_link);
@@ -188,6 +224,9 @@ uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
     tp_ofi_t *tp = ep->tp;
     size_t len = tp->direct_max * (size_t)tp->direct_depth;
 
+    ep->srun_next = UINT64_MAX; /* message 0 starts a run */
+    ep->drun_seq = UINT64_MAX;  /* "message -1": no direct tag */
+    ep->drun_tag = OFI_DNO_TAG;
     if (tp->direct_max == 0)
         return UCCL_OK;
     ep->dbuf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -210,7 +249,8 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     int n = 0;
 
-    if (req == NULL || req->op != UCCL_OP_RECV || !ofi_direct_mem_ok(ep, req))
+    if (req == NULL || req->op != UCCL_OP_RECV || req->tag > OFI_DTAG_MASK ||
+        !ofi_direct_mem_ok(ep, req))
         return false;
     for (int i = 0; i < req->iovcnt; i++)
         n += req->iov[i].len > 0;
@@ -218,10 +258,11 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 }
 
 /* Post a receive for message seq: into req's pieces and seq's bounce after
- * them (taking only req's tag fingerprint), or, req NULL, into the bounce
- * (any tag). Only one of the two can take message seq, so they share the
- * bounce. NULL: not posted (again next progress). */
-static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req)
+ * them (taking only req's tag, and the sender's run `run` unless
+ * OFI_DRUN_ANY), or, req NULL, into the bounce (any tag, any run). Only one
+ * of the two can take message seq, so they share the bounce. NULL: not
+ * posted (again next progress). */
+static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run)
 {
     tp_ofi_t *tp = ep->tp;
     struct iovec iov[OFI_IOV_MAX];
@@ -234,10 +275,11 @@ static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t 
         return NULL;
     if (req != NULL) {
         uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
-        msg.tag = ofi_dtag(ep->id, seq, ofi_dfp(req->tag));
+        msg.tag = ofi_dtag(ep->id, seq, run >= 0 ? (uint64_t)run : 0, req->tag);
+        msg.ignore = run >= 0 ? 0 : OFI_DRUN_MASK << OFI_DRUN_SHIFT;
     } else {
-        msg.tag = ofi_dtag(ep->id, seq, 0);
-        msg.ignore = ((1ull << OFI_DFP_BITS) - 1) << OFI_DFP_SHIFT;
+        msg.tag = ofi_dtag(ep->id, seq, 0, 0);
+        msg.ignore = OFI_DRUN_MASK << OFI_DRUN_SHIFT | OFI_DTAG_MASK << OFI_DTAG_SHIFT;
     }
     if (req == NULL || req->len < tp->direct_max) {
         iov[n] = (struct iovec){ofi_dbounce(ep, seq), tp->direct_max};
@@ -274,15 +316,20 @@ static void ofi_direct_cancel_op(tp_ofi_ep_t *ep, ofi_op_t **slot)
     *slot = NULL;
 }
 
-/* Message seq (tag, len bytes) landed in req's pieces and seq's bounce
- * (req NULL: the bounce alone), every earlier message having arrived. */
+/* Message seq (CQ data: its tag and run; len bytes) landed in req's pieces
+ * and seq's bounce (req NULL: the bounce alone), every earlier message
+ * having arrived. */
 static void ofi_direct_landed(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, size_t len,
-                              uint64_t tag)
+                              uint64_t data)
 {
     uint8_t *bounce = ofi_dbounce(ep, seq);
+    uint64_t tag = ofi_dtag_of(data);
     uccl_req_t *oldest, *got;
     void *tmp;
 
+    ep->drun_seq = seq;
+    ep->drun_tag = tag;
+    ep->drun = ofi_drun_of(data);
     if (req == NULL) {
         ep->tp->direct_copied++;
         uccl_rndv_payload_arrived(&ep->rndv, seq, tag, bounce, len);
@@ -301,9 +348,8 @@ static void ofi_direct_landed(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, si
         uccl_req_complete(req, UCCL_OK, len);
         return;
     }
-    /* another tag of the same fingerprint, longer than req (which the core
-     * fails as too small if the tag was its), or a receive ahead of req took
-     * it: req's pieces and the bounce hold it */
+    /* longer than req, which the core failed as too small: req's pieces
+     * and the bounce hold it */
     tmp = malloc(len > 0 ? len : 1);
     if (tmp == NULL) {
         uccl_error("ofi (%s): out of memory moving a direct message", ep->tp->prov);
@@ -356,7 +402,7 @@ static void ofi_direct_drain(tp_ofi_ep_t *ep)
             return;
         s = ep->dslot[0];
         ep->dslot[0] = (ofi_dslot_t){0};
-        ofi_direct_landed(ep, n, s.req, s.len, s.tag);
+        ofi_direct_landed(ep, n, s.req, s.len, s.data);
     }
 }
 
@@ -375,21 +421,38 @@ static bool ofi_direct_slot_into_ok(const tp_ofi_ep_t *ep, int k, const uccl_req
     return ofi_direct_into_ok(ep, req);
 }
 
-/* The receive message dseq + k goes to if it has the tag of the oldest
- * posted receive: the k-th posted, while receives 0..k have that tag (the
- * k messages before it, if direct and of that tag, take 0..k-1; one of
- * another tag or one that came another way leaves it to the copy). */
-static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, int k, uccl_req_t *prev, uint64_t tag)
+/* The receive message dseq + k goes to if it and the k messages before it
+ * have the tag of the oldest posted receive: the k-th posted, while
+ * receives 0..k have that tag and that length (so that a message too long
+ * for one of them fails all of them, up to the k-th). */
+static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, int k, uccl_req_t *prev, uint64_t tag,
+                                        size_t len)
 {
     uccl_req_t *req = uccl_msg_posted_after(ep->base.conn, prev);
 
-    return req != NULL && req->tag == tag && ofi_direct_slot_into_ok(ep, k, req) ? req : NULL;
+    return req != NULL && req->tag == tag && req->len == len && ofi_direct_slot_into_ok(ep, k, req)
+               ? req
+               : NULL;
+}
+
+/* The run message n + k (k >= 1) of tag must carry to land in slot k:
+ * the one that says messages n..n+k-1 had tag too. Known from message
+ * n - 1's tag and run (it came directly, or n is 0); else OFI_DRUN_UNKNOWN. */
+static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t tag)
+{
+    uint64_t want;
+
+    if (ep->drun_seq != n - 1)
+        return OFI_DRUN_UNKNOWN;
+    want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    return want < OFI_DRUN_MASK ? (int)want : (int)OFI_DRUN_MASK;
 }
 
 void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
 {
     uccl_req_t *req;
     uint64_t n, now, tag;
+    size_t len;
 
     if (!ep->connected || !uccl_ofi_conn_ok(ep))
         return;
@@ -404,21 +467,26 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     if (!ofi_direct_slot_into_ok(ep, 0, req))
         req = NULL;
     tag = req != NULL ? req->tag : 0;
+    len = req != NULL ? req->len : 0;
     /* slot k into the k-th receive: the receive into its pieces goes first,
      * the bounce's behind it (slot 0) */
     for (int k = 0; k < ep->tp->direct_depth; k++) {
         ofi_dslot_t *s = &ep->dslot[k];
 
         if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req)) {
+            int run = k == 0 ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
+
             ofi_direct_cancel_op(ep, &s->op);
             if (k == 0)
                 ofi_direct_cancel_op(ep, &ep->dany);
-            if (req != NULL)
-                s->op = ofi_direct_post_recv(ep, n + (uint64_t)k, req);
-            if (req != NULL && s->op == NULL)
-                return; /* the bounce's must not go ahead of it */
+            if (req != NULL && run != OFI_DRUN_UNKNOWN) {
+                s->op = ofi_direct_post_recv(ep, n + (uint64_t)k, req, run);
+                if (s->op == NULL)
+                    return; /* the bounce's must not go ahead of it */
+            }
         }
-        req = req != NULL ? ofi_direct_next_into(ep, k + 1, s->landed ? s->req : req, tag) : NULL;
+        req = req != NULL ? ofi_direct_next_into(ep, k + 1, s->landed ? s->req : req, tag, len)
+                          : NULL;
     }
     if (ep->dany != NULL || ep->dslot[0].landed)
         return;
@@ -426,7 +494,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     if (ep->dsince == 0)
         ep->dsince = now;
     if (now - ep->dsince >= (uint64_t)ep->tp->cfg.direct_wait_us * 1000u)
-        ep->dany = ofi_direct_post_recv(ep, n, NULL);
+        ep->dany = ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY);
 }
 
 void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,
@@ -460,7 +528,7 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
     }
     if (op->off != uccl_msg_next(ep->base.conn, &oldest) && slot != NULL) {
         /* an earlier message is still on its way: this one waits in place */
-        *slot = (ofi_dslot_t){.landed = true, .req = op->dreq, .len = len, .tag = data};
+        *slot = (ofi_dslot_t){.landed = true, .req = op->dreq, .len = len, .data = data};
         return;
     }
     ofi_direct_landed(ep, op->off, op->dreq, len, data);

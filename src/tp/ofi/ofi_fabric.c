@@ -51,8 +51,9 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "tests/perf/results/ofi/s12-README.md); UCCL_OFI_PULL=1 wins", tagged, UCCL_CFG_INT),
     OFI_FIELD("DIRECT", "-1",
               "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from one piece of "
-              "registered host memory: 1 = one tagged message the provider places straight "
-              "into the receive (no RTS, no CTS; matching stays the core's), 0 = the "
+              "registered host memory, tag below 4096: 1 = one tagged message the provider "
+              "places straight into the receive (no RTS, no CTS; matching stays the core's), "
+              "0 = the "
               "rendezvous (UCCL_OFI_TAGGED), -1 = the provider's row of the quirk table (on for "
               "shm, off for tcp;ofi_rxm: tests/perf/results/ofi/s13-README.md); needs 8 bytes "
               "of remote CQ data", direct, UCCL_CFG_INT),
@@ -66,7 +67,8 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "with another tag, or no receive is posted)", direct_wait_us, UCCL_CFG_INT),
     OFI_FIELD("DIRECT_DEPTH", "0",
               "direct messages a connection posts receives for ahead (1-16): the next one, "
-              "and while the oldest posted receives have one tag, the following ones into the "
+              "and while the oldest posted receives have one tag and length, the following ones "
+              "into the "
               "following receives (each with a bounce of UCCL_OFI_DIRECT_MAX, touched only by a "
               "message longer than its receive); 0 = the provider's row of the quirk table (16 "
               "for shm, 1 elsewhere: tests/perf/results/ofi/s13-README.md)", direct_depth,

@@ -225,9 +225,10 @@ const uccl_rndv_ops_t uccl_ofi_rndv_ops = {
 uccl_status_t uccl_ofi_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tp_ofi_ep_t *ep = tp_ofi_ep(base);
+    unsigned run = uccl_ofi_direct_run(ep, req);
 
     if (uccl_ofi_direct_ok(ep, req))
-        return uccl_ofi_direct_send(ep, req);
+        return uccl_ofi_direct_send(ep, req, run);
     return uccl_rndv_send(&ep->rndv, req);
 }
 
