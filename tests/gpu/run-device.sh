@@ -7,8 +7,9 @@
 # Run from the source root: cd .gpu-src && bash tests/gpu/run-device.sh
 # ONLY=coll: build, then only the collectives on GPU memory (issue E).
 # ONLY=stream: build, then only the stream-ordered collectives
-# (tests/gpu/stream-device.sh: t_coll_gpu, the Python first-kernel case
-# STREAM_PY_RUNS times, uccl_perf coll --stream direct vs hold).
+# (tests/gpu/stream-device.sh: t_coll_gpu, t_gpu_stream_kill (a rank
+# SIGKILLed mid-call), the Python first-kernel case STREAM_PY_RUNS times,
+# uccl_perf coll --stream direct vs hold).
 # ONLY=hostcoll: CPU-only build, then only uccl_perf coll on host memory over
 # shm (tests/perf/coll-perf.sh; COLL_PERF_* narrow it) with both Open MPI
 # references, tables in $OUT/coll-perf.txt, JSON in $OUT.

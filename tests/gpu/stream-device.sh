@@ -6,8 +6,12 @@
 # test_stream_form_host_waits_first (first_kernel: a module load while the
 # call is in flight) STREAM_PY_RUNS times (default 5) with CuPy and torch,
 # under a watchdog; uccl_perf coll --mem cuda --stream, direct vs hold in
-# the same run (STREAM_OPS, default allgather alltoall bcast). Logs, tables
-# and JSON go to $OUT.
+# the same run (STREAM_OPS, default allgather alltoall bcast); and
+# t_gpu_stream_kill (3 processes on GPU 0, a stream-ordered allgather, the
+# last rank SIGKILLed with its call queued behind a gate), also with
+# T_STREAM_KILL_RACE=1 (survivors tear down without waiting for each
+# other). STREAM_PY_RUNS=0 and STREAM_OPS= skip the Python and perf parts.
+# Logs, tables and JSON go to $OUT.
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
 step() { echo "=== $* ($(date +%T))"; }
@@ -25,7 +29,19 @@ for v in "UCCL_COLL_STREAM_SEQ0=4294967270" "UCCL_COLL_STREAM=hold"; do
     grep -E "^FAIL|SKIP" "$OUT/t_coll_gpu_stream_${v%%=*}.log" | sort | uniq -c | head
 done
 
-if [ -f python/uccl/.libs/_uccl.so ]; then
+step "t_gpu_stream_kill: 3 processes on GPU 0, the last SIGKILLed mid stream-ordered allgather (UCCL_TIMEOUT_MS=3000)"
+for race in 0 1; do
+    log=$OUT/t_gpu_stream_kill$([ $race = 1 ] && echo _race).log
+    if [ $race = 1 ]; then
+        UCCL_TIMEOUT_MS=3000 T_STREAM_KILL_RACE=1 timeout 150 tests/gpu/t_gpu_stream_kill >"$log" 2>&1
+    else
+        UCCL_TIMEOUT_MS=3000 timeout 150 tests/gpu/t_gpu_stream_kill >"$log" 2>&1
+    fi
+    echo "t_gpu_stream_kill (T_STREAM_KILL_RACE=$race) exit code: $?"
+    grep -vE "^\[uccl.*(debug|info)" "$log" | head -30
+done
+
+if [ -f python/uccl/.libs/_uccl.so ] && [ "${STREAM_PY_RUNS:-5}" -gt 0 ]; then
     export top_srcdir=$src top_builddir=. uccl_python_built=yes PYTHON=${PYTHON:-python3}
     export MPIEXEC="mpirun --allow-run-as-root --oversubscribe" PYTHONUNBUFFERED=1
     step "python: test_stream_form_host_waits_first (device_sync, first_kernel) x ${STREAM_PY_RUNS:-5}, CuPy and torch"

@@ -203,9 +203,10 @@ uccl_status_t uccl_tcp_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_tcp_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 /* Queue a control frame or a read response (no request behind it). */
 uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status);
-uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id);
-/* The peer's CTS for message id: its chunks may go (false = no such message waits). */
-bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id);
+uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id, uint64_t len);
+/* The peer's CTS for message id of len bytes: its chunks may go (false = no
+ * such message waits, or it has another length). */
+bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id, uint64_t len);
 uccl_status_t uccl_tcp_queue_read_data(tcp_ep_t *ep, uint64_t id, const uint8_t *src, uint64_t len,
                                   bool gpu);
 /* Send what the endpoint has queued, within budget bytes. */

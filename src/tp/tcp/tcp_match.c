@@ -114,7 +114,7 @@ static void tcp_rndv_cts(tcp_ep_t *ep, tcp_rx_rec_t *rec)
     if (!rec->rndv || rec->cts_sent || rec->req == NULL)
         return;
     rec->cts_sent = true;
-    if (uccl_tcp_queue_cts(ep, rec->id) != UCCL_OK)
+    if (uccl_tcp_queue_cts(ep, rec->id, rec->total) != UCCL_OK)
         uccl_tcp_ep_fail(ep, "out of memory for a clear to send");
 }
 
@@ -320,9 +320,9 @@ bool uccl_tcp_rx_chunk_begin(tcp_stream_t *s)
     case TCP_FRAME_READ_REQ: return tcp_begin_read_req(s->ep, h);
     case TCP_FRAME_READ_DATA: return tcp_begin_read_data(s, h);
     case TCP_FRAME_CTS:
-        if (uccl_tcp_rndv_go(s->ep, h->id))
+        if (uccl_tcp_rndv_go(s->ep, h->id, h->total))
             return true;
-        uccl_tcp_ep_fail(s->ep, "clear to send for no message waiting for one");
+        uccl_tcp_ep_fail(s->ep, "clear to send for no message of that number and length waiting for one");
         return false;
     default: return tcp_handle_ack(s->ep, h);
     }

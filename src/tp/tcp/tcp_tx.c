@@ -142,18 +142,22 @@ uccl_status_t uccl_tcp_queue_ack(tcp_ep_t *ep, uint64_t id, uccl_status_t status
     return UCCL_OK;
 }
 
-uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id)
+uccl_status_t uccl_tcp_queue_cts(tcp_ep_t *ep, uint64_t id, uint64_t len)
 {
-    return tcp_op_new(ep, TCP_FRAME_CTS, id, 0) != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
+    return tcp_op_new(ep, TCP_FRAME_CTS, id, len) != NULL ? UCCL_OK : UCCL_ERR_NO_MEMORY;
 }
 
-bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id)
+/* CTSs come in the order the receives took their messages, mostly the send
+ * order: the one asked for is nearly always the first that waits. */
+bool uccl_tcp_rndv_go(tcp_ep_t *ep, uint64_t id, uint64_t len)
 {
     uccl_list_t *pos;
 
     uccl_list_for_each(pos, &ep->rndv_wait) {
         tcp_op_t *op = uccl_container_of(pos, tcp_op_t, wait_link);
         if (op->hdr.id == id) {
+            if (op->hdr.total != len)
+                return false; /* the receiver took another message than this */
             uccl_list_del(&op->wait_link);
             op->rndv = TCP_RNDV_GO;
             uccl_list_push_back(&ep->tx_queue, &op->tx_link);

@@ -7,8 +7,9 @@
 
 #include "core/tp_api.h"
 
-/* 2: rendezvous of large messages (TCP_FLAG_RNDV, TCP_FRAME_CTS) */
-#define TCP_WIRE_VERSION 2
+/* 2: rendezvous of large messages (TCP_FLAG_RNDV, TCP_FRAME_CTS);
+ * 3: the CTS names the message's length (version 2 sent 0) */
+#define TCP_WIRE_VERSION 3
 
 /* Address entry: version, pad, port (network order), IPv4 (network order). */
 #define TCP_ADDR_LEN 8
@@ -31,7 +32,7 @@ enum {
     TCP_FRAME_READ_REQ = 3,  /* read request (no payload): a = region id, b = remote addr */
     TCP_FRAME_READ_DATA = 4, /* read response chunk */
     TCP_FRAME_ACK = 5,       /* write done / read refused: a = status */
-    TCP_FRAME_CTS = 6,       /* clear to send (no payload): id = the message's id */
+    TCP_FRAME_CTS = 6,       /* clear to send (no payload): id = the message's id, total = its length */
 };
 
 #define TCP_FLAG_NOTIF 1u

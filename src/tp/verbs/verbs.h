@@ -222,13 +222,19 @@ extern const uccl_rndv_ops_t uccl_verbs_rndv_ops;
 uccl_status_t uccl_verbs_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_verbs_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
 
-/* ---- verbs_data.c: RDMA chunks, completions, progress */
+/* ---- verbs_data.c: RDMA chunks posted as WR chains */
 uccl_status_t uccl_verbs_post_write(uccl_tp_ep_t *ep, uccl_req_t *req);
 uccl_status_t uccl_verbs_post_read(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_verbs_data_start(tp_verbs_ep_t *ep, uccl_req_t *req);
+void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
+/* req has work requests still to post (not failed, not waiting for a restart). */
+bool uccl_verbs_req_has_work(const uccl_req_t *req);
+/* Post the pending requests' work requests, in order, while the queues have room. */
+void uccl_verbs_post_pending(tp_verbs_ep_t *ep);
+
+/* ---- verbs_cq.c: completions and progress */
 void uccl_verbs_data_wc(tp_verbs_ep_t *ep, uccl_req_t *req, uccl_status_t st);
 tp_verbs_qp_t *uccl_verbs_find_qp(tp_verbs_ep_t *ep, int rail, uint32_t qp_num);
-void uccl_verbs_req_finish(uccl_req_t *req, uccl_status_t status, size_t bytes);
 int uccl_verbs_progress(uccl_tp_t *tp);
 
 /* ---- verbs_ctrl.c: the numbered control channel and its failover */
