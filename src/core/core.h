@@ -6,6 +6,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uccl/uccl.h>
@@ -153,7 +154,12 @@ typedef struct uccl_handshake {
 
 struct uccl_engine {
     uint32_t magic;
-    pthread_mutex_t lock; /* recursive: serializes every public call */
+    /* Serializes every public call; recursive (a transport's progress may
+     * call back into the core): a plain mutex plus its holder and depth,
+     * cheaper to take and release than a PTHREAD_MUTEX_RECURSIVE one. */
+    pthread_mutex_t lock;
+    _Atomic uintptr_t lock_owner; /* pthread_self() of the holder; 0: none */
+    unsigned lock_depth;          /* the holder's nesting, used by it only */
     uccl_config_t cfg;
     uint64_t id;
     uint64_t host_id;
@@ -238,8 +244,29 @@ uccl_status_t uccl_engine_check(const uccl_engine_t *engine);
 /* Refuse malformed settings, naming each (settings.c): every transport's
  * variables, net devices, UCCL_TOPO_XML, the GPU index. */
 uccl_status_t uccl_engine_check_settings(const uccl_engine_t *engine, bool net_devices_from_params);
-static inline void uccl_engine_lock(uccl_engine_t *e) { pthread_mutex_lock(&e->lock); }
-static inline void uccl_engine_unlock(uccl_engine_t *e) { pthread_mutex_unlock(&e->lock); }
+/* Only the holder can find its own id in lock_owner (it stored it, and
+ * clears it before the mutex is let go), so a relaxed load decides
+ * "mine, nest" without a race; every other thread takes the mutex. */
+static inline void uccl_engine_lock(uccl_engine_t *e)
+{
+    uintptr_t self = (uintptr_t)pthread_self();
+
+    if (atomic_load_explicit(&e->lock_owner, memory_order_relaxed) == self) {
+        e->lock_depth++;
+        return;
+    }
+    pthread_mutex_lock(&e->lock);
+    atomic_store_explicit(&e->lock_owner, self, memory_order_relaxed);
+    e->lock_depth = 1;
+}
+
+static inline void uccl_engine_unlock(uccl_engine_t *e)
+{
+    if (--e->lock_depth > 0)
+        return;
+    atomic_store_explicit(&e->lock_owner, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&e->lock);
+}
 
 /* ---- address blob (address.c): the one parser of untrusted blobs */
 uccl_status_t uccl_address_pack(const uccl_engine_t *engine, void *buf, size_t *len);

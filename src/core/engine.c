@@ -323,7 +323,6 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
 {
     char transports[UCCL_CFG_STRING_MAX];
     bool net_devices_set = false;
-    pthread_mutexattr_t attr;
     uccl_engine_t *engine;
     uccl_status_t st;
 
@@ -347,10 +346,7 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
         st = uccl_engine_check_settings(engine, net_devices_set);
     if (st != UCCL_OK)
         goto err_free;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&engine->lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    pthread_mutex_init(&engine->lock, NULL); /* made recursive by uccl_engine_lock */
     engine->magic = UCCL_MAGIC_ENGINE;
     engine->id = uccl_random_u64();
     if (!(params != NULL && (params->field_mask & UCCL_ENGINE_PARAM_SECRET)) &&

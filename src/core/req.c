@@ -91,6 +91,13 @@ static void iov_copy(const uccl_req_t *req, size_t off, char *flat, size_t len, 
     uint8_t *addr;
     size_t n;
 
+    if (req->iovcnt == 1 && off <= req->iov[0].len && len <= req->iov[0].len - off) {
+        /* one piece (nearly every message): no walk */
+        addr = (uint8_t *)req->iov[0].addr + off;
+        if (len > 0)
+            memcpy(to_iov ? addr : (uint8_t *)flat, to_iov ? (uint8_t *)flat : addr, len);
+        return;
+    }
     uccl_req_cur_init(&cur, req, off);
     while ((n = uccl_req_cur_next(&cur, len, &addr, NULL)) > 0) {
         if (to_iov)
@@ -147,7 +154,7 @@ uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms)
 uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
 {
     uccl_engine_t *engine = NULL;
-    uint64_t deadline;
+    uint64_t deadline = 0;
     bool polled = false;
     unsigned rounds = 0;
     uccl_status_t st;
@@ -166,7 +173,6 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
     }
     if (engine == NULL)
         return UCCL_OK;
-    deadline = uccl_time_ms() + (uint64_t)effective_timeout(engine, timeout_ms);
     uccl_engine_lock(engine);
     /* a request done stays done: each round looks from the first not done on */
     for (size_t first = 0, idle = 0;;) {
@@ -176,12 +182,15 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
             break;
         /* The deadline is tested after a round of progress, never before the
          * first: a zero timeout polls once (and a poll loop of wait(0) makes
-         * progress like one of uccl_test). */
-        /* (the clock every 16th round of a long wait: it costs a TSC read) */
-        if (polled && (timeout_ms == 0 || ++rounds % 16 == 0) && uccl_time_ms() >= deadline) {
-            uccl_engine_unlock(engine);
-            return UCCL_ERR_TIMEOUT;
-        }
+         * progress like one of uccl_test). The clock is read first after
+         * that round (a wait that one round finishes, the common case with a
+         * window of one, reads none), then every 16th round (a TSC read). */
+        if (polled && timeout_ms == 0)
+            goto timeout;
+        if (polled && deadline == 0)
+            deadline = uccl_time_ms() + (uint64_t)effective_timeout(engine, timeout_ms);
+        else if (polled && ++rounds % 16 == 0 && uccl_time_ms() >= deadline)
+            goto timeout;
         polled = true;
         idle = uccl_engine_progress_locked(engine) > 0 ? 0 : idle + 1;
         /* Yield after a run of empty polls: an oversubscribed peer (or the
@@ -200,6 +209,9 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
             st = reqs[i]->status;
     uccl_engine_unlock(engine);
     return st;
+timeout:
+    uccl_engine_unlock(engine);
+    return UCCL_ERR_TIMEOUT;
 }
 
 uccl_status_t uccl_req_bytes(const uccl_req_t *req, size_t *bytes)

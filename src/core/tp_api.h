@@ -259,14 +259,12 @@ struct uccl_req {
     uint64_t tag;
     size_t len;        /* sum of iov lengths */
     uint64_t gpu_caps; /* UCCL_TP_CAP_{CUDA,ROCM}_MEM of the local pieces' memory */
-    int iovcnt;
-    uccl_req_iov_t iov[UCCL_IOV_MAX];
+    int iovcnt;        /* pieces in iov[] (at the end of the struct) */
     uccl_req_remote_t remote;
     /* nrseg > 1 (UCCL_TP_CAP_RSEG only): the request's bytes go to these
-     * ranges in turn (remote.addr is rseg[0].addr, remote.len the sum);
-     * 0: one range, remote.addr / remote.len */
+     * ranges in turn, rseg[] at the end (remote.addr is rseg[0].addr,
+     * remote.len the sum); 0: one range, remote.addr / remote.len */
     int nrseg;
-    uccl_req_rseg_t rseg[UCCL_IOV_MAX];
     bool has_notif;
     uint64_t notif;
     uint64_t msg_seq;  /* send: the connection's message number; carry it to the peer */
@@ -284,6 +282,11 @@ struct uccl_req {
     uccl_list_t conn_link;    /* conn->reqs; UCCL_OP_USER: engine->user_reqs */
     uccl_list_t match_link; /* receive: on conn->posted until matched */
     uccl_list_t pool_link;
+    /* ---- set by the core; read-only for the transport. Last: 3 KiB of
+     * which a message uses the first entries, so that the fields above,
+     * touched by every message, share few cache lines. */
+    uccl_req_iov_t iov[UCCL_IOV_MAX];
+    uccl_req_rseg_t rseg[UCCL_IOV_MAX];
 };
 
 /* Finish a request (transports call this exactly once per posted request). */

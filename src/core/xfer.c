@@ -239,7 +239,7 @@ static uccl_status_t xfer_recv_failed(uccl_conn_t *conn, const xfer_args_t *a, s
 
 uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, uccl_req_t **out)
 {
-    uccl_req_remote_t remote = {0};
+    uccl_req_remote_t remote; /* filled when a->rdesc != NULL, read only then */
     const uccl_rdesc_fields_t *fields = NULL;
     uccl_tp_ep_t *ep;
     uccl_req_t *req;
@@ -259,6 +259,7 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
         return xfer_recv_failed(conn, a, total, gpu_caps, out);
     device = gpu_caps != 0;
     if (a->rdesc != NULL) {
+        remote = (uccl_req_remote_t){0};
         /* several ranges: each checked against the descriptor (xfer_rsegs) */
         st = remote_decode_locked(conn, a->rdesc, a->nrseg > 1 ? 0 : a->roff,
                                   a->nrseg > 1 ? 0 : total, &remote, &fields);
@@ -278,7 +279,8 @@ uccl_status_t uccl_xfer_post_locked(uccl_conn_t *conn, const xfer_args_t *a, ucc
     if (req == NULL)
         return UCCL_ERR_NO_MEMORY;
     req->ep = ep;
-    req->remote = remote;
+    if (a->rdesc != NULL) /* else uccl_req_alloc's zeros stay */
+        req->remote = remote;
     if (a->rdesc != NULL && a->nrseg > 1 && (st = xfer_rsegs(a, fields, ep, req)) != UCCL_OK) {
         xfer_req_drop(req);
         return st;

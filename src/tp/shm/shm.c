@@ -318,6 +318,7 @@ static uccl_status_t shm_ep_create(uccl_tp_t *base, uccl_conn_t *conn, const ucc
     uccl_list_init(&ep->streams);
     uccl_list_init(&ep->splits);
     uccl_list_init(&ep->cma_jobs);
+    uccl_list_init(&ep->cma_spare);
     if (is_initiator) {
         st = shm_seg_create(ep);
         if (st != UCCL_OK) {

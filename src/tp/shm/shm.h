@@ -332,6 +332,8 @@ typedef struct shm_ep {
     uccl_list_t streams;   /* shm_stream_t */
     uccl_list_t splits;    /* shm_split_t */
     uccl_list_t cma_jobs;  /* shm_cma_job_t, oldest first */
+    uccl_list_t cma_spare; /* finished jobs kept for the next (a job is ~2 KiB: malloc's slow path) */
+    int ncma_spare;
     int pidfd;             /* the peer's pidfd (shm_map.c), -1 = none yet */
     shm_map_t *maps;       /* the peer's memory mapped here */
     int nmaps, capmaps;

@@ -135,6 +135,19 @@ static int shm_iov_trim(struct iovec *iov, int cnt, size_t len)
     return i;
 }
 
+/* A finished job: kept for the next one (a window's worth), else freed. */
+#define SHM_CMA_SPARE_MAX 16
+
+static void shm_cma_job_put(shm_ep_t *ep, shm_cma_job_t *job)
+{
+    if (ep->ncma_spare >= SHM_CMA_SPARE_MAX) {
+        free(job);
+        return;
+    }
+    uccl_list_push_front(&ep->cma_spare, &job->link);
+    ep->ncma_spare++;
+}
+
 uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
                             int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt)
 {
@@ -142,7 +155,12 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
 
     if (lcnt > SHM_CMA_IOV_MAX || rcnt > SHM_CMA_IOV_MAX)
         return UCCL_ERR_INVALID_PARAM;
-    job = malloc(sizeof(*job));
+    if (ep->ncma_spare > 0) {
+        job = uccl_container_of(uccl_list_pop_front(&ep->cma_spare), shm_cma_job_t, link);
+        ep->ncma_spare--;
+    } else {
+        job = malloc(sizeof(*job));
+    }
     if (job == NULL) {
         uccl_error("shm: no memory for a CMA copy of %zu bytes", init->len);
         return UCCL_ERR_NO_MEMORY;
@@ -275,7 +293,7 @@ int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
         pos = pos->next;
         uccl_list_del(&job->link);
         shm_cma_finish(ep, job, st);
-        free(job);
+        shm_cma_job_put(ep, job);
         events++;
         if (uccl_conn_status(ep->base.conn) != UCCL_OK)
             break;
@@ -286,6 +304,10 @@ int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
 void uccl_shm_cma_jobs_free(shm_ep_t *ep)
 {
     uccl_list_t *link;
+
+    while ((link = uccl_list_pop_front(&ep->cma_spare)) != NULL)
+        free(uccl_container_of(link, shm_cma_job_t, link));
+    ep->ncma_spare = 0;
 
     while ((link = uccl_list_pop_front(&ep->cma_jobs)) != NULL) {
         shm_cma_job_t *job = uccl_container_of(link, shm_cma_job_t, link);

@@ -88,28 +88,41 @@ static void shm_fill_wire_iov(const uccl_req_t *req, shm_wire_iov_t *iov, uint32
     *cnt = n;
 }
 
+/* A send that goes whole into the ring (GPU sources always take the staged
+ * stream: rendezvous, then DATA). */
+static bool shm_send_is_eager(const shm_ep_t *ep, const uccl_req_t *req, bool gpu)
+{
+    return req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu;
+}
+
+/* An eager send into the ring, finished at once; false = ring full.
+ * tracked: it has an id (it waited in txq), which dies now. */
+static bool shm_tx_eager(shm_ep_t *ep, uccl_req_t *req, bool tracked)
+{
+    size_t size = sizeof(shm_pkt_eager_t) + req->len;
+    shm_pkt_eager_t *pkt = uccl_spsc_reserve(&ep->tx, size);
+
+    if (pkt == NULL)
+        return false;
+    pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_EAGER, (uint32_t)size};
+    pkt->tag = req->tag;
+    pkt->len = req->len;
+    pkt->seq = req->msg_seq;
+    uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
+    uccl_spsc_commit(&ep->tx, size);
+    if (tracked)
+        uccl_shm_req_untrack(ep, req);
+    uccl_req_complete(req, UCCL_OK, req->len);
+    return true;
+}
+
 /* Try to put one send or RMA request into the ring; false = ring full. */
 static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 {
     bool gpu = uccl_stage_req_is_gpu(req);
 
-    /* GPU sources always take the staged stream (rendezvous, then DATA) */
-    if (req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu) {
-        size_t size = sizeof(shm_pkt_eager_t) + req->len;
-        shm_pkt_eager_t *pkt = uccl_spsc_reserve(&ep->tx, size);
-
-        if (pkt == NULL)
-            return false;
-        pkt->hdr = (shm_pkt_hdr_t){SHM_PKT_EAGER, (uint32_t)size};
-        pkt->tag = req->tag;
-        pkt->len = req->len;
-        pkt->seq = req->msg_seq;
-        uccl_req_iov_copy_out(req, 0, pkt + 1, req->len);
-        uccl_spsc_commit(&ep->tx, size);
-        uccl_shm_req_untrack(ep, req);
-        uccl_req_complete(req, UCCL_OK, req->len);
-        return true;
-    }
+    if (shm_send_is_eager(ep, req, gpu))
+        return shm_tx_eager(ep, req, true);
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
         shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size + sizeof(shm_wire_iov_t));
@@ -154,6 +167,10 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
  * only when nothing is queued before it. */
 static uccl_status_t shm_post_tx(shm_ep_t *ep, uccl_req_t *req)
 {
+    /* an eager send that fits now needs no id: it is done before we return */
+    if (uccl_list_empty(&ep->txq) && shm_send_is_eager(ep, req, uccl_stage_req_is_gpu(req)) &&
+        shm_tx_eager(ep, req, false))
+        return UCCL_OK;
     if (uccl_shm_req_track(ep, req) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
     if (uccl_list_empty(&ep->txq) && shm_tx_req(ep, req))
