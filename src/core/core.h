@@ -25,6 +25,7 @@
 #define UCCL_MAGIC_CONN 0x4e4e4f43u
 #define UCCL_MAGIC_MR 0x524d4343u
 #define UCCL_MAGIC_DEAD 0xdeadbeefu
+#define UCCL_ENGINE_SWORDS 64 /* stream words tracked per engine (stream_ops.c) */
 
 #define UCCL_HOSTNAME_MAX 64
 
@@ -197,6 +198,21 @@ struct uccl_engine {
     pthread_t hold_thread;
     int hold_thread_state;
     int hold_stop;
+    /* Stream words (uccl_stream_word_alloc) and the last value a WRITE op of
+     * uccl_stream_ops put on a caller's stream for each (stream_ops.c): the
+     * caller's streams have passed every call of the engine enqueued so far
+     * once each word reached its value (uccl_engine_streams_passed). Slots
+     * are set and cleared under the engine lock, read and written with
+     * atomics from the callers' threads; words beyond the table count in
+     * sword_untracked (then no stream counts as passed). */
+    struct uccl_sword {
+        void *dev;
+        uint32_t *host;
+        uint32_t last;
+        int written;
+    } sword[UCCL_ENGINE_SWORDS];
+    int nsword; /* slots in use so far (a high-water mark) */
+    int sword_untracked;
     uccl_list_t msg_tails; /* writemsg requests whose notifying piece is due */
     uccl_pool_t req_pool;
     uccl_pool_t mr_pool;

@@ -1,7 +1,8 @@
 /* Stream operations on the caller's stream (uccl.h): a copy, a value
  * written and a value waited for, enqueued from the calling thread through
- * the GPU layer. No engine state is touched: the engine only vouches that
- * the caller runs one (and a GPU runtime). */
+ * the GPU layer. The only engine state touched: the last value a batch
+ * writes into each of the engine's stream words, so that transports learn
+ * when the caller's streams passed every call (uccl_engine_streams_passed). */
 #include "core.h"
 #include "gpu/gpu.h"
 
@@ -87,6 +88,43 @@ static uccl_status_t run_issue(uccl_gpu_stream_t s, const uccl_stream_op_t *ops,
     return UCCL_OK;
 }
 
+/* A WRITE into one of the engine's stream words: note its value before
+ * the batch is enqueued (a pointer the batch uses stays mapped until the
+ * stream passed it). */
+static void sword_note(uccl_engine_t *engine, const uccl_stream_op_t *ops, size_t n)
+{
+    int ns = __atomic_load_n(&engine->nsword, __ATOMIC_ACQUIRE);
+
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].kind != UCCL_STREAM_OP_WRITE || ops[i].len != 4)
+            continue;
+        for (int k = 0; k < ns; k++) {
+            struct uccl_sword *w = &engine->sword[k];
+            if (__atomic_load_n(&w->dev, __ATOMIC_ACQUIRE) != ops[i].addr)
+                continue;
+            __atomic_store_n(&w->last, (uint32_t)ops[i].value, __ATOMIC_RELEASE);
+            __atomic_store_n(&w->written, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    }
+}
+
+bool uccl_engine_streams_passed(uccl_engine_t *engine)
+{
+    int ns = __atomic_load_n(&engine->nsword, __ATOMIC_ACQUIRE);
+
+    if (__atomic_load_n(&engine->sword_untracked, __ATOMIC_ACQUIRE) > 0)
+        return false;
+    for (int k = 0; k < ns; k++) {
+        struct uccl_sword *w = &engine->sword[k];
+        uint32_t *host = __atomic_load_n(&w->host, __ATOMIC_ACQUIRE);
+        if (host != NULL && __atomic_load_n(&w->written, __ATOMIC_ACQUIRE) &&
+            !uccl_stream_word_reached(host, __atomic_load_n(&w->last, __ATOMIC_ACQUIRE)))
+            return false;
+    }
+    return true;
+}
+
 uccl_status_t uccl_stream_ops(uccl_engine_t *engine, void *stream, const uccl_stream_op_t *ops, size_t n,
                               unsigned flags)
 {
@@ -99,6 +137,7 @@ uccl_status_t uccl_stream_ops(uccl_engine_t *engine, void *stream, const uccl_st
     for (size_t i = 0; i < n; i++)
         if (!op_ok(&ops[i]))
             return UCCL_ERR_INVALID_PARAM;
+    sword_note(engine, ops, n);
     for (size_t i = 0; st == UCCL_OK && i < n;) {
         bool copy = ops[i].kind == UCCL_STREAM_OP_COPY;
         size_t k = 1;
@@ -115,21 +154,54 @@ uccl_status_t uccl_stream_ops(uccl_engine_t *engine, void *stream, const uccl_st
 uccl_status_t uccl_stream_word_alloc(uccl_engine_t *engine, uint32_t **host, void **dev)
 {
     uccl_status_t st = uccl_engine_check(engine);
+    int k;
 
     if (st != UCCL_OK)
         return st;
     if (host == NULL || dev == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    return uccl_gpu_flags_alloc(1, host, dev);
+    st = uccl_gpu_flags_alloc(1, host, dev);
+    if (st != UCCL_OK)
+        return st;
+    uccl_engine_lock(engine);
+    for (k = 0; k < engine->nsword; k++)
+        if (engine->sword[k].host == NULL)
+            break;
+    if (k < UCCL_ENGINE_SWORDS) {
+        struct uccl_sword *w = &engine->sword[k];
+        __atomic_store_n(&w->written, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&w->host, *host, __ATOMIC_RELEASE);
+        __atomic_store_n(&w->dev, *dev, __ATOMIC_RELEASE);
+        if (k == engine->nsword)
+            __atomic_store_n(&engine->nsword, k + 1, __ATOMIC_RELEASE);
+    } else {
+        engine->sword_untracked++;
+    }
+    uccl_engine_unlock(engine);
+    return UCCL_OK;
 }
 
 uccl_status_t uccl_stream_word_free(uccl_engine_t *engine, uint32_t *host)
 {
     uccl_status_t st = uccl_engine_check(engine);
+    int k;
 
     if (st != UCCL_OK)
         return st;
-    return host == NULL ? UCCL_ERR_INVALID_PARAM : uccl_gpu_flags_free(host);
+    if (host == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    uccl_engine_lock(engine);
+    for (k = 0; k < engine->nsword; k++)
+        if (engine->sword[k].host == host)
+            break;
+    if (k < engine->nsword) {
+        __atomic_store_n(&engine->sword[k].dev, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&engine->sword[k].host, NULL, __ATOMIC_RELEASE);
+    } else if (engine->sword_untracked > 0) {
+        engine->sword_untracked--;
+    }
+    uccl_engine_unlock(engine);
+    return uccl_gpu_flags_free(host);
 }
 
 int uccl_stream_word_reached(const uint32_t *host, uint32_t value)

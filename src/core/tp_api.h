@@ -436,6 +436,15 @@ bool uccl_tp_host_shared(const void *addr, size_t len, int *fd, uint64_t *base, 
  * (cudaIpcCloseMemHandle, cudaFree, cudaFreeHost): defer it. */
 int uccl_engine_stream_holds(const uccl_engine_t *engine);
 
+/* Have the caller's streams passed every stream-ordered call of this engine
+ * enqueued so far? True when each stream word (uccl_stream_word_alloc) has
+ * reached the last value a uccl_stream_ops WRITE enqueued for it; false
+ * while one has not, or while words are not tracked. A transport that
+ * handed out a pointer (rdesc_ptr) for such calls closes its mapping only
+ * then: until a failed call's stream is released (by this engine's
+ * progress) its copies may still be queued behind a wait. */
+bool uccl_engine_streams_passed(uccl_engine_t *engine);
+
 /* ================================================================ topology and NICs
  * The engine loads the machine topology at most once (on first use, with
  * UCCL_TOPO_XML and the GPU runtime's ordinals) and shares it with every

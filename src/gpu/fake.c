@@ -18,15 +18,16 @@
  *   in another process maps the object as memory of the caller's current
  *   device (opening the same handle again there counts references, as the
  *   CUDA driver does; a handle of the caller's own allocation is refused, as
- *   CUDA refuses it). Closing a mapping that queued copies still use fails
- *   those copies, where a GPU would fault. Malformed handles, names not of
- *   this backend and objects that no longer exist give UCCL_ERR_INVALID_PARAM
- *   or UCCL_ERR_NOT_FOUND with an error line, never a crash.
+ *   CUDA refuses it). Closing a mapping runs the streams first; copies into
+ *   it still queued behind a wait not met then fail, where a GPU would block
+ *   in the close (tests/gpu/results/1xH200-rev14). Malformed handles, names
+ *   not of this backend and objects that no longer exist give
+ *   UCCL_ERR_INVALID_PARAM or UCCL_ERR_NOT_FOUND with an error line.
  * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED.
  * - uccl_gpu_free and uccl_gpu_ipc_close synchronize the device, as their
- *   CUDA twins do: called while a stream of the process waits on a host
- *   flag that is not set (uccl_gpu_stream_wait_value), they would wait
- *   forever on a GPU, so here they abort with a message saying so.
+ *   CUDA twins do (the close waits for every stream, even unrelated ones):
+ *   called while a stream waits on a host flag not set (uccl_gpu_stream_
+ *   wait_value), they would wait forever on a GPU: here they abort, saying so.
  * As with CUDA, a process must fork before its first GPU call: a child
  * forked later inherits the parent's allocations as its own. */
 #include <errno.h>
@@ -329,8 +330,7 @@ uccl_status_t uccl_gpu_free(void *ptr)
 
     if (ptr == NULL)
         return UCCL_OK;
-    uccl_fake_device_sync_check("uccl_gpu_free");
-    uccl_fake_streams_flush(-1); /* cudaFree waits for the device */
+    uccl_fake_device_sync("uccl_gpu_free");
     if (!alloc_remove(ptr, FAKE_OWNED, &a)) {
         uccl_error("fake GPU: free of %p, which uccl_gpu_malloc did not return", ptr);
         return UCCL_ERR_INVALID_PARAM;
@@ -533,7 +533,7 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
     bool last = false;
     int queued;
 
-    uccl_fake_device_sync_check("uccl_gpu_ipc_close"); /* cudaIpcCloseMemHandle syncs the device */
+    uccl_fake_device_sync("uccl_gpu_ipc_close");
     pthread_mutex_lock(&fake_lock);
     e = alloc_at_locked(base, FAKE_MAPPED);
     if (e != NULL) {
@@ -551,8 +551,8 @@ uccl_status_t uccl_gpu_ipc_close(void *base)
         return UCCL_OK;
     queued = uccl_fake_streams_fault_range(a.base, a.size);
     if (queued > 0)
-        uccl_error("fake GPU: IPC mapping %p closed while %d queued copies still use it: they fail "
-                   "(a GPU would fault)", base, queued);
+        uccl_error("fake GPU: IPC mapping %p closed while %d queued copies into it wait behind a wait not "
+                   "met: a GPU would block in this close until it is; here they fail", base, queued);
     munmap(a.base, a.size);
     return UCCL_OK;
 }

@@ -80,10 +80,11 @@ void uccl_fake_ctx_touch(int device);
 /* Run every copy queued on the streams of device (-1: all devices), as a
  * cudaDeviceSynchronize does. */
 void uccl_fake_streams_flush(int device);
-/* Abort, naming what, when a stream of the process waits on a host flag
- * that is not set: a call that synchronizes the device would hang there on a
- * GPU (the library must not make one while it holds a caller's stream). */
-void uccl_fake_device_sync_check(const char *what);
+/* What a call that synchronizes the device (what: its name) does first:
+ * abort when a stream of the process waits on a host flag that is not set
+ * (it would hang there on a GPU; the library must not make one while it
+ * holds a caller's stream), else run every stream as far as it goes. */
+void uccl_fake_device_sync(const char *what);
 /* Make every copy still queued that reads or writes [base, base + len) fail
  * instead of running (the memory is going away under it); returns how many. */
 int uccl_fake_streams_fault_range(const void *base, size_t len);

@@ -138,7 +138,7 @@ void uccl_gpu_flags_poll(void)
     uccl_fake_streams_flush(-1);
 }
 
-void uccl_fake_device_sync_check(const char *what)
+void uccl_fake_device_sync(const char *what)
 {
     uccl_list_t *pos;
     bool held = false;
@@ -161,4 +161,5 @@ void uccl_fake_device_sync_check(const char *what)
                    "not set yet: on a GPU this call would never return", what);
         abort();
     }
+    uccl_fake_streams_flush(-1);
 }

@@ -8,9 +8,9 @@
 # under a watchdog; uccl_perf coll --mem cuda --stream, direct vs hold in
 # the same run (STREAM_OPS, default allgather alltoall bcast); and
 # t_gpu_stream_kill (3 processes on GPU 0, a stream-ordered allgather, the
-# last rank SIGKILLed with its call queued behind a gate), also with
-# T_STREAM_KILL_RACE=1 (survivors tear down without waiting for each
-# other). STREAM_PY_RUNS=0 and STREAM_OPS= skip the Python and perf parts.
+# last rank SIGKILLed with its call queued behind a gate; survivors tear
+# down without waiting for each other), also with T_STREAM_KILL_MEET=1
+# (survivors meet before teardown). STREAM_PY_RUNS=0 and STREAM_OPS= skip the Python and perf parts.
 # Logs, tables and JSON go to $OUT.
 set -u
 OUT=${OUT:-/tmp/uccl-gpu-out}
@@ -30,14 +30,14 @@ for v in "UCCL_COLL_STREAM_SEQ0=4294967270" "UCCL_COLL_STREAM=hold"; do
 done
 
 step "t_gpu_stream_kill: 3 processes on GPU 0, the last SIGKILLed mid stream-ordered allgather (UCCL_TIMEOUT_MS=3000)"
-for race in 0 1; do
-    log=$OUT/t_gpu_stream_kill$([ $race = 1 ] && echo _race).log
-    if [ $race = 1 ]; then
-        UCCL_TIMEOUT_MS=3000 T_STREAM_KILL_RACE=1 timeout 150 tests/gpu/t_gpu_stream_kill >"$log" 2>&1
+for meet in 0 1; do
+    log=$OUT/t_gpu_stream_kill$([ $meet = 1 ] && echo _meet).log
+    if [ $meet = 1 ]; then
+        UCCL_TIMEOUT_MS=3000 T_STREAM_KILL_MEET=1 timeout 150 tests/gpu/t_gpu_stream_kill >"$log" 2>&1
     else
         UCCL_TIMEOUT_MS=3000 timeout 150 tests/gpu/t_gpu_stream_kill >"$log" 2>&1
     fi
-    echo "t_gpu_stream_kill (T_STREAM_KILL_RACE=$race) exit code: $?"
+    echo "t_gpu_stream_kill (T_STREAM_KILL_MEET=$meet) exit code: $?"
     grep -vE "^\[uccl.*(debug|info)" "$log" | head -30
 done
 

@@ -4,14 +4,17 @@
  * dead process's stream stops with it). NRANKS processes, forked before
  * any GPU runtime call, share GPU 0 over gpu_ipc; the comm is bootstrapped
  * over shared memory, so no launcher sees a rank die. One stream-ordered
- * allgather first proves the direct path and its bytes; then the last rank
+ * allgather first proves the direct path and its bytes; a loop of calls into
+ * fresh receive buffers, each freed after (plans evicted, regions revoked),
+ * must not grow the count of peer mappings (fake backend); then the last rank
  * posts another behind a gate on its stream (a wait on a device word nobody
  * sets) and is killed once every rank's part is queued. Each survivor's
  * request must end with UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT within
  * UCCL_TIMEOUT_MS (+ slack), its stream must go on (the sync returns, copies
  * queued after it run and their bytes arrive) and the next stream call on
- * the comm must fail at once. A hang is killed by the parent's watchdog and
- * reported. Without a GPU: "skipped: no GPU", exit 77. */
+ * the comm must fail at once; then the survivors tear down at once (their
+ * comm destroy revokes buffers another survivor's stream may still copy
+ * into). A hang is killed by the parent's watchdog and reported. Without a GPU: "skipped: no GPU", exit 77. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -153,6 +156,64 @@ static void warm_call(rank_ctx_t *x)
         fail("the first stream call did not take the direct path (every peer is on gpu_ipc)");
 }
 
+/* Mappings of the peers' device memory in this process: on the fake
+ * backend, the peers' shared-memory objects in /proc/self/maps (-1
+ * elsewhere: a GPU's mappings are not counted there). */
+static int peer_mappings(void)
+{
+    char line[512], mine[64];
+    int n = 0;
+    FILE *f;
+
+    if (strcmp(uccl_gpu_backend(), "fake") != 0 || (f = fopen("/proc/self/maps", "r")) == NULL)
+        return -1;
+    snprintf(mine, sizeof(mine), "/uccl-fakegpu-%d-", (int)getpid());
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, "/uccl-fakegpu-") != NULL && strstr(line, mine) == NULL)
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Stream calls into a fresh receive buffer each round, freed after it:
+ * every round's plan is evicted and the peers revoke their old buffers.
+ * Mappings of revoked regions that a stream used close only once the
+ * streams passed (gpu_ipc), so they must not pile up: the count of peer
+ * mappings stays flat from round EVICT_FLAT on. */
+#define EVICT_ROUNDS 24
+#define EVICT_FLAT 6
+static void evict_loop(rank_ctx_t *x)
+{
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = x->ds, .count = LEN};
+    int flat = -1, n = -1;
+
+    for (int i = 0; i < EVICT_ROUNDS && failures == 0; i++) {
+        uccl_req_t *req = NULL;
+        void *dr = NULL;
+        if (uccl_mem_alloc(x->e, UCCL_MEM_CUDA, (size_t)NRANKS * LEN, &dr) != UCCL_OK) {
+            fail("a receive buffer for eviction round %d", i);
+            return;
+        }
+        a.recvbuf = dr;
+        expect(uccl_coll_post_stream(x->comm, &a, x->s, &req), UCCL_OK, "a stream call of the eviction loop");
+        if (req != NULL) {
+            expect(uccl_wait(req, -1), UCCL_OK, "its request");
+            uccl_req_free(req);
+        }
+        expect(uccl_gpu_stream_sync(x->s), UCCL_OK, "the stream after it");
+        check_allgather(dr, 0, "a stream call of the eviction loop");
+        expect(uccl_mem_free(x->e, dr), UCCL_OK, "freeing its receive buffer");
+        n = peer_mappings();
+        if (i == EVICT_FLAT)
+            flat = n;
+    }
+    printf("rank %d: peer mappings after %d rounds of fresh receive buffers: %d (%d after round %d)\n",
+           my_rank, EVICT_ROUNDS, n, flat, EVICT_FLAT);
+    if (n > flat + 2)
+        fail("peer mappings grow with plan evictions: %d after round %d, %d after round %d", flat, EVICT_FLAT,
+             n, EVICT_ROUNDS);
+}
+
 /* A survivor: its request fails in time, its stream goes on, the comm's
  * stream path is closed. */
 static void survive(rank_ctx_t *x, uccl_req_t *req, int timeout_ms)
@@ -234,6 +295,7 @@ static int rank_main(int timeout_ms)
         return 1;
     }
     warm_call(&x);
+    evict_loop(&x);
     a.sendbuf = x.ds;
     a.recvbuf = x.dr;
     if (my_rank == last) /* nothing after this runs until the gate opens */
@@ -249,13 +311,15 @@ static int rank_main(int timeout_ms)
     while (atomic_load(&sh->queued) < NRANKS)
         usleep(100);
     survive(&x, req, timeout_ms);
-    /* Teardown waits for the other survivors: after the failure a
-     * survivor's stream may still copy into another's receive buffer, and
-     * deregistering it (comm destroy) makes that one close the mapping under
-     * its stream (the fake backend fails those copies: "a GPU would fault").
-     * T_STREAM_KILL_RACE=1 skips the wait to show it. */
+    /* Teardown at once: after the failure another survivor's stream may
+     * still have copies into this one's receive buffer queued, behind a
+     * wait that only its own progress releases once it sees the failure;
+     * deregistering the buffer (comm destroy) revokes the region there, and
+     * gpu_ipc must not close the mapping under that stream (cudaIpcClose
+     * MemHandle would wait for it forever; the fake fails the copies).
+     * T_STREAM_KILL_MEET=1: survivors meet first (the race cannot form). */
     atomic_fetch_add(&sh->checked, 1);
-    for (struct timespec t0 = {0}; getenv("T_STREAM_KILL_RACE") == NULL &&
+    for (struct timespec t0 = {0}; getenv("T_STREAM_KILL_MEET") != NULL &&
                                    atomic_load(&sh->checked) < NRANKS - 1;) {
         if (t0.tv_sec == 0)
             clock_gettime(CLOCK_MONOTONIC, &t0);

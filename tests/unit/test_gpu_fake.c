@@ -211,24 +211,42 @@ static void ipc_open_close(const uccl_gpu_ipc_handle_t *h)
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_close(p), UCCL_ERR_INVALID_PARAM); /* no reference left */
 }
 
-/* Closing a mapping that a queued copy reads fails that copy (a GPU would
- * fault), and the event after it says so. */
+/* Closing a mapping waits for the device, as cudaIpcCloseMemHandle does
+ * (tests/gpu/results/1xH200-rev14): a copy queued from it runs first. One
+ * queued behind a stream wait not met would block a GPU's close; the fake
+ * fails it instead, and the event after it says so. */
 static void ipc_close_under_copy(const uccl_gpu_ipc_handle_t *h)
 {
     uccl_gpu_stream_t s;
     uccl_gpu_event_t e;
-    char *p = NULL, dst[8] = "";
+    uint32_t *word = NULL, one = 1;
+    char *p = NULL, dst[8] = "", want;
 
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_open(h, (void **)&p), UCCL_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    want = p[0];
     UNIT_ASSERT_STATUS(uccl_gpu_stream_create(&s), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_event_create(&e, 0), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_memcpy_async(dst, p, 4, s), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_event_record(e, s), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_ipc_close(p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_event_sync(e), UCCL_OK);
+    CU_ASSERT(want != '\0' && dst[0] == want);
+
+    dst[0] = '\0';
+    UNIT_ASSERT_STATUS(uccl_gpu_malloc((void **)&word, sizeof(*word)), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_memset(word, 0, sizeof(*word)), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_open(h, (void **)&p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_stream_wait_geq(s, word, 1, 4), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_memcpy_async(dst, p, 4, s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_event_record(e, s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_ipc_close(p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_memcpy(word, &one, sizeof(one)), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_event_sync(e), UCCL_ERR_IO);
     CU_ASSERT_EQUAL(dst[0], '\0');
     UNIT_ASSERT_STATUS(uccl_gpu_event_destroy(e), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_gpu_stream_destroy(s), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_gpu_free(word), UCCL_OK);
 }
 
 /* Handles that must be refused: garbage, a name not of this backend, no

@@ -80,6 +80,9 @@ typedef struct ipc_map {
     int refs;
     int ptr_refs;    /* of uccl_rdesc_ptr (ep->ptr_maps): until the region's revoke; at
                       * ep_destroy such a mapping moves to tp->orphans */
+    bool ptr_used;   /* a pointer into it went out (uccl_rdesc_ptr): once retired, it is
+                      * closed only when the caller's streams passed every stream-ordered
+                      * call (uccl_engine_streams_passed), or at transport close */
     bool own;        /* orphaned: the peer was this process (nothing to close) */
     int dev;         /* orphaned: the device it was opened on */ /* 1 for the announcement + 1 per grant */
     uccl_list_t link;

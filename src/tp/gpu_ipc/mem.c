@@ -236,10 +236,19 @@ void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
         map_retire(ep, map);
 }
 
-/* Close retired mappings once no copy may use them (all = ep going away). */
+/* Close retired mappings once no copy may use them (all = ep going away).
+ * One that a pointer of uccl_rdesc_ptr reached waits until the caller's
+ * streams passed every stream-ordered call of the engine: a peer that
+ * deregisters its region after a failure (its comm destroyed) does not know
+ * that this process's stream still has copies into it queued, perhaps
+ * behind a wait that only this engine's progress releases. Closing it then
+ * would wait for that stream forever (cudaIpcCloseMemHandle waits for the
+ * device: tests/gpu/results/1xH200-rev14) or, where it did not, let the
+ * copies fault. At the ep's end such a mapping moves to the orphans. */
 void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
 {
     uccl_list_t *pos, *tmp;
+    bool passed;
 
     if (!all && !uccl_list_empty(&ep->ops))
         return;
@@ -250,12 +259,14 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     if (all)
         while (!uccl_list_empty(&ep->maps))
             map_retire(ep, uccl_list_first(&ep->maps, ipc_map_t, link));
+    passed = uccl_engine_streams_passed(ep->tp->base.engine);
     uccl_list_for_each_safe(pos, tmp, &ep->zombies) {
         ipc_map_t *map = uccl_container_of(pos, ipc_map_t, link);
-        if (map->ptr_refs > 0 && !all)
+        bool busy = map->ptr_refs > 0 || (map->ptr_used && !passed);
+        if (busy && !all)
             continue;
         uccl_list_del(&map->link);
-        if (map->ptr_refs > 0) {
+        if (busy) {
             map->own = ep->peer_pid == ep->tp->base.params->pid;
             map->dev = ep->peer_device;
             uccl_list_push_back(&ep->tp->orphans, &map->link);
@@ -267,6 +278,7 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     }
 }
 
+/* At transport close, or from progress once the streams passed. */
 void uccl_gpu_ipc_orphans_close(ipc_tp_t *tp)
 {
     while (!uccl_list_empty(&tp->orphans)) {
@@ -376,8 +388,9 @@ void uccl_gpu_ipc_ptr_refused(ipc_ep_t *ep, uint64_t region_id)
 
 /* The mapping stays (a reference of its own) until the peer revokes the
  * region (deregistered: uccl.h asks the peer to keep it registered while
- * the pointer is used) or the ep goes; then, if the peer failed, it moves
- * to the transport's orphans (a stream may still write there). A new
+ * the pointer is used) or the ep goes, and after that until the caller's
+ * streams passed (uccl_gpu_ipc_maps_release): a stream may still write
+ * there. A new
  * allocation at the same address gets a new mapping: CUDA may hand out the
  * same IPC handle bytes for it, so the old one must be gone by then. */
 uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_t *r, void **ptr)
@@ -415,6 +428,7 @@ uccl_status_t uccl_gpu_ipc_remote_ptr(uccl_tp_ep_t *base, const uccl_req_remote_
             return st;
         map->refs++;
         map->ptr_refs++;
+        map->ptr_used = true;
         uccl_hmap_del(&ep->ptr_asked, r->region_id);
     }
     if (r->addr < map->key || r->len > map->size || r->addr - map->key > map->size - r->len)
