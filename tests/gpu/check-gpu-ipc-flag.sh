@@ -3,11 +3,15 @@
 # on the fake GPU backend; uccl_perf verifies every size's last window byte
 # for byte, and the profile (UCCL_GPU_IPC_PROF=1) counts the flag writes
 # ("flag write") and the completed stream and event queries:
-# - two processes on one GPU (UCCL_FAKE_GPU_COUNT=1), the default (on):
-#   write, read and send, window 1 and 16: one flag write per window at
-#   least, no completed stream or event query at all (but for send at
+# - two processes on one GPU (UCCL_FAKE_GPU_COUNT=1), the default (fences
+#   of one transfer): write, read and send at window 1, and with every
+#   fence flagged (FLAG_DONE=4096) at window 16: one flag write per window
+#   at least, no completed stream or event query at all (but for send at
 #   window 16: a fence closed while a flagged one is in flight is queried,
 #   flag.c);
+# - the default at window 16: a write window's fence holds 16 transfers:
+#   fewer flag writes than windows, the rest queried;
+# - FLAG_DONE out of range (4097) fails engine creation naming it;
 # - two GPUs (each rank its own fake GPU): no flag write (within one GPU only);
 # - FLAG_DONE=0: no flag write, the completion queried as before.
 # A copy that fails under a flagged fence is t_gpu_fault's (FAIL_COPY cases).
@@ -62,11 +66,23 @@ check() {
 one="UCCL_FAKE_GPU_COUNT=1"
 for op in write read send; do
     check "${op}_w1" $op 1 15 200 $one
-    check "${op}_w16" $op 16 15 3200 $one
+    check "${op}_w16" $op 16 15 3200 $one UCCL_GPU_IPC_FLAG_DONE=4096
 done
+check limit_w16 write 16 0 14 $one
 check two_gpus write 1 0 0
 check two_gpus_send send 16 0 0
 check off_w1 write 1 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
 check off_send send 16 0 0 $one UCCL_GPU_IPC_FLAG_DONE=0
+if run range write 1 $one UCCL_GPU_IPC_FLAG_DONE=4097; then
+    cat "$tmp/range"
+    echo "FAIL: UCCL_GPU_IPC_FLAG_DONE=4097 must fail engine creation"
+    fail=1
+elif ! grep -q "FLAG_DONE" "$tmp/range"; then
+    cat "$tmp/range"
+    echo "FAIL: UCCL_GPU_IPC_FLAG_DONE=4097: no message naming the setting"
+    fail=1
+else
+    echo "range: refused: $(grep -m1 "FLAG_DONE" "$tmp/range")"
+fi
 [ $fail = 0 ] || exit 1
 echo "PASS: gpu_ipc fences told by a host word"

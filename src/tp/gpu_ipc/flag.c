@@ -32,7 +32,12 @@
  * 0.3 us record). The stream write costs the CPU 1-1.5 us, a completed
  * query 1.5-2 us: a receiver whose window of sends arrives over several
  * progress calls closes a fence in each, and a write for each can cost
- * more than the events (send, window 16: tests/gpu/results/1xH200-gpu14). */
+ * more than the events (send, window 16: tests/gpu/results/1xH200-gpu14).
+ * And only fences of at most FLAG_DONE transfers (default 1: a transfer
+ * waited for alone, where the query's cost is not shared): one H200, two
+ * processes, window 1, send 0.85-0.99x a plain copy with 1 against
+ * 0.83-0.87 with every fence flagged and 0.68-0.83 with none; write and
+ * window 16 the same within noise (tests/gpu/results/1xH200-s14-flag). */
 #include "tp/gpu_ipc/ipc.h"
 
 void uccl_gpu_ipc_flag_setup(ipc_tp_t *tp)
@@ -61,7 +66,8 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
     uint64_t t0;
     uccl_status_t st;
 
-    if (tp->flag_host == NULL || f->streams != 1u || f->cross || tp->flag_inflight > 0)
+    if (tp->flag_host == NULL || f->streams != 1u || f->cross || tp->flag_inflight > 0 ||
+        f->refs > tp->cfg.flag_done)
         return false;
     t0 = IPC_PROF_T0(tp->cfg.prof);
     st = uccl_gpu_stream_write(tp->streams[0], word, seq, sizeof(uint32_t));

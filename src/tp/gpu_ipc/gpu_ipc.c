@@ -74,10 +74,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "(0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
     {"FLAG_DONE", "1",
-     "a fence whose copies all went to stream 0 queues a stream write of its number into a word of "
-     "mapped host memory, and progress reads that word instead of querying the stream or an event "
-     "(a completed query costs the CPU 1.5-2 us; 0 = query, see LAZY_EVENT)",
-     offsetof(ipc_cfg_t, flag_done), UCCL_CFG_BOOL},
+     "a fence of at most this many transfers whose copies all went to stream 0 queues a stream write "
+     "of its number into a word of mapped host memory, and progress reads that word instead of "
+     "querying the stream or an event (a completed query costs the CPU 1.5-2 us, the write 1-1.5 us; "
+     "0 = never: query, see LAZY_EVENT; 1..4096)",
+     offsetof(ipc_cfg_t, flag_done), UCCL_CFG_INT},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
@@ -170,6 +171,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
         !uccl_cfg_in_range(&ipc_cfg_table, "SM_BLOCKS", cfg.sm_blocks, 1, 1024) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM", cfg.batch_sm, 0, IPC_BATCH_MAX) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM_BLOCKS", cfg.batch_sm_blocks, 1, 65535) ||
+        !uccl_cfg_in_range(&ipc_cfg_table, "FLAG_DONE", cfg.flag_done, 0, 4096) ||
         !uccl_cfg_in_range(&ipc_cfg_table, "SM_UNROLL", cfg.sm_unroll, 4, 8) || !unroll_ok(cfg.sm_unroll) ||
         uccl_gpu_ipc_copy_mode(&cfg) < 0)
         return UCCL_ERR_INVALID_PARAM;

@@ -152,7 +152,7 @@ typedef struct ipc_cfg {
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
-    int flag_done;  /* fences told by a host word (flag.c) */
+    int flag_done;  /* fences of at most this many ops told by a host word (flag.c) */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
     size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
