@@ -239,20 +239,27 @@ static void check_ahead(void)
     CU_ASSERT_EQUAL(tb->direct_placed - placed, 3u);
 }
 
-/* shm: the quirk row's depth (16); tcp;ofi_rxm: UCCL_OFI_DIRECT_DEPTH=4. */
+/* The pair of the receives-ahead cases: shm (i 0) at the quirk row's
+ * depth (16), tcp;ofi_rxm (i 1) at UCCL_OFI_DIRECT_DEPTH=4; false (the
+ * case skipped) where the provider is not usable. */
+static const char *const ahead_provs[2] = {"shm", "tcp;ofi_rxm"};
+
+static bool open_ahead_pair(int i)
+{
+    bool ok;
+
+    if (i == 1)
+        setenv("UCCL_OFI_DIRECT_DEPTH", "4", 1);
+    ok = open_pair(ahead_provs[i], "1", "20");
+    unsetenv("UCCL_OFI_DIRECT_DEPTH");
+    return ok;
+}
+
 static void test_direct_ahead(void)
 {
-    static const char *const provs[2] = {"shm", "tcp;ofi_rxm"};
-
     for (int i = 0; i < 2; i++) {
-        bool ok;
-
-        if (i == 1)
-            setenv("UCCL_OFI_DIRECT_DEPTH", "4", 1);
-        ok = open_pair(provs[i], "1", "20");
-        unsetenv("UCCL_OFI_DIRECT_DEPTH");
-        if (!ok)
-            UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
+        if (!open_ahead_pair(i))
+            UNIT_SKIP("libfabric's %s provider is not usable here", ahead_provs[i]);
         CU_ASSERT_EQUAL(ofi_of(P.b)->direct_depth, i == 0 ? 16 : 4);
         check_ahead();
         ofi_pair_close();
@@ -360,21 +367,12 @@ static void check_shift(void)
     CU_ASSERT(untouched(2 * STRIDE + MSG + 200, rlens[2] - MSG - 200));
 }
 
-/* shm: the quirk row's depth (16); tcp;ofi_rxm: UCCL_OFI_DIRECT_DEPTH=4.
- * Each check on a fresh pair, and again after it. */
+/* Each check on a fresh pair (open_ahead_pair), and again after it. */
 static void test_direct_untouched(void)
 {
-    static const char *const provs[2] = {"shm", "tcp;ofi_rxm"};
-
     for (int i = 0; i < 2; i++) {
-        bool ok;
-
-        if (i == 1)
-            setenv("UCCL_OFI_DIRECT_DEPTH", "4", 1);
-        ok = open_pair(provs[i], "1", "20");
-        unsetenv("UCCL_OFI_DIRECT_DEPTH");
-        if (!ok)
-            UNIT_SKIP("libfabric's %s provider is not usable here", provs[i]);
+        if (!open_ahead_pair(i))
+            UNIT_SKIP("libfabric's %s provider is not usable here", ahead_provs[i]);
         for (int round = 0; round < 2; round++) {
             check_collision();
             check_position();

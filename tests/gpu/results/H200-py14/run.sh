@@ -92,7 +92,7 @@ if [ "${PROBE:-1}" = 1 ]; then
         for m in c group; do
             step "${t%%=*}: probe $m send 2M, UCCL_GPU_IPC_PROF=1"
             (cd "$root/${t#*=}/build-py14" && PYTHONPATH=$PWD/stage UCCL_GPU_IPC_PROF=1 \
-                timeout 30 $M -x UCCL_GPU_IPC_PROF -np 2 ${PY:-python3} "$here/probe.py" $m send 2M 200 \
+                timeout 30 $M -x UCCL_GPU_IPC_PROF -np 2 ${PY:-python3} "$here/../H200-py13b/probe.py" $m send 2M 200 \
                 $probe_mem 2>&1) | grep -v "^\[" | sed "s/^/${t%%=*}: /" | tee -a "$OUT/probe.txt"
         done
     done
