@@ -84,7 +84,7 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      * 1.03-1.09 at 4-32 KiB with the kernel against 0.94-1.00 without,
      * 0.99-1.00 / 0.97-1.02 at 64 KiB, 0.89-0.94 / 0.96-1.00 from 128 KiB
      * (call 1, every size by kernel); send 0.84-0.90 / 0.74-0.86 at
-     * 4-64 KiB, 0.65-0.80 / 0.79-0.84 from 128 KiB; window 16: noise */
+     * 4-64 KiB, 0.77-0.80 / 0.79-0.84 from 128 KiB; window 16: noise */
     {"FLAG_KERNEL_MAX", "64K",
      "a fence told by the host word (see FLAG_DONE) whose one copy is within this engine's GPU, 16-byte "
      "aligned and at most this many bytes goes as ONE launch of a single-block copy kernel that also "
