@@ -87,7 +87,7 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      * 4-64 KiB, 0.77-0.80 / 0.79-0.84 from 128 KiB; window 16: noise */
     {"FLAG_KERNEL_MAX", "64K",
      "a fence told by the host word (see FLAG_DONE) whose one copy is within this engine's GPU, 16-byte "
-     "aligned and at most this many bytes goes as ONE launch of a single-block copy kernel that also "
+     "aligned and at most this many bytes goes as ONE launch of a copy kernel whose last block also "
      "writes the word, instead of a copy-engine copy and a stream write (needs the copy kernel, see "
      "BATCH_SM; 0 = never)",
      offsetof(ipc_cfg_t, flag_kernel_max), UCCL_CFG_SIZE},
