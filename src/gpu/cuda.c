@@ -441,6 +441,7 @@ static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER; /* loads */
 #endif
 static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS], sm_fn8[SM_COPY_DEVS]; /* 4 / 8 words in flight */
 static _Atomic(CUfunction) sm_fnb[SM_COPY_DEVS];                      /* uccl_sm_copy_batch */
+static _Atomic(CUfunction) sm_fnf[SM_COPY_DEVS];                      /* uccl_sm_copy_flag */
 static _Atomic(launch_fn_t) sm_launch;
 
 uccl_status_t uccl_gpu_sm_copy_load(int device)
@@ -454,7 +455,7 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
     module_get_fn_t get;
     launch_fn_t launch;
     CUmodule mod;
-    CUfunction fn, fn8, fnb;
+    CUfunction fn, fn8, fnb, fnf;
     CUresult res;
     uccl_status_t st;
 
@@ -477,7 +478,8 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
         }
         if (st == UCCL_OK && ((res = get(&fn, mod, "uccl_sm_copy")) != CUDA_SUCCESS ||
                               (res = get(&fn8, mod, "uccl_sm_copy8")) != CUDA_SUCCESS ||
-                              (res = get(&fnb, mod, "uccl_sm_copy_batch")) != CUDA_SUCCESS)) {
+                              (res = get(&fnb, mod, "uccl_sm_copy_batch")) != CUDA_SUCCESS ||
+                              (res = get(&fnf, mod, "uccl_sm_copy_flag")) != CUDA_SUCCESS)) {
             uccl_warn("SM copies: cuModuleGetFunction on GPU %d failed: CUresult %d", device, (int)res);
             st = UCCL_ERR_UNSUPPORTED;
         }
@@ -485,6 +487,7 @@ uccl_status_t uccl_gpu_sm_copy_load(int device)
             atomic_store(&sm_launch, launch);
             atomic_store(&sm_fn8[device], fn8);
             atomic_store(&sm_fnb[device], fnb);
+            atomic_store(&sm_fnf[device], fnf);
             atomic_store(&sm_fn[device], fn);
             uccl_debug("SM copies: kernel loaded on GPU %d", device);
         }
@@ -520,6 +523,31 @@ uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, siz
         blocks = (int)need;
     res = launch(fn, (unsigned int)blocks, 1, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
     return memop_status(res, "cuLaunchKernel(uccl_sm_copy)", len);
+}
+
+uccl_status_t uccl_gpu_sm_copy_flag_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                          uint32_t *count, void *word, uint32_t value,
+                                          uccl_gpu_stream_t stream)
+{
+    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL : atomic_load(&sm_fnf[device]);
+    launch_fn_t launch = atomic_load(&sm_launch);
+    size_t n16 = len / UCCL_GPU_SM_COPY_ALIGN, need = (n16 + 8 * SM_COPY_THREADS - 1) / (8 * SM_COPY_THREADS);
+    unsigned int ntail = (unsigned int)(len % UCCL_GPU_SM_COPY_ALIGN), v = value;
+    void *dtail = (char *)dst + (len - ntail);
+    const void *stail = (const char *)src + (len - ntail);
+    void *args[] = {&dst, &src, &n16, &dtail, &stail, &ntail, &count, &word, &v};
+    CUresult res;
+
+    if (!uccl_gpu_sm_flag_args_ok(dst, src, blocks, count, stream, word))
+        return UCCL_ERR_INVALID_PARAM;
+    if (fn == NULL || launch == NULL)
+        return UCCL_ERR_UNSUPPORTED;
+    if (need == 0)
+        need = 1;
+    if ((size_t)blocks > need) /* a block per 8 words a thread, no more */
+        blocks = (int)need;
+    res = launch(fn, (unsigned int)blocks, 1, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
+    return memop_status(res, "cuLaunchKernel(uccl_sm_copy_flag)", len);
 }
 
 /* The kernel's parameter block (sm_copy.cu's struct uccl_sm_batch). */

@@ -163,3 +163,18 @@ void uccl_fake_device_sync(const char *what)
     }
     uccl_fake_streams_flush(-1);
 }
+
+/* The copy kernel's copy, then the store of the word: the fake stream drops
+ * a store right behind a copy that failed (fake_stream.c), as the kernel
+ * never gets to it on a GPU. */
+uccl_status_t uccl_gpu_sm_copy_flag_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                          uint32_t *count, void *word, uint32_t value,
+                                          uccl_gpu_stream_t stream)
+{
+    uccl_status_t st;
+
+    if (!uccl_gpu_sm_flag_args_ok(dst, src, blocks, count, stream, word))
+        return UCCL_ERR_INVALID_PARAM;
+    st = uccl_gpu_sm_copy_async(device, dst, src, len, blocks, 8, stream);
+    return st == UCCL_OK ? uccl_gpu_stream_write(stream, word, value, sizeof(uint32_t)) : st;
+}

@@ -198,6 +198,27 @@ static inline int uccl_gpu_value_args_ok(uccl_gpu_stream_t stream, const void *d
            ((uintptr_t)dev & (width - 1)) == 0;
 }
 uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_t value, size_t width);
+
+/* dst <- src (len bytes, both 16-byte aligned) by the copy kernel (at most
+ * blocks blocks, 1..1024, 8 words in flight per thread), which then stores
+ * value into the 32-bit word at word (host memory mapped for the device,
+ * from uccl_gpu_flags_alloc) once every block's stores are visible
+ * system-wide: one launch where a copy and uccl_gpu_stream_write would be
+ * two calls (gpu_ipc's UCCL_GPU_IPC_FLAG_KERNEL_MAX). count: a zeroed
+ * 32-bit word of device memory (uccl_gpu_malloc) that finds the last block
+ * and is left zeroed; one launch using it at a time (stream order); NULL
+ * only with blocks 1. A copy that faults never writes the word (the
+ * stream stops). Errors as uccl_gpu_sm_copy_async, and
+ * UCCL_ERR_INVALID_PARAM for a NULL or unaligned word. */
+uccl_status_t uccl_gpu_sm_copy_flag_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                          uint32_t *count, void *word, uint32_t value,
+                                          uccl_gpu_stream_t stream);
+static inline int uccl_gpu_sm_flag_args_ok(const void *dst, const void *src, int blocks, const uint32_t *count,
+                                           uccl_gpu_stream_t stream, const void *word)
+{
+    return uccl_gpu_sm_copy_args_ok(dst, src, blocks, 8) && (count != NULL || blocks == 1) &&
+           uccl_gpu_value_args_ok(stream, word, 4);
+}
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
                                        size_t width);
 

@@ -67,3 +67,29 @@ extern "C" __global__ void __launch_bounds__(512) uccl_sm_copy_batch(const struc
     copy_words<4>(b.dst[y], b.src[y], len / 16, (unsigned char *)b.dst[y] + (len - ntail),
                   (const unsigned char *)b.src[y] + (len - ntail), ntail);
 }
+
+/* Copies, then writes value into a word of mapped host memory
+ * (uccl_gpu_sm_copy_flag_async): a fence of one transfer told by one
+ * launch, not a copy and a stream write (gpu_ipc's FLAG_KERNEL_MAX). Every
+ * thread's stores are made visible system-wide before its block's barrier;
+ * thread 0 of the last block to finish (count: blocks finished, in device
+ * memory, left at 0 again; unused with one block) stores the word, as
+ * cuStreamWriteValue32 would after the copy. */
+extern "C" __global__ void __launch_bounds__(512)
+uccl_sm_copy_flag(uint4 *__restrict__ dst, const uint4 *__restrict__ src, size_t n16, unsigned char *dtail,
+                  const unsigned char *stail, unsigned int ntail, unsigned int *count,
+                  volatile unsigned int *word, unsigned int value)
+{
+    copy_words<8>(dst, src, n16, dtail, stail, ntail);
+    __threadfence_system();
+    __syncthreads();
+    if (threadIdx.x != 0)
+        return;
+    if (gridDim.x > 1) {
+        if (atomicAdd(count, 1u) != gridDim.x - 1)
+            return;
+        *count = 0; /* every other block has added: none reads it again in this launch */
+        __threadfence_system();
+    }
+    *word = value;
+}

@@ -31,4 +31,15 @@ uccl_status_t uccl_gpu_sm_copy_batch_async(int device, void *const *dst, const v
     return uccl_gpu_sm_batch_args_ok(dst, src, n, blocks) ? UCCL_ERR_UNSUPPORTED : UCCL_ERR_INVALID_PARAM;
 }
 
+uccl_status_t uccl_gpu_sm_copy_flag_async(int device, void *dst, const void *src, size_t len, int blocks,
+                                          uint32_t *count, void *word, uint32_t value,
+                                          uccl_gpu_stream_t stream)
+{
+    (void)device;
+    (void)len;
+    (void)value;
+    return uccl_gpu_sm_flag_args_ok(dst, src, blocks, count, stream, word) ? UCCL_ERR_UNSUPPORTED
+                                                                           : UCCL_ERR_INVALID_PARAM;
+}
+
 #endif

@@ -13,7 +13,11 @@
 #   fewer flag writes than windows, the rest queried;
 # - FLAG_DONE out of range (4097) fails engine creation naming it;
 # - two GPUs (each rank its own fake GPU): no flag write (within one GPU only);
-# - FLAG_DONE=0: no flag write, the completion queried as before.
+# - FLAG_DONE=0: no flag write, the completion queried as before;
+# - FLAG_KERNEL_MAX (default 64K): at window 1 each fence's copy and word
+#   by one launch of the copy kernel ("flag kernel") and no flag write; only
+#   up to the size set; none with 0, without a copy kernel or across two
+#   GPUs (the flag checks above pin 0 for their window-1 cases).
 # A copy that fails under a flagged fence is t_gpu_fault's (FAIL_COPY cases).
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
@@ -63,9 +67,11 @@ check() {
 
 # 3 sizes x (warmup + 3 timed + 1 verified window) >= 15 windows; at most
 # one fence per transfer (16 x that at window 16)
+# (the window-1 fences by the stream write: FLAG_KERNEL_MAX=0; see kcheck below)
 one="UCCL_FAKE_GPU_COUNT=1"
+ce="UCCL_GPU_IPC_FLAG_KERNEL_MAX=0"
 for op in write read send; do
-    check "${op}_w1" $op 1 15 200 $one
+    check "${op}_w1" $op 1 15 200 $one $ce
     check "${op}_w16" $op 16 15 3200 $one UCCL_GPU_IPC_FLAG_DONE=4096
 done
 check limit_w16 write 16 0 14 $one
@@ -83,6 +89,53 @@ elif ! grep -q "FLAG_DONE" "$tmp/range"; then
     fail=1
 else
     echo "range: refused: $(grep -m1 "FLAG_DONE" "$tmp/range")"
+fi
+# kcheck NAME OP LO HI VAR=VAL...: window 1, fences whose copy and word
+# went as one launch (UCCL_GPU_IPC_FLAG_KERNEL_MAX: "flag kernel") in
+# [LO, HI]; with LO > 0 no completed query either; leaves $n and $w
+# (flag writes: the stream-write path)
+kcheck() {
+    name=$1 op=$2 lo=$3 hi=$4
+    shift 4
+    if ! run "$name" "$op" 1 "$@"; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf $op window 1 over gpu_ipc ($*)"
+        fail=1
+        return
+    fi
+    n=$(count "$tmp/$name" "flag kernel")
+    w=$(count "$tmp/$name" "flag write")
+    q=$(($(count "$tmp/$name" "stream query done") + $(count "$tmp/$name" "event query done")))
+    echo "$name ($op window 1 $*): $n flag kernels, $w flag writes, $q completed queries"
+    if [ "$n" -lt "$lo" ] || [ "$n" -gt "$hi" ] || { [ "$lo" -gt 0 ] && [ "$q" -ne 0 ]; }; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $n flag kernels (expected $lo..$hi), $q completed queries"
+        fail=1
+    fi
+}
+for op in write read send; do # the default (64K) covers the 4-16 KiB transfers
+    kcheck "${op}_kernel" $op 15 200 $one
+    [ "$w" -eq 0 ] || { echo "FAIL: ${op}_kernel: $w flag writes besides the kernels"; fail=1; }
+done
+kcheck kernel_4k write 5 100 $one UCCL_GPU_IPC_FLAG_KERNEL_MAX=4K # 8K and 16K: copy + write
+[ "$w" -ge 10 ] || { echo "FAIL: kernel_4k: $w flag writes for the 8-16 KiB transfers"; fail=1; }
+kcheck kernel_off write 0 0 $one $ce
+[ "$w" -ge 15 ] || { echo "FAIL: kernel_off: $w flag writes"; fail=1; }
+kcheck kernel_no_sm write 0 0 $one UCCL_FAKE_GPU_SM_COPY=0 # no copy kernel: copy + write
+[ "$w" -ge 15 ] || { echo "FAIL: kernel_no_sm: $w flag writes"; fail=1; }
+kcheck kernel_two_gpus write 0 0 # within one GPU only
+# a copy that fails inside the kernel (the fake's 5th copy: a window-1
+# write by the kernel) fails the window, never passes or hangs
+if run kernel_fault write 1 $one UCCL_FAKE_GPU_FAIL_COPY=5; then
+    cat "$tmp/kernel_fault"
+    echo "FAIL: kernel_fault: the window passed over a failed copy"
+    fail=1
+elif ! grep -q "UCCL_ERR_TRANSPORT" "$tmp/kernel_fault"; then
+    cat "$tmp/kernel_fault"
+    echo "FAIL: kernel_fault: no UCCL_ERR_TRANSPORT"
+    fail=1
+else
+    echo "kernel_fault: $(grep -m1 "window failed" "$tmp/kernel_fault")"
 fi
 [ $fail = 0 ] || exit 1
 echo "PASS: gpu_ipc fences told by a host word"

@@ -328,6 +328,10 @@ static void fence_close(ipc_tp_t *tp)
 
     if (f == NULL)
         return;
+    if (f->refs > 0 && tp->cfg.flag_done && uccl_gpu_ipc_flag_kernel(tp, f)) {
+        tp->open_fence = NULL; /* its copy and its word went as one launch */
+        return;
+    }
     if (uccl_gpu_ipc_batch_flush(tp) != UCCL_OK)
         f->status = UCCL_ERR_TRANSPORT; /* its ops fail; the events still mark the end */
     tp->open_fence = NULL; /* from now on it is recorded */

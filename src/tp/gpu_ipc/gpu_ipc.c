@@ -79,6 +79,18 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "querying the stream or an event (a completed query costs the CPU 1.5-2 us, the write 1-1.5 us; "
      "0 = never: query, see LAZY_EVENT; 1..4096)",
      offsetof(ipc_cfg_t, flag_done), UCCL_CFG_INT},
+    /* one H200, two processes on GPU 0, window 1, x a plain copy, median
+     * of 3 rounds (tests/gpu/results/1xH200-gpu14c, two calls): write
+     * 1.03-1.09 at 4-32 KiB with the kernel against 0.94-1.00 without,
+     * 0.99-1.00 / 0.97-1.02 at 64 KiB, 0.89-0.94 / 0.96-1.00 from 128 KiB
+     * (call 1, every size by kernel); send 0.84-0.90 / 0.74-0.86 at
+     * 4-64 KiB, 0.77-0.80 / 0.79-0.84 from 128 KiB; window 16: noise */
+    {"FLAG_KERNEL_MAX", "64K",
+     "a fence told by the host word (see FLAG_DONE) whose one copy is within this engine's GPU, 16-byte "
+     "aligned and at most this many bytes goes as ONE launch of a copy kernel whose last block also "
+     "writes the word, instead of a copy-engine copy and a stream write (needs the copy kernel, see "
+     "BATCH_SM; 0 = never)",
+     offsetof(ipc_cfg_t, flag_kernel_max), UCCL_CFG_SIZE},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",
@@ -219,7 +231,8 @@ static void prof_print(const ipc_tp_t *tp)
     static const char *const names[IPC_PROF_N] = {
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
-        "op finish", "progress call", "sm copy", "sm batch(per copy)", "flag write", "flag late query"};
+        "op finish", "progress call", "sm copy", "sm batch(per copy)", "flag write", "flag late query",
+        "flag kernel"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)

@@ -153,6 +153,7 @@ typedef struct ipc_cfg {
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
     int flag_done;  /* fences of at most this many ops told by a host word (flag.c) */
+    size_t flag_kernel_max; /* FLAG_KERNEL_MAX: a flagged fence's one copy and word by one launch */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
     size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
@@ -213,6 +214,7 @@ typedef struct ipc_tp {
     ipc_prof_t prof;     /* cfg.prof */
     uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */
     void *flag_dev;
+    uint32_t *flag_count; /* cfg.flag_kernel_max: the kernel's count of finished blocks (device memory) */
     uint32_t flag_seq;   /* the last number queued */
     int flag_inflight;   /* flagged fences not seen passed (flag.c: one at a time) */
 } ipc_tp_t;
@@ -336,6 +338,10 @@ void uccl_gpu_ipc_flag_close(ipc_tp_t *tp);
 /* Queue the write of f's number after its copies (all on stream 0); false:
  * not done (no word, other streams, the write refused): f is as before. */
 bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f);
+/* Before the batch goes at f's close: f's one held-back copy and the write
+ * of its number as one kernel launch (cfg.flag_kernel_max); true: done, the
+ * batch emptied and f flagged; false: nothing queued, f as before. */
+bool uccl_gpu_ipc_flag_kernel(ipc_tp_t *tp, ipc_fence_t *f);
 /* Has flagged f passed (or failed: f->status)? Clears f->flagged when so. */
 bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 

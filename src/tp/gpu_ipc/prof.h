@@ -28,6 +28,7 @@ enum {
     IPC_PROF_SM_BATCH,   /* uccl_gpu_sm_copy_batch_async (UCCL_GPU_IPC_BATCH_SM); counted per copy */
     IPC_PROF_FLAG_WRITE, /* the stream write of a fence's number (UCCL_GPU_IPC_FLAG_DONE) */
     IPC_PROF_FLAG_CHECK, /* a stream query while a fence's number is late (FLAG_DONE) */
+    IPC_PROF_FLAG_KERNEL, /* a fence's copy and its number by one kernel launch (FLAG_KERNEL_MAX) */
     IPC_PROF_N
 };
 
