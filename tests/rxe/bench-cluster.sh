@@ -51,7 +51,8 @@ echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
 # side on node0, the server on node1): perftest's ib_write_bw / ib_send_bw
 # and ucx_perftest (UCT put_bw zero-copy over rc_verbs; UCP tag_bw with
 # UCX_TLS=rc_verbs,ud_verbs:aux), each moving about 64 MiB; Gb/s (1e9 bit/s).
-# (No -f for ucx_perftest: with it, its last line has no "Final:" label.)
+# (No -f for ucx_perftest: with it, its last line has no "Final:" label.
+# ucx-final.awk reads that line's overall bandwidth, as bench.sh does.)
 raw() { # raw NAME SERVER-CMD CLIENT-CMD AWK-PROGRAM: run the pair, print the client's figure (awk sees s=$S)
 	"$top_srcdir/tests/vm/agent.sh" node1 "timeout 120 $2" >/tmp/raw.srv 2>&1 &
 	sleep 2
@@ -65,7 +66,7 @@ n_of() { local n=$(((64 << 20) / $1)); echo $((n < 32 ? 32 : n)); }
 if [ "${BENCH_RAW:-1}" = 1 ]; then
 	echo "## raw references across the VMs (Gb/s; 0 = it failed, error below)"
 	pt='$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
-	ux='$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }'
+	ux=$(cat "$here/ucx-final.awk")
 	g=$RXE_GID_INDEX
 	for S in 65536 1048576; do
 		n=$(n_of $S) s=$S

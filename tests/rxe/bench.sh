@@ -15,6 +15,7 @@
 #   one posted as one completes: uccl_perf --sliding, ucx_perftest -O W,
 #   perftest -t W; without it uccl_perf drains each window of W, UCX and
 #   perftest keep their own depths);
+#   BENCH_WARMUP=0 (no untimed run of each tool before the table);
 #   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
 #   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
 # Each row: the medians, each tool's min-max over the rounds, the ratios of
@@ -72,7 +73,9 @@ perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 # rxe's internal loopback, never over the veth pair (rxe1 and both veths
 # counted no packet: tests/perf/results/cluster/s10/). No -f: with it
 # ucx_perftest prints its last line without the "Final:" label read here.
-# 0 when it fails (its last lines go to stderr).
+# The figure: that line's overall bandwidth (ucx-final.awk; not the last
+# report interval's, which read 256 KiB put_bw at 0.05-0.08 Gb/s where the
+# run did 0.25). 0 when it fails (its last lines go to stderr).
 ucx_gbps() {
 	local n t tls=rc_verbs,ud_verbs:aux,self; n=$(count "$2")
 	command -v ucx_perftest >/dev/null || { echo 0; return; }
@@ -88,7 +91,7 @@ ucx_gbps() {
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
 		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
 	wait
-	awk '$1 == "Final:" { printf "%.4f\n", $6 * 1048576 * 8 / 1e9; ok = 1 } END { if (!ok) print 0 }' /tmp/ucx.out
+	awk -f "$here/ucx-final.awk" /tmp/ucx.out
 	grep -q "^Final:" /tmp/ucx.out || tail -n 3 /tmp/ucx.out /tmp/ucx.srv >&2
 }
 
@@ -136,6 +139,14 @@ echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s
 [ "${BENCH_WIRE:-0}" = 1 ] && echo "# BENCH_WIRE=1: every figure is the rate on the veth pair (wire_gbps), not the tool's own"
 echo "# x pt = uccl / perftest, x ucx = uccl / ucx_perftest (UCP over rc_verbs: write ucp_put_bw, read ucp_get, send tag_bw)"
 echo "# [a-b]: min-max over the rounds (a failed run, 0, left out); ratio ranges pair the runs of one round"
+# One untimed run of each tool first (BENCH_WARMUP=0: none). In a fresh boot
+# the first run of all was the slowest (write 64 KiB: 0.26 and 0.29-0.36
+# Gb/s against 0.39-0.44 after them, tests/perf/results/cluster/vm14/), and
+# round 1 of the first row always starts with perftest.
+if [ "${BENCH_WARMUP:-1}" = 1 ]; then
+	for f in uccl_gbps perftest_gbps ucx_gbps; do "$f" "${ops%% *}" "${sizes%% *}" >/dev/null 2>&1; done
+	echo "# warm-up: one untimed run of each tool (${ops%% *}, ${sizes%% *} bytes)"
+fi
 printf "%-5s %8s %5s %20s %20s %20s %16s %16s\n" op size count "uccl [min-max]" "perftest [min-max]" \
 	"ucx [min-max]" "x pt [min-max]" "x ucx [min-max]"
 for op in $ops; do
