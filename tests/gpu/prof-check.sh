@@ -52,3 +52,21 @@ expect() {
         fail=1
     fi
 }
+# expect_fail NAME PATTERN ARGS...: run NAME ARGS... (the sourcing
+# script's) must fail and print a line matching PATTERN (a refused setting
+# naming itself, a failed window's status); prints that line
+expect_fail() {
+    name=$1 pat=$2
+    shift 2
+    if run "$name" "$@"; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf ($*) succeeded; it must fail"
+        fail=1
+    elif ! grep -q "$pat" "$tmp/$name"; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf ($*) failed without a line matching '$pat'"
+        fail=1
+    else
+        echo "$name: $(grep -m1 "$pat" "$tmp/$name")"
+    fi
+}
