@@ -90,9 +90,10 @@ static void shm_fill_wire_iov(const uccl_req_t *req, shm_wire_iov_t *iov, uint32
 
 /* A send that goes whole into the ring (GPU sources always take the staged
  * stream: rendezvous, then DATA). */
-static bool shm_send_is_eager(const shm_ep_t *ep, const uccl_req_t *req, bool gpu)
+static bool shm_send_is_eager(const shm_ep_t *ep, const uccl_req_t *req)
 {
-    return req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold && !gpu;
+    return req->op == UCCL_OP_SEND && req->len <= ep->tp->cfg.eager_threshold &&
+           !uccl_stage_req_is_gpu(req);
 }
 
 /* An eager send into the ring, finished at once; false = ring full.
@@ -119,10 +120,11 @@ static bool shm_tx_eager(shm_ep_t *ep, uccl_req_t *req, bool tracked)
 /* Try to put one send or RMA request into the ring; false = ring full. */
 static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 {
-    bool gpu = uccl_stage_req_is_gpu(req);
+    bool gpu;
 
-    if (shm_send_is_eager(ep, req, gpu))
+    if (shm_send_is_eager(ep, req))
         return shm_tx_eager(ep, req, true);
+    gpu = uccl_stage_req_is_gpu(req);
     if (req->op == UCCL_OP_SEND) {
         size_t size = sizeof(shm_pkt_rts_t) + (size_t)req->iovcnt * sizeof(shm_wire_iov_t);
         shm_pkt_rts_t *pkt = uccl_spsc_reserve(&ep->tx, size + sizeof(shm_wire_iov_t));
@@ -168,8 +170,7 @@ static bool shm_tx_req(shm_ep_t *ep, uccl_req_t *req)
 static uccl_status_t shm_post_tx(shm_ep_t *ep, uccl_req_t *req)
 {
     /* an eager send that fits now needs no id: it is done before we return */
-    if (uccl_list_empty(&ep->txq) && shm_send_is_eager(ep, req, uccl_stage_req_is_gpu(req)) &&
-        shm_tx_eager(ep, req, false))
+    if (uccl_list_empty(&ep->txq) && shm_send_is_eager(ep, req) && shm_tx_eager(ep, req, false))
         return UCCL_OK;
     if (uccl_shm_req_track(ep, req) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
