@@ -11,7 +11,10 @@
  *   mpirun -np 2 perf_ofi [--provider P] [--window W]
  *                         [--ops write,read,send,seed,scatter,local,parts,depth]
  *                         [--repeat R]   (R alternated runs per side, median kept; seed rows
- *                                         also time uccl's 1 piece in each round)
+ *                                         also time uccl's 1 piece in each round; op rows:
+ *                                         R pairs, the order flipped every pair, see op_row)
+ *                         [--sizes 65536,262144]  (op rows' sizes; default 64K,256K,1M,4M)
+ *                         [--dump 1]     (op rows: each pair's times as "#pair" lines)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -103,10 +106,11 @@ static double raw_seed_local(raw_t *r, int n, int iters, int unused)
     return now_s() - t0;
 }
 
-#define MAX_REPEAT 15
+#define MAX_REPEAT 63
+#define MAX_SIZES 8
 
-/* The median of n run times (n <= MAX_REPEAT; sorts v). */
-static double median(double *v, int n)
+/* Sorts v (n values). */
+static void sort_values(double *v, int n)
 {
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -114,7 +118,40 @@ static double median(double *v, int n)
             v[j] = v[j - 1];
             v[j - 1] = t;
         }
+}
+
+/* The median of n run times (n <= MAX_REPEAT; sorts v). */
+static double median(double *v, int n)
+{
+    sort_values(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Quantile q (0..1) of sorted v, linearly interpolated. */
+static double quantile(const double *v, int n, double q)
+{
+    double pos = q * (n - 1);
+    int i = (int)pos;
+
+    return i + 1 < n ? v[i] + (pos - i) * (v[i + 1] - v[i]) : v[n - 1];
+}
+
+/* "65536,262144": up to MAX_SIZES byte counts of 1..BUF_SIZE; how many, or
+ * 0 if one is not such a number. */
+static int parse_sizes(const char *arg, size_t *sizes)
+{
+    int n = 0;
+
+    for (const char *p = arg; *p != '\0' && n < MAX_SIZES; n++) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+
+        if (end == p || v < 1 || v > BUF_SIZE || (*end != ',' && *end != '\0'))
+            return 0;
+        sizes[n] = (size_t)v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------------ uccl */
@@ -183,6 +220,48 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
     if (op != OP_SEND)
         ucc_fin(u);
     return now_s() - t0;
+}
+
+/* One op row: raw and uccl on the same bytes (op, len, window, the same
+ * runs' length), each after one warm-up run of that length, then `pairs`
+ * pairs of runs, raw first in even pairs and uccl first in odd ones (so
+ * that neither always follows the other). Printed: each side's median run
+ * as GB/s, the ratio of those medians (raw time / uccl time), and the
+ * median and quartiles of the pairs' own ratios: one job's uccl / raw and
+ * how far its pairs scatter (raw alone moves between jobs on shm, so a
+ * pair's ratio is the figure that compares like with like). dump: each
+ * pair's times too, as "#pair" lines. */
+static void op_row(raw_t *r, ucc_t *u, int op, size_t len, int window, int pairs, int dump)
+{
+    int iters = (int)((64u << 20) / (len * (size_t)window));
+    double tr[MAX_REPEAT], tu[MAX_REPEAT], ratio[MAX_REPEAT], bytes, mr, mu, mp;
+
+    if (iters < 3)
+        iters = 3;
+    raw_run(r, op, len, window, iters); /* warm-up, the same for both */
+    ucc_run(u, op, len, window, iters);
+    for (int k = 0; k < pairs; k++) {
+        if (k % 2 == 0) {
+            tr[k] = raw_run(r, op, len, window, iters);
+            tu[k] = ucc_run(u, op, len, window, iters);
+        } else {
+            tu[k] = ucc_run(u, op, len, window, iters);
+            tr[k] = raw_run(r, op, len, window, iters);
+        }
+        ratio[k] = tr[k] / tu[k];
+    }
+    if (r->rank != 0)
+        return;
+    for (int k = 0; k < pairs && dump; k++)
+        printf("#pair %s %zu %d %.9f %.9f %.4f\n", op_names[op], len, k, tr[k], tu[k], ratio[k]);
+    bytes = (double)len * window * iters;
+    mr = median(tr, pairs);
+    mu = median(tu, pairs);
+    mp = median(ratio, pairs);
+
+    printf("%-6s %10zu %10.3f %10.3f %7.2f %6.3f %6.3f %6.3f\n", op_names[op], len,
+           bytes / mr / 1e9, bytes / mu / 1e9, mr / mu, mp, quantile(ratio, pairs, 0.25),
+           quantile(ratio, pairs, 0.75));
 }
 
 /* Rank 0 posts msg iters times, each waited for. Returns seconds. */
@@ -338,10 +417,10 @@ static void depth_rows(raw_t *r, ucc_t *u, int window, int rank, int repeat)
 
 int main(int argc, char **argv)
 {
-    static const size_t sizes[] = {65536, 262144, 1u << 20, 4u << 20};
+    size_t sizes[MAX_SIZES] = {65536, 262144, 1u << 20, 4u << 20};
     static const int pieces[] = {1, 8, 32, 128, 512};
     const char *prov = "tcp;ofi_rxm", *ops = "write,read,send,seed,scatter,local,parts,depth";
-    int window = 16, repeat = 1, rank, nranks;
+    int window = 16, repeat = 1, rank, nranks, nsizes = 4, dump = 0;
     raw_t r = {0};
     ucc_t u = {0};
     uccl_rdesc_t mine;
@@ -355,6 +434,15 @@ int main(int argc, char **argv)
             ops = argv[i + 1];
         else if (strcmp(argv[i], "--repeat") == 0)
             repeat = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--sizes") == 0)
+            nsizes = parse_sizes(argv[i + 1], sizes);
+        else if (strcmp(argv[i], "--dump") == 0)
+            dump = atoi(argv[i + 1]);
+    }
+    if (nsizes < 1) {
+        fprintf(stderr, "perf_ofi: --sizes takes 1 to %d byte counts, 1 to %u each, "
+                        "comma-separated\n", MAX_SIZES, BUF_SIZE);
+        return 2;
     }
     if (window < 1 || window > MAX_WINDOW)
         window = 16;
@@ -387,34 +475,14 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("# perf_ofi: provider %s, window %d; GB/s of rank 0; raw = libfabric directly, "
                "uccl = libuccl over ofi (UCCL_TRANSPORTS=ofi), alternated, same job; op rows: "
-               "median of %d runs each\n"
-               "%-6s %10s %10s %10s %7s\n", r.info->fabric_attr->prov_name, window, repeat, "op", "size",
-               "raw", "uccl", "ratio");
-    for (int op = 0; op < 3; op++) {
-        if (strstr(ops, op_names[op]) == NULL)
-            continue;
-        for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-            size_t len = sizes[s];
-            int iters = (int)((64u << 20) / (len * (size_t)window));
-            double tr, tu, trs[MAX_REPEAT], tus[MAX_REPEAT];
-
-            if (iters < 3)
-                iters = 3;
-            raw_run(&r, op, len, window, 1); /* warm-up */
-            ucc_run(&u, op, len, window, 1);
-            for (int k = 0; k < repeat; k++) { /* alternated; each side's median kept */
-                trs[k] = raw_run(&r, op, len, window, iters);
-                tus[k] = ucc_run(&u, op, len, window, iters);
-            }
-            tr = median(trs, repeat);
-            tu = median(tus, repeat);
-            if (rank == 0) {
-                double bytes = (double)len * window * iters;
-                printf("%-6s %10zu %10.3f %10.3f %7.2f\n", op_names[op], len, bytes / tr / 1e9,
-                       bytes / tu / 1e9, tr / tu);
-            }
-        }
-    }
+               "%d pairs of runs after a warm-up run each, the order flipped every pair; raw, "
+               "uccl: each side's median run; ratio: raw / uccl of those medians; pair, q1, q3: "
+               "the median and quartiles of the %d pairs' own ratios\n"
+               "%-6s %10s %10s %10s %7s %6s %6s %6s\n", r.info->fabric_attr->prov_name, window,
+               repeat, repeat, "op", "size", "raw", "uccl", "ratio", "pair", "q1", "q3");
+    for (int op = 0; op < 3; op++)
+        for (int s = 0; s < nsizes && strstr(ops, op_names[op]) != NULL; s++)
+            op_row(&r, &u, op, sizes[s], window, repeat, dump);
     if (strstr(ops, "seed") != NULL) {
         if (rank == 0)
             printf("# seed pattern: %u bytes written as n adjacent remote pieces (raw: one "
