@@ -83,6 +83,7 @@ void uccl_conn_fail(uccl_conn_t *conn, uccl_status_t status)
     uccl_warn("connection to %s (pid %d, engine %016llx) failed: %s", conn->peer_host, conn->peer_pid,
               (unsigned long long)conn->peer_id, uccl_strerror(status));
     conn->state = status;
+    conn->match_gen++; /* uccl_msg_next gives no receive now */
     conn->teardown_pending = true;
     conn->engine->teardowns_pending++;
 }

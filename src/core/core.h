@@ -119,6 +119,7 @@ struct uccl_conn {
     uint64_t tx_msg_seq;  /* number of the next message we send */
     uint64_t rx_msg_next; /* lowest message number not arrived yet */
     uccl_list_t posted;   /* receives not matched yet, in posting order */
+    uint64_t match_gen;   /* changes whenever posted or rx_msg_next does (uccl_msg_gen) */
     uccl_list_t held;     /* uccl_msg_t arrived, not matched, by number */
     size_t held_bytes;    /* their msg->bytes, at most cfg.unexpected_max */
     uccl_list_t salvaged; /* failed: messages that fully arrived, for later receives */

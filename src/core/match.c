@@ -43,6 +43,7 @@ static uccl_req_t *posted_take(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64
         if (req->tag != tag)
             continue;
         uccl_list_del(&req->match_link);
+        conn->match_gen++;
         st = recv_fits(ep, req, len);
         if (st == UCCL_OK)
             return req;
@@ -118,8 +119,10 @@ static void mark_advance(uccl_conn_t *conn)
     for (uccl_list_t *pos = held_from(conn, conn->rx_msg_next); pos != &conn->held;
          pos = pos->next) {
         uint64_t seq = uccl_container_of(pos, uccl_msg_t, link)->seq;
-        if (seq == conn->rx_msg_next)
+        if (seq == conn->rx_msg_next) {
             conn->rx_msg_next++;
+            conn->match_gen++;
+        }
         else if (seq > conn->rx_msg_next)
             return;
     }
@@ -139,6 +142,7 @@ uccl_status_t uccl_msg_arrived(uccl_conn_t *conn, const uccl_tp_ep_t *ep, uint64
     if (seq != conn->rx_msg_next)
         return UCCL_OK; /* an earlier message is still on its way: hold this one */
     conn->rx_msg_next++;
+    conn->match_gen++;
     mark_advance(conn);
     *req = posted_take(conn, ep, tag, len);
     /* messages behind this one that were only waiting for it */
@@ -173,6 +177,11 @@ uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req)
     return conn->rx_msg_next;
 }
 
+uint64_t uccl_msg_gen(const uccl_conn_t *conn)
+{
+    return conn->match_gen;
+}
+
 uccl_req_t *uccl_msg_posted_after(uccl_conn_t *conn, uccl_req_t *req)
 {
     uccl_list_t *next = req->match_link.next;
@@ -203,6 +212,7 @@ void uccl_msg_post_recv(uccl_conn_t *conn, uccl_req_t *req)
         return;
     }
     uccl_list_push_back(&conn->posted, &req->match_link);
+    conn->match_gen++;
 }
 
 void uccl_msg_forget(uccl_conn_t *conn)

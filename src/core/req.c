@@ -74,7 +74,10 @@ void uccl_req_complete(uccl_req_t *req, uccl_status_t status, size_t bytes)
         if (req->iov[i].mr != NULL)
             req->iov[i].mr->inflight--;
     uccl_list_del(&req->conn_link);
-    uccl_list_del(&req->match_link);
+    if (!uccl_list_empty(&req->match_link)) { /* a receive still posted */
+        uccl_list_del(&req->match_link);
+        req->conn->match_gen++;
+    }
     if (status != UCCL_OK)
         uccl_debug("request %p (op %d) failed: %s", (void *)req, (int)req->op, uccl_strerror(status));
     if (req->parent != NULL)

@@ -390,6 +390,10 @@ uint64_t uccl_msg_next(uccl_conn_t *conn, uccl_req_t **req);
  * the k messages before it have the tag of req and of the k receives
  * before it (which all take it), for a transport that posts ahead. */
 uccl_req_t *uccl_msg_posted_after(uccl_conn_t *conn, uccl_req_t *req);
+/* A number that changes whenever conn's posted receives or the next
+ * message number (uccl_msg_next) change, or conn fails: a transport that
+ * derives state from them (posted-ahead receives) recomputes it only then. */
+uint64_t uccl_msg_gen(const uccl_conn_t *conn);
 
 /* ================================================================ connections */
 

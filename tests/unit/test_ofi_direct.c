@@ -8,9 +8,11 @@
  * TRUNCATED, the next gets the message whole); UCCL_OFI_DIRECT=0; the
  * default by provider; receives posted for the next messages ahead
  * (UCCL_OFI_DIRECT_DEPTH), also when the core gives a message landed ahead
- * to another receive; bad settings refused. Which path ran is checked by the transport's counters. */
+ * to another receive, and left alone while nothing changes; bad settings
+ * refused. Which path ran is checked by the transport's counters. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tp/ofi/ofi.h"
 #include "unit.h"
@@ -239,6 +241,59 @@ static void check_ahead(void)
     CU_ASSERT_EQUAL(tb->direct_placed - placed, 3u);
 }
 
+/* Receives posted ahead, then nothing happens: progress leaves the slots
+ * alone without looking at each (a pass over all of them was most of an
+ * idle progress call); a receive posted, or a message landed, and the next
+ * progress call puts the slots right. Four receives of tag 6, settled; 1000
+ * rounds of progress: no pass. A fifth: posted at the next call. Five
+ * messages: each placed in its receive, byte for byte. Two more receives:
+ * their slots at the next call. */
+static void check_settled(void)
+{
+    tp_ofi_t *tb = ofi_of(P.b);
+    uint64_t placed = tb->direct_placed, passes;
+    uccl_req_t *reqs[12];
+    int depth = tb->direct_depth < 5 ? tb->direct_depth : 5;
+
+    for (int i = 0; i < 5; i++)
+        unit_fill(pa + (size_t)i * STRIDE, MSG, 70u + (unsigned)i);
+    memset(pb, 0, AREA);
+    for (int i = 0; i < 4; i++)
+        UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[5 + i]),
+                           UCCL_OK);
+    progress_both(5);
+    usleep(2000); /* past UCCL_OFI_DIRECT_WAIT (20 us): the bounce's receive goes in */
+    progress_both(5);
+    CU_ASSERT_EQUAL(slots_posted(), depth < 4 ? depth : 4);
+    passes = tb->direct_passes;
+    progress_both(1000);
+    CU_ASSERT(tb->direct_passes - passes <= 1);
+    CU_ASSERT_EQUAL(slots_posted(), depth < 4 ? depth : 4);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 4 * STRIDE, MSG, 6, &reqs[9]), UCCL_OK);
+    uccl_engine_progress(P.b);
+    CU_ASSERT_EQUAL(slots_posted(), depth);
+    for (int i = 0; i < 5; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, 6, &reqs[i]), UCCL_OK);
+    drive(reqs, 10, NULL, NULL);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, 5u);
+    progress_both(5);
+    CU_ASSERT_EQUAL(slots_posted(), 0);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 6, &reqs[10]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG, 6, &reqs[11]), UCCL_OK);
+    uccl_engine_progress(P.b);
+    CU_ASSERT_EQUAL(slots_posted(), depth < 2 ? depth : 2);
+    for (int i = 0; i < 2; i++)
+        UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, 6, &reqs[i]), UCCL_OK);
+    reqs[2] = reqs[10];
+    reqs[3] = reqs[11];
+    drive(reqs, 4, NULL, NULL);
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
+    CU_ASSERT_EQUAL(tb->direct_placed - placed, 7u);
+}
+
 /* The pair of the receives-ahead cases: shm (i 0) at the quirk row's
  * depth (16), tcp;ofi_rxm (i 1) at UCCL_OFI_DIRECT_DEPTH=4; false (the
  * case skipped) where the provider is not usable. */
@@ -262,6 +317,7 @@ static void test_direct_ahead(void)
             UNIT_SKIP("libfabric's %s provider is not usable here", ahead_provs[i]);
         CU_ASSERT_EQUAL(ofi_of(P.b)->direct_depth, i == 0 ? 16 : 4);
         check_ahead();
+        check_settled();
         ofi_pair_close();
     }
 }

@@ -133,6 +133,7 @@ typedef struct tp_ofi {
     uint64_t direct_sent;   /* direct sends posted (tests count them) */
     uint64_t direct_placed; /* ...received straight into their receive */
     uint64_t direct_copied; /* ...received through the connection's bounce or another receive */
+    uint64_t direct_passes; /* progress calls that looked at every direct receive (tests) */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */
@@ -256,6 +257,11 @@ typedef struct tp_ofi_ep {
     uint64_t srun_next, srun_tag, drun_seq, drun_tag;
     unsigned srun, drun;
     uint64_t dseq, dsince;
+    /* the receives are settled (uccl_ofi_direct_progress has nothing to
+     * do) while uccl_msg_gen stays dgen and, ddue not UINT64_MAX, the
+     * clock stays below ddue (then the bounce's receive goes in); 0 = not
+     * settled */
+    uint64_t dgen, ddue;
     ofi_dslot_t dslot[OFI_DDEPTH_MAX];
     ofi_op_t *dany;
     uint8_t *dbuf;

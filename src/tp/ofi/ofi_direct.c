@@ -448,6 +448,15 @@ static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t ta
     return want < OFI_DRUN_MASK ? (int)want : (int)OFI_DRUN_MASK;
 }
 
+/* Every progress call, for every connection. What the receives posted
+ * ahead should be follows from the core's posted receives and next message
+ * number (uccl_msg_gen), the slots (changed only here and by their
+ * completions, uccl_ofi_direct_complete) and, for the bounce's receive, the
+ * clock: while none of them changed since a pass left everything posted,
+ * there is nothing to do (the pass walks every slot: most of an idle
+ * progress call's instructions at depth 16, and on shm the receiver's
+ * progress loop is where messages are copied in: tests/perf/results/ofi/
+ * ofi15-H200host/README.md). */
 void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
 {
     uccl_req_t *req;
@@ -460,9 +469,15 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         ofi_direct_retry(ep);
     if (ep->dbuf == NULL)
         return;
+    if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&
+        (ep->ddue == UINT64_MAX || ofi_now_ns() < ep->ddue))
+        return; /* settled */
+    ep->ddue = 0; /* an early return below leaves the next call to try again */
+    ep->tp->direct_passes++;
     ofi_direct_drain(ep);
     if (!uccl_ofi_conn_ok(ep))
         return;
+    ep->dgen = uccl_msg_gen(ep->base.conn);
     n = uccl_msg_next(ep->base.conn, &req);
     if (!ofi_direct_slot_into_ok(ep, 0, req))
         req = NULL;
@@ -488,13 +503,19 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         req = req != NULL ? ofi_direct_next_into(ep, k + 1, s->landed ? s->req : req, tag, len)
                           : NULL;
     }
-    if (ep->dany != NULL || ep->dslot[0].landed)
+    if (ep->dany != NULL || ep->dslot[0].landed) {
+        ep->ddue = UINT64_MAX;
         return;
+    }
     now = ofi_now_ns();
     if (ep->dsince == 0)
         ep->dsince = now;
-    if (now - ep->dsince >= (uint64_t)ep->tp->cfg.direct_wait_us * 1000u)
-        ep->dany = ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY);
+    if (now - ep->dsince < (uint64_t)ep->tp->cfg.direct_wait_us * 1000u) {
+        ep->ddue = ep->dsince + (uint64_t)ep->tp->cfg.direct_wait_us * 1000u;
+        return;
+    }
+    ep->dany = ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY);
+    ep->ddue = ep->dany != NULL ? UINT64_MAX : 0;
 }
 
 void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,
@@ -510,6 +531,7 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
             uccl_ofi_conn_fail(ep, st == UCCL_ERR_PEER_FAILED ? st : UCCL_ERR_TRANSPORT);
         return;
     }
+    ep->ddue = 0; /* a slot changed: the next progress looks at them all */
     for (int k = 0; k < OFI_DDEPTH_MAX; k++)
         if (ep->dslot[k].op == op) {
             slot = &ep->dslot[k];
@@ -539,6 +561,7 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
  * cancelled (their completions come back to the dead endpoint). */
 void uccl_ofi_direct_cancel(tp_ofi_ep_t *ep, uccl_status_t reason)
 {
+    ep->ddue = 0;
     uccl_rndv_fail_reqs(&ep->rndv, &ep->dpending, reason);
     for (int k = 0; k < OFI_DDEPTH_MAX; k++) {
         if (ep->dslot[k].op != NULL)
