@@ -285,13 +285,14 @@ static void check_seed(void)
 }
 
 /* Requests of one local piece, one remote range, up to UCCL_OFI_CHUNK
- * bytes are posted whole (ofi_rma.c), counted in rma_whole; a larger one,
- * a vectored one and a zero-length one take the data path. Bytes compared,
- * the bytes around each range untouched. */
+ * bytes are posted whole (ofi_rma.c), counted in rma_whole, and finished
+ * at their completion without the data path (rma_whole_done); a larger
+ * one, a vectored one and a zero-length one take the data path. Bytes
+ * compared, the bytes around each range untouched. */
 static void check_whole(void)
 {
     tp_ofi_t *tp = ofi_of(P.a);
-    uint64_t whole = tp->rma_whole, posted = tp->rma_posted;
+    uint64_t whole = tp->rma_whole, posted = tp->rma_posted, done = tp->rma_whole_done;
     size_t big = tp->cfg.chunk + 4097;
     uccl_iov_t two[2] = {{A.mr, 0, 1000}, {A.mr, 5000, 64535}};
     uccl_rdesc_t rd;
@@ -311,6 +312,7 @@ static void check_whole(void)
     CU_ASSERT(memcmp(A.p + 100, B.p + 11, 65536) == 0);
     CU_ASSERT(A.p[99] == 0x5a && A.p[100 + 65536] == 0x5a);
     CU_ASSERT_EQUAL(tp->rma_whole - whole, 2u);
+    CU_ASSERT_EQUAL(tp->rma_whole_done - done, 2u);
     CU_ASSERT_EQUAL(tp->rma_posted - posted, 2u);
     unit_fill(A.p, AREA, 22);
     UNIT_ASSERT_STATUS(uccl_write(P.ab, A.mr, 0, big, &rd, 1, &req), UCCL_OK);
@@ -322,6 +324,7 @@ static void check_whole(void)
     UNIT_ASSERT_STATUS(uccl_read(P.ab, A.mr, 0, 0, &rd, 0, &req), UCCL_OK);
     run(req);
     CU_ASSERT_EQUAL(tp->rma_whole - whole, 2u); /* none of the three */
+    CU_ASSERT_EQUAL(tp->rma_whole_done - done, 2u);
     CU_ASSERT(tp->rma_posted - posted >= 5u);
 }
 

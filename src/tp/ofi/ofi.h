@@ -142,6 +142,7 @@ typedef struct tp_ofi {
     int staged_ops;      /* operations posted from or into stage buffers */
     uint64_t rma_posted; /* fi_writemsg / fi_readmsg posted (tests count them) */
     uint64_t rma_whole;  /* of them, whole requests posted at once (ofi_rma.c) */
+    uint64_t rma_whole_done; /* ...finished at their completion, past the data path */
     uint64_t tmsg_posted; /* tagged rendezvous sends and receives posted (tests count them) */
     uint64_t next_key;
     /* connections' endpoints by the id their peers tag control messages
@@ -180,6 +181,7 @@ typedef struct ofi_op {
     uccl_rndv_slot_t *slot;   /* a read into a window of its request's sink */
     size_t off, len;          /* ...and the bytes of req it carries */
     bool read;
+    bool whole;               /* OFI_OP_DATA: its request's only operation (ofi_rma.c) */
     bool cancelled;           /* OFI_OP_DRECV we cancelled (its FI_ECANCELED is ours) */
     uccl_req_t *dreq;         /* OFI_OP_DRECV into a receive's pieces (NULL: the bounce) */
     void *tmp;                /* a tagged receive's bounce (ofi_tmsg.c) */

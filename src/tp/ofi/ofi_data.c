@@ -392,6 +392,15 @@ static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,
     case OFI_OP_DATA:
         req = op->req;
         uccl_list_del(&op->link);
+        if (op->whole && req != NULL && st == UCCL_OK && req->tp_data[UCCL_RNDV_RD_ERR] == 0) {
+            /* ofi_post_whole's request, whole in this operation: done (what
+             * uccl_ofi_data_done and the protocol's write_done come to) */
+            uccl_ofi_op_put(tp, op);
+            tp->rma_whole_done++;
+            req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_CTRL;
+            uccl_ofi_req_finish(req, UCCL_OK, req->len);
+            break;
+        }
         if (op->sbuf != NULL) { /* staged */
             if (req != NULL && op->slot != NULL) /* a read into a window: its copy starts */
                 uccl_rndv_sink_landed(op->slot->sink, op->slot->index, st);

@@ -11,11 +11,11 @@
  * instructions before it add to every read (tests/perf/results/ofi/
  * ofi14-H200host/README.md). false: not such a request, or the provider did
  * not take it (the data path posts it, or retries, or reports the error). */
-static bool ofi_post_whole(tp_ofi_ep_t *ep, uccl_req_t *req, uint64_t key, uint64_t rbase)
+static bool ofi_post_whole(tp_ofi_ep_t *ep, uccl_req_t *req, const uccl_tp_memh_t *memh,
+                           uint64_t key, uint64_t rbase)
 {
     tp_ofi_t *tp = ep->tp;
     bool is_write = req->op == UCCL_OP_WRITE;
-    uccl_tp_memh_t *memh;
     struct iovec iov;
     struct fi_rma_iov rma;
     struct fi_msg_rma msg;
@@ -23,12 +23,11 @@ static bool ofi_post_whole(tp_ofi_ep_t *ep, uccl_req_t *req, uint64_t key, uint6
     ofi_op_t *op;
     int rc;
 
-    if (req->iovcnt != 1 || req->len == 0 || req->len > tp->cfg.chunk || req->nrseg > 1 ||
-        req->tp_ptr != NULL || !uccl_list_empty(&ep->data_pending) ||
-        (is_write && uccl_rndv_needs_imm(req)) || uccl_ofi_pack_wanted(tp, req, 0, req->len))
+    if (memh == NULL || req->len > tp->cfg.chunk || req->nrseg > 1 || req->tp_ptr != NULL ||
+        !uccl_list_empty(&ep->data_pending) || (is_write && uccl_rndv_needs_imm(req)) ||
+        uccl_ofi_pack_wanted(tp, req, 0, req->len))
         return false;
-    memh = uccl_ofi_iov_memh(tp, req, 0);
-    op = memh != NULL ? uccl_ofi_op_get(tp) : NULL;
+    op = uccl_ofi_op_get(tp);
     if (op == NULL)
         return false;
     iov = (struct iovec){req->iov[0].addr, req->len};
@@ -50,6 +49,7 @@ static bool ofi_post_whole(tp_ofi_ep_t *ep, uccl_req_t *req, uint64_t key, uint6
     op->req = req;
     op->len = req->len;
     op->read = !is_write;
+    op->whole = true;
     req->tp_data[UCCL_RNDV_RD_STATE] = UCCL_RNDV_RS_DATA;
     req->tp_data[OFI_RD_OFF] = req->len;
     req->tp_data[OFI_RD_OPS] = 1;
@@ -67,9 +67,14 @@ static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
 {
     tp_ofi_ep_t *ep = tp_ofi_ep(base);
     uint64_t key, rbase;
-    uccl_status_t st = uccl_ofi_check_local(ep, req);
+    /* one piece (nearly every request): its registration looked up once,
+     * for the check, the staging question and the post */
+    const uccl_tp_memh_t *memh =
+        req->iovcnt == 1 && req->iov[0].len > 0 ? uccl_ofi_iov_memh(ep->tp, req, 0) : NULL;
+    bool staged;
+    uccl_status_t st;
 
-    if (st != UCCL_OK)
+    if (memh == NULL && (st = uccl_ofi_check_local(ep, req)) != UCCL_OK)
         return st;
     if (req->remote.rkey_len == 0) {
         uccl_error("ofi: remote region %llu has no libfabric key: its owner could not register "
@@ -82,17 +87,19 @@ static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
                    req->remote.rkey_len);
         return UCCL_ERR_BAD_DESC;
     }
-    uccl_ofi_xfer_release(req);
+    if (req->tp_ptr != NULL)
+        uccl_ofi_xfer_release(req);
     /* local GPU pieces: a write reads them through a source pipeline, a
      * read lands in the windows of a sink */
-    if (req->len > 0 && uccl_ofi_req_staged(ep, req)) {
+    staged = memh != NULL ? memh->mr == NULL : uccl_ofi_req_staged(ep, req);
+    if (req->len > 0 && staged) {
         st = uccl_ofi_xfer_stage(ep, req, req->len, req->op == UCCL_OP_WRITE);
         if (st != UCCL_OK) {
             uccl_ofi_xfer_release(req);
             return st;
         }
     }
-    if (!ofi_post_whole(ep, req, key, rbase))
+    if (staged || !ofi_post_whole(ep, req, memh, key, rbase))
         uccl_ofi_data_start(ep, req);
     return UCCL_OK;
 }
