@@ -8,7 +8,8 @@
 # read, the seed's pattern and the scattered write on both providers.
 # libfabric from DEBS_DIR (Debian 12's) unpacked as ofi-device.sh does.
 # JOBS_FILE (third argument, optional) replaces the job list below; a job's
-# sixth field names a folder of BIN_DIR whose lib/ it runs (A/B of libuccl).
+# sixth field names a folder of BIN_DIR whose lib/ it runs (A/B of libuccl);
+# a seventh, more perf_ofi arguments (session 15: --sizes, --dump).
 set -u
 debs=${1:?usage: ofi-device-s13.sh DEBS_DIR BIN_DIR}
 bin=$(cd "${2:?usage: ofi-device-s13.sh DEBS_DIR BIN_DIR}" && pwd)
@@ -35,8 +36,9 @@ LD_LIBRARY_PATH=$bin/lib:$fablib ldd "$bin/perf_ofi" | grep -E "fabric|uccl|mpi.
 lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"
 uptime
 root=$( [ "$(id -u)" = 0 ] && echo --allow-run-as-root )
-# provider|env (- = none)|ops|repeat|name[|bin dir, relative to BIN_DIR: its lib/ instead]
-while IFS='|' read -r prov env ops rep name jbin; do
+# provider|env (- = none)|ops|repeat|name[|bin dir, relative to BIN_DIR: its lib/ instead
+# [|more perf_ofi arguments]]
+while IFS='|' read -r prov env ops rep name jbin jargs; do
     [ -n "$prov" ] || continue
     jlib=$bin/lib
     [ -n "$jbin" ] && jlib=$bin/$jbin/lib
@@ -44,7 +46,7 @@ while IFS='|' read -r prov env ops rep name jbin; do
     [ "$env" != - ] && for e in $env; do envs+=(-x "$e"); done
     echo "### $name: perf_ofi $prov, ${env}, --ops $ops ($(date +%T), load $(cut -d' ' -f1 /proc/loadavg))"
     LD_LIBRARY_PATH=$jlib:$fablib timeout 20 mpirun $root --bind-to core -np 2 "${envs[@]}" \
-        "$bin/perf_ofi" --provider "$prov" --repeat "$rep" --ops "$ops" </dev/null 2>&1 |
+        "$bin/perf_ofi" --provider "$prov" --repeat "$rep" --ops "$ops" $jargs </dev/null 2>&1 |
         grep -v '^\[uccl' | tee "$OUT/$name.txt"
 done < <(if [ -n "$jobs" ]; then cat "$jobs"; else cat <<'JOBS'
 shm|UCCL_OFI_DIRECT=0|send,parts|5|shm-push-a
