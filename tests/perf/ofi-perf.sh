@@ -39,7 +39,9 @@ to_json() { # PROVIDER VARIANT
                                         (NF >= 15 ? $13 : "null"), (NF >= 15 ? $14 : "null"), \
                                         (NF >= 15 ? $15 : "null")
             else if (sect == "op") printf "\"op\": \"%s\", \"size\": %s, \"raw\": %s, \"uccl\": %s, " \
-                                     "\"ratio\": %s}", $1, $2, $3, $4, $5
+                                     "\"ratio\": %s, \"pair_ratio\": %s, \"pair_q1\": %s, " \
+                                     "\"pair_q3\": %s}", $1, $2, $3, $4, $5, (NF >= 8 ? $6 : "null"), \
+                                     (NF >= 8 ? $7 : "null"), (NF >= 8 ? $8 : "null")
             else printf "\"pieces\": %s, \"raw\": %s, \"uccl\": %s, \"ratio\": %s, " \
                         "\"uccl_vs_1piece\": %s, \"vs_1piece_min\": %s, \"vs_1piece_max\": %s}", \
                         $1, $2, $3, $4, $5, (NF >= 7 ? $6 : "null"), (NF >= 7 ? $7 : "null") }
