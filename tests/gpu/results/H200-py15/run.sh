@@ -12,7 +12,8 @@
 #   write --post persist,group
 #   (pass 1 also --split: the persist loop timed posting / waiting)
 # then 4 KiB, send and write, --post persist,group,one (one: one call per
-# transfer): what Python adds per operation.
+# transfer): what Python adds per operation. Call 2: SPLIT=0 (no --split),
+# MIXED= (no --mixed), FOURK=0 (no 4 KiB runs), MAX=4M, REPEAT=3.
 # NOLOCALGPU=1 (rehearsal, no GPU): host memory over shm; PY: the python3
 # with numpy, mpi4py (and torch on the device).
 # shellcheck disable=SC2086 # $M, $R: command words, split on purpose
@@ -54,13 +55,14 @@ bench() { # step name, then bench arguments
 }
 for pass in $(seq "${REPEAT:-2}"); do
     split=""
-    [ "$pass" = 1 ] && split=--split
+    [ "$pass" = 1 ] && [ "${SPLIT:-1}" = 1 ] && split=--split
     bench send$pass --op send $mem --transport $tp --min ${MIN:-1M} --max ${MAX:-16M} $R $split \
-        --post persist,group --mixed
+        --post persist,group ${MIXED---mixed}
     bench write$pass --op write $mem --transport $tp --min ${MIN:-1M} --max ${MAX:-16M} $R $split \
         --post persist,group
 done
 for op in send write; do
+    [ "${FOURK:-1}" = 1 ] || break
     bench ${op}4k --op $op $mem --transport $tp --min 4K --max 4K --iters ${ITERS_4K:-2000} \
         --rounds ${ROUNDS:-9} --post persist,group,one
 done
