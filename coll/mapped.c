@@ -7,10 +7,10 @@
  * A call's writer copies its outgoing blocks into slots of its own
  * segment and publishes each with the call's number (release stores: one
  * flag in each cache line of a small block, beside 56 of its bytes; see
- * coll/mapped_slot.h); readers acquire them, copy straight out of the writer's segment into their
- * buffer and store their ack in the writer's segment. A ring of buffers
- * (call m uses buffer m % depth; depth 2..RING_MAX, as many as
- * RING_BUDGET holds): a writer reuses one only once every reader of its
+ * coll/mapped_slot.h); readers acquire them, copy straight out of the
+ * writer's segment into their buffer and store their ack in the writer's
+ * segment. A ring of buffers (call m uses buffer m % depth; depth
+ * 2..RING_MAX, as many as RING_BUDGET holds): a writer reuses one only once every reader of its
  * last use acked, so a root runs up to depth calls ahead of its readers,
  * and it reads a reader's ack line only then (an ack it saw covers every
  * earlier call): the reader's ack stores stay in its own cache meanwhile.
@@ -384,8 +384,6 @@ static uccl_status_t run_reads(coll_sched_t *s)
         if (rd->done)
             continue;
         h = slot_hdr(M, seg, n, p, rd->slot);
-        if (MAPPED_POLL_PREFETCH && rd->len > SMALL_CAP) /* the big slot's lines */
-            slot_prefetch(M, seg, n, p, rd->slot, rd->len, false);
         if (!slot_ready(h, run->m, rd->len, &wlen)) {
             if (missing < 0)
                 missing = rd->from;
