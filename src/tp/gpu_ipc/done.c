@@ -25,7 +25,15 @@
  * one flagged fence at a time, flag.c). The side that attached a ring
  * registers the word page for its GPU when it connects
  * (uccl_gpu_host_register_mapped, as NCCL registers its shared memory);
- * without that page the receiver answers with FIN as before. */
+ * without that page the receiver answers with FIN as before.
+ *
+ * What it saves (one H100, two processes on GPU 0, window 1,
+ * tests/gpu/results/1xH100-gpu15): the receiver's op finish 345 -> 90 ns
+ * (the FIN record no longer goes before the receive completes and its ack
+ * can go) and one of the sender's two records per transfer; send 0.02
+ * closer to a plain copy on average over three calls (+0.031, +0.036,
+ * -0.007: the size of one call's noise). The rest of the window-1 gap is
+ * the RTS and ack hops and the mid-size copies (same README). */
 #include "tp/gpu_ipc/ipc.h"
 
 void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
