@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 15, helper py15: one device call, GPU 0 only (kind nvidia-h200),
-# from the call's tree root: bash .dev/py15/tests/gpu/results/H200-py15/run.sh
+# from the call's tree root: bash .dev/py15/tests/gpu/results/H100-py15/run.sh
 # (.debs installed first). Builds TREE (default .dev/py15) in TREE/build-py15
 # (BUILD=DIR: an existing build instead, for a rehearsal), then per pass
 # (REPEAT, default 2) python -m uccl.bench in process, torch CUDA tensors
