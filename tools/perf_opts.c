@@ -234,6 +234,7 @@ static const char *transport_arg(int argc, char **argv)
 void perf_pin_mpi_path(int argc, char **argv, char *path, size_t len)
 {
     const char *tp = transport_arg(argc, argv), *btl = getenv("OMPI_MCA_btl");
+    const char *pml = getenv("OMPI_MCA_pml"), *osc = getenv("OMPI_MCA_osc");
 
     if (tp != NULL && strcmp(tp, "tcp") == 0) {
         /* Open MPI reads its MCA parameters from the environment in MPI_Init;
@@ -243,6 +244,12 @@ void perf_pin_mpi_path(int argc, char **argv, char *path, size_t len)
         setenv("OMPI_MCA_pml", "ob1", 1);
         setenv("OMPI_MCA_btl", "tcp,self", 1);
         setenv("OMPI_MCA_osc", "pt2pt", 1);
+    } else if (pml != NULL || osc != NULL) {
+        /* e.g. --mca pml ucx --mca osc ucx --mca btl self: the data takes
+         * UCX, and the btl alone would name the wrong path */
+        snprintf(path, len, "pml %s, osc %s, btl %s (OMPI_MCA_pml, _osc, _btl, e.g. mpirun --mca pml ucx)",
+                 pml != NULL ? pml : "default", osc != NULL ? osc : "default",
+                 btl != NULL ? btl : "default");
     } else if (btl != NULL) {
         snprintf(path, len, "btl %s (OMPI_MCA_btl, e.g. mpirun --mca btl)", btl);
     } else {

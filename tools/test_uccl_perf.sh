@@ -3,8 +3,8 @@
 # its data (the passive rank of write/read sleeps between polls, and tcp needs
 # it to progress; tcp's write and read with --sliding), the JSON parses with
 # one row per size, --no-ref leaves the reference out, the tcp reference runs
-# over Open MPI's tcp path and says so, and a bad option is refused, named
-# once, with the usage text once.
+# over Open MPI's tcp path and says so, a path set by pml / osc is named by
+# them, and a bad option is refused, named once, with the usage text once.
 set -e
 perf=${top_builddir:-.}/tools/uccl_perf
 # no leak check under mpirun, as tests/mpi/run-mpi.sh explains
@@ -66,6 +66,14 @@ grep -q '^# reference: .*path: btl tcp,self, pml ob1' "$tmp/out" ||
     { cat "$tmp/out"; echo "the tcp reference path is not pinned or not printed"; exit 1; }
 grep -q '"reference_path": "btl tcp,self' "$tmp/tcp-path.json" ||
     { echo "no reference_path in the JSON"; exit 1; }
+n=$((n + 1))
+# a reference path chosen by pml / osc (e.g. --mca pml ucx --mca osc ucx --mca
+# btl self, bench-cluster.sh's UCX path) is named by them, not by the btl alone
+OMPI_MCA_pml=ob1 OMPI_MCA_osc=pt2pt OMPI_MCA_btl=self,vader,tcp \
+    perf2 --transport shm --op send --min 4K --max 4K --iters 3 --json "$tmp/pml-path.json" ||
+    { cat "$tmp/out"; echo "uccl_perf shm send with OMPI_MCA_pml failed"; exit 1; }
+grep -q '"reference_path": "pml ob1, osc pt2pt, btl self,vader,tcp ' "$tmp/pml-path.json" ||
+    { cat "$tmp/pml-path.json"; echo "the reference path does not name pml and osc"; exit 1; }
 n=$((n + 1))
 # --op a,b,c: a block of rows for each op in turn, in one job
 perf2 --transport shm --op write,read,send --min 4K --max 8K --iters 2 --no-ref ||

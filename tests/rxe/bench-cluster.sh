@@ -17,7 +17,7 @@
 #   BENCH_OPS (send write), BENCH_SIZES (65536 1048576; one uccl_perf job per
 #   size), BENCH_ROUNDS (3), BENCH_MIB (16: MiB per timed phase, at least one
 #   window of 16), BENCH_PATHS (ucx tcp tcp-tcp), BENCH_RAW (1: perftest and
-#   ucx_perftest once per size first), BENCH_X (NAME=VALUE words both ranks
+#   ucx_perftest once per size first, 64 MiB each), BENCH_X (NAME=VALUE words both ranks
 #   get through mpirun -x, e.g. UCCL_VERBS_EAGER=64K)
 # Exits 77 with the reason where this machine cannot boot the cluster.
 here=$(cd "$(dirname "$0")" && pwd)
@@ -53,13 +53,26 @@ echo "# guest load: node0 $(cut -d' ' -f1-3 /proc/loadavg)"
 # UCX_TLS=rc_verbs,ud_verbs:aux), each moving about 64 MiB; Gb/s (1e9 bit/s).
 # (No -f for ucx_perftest: with it, its last line has no "Final:" label.
 # ucx-final.awk reads that line's overall bandwidth, as bench.sh does.)
+# The server starts on node1 through the launch agent, which in the emulated
+# VMs took more than the 2 s waited at first (ucx_perftest: "connect()
+# failed: Connection refused"): the client tries again, up to 3 times, 2 s
+# apart, while it is refused and the server still runs. For ucx_perftest the
+# "Final:" line read follows the figure, so that the column read can be
+# checked against it.
 raw() { # raw NAME SERVER-CMD CLIENT-CMD AWK-PROGRAM: run the pair, print the client's figure (awk sees s=$S)
+	local try spid
 	"$top_srcdir/tests/vm/agent.sh" node1 "timeout 120 $2" >/tmp/raw.srv 2>&1 &
-	sleep 2
-	# shellcheck disable=SC2086 # a command line
-	timeout 120 $3 >/tmp/raw.out 2>&1
+	spid=$!
+	for try in 1 2 3; do
+		sleep 2
+		# shellcheck disable=SC2086 # a command line
+		timeout 120 $3 >/tmp/raw.out 2>&1
+		grep -qi "connection refused" /tmp/raw.out && kill -0 "$spid" 2>/dev/null || break
+		echo "#   $1: refused (try $try), again"
+	done
 	wait
 	printf "%-30s %s\n" "$1" "$(awk -v s="$S" "$4" /tmp/raw.out)"
+	grep -h "^Final:" /tmp/raw.out | sed 's/^/#   /'
 	grep -qiE 'error|fatal' /tmp/raw.out /tmp/raw.srv && grep -hiE 'error|fatal' /tmp/raw.out /tmp/raw.srv | head -2
 }
 n_of() { local n=$(((64 << 20) / $1)); echo $((n < 32 ? 32 : n)); }
@@ -68,7 +81,7 @@ if [ "${BENCH_RAW:-1}" = 1 ]; then
 	pt='$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	ux=$(cat "$here/ucx-final.awk")
 	g=$RXE_GID_INDEX
-	for S in 65536 1048576; do
+	for S in ${BENCH_SIZES:-65536 1048576}; do
 		n=$(n_of $S) s=$S
 		for op in write send; do
 			raw "ib_${op}_bw $s" "ib_${op}_bw -d rxe0 -x $g -s $s -n $n -F --report_gbits" \

@@ -11,7 +11,10 @@
 #     e.g. "UCCL_VERBS_NUM_QPS=8 BENCH_MTU=9000");
 #  4. the other ops of BENCH_OPS (default read send) at the first setting;
 #  5. bench-rails.sh's A/B when BENCH_AB is set.
-# Their settings pass through; BENCH_REF_ROUNDS (3) and BENCH_REF_MIB (64)
+# BENCH_REF_FIRST=1 moves 2 before 1 (the row the call is for, before the
+# tables that the VM's time may cut); BENCH_RAILS=0 leaves out 1 and 3-5 (the
+# row alone). Their settings pass through (BENCH_CPU=1: the row's CPU
+# seconds per process, bench.sh); BENCH_REF_ROUNDS (3) and BENCH_REF_MIB (64)
 # are bench.sh's rounds and MiB per run (16 made runs of a third of a second
 # at 0.36 Gb/s: session 13's row spread 2.5x; tests/perf/results/cluster/vm14/). Run from the build directory; exits
 # 77 where the VM cannot boot.
@@ -29,10 +32,18 @@ refs() {
 		BENCH_MIB="${BENCH_REF_MIB:-64}" bash "$here/bench.sh"
 	echo "# $(date -u +%T) bench.sh exit $?"
 }
+rc=0
+want_refs=1
+[ "${BENCH_REF_SIZES:-}" = none ] && want_refs=0
+if [ "${BENCH_REF_FIRST:-0}" = 1 ] || [ "${BENCH_RAILS:-1}" = 0 ]; then
+	[ $want_refs = 1 ] && refs
+	want_refs=0
+fi
+[ "${BENCH_RAILS:-1}" = 0 ] && exit 0
 env -u BENCH_AB BENCH_OPS=write bash "$here/bench-rails.sh"
 rc=$?
 echo "# $(date -u +%T) bench-rails.sh exit $rc"
-[ "${BENCH_REF_SIZES:-}" = none ] || refs
+[ $want_refs = 1 ] && refs
 for v in ${BENCH_VARIANTS:-}; do
 	echo "# $(date -u +%T) bench-rails.sh, write, with ${v//,/ }"
 	# shellcheck disable=SC2046 # one VAR=VALUE per word

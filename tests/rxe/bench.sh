@@ -16,6 +16,9 @@
 #   perftest -t W; without it uccl_perf drains each window of W, UCX and
 #   perftest keep their own depths);
 #   BENCH_WARMUP=0 (no untimed run of each tool before the table);
+#   BENCH_CPU=1 (each row also prints the CPU seconds, user+system, of every
+#   process: uccl_perf's ranks, each reference's client and server
+#   (tests/rxe/cputime.sh), and the guest's busy and idle vCPU seconds);
 #   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
 #   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
 # Each row: the medians, each tool's min-max over the rounds, the ratios of
@@ -50,13 +53,17 @@ count() { local n=$(( ((${BENCH_MIB:-64} << 20) / $1 + 8) / 16 * 16 )); echo $((
 # depth OPT: with BENCH_SLIDING=1, "OPT W" (the tool's in-flight depth option)
 depth() { [ "${BENCH_SLIDING:-0}" = 1 ] && echo "$1 ${BENCH_WINDOW:-16}"; }
 
+# cpu LABEL: with BENCH_CPU=1, the words that make the command after them
+# log its CPU seconds as LABEL to /tmp/cpu.log (cputime.sh)
+cpu() { [ "${BENCH_CPU:-0}" = 1 ] && echo "$here/cputime.sh /tmp/cpu.log $1"; }
+
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
 	local n; n=$(count "$2")
-	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth: option words
-	timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
+	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth, cpu: option words
+	$(cpu perftest-server) timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
 	sleep 1
 	# shellcheck disable=SC2086,SC2046
-	timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
+	$(cpu perftest-client) timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
 		awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
@@ -84,12 +91,13 @@ ucx_gbps() {
 	read) t=ucp_get ;;
 	*) t=tag_bw ;;
 	esac
+	# shellcheck disable=SC2046 # cpu: command words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV2:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
+		$(cpu ucx-server) timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
 	sleep 1
-	# shellcheck disable=SC2046 # depth: option words
+	# shellcheck disable=SC2046 # depth, cpu: option words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
+		$(cpu ucx-client) timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
 	wait
 	awk -f "$here/ucx-final.awk" /tmp/ucx.out
 	grep -q "^Final:" /tmp/ucx.out || tail -n 3 /tmp/ucx.out /tmp/ucx.srv >&2
@@ -101,7 +109,8 @@ uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, ra
 	# its us column (time per transfer), as bench-rails.sh reads it: no python
 	# (its start costs seconds in the emulated VM, and the device machine's
 	# python3 is a virtual environment)
-	timeout 300 $mpiexec -np 2 "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
+	# shellcheck disable=SC2046,SC2086 # mpiexec, cpu: command words (the label gets "-RANK")
+	timeout 300 $mpiexec -np 2 $(cpu uccl) "$here/rank-dev.sh" "$perf" p2p --transport verbs --op "$1" \
 		--min "$2" --max "$2" --iters $(( ($(count "$2") + w - 1) / w )) --window "$w" $slide --warmup 1 --no-ref \
 		>/tmp/uccl.out 2>&1 || tail -5 /tmp/uccl.out >&2
 	awk -v s="$2" '$1 == s && $3 > 0 { printf "%.4f\n", 8 * $1 / ($3 * 1e3); ok = 1 } END { if (!ok) print 0 }' /tmp/uccl.out
@@ -132,6 +141,23 @@ wire_gbps() {
 }
 [ "${BENCH_WIRE:-0}" = 1 ] || wire_gbps() { "$@"; }
 
+# BENCH_CPU=1: the CPU seconds (user+system) per run of each process in
+# /tmp/cpu.log (uccl-0 is uccl_perf's initiator, uccl-1 its target; each
+# reference's client initiates), their medians, and the guest's vCPU seconds
+# over the row from /proc/stat (busy: user, system, softirq, where rxe does
+# its packet work; idle: what was to spare).
+stat_cpu() { awk '$1 == "cpu" { print $2 + $3, $4, $7 + $8, $5 + $6 }' /proc/stat; }
+cpu_report() { # cpu_report "STAT BEFORE" EPOCHREALTIME-BEFORE
+	awk '{ v = $2 + $3; n[$1]++; r[$1] = r[$1] " " sprintf("%.2f", v); a[$1, n[$1]] = v }
+	END { for (l in n) { k = n[l]; for (i = 1; i <= k; i++) t[i] = a[l, i]
+		for (i = 2; i <= k; i++) for (j = i; j > 1 && t[j - 1] > t[j]; j--) { x = t[j]; t[j] = t[j - 1]; t[j - 1] = x }
+		printf "#   CPU s %-16s median %5.2f, runs:%s\n", l, k % 2 ? t[(k + 1) / 2] : (t[k / 2] + t[k / 2 + 1]) / 2, r[l] } }' \
+		/tmp/cpu.log | sort
+	stat_cpu | awk -v b="$1" -v t0="$2" -v t1="$EPOCHREALTIME" -v hz="$(getconf CLK_TCK)" -v nc="$(nproc)" '{ split(b, a, " ")
+		printf "#   guest over the row: %d vCPUs x %.0f s; busy user %.1f, system %.1f, irq+softirq %.1f; idle %.1f vCPU-s\n",
+			nc, t1 - t0, ($1 - a[1]) / hz, ($2 - a[2]) / hz, ($3 - a[3]) / hz, ($4 - a[4]) / hz }'
+}
+
 # Sourced with BENCH_LIB=1 (in the VM): the functions above, no table.
 [ "${BENCH_LIB:-0}" = 1 ] && return 0
 echo "# $rounds rounds per row, uccl, perftest and ucx in turns; medians in Gb/s (1e9 bit/s);"
@@ -152,7 +178,8 @@ printf "%-5s %8s %5s %20s %20s %20s %16s %16s\n" op size count "uccl [min-max]" 
 for op in $ops; do
 	for s in $sizes; do
 		us=() ps=() xs=()
-		: >/tmp/own.log
+		: >/tmp/own.log; : >/tmp/cpu.log
+		st0=$(stat_cpu) t0=$EPOCHREALTIME
 		for r in $(seq "$rounds"); do
 			for k in 0 1 2; do
 				case $(((r + k) % 3)) in
@@ -176,7 +203,11 @@ for op in $ops; do
 		{ split($0, part, "\\|"); m = split(part[1], u, " "); split(part[2], p, " "); split(part[3], x, " ")
 		  printf "%-5s %8d %5d %20s %20s %20s %16s %16s\n", o, s, n, col(u, m), col(p, m), col(x, m),
 		         rat(u, p, m), rat(u, x, m)
-		  printf "#   runs: uccl %s | perftest %s | ucx %s\n", part[1], part[2], part[3] }'
+		  printf "#   runs: uccl %s | perftest %s | ucx %s\n", part[1], part[2], part[3]
+		  printf "#   per round: x pt"; for (i = 1; i <= m; i++) printf " %s", (u[i] > 0 && p[i] > 0) ? sprintf("%.2f", u[i] / p[i]) : "-"
+		  printf " | x ucx"; for (i = 1; i <= m; i++) printf " %s", (u[i] > 0 && x[i] > 0) ? sprintf("%.2f", u[i] / x[i]) : "-"
+		  printf "\n" }'
+		[ "${BENCH_CPU:-0}" = 1 ] && cpu_report "$st0" "$t0"
 		[ "${BENCH_WIRE:-0}" = 1 ] && echo "#   the tools' own figures, in run order: $(paste -sd' ' /tmp/own.log)"
 	done
 done
