@@ -18,7 +18,8 @@
 # round. Each run prints as it ends: the tools' own Gb/s (summed over the
 # jobs of a run) and the wire rate: the four veths' transmitted bytes sampled
 # every 0.1 s, over the time every rail that carried data was between 5 % and
-# 95 % of its bytes (overlap: that time over the time from the first rail's
+# 95 % of its bytes (of its timed bytes: uccl_perf verifies with one more
+# window of the same bytes after the timed one) (overlap: that time over the time from the first rail's
 # 5 % to the last one's 95 %), with each rail's share, and over that whole
 # time (the union; the table's "wire" is the common time's figure); then the guest's busy
 # vCPUs over the run (user, system, softirq) and each rank's CPU seconds
@@ -128,10 +129,10 @@ wire_on() {
 	done) >/tmp/ctl.wire &
 	wire_pid=$!
 }
-wire_off() { # prints rails-wire.awk's "Gb/s overlap rail0 rail1 union-Gb/s"
+wire_off() { # wire_off PART: prints rails-wire.awk's "Gb/s overlap rail0 rail1 union-Gb/s"
 	sleep 0.3
 	kill "$wire_pid"; wait "$wire_pid" 2>/dev/null
-	awk -f "$here/rails-wire.awk" /tmp/ctl.wire
+	awk -v part="$1" -f "$here/rails-wire.awk" /tmp/ctl.wire
 }
 
 # BENCH_TRACE=1: rxe_requester's calls during the run, by context
@@ -166,7 +167,9 @@ one() {
 	uccl-2x1) v=$( (uccl 0 1 "$n" >/tmp/ctl.v0 & uccl 1 1 "$n" >/tmp/ctl.v1; wait) && cat /tmp/ctl.v0 /tmp/ctl.v1 | paste -sd' ') ;;
 	uccl-2) v=$(uccl 0 2 $((2 * n))) ;;
 	esac
-	w=$(wire_off)
+	# uccl_perf moves one more window after the timed one, untimed, to verify
+	# the bytes: with --iters 1 the first half of each rail's bytes is timed
+	w=$(wire_off "$(case $1 in uccl*) echo 0.5 ;; *) echo 1 ;; esac)")
 	cpu=$(stat_cpu | awk -v b="$st" -v t0="$t0" -v t1="$EPOCHREALTIME" -v hz="$(getconf CLK_TCK)" '{ split(b, a, " ")
 		printf "%.1f s, vCPUs busy %.2f (user %.2f sys %.2f softirq %.2f)", t1 - t0,
 			($1 + $2 + $3 - a[1] - a[2] - a[3]) / hz / (t1 - t0), ($1 - a[1]) / hz / (t1 - t0),

@@ -8,6 +8,9 @@
 # and each rail's rate over the common time, then the rate of both over the
 # union (the earliest 5 % to the latest 95 %). The common figures are 0 when
 # the rails did not overlap; all are 0 when no rail was active.
+# -v part=F: only the first F of each rail's bytes count (default 1). For
+# uccl_perf with --iters 1, 0.5: after its timed window it moves one more,
+# untimed, to verify the data (tools/uccl_perf.c, verify()).
 function when(k, want,   i) { # the time rail k's count reached want
 	for (i = 2; i < NR && c[k, i] < want; i++);
 	if (c[k, i] == c[k, i - 1]) return t[i]
@@ -21,8 +24,9 @@ function at(k, x,   i) { # rail k's count at time x
 { t[NR] = $1; c[0, NR] = $2; c[1, NR] = $3 }
 END {
 	lo = 0; hi = 1e300; first = 1e300; last = 0; act = 0
+	if (part <= 0 || part > 1) part = 1
 	for (k = 0; k < 2 && NR >= 2; k++) {
-		tot = c[k, NR] - c[k, 1]
+		tot = part * (c[k, NR] - c[k, 1])
 		if (tot < 1048576) continue
 		act++
 		s = when(k, c[k, 1] + 0.05 * tot); e = when(k, c[k, 1] + 0.95 * tot)

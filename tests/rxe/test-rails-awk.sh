@@ -23,6 +23,12 @@ expect "one rail alone: its own rate, overlap 1" \
 	"1.0000 1.00 1.0000 0.0000 1.0000" "$(samples 0.5 | awk '{ print $1, $2, 0 }' | awk -f "$here/rails-wire.awk")"
 expect "two rails that never ran together: 0 for the common time; the union: 2.375e8 + 1.1875e8 B in 1.1-3.95 s" \
 	"0 0 0 0 1.0000" "$(samples 2.0 | awk -f "$here/rails-wire.awk")"
+# uccl_perf --iters 1: rail 0 moves 2.5e8 B timed (1 to 3 s), then 2.5e8 B
+# more to verify (3.5 to 5.5 s); part=0.5: the timed half alone, 1 Gb/s
+expect "part=0.5: the timed half of the bytes, not the verify window and the gap before it" \
+	"1.0000 1.00 1.0000 0.0000 1.0000" "$(awk 'BEGIN { for (i = 0; i <= 60; i++) { t = i * 0.1
+		a = t < 1 ? 0 : t < 3 ? (t - 1) * 1.25e8 : t < 3.5 ? 2.5e8 : t < 5.5 ? 2.5e8 + (t - 3.5) * 1.25e8 : 5e8
+		printf "%.1f %d 0\n", t, a } }' | awk -v part=0.5 -f "$here/rails-wire.awk")"
 expect "nothing moved: zeros" "0 0 0 0 0" "$(printf '0.0 5 5\n0.1 5 5\n0.2 5 5\n' | awk -f "$here/rails-wire.awk")"
 trace='# tracer: function
 #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION
