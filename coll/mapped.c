@@ -5,114 +5,55 @@
  * and described to the peers once per communicator (mapped_setup, the
  * first call that picks MAPPED; the ranks agree whether every peer maps).
  * A call's writer copies its outgoing blocks into slots of its own
- * segment and publishes each with the call's number (a release store in
- * the slot's first cache line, beside its length and first 48 bytes);
- * readers acquire it, copy straight out of the writer's segment into their
- * buffer and store their ack in the writer's segment. A ring of buffers
- * (call m uses buffer m % depth; depth 2..RING_MAX, as many as
- * RING_BUDGET holds): a writer reuses one only once every reader of its
+ * segment and publishes each with the call's number (release stores: one
+ * flag in each cache line of a small block, beside 56 of its bytes; see
+ * coll/mapped_slot.h); readers acquire them, copy straight out of the
+ * writer's segment into their buffer and store their ack in the writer's
+ * segment. A ring of buffers (call m uses buffer m % depth; depth
+ * 2..RING_MAX, as many as RING_BUDGET holds): a writer reuses one only once every reader of its
  * last use acked, so a root runs up to depth calls ahead of its readers,
  * and it reads a reader's ack line only then (an ack it saw covers every
  * earlier call): the reader's ack stores stay in its own cache meanwhile.
  * Calls run their writes, then their reads, in call order.
  * Segment: ack[n] (a cache line each, written by reader j), then the
- * small slots [n][depth] (call number, length and up to SMALL_CAP bytes;
- * a lane's consecutive buffers side by side), then the big slots
+ * small slots [n][depth] (up to SMALL_CAP bytes and the flags; a lane's
+ * consecutive buffers side by side), then the big slots
  * [depth][n] (the bytes of a block above SMALL_CAP).
  * Blocks larger than a slot go two-sided: whole collectives are built as
  * LINEAR when every rank knows the size, alltoallv pair by pair (sender
  * and receiver both know the pair's count). GPU buffers are staged through
  * the temporary (host) with the schedule's copies. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "mapped.h"
+#include "mapped_slot.h"
 
 static _Atomic uint64_t *ack_word(char *seg, int j)
 {
     return (_Atomic uint64_t *)(seg + (size_t)j * LINE);
 }
 
-/* A slot's header: the call number that published it (release store
- * last) and the length, in the first cache line of its small slot. A
- * block of up to SMALL_CAP bytes follows the header in the small slot's
- * consecutive lines (48 bytes share the flag's line); a larger one lies in
- * the slot's own region (big_data). The small slots of one writer's lane
- * (the slot index k) lie side by side for consecutive calls (buffer p, p +
- * 1, ...), 128-byte aligned: a reader going through a run of calls walks
- * forward through a few KiB, and the lines of one block come as adjacent
- * pairs. */
-#define SLOT_HDR 16
-#ifndef SMALL_LINES
-#define SMALL_LINES 6 /* a small slot: 384 bytes, up to 368 of them data */
-#endif
-#define SMALL_STRIDE ((size_t)SMALL_LINES * LINE)
-#define SMALL_CAP (SMALL_STRIDE - SLOT_HDR)
-/* The reader, on each look at a slot not published yet, prefetches the
- * lines the block will be read from: when the call number comes, they are
- * in flight with it, not fetched after it (one line transfer, not two). */
-#ifndef MAPPED_POLL_PREFETCH
-#define MAPPED_POLL_PREFETCH 1
-#endif
 /* After a read, the reader prefetches the same slot this many buffers on
  * (fewer on a shorter ring): 2 measured faster than 1 (coll14-H200host). */
 #ifndef MAPPED_PF_AHEAD
 #define MAPPED_PF_AHEAD 2
 #endif
-#define PF_MAX 1024 /* bytes of a block prefetched at most */
 
-/* The acks' lines, rounded up to 128 bytes. */
-static size_t ack_area(int n)
+/* Does this processor prefetch for writing (x86: CPUID PRFCHW)? */
+static bool has_prefetchw(void)
 {
-    return (size_t)((n + 1) & ~1) * LINE;
-}
-
-/* A big slot's stride: the slot, plus two lines so that the slots of one
- * buffer do not all start in the same cache set. */
-static size_t big_stride(size_t slot)
-{
-    return slot + 2 * LINE;
-}
-
-static size_t seg_bytes(int n, int depth, size_t slot)
-{
-    return ack_area(n) + (size_t)depth * (size_t)n * (SMALL_STRIDE + big_stride(slot));
-}
-
-static char *slot_hdr(const coll_mapped_t *M, char *seg, int n, int p, int k)
-{
-    return seg + ack_area(n) + ((size_t)k * (size_t)M->depth + (size_t)p) * SMALL_STRIDE;
-}
-
-/* Where a block of len bytes lies: after the header, or in its big slot. */
-static char *slot_data(const coll_mapped_t *M, char *seg, int n, int p, int k, size_t len)
-{
-    if (len <= SMALL_CAP)
-        return slot_hdr(M, seg, n, p, k) + SLOT_HDR;
-    return seg + ack_area(n) + (size_t)M->depth * (size_t)n * SMALL_STRIDE +
-           ((size_t)p * (size_t)n + (size_t)k) * big_stride(M->slot);
-}
-
-static _Atomic uint64_t *slot_seq(char *h)
-{
-    return (_Atomic uint64_t *)h;
-}
-
-/* Prefetch the lines of slot (p, k) that a block of len bytes is read
- * from (up to PF_MAX bytes of it), and the header's line where hdr. */
-static void prefetch_slot(const coll_mapped_t *M, char *seg, int n, int p, int k, size_t len,
-                          bool hdr)
-{
-    const char *d = slot_data(M, seg, n, p, k, len);
-    size_t end = len < PF_MAX ? len : PF_MAX;
-
-    if (hdr)
-        __builtin_prefetch(slot_hdr(M, seg, n, p, k), 0, 3);
-    for (const char *l = d - (uintptr_t)d % LINE; l < d + end; l += LINE)
-        __builtin_prefetch(l, 0, 3);
+#if defined(__x86_64__) && defined(__GNUC__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)) != 0;
+#else
+    return true;
+#endif
 }
 
 size_t uccl_coll_mapped_slot(int n)
@@ -213,6 +154,7 @@ static uccl_status_t mapped_setup(coll_state_t *cs)
     mine = (uint8_t)M->depth; /* 0: this rank cannot map some peer */
     M->seg_len = seg_bytes(n, M->depth, M->slot);
     M->next_m = M->next_write = M->next_read = 1;
+    M->prefetchw = has_prefetchw();
     if (uccl_mem_alloc(cs->engine, UCCL_MEM_HOST, M->seg_len, (void **)&M->seg) != UCCL_OK ||
         uccl_mr_reg(cs->engine, M->seg, M->seg_len, 0, &M->mr) != UCCL_OK ||
         uccl_mr_pack(M->mr, 0, M->seg_len, &descs[n]) != UCCL_OK) {
@@ -361,6 +303,29 @@ static int acks_missing(coll_state_t *cs, int p)
     return -1;
 }
 
+/* Did every reader of buffer p's last write ack it, as far as the local
+ * copy of the acks says? */
+static bool acked_here(const coll_mapped_t *M, int n, int p)
+{
+    for (int j = 0; j < n; j++)
+        if (M->readers[(size_t)p * (size_t)n + (size_t)j] && M->acked[j] < M->last_write[p])
+            return false;
+    return true;
+}
+
+/* After the writes of buffer p: the same slots of the next buffer for
+ * writing, where it is free (the next call of a run of alike calls
+ * writes them; MAPPED_PREFETCHW). */
+static void prefetch_next_writes(const coll_mapped_t *M, const coll_mapped_run_t *run, int n, int p)
+{
+    int q = (p + 1) % M->depth;
+
+    if (!MAPPED_PREFETCHW || !M->prefetchw || !acked_here(M, n, q))
+        return;
+    for (int i = 0; i < run->nw; i++)
+        slot_prefetch(M, M->seg, n, q, run->ws[i].slot, run->ws[i].len, true);
+}
+
 static uccl_status_t run_writes(coll_sched_t *s)
 {
     coll_state_t *cs = s->cs;
@@ -375,15 +340,12 @@ static uccl_status_t run_writes(coll_sched_t *s)
             return waiting(s, j);
         for (int i = 0; i < run->nw; i++) {
             const mw_t *w = &run->ws[i];
-            char *h = slot_hdr(M, M->seg, n, p, w->slot);
-            *(uint64_t *)(h + 8) = w->len;
-            if (w->len > 0)
-                memcpy(slot_data(M, M->seg, n, p, w->slot, w->len), s->addr[w->buf] + w->off,
-                       w->len);
-            atomic_store_explicit(slot_seq(h), run->m, memory_order_release);
+            slot_write(slot_hdr(M, M->seg, n, p, w->slot), slot_big(M, M->seg, n, p, w->slot),
+                       s->addr[w->buf] + w->off, w->len, run->m);
         }
         M->last_write[p] = run->m;
         memcpy(M->readers + (size_t)p * (size_t)n, run->readers, (size_t)n);
+        prefetch_next_writes(M, run, n, p);
     }
     M->next_write++;
     for (int i = 0; i < run->nc; i++) {
@@ -402,7 +364,7 @@ static void prefetch_next(const coll_mapped_t *M, char *seg, int n, int p, int s
 {
     int ahead = M->depth > MAPPED_PF_AHEAD ? MAPPED_PF_AHEAD : M->depth - 1;
 
-    prefetch_slot(M, seg, n, (p + ahead) % M->depth, slot, len, true);
+    slot_prefetch(M, seg, n, (p + ahead) % M->depth, slot, len, false);
 }
 
 static uccl_status_t run_reads(coll_sched_t *s)
@@ -417,28 +379,25 @@ static uccl_status_t run_reads(coll_sched_t *s)
     for (int i = 0; i < run->nr; i++) {
         mrd_t *rd = &run->rs[i];
         char *seg = M->peer[rd->from], *h;
-        uint64_t len;
+        size_t len, wlen;
 
         if (rd->done)
             continue;
         h = slot_hdr(M, seg, n, p, rd->slot);
-        if (MAPPED_POLL_PREFETCH && rd->len > LINE - SLOT_HDR) /* past the flag's line */
-            prefetch_slot(M, seg, n, p, rd->slot, rd->len, false);
-        if (atomic_load_explicit(slot_seq(h), memory_order_acquire) != run->m) {
+        if (!slot_ready(h, run->m, rd->len, &wlen)) {
             if (missing < 0)
                 missing = rd->from;
             continue;
         }
-        len = *(const uint64_t *)(h + 8);
-        if (len != rd->len) {
-            coll_error("rank %d sent %llu bytes where rank %d expects %zu", rd->from,
-                       (unsigned long long)len, cs->rank, rd->len);
+        len = wlen;
+        if (wlen != rd->len) {
+            coll_error("rank %d sent %zu bytes where rank %d expects %zu", rd->from, wlen,
+                       cs->rank, rd->len);
             run->soft = UCCL_ERR_TRUNCATED;
-            len = len < rd->len ? len : rd->len;
+            len = wlen < rd->len ? wlen : rd->len;
         }
         if (len > 0) /* where the writer's length says it put the bytes */
-            memcpy(s->addr[rd->buf] + rd->off,
-                   slot_data(M, seg, n, p, rd->slot, *(const uint64_t *)(h + 8)), len);
+            slot_read(s->addr[rd->buf] + rd->off, h, slot_big(M, seg, n, p, rd->slot), wlen, len);
         rd->done = true;
         atomic_store_explicit(ack_word(seg, cs->rank), run->m, memory_order_release);
         prefetch_next(M, seg, n, p, rd->slot, len);

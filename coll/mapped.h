@@ -25,6 +25,7 @@ struct coll_mapped {
     uint64_t last_write[RING_MAX];
     uint8_t *readers;     /* [depth][n]: who read each buffer's last write */
     uint64_t *acked;      /* [n]: the latest ack seen of each reader (a local copy) */
+    bool prefetchw;       /* the processor prefetches for writing */
     uccl_status_t failed; /* a call failed midway: the order is lost, every later
                            * call fails with this at once */
 };

@@ -45,4 +45,58 @@ void upy_pieces_free(upy_pieces_t *p);
 PyObject *upy_posted(upy_conn_t *c, uccl_status_t st, uccl_req_t *req, PyObject *keep,
                      int block, const char *op);
 
+/* conn_many.c: the entries of a list of operations (Conn.*_many, and the
+ * persistent Conn.*_init of prep.c). op: UPY_OP_*, plus UPY_OP_INIT for
+ * the *_init names in messages. */
+enum { UPY_OP_SEND, UPY_OP_RECV, UPY_OP_WRITE, UPY_OP_READ, UPY_OP_INIT = 4 };
+typedef struct {
+    upy_mr_t *m; /* strong */
+    size_t off, len, roff;
+    unsigned long long tag;
+    uccl_rdesc_t rd;
+    uint64_t rlen; /* the remote range's length (write, read) */
+} upy_entry_t;
+/* Every item of seq (PySequence_Fast) checked and parsed: en[0..*u) the
+ * distinct entries (an item that is the same object as the one before it
+ * is the entry before; at[i]: item i's entry), each en[].m strong. -1 with
+ * an exception naming the item, nothing held. */
+int upy_entries(upy_conn_t *c, int op, PyObject *seq, upy_entry_t *en, Py_ssize_t *at,
+                Py_ssize_t *u);
+/* Post one entry (op & 3: UPY_OP_SEND...). */
+uccl_status_t upy_entry_post(uccl_conn_t *conn, int op, const upy_entry_t *en,
+                             uccl_req_t **req);
+
+/* prep.c: uccl.PersistentRequest, a list of operations parsed once
+ * (Conn.send_init / recv_init / write_init / read_init) and posted again
+ * and again (start, then wait). */
+typedef struct {
+    PyObject_HEAD
+    upy_conn_t *conn;     /* strong; NULL once closed */
+    int op;               /* UPY_OP_SEND... */
+    int started;          /* a start() posted something */
+    int starting;         /* a start() is posting without the GIL */
+    Py_ssize_t n;         /* operations */
+    upy_entry_t *ops;     /* n (PyMem); ops[].m borrowed from keep */
+    PyObject *keep;       /* tuple (conn, the distinct regions...) */
+    uccl_req_t **reqs;    /* n (PyMem): the last start()'s while in flight */
+    Py_ssize_t nposted;   /* > 0: started, not yet seen finished */
+    size_t len_sum;       /* the lengths' sum: the bytes of a send, write, read */
+    uccl_status_t status; /* the last finished start()'s */
+    size_t nbytes;
+    PyObject *result;     /* the last result's int (the same object while equal) */
+    size_t result_n;      /* its value */
+    PyObject *weakrefs;
+} upy_prep_t;
+extern PyTypeObject upy_prep_type;
+PyObject *upy_prep_new(upy_conn_t *c, PyObject *ops, int op); /* Conn.*_init */
+int upy_prep_start(upy_prep_t *p);                             /* -1 + exception */
+/* Wait up to ms (-2: no limit): 1 finished (or nothing in flight), 0 still
+ * running, -1 error set (not started, interrupted). */
+int upy_prep_wait_ms(upy_prep_t *p, long long ms);
+/* After a uccl_wait_all of its requests with others (uccl.wait_all) that
+ * returned st: finished, when they all are. */
+void upy_prep_after_wait(upy_prep_t *p, uccl_status_t st);
+PyObject *upy_prep_result(upy_prep_t *p); /* the bytes, or raise the error */
+PyObject *upy_start_all(PyObject *self, PyObject *arg);
+
 #endif /* UCCL_PY_ARGS_H */

@@ -22,17 +22,14 @@
 
 #include <string.h>
 
-enum { OP_SEND, OP_RECV, OP_WRITE, OP_READ };
-static const char *const op_names[] = {"send_many", "recv_many", "write_many", "read_many"};
+enum { OP_SEND = UPY_OP_SEND, OP_RECV = UPY_OP_RECV, OP_WRITE = UPY_OP_WRITE,
+       OP_READ = UPY_OP_READ };
+/* for messages: op, or op + UPY_OP_INIT (prep.c's Conn.*_init) */
+static const char *const op_names[] = {"send_many", "recv_many", "write_many", "read_many",
+                                       "send_init", "recv_init", "write_init", "read_init"};
 static const char *const req_names[] = {"send", "recv", "write", "read"};
 
-typedef struct {
-    upy_mr_t *m; /* strong */
-    size_t off, len, roff;
-    unsigned long long tag;
-    uccl_rdesc_t rd;
-    uint64_t rlen; /* the remote range's length (write, read) */
-} entry_t;
+typedef upy_entry_t entry_t;
 
 #define STACK_ENTRIES 32
 
@@ -72,7 +69,7 @@ static int shape_error(int op, Py_ssize_t i, PyObject *it)
         "a tuple (mr, desc[, offset[, length[, roffset]]])",
     };
     PyErr_Format(PyExc_TypeError, "%s: entry %zd: expected %s, got '%.100s'", op_names[op], i,
-                 shapes[op], Py_TYPE(it)->tp_name);
+                 shapes[op & 3], Py_TYPE(it)->tp_name);
     return -1;
 }
 
@@ -130,7 +127,7 @@ static int rdesc_of(upy_conn_t *c, PyObject *obj, uccl_rdesc_t *rd, uint64_t *le
 static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_t *en,
                        const entry_t *prev, PyObject **desc_seen)
 {
-    int rma = op >= OP_WRITE, writable = op == OP_RECV || op == OP_READ;
+    int kind = op & 3, rma = kind >= OP_WRITE, writable = kind == OP_RECV || kind == OP_READ;
     PyObject *f[5] = {NULL, NULL, NULL, NULL, NULL}; /* the entry's fields */
     Py_ssize_t n = 1;
     upy_mr_t *m;
@@ -182,9 +179,31 @@ static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_
     return 0;
 }
 
-static uccl_status_t post(uccl_conn_t *conn, int op, const entry_t *en, uccl_req_t **req)
+int upy_entries(upy_conn_t *c, int op, PyObject *seq, entry_t *en, Py_ssize_t *at,
+                Py_ssize_t *u)
 {
-    switch (op) {
+    PyObject *desc_seen = NULL;
+    *u = 0;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (i > 0 && it == PySequence_Fast_GET_ITEM(seq, i - 1)) {
+            at[i] = *u - 1;
+            continue;
+        }
+        if (parse_entry(c, op, i, it, &en[*u], *u ? &en[*u - 1] : NULL, &desc_seen) < 0) {
+            for (Py_ssize_t k = 0; k < *u; k++)
+                Py_DECREF(en[k].m);
+            *u = 0;
+            return -1;
+        }
+        at[i] = (*u)++;
+    }
+    return 0;
+}
+
+uccl_status_t upy_entry_post(uccl_conn_t *conn, int op, const entry_t *en, uccl_req_t **req)
+{
+    switch (op & 3) {
     case OP_SEND: return uccl_send(conn, en->m->mr, en->off, en->len, en->tag, req);
     case OP_RECV: return uccl_recv(conn, en->m->mr, en->off, en->len, en->tag, req);
     case OP_WRITE:
@@ -200,7 +219,7 @@ static Py_ssize_t post_all(uccl_conn_t *conn, int op, const entry_t *en, const P
 {
     Py_ssize_t i = 0;
     for (*st = UCCL_OK; i < n; i++)
-        if ((*st = post(conn, op, &en[at[i]], &reqs[i])) != UCCL_OK)
+        if ((*st = upy_entry_post(conn, op, &en[at[i]], &reqs[i])) != UCCL_OK)
             break;
     return i;
 }
@@ -307,7 +326,7 @@ static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t narg
     entry_t stack_en[STACK_ENTRIES], *en = stack_en;
     Py_ssize_t stack_at[STACK_ENTRIES], *at = stack_at;
     uccl_req_t *stack_req[STACK_ENTRIES], **reqs = stack_req;
-    PyObject *seq, *res = NULL, *desc_seen = NULL;
+    PyObject *seq, *res = NULL;
     Py_ssize_t n, u = 0, posted = 0;
     uccl_status_t st = UCCL_OK;
     if (upy_parse(&sigs[op], args, nargs, kwnames, a) < 0 || upy_bool_arg(a[1], &group) < 0 ||
@@ -330,16 +349,8 @@ static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t narg
             goto out;
         }
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
-        if (i > 0 && it == PySequence_Fast_GET_ITEM(seq, i - 1)) {
-            at[i] = u - 1;
-            continue;
-        }
-        if (parse_entry(c, op, i, it, &en[u], u ? &en[u - 1] : NULL, &desc_seen) < 0)
-            goto out;
-        at[i] = u++;
-    }
+    if (upy_entries(c, op, seq, en, at, &u) < 0)
+        goto out;
     /* Every region is held (en[].m); release and close wait for this. */
     c->engine->busy++;
     c->engine->posting++;
@@ -395,6 +406,43 @@ static PyObject *conn_read_many(upy_conn_t *self, PyObject *const *args, Py_ssiz
     return post_many(self, args, nargs, kwnames, OP_READ);
 }
 
+/* send_init/recv_init/write_init/read_init(ops): prep.c */
+static PyObject *init(upy_conn_t *c, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                      int op)
+{
+    static const char *const names[] = {"ops"};
+    static const upy_sig_t sigs[] = {{"send_init", names, 1, 1, 1}, {"recv_init", names, 1, 1, 1},
+                                     {"write_init", names, 1, 1, 1}, {"read_init", names, 1, 1, 1}};
+    PyObject *ops;
+    if (upy_parse(&sigs[op], args, nargs, kwnames, &ops) < 0)
+        return NULL;
+    return upy_prep_new(c, ops, op);
+}
+
+static PyObject *conn_send_init(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    return init(self, args, nargs, kwnames, OP_SEND);
+}
+
+static PyObject *conn_recv_init(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    return init(self, args, nargs, kwnames, OP_RECV);
+}
+
+static PyObject *conn_write_init(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    return init(self, args, nargs, kwnames, OP_WRITE);
+}
+
+static PyObject *conn_read_init(upy_conn_t *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
+{
+    return init(self, args, nargs, kwnames, OP_READ);
+}
+
 #define FAST (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) ((PyCFunction)(void (*)(void))(f))
 #define MANY_DOC                                                                            \
@@ -405,6 +453,12 @@ static PyObject *conn_read_many(upy_conn_t *self, PyObject *const *args, Py_ssiz
     "same object as the one before it ([args] * n) is read once. Wait with "                \
     "uccl.wait_all(requests). group=True: one Request for the whole list (finished when "   \
     "all are, nbytes their sum, its error the first in order): one object a list."
+
+#define INIT_DOC                                                                            \
+    "A bad entry raises here (the message names it). The regions, the connection and the " \
+    "parsed entries (descriptors decoded once) are kept until close(): a loop that moves "  \
+    "the same ranges every time then parses nothing and makes no object per round "          \
+    "(MPI_Send_init / MPI_Start's pattern)."
 
 PyMethodDef upy_conn_many_methods[] = {
     {"send_many", FN(conn_send_many), FAST,
@@ -419,5 +473,18 @@ PyMethodDef upy_conn_many_methods[] = {
     {"read_many", FN(conn_read_many), FAST,
      "read_many(ops, *, group=False) -> list[Request] | Request\n\nPost one read per entry of ops, in order: each a "
      "tuple (mr, desc[, offset[, length[, roffset]]]) of read()'s arguments. " MANY_DOC},
+    {"send_init", FN(conn_send_init), FAST,
+     "send_init(ops) -> PersistentRequest\n\nsend_many's list, checked once, as a "
+     "PersistentRequest: start() posts the sends, wait() finishes them, again and again. "
+     INIT_DOC},
+    {"recv_init", FN(conn_recv_init), FAST,
+     "recv_init(ops) -> PersistentRequest\n\nrecv_many's list, checked once, as a "
+     "PersistentRequest: start() posts the receives, wait() finishes them. " INIT_DOC},
+    {"write_init", FN(conn_write_init), FAST,
+     "write_init(ops) -> PersistentRequest\n\nwrite_many's list, checked once, as a "
+     "PersistentRequest: start() posts the writes, wait() finishes them. " INIT_DOC},
+    {"read_init", FN(conn_read_init), FAST,
+     "read_init(ops) -> PersistentRequest\n\nread_many's list, checked once, as a "
+     "PersistentRequest: start() posts the reads, wait() finishes them. " INIT_DOC},
     {NULL, NULL, 0, NULL},
 };

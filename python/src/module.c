@@ -1,5 +1,5 @@
 /* The uccl._uccl extension module: types, exceptions, constants. */
-#include "upy.h"
+#include "args.h"
 
 PyObject *upy_in_place;
 
@@ -23,8 +23,11 @@ static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> str\n\nlibuccl's version."},
     {"strerror", mod_strerror, METH_O, "strerror(status) -> str\n\nText of a status."},
     {"wait_all", (PyCFunction)(void (*)(void))upy_wait_all, METH_FASTCALL | METH_KEYWORDS,
-     "wait_all(requests, timeout=None) -> list[int]\n\nWait for every request (GIL "
-     "released); the bytes of each, or the first error in order."},
+     "wait_all(requests, timeout=None) -> list[int]\n\nWait for every Request or started "
+     "PersistentRequest (GIL released); the bytes of each, or the first error in order."},
+    {"start_all", upy_start_all, METH_O,
+     "start_all(requests) -> None\n\nstart() each uccl.PersistentRequest of the sequence, in "
+     "order (an error stops there: those before it were started)."},
     {"_profile", (PyCFunction)(void (*)(void))upy_prof, METH_VARARGS | METH_KEYWORDS,
      "_profile(enable=None, reset=False) -> dict\n\nThe binding's time per stage of "
      "the collectives' object path so far, {stage: (count, seconds)}; enable True/False "
@@ -118,6 +121,7 @@ PyMODINIT_FUNC PyInit__uccl(void)
     if (add_type(m, &upy_engine_type, "Engine") < 0 || add_type(m, &upy_conn_type, "Conn") < 0 ||
         add_type(m, &upy_mr_type, "MemoryRegion") < 0 ||
         add_type(m, &upy_req_type, "Request") < 0 || add_type(m, &upy_comm_type, "Comm") < 0 ||
+        add_type(m, &upy_prep_type, "PersistentRequest") < 0 ||
         upy_errors_init(m) < 0 || add_constants(m) < 0) {
         Py_DECREF(m);
         return NULL;

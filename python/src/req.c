@@ -214,6 +214,29 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* An item of wait_all: a Request, or a PersistentRequest (prep.c, session
+ * 15) that was started. Its engine and its libuccl requests in flight. */
+static int item_pending(PyObject *o, upy_engine_t **e, uccl_req_t ***reqs, size_t *n)
+{
+    if (Py_TYPE(o) == &upy_req_type) {
+        upy_req_t *r = (upy_req_t *)o;
+        *e = r->engine;
+        *n = r->done ? 0 : r->group ? r->ngroup : 1;
+        *reqs = r->group ? r->group : &r->req;
+        return 1;
+    }
+    if (Py_TYPE(o) == &upy_prep_type) {
+        upy_prep_t *p = (upy_prep_t *)o;
+        if (p->starting)
+            return 0; /* the loop says why */
+        *n = (size_t)p->nposted;
+        *e = *n ? p->conn->engine : NULL;
+        *reqs = p->reqs;
+        return 1;
+    }
+    return 0;
+}
+
 /* Requests of one open engine, several still in flight: one uccl_wait_all
  * for all of them (one GIL release, as uccl_perf waits for a window), then
  * each records its end. Anything else (one request, several engines, a
@@ -222,20 +245,19 @@ static double now_s(void)
 static int wait_together(PyObject *seq, long long ms)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    upy_engine_t *e = NULL;
-    uccl_req_t *stack[64], **reqs = stack;
-    size_t k = 0;
+    upy_engine_t *e = NULL, *ie;
+    uccl_req_t *stack[64], **reqs = stack, **ir;
+    size_t k = 0, in;
     uccl_status_t st;
     for (Py_ssize_t i = 0; i < n; i++) {
-        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
-        if (!PyObject_TypeCheck((PyObject *)r, &upy_req_type))
+        if (!item_pending(PySequence_Fast_GET_ITEM(seq, i), &ie, &ir, &in))
             return 0; /* the loop says what is wrong */
-        if (r->done)
+        if (in == 0)
             continue;
-        if ((e && r->engine != e) || !r->engine->engine)
+        if ((e && ie != e) || !ie->engine)
             return 0;
-        e = r->engine;
-        k += r->group ? r->ngroup : 1;
+        e = ie;
+        k += in;
     }
     if (k < 2)
         return 0;
@@ -243,15 +265,9 @@ static int wait_together(PyObject *seq, long long ms)
         return 0;
     k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
-        if (r->done)
-            continue;
-        if (r->group) {
-            memcpy(reqs + k, r->group, r->ngroup * sizeof(*reqs));
-            k += r->ngroup;
-        } else {
-            reqs[k++] = r->req;
-        }
+        item_pending(PySequence_Fast_GET_ITEM(seq, i), &ie, &ir, &in);
+        memcpy(reqs + k, ir, in * sizeof(*reqs));
+        k += in;
     }
     st = upy_wait_many(e, reqs, k, ms);
     if (reqs != stack)
@@ -259,9 +275,14 @@ static int wait_together(PyObject *seq, long long ms)
     if (st == UPY_WAIT_INTERRUPTED)
         return -1;
     for (Py_ssize_t i = 0; st != UCCL_ERR_TIMEOUT && i < n; i++) {
-        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        upy_req_t *r = (upy_req_t *)o;
         int done = 0;
         uccl_status_t rs;
+        if (Py_TYPE(o) == &upy_prep_type) {
+            upy_prep_after_wait((upy_prep_t *)o, st);
+            continue;
+        }
         if (r->done)
             continue;
         if (st == UCCL_OK) { /* every one finished and succeeded: no need to ask */
@@ -278,6 +299,14 @@ static int wait_together(PyObject *seq, long long ms)
     return 0;
 }
 
+/* The result of a finished item: its byte count (an int object), or raise. */
+static PyObject *item_result(PyObject *o)
+{
+    if (Py_TYPE(o) == &upy_prep_type)
+        return upy_prep_result((upy_prep_t *)o);
+    return req_result((upy_req_t *)o);
+}
+
 PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames)
 {
@@ -290,7 +319,8 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (upy_parse(&sig, args, nargs, kwnames, a) < 0 || upy_timeout_ms(a[1], &ms) < 0)
         return NULL;
     reqs = a[0];
-    seq = PySequence_Fast(reqs, "wait_all: requests must be a sequence of uccl.Request");
+    seq = PySequence_Fast(reqs, "wait_all: requests must be a sequence of uccl.Request or "
+                                "uccl.PersistentRequest");
     if (!seq)
         return NULL;
     deadline = ms == -2 ? 0 : now_s() + (double)ms / 1000.0; /* no limit: no clock */
@@ -302,12 +332,15 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         if (ms != -2 && left < 0)
             left = 0; /* time is up: poll once */
         int rc;
-        if (!PyObject_TypeCheck(o, &upy_req_type)) {
-            PyErr_Format(PyExc_TypeError, "wait_all: expected uccl.Request, got '%.100s'",
-                         Py_TYPE(o)->tp_name);
+        if (Py_TYPE(o) == &upy_prep_type) {
+            rc = upy_prep_wait_ms((upy_prep_t *)o, left);
+        } else if (Py_TYPE(o) == &upy_req_type) {
+            rc = req_wait_ms((upy_req_t *)o, left);
+        } else {
+            PyErr_Format(PyExc_TypeError, "wait_all: expected uccl.Request or "
+                         "uccl.PersistentRequest, got '%.100s'", Py_TYPE(o)->tp_name);
             goto out;
         }
-        rc = req_wait_ms((upy_req_t *)o, left);
         if (rc < 0)
             goto out;
         if (rc == 0) {
@@ -317,14 +350,16 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     }
     out = PyList_New(PySequence_Fast_GET_SIZE(seq));
     for (Py_ssize_t i = 0; out && i < PySequence_Fast_GET_SIZE(seq); i++) {
-        upy_req_t *r = (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i);
-        PyObject *n, *prev = i > 0 ? PyList_GET_ITEM(out, i - 1) : NULL;
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i), *n;
+        PyObject *prev = i > 0 ? PyList_GET_ITEM(out, i - 1) : NULL;
+        upy_req_t *r = (upy_req_t *)o;
         upy_req_t *p = prev ? (upy_req_t *)PySequence_Fast_GET_ITEM(seq, i - 1) : NULL;
         /* a window of equal operations: one int object for equal counts */
-        if (p && r->status == UCCL_OK && p->status == UCCL_OK && r->nbytes == p->nbytes)
+        if (p && Py_TYPE(o) == &upy_req_type && Py_TYPE(p) == &upy_req_type &&
+            r->status == UCCL_OK && p->status == UCCL_OK && r->nbytes == p->nbytes)
             n = (Py_INCREF(prev), prev);
         else
-            n = req_result(r);
+            n = item_result(o);
         if (!n) {
             Py_CLEAR(out);
             break;

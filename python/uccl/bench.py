@@ -47,7 +47,10 @@ each of those loops alternating with C's: the first is the table's Py, the
 others get columns of their own. group's loop binds its methods once and
 makes no Python function call a window (session 13b, loop_group); groupfn
 is the same calls through one Python function a window (window_group,
-session 13's loop), kept to compare the two.
+session 13's loop), kept to compare the two. persist (session 15): the
+window's list and the ack made once per size as uccl.PersistentRequests
+(Conn.send_init ...), then start() and wait() each window (loop_persist):
+what a loop that moves the same ranges every round would use.
 """
 import argparse
 import json
@@ -268,9 +271,10 @@ def print_split(raw, rows):
 
 def post_modes(s):
     modes = s.split(",")
-    if not modes or any(m not in ("group", "groupfn", "many", "one") for m in modes) or len(
-            set(modes)) != len(modes):
-        raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one")
+    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist")
+                        for m in modes) or len(set(modes)) != len(modes):
+        raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one, "
+                                         "persist")
     return modes
 
 
@@ -286,7 +290,9 @@ def driver_inproc(a):
     what = {"one": "one call per transfer",
             "many": "one Conn.%s_many call per window, a Request per transfer" % a.op,
             "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op,
-            "groupfn": "group through a Python function a window (session 13's loop)"}
+            "groupfn": "group through a Python function a window (session 13's loop)",
+            "persist": "Conn.%s_init once, PersistentRequest start() and wait() per window"
+                       % a.op}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
           "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "
@@ -411,7 +417,9 @@ def main(argv=None):
                         "one Conn.*_many(group=True) call, one Request), many (one "
                         "Conn.*_many call, a Request per transfer), one (one call per "
                         "transfer), groupfn (group through a function a window, session "
-                        "13's loop); each runs alternating with C's, the first is Py")
+                        "13's loop), persist (Conn.*_init once, PersistentRequest start "
+                        "and wait a window, session 15); each runs alternating with C's, "
+                        "the first is Py")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:

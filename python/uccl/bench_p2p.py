@@ -127,6 +127,64 @@ def loop_group(post, ops, conn, ctl, iters, rank, send):
             ack(ctl, 0, 0, TAG_ACK, block=True)
 
 
+def loop_persist(a, conn, mr, ctl, desc, size, iters, rank, acc=None):
+    """--post persist (session 15): the window's transfers and the ack as
+    uccl.PersistentRequests (Conn.*_init), made once, then started and
+    waited each window: the same calls in the same order as loop_group
+    (rank 0 of send: the ack's receive and the window started together and
+    waited together; rank 1: the window, its wait, the ack and its wait;
+    write/read: the window and its wait), with nothing parsed or made per
+    window. acc (--split): seconds starting and waiting, summed."""
+    from uccl import start_all, wait_all
+    if a.op == "send":
+        mine = conn.send_init if rank == 0 else conn.recv_init
+        ack = (conn.recv_init if rank == 0 else conn.send_init)([(ctl, 0, 0, TAG_ACK)])
+        win = mine([(mr, 0, size, TAG_DATA)] * a.window)
+    else:
+        ack = None
+        win = (conn.write_init if a.op == "write" else conn.read_init)(
+            [(mr, desc, 0, size)] * a.window)
+    with win:
+        if acc is not None:
+            perf = time.perf_counter
+            for _ in range(iters):
+                both = ack is not None and rank == 0
+                t0 = perf()
+                if both:
+                    start_all((ack, win))
+                else:
+                    win.start()
+                t1 = perf()
+                if both:
+                    wait_all((ack, win))
+                else:
+                    win.wait()
+                acc[0] += t1 - t0
+                acc[1] += perf() - t1
+                if ack is not None and rank == 1:
+                    ack.start()
+                    ack.wait()
+        elif ack is None:
+            start, wait = win.start, win.wait
+            for _ in range(iters):
+                start()
+                wait()
+        elif rank == 0:
+            both = (ack, win)
+            for _ in range(iters):
+                start_all(both)
+                wait_all(both)
+        else:
+            start, wait, ack_start, ack_wait = win.start, win.wait, ack.start, ack.wait
+            for _ in range(iters):
+                start()
+                wait()
+                ack_start()
+                ack_wait()
+    if ack is not None:
+        ack.close()
+
+
 def window_group_split(post, ops, wait_all, conn, ctl, ack_first, ack_after, acc):
     """window_group() timed in two parts (--split)."""
     t0 = time.perf_counter()
@@ -183,11 +241,12 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     """Python's loop: windows posted one call per transfer (mode "one"), or
     one Conn.*_many call per window ("many": a Request per transfer,
     "group": one for the window, loop_group; "groupfn": the same through
-    window_group). mode None: the first of --post."""
+    window_group), or once for all windows ("persist": PersistentRequests,
+    loop_persist). mode None: the first of --post."""
     from uccl import wait_all
     rank = comm.rank
     mode = mode or a.post[0]
-    many = mode != "one"
+    many = mode not in ("one", "persist")
     op, args = (poster_many if many else poster)(a, conn, mr, desc, size, rank)
     send = a.op == "send"
     world.Barrier()
@@ -195,7 +254,9 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    if mode == "group" and acc is None:
+    if mode == "persist":
+        loop_persist(a, conn, mr, ctl, desc, size, iters, rank, acc)
+    elif mode == "group" and acc is None:
         loop_group(op, args, conn, ctl, iters, rank, send)
     elif many:
         if mode != "many":  # group (timed in parts) or groupfn

@@ -85,6 +85,24 @@ uccl_status_t uccl_gpu_flags_free(uint32_t *host)
     return UCCL_OK;
 }
 
+/* Host memory the fake's streams store into as it is (its "device" address). */
+uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
+{
+    if (ptr == NULL || dev == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    uccl_fake_ctx_touch(uccl_fake_current_device());
+    *dev = ptr;
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_host_unregister(void *ptr)
+{
+    if (ptr == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    uccl_fake_streams_flush(-1); /* as cudaHostUnregister waits for the device */
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_gpu_stream_wait_value(uccl_gpu_stream_t stream, void *dev, uint32_t value)
 {
     if (stream == NULL || dev == NULL)

@@ -71,6 +71,14 @@ uccl_status_t uccl_gpu_host_free(void *ptr);
  * uccl_gpu_host_free. Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE,
  * UCCL_ERR_NO_MEMORY. */
 uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len);
+/* Page-lock len bytes of host memory the caller mapped (shared memory
+ * another process made, say) and map them into the current device's
+ * address space: *dev is their address for kernels and stream writes (the
+ * fake backend gives ptr). Undo with uccl_gpu_host_unregister before the
+ * memory goes. Errors: UCCL_ERR_INVALID_PARAM, UCCL_ERR_NO_DEVICE,
+ * UCCL_ERR_UNSUPPORTED, UCCL_ERR_IO (the runtime refused it). */
+uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev);
+uccl_status_t uccl_gpu_host_unregister(void *ptr);
 /* Synchronous helpers for tests: any direction, any memory. */
 uccl_status_t uccl_gpu_memcpy(void *dst, const void *src, size_t len);
 uccl_status_t uccl_gpu_memset(void *ptr, int value, size_t len);

@@ -53,6 +53,10 @@
 #define rtDeviceEnablePeerAccess RT_API(DeviceEnablePeerAccess)
 #define rtMalloc RT_API(Malloc)
 #define rtHostGetDevicePointer RT_API(HostGetDevicePointer)
+#define rtHostRegister RT_API(HostRegister)
+#define rtHostRegisterMapped RT_API(HostRegisterMapped)
+#define rtHostRegisterPortable RT_API(HostRegisterPortable)
+#define rtHostUnregister RT_API(HostUnregister)
 #define rtFree RT_API(Free)
 #define rtMemcpy RT_API(Memcpy)
 #define rtMemcpyDefault RT_API(MemcpyDefault)
@@ -239,6 +243,26 @@ uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len)
     }
     memset(*host, 0, len);
     return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
+{
+    uccl_status_t st;
+
+    if (ptr == NULL || dev == NULL || len == 0)
+        return UCCL_ERR_INVALID_PARAM;
+    st = RT_CHECK(rtHostRegister(ptr, len, rtHostRegisterMapped | rtHostRegisterPortable));
+    if (st != UCCL_OK)
+        return st;
+    st = RT_CHECK(rtHostGetDevicePointer(dev, ptr, 0));
+    if (st != UCCL_OK)
+        (void)rtHostUnregister(ptr);
+    return st;
+}
+
+uccl_status_t uccl_gpu_host_unregister(void *ptr)
+{
+    return RT_CHECK(rtHostUnregister(ptr));
 }
 
 uccl_status_t uccl_gpu_host_free(void *ptr)

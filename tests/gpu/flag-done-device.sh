@@ -11,6 +11,7 @@
 # window 1 at FD_PROF_SIZES on both sides; t_coll_gpu over shm,gpu_ipc (FD_SUITES=0: not).
 #   bash tests/gpu/flag-done-device.sh   (from the tree's root; logs in $OUT)
 # Knobs: FD_ROUNDS (alternations, 2), FD_SIDES (NAME:VAR=VAL,... each),
+# FD_PROF_VAR (the profile's 0 / 1 setting, UCCL_GPU_IPC_FLAG_DONE), FD_PROF_OPS ("write send"),
 # FD_W1 / FD_W16 ("MIN MAX"; "" skips), FD_OPS, FD_DEADLINE_S (start nothing after, 300);
 # rehearsal: FD_BUILT=build/fakegpu FD_MPI_ARGS=--oversubscribe UCCL_FAKE_GPU_COUNT=1.
 set -u
@@ -54,12 +55,13 @@ perf() { # tag op window min max rounds [VAR=VAL...]
     env "$@" timeout 60 $MPIRUN $xs $B/tools/uccl_perf p2p --mem cuda --transport gpu_ipc --op $op \
         --min $min --max $max --window $w $it --rounds $rounds --json "$OUT/perf_${op}_w${w}_${tag}.json" 2>&1
 }
-step "micro profile, window 1 (${FD_PROF_SIZES-4K 64K 1M 8M}), main / flag"
+PV=${FD_PROF_VAR:-UCCL_GPU_IPC_FLAG_DONE}
+step "micro profile, window 1 (${FD_PROF_SIZES-4K 64K 1M 8M}), $PV=0 / 1"
 for s in ${FD_PROF_SIZES-4K 64K 1M 8M}; do
-    for op in write send; do
+    for op in ${FD_PROF_OPS:-write send}; do
         for v in 0 1; do
-            echo "# profile $op w1 $s FLAG_DONE=$v"
-            perf prof$v$s $op 1 $s $s 1 UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_FLAG_DONE=$v |
+            echo "# profile $op w1 $s $PV=$v"
+            perf prof$v$s $op 1 $s $s 1 UCCL_GPU_IPC_PROF=1 $PV=$v |
                 grep -E "^ +[0-9]|gpu_ipc prof" | sed 's/^ *//'
         done
     done

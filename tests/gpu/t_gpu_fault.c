@@ -51,6 +51,7 @@ typedef struct fault_case {
     const char *knob;  /* UCCL_FAKE_GPU_FAIL_COPY or _FAIL_ISSUE, or NULL */
     int fail_rank;     /* the process whose second async copy fails */
     const char *env_name, *env_value; /* set in both processes, or NULL */
+    const char *env2_name, *env2_value; /* a second one, or NULL */
     uint32_t rec_len;  /* CASE_MAILBOX: the record header written */
     uint16_t rec_type;
     uccl_status_t want; /* the failed transfer's status on each side that has a request */
@@ -67,6 +68,15 @@ static const fault_case_t cases[] = {
      .knob = COPY, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "pulled receive: the receiver's copy is refused at issue", .kind = CASE_MSG, .len = SMALL,
      .knob = ISSUE, .fail_rank = 1, .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
+    /* one GPU: the sender waits on the word the receiver's GPU writes into its mailbox
+     * (src/tp/gpu_ipc/done.c); the failed copy never writes it: a FIN with the error */
+    {.name = "pulled receive, the sender told by the receiver's GPU (PEER_DONE, copy kernel): the "
+             "receiver's copy fails", .kind = CASE_MSG, .len = SMALL, .knob = COPY, .fail_rank = 1,
+     .env_name = "UCCL_GPU_IPC_PEER_DONE", .env_value = "1", .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
+    {.name = "pulled receive, the sender told by the receiver's GPU (PEER_DONE, copy + stream write): the "
+             "receiver's copy fails", .kind = CASE_MSG, .len = SMALL, .knob = COPY, .fail_rank = 1,
+     .env_name = "UCCL_GPU_IPC_PEER_DONE", .env_value = "1", .env2_name = "UCCL_GPU_IPC_FLAG_KERNEL_MAX",
+     .env2_value = "0", .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "split message: the sender's push of the head fails", .kind = CASE_MSG, .len = SPLIT,
      .knob = COPY, .fail_rank = 0, .want = UCCL_ERR_TRANSPORT},
     {.name = "split message: the receiver's pull of the tail fails", .kind = CASE_MSG, .len = SPLIT,
@@ -323,6 +333,8 @@ static int case_main(const fault_case_t *c)
     }
     if (c->env_name != NULL)
         setenv(c->env_name, c->env_value, 1);
+    if (c->env2_name != NULL)
+        setenv(c->env2_name, c->env2_value, 1);
     if (c->knob != NULL && c->fail_rank == gpu_test.rank)
         setenv(c->knob, nth, 1); /* read at this process's first async copy */
     if (gpu_test_connect(one_gpu ? 0 : gpu_test.rank, &mode) != 0 || gpu_test_side_init(&dev, SIDE, 1) != 0 ||

@@ -326,11 +326,19 @@ void ct_mismatch(mt_ctx_t *c)
                   UCCL_OK);
     mismatch_case(c, UCCL_COLL_ALLGATHERV, UCCL_COLL_ALGO_MAPPED, 12, 10, UCCL_ERR_TRUNCATED,
                   UCCL_OK);
-    /* across a small slot's 368 bytes: the reader finds the bytes where the
-     * writer's length put them (its own length would look elsewhere) */
+    /* across a small slot's 336 bytes and its lines of 56 (each with its
+     * flag): the reader finds the bytes where the writer's length put them
+     * and waits for the writer's lines (its own length would look
+     * elsewhere, or for too few or too many lines) */
     mapped_mismatch_bytes(c, 400, 300);
     mapped_mismatch_bytes(c, 300, 400);
-    mapped_mismatch_bytes(c, 369, 368);
+    mapped_mismatch_bytes(c, 337, 336);
+    mapped_mismatch_bytes(c, 336, 337);
+    mapped_mismatch_bytes(c, 500, 400);
+    mapped_mismatch_bytes(c, 57, 56);
+    mapped_mismatch_bytes(c, 56, 57);
+    mapped_mismatch_bytes(c, 200, 60);
+    mapped_mismatch_bytes(c, 0, 100);
 }
 
 bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm)

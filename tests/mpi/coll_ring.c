@@ -15,12 +15,14 @@
 #define RING_LEFT 20   /* calls the leaving reader makes */
 
 /* Call i: op, block size and root, alike on every rank. Sizes cross the
- * 48 bytes that share the flag's line and the 368 of a small slot (larger
- * blocks lie in the slot's own region), and 70000 goes above a slot
- * (built as LINEAR between mapped calls). */
+ * 56 bytes of a small slot's line (each line has its own flag), two lines
+ * (112) and the 336 of a small slot (larger blocks lie in the slot's own
+ * region), and 70000 goes above a slot (built as LINEAR between mapped
+ * calls). */
 static void ring_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root)
 {
-    static const size_t sizes[] = {0, 1, 8, 47, 48, 49, 200, 368, 369, 1000, 4096, 16384, 70000};
+    static const size_t sizes[] = {0,   1,   8,    55,   56,    57,   112,
+                                   113, 336, 337, 1000, 4096, 16384, 70000};
     const int ns = (int)(sizeof(sizes) / sizeof(sizes[0]));
     static const uccl_coll_op_t ops[] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER, UCCL_COLL_BCAST,
                                          UCCL_COLL_SCATTER, UCCL_COLL_BCAST,

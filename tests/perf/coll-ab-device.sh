@@ -3,7 +3,7 @@
 # latency of host-memory collectives over shm, several builds measured in
 # turns. Builds: "base" (the tree at AB_BASE, e.g. the repo root = main),
 # "mine" (this tree) and AB_VARIANTS ("NAME=SED_EXPR" lines applied to this
-# tree's coll/mapped.c in a copy). Each is built once (CPU only: libuccl and
+# tree's coll/mapped*.c and mapped*.h in a copy). Each is built once (CPU only: libuccl and
 # uccl_perf); then AB_ROUNDS rounds (default 4), each running every build on
 # every AB_OPS x AB_NP (uccl_perf coll 8 B .. AB_MAX, --rounds 3, ob1 in the
 # job; Open MPI over UCX too in round 1), the builds' order rotated from one
@@ -22,8 +22,8 @@ while IFS= read -r v; do
     [ -n "$v" ] || continue
     n=${v%%=*}
     rm -rf "/tmp/ab-$n" && mkdir -p "/tmp/ab-$n" && cp -r . "/tmp/ab-$n/" &&
-        sed -i "${v#*=}" "/tmp/ab-$n/coll/mapped.c" && dir[$n]=/tmp/ab-$n && builds="$builds $n"
-    grep -n "^#define" "/tmp/ab-$n/coll/mapped.c" | head -12 >"$r/variant-$n.txt"
+        sed -i "${v#*=}" /tmp/ab-$n/coll/mapped*.[ch] && dir[$n]=/tmp/ab-$n && builds="$builds $n"
+    grep -n "^#define" /tmp/ab-$n/coll/mapped*.[ch] >"$r/variant-$n.txt"
 done <<<"${AB_VARIANTS:-}"
 echo "builds: $builds" | tee "$r/builds.txt"
 for b in $builds; do

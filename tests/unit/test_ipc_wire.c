@@ -126,6 +126,11 @@ static void test_segment_records(void)
     UNIT_ASSERT_STATUS(parse(IPC_MSG_RTS, sizeof(r) - 8), UCCL_ERR_PEER_FAILED);
     n = with_segs(&r, sizeof(r), 3, 99); /* 297 bytes described, 300 announced */
     UNIT_ASSERT_STATUS(parse(IPC_MSG_RTS, n), UCCL_ERR_PEER_FAILED);
+    r.done_slot = IPC_DONE_SLOTS; /* the last done word: fine; one more is out of range */
+    UNIT_ASSERT_STATUS(parse(IPC_MSG_RTS, with_segs(&r, sizeof(r), 3, 100)), UCCL_OK);
+    r.done_slot = IPC_DONE_SLOTS + 1;
+    UNIT_ASSERT_STATUS(parse(IPC_MSG_RTS, with_segs(&r, sizeof(r), 3, 100)), UCCL_ERR_PEER_FAILED);
+    r.done_slot = 0;
     r.len = 0;
     r.nseg = 0; /* an empty message: no segments */
     UNIT_ASSERT_STATUS(parse(IPC_MSG_RTS, with_segs(&r, sizeof(r), 0, 0)), UCCL_OK);

@@ -414,6 +414,7 @@ uccl_status_t uccl_gpu_ipc_op_start(ipc_ep_t *ep, ipc_op_t *op, const ipc_seg_t 
         }
         f->refs++;
         op->fence = f;
+        uccl_gpu_ipc_done_join(ep, op, f);
     }
     if (op->kind == OP_TGT && op->memh != NULL)
         op->memh->tgt_inflight++;

@@ -79,9 +79,35 @@ static bool flag_ok(const ipc_tp_t *tp, const ipc_fence_t *f)
            f->refs <= tp->cfg.flag_done;
 }
 
+/* Where f's number goes: the word its one pull's sender waits on (done.c:
+ * the send's number + 1), else the next number into the engine's own. A
+ * fence already failed (its batch refused) writes no sender's word: its op
+ * fails, and its sender must hear that by FIN, not see the word land. */
+static char *flag_word(const ipc_tp_t *tp, ipc_fence_t *f, uint32_t *seq)
+{
+    if (f->status != UCCL_OK) {
+        f->done_dev = NULL;
+        f->done_host = NULL;
+        f->done_op = NULL;
+    }
+    if (f->done_dev != NULL) {
+        *seq = f->done_value;
+        return f->done_dev;
+    }
+    *seq = tp->flag_seq + 1;
+    return (char *)tp->flag_dev + (*seq % IPC_FLAG_SLOTS) * sizeof(uint32_t);
+}
+
 static void flag_mark(ipc_tp_t *tp, ipc_fence_t *f, uint32_t seq)
 {
-    tp->flag_seq = seq;
+    if (f->done_dev != NULL) { /* its op's FIN is left out unless the op fails */
+        uint64_t t0 = IPC_PROF_T0(tp->cfg.prof); /* (a count: the write's time is its own row's) */
+
+        f->done_op->done_told = true;
+        IPC_PROF_ADD(&tp->prof, IPC_PROF_PEER_WORD, t0, 1);
+    } else {
+        tp->flag_seq = seq;
+    }
     tp->flag_inflight++;
     f->flagged = true;
     f->flag_seq = seq;
@@ -90,8 +116,8 @@ static void flag_mark(ipc_tp_t *tp, ipc_fence_t *f, uint32_t seq)
 
 bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
 {
-    uint32_t seq = tp->flag_seq + 1;
-    char *word = (char *)tp->flag_dev + (seq % IPC_FLAG_SLOTS) * sizeof(uint32_t);
+    uint32_t seq;
+    char *word = flag_word(tp, f, &seq);
     uint64_t t0;
     uccl_status_t st;
 
@@ -115,8 +141,8 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
 bool uccl_gpu_ipc_flag_kernel(ipc_tp_t *tp, ipc_fence_t *f)
 {
     ipc_batch_t *b = &tp->batch;
-    uint32_t seq = tp->flag_seq + 1;
-    char *word = (char *)tp->flag_dev + (seq % IPC_FLAG_SLOTS) * sizeof(uint32_t);
+    uint32_t seq;
+    char *word = flag_word(tp, f, &seq);
     uint64_t t0;
     uccl_status_t st;
 
@@ -144,7 +170,7 @@ static bool flag_clear(ipc_tp_t *tp, ipc_fence_t *f)
 
 bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
 {
-    const uint32_t *word = &tp->flag_host[f->flag_seq % IPC_FLAG_SLOTS];
+    const uint32_t *word = f->done_host != NULL ? f->done_host : &tp->flag_host[f->flag_seq % IPC_FLAG_SLOTS];
     uint32_t now = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     uccl_status_t st;
     uint64_t t0;
@@ -160,8 +186,11 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
     IPC_PROF_ADD(&tp->prof, IPC_PROF_FLAG_CHECK, t0, 1);
     if (st == UCCL_INPROGRESS)
         return false;
-    /* done or failed: a done stream has written the word (stream order) */
-    if (st != UCCL_OK || (int32_t)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - f->flag_seq) < 0)
+    /* done or failed: a done stream has written the word (stream order).
+     * A sender's word that landed is what its sender saw: the op is done
+     * (a FIN now would name a send already complete) */
+    now = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+    if ((int32_t)(now - f->flag_seq) < 0 || (st != UCCL_OK && f->done_host == NULL))
         f->status = UCCL_ERR_TRANSPORT;
     return flag_clear(tp, f);
 }

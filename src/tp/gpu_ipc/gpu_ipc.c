@@ -10,146 +10,6 @@
 
 #define POLL_BUDGET 64
 
-static const uccl_cfg_field_t ipc_cfg_fields[] = {
-    {"STREAMS", "4", "copy streams per engine; copies of at least STREAM_SPLIT_MIN bytes are cut over all of them",
-     offsetof(ipc_cfg_t, streams), UCCL_CFG_INT},
-    /* Off by default: on 2x H200 (NVLink) a 16 MiB copy cut over 4 streams
-     * ran at 0.81x a single-stream cudaMemcpyAsync, unsplit copies at 0.97x+. */
-    {"STREAM_SPLIT_MIN", "0", "copies at least this large are split across the streams (0 = never split)",
-     offsetof(ipc_cfg_t, stream_split_min), UCCL_CFG_SIZE},
-    /* 2x H200 (NVLink), send/recv window 16, x the plain push copy, pull vs
-     * push (same run): 1 MiB 0.79 vs 0.90, 2 MiB 0.80 vs 0.93, 4 MiB 0.89 vs
-     * 0.96, 8 MiB 0.94 vs 0.98; 512 KiB 0.76 vs 0.74 and 256 KiB 0.75 vs
-     * 0.59. A later run: 512 KiB 0.77 vs 0.88, 256 KiB 0.73 vs 0.75. So push
-     * from 512 KiB, where the two runs disagree, and pull below. */
-    {"PUSH_MIN", "512K",
-     "messages at least this large go to a receive in GPU memory by a sender-side copy after the "
-     "receiver's clear-to-send; smaller ones are pulled by the receiver (0 = always pull)",
-     offsetof(ipc_cfg_t, push_min), UCCL_CFG_SIZE},
-    {"SPLIT_PCT", "50",
-     "percent of a pushed message (see PUSH_MIN) that the receiver copies (pulls) itself while the "
-     "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
-     "as UCCL_SHM_SPLIT_PCT",
-     offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
-    /* One H200 VM, two processes on GPU 0, window 16, ratio to a plain
-     * cudaMemcpyAsync in the same job (tests/gpu/results/1xH200-p2p): a
-     * copy costs the CPU about 4 us whatever its size (b_copy_cost), and a
-     * batch saves about 0.3 us of it; below 16 MiB the CPU sets the pace.
-     * 0 (each copy at once): write 0.83-0.97 up to 8 MiB; 4M: 0.93-1.06 up
-     * to 2 MiB, 0.80-0.88 at 4-8 MiB; 16M: 0.88-1.04 up to 8 MiB (read and
-     * send alike). 16 MiB and up is the GPU's pace: not held back. */
-    {"BATCH_MAX", "16M",
-     "copies smaller than this are held back and issued together (one cudaMemcpyBatchAsync) at the "
-     "next progress, so that a window of small transfers costs the CPU one call, not one each "
-     "(0 = every copy is issued when posted)",
-     offsetof(ipc_cfg_t, batch_max), UCCL_CFG_SIZE},
-    /* 2x H200, GPU0 -> GPU1, window 16, two rounds (tests/gpu/results/2xH200-s11):
-     * 512K: write 0.98-0.99x a plain copy at 512 KiB-1 MiB, send 0.91-0.96x;
-     * 2M: write 1.26-1.45x, send 1.02-1.20x there; 2 MiB and up the same either way */
-    {"BATCH_CROSS", "2M",
-     "between two different GPUs, only transfers smaller than this are held back for a batch (see "
-     "BATCH_MAX); larger ones are issued when posted (0 = none is batched across GPUs)",
-     offsetof(ipc_cfg_t, batch_cross), UCCL_CFG_SIZE},
-    /* a batch kernel: one launch for a whole held-back batch (the CPU pays
-     * one call, not one per copy). 4x H200 host, two processes on GPU 0,
-     * window 16, x a plain cudaMemcpyAsync in the same job
-     * (tests/gpu/results/1xH200-gpu13): 0 (the copy engines) 0.70-1.06 by
-     * round at 4 KiB-8 MiB; 2: 1.32-4.48 there (write, read, send). A single
-     * copy by kernel (1) is no faster than the copy engines at window 1. */
-    {"BATCH_SM", "2",
-     "a held-back batch (see BATCH_MAX) of at least this many copies, all within this engine's GPU and "
-     "16-byte aligned, goes as one launch of a copy kernel instead of copy-engine copies (0 = never)",
-     offsetof(ipc_cfg_t, batch_sm), UCCL_CFG_INT},
-    /* same host, GPU 0, window 16, x a plain copy: 16 MiB 1.15-1.26 and
-     * 32 MiB 1.39-1.49 held for the kernel (64M) against 0.88-1.00 not */
-    {"BATCH_SM_MAX", "64M",
-     "with the batch kernel (see BATCH_SM), copies within this engine's GPU smaller than this are held "
-     "back for it (BATCH_MAX still bounds the others; below BATCH_MAX it has no effect)",
-     offsetof(ipc_cfg_t, batch_sm_max), UCCL_CFG_SIZE},
-    {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
-     "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
-    {"LAZY_EVENT", "1",
-     "without FLAG_DONE (or where it has no host word), a fence whose copies all went to stream 0 is "
-     "polled with cudaStreamQuery and records its event only when another copy follows it there "
-     "(0 = an event per fence when it closes)",
-     offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
-    {"FLAG_DONE", "1",
-     "a fence of at most this many transfers whose copies all went to stream 0 queues a stream write "
-     "of its number into a word of mapped host memory, and progress reads that word instead of "
-     "querying the stream or an event (a completed query costs the CPU 1.5-2 us, the write 1-1.5 us; "
-     "0 = never: query, see LAZY_EVENT; 1..4096)",
-     offsetof(ipc_cfg_t, flag_done), UCCL_CFG_INT},
-    /* one H200, two processes on GPU 0, window 1, x a plain copy, median
-     * of 3 rounds (tests/gpu/results/1xH200-gpu14c, two calls): write
-     * 1.03-1.09 at 4-32 KiB with the kernel against 0.94-1.00 without,
-     * 0.99-1.00 / 0.97-1.02 at 64 KiB, 0.89-0.94 / 0.96-1.00 from 128 KiB
-     * (call 1, every size by kernel); send 0.84-0.90 / 0.74-0.86 at
-     * 4-64 KiB, 0.77-0.80 / 0.79-0.84 from 128 KiB; window 16: noise */
-    {"FLAG_KERNEL_MAX", "64K",
-     "a fence told by the host word (see FLAG_DONE) whose one copy is within this engine's GPU, 16-byte "
-     "aligned and at most this many bytes goes as ONE launch of a copy kernel whose last block also "
-     "writes the word, instead of a copy-engine copy and a stream write (needs the copy kernel, see "
-     "BATCH_SM; 0 = never)",
-     offsetof(ipc_cfg_t, flag_kernel_max), UCCL_CFG_SIZE},
-    {"DTOD", "1",
-     "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
-     "cudaMemcpyAsync (0 = the runtime's)",
-     offsetof(ipc_cfg_t, dtod), UCCL_CFG_BOOL},
-    /* copies between two GPUs: the copy engines reach only about 200 GB/s
-     * busbw when 4 GPUs all send and receive at once (tests/gpu/results/4xH200);
-     * a copy kernel over the IPC mapping moves the bytes with the SMs */
-    {"COPY", "auto",
-     "how copies between two different GPUs (device memory on both sides) are issued: ce = the copy "
-     "engines (cudaMemcpyAsync), sm = a copy kernel of SM_BLOCKS blocks for copies of at least SM_MIN "
-     "bytes (engine creation fails where the build or driver has no kernel), auto = once the engine "
-     "is connected to 2 or more other GPUs (and has a kernel), transfers of at least SM_AUTO_MIN by "
-     "the kernel on a stream per peer GPU, messages pulled whole by the receiver; else the copy "
-     "engines; copies within one GPU always use the copy engines",
-     offsetof(ipc_cfg_t, copy), UCCL_CFG_STRING},
-    /* 4x H200, GPU0 -> GPU1 write window 16: the kernel ran at 0.57-0.75x
-     * the batched copy-engine path at 64-256 KiB (a launch each, no batch) */
-    {"SM_MIN", "512K", "copies between two GPUs of at least this many bytes use the copy kernel (see COPY)",
-     offsetof(ipc_cfg_t, sm_min), UCCL_CFG_SIZE},
-    {"SM_PULL", "0",
-     "the copy kernel (see COPY) also does copies that read the other GPU's memory (receives pulling, "
-     "reads); 0 = only copies that write it (pushes, writes), the others use the copy engines",
-     offsetof(ipc_cfg_t, sm_pull), UCCL_CFG_BOOL},
-    {"SM_STREAMS", "0",
-     "the copies of an op that uses the copy kernel go to a stream of the peer GPU's own (1 + its "
-     "index among the other GPUs modulo STREAMS-1), so that kernels to different GPUs run at once; "
-     "copies on different streams are not ordered with each other (0 = stream 0, as every copy)",
-     offsetof(ipc_cfg_t, sm_streams), UCCL_CFG_BOOL},
-    {"SM_BLOCKS", "32", "thread blocks (of 512 threads) of one copy kernel (see COPY), 1..1024",
-     offsetof(ipc_cfg_t, sm_blocks), UCCL_CFG_INT},
-    {"SM_UNROLL", "4", "16-byte words each thread of the copy kernel (see COPY) has in flight: 4 or 8",
-     offsetof(ipc_cfg_t, sm_unroll), UCCL_CFG_INT},
-    /* 4x H200, kernel pulls x the copy engines: alltoall 1.11 at 512 KiB a
-     * message, 1.23 at 1 MiB (tests/gpu/results/4xH200-s12) */
-    {"SM_AUTO_MIN", "512K",
-     "COPY=auto: transfers between two GPUs of at least this size use the copy kernel once the engine "
-     "is connected to 2 or more other GPUs (0 = auto never uses it)",
-     offsetof(ipc_cfg_t, sm_auto_min), UCCL_CFG_SIZE},
-    {"PROF", "0",
-     "measure the host time of each step of the transport and print it to stderr when the engine "
-     "closes (a micro profile for tuning; 0 = off)",
-     offsetof(ipc_cfg_t, prof), UCCL_CFG_BOOL},
-    {NULL, NULL, NULL, 0, 0},
-};
-
-/* Renamed: the split knob has one name in every transport (SPLIT_PCT, as
- * shm's), and SPLIT_MIN (streams) no longer reads like its threshold. The
- * old names work for one release. */
-static const uccl_cfg_alias_t ipc_cfg_aliases[] = {
-    {"GPU_IPC_PULL_SHARE", "SPLIT_PCT"},
-    {"GPU_IPC_SPLIT_MIN", "STREAM_SPLIT_MIN"},
-    {NULL, NULL},
-};
-
-static const uccl_cfg_table_t ipc_cfg_table = {.prefix = "GPU_IPC_",
-                                               .fields = ipc_cfg_fields,
-                                               .struct_size = sizeof(ipc_cfg_t),
-                                               .aliases = ipc_cfg_aliases};
-
 /* What ep_pack sends. */
 typedef struct ipc_wire {
     char ring[IPC_RING_NAME_MAX];
@@ -159,14 +19,6 @@ typedef struct ipc_wire {
 
 /* ------------------------------------------------------------ transport */
 
-static bool unroll_ok(int unroll)
-{
-    if (unroll == 4 || unroll == 8)
-        return true;
-    uccl_error("UCCL_GPU_IPC_SM_UNROLL=%d: not 4 or 8", unroll);
-    return false;
-}
-
 static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **out)
 {
     ipc_tp_t *tp;
@@ -175,18 +27,9 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     int n = 0;
 
     /* settings first: a bad one fails engine creation even without a GPU */
-    st = uccl_cfg_parse(&ipc_cfg_table, &cfg);
+    st = uccl_gpu_ipc_cfg_load(&cfg);
     if (st != UCCL_OK)
         return st;
-    if (!uccl_cfg_in_range(&ipc_cfg_table, "STREAMS", cfg.streams, 1, IPC_STREAMS_MAX) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "SPLIT_PCT", cfg.split_pct, 0, 100) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "SM_BLOCKS", cfg.sm_blocks, 1, 1024) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM", cfg.batch_sm, 0, IPC_BATCH_MAX) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "BATCH_SM_BLOCKS", cfg.batch_sm_blocks, 1, 65535) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "FLAG_DONE", cfg.flag_done, 0, 4096) ||
-        !uccl_cfg_in_range(&ipc_cfg_table, "SM_UNROLL", cfg.sm_unroll, 4, 8) || !unroll_ok(cfg.sm_unroll) ||
-        uccl_gpu_ipc_copy_mode(&cfg) < 0)
-        return UCCL_ERR_INVALID_PARAM;
     if (uccl_gpu_count(&n) != UCCL_OK || n == 0)
         return UCCL_ERR_NO_DEVICE;
     if (params->gpu_index >= n) {
@@ -232,7 +75,7 @@ static void prof_print(const ipc_tp_t *tp)
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
         "op finish", "progress call", "sm copy", "sm batch(per copy)", "flag write", "flag late query",
-        "flag kernel"};
+        "flag kernel", "peer done", "peer word"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)
@@ -414,6 +257,8 @@ static int ipc_progress(uccl_tp_t *base)
             continue;
         uccl_gpu_ipc_ep_poll(ep);
         txq_flush(ep);
+        if (ep->done_busy != 0)
+            events += uccl_gpu_ipc_done_poll(ep);
         events += uccl_gpu_ipc_ops_progress(ep);
         if (!uccl_list_empty(&ep->zombies))
             uccl_gpu_ipc_maps_release(ep, false);
@@ -513,6 +358,7 @@ static uccl_status_t ipc_ep_connect(uccl_tp_ep_t *base, const void *info, size_t
     if (w.bus_id[0] != '\0' && uccl_gpu_device_by_bus_id(w.bus_id, &ep->peer_device) != UCCL_OK)
         ep->peer_device = -1;
     log_link(ep, w.bus_id);
+    uccl_gpu_ipc_done_setup(ep);
     ep->connected = true;
     uccl_gpu_ipc_peers_changed(ep->tp);
     return UCCL_OK;
@@ -541,6 +387,7 @@ static void ipc_ep_destroy(uccl_tp_ep_t *base)
 
     ep->failed = true; /* nothing more goes out */
     uccl_gpu_ipc_ops_cancel(ep);
+    uccl_gpu_ipc_done_close(ep); /* no copy of ours writes the peer's words any more */
     for (int i = 0; i < IPC_WAIT_N; i++)
         uccl_hmap_fini(&ep->waits[i]);
     forget_list(&ep->grant_wait);
@@ -572,7 +419,7 @@ const struct uccl_tp_ops uccl_tp_gpu_ipc_ops = {
             UCCL_TP_CAP_MEM_REG,
 #endif
     .engine_cap = UCCL_CAP_GPU_IPC,
-    .config_table = &ipc_cfg_table,
+    .config_table = &uccl_gpu_ipc_cfg_table,
     .open = ipc_open,
     .close = ipc_close,
     .address = ipc_address,

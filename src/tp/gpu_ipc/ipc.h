@@ -123,6 +123,12 @@ typedef struct ipc_fence {
     bool flagged;     /* told by tp->flag_host reaching flag_seq (flag.c), no event */
     uint32_t flag_seq;
     unsigned flag_polls;
+    /* its one op is a pull whose sender waits on a word of its mailbox
+     * (done.c): the word, as this GPU and this CPU see it, and its value */
+    void *done_dev;
+    const uint32_t *done_host;
+    uint32_t done_value;
+    struct ipc_op *done_op;
     int nev;          /* events recorded and not yet seen done */
     uccl_status_t status;
     uccl_gpu_event_t ev[IPC_STREAMS_MAX];
@@ -138,6 +144,8 @@ typedef struct ipc_op {
     size_t bytes;
     uccl_status_t status;
     bool batch;                /* may join the held-back batch (see batch_ok in xfer.c) */
+    uint32_t done_slot;        /* OP_RECV: the sender's word (done.c), 1-based; 0 none */
+    bool done_told;            /* its fence writes that word: no FIN unless it fails */
     ipc_fence_t *fence;        /* NULL when it copies nothing */
     uccl_list_t link;
 } ipc_op_t;
@@ -153,6 +161,7 @@ typedef struct ipc_cfg {
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
     int flag_done;  /* fences of at most this many ops told by a host word (flag.c) */
+    int peer_done;  /* PEER_DONE: a pulled send told done by the receiver's GPU (done.c) */
     size_t flag_kernel_max; /* FLAG_KERNEL_MAX: a flagged fence's one copy and word by one launch */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
@@ -264,6 +273,12 @@ typedef struct ipc_ep {
     uccl_hmap_t waits[IPC_WAIT_N];
     uccl_list_t unexp;   /* ipc_rts_t held by the core's matching */
     uccl_list_t grant_wait; /* reqs waiting for a grant */
+    /* done.c: the peer's mailbox words (ep->tx) mapped for our GPU, NULL
+     * when not; our sends waiting on words of our own mailbox (ep->rx) */
+    void *done_dev;
+    uint64_t done_busy;  /* a bit per slot held by a send */
+    uint64_t done_seq[IPC_DONE_SLOTS];
+    unsigned done_next;  /* the slot tried first by the next claim */
     uccl_list_t link;
 } ipc_ep_t;
 
@@ -272,6 +287,11 @@ typedef struct ipc_seg {
     char *ptr;
     size_t len;
 } ipc_seg_t;
+
+/* ---- cfg.c */
+extern const uccl_cfg_table_t uccl_gpu_ipc_cfg_table;
+/* Parse and check the settings: UCCL_ERR_INVALID_PARAM (logged) for a bad one. */
+uccl_status_t uccl_gpu_ipc_cfg_load(ipc_cfg_t *cfg);
 
 /* ---- gpu_ipc.c */
 uccl_status_t uccl_gpu_ipc_send_msg(ipc_ep_t *ep, uint16_t type, const void *a, size_t alen, const void *b,
@@ -345,6 +365,20 @@ bool uccl_gpu_ipc_flag_kernel(ipc_tp_t *tp, ipc_fence_t *f);
 /* Has flagged f passed (or failed: f->status)? Clears f->flagged when so. */
 bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 
+/* ---- done.c (a pulled send told done by the receiver's GPU, cfg.peer_done) */
+/* Map the peer's mailbox words for our GPU (at connect); none: FIN. */
+void uccl_gpu_ipc_done_setup(ipc_ep_t *ep);
+void uccl_gpu_ipc_done_close(ipc_ep_t *ep);
+/* A slot (1-based) of our mailbox for the send numbered seq, or 0. */
+uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq);
+/* The send numbered seq no longer waits on a word (FIN, CTS, a failed post). */
+void uccl_gpu_ipc_done_release(ipc_ep_t *ep, uint64_t seq);
+/* Complete our sends whose words the peer's GPU wrote; returns how many. */
+int uccl_gpu_ipc_done_poll(ipc_ep_t *ep);
+/* op joined f (f->refs counts it): f writes op's sender's word when op is
+ * f's only op and pulls a message that named one; else f's own. */
+void uccl_gpu_ipc_done_join(ipc_ep_t *ep, ipc_op_t *op, ipc_fence_t *f);
+
 /* ---- xfer.c */
 uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *ep, uccl_req_t *req);
 void uccl_gpu_ipc_msg_deliver(uccl_tp_ep_t *ep, uccl_msg_t *msg, uccl_req_t *req);
@@ -352,6 +386,8 @@ void uccl_gpu_ipc_on_rts(ipc_ep_t *ep, const msg_rts_t *m, const msg_seg_t *seg)
 void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg);
 void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m);
 void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op);
+/* The send numbered seq was told done by its word (done.c). */
+void uccl_gpu_ipc_send_done(ipc_ep_t *ep, uint64_t seq);
 /* shared with xfer_rma.c */
 uccl_status_t uccl_gpu_ipc_local_segs(ipc_ep_t *ep, const uccl_req_t *req, msg_seg_t *seg,
                                       uint32_t *nseg);

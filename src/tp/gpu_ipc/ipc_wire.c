@@ -77,7 +77,10 @@ static const char *parse_body(uint16_t type, const uint8_t *p, size_t len, ipc_r
         return NULL;
     }
     case IPC_MSG_RTS:
-        return parse_segs(p, len, sizeof(m->u.rts), &m->u.rts, &m->u.rts.nseg, &m->u.rts.len, m);
+        if ((why = parse_segs(p, len, sizeof(m->u.rts), &m->u.rts, &m->u.rts.nseg, &m->u.rts.len,
+                              m)) != NULL)
+            return why;
+        return m->u.rts.done_slot > IPC_DONE_SLOTS ? "a send naming a done word out of range" : NULL;
     case IPC_MSG_CTS:
         if ((why = parse_segs(p, len, sizeof(m->u.cts), &m->u.cts, &m->u.cts.nseg,
                               &m->u.cts.push_len, m)) != NULL)

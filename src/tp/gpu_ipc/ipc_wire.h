@@ -17,6 +17,7 @@
 #include "tp/common/spsc_ring.h"
 
 #define IPC_MSG_MAX 4096 /* largest payload one record carries */
+#define IPC_DONE_SLOTS 64 /* done words per mailbox (msg_rts_t.done_slot, done.c) */
 
 /* Mailbox message types. */
 enum {
@@ -63,7 +64,9 @@ typedef struct msg_seg {
 typedef struct msg_rts {
     uint64_t seq, tag, len;
     uint64_t msg_seq; /* the connection's message number (req->msg_seq) */
-    uint32_t nseg, pad;
+    uint32_t nseg;
+    uint32_t done_slot; /* 1 + the word of the sender's mailbox that the receiver's GPU may write once
+                         * it has pulled the message, instead of a FIN (done.c); 0: none */
 } msg_rts_t;
 
 typedef struct msg_cts {

@@ -29,6 +29,8 @@ enum {
     IPC_PROF_FLAG_WRITE, /* the stream write of a fence's number (UCCL_GPU_IPC_FLAG_DONE) */
     IPC_PROF_FLAG_CHECK, /* a stream query while a fence's number is late (FLAG_DONE) */
     IPC_PROF_FLAG_KERNEL, /* a fence's copy and its number by one kernel launch (FLAG_KERNEL_MAX) */
+    IPC_PROF_PEER_DONE,  /* a send completed by the word the receiver's GPU wrote (PEER_DONE), sender side */
+    IPC_PROF_PEER_WORD,  /* a fence that writes a sender's word (PEER_DONE), receiver side */
     IPC_PROF_N
 };
 

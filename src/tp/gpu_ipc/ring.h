@@ -18,9 +18,14 @@
 #define IPC_RING_BYTES (256u * 1024u)
 #define IPC_RING_NAME_MAX 64
 
+/* A page of the segment (its own, so that the side that attached it can
+ * register it for its GPU) holds done words (done.c): the side that
+ * created the ring reads them, the other side's GPU writes them. */
+#define IPC_DONE_PAGE 4096u
 typedef struct ipc_ring_shm {
     uccl_spsc_ctl_t ctl;
     uint8_t data[IPC_RING_BYTES];
+    _Alignas(IPC_DONE_PAGE) uint32_t done[IPC_DONE_PAGE / sizeof(uint32_t)];
 } ipc_ring_shm_t;
 
 typedef struct ipc_ring {

@@ -222,10 +222,13 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.tag = req->tag;
     m.len = req->len;
     m.msg_seq = req->msg_seq;
+    m.done_slot = req->len > 0 ? uccl_gpu_ipc_done_claim(ep, m.seq) : 0;
     /* nothing for the peer to read in an empty message: no FIN comes */
     st = uccl_gpu_ipc_post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq,
                                    &m, sizeof(m),
                       seg, m.nseg);
+    if (st != UCCL_OK)
+        uccl_gpu_ipc_done_release(ep, m.seq);
     if (st == UCCL_OK && req->len == 0)
         uccl_req_complete(req, UCCL_OK, 0);
     return uccl_gpu_ipc_prof_post_end(ep->tp, t0, st);
@@ -342,6 +345,7 @@ static uccl_status_t recv_pull(ipc_ep_t *ep, uccl_req_t *req, const msg_rts_t *r
         op->seq = rts->seq;
         op->bytes = rts->len - off;
         op->batch = uccl_gpu_ipc_batch_ok(ep, req);
+        op->done_slot = off == 0 ? rts->done_slot : 0; /* (a split's tail: FIN, as its CTS says) */
         st = uccl_gpu_ipc_op_start(ep, op, dst, nd, src, ns, rts->len - off);
     }
     if (st != UCCL_OK)
@@ -424,6 +428,7 @@ void uccl_gpu_ipc_on_cts(ipc_ep_t *ep, const msg_cts_t *m, const msg_seg_t *seg)
         uccl_gpu_ipc_ep_fail(ep, "clear-to-send for an unknown send or with a wrong length");
         return;
     }
+    uccl_gpu_ipc_done_release(ep, m->seq); /* the receiver answers a pushed message with FIN */
     if (m->push_len < m->len) /* the receiver pulls the rest: its FIN comes too */
         req->tp_data[2] = 2;
     else
@@ -454,7 +459,17 @@ void uccl_gpu_ipc_on_fin(ipc_ep_t *ep, int wait, const msg_fin_t *m)
         uccl_gpu_ipc_ep_fail(ep, "completion for an unknown request");
         return;
     }
+    if (wait == IPC_WAIT_SEND)
+        uccl_gpu_ipc_done_release(ep, m->seq);
     uccl_gpu_ipc_part_done(ep, req, (uccl_status_t)m->status);
+}
+
+void uccl_gpu_ipc_send_done(ipc_ep_t *ep, uint64_t seq)
+{
+    uccl_req_t *req = waiter_take(ep, IPC_WAIT_SEND, seq);
+
+    if (req != NULL) /* (else the connection failed and the core completed it) */
+        uccl_gpu_ipc_part_done(ep, req, UCCL_OK);
 }
 
 /* ------------------------------------------------------------ completions */
@@ -473,7 +488,8 @@ void uccl_gpu_ipc_op_finish(ipc_ep_t *ep, ipc_op_t *op)
         break;
     case OP_RECV:
     case OP_PUSH:
-        if (st != UCCL_ERR_CANCELED)
+        /* a sender told by its word (done.c) waits for no FIN unless the copy failed */
+        if (st != UCCL_ERR_CANCELED && !(st == UCCL_OK && op->done_told))
             uccl_gpu_ipc_fin_send(ep, op->kind == OP_RECV ? IPC_MSG_FIN : IPC_MSG_PUSH_DONE,
                                   op->seq, st, op->bytes);
         uccl_gpu_ipc_part_done(ep, op->req, st);

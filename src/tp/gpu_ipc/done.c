@@ -1,0 +1,131 @@
+/* gpu_ipc sends told done by the receiver's GPU (UCCL_GPU_IPC_PEER_DONE).
+ *
+ * A message the receiver pulls used to end with three steps after its
+ * copy: the receiver's progress sees the fence's host word (flag.c), sends
+ * FIN through the mailbox, and the sender's progress takes the FIN. Here
+ * the fence's word is a word of the SENDER's mailbox segment, which both
+ * processes map: the receiver's GPU writes it after the copy (the copy
+ * kernel's last block, or a stream write), and both progress loops read
+ * it. The receiver sends FIN only when the copy failed (the word never
+ * lands: a fault stops the stream, flag.c's late stream query fails the
+ * fence) or when its fence could not write the word (another flagged
+ * fence in flight, copies on several streams or to another GPU, more than
+ * one op, no mapping); the sender takes whichever comes.
+ *
+ * The words: IPC_DONE_SLOTS in a page of each ring segment (ring.h). The
+ * side that created a ring owns its words: a send claims one (round
+ * robin, so every slot keeps being reused), names it in its RTS
+ * (done_slot, 1-based) and holds it until its word, a FIN or a CTS comes.
+ * The value is the send's number + 1 (never the zero a fresh page holds),
+ * compared cyclically: a slot is written only for the send that holds it,
+ * and the numbers grow, so a word at or past the value says that send's
+ * copy is done. Nobody but the receiver's GPU writes a word, so the
+ * receiver can still read it after the sender has seen it and claimed the
+ * slot again (the next value lands only after the receiver saw this one:
+ * one flagged fence at a time, flag.c). The side that attached a ring
+ * registers the word page for its GPU when it connects
+ * (uccl_gpu_host_register_mapped, as NCCL registers its shared memory);
+ * without that page the receiver answers with FIN as before.
+ *
+ * What it saves (one H100, two processes on GPU 0, window 1,
+ * tests/gpu/results/1xH100-gpu15): the receiver's op finish 345 -> 90 ns
+ * (the FIN record no longer goes before the receive completes and its ack
+ * can go) and one of the sender's two records per transfer; send 0.02
+ * closer to a plain copy on average over three calls (+0.031, +0.036,
+ * -0.007: the size of one call's noise). The rest of the window-1 gap is
+ * the RTS and ack hops and the mid-size copies (same README). */
+#include "tp/gpu_ipc/ipc.h"
+
+void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
+{
+    ipc_tp_t *tp = ep->tp;
+
+    if (!tp->cfg.peer_done || tp->device < 0 || ep->tx.shm == NULL || ep->done_dev != NULL)
+        return;
+    if (uccl_gpu_host_register_mapped(ep->tx.shm->done, sizeof(ep->tx.shm->done), &ep->done_dev) != UCCL_OK) {
+        ep->done_dev = NULL;
+        uccl_info("gpu_ipc: PEER_DONE: the peer's mailbox cannot be mapped for GPU %d: sends end with FIN",
+                  tp->device);
+    }
+}
+
+void uccl_gpu_ipc_done_close(ipc_ep_t *ep)
+{
+    if (ep->done_dev == NULL)
+        return;
+    uccl_gpu_ipc_use_device(ep->tp, -1); /* teardown may run on another thread */
+    uccl_gpu_host_unregister(ep->tx.shm->done);
+    ep->done_dev = NULL;
+}
+
+static uint32_t done_value(uint64_t seq)
+{
+    return (uint32_t)(seq + 1);
+}
+
+uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq)
+{
+    if (!ep->tp->cfg.peer_done || ep->rx.shm == NULL || ep->done_busy == UINT64_MAX)
+        return 0;
+    for (unsigned k = 0; k < IPC_DONE_SLOTS; k++) {
+        unsigned s = (ep->done_next + k) % IPC_DONE_SLOTS;
+
+        if (ep->done_busy & (1ull << s))
+            continue;
+        ep->done_busy |= 1ull << s;
+        ep->done_seq[s] = seq;
+        ep->done_next = s + 1;
+        return s + 1;
+    }
+    return 0;
+}
+
+void uccl_gpu_ipc_done_release(ipc_ep_t *ep, uint64_t seq)
+{
+    for (uint64_t busy = ep->done_busy; busy != 0; busy &= busy - 1) {
+        int s = __builtin_ctzll(busy);
+
+        if (ep->done_seq[s] == seq) {
+            ep->done_busy &= ~(1ull << s);
+            return;
+        }
+    }
+}
+
+int uccl_gpu_ipc_done_poll(ipc_ep_t *ep)
+{
+    int events = 0;
+
+    for (uint64_t busy = ep->done_busy; busy != 0; busy &= busy - 1) {
+        int s = __builtin_ctzll(busy);
+        uint32_t now = __atomic_load_n(&ep->rx.shm->done[s], __ATOMIC_ACQUIRE);
+        uint64_t t0;
+
+        if ((int32_t)(now - done_value(ep->done_seq[s])) < 0)
+            continue;
+        t0 = IPC_PROF_T0(ep->tp->cfg.prof);
+        ep->done_busy &= ~(1ull << s);
+        uccl_gpu_ipc_send_done(ep, ep->done_seq[s]);
+        IPC_PROF_ADD(&ep->tp->prof, IPC_PROF_PEER_DONE, t0, 1);
+        events++;
+    }
+    if (events == 0 && ep->done_busy != 0)
+        uccl_gpu_flags_poll(); /* the fake backend runs its streams here */
+    return events;
+}
+
+void uccl_gpu_ipc_done_join(ipc_ep_t *ep, ipc_op_t *op, ipc_fence_t *f)
+{
+    uint32_t s = op->done_slot;
+
+    if (f->refs == 1 && op->kind == OP_RECV && s >= 1 && s <= IPC_DONE_SLOTS && ep->done_dev != NULL) {
+        f->done_dev = (char *)ep->done_dev + (s - 1) * sizeof(uint32_t);
+        f->done_host = &ep->tx.shm->done[s - 1];
+        f->done_value = done_value(op->seq);
+        f->done_op = op;
+        return;
+    }
+    f->done_dev = NULL; /* a second op: the fence's own word, and FIN for both */
+    f->done_host = NULL;
+    f->done_op = NULL;
+}

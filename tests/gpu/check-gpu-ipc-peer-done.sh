@@ -1,0 +1,77 @@
+#!/bin/sh
+# A pulled send told done by the receiver's GPU (UCCL_GPU_IPC_PEER_DONE,
+# src/tp/gpu_ipc/done.c) on the fake GPU backend; uccl_perf verifies every
+# size's last window byte for byte, and the profile (UCCL_GPU_IPC_PROF=1)
+# counts the sends completed by the word ("peer done", sender) and the
+# fences that wrote one ("peer word", receiver):
+# - two processes on one GPU, send at window 1: every data message (15 at
+#   least) ends by the word, by the copy kernel (the default) and by the
+#   copy + stream write (FLAG_KERNEL_MAX=0), and the receiver sends no FIN:
+#   its messages out are the 0-byte acks only (as many as windows);
+# - window 16: a fence holds several pulls (or one is in flight): those end
+#   with FIN; every message still arrives (the counts only bounded);
+# - PEER_DONE=0, FLAG_DONE=0 (no flagged fence), two GPUs (flagged fences
+#   are within one GPU only): no word, FIN as before;
+# - the receiver's copy fails (the fake's 5th copy): the window fails with
+#   UCCL_ERR_TRANSPORT, never hangs (both sides' statuses: t_gpu_fault's
+#   PEER_DONE cases).
+# Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
+set -e
+. "$(dirname "$0")/prof-check.sh"
+
+run() { # run NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), 2 ranks
+    name=$1
+    op=$2
+    w=$3
+    shift 3
+    env_on UCCL_GPU_IPC_PROF=1 "$@"
+    st=0
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
+        --op $op --min 4K --max 16K --window $w --iters 3 --no-ref" >"$tmp/$name" 2>&1 || st=$?
+    env_off UCCL_GPU_IPC_PROF=1 "$@"
+    return $st
+}
+# check NAME WINDOW LO HI VAR=VAL...: send at WINDOW; sends ended by the
+# word in [LO, HI], as many fences wrote one; leaves $d (those) and $o
+# (the receiver's messages out)
+check() {
+    name=$1 w=$2 lo=$3 hi=$4
+    shift 4
+    if ! run "$name" send "$w" "$@"; then
+        skip_no_gpu "$name"
+        cat "$tmp/$name"
+        echo "FAIL: $name: uccl_perf send window $w over gpu_ipc ($*)"
+        fail=1
+        return
+    fi
+    d=$(count "$tmp/$name" "peer done")
+    p=$(count "$tmp/$name" "peer word")
+    # the receiver (rank 1) is the process whose profile has no "peer done"
+    # row when on; take the message-out count of the profile that wrote words
+    o=$(awk 'index($0, "gpu_ipc prof") { pid = $4; if (index($0, ": peer word ")) w[pid] = 1;
+             if (index($0, ": message out ")) m[pid] = $(NF - 2) }
+             END { for (q in w) print m[q] + 0 }' "$tmp/$name" | head -1)
+    echo "$name (send window $w $*): $d sends ended by the word, $p fences wrote one, receiver's messages out ${o:-?}"
+    if [ "$d" -lt "$lo" ] || [ "$d" -gt "$hi" ] || [ "$d" -ne "$p" ]; then
+        cat "$tmp/$name"
+        echo "FAIL: $name: $d sends ended by the word (expected $lo..$hi), $p fences wrote one"
+        fail=1
+    fi
+}
+
+one="UCCL_FAKE_GPU_COUNT=1"
+on="UCCL_GPU_IPC_PEER_DONE=1"
+# 3 sizes x (warmup + 3 timed + 1 verified window) >= 15 windows of one message
+check kernel_w1 1 15 200 $one $on
+windows=$d
+# no FIN: the receiver's only messages are its acks, one per window
+[ -z "$o" ] || [ "$o" -eq "$windows" ] || { echo "FAIL: kernel_w1: $o receiver messages for $windows windows"; fail=1; }
+check write_w1 1 15 200 $one $on UCCL_GPU_IPC_FLAG_KERNEL_MAX=0
+[ -z "$o" ] || [ "$o" -eq "$d" ] || { echo "FAIL: write_w1: $o receiver messages for $d windows"; fail=1; }
+check window16 16 0 3200 $one $on
+check off_w1 1 0 0 $one UCCL_GPU_IPC_PEER_DONE=0
+check no_flag_w1 1 0 0 $one $on UCCL_GPU_IPC_FLAG_DONE=0
+check two_gpus 1 0 0 $on
+expect_fail fault UCCL_ERR_TRANSPORT send 1 $one $on UCCL_FAKE_GPU_FAIL_COPY=5
+[ $fail = 0 ] || exit 1
+echo "PASS: gpu_ipc sends told done by the receiver's GPU"
