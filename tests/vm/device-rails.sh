@@ -10,6 +10,8 @@
 # (BENCH_REF_SIZES) and bench-rails.sh (rounds interleaved), one boot. Prints
 # the host, the accelerator and the benches' tables; logs go to OUTDIR.
 #   BENCH_*: as bench-device.sh, bench-rails.sh
+#   DEVICE_BENCH: the script of tests/rxe to run instead of bench-device.sh
+#     (e.g. bench-rails-ctl.sh)
 #   DEVICE_RAILS_BUDGET: seconds the VM may run (default 300)
 #   DEPS: a directory with uccl_perf's shared libraries, for those this root lacks
 set -u
@@ -51,5 +53,6 @@ fi
 ldd "$builddir/tools/uccl_perf" | grep -E "not found|mpi|verbs" | sed 's/^/# /'
 export RXE_VM_CPUS=${RXE_VM_CPUS:-8} RXE_VM_ACCEL=${RXE_VM_ACCEL:-tcg,thread=multi} RXE_VM_MEM=${RXE_VM_MEM:-4G}
 export RXE_VM_TIMEOUT=${DEVICE_RAILS_BUDGET:-300}
-cd "$builddir" && top_builddir=$builddir bash "$top/tests/rxe/bench-device.sh"
-echo "# bench-device exit $? at $(date -u +%T)"
+bench=${DEVICE_BENCH:-bench-device.sh}
+cd "$builddir" && top_builddir=$builddir bash "$top/tests/rxe/$bench"
+echo "# ${bench%.sh} exit $? at $(date -u +%T)"
