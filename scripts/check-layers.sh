@@ -69,7 +69,7 @@ vendor_ok() {
         # the device API is compiled by hipcc into the caller's kernels
         [ "$file:$hdr" = include/uccl/uccl_device.cuh:hip/hip_runtime.h ] ;;
     mpi.h) case $from in mpi) return 0 ;; esac
-        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_coll.c | tools/perf_coll_gpu.c | tools/perf_ofi.c | tools/perf_ofi_raw.c | tools/perf_ofi.h) return 0 ;; esac
+        case $file in include/uccl/uccl_mpi.h | tools/uccl_perf.c | tools/perf_opts.c | tools/perf_p2p.c | tools/perf_p2p.h | tools/perf_coll.c | tools/perf_coll_gpu.c | tools/perf_ofi.c | tools/perf_ofi_raw.c | tools/perf_ofi.h) return 0 ;; esac
         return 1 ;;
     CUnit/*) return 1 ;;
     *) return 0 ;;
