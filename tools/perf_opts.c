@@ -31,10 +31,14 @@ static void usage(void)
             "                         between 3 and 200)\n"
             "  --warmup N             untimed windows per size first (default 2)\n"
             "  --window W             transfers in flight per window (default 16)\n"
-            "  --sliding              write/read: keep W transfers in flight, posting the next\n"
-            "                         one as the oldest completes, no drain per window (as\n"
-            "                         ucx_perftest -O W and perftest's tx depth); the uccl\n"
-            "                         column only, the MPI reference keeps its windows\n"
+            "  --sliding              keep W transfers in flight, posting the next one as the\n"
+            "                         oldest completes, no drain per window (as ucx_perftest\n"
+            "                         -O W and perftest's tx depth); send: rank 1 keeps W\n"
+            "                         receives posted, reposting each as it completes, and\n"
+            "                         acks once at the end, and the MPI reference slides\n"
+            "                         alike; write/read: the MPI reference keeps its windows\n"
+            "                         (a put or get completes only at a flush, which waits\n"
+            "                         for all), as do the --mem cuda references\n"
             "  --rounds N             per size, time uccl then each reference N times\n"
             "                         alternately and report the medians (default 1, at most 15)\n"
             "  --json FILE            also write the results as JSON\n"
@@ -162,7 +166,7 @@ static const char *long_name(int opt)
 int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
 {
     char path[sizeof(o->ref_path)];
-    int opt, has_send = 0;
+    int opt;
 
     memcpy(path, o->ref_path, sizeof(path));
     *o = (perf_opts_t){.op = PERF_OP_SEND, .min = PERF_DEFAULT_MIN, .max = PERF_DEFAULT_MAX,
@@ -198,13 +202,6 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
     if (o->nops == 0) { /* no --op: the default */
         o->ops[0] = o->op;
         o->nops = 1;
-    }
-    for (int i = 0; i < o->nops; i++)
-        has_send |= o->ops[i] == PERF_OP_SEND;
-    if (o->sliding && has_send) {
-        if (verbose)
-            fprintf(stderr, "uccl_perf: --sliding is for --op write or read (send keeps its acked windows)\n");
-        goto err_usage;
     }
     if (o->min > o->max) {
         if (verbose)
@@ -263,8 +260,10 @@ static const char *op_name(perf_op_t op)
     return op == PERF_OP_SEND ? "send" : op == PERF_OP_WRITE ? "write" : "read";
 }
 
-static const char *ref_pattern(perf_op_t op)
+static const char *ref_pattern(perf_op_t op, int sliding)
 {
+    if (op == PERF_OP_SEND && sliding)
+        return "MPI_Isend/MPI_Irecv, window in flight, each reposted as it completes + 0-byte ack";
     return op == PERF_OP_SEND    ? "MPI_Isend/MPI_Irecv + 0-byte ack"
            : op == PERF_OP_WRITE ? "MPI_Put, MPI_Win_lock_all + MPI_Win_flush"
                                  : "MPI_Get, MPI_Win_lock_all + MPI_Win_flush";
@@ -344,7 +343,7 @@ void perf_print_header(const perf_opts_t *o, const char *conn_transport, const c
     if (o->no_ref)
         printf("# reference: none (--no-ref)\n");
     else
-        printf("# reference: %s, %s; path: %s\n", mpi, ref_pattern(o->op), o->ref_path);
+        printf("# reference: %s, %s; path: %s\n", mpi, ref_pattern(o->op, o->sliding), o->ref_path);
     if (o->rounds > 1)
         printf("# each time: the median of %d rounds, uccl and the reference alternating\n",
                o->rounds);
@@ -429,7 +428,7 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
                " \"rows\": [\n",
             machine, conn_transport, op_name(o->op), o->window, o->sliding ? "true" : "false",
             o->rounds, o->no_ref ? "none" : mpi,
-            o->no_ref ? "--no-ref" : ref_pattern(o->op), o->no_ref ? "none" : o->ref_path);
+            o->no_ref ? "--no-ref" : ref_pattern(o->op, o->sliding), o->no_ref ? "none" : o->ref_path);
     for (int i = 0; i < nrows; i++) {
         const perf_row_t *r = &rows[i];
         double u = gbps(r, r->uccl_s), m = gbps(r, r->ref_s);

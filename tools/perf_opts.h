@@ -18,7 +18,7 @@ typedef struct perf_opts {
     int iters; /* 0 = by size */
     int warmup;
     int window;
-    int sliding;      /* 1 = write/read keep `window` in flight, one posted as one completes */
+    int sliding;      /* 1 = keep `window` in flight, one posted as one completes */
     const char *json; /* NULL = no JSON */
     int no_ref;       /* 1 = uccl only */
     int rounds;       /* per size: uccl then the references, this many times; medians */

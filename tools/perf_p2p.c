@@ -1,7 +1,6 @@
 /* uccl_perf p2p: the timed loops, libuccl's and the MPI reference's, of one
  * pattern: a window of W transfers, then (two-sided) a 0-byte ack; or with
- * --sliding (write/read) W in flight all along, each completed one replaced
- * at once. */
+ * --sliding W in flight all along, each completed one replaced at once. */
 #include "perf_p2p.h"
 
 #include <stdio.h>
@@ -142,8 +141,11 @@ static void uccl_window(perf_ctx_t *c, size_t size)
         uccl_ctl(c, 1, TAG_ACK);
 }
 
-/* --sliding (write/read, rank 0): iters * W transfers, W in flight all the
- * time: the oldest is waited for and a new one posted in its place. */
+/* --sliding: iters * W transfers, W in flight all the time: the oldest is
+ * waited for and a new one posted in its place. Write/read: rank 0 alone.
+ * Send: rank 0 so with its sends, rank 1 with its receives (W posted, each
+ * reposted as it completes, as perftest's receiver keeps its rx depth); one
+ * 0-byte ack after the last, so that rank 0's time covers their arrival. */
 static void uccl_sliding(perf_ctx_t *c, size_t size, int iters)
 {
     int w = c->o.window;
@@ -164,6 +166,8 @@ static void uccl_sliding(perf_ctx_t *c, size_t size, int iters)
             perf_fail(c, "posting a transfer", st);
     }
     uccl_wait_free(c, (int)(total < w ? total : w), "the last transfers");
+    if (c->o.op == PERF_OP_SEND)
+        uccl_ctl(c, c->rank == 1, TAG_ACK);
 }
 
 /* Runs iters windows; returns rank 0's time. For one-sided ops rank 1 waits
@@ -218,6 +222,31 @@ static void mpi_window(perf_ctx_t *c, size_t size)
     MPI_Win_flush(1, c->win);
 }
 
+/* --sliding, send: as uccl_sliding, with MPI_Isend / MPI_Irecv. (Write and
+ * read keep their windows: MPI_Put and MPI_Get complete only at a flush,
+ * which waits for all of them.) */
+static void mpi_sliding(perf_ctx_t *c, size_t size, int iters)
+{
+    int w = c->o.window, n = (int)size;
+    long total = (long)iters * w;
+
+    for (long i = 0; i < total; i++) {
+        MPI_Request *slot = &c->mreqs[i % w];
+
+        if (i >= w)
+            MPI_Wait(slot, MPI_STATUS_IGNORE);
+        if (c->rank == 0)
+            MPI_Isend(c->buf, n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, slot);
+        else
+            MPI_Irecv(c->buf, n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, slot);
+    }
+    MPI_Waitall((int)(total < w ? total : w), c->mreqs, MPI_STATUSES_IGNORE);
+    if (c->rank == 1)
+        MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_ACK, MPI_COMM_WORLD);
+    else
+        MPI_Recv(NULL, 0, MPI_BYTE, 1, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
 /* Passive target (lock_all + flush): rank 1 makes no call during the loop. */
 double perf_mpi_phase(perf_ctx_t *c, size_t size, int iters)
 {
@@ -229,8 +258,11 @@ double perf_mpi_phase(perf_ctx_t *c, size_t size, int iters)
         if (one_sided)
             MPI_Win_lock_all(0, c->win);
         t = now_s();
-        for (int i = 0; i < iters; i++)
-            mpi_window(c, size);
+        if (c->o.sliding && !one_sided)
+            mpi_sliding(c, size, iters);
+        else
+            for (int i = 0; i < iters; i++)
+                mpi_window(c, size);
         t = now_s() - t;
         if (one_sided)
             MPI_Win_unlock_all(c->win);
