@@ -12,9 +12,11 @@
 #   BENCH_WIRE=1 (every tool measured alike: bytes on the veth pair over
 #   time, wire_gbps below, the tools' own figures beside);
 #   BENCH_SLIDING=1 (every tool keeps BENCH_WINDOW transfers in flight, a new
-#   one posted as one completes: uccl_perf --sliding, ucx_perftest -O W,
-#   perftest -t W; without it uccl_perf drains each window of W, UCX and
-#   perftest keep their own depths);
+#   one posted as one completes, for every op: uccl_perf --sliding, ucx_perftest
+#   -O W, perftest -t W; for send the receivers keep W receives posted as well,
+#   uccl_perf's rank 1 and ib_send_bw's server each reposting one as one
+#   completes; without it uccl_perf drains each window of W (send: and waits
+#   for a 0-byte ack), UCX and perftest keep their own depths);
 #   BENCH_WARMUP=0 (no untimed run of each tool before the table);
 #   BENCH_CPU=1 (each row also prints the CPU seconds, user+system, of every
 #   process: uccl_perf's ranks, each reference's client and server
@@ -105,7 +107,8 @@ ucx_gbps() {
 
 uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, rank 1 on rxe1)
 	local w=${BENCH_WINDOW:-16} slide= # transfers in flight, then a wait for all of them
-	[ "${BENCH_SLIDING:-0}" = 1 ] && [ "$1" != send ] && slide=--sliding # W in flight all along
+	# W in flight all along (send: W receives posted on rank 1, each reposted as it completes)
+	[ "${BENCH_SLIDING:-0}" = 1 ] && slide=--sliding
 	# its us column (time per transfer), as bench-rails.sh reads it: no python
 	# (its start costs seconds in the emulated VM, and the device machine's
 	# python3 is a virtual environment)
