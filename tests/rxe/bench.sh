@@ -59,14 +59,14 @@ depth() { [ "${BENCH_SLIDING:-0}" = 1 ] && echo "$1 ${BENCH_WINDOW:-16}"; }
 # log its CPU seconds as LABEL to /tmp/cpu.log (cputime.sh)
 cpu() { [ "${BENCH_CPU:-0}" = 1 ] && echo "$here/cputime.sh /tmp/cpu.log $1"; }
 
-perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1
+perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1 (the client's output in /tmp/pt.cli)
 	local n; n=$(count "$2")
 	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth, cpu: option words
 	$(cpu perftest-server) timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
 	sleep 1
 	# shellcheck disable=SC2086,SC2046
 	$(cpu perftest-client) timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
-		awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
+		tee /tmp/pt.cli | awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
 
