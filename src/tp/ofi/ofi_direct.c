@@ -42,7 +42,9 @@
  * took the receive before, or, too long for their common length, failed it
  * and all the others up to slot k. Only a receive that failed can hold
  * bytes of a message it did not get. Control messages (the id alone) and
- * the tagged rendezvous (bit 63) take none of these bits. */
+ * the tagged rendezvous (bit 63) take none of these bits. Where receives
+ * cannot use ignore bits (OFI_QUIRK_EXACT_TAGS, shm) slot 0 and the bounce's
+ * receive are posted for the exact run and tag too: ofi_dhint.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -171,6 +173,7 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
     tp->direct_sent++;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
+    uccl_ofi_dhint_posted(ep, op);
     uccl_list_push_back(&ep->inflight, &req->tp_link);
     return 0;
 }
@@ -227,6 +230,7 @@ uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
     ep->srun_next = UINT64_MAX; /* message 0 starts a run */
     ep->drun_seq = UINT64_MAX;  /* "message -1": no direct tag */
     ep->drun_tag = OFI_DNO_TAG;
+    uccl_ofi_dhint_init(ep);
     if (tp->direct_max == 0)
         return UCCL_OK;
     ep->dbuf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -257,12 +261,11 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n < ep->tp->cfg.max_iov;
 }
 
-/* Post a receive for message seq: into req's pieces and seq's bounce after
- * them (taking only req's tag, and the sender's run `run` unless
- * OFI_DRUN_ANY), or, req NULL, into the bounce (any tag, any run). Only one
- * of the two can take message seq, so they share the bounce. NULL: not
- * posted (again next progress). */
-static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run)
+/* A receive for message seq (ofi.h): into req's pieces with seq's bounce
+ * after them, or into the bounce. Only one of the two can take message
+ * seq, so they share the bounce. NULL: not posted (again next progress). */
+ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run,
+                                     const ofi_dhint_t *hint)
 {
     tp_ofi_t *tp = ep->tp;
     struct iovec iov[OFI_IOV_MAX];
@@ -277,6 +280,8 @@ static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t 
         uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
         msg.tag = ofi_dtag(ep->id, seq, run >= 0 ? (uint64_t)run : 0, req->tag);
         msg.ignore = run >= 0 ? 0 : OFI_DRUN_MASK << OFI_DRUN_SHIFT;
+    } else if (hint != NULL) {
+        msg.tag = ofi_dtag(ep->id, seq, (uint64_t)hint->run, hint->tag);
     } else {
         msg.tag = ofi_dtag(ep->id, seq, 0, 0);
         msg.ignore = OFI_DRUN_MASK << OFI_DRUN_SHIFT | OFI_DTAG_MASK << OFI_DTAG_SHIFT;
@@ -435,16 +440,23 @@ static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, int k, uccl_req_t *prev
                : NULL;
 }
 
-/* The run message n + k (k >= 1) of tag must carry to land in slot k:
- * the one that says messages n..n+k-1 had tag too. Known from message
- * n - 1's tag and run (it came directly, or n is 0); else OFI_DRUN_UNKNOWN. */
+/* The run message n + k of tag must carry to land in slot k: the one that
+ * says messages n..n+k-1 had tag too. Known from message n - 1's tag and
+ * run (it came directly, or n is 0) or the sender's hint for n (ofi_dhint.c,
+ * OFI_DRUN_UNKNOWN if that names another tag); else OFI_DRUN_UNKNOWN. */
 static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t tag)
 {
+    const ofi_dhint_t *hint = uccl_ofi_dhint_of(ep, n);
     uint64_t want;
 
-    if (ep->drun_seq != n - 1)
+    if (hint != NULL && hint->tag != tag)
         return OFI_DRUN_UNKNOWN;
-    want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    if (hint != NULL)
+        want = (uint64_t)hint->run + (uint64_t)k;
+    else if (ep->drun_seq == n - 1)
+        want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    else
+        return OFI_DRUN_UNKNOWN;
     return want < OFI_DRUN_MASK ? (int)want : (int)OFI_DRUN_MASK;
 }
 
@@ -467,6 +479,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         return;
     if (!uccl_list_empty(&ep->dpending))
         ofi_direct_retry(ep);
+    uccl_ofi_dhint_progress(ep);
     if (ep->dbuf == NULL)
         return;
     if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&
@@ -489,13 +502,14 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         ofi_dslot_t *s = &ep->dslot[k];
 
         if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req)) {
-            int run = k == 0 ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
+            int run = k == 0 && !ep->tp->exact_tags ? OFI_DRUN_ANY
+                                                     : ofi_direct_want(ep, n, k, tag);
 
             ofi_direct_cancel_op(ep, &s->op);
             if (k == 0)
                 ofi_direct_cancel_op(ep, &ep->dany);
             if (req != NULL && run != OFI_DRUN_UNKNOWN) {
-                s->op = ofi_direct_post_recv(ep, n + (uint64_t)k, req, run);
+                s->op = uccl_ofi_direct_post_recv(ep, n + (uint64_t)k, req, run, NULL);
                 if (s->op == NULL)
                     return; /* the bounce's must not go ahead of it */
             }
@@ -507,6 +521,10 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         ep->ddue = UINT64_MAX;
         return;
     }
+    if (ep->tp->exact_tags) {
+        uccl_ofi_dhint_any(ep, n);
+        return;
+    }
     now = ofi_now_ns();
     if (ep->dsince == 0)
         ep->dsince = now;
@@ -514,7 +532,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         ep->ddue = ep->dsince + (uint64_t)ep->tp->cfg.direct_wait_us * 1000u;
         return;
     }
-    ep->dany = ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY);
+    ep->dany = uccl_ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY, NULL);
     ep->ddue = ep->dany != NULL ? UINT64_MAX : 0;
 }
 
@@ -525,6 +543,7 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
     uccl_req_t *oldest;
 
     if (op->kind == OFI_OP_DSEND) {
+        uccl_ofi_dhint_done(ep, op);
         if (op->req != NULL)
             uccl_ofi_req_finish(op->req, st, op->req->len);
         if (!ep->dead && st != UCCL_OK)
