@@ -23,7 +23,7 @@
 #define OFI_HINT_RUN_MASK 0x1full
 #define OFI_HINT_TAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
 
-static uint64_t ofi_hint_now_ns(void)
+uint64_t uccl_ofi_now_ns(void)
 {
     struct timespec ts;
 
@@ -45,7 +45,7 @@ void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op)
     if (!ep->tp->exact_tags)
         return;
     if (uccl_list_empty(&ep->dsent)) {
-        ep->dsent_since = ofi_hint_now_ns();
+        ep->dsent_since = uccl_ofi_now_ns();
         ep->dsent_hinted = false;
     }
     uccl_list_push_back(&ep->dsent, &op->dlink);
@@ -60,12 +60,14 @@ void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op)
     oldest = ep->dsent.next == &op->dlink;
     uccl_list_del(&op->dlink);
     if (oldest) { /* the next one is the oldest from now */
-        ep->dsent_since = ofi_hint_now_ns();
+        ep->dsent_since = uccl_ofi_now_ns();
         ep->dsent_hinted = false;
     }
 }
 
-/* Every progress call: the oldest direct send waited long enough, hint it
+/* Every progress call: once the oldest direct send waited
+ * UCCL_OFI_DIRECT_WAIT and a quarter nanosecond per byte (the receiver
+ * copying it at 4 GB/s: a message being copied needs no hint), hint it
  * (once; -FI_EAGAIN: again next call). */
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
 {
@@ -74,14 +76,16 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
     uint64_t data;
     int rc;
 
-    if (!tp->exact_tags || ep->dsent_hinted || uccl_list_empty(&ep->dsent) ||
-        ofi_hint_now_ns() - ep->dsent_since < (uint64_t)tp->cfg.direct_wait_us * 1000u)
+    if (!tp->exact_tags || ep->dsent_hinted || uccl_list_empty(&ep->dsent))
         return;
     op = uccl_container_of(ep->dsent.next, ofi_op_t, dlink);
     if (op->req == NULL) { /* forgotten at teardown */
         ep->dsent_hinted = true;
         return;
     }
+    if (uccl_ofi_now_ns() - ep->dsent_since <
+        (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
+        return;
     data = (op->req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |
            (op->req->tp_data[OFI_RD_DRUN] & OFI_HINT_RUN_MASK) << OFI_HINT_RUN_SHIFT |
            (op->req->tag & OFI_HINT_TAG_MASK);

@@ -42,12 +42,10 @@
  * took the receive before, or, too long for their common length, failed it
  * and all the others up to slot k. Only a receive that failed can hold
  * bytes of a message it did not get. Control messages (the id alone) and
- * the tagged rendezvous (bit 63) take none of these bits. Where receives
- * cannot use ignore bits (OFI_QUIRK_EXACT_TAGS, shm) slot 0 and the bounce's
- * receive are posted for the exact run and tag too: ofi_dhint.c. */
+ * the tagged rendezvous (bit 63) take none of these bits. With exact tags
+ * (OFI_QUIRK_EXACT_TAGS, shm) every receive has one run and tag: ofi_dhint.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ofi.h"
 
@@ -77,14 +75,6 @@ static uint64_t ofi_dtag_of(uint64_t data)
 static unsigned ofi_drun_of(uint64_t data)
 {
     return (unsigned)(data >> 32 & OFI_DRUN_MASK);
-}
-
-static uint64_t ofi_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Registered host memory, in pieces one operation takes. */
@@ -294,6 +284,7 @@ ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *r
     op->ep = ep;
     op->dreq = req;
     op->off = seq;
+    op->index = run; /* exact tags: reposted when the run wanted changes */
     msg.msg_iov = iov;
     msg.desc = desc;
     msg.iov_count = (size_t)n;
@@ -443,7 +434,8 @@ static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, int k, uccl_req_t *prev
 /* The run message n + k of tag must carry to land in slot k: the one that
  * says messages n..n+k-1 had tag too. Known from message n - 1's tag and
  * run (it came directly, or n is 0) or the sender's hint for n (ofi_dhint.c,
- * OFI_DRUN_UNKNOWN if that names another tag); else OFI_DRUN_UNKNOWN. */
+ * OFI_DRUN_UNKNOWN if that names another tag); else OFI_DRUN_UNKNOWN, or
+ * with exact tags k, as if n - 1 had another tag (any run >= k is safe). */
 static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t tag)
 {
     const ofi_dhint_t *hint = uccl_ofi_dhint_of(ep, n);
@@ -455,6 +447,8 @@ static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t ta
         want = (uint64_t)hint->run + (uint64_t)k;
     else if (ep->drun_seq == n - 1)
         want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    else if (ep->tp->exact_tags)
+        want = (uint64_t)k;
     else
         return OFI_DRUN_UNKNOWN;
     return want < OFI_DRUN_MASK ? (int)want : (int)OFI_DRUN_MASK;
@@ -483,7 +477,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     if (ep->dbuf == NULL)
         return;
     if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&
-        (ep->ddue == UINT64_MAX || ofi_now_ns() < ep->ddue))
+        (ep->ddue == UINT64_MAX || uccl_ofi_now_ns() < ep->ddue))
         return; /* settled */
     ep->ddue = 0; /* an early return below leaves the next call to try again */
     ep->tp->direct_passes++;
@@ -500,11 +494,10 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
      * the bounce's behind it (slot 0) */
     for (int k = 0; k < ep->tp->direct_depth; k++) {
         ofi_dslot_t *s = &ep->dslot[k];
+        int run = k == 0 && !ep->tp->exact_tags ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
+        bool rerun = ep->tp->exact_tags && run >= 0 && s->op != NULL && s->op->index != run;
 
-        if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req)) {
-            int run = k == 0 && !ep->tp->exact_tags ? OFI_DRUN_ANY
-                                                     : ofi_direct_want(ep, n, k, tag);
-
+        if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req || rerun)) {
             ofi_direct_cancel_op(ep, &s->op);
             if (k == 0)
                 ofi_direct_cancel_op(ep, &ep->dany);
@@ -525,7 +518,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         uccl_ofi_dhint_any(ep, n);
         return;
     }
-    now = ofi_now_ns();
+    now = uccl_ofi_now_ns();
     if (ep->dsince == 0)
         ep->dsince = now;
     if (now - ep->dsince < (uint64_t)ep->tp->cfg.direct_wait_us * 1000u) {
