@@ -4,7 +4,7 @@
 # end (a run cut short by the VM's time keeps the ones before):
 #  1. one rail against two, write (tests/rxe/bench-rails.sh, BENCH_OPS=write);
 #  2. uccl against perftest and UCX with the same window (tests/rxe/bench.sh,
-#     BENCH_SLIDING=1, write, sizes BENCH_REF_SIZES, default 65536;
+#     BENCH_SLIDING=1, ops BENCH_REF_OPS (default write), sizes BENCH_REF_SIZES, default 65536;
 #     BENCH_REF_SIZES=none skips it);
 #  3. the write table again for each setting of BENCH_VARIANTS (space
 #     separated; each a comma-separated list of VAR=VALUE for bench-rails.sh,
@@ -26,9 +26,9 @@ rxe_reexec "$here/bench-device.sh" 1500
 [ -z "${RXE_SKIP:-}" ] || { echo "bench: $RXE_SKIP"; exit 77; }
 cd "$builddir" || exit 1
 refs() {
-	echo "# $(date -u +%T) bench.sh, write, BENCH_SLIDING=1; perftest: $(command -v ib_write_bw || echo none)," \
+	echo "# $(date -u +%T) bench.sh, ${BENCH_REF_OPS:-write}, BENCH_SLIDING=1; perftest: $(command -v ib_write_bw || echo none)," \
 		"ucx_perftest: $(command -v ucx_perftest || echo none)"
-	env BENCH_SLIDING=1 BENCH_OPS=write BENCH_SIZES="${BENCH_REF_SIZES:-65536}" BENCH_ROUNDS="${BENCH_REF_ROUNDS:-3}" \
+	env BENCH_SLIDING=1 BENCH_OPS="${BENCH_REF_OPS:-write}" BENCH_SIZES="${BENCH_REF_SIZES:-65536}" BENCH_ROUNDS="${BENCH_REF_ROUNDS:-3}" \
 		BENCH_MIB="${BENCH_REF_MIB:-64}" bash "$here/bench.sh"
 	echo "# $(date -u +%T) bench.sh exit $?"
 }

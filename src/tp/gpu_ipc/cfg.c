@@ -86,8 +86,11 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     /* one H100, two processes on GPU 0, send at window 1, x a plain copy,
      * mean over 4 KiB-1 MiB of the medians of 3 rounds, three calls
      * (tests/gpu/results/1xH100-gpu15): 0.923 / 0.906 / 0.841 on, 0.892 /
-     * 0.870 / 0.848 off; write, read, window 16: within noise */
-    {"PEER_DONE", "1",
+     * 0.870 / 0.848 off; write, read, window 16: within noise. Off by
+     * default: the gain is one call's noise, and a survivor's teardown of a
+     * dead peer's registered page (cudaHostUnregister, done.c) while its
+     * streams wait was not run on a real GPU (t_gpu_stream_kill) */
+    {"PEER_DONE", "0",
      "a message the receiver pulls under a fence told by a host word (see FLAG_DONE) has the receiver's "
      "GPU write that word into the sender's mailbox, so that the sender sees its send done without the "
      "receiver's FIN (which is then sent only on failure, or where the word cannot be used); 0 = FIN",
