@@ -38,7 +38,8 @@
 #include "tp/staging.h"
 #include "util/idmap.h"
 
-#define OFI_WIRE_VERSION 5 /* 2: GRANT windows; 3: RTS_PULL; 4: RTS_TMSG; 5: direct sends */
+#define OFI_WIRE_VERSION 6 /* 2: GRANT windows; 3: RTS_PULL; 4: RTS_TMSG; 5: direct sends;
+                             * 6: direct-send hints (ofi_dhint.c) */
 #define OFI_NAME_MAX 128 /* fabric endpoint name */
 #define OFI_PROV_MAX 48  /* "tcp;ofi_rxm" */
 #define OFI_IOV_MAX 16   /* local pieces of one fi_writemsg / fi_readmsg at most */
@@ -82,6 +83,20 @@ enum {
      * message straight into the receive (ofi_direct.c) when UCCL_OFI_DIRECT
      * is left at -1 */
     OFI_QUIRK_DIRECT = 1u << 4,
+    /* a tagged receive must not use ignore bits: shm (libfabric 1.17)
+     * matches a message that came before its receive (the unexpected queue)
+     * against a receive posted later with the ignore mask left in the
+     * message's receive entry by that entry's previous use, not the
+     * receive's own: smr_generic_recv (prov/shm/src/smr_msg.c) searches
+     * unexp_tagged_queue with smr_match_tagged (smr_ep.c), which reads
+     * recv_entry->ignore, and smr_get_tag (smr_ep.c) takes the entry for an
+     * unexpected message from recv_fs without setting it. A receive with
+     * ignore bits then misses its message (direct sends stalled:
+     * tests/perf/results/ofi/ofi15-H200host/README.md section 5), and a
+     * stale mask lets an exact receive take a message of another tag.
+     * Direct receives are posted exact; the sender tells a message that
+     * waits its tag and run (ofi_dhint.c) */
+    OFI_QUIRK_EXACT_TAGS = 1u << 5,
 };
 typedef struct ofi_quirk {
     const char *prefix; /* provider name or its leading part ("tcp;ofi_rxm", "cxi") */
@@ -134,6 +149,8 @@ typedef struct tp_ofi {
     uint64_t direct_placed; /* ...received straight into their receive */
     uint64_t direct_copied; /* ...received through the connection's bounce or another receive */
     uint64_t direct_passes; /* progress calls that looked at every direct receive (tests) */
+    bool exact_tags;        /* OFI_QUIRK_EXACT_TAGS: no receive with ignore bits */
+    uint64_t direct_hints;  /* hints sent for direct sends that waited (ofi_dhint.c, tests) */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */
@@ -187,6 +204,7 @@ typedef struct ofi_op {
     void *tmp;                /* a tagged receive's bounce (ofi_tmsg.c) */
     struct fid_mr *tmp_mr;
     uccl_list_t link;         /* ep->data_ops while posted */
+    uccl_list_t dlink;        /* OFI_OP_DSEND, exact tags: ep->dsent while posted */
 } ofi_op_t;
 
 /* Indexes into req->tp_data past the protocol's. */
@@ -217,6 +235,14 @@ typedef struct ofi_xfer {
  * tag and run) for its turn. */
 #define OFI_DDEPTH_MAX 16
 #define OFI_DTAG_BITS 12 /* direct sends carry tags below 2^12 */
+/* What the sender told of message seq (ofi_dhint.c): its tag and run. */
+#define OFI_DHINTS 8
+typedef struct ofi_dhint {
+    uint64_t seq; /* UINT64_MAX: none */
+    uint64_t tag;
+    int run;
+} ofi_dhint_t;
+
 typedef struct ofi_dslot {
     ofi_op_t *op;
     bool landed;
@@ -266,6 +292,12 @@ typedef struct tp_ofi_ep {
     uint64_t dgen, ddue;
     ofi_dslot_t dslot[OFI_DDEPTH_MAX];
     ofi_op_t *dany;
+    /* exact tags (ofi_dhint.c): our direct sends posted, oldest first, since
+     * when the oldest is, whether its hint went; hints of the peer's */
+    uccl_list_t dsent;
+    uint64_t dsent_since;
+    bool dsent_hinted;
+    ofi_dhint_t dhint[OFI_DHINTS];
     uint8_t *dbuf;
     struct fid_mr *dbuf_mr;
     void *dbuf_desc;
@@ -352,6 +384,25 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
                               uint64_t flags, uint64_t data);
 void uccl_ofi_direct_cancel(tp_ofi_ep_t *ep, uccl_status_t reason);
 void uccl_ofi_direct_free(tp_ofi_ep_t *ep);
+/* A receive for message seq into req's pieces (exact tag, or any run:
+ * OFI_DRUN_ANY in ofi_direct.c) or, req NULL, into the bounce (the tag
+ * and run of hint; NULL: any). NULL: not posted. */
+ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run,
+                                    const ofi_dhint_t *hint);
+
+/* ---- ofi_dhint.c: with exact tags, the sender tells a waiting direct
+ * message's tag and run (a control message of no bytes whose CQ data has
+ * its top 32 bits 0) */
+uint64_t uccl_ofi_now_ns(void); /* CLOCK_MONOTONIC */
+void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
+void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
+void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);
+void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep);
+bool uccl_ofi_dhint_is(uint64_t data);
+void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data);
+/* The peer's hint for message seq: its tag and run. */
+const ofi_dhint_t *uccl_ofi_dhint_of(const tp_ofi_ep_t *ep, uint64_t seq);
+void uccl_ofi_dhint_any(tp_ofi_ep_t *ep, uint64_t n);
 
 /* ---- ofi_stage.c: GPU memory through registered stage buffers */
 void uccl_ofi_gpu_open(tp_ofi_t *tp, const uccl_tp_open_params_t *params);

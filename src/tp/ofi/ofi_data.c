@@ -355,8 +355,9 @@ void uccl_ofi_data_done(tp_ofi_ep_t *ep, uccl_req_t *req, uccl_status_t st)
 
 /* ------------------------------------------------------------------ completions */
 
-/* A control receive completed: a control message, or the immediate of a
- * write of no bytes (sent as a message with CQ data). */
+/* A control receive completed: a control message, the immediate of a
+ * write of no bytes (sent as a message with CQ data), or a direct send's
+ * hint. */
 static void ofi_ctrl_recv_done(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64_t flags,
                                uint64_t data)
 {
@@ -366,7 +367,10 @@ static void ofi_ctrl_recv_done(tp_ofi_ep_t *ep, ofi_op_t *op, size_t len, uint64
     }
     if (uccl_ofi_post_ctrl_recv(ep, op->index) != UCCL_OK)
         uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
-    uccl_rndv_imm_arrived(&ep->rndv, (uint32_t)data);
+    if (uccl_ofi_dhint_is(data))
+        uccl_ofi_dhint_arrived(ep, data); /* a direct send's tag and run (ofi_dhint.c) */
+    else
+        uccl_rndv_imm_arrived(&ep->rndv, (uint32_t)data);
 }
 
 static void ofi_op_complete(tp_ofi_t *tp, ofi_op_t *op, uccl_status_t st,

@@ -42,10 +42,10 @@
  * took the receive before, or, too long for their common length, failed it
  * and all the others up to slot k. Only a receive that failed can hold
  * bytes of a message it did not get. Control messages (the id alone) and
- * the tagged rendezvous (bit 63) take none of these bits. */
+ * the tagged rendezvous (bit 63) take none of these bits. With exact tags
+ * (OFI_QUIRK_EXACT_TAGS, shm) every receive has one run and tag: ofi_dhint.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ofi.h"
 
@@ -75,14 +75,6 @@ static uint64_t ofi_dtag_of(uint64_t data)
 static unsigned ofi_drun_of(uint64_t data)
 {
     return (unsigned)(data >> 32 & OFI_DRUN_MASK);
-}
-
-static uint64_t ofi_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Registered host memory, in pieces one operation takes. */
@@ -171,6 +163,7 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
     tp->direct_sent++;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
+    uccl_ofi_dhint_posted(ep, op);
     uccl_list_push_back(&ep->inflight, &req->tp_link);
     return 0;
 }
@@ -227,6 +220,7 @@ uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
     ep->srun_next = UINT64_MAX; /* message 0 starts a run */
     ep->drun_seq = UINT64_MAX;  /* "message -1": no direct tag */
     ep->drun_tag = OFI_DNO_TAG;
+    uccl_ofi_dhint_init(ep);
     if (tp->direct_max == 0)
         return UCCL_OK;
     ep->dbuf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -257,12 +251,11 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n < ep->tp->cfg.max_iov;
 }
 
-/* Post a receive for message seq: into req's pieces and seq's bounce after
- * them (taking only req's tag, and the sender's run `run` unless
- * OFI_DRUN_ANY), or, req NULL, into the bounce (any tag, any run). Only one
- * of the two can take message seq, so they share the bounce. NULL: not
- * posted (again next progress). */
-static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run)
+/* A receive for message seq (ofi.h): into req's pieces with seq's bounce
+ * after them, or into the bounce. Only one of the two can take message
+ * seq, so they share the bounce. NULL: not posted (again next progress). */
+ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, int run,
+                                     const ofi_dhint_t *hint)
 {
     tp_ofi_t *tp = ep->tp;
     struct iovec iov[OFI_IOV_MAX];
@@ -277,6 +270,8 @@ static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t 
         uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
         msg.tag = ofi_dtag(ep->id, seq, run >= 0 ? (uint64_t)run : 0, req->tag);
         msg.ignore = run >= 0 ? 0 : OFI_DRUN_MASK << OFI_DRUN_SHIFT;
+    } else if (hint != NULL) {
+        msg.tag = ofi_dtag(ep->id, seq, (uint64_t)hint->run, hint->tag);
     } else {
         msg.tag = ofi_dtag(ep->id, seq, 0, 0);
         msg.ignore = OFI_DRUN_MASK << OFI_DRUN_SHIFT | OFI_DTAG_MASK << OFI_DTAG_SHIFT;
@@ -289,6 +284,7 @@ static ofi_op_t *ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t 
     op->ep = ep;
     op->dreq = req;
     op->off = seq;
+    op->index = run; /* exact tags: reposted when the run wanted changes */
     msg.msg_iov = iov;
     msg.desc = desc;
     msg.iov_count = (size_t)n;
@@ -435,16 +431,26 @@ static uccl_req_t *ofi_direct_next_into(tp_ofi_ep_t *ep, int k, uccl_req_t *prev
                : NULL;
 }
 
-/* The run message n + k (k >= 1) of tag must carry to land in slot k:
- * the one that says messages n..n+k-1 had tag too. Known from message
- * n - 1's tag and run (it came directly, or n is 0); else OFI_DRUN_UNKNOWN. */
+/* The run message n + k of tag must carry to land in slot k: the one that
+ * says messages n..n+k-1 had tag too. Known from message n - 1's tag and
+ * run (it came directly, or n is 0) or the sender's hint for n (ofi_dhint.c,
+ * OFI_DRUN_UNKNOWN if that names another tag); else OFI_DRUN_UNKNOWN, or
+ * with exact tags k, as if n - 1 had another tag (any run >= k is safe). */
 static int ofi_direct_want(const tp_ofi_ep_t *ep, uint64_t n, int k, uint64_t tag)
 {
+    const ofi_dhint_t *hint = uccl_ofi_dhint_of(ep, n);
     uint64_t want;
 
-    if (ep->drun_seq != n - 1)
+    if (hint != NULL && hint->tag != tag)
         return OFI_DRUN_UNKNOWN;
-    want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    if (hint != NULL)
+        want = (uint64_t)hint->run + (uint64_t)k;
+    else if (ep->drun_seq == n - 1)
+        want = ep->drun_tag == tag ? ep->drun + 1 + (uint64_t)k : (uint64_t)k;
+    else if (ep->tp->exact_tags)
+        want = (uint64_t)k;
+    else
+        return OFI_DRUN_UNKNOWN;
     return want < OFI_DRUN_MASK ? (int)want : (int)OFI_DRUN_MASK;
 }
 
@@ -467,10 +473,11 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         return;
     if (!uccl_list_empty(&ep->dpending))
         ofi_direct_retry(ep);
+    uccl_ofi_dhint_progress(ep);
     if (ep->dbuf == NULL)
         return;
     if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&
-        (ep->ddue == UINT64_MAX || ofi_now_ns() < ep->ddue))
+        (ep->ddue == UINT64_MAX || uccl_ofi_now_ns() < ep->ddue))
         return; /* settled */
     ep->ddue = 0; /* an early return below leaves the next call to try again */
     ep->tp->direct_passes++;
@@ -487,15 +494,15 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
      * the bounce's behind it (slot 0) */
     for (int k = 0; k < ep->tp->direct_depth; k++) {
         ofi_dslot_t *s = &ep->dslot[k];
+        int run = k == 0 && !ep->tp->exact_tags ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
+        bool rerun = ep->tp->exact_tags && run >= 0 && s->op != NULL && s->op->index != run;
 
-        if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req)) {
-            int run = k == 0 ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
-
+        if (!s->landed && (s->op == NULL ? req != NULL : s->op->dreq != req || rerun)) {
             ofi_direct_cancel_op(ep, &s->op);
             if (k == 0)
                 ofi_direct_cancel_op(ep, &ep->dany);
             if (req != NULL && run != OFI_DRUN_UNKNOWN) {
-                s->op = ofi_direct_post_recv(ep, n + (uint64_t)k, req, run);
+                s->op = uccl_ofi_direct_post_recv(ep, n + (uint64_t)k, req, run, NULL);
                 if (s->op == NULL)
                     return; /* the bounce's must not go ahead of it */
             }
@@ -507,14 +514,18 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         ep->ddue = UINT64_MAX;
         return;
     }
-    now = ofi_now_ns();
+    if (ep->tp->exact_tags) {
+        uccl_ofi_dhint_any(ep, n);
+        return;
+    }
+    now = uccl_ofi_now_ns();
     if (ep->dsince == 0)
         ep->dsince = now;
     if (now - ep->dsince < (uint64_t)ep->tp->cfg.direct_wait_us * 1000u) {
         ep->ddue = ep->dsince + (uint64_t)ep->tp->cfg.direct_wait_us * 1000u;
         return;
     }
-    ep->dany = ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY);
+    ep->dany = uccl_ofi_direct_post_recv(ep, n, NULL, OFI_DRUN_ANY, NULL);
     ep->ddue = ep->dany != NULL ? UINT64_MAX : 0;
 }
 
@@ -525,6 +536,7 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
     uccl_req_t *oldest;
 
     if (op->kind == OFI_OP_DSEND) {
+        uccl_ofi_dhint_done(ep, op);
         if (op->req != NULL)
             uccl_ofi_req_finish(op->req, st, op->req->len);
         if (!ep->dead && st != UCCL_OK)

@@ -64,7 +64,9 @@ static const uccl_cfg_field_t ofi_fields[] = {
     OFI_FIELD("DIRECT_WAIT", "20",
               "microseconds the next message may keep a connection waiting before a bounce "
               "receive for it is posted behind the one into the receive (the message came "
-              "with another tag, or no receive is posted)", direct_wait_us, UCCL_CFG_INT),
+              "with another tag, or no receive is posted); on shm the sender's oldest direct "
+              "send waits this long before it tells the message's tag (ofi_dhint.c)",
+              direct_wait_us, UCCL_CFG_INT),
     OFI_FIELD("DIRECT_DEPTH", "0",
               "direct messages a connection posts receives for ahead (1-16): the next one, "
               "and while the oldest posted receives have one tag and length, the following ones "
@@ -117,9 +119,14 @@ static const ofi_quirk_t ofi_quirks[] = {
      * tests/perf/results/ofi/s13-README.md; and their receives posted 16
      * ahead rather than 1 (0.90-0.93 of raw send at 64 KiB against
      * 0.81-0.83; on tcp;ofi_rxm 16 ahead lifts direct to 0.89-0.94 but not
-     * past push's 0.94-0.96, so direct stays off there) */
+     * past push's 0.94-0.96, so direct stays off there). OFI_QUIRK_EXACT_TAGS:
+     * libfabric 1.17's shm matches unexpected tagged messages with a stale
+     * ignore mask (ofi.h; tests/perf/results/ofi/ofi15-H200host/README.md
+     * section 5); tcp;ofi_rxm matches them with the receive's own */
     {"shm", 5,
-     OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT, 32768, 16},
+     OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT |
+         OFI_QUIRK_EXACT_TAGS,
+     32768, 16},
     {"", 1, 0, 8192, 1}, /* anything else */
 };
 

@@ -215,6 +215,7 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         tp->info->domain_attr->cq_data_size >= 8)
         tp->direct_max = tp->cfg.direct_max < tp->max_msg ? tp->cfg.direct_max : tp->max_msg;
     tp->direct_depth = tp->cfg.direct_depth > 0 ? tp->cfg.direct_depth : tp->quirk->direct_depth;
+    tp->exact_tags = (tp->quirk->flags & OFI_QUIRK_EXACT_TAGS) != 0;
     if (tp->direct_max == 0 && tp->cfg.direct == 1)
         uccl_info("ofi (%s): UCCL_OFI_DIRECT=1 needs 8 bytes of remote CQ data (the provider "
                   "has %zu): direct sends off", tp->prov, tp->info->domain_attr->cq_data_size);

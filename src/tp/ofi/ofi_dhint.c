@@ -1,0 +1,148 @@
+/* Direct-send hints, for providers with OFI_QUIRK_EXACT_TAGS (shm, libfabric
+ * 1.17: a receive with ignore bits does not find a message that came
+ * before it; ofi.h names the provider code). There every direct receive
+ * (ofi_direct.c) is posted for one exact provider tag: message n's tag and
+ * run must be known. The receiver knows the run a message of a given tag
+ * carries when message n - 1 came directly (its CQ data), and the tag only
+ * of the receive it posts into. When the oldest of a connection's direct
+ * sends has waited UCCL_OFI_DIRECT_WAIT microseconds, the sender tells its
+ * tag and run: a tagged message of no bytes on the connection's control
+ * tag (fi_tinjectdata), whose CQ data has its top 32 bits 0 (a write's
+ * immediate carries the connection id there, never 0): bits 17-31 the
+ * message number's low 15 bits, 12-16 the run, 0-11 the uccl tag. The
+ * receiver then posts exactly that message's receive: into the receive
+ * the core gives it, or into the bounce (the message came with another
+ * tag, or no receive is posted for it). */
+#include <time.h>
+
+#include "ofi.h"
+
+#define OFI_HINT_SEQ_SHIFT 17
+#define OFI_HINT_SEQ_MASK 0x7fffull
+#define OFI_HINT_RUN_SHIFT 12
+#define OFI_HINT_RUN_MASK 0x1full
+#define OFI_HINT_TAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
+
+uint64_t uccl_ofi_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
+{
+    uccl_list_init(&ep->dsent);
+    for (int i = 0; i < OFI_DHINTS; i++)
+        ep->dhint[i].seq = UINT64_MAX;
+}
+
+/* ------------------------------------------------------------------ sender */
+
+void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op)
+{
+    if (!ep->tp->exact_tags)
+        return;
+    if (uccl_list_empty(&ep->dsent)) {
+        ep->dsent_since = uccl_ofi_now_ns();
+        ep->dsent_hinted = false;
+    }
+    uccl_list_push_back(&ep->dsent, &op->dlink);
+}
+
+void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op)
+{
+    bool oldest;
+
+    if (!ep->tp->exact_tags)
+        return;
+    oldest = ep->dsent.next == &op->dlink;
+    uccl_list_del(&op->dlink);
+    if (oldest) { /* the next one is the oldest from now */
+        ep->dsent_since = uccl_ofi_now_ns();
+        ep->dsent_hinted = false;
+    }
+}
+
+/* Every progress call: once the oldest direct send waited
+ * UCCL_OFI_DIRECT_WAIT and a quarter nanosecond per byte (the receiver
+ * copying it at 4 GB/s: a message being copied needs no hint), hint it
+ * (once; -FI_EAGAIN: again next call). */
+void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
+{
+    tp_ofi_t *tp = ep->tp;
+    ofi_op_t *op;
+    uint64_t data;
+    int rc;
+
+    if (!tp->exact_tags || ep->dsent_hinted || uccl_list_empty(&ep->dsent))
+        return;
+    op = uccl_container_of(ep->dsent.next, ofi_op_t, dlink);
+    if (op->req == NULL) { /* forgotten at teardown */
+        ep->dsent_hinted = true;
+        return;
+    }
+    if (uccl_ofi_now_ns() - ep->dsent_since <
+        (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
+        return;
+    data = (op->req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |
+           (op->req->tp_data[OFI_RD_DRUN] & OFI_HINT_RUN_MASK) << OFI_HINT_RUN_SHIFT |
+           (op->req->tag & OFI_HINT_TAG_MASK);
+    rc = (int)fi_tinjectdata(tp->ep, NULL, 0, data, ep->peer->addr, ep->peer_id);
+    if (rc == -FI_EAGAIN)
+        return;
+    if (rc != 0) {
+        uccl_error("ofi (%s): fi_tinjectdata (direct-send hint): %s", tp->prov, fi_strerror(-rc));
+        uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
+        return;
+    }
+    ep->dsent_hinted = true;
+    tp->direct_hints++;
+}
+
+/* ------------------------------------------------------------------ receiver */
+
+bool uccl_ofi_dhint_is(uint64_t data)
+{
+    return data >> 32 == 0;
+}
+
+void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data)
+{
+    uccl_req_t *oldest;
+    uint64_t n = uccl_msg_next(ep->base.conn, &oldest);
+    uint64_t ahead = ((data >> OFI_HINT_SEQ_SHIFT) - n) & OFI_HINT_SEQ_MASK;
+    ofi_dhint_t *h;
+
+    if (ahead > OFI_HINT_SEQ_MASK / 2)
+        return; /* a message already taken */
+    h = &ep->dhint[(n + ahead) % OFI_DHINTS];
+    h->seq = n + ahead;
+    h->tag = data & OFI_HINT_TAG_MASK;
+    h->run = (int)(data >> OFI_HINT_RUN_SHIFT & OFI_HINT_RUN_MASK);
+    ep->ddue = 0; /* the next progress looks at the receives again */
+}
+
+const ofi_dhint_t *uccl_ofi_dhint_of(const tp_ofi_ep_t *ep, uint64_t seq)
+{
+    const ofi_dhint_t *h = &ep->dhint[seq % OFI_DHINTS];
+
+    return h->seq == seq ? h : NULL;
+}
+
+/* The bounce's receive for message n once the sender told its tag and run,
+ * unless slot 0's receive (of that tag) takes it: a progress pass of
+ * ofi_direct.c with nothing else to post. */
+void uccl_ofi_dhint_any(tp_ofi_ep_t *ep, uint64_t n)
+{
+    const ofi_dhint_t *hint = uccl_ofi_dhint_of(ep, n);
+    const ofi_op_t *s0 = ep->dslot[0].op;
+
+    ep->ddue = UINT64_MAX; /* settled until a hint, a completion or the core's change */
+    if (hint == NULL || (s0 != NULL && s0->dreq != NULL && s0->dreq->tag == hint->tag))
+        return;
+    ep->dany = uccl_ofi_direct_post_recv(ep, n, NULL, 0, hint);
+    if (ep->dany == NULL)
+        ep->ddue = 0;
+}
