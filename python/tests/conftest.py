@@ -20,6 +20,18 @@ def blk(n, *key):
 def cat(parts):
     return np.concatenate(parts) if parts else np.zeros(0, np.uint8)
 
+
+def pattern(n, seed):
+    """n pseudo-random bytes from seed (the point-to-point tests' data)."""
+    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
+
+
+def rma_setup(pair, n, seed):
+    """Rank 1 exposes a zeroed region (descriptor swapped), rank 0 a pattern."""
+    buf = pattern(n, seed) if pair.rank == 0 else np.zeros(n, np.uint8)
+    mr = pair.engine.register(buf)
+    return buf, mr, pair.swap(mr.descriptor())
+
 # tests/gpu/hang-dump.sh: SIGUSR1 prints every thread's Python stack
 faulthandler.register(signal.SIGUSR1, all_threads=True)
 

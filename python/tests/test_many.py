@@ -11,17 +11,9 @@ import numpy as np
 import pytest
 
 import uccl
-from conftest import T
+from conftest import T, pattern, rma_setup
 
 
-def pattern(n, seed):
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
-
-
-def rma_setup(pair, n, seed):
-    buf = pattern(n, seed) if pair.rank == 0 else np.zeros(n, np.uint8)
-    mr = pair.engine.register(buf)
-    return buf, mr, pair.swap(mr.descriptor())
 
 
 def test_send_many_recv_many(pair):

@@ -6,11 +6,8 @@ import pytest
 
 import mem
 import uccl
-from conftest import T
+from conftest import T, pattern
 
-
-def pattern(n, seed):
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
 
 
 class DLPackOnly:

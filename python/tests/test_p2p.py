@@ -4,11 +4,8 @@ import numpy as np
 import pytest
 
 import uccl
-from conftest import T
+from conftest import T, pattern
 
-
-def pattern(n, seed):
-    return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)
 
 
 def test_engine_and_conn_attributes(pair):

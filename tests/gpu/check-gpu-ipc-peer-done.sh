@@ -19,18 +19,7 @@
 set -e
 . "$(dirname "$0")/prof-check.sh"
 
-run() { # run NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), 2 ranks
-    name=$1
-    op=$2
-    w=$3
-    shift 3
-    env_on UCCL_GPU_IPC_PROF=1 "$@"
-    st=0
-    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
-        --op $op --min 4K --max 16K --window $w --iters 3 --no-ref" >"$tmp/$name" 2>&1 || st=$?
-    env_off UCCL_GPU_IPC_PROF=1 "$@"
-    return $st
-}
+run() { run_small "$@"; } # prof-check.sh: OP at 4 KiB-16 KiB, WINDOW in flight
 # check NAME WINDOW LO HI VAR=VAL...: send at WINDOW; sends ended by the
 # word in [LO, HI], as many fences wrote one; leaves $d (those) and $o
 # (the receiver's messages out)

@@ -20,6 +20,20 @@ env_on() { # env_on VAR=VAL...: exports each, and $xs names them for mpirun -x
 env_off() { # env_off VAR=VAL...: unsets what env_on exported
     for kv in "$@"; do unset "${kv%%=*}"; done
 }
+# run_small NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), WINDOW
+# in flight, 2 ranks, the profile on; output in $tmp/NAME
+run_small() {
+    name=$1
+    op=$2
+    w=$3
+    shift 3
+    env_on UCCL_GPU_IPC_PROF=1 "$@"
+    st=0
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
+        --op $op --min 4K --max 16K --window $w --iters 3 --no-ref" >"$tmp/$name" 2>&1 || st=$?
+    env_off UCCL_GPU_IPC_PROF=1 "$@"
+    return $st
+}
 count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
     awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
 }
