@@ -60,6 +60,9 @@ typedef struct {
  * distinct entries (an item that is the same object as the one before it
  * is the entry before; at[i]: item i's entry), each en[].m strong. -1 with
  * an exception naming the item, nothing held. */
+/* ops as a PySequence_Fast (new reference), or NULL with a TypeError
+ * naming the item forms op takes. */
+PyObject *upy_ops_seq(PyObject *ops, int op);
 int upy_entries(upy_conn_t *c, int op, PyObject *seq, upy_entry_t *en, Py_ssize_t *at,
                 Py_ssize_t *u);
 /* Post one entry (op & 3: UPY_OP_SEND...). */

@@ -179,6 +179,14 @@ static int parse_entry(upy_conn_t *c, int op, Py_ssize_t i, PyObject *it, entry_
     return 0;
 }
 
+PyObject *upy_ops_seq(PyObject *ops, int op)
+{
+    return PySequence_Fast(ops, (op & 3) >= OP_WRITE ? "ops must be a list of (mr, desc[, offset[, "
+                                                      "length[, roffset]]]) tuples"
+                                                    : "ops must be a list of MemoryRegions or (mr[, "
+                                                      "offset[, length[, tag]]]) tuples");
+}
+
 int upy_entries(upy_conn_t *c, int op, PyObject *seq, entry_t *en, Py_ssize_t *at,
                 Py_ssize_t *u)
 {
@@ -333,10 +341,7 @@ static PyObject *post_many(upy_conn_t *c, PyObject *const *args, Py_ssize_t narg
         upy_conn_check(c) < 0)
         return NULL;
     ops = a[0];
-    seq = PySequence_Fast(ops, op >= OP_WRITE ? "ops must be a list of (mr, desc[, offset[, "
-                                                "length[, roffset]]]) tuples"
-                                              : "ops must be a list of MemoryRegions or (mr[, "
-                                                "offset[, length[, tag]]]) tuples");
+    seq = upy_ops_seq(ops, op);
     if (!seq)
         return NULL;
     n = PySequence_Fast_GET_SIZE(seq);

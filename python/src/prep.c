@@ -48,10 +48,7 @@ PyObject *upy_prep_new(upy_conn_t *c, PyObject *ops, int op)
     upy_prep_t *p = NULL;
     if (upy_conn_check(c) < 0)
         return NULL;
-    seq = PySequence_Fast(ops, op >= UPY_OP_WRITE ? "ops must be a list of (mr, desc[, offset[, "
-                                                    "length[, roffset]]]) tuples"
-                                                  : "ops must be a list of MemoryRegions or "
-                                                    "(mr[, offset[, length[, tag]]]) tuples");
+    seq = upy_ops_seq(ops, op);
     if (!seq)
         return NULL;
     n = PySequence_Fast_GET_SIZE(seq);
