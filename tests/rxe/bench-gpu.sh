@@ -20,12 +20,9 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
-if [ -z "${RXE_DEV:-}" ]; then
-	vm=$top_srcdir/tests/vm/run.sh
-	why=$("$vm" --check) || { echo "bench-gpu: $why"; exit 77; }
-	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
-		RXE_VM_SHARE="$top_srcdir${RXE_VM_SHARE:+:$RXE_VM_SHARE}" "$vm" "$here/bench-gpu.sh"
-fi
+. "$here/reexec.sh"
+rxe_reexec "$here/bench-gpu.sh" 1500
+[ -z "${RXE_SKIP:-}" ] || { echo "bench-gpu: $RXE_SKIP"; exit 77; }
 cd "$builddir" || exit 1
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-1048576 4194304 8388608}

@@ -31,12 +31,9 @@
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top_srcdir=$(cd "$here/../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
-if [ -z "${RXE_DEV:-}" ]; then
-	vm=$top_srcdir/tests/vm/run.sh
-	why=$("$vm" --check) || { echo "bench: $why"; exit 77; }
-	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-1500}" \
-		RXE_VM_SHARE="$top_srcdir" "$vm" "$here/bench.sh"
-fi
+. "$here/reexec.sh"
+rxe_reexec "$here/bench.sh" 1500
+[ -z "${RXE_SKIP:-}" ] || { echo "bench: $RXE_SKIP"; exit 77; }
 sysctl -qw net.core.netdev_max_backlog=100000 2>/dev/null # as check.sh: fewer rxe retries
 sizes=${BENCH_SIZES:-65536 262144 1048576 4194304}
 ops=${BENCH_OPS:-write read send}

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Sourced by tests/rxe/check.sh and check-gpu.sh: outside the Soft-RoCE VM
+# Sourced by the tests/rxe scripts (check*.sh, bench*.sh): outside the Soft-RoCE VM
 # ($RXE_DEV unset), run the calling script again inside it (the project's
 # runner, tests/vm/run.sh) from the build directory, sharing the source tree
 # too (it may lie under /tmp, which is the guest's own tmpfs). When this

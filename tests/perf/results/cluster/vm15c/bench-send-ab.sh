@@ -27,12 +27,9 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../../../../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
-if [ -z "${RXE_DEV:-}" ]; then
-	vm=$top_srcdir/tests/vm/run.sh
-	why=$("$vm" --check) || { echo "bench: $why"; exit 77; }
-	cd "$builddir" && exec env top_builddir="$builddir" RXE_VM_TIMEOUT="${RXE_VM_TIMEOUT:-3000}" \
-		RXE_VM_SHARE="$top_srcdir" "$vm" "$here/bench-send-ab.sh"
-fi
+. "$top_srcdir/tests/rxe/reexec.sh"
+rxe_reexec "$here/bench-send-ab.sh" 3000
+[ -z "${RXE_SKIP:-}" ] || { echo "bench: $RXE_SKIP"; exit 77; }
 export BENCH_SLIDING=1 BENCH_WIRE=1
 # shellcheck source-path=SCRIPTDIR source=../../../../rxe/bench.sh
 BENCH_LIB=1 . "$top_srcdir/tests/rxe/bench.sh"
