@@ -1,6 +1,6 @@
 /* Two engines connected over the ofi transport, each with an AREA-byte
  * registered host buffer (pa in P.a's ma, pb in P.b's mb), for the ofi unit
- * tests of one protocol path (test_ofi_tmsg, test_ofi_direct). Include after
+ * tests of one protocol path (test_ofi_tmsg, test_ofi_direct, test_ofi_unexp). Include after
  * tp/ofi/ofi.h, unit.h and unit_conn.h, with AREA defined. */
 #ifndef UCCL_TEST_OFI_PAIR_H
 #define UCCL_TEST_OFI_PAIR_H
@@ -41,6 +41,15 @@ static bool ofi_pair_open(const char *const *env)
     UNIT_ASSERT_STATUS(uccl_mr_reg(P.a, pa, AREA, 0, &ma), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, pb, AREA, 0, &mb), UCCL_OK);
     return true;
+}
+
+/* rounds progress calls of each engine in turn. */
+static void ofi_pair_progress(int rounds)
+{
+    for (int i = 0; i < rounds; i++) {
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+    }
 }
 
 /* A window of n sends of len bytes with one tag from P.a to P.b, each its

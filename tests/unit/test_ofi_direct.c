@@ -34,14 +34,6 @@ static bool open_pair(const char *prov, const char *direct, const char *wait)
     return ofi_pair_open(env);
 }
 
-static void progress_both(int rounds)
-{
-    for (int i = 0; i < rounds; i++) {
-        uccl_engine_progress(P.a);
-        uccl_engine_progress(P.b);
-    }
-}
-
 /* Drive reqs to completion; check each status and received length (0: skip). */
 static void drive(uccl_req_t **reqs, size_t n, const uccl_status_t *want, const size_t *bytes)
 {
@@ -74,7 +66,7 @@ static void check_one(bool late)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG + 64, 4, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 4, &reqs[0]), UCCL_OK);
     if (late) {
-        progress_both(300);
+        ofi_pair_progress(300);
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG + 64, 4, &reqs[1]), UCCL_OK);
     }
     drive(reqs, 2, NULL, bytes);
@@ -117,7 +109,7 @@ static void check_other_tag(void)
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 5, &reqs[0]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, MSG, 7, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 2 * STRIDE, MSG, 7, &reqs[2]), UCCL_OK);
-    progress_both(300);
+    ofi_pair_progress(300);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 5, &reqs[5]), UCCL_OK);
     drive(reqs, 6, NULL, NULL);
     for (int i = 0; i < 3; i++)
@@ -137,7 +129,7 @@ static void check_longer(void)
     memset(pb, 0, AREA);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG - 100, 8, &reqs[1]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, 8, &reqs[0]), UCCL_OK);
-    progress_both(300);
+    ofi_pair_progress(300);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 8, &reqs[2]), UCCL_OK);
     drive(reqs, 3, want, bytes);
     CU_ASSERT(memcmp(pb, pa, MSG) == 0);
@@ -211,7 +203,7 @@ static void check_ahead(void)
     for (int i = 0; i < 6; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, tags[i], &reqs[6 + i]),
                            UCCL_OK);
-    progress_both(50);
+    ofi_pair_progress(50);
     CU_ASSERT_EQUAL(slots_posted(), 3);
     for (int i = 0; i < 6; i++)
         UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, tags[i], &reqs[i]),
@@ -227,11 +219,11 @@ static void check_ahead(void)
     for (int i = 0; i < 3; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[4 + i]),
                            UCCL_OK);
-    progress_both(50);
+    ofi_pair_progress(50);
     for (int i = 0; i < 4; i++)
         UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, MSG, tags2[i], &reqs[i]),
                            UCCL_OK);
-    progress_both(300);
+    ofi_pair_progress(300);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 3 * STRIDE, MSG, 7, &reqs[7]), UCCL_OK);
     drive(reqs, 8, NULL, NULL);
     for (int i = 0; i < 3; i++) /* the i-th receive of 6: message i + 1 */
@@ -261,12 +253,12 @@ static void check_settled(void)
     for (int i = 0; i < 4; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[5 + i]),
                            UCCL_OK);
-    progress_both(5);
+    ofi_pair_progress(5);
     usleep(2000); /* past UCCL_OFI_DIRECT_WAIT (20 us): the bounce's receive goes in */
-    progress_both(5);
+    ofi_pair_progress(5);
     CU_ASSERT_EQUAL(slots_posted(), depth < 4 ? depth : 4);
     passes = tb->direct_passes;
-    progress_both(1000);
+    ofi_pair_progress(1000);
     CU_ASSERT(tb->direct_passes - passes <= 1);
     CU_ASSERT_EQUAL(slots_posted(), depth < 4 ? depth : 4);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 4 * STRIDE, MSG, 6, &reqs[9]), UCCL_OK);
@@ -278,7 +270,7 @@ static void check_settled(void)
     for (int i = 0; i < 5; i++)
         CU_ASSERT(memcmp(pb + (size_t)i * STRIDE, pa + (size_t)i * STRIDE, MSG) == 0);
     CU_ASSERT_EQUAL(tb->direct_placed - placed, 5u);
-    progress_both(5);
+    ofi_pair_progress(5);
     CU_ASSERT_EQUAL(slots_posted(), 0);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, 6, &reqs[10]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG, 6, &reqs[11]), UCCL_OK);
@@ -353,10 +345,10 @@ static void check_collision(void)
     unit_fill(pa + STRIDE, SHORT, 52);
     memset(pb, UNTOUCHED, AREA);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, MSG, COLLIDE_A, &reqs[2]), UCCL_OK);
-    progress_both(50);
+    ofi_pair_progress(50);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG, COLLIDE_B, &reqs[0]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, SHORT, COLLIDE_A, &reqs[1]), UCCL_OK);
-    progress_both(300);
+    ofi_pair_progress(300);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, STRIDE, MSG, COLLIDE_B, &reqs[3]), UCCL_OK);
     drive(reqs, 4, NULL, bytes);
     CU_ASSERT(memcmp(pb, pa + STRIDE, SHORT) == 0);
@@ -382,11 +374,11 @@ static void check_position(void)
     for (int i = 0; i < 2; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, MSG, 6, &reqs[3 + i]),
                            UCCL_OK);
-    progress_both(50);
+    ofi_pair_progress(50);
     for (int i = 0; i < 3; i++)
         UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, lens[i], tags[i], &reqs[i]),
                            UCCL_OK);
-    progress_both(300);
+    ofi_pair_progress(300);
     UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 2 * STRIDE, MSG, 7, &reqs[5]), UCCL_OK);
     drive(reqs, 6, NULL, bytes);
     CU_ASSERT(memcmp(pb, pa + STRIDE, MSG) == 0);
@@ -413,7 +405,7 @@ static void check_shift(void)
     for (int i = 0; i < 3; i++)
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)i * STRIDE, rlens[i], 12, &reqs[2 + i]),
                            UCCL_OK);
-    progress_both(50);
+    ofi_pair_progress(50);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, MSG + 100, 12, &reqs[0]), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, STRIDE, MSG + 200, 12, &reqs[1]), UCCL_OK);
     drive(reqs, 5, want, bytes);

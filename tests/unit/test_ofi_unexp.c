@@ -32,14 +32,6 @@ static bool open_unexp_pair(const char *prov, const char *depth)
     return ofi_pair_open(env);
 }
 
-static void progress_both(int rounds)
-{
-    for (int i = 0; i < rounds; i++) {
-        uccl_engine_progress(P.a);
-        uccl_engine_progress(P.b);
-    }
-}
-
 /* N sends with tags[i] from pa + i * STRIDE (message 0 of len0 bytes, the
  * others MSG), progressed until they wait at B; then the receives in the
  * order order[] (i: message i's receive, with its tag, at pb + i * STRIDE);
@@ -58,14 +50,14 @@ static bool check_late_len0(const uint64_t *tags, const int *order, size_t len0)
         UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, (size_t)i * STRIDE, i == 0 ? len0 : MSG, tags[i],
                                      &reqs[i]),
                            UCCL_OK);
-    progress_both(2000);
+    ofi_pair_progress(2000);
     for (int i = 0; i < N; i++) {
         int m = order[i];
 
         UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, (size_t)m * STRIDE, m == 0 ? len0 : MSG, tags[m],
                                      &reqs[N + m]),
                            UCCL_OK);
-        progress_both(50);
+        ofi_pair_progress(50);
     }
     st = unit_drive(&P, reqs, 2 * N, UNIT_TIMEOUT_MS);
     UNIT_ASSERT_STATUS(st, UCCL_OK); /* UCCL_ERR_TIMEOUT: the stall */
