@@ -44,13 +44,6 @@ static void store_rel(volatile uint64_t *p, uint64_t v)
     __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Trace timestamps: CLOCK_REALTIME, the clock a GPU's global timer follows. */
 static uint64_t trace_ns(const uccl_devq_t *q)
 {
@@ -366,7 +359,7 @@ void *uccl_devq_sentinel_main(void *arg)
 void *uccl_devq_proxy_main(void *arg)
 {
     uccl_devq_t *q = arg;
-    uint64_t last_check = uccl_time_ms(), drain_start = 0, last_active = now_ns();
+    uint64_t last_check = uccl_time_ms(), drain_start = 0, last_active = uccl_time_ns();
     uint32_t rounds = 0;
     bool fail = failed(q);
 
@@ -403,9 +396,9 @@ void *uccl_devq_proxy_main(void *arg)
         if (work > 0 || q->fifo_count > 0)
             rounds = 0;
         else if (rounds++ == 0)
-            last_active = now_ns();
+            last_active = uccl_time_ns();
         else if (rounds > 4096 || (rounds & 63u) == 0)
-            idle_wait(now_ns() - last_active);
+            idle_wait(uccl_time_ns() - last_active);
     }
     /* a failed ring: writes still in flight are abandoned (they complete or
      * fail in the background); the kernel has the error word */

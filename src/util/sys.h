@@ -8,6 +8,8 @@
 
 /* Monotonic milliseconds. */
 uint64_t uccl_time_ms(void);
+/* The same clock in nanoseconds. */
+uint64_t uccl_time_ns(void);
 /* The same clock at the kernel tick's resolution (1-4 ms late at most), for
  * what runs on every progress round: a memory read, not a TSC read. */
 uint64_t uccl_time_ms_coarse(void);

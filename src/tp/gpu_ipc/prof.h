@@ -8,7 +8,8 @@
 #define UCCL_TP_GPU_IPC_PROF_H
 
 #include <stdint.h>
-#include <time.h>
+
+#include "util/sys.h"
 
 enum {
     IPC_PROF_POST,       /* post_send / post_write / post_read, whole */
@@ -39,21 +40,13 @@ typedef struct ipc_prof {
     uint64_t last_post_end;
 } ipc_prof_t;
 
-static inline uint64_t uccl_gpu_ipc_prof_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A start time when profiling (on), else 0. */
-#define IPC_PROF_T0(on) ((on) ? uccl_gpu_ipc_prof_now() : 0)
+#define IPC_PROF_T0(on) ((on) ? uccl_time_ns() : 0)
 /* Adds the time since t0 (not 0) to step, counting cnt calls. */
 #define IPC_PROF_ADD(p, step, t0, cnt)                                                             \
     do {                                                                                           \
         if ((t0) != 0) {                                                                           \
-            (p)->ns[step] += uccl_gpu_ipc_prof_now() - (t0);                                       \
+            (p)->ns[step] += uccl_time_ns() - (t0);                                       \
             (p)->n[step] += (cnt);                                                                 \
         }                                                                                          \
     } while (0)

@@ -133,7 +133,7 @@ uccl_status_t uccl_gpu_ipc_prof_post_end(ipc_tp_t *tp, uint64_t t0, uccl_status_
 {
     IPC_PROF_ADD(&tp->prof, IPC_PROF_POST, t0, 1);
     if (t0 != 0)
-        tp->prof.last_post_end = uccl_gpu_ipc_prof_now();
+        tp->prof.last_post_end = uccl_time_ns();
     return st;
 }
 

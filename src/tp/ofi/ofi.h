@@ -393,7 +393,6 @@ ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *r
 /* ---- ofi_dhint.c: with exact tags, the sender tells a waiting direct
  * message's tag and run (a control message of no bytes whose CQ data has
  * its top 32 bits 0) */
-uint64_t uccl_ofi_now_ns(void); /* CLOCK_MONOTONIC */
 void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);

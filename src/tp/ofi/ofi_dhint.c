@@ -13,8 +13,6 @@
  * receiver then posts exactly that message's receive: into the receive
  * the core gives it, or into the bounce (the message came with another
  * tag, or no receive is posted for it). */
-#include <time.h>
-
 #include "ofi.h"
 
 #define OFI_HINT_SEQ_SHIFT 17
@@ -22,14 +20,6 @@
 #define OFI_HINT_RUN_SHIFT 12
 #define OFI_HINT_RUN_MASK 0x1full
 #define OFI_HINT_TAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
-
-uint64_t uccl_ofi_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 void uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
 {
@@ -45,7 +35,7 @@ void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op)
     if (!ep->tp->exact_tags)
         return;
     if (uccl_list_empty(&ep->dsent)) {
-        ep->dsent_since = uccl_ofi_now_ns();
+        ep->dsent_since = uccl_time_ns();
         ep->dsent_hinted = false;
     }
     uccl_list_push_back(&ep->dsent, &op->dlink);
@@ -60,7 +50,7 @@ void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op)
     oldest = ep->dsent.next == &op->dlink;
     uccl_list_del(&op->dlink);
     if (oldest) { /* the next one is the oldest from now */
-        ep->dsent_since = uccl_ofi_now_ns();
+        ep->dsent_since = uccl_time_ns();
         ep->dsent_hinted = false;
     }
 }
@@ -83,7 +73,7 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
         ep->dsent_hinted = true;
         return;
     }
-    if (uccl_ofi_now_ns() - ep->dsent_since <
+    if (uccl_time_ns() - ep->dsent_since <
         (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
         return;
     data = (op->req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |

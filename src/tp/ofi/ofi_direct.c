@@ -477,7 +477,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     if (ep->dbuf == NULL)
         return;
     if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&
-        (ep->ddue == UINT64_MAX || uccl_ofi_now_ns() < ep->ddue))
+        (ep->ddue == UINT64_MAX || uccl_time_ns() < ep->ddue))
         return; /* settled */
     ep->ddue = 0; /* an early return below leaves the next call to try again */
     ep->tp->direct_passes++;
@@ -518,7 +518,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         uccl_ofi_dhint_any(ep, n);
         return;
     }
-    now = uccl_ofi_now_ns();
+    now = uccl_time_ns();
     if (ep->dsince == 0)
         ep->dsince = now;
     if (now - ep->dsince < (uint64_t)ep->tp->cfg.direct_wait_us * 1000u) {

@@ -83,13 +83,6 @@ uccl_status_t uccl_shm_cma_helper_parse(shm_tp_t *tp)
     return UCCL_ERR_INVALID_PARAM;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The piece, whole, with the close fence around every call. */
 static uccl_status_t helper_copy(helper_slot_t *s)
 {
@@ -127,7 +120,7 @@ static uccl_status_t helper_copy(helper_slot_t *s)
 static void *helper_main(void *arg)
 {
     shm_cma_helper_t *h = arg;
-    uint64_t idle_since = now_ns();
+    uint64_t idle_since = uccl_time_ns();
     unsigned polls = 0;
 
     while (!atomic_load(&h->stop)) {
@@ -141,10 +134,10 @@ static void *helper_main(void *arg)
                 atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
             }
             h->head++;
-            idle_since = now_ns();
+            idle_since = uccl_time_ns();
             continue;
         }
-        if (++polls % 64 != 0 || now_ns() - idle_since < h->spin_ns)
+        if (++polls % 64 != 0 || uccl_time_ns() - idle_since < h->spin_ns)
             continue;
         /* sleep: the producer publishes tail, then reads sleeping; we set
          * sleeping, then read tail (both seq_cst): one of us sees the other */
@@ -154,7 +147,7 @@ static void *helper_main(void *arg)
             pthread_cond_wait(&h->cond, &h->lock);
         atomic_store(&h->sleeping, 0);
         pthread_mutex_unlock(&h->lock);
-        idle_since = now_ns();
+        idle_since = uccl_time_ns();
     }
     return NULL;
 }
