@@ -119,10 +119,12 @@ uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, ra
 # wire_gbps FUNC OP SIZE: run FUNC (one of the above) and print, instead of
 # its own figure, the rate on the veth pair while it ran: both veths'
 # transmitted bytes (RoCE headers and acknowledgements included, the same
-# for every tool) sampled every 0.2 s, over the time between 5% and 95% of
-# the run's bytes (interpolated), so the tool's start-up, connection setup
-# and its own timing and counting are out of it. The tool's own figure goes
-# to /tmp/own.log. 0 when the tool failed or nothing crossed the pair.
+# for every tool) sampled every 0.2 s, read by wire-rate.awk (over the time
+# between 5% and 95% of the run's bytes). The tool's own figure goes to
+# /tmp/own.log. 0 when the tool failed (no figure of its own) or too little
+# crossed the pair. A figure of its own that reads 0.000000 (ib_send_bw's
+# client, now and then, after a complete run: vm15c) is not a failure when
+# the pair carried the run's payload: its wire rate counts.
 wire_bytes() { local a b; read -r a </sys/class/net/veth0/statistics/tx_bytes; read -r b </sys/class/net/veth1/statistics/tx_bytes; echo $((a + b)); }
 wire_gbps() {
 	local own pid
@@ -132,12 +134,7 @@ wire_gbps() {
 	sleep 0.4
 	kill "$pid"; wait "$pid" 2>/dev/null
 	echo "${1%_gbps} $own" >>/tmp/own.log
-	awk -v own="$own" '{ t[NR] = $1; b[NR] = $2 } END {
-		tot = b[NR] - b[1]; if (own + 0 <= 0 || tot < 65536) { print 0; exit }
-		for (k = 0; k < 2; k++) { want = b[1] + (k ? 0.95 : 0.05) * tot
-			for (i = 2; i <= NR && b[i] < want; i++);
-			x[k] = t[i - 1] + (t[i] - t[i - 1]) * (want - b[i - 1]) / (b[i] - b[i - 1]) }
-		printf "%.4f\n", (x[1] > x[0] ? 0.9 * tot * 8 / 1e9 / (x[1] - x[0]) : 0) }' /tmp/wire.log
+	awk -v own="$own" -v want=$(($(count "$3") * $3)) -f "$here/wire-rate.awk" /tmp/wire.log
 }
 [ "${BENCH_WIRE:-0}" = 1 ] || wire_gbps() { "$@"; }
 
