@@ -38,51 +38,62 @@ typedef struct {
 
 #define MEMBER(g, i) ((upy_prep_t *)PyTuple_GET_ITEM((g)->members, (i)))
 
-static PyObject *pgroup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+/* Every item of tup a PersistentRequest, open, once, of one engine (*eng,
+ * borrowed); *total: their operations. -1 + exception naming the item. */
+static int pgroup_check(PyObject *tup, upy_engine_t **eng, Py_ssize_t *total)
 {
-    static char *kwlist[] = {"requests", "chain", NULL};
-    PyObject *reqs, *tup;
-    int chain = 0;
-    Py_ssize_t n, total = 0;
-    upy_engine_t *eng = NULL;
-    upy_pgroup_t *g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p:PersistentGroup", kwlist, &reqs, &chain))
-        return NULL;
-    tup = PySequence_Tuple(reqs);
-    if (!tup)
-        return NULL;
-    n = PyTuple_GET_SIZE(tup);
+    Py_ssize_t n = PyTuple_GET_SIZE(tup);
     if (n < 1) {
         PyErr_SetString(PyExc_ValueError, "PersistentGroup: requests must hold at least one "
                                           "uccl.PersistentRequest");
-        goto fail;
+        return -1;
     }
+    *eng = NULL;
+    *total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PyTuple_GET_ITEM(tup, i);
         upy_prep_t *p = (upy_prep_t *)o;
         if (!PyObject_TypeCheck(o, &upy_prep_type)) {
             PyErr_Format(PyExc_TypeError, "PersistentGroup: expected uccl.PersistentRequest, "
                          "got '%.100s' (item %zd)", Py_TYPE(o)->tp_name, i);
-            goto fail;
+            return -1;
         }
         if (!p->conn) {
             PyErr_Format(PyExc_ValueError, "PersistentGroup: item %zd is closed", i);
-            goto fail;
+            return -1;
         }
         for (Py_ssize_t j = 0; j < i; j++)
             if (PyTuple_GET_ITEM(tup, j) == o) {
                 PyErr_Format(PyExc_ValueError, "PersistentGroup: item %zd is item %zd again "
                              "(each request once)", i, j);
-                goto fail;
+                return -1;
             }
-        if (eng && p->conn->engine != eng) {
+        if (*eng && p->conn->engine != *eng) {
             PyErr_Format(PyExc_ValueError, "PersistentGroup: item %zd is of another Engine "
                          "(one engine for all)", i);
-            goto fail;
+            return -1;
         }
-        eng = p->conn->engine;
-        total += p->n;
+        *eng = p->conn->engine;
+        *total += p->n;
     }
+    return 0;
+}
+
+static PyObject *pgroup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"requests", "chain", NULL};
+    PyObject *reqs, *tup;
+    int chain = 0;
+    Py_ssize_t total;
+    upy_engine_t *eng;
+    upy_pgroup_t *g;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p:PersistentGroup", kwlist, &reqs, &chain))
+        return NULL;
+    tup = PySequence_Tuple(reqs);
+    if (!tup)
+        return NULL;
+    if (pgroup_check(tup, &eng, &total) < 0)
+        goto fail;
     g = (upy_pgroup_t *)type->tp_alloc(type, 0);
     if (!g)
         goto fail;

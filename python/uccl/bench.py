@@ -50,7 +50,9 @@ is the same calls through one Python function a window (window_group,
 session 13's loop), kept to compare the two. persist (session 15): the
 window's list and the ack made once per size as uccl.PersistentRequests
 (Conn.send_init ...), then start() and wait() each window (loop_persist):
-what a loop that moves the same ranges every round would use.
+what a loop that moves the same ranges every round would use. pgroup
+(session 16): the same requests in a uccl.PersistentGroup, one wait_start()
+call a window (loop_pgroup).
 """
 import argparse
 import json

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Session 16, helper py16: one device call, GPU 0 only (kind nvidia-h200),
 # from the call's tree root (.debs installed first):
-#   bash .dev/py16/tests/gpu/results/H100-py16/run.sh
+#   bash .dev/py16/tests/gpu/results/H200-py16/run.sh
 # Builds two trees side by side: MAIN (default .dev/py16main, main's commit,
 # git archive) and TREE (default .dev/py16, this branch), each in
 # DIR/build-py16 (BUILD_MAIN / BUILD_MINE: existing builds instead, for a
