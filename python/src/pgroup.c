@@ -17,8 +17,10 @@
  *   finished without error; a receiver's window and then its ack.
  * wait() returns the bytes of all members summed, or raises the first
  * member's error in order; wait_start() is wait() and then start() in one
- * call, the steady state of a loop that repeats its transfers. The members stay usable on their own while the
- * group is not started. */
+ * call, the steady state of a loop that repeats its transfers. The members
+ * stay usable on their own while the group is not started. One thread at a
+ * time waits on a group (another's wait() raises uccl.BusyError: the
+ * first one frees the requests when they finish). */
 #include "args.h"
 
 typedef struct {
@@ -27,6 +29,7 @@ typedef struct {
     upy_engine_t *engine; /* strong: the members' engine */
     int chain;
     int state;            /* 0 not started, 1 started, 2 finished */
+    int waiting;          /* a wait() runs (maybe without the GIL) */
     Py_ssize_t cur;       /* chain: the member running; together: members started */
     uccl_req_t **reqs;    /* together: room for every member's operations (PyMem) */
     uccl_status_t status; /* finished: the first error in order, else UCCL_OK */
@@ -247,8 +250,12 @@ static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "PersistentGroup.wait: not started (start() first)");
         return NULL;
     }
+    if (g->waiting)
+        return upy_raise(UCCL_ERR_BUSY, "PersistentGroup.wait (another thread is waiting)");
     if (g->state == 1) {
+        g->waiting = 1;
         rc = g->chain ? pgroup_wait_chain(g, ms) : pgroup_wait_together(g, ms);
+        g->waiting = 0;
         if (rc < 0)
             return NULL;
         if (rc == 0)

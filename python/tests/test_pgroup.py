@@ -6,6 +6,8 @@ reference counts and memory flat."""
 import gc
 import os
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -118,6 +120,47 @@ def test_misuse(pair):
         with pytest.raises(ValueError, match="closed"):
             g.start()  # a member closed since
         assert not g.active
+    pair.barrier()
+
+
+def test_one_waiter_at_a_time(pair):
+    """While a thread waits on a group (the GIL released), another thread's
+    wait() raises uccl.BusyError and start() ValueError; the first wait
+    finishes when the peer sends."""
+    buf = np.zeros(8, np.uint8)
+    with pair.engine.register(buf) as mr:
+        r = pair.conn.recv_init([(mr, 0, 8, 11)])
+        g = uccl.PersistentGroup([r], chain=True)
+        g.start()
+        got = []
+
+        def waiter():
+            while True:  # this thread's own polls below may hold it off a moment
+                try:
+                    got.append(g.wait(T))
+                    return
+                except uccl.BusyError:
+                    time.sleep(0.001)
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        end = time.monotonic() + T
+        while time.monotonic() < end:  # until the thread is in wait()
+            try:
+                g.wait(0)
+            except uccl.BusyError:
+                break
+            except uccl.TimeoutError:
+                time.sleep(0.01)
+        else:
+            pytest.fail("the other thread never waited")
+        with pytest.raises(ValueError, match="still started"):
+            g.start()
+        pair.barrier()
+        assert pair.conn.send(mr, 0, 8, 11).wait(T) == 8
+        t.join(T)
+        assert got == [8] and not g.active
+        r.close()
     pair.barrier()
 
 
