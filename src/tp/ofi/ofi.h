@@ -232,8 +232,11 @@ typedef struct ofi_xfer {
 /* A direct receive posted for message dseq + k (ofi_direct.c): its
  * operation while posted; landed: the message came before an earlier one
  * and waits in req's pieces and its bounce (len bytes, data: its CQ data,
- * tag and run) for its turn. */
-#define OFI_DDEPTH_MAX 16
+ * tag and run) for its turn. The slots are a ring: message m's is
+ * dslot[m % OFI_DDEPTH_MAX] (uccl_ofi_dslot); those of numbers outside
+ * dseq .. dseq + depth - 1 stay empty. */
+#define OFI_DDEPTH_MAX 16 /* a power of two */
+_Static_assert((OFI_DDEPTH_MAX & (OFI_DDEPTH_MAX - 1)) == 0, "OFI_DDEPTH_MAX: a power of two");
 #define OFI_DTAG_BITS 12 /* direct sends carry tags below 2^12 */
 /* What the sender told of message seq (ofi_dhint.c): its tag and run. */
 #define OFI_DHINTS 8
@@ -290,12 +293,14 @@ typedef struct tp_ofi_ep {
      * clock stays below ddue (then the bounce's receive goes in); 0 = not
      * settled */
     uint64_t dgen, ddue;
-    ofi_dslot_t dslot[OFI_DDEPTH_MAX];
+    ofi_dslot_t dslot[OFI_DDEPTH_MAX]; /* a ring: uccl_ofi_dslot */
     ofi_op_t *dany;
     /* exact tags (ofi_dhint.c): our direct sends posted, oldest first, since
-     * when the oldest is, whether its hint went; hints of the peer's */
+     * when the oldest is (0: not read yet), progress calls since the clock
+     * was read, whether its hint went; hints of the peer's */
     uccl_list_t dsent;
     uint64_t dsent_since;
+    unsigned dsent_polls;
     bool dsent_hinted;
     ofi_dhint_t dhint[OFI_DHINTS];
     uint8_t *dbuf;
@@ -455,6 +460,12 @@ uccl_status_t uccl_ofi_status_of(int fi_err);
 static inline tp_ofi_ep_t *tp_ofi_ep(uccl_tp_ep_t *base)
 {
     return (tp_ofi_ep_t *)base;
+}
+
+/* The direct-receive slot of message dseq + k (k below the depth). */
+static inline ofi_dslot_t *uccl_ofi_dslot(tp_ofi_ep_t *ep, int k)
+{
+    return &ep->dslot[(ep->dseq + (uint64_t)k) & (OFI_DDEPTH_MAX - 1)];
 }
 
 #endif

@@ -20,6 +20,10 @@
 #define OFI_HINT_RUN_SHIFT 12
 #define OFI_HINT_RUN_MASK 0x1full
 #define OFI_HINT_TAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
+/* The sender reads the clock once in so many progress calls (it was once a
+ * call while a direct send waited: most progress calls of a sender of
+ * direct sends) */
+#define OFI_HINT_POLLS 16
 
 void uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
 {
@@ -30,14 +34,21 @@ void uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
 
 /* ------------------------------------------------------------------ sender */
 
+/* A send is the oldest from now: its wait starts at the next clock read
+ * (no clock read per posted or completed send). */
+static void ofi_dhint_restart(tp_ofi_ep_t *ep)
+{
+    ep->dsent_since = 0;
+    ep->dsent_polls = 0;
+    ep->dsent_hinted = false;
+}
+
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op)
 {
     if (!ep->tp->exact_tags)
         return;
-    if (uccl_list_empty(&ep->dsent)) {
-        ep->dsent_since = uccl_time_ns();
-        ep->dsent_hinted = false;
-    }
+    if (uccl_list_empty(&ep->dsent))
+        ofi_dhint_restart(ep);
     uccl_list_push_back(&ep->dsent, &op->dlink);
 }
 
@@ -49,21 +60,21 @@ void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op)
         return;
     oldest = ep->dsent.next == &op->dlink;
     uccl_list_del(&op->dlink);
-    if (oldest) { /* the next one is the oldest from now */
-        ep->dsent_since = uccl_time_ns();
-        ep->dsent_hinted = false;
-    }
+    if (oldest) /* the next one is the oldest from now */
+        ofi_dhint_restart(ep);
 }
 
 /* Every progress call: once the oldest direct send waited
  * UCCL_OFI_DIRECT_WAIT and a quarter nanosecond per byte (the receiver
  * copying it at 4 GB/s: a message being copied needs no hint), hint it
- * (once; -FI_EAGAIN: again next call). */
+ * (once; -FI_EAGAIN: again next call). The wait is read on the clock every
+ * OFI_HINT_POLLS calls and counts from the first read: a hint goes at most
+ * 2 x OFI_HINT_POLLS progress calls later than the wait alone says. */
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
 {
     tp_ofi_t *tp = ep->tp;
     ofi_op_t *op;
-    uint64_t data;
+    uint64_t data, now;
     int rc;
 
     if (!tp->exact_tags || ep->dsent_hinted || uccl_list_empty(&ep->dsent))
@@ -73,8 +84,15 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
         ep->dsent_hinted = true;
         return;
     }
-    if (uccl_time_ns() - ep->dsent_since <
-        (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
+    if (++ep->dsent_polls < OFI_HINT_POLLS)
+        return;
+    ep->dsent_polls = 0;
+    now = uccl_time_ns();
+    if (ep->dsent_since == 0) {
+        ep->dsent_since = now;
+        return;
+    }
+    if (now - ep->dsent_since < (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
         return;
     data = (op->req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |
            (op->req->tp_data[OFI_RD_DRUN] & OFI_HINT_RUN_MASK) << OFI_HINT_RUN_SHIFT |
@@ -127,7 +145,7 @@ const ofi_dhint_t *uccl_ofi_dhint_of(const tp_ofi_ep_t *ep, uint64_t seq)
 void uccl_ofi_dhint_any(tp_ofi_ep_t *ep, uint64_t n)
 {
     const ofi_dhint_t *hint = uccl_ofi_dhint_of(ep, n);
-    const ofi_op_t *s0 = ep->dslot[0].op;
+    const ofi_op_t *s0 = uccl_ofi_dslot(ep, 0)->op;
 
     ep->ddue = UINT64_MAX; /* settled until a hint, a completion or the core's change */
     if (hint == NULL || (s0 != NULL && s0->dreq != NULL && s0->dreq->tag == hint->tag))

@@ -361,25 +361,31 @@ static void ofi_direct_landed(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *req, si
 }
 
 /* Move the slots to message n: those of earlier numbers are done (the
- * message came another way: their receives are cancelled). */
+ * message came another way: their receives are cancelled). The ring turns:
+ * slot 0's place, emptied, is the last slot's from now (no copy of the
+ * others). */
 static void ofi_direct_shift(tp_ofi_ep_t *ep, uint64_t n)
 {
-    int depth = ep->tp->direct_depth;
+    uint64_t depth = (uint64_t)ep->tp->direct_depth;
+    uint64_t steps = n - ep->dseq > depth ? depth : n - ep->dseq; /* more: the rest are empty */
 
-    if (n - ep->dseq > (uint64_t)depth) /* many came another way: the slots are empty */
-        ep->dseq = n - (uint64_t)depth;
-    while (ep->dseq < n) {
-        if (ep->dslot[0].landed) { /* handed in when its turn came: cannot be */
+    for (uint64_t i = 0; i < steps; i++) {
+        ofi_dslot_t *s0 = uccl_ofi_dslot(ep, 0);
+
+        if (s0->landed) { /* handed in when its turn came: cannot be */
             uccl_error("ofi (%s): direct message %llu left behind", ep->tp->prov,
                        (unsigned long long)ep->dseq);
             uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
             return;
         }
-        ofi_direct_cancel_op(ep, &ep->dslot[0].op);
+        ofi_direct_cancel_op(ep, &s0->op);
         ofi_direct_cancel_op(ep, &ep->dany);
-        memmove(&ep->dslot[0], &ep->dslot[1], sizeof(ep->dslot[0]) * (size_t)(depth - 1));
-        ep->dslot[depth - 1] = (ofi_dslot_t){0};
+        *s0 = (ofi_dslot_t){0};
         ep->dseq++;
+        ep->dsince = 0;
+    }
+    if (ep->dseq < n) { /* many came another way */
+        ep->dseq = n;
         ep->dsince = 0;
     }
 }
@@ -394,10 +400,10 @@ static void ofi_direct_drain(tp_ofi_ep_t *ep)
         ofi_dslot_t s;
 
         ofi_direct_shift(ep, n);
-        if (ep->dseq != n || !ep->dslot[0].landed)
+        if (ep->dseq != n || !uccl_ofi_dslot(ep, 0)->landed)
             return;
-        s = ep->dslot[0];
-        ep->dslot[0] = (ofi_dslot_t){0};
+        s = *uccl_ofi_dslot(ep, 0);
+        *uccl_ofi_dslot(ep, 0) = (ofi_dslot_t){0};
         ofi_direct_landed(ep, n, s.req, s.len, s.data);
     }
 }
@@ -409,10 +415,12 @@ static void ofi_direct_drain(tp_ofi_ep_t *ep)
  * instructions per call at depth 16.) */
 static bool ofi_direct_slot_into_ok(const tp_ofi_ep_t *ep, int k, const uccl_req_t *req)
 {
-    const ofi_dslot_t *s = &ep->dslot[k];
+    const ofi_dslot_t *s;
 
-    if (req != NULL && k < ep->tp->direct_depth &&
-        ((s->op != NULL && s->op->dreq == req) || (s->landed && s->req == req)))
+    if (req == NULL || k >= ep->tp->direct_depth)
+        return ofi_direct_into_ok(ep, req);
+    s = &ep->dslot[(ep->dseq + (uint64_t)k) & (OFI_DDEPTH_MAX - 1)]; /* uccl_ofi_dslot */
+    if ((s->op != NULL && s->op->dreq == req) || (s->landed && s->req == req))
         return true;
     return ofi_direct_into_ok(ep, req);
 }
@@ -493,7 +501,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     /* slot k into the k-th receive: the receive into its pieces goes first,
      * the bounce's behind it (slot 0) */
     for (int k = 0; k < ep->tp->direct_depth; k++) {
-        ofi_dslot_t *s = &ep->dslot[k];
+        ofi_dslot_t *s = uccl_ofi_dslot(ep, k);
         int run = k == 0 && !ep->tp->exact_tags ? OFI_DRUN_ANY : ofi_direct_want(ep, n, k, tag);
         bool rerun = ep->tp->exact_tags && run >= 0 && s->op != NULL && s->op->index != run;
 
@@ -510,7 +518,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         req = req != NULL ? ofi_direct_next_into(ep, k + 1, s->landed ? s->req : req, tag, len)
                           : NULL;
     }
-    if (ep->dany != NULL || ep->dslot[0].landed) {
+    if (ep->dany != NULL || uccl_ofi_dslot(ep, 0)->landed) {
         ep->ddue = UINT64_MAX;
         return;
     }
@@ -544,11 +552,10 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
         return;
     }
     ep->ddue = 0; /* a slot changed: the next progress looks at them all */
-    for (int k = 0; k < OFI_DDEPTH_MAX; k++)
-        if (ep->dslot[k].op == op) {
-            slot = &ep->dslot[k];
-            slot->op = NULL;
-        }
+    if (ep->dslot[op->off & (OFI_DDEPTH_MAX - 1)].op == op) { /* message off's slot */
+        slot = &ep->dslot[op->off & (OFI_DDEPTH_MAX - 1)];
+        slot->op = NULL;
+    }
     if (ep->dany == op)
         ep->dany = NULL;
     if (ep->dead || (st == UCCL_ERR_CANCELED && op->cancelled))

@@ -65,7 +65,8 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "microseconds the next message may keep a connection waiting before a bounce "
               "receive for it is posted behind the one into the receive (the message came "
               "with another tag, or no receive is posted); on shm the sender's oldest direct "
-              "send waits this long before it tells the message's tag (ofi_dhint.c)",
+              "send waits at least this long (its clock read every 16 progress calls) before it "
+              "tells the message's tag (ofi_dhint.c)",
               direct_wait_us, UCCL_CFG_INT),
     OFI_FIELD("DIRECT_DEPTH", "0",
               "direct messages a connection posts receives for ahead (1-16): the next one, "

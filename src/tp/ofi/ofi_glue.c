@@ -161,6 +161,12 @@ static void tp_ofi_close(uccl_tp_t *base)
 {
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
+    if (tp->direct_sent + tp->direct_placed + tp->direct_copied > 0)
+        uccl_debug("ofi (%s): direct sends %llu (hinted %llu); received %llu in place, %llu "
+                   "copied; passes over the direct receives %llu",
+                   tp->prov, (unsigned long long)tp->direct_sent,
+                   (unsigned long long)tp->direct_hints, (unsigned long long)tp->direct_placed,
+                   (unsigned long long)tp->direct_copied, (unsigned long long)tp->direct_passes);
     uccl_ofi_fabric_close(tp); /* staging too (uccl_ofi_gpu_close) */
     uccl_ofi_op_cache_free(tp);
     uccl_idmap_fini(&tp->ep_ids);
