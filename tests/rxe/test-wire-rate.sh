@@ -25,6 +25,7 @@ expect "nothing crossed: 0" "0" \
 	"$(printf '0.0 5\n0.2 5\n0.4 5\n' | awk -v own=0.000000 -v want=0 -f "$here/wire-rate.awk")"
 expect "no samples: 0" "0" "$(awk -v own=1 -v want=0 -f "$here/wire-rate.awk" /dev/null)"
 # bench.sh reads its samples through this file, with want = count x size
+# shellcheck disable=SC2016 # bench.sh's text, not expanded here
 grep -q 'want=$(($(count "$3") \* $3)) -f "$here/wire-rate.awk"' "$here/bench.sh" ||
 	{ echo "FAIL: bench.sh's wire_gbps does not read wire-rate.awk with the payload"; fail=1; }
 exit $fail
