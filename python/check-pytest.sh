@@ -15,13 +15,14 @@ for run in "2 shm" "2 tcp" "3 shm test_coll.py test_coll_stream.py" "3 tcp test_
 done
 # python -m uccl.bench's in-process comparison (the C loop, the Python loops
 # (a send_many per window: loop_group and window_group, a Request per
-# transfer, one send per transfer, PersistentRequests: loop_persist), the
+# transfer, one send per transfer, PersistentRequests: loop_persist, and in
+# a PersistentGroup: loop_pgroup), the
 # two mixed ones and the split one),
 # tiny, send, then write's Python loops (the C loop's three ops are
 # test_p2p's): its worker compares the destination's bytes
 out=$(mktemp)
-for op in "send --mixed --post group,groupfn,many,one,persist" \
-    "write --post group,groupfn,persist"; do
+for op in "send --mixed --post group,groupfn,many,one,persist,pgroup" \
+    "write --post group,groupfn,persist,pgroup"; do
     # shellcheck disable=SC2086
     "$here/run-python.sh" 2 shm numpy,mpi4py -m uccl.bench --worker --inproc --split --op $op \
         --transport shm --min 4K --max 64K --iters 2 --rounds 2 --json "$out"

@@ -15,7 +15,7 @@ from setuptools import Extension, setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCES = ["module.c", "errors.c", "engine.c", "mr.c", "order.c", "tensor.c", "prof.c", "bench.c",
-           "conn.c", "conn_rma.c", "conn_many.c", "prep.c", "req.c", "args.c", "comm.c", "coll.c",
+           "conn.c", "conn_rma.c", "conn_many.c", "prep.c", "pgroup.c", "req.c", "args.c", "comm.c", "coll.c",
            "coll_call.c"]
 
 

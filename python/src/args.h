@@ -101,5 +101,8 @@ int upy_prep_wait_ms(upy_prep_t *p, long long ms);
 void upy_prep_after_wait(upy_prep_t *p, uccl_status_t st);
 PyObject *upy_prep_result(upy_prep_t *p); /* the bytes, or raise the error */
 PyObject *upy_start_all(PyObject *self, PyObject *arg);
+/* pgroup.c: uccl.PersistentGroup, PersistentRequests started and waited
+ * as one (session 16). */
+extern PyTypeObject upy_pgroup_type;
 
 #endif /* UCCL_PY_ARGS_H */

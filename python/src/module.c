@@ -122,6 +122,7 @@ PyMODINIT_FUNC PyInit__uccl(void)
         add_type(m, &upy_mr_type, "MemoryRegion") < 0 ||
         add_type(m, &upy_req_type, "Request") < 0 || add_type(m, &upy_comm_type, "Comm") < 0 ||
         add_type(m, &upy_prep_type, "PersistentRequest") < 0 ||
+        add_type(m, &upy_pgroup_type, "PersistentGroup") < 0 ||
         upy_errors_init(m) < 0 || add_constants(m) < 0) {
         Py_DECREF(m);
         return NULL;

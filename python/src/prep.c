@@ -127,15 +127,18 @@ static void prep_finish(upy_prep_t *p, uccl_status_t st)
 {
     size_t sum = 0, b;
     Py_ssize_t n = p->nposted;
+    uccl_req_t **reqs = p->reqs;
     if (st == UCCL_OK && (p->op == UPY_OP_RECV || n < p->n)) {
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (uccl_req_bytes(p->reqs[i], &b) == UCCL_OK)
+        for (Py_ssize_t i = 0; i < n; i++) { /* one pass: asked, then freed */
+            if (uccl_req_bytes(reqs[i], &b) == UCCL_OK)
                 sum += b;
-    } else if (st == UCCL_OK) {
-        sum = p->len_sum;
+            uccl_req_free(reqs[i]);
+        }
+    } else {
+        sum = st == UCCL_OK ? p->len_sum : 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            uccl_req_free(reqs[i]);
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        uccl_req_free(p->reqs[i]);
     p->nposted = 0;
     p->status = st;
     p->nbytes = sum;

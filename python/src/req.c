@@ -207,7 +207,7 @@ PyObject *upy_req_block(upy_engine_t *e, uccl_req_t *req, PyObject *keep, const 
     return PyLong_FromSize_t(n);
 }
 
-static double now_s(void)
+double upy_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -323,12 +323,12 @@ PyObject *upy_wait_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 "uccl.PersistentRequest");
     if (!seq)
         return NULL;
-    deadline = ms == -2 ? 0 : now_s() + (double)ms / 1000.0; /* no limit: no clock */
+    deadline = ms == -2 ? 0 : upy_now_s() + (double)ms / 1000.0; /* no limit: no clock */
     if (wait_together(seq, ms) < 0)
         goto out;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
-        long long left = ms == -2 ? -2 : (long long)((deadline - now_s()) * 1000.0);
+        long long left = ms == -2 ? -2 : (long long)((deadline - upy_now_s()) * 1000.0);
         if (ms != -2 && left < 0)
             left = 0; /* time is up: poll once */
         int rc;

@@ -108,6 +108,8 @@ void upy_engine_orphan(upy_engine_t *e, uccl_req_t *req, PyObject *keep);
 void upy_engine_reap(upy_engine_t *e);
 /* Seconds (None = no limit) to milliseconds; -2 = no limit. -1 + error. */
 int upy_timeout_ms(PyObject *timeout, long long *ms);
+/* req.c: CLOCK_MONOTONIC in seconds (the deadlines of waits over several). */
+double upy_now_s(void);
 /* Session 14: 1 while this thread is the only one that could take the
  * GIL (one interpreter, one thread state: a thread that wants the GIL
  * makes its thread state first, PyGILState_Ensure included). Releasing

@@ -25,7 +25,7 @@ def test_stubs_match_module():
 
 def test_docstrings():
     for cls in (uccl.Engine, uccl.Conn, uccl.MemoryRegion, uccl.Request, uccl.Comm,
-                uccl.PersistentRequest):
+                uccl.PersistentRequest, uccl.PersistentGroup):
         assert cls.__doc__
         for name in dir(cls):
             if not name.startswith("_"):

@@ -13,7 +13,7 @@ TypeError or ValueError. See python/README.md.
 """
 from ._uccl import *  # noqa: F401,F403
 from ._uccl import Conn, Engine, Error, MemoryRegion, PeerError, Request  # noqa: F401
-from ._uccl import PersistentRequest  # noqa: F401
+from ._uccl import PersistentGroup, PersistentRequest  # noqa: F401
 from ._uccl import start_all, strerror, version, wait_all  # noqa: F401
 from .comm import Comm  # noqa: F401
 

@@ -50,7 +50,9 @@ is the same calls through one Python function a window (window_group,
 session 13's loop), kept to compare the two. persist (session 15): the
 window's list and the ack made once per size as uccl.PersistentRequests
 (Conn.send_init ...), then start() and wait() each window (loop_persist):
-what a loop that moves the same ranges every round would use.
+what a loop that moves the same ranges every round would use. pgroup
+(session 16): the same requests in a uccl.PersistentGroup, one wait_start()
+call a window (loop_pgroup).
 """
 import argparse
 import json
@@ -271,10 +273,10 @@ def print_split(raw, rows):
 
 def post_modes(s):
     modes = s.split(",")
-    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist")
+    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist", "pgroup")
                         for m in modes) or len(set(modes)) != len(modes):
         raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one, "
-                                         "persist")
+                                         "persist, pgroup")
     return modes
 
 
@@ -292,7 +294,9 @@ def driver_inproc(a):
             "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op,
             "groupfn": "group through a Python function a window (session 13's loop)",
             "persist": "Conn.%s_init once, PersistentRequest start() and wait() per window"
-                       % a.op}
+                       % a.op,
+            "pgroup": "persist's requests in a uccl.PersistentGroup, one start() and one "
+                      "wait() per window"}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
           "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "

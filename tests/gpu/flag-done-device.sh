@@ -12,7 +12,9 @@
 #   bash tests/gpu/flag-done-device.sh   (from the tree's root; logs in $OUT)
 # Knobs: FD_ROUNDS (alternations, 2), FD_SIDES (NAME:VAR=VAL,... each),
 # FD_PROF_VAR (the profile's 0 / 1 setting, UCCL_GPU_IPC_FLAG_DONE), FD_PROF_OPS ("write send"),
-# FD_W1 / FD_W16 ("MIN MAX"; "" skips), FD_OPS, FD_DEADLINE_S (start nothing after, 300);
+# FD_W1 / FD_W16 ("MIN MAX"; "" skips), FD_OPS, FD_DEADLINE_S (start nothing after, 300),
+# FD_ALT=1 (even rounds run the sides in reverse order), FD_SUITE_ENV (VAR=VAL ... for t_gpu_ipc
+# and t_coll_gpu);
 # rehearsal: FD_BUILT=build/fakegpu FD_MPI_ARGS=--oversubscribe UCCL_FAKE_GPU_COUNT=1.
 set -u
 OUT=${OUT:-/tmp/fd-out}
@@ -30,18 +32,20 @@ B=${FD_BUILT:-build-dev}
     make -j16 libuccl.la tools/uccl_perf tests/gpu/t_gpu_ipc tests/mpi/t_coll_gpu >make.log 2>&1) ||
     { echo "build failed"; grep -E "error|Error" build-dev/*.log | head -30; exit 1; }; }
 MPIRUN="mpirun --allow-run-as-root ${FD_MPI_ARGS:---bind-to core} --map-by core -np 2 --mca btl self,vader,tcp -x NCCL_NVLS_ENABLE -x CUDA_VISIBLE_DEVICES"
-step "t_gpu_ipc, UCCL_GPU_IPC_FLAG_DONE=1"
-UCCL_GPU_IPC_FLAG_DONE=1 UCCL_GPU_IPC_PROF=1 timeout 90 $MPIRUN -x UCCL_GPU_IPC_FLAG_DONE -x UCCL_GPU_IPC_PROF \
+SE=${FD_SUITE_ENV:-} SX=""
+for kv in $SE; do SX="$SX -x $kv"; done
+step "t_gpu_ipc, UCCL_GPU_IPC_FLAG_DONE=1 $SE"
+env $SE UCCL_GPU_IPC_FLAG_DONE=1 UCCL_GPU_IPC_PROF=1 timeout 90 $MPIRUN -x UCCL_GPU_IPC_FLAG_DONE -x UCCL_GPU_IPC_PROF $SX \
     $B/tests/gpu/t_gpu_ipc >"$OUT/t_gpu_ipc-flag.log" 2>&1
 echo "t_gpu_ipc exit $? ($(grep -c PASS "$OUT/t_gpu_ipc-flag.log") PASS, $(grep -c FAIL "$OUT/t_gpu_ipc-flag.log") FAIL," \
     "$(grep -c 'flag write' "$OUT/t_gpu_ipc-flag.log") profiles with flag writes)"
 tail -3 "$OUT/t_gpu_ipc-flag.log"
 if [ "${FD_SUITES:-1}" = 1 ]; then # the collectives on GPU memory over gpu_ipc, the stream form too (library defaults)
     for v in gpu stream; do
-        step "t_coll_gpu ($v)"
+        step "t_coll_gpu ($v) $SE"
         only=""; [ $v = stream ] && only="-x T_COLL_STREAM_ONLY=1"
-        UCCL_TRANSPORTS=shm,gpu_ipc T_COLL_MEM=gpu UCCL_TIMEOUT_MS=30000 \
-            timeout 120 $MPIRUN -x UCCL_TRANSPORTS -x T_COLL_MEM -x UCCL_TIMEOUT_MS $only \
+        env $SE UCCL_TRANSPORTS=shm,gpu_ipc T_COLL_MEM=gpu UCCL_TIMEOUT_MS=30000 \
+            timeout 120 $MPIRUN -x UCCL_TRANSPORTS -x T_COLL_MEM -x UCCL_TIMEOUT_MS $only $SX \
             $B/tests/mpi/t_coll_gpu >"$OUT/t_coll_gpu-$v.log" 2>&1
         echo "t_coll_gpu $v exit $? ($(grep -c '^ok' "$OUT/t_coll_gpu-$v.log") ok, $(grep -c 'FAIL' "$OUT/t_coll_gpu-$v.log") FAIL lines)"
     done
@@ -70,7 +74,9 @@ cat "$OUT/profile.txt"
 SIDES=${FD_SIDES:-main:UCCL_GPU_IPC_FLAG_DONE=0 flag:UCCL_GPU_IPC_FLAG_DONE=1}
 W1=${FD_W1-4K 8M} W16=${FD_W16-4K 16M}
 for r in $(seq 1 "${FD_ROUNDS:-2}"); do
-    for sd in $SIDES; do
+    order=$SIDES
+    [ "${FD_ALT:-0}" = 1 ] && [ $((r % 2)) = 0 ] && order=$(echo $SIDES | tr ' ' '\n' | tac | tr '\n' ' ')
+    for sd in $order; do
         side=${sd%%:*} kvs=${sd#*:}
         env=${kvs//,/ }
         step "round $r, $side ($env)"
