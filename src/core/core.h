@@ -326,7 +326,13 @@ bool uccl_msg_has_salvaged(const uccl_conn_t *conn);
 void uccl_msg_salvaged_free(uccl_conn_t *conn);
 
 /* ---- memory (mr.c) */
-uccl_status_t uccl_mr_check(const uccl_mr_t *mr);
+/* Inline: every transfer checks each of its pieces' regions (ofi16b). */
+static inline uccl_status_t uccl_mr_check(const uccl_mr_t *mr)
+{
+    if (mr == NULL || mr->magic != UCCL_MAGIC_MR)
+        return UCCL_ERR_INVALID_HANDLE;
+    return UCCL_OK;
+}
 /* Region ids carry the engine's incarnation in their top 32 bits (those of
  * the engine id) and a counter below, so a target tells a descriptor of an
  * earlier incarnation (a restarted peer at the same address) from one of

@@ -90,13 +90,6 @@ static void region_destroy(uccl_engine_t *engine, uccl_region_t *region)
     free(region);
 }
 
-uccl_status_t uccl_mr_check(const uccl_mr_t *mr)
-{
-    if (mr == NULL || mr->magic != UCCL_MAGIC_MR)
-        return UCCL_ERR_INVALID_HANDLE;
-    return UCCL_OK;
-}
-
 /* Is every page of host range [ptr, ptr+len) mapped? msync(MS_ASYNC) walks
  * the process's mappings over the range and does nothing else (no page
  * walk, no I/O since Linux 2.6.19): about 0.1 us whatever len, where

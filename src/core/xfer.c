@@ -365,18 +365,22 @@ uccl_status_t uccl_xfer_restart_locked(uccl_req_t *req)
     return st;
 }
 
+/* send and recv build their one piece's arguments here and not through
+ * sendv/recvv: a call less per message (ofi16b). */
 uccl_status_t uccl_send(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len, uint64_t tag,
                         uccl_req_t **req)
 {
     uccl_iov_t iov = {mr, off, len};
-    return uccl_sendv(conn, &iov, 1, tag, req);
+    xfer_args_t a = {.op = UCCL_OP_SEND, .iov = &iov, .iovcnt = 1, .tag = tag};
+    return xfer_post(conn, &a, req);
 }
 
 uccl_status_t uccl_recv(uccl_conn_t *conn, uccl_mr_t *mr, size_t off, size_t len, uint64_t tag,
                         uccl_req_t **req)
 {
     uccl_iov_t iov = {mr, off, len};
-    return uccl_recvv(conn, &iov, 1, tag, req);
+    xfer_args_t a = {.op = UCCL_OP_RECV, .iov = &iov, .iovcnt = 1, .tag = tag};
+    return xfer_post(conn, &a, req);
 }
 
 static uccl_status_t rma(uccl_conn_t *conn, uccl_op_t op, const uccl_iov_t *iov, int iovcnt,

@@ -402,6 +402,12 @@ void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep);
+/* Has uccl_ofi_dhint_progress a send to look at? Inline: every progress
+ * call asks, and the answer is nearly always no (ofi16b). */
+static inline bool uccl_ofi_dhint_pending(const tp_ofi_ep_t *ep)
+{
+    return ep->tp->exact_tags && !ep->dsent_hinted && !uccl_list_empty(&ep->dsent);
+}
 bool uccl_ofi_dhint_is(uint64_t data);
 void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data);
 /* The peer's hint for message seq: its tag and run. */

@@ -77,7 +77,7 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
     uint64_t data, now;
     int rc;
 
-    if (!tp->exact_tags || ep->dsent_hinted || uccl_list_empty(&ep->dsent))
+    if (!uccl_ofi_dhint_pending(ep))
         return;
     op = uccl_container_of(ep->dsent.next, ofi_op_t, dlink);
     if (op->req == NULL) { /* forgotten at teardown */

@@ -77,21 +77,26 @@ static unsigned ofi_drun_of(uint64_t data)
     return (unsigned)(data >> 32 & OFI_DRUN_MASK);
 }
 
-/* Registered host memory, in pieces one operation takes. */
-static bool ofi_direct_mem_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
+/* Registered host memory, not staged (uccl_ofi_req_staged), in pieces one
+ * operation takes: the number of pieces, or -1. One pass, each piece's
+ * handle read once (asked of every new receive, ofi16b). */
+static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     int n = 0;
 
-    if (req->gpu_caps != 0 || uccl_ofi_req_staged(ep, req))
-        return false;
+    if (req->gpu_caps != 0)
+        return -1;
     for (int i = 0; i < req->iovcnt; i++) {
+        const uccl_tp_memh_t *memh;
+
         if (req->iov[i].len == 0)
             continue;
-        if (uccl_ofi_iov_memh(ep->tp, req, i) == NULL)
-            return false;
+        memh = uccl_ofi_iov_memh(ep->tp, req, i);
+        if (memh == NULL || memh->mr == NULL)
+            return -1;
         n++;
     }
-    return n <= ep->tp->cfg.max_iov;
+    return n <= ep->tp->cfg.max_iov ? n : -1;
 }
 
 /* One local piece only: sends of several pieces (fi_tsendmsg of 3 iovs)
@@ -111,7 +116,7 @@ bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK && ofi_direct_one_piece(req) &&
            req->len > ep->tp->cfg.eager &&
-           req->len <= ep->peer_direct_max && ofi_direct_mem_ok(ep, req);
+           req->len <= ep->peer_direct_max && ofi_direct_mem_pieces(ep, req) >= 0;
 }
 
 /* ------------------------------------------------------------------ sender */
@@ -241,14 +246,12 @@ static uint8_t *ofi_dbounce(const tp_ofi_ep_t *ep, uint64_t seq)
  * in pieces that one operation takes with the bounce after them. */
 static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
-    int n = 0;
+    int n;
 
-    if (req == NULL || req->op != UCCL_OP_RECV || req->tag > OFI_DTAG_MASK ||
-        !ofi_direct_mem_ok(ep, req))
+    if (req == NULL || req->op != UCCL_OP_RECV || req->tag > OFI_DTAG_MASK)
         return false;
-    for (int i = 0; i < req->iovcnt; i++)
-        n += req->iov[i].len > 0;
-    return n < ep->tp->cfg.max_iov;
+    n = ofi_direct_mem_pieces(ep, req);
+    return n >= 0 && n < ep->tp->cfg.max_iov;
 }
 
 /* A receive for message seq (ofi.h): into req's pieces with seq's bounce
@@ -481,7 +484,8 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
         return;
     if (!uccl_list_empty(&ep->dpending))
         ofi_direct_retry(ep);
-    uccl_ofi_dhint_progress(ep);
+    if (uccl_ofi_dhint_pending(ep))
+        uccl_ofi_dhint_progress(ep);
     if (ep->dbuf == NULL)
         return;
     if (ep->ddue != 0 && uccl_msg_gen(ep->base.conn) == ep->dgen &&

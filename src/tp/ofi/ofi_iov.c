@@ -54,6 +54,14 @@ size_t uccl_ofi_gather(const tp_ofi_ep_t *ep, const uccl_req_t *req, size_t off,
     size_t got = 0;
 
     *n = 0;
+    if (req->iovcnt == 1 && off < req->iov[0].len && want > 0 && max > 0) {
+        /* one piece (nearly every message): what the loop below does, without the loop */
+        got = req->iov[0].len - off < want ? req->iov[0].len - off : want;
+        iov[0] = (struct iovec){(uint8_t *)req->iov[0].addr + off, got};
+        desc[0] = uccl_ofi_iov_memh(ep->tp, req, 0)->desc;
+        *n = 1;
+        return got;
+    }
     for (int i = 0; i < req->iovcnt && got < want && *n < max; i++) {
         size_t piece = req->iov[i].len, take;
 
