@@ -24,7 +24,7 @@
  *   not of this backend and objects that no longer exist give
  *   UCCL_ERR_INVALID_PARAM or UCCL_ERR_NOT_FOUND with an error line.
  * - No dma-buf export: device memory gives UCCL_ERR_UNSUPPORTED.
- * - uccl_gpu_free and uccl_gpu_ipc_close synchronize the device, as their
+ * - uccl_gpu_free, uccl_gpu_ipc_close and uccl_gpu_host_unregister synchronize the device, as their
  *   CUDA twins do (the close waits for every stream, even unrelated ones):
  *   called while a stream waits on a host flag not set (uccl_gpu_stream_
  *   wait_value), they would wait forever on a GPU: here they abort, saying so.

@@ -99,7 +99,10 @@ uccl_status_t uccl_gpu_host_unregister(void *ptr)
 {
     if (ptr == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    uccl_fake_streams_flush(-1); /* as cudaHostUnregister waits for the device */
+    /* cudaHostUnregister synchronizes the device, as uccl_gpu_free does: while
+     * a stream waits on a host flag not set it never returns on a GPU (one
+     * H200, t_gpu_stream_kill with UCCL_GPU_IPC_PEER_DONE=1, session 16) */
+    uccl_fake_device_sync("uccl_gpu_host_unregister");
     return UCCL_OK;
 }
 

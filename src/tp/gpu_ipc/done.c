@@ -34,6 +34,9 @@
  * closer to a plain copy on average over three calls (+0.031, +0.036,
  * -0.007: the size of one call's noise). The rest of the window-1 gap is
  * the RTS and ack hops and the mid-size copies (same README). */
+#include <stdlib.h>
+#include <sys/mman.h>
+
 #include "tp/gpu_ipc/ipc.h"
 
 void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
@@ -49,13 +52,56 @@ void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
     }
 }
 
+/* Unregistering a page synchronizes the device (cudaHostUnregister): while
+ * a caller's stream waits on this engine's progress (a stream-ordered call
+ * whose flag only this progress writes, after the failed connection's
+ * requests end) that never returns. A peer dying under a stream-ordered
+ * collective hung its survivors here (one H200, t_gpu_stream_kill with
+ * PEER_DONE=1, session 16). Then the ring's mapping goes to the tp's
+ * done_orphans, unregistered and unmapped once no stream waits on the
+ * engine (its progress) or with the tp. */
+typedef struct done_orphan {
+    uccl_list_t link;
+    ipc_ring_shm_t *shm;
+} done_orphan_t;
+
+static void done_unregister(ipc_tp_t *tp, ipc_ring_shm_t *shm)
+{
+    uccl_gpu_ipc_use_device(tp, -1); /* teardown may run on another thread */
+    uccl_gpu_host_unregister(shm->done);
+}
+
 void uccl_gpu_ipc_done_close(ipc_ep_t *ep)
 {
+    ipc_tp_t *tp = ep->tp;
+    uccl_engine_t *engine = tp->base.engine;
+    done_orphan_t *o;
+
     if (ep->done_dev == NULL)
         return;
-    uccl_gpu_ipc_use_device(ep->tp, -1); /* teardown may run on another thread */
-    uccl_gpu_host_unregister(ep->tx.shm->done);
     ep->done_dev = NULL;
+    if (uccl_engine_stream_holds(engine) > 0) {
+        if ((o = malloc(sizeof(*o))) != NULL) {
+            o->shm = ep->tx.shm;
+            ep->tx.shm = NULL; /* the ring's end leaves the mapping to us */
+            uccl_list_push_back(&tp->done_orphans, &o->link);
+            return;
+        }
+        uccl_warn("gpu_ipc: no memory to defer a word page's unregistration: done now");
+    }
+    done_unregister(tp, ep->tx.shm);
+}
+
+void uccl_gpu_ipc_done_orphans_close(ipc_tp_t *tp)
+{
+    while (!uccl_list_empty(&tp->done_orphans)) {
+        done_orphan_t *o = uccl_list_first(&tp->done_orphans, done_orphan_t, link);
+
+        uccl_list_del(&o->link);
+        done_unregister(tp, o->shm);
+        munmap(o->shm, sizeof(*o->shm));
+        free(o);
+    }
 }
 
 static uint32_t done_value(uint64_t seq)

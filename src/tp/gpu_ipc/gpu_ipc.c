@@ -44,6 +44,7 @@ static uccl_status_t ipc_open(const uccl_tp_open_params_t *params, uccl_tp_t **o
     uccl_list_init(&tp->allocs);
     uccl_list_init(&tp->eps);
     uccl_list_init(&tp->orphans);
+    uccl_list_init(&tp->done_orphans);
     if (tp->device >= 0) {
         /* create the context and streams now, not inside the first transfer */
         st = uccl_gpu_pci_bus_id(tp->device, tp->bus_id, sizeof(tp->bus_id));
@@ -95,6 +96,7 @@ static void ipc_close(uccl_tp_t *base)
     uccl_gpu_ipc_streams_destroy(tp);
     uccl_gpu_ipc_flag_close(tp);
     uccl_gpu_ipc_orphans_close(tp);
+    uccl_gpu_ipc_done_orphans_close(tp);
     while (!uccl_list_empty(&tp->allocs)) {
         ipc_alloc_t *a = uccl_list_first(&tp->allocs, ipc_alloc_t, link);
         uccl_list_del(&a->link);
@@ -266,6 +268,8 @@ static int ipc_progress(uccl_tp_t *base)
     if (!uccl_list_empty(&tp->orphans) && uccl_engine_stream_holds(base->engine) == 0 &&
         uccl_engine_streams_passed(base->engine))
         uccl_gpu_ipc_orphans_close(tp);
+    if (!uccl_list_empty(&tp->done_orphans) && uccl_engine_stream_holds(base->engine) == 0)
+        uccl_gpu_ipc_done_orphans_close(tp);
     IPC_PROF_ADD(&tp->prof, IPC_PROF_PROGRESS, t0, 1);
     return events;
 }

@@ -220,6 +220,10 @@ typedef struct ipc_tp {
      * closed): a caller's stream may still write there, as into a dead
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
+    /* PEER_DONE word pages (done.c) still registered whose ep went while a
+     * caller's stream waited on this engine: unregistered (and unmapped)
+     * once none waits, or with the tp */
+    uccl_list_t done_orphans;
     ipc_prof_t prof;     /* cfg.prof */
     uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */
     void *flag_dev;
@@ -369,6 +373,7 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 /* Map the peer's mailbox words for our GPU (at connect); none: FIN. */
 void uccl_gpu_ipc_done_setup(ipc_ep_t *ep);
 void uccl_gpu_ipc_done_close(ipc_ep_t *ep);
+void uccl_gpu_ipc_done_orphans_close(ipc_tp_t *tp);
 /* A slot (1-based) of our mailbox for the send numbered seq, or 0. */
 uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq);
 /* The send numbered seq no longer waits on a word (FIN, CTS, a failed post). */
