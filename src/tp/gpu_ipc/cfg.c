@@ -95,7 +95,8 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "GPU write that word into the sender's mailbox, so that the sender sees its send done without the "
      "receiver's FIN (which is then sent only on failure, or where the word cannot be used); 0 = FIN. "
      "Experimental: its gain measured at noise level, and its teardown under a stream-ordered call "
-     "whose peer died hung on a GPU (session 16); the deferred unregistration that answers it has not run on a GPU yet",
+     "whose peer died hung on a GPU (session 16); the deferred unregistration that answers it "
+     "has not run on a GPU yet",
      offsetof(ipc_cfg_t, peer_done), UCCL_CFG_BOOL},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
