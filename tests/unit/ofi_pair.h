@@ -55,7 +55,7 @@ static void ofi_pair_progress(int rounds)
 /* A window of n sends of len bytes with one tag from P.a to P.b, each its
  * own bytes at i * stride of pa, into n receives posted first at i * stride
  * of pb (zeroed): reqs[0..n) the sends, reqs[n..2n) the receives. */
-static void ofi_pair_post_window(uccl_req_t **reqs, int n, size_t len, size_t stride, uint64_t tag)
+static inline void ofi_pair_post_window(uccl_req_t **reqs, int n, size_t len, size_t stride, uint64_t tag)
 {
     for (int i = 0; i < n; i++)
         unit_fill(pa + (size_t)i * stride, len, 100u + (unsigned)i);
@@ -67,7 +67,7 @@ static void ofi_pair_post_window(uccl_req_t **reqs, int n, size_t len, size_t st
 }
 
 /* After the window's requests completed: each message in its own receive. */
-static void ofi_pair_check_window(int n, size_t len, size_t stride)
+static inline void ofi_pair_check_window(int n, size_t len, size_t stride)
 {
     for (int i = 0; i < n; i++)
         CU_ASSERT(memcmp(pb + (size_t)i * stride, pa + (size_t)i * stride, len) == 0);

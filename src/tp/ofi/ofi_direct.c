@@ -1,5 +1,6 @@
 /* Direct sends (UCCL_OFI_DIRECT): a send above UCCL_OFI_EAGER and up to the
- * peer's UCCL_OFI_DIRECT_MAX, from one piece of registered host memory,
+ * peer's UCCL_OFI_DIRECT_MAX, from registered host memory in up to
+ * UCCL_OFI_MAX_IOV pieces (the provider's iov_limit, at most 16),
  * goes as one fi_tsendmsg carrying its uccl tag as remote
  * CQ data: no RTS, no CTS, the provider's own protocol moves the bytes
  * (shm: one command and the receiver's CMA read, as raw fi_tsend).
@@ -79,7 +80,13 @@ static unsigned ofi_drun_of(uint64_t data)
 
 /* Registered host memory, not staged (uccl_ofi_req_staged), in pieces one
  * operation takes: the number of pieces, or -1. One pass, each piece's
- * handle read once (asked of every new receive, ofi16b). */
+ * handle read once (asked of every new receive, ofi16b). A send may have
+ * several pieces, up to the provider's iov_limit: session 13 took only one
+ * after an fi_tsendmsg of 3 iovs stalled shm between two processes in t_p2p
+ * (libfabric 1.17); that was shm's unexpected-queue match with a stale
+ * ignore mask, which OFI_QUIRK_EXACT_TAGS avoids (ofi_fabric.c). With it,
+ * sends of 2-16 pieces went through t_p2p and test_ofi_direct_v, shm and
+ * tcp;ofi_rxm, without a stall (tests/perf/results/ofi/ofi16c-local). */
 static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     int n = 0;
@@ -99,24 +106,11 @@ static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n <= ep->tp->cfg.max_iov ? n : -1;
 }
 
-/* One local piece only: sends of several pieces (fi_tsendmsg of 3 iovs)
- * stalled shm's queue between two processes in t_p2p (libfabric 1.17; not
- * seen in one process, nor with fi_tsendv behind an RTS): they take the
- * rendezvous. */
-static bool ofi_direct_one_piece(const uccl_req_t *req)
-{
-    int n = 0;
-
-    for (int i = 0; i < req->iovcnt; i++)
-        n += req->iov[i].len > 0;
-    return n == 1;
-}
-
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
-    return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK && ofi_direct_one_piece(req) &&
-           req->len > ep->tp->cfg.eager &&
-           req->len <= ep->peer_direct_max && ofi_direct_mem_pieces(ep, req) >= 0;
+    return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK &&
+           req->len > ep->tp->cfg.eager && req->len <= ep->peer_direct_max &&
+           ofi_direct_mem_pieces(ep, req) >= 0;
 }
 
 /* ------------------------------------------------------------------ sender */
