@@ -9,7 +9,9 @@
  * operations (RTS then the data; RTS, CTS, write with CQ data) and uccl's;
  * and raw send with 1 or 4 receives posted at a time (depth).
  *   mpirun -np 2 perf_ofi [--provider P] [--window W]
- *                         [--ops write,read,send,seed,scatter,local,parts,depth]
+ *                         [--ops write,read,send,sendv,seed,scatter,local,parts,depth]
+ *                         (sendv: send's bytes in 3 pieces into 3, 4 KiB apart;
+ *                          each name matched whole)
  *                         [--repeat R]   (R alternated runs per side, median kept; seed rows
  *                                         also time uccl's 1 piece in each round; op rows:
  *                                         R pairs, the order flipped every pair, see op_row)
@@ -25,7 +27,7 @@
 
 #include "perf_ofi.h"
 
-static const char *op_names[] = {"write", "read", "send"};
+static const char *op_names[] = {"write", "read", "send", "sendv"};
 
 /* Where piece i of n lies in the remote buffer (and, for raw, the local
  * one): the seed's layout, adjacent pieces; or every other block. */
@@ -165,6 +167,18 @@ typedef struct ucc {
     int rank;
 } ucc_t;
 
+/* Whether the comma-separated list ops names op (whole names: "sendv" is
+ * not "send"). */
+static int has_op(const char *ops, const char *op)
+{
+    size_t n = strlen(op);
+
+    for (const char *p = ops; (p = strstr(p, op)) != NULL; p += n)
+        if ((p == ops || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return 1;
+    return 0;
+}
+
 static void ucheck(int rank, const char *what, uccl_status_t st)
 {
     if (st != UCCL_OK) {
@@ -188,8 +202,13 @@ static void ucc_fin(ucc_t *u)
 static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
 {
     uccl_req_t *reqs[MAX_WINDOW + 1];
+    uccl_iov_t iov[SENDV_PIECES];
     double t0;
 
+    for (int j = 0; j < SENDV_PIECES; j++) {
+        iov[j].mr = u->mr;
+        iov[j].off = sendv_piece(len, j, &iov[j].len);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     for (int it = 0; it < iters; it++) {
@@ -200,12 +219,15 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
                 ucheck(0, op_names[op],
                        op == OP_WRITE  ? uccl_write(u->conn, u->mr, 0, len, &u->peer, 0, &reqs[n])
                        : op == OP_READ ? uccl_read(u->conn, u->mr, 0, len, &u->peer, 0, &reqs[n])
-                                       : uccl_send(u->conn, u->mr, 0, len, 1, &reqs[n]));
-            if (op == OP_SEND)
+                       : op == OP_SEND ? uccl_send(u->conn, u->mr, 0, len, 1, &reqs[n])
+                                       : uccl_sendv(u->conn, iov, SENDV_PIECES, 1, &reqs[n]));
+            if (op >= OP_SEND)
                 ucheck(0, "ack", uccl_recv(u->conn, NULL, 0, 0, 2, &reqs[n++]));
-        } else if (op == OP_SEND) {
+        } else if (op >= OP_SEND) {
             for (int i = 0; i < window; i++, n++)
-                ucheck(1, "recv", uccl_recv(u->conn, u->mr, 0, len, 1, &reqs[n]));
+                ucheck(1, "recv",
+                       op == OP_SEND ? uccl_recv(u->conn, u->mr, 0, len, 1, &reqs[n])
+                                     : uccl_recvv(u->conn, iov, SENDV_PIECES, 1, &reqs[n]));
             ucheck(1, "wait", uccl_wait_all(reqs, (size_t)n, -1));
             for (int i = 0; i < n; i++)
                 uccl_req_free(reqs[i]);
@@ -217,7 +239,7 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
         for (int i = 0; i < n; i++)
             uccl_req_free(reqs[i]);
     }
-    if (op != OP_SEND)
+    if (op < OP_SEND)
         ucc_fin(u);
     return now_s() - t0;
 }
@@ -480,10 +502,10 @@ int main(int argc, char **argv)
                "the median and quartiles of the %d pairs' own ratios\n"
                "%-6s %10s %10s %10s %7s %6s %6s %6s\n", r.info->fabric_attr->prov_name, window,
                repeat, repeat, "op", "size", "raw", "uccl", "ratio", "pair", "q1", "q3");
-    for (int op = 0; op < 3; op++)
-        for (int s = 0; s < nsizes && strstr(ops, op_names[op]) != NULL; s++)
+    for (int op = OP_WRITE; op <= OP_SENDV; op++)
+        for (int s = 0; s < nsizes && has_op(ops, op_names[op]); s++)
             op_row(&r, &u, op, sizes[s], window, repeat, dump);
-    if (strstr(ops, "seed") != NULL) {
+    if (has_op(ops, "seed")) {
         if (rank == 0)
             printf("# seed pattern: %u bytes written as n adjacent remote pieces (raw: one "
                    "fi_writemsg per piece, as the seed; uccl: one uccl_writemsg)\n"
@@ -492,7 +514,7 @@ int main(int argc, char **argv)
         seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 0,
                   rank, repeat);
     }
-    if (strstr(ops, "scatter") != NULL) {
+    if (has_op(ops, "scatter")) {
         if (rank == 0)
             printf("# scattered: %u bytes written as n remote pieces, every other block (raw: "
                    "fi_writemsg of rma_iov_limit %zu remote pieces each; uccl: one "
@@ -502,7 +524,7 @@ int main(int argc, char **argv)
         seed_rows(&r, &u, pieces, sizeof(pieces) / sizeof(pieces[0]), raw_pieces, ucc_pieces, 1,
                   rank, repeat);
     }
-    if (strstr(ops, "local") != NULL) {
+    if (has_op(ops, "local")) {
         static const int lpieces[] = {1, 8, 32, 64};
 
         if (rank == 0)
@@ -513,7 +535,7 @@ int main(int argc, char **argv)
         seed_rows(&r, &u, lpieces, sizeof(lpieces) / sizeof(lpieces[0]), raw_seed_local,
                   ucc_seed_local, 0, rank, repeat);
     }
-    if (strstr(ops, "parts") != NULL) {
+    if (has_op(ops, "parts")) {
         if (rank == 0)
             printf("# send's parts: raw send; raw RTS (64-byte tagged message) then the data "
                    "tagged; raw RTS, CTS, fi_writemsg with CQ data, delivery complete (uccl's "
@@ -525,7 +547,7 @@ int main(int argc, char **argv)
                    "late", "/raw", "us");
         parts_rows(&r, &u, window, rank, repeat);
     }
-    if (strstr(ops, "depth") != NULL) {
+    if (has_op(ops, "depth")) {
         if (rank == 0)
             printf("# receives posted ahead: raw send (window posted); raw send with 1, then 4 "
                    "receives posted at a time; uccl send. GB/s, / raw send\n"

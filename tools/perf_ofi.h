@@ -21,7 +21,21 @@
 #define SEED_BYTES 1179648u
 #define MAX_WINDOW 64
 
-enum { OP_WRITE, OP_READ, OP_SEND };
+/* OP_SENDV: send's bytes from SENDV_PIECES pieces into as many, each piece
+ * SENDV_GAP bytes past the last (raw: fi_tsendmsg / fi_trecvmsg of those
+ * pieces; uccl: uccl_sendv / uccl_recvv) */
+enum { OP_WRITE, OP_READ, OP_SEND, OP_SENDV };
+#define SENDV_PIECES 3
+#define SENDV_GAP 4096
+
+/* Piece j of SENDV_PIECES of len bytes: its offset in the buffer and length. */
+static inline size_t sendv_piece(size_t len, int j, size_t *piece_len)
+{
+    size_t base = len / SENDV_PIECES;
+
+    *piece_len = j + 1 < SENDV_PIECES ? base : len - base * (SENDV_PIECES - 1);
+    return (size_t)j * (base + SENDV_GAP);
+}
 
 typedef struct raw {
     struct fi_info *info;

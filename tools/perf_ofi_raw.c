@@ -132,6 +132,30 @@ static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context
         die(r->rank, "post", rc);
 }
 
+/* OP_SENDV's message: a tagged send (send != 0) or receive of len bytes in
+ * SENDV_PIECES pieces (sendv_piece); -FI_EAGAIN: progress, retry. */
+static void raw_tagged_v(raw_t *r, int send, size_t len, uint64_t tag, struct fi_context2 *ctx)
+{
+    struct iovec iov[SENDV_PIECES];
+    void *desc[SENDV_PIECES];
+    struct fi_msg_tagged msg = {.msg_iov = iov, .desc = desc, .iov_count = SENDV_PIECES,
+                                .addr = r->peer, .tag = tag, .context = ctx};
+    ssize_t rc;
+
+    for (int j = 0; j < SENDV_PIECES; j++) {
+        size_t off = sendv_piece(len, j, &iov[j].iov_len);
+
+        iov[j].iov_base = r->buf + off;
+        desc[j] = r->desc;
+    }
+    do {
+        rc = send ? fi_tsendmsg(r->ep, &msg, FI_COMPLETION) : fi_trecvmsg(r->ep, &msg, FI_COMPLETION);
+        if (rc == -FI_EAGAIN)
+            fi_cq_read(r->cq, NULL, 0);
+    } while (rc == -FI_EAGAIN);
+    CHECK(r, send ? "fi_tsendmsg" : "fi_trecvmsg", rc);
+}
+
 /* A tagged send (send != 0) or receive of len bytes from the start of the
  * buffer; -FI_EAGAIN (the provider short of resources, e.g. shm): progress,
  * retry. */
@@ -167,20 +191,28 @@ double raw_run(raw_t *r, int op, size_t len, int window, int iters)
     t0 = now_s();
     for (int it = 0; it < iters; it++) {
         if (r->rank == 0) {
-            for (int i = 0; i < window; i++)
-                raw_post(r, op, 0, len, &ctx[i]);
-            if (op == OP_SEND)
+            for (int i = 0; i < window; i++) {
+                if (op == OP_SENDV)
+                    raw_tagged_v(r, 1, len, 1, &ctx[i]);
+                else
+                    raw_post(r, op, 0, len, &ctx[i]);
+            }
+            if (op >= OP_SEND)
                 raw_tagged(r, 0, 0, 2, &ctx[window]);
-            raw_wait(r, window + (op == OP_SEND));
-        } else if (op == OP_SEND) {
-            for (int i = 0; i < window; i++)
-                raw_tagged(r, 0, len, 1, &ctx[i]);
+            raw_wait(r, window + (op >= OP_SEND));
+        } else if (op >= OP_SEND) {
+            for (int i = 0; i < window; i++) {
+                if (op == OP_SENDV)
+                    raw_tagged_v(r, 0, len, 1, &ctx[i]);
+                else
+                    raw_tagged(r, 0, len, 1, &ctx[i]);
+            }
             raw_wait(r, window);
             raw_tagged(r, 1, 0, 2, &ctx[window]);
             raw_wait(r, 1);
         }
     }
-    if (op != OP_SEND)
+    if (op < OP_SEND)
         raw_done(r, &ctx[0]);
     return now_s() - t0;
 }
