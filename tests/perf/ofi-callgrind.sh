@@ -17,7 +17,7 @@ for op in ${4:-write read send}; do
         -x LD_LIBRARY_PATH valgrind --tool=callgrind \
         --callgrind-out-file="$out/cg.$op.%q{OMPI_COMM_WORLD_RANK}.out" \
         "$perf" --provider shm --ops "$op" --sizes 65536 --repeat 3 2>&1 |
-        grep -E '^(op|write|read|send) ' >"$out/run.$op.txt"
+        grep -E '^(op|write|read|send|sendv) ' >"$out/run.$op.txt"
     for rk in 0 1; do
         callgrind_annotate --threshold=100 --inclusive=yes --tree=calling \
             "$out/cg.$op.$rk.out" >"$out/tree.$op.$rk.txt" 2>/dev/null

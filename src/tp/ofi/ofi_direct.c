@@ -82,11 +82,12 @@ static unsigned ofi_drun_of(uint64_t data)
  * operation takes: the number of pieces, or -1. One pass, each piece's
  * handle read once (asked of every new receive, ofi16b). A send may have
  * several pieces, up to the provider's iov_limit: session 13 took only one
- * after an fi_tsendmsg of 3 iovs stalled shm between two processes in t_p2p
- * (libfabric 1.17); that was shm's unexpected-queue match with a stale
- * ignore mask, which OFI_QUIRK_EXACT_TAGS avoids (ofi_fabric.c). With it,
- * sends of 2-16 pieces went through t_p2p and test_ofi_direct_v, shm and
- * tcp;ofi_rxm, without a stall (tests/perf/results/ofi/ofi16c-local). */
+ * after a 3-piece send stalled shm between two processes in t_p2p
+ * (libfabric 1.17). That was shm's unexpected-queue match with a stale
+ * ignore mask (t_p2p's 5-piece recvv takes the message through the bounce,
+ * whose receive had ignore bits): without OFI_QUIRK_EXACT_TAGS t_p2p stalls
+ * there every run, with it 160 of 160 runs (shm, tcp;ofi_rxm) and
+ * test_ofi_direct_v passed (tests/perf/results/ofi/ofi16c-local). */
 static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     int n = 0;
