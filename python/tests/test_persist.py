@@ -356,8 +356,10 @@ def test_ten_thousand_rounds_flat(pair):
     n = 1024
     buf, mr, desc = rma_setup(pair, n, 8)
     if pair.rank == 0:
-        # warm-up: libuccl's own memory grows over the first ~5000 windows
-        # of 16 on shm (as with write_many), then stays flat
+        # warm-up: each process's RSS grows by ~9 MB over the first 4096
+        # windows of 16 on shm (as with write_many), then stays flat: the
+        # two 4 MiB rings become resident over their first lap, plus one
+        # chunk of the request pool (tests/perf/results/core-rss16)
         with pair.conn.write_init([(mr, desc, 0, n)] * 16) as w:
             for _ in range(6000):
                 w.start()

@@ -235,7 +235,7 @@ def test_ten_thousand_rounds_flat(pair):
         w2 = pair.conn.write_init([(mr, desc, 0, n)] * 8)
         g = uccl.PersistentGroup([w1, w2])
         g.start()
-        for _ in range(6000):  # warm-up: libuccl's own memory first grows
+        for _ in range(6000):  # warm-up: the shm rings' first lap (test_persist.py)
             g.wait_start()
         g.wait(T)
         gc.collect()

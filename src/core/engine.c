@@ -362,6 +362,8 @@ uccl_status_t uccl_engine_create(const uccl_engine_params_t *params, uccl_engine
     uccl_list_init(&engine->handshakes);
     uccl_list_init(&engine->user_reqs);
     uccl_list_init(&engine->msg_tails);
+    /* chunks of 256: one chunk (~856 KiB) while at most 256 requests are
+     * alive at once; never shrinks before uccl_engine_destroy (pool.h) */
     uccl_pool_init(&engine->req_pool, sizeof(uccl_req_t), offsetof(uccl_req_t, pool_link), 256);
     uccl_pool_init(&engine->mr_pool, sizeof(uccl_mr_t), offsetof(uccl_mr_t, pool_link), 256);
     uccl_pool_init(&engine->conn_pool, sizeof(uccl_conn_t), offsetof(uccl_conn_t, pool_link), 16);

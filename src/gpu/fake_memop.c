@@ -95,13 +95,23 @@ uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
     return UCCL_OK;
 }
 
+static bool fake_streams_waiting(bool dev);
+
 uccl_status_t uccl_gpu_host_unregister(void *ptr)
 {
     if (ptr == NULL)
         return UCCL_ERR_INVALID_PARAM;
-    /* cudaHostUnregister synchronizes the device, as uccl_gpu_free does: while
-     * a stream waits on a host flag not set it never returns on a GPU (one
-     * H200, t_gpu_stream_kill with UCCL_GPU_IPC_PEER_DONE=1, session 16) */
+    /* cudaHostUnregister synchronizes the device: while a stream waits, on a
+     * host flag or on a device word (a dead peer's stream will never write
+     * it), it does not return on a GPU (one H200, t_gpu_stream_kill with
+     * UCCL_GPU_IPC_PEER_DONE=1, session 16). Stricter than uccl_gpu_free's
+     * check, which trusts a device word to come: gpu_ipc unregisters only
+     * at an endpoint's end, once the caller's streams passed. */
+    if (fake_streams_waiting(true)) {
+        uccl_error("fake GPU: uccl_gpu_host_unregister synchronizes the device while a stream "
+                   "waits on a word not set yet: on a GPU this call would not return");
+        abort();
+    }
     uccl_fake_device_sync("uccl_gpu_host_unregister");
     return UCCL_OK;
 }
@@ -159,25 +169,34 @@ void uccl_gpu_flags_poll(void)
     uccl_fake_streams_flush(-1);
 }
 
-void uccl_fake_device_sync(const char *what)
+/* Does a stream wait on a host flag not set (dev too: or on a device word
+ * not set)? A lost context waits on nothing: it fails every sync at once. */
+static bool fake_streams_waiting(bool dev)
 {
     uccl_list_t *pos;
     bool held = false;
 
-    if (uccl_fake_ctx_lost()) /* a lost context fails every sync at once: no hang */
-        return;
+    if (uccl_fake_ctx_lost())
+        return false;
     pthread_mutex_lock(&uccl_fake_stream_lock);
     uccl_list_for_each(pos, &uccl_fake_streams) {
         uccl_gpu_stream_t s = uccl_container_of(pos, struct uccl_gpu_stream, link);
         uccl_list_t *cpos;
         uccl_list_for_each(cpos, &s->queue) {
             fake_copy_t *c = uccl_container_of(cpos, fake_copy_t, link);
-            if (c->wait != NULL && !c->dev_wait && !uccl_fake_wait_met(c))
+            if (c->wait != NULL && (dev || !c->dev_wait) && !uccl_fake_wait_met(c))
                 held = true;
         }
     }
     pthread_mutex_unlock(&uccl_fake_stream_lock);
-    if (held) {
+    return held;
+}
+
+void uccl_fake_device_sync(const char *what)
+{
+    if (uccl_fake_ctx_lost()) /* a lost context fails every sync at once: no hang */
+        return;
+    if (fake_streams_waiting(false)) {
         uccl_error("fake GPU: %s synchronizes the device while a stream waits on a host flag "
                    "not set yet: on a GPU this call would never return", what);
         abort();

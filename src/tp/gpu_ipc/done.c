@@ -55,11 +55,13 @@ void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
 /* Unregistering a page synchronizes the device (cudaHostUnregister): while
  * a caller's stream waits on this engine's progress (a stream-ordered call
  * whose flag only this progress writes, after the failed connection's
- * requests end) that never returns. A peer dying under a stream-ordered
+ * requests end), or while the caller's streams have not passed every
+ * stream-ordered call (one waits on a word a dead peer's GPU would have
+ * written), that never returns. A peer dying under a stream-ordered
  * collective hung its survivors here (one H200, t_gpu_stream_kill with
- * PEER_DONE=1, session 16). Then the ring's mapping goes to the tp's
- * done_orphans, unregistered and unmapped once no stream waits on the
- * engine (its progress) or with the tp. */
+ * PEER_DONE=1, session 16; the fake backend now aborts there). Then the
+ * ring's mapping goes to the tp's done_orphans, unregistered and unmapped
+ * once the streams passed (progress) or with the tp. */
 typedef struct done_orphan {
     uccl_list_t link;
     ipc_ring_shm_t *shm;
@@ -80,7 +82,7 @@ void uccl_gpu_ipc_done_close(ipc_ep_t *ep)
     if (ep->done_dev == NULL)
         return;
     ep->done_dev = NULL;
-    if (uccl_engine_stream_holds(engine) > 0) {
+    if (uccl_engine_stream_holds(engine) > 0 || !uccl_engine_streams_passed(engine)) {
         if ((o = malloc(sizeof(*o))) != NULL) {
             o->shm = ep->tx.shm;
             ep->tx.shm = NULL; /* the ring's end leaves the mapping to us */

@@ -268,7 +268,8 @@ static int ipc_progress(uccl_tp_t *base)
     if (!uccl_list_empty(&tp->orphans) && uccl_engine_stream_holds(base->engine) == 0 &&
         uccl_engine_streams_passed(base->engine))
         uccl_gpu_ipc_orphans_close(tp);
-    if (!uccl_list_empty(&tp->done_orphans) && uccl_engine_stream_holds(base->engine) == 0)
+    if (!uccl_list_empty(&tp->done_orphans) && uccl_engine_stream_holds(base->engine) == 0 &&
+        uccl_engine_streams_passed(base->engine))
         uccl_gpu_ipc_done_orphans_close(tp);
     IPC_PROF_ADD(&tp->prof, IPC_PROF_PROGRESS, t0, 1);
     return events;

@@ -221,8 +221,8 @@ typedef struct ipc_tp {
      * peer's memory, which stays valid while mapped; closed with the tp */
     uccl_list_t orphans;
     /* PEER_DONE word pages (done.c) still registered whose ep went while a
-     * caller's stream waited on this engine: unregistered (and unmapped)
-     * once none waits, or with the tp */
+     * caller's streams had not passed this engine's calls: unregistered (and
+     * unmapped) once they have, or with the tp */
     uccl_list_t done_orphans;
     ipc_prof_t prof;     /* cfg.prof */
     uint32_t *flag_host; /* cfg.flag_done: IPC_FLAG_SLOTS words stream 0 writes fence numbers to, or NULL */

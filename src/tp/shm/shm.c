@@ -211,6 +211,16 @@ static void shm_ep_attach(shm_ep_t *ep, size_t ring_size, bool init)
     uccl_spsc_attach(&ep->rx, ep->is_initiator ? ring1 : ring0, ring_size, SHM_RING_ALIGN, false, init);
 }
 
+/* Memory: the segment (two rings of UCCL_SHM_RING_SIZE, 8 MiB by default)
+ * is a sparse file of /dev/shm, mapped by both processes; a page becomes
+ * resident when the rings first reach it. Packets go round each ring, so
+ * every process's RSS grows by up to both rings (RssShmem, counted in both
+ * processes for the same pages) over the first lap, then stays flat; the
+ * pages are freed once both ends closed (munmap; the name is unlinked as
+ * soon as the peer attached).
+ * 1 KiB writes by CMA take 128 bytes of the writer's ring (RMA, 64-byte
+ * aligned) and 64 of the other (FIN): 4 MiB rings fill after 2048 and 4096
+ * windows of 16 (tests/perf/results/core-rss16). */
 static uccl_status_t shm_seg_create(shm_ep_t *ep)
 {
     size_t ring_size = ep->tp->cfg.ring_size;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# py15 (py16: copied, pgroup added to cg.py): callgrind of one rank of cg.py (host memory, shm): the loop's ITERS
+# py15, moved here by py16 (pgroup added to cg.py): callgrind of one rank of cg.py (host memory, shm): the loop's ITERS
 # windows alone (a dump before each marker call), and the instructions a
 # window without uccl_wait_all's (its spinning depends on the peer; the work
 # it does for the window is the same in every mode) and in it.
