@@ -15,20 +15,6 @@
 #define FLOOD 32768u /* 128 MiB offered */
 #define CAP (4u << 20)
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return v;
-}
-
 static void test_flood(void)
 {
     unit_fixture_t f;
@@ -41,7 +27,7 @@ static void test_flood(void)
     UNIT_ASSERT_STATUS(unit_fixture_open(unit_tp, MSG, MSG, &f), UCCL_OK);
     if (f.p.a == NULL)
         return;
-    rss0 = rss_kib();
+    rss0 = unit_rss_kib();
     for (; sent < FLOOD; sent++) {
         memset(f.src, (int)(sent & 0xff), MSG);
         st = uccl_send(f.p.ab, f.src_mr, 0, MSG, 1, &req);
@@ -54,10 +40,10 @@ static void test_flood(void)
             break;
     }
     printf(" [%s: %u sends of %u B, receiver's connection %s, RSS +%ld KiB] ", unit_tp, sent,
-           MSG, uccl_status_name(attr.state), rss_kib() - rss0);
+           MSG, uccl_status_name(attr.state), unit_rss_kib() - rss0);
     CU_ASSERT_EQUAL(attr.state, UCCL_ERR_NO_MEMORY);
     CU_ASSERT(sent >= CAP / MSG / 2 && sent <= 2 * CAP / MSG + 64);
-    CU_ASSERT(rss_kib() - rss0 < 32 * 1024);
+    CU_ASSERT(unit_rss_kib() - rss0 < 32 * 1024);
     /* what arrived before the cap is still offered, in order */
     UNIT_ASSERT_STATUS(uccl_recv(f.p.ba, f.dst_mr, 0, MSG, 1, &req), UCCL_OK);
     UNIT_ASSERT_STATUS(unit_drive(&f.p, &req, 1, 2000), UCCL_OK);

@@ -477,20 +477,12 @@ static void test_proofs(void)
     CU_ASSERT_PTR_NOT_NULL(uccl_crypto_source());
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
 static int init_tp(const char *name)
 {
     uccl_engine_t *e = NULL;
 
     transport = name;
-#ifdef SANITIZED
+#ifdef UNIT_SANITIZED
     /* libfabric's providers leak from modules unloaded at exit, which LSan
      * cannot attribute (so tests/lsan.supp cannot name them), and an ofi
      * engine takes seconds to open under ASan: the plain build covers ofi */

@@ -22,28 +22,6 @@
 #define ROUNDS 10000
 #define SLACK_KIB 256 /* stdio, CUnit, the kernel's accounting of a few pages */
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return v;
-}
-
 /* Bytes malloc handed out and still holds for the program (all arenas). */
 static size_t heap_bytes(void)
 {
@@ -108,23 +86,23 @@ static void test_windows_flat(void)
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, src, LEN, 0, &ms), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, dst, LEN, 0, &md), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_mr_pack(md, 0, LEN, &desc), UCCL_OK);
-    rss_start = rss_kib();
+    rss_start = unit_rss_kib();
     CU_ASSERT_FATAL(windows(&p, ms, &desc, src, dst, WARMUP));
     /* one chunk of 256 requests holds a window of 16 */
     CU_ASSERT_EQUAL(p.a->req_pool.allocated, 256);
     heap0 = heap_bytes();
     held0 = pools(&p, pool_held);
     used0 = pools(&p, pool_used);
-    rss0 = rss_kib();
+    rss0 = unit_rss_kib();
     CU_ASSERT_FATAL(windows(&p, ms, &desc, src, dst, ROUNDS));
-    grown = rss_kib() - rss0;
+    grown = unit_rss_kib() - rss0;
     printf(" [%s: warm-up of %d windows +%ld KiB RSS; then %d windows: heap %+ld B, pooled "
            "objects held %+ld, in use %+ld, RSS %+ld KiB] ", unit_tp, WARMUP, rss0 - rss_start,
            ROUNDS, (long)(heap_bytes() - heap0), pools(&p, pool_held) - held0,
            pools(&p, pool_used) - used0, grown);
     CU_ASSERT_EQUAL(pools(&p, pool_held), held0);
     CU_ASSERT_EQUAL(pools(&p, pool_used), used0);
-#ifndef SANITIZED /* ASan's allocator: mallinfo2 and RSS measure it, not libuccl */
+#ifndef UNIT_SANITIZED /* ASan's allocator: mallinfo2 and RSS measure it, not libuccl */
     CU_ASSERT(heap_bytes() <= heap0 + 4096);
     CU_ASSERT(grown < SLACK_KIB);
     /* both rings, mapped by both engines of this process, and one chunk of
@@ -162,7 +140,7 @@ static void test_connections_flat(void)
             heap0 = heap_bytes();
             held0 = pools(&p, pool_held);
             used0 = pools(&p, pool_used);
-            rss0 = rss_kib();
+            rss0 = unit_rss_kib();
         }
         UNIT_ASSERT_STATUS(unit_connect(p.a, p.b, &p.ab, &p.ba), UCCL_OK);
         CU_ASSERT_FATAL(windows(&p, ms, &desc, src, dst, 300));
@@ -175,12 +153,12 @@ static void test_connections_flat(void)
     }
     printf(" [%s: 30 more connections: heap %+ld B, pooled objects held %+ld, in use %+ld, RSS "
            "%+ld KiB] ", unit_tp, (long)(heap_bytes() - heap0), pools(&p, pool_held) - held0,
-           pools(&p, pool_used) - used0, rss_kib() - rss0);
+           pools(&p, pool_used) - used0, unit_rss_kib() - rss0);
     CU_ASSERT_EQUAL(pools(&p, pool_held), held0);
     CU_ASSERT_EQUAL(pools(&p, pool_used), used0);
-#ifndef SANITIZED
+#ifndef UNIT_SANITIZED
     CU_ASSERT(heap_bytes() <= heap0 + 4096);
-    CU_ASSERT(rss_kib() - rss0 < SLACK_KIB);
+    CU_ASSERT(unit_rss_kib() - rss0 < SLACK_KIB);
 #endif
 out:
     unit_pair_close(&p);

@@ -82,6 +82,31 @@ static void unit_on_done(const CU_pTest t, const CU_pSuite s, const CU_pFailureR
 static void unit_on_init_failed(const CU_pSuite s) { printf("Suite %s: setup FAILED\n", s->pName); }
 static void unit_on_cleanup_failed(const CU_pSuite s) { printf("Suite %s: cleanup FAILED\n", s->pName); }
 
+/* UNIT_SANITIZED: built with AddressSanitizer (its allocator, not the code
+ * under test, is what heap and RSS figures would measure). */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNIT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNIT_SANITIZED 1
+#endif
+#endif
+
+/* This process's resident set in KiB (/proc/self/status VmRSS), -1 if unread. */
+static inline long unit_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            v = atol(line + 6);
+    if (f != NULL)
+        fclose(f);
+    return v;
+}
+
 /* UNIT_ONLY=TEXT (for repeating one case by hand): only the cases whose
  * name contains TEXT run; the others are neither run nor counted. */
 static inline void unit_only(const char *text)
