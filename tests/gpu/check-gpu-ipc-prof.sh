@@ -14,12 +14,7 @@ set -e
 run() { # run NAME VAR=VAL...: write, window 16, 4 sizes x 5 windows, on 2 ranks (MPIEXEC holds a $(...))
     name=$1
     shift
-    env_on "$@"
-    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
-        --op write --min 4K --max 32K --window 16 --iters 5 --no-ref" >"$tmp/$name" 2>&1
-    st=$?
-    env_off "$@"
-    return $st
+    run_p2p "$name" write 16 4K 32K 5 "$@"
 }
 
 if ! run plain; then

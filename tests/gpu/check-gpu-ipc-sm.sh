@@ -23,14 +23,14 @@ run() { # run NAME OP VAR=VAL...: OP, window 16, 64 KiB and 128 KiB, on 2 ranks 
     name=$1
     op=$2
     shift 2
-    env_on UCCL_GPU_IPC_PROF=1 "$@"
     case $op in
-    coll-*) eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 $xs \"\$perf\" coll --mem cuda \
-        --transport shm,gpu_ipc --op ${op#coll-} --min 256K --max 256K --iters 1 --warmup 1" >"$tmp/$name" 2>&1 ;;
-    *) eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
-        --op $op --min 64K --max 128K --window 16 --iters 3 --no-ref" >"$tmp/$name" 2>&1 ;;
+    coll-*) ;;
+    *) run_p2p "$name" "$op" 16 64K 128K 3 UCCL_GPU_IPC_PROF=1 "$@"; return ;;
     esac
-    st=$?
+    env_on UCCL_GPU_IPC_PROF=1 "$@"
+    st=0
+    eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 $xs \"\$perf\" coll --mem cuda \
+        --transport shm,gpu_ipc --op ${op#coll-} --min 256K --max 256K --iters 1 --warmup 1" >"$tmp/$name" 2>&1 || st=$?
     env_off UCCL_GPU_IPC_PROF=1 "$@"
     return $st
 }

@@ -20,19 +20,26 @@ env_on() { # env_on VAR=VAL...: exports each, and $xs names them for mpirun -x
 env_off() { # env_off VAR=VAL...: unsets what env_on exported
     for kv in "$@"; do unset "${kv%%=*}"; done
 }
-# run_small NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), WINDOW
-# in flight, 2 ranks, the profile on; output in $tmp/NAME
-run_small() {
-    name=$1
-    op=$2
-    w=$3
-    shift 3
-    env_on UCCL_GPU_IPC_PROF=1 "$@"
+# run_p2p NAME OP WINDOW MIN MAX ITERS VAR=VAL...: uccl_perf p2p over
+# gpu_ipc on GPU memory, 2 ranks, OP from MIN to MAX bytes with WINDOW in
+# flight, ITERS timed windows, VAR=VAL... in both ranks' environment;
+# output in $tmp/NAME, uccl_perf's status returned
+run_p2p() {
+    name=$1 op=$2 p2p_w=$3 p2p_min=$4 p2p_max=$5 p2p_iters=$6
+    shift 6
+    env_on "$@"
     st=0
     eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" p2p --mem cuda --transport gpu_ipc \
-        --op $op --min 4K --max 16K --window $w --iters 3 --no-ref" >"$tmp/$name" 2>&1 || st=$?
-    env_off UCCL_GPU_IPC_PROF=1 "$@"
+        --op $op --min $p2p_min --max $p2p_max --window $p2p_w --iters $p2p_iters --no-ref" >"$tmp/$name" 2>&1 || st=$?
+    env_off "$@"
     return $st
+}
+# run_small NAME OP WINDOW VAR=VAL...: OP at 4 KiB-16 KiB (3 sizes), WINDOW
+# in flight, 3 windows, the profile on
+run_small() {
+    name=$1 op=$2 p2p_w=$3
+    shift 3
+    run_p2p "$name" "$op" "$p2p_w" 4K 16K 3 UCCL_GPU_IPC_PROF=1 "$@"
 }
 count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such row)
     awk -v s="$2" 'index($0, "gpu_ipc prof") && index($0, ": " s " ") { n += $(NF - 2) } END { print n + 0 }' "$1"
