@@ -5,7 +5,7 @@
 # or tests/vm/device-rails.sh with DEVICE_BENCH=this file), every figure the
 # rate on the veth pair (tests/rxe/bench.sh's functions, BENCH_WIRE=1,
 # BENCH_SLIDING=1), with what each run cost on the wire. vm15c's
-# bench-send-ab.sh, plus rxe's counters and setting columns. Columns:
+# bench-send-ab.sh (removed: this runs its columns), plus rxe's counters and setting columns. Columns:
 #   slide  libuccl's defaults
 #   pt     ib_send_bw -t 16 (the server's rx depth 16)
 #   ucx    ucx_perftest tag_bw -O 16 (UCP over rc_verbs)
