@@ -233,7 +233,7 @@ typedef struct ofi_xfer {
  * operation while posted; landed: the message came before an earlier one
  * and waits in req's pieces and its bounce (len bytes, data: its CQ data,
  * tag and run) for its turn. The slots are a ring: message m's is
- * dslot[m % OFI_DDEPTH_MAX] (uccl_ofi_dslot); those of numbers outside
+ * dslot[m % OFI_DDEPTH_MAX] (uccl_ofi_dslot_at); those of numbers outside
  * dseq .. dseq + depth - 1 stay empty. */
 #define OFI_DDEPTH_MAX 16 /* a power of two */
 _Static_assert((OFI_DDEPTH_MAX & (OFI_DDEPTH_MAX - 1)) == 0, "OFI_DDEPTH_MAX: a power of two");
@@ -468,10 +468,16 @@ static inline tp_ofi_ep_t *tp_ofi_ep(uccl_tp_ep_t *base)
     return (tp_ofi_ep_t *)base;
 }
 
+/* The place in ep->dslot of message number seq's direct-receive slot. */
+static inline unsigned uccl_ofi_dslot_at(uint64_t seq)
+{
+    return (unsigned)(seq & (OFI_DDEPTH_MAX - 1));
+}
+
 /* The direct-receive slot of message dseq + k (k below the depth). */
 static inline ofi_dslot_t *uccl_ofi_dslot(tp_ofi_ep_t *ep, int k)
 {
-    return &ep->dslot[(ep->dseq + (uint64_t)k) & (OFI_DDEPTH_MAX - 1)];
+    return &ep->dslot[uccl_ofi_dslot_at(ep->dseq + (uint64_t)k)];
 }
 
 #endif

@@ -417,7 +417,7 @@ static bool ofi_direct_slot_into_ok(const tp_ofi_ep_t *ep, int k, const uccl_req
 
     if (req == NULL || k >= ep->tp->direct_depth)
         return ofi_direct_into_ok(ep, req);
-    s = &ep->dslot[(ep->dseq + (uint64_t)k) & (OFI_DDEPTH_MAX - 1)]; /* uccl_ofi_dslot */
+    s = &ep->dslot[uccl_ofi_dslot_at(ep->dseq + (uint64_t)k)];
     if ((s->op != NULL && s->op->dreq == req) || (s->landed && s->req == req))
         return true;
     return ofi_direct_into_ok(ep, req);
@@ -551,10 +551,11 @@ void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, s
         return;
     }
     ep->ddue = 0; /* a slot changed: the next progress looks at them all */
-    if (ep->dslot[op->off & (OFI_DDEPTH_MAX - 1)].op == op) { /* message off's slot */
-        slot = &ep->dslot[op->off & (OFI_DDEPTH_MAX - 1)];
+    slot = &ep->dslot[uccl_ofi_dslot_at(op->off)]; /* message off's */
+    if (slot->op == op)
         slot->op = NULL;
-    }
+    else
+        slot = NULL;
     if (ep->dany == op)
         ep->dany = NULL;
     if (ep->dead || (st == UCCL_ERR_CANCELED && op->cancelled))
