@@ -23,6 +23,16 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
      "as UCCL_SHM_SPLIT_PCT",
      offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
+    /* 2x H200, np 2, blocking allgather / alltoall, both directions busy
+     * (tests/gpu/results/2xH200-mgpu17): the clear-to-send hop and a second
+     * copy launch on each side cost 4-8 us a call at 1-16 MiB received (2 MiB
+     * allgather: 20.0 / 19.3 us pulled whole, 26.9 split), and each GPU's
+     * copy engines already run its own pull; 64-256 MiB: 0.96-1.00x main */
+    {"DUPLEX_PULL_MAX", "4G",
+     "a message of at most this size arriving while this process has a send of its own to the same "
+     "peer in flight (an exchange: both directions busy) is pulled whole by the receiver (no "
+     "clear-to-send, no push, no split; see PUSH_MIN); 0 = every message by PUSH_MIN",
+     offsetof(ipc_cfg_t, duplex_pull_max), UCCL_CFG_SIZE},
     /* One H200 VM, two processes on GPU 0, window 16, ratio to a plain
      * cudaMemcpyAsync in the same job (tests/gpu/results/1xH200-p2p): a
      * copy costs the CPU about 4 us whatever its size (b_copy_cost), and a

@@ -155,6 +155,7 @@ typedef struct ipc_cfg {
     size_t stream_split_min;
     size_t push_min;
     int split_pct;
+    size_t duplex_pull_max; /* DUPLEX_PULL_MAX: no push up to this size while a send of ours to that peer is in flight */
     size_t batch_max;
     size_t batch_cross; /* BATCH_CROSS: the batch across GPUs is for transfers below this */
     int prof; /* the micro profile (prof.h) */
