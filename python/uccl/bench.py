@@ -66,24 +66,14 @@ import threading
 
 # the loops (bench_p2p.py); all_equal and new_buffer also for bench_coll.py
 # and session 13b's probe.py
-from uccl.bench_p2p import all_equal, c_phase, new_buffer, phase
+from uccl.bench_p2p import Side, all_equal, auto_iters, c_phase, new_buffer, phase, sizes_of
+# --variant: engines of different settings in one job (bench_ab.py)
+from uccl.bench_ab import print_variants, variant_arg, worker_variants
 
 
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
-
-
-def auto_iters(size, window):  # as uccl_perf's auto_iters
-    return max(3, min(200, (256 << 20) // max(1, size * window)))
-
-
-def sizes_of(lo, hi):
-    out, s = [], lo
-    while s <= hi:
-        out.append(s)
-        s *= 2
-    return out
 
 
 # ------------------------------------------------------------------ worker
@@ -95,20 +85,14 @@ def worker(a):
     if a.op in COLL_OPS:
         from uccl.bench_coll import coll_worker
         return coll_worker(a)
-    import numpy as np
     from mpi4py import MPI
     import uccl
     world = MPI.COMM_WORLD
-    comm = uccl.Comm.from_mpi(world, transports=a.transport, gpu=0 if a.mem == "cuda" else -1)
-    conn = comm.conn(1 - comm.rank)
+    if a.variant:
+        return worker_variants(a, world)
+    side = Side(a, world)
+    comm, conn, mr, ctl, desc = side.comm, side.conn, side.mr, side.ctl, side.desc
     sizes = sizes_of(a.min, a.max)
-    source = 1 if a.op == "read" else 0
-    buf = new_buffer(a, a.max, 0x5A if comm.rank == source else 0)
-    mr = comm.engine.register(buf)
-    # 0-byte acks and fins: on the data's region with GPU memory, as uccl_perf
-    # (they then go over the transport that moves the data)
-    ctl = mr if a.mem == "cuda" else comm.engine.register(np.zeros(1, np.uint8))
-    desc = world.bcast(mr.descriptor() if comm.rank == 1 else None, root=1)
     rows = []
     for size in sizes:
         iters = a.iters or auto_iters(size, a.window)
@@ -156,8 +140,6 @@ def worker(a):
         phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
         rows.append({"size": size, "us": t / ops * 1e6, "gbps": size * ops / t / 1e9 if t else 0})
-    if comm.rank != source and not all_equal(buf, 0x5A):  # the destination checks
-        raise SystemExit("uccl.bench: data check failed")
     # session 14: whether the waits and list posts kept the GIL (no other
     # thread) or released it, and the reused descriptors, this process's
     fast = getattr(uccl._uccl, "_fast_stats", dict)()
@@ -168,11 +150,7 @@ def worker(a):
     if comm.rank == 0:
         with open(a.json, "w") as f:
             json.dump({"transport": conn.transport, "rows": rows, "fast": fast}, f)
-    world.Barrier()
-    mr.release()
-    if ctl is not mr:
-        ctl.release()
-    comm.close()
+    side.close(world)
 
 
 # ------------------------------------------------------------------ driver
@@ -220,6 +198,10 @@ def run_py(a, out):
         cmd.append("--mixed")
     if a.split:
         cmd.append("--split")
+    for name, env in a.variant:
+        cmd += ["--variant", "%s:%s" % (name, ",".join("%s=%s" % kv for kv in env.items()))]
+    if a.engine_per_loop:
+        cmd.append("--engine-per-loop")
     if a.stream:
         cmd.append("--stream")
     if a.objects:
@@ -289,6 +271,8 @@ def driver_inproc(a):
     each process (worker --inproc)."""
     with tempfile.TemporaryDirectory() as tmp:
         tp, raw = run_py(a, os.path.join(tmp, "py.json"))
+    if a.variant:
+        return print_variants(a, tp, raw)
     what = {"one": "one call per transfer",
             "many": "one Conn.%s_many call per window, a Request per transfer" % a.op,
             "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op,
@@ -424,12 +408,26 @@ def main(argv=None):
                         "13's loop), persist (Conn.*_init once, PersistentRequest start "
                         "and wait a window, session 15); each runs alternating with C's, "
                         "the first is Py")
+    p.add_argument("--variant", type=variant_arg, action="append", default=[],
+                   metavar="NAME:VAR=VAL,...",
+                   help="in-process point-to-point: an engine opened with these environment "
+                        "settings (libuccl's UCCL_*), repeated for each variant; all variants "
+                        "run in the same processes, interleaved per round, each with its own "
+                        "C and Python loops (--post's first mode only)")
+    p.add_argument("--engine-per-loop", action="store_true",
+                   help="with --variant: a variant's C loop and Python loop each on an "
+                        "engine of its own (per-loop counters, e.g. UCCL_GPU_IPC_PROF=1, "
+                        "printed at each engine's close after a '# uccl.bench engine' line)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:
         a.inproc = a.op not in COLL_OPS and not a.worker
     if a.op in COLL_OPS:
         a.inproc = False
+    if a.variant and (not a.inproc or a.mixed or a.split or len(a.post) > 1):
+        p.error("--variant: in-process point-to-point, one --post mode, no --mixed/--split")
+    if len({n for n, _ in a.variant}) != len(a.variant):
+        p.error("--variant: names must differ")
     if a.worker:
         worker(a)
     else:

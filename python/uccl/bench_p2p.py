@@ -7,9 +7,23 @@ ack's receive and the window, then waits for both; rank 1 posts the
 window's receives, waits, then sends the ack; write/read post the window
 and wait, rank 1 idles until the fin."""
 import mmap
+import os
 import time
 
 TAG_DATA, TAG_ACK, TAG_FIN = 1, 2, 3
+
+
+def auto_iters(size, window):  # as uccl_perf's auto_iters
+    return max(3, min(200, (256 << 20) // max(1, size * window)))
+
+
+def sizes_of(lo, hi):
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= 2
+    return out
+
 
 def idle_wait(engine, req):
     """Rank 1 of write/read: progress while the engine has work, else sleep."""
@@ -321,3 +335,42 @@ def c_phase(a, world, conn, mr, ctl, desc, size, iters, rank):
     world.Barrier()
     return uccl._uccl._p2p_loop(conn, a.op, rank, mr, ctl, desc,
                                 size, a.window, iters)
+
+
+class Side:
+    """One engine's point-to-point setup: its Comm, connection, buffer,
+    region, ack region and the peer's descriptor."""
+
+    def __init__(self, a, world, env=None):
+        import numpy as np
+        import uccl
+        saved = {k: os.environ.get(k) for k in env or {}}
+        os.environ.update(env or {})  # read by libuccl when the engine opens
+        try:
+            self.comm = uccl.Comm.from_mpi(world, transports=a.transport,
+                                           gpu=0 if a.mem == "cuda" else -1)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        rank = self.comm.rank
+        self.conn = self.comm.conn(1 - rank)
+        self.source = 1 if a.op == "read" else 0
+        self.buf = new_buffer(a, a.max, 0x5A if rank == self.source else 0)
+        self.mr = self.comm.engine.register(self.buf)
+        # 0-byte acks and fins: on the data's region with GPU memory, as
+        # uccl_perf (they then go over the transport that moves the data)
+        self.ctl = (self.mr if a.mem == "cuda"
+                    else self.comm.engine.register(np.zeros(1, np.uint8)))
+        self.desc = world.bcast(self.mr.descriptor() if rank == 1 else None, root=1)
+
+    def close(self, world):
+        if self.comm.rank != self.source and not all_equal(self.buf, 0x5A):
+            raise SystemExit("uccl.bench: data check failed")  # the destination checks
+        world.Barrier()
+        self.mr.release()
+        if self.ctl is not self.mr:
+            self.ctl.release()
+        self.comm.close()
