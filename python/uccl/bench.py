@@ -52,7 +52,9 @@ window's list and the ack made once per size as uccl.PersistentRequests
 (Conn.send_init ...), then start() and wait() each window (loop_persist):
 what a loop that moves the same ranges every round would use. pgroup
 (session 16): the same requests in a uccl.PersistentGroup, one wait_start()
-call a window (loop_pgroup).
+call a window (loop_pgroup); pgroupp (session 17): the groups made with
+progress=True (start() ends with a round of progress, as C's loop waits
+right after posting).
 """
 import argparse
 import json
@@ -255,10 +257,11 @@ def print_split(raw, rows):
 
 def post_modes(s):
     modes = s.split(",")
-    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist", "pgroup")
+    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist", "pgroup",
+                                  "pgroupp")
                         for m in modes) or len(set(modes)) != len(modes):
         raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one, "
-                                         "persist, pgroup")
+                                         "persist, pgroup, pgroupp")
     return modes
 
 
@@ -280,7 +283,9 @@ def driver_inproc(a):
             "persist": "Conn.%s_init once, PersistentRequest start() and wait() per window"
                        % a.op,
             "pgroup": "persist's requests in a uccl.PersistentGroup, one start() and one "
-                      "wait() per window"}
+                      "wait() per window",
+            "pgroupp": "pgroup with PersistentGroup(progress=True): start() ends with a "
+                       "round of progress"}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
           "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "
@@ -417,7 +422,7 @@ def main(argv=None):
     p.add_argument("--engine-per-loop", action="store_true",
                    help="with --variant: a variant's C loop and Python loop each on an "
                         "engine of its own (per-loop counters, e.g. UCCL_GPU_IPC_PROF=1, "
-                        "printed at each engine's close after a '# uccl.bench engine' line)")
+                        "printed at each engine's close after a '# uccl.bench engine' line naming its pid)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:

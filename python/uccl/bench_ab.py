@@ -8,6 +8,7 @@ variant's C loop and Python loop an engine each, for counters kept per
 engine (UCCL_GPU_IPC_PROF=1 prints them when the engine closes)."""
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -76,8 +77,8 @@ def worker_variants(a, world):
     for name, (sc, sp) in sides.items():
         for loop, side in (("c", sc), ("py", sp)) if sp is not sc else (("c+py", sc),):
             # gpu_ipc's profile (UCCL_GPU_IPC_PROF) follows this line on stderr
-            print("# uccl.bench engine %s %s rank %d closing" % (name, loop, rank),
-                  file=sys.stderr, flush=True)
+            print("# uccl.bench engine %s %s rank %d pid %d closing" % (
+                name, loop, rank, os.getpid()), file=sys.stderr, flush=True)
             side.close(world)
 
 

@@ -141,7 +141,7 @@ def loop_group(post, ops, conn, ctl, iters, rank, send):
             ack(ctl, 0, 0, TAG_ACK, block=True)
 
 
-def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
+def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank, progress=False):
     """--post pgroup (session 16): loop_persist's PersistentRequests in a
     uccl.PersistentGroup: start() before the first window, then
     wait_start() (wait(), then start() again) after each but the last, and
@@ -149,7 +149,9 @@ def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
     loop_persist. Rank 0 of send: the ack's receive and the window
     together (as start_all / wait_all); rank 1: the window, then the ack
     (chain=True: wait() waits for the window, then starts the ack and waits
-    for it); write/read: the window alone."""
+    for it); write/read: the window alone. progress (--post pgroupp, session
+    17): the groups made with progress=True (start() ends with a round of
+    progress: gpu_ipc's held-back copies go before the interpreter runs)."""
     from itertools import repeat
 
     from uccl import PersistentGroup
@@ -157,13 +159,13 @@ def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
         mine = conn.send_init if rank == 0 else conn.recv_init
         ack = (conn.recv_init if rank == 0 else conn.send_init)([(ctl, 0, 0, TAG_ACK)])
         win = mine([(mr, 0, size, TAG_DATA)] * a.window)
-        g = (PersistentGroup((ack, win)) if rank == 0
-             else PersistentGroup((win, ack), chain=True))
+        g = (PersistentGroup((ack, win), progress=progress) if rank == 0
+             else PersistentGroup((win, ack), chain=True, progress=progress))
     else:
         ack = None
         win = (conn.write_init if a.op == "write" else conn.read_init)(
             [(mr, desc, 0, size)] * a.window)
-        g = PersistentGroup((win,))
+        g = PersistentGroup((win,), progress=progress)
     if iters > 0:  # timeit's loop: no int made per round (range makes one)
         g.start()
         for _ in repeat(None, iters - 1):
@@ -293,7 +295,7 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     from uccl import wait_all
     rank = comm.rank
     mode = mode or a.post[0]
-    many = mode not in ("one", "persist", "pgroup")
+    many = mode not in ("one", "persist", "pgroup", "pgroupp")
     op, args = (poster_many if many else poster)(a, conn, mr, desc, size, rank)
     send = a.op == "send"
     world.Barrier()
@@ -301,10 +303,10 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    if mode == "persist" or (mode == "pgroup" and acc is not None):
+    if mode == "persist" or (mode in ("pgroup", "pgroupp") and acc is not None):
         loop_persist(a, conn, mr, ctl, desc, size, iters, rank, acc)
-    elif mode == "pgroup":
-        loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank)
+    elif mode in ("pgroup", "pgroupp"):
+        loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank, progress=mode == "pgroupp")
     elif mode == "group" and acc is None:
         loop_group(op, args, conn, ctl, iters, rank, send)
     elif many:
