@@ -65,6 +65,10 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "polled with cudaStreamQuery and records its event only when another copy follows it there "
      "(0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
+    /* one H200, two processes on GPU 0, window 16, 1-16 MiB send and write,
+     * 20 rounds in one job each (tests/gpu/results/H200-py17): 4096 (never
+     * within a window) ran at 0.993-1.007x 64, LAZY_EVENT=0 at 0.993-1.004x;
+     * at 4 MiB one launch a window polled 22-23 times (PROF=1) */
     {"QUIET_POLLS", "64",
      "with LAZY_EVENT, an unrecorded fence whose stream stayed busy for this many queries gets its "
      "event recorded and polled from then on (a record while copies run costs the CPU 2.5-4.6 us, "

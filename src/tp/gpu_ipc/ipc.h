@@ -114,9 +114,9 @@ typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
  * (and every single transfer waited for) thus costs no cudaEventRecord
  * (0.24-0.6 us of CPU a fence on one H200, 2.5 us once with a busy stream:
  * tests/gpu/results/1xH200-gpu10). The record after that many busy queries
- * is a call of 2.5-4.6 us while the copies run: where a window's copies end
- * about when it is made, their end is seen that much later (QUIET_POLLS,
- * tests/gpu/results/H200-py17). */
+ * is a call of 2.5-4.6 us while the copies run; moving it out of a window
+ * (QUIET_POLLS=4096) or to the fence's close (LAZY_EVENT=0) changed no
+ * window time by more than noise on one H200 (tests/gpu/results/H200-py17). */
 /* flag.c: a fence told by a host word queries its stream every this many
  * reads of a word not there yet */
 #define IPC_FLAG_CHECK_POLLS 64
