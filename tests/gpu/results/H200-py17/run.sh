@@ -12,6 +12,9 @@
 # PASSES passes (separate jobs) x send, write; 1-16 MiB, ROUNDS rounds each.
 # Then the profile (UCCL_GPU_IPC_PROF=1), 4 MiB, q64 and q4k, C and Python on
 # engines of their own (--engine-per-loop): launches, stream queries, records.
+# AB=0 / PROF=0 leave those out; PP=1 adds --post pgroup,pgroupp jobs
+# (PersistentGroup(progress=True), not measured yet):
+#   AB=0 PROF=0 PP=1 bash tests/gpu/results/H200-py17/run.sh
 # NOLOCALGPU=1 (a rehearsal without torch or a GPU): host memory over shm;
 # BUILD=DIR uses an existing build instead.
 # shellcheck disable=SC2086 # $M, $mem: command words, split on purpose
@@ -50,8 +53,18 @@ bench() { # name, then bench arguments
 }
 for pass in $(seq "${PASSES:-2}"); do
     for op in send write; do
+        [ "${AB:-1}" = 1 ] || break
         bench ab-$op$pass --mpirun "$M" --op $op $mem --transport $tp --min ${MIN:-1M} --max ${MAX:-16M} \
             --iters ${ITERS:-300} --rounds ${ROUNDS:-10} --post pgroup $V --variant lazy0:UCCL_GPU_IPC_LAZY_EVENT=0
+    done
+done
+# PP=1 (not run yet: call 2 of py17 failed, see README): PersistentGroup(progress=True)
+# (--post pgroupp) against pgroup and C in the same processes, the default engine
+for pass in $(seq "${PASSES:-2}"); do
+    for op in send write; do
+        [ "${PP:-0}" = 1 ] || break
+        bench pp-$op$pass --mpirun "$M" --op $op $mem --transport $tp --min ${MIN:-1M} --max ${MAX:-16M} \
+            --iters ${ITERS:-300} --rounds ${ROUNDS:-10} --post pgroup,pgroupp
     done
 done
 for op in send write; do
