@@ -265,13 +265,17 @@ static uccl_status_t op_post(uccl_engine_t *engine, uccl_copy_ctx_t *ctx, uccl_g
     return UCCL_OK;
 }
 
-/* Device of the GPU side of a copy, -1 when both sides are host memory. */
-static int copy_device(void *dst, const void *src)
+/* Device of the GPU side of a copy, -1 when both sides are host memory;
+ * *dtod when both are device memory. The type alone is asked, not the
+ * allocation range: this runs on every call (a collective's own block). */
+static int copy_device(void *dst, const void *src, bool *dtod)
 {
     uccl_gpu_ptr_attr_t a, b;
 
-    if (uccl_gpu_ptr_attr(dst, &a) != UCCL_OK || uccl_gpu_ptr_attr(src, &b) != UCCL_OK)
+    *dtod = false;
+    if (uccl_gpu_ptr_kind(dst, &a) != UCCL_OK || uccl_gpu_ptr_kind(src, &b) != UCCL_OK)
         return -1;
+    *dtod = a.type != UCCL_MEM_HOST && b.type != UCCL_MEM_HOST;
     return a.type != UCCL_MEM_HOST ? a.device : b.type != UCCL_MEM_HOST ? b.device : -1;
 }
 
@@ -282,12 +286,13 @@ static uccl_status_t copy_start(uccl_engine_t *engine, void *dst, const void *sr
     uccl_gpu_stream_t stream;
     uccl_copy_ctx_t *ctx;
     int device, prev;
+    bool dtod = false;
 
     if (st != UCCL_OK)
         return st;
     if (len > 0 && (dst == NULL || src == NULL))
         return UCCL_ERR_INVALID_PARAM;
-    device = len > 0 ? copy_device(dst, src) : -1;
+    device = len > 0 ? copy_device(dst, src, &dtod) : -1;
     if (device < 0) {
         if (len > 0)
             memmove(dst, src, len);
@@ -300,8 +305,9 @@ static uccl_status_t copy_start(uccl_engine_t *engine, void *dst, const void *sr
     uccl_engine_lock(engine);
     prev = current_device();
     st = ctx_get(engine, device, &ctx);
-    if (st == UCCL_OK)
-        st = uccl_gpu_memcpy_async(dst, src, len, ctx->stream);
+    if (st == UCCL_OK) /* GPU to GPU: the driver's call, no unified-addressing lookups (gpu.h) */
+        st = dtod ? uccl_gpu_memcpy_dtod_async(dst, src, len, ctx->stream)
+                  : uccl_gpu_memcpy_async(dst, src, len, ctx->stream);
     if (st == UCCL_OK && req != NULL)
         st = op_post(engine, ctx, ctx->stream, len, req);
     stream = st == UCCL_OK && req == NULL ? ctx->stream : NULL;

@@ -60,11 +60,9 @@ static void addr_range_lookup(void)
                   "falls back to the pointer itself");
 }
 
-uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+uccl_status_t uccl_gpu_ptr_kind(const void *ptr, uccl_gpu_ptr_attr_t *attr)
 {
     struct cudaPointerAttributes pa;
-    CUdeviceptr base;
-    size_t size;
 
     attr_host(ptr, attr);
     if (cudaPointerGetAttributes(&pa, ptr) != cudaSuccess) {
@@ -73,10 +71,21 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     }
     /* managed memory cannot be exported over IPC and the CPU reaches it:
      * host transports move it like host memory */
-    if (pa.type != cudaMemoryTypeDevice)
+    if (pa.type == cudaMemoryTypeDevice) {
+        attr->type = UCCL_MEM_CUDA;
+        attr->device = pa.device;
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+{
+    CUdeviceptr base;
+    size_t size;
+
+    uccl_gpu_ptr_kind(ptr, attr);
+    if (attr->type == UCCL_MEM_HOST)
         return UCCL_OK;
-    attr->type = UCCL_MEM_CUDA;
-    attr->device = pa.device;
     pthread_once(&addr_range_once, addr_range_lookup);
     if (addr_range_fn != NULL && addr_range_fn(&base, &size, (CUdeviceptr)(uintptr_t)ptr) == CUDA_SUCCESS) {
         attr->base = (void *)(uintptr_t)base;

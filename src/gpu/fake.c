@@ -269,6 +269,12 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     return UCCL_OK;
 }
 
+/* No range lookup to skip here: the table holds it. */
+uccl_status_t uccl_gpu_ptr_kind(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+{
+    return uccl_gpu_ptr_attr(ptr, attr);
+}
+
 /* A fresh shared-memory object of len bytes, backed now and mapped. */
 static uccl_status_t shm_create(fake_alloc_t *a)
 {

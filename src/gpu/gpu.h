@@ -39,6 +39,9 @@ const char *uccl_gpu_backend(void);
 const uccl_cfg_table_t *uccl_gpu_config_table(void);
 /* Classify a pointer. Never fails for host pointers. */
 uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr);
+/* The type and device alone (base = ptr, size = 0): one runtime query, not
+ * the allocation-range lookup too (uccl_copy_post's per-call question). */
+uccl_status_t uccl_gpu_ptr_kind(const void *ptr, uccl_gpu_ptr_attr_t *attr);
 
 /* Devices. uccl_gpu_count gives 0 (and UCCL_OK) when no GPU or driver is
  * usable. The bus id is "0000:19:00.0", lower case. */

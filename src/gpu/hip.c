@@ -21,11 +21,9 @@
 #include "gpu/rt_common.h"
 #include "gpu/sm_copy_none.h" /* no copy kernel: gpu_ipc uses the copy engines */
 
-uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+uccl_status_t uccl_gpu_ptr_kind(const void *ptr, uccl_gpu_ptr_attr_t *attr)
 {
     hipPointerAttribute_t pa;
-    hipDeviceptr_t base;
-    size_t size;
 
     attr_host(ptr, attr);
     if (hipPointerGetAttributes(&pa, ptr) != hipSuccess) {
@@ -34,10 +32,21 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     }
     /* managed memory cannot be exported over IPC and the CPU reaches it:
      * host transports move it like host memory */
-    if (pa.memoryType != hipMemoryTypeDevice || pa.isManaged)
+    if (pa.memoryType == hipMemoryTypeDevice && !pa.isManaged) {
+        attr->type = UCCL_MEM_ROCM;
+        attr->device = pa.device;
+    }
+    return UCCL_OK;
+}
+
+uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+{
+    hipDeviceptr_t base;
+    size_t size;
+
+    uccl_gpu_ptr_kind(ptr, attr);
+    if (attr->type == UCCL_MEM_HOST)
         return UCCL_OK;
-    attr->type = UCCL_MEM_ROCM;
-    attr->device = pa.device;
     if (hipMemGetAddressRange(&base, &size, (hipDeviceptr_t)(uintptr_t)ptr) == hipSuccess) {
         attr->base = (void *)base;
         attr->size = size;

@@ -24,6 +24,11 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     return UCCL_OK;
 }
 
+uccl_status_t uccl_gpu_ptr_kind(const void *ptr, uccl_gpu_ptr_attr_t *attr)
+{
+    return uccl_gpu_ptr_attr(ptr, attr);
+}
+
 uccl_status_t uccl_gpu_count(int *n)
 {
     *n = 0;
