@@ -151,6 +151,7 @@ typedef struct tp_ofi {
     uint64_t direct_passes; /* progress calls that looked at every direct receive (tests) */
     bool exact_tags;        /* OFI_QUIRK_EXACT_TAGS: no receive with ignore bits */
     uint64_t direct_hints;  /* hints sent for direct sends that waited (ofi_dhint.c, tests) */
+    uint64_t polls, polls_empty; /* progress calls, those that found no completion (debug) */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */

@@ -161,6 +161,8 @@ static void tp_ofi_close(uccl_tp_t *base)
 {
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
+    uccl_debug("ofi (%s): progress calls %llu, %llu of them found no completion", tp->prov,
+               (unsigned long long)tp->polls, (unsigned long long)tp->polls_empty);
     if (tp->direct_sent + tp->direct_placed + tp->direct_copied > 0)
         uccl_debug("ofi (%s): direct sends %llu (hinted %llu); received %llu in place, %llu "
                    "copied; passes over the direct receives %llu",
