@@ -104,6 +104,7 @@ typedef struct ofi_quirk {
     unsigned flags;
     size_t pack_below;  /* local pieces averaging less are packed (ofi_pack.c); 0 = never */
     int direct_depth;   /* UCCL_OFI_DIRECT_DEPTH left at 0: direct receives posted ahead */
+    int rx_depth;       /* UCCL_OFI_RX_DEPTH left at 0: control receives per connection */
 } ofi_quirk_t;
 
 #define OFI_BOUNCE_SIZE (256u << 10) /* one packed operation at most */
