@@ -87,16 +87,18 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      * mean over 4 KiB-1 MiB of the medians of 3 rounds, three calls
      * (tests/gpu/results/1xH100-gpu15): 0.923 / 0.906 / 0.841 on, 0.892 /
      * 0.870 / 0.848 off; write, read, window 16: within noise. Off by
-     * default: the gain is one call's noise, and a survivor's teardown of a
-     * dead peer's registered page (cudaHostUnregister, done.c) while its
-     * streams wait was not run on a real GPU (t_gpu_stream_kill) */
+     * default: the gain is one call's noise; one H200 in session 17 (3
+     * rounds): send 0.82-0.92 on against 0.87-1.00 off. A survivor's
+     * teardown of a dead peer's registered page while its streams wait
+     * (done.c's done_orphans) passed t_gpu_stream_kill 3 of 3 there
+     * (tests/gpu/results/1xH200-s17-lead) */
     {"PEER_DONE", "0",
      "a message the receiver pulls under a fence told by a host word (see FLAG_DONE) has the receiver's "
      "GPU write that word into the sender's mailbox, so that the sender sees its send done without the "
      "receiver's FIN (which is then sent only on failure, or where the word cannot be used); 0 = FIN. "
-     "Experimental: its gain measured at noise level, and its teardown under a stream-ordered call "
-     "whose peer died hung on a GPU (session 16); the deferred unregistration that answers it "
-     "has not run on a GPU yet",
+     "Experimental: its gain measured at noise level (a loss in session 17's call); its teardown "
+     "under a stream-ordered call whose peer died is deferred until the streams pass (it hung "
+     "before session 16's fix)",
      offsetof(ipc_cfg_t, peer_done), UCCL_CFG_BOOL},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
