@@ -251,7 +251,28 @@ typedef struct coll_sched {
     bool free_when_done; /* plain post: the schedule frees itself */
     struct uccl_coll_plan *plan;
     coll_mapped_run_t *mapped; /* MAPPED: its writes, reads and copies */
+    /* UCCL_COLL_GPU_COPY_LATE: the phase's GPU copies held back (state
+     * COLL_OP_HELD) until this many progress rounds after its transfers */
+    int held;
+    bool phase_xfer;    /* the current phase has transfers to or from peers */
+    unsigned rounds, post_round; /* engine progress rounds of this call; at the phase's post */
+    uint64_t trace_t0;  /* UCCL_COLL_TRACE: the call's start (ns), 0 = off */
 } coll_sched_t;
+
+#define COLL_OP_HELD (-2) /* op state: a GPU copy not posted yet (held) */
+
+/* UCCL_COLL_TRACE (coll/trace.c): a host-time profile of the schedules'
+ * steps, printed at exit; uccl_coll_trace_now is 0 when it is off. */
+bool uccl_coll_trace_on(void);
+uint64_t uccl_coll_trace_now(void);
+void uccl_coll_trace_post(const coll_sched_t *s, const coll_op_t *op, uint64_t t0);
+void uccl_coll_trace_done(const coll_sched_t *s, const coll_op_t *op);
+void uccl_coll_trace_late(const coll_sched_t *s);
+void uccl_coll_trace_phase(const coll_sched_t *s, uint64_t t0);
+void uccl_coll_trace_end(const coll_sched_t *s);
+/* UCCL_COLL_GPU_COPY_LATE: progress rounds a phase's local GPU copies wait
+ * after its transfers are posted (0 = posted with them). */
+unsigned uccl_coll_gpu_copy_late(void);
 
 /* Building (algorithm files). */
 /* Tree algorithms number ranks from their root: virtual rank v is real
@@ -265,6 +286,8 @@ static inline int coll_real_rank(int v, int root, int n)
 uccl_status_t uccl_coll_sched_op(coll_sched_t *s, coll_op_t op);
 uccl_status_t uccl_coll_sched_phase(coll_sched_t *s); /* close the current phase */
 void uccl_coll_sched_free(coll_sched_t *s);
+void uccl_coll_sched_link(coll_sched_t *s);   /* onto the comm's running list */
+void uccl_coll_sched_unlink(coll_sched_t *s);
 
 /* A peer op (SEND, RECV, PUT, WAITPUT) on [buf+off, len). */
 static inline uccl_status_t coll_peer_op(coll_sched_t *s, coll_op_kind_t kind, int peer, int buf,

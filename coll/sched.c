@@ -20,24 +20,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* ------------------------------------------------------------------ resources */
-
-static void link_inflight(coll_sched_t *s)
-{
-    s->next_inflight = s->cs->inflight;
-    s->cs->inflight = s;
-}
-
-static void unlink_inflight(coll_sched_t *s)
-{
-    for (coll_sched_t **p = &s->cs->inflight; *p != NULL; p = &(*p)->next_inflight) {
-        if (*p == s) {
-            *p = s->next_inflight;
-            return;
-        }
-    }
-}
-
 /* GPU memory: local copies go through uccl_copy_post (the temporary is
  * host memory). */
 static bool buf_on_gpu(const coll_sched_t *s, int buf)
@@ -116,20 +98,6 @@ static uccl_status_t op_post(coll_sched_t *s, coll_op_t *op)
     return UCCL_ERR_INVALID_PARAM;
 }
 
-/* Status of a request without progressing: INPROGRESS, or its final status
- * (then bytes is set). uccl_req_bytes answers INPROGRESS for a request not
- * done, without running progress; uccl_test of a done one does not either. */
-uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes)
-{
-    int done = 0;
-    uccl_status_t st = uccl_req_bytes(req, bytes);
-
-    if (st != UCCL_OK)
-        return st;
-    st = uccl_test(req, &done);
-    return done ? st : UCCL_INPROGRESS;
-}
-
 /* OK when op is finished, INPROGRESS, or its error. */
 static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
 {
@@ -138,6 +106,8 @@ static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
 
     if (op->state == -1)
         return UCCL_OK;
+    if (op->state == COLL_OP_HELD)
+        return UCCL_INPROGRESS;
     if (op->kind == COLL_OP_PUT || op->kind == COLL_OP_WAITPUT) {
         st = uccl_coll_direct_advance(s, op);
     } else if (op->kind == COLL_OP_MAPPED) {
@@ -160,6 +130,7 @@ static uccl_status_t op_advance(coll_sched_t *s, coll_op_t *op)
     op_release(s, op);
     op->state = -1;
     s->last_event_ms = now_ms();
+    uccl_coll_trace_done(s, op);
     return st;
 }
 
@@ -181,8 +152,9 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
         uccl_coll_sched_unpin(s);
     if (s->mapped != NULL)
         uccl_coll_mapped_end(s, st);
-    unlink_inflight(s);
+    uccl_coll_sched_unlink(s);
     s->status = st;
+    uccl_coll_trace_end(s);
 }
 
 uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
@@ -206,7 +178,10 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
     s->status = UCCL_INPROGRESS;
     s->soft_error = UCCL_OK;
     s->last_event_ms = now_ms();
-    link_inflight(s);
+    s->held = 0;
+    s->rounds = 0;
+    s->trace_t0 = uccl_coll_trace_now();
+    uccl_coll_sched_link(s);
     return UCCL_OK;
 }
 
@@ -232,6 +207,9 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
 #define POST_PASSES 4
 static int post_pass(const coll_sched_t *s, const coll_op_t *op)
 {
+    if (op->kind == COLL_OP_COPY && s->phase_xfer && uccl_coll_gpu_copy_late() > 0 &&
+        (buf_on_gpu(s, op->buf) || buf_on_gpu(s, op->buf2)))
+        return POST_PASSES; /* held: posted by held_post */
     if (op->kind == COLL_OP_COPY)
         return copy_to_helper(s, op) ? 0 : 3;
     return op->kind == COLL_OP_SEND ? 1 : 2;
@@ -289,22 +267,62 @@ static uccl_status_t phase_post(coll_sched_t *s)
 {
     int b = s->cur_phase ? s->phase_end[s->cur_phase - 1] : 0, e = s->phase_end[s->cur_phase];
     start_batch_t batch;
+    uint64_t t_phase;
     uccl_status_t st = UCCL_OK;
 
     batch.n = 0;
+    s->phase_xfer = false;
+    for (int i = b; i < e; i++)
+        s->phase_xfer = s->phase_xfer || s->ops[i].kind != COLL_OP_COPY;
+    for (int i = b; i < e; i++)
+        if (post_pass(s, &s->ops[i]) == POST_PASSES) {
+            s->ops[i].state = COLL_OP_HELD;
+            s->held++;
+        }
+    s->post_round = s->rounds;
+    t_phase = uccl_coll_trace_now();
     for (int pass = 0; pass < POST_PASSES && st == UCCL_OK; pass++)
         for (int i = b; i < e && st == UCCL_OK; i++) {
             coll_op_t *op = &s->ops[i];
+            uint64_t t0;
             if (post_pass(s, op) != pass)
                 continue;
+            t0 = uccl_coll_trace_now();
             if (op_persistent(s, op))
                 st = batch_add(s, op, &batch);
             else if ((st = batch_flush(&batch)) == UCCL_OK) /* posting order */
                 st = op_post(s, op);
+            uccl_coll_trace_post(s, op, t0);
         }
     if (st == UCCL_OK)
         st = batch_flush(&batch);
+    uccl_coll_trace_phase(s, t_phase);
     s->posted = st == UCCL_OK;
+    return st;
+}
+
+/* The phase's held GPU copies (UCCL_COLL_GPU_COPY_LATE), posted once that
+ * many progress rounds ran since its transfers were posted (they have
+ * issued their copies by then), or at once when only they are left. */
+static uccl_status_t held_post(coll_sched_t *s, int b, int e, bool only_they_left)
+{
+    uccl_status_t st = UCCL_OK;
+
+    if (!only_they_left && s->rounds - s->post_round < uccl_coll_gpu_copy_late())
+        return UCCL_OK;
+    if (only_they_left)
+        for (int i = b; i < e; i++)
+            if (s->ops[i].state != -1 && s->ops[i].state != COLL_OP_HELD)
+                return UCCL_OK;
+    uccl_coll_trace_late(s);
+    for (int i = b; i < e && st == UCCL_OK; i++)
+        if (s->ops[i].state == COLL_OP_HELD) {
+            uint64_t t0 = uccl_coll_trace_now();
+            s->ops[i].state = 0;
+            s->held--;
+            st = op_post(s, &s->ops[i]);
+            uccl_coll_trace_post(s, &s->ops[i], t0);
+        }
     return st;
 }
 
@@ -315,6 +333,8 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
 
     *phase_done = false;
     if (!s->posted && (st = phase_post(s)) != UCCL_OK)
+        return st;
+    if (s->held > 0 && (st = held_post(s, b, e, false)) != UCCL_OK)
         return st;
     bool all = true;
     for (int i = b; i < e; i++) {
@@ -334,6 +354,8 @@ static uccl_status_t phase_step(coll_sched_t *s, bool *phase_done)
         else if (st != UCCL_OK && !soft)
             return st;
     }
+    if (!all && s->held > 0) /* the transfers are done: the held copies go now */
+        return held_post(s, b, e, true);
     *phase_done = all;
     return UCCL_OK;
 }
@@ -511,7 +533,9 @@ uccl_status_t uccl_coll_sched_run(coll_sched_t *s)
     uccl_status_t st = UCCL_INPROGRESS;
 
     for (;;) {
-        if (event || idle % 8 == 0) { /* and now and then: the no-progress deadline */
+        /* and now and then: the no-progress deadline; and held copies due */
+        if (event || idle % 8 == 0 || (s->held > 0 && s->rounds - s->post_round >=
+                                                      uccl_coll_gpu_copy_late())) {
             pthread_mutex_lock(&s->cs->lock);
             st = uccl_coll_sched_advance(s);
             pthread_mutex_unlock(&s->cs->lock);
@@ -519,6 +543,7 @@ uccl_status_t uccl_coll_sched_run(coll_sched_t *s)
                 break;
         }
         event = uccl_engine_progress(s->cs->engine) > 0;
+        s->rounds++;
         idle = event ? 0 : idle + 1;
         if (idle >= yield_after && idle % yield_after == 0)
             sched_yield();
@@ -533,6 +558,7 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
 
     if (pthread_mutex_trylock(&s->cs->lock) != 0)
         return 0; /* the caller is in a collective call: next round */
+    s->rounds++;
     st = uccl_coll_sched_advance(s);
     if (st == UCCL_INPROGRESS || s->greq != req) {
         pthread_mutex_unlock(&s->cs->lock);
@@ -556,18 +582,4 @@ uccl_status_t uccl_coll_sched_post(coll_sched_t *s, uccl_req_t **req)
     }
     *req = s->greq;
     return UCCL_OK;
-}
-
-uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream)
-{
-    /* the event first: the hold's wait comes after it on the stream */
-    uccl_status_t st = uccl_stream_event(s->cs->engine, stream, &s->gate);
-
-    if (st == UCCL_OK && (st = uccl_stream_hold(s->cs->engine, stream, &s->hold)) != UCCL_OK) {
-        uccl_req_free(s->gate);
-        s->gate = NULL;
-    }
-    if (st != UCCL_OK)
-        coll_error("stream-ordered collective on stream %p: %s", stream, uccl_strerror(st));
-    return st;
 }

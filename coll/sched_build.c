@@ -1,5 +1,7 @@
 /* Building a schedule: its ops, in phases (coll/sched.c runs them), and
- * freeing it with what a kept (persistent or cached) schedule holds. */
+ * freeing it with what a kept (persistent or cached) schedule holds; the
+ * comm's running list, a request's status without progress, and the
+ * stream form's gate and hold (sched.c uses them). */
 #include <stdlib.h>
 
 #include "coll.h"
@@ -60,4 +62,49 @@ void uccl_coll_sched_free(coll_sched_t *s)
     free(s->ops);
     free(s->phase_end);
     free(s);
+}
+
+/* The comm's list of running schedules (sched.c). */
+void uccl_coll_sched_link(coll_sched_t *s)
+{
+    s->next_inflight = s->cs->inflight;
+    s->cs->inflight = s;
+}
+
+void uccl_coll_sched_unlink(coll_sched_t *s)
+{
+    for (coll_sched_t **p = &s->cs->inflight; *p != NULL; p = &(*p)->next_inflight) {
+        if (*p == s) {
+            *p = s->next_inflight;
+            return;
+        }
+    }
+}
+
+/* Status of a request without progressing: INPROGRESS, or its final status
+ * (then bytes is set). uccl_req_bytes answers INPROGRESS for a request not
+ * done, without running progress; uccl_test of a done one does not either. */
+uccl_status_t uccl_coll_req_status(uccl_req_t *req, size_t *bytes)
+{
+    int done = 0;
+    uccl_status_t st = uccl_req_bytes(req, bytes);
+
+    if (st != UCCL_OK)
+        return st;
+    st = uccl_test(req, &done);
+    return done ? st : UCCL_INPROGRESS;
+}
+
+uccl_status_t uccl_coll_sched_stream(coll_sched_t *s, void *stream)
+{
+    /* the event first: the hold's wait comes after it on the stream */
+    uccl_status_t st = uccl_stream_event(s->cs->engine, stream, &s->gate);
+
+    if (st == UCCL_OK && (st = uccl_stream_hold(s->cs->engine, stream, &s->hold)) != UCCL_OK) {
+        uccl_req_free(s->gate);
+        s->gate = NULL;
+    }
+    if (st != UCCL_OK)
+        coll_error("stream-ordered collective on stream %p: %s", stream, uccl_strerror(st));
+    return st;
 }

@@ -1,7 +1,8 @@
 /* The one algorithm table: which algorithm implements which collective,
  * and what AUTO picks by size, rank count and host layout. Also the few
  * environment settings coll/ reads itself (it cannot see the config
- * table): UCCL_COLL_ALGO, UCCL_TIMEOUT_MS, UCCL_LOG_LEVEL. */
+ * table): UCCL_COLL_ALGO, UCCL_TIMEOUT_MS, UCCL_LOG_LEVEL, UCCL_COLL_TRACE,
+ * UCCL_COLL_GPU_COPY_LATE. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -287,6 +288,8 @@ static uccl_coll_algo_t env_algo = UCCL_COLL_ALGO_AUTO;
 static int env_timeout_ms = 60000;
 static int env_log_level = 1;
 static int env_lazy = -1; /* -1: by size */
+static bool env_trace;
+static unsigned env_copy_late = 1;
 
 static void env_read(void)
 {
@@ -301,6 +304,12 @@ static void env_read(void)
     else if (v != NULL && *v != '\0')
         fprintf(stderr, "[uccl coll] warn UCCL_LAZY_CONNECT=%s is not 0 or 1; by rank count\n",
                 v);
+    v = getenv("UCCL_COLL_TRACE");
+    for (int i = 0; v != NULL && i < 5 && !env_trace; i++) /* the registry's true words */
+        env_trace = strcasecmp(v, (const char *const[]){"1", "y", "yes", "on", "true"}[i]) == 0;
+    v = getenv("UCCL_COLL_GPU_COPY_LATE");
+    if (v != NULL && *v != '\0')
+        env_copy_late = (unsigned)strtoul(v, NULL, 10); /* checked at engine creation */
     v = getenv("UCCL_TIMEOUT_MS");
     if (v != NULL && atoi(v) > 0)
         env_timeout_ms = atoi(v);
@@ -320,6 +329,18 @@ bool uccl_coll_lazy_connect(int size)
 {
     pthread_once(&env_once, env_read);
     return env_lazy >= 0 ? env_lazy == 1 : size > COLL_LAZY_AUTO_RANKS;
+}
+
+bool uccl_coll_trace_on(void)
+{
+    pthread_once(&env_once, env_read);
+    return env_trace;
+}
+
+unsigned uccl_coll_gpu_copy_late(void)
+{
+    pthread_once(&env_once, env_read);
+    return env_copy_late;
 }
 
 int uccl_coll_timeout_ms(void)

@@ -28,6 +28,7 @@ typedef struct {
     PyObject *members;    /* tuple of PersistentRequests */
     upy_engine_t *engine; /* strong: the members' engine */
     int chain;
+    int progress;         /* start() ends with a round of the engine's progress */
     int state;            /* 0 not started, 1 started, 2 finished */
     int waiting;          /* a wait() runs (maybe without the GIL) */
     Py_ssize_t cur;       /* chain: the member running; together: members started */
@@ -84,13 +85,14 @@ static int pgroup_check(PyObject *tup, upy_engine_t **eng, Py_ssize_t *total)
 
 static PyObject *pgroup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"requests", "chain", NULL};
+    static char *kwlist[] = {"requests", "chain", "progress", NULL};
     PyObject *reqs, *tup;
-    int chain = 0;
+    int chain = 0, progress = 0;
     Py_ssize_t total;
     upy_engine_t *eng;
     upy_pgroup_t *g;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|p:PersistentGroup", kwlist, &reqs, &chain))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|pp:PersistentGroup", kwlist, &reqs, &chain,
+                                     &progress))
         return NULL;
     tup = PySequence_Tuple(reqs);
     if (!tup)
@@ -110,6 +112,7 @@ static PyObject *pgroup_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(eng);
     g->engine = eng;
     g->chain = chain;
+    g->progress = progress;
     return (PyObject *)g;
 fail:
     Py_DECREF(tup);
@@ -148,6 +151,29 @@ static PyObject *pgroup_result(upy_pgroup_t *g)
     return g->result;
 }
 
+/* progress=True: one round of the engine's progress once the members are
+ * posted. A transport may hold a posted transfer back until progress
+ * (gpu_ipc issues a window's copies as one batch there): C's loop waits
+ * right after posting, so its first progress comes at once, while a Python
+ * loop returns to the interpreter first (session 17, py17: about 0.5 us a
+ * window, all of it before the GPU starts). Its own result (requests done)
+ * is wait()'s to see. */
+static PyObject *pgroup_started(upy_pgroup_t *g)
+{
+    if (g->progress && g->engine->engine) {
+        g->engine->busy++;
+        if (upy_gil_alone()) {
+            uccl_engine_progress(g->engine->engine);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            uccl_engine_progress(g->engine->engine);
+            Py_END_ALLOW_THREADS
+        }
+        g->engine->busy--;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *pgroup_start(upy_pgroup_t *g, PyObject *unused)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(g->members);
@@ -162,7 +188,7 @@ static PyObject *pgroup_start(upy_pgroup_t *g, PyObject *unused)
         if (upy_prep_start(MEMBER(g, 0)) < 0)
             return NULL;
         g->state = 1;
-        Py_RETURN_NONE;
+        return pgroup_started(g);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         upy_prep_t *p = MEMBER(g, i);
@@ -177,7 +203,7 @@ static PyObject *pgroup_start(upy_pgroup_t *g, PyObject *unused)
     }
     g->cur = n;
     g->state = 1;
-    Py_RETURN_NONE;
+    return pgroup_started(g);
 }
 
 /* Together: one uccl_wait_all over the started members' operations.
@@ -289,6 +315,8 @@ static PyObject *pgroup_get(upy_pgroup_t *g, void *closure)
         return PyBool_FromLong(g->state == 1);
     if (which[0] == 'c')
         return PyBool_FromLong(g->chain);
+    if (which[0] == 'p')
+        return PyBool_FromLong(g->progress);
     Py_INCREF(g->members);
     return g->members;
 }
@@ -332,6 +360,8 @@ static PyGetSetDef pgroup_getset[] = {
     {"active", (getter)pgroup_get, NULL, "True from start() until wait() finished it.",
      "active"},
     {"chain", (getter)pgroup_get, NULL, "True: members run one after another.", "chain"},
+    {"progress", (getter)pgroup_get, NULL, "True: start() ends with a round of progress.",
+     "progress"},
     {"requests", (getter)pgroup_get, NULL, "The members (a tuple).", "requests"},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -343,13 +373,16 @@ PyTypeObject upy_pgroup_type = {
     .tp_basicsize = sizeof(upy_pgroup_t),
     .tp_dealloc = (destructor)pgroup_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "PersistentGroup(requests, chain=False): uccl.PersistentRequests of one Engine "
+    .tp_doc = "PersistentGroup(requests, chain=False, progress=False): uccl.PersistentRequests of one Engine "
               "(each once) started and waited by one call each, checked once. Together "
               "(default): start() starts all, wait() waits for all (uccl.start_all and "
               "uccl.wait_all without their per-call checks and list). chain=True: start() "
               "starts the first, wait() waits for each in order and starts the next after "
-              "it. wait() returns the bytes summed. len() is the number of members; the "
-              "members stay usable on their own while the group is not started.",
+              "it. wait() returns the bytes summed. progress=True: start() ends with one "
+              "round of the engine's progress, so that transfers a transport holds back "
+              "until then (gpu_ipc's batched copies) go before start() returns. len() is "
+              "the number of members; the members stay usable on their own while the group "
+              "is not started.",
     .tp_weaklistoffset = offsetof(upy_pgroup_t, weakrefs),
     .tp_new = pgroup_new,
     .tp_methods = pgroup_methods,

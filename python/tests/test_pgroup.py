@@ -1,7 +1,7 @@
 """uccl.PersistentGroup (session 16): PersistentRequests started and waited
 as one. Together: the send loop's sender (the ack's receive and the window);
-chain=True: its receiver (the window, then the ack); wait_start(); bytes
-compared each round; misuse and failures raise; 10^4 rounds leave
+chain=True: its receiver (the window, then the ack); wait_start();
+progress=True (session 17); bytes compared each round; misuse and failures raise; 10^4 rounds leave
 reference counts and memory flat."""
 import gc
 import os
@@ -66,6 +66,43 @@ def test_send_loop_together_and_chain(pair):
             assert (x == 77).all()
             win.start()
             assert win.wait(T) == w * n
+
+
+def test_progress_start(pair):
+    """progress=True (session 17): start() ends with a round of the engine's
+    progress; the send loop's both sides (together and chain) made so run
+    50 rounds with the bytes of each landing, and the attribute says so
+    (False by default)."""
+    n, w = 4096, 8
+    ctl = np.zeros(1, np.uint8)
+    if pair.rank == 0:
+        a = np.zeros(n, np.uint8)
+        with pair.engine.register(a) as mr, pair.engine.register(ctl) as mc:
+            ack = pair.conn.recv_init([(mc, 0, 0, 2)])
+            win = pair.conn.send_init([(mr, 0, n, 1)] * w)
+            assert not uccl.PersistentGroup([ack, win]).progress
+            g = uccl.PersistentGroup([ack, win], progress=True)
+            assert g.progress and not g.chain
+            for r in range(50):
+                a[:] = r
+                g.start()
+                assert g.wait(T) == w * n
+            ack.close()
+            win.close()
+    else:
+        x = np.zeros(w * n, np.uint8)
+        with pair.engine.register(x) as mr, pair.engine.register(ctl) as mc:
+            win = pair.conn.recv_init([(mr, k * n, n, 1) for k in range(w)])
+            ack = pair.conn.send_init([(mc, 0, 0, 2)])
+            g = uccl.PersistentGroup((win, ack), chain=True, progress=True)
+            assert g.progress and g.chain
+            for r in range(50):  # (after wait_start() the next round may be landing)
+                g.start()
+                assert g.wait(T) == w * n
+                assert (x == r).all()
+            ack.close()
+            win.close()
+    pair.barrier()
 
 
 def test_misuse(pair):

@@ -52,7 +52,9 @@ window's list and the ack made once per size as uccl.PersistentRequests
 (Conn.send_init ...), then start() and wait() each window (loop_persist):
 what a loop that moves the same ranges every round would use. pgroup
 (session 16): the same requests in a uccl.PersistentGroup, one wait_start()
-call a window (loop_pgroup).
+call a window (loop_pgroup); pgroupp (session 17): the groups made with
+progress=True (start() ends with a round of progress, as C's loop waits
+right after posting).
 """
 import argparse
 import json
@@ -66,24 +68,14 @@ import threading
 
 # the loops (bench_p2p.py); all_equal and new_buffer also for bench_coll.py
 # and session 13b's probe.py
-from uccl.bench_p2p import all_equal, c_phase, new_buffer, phase
+from uccl.bench_p2p import Side, all_equal, auto_iters, c_phase, new_buffer, phase, sizes_of
+# --variant: engines of different settings in one job (bench_ab.py)
+from uccl.bench_ab import print_variants, variant_arg, worker_variants
 
 
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     return int(s[:-1]) * mult[s[-1].upper()] if s[-1].upper() in mult else int(s)
-
-
-def auto_iters(size, window):  # as uccl_perf's auto_iters
-    return max(3, min(200, (256 << 20) // max(1, size * window)))
-
-
-def sizes_of(lo, hi):
-    out, s = [], lo
-    while s <= hi:
-        out.append(s)
-        s *= 2
-    return out
 
 
 # ------------------------------------------------------------------ worker
@@ -95,20 +87,14 @@ def worker(a):
     if a.op in COLL_OPS:
         from uccl.bench_coll import coll_worker
         return coll_worker(a)
-    import numpy as np
     from mpi4py import MPI
     import uccl
     world = MPI.COMM_WORLD
-    comm = uccl.Comm.from_mpi(world, transports=a.transport, gpu=0 if a.mem == "cuda" else -1)
-    conn = comm.conn(1 - comm.rank)
+    if a.variant:
+        return worker_variants(a, world)
+    side = Side(a, world)
+    comm, conn, mr, ctl, desc = side.comm, side.conn, side.mr, side.ctl, side.desc
     sizes = sizes_of(a.min, a.max)
-    source = 1 if a.op == "read" else 0
-    buf = new_buffer(a, a.max, 0x5A if comm.rank == source else 0)
-    mr = comm.engine.register(buf)
-    # 0-byte acks and fins: on the data's region with GPU memory, as uccl_perf
-    # (they then go over the transport that moves the data)
-    ctl = mr if a.mem == "cuda" else comm.engine.register(np.zeros(1, np.uint8))
-    desc = world.bcast(mr.descriptor() if comm.rank == 1 else None, root=1)
     rows = []
     for size in sizes:
         iters = a.iters or auto_iters(size, a.window)
@@ -156,8 +142,6 @@ def worker(a):
         phase(a, world, comm, conn, mr, ctl, desc, size, a.warmup)
         t = phase(a, world, comm, conn, mr, ctl, desc, size, iters)
         rows.append({"size": size, "us": t / ops * 1e6, "gbps": size * ops / t / 1e9 if t else 0})
-    if comm.rank != source and not all_equal(buf, 0x5A):  # the destination checks
-        raise SystemExit("uccl.bench: data check failed")
     # session 14: whether the waits and list posts kept the GIL (no other
     # thread) or released it, and the reused descriptors, this process's
     fast = getattr(uccl._uccl, "_fast_stats", dict)()
@@ -168,11 +152,7 @@ def worker(a):
     if comm.rank == 0:
         with open(a.json, "w") as f:
             json.dump({"transport": conn.transport, "rows": rows, "fast": fast}, f)
-    world.Barrier()
-    mr.release()
-    if ctl is not mr:
-        ctl.release()
-    comm.close()
+    side.close(world)
 
 
 # ------------------------------------------------------------------ driver
@@ -220,6 +200,10 @@ def run_py(a, out):
         cmd.append("--mixed")
     if a.split:
         cmd.append("--split")
+    for name, env in a.variant:
+        cmd += ["--variant", "%s:%s" % (name, ",".join("%s=%s" % kv for kv in env.items()))]
+    if a.engine_per_loop:
+        cmd.append("--engine-per-loop")
     if a.stream:
         cmd.append("--stream")
     if a.objects:
@@ -273,10 +257,11 @@ def print_split(raw, rows):
 
 def post_modes(s):
     modes = s.split(",")
-    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist", "pgroup")
+    if not modes or any(m not in ("group", "groupfn", "many", "one", "persist", "pgroup",
+                                  "pgroupp")
                         for m in modes) or len(set(modes)) != len(modes):
         raise argparse.ArgumentTypeError("--post: a comma list of group, groupfn, many, one, "
-                                         "persist, pgroup")
+                                         "persist, pgroup, pgroupp")
     return modes
 
 
@@ -289,6 +274,8 @@ def driver_inproc(a):
     each process (worker --inproc)."""
     with tempfile.TemporaryDirectory() as tmp:
         tp, raw = run_py(a, os.path.join(tmp, "py.json"))
+    if a.variant:
+        return print_variants(a, tp, raw)
     what = {"one": "one call per transfer",
             "many": "one Conn.%s_many call per window, a Request per transfer" % a.op,
             "group": "one Conn.%s_many(group=True) call per window, one Request" % a.op,
@@ -296,7 +283,9 @@ def driver_inproc(a):
             "persist": "Conn.%s_init once, PersistentRequest start() and wait() per window"
                        % a.op,
             "pgroup": "persist's requests in a uccl.PersistentGroup, one start() and one "
-                      "wait() per window"}
+                      "wait() per window",
+            "pgroupp": "pgroup with PersistentGroup(progress=True): start() ends with a "
+                       "round of progress"}
     print("# uccl.bench: %s over %s, window %d, %s, C and Python in the same processes on "
           "the same connection and buffer, %d alternating rounds (C: uccl_perf's loop in "
           "uccl._uccl._p2p_loop; Py: the uccl binding, %s%s); medians, Py/C spread "
@@ -424,12 +413,26 @@ def main(argv=None):
                         "13's loop), persist (Conn.*_init once, PersistentRequest start "
                         "and wait a window, session 15); each runs alternating with C's, "
                         "the first is Py")
+    p.add_argument("--variant", type=variant_arg, action="append", default=[],
+                   metavar="NAME:VAR=VAL,...",
+                   help="in-process point-to-point: an engine opened with these environment "
+                        "settings (libuccl's UCCL_*), repeated for each variant; all variants "
+                        "run in the same processes, interleaved per round, each with its own "
+                        "C and Python loops (--post's first mode only)")
+    p.add_argument("--engine-per-loop", action="store_true",
+                   help="with --variant: a variant's C loop and Python loop each on an "
+                        "engine of its own (per-loop counters, e.g. UCCL_GPU_IPC_PROF=1, "
+                        "printed at each engine's close after a '# uccl.bench engine' line naming its pid)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.inproc is None:
         a.inproc = a.op not in COLL_OPS and not a.worker
     if a.op in COLL_OPS:
         a.inproc = False
+    if a.variant and (not a.inproc or a.mixed or a.split or len(a.post) > 1):
+        p.error("--variant: in-process point-to-point, one --post mode, no --mixed/--split")
+    if len({n for n, _ in a.variant}) != len(a.variant):
+        p.error("--variant: names must differ")
     if a.worker:
         worker(a)
     else:

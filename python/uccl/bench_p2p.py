@@ -7,9 +7,23 @@ ack's receive and the window, then waits for both; rank 1 posts the
 window's receives, waits, then sends the ack; write/read post the window
 and wait, rank 1 idles until the fin."""
 import mmap
+import os
 import time
 
 TAG_DATA, TAG_ACK, TAG_FIN = 1, 2, 3
+
+
+def auto_iters(size, window):  # as uccl_perf's auto_iters
+    return max(3, min(200, (256 << 20) // max(1, size * window)))
+
+
+def sizes_of(lo, hi):
+    out, s = [], lo
+    while s <= hi:
+        out.append(s)
+        s *= 2
+    return out
+
 
 def idle_wait(engine, req):
     """Rank 1 of write/read: progress while the engine has work, else sleep."""
@@ -127,7 +141,7 @@ def loop_group(post, ops, conn, ctl, iters, rank, send):
             ack(ctl, 0, 0, TAG_ACK, block=True)
 
 
-def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
+def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank, progress=False):
     """--post pgroup (session 16): loop_persist's PersistentRequests in a
     uccl.PersistentGroup: start() before the first window, then
     wait_start() (wait(), then start() again) after each but the last, and
@@ -135,7 +149,9 @@ def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
     loop_persist. Rank 0 of send: the ack's receive and the window
     together (as start_all / wait_all); rank 1: the window, then the ack
     (chain=True: wait() waits for the window, then starts the ack and waits
-    for it); write/read: the window alone."""
+    for it); write/read: the window alone. progress (--post pgroupp, session
+    17): the groups made with progress=True (start() ends with a round of
+    progress: gpu_ipc's held-back copies go before the interpreter runs)."""
     from itertools import repeat
 
     from uccl import PersistentGroup
@@ -143,13 +159,13 @@ def loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank):
         mine = conn.send_init if rank == 0 else conn.recv_init
         ack = (conn.recv_init if rank == 0 else conn.send_init)([(ctl, 0, 0, TAG_ACK)])
         win = mine([(mr, 0, size, TAG_DATA)] * a.window)
-        g = (PersistentGroup((ack, win)) if rank == 0
-             else PersistentGroup((win, ack), chain=True))
+        g = (PersistentGroup((ack, win), progress=progress) if rank == 0
+             else PersistentGroup((win, ack), chain=True, progress=progress))
     else:
         ack = None
         win = (conn.write_init if a.op == "write" else conn.read_init)(
             [(mr, desc, 0, size)] * a.window)
-        g = PersistentGroup((win,))
+        g = PersistentGroup((win,), progress=progress)
     if iters > 0:  # timeit's loop: no int made per round (range makes one)
         g.start()
         for _ in repeat(None, iters - 1):
@@ -279,7 +295,7 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     from uccl import wait_all
     rank = comm.rank
     mode = mode or a.post[0]
-    many = mode not in ("one", "persist", "pgroup")
+    many = mode not in ("one", "persist", "pgroup", "pgroupp")
     op, args = (poster_many if many else poster)(a, conn, mr, desc, size, rank)
     send = a.op == "send"
     world.Barrier()
@@ -287,10 +303,10 @@ def phase(a, world, comm, conn, mr, ctl, desc, size, iters, acc=None, mode=None)
     if rank == 1 and not send:
         idle_wait(comm.engine, conn.recv(ctl, 0, 0, TAG_FIN))
         return 0.0
-    if mode == "persist" or (mode == "pgroup" and acc is not None):
+    if mode == "persist" or (mode in ("pgroup", "pgroupp") and acc is not None):
         loop_persist(a, conn, mr, ctl, desc, size, iters, rank, acc)
-    elif mode == "pgroup":
-        loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank)
+    elif mode in ("pgroup", "pgroupp"):
+        loop_pgroup(a, conn, mr, ctl, desc, size, iters, rank, progress=mode == "pgroupp")
     elif mode == "group" and acc is None:
         loop_group(op, args, conn, ctl, iters, rank, send)
     elif many:
@@ -321,3 +337,42 @@ def c_phase(a, world, conn, mr, ctl, desc, size, iters, rank):
     world.Barrier()
     return uccl._uccl._p2p_loop(conn, a.op, rank, mr, ctl, desc,
                                 size, a.window, iters)
+
+
+class Side:
+    """One engine's point-to-point setup: its Comm, connection, buffer,
+    region, ack region and the peer's descriptor."""
+
+    def __init__(self, a, world, env=None):
+        import numpy as np
+        import uccl
+        saved = {k: os.environ.get(k) for k in env or {}}
+        os.environ.update(env or {})  # read by libuccl when the engine opens
+        try:
+            self.comm = uccl.Comm.from_mpi(world, transports=a.transport,
+                                           gpu=0 if a.mem == "cuda" else -1)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        rank = self.comm.rank
+        self.conn = self.comm.conn(1 - rank)
+        self.source = 1 if a.op == "read" else 0
+        self.buf = new_buffer(a, a.max, 0x5A if rank == self.source else 0)
+        self.mr = self.comm.engine.register(self.buf)
+        # 0-byte acks and fins: on the data's region with GPU memory, as
+        # uccl_perf (they then go over the transport that moves the data)
+        self.ctl = (self.mr if a.mem == "cuda"
+                    else self.comm.engine.register(np.zeros(1, np.uint8)))
+        self.desc = world.bcast(self.mr.descriptor() if rank == 1 else None, root=1)
+
+    def close(self, world):
+        if self.comm.rank != self.source and not all_equal(self.buf, 0x5A):
+            raise SystemExit("uccl.bench: data check failed")  # the destination checks
+        world.Barrier()
+        self.mr.release()
+        if self.ctl is not self.mr:
+            self.ctl.release()
+        self.comm.close()

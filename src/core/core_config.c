@@ -79,6 +79,8 @@ typedef struct uccl_coll_env {
     size_t mapped_depth;
     char copy_thread[UCCL_CFG_STRING_MAX];
     size_t copy_min;
+    int trace;
+    size_t gpu_copy_late;
 } uccl_coll_env_t;
 
 static const uccl_cfg_field_t coll_env_fields[] = {
@@ -109,6 +111,14 @@ static const uccl_cfg_field_t coll_env_fields[] = {
      copy_thread), UCCL_CFG_STRING},
     {"COLL_COPY_MIN", "64K", "the collectives' helper thread takes local copies of at least "
      "this many bytes", offsetof(uccl_coll_env_t, copy_min), UCCL_CFG_SIZE},
+    {"COLL_TRACE", "0", "print at exit the host time of the collectives' steps (each op kind's "
+     "posting and completion from the call's start, per size; a profile for tuning; 0 = off)",
+     offsetof(uccl_coll_env_t, trace), UCCL_CFG_BOOL},
+    {"COLL_GPU_COPY_LATE", "1", "a phase's local copies in GPU memory (an allgather's or "
+     "alltoall's own block) are posted this many engine progress rounds after the phase's "
+     "transfers (or once those are done), so that the peers' copies are issued first "
+     "(0 = with the transfers; 0..1000000)", offsetof(uccl_coll_env_t, gpu_copy_late),
+     UCCL_CFG_SIZE},
     {NULL, NULL, NULL, 0, 0},
 };
 
@@ -143,7 +153,8 @@ static void check_env(void)
 }
 
 /* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT,
- * UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN and UCCL_COLL_MAPPED_DEPTH
+ * UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN, UCCL_COLL_MAPPED_DEPTH,
+ * UCCL_COLL_TRACE and UCCL_COLL_GPU_COPY_LATE
  * themselves (at their first use, where a bad value could only be warned
  * about): refuse a bad one here, at engine creation.
  * The names are coll/select.c's. */
@@ -161,6 +172,10 @@ static uccl_status_t coll_env_check(void)
     if (env.algo[0] != '\0' && !ok) {
         uccl_error("UCCL_COLL_ALGO=%s: not an algorithm (direct, ring, pairwise, bruck, binomial, "
                    "scatter_allgather, linear, hier, mapped, auto)", env.algo);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (env.gpu_copy_late > 1000000) {
+        uccl_error("UCCL_COLL_GPU_COPY_LATE=%zu: expected 0..1000000", env.gpu_copy_late);
         return UCCL_ERR_INVALID_PARAM;
     }
     if (env.mapped_depth < 2 || env.mapped_depth > 16) {

@@ -6,7 +6,10 @@
 # (UCCL_GPU_IPC_FLAG_DONE=0: check-gpu-ipc-flag.sh tests it on) a fence of
 # stream-0 copies is polled with a stream query (LAZY_EVENT), and
 # UCCL_GPU_IPC_LAZY_EVENT=0 records an event per fence instead; without
-# PROF nothing is printed.
+# PROF nothing is printed. UCCL_GPU_IPC_QUIET_POLLS=N: a fence's stream is
+# queried N times busy before its event is recorded ("quiet record"; the
+# fake's streams run only when waited for, so every fence goes the whole
+# way: exactly N busy queries per quiet record), and 0 is refused.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 . "$(dirname "$0")/prof-check.sh"
@@ -44,5 +47,19 @@ er=$(count "$tmp/eager" "event record")
 echo "stream queries: $lq lazy, $eq eager; event records eager: $er"
 [ "$lq" -gt 0 ] || { echo "FAIL: LAZY_EVENT=1 polled no fence with a stream query"; fail=1; }
 [ "$eq" -eq 0 ] && [ "$er" -gt 0 ] || { echo "FAIL: LAZY_EVENT=0 must record an event per fence"; fail=1; }
+for q in 5 50; do
+    run quiet$q UCCL_GPU_IPC_PROF=1 UCCL_GPU_IPC_FLAG_DONE=0 UCCL_GPU_IPC_QUIET_POLLS=$q ||
+        { cat "$tmp/quiet$q"; echo "FAIL: uccl_perf with QUIET_POLLS=$q"; exit 1; }
+    qb=$(count "$tmp/quiet$q" "stream query busy")
+    qr=$(count "$tmp/quiet$q" "quiet record")
+    echo "QUIET_POLLS=$q: $qb busy stream queries, $qr events recorded after them"
+    [ "$qr" -gt 0 ] && [ "$qb" -eq $((q * qr)) ] ||
+        { cat "$tmp/quiet$q"; echo "FAIL: QUIET_POLLS=$q: $qb busy queries for $qr records"; fail=1; }
+done
+if run quiet0 UCCL_GPU_IPC_QUIET_POLLS=0 || ! grep -q "QUIET_POLLS" "$tmp/quiet0"; then
+    cat "$tmp/quiet0"
+    echo "FAIL: QUIET_POLLS=0 must fail engine creation naming the setting"
+    fail=1
+fi
 [ $fail = 0 ] || { cat "$tmp/lazy" "$tmp/eager"; exit 1; }
 echo "PASS: gpu_ipc profile and unrecorded fences"

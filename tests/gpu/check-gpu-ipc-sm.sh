@@ -55,7 +55,9 @@ if [ "$c" != 0 ]; then
     echo "FAIL: auto_3gpus: $c copy-engine copies: not every message was pulled whole by kernel"
     fail=1
 fi
-expect auto_min coll-alltoall 0 0 $auto UCCL_FAKE_GPU_COUNT=3 UCCL_GPU_IPC_SM_AUTO_MIN=512K
+# (DUPLEX_PULL_MAX=0: an alltoall's messages meet a send of the receiver's own, which would pull them whole)
+expect auto_min coll-alltoall 0 0 $auto UCCL_FAKE_GPU_COUNT=3 UCCL_GPU_IPC_SM_AUTO_MIN=512K \
+    UCCL_GPU_IPC_DUPLEX_PULL_MAX=0
 # the same messages split in two there (half pushed, half pulled: SPLIT_PCT), one kernel pull each above
 if [ "$c" != $((2 * n3)) ]; then
     echo "FAIL: auto_3gpus: $n3 kernel copies for the $c/2 messages split in auto_min: not one whole pull each"

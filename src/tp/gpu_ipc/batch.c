@@ -40,6 +40,7 @@ uccl_status_t uccl_gpu_ipc_batch_flush(ipc_tp_t *tp)
         st = uccl_gpu_sm_copy_batch_async(tp->device, b->dst, b->src, b->len, (size_t)b->n,
                                           tp->cfg.batch_sm_blocks, tp->streams[0]);
         IPC_PROF_ADD(&tp->prof, IPC_PROF_SM_BATCH, t0, (uint64_t)b->n);
+        IPC_PROF_ADD(&tp->prof, IPC_PROF_SM_LAUNCH, t0, 1); /* copies per launch: the two rows */
     } else {
         if (b->n == 1 && tp->cfg.dtod)
             st = uccl_gpu_memcpy_dtod_async(b->dst[0], b->src[0], b->len[0], tp->streams[0]);

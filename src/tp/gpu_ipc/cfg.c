@@ -23,6 +23,16 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "sender pushes the rest, so both GPUs' copy engines work (0 = the sender pushes it all); "
      "as UCCL_SHM_SPLIT_PCT",
      offsetof(ipc_cfg_t, split_pct), UCCL_CFG_INT},
+    /* 2x H200, np 2, blocking allgather / alltoall, both directions busy
+     * (tests/gpu/results/2xH200-mgpu17): the clear-to-send hop and a second
+     * copy launch on each side cost 4-8 us a call at 1-16 MiB received (2 MiB
+     * allgather: 20.0 / 19.3 us pulled whole, 26.9 split), and each GPU's
+     * copy engines already run its own pull; 64-256 MiB: 0.96-1.00x main */
+    {"DUPLEX_PULL_MAX", "4G",
+     "a message of at most this size arriving while this process has a send of its own to the same "
+     "peer in flight (an exchange: both directions busy) is pulled whole by the receiver (no "
+     "clear-to-send, no push, no split; see PUSH_MIN); 0 = every message by PUSH_MIN",
+     offsetof(ipc_cfg_t, duplex_pull_max), UCCL_CFG_SIZE},
     /* One H200 VM, two processes on GPU 0, window 16, ratio to a plain
      * cudaMemcpyAsync in the same job (tests/gpu/results/1xH200-p2p): a
      * copy costs the CPU about 4 us whatever its size (b_copy_cost), and a
@@ -65,6 +75,15 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "polled with cudaStreamQuery and records its event only when another copy follows it there "
      "(0 = an event per fence when it closes)",
      offsetof(ipc_cfg_t, lazy_event), UCCL_CFG_BOOL},
+    /* one H200, two processes on GPU 0, window 16, 1-16 MiB send and write,
+     * 20 rounds in one job each (tests/gpu/results/H200-py17): 4096 (never
+     * within a window) ran at 0.993-1.007x 64, LAZY_EVENT=0 at 0.993-1.004x;
+     * at 4 MiB one launch a window polled 22-23 times (PROF=1) */
+    {"QUIET_POLLS", "64",
+     "with LAZY_EVENT, an unrecorded fence whose stream stayed busy for this many queries gets its "
+     "event recorded and polled from then on (a record while copies run costs the CPU 2.5-4.6 us, "
+     "and a fence that ends meanwhile is seen done that much later); 1..2^30",
+     offsetof(ipc_cfg_t, quiet_polls), UCCL_CFG_INT},
     {"FLAG_DONE", "1",
      "a fence of at most this many transfers whose copies all went to stream 0 queues a stream write "
      "of its number into a word of mapped host memory, and progress reads that word instead of "
@@ -180,6 +199,7 @@ uccl_status_t uccl_gpu_ipc_cfg_load(ipc_cfg_t *cfg)
         !uccl_cfg_in_range(t, "BATCH_SM", cfg->batch_sm, 0, IPC_BATCH_MAX) ||
         !uccl_cfg_in_range(t, "BATCH_SM_BLOCKS", cfg->batch_sm_blocks, 1, 65535) ||
         !uccl_cfg_in_range(t, "FLAG_DONE", cfg->flag_done, 0, 4096) ||
+        !uccl_cfg_in_range(t, "QUIET_POLLS", cfg->quiet_polls, 1, 1 << 30) ||
         !uccl_cfg_in_range(t, "SM_UNROLL", cfg->sm_unroll, 4, 8) || !unroll_ok(cfg->sm_unroll) ||
         uccl_gpu_ipc_copy_mode(cfg) < 0)
         return UCCL_ERR_INVALID_PARAM;

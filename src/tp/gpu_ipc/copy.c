@@ -438,10 +438,12 @@ static bool op_poll(ipc_tp_t *tp, ipc_op_t *op)
         uccl_status_t st = uccl_gpu_stream_query(tp->streams[0]);
 
         IPC_PROF_ADD(&tp->prof, st == UCCL_INPROGRESS ? IPC_PROF_SQUERY_BUSY : IPC_PROF_SQUERY_DONE, t0, 1);
-        if (st == UCCL_INPROGRESS && ++tp->quiet_polls < IPC_QUIET_POLLS)
+        if (st == UCCL_INPROGRESS && ++tp->quiet_polls < tp->cfg.quiet_polls)
             return false;
         if (st == UCCL_INPROGRESS) {
+            t0 = IPC_PROF_T0(tp->cfg.prof);
             uccl_gpu_ipc_quiet_record(tp); /* long copies: from now on its event is polled */
+            IPC_PROF_ADD(&tp->prof, IPC_PROF_QUIET_RECORD, t0, 1);
         } else {
             if (st != UCCL_OK)
                 f->status = UCCL_ERR_TRANSPORT;

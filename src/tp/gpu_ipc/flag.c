@@ -13,7 +13,7 @@
  * passed, since a later number there was written after n in stream order.
  *
  * A copy fault loses the GPU context on CUDA and the write never lands:
- * every IPC_QUIET_POLLS reads of a word not there yet, stream 0 is queried
+ * every IPC_FLAG_CHECK_POLLS reads of a word not there yet, stream 0 is queried
  * too, and its error fails the fence (as an event's would). A word of its
  * own per fence keeps a later fence's write from passing a failed one where
  * the stream goes on after a fault (the fake GPU's injected faults).
@@ -137,7 +137,7 @@ bool uccl_gpu_ipc_flag_fence(ipc_tp_t *tp, ipc_fence_t *f)
  * costs about what the copy does and writes the word itself at its end
  * (its last block to finish: tp->flag_count; a block per 64 KiB, at most
  * BATCH_SM_BLOCKS), up to FLAG_KERNEL_MAX. A fault in the copy stops the stream before the word:
- * flag_passed's every-IPC_QUIET_POLLS query fails the fence. */
+ * flag_passed's every-IPC_FLAG_CHECK_POLLS query fails the fence. */
 bool uccl_gpu_ipc_flag_kernel(ipc_tp_t *tp, ipc_fence_t *f)
 {
     ipc_batch_t *b = &tp->batch;
@@ -177,7 +177,7 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f)
 
     if ((int32_t)(now - f->flag_seq) >= 0)
         return flag_clear(tp, f);
-    if (++f->flag_polls % IPC_QUIET_POLLS != 0) {
+    if (++f->flag_polls % IPC_FLAG_CHECK_POLLS != 0) {
         uccl_gpu_flags_poll(); /* the fake backend runs its streams here */
         return false;
     }

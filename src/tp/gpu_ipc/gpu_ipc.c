@@ -76,7 +76,7 @@ static void prof_print(const ipc_tp_t *tp)
         "post", "gap(caller+core)", "copy", "batch(per copy)", "event record", "event query busy",
         "event query done", "stream query busy", "stream query done", "message out", "message in",
         "op finish", "progress call", "sm copy", "sm batch(per copy)", "flag write", "flag late query",
-        "flag kernel", "peer done", "peer word"};
+        "flag kernel", "peer done", "peer word", "quiet record", "sm batch launch"};
 
     fprintf(stderr, "gpu_ipc prof pid %d: step calls ns/call total-us\n", (int)getpid());
     for (int i = 0; i < IPC_PROF_N; i++)

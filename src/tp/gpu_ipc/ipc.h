@@ -110,11 +110,16 @@ typedef enum { OP_LOCAL, OP_RECV, OP_PUSH, OP_TGT } ipc_op_kind_t;
  * cudaStreamQuery of stream 0 says when it passed (tp->quiet). Its event is
  * recorded only when another copy is about to be queued on stream 0 (before
  * that copy, so that it marks the same point) or when the stream stayed
- * busy for IPC_QUIET_POLLS queries. A window of transfers followed by a wait
+ * busy for cfg.quiet_polls queries. A window of transfers followed by a wait
  * (and every single transfer waited for) thus costs no cudaEventRecord
  * (0.24-0.6 us of CPU a fence on one H200, 2.5 us once with a busy stream:
- * tests/gpu/results/1xH200-gpu10). */
-#define IPC_QUIET_POLLS 64
+ * tests/gpu/results/1xH200-gpu10). The record after that many busy queries
+ * is a call of 2.5-4.6 us while the copies run; moving it out of a window
+ * (QUIET_POLLS=4096) or to the fence's close (LAZY_EVENT=0) changed no
+ * window time by more than noise on one H200 (tests/gpu/results/H200-py17). */
+/* flag.c: a fence told by a host word queries its stream every this many
+ * reads of a word not there yet */
+#define IPC_FLAG_CHECK_POLLS 64
 typedef struct ipc_fence {
     int refs;         /* ops waiting on it */
     unsigned streams; /* streams with copies before it */
@@ -155,11 +160,13 @@ typedef struct ipc_cfg {
     size_t stream_split_min;
     size_t push_min;
     int split_pct;
+    size_t duplex_pull_max; /* DUPLEX_PULL_MAX: no push up to this size while a send of ours to that peer is in flight */
     size_t batch_max;
     size_t batch_cross; /* BATCH_CROSS: the batch across GPUs is for transfers below this */
     int prof; /* the micro profile (prof.h) */
     int dtod; /* device-to-device copies through the driver's cuMemcpyDtoDAsync */
     int lazy_event; /* unrecorded fences (ipc_fence_t) */
+    int quiet_polls; /* QUIET_POLLS: busy stream queries of an unrecorded fence before its event */
     int flag_done;  /* fences of at most this many ops told by a host word (flag.c) */
     int peer_done;  /* PEER_DONE: a pulled send told done by the receiver's GPU (done.c) */
     size_t flag_kernel_max; /* FLAG_KERNEL_MAX: a flagged fence's one copy and word by one launch */

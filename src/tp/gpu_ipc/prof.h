@@ -32,6 +32,8 @@ enum {
     IPC_PROF_FLAG_KERNEL, /* a fence's copy and its number by one kernel launch (FLAG_KERNEL_MAX) */
     IPC_PROF_PEER_DONE,  /* a send completed by the word the receiver's GPU wrote (PEER_DONE), sender side */
     IPC_PROF_PEER_WORD,  /* a fence that writes a sender's word (PEER_DONE), receiver side */
+    IPC_PROF_QUIET_RECORD, /* an unrecorded fence's event recorded after QUIET_POLLS busy queries */
+    IPC_PROF_SM_LAUNCH,  /* uccl_gpu_sm_copy_batch_async, counted per launch (copies: SM_BATCH) */
     IPC_PROF_N
 };
 

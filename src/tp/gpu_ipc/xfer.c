@@ -286,11 +286,14 @@ static size_t pull_part(const ipc_ep_t *ep, size_t len)
  * it all: a push costs a clear-to-send more, and a split runs both
  * processes' copies on the GPU at once, which time-slices it between their
  * contexts (one H200, window of 16 at 1 MiB: 21.5 us a message split, 6.1
- * pushed, 5.8 pulled; a single 1 MiB message split took 229 us). */
+ * pushed, 5.8 pulled; a single 1 MiB message split took 229 us). Nor
+ * while a send of ours to the peer is in flight (DUPLEX_PULL_MAX). */
 static bool push_wanted(const ipc_ep_t *ep, const uccl_req_t *req, size_t len)
 {
     size_t min = ep->tp->cfg.push_min;
 
+    if (len <= ep->tp->cfg.duplex_pull_max && uccl_hmap_count(&ep->waits[IPC_WAIT_SEND]) > 0)
+        return false; /* an exchange (DUPLEX_PULL_MAX): the peer's GPU pulls our send meanwhile */
     if (min == 0 || len < min || (ep->peer_device >= 0 && ep->peer_device == ep->tp->device) ||
         uccl_gpu_ipc_auto_sm(ep, len)) /* COPY=auto: pulled whole by kernel */
         return false;
