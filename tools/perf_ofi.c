@@ -17,6 +17,7 @@
  *                                         R pairs, the order flipped every pair, see op_row)
  *                         [--sizes 65536,262144]  (op rows' sizes; default 64K,256K,1M,4M)
  *                         [--dump 1]     (op rows: each pair's times as "#pair" lines)
+ *                         [--phases 1]   (op rows: "#phase" lines, perf_ofi_phase.c)
  * P goes to UCCL_OFI_PROVIDER too (default "tcp;ofi_rxm"). Rank 0 prints one
  * table; every figure is GB/s (1e9 bytes/s) of rank 0's wall time.
  * A benchmark tool, not a test: errors abort the job with a message. */
@@ -212,8 +213,11 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     for (int it = 0; it < iters; it++) {
+        bool ph = phase_on && (u->rank == 0 || op >= OP_SEND);
         int n = 0;
 
+        if (ph)
+            phase_begin(1);
         if (u->rank == 0) {
             for (int i = 0; i < window; i++, n++)
                 ucheck(0, op_names[op],
@@ -223,12 +227,18 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
                                        : uccl_sendv(u->conn, iov, SENDV_PIECES, 1, &reqs[n]));
             if (op >= OP_SEND)
                 ucheck(0, "ack", uccl_recv(u->conn, NULL, 0, 0, 2, &reqs[n++]));
+            if (ph)
+                phase_mark(1, PH_POST);
         } else if (op >= OP_SEND) {
             for (int i = 0; i < window; i++, n++)
                 ucheck(1, "recv",
                        op == OP_SEND ? uccl_recv(u->conn, u->mr, 0, len, 1, &reqs[n])
                                      : uccl_recvv(u->conn, iov, SENDV_PIECES, 1, &reqs[n]));
+            if (ph)
+                phase_mark(1, PH_POST);
             ucheck(1, "wait", uccl_wait_all(reqs, (size_t)n, -1));
+            if (ph)
+                phase_mark(1, PH_WAIT);
             for (int i = 0; i < n; i++)
                 uccl_req_free(reqs[i]);
             n = 0;
@@ -236,8 +246,12 @@ static double ucc_run(ucc_t *u, int op, size_t len, int window, int iters)
         }
         if (n > 0)
             ucheck(u->rank, "wait", uccl_wait_all(reqs, (size_t)n, -1));
+        if (ph && u->rank == 0)
+            phase_mark(1, PH_WAIT);
         for (int i = 0; i < n; i++)
             uccl_req_free(reqs[i]);
+        if (ph)
+            phase_mark(1, PH_TAIL);
     }
     if (op < OP_SEND)
         ucc_fin(u);
@@ -271,6 +285,14 @@ static void op_row(raw_t *r, ucc_t *u, int op, size_t len, int window, int pairs
             tr[k] = raw_run(r, op, len, window, iters);
         }
         ratio[k] = tr[k] / tu[k];
+    }
+    if (phase_on) { /* rank 1's lines after rank 0's row */
+        if (r->rank == 0)
+            phase_report(0, op_names[op], len, window);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (r->rank == 1)
+            phase_report(1, op_names[op], len, window);
+        MPI_Barrier(MPI_COMM_WORLD);
     }
     if (r->rank != 0)
         return;
@@ -460,6 +482,8 @@ int main(int argc, char **argv)
             nsizes = parse_sizes(argv[i + 1], sizes);
         else if (strcmp(argv[i], "--dump") == 0)
             dump = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--phases") == 0)
+            phase_init(atoi(argv[i + 1]));
     }
     if (nsizes < 1) {
         fprintf(stderr, "perf_ofi: --sizes takes 1 to %d byte counts, 1 to %u each, "

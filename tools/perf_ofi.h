@@ -85,4 +85,14 @@ double raw_rndv_run(raw_t *r, int mode, size_t len, int window, int iters);
 /* Raw send, the receiver keeping `depth` receives posted (perf_ofi_raw.c). */
 double raw_depth_run(raw_t *r, size_t len, int window, int depth, int iters);
 
+/* --phases 1 (perf_ofi_phase.c): a window cut at marks, per side (0 raw,
+ * 1 uccl): begin, then the end of each phase; reported per row. */
+enum { PH_POST, PH_WAIT, PH_TAIL, PH_N };
+extern int phase_on;
+extern long phase_empty_polls, phase_eagain;
+void phase_init(int on);
+void phase_begin(int side);
+void phase_mark(int side, int ph);
+void phase_report(int rank, const char *op, size_t len, int window);
+
 #endif

@@ -94,6 +94,7 @@ void raw_wait(raw_t *r, int n)
     while (n > 0) {
         ssize_t got = fi_cq_read(r->cq, e, 16);
         if (got == -FI_EAGAIN) {
+            phase_empty_polls++;
             if (++idle >= 64) {
                 sched_yield();
                 idle = 0;
@@ -125,8 +126,10 @@ static void raw_post(raw_t *r, int op, size_t off, size_t len, struct fi_context
             rc = fi_readmsg(r->ep, &msg, FI_COMPLETION);
         else
             rc = fi_tsend(r->ep, r->buf + off, len, r->desc, r->peer, 1, ctx);
-        if (rc == -FI_EAGAIN)
+        if (rc == -FI_EAGAIN) {
+            phase_eagain++;
             fi_cq_read(r->cq, NULL, 0);
+        }
     } while (rc == -FI_EAGAIN);
     if (rc != 0)
         die(r->rank, "post", rc);
@@ -166,8 +169,10 @@ static void raw_tagged(raw_t *r, int send, size_t len, uint64_t tag, struct fi_c
     do {
         rc = send ? fi_tsend(r->ep, r->buf, len, r->desc, r->peer, tag, ctx)
                   : fi_trecv(r->ep, r->buf, len, r->desc, r->peer, tag, 0, ctx);
-        if (rc == -FI_EAGAIN)
+        if (rc == -FI_EAGAIN) {
+            phase_eagain++;
             fi_cq_read(r->cq, NULL, 0);
+        }
     } while (rc == -FI_EAGAIN);
     CHECK(r, send ? "fi_tsend" : "fi_trecv", rc);
 }
@@ -190,6 +195,10 @@ double raw_run(raw_t *r, int op, size_t len, int window, int iters)
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = now_s();
     for (int it = 0; it < iters; it++) {
+        bool ph = phase_on && (r->rank == 0 || op >= OP_SEND);
+
+        if (ph)
+            phase_begin(0);
         if (r->rank == 0) {
             for (int i = 0; i < window; i++) {
                 if (op == OP_SENDV)
@@ -199,7 +208,11 @@ double raw_run(raw_t *r, int op, size_t len, int window, int iters)
             }
             if (op >= OP_SEND)
                 raw_tagged(r, 0, 0, 2, &ctx[window]);
+            if (ph)
+                phase_mark(0, PH_POST);
             raw_wait(r, window + (op >= OP_SEND));
+            if (ph)
+                phase_mark(0, PH_WAIT);
         } else if (op >= OP_SEND) {
             for (int i = 0; i < window; i++) {
                 if (op == OP_SENDV)
@@ -207,10 +220,16 @@ double raw_run(raw_t *r, int op, size_t len, int window, int iters)
                 else
                     raw_tagged(r, 0, len, 1, &ctx[i]);
             }
+            if (ph)
+                phase_mark(0, PH_POST);
             raw_wait(r, window);
+            if (ph)
+                phase_mark(0, PH_WAIT);
             raw_tagged(r, 1, 0, 2, &ctx[window]);
             raw_wait(r, 1);
         }
+        if (ph)
+            phase_mark(0, PH_TAIL);
     }
     if (op < OP_SEND)
         raw_done(r, &ctx[0]);

@@ -104,6 +104,7 @@ typedef struct ofi_quirk {
     unsigned flags;
     size_t pack_below;  /* local pieces averaging less are packed (ofi_pack.c); 0 = never */
     int direct_depth;   /* UCCL_OFI_DIRECT_DEPTH left at 0: direct receives posted ahead */
+    int rx_depth;       /* UCCL_OFI_RX_DEPTH left at 0: control receives per connection */
 } ofi_quirk_t;
 
 #define OFI_BOUNCE_SIZE (256u << 10) /* one packed operation at most */
@@ -151,6 +152,7 @@ typedef struct tp_ofi {
     uint64_t direct_passes; /* progress calls that looked at every direct receive (tests) */
     bool exact_tags;        /* OFI_QUIRK_EXACT_TAGS: no receive with ignore bits */
     uint64_t direct_hints;  /* hints sent for direct sends that waited (ofi_dhint.c, tests) */
+    uint64_t polls, polls_empty; /* progress calls, those that found no completion (debug) */
     uccl_list_t bounce_free;
     int nbounce;
     uccl_list_t op_free; /* data operations' contexts kept for reuse (uccl_ofi_op_get) */

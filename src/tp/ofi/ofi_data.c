@@ -534,5 +534,7 @@ int uccl_ofi_progress(uccl_tp_t *base)
         if (!uccl_list_empty(&ep->data_pending))
             uccl_ofi_post_pending(ep);
     }
+    tp->polls++;
+    tp->polls_empty += events == 0;
     return events;
 }

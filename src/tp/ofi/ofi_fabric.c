@@ -23,8 +23,12 @@ static const uccl_cfg_field_t ofi_fields[] = {
     OFI_FIELD("EAGER", "8K", "messages up to this size are sent eagerly (copied)", eager,
               UCCL_CFG_SIZE),
     OFI_FIELD("TX_DEPTH", "64", "control send slots per connection", tx_depth, UCCL_CFG_INT),
-    OFI_FIELD("RX_DEPTH", "64", "control receive buffers per connection", rx_depth,
-              UCCL_CFG_INT),
+    OFI_FIELD("RX_DEPTH", "0",
+              "control receive buffers per connection (4-4096), each posted to the provider; "
+              "0 = the provider's row of the quirk table (64; 16 on shm, whose tagged "
+              "receives are matched in the order posted, control receives ahead of the direct "
+              "ones: tests/perf/results/ofi/ofi17-H200host)",
+              rx_depth, UCCL_CFG_INT),
     OFI_FIELD("MAX_IOV", "0",
               "local pieces per RMA operation (0 = the provider's iov_limit, at most 16); "
               "more pieces are split over several operations",
@@ -101,16 +105,16 @@ const uccl_cfg_table_t uccl_ofi_config_table = {.prefix = "OFI_",
 static const ofi_quirk_t ofi_quirks[] = {
     /* pack_below: software providers pay microseconds per operation, NICs
      * far less (measured here for tcp and shm: tests/perf/results/ofi) */
-    {"cxi", 60, 0, 4096, 1},
-    {"efa", 55, 0, 8192, 1},
-    {"psm3", 50, 0, 8192, 1},
-    {"opx", 50, 0, 8192, 1},
-    {"verbs;ofi_rxm", 40, 0, 4096, 1},
-    {"tcp;ofi_rxm", 30, OFI_QUIRK_SOFTWARE, 65536, 1},
-    {"tcp", 25, OFI_QUIRK_SOFTWARE, 65536, 1},
-    {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536, 1},
-    {"net", 15, OFI_QUIRK_SOFTWARE, 65536, 1},
-    {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536, 1},
+    {"cxi", 60, 0, 4096, 1, 64},
+    {"efa", 55, 0, 8192, 1, 64},
+    {"psm3", 50, 0, 8192, 1, 64},
+    {"opx", 50, 0, 8192, 1, 64},
+    {"verbs;ofi_rxm", 40, 0, 4096, 1, 64},
+    {"tcp;ofi_rxm", 30, OFI_QUIRK_SOFTWARE, 65536, 1, 64},
+    {"tcp", 25, OFI_QUIRK_SOFTWARE, 65536, 1, 64},
+    {"sockets", 20, OFI_QUIRK_SOFTWARE, 65536, 1, 64},
+    {"net", 15, OFI_QUIRK_SOFTWARE, 65536, 1, 64},
+    {"udp;ofi_rxd", 10, OFI_QUIRK_SOFTWARE, 65536, 1, 64},
     /* no row has OFI_QUIRK_TAGGED: the tagged rendezvous measured no faster
      * than CTS + write on shm (64 KiB 0.74-0.78 against 0.75-0.79 of raw
      * send, 1-4 MiB below push) and slower on tcp;ofi_rxm
@@ -124,12 +128,20 @@ static const ofi_quirk_t ofi_quirks[] = {
      * past push's 0.94-0.96, so direct stays off there). OFI_QUIRK_EXACT_TAGS:
      * libfabric 1.17's shm matches unexpected tagged messages with a stale
      * ignore mask (ofi.h; tests/perf/results/ofi/ofi15-H200host/README.md
-     * section 5); tcp;ofi_rxm matches them with the receive's own */
+     * section 5); tcp;ofi_rxm matches them with the receive's own.
+     * rx_depth 16: shm matches an incoming tagged message against its
+     * posted receives in the order they were posted, and a connection's
+     * control receives, posted first, stay ahead of its direct receives:
+     * with 64 every 64 KiB direct message walked past 64 of them (~1,600
+     * instructions per message in fi_cq_read, on the receiver that does the
+     * copy: send 0.917 of raw; 16: 0.952; 4: 0.984, but eager sends of 1-4
+     * KiB, which need control receives, fell from 0.74 to 0.61 of raw:
+     * tests/perf/results/ofi/ofi17-H200host) */
     {"shm", 5,
      OFI_QUIRK_SAME_HOST | OFI_QUIRK_SOFTWARE | OFI_QUIRK_PID_NAME | OFI_QUIRK_DIRECT |
          OFI_QUIRK_EXACT_TAGS,
-     32768, 16},
-    {"", 1, 0, 8192, 1}, /* anything else */
+     32768, 16, 16},
+    {"", 1, 0, 8192, 1, 64}, /* anything else */
 };
 
 const ofi_quirk_t *uccl_ofi_quirk(const char *prov)
@@ -348,6 +360,8 @@ uccl_status_t uccl_ofi_fabric_open(tp_ofi_t *tp, const struct fi_info *info)
         return UCCL_ERR_NO_MEMORY;
     snprintf(tp->prov, sizeof(tp->prov), "%s", info->fabric_attr->prov_name);
     tp->quirk = uccl_ofi_quirk(tp->prov);
+    if (tp->cfg.rx_depth == 0) /* the provider's: every use reads the setting */
+        tp->cfg.rx_depth = tp->quirk->rx_depth;
     tp->mr_mode = info->domain_attr->mr_mode;
     tp->addr_format = info->addr_format;
     tp->iov_limit = info->tx_attr->iov_limit;

@@ -128,7 +128,8 @@ static uccl_status_t ofi_check_config(tp_ofi_config_t *cfg)
     const uccl_cfg_table_t *t = &uccl_ofi_config_table;
     bool ok = uccl_cfg_in_range(t, "TX_DEPTH", cfg->tx_depth, 4, 4096);
 
-    ok &= uccl_cfg_in_range(t, "RX_DEPTH", cfg->rx_depth, 4, 4096);
+    if (cfg->rx_depth != 0) /* 0: the quirk table's */
+        ok &= uccl_cfg_in_range(t, "RX_DEPTH", cfg->rx_depth, 4, 4096);
     ok &= uccl_cfg_in_range(t, "CHUNK", (long long)cfg->chunk, 4096, 1ll << 30);
     ok &= uccl_cfg_in_range(t, "EAGER", (long long)cfg->eager, 0, 1ll << 20);
     ok &= uccl_cfg_in_range(t, "MAX_IOV", cfg->max_iov, 0, OFI_IOV_MAX);
@@ -161,6 +162,8 @@ static void tp_ofi_close(uccl_tp_t *base)
 {
     tp_ofi_t *tp = (tp_ofi_t *)base;
 
+    uccl_debug("ofi (%s): progress calls %llu, %llu of them found no completion", tp->prov,
+               (unsigned long long)tp->polls, (unsigned long long)tp->polls_empty);
     if (tp->direct_sent + tp->direct_placed + tp->direct_copied > 0)
         uccl_debug("ofi (%s): direct sends %llu (hinted %llu); received %llu in place, %llu "
                    "copied; passes over the direct receives %llu",
