@@ -176,7 +176,7 @@ static void pgroup_started(upy_pgroup_t *g, int *alone)
 }
 
 /* *alone: upy_gil_alone()'s answer once asked in this call (-1: not yet;
- * session 18: wait_start() asks once for its wait and its posts). 0, or -1
+ * session 17: wait_start() asks once for its wait and its posts). 0, or -1
  * with an exception. */
 static int pgroup_start_alone(upy_pgroup_t *g, int *alone)
 {
@@ -227,7 +227,7 @@ static int pgroup_wait_together(upy_pgroup_t *g, long long ms, int *alone)
     size_t k = 0;
     uccl_status_t st;
     uccl_req_t **reqs = g->reqs;
-    if (g->cur == 1) { /* one member: its own array (session 18: no copy) */
+    if (g->cur == 1) { /* one member: its own array (session 17: no copy) */
         reqs = MEMBER(g, 0)->reqs;
         k = (size_t)MEMBER(g, 0)->nposted;
     } else {
@@ -320,7 +320,7 @@ static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t 
 /* wait(), then start() again: one call a round where a loop repeats the
  * same transfers (no timeout: a round that cannot finish is an error).
  * Whether another thread could want the GIL is asked once for both
- * (session 18), not by the wait and by each member's posting. */
+ * (session 17), not by the wait and by each member's posting. */
 static PyObject *pgroup_wait_start(upy_pgroup_t *g, PyObject *unused)
 {
     PyObject *r;

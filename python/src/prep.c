@@ -223,7 +223,7 @@ PyObject *upy_prep_result(upy_prep_t *p)
 
 /* Post ops[0..n) in order until one fails (*st): how many were posted. One
  * loop per operation (the libuccl call chosen once, not per entry), each
- * calling libuccl directly (session 18: not through upy_entry_post, a call
+ * calling libuccl directly (session 17: not through upy_entry_post, a call
  * and a switch per entry). */
 static Py_ssize_t post_ops(uccl_conn_t *conn, int op, const upy_entry_t *e, Py_ssize_t n,
                            uccl_req_t **reqs, uccl_status_t *st)

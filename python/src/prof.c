@@ -101,7 +101,7 @@ PyObject *upy_stream_query_cost(PyObject *self, PyObject *args)
  * "gil_asks"}: waits and list posts that kept the GIL (no other thread) and
  * that released it, list entries that reused the connection's last decoded
  * descriptor, since the last reset (session 14; the tests check which path
- * a call took); the times upy_gil_alone() was asked (session 18). */
+ * a call took); the times upy_gil_alone() was asked (session 17). */
 PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"reset", NULL};

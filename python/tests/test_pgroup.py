@@ -1,7 +1,7 @@
 """uccl.PersistentGroup (session 16): PersistentRequests started and waited
 as one. Together: the send loop's sender (the ack's receive and the window);
 chain=True: its receiver (the window, then the ack); wait_start();
-progress=True (session 17); one GIL check a wait_start() (session 18); bytes
+progress=True (session 17); one GIL check a wait_start() (session 17); bytes
 compared each round; misuse and failures raise; 10^4 rounds leave
 reference counts and memory flat."""
 import gc
