@@ -96,6 +96,10 @@ int upy_prep_start(upy_prep_t *p);                             /* -1 + exception
 /* Wait up to ms (-2: no limit): 1 finished (or nothing in flight), 0 still
  * running, -1 error set (not started, interrupted). */
 int upy_prep_wait_ms(upy_prep_t *p, long long ms);
+/* The same two with upy_gil_alone()'s answer carried in *alone (-1: not
+ * known yet; see upy_wait_many_alone): PersistentGroup's calls ask once. */
+int upy_prep_start_alone(upy_prep_t *p, int *alone);
+int upy_prep_wait_alone(upy_prep_t *p, long long ms, int *alone);
 /* After a uccl_wait_all of its requests with others (uccl.wait_all) that
  * returned st: finished, when they all are. */
 void upy_prep_after_wait(upy_prep_t *p, uccl_status_t st);

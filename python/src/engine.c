@@ -99,10 +99,11 @@ int upy_timeout_ms(PyObject *timeout, long long *ms)
  * 5 ms, is what a thread running Python code makes it wait). */
 #define UPY_ALONE_SLICE_MS 1
 
-unsigned long long upy_gil_kept, upy_gil_released, upy_rdesc_hits;
+unsigned long long upy_gil_kept, upy_gil_released, upy_rdesc_hits, upy_gil_asks;
 
 int upy_gil_alone(void)
 {
+    upy_gil_asks++;
 #ifdef Py_GIL_DISABLED
     return 0;
 #else
@@ -131,10 +132,12 @@ static long long mono_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
+uccl_status_t upy_wait_many_alone(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms,
+                                  int *alone)
 {
     uccl_status_t st;
     long long end;
+    int first = 1;
     /* finished already (an eager send, a window's last completions): their
      * statuses without releasing and taking back the GIL, and without a
      * round of progress under it */
@@ -144,11 +147,15 @@ uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long l
      * each round the library's millisecond deadline */
     end = ms == -2 ? 0 : mono_ms() + ms;
     for (;;) {
-        int alone = upy_gil_alone(), cap = alone ? UPY_ALONE_SLICE_MS : UPY_SLICE_MS;
+        int a = first && *alone >= 0 ? *alone : upy_gil_alone(), cap;
         long long left = ms == -2 ? -2 : end - mono_ms();
-        int slice = left == -2 || left > cap ? cap : left < 0 ? 0 : (int)left;
+        int slice;
+        *alone = a;
+        first = 0;
+        cap = a ? UPY_ALONE_SLICE_MS : UPY_SLICE_MS;
+        slice = left == -2 || left > cap ? cap : left < 0 ? 0 : (int)left;
         e->busy++;
-        if (alone) { /* nobody to let run: no drop and take of the GIL */
+        if (a) { /* nobody to let run: no drop and take of the GIL */
             upy_gil_kept++;
             st = uccl_wait_all(reqs, n, slice);
         } else {
@@ -163,6 +170,12 @@ uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long l
         if (PyErr_CheckSignals() < 0)
             return UPY_WAIT_INTERRUPTED;
     }
+}
+
+uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms)
+{
+    int alone = -1;
+    return upy_wait_many_alone(e, reqs, n, ms, &alone);
 }
 
 uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms)

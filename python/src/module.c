@@ -39,7 +39,8 @@ static PyMethodDef module_methods[] = {
     {"_fast_stats", (PyCFunction)(void (*)(void))upy_fast_stats, METH_VARARGS | METH_KEYWORDS,
      "_fast_stats(reset=False) -> dict\n\nSince the last reset: waits and list posts that "
      "kept the GIL (no other thread could take it), that released it, and list entries that "
-     "reused their connection's last decoded descriptor (tests)."},
+     "reused their connection's last decoded descriptor, and gil_asks: how often a call asked "
+     "whether another thread could take the GIL (tests)."},
     {"_p2p_loop", upy_p2p_loop, METH_VARARGS,
      "_p2p_loop(conn, op, rank, mr, ctl, desc, size, window, iters) -> float\n\n"
      "uccl_perf's point-to-point loop in C on these objects, without the GIL: rank 0's "

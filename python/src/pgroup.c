@@ -158,11 +158,13 @@ static PyObject *pgroup_result(upy_pgroup_t *g)
  * loop returns to the interpreter first (session 17, py17: about 0.5 us a
  * window, all of it before the GPU starts). Its own result (requests done)
  * is wait()'s to see. */
-static PyObject *pgroup_started(upy_pgroup_t *g)
+static void pgroup_started(upy_pgroup_t *g, int *alone)
 {
     if (g->progress && g->engine->engine) {
         g->engine->busy++;
-        if (upy_gil_alone()) {
+        if (*alone < 0)
+            *alone = upy_gil_alone();
+        if (*alone) {
             uccl_engine_progress(g->engine->engine);
         } else {
             Py_BEGIN_ALLOW_THREADS
@@ -171,56 +173,74 @@ static PyObject *pgroup_started(upy_pgroup_t *g)
         }
         g->engine->busy--;
     }
-    Py_RETURN_NONE;
 }
 
-static PyObject *pgroup_start(upy_pgroup_t *g, PyObject *unused)
+/* *alone: upy_gil_alone()'s answer once asked in this call (-1: not yet;
+ * session 17: wait_start() asks once for its wait and its posts). 0, or -1
+ * with an exception. */
+static int pgroup_start_alone(upy_pgroup_t *g, int *alone)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(g->members);
-    (void)unused;
     if (g->state == 1) {
         PyErr_SetString(PyExc_ValueError, "PersistentGroup.start: still started (wait() for "
                                           "it first)");
-        return NULL;
+        return -1;
     }
     g->cur = 0;
     if (g->chain) {
-        if (upy_prep_start(MEMBER(g, 0)) < 0)
-            return NULL;
+        if (upy_prep_start_alone(MEMBER(g, 0), alone) < 0)
+            return -1;
         g->state = 1;
-        return pgroup_started(g);
+        pgroup_started(g, alone);
+        return 0;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         upy_prep_t *p = MEMBER(g, i);
         int idle = p->nposted == 0; /* not started on its own */
-        if (upy_prep_start(p) < 0) {
+        if (upy_prep_start_alone(p, alone) < 0) {
             /* those before it, and its entries that were posted, are
              * finished by wait() */
             g->cur = i + (idle && p->nposted > 0);
             g->state = g->cur > 0;
-            return NULL;
+            return -1;
         }
     }
     g->cur = n;
     g->state = 1;
-    return pgroup_started(g);
+    pgroup_started(g, alone);
+    return 0;
+}
+
+static PyObject *pgroup_start(upy_pgroup_t *g, PyObject *unused)
+{
+    int alone = -1;
+    (void)unused;
+    if (pgroup_start_alone(g, &alone) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 /* Together: one uccl_wait_all over the started members' operations.
  * 1 finished, 0 out of time, -1 error set. */
-static int pgroup_wait_together(upy_pgroup_t *g, long long ms)
+static int pgroup_wait_together(upy_pgroup_t *g, long long ms, int *alone)
 {
     size_t k = 0;
     uccl_status_t st;
-    for (Py_ssize_t i = 0; i < g->cur; i++) {
-        upy_prep_t *p = MEMBER(g, i);
-        for (Py_ssize_t j = 0; j < p->nposted; j++)
-            g->reqs[k++] = p->reqs[j];
+    uccl_req_t **reqs = g->reqs;
+    if (g->cur == 1) { /* one member: its own array (session 17: no copy) */
+        reqs = MEMBER(g, 0)->reqs;
+        k = (size_t)MEMBER(g, 0)->nposted;
+    } else {
+        for (Py_ssize_t i = 0; i < g->cur; i++) {
+            upy_prep_t *p = MEMBER(g, i);
+            for (Py_ssize_t j = 0; j < p->nposted; j++)
+                g->reqs[k++] = p->reqs[j];
+        }
     }
     if (k > 0) {
         if (upy_engine_check(g->engine) < 0)
             return -1;
-        st = upy_wait_many(g->engine, g->reqs, k, ms);
+        st = upy_wait_many_alone(g->engine, reqs, k, ms, alone);
         if (st == UPY_WAIT_INTERRUPTED)
             return -1;
         for (Py_ssize_t i = 0; i < g->cur; i++) {
@@ -238,14 +258,14 @@ static int pgroup_wait_together(upy_pgroup_t *g, long long ms)
 
 /* Chain: each member in turn, the next started once the one before it
  * finished without error. */
-static int pgroup_wait_chain(upy_pgroup_t *g, long long ms)
+static int pgroup_wait_chain(upy_pgroup_t *g, long long ms, int *alone)
 {
     Py_ssize_t n = PyTuple_GET_SIZE(g->members);
     double end = ms == -2 ? 0 : upy_now_s() + (double)ms / 1000.0; /* no limit: no clock */
     for (;;) {
         upy_prep_t *p = MEMBER(g, g->cur);
         long long left = ms == -2 ? -2 : (long long)((end - upy_now_s()) * 1000.0);
-        int rc = upy_prep_wait_ms(p, ms != -2 && left < 0 ? 0 : left);
+        int rc = upy_prep_wait_alone(p, ms != -2 && left < 0 ? 0 : left, alone);
         if (rc <= 0)
             return rc;
         if (p->status != UCCL_OK || g->cur + 1 == n) {
@@ -253,7 +273,7 @@ static int pgroup_wait_chain(upy_pgroup_t *g, long long ms)
             return 1;
         }
         g->cur++;
-        if (upy_prep_start(MEMBER(g, g->cur)) < 0) {
+        if (upy_prep_start_alone(MEMBER(g, g->cur), alone) < 0) {
             /* entries it posted before the failure: its own wait() */
             g->state = 0;
             return -1;
@@ -261,17 +281,10 @@ static int pgroup_wait_chain(upy_pgroup_t *g, long long ms)
     }
 }
 
-static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames)
+/* wait() with a limit of ms (-2: none); *alone as in pgroup_start_alone. */
+static PyObject *pgroup_wait_alone(upy_pgroup_t *g, long long ms, int *alone)
 {
-    static const char *const names[] = {"timeout"};
-    static const upy_sig_t sig = {"wait", names, 1, 1, 0};
-    PyObject *timeout = NULL;
-    long long ms = -2;
     int rc;
-    if ((nargs || kwnames) &&
-        (upy_parse(&sig, args, nargs, kwnames, &timeout) < 0 || upy_timeout_ms(timeout, &ms) < 0))
-        return NULL;
     if (g->state == 0) {
         PyErr_SetString(PyExc_ValueError, "PersistentGroup.wait: not started (start() first)");
         return NULL;
@@ -280,7 +293,7 @@ static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t 
         return upy_raise(UCCL_ERR_BUSY, "PersistentGroup.wait (another thread is waiting)");
     if (g->state == 1) {
         g->waiting = 1;
-        rc = g->chain ? pgroup_wait_chain(g, ms) : pgroup_wait_together(g, ms);
+        rc = g->chain ? pgroup_wait_chain(g, ms, alone) : pgroup_wait_together(g, ms, alone);
         g->waiting = 0;
         if (rc < 0)
             return NULL;
@@ -290,21 +303,36 @@ static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t 
     return pgroup_result(g);
 }
 
+static PyObject *pgroup_wait(upy_pgroup_t *g, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
+{
+    static const char *const names[] = {"timeout"};
+    static const upy_sig_t sig = {"wait", names, 1, 1, 0};
+    PyObject *timeout = NULL;
+    long long ms = -2;
+    int alone = -1;
+    if ((nargs || kwnames) &&
+        (upy_parse(&sig, args, nargs, kwnames, &timeout) < 0 || upy_timeout_ms(timeout, &ms) < 0))
+        return NULL;
+    return pgroup_wait_alone(g, ms, &alone);
+}
+
 /* wait(), then start() again: one call a round where a loop repeats the
- * same transfers (no timeout: a round that cannot finish is an error). */
+ * same transfers (no timeout: a round that cannot finish is an error).
+ * Whether another thread could want the GIL is asked once for both
+ * (session 17), not by the wait and by each member's posting. */
 static PyObject *pgroup_wait_start(upy_pgroup_t *g, PyObject *unused)
 {
-    PyObject *r, *s;
+    PyObject *r;
+    int alone = -1;
     (void)unused;
-    r = pgroup_wait(g, NULL, 0, NULL);
+    r = pgroup_wait_alone(g, -2, &alone);
     if (!r)
         return NULL;
-    s = pgroup_start(g, NULL);
-    if (!s) {
+    if (pgroup_start_alone(g, &alone) < 0) {
         Py_DECREF(r);
         return NULL;
     }
-    Py_DECREF(s);
     return r;
 }
 

@@ -183,7 +183,7 @@ static int prep_not_started(upy_prep_t *p, const char *what)
     return -1;
 }
 
-int upy_prep_wait_ms(upy_prep_t *p, long long ms)
+int upy_prep_wait_alone(upy_prep_t *p, long long ms, int *alone)
 {
     uccl_status_t st;
     if (prep_not_started(p, "wait") < 0)
@@ -192,13 +192,19 @@ int upy_prep_wait_ms(upy_prep_t *p, long long ms)
         return 1;
     if (upy_engine_check(p->conn->engine) < 0)
         return -1;
-    st = upy_wait_many(p->conn->engine, p->reqs, (size_t)p->nposted, ms);
+    st = upy_wait_many_alone(p->conn->engine, p->reqs, (size_t)p->nposted, ms, alone);
     if (st == UPY_WAIT_INTERRUPTED)
         return -1;
     if (st == UCCL_ERR_TIMEOUT && !prep_all_done(p, &st))
         return 0;
     prep_finish(p, st);
     return 1;
+}
+
+int upy_prep_wait_ms(upy_prep_t *p, long long ms)
+{
+    int alone = -1;
+    return upy_prep_wait_alone(p, ms, &alone);
 }
 
 PyObject *upy_prep_result(upy_prep_t *p)
@@ -216,7 +222,9 @@ PyObject *upy_prep_result(upy_prep_t *p)
 }
 
 /* Post ops[0..n) in order until one fails (*st): how many were posted. One
- * loop per operation (the libuccl call chosen once, not per entry). */
+ * loop per operation (the libuccl call chosen once, not per entry), each
+ * calling libuccl directly (session 17: not through upy_entry_post, a call
+ * and a switch per entry). */
 static Py_ssize_t post_ops(uccl_conn_t *conn, int op, const upy_entry_t *e, Py_ssize_t n,
                            uccl_req_t **reqs, uccl_status_t *st)
 {
@@ -233,9 +241,16 @@ static Py_ssize_t post_ops(uccl_conn_t *conn, int op, const upy_entry_t *e, Py_s
             if ((*st = uccl_recv(conn, e[i].m->mr, e[i].off, e[i].len, e[i].tag, &reqs[i])) != 0)
                 break;
         break;
+    case UPY_OP_WRITE:
+        for (; i < n; i++)
+            if ((*st = uccl_write(conn, e[i].m->mr, e[i].off, e[i].len, &e[i].rd, e[i].roff,
+                                  &reqs[i])) != UCCL_OK)
+                break;
+        break;
     default:
         for (; i < n; i++)
-            if ((*st = upy_entry_post(conn, op, &e[i], &reqs[i])) != UCCL_OK)
+            if ((*st = uccl_read(conn, e[i].m->mr, e[i].off, e[i].len, &e[i].rd, e[i].roff,
+                                 &reqs[i])) != UCCL_OK)
                 break;
     }
     return i;
@@ -244,6 +259,12 @@ static Py_ssize_t post_ops(uccl_conn_t *conn, int op, const upy_entry_t *e, Py_s
 /* Post every operation in order; -1 + exception (the entries before a
  * failed one stay posted). */
 int upy_prep_start(upy_prep_t *p)
+{
+    int alone = -1;
+    return upy_prep_start_alone(p, &alone);
+}
+
+int upy_prep_start_alone(upy_prep_t *p, int *alone)
 {
     uccl_status_t st = UCCL_OK;
     Py_ssize_t i;
@@ -265,7 +286,9 @@ int upy_prep_start(upy_prep_t *p)
     p->starting = 1;
     e->busy++;
     e->posting++;
-    if (upy_gil_alone()) { /* nobody to let run (session 14) */
+    if (*alone < 0)
+        *alone = upy_gil_alone();
+    if (*alone) { /* nobody to let run (session 14) */
         upy_gil_kept++;
         i = post_ops(conn, p->op, p->ops, p->n, p->reqs, &st);
     } else {

@@ -97,11 +97,11 @@ PyObject *upy_stream_query_cost(PyObject *self, PyObject *args)
     return PyFloat_FromDouble((double)(upy_prof_now() - t0) * 1e-9 / n);
 }
 
-/* _fast_stats(reset=False) -> {"gil_kept", "gil_released", "rdesc_hits"}:
- * waits and list posts that kept the GIL (no other thread) and that
- * released it, list entries that reused the connection's last decoded
+/* _fast_stats(reset=False) -> {"gil_kept", "gil_released", "rdesc_hits",
+ * "gil_asks"}: waits and list posts that kept the GIL (no other thread) and
+ * that released it, list entries that reused the connection's last decoded
  * descriptor, since the last reset (session 14; the tests check which path
- * a call took). */
+ * a call took); the times upy_gil_alone() was asked (session 17). */
 PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"reset", NULL};
@@ -110,9 +110,9 @@ PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds)
     (void)self;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p:_fast_stats", kwlist, &reset))
         return NULL;
-    out = Py_BuildValue("{sKsKsK}", "gil_kept", upy_gil_kept, "gil_released", upy_gil_released,
-                        "rdesc_hits", upy_rdesc_hits);
+    out = Py_BuildValue("{sKsKsKsK}", "gil_kept", upy_gil_kept, "gil_released",
+                        upy_gil_released, "rdesc_hits", upy_rdesc_hits, "gil_asks", upy_gil_asks);
     if (out && reset)
-        upy_gil_kept = upy_gil_released = upy_rdesc_hits = 0;
+        upy_gil_kept = upy_gil_released = upy_rdesc_hits = upy_gil_asks = 0;
     return out;
 }

@@ -120,6 +120,7 @@ int upy_gil_alone(void);
  * that kept the GIL (alone) and that released it, list entries whose
  * descriptor was the connection's last one; _fast_stats(reset=False). */
 extern unsigned long long upy_gil_kept, upy_gil_released, upy_rdesc_hits;
+extern unsigned long long upy_gil_asks; /* upy_gil_alone() calls (session 17) */
 PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds);
 /* Wait for req without the GIL, in slices that let signals through (with
  * the GIL while upy_gil_alone(), in 1 ms slices that look again).
@@ -129,6 +130,11 @@ PyObject *upy_fast_stats(PyObject *self, PyObject *args, PyObject *kwds);
 uccl_status_t upy_wait(upy_engine_t *e, uccl_req_t *req, long long ms);
 /* The same for n requests of engine e at once (uccl_wait_all). */
 uccl_status_t upy_wait_many(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms);
+/* The same with *alone, upy_gil_alone()'s answer when >= 0 (-1: not known),
+ * used for the first slice instead of asking again; set to the last answer
+ * (session 17: a call that waits and then posts asks once, not per step). */
+uccl_status_t upy_wait_many_alone(upy_engine_t *e, uccl_req_t **reqs, size_t n, long long ms,
+                                  int *alone);
 
 /* The producer streams a call on GPU objects orders after: the CUDA array
  * interface v3 'stream' of each object, or the stream DLPack's handshake

@@ -1,7 +1,8 @@
 """uccl.PersistentGroup (session 16): PersistentRequests started and waited
 as one. Together: the send loop's sender (the ack's receive and the window);
 chain=True: its receiver (the window, then the ack); wait_start();
-progress=True (session 17); bytes compared each round; misuse and failures raise; 10^4 rounds leave
+progress=True (session 17); one GIL check a wait_start() (session 17); bytes
+compared each round; misuse and failures raise; 10^4 rounds leave
 reference counts and memory flat."""
 import gc
 import os
@@ -305,4 +306,134 @@ def test_ten_thousand_rounds_flat(pair):
     else:
         pair.token_recv()
         assert np.array_equal(buf, pattern(n, 8))
+    mr.release()
+
+
+def _asks_rounds(g, rounds):
+    """rounds of wait_start() after a start(): the _fast_stats counts of the
+    rounds alone, then wait()."""
+    g.start()
+    uccl._uccl._fast_stats(reset=True)
+    for _ in range(rounds):
+        g.wait_start()
+    s = uccl._uccl._fast_stats()
+    g.wait(T)
+    return s
+
+
+def test_wait_start_asks_once(pair):
+    """Session 18: wait_start() asks once whether another thread could take
+    the GIL for its wait and all its members' posts (not once per post): a
+    round asks at most once more than its wait's slices. Together and chain,
+    alone and with another thread alive (then every wait and post releases
+    the GIL); the bytes land."""
+    n, rounds = 1024, 200
+    buf, mr, desc = rma_setup(pair, n, 12)
+    if pair.rank == 0:
+        a = pair.conn.write_init([(mr, desc, 0, n // 2)] * 4)
+        b = pair.conn.write_init([(mr, desc, n // 2, n // 2, n // 2)] * 4)
+        for chain in (False, True):
+            g = uccl.PersistentGroup([a, b], chain=chain)
+            s = _asks_rounds(g, rounds)
+            posts = 2 * rounds  # each member once a round
+            slices = s["gil_kept"] + s["gil_released"] - posts
+            assert s["gil_released"] == 0, s
+            assert s["gil_asks"] <= slices + rounds, (chain, s)
+            stop = threading.Event()
+            t = threading.Thread(target=stop.wait)
+            t.start()
+            try:
+                s = _asks_rounds(g, rounds)
+            finally:
+                stop.set()
+                t.join()
+            slices = s["gil_kept"] + s["gil_released"] - posts
+            assert s["gil_kept"] == 0 and s["gil_released"] >= posts, s
+            assert s["gil_asks"] <= slices + rounds, (chain, s)
+        a.close()
+        b.close()
+        pair.token_send()
+    else:
+        pair.token_recv()
+        assert np.array_equal(buf, pattern(n, 12))
+    mr.release()
+
+
+def test_one_member_write_read_flat(pair):
+    """A group of one member waits on that member's own requests (session
+    18): a write group's bytes land, a read group's come back, round after
+    round; 10^4 wait_start() rounds of the read group leave reference counts
+    and RSS flat."""
+    n = 1024
+    buf, mr, desc = rma_setup(pair, n, 13)
+    if pair.rank == 0:
+        w = pair.conn.write_init([(mr, desc, 0, n // 4), (mr, desc, n // 4, 3 * n // 4, n // 4)])
+        gw = uccl.PersistentGroup([w])
+        gw.start()
+        for _ in range(50):
+            assert gw.wait_start() == n
+        assert gw.wait(T) == n
+        back = np.zeros(n, np.uint8)
+        with pair.engine.register(back) as mb:
+            r = pair.conn.read_init([(mb, desc, 0, n)])
+            gr = uccl.PersistentGroup([r])
+            gr.start()
+            assert gr.wait(T) == n
+            assert np.array_equal(back, pattern(n, 13))
+            back[:] = 0
+            gr.start()
+            for _ in range(6000):  # warm-up (test_ten_thousand_rounds_flat)
+                gr.wait_start()
+            assert gr.wait(T) == n
+            assert np.array_equal(back, pattern(n, 13))
+            gc.collect()
+            refs = tuple(sys.getrefcount(o) for o in (r, mb, desc, pair.conn, gr))
+            before = rss_kib()
+            gr.start()
+            for _ in range(10000):
+                assert gr.wait_start() == n
+            assert gr.wait(T) == n
+            gc.collect()
+            grown = rss_kib() - before
+            assert tuple(sys.getrefcount(o) for o in (r, mb, desc, pair.conn, gr)) == refs
+            if not os.environ.get("UCCL_PY_SANITIZED"):
+                assert grown < 1024, "RSS grew by %d KiB" % grown
+            r.close()
+        w.close()
+        pair.token_send()
+    else:
+        pair.token_recv()
+        assert np.array_equal(buf, pattern(n, 13))
+    mr.release()
+
+
+def test_wait_start_start_fails(pair):
+    """wait_start() whose start() fails (a member closed after the group
+    finished): ValueError, the group no longer started, the result's int
+    not leaked; a group not started: ValueError before anything."""
+    n = 256
+    buf, mr, desc = rma_setup(pair, n, 14)
+    if pair.rank == 0:
+        a = pair.conn.write_init([(mr, desc, 0, n)])
+        g = uccl.PersistentGroup([a])
+        with pytest.raises(ValueError, match="not started"):
+            g.wait_start()
+        g.start()
+        res = g.wait(T)
+        assert res == n
+        a.close()
+        base = sys.getrefcount(res)
+        with pytest.raises(ValueError, match="closed"):
+            g.wait_start()  # the wait's result dropped, start() raised
+        assert not g.active
+        for _ in range(100):  # no longer started: raises before anything
+            with pytest.raises(ValueError, match="not started"):
+                g.wait_start()
+        with pytest.raises(ValueError, match="not started"):
+            g.wait(T)
+        assert sys.getrefcount(res) == base
+        pair.token_send()
+    else:
+        pair.token_recv()
+        assert np.array_equal(buf, pattern(n, 14))
     mr.release()
