@@ -1,13 +1,13 @@
 #!/bin/bash
 # ofi18's device call: main (base) and branch ofi18 (new) libuccl, one perf_ofi, alternated
-# ABBA over PAIRS pairs of jobs (default 14; the first of a pair flips each pair), each job
+# ABBA over PAIRS pairs of jobs (default 16; the first of a pair flips each pair), each job
 # perf_ofi --provider shm --ops write,read,send --sizes 65536,262144 --repeat REPEAT (raw
 # libfabric and uccl in the same job, pairs of runs in flipped order); no new pair starts past
 # 120 s. Summary (ofi-pairs-s18.py) in $OUT/summary.txt, every job's rows in the tarball.
 # layout (tests/perf/ofi-device-s18-prep.sh): .dev/ofi18/{run.sh,ofi-pairs-s18.py,builds.txt,
 #         bin/perf_ofi,bin/{base,new}/lib/libuccl.so.0,ofi-debs}
 cd "$(dirname "$0")" || exit 1
-PAIRS=${PAIRS:-14} REPEAT=${REPEAT:-15} OUT=${OUT:-/tmp/ofi18-out}
+PAIRS=${PAIRS:-16} REPEAT=${REPEAT:-21} OUT=${OUT:-/tmp/ofi18-out}
 mkdir -p "$OUT"
 S=$(date +%s)
 nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader 2>/dev/null | head -2 > "$OUT/machine.txt"
