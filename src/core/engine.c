@@ -453,8 +453,11 @@ int uccl_engine_progress_locked(uccl_engine_t *engine)
     engine->in_progress = true;
     for (int i = 0; i < engine->ntp; i++)
         events += engine->tp[i]->ops->progress(engine->tp[i]);
-    events += uccl_rma_msg_progress(engine);
-    events += uccl_greq_progress(engine);
+    /* each with its own first test inline: nearly every round has neither */
+    if (!uccl_list_empty(&engine->msg_tails))
+        events += uccl_rma_msg_progress(engine);
+    if (!uccl_list_empty(&engine->user_reqs))
+        events += uccl_greq_progress(engine);
     now = uccl_time_ms_coarse(); /* every round: the cheap clock */
     if (now >= engine->next_liveness_ms) {
         uccl_conn_progress_setup(engine);

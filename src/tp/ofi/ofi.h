@@ -265,6 +265,11 @@ typedef struct tp_ofi_ep {
     bool connected;
     bool dead;
     int posted; /* operations posted and not completed */
+    /* the last remote key ofi_post_rma parsed (ofi_rma.c): a request naming
+     * the same 16 bytes reuses key and base without parsing them again */
+    uint8_t rkey_last[UCCL_TP_RKEY_MAX];
+    uint8_t rkey_last_len; /* 0: nothing cached */
+    uint64_t rkey_last_key, rkey_last_base;
     uint8_t *bufs;
     struct fid_mr *bufs_mr;
     void *bufs_desc;

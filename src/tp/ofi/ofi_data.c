@@ -530,7 +530,8 @@ int uccl_ofi_progress(uccl_tp_t *base)
             continue;
         if (ep->nretry_recv > 0 || ep->nretry_send > 0)
             uccl_ofi_retry_ctrl(ep);
-        uccl_rndv_ctrl_flush(&ep->rndv);
+        if (!uccl_list_empty(&ep->rndv.ctrl_pending)) /* the flush's own first test */
+            uccl_rndv_ctrl_flush(&ep->rndv);
         if (!uccl_list_empty(&ep->data_pending))
             uccl_ofi_post_pending(ep);
     }

@@ -475,6 +475,11 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     uint64_t n, now, tag;
     size_t len;
 
+    /* settled (below), no retry, no hint: nothing to do, whatever conn's state */
+    if (ep->connected && ep->dbuf != NULL && ep->ddue != 0 && uccl_list_empty(&ep->dpending) &&
+        !uccl_ofi_dhint_pending(ep) && uccl_msg_gen(ep->base.conn) == ep->dgen &&
+        (ep->ddue == UINT64_MAX || uccl_time_ns() < ep->ddue))
+        return;
     if (!ep->connected || !uccl_ofi_conn_ok(ep))
         return;
     if (!uccl_list_empty(&ep->dpending))

@@ -25,7 +25,8 @@ static bool ofi_post_whole(tp_ofi_ep_t *ep, uccl_req_t *req, const uccl_tp_memh_
 
     if (memh == NULL || req->len > tp->cfg.chunk || req->nrseg > 1 || req->tp_ptr != NULL ||
         !uccl_list_empty(&ep->data_pending) || (is_write && uccl_rndv_needs_imm(req)) ||
-        uccl_ofi_pack_wanted(tp, req, 0, req->len))
+        (tp->pack_below != 0 && req->iovcnt > tp->cfg.max_iov && /* its own first test */
+         uccl_ofi_pack_wanted(tp, req, 0, req->len)))
         return false;
     op = uccl_ofi_op_get(tp);
     if (op == NULL)
@@ -82,7 +83,17 @@ static uccl_status_t ofi_post_rma(uccl_tp_ep_t *base, uccl_req_t *req)
                    (unsigned long long)req->remote.region_id, ep->tp->prov);
         return UCCL_ERR_UNSUPPORTED;
     }
-    if (uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, &key, &rbase) != UCCL_OK) {
+    if (req->remote.rkey_len == ep->rkey_last_len &&
+        memcmp(req->remote.rkey, ep->rkey_last, sizeof(ep->rkey_last)) == 0) {
+        key = ep->rkey_last_key; /* the same bytes as the last request's: parsed then */
+        rbase = ep->rkey_last_base;
+    } else if (uccl_ofi_rkey_parse(req->remote.rkey, req->remote.rkey_len, &key, &rbase) ==
+               UCCL_OK) {
+        memcpy(ep->rkey_last, req->remote.rkey, sizeof(ep->rkey_last));
+        ep->rkey_last_len = req->remote.rkey_len;
+        ep->rkey_last_key = key;
+        ep->rkey_last_base = rbase;
+    } else {
         uccl_error("ofi: malformed libfabric key in the remote descriptor (%u bytes)",
                    req->remote.rkey_len);
         return UCCL_ERR_BAD_DESC;
