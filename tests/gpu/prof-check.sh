@@ -46,7 +46,7 @@ count() { # count FILE STEP: calls of STEP in the profiles of FILE (0: no such r
 }
 # skip_no_gpu NAME: exits 77 where run NAME found no GPU (a CUDA/ROCm build without a device)
 skip_no_gpu() {
-    if grep -q "needs a GPU" "$tmp/$1"; then
+    if grep -qE "needs a GPU|but no GPU here" "$tmp/$1"; then # uccl_perf p2p's words, then coll's
         echo "SKIP: uccl_perf --mem cuda finds no GPU here (a CUDA/ROCm build without a device)"
         exit 77
     fi
