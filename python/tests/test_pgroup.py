@@ -361,7 +361,7 @@ def test_wait_start_asks_once(pair):
 
 def test_one_member_write_read_flat(pair):
     """A group of one member waits on that member's own requests (session
-    18): a write group's bytes land, a read group's come back, round after
+    17): a write group's bytes land, a read group's come back, round after
     round; 10^4 wait_start() rounds of the read group leave reference counts
     and RSS flat."""
     n = 1024
