@@ -144,6 +144,9 @@ typedef struct tp_ofi {
     bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
     size_t direct_max; /* UCCL_OFI_DIRECT on: largest direct message we take (else 0) */
+    /* smallest direct message we send, less one: with exact tags the
+     * provider's inject_size (ofi_direct.c, uccl_ofi_direct_ok), else 0 */
+    size_t direct_min;
     int direct_depth;  /* UCCL_OFI_DIRECT_DEPTH, or the quirk table's */
     bool direct_peers;      /* a connection's peer takes direct sends */
     uint64_t direct_sent;   /* direct sends posted (tests count them) */
