@@ -1,15 +1,16 @@
 /* Eager sends followed by direct sends on one connection (issue 23, ofi19):
  * with OFI_QUIRK_EXACT_TAGS (shm) every direct receive is posted for one
  * exact provider tag, which holds the run (how many messages just before
- * this one had its tag). The sender counts every send into the run, eager
- * ones too; the receiver must post the run the first direct message after
- * eager ones of its tag carries, else that message waits in the provider
- * for a hint (the stall of UCCL_OFI_EAGER=256, sizes 64 then 1 KiB, in
+ * this one had its tag; the sender counts eager sends too). A receiver that
+ * cannot know a message's run or tag (message n - 1 came eagerly with its
+ * tag, or the oldest receive has another tag) waits for the sender's hint,
+ * which goes only while the send is not complete: a send shm injects
+ * (up to 4 KiB) completes at once, so it must not go directly, or it waits
+ * in the provider for good (UCCL_OFI_EAGER=256, 64 B then 1 KiB sends in
  * perf_ofi). Windows of sends with one tag, eager then direct (defaults
- * and a small UCCL_OFI_EAGER), eager and direct interleaved, the receives
- * posted before or after the sends; every message byte-verified, each
- * window done within a bound far below the hint's wait (so that the test
- * shows the receives were posted right, not rescued by a hint). */
+ * and a small UCCL_OFI_EAGER), eager and direct interleaved, crossed tags,
+ * the receives posted before or after the sends; every message
+ * byte-verified, each window bounded (a stalled one never ends). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,16 +55,7 @@ static void window(const size_t *lens, int n, uint64_t tag, bool late)
             UNIT_ASSERT_STATUS(
                 uccl_recv(P.ba, mb, (size_t)i * STRIDE, lens[i], tag, &reqs[n + i]), UCCL_OK);
     }
-    if (unit_drive(&P, reqs, (size_t)(2 * n), BOUND_MS) != UCCL_OK) {
-        fprintf(stderr, "DBG timeout: n %d len0 %zu tag %llu late %d sent %llu placed %llu hints %llu copied %llu\n",
-                n, lens[0], (unsigned long long)tag, late, (unsigned long long)ofi_of(P.a)->direct_sent,
-                (unsigned long long)ofi_of(P.b)->direct_placed, (unsigned long long)ofi_of(P.a)->direct_hints,
-                (unsigned long long)ofi_of(P.b)->direct_copied);
-        CU_FAIL("timeout");
-        for (int i = 0; i < 2 * n; i++) { int d = 0; uccl_test(reqs[i], &d); fprintf(stderr, "%d", d); }
-        fprintf(stderr, "\n");
-        UNIT_ASSERT_STATUS(unit_drive(&P, reqs, (size_t)(2 * n), 5000), UCCL_OK);
-    }
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, (size_t)(2 * n), BOUND_MS), UCCL_OK);
     for (int i = 0; i < 2 * n; i++) {
         size_t got = 0;
 
