@@ -107,13 +107,8 @@ static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n <= ep->tp->cfg.max_iov ? n : -1;
 }
 
-/* With exact tags, a send the provider injects (up to its inject_size:
- * shm 1.17 copies it into the peer's queue and completes it at once) does
- * not go directly: its receiver may not know its run or tag (message n - 1
- * did not come directly, or the oldest receive has another tag) and waits
- * for the sender's hint, which goes only while the send is not complete
- * (ofi_dhint.c). UCCL_OFI_EAGER=256 sent 1 KiB directly and stalled
- * (tests/perf/results/ofi/ofi19-local). */
+/* Not above tp->direct_min: an injected send completes at once, and its
+ * hint (ofi_dhint.c) would never go (tests/perf/results/ofi/ofi19-local). */
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK &&
