@@ -28,6 +28,8 @@
 
 #include "ofi_pair.h"
 
+static int bound_ms = BOUND_MS;
+
 static bool open_pair(const char *prov, const char *eager)
 {
     const char *env[] = {"UCCL_OFI_PROVIDER", prov, "UCCL_OFI_EAGER", eager, NULL};
@@ -55,7 +57,7 @@ static void window(const size_t *lens, int n, uint64_t tag, bool late)
             UNIT_ASSERT_STATUS(
                 uccl_recv(P.ba, mb, (size_t)i * STRIDE, lens[i], tag, &reqs[n + i]), UCCL_OK);
     }
-    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, (size_t)(2 * n), BOUND_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, (size_t)(2 * n), bound_ms), UCCL_OK);
     for (int i = 0; i < 2 * n; i++) {
         size_t got = 0;
 
@@ -174,6 +176,30 @@ static void test_shm_cross(void)
     cross("8K", 16384);
 }
 
+/* The first direct message after eager ones of its tag: hinted with the
+ * send, it does not wait UCCL_OFI_DIRECT_WAIT (1 s here) for the late
+ * hint; each window well within 400 ms. */
+static void test_shm_first_hint(void)
+{
+    const char *env[] = {"UCCL_OFI_PROVIDER", "shm", "UCCL_OFI_DIRECT_WAIT", "1000000", NULL};
+    tp_ofi_t *ta;
+    uint64_t hints;
+
+    if (!ofi_pair_open(env))
+        UNIT_SKIP("libfabric's shm provider is not usable here");
+    ta = ofi_of(P.a);
+    hints = ta->direct_hints;
+    bound_ms = 400;
+    for (int r = 0; r < 2; r++) {
+        uniform(64, WINDOW, 1, false);
+        uniform(16384, WINDOW, 1, false);
+        uniform(16384, WINDOW, 1, false);
+    }
+    bound_ms = BOUND_MS;
+    CU_ASSERT_EQUAL(ta->direct_hints - hints, 2u); /* one per change from eager to direct */
+    ofi_pair_close();
+}
+
 static CU_TestInfo tests[] = {
     {"shm, defaults: eager (64 B) windows then direct (16 KiB), byte-verified, bounded",
      test_shm_defaults},
@@ -182,6 +208,8 @@ static CU_TestInfo tests[] = {
     {"shm, defaults: eager and direct interleaved in one window", test_shm_mixed},
     {"shm: the oldest receive of another tag (1 KiB with UCCL_OFI_EAGER=256, 16 KiB)",
      test_shm_cross},
+    {"shm: the first direct message after eager ones of its tag is hinted with the send",
+     test_shm_first_hint},
     {"tcp;ofi_rxm, UCCL_OFI_EAGER=256: 64 B then 1 KiB", test_tcp},
     CU_TEST_INFO_NULL,
 };

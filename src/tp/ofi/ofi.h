@@ -309,6 +309,7 @@ typedef struct tp_ofi_ep {
      * when the oldest is (0: not read yet), progress calls since the clock
      * was read, whether its hint went; hints of the peer's */
     uccl_list_t dsent;
+    uint64_t dsent_next; /* our last direct send's number + 1 */
     uint64_t dsent_since;
     unsigned dsent_polls;
     bool dsent_hinted;
@@ -412,6 +413,7 @@ void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep);
+int uccl_ofi_dhint_first(tp_ofi_ep_t *ep, const uccl_req_t *req);
 /* Has uccl_ofi_dhint_progress a send to look at? Inline: every progress
  * call asks, and the answer is nearly always no (ofi16b). */
 static inline bool uccl_ofi_dhint_pending(const tp_ofi_ep_t *ep)

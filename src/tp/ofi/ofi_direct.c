@@ -142,6 +142,11 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
 
     if (op == NULL)
         return -FI_ENOMEM;
+    rc = uccl_ofi_dhint_first(ep, req);
+    if (rc != 0) {
+        uccl_ofi_op_put(tp, op);
+        return rc;
+    }
     if (uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov, &n) != req->len) {
         uccl_ofi_op_put(tp, op);
         return -FI_EINVAL; /* direct_ok took it: cannot happen */
@@ -164,6 +169,7 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
         return rc;
     }
     tp->direct_sent++;
+    ep->dsent_next = req->msg_seq + 1;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
     uccl_ofi_dhint_posted(ep, op);
