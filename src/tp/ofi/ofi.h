@@ -144,6 +144,9 @@ typedef struct tp_ofi {
     bool pull;         /* UCCL_OFI_PULL: rendezvous sends read by the receiver */
     bool tmsg;         /* UCCL_OFI_TAGGED: rendezvous sends as tagged messages (ofi_tmsg.c) */
     size_t direct_max; /* UCCL_OFI_DIRECT on: largest direct message we take (else 0) */
+    /* smallest direct message we send, less one: with exact tags the
+     * provider's inject_size (ofi_direct.c, uccl_ofi_direct_ok), else 0 */
+    size_t direct_min;
     int direct_depth;  /* UCCL_OFI_DIRECT_DEPTH, or the quirk table's */
     bool direct_peers;      /* a connection's peer takes direct sends */
     uint64_t direct_sent;   /* direct sends posted (tests count them) */
@@ -306,6 +309,7 @@ typedef struct tp_ofi_ep {
      * when the oldest is (0: not read yet), progress calls since the clock
      * was read, whether its hint went; hints of the peer's */
     uccl_list_t dsent;
+    uint64_t dsent_next; /* our last direct send's number + 1 */
     uint64_t dsent_since;
     unsigned dsent_polls;
     bool dsent_hinted;
@@ -409,6 +413,7 @@ void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep);
+int uccl_ofi_dhint_first(tp_ofi_ep_t *ep, const uccl_req_t *req);
 /* Has uccl_ofi_dhint_progress a send to look at? Inline: every progress
  * call asks, and the answer is nearly always no (ofi16b). */
 static inline bool uccl_ofi_dhint_pending(const tp_ofi_ep_t *ep)

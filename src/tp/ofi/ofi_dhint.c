@@ -64,6 +64,32 @@ void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op)
         ofi_dhint_restart(ep);
 }
 
+static int ofi_dhint_send(tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    uint64_t data = (req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |
+                    (req->tp_data[OFI_RD_DRUN] & OFI_HINT_RUN_MASK) << OFI_HINT_RUN_SHIFT |
+                    (req->tag & OFI_HINT_TAG_MASK);
+
+    return (int)fi_tinjectdata(ep->tp->ep, NULL, 0, data, ep->peer->addr, ep->peer_id);
+}
+
+/* Before a direct send whose run its receiver cannot know: message n - 1
+ * had its tag but did not come directly (an eager send, say), so the run
+ * is not 0 and no direct message told it. Without this hint the message
+ * waited UCCL_OFI_DIRECT_WAIT for the late one (ofi19-local). 0 or the
+ * provider's error (-FI_EAGAIN: the send waits its turn, in order). */
+int uccl_ofi_dhint_first(tp_ofi_ep_t *ep, const uccl_req_t *req)
+{
+    int rc;
+
+    if (!ep->tp->exact_tags || req->tp_data[OFI_RD_DRUN] == 0 || ep->dsent_next == req->msg_seq)
+        return 0;
+    rc = ofi_dhint_send(ep, req);
+    if (rc == 0)
+        ep->tp->direct_hints++;
+    return rc;
+}
+
 /* Every progress call: once the oldest direct send waited
  * UCCL_OFI_DIRECT_WAIT and a quarter nanosecond per byte (the receiver
  * copying it at 4 GB/s: a message being copied needs no hint), hint it
@@ -74,7 +100,7 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
 {
     tp_ofi_t *tp = ep->tp;
     ofi_op_t *op;
-    uint64_t data, now;
+    uint64_t now;
     int rc;
 
     if (!uccl_ofi_dhint_pending(ep))
@@ -94,10 +120,7 @@ void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep)
     }
     if (now - ep->dsent_since < (uint64_t)tp->cfg.direct_wait_us * 1000u + op->req->len / 4)
         return;
-    data = (op->req->msg_seq & OFI_HINT_SEQ_MASK) << OFI_HINT_SEQ_SHIFT |
-           (op->req->tp_data[OFI_RD_DRUN] & OFI_HINT_RUN_MASK) << OFI_HINT_RUN_SHIFT |
-           (op->req->tag & OFI_HINT_TAG_MASK);
-    rc = (int)fi_tinjectdata(tp->ep, NULL, 0, data, ep->peer->addr, ep->peer_id);
+    rc = ofi_dhint_send(ep, op->req);
     if (rc == -FI_EAGAIN)
         return;
     if (rc != 0) {

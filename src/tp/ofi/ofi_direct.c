@@ -107,10 +107,13 @@ static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
     return n <= ep->tp->cfg.max_iov ? n : -1;
 }
 
+/* Not above tp->direct_min: an injected send completes at once, and its
+ * hint (ofi_dhint.c) would never go (tests/perf/results/ofi/ofi19-local). */
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK &&
-           req->len > ep->tp->cfg.eager && req->len <= ep->peer_direct_max &&
+           req->len > ep->tp->cfg.eager && req->len > ep->tp->direct_min &&
+           req->len <= ep->peer_direct_max &&
            ofi_direct_mem_pieces(ep, req) >= 0;
 }
 
@@ -139,6 +142,11 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
 
     if (op == NULL)
         return -FI_ENOMEM;
+    rc = uccl_ofi_dhint_first(ep, req);
+    if (rc != 0) {
+        uccl_ofi_op_put(tp, op);
+        return rc;
+    }
     if (uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov, &n) != req->len) {
         uccl_ofi_op_put(tp, op);
         return -FI_EINVAL; /* direct_ok took it: cannot happen */
@@ -161,6 +169,7 @@ static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
         return rc;
     }
     tp->direct_sent++;
+    ep->dsent_next = req->msg_seq + 1;
     ep->posted++;
     uccl_list_push_back(&ep->data_ops, &op->link);
     uccl_ofi_dhint_posted(ep, op);

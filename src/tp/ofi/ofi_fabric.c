@@ -54,7 +54,8 @@ static const uccl_cfg_field_t ofi_fields[] = {
               "-1 = the provider's row of the quirk table (push on every provider here: "
               "tests/perf/results/ofi/s12-README.md); UCCL_OFI_PULL=1 wins", tagged, UCCL_CFG_INT),
     OFI_FIELD("DIRECT", "-1",
-              "messages above UCCL_OFI_EAGER up to UCCL_OFI_DIRECT_MAX from up to "
+              "messages above UCCL_OFI_EAGER (and, with exact tags: shm, above the "
+              "provider's inject size) up to UCCL_OFI_DIRECT_MAX from up to "
               "UCCL_OFI_MAX_IOV pieces of "
               "registered host memory, tag below 4096: 1 = one tagged message the provider "
               "places straight into the receive (no RTS, no CTS; matching stays the core's), "

@@ -225,17 +225,19 @@ static uccl_status_t tp_ofi_open(const uccl_tp_open_params_t *params, uccl_tp_t 
         tp->direct_max = tp->cfg.direct_max < tp->max_msg ? tp->cfg.direct_max : tp->max_msg;
     tp->direct_depth = tp->cfg.direct_depth > 0 ? tp->cfg.direct_depth : tp->quirk->direct_depth;
     tp->exact_tags = (tp->quirk->flags & OFI_QUIRK_EXACT_TAGS) != 0;
+    tp->direct_min = tp->exact_tags ? tp->info->tx_attr->inject_size : 0;
     if (tp->direct_max == 0 && tp->cfg.direct == 1)
         uccl_info("ofi (%s): UCCL_OFI_DIRECT=1 needs 8 bytes of remote CQ data (the provider "
                   "has %zu): direct sends off", tp->prov, tp->info->domain_attr->cq_data_size);
     uccl_info("ofi: provider %s, fabric %s, domain %s, mr_mode 0x%llx (%s addressing), "
               "iov_limit %zu, key size %zu, immediates as %s, writes %s, packing below %zu bytes, "
-              "%s rendezvous, direct sends up to %zu bytes (%d ahead)", tp->prov,
+              "%s rendezvous, direct sends above %zu up to %zu bytes (%d ahead)", tp->prov,
               tp->info->fabric_attr->name, tp->info->domain_attr->name,
               (unsigned long long)tp->mr_mode,
               (tp->mr_mode & FI_MR_VIRT_ADDR) ? "virtual" : "offset", tp->iov_limit, tp->key_size,
               tp->imm_msg ? "messages" : "CQ data", tp->rma_ordered ? "ordered" : "fenced",
-              tp->pack_below, tp->pull ? "pull" : tp->tmsg ? "tagged" : "push", tp->direct_max,
+              tp->pack_below, tp->pull ? "pull" : tp->tmsg ? "tagged" : "push",
+              tp->direct_min > tp->cfg.eager ? tp->direct_min : tp->cfg.eager, tp->direct_max,
               tp->direct_depth);
     *out = &tp->base;
     return UCCL_OK;
