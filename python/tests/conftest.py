@@ -21,6 +21,12 @@ def cat(parts):
     return np.concatenate(parts) if parts else np.zeros(0, np.uint8)
 
 
+def rss_kib():
+    """This process's resident set (statm's second field, in 4 KiB pages)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4
+
+
 def pattern(n, seed):
     """n pseudo-random bytes from seed (the point-to-point tests' data)."""
     return np.random.default_rng(seed).integers(0, 256, n, dtype=np.uint8)

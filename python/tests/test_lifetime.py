@@ -10,12 +10,7 @@ import numpy as np
 import pytest
 
 import uccl
-from conftest import T
-
-
-def rss_kib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4
+from conftest import T, rss_kib
 
 
 def test_region_keeps_object_and_engine():

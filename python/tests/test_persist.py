@@ -15,14 +15,9 @@ import numpy as np
 import pytest
 
 import uccl
-from conftest import T, pattern, rma_setup
+from conftest import T, pattern, rma_setup, rss_kib
 
 
-
-
-def rss_kib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4
 
 
 def test_send_recv_rounds(pair):

@@ -14,12 +14,7 @@ import numpy as np
 import pytest
 
 import uccl
-from conftest import T, pattern, rma_setup
-
-
-def rss_kib():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * 4
+from conftest import T, pattern, rma_setup, rss_kib
 
 
 def test_send_loop_together_and_chain(pair):
