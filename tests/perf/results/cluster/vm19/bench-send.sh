@@ -13,6 +13,10 @@
 #                 reference's client / server alike)
 #          s      short: AB_SHORT_MIB MiB per run instead of BENCH_MIB
 #          f      fast samples: BENCH_SAMPLE=$AB_FAST_SAMPLE (s)
+#          u      one RC ACK timeout for every tool: AB_ACK_TIMEOUT (18: 4.096 us
+#                 x 2^18 = 1.07 s, libuccl's default) as ib_send_bw's -u,
+#                 UCCL_VERBS_IB_TIMEOUT and UCX_RC_TIMEOUT (without it
+#                 ib_send_bw runs at its own default, 14: 67 ms)
 # Every uccl column is compared with the pt (and ucx) column of the same
 # flags, so two tools always run under the same placement, sizes, message
 # count and window. Each round runs every size and, per size, every column
@@ -25,6 +29,7 @@
 # in the device guest as tests/vm/device-rails.sh's DEVICE_BENCH.
 #   AB_SIZES ("65536 262144"), AB_ROUNDS (10), AB_TOOLS ("slide pt"),
 #   AB_TOOLS_<SIZE>, AB_PIN ("0 1"), AB_SHORT_MIB (8), AB_FAST_SAMPLE (0.05),
+#   AB_ACK_TIMEOUT (18),
 #   AB_WARMUP (columns of the untimed warm-up, default all), AB_BUDGET (s: no
 #   round starts after it), AB_HWC (1: rxe's counters per run; 0: none),
 #   BENCH_MIB (MiB per run, 32), BENCH_CPU=1 (CPU seconds per process).
@@ -58,13 +63,20 @@ stall() { # the longest gap between samples of /tmp/wire.log that moved
 		END { printf "%.2f", m }' /tmp/wire.log
 }
 one() { # one COLUMN SIZE: "GBPS PKTS_PER_MSG STALL_S OWN_FIGURE RXE_COUNTERS SECONDS"
-	local tool=${1%%_*} flags= g n p0 h0 l0 t0
+	local tool=${1%%_*} flags='' g n p0 h0 l0 t0
 	[ "$tool" != "$1" ] && flags=${1#*_}
-	local BENCH_PIN= BENCH_MIB=$BENCH_MIB BENCH_SAMPLE=${BENCH_SAMPLE:-0.2}
+	local BENCH_PIN='' BENCH_MIB=$BENCH_MIB BENCH_SAMPLE=${BENCH_SAMPLE:-0.2}
 	case $flags in *p*) BENCH_PIN=${AB_PIN:-0 1} ;; esac
 	case $flags in *s*) BENCH_MIB=${AB_SHORT_MIB:-8} ;; esac
 	case $flags in *f*) BENCH_SAMPLE=${AB_FAST_SAMPLE:-0.05} ;; esac
-	export BENCH_PIN
+	local BENCH_PT_ARGS=${BENCH_PT_ARGS:-} UCCL_VERBS_IB_TIMEOUT=${UCCL_VERBS_IB_TIMEOUT:-} UCX_RC_TIMEOUT=${UCX_RC_TIMEOUT:-}
+	case $flags in *u*)
+		BENCH_PT_ARGS+=" -u ${AB_ACK_TIMEOUT:-18}" UCCL_VERBS_IB_TIMEOUT=${AB_ACK_TIMEOUT:-18}
+		UCX_RC_TIMEOUT=$(awk -v t="${AB_ACK_TIMEOUT:-18}" 'BEGIN { printf "%.0fus", 4.096 * 2 ^ t }') ;;
+	esac
+	export BENCH_PIN BENCH_PT_ARGS
+	[ -n "$UCCL_VERBS_IB_TIMEOUT" ] && export UCCL_VERBS_IB_TIMEOUT
+	[ -n "$UCX_RC_TIMEOUT" ] && export UCX_RC_TIMEOUT
 	p0=$(veth_pkts) l0=$(wc -l 2>/dev/null </tmp/cpu.log) h0=$(hwc) t0=$EPOCHREALTIME
 	case $tool in
 	slide) g=$(wire_gbps uccl_gbps send "$2") ;;
@@ -90,7 +102,7 @@ ratio_stats() {
 		function q(p,   h, l) { h = (k - 1) * p + 1; l = int(h); return l >= k ? v[k] : v[l] + (h - l) * (v[l + 1] - v[l]) }'
 }
 med_ratio() { # med_ratio COLUMN REF SIZE: the ratio of the two columns' medians
-	local a= b= r
+	local a='' b='' r
 	for r in $(seq "$done_r"); do a+=" ${g[$1,$3,$r]}" b+=" ${g[$2,$3,$r]}"; done
 	awk -v a="$a" -v b="$b" 'function med(s,   v, k, i, j, x) { k = 0; n = split(s, w, " ")
 			for (i = 1; i <= n; i++) if (w[i] > 0) v[++k] = w[i]
@@ -100,7 +112,8 @@ med_ratio() { # med_ratio COLUMN REF SIZE: the ratio of the two columns' medians
 }
 echo "# $(date -u +%FT%TZ) $(uname -r); $(nproc) vCPUs; load $(cut -d' ' -f1-3 /proc/loadavg); $(ibv_devinfo -d "$RXE_DEV" 2>/dev/null | awk '/active_mtu/ { print "RoCE MTU", $2 }')"
 echo "# send, sliding, 16 in flight; ${AB_ROUNDS:-10} rounds, the first column rotating; Gb/s on the veth pair (1e9 bit/s)"
-echo "# BENCH_MIB $BENCH_MIB, short $((${AB_SHORT_MIB:-8})), samples ${BENCH_SAMPLE:-0.2} s (fast ${AB_FAST_SAMPLE:-0.05}), pinned: vCPUs ${AB_PIN:-0 1}"
+echo "# BENCH_MIB $BENCH_MIB, samples every ${BENCH_SAMPLE:-0.2} s, unpinned; column flags: p pinned to vCPUs ${AB_PIN:-0 1}," \
+	"s ${AB_SHORT_MIB:-8} MiB, f samples every ${AB_FAST_SAMPLE:-0.05} s, u ACK timeout ${AB_ACK_TIMEOUT:-18}"
 echo "# uccl settings: $(env | grep '^UCCL_' | paste -sd' ' || true)"
 : >/tmp/cpu.log
 for t in ${AB_WARMUP:-${AB_TOOLS:-slide pt}}; do one "$t" 65536 >/dev/null 2>&1; done
@@ -147,6 +160,7 @@ for s in $sizes; do
 				line+=" $(awk -v a="${g[$t,$s,$r]}" -v b="${g[$ref$suf,$s,$r]}" 'BEGIN { printf (a > 0 && b > 0) ? "%.3f" : "-", a / (b > 0 ? b : 1) }')"
 			done
 			echo "#   $t / $ref$suf per round:$line"
+			# shellcheck disable=SC2086 # the ratios: one word each
 			echo "#   $(ratio_stats "$t/$ref$suf" $line); of the medians $(med_ratio "$t" "$ref$suf" "$s")"
 		done
 	done
