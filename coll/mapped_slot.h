@@ -47,7 +47,18 @@ _Static_assert(SMALL_STRIDE % 128 == 0, "small slots keep 128-byte line pairs");
 #ifndef MAPPED_PREFETCHW
 #define MAPPED_PREFETCHW 1
 #endif
-#define PF_MAX 1024 /* bytes of a block prefetched at most */
+/* Bytes of a big block prefetched at most: by a reader, the same slot
+ * MAPPED_PF_AHEAD buffers on; by the writer, for writing, the next
+ * buffer's. Both were 1 KiB: the rest of a 2 KiB block then came by
+ * demand misses, on both sides (np 2, 1 KiB took 0.23-0.37 us a call,
+ * 2 KiB 0.49-0.66, 4 KiB 0.61-0.75: coll15-H200host). 4 KiB: the largest
+ * block of a small-message call. */
+#ifndef PF_READ_MAX
+#define PF_READ_MAX 4096
+#endif
+#ifndef PF_WRITE_MAX
+#define PF_WRITE_MAX 4096
+#endif
 
 /* Prefetch for writing: the line comes owned. x86: PREFETCHW, used only
  * where CPUID has it (M->prefetchw; GCC's builtin emits it only for such
@@ -174,8 +185,9 @@ static inline void slot_read(char *dst, const char *h, const char *big, size_t w
 }
 
 /* Prefetch the lines of slot (p, k) that a block of len bytes takes (up
- * to PF_MAX bytes of it): its small slot's lines, or the flag's line and
- * the big slot's; for writing (MAPPED_PREFETCHW) or for reading. */
+ * to PF_WRITE_MAX or PF_READ_MAX bytes of it): its small slot's lines, or
+ * the flag's line and the big slot's; for writing (MAPPED_PREFETCHW) or
+ * for reading. */
 static inline void slot_prefetch(const coll_mapped_t *M, char *seg, int n, int p, int k,
                                  size_t len, bool write)
 {
@@ -184,7 +196,8 @@ static inline void slot_prefetch(const coll_mapped_t *M, char *seg, int n, int p
     if (len > SMALL_CAP) {
         write ? prefetch_w(h) : __builtin_prefetch(h, 0, 3);
         d = slot_big(M, seg, n, p, k);
-        end = d + (len < PF_MAX ? len : PF_MAX);
+        size_t cap = write ? PF_WRITE_MAX : PF_READ_MAX;
+        end = d + (len < cap ? len : cap);
     } else {
         end = h + small_lines(len) * LINE;
     }
