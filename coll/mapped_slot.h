@@ -48,13 +48,18 @@ _Static_assert(SMALL_STRIDE % 128 == 0, "small slots keep 128-byte line pairs");
 #define MAPPED_PREFETCHW 1
 #endif
 /* Bytes of a big block prefetched at most: by a reader, the same slot
- * MAPPED_PF_AHEAD buffers on; by the writer, for writing, the next
- * buffer's. Both were 1 KiB: the rest of a 2 KiB block then came by
- * demand misses, on both sides (np 2, 1 KiB took 0.23-0.37 us a call,
- * 2 KiB 0.49-0.66, 4 KiB 0.61-0.75: coll15-H200host). 4 KiB: the largest
- * block of a small-message call. */
+ * MAPPED_PF_AHEAD buffers on (PF_READ_MAX); by the writer, for writing,
+ * the next buffer's (PF_WRITE_MAX). The writer's was 1 KiB too: the
+ * rest of a 2-4 KiB block then waited for ownership of its lines when
+ * the call stored it, and a scatter root (which also copies its own
+ * block each call: more work than a bcast root or a gather writer) fell
+ * behind its reader: np 2 scatter 2 KiB took 0.64-0.67 us a call, bcast
+ * 0.49-0.68, gather 0.21-0.41. With 4 KiB, in one run against main: np 2
+ * scatter 0.67x / 0.69x main's time at 2 / 4 KiB, bcast 0.82x / 0.89x,
+ * np 4 bcast 0.86x (coll18-H200host). A reader's 4 KiB measured worse:
+ * np 2 gather 1.30x / 1.26x main's at 2 / 4 KiB. */
 #ifndef PF_READ_MAX
-#define PF_READ_MAX 4096
+#define PF_READ_MAX 1024
 #endif
 #ifndef PF_WRITE_MAX
 #define PF_WRITE_MAX 4096
