@@ -358,7 +358,7 @@ static uccl_status_t run_writes(coll_sched_t *s)
 
 /* After a read: the same slot MAPPED_PF_AHEAD buffers on (at most depth -
  * 1: not the buffer just read), as many lines as this call read (up to
- * PF_MAX): in a run of calls of one root it is often written already, and
+ * PF_READ_MAX): in a run of calls of one root it is often written already, and
  * its lines then come while the calls between run. */
 static void prefetch_next(const coll_mapped_t *M, char *seg, int n, int p, int slot, size_t len)
 {

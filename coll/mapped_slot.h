@@ -47,7 +47,23 @@ _Static_assert(SMALL_STRIDE % 128 == 0, "small slots keep 128-byte line pairs");
 #ifndef MAPPED_PREFETCHW
 #define MAPPED_PREFETCHW 1
 #endif
-#define PF_MAX 1024 /* bytes of a block prefetched at most */
+/* Bytes of a big block prefetched at most: by a reader, the same slot
+ * MAPPED_PF_AHEAD buffers on (PF_READ_MAX); by the writer, for writing,
+ * the next buffer's (PF_WRITE_MAX). The writer's was 1 KiB too: the
+ * rest of a 2-4 KiB block then waited for ownership of its lines when
+ * the call stored it, and a scatter root (which also copies its own
+ * block each call: more work than a bcast root or a gather writer) fell
+ * behind its reader: np 2 scatter 2 KiB took 0.64-0.67 us a call, bcast
+ * 0.49-0.68, gather 0.21-0.41. With 4 KiB, in one run against main: np 2
+ * scatter 0.67x / 0.69x main's time at 2 / 4 KiB, bcast 0.82x / 0.89x,
+ * np 4 bcast 0.86x (coll18-H200host). A reader's 4 KiB measured worse:
+ * np 2 gather 1.30x / 1.26x main's at 2 / 4 KiB. */
+#ifndef PF_READ_MAX
+#define PF_READ_MAX 1024
+#endif
+#ifndef PF_WRITE_MAX
+#define PF_WRITE_MAX 4096
+#endif
 
 /* Prefetch for writing: the line comes owned. x86: PREFETCHW, used only
  * where CPUID has it (M->prefetchw; GCC's builtin emits it only for such
@@ -174,8 +190,9 @@ static inline void slot_read(char *dst, const char *h, const char *big, size_t w
 }
 
 /* Prefetch the lines of slot (p, k) that a block of len bytes takes (up
- * to PF_MAX bytes of it): its small slot's lines, or the flag's line and
- * the big slot's; for writing (MAPPED_PREFETCHW) or for reading. */
+ * to PF_WRITE_MAX or PF_READ_MAX bytes of it): its small slot's lines, or
+ * the flag's line and the big slot's; for writing (MAPPED_PREFETCHW) or
+ * for reading. */
 static inline void slot_prefetch(const coll_mapped_t *M, char *seg, int n, int p, int k,
                                  size_t len, bool write)
 {
@@ -184,7 +201,8 @@ static inline void slot_prefetch(const coll_mapped_t *M, char *seg, int n, int p
     if (len > SMALL_CAP) {
         write ? prefetch_w(h) : __builtin_prefetch(h, 0, 3);
         d = slot_big(M, seg, n, p, k);
-        end = d + (len < PF_MAX ? len : PF_MAX);
+        size_t cap = write ? PF_WRITE_MAX : PF_READ_MAX;
+        end = d + (len < cap ? len : cap);
     } else {
         end = h + small_lines(len) * LINE;
     }

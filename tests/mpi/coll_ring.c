@@ -1,8 +1,9 @@
 /* MAPPED's ring of buffers per writer (coll/mapped.c): many rooted calls
  * back to back with varying roots, sizes and ops, blocking and all in
  * flight at once, so that a root runs calls ahead of its readers and
- * every writer's ring wraps several times; and a reader that leaves while
- * the root is calls ahead of it. */
+ * every writer's ring wraps several times; scatters whose blocks cross
+ * the bytes a writer prefetches of its next buffer; and a reader that
+ * leaves while the root is calls ahead of it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,10 @@
  * (112) and the 336 of a small slot (larger blocks lie in the slot's own
  * region), and 70000 goes above a slot (built as LINEAR between mapped
  * calls). */
-static void ring_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root)
+typedef void ring_gen_t(int i, int n, uccl_coll_op_t *op, size_t *count, int *root,
+                        bool *in_place);
+
+static void ring_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root, bool *in_place)
 {
     static const size_t sizes[] = {0,   1,   8,    55,   56,    57,   112,
                                    113, 336, 337, 1000, 4096, 16384, 70000};
@@ -33,9 +37,31 @@ static void ring_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root
     if (*count == 70000 && i % 4 != 0)
         *count = 64; /* large blocks now and then only */
     *root = (i * 7 / 3) % n;
+    *in_place = false;
 }
 
-static void ring_round(mt_ctx_t *c, bool nonblocking, uint32_t seed)
+/* Call i of a run of scatters: blocks from 1 KiB to 8 KiB across the 1 KiB
+ * a reader and the 4 KiB a writer prefetch (coll/mapped_slot.h,
+ * PF_READ_MAX and PF_WRITE_MAX), a line short, whole, a line's byte
+ * over, in an order where each call's block differs from the one before
+ * (a writer prefetches its next buffer with the length it just wrote); a
+ * root keeps 20 calls (runs ahead and reuses its buffers), every third
+ * call in place at the root (the own block stays in the send buffer). */
+static void scatter_edge_call(int i, int n, uccl_coll_op_t *op, size_t *count, int *root,
+                              bool *in_place)
+{
+    static const size_t sizes[] = {1023, 1024, 1025, 2047, 2048, 2049,
+                                   4095, 4096, 4097, 8192, 64};
+    const int ns = (int)(sizeof(sizes) / sizeof(sizes[0]));
+
+    *op = UCCL_COLL_SCATTER;
+    *count = sizes[(i * 7) % ns];
+    *root = (i / 20) % n;
+    *in_place = i % 3 == 0;
+}
+
+static void ring_round(mt_ctx_t *c, const char *name, ring_gen_t *gen, bool nonblocking,
+                       uint32_t seed)
 {
     ct_case_t *k = calloc(RING_CALLS, sizeof(*k));
     uccl_req_t **req = calloc(RING_CALLS, sizeof(*req));
@@ -50,8 +76,9 @@ static void ring_round(mt_ctx_t *c, bool nonblocking, uint32_t seed)
         uccl_coll_op_t op;
         size_t count;
         int root;
-        ring_call(i, c->size, &op, &count, &root);
-        ct_prepare(c, &k[i], op, count, root, false, seed + (uint32_t)i);
+        bool in_place;
+        gen(i, c->size, &op, &count, &root, &in_place);
+        ct_prepare(c, &k[i], op, count, root, in_place, seed + (uint32_t)i);
         k[i].args.field_mask |= UCCL_COLL_ARG_ALGO;
         k[i].args.algo = UCCL_COLL_ALGO_MAPPED;
     }
@@ -64,9 +91,11 @@ static void ring_round(mt_ctx_t *c, bool nonblocking, uint32_t seed)
         mt_expect(c, uccl_wait_all(req, RING_CALLS, 60000), UCCL_OK,
                   "mapped ring: every call in flight completes");
     for (int i = 0; i < RING_CALLS && !c->failed && bad == 0; i++) {
-        snprintf(what, sizeof(what), "mapped ring (%s), call %d: %s count %zu root %d",
+        snprintf(what, sizeof(what), "%s (%s), call %d: %s count %zu root %d%s", name,
                  nonblocking ? "all in flight" : "blocking", i, uccl_coll_op_name(k[i].args.op),
-                 k[i].args.count, k[i].args.root);
+                 k[i].args.count, k[i].args.root,
+                 k[i].args.recvbuf == UCCL_IN_PLACE || k[i].args.sendbuf == UCCL_IN_PLACE
+                     ? " in place" : "");
         bad = ct_compare(c, &k[i], what);
     }
 out:
@@ -86,12 +115,26 @@ void ct_mapped_ring(mt_ctx_t *c)
         return;
     }
     double t0 = MPI_Wtime();
-    ring_round(c, false, 4242);
-    ring_round(c, true, 5353);
+    ring_round(c, "mapped ring", ring_call, false, 4242);
+    ring_round(c, "mapped ring", ring_call, true, 5353);
     if (c->rank == 0)
         printf("# mapped ring: %d rooted and allgather calls back to back, blocking and all in "
                "flight, byte-compared (%.0f ms with the references)\n", RING_CALLS,
                (MPI_Wtime() - t0) * 1e3);
+}
+
+void ct_mapped_scatter_edges(mt_ctx_t *c)
+{
+    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
+        mt_skip(c, "mapped scatter edges (%s)",
+                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+        return;
+    }
+    ring_round(c, "mapped scatter edges", scatter_edge_call, false, 6464);
+    ring_round(c, "mapped scatter edges", scatter_edge_call, true, 7575);
+    if (c->rank == 0)
+        printf("# mapped scatter edges: %d scatters of 1023 B-8 KiB back to back, blocking and "
+               "all in flight, byte-compared\n", RING_CALLS);
 }
 
 static double ms_since(const struct timespec *t0)

@@ -76,6 +76,9 @@ bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm);
 /* coll_ring.c: MAPPED's ring of buffers: many rooted calls back to back
  * (wrapping every writer's ring), and a reader gone mid-ring. */
 void ct_mapped_ring(mt_ctx_t *c);
+/* Scatters back to back whose blocks cross the bytes a writer and a
+ * reader prefetch (1-8 KiB, a line short and over), in place or not. */
+void ct_mapped_scatter_edges(mt_ctx_t *c);
 void ct_mapped_ring_dead(mt_ctx_t *c);
 
 #endif
