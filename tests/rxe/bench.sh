@@ -63,7 +63,15 @@ cpu() { [ "${BENCH_CPU:-0}" = 1 ] && echo "$here/cputime.sh /tmp/cpu.log $1"; }
 # pin 0|1: with BENCH_PIN="A B", the words that put the command after them on
 # guest vCPU A (0: the initiator, the client) or B (1: the target, the server);
 # uccl_perf's ranks are pinned the same way by rank-dev.sh
-pin() { local p; read -ra p <<<"${BENCH_PIN:-}"; [ ${#p[@]} = 2 ] && echo "taskset -c ${p[$1]}"; }
+# (any form but two words fails the run: the tool gets "false" in front)
+pin() {
+	local p; read -ra p <<<"${BENCH_PIN:-}"
+	case ${#p[@]} in
+	0) ;;
+	2) echo "taskset -c ${p[$1]}" ;;
+	*) echo "bench: BENCH_PIN='$BENCH_PIN': want two vCPUs, \"A B\"" >&2; echo false ;;
+	esac
+}
 
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1 (the client's output in /tmp/pt.cli)
 	local n; n=$(count "$2")

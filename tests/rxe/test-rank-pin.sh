@@ -21,6 +21,11 @@ expect "rank 0, BENCH_PIN='1 0': CPU 1" 1 "$(cpus 0 '1 0')"
 expect "rank 1, BENCH_PIN='1 0': CPU 0" 0 "$(cpus 1 '1 0')"
 expect "rank 3, BENCH_PIN='0 1': CPU 1" 1 "$(cpus 3 '0 1')"
 expect "rank 1 without BENCH_PIN: every CPU this test may use" "$all" "$(cpus 1)"
+out=$(OMPI_COMM_WORLD_RANK=0 BENCH_PIN=3 "$here/rank-dev.sh" echo ran 2>&1)
+expect "BENCH_PIN=3 (one vCPU): refused, the program not run" \
+	"rank-dev.sh: BENCH_PIN='3': want two vCPUs, \"A B\"" "$out"
+OMPI_COMM_WORLD_RANK=1 BENCH_PIN='0 1 2' "$here/rank-dev.sh" true 2>/dev/null
+expect "BENCH_PIN='0 1 2': exit status 2" 2 $?
 # shellcheck disable=SC2016
 expect "the device still follows the rank" rxe1 \
 	"$(OMPI_COMM_WORLD_RANK=1 BENCH_PIN='0 1' "$here/rank-dev.sh" sh -c 'echo $UCCL_NET_DEVICES')"
