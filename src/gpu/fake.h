@@ -120,6 +120,9 @@ int uccl_fake_streams_fault_range(const void *base, size_t len);
 
 /* UCCL_FAKE_GPU_SM_COPY: may uccl_gpu_sm_copy_load succeed? */
 int uccl_fake_sm_copy_on(void);
+/* UCCL_FAKE_GPU_FAIL_HOST_REGISTER: which uccl_gpu_host_register_mapped
+ * call of the process fails (from 1; 0 = none). */
+size_t uccl_fake_fail_host_register(void);
 /* UCCL_FAKE_GPU_COUNT: how many fake GPUs there are (2..FAKE_NDEV). */
 int uccl_fake_count(void);
 
