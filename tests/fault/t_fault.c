@@ -231,7 +231,7 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     bool nic_serves = verbs && sig == SIGSTOP && one_sided;
     uint8_t addr[UCCL_ADDRESS_MAX];
     size_t len = sizeof(addr);
-    int fds0 = fault_fd_count(), fds = -1;
+    int fds0 = unit_fd_count(), fds = -1;
     side_t s = {.e = c->engine};
     uccl_status_t st = UCCL_OK;
     uint64_t t_go = 0, elapsed;
@@ -306,7 +306,7 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     free(s.buf);
     /* what the connection held is given back: its fds (sockets, shm
      * segments, event fds) close with it (allowing 2 s of progress) */
-    for (uint64_t t0 = now_ms(); (fds = fault_fd_count()) != fds0 && now_ms() - t0 < 2000;) {
+    for (uint64_t t0 = now_ms(); (fds = unit_fd_count()) != fds0 && now_ms() - t0 < 2000;) {
         uccl_engine_progress(c->engine);
         usleep(10 * 1000);
     }

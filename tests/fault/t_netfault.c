@@ -360,13 +360,13 @@ static int client_loss(int timeout_ms, const char *dir2)
 static int fds_back(uccl_engine_t *e, int want, uint64_t ms, const char *when)
 {
     uint64_t t0 = now_ms();
-    int n = fault_fd_count();
+    int n = unit_fd_count();
 
     while (n != want && now_ms() - t0 < ms) {
         if (e != NULL)
             uccl_engine_progress(e);
         usleep(10000);
-        n = fault_fd_count();
+        n = unit_fd_count();
     }
     printf("# open fds %s: %d (before: %d)\n", when, n, want);
     if (n != want) {
@@ -379,7 +379,7 @@ static int fds_back(uccl_engine_t *e, int want, uint64_t ms, const char *when)
 
 static int client(int timeout_ms)
 {
-    int fds0 = fault_fd_count(), fds1;
+    int fds0 = unit_fd_count(), fds1;
     uint8_t *buf = malloc(2 * REGION);
     uccl_engine_t *e;
     uccl_conn_t *conn = NULL;
@@ -391,7 +391,7 @@ static int client(int timeout_ms)
     if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
         uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
         return fail("client setup", UCCL_ERR_IO);
-    fds1 = fault_fd_count();
+    fds1 = unit_fd_count();
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
@@ -427,7 +427,7 @@ static int client(int timeout_ms)
 static int client_lossy(void)
 {
     const char *env = getenv("NETFAULT_ROUNDS");
-    int rounds = env != NULL ? atoi(env) : 4, fds0 = fault_fd_count();
+    int rounds = env != NULL ? atoi(env) : 4, fds0 = unit_fd_count();
     uint8_t *buf = malloc(2 * REGION);
     uccl_engine_t *e;
     uccl_conn_t *conn = NULL;
