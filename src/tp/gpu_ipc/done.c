@@ -53,8 +53,8 @@ void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
     if (uccl_gpu_ipc_use_device(tp, -1) != UCCL_OK ||
         uccl_gpu_host_register_mapped(ep->tx.shm->done, sizeof(ep->tx.shm->done), &ep->done_dev) != UCCL_OK) {
         ep->done_dev = NULL;
-        uccl_info("gpu_ipc: PEER_DONE: the peer's mailbox cannot be mapped for GPU %d: sends end with FIN",
-                  tp->device);
+        uccl_warn("gpu_ipc: UCCL_GPU_IPC_PEER_DONE=1, but pid %d's mailbox cannot be mapped for GPU %d: "
+                  "its sends here end with FIN", ep->peer_pid, tp->device);
     }
 }
 
