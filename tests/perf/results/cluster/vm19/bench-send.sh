@@ -11,7 +11,10 @@
 #   FLAGS  p      pinned: BENCH_PIN=$AB_PIN ("A B": the initiator on guest
 #                 vCPU A, the target on B; uccl_perf's rank 0 / 1 and each
 #                 reference's client / server alike)
-#          s      short: AB_SHORT_MIB MiB per run instead of BENCH_MIB
+#          s      short: AB_SHORT_MIB MiB per run instead of BENCH_MIB, and
+#                 fast samples as f (8 MiB at 0.3 Gb/s is 0.2 s of data: at
+#                 0.2 s samples the wire rate read 0.13-0.18 Gb/s where the
+#                 tools' own figures read 0.29-0.32)
 #          f      fast samples: BENCH_SAMPLE=$AB_FAST_SAMPLE (s)
 #          u      one RC ACK timeout for every tool: AB_ACK_TIMEOUT (18: 4.096 us
 #                 x 2^18 = 1.07 s, libuccl's default) as ib_send_bw's -u,
@@ -68,7 +71,7 @@ one() { # one COLUMN SIZE: "GBPS PKTS_PER_MSG STALL_S OWN_FIGURE RXE_COUNTERS SE
 	local BENCH_PIN='' BENCH_MIB=$BENCH_MIB BENCH_SAMPLE=${BENCH_SAMPLE:-0.2}
 	case $flags in *p*) BENCH_PIN=${AB_PIN:-0 1} ;; esac
 	case $flags in *s*) BENCH_MIB=${AB_SHORT_MIB:-8} ;; esac
-	case $flags in *f*) BENCH_SAMPLE=${AB_FAST_SAMPLE:-0.05} ;; esac
+	case $flags in *[fs]*) BENCH_SAMPLE=${AB_FAST_SAMPLE:-0.05} ;; esac
 	local BENCH_PT_ARGS=${BENCH_PT_ARGS:-} UCCL_VERBS_IB_TIMEOUT=${UCCL_VERBS_IB_TIMEOUT:-} UCX_RC_TIMEOUT=${UCX_RC_TIMEOUT:-}
 	case $flags in *u*)
 		BENCH_PT_ARGS+=" -u ${AB_ACK_TIMEOUT:-18}" UCCL_VERBS_IB_TIMEOUT=${AB_ACK_TIMEOUT:-18}
