@@ -3,8 +3,11 @@
  * the last key it parsed per connection (ofi_rma.c) and must parse a new
  * one when the bytes differ. Writes and reads of 64 KiB (posted whole)
  * alternate between three regions of the target, each its own libfabric
- * key; bytes compared, the byte after each written range untouched; over
- * shm and tcp;ofi_rxm (where keys are the provider's). */
+ * key; bytes compared, the byte after each written range untouched; then
+ * one region registered again and again at the same address, reached
+ * through each new descriptor (the core keeps the last descriptor's key per
+ * connection, xfer.c); over shm and tcp;ofi_rxm (where keys are the
+ * provider's). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +76,29 @@ static void check_provider(const char *prov)
         CU_ASSERT(memcmp(pa, buf[r] + off, LEN) == 0);
     }
     CU_ASSERT_EQUAL(ofi_of(P.a)->rma_whole - whole, 18u); /* each posted whole */
+    /* region 0 registered again at the same address (another id, another
+     * key where the provider picks them): its new descriptor reaches it,
+     * right after requests through the old one filled the caches */
+    for (int again = 0; again < 3; again++) {
+        uccl_rdesc_t old = rd[0];
+
+        unit_fill(pa, LEN, 400u + (unsigned)again);
+        UNIT_ASSERT_STATUS(uccl_write(P.ab, ma, 0, LEN, &old, 0, &req), UCCL_OK);
+        run(req);
+        uccl_mr_dereg(mr[0]);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(P.b, buf[0], 2 * LEN, 0, &mr[0]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_pack(mr[0], 0, 2 * LEN, &rd[0]), UCCL_OK);
+        CU_ASSERT(memcmp(&old, &rd[0], sizeof(old)) != 0);
+        unit_fill(pa, LEN, 500u + (unsigned)again);
+        UNIT_ASSERT_STATUS(uccl_write(P.ab, ma, 0, LEN, &rd[0], LEN, &req), UCCL_OK);
+        run(req);
+        ofi_pair_progress(4);
+        CU_ASSERT(memcmp(buf[0] + LEN, pa, LEN) == 0);
+        memset(pa, 0, LEN);
+        UNIT_ASSERT_STATUS(uccl_read(P.ab, ma, 0, LEN, &rd[0], 0, &req), UCCL_OK);
+        run(req);
+        CU_ASSERT(unit_mismatches(pa, LEN, 400u + (unsigned)again) == 0);
+    }
     for (int r = 0; r < NREG; r++) {
         uccl_mr_dereg(mr[r]);
         free(buf[r]);
@@ -91,8 +117,8 @@ static void test_tcp(void)
 }
 
 static CU_TestInfo rkey_tests[] = {
-    {"keys of three regions in turn, shm", test_shm},
-    {"keys of three regions in turn, tcp;ofi_rxm", test_tcp},
+    {"keys of three regions in turn, one registered again, shm", test_shm},
+    {"keys of three regions in turn, one registered again, tcp;ofi_rxm", test_tcp},
     CU_TEST_INFO_NULL,
 };
 
