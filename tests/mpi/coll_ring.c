@@ -300,6 +300,26 @@ static void hit_truncated(mt_ctx_t *c)
     }
 }
 
+/* Case i of ct_mapped_hits: its buffers and arguments (false: no memory). */
+static bool hit_setup(const mt_ctx_t *c, hit_case_t *h, int i)
+{
+    static const uccl_coll_op_t ops[HIT_CASES] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER,
+                                                  UCCL_COLL_SCATTER, UCCL_COLL_BCAST,
+                                                  UCCL_COLL_ALLGATHER};
+    static const size_t counts[HIT_CASES] = {8, 64, 337, 4096, 8};
+    size_t n = (size_t)c->size;
+
+    h->count = counts[i];
+    h->root = (i * 3) % c->size;
+    h->sb = malloc(counts[i] * n);
+    h->rb = malloc(counts[i] * n);
+    h->a = (uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
+                              .op = ops[i], .count = counts[i], .root = h->root,
+                              .algo = UCCL_COLL_ALGO_MAPPED, .recvbuf = h->rb,
+                              .sendbuf = ops[i] == UCCL_COLL_BCAST ? NULL : h->sb};
+    return h->sb != NULL && h->rb != NULL;
+}
+
 /* HIT_CASES calls (rooted ops of 8-4096 B, allgather of 8 B) repeated
  * HIT_ROUNDS times on the same buffers, new bytes every round, every
  * call checked: after the first round each is a plan-cache hit, which a
@@ -309,34 +329,22 @@ static void hit_truncated(mt_ctx_t *c)
  * counters: every call counted, every call after the first round a hit. */
 void ct_mapped_hits(mt_ctx_t *c)
 {
-    static const uccl_coll_op_t ops[HIT_CASES] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER,
-                                                  UCCL_COLL_SCATTER, UCCL_COLL_BCAST,
-                                                  UCCL_COLL_ALLGATHER};
-    static const size_t counts[HIT_CASES] = {8, 64, 337, 4096, 8};
     hit_case_t h[HIT_CASES];
     uccl_req_t *req[HIT_CASES];
     uccl_coll_stats_t s0, s1;
-    int n = c->size, calls = 0, bad = 0;
+    int calls = 0, bad = 0;
 
     memset(h, 0, sizeof(h));
-    if (n < 2 || !ct_mapped_usable(c, c->comm)) {
-        mt_skip(c, "mapped hits (%s)", n < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
+        mt_skip(c, "mapped hits (%s)",
+                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
         return;
     }
-    for (int i = 0; i < HIT_CASES; i++) {
-        h[i].count = counts[i];
-        h[i].root = (i * 3) % n;
-        h[i].sb = malloc(counts[i] * (size_t)n);
-        h[i].rb = malloc(counts[i] * (size_t)n);
-        if (h[i].sb == NULL || h[i].rb == NULL) {
+    for (int i = 0; i < HIT_CASES; i++)
+        if (!hit_setup(c, &h[i], i)) {
             mt_fail(c, "out of memory");
             goto out;
         }
-        h[i].a = (uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
-                                    .op = ops[i], .count = counts[i], .root = h[i].root,
-                                    .algo = UCCL_COLL_ALGO_MAPPED, .recvbuf = h[i].rb,
-                                    .sendbuf = ops[i] == UCCL_COLL_BCAST ? NULL : h[i].sb};
-    }
     mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
     mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "uccl_comm_coll_stats");
     for (int t = 0; t < HIT_ROUNDS && !c->failed && bad == 0; t++) {
