@@ -4,13 +4,15 @@
  * cudaMemcpyAsync there). This file holds what only CUDA does: the allocation
  * range (cuMemGetAddressRange), primary-context state and dma-buf export
  * (cuMemGetHandleForAddressRange) come from the driver, reached through the
- * runtime's entry-point query so that nothing links libcuda directly. */
+ * runtime's entry-point query so that nothing links libcuda directly. The
+ * copy kernel (gpu.h's uccl_gpu_sm_copy_*) is cuda_sm_copy.c. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "uccl_build.h"
+#include "gpu/cuda_driver.h"
 
 /* The names rt_common.h is written against (listed there). */
 #define RT_PREFIX cuda
@@ -37,8 +39,7 @@ static range_handle_fn_t range_handle_fn;
 typedef CUresult (*device_get_fn_t)(CUdevice *dev, int ordinal);
 typedef CUresult (*ctx_state_fn_t)(CUdevice dev, unsigned int *flags, int *active);
 
-/* A driver API function through the runtime, so nothing links libcuda. */
-static void *driver_entry(const char *name)
+void *uccl_cuda_driver_entry(const char *name)
 {
     enum cudaDriverEntryPointQueryResult q;
     void *fn = NULL;
@@ -54,7 +55,7 @@ static void *driver_entry(const char *name)
 
 static void addr_range_lookup(void)
 {
-    addr_range_fn = (addr_range_fn_t)driver_entry("cuMemGetAddressRange");
+    addr_range_fn = (addr_range_fn_t)uccl_cuda_driver_entry("cuMemGetAddressRange");
     if (addr_range_fn == NULL)
         uccl_warn("cuMemGetAddressRange not found: IPC of pointers inside an allocation "
                   "falls back to the pointer itself");
@@ -96,8 +97,8 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
 
 uccl_status_t uccl_gpu_primary_ctx_active(int device, int *active)
 {
-    device_get_fn_t device_get = (device_get_fn_t)driver_entry("cuDeviceGet");
-    ctx_state_fn_t ctx_state = (ctx_state_fn_t)driver_entry("cuDevicePrimaryCtxGetState");
+    device_get_fn_t device_get = (device_get_fn_t)uccl_cuda_driver_entry("cuDeviceGet");
+    ctx_state_fn_t ctx_state = (ctx_state_fn_t)uccl_cuda_driver_entry("cuDevicePrimaryCtxGetState");
     unsigned int flags;
     CUdevice dev;
 
@@ -184,7 +185,7 @@ static wait_value_fn_t wait_value_fn;
 
 static void wait_value_lookup(void)
 {
-    wait_value_fn = (wait_value_fn_t)driver_entry("cuStreamWaitValue32");
+    wait_value_fn = (wait_value_fn_t)uccl_cuda_driver_entry("cuStreamWaitValue32");
     if (wait_value_fn == NULL) {
         (void)cudaGetLastError();
         uccl_info("cuStreamWaitValue32 not found: no stream-ordered collectives");
@@ -245,13 +246,13 @@ static wait64_fn_t wait64_fn;
 static void memops_lookup(void)
 {
     pthread_once(&wait_value_once, wait_value_lookup);
-    write32_fn = (write32_fn_t)driver_entry("cuStreamWriteValue32");
-    write64_fn = (write64_fn_t)driver_entry("cuStreamWriteValue64");
-    wait64_fn = (wait64_fn_t)driver_entry("cuStreamWaitValue64");
+    write32_fn = (write32_fn_t)uccl_cuda_driver_entry("cuStreamWriteValue32");
+    write64_fn = (write64_fn_t)uccl_cuda_driver_entry("cuStreamWriteValue64");
+    wait64_fn = (wait64_fn_t)uccl_cuda_driver_entry("cuStreamWaitValue64");
     (void)cudaGetLastError();
 }
 
-static uccl_status_t memop_status(CUresult res, const char *what, uint64_t value)
+uccl_status_t uccl_cuda_memop_status(CUresult res, const char *what, uint64_t value)
 {
     if (res == CUDA_SUCCESS)
         return UCCL_OK;
@@ -267,14 +268,14 @@ uccl_status_t uccl_gpu_stream_write(uccl_gpu_stream_t stream, void *dev, uint64_
     if (!uccl_gpu_value_args_ok(stream, dev, width))
         return UCCL_ERR_INVALID_PARAM;
     pthread_once(&memops_once, memops_lookup);
-    if (width == 4)
-        return write32_fn == NULL ? UCCL_ERR_UNSUPPORTED
-                                  : memop_status(write32_fn((CUstream)stream, p, (cuuint32_t)value,
-                                                            CU_STREAM_WRITE_VALUE_DEFAULT),
-                                                 "cuStreamWriteValue32", value);
-    return write64_fn == NULL ? UCCL_ERR_UNSUPPORTED
-                              : memop_status(write64_fn((CUstream)stream, p, value, CU_STREAM_WRITE_VALUE_DEFAULT),
-                                             "cuStreamWriteValue64", value);
+    if (width == 4 && write32_fn != NULL)
+        return uccl_cuda_memop_status(
+            write32_fn((CUstream)stream, p, (cuuint32_t)value, CU_STREAM_WRITE_VALUE_DEFAULT),
+            "cuStreamWriteValue32", value);
+    if (width == 8 && write64_fn != NULL)
+        return uccl_cuda_memop_status(write64_fn((CUstream)stream, p, value, CU_STREAM_WRITE_VALUE_DEFAULT),
+                                      "cuStreamWriteValue64", value);
+    return UCCL_ERR_UNSUPPORTED;
 }
 
 uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev, uint64_t value,
@@ -285,14 +286,14 @@ uccl_status_t uccl_gpu_stream_wait_geq(uccl_gpu_stream_t stream, const void *dev
     if (!uccl_gpu_value_args_ok(stream, dev, width))
         return UCCL_ERR_INVALID_PARAM;
     pthread_once(&memops_once, memops_lookup);
-    if (width == 4)
-        return wait_value_fn == NULL ? UCCL_ERR_UNSUPPORTED
-                                     : memop_status(wait_value_fn((CUstream)stream, p, (cuuint32_t)value,
-                                                                  CU_STREAM_WAIT_VALUE_GEQ),
-                                                    "cuStreamWaitValue32", value);
-    return wait64_fn == NULL ? UCCL_ERR_UNSUPPORTED
-                             : memop_status(wait64_fn((CUstream)stream, p, value, CU_STREAM_WAIT_VALUE_GEQ),
-                                            "cuStreamWaitValue64", value);
+    if (width == 4 && wait_value_fn != NULL)
+        return uccl_cuda_memop_status(
+            wait_value_fn((CUstream)stream, p, (cuuint32_t)value, CU_STREAM_WAIT_VALUE_GEQ),
+            "cuStreamWaitValue32", value);
+    if (width == 8 && wait64_fn != NULL)
+        return uccl_cuda_memop_status(wait64_fn((CUstream)stream, p, value, CU_STREAM_WAIT_VALUE_GEQ),
+                                      "cuStreamWaitValue64", value);
+    return UCCL_ERR_UNSUPPORTED;
 }
 
 /* ------------------------------------------------------------ device-to-device copies */
@@ -303,7 +304,7 @@ static dtod_fn_t dtod_fn;
 
 static void dtod_lookup(void)
 {
-    dtod_fn = (dtod_fn_t)driver_entry("cuMemcpyDtoDAsync");
+    dtod_fn = (dtod_fn_t)uccl_cuda_driver_entry("cuMemcpyDtoDAsync");
     (void)cudaGetLastError();
 }
 
@@ -315,7 +316,7 @@ uccl_status_t uccl_gpu_memcpy_dtod_async(void *dst, const void *src, size_t len,
     if (dtod_fn == NULL)
         return uccl_gpu_memcpy_async(dst, src, len, stream);
     res = dtod_fn((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, len, (CUstream)stream);
-    return memop_status(res, "cuMemcpyDtoDAsync", len);
+    return uccl_cuda_memop_status(res, "cuMemcpyDtoDAsync", len);
 }
 
 /* cuStreamBatchMemOp (fewer than 256 operations a call), looked up once; a
@@ -331,7 +332,7 @@ static _Atomic int batch_memop_refused;
 
 static void batch_memop_lookup(void)
 {
-    batch_memop_fn = (batch_memop_fn_t)driver_entry("cuStreamBatchMemOp");
+    batch_memop_fn = (batch_memop_fn_t)uccl_cuda_driver_entry("cuStreamBatchMemOp");
     if (batch_memop_fn == NULL) {
         (void)cudaGetLastError();
         uccl_info("cuStreamBatchMemOp not found: stream memory operations go one call each");
@@ -381,7 +382,7 @@ uccl_status_t uccl_gpu_stream_memops(uccl_gpu_stream_t stream, const uccl_gpu_me
             break;
         }
         if (res != CUDA_SUCCESS)
-            return memop_status(res, "cuStreamBatchMemOp", (uint64_t)k);
+            return uccl_cuda_memop_status(res, "cuStreamBatchMemOp", (uint64_t)k);
         done += k;
     }
     return uccl_gpu_memops_each(stream, ops + done, n - done);
@@ -426,178 +427,4 @@ uccl_status_t uccl_gpu_memcpy_batch_async(void *const *dst, const void *const *s
     uccl_info("cudaMemcpyBatchAsync: %s; copies are issued one by one", cudaGetErrorString(err));
 #endif
     return rt_memcpy_each(dst, src, len, n, stream);
-}
-
-/* ------------------------------------------------------------ SM-driven copies */
-
-/* The copy kernel (gpu.h, src/gpu/sm_copy.cu), embedded as nvcc's fatbin
- * (src/gpu/sm_copy_fatbin.c, generated by the build when configure found
- * nvcc), loaded once per device with the driver API and never unloaded: it
- * lives as long as the process's contexts. */
-#ifdef UCCL_HAVE_SM_COPY
-extern const unsigned char uccl_gpu_sm_copy_fatbin[];
-#endif
-
-typedef CUresult (*module_load_fn_t)(CUmodule *, const void *);
-typedef CUresult (*module_get_fn_t)(CUfunction *, CUmodule, const char *);
-typedef CUresult (*launch_fn_t)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
-                                unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
-
-#define SM_COPY_DEVS 64
-#define SM_COPY_THREADS 512
-#ifdef UCCL_HAVE_SM_COPY
-static pthread_mutex_t sm_lock = PTHREAD_MUTEX_INITIALIZER; /* loads */
-#endif
-static _Atomic(CUfunction) sm_fn[SM_COPY_DEVS], sm_fn8[SM_COPY_DEVS]; /* 4 / 8 words in flight */
-static _Atomic(CUfunction) sm_fnb[SM_COPY_DEVS];                      /* uccl_sm_copy_batch */
-static _Atomic(CUfunction) sm_fnf[SM_COPY_DEVS];                      /* uccl_sm_copy_flag */
-static _Atomic(launch_fn_t) sm_launch;
-
-uccl_status_t uccl_gpu_sm_copy_load(int device)
-{
-#ifndef UCCL_HAVE_SM_COPY
-    (void)device;
-    uccl_info("SM copies: this build has no copy kernel (configure found no nvcc)");
-    return UCCL_ERR_UNSUPPORTED;
-#else
-    module_load_fn_t load;
-    module_get_fn_t get;
-    launch_fn_t launch;
-    CUmodule mod;
-    CUfunction fn, fn8, fnb, fnf;
-    CUresult res;
-    uccl_status_t st;
-
-    if (device < 0 || device >= SM_COPY_DEVS)
-        return UCCL_ERR_INVALID_PARAM;
-    if (atomic_load(&sm_fn[device]) != NULL)
-        return UCCL_OK;
-    pthread_mutex_lock(&sm_lock);
-    st = UCCL_OK;
-    if (atomic_load(&sm_fn[device]) == NULL) {
-        load = (module_load_fn_t)driver_entry("cuModuleLoadData");
-        get = (module_get_fn_t)driver_entry("cuModuleGetFunction");
-        launch = (launch_fn_t)driver_entry("cuLaunchKernel");
-        (void)cudaGetLastError();
-        /* the device's primary context current on this thread */
-        st = load == NULL || get == NULL || launch == NULL ? UCCL_ERR_UNSUPPORTED : uccl_gpu_set_device(device);
-        if (st == UCCL_OK && (res = load(&mod, uccl_gpu_sm_copy_fatbin)) != CUDA_SUCCESS) {
-            uccl_warn("SM copies: cuModuleLoadData on GPU %d failed: CUresult %d", device, (int)res);
-            st = UCCL_ERR_UNSUPPORTED;
-        }
-        if (st == UCCL_OK && ((res = get(&fn, mod, "uccl_sm_copy")) != CUDA_SUCCESS ||
-                              (res = get(&fn8, mod, "uccl_sm_copy8")) != CUDA_SUCCESS ||
-                              (res = get(&fnb, mod, "uccl_sm_copy_batch")) != CUDA_SUCCESS ||
-                              (res = get(&fnf, mod, "uccl_sm_copy_flag")) != CUDA_SUCCESS)) {
-            uccl_warn("SM copies: cuModuleGetFunction on GPU %d failed: CUresult %d", device, (int)res);
-            st = UCCL_ERR_UNSUPPORTED;
-        }
-        if (st == UCCL_OK) {
-            atomic_store(&sm_launch, launch);
-            atomic_store(&sm_fn8[device], fn8);
-            atomic_store(&sm_fnb[device], fnb);
-            atomic_store(&sm_fnf[device], fnf);
-            atomic_store(&sm_fn[device], fn);
-            uccl_debug("SM copies: kernel loaded on GPU %d", device);
-        }
-    }
-    pthread_mutex_unlock(&sm_lock);
-    return st;
-#endif
-}
-
-uccl_status_t uccl_gpu_sm_copy_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                     int unroll, uccl_gpu_stream_t stream)
-{
-    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL
-                    : unroll == 8                        ? atomic_load(&sm_fn8[device])
-                                                         : atomic_load(&sm_fn[device]);
-    launch_fn_t launch = atomic_load(&sm_launch);
-    size_t n16 = len / UCCL_GPU_SM_COPY_ALIGN, need = (n16 + SM_COPY_THREADS - 1) / SM_COPY_THREADS;
-    unsigned int ntail = (unsigned int)(len % UCCL_GPU_SM_COPY_ALIGN);
-    void *dtail = (char *)dst + (len - ntail);
-    const void *stail = (const char *)src + (len - ntail);
-    void *args[] = {&dst, &src, &n16, &dtail, &stail, &ntail};
-    CUresult res;
-
-    if (!uccl_gpu_sm_copy_args_ok(dst, src, blocks, unroll) || stream == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    if (fn == NULL || launch == NULL)
-        return UCCL_ERR_UNSUPPORTED;
-    if (len == 0)
-        return UCCL_OK;
-    if (need == 0)
-        need = 1;
-    if ((size_t)blocks > need) /* no block without a word to move */
-        blocks = (int)need;
-    res = launch(fn, (unsigned int)blocks, 1, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
-    return memop_status(res, "cuLaunchKernel(uccl_sm_copy)", len);
-}
-
-uccl_status_t uccl_gpu_sm_copy_flag_async(int device, void *dst, const void *src, size_t len, int blocks,
-                                          uint32_t *count, void *word, uint32_t value,
-                                          uccl_gpu_stream_t stream)
-{
-    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL : atomic_load(&sm_fnf[device]);
-    launch_fn_t launch = atomic_load(&sm_launch);
-    size_t n16 = len / UCCL_GPU_SM_COPY_ALIGN, need = (n16 + 8 * SM_COPY_THREADS - 1) / (8 * SM_COPY_THREADS);
-    unsigned int ntail = (unsigned int)(len % UCCL_GPU_SM_COPY_ALIGN), v = value;
-    void *dtail = (char *)dst + (len - ntail);
-    const void *stail = (const char *)src + (len - ntail);
-    void *args[] = {&dst, &src, &n16, &dtail, &stail, &ntail, &count, &word, &v};
-    CUresult res;
-
-    if (!uccl_gpu_sm_flag_args_ok(dst, src, blocks, count, stream, word))
-        return UCCL_ERR_INVALID_PARAM;
-    if (fn == NULL || launch == NULL)
-        return UCCL_ERR_UNSUPPORTED;
-    if (need == 0)
-        need = 1;
-    if ((size_t)blocks > need) /* a block per 8 words a thread, no more */
-        blocks = (int)need;
-    res = launch(fn, (unsigned int)blocks, 1, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
-    return memop_status(res, "cuLaunchKernel(uccl_sm_copy_flag)", len);
-}
-
-/* The kernel's parameter block (sm_copy.cu's struct uccl_sm_batch). */
-typedef struct sm_batch {
-    void *dst[UCCL_GPU_SM_BATCH_MAX];
-    const void *src[UCCL_GPU_SM_BATCH_MAX];
-    size_t len[UCCL_GPU_SM_BATCH_MAX];
-} sm_batch_t;
-
-uccl_status_t uccl_gpu_sm_copy_batch_async(int device, void *const *dst, const void *const *src,
-                                           const size_t *len, size_t n, int blocks,
-                                           uccl_gpu_stream_t stream)
-{
-    CUfunction fn = device < 0 || device >= SM_COPY_DEVS ? NULL : atomic_load(&sm_fnb[device]);
-    launch_fn_t launch = atomic_load(&sm_launch);
-    size_t most = 0, need, total = 0;
-    unsigned int bx;
-    sm_batch_t b;
-    void *args[] = {&b};
-    CUresult res;
-
-    if (!uccl_gpu_sm_batch_args_ok(dst, src, n, blocks) || len == NULL || stream == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    if (fn == NULL || launch == NULL)
-        return UCCL_ERR_UNSUPPORTED;
-    memset(&b, 0, sizeof(b));
-    for (size_t i = 0; i < n; i++) {
-        b.dst[i] = dst[i];
-        b.src[i] = src[i];
-        b.len[i] = len[i];
-        most = len[i] > most ? len[i] : most;
-        total += len[i];
-    }
-    if (total == 0)
-        return UCCL_OK;
-    /* blocks per copy: enough for the largest (4 words a thread), the
-     * budget shared by the n rows */
-    need = (most / UCCL_GPU_SM_COPY_ALIGN + 4 * SM_COPY_THREADS - 1) / (4 * SM_COPY_THREADS);
-    bx = (unsigned int)(need < 1 ? 1 : need);
-    if (bx > (unsigned int)blocks / n)
-        bx = (unsigned int)blocks / n > 0 ? (unsigned int)blocks / n : 1;
-    res = launch(fn, bx, (unsigned int)n, 1, SM_COPY_THREADS, 1, 1, 0, (CUstream)stream, args, NULL);
-    return memop_status(res, "cuLaunchKernel(uccl_sm_copy_batch)", total);
 }

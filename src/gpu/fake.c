@@ -2,8 +2,9 @@
  * memory is host memory, so that the GPU paths of the transports (pointer
  * classification, staging, GPUDirect registration, gpu_ipc) run where no GPU
  * is. uccl_gpu_backend() says "fake" so that nobody mistakes it for a GPU.
- * This file holds the devices, memory and IPC; streams, events and injected
- * copy faults are in fake_stream.c (its top comment gives the copy model).
+ * This file holds the devices and memory; IPC is fake_ipc.c; streams, events
+ * and injected copy faults are in fake_stream.c (its top comment gives the
+ * copy model).
  *
  * - Devices 0 and 1: a current device per thread (0 to start with), peer
  *   access both ways reported as NVLink, bus ids in PCI domain fa6e that no
@@ -50,33 +51,8 @@
 #include "gpu/fake.h"
 
 #define FAKE_MAX_ALLOCS 1024
-#define FAKE_NAME_PREFIX "/uccl-fakegpu-"
-#define FAKE_NAME_MAX 48
-#define FAKE_IPC_MAGIC "uccl-fk1"
 
-typedef enum { FAKE_SLOT_FREE = 0, FAKE_OWNED, FAKE_MAPPED } fake_kind_t;
-
-/* Device memory this process sees: its own allocations and the peers'
- * allocations it opened; what uccl_gpu_ptr_attr reports as UCCL_MEM_CUDA. */
-typedef struct fake_alloc {
-    fake_kind_t kind;
-    uint8_t *base;
-    size_t size;
-    int device;
-    int refs; /* FAKE_MAPPED: opens of the handle on that device */
-    char name[FAKE_NAME_MAX];
-} fake_alloc_t;
-
-/* What uccl_gpu_ipc_get writes into the opaque handle. */
-typedef struct fake_ipc_handle {
-    char magic[8];
-    uint64_t size;
-    char name[FAKE_NAME_MAX];
-} fake_ipc_handle_t;
-
-_Static_assert(sizeof(fake_ipc_handle_t) == UCCL_GPU_IPC_HANDLE_SIZE, "fake IPC handle size");
-
-static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t uccl_fake_alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 static fake_alloc_t fake_allocs[FAKE_MAX_ALLOCS];
 static _Thread_local int fake_cur_dev;
 static atomic_int fake_ctx[FAKE_NDEV];
@@ -188,8 +164,8 @@ uccl_status_t uccl_gpu_peer_enable(int peer)
 
 /* ------------------------------------------------------------ memory */
 
-/* The allocation or mapping holding ptr; with fake_lock held. */
-static fake_alloc_t *alloc_find_locked(const void *ptr)
+/* The allocation or mapping holding ptr; with uccl_fake_alloc_lock held. */
+fake_alloc_t *uccl_fake_alloc_find_locked(const void *ptr)
 {
     const uint8_t *p = ptr;
 
@@ -201,7 +177,7 @@ static fake_alloc_t *alloc_find_locked(const void *ptr)
     return NULL;
 }
 
-static fake_alloc_t *alloc_find_name_locked(const char *name)
+fake_alloc_t *uccl_fake_alloc_find_name_locked(const char *name)
 {
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++)
         if (fake_allocs[i].kind != FAKE_SLOT_FREE && strcmp(fake_allocs[i].name, name) == 0)
@@ -210,23 +186,23 @@ static fake_alloc_t *alloc_find_name_locked(const char *name)
 }
 
 /* Record a new allocation or mapping; false when the table is full. */
-static bool alloc_add(const fake_alloc_t *a)
+bool uccl_fake_alloc_add(const fake_alloc_t *a)
 {
-    pthread_mutex_lock(&fake_lock);
+    pthread_mutex_lock(&uccl_fake_alloc_lock);
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++) {
         if (fake_allocs[i].kind == FAKE_SLOT_FREE) {
             fake_allocs[i] = *a;
-            pthread_mutex_unlock(&fake_lock);
+            pthread_mutex_unlock(&uccl_fake_alloc_lock);
             return true;
         }
     }
-    pthread_mutex_unlock(&fake_lock);
+    pthread_mutex_unlock(&uccl_fake_alloc_lock);
     uccl_error("fake GPU: more than %d allocations and IPC mappings", FAKE_MAX_ALLOCS);
     return false;
 }
 
-/* The entry of kind whose base is ptr; with fake_lock held. */
-static fake_alloc_t *alloc_at_locked(const void *ptr, fake_kind_t kind)
+/* The entry of kind whose base is ptr; with uccl_fake_alloc_lock held. */
+fake_alloc_t *uccl_fake_alloc_at_locked(const void *ptr, fake_kind_t kind)
 {
     for (int i = 0; i < FAKE_MAX_ALLOCS; i++)
         if (fake_allocs[i].kind == kind && fake_allocs[i].base == ptr)
@@ -239,13 +215,13 @@ static bool alloc_remove(void *ptr, fake_kind_t kind, fake_alloc_t *out)
 {
     fake_alloc_t *e;
 
-    pthread_mutex_lock(&fake_lock);
-    e = alloc_at_locked(ptr, kind);
+    pthread_mutex_lock(&uccl_fake_alloc_lock);
+    e = uccl_fake_alloc_at_locked(ptr, kind);
     if (e != NULL) {
         *out = *e;
         *e = (fake_alloc_t){0};
     }
-    pthread_mutex_unlock(&fake_lock);
+    pthread_mutex_unlock(&uccl_fake_alloc_lock);
     return e != NULL;
 }
 
@@ -257,15 +233,15 @@ uccl_status_t uccl_gpu_ptr_attr(const void *ptr, uccl_gpu_ptr_attr_t *attr)
     attr->device = -1;
     attr->base = (void *)ptr;
     attr->size = 0;
-    pthread_mutex_lock(&fake_lock);
-    a = alloc_find_locked(ptr);
+    pthread_mutex_lock(&uccl_fake_alloc_lock);
+    a = uccl_fake_alloc_find_locked(ptr);
     if (a != NULL) {
         attr->type = UCCL_MEM_CUDA;
         attr->device = a->device;
         attr->base = a->base;
         attr->size = a->size;
     }
-    pthread_mutex_unlock(&fake_lock);
+    pthread_mutex_unlock(&uccl_fake_alloc_lock);
     return UCCL_OK;
 }
 
@@ -321,7 +297,7 @@ uccl_status_t uccl_gpu_malloc(void **ptr, size_t len)
     st = shm_create(&a);
     if (st != UCCL_OK)
         return st;
-    if (!alloc_add(&a)) {
+    if (!uccl_fake_alloc_add(&a)) {
         munmap(a.base, a.size);
         shm_unlink(a.name);
         return UCCL_ERR_NO_MEMORY;
@@ -403,164 +379,14 @@ uccl_status_t uccl_gpu_dmabuf_fd(void *base, size_t len, int *fd, uint64_t *offs
 
     if (fd == NULL || offset == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&fake_lock);
-    a = alloc_find_locked(base);
-    pthread_mutex_unlock(&fake_lock);
+    pthread_mutex_lock(&uccl_fake_alloc_lock);
+    a = uccl_fake_alloc_find_locked(base);
+    pthread_mutex_unlock(&uccl_fake_alloc_lock);
     if (a == NULL) {
         uccl_error("dma-buf export of %p: not fake GPU device memory", base);
         return UCCL_ERR_INVALID_PARAM;
     }
     return UCCL_ERR_UNSUPPORTED; /* no driver behind the fake device */
-}
-
-/* ------------------------------------------------------------ IPC */
-
-uccl_status_t uccl_gpu_ipc_get(void *base, uccl_gpu_ipc_handle_t *handle)
-{
-    fake_ipc_handle_t h;
-    fake_alloc_t *a;
-
-    if (handle == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    memset(&h, 0, sizeof(h));
-    pthread_mutex_lock(&fake_lock);
-    a = alloc_find_locked(base);
-    if (a != NULL && a->kind == FAKE_OWNED) {
-        memcpy(h.magic, FAKE_IPC_MAGIC, sizeof(h.magic));
-        h.size = a->size;
-        memcpy(h.name, a->name, sizeof(h.name));
-        uccl_fake_ctx_touch(a->device);
-    }
-    pthread_mutex_unlock(&fake_lock);
-    if (h.size == 0) {
-        uccl_error("fake GPU: IPC handle of %p: not device memory allocated by this process", base);
-        return UCCL_ERR_INVALID_PARAM;
-    }
-    memcpy(handle->bytes, &h, sizeof(h));
-    return UCCL_OK;
-}
-
-/* A handle from a peer is untrusted bytes: check all of it. */
-static uccl_status_t handle_parse(const uccl_gpu_ipc_handle_t *handle, fake_ipc_handle_t *h)
-{
-    memcpy(h, handle->bytes, sizeof(*h));
-    if (memcmp(h->magic, FAKE_IPC_MAGIC, sizeof(h->magic)) != 0) {
-        uccl_error("fake GPU: IPC open: not a handle of the fake GPU backend (bad magic)");
-        return UCCL_ERR_INVALID_PARAM;
-    }
-    if (memchr(h->name, '\0', sizeof(h->name)) == NULL ||
-        strncmp(h->name, FAKE_NAME_PREFIX, strlen(FAKE_NAME_PREFIX)) != 0 || strchr(h->name + 1, '/') ||
-        h->size == 0 || h->size > SIZE_MAX / 2) {
-        uccl_error("fake GPU: IPC open: malformed handle (name or size)");
-        return UCCL_ERR_INVALID_PARAM;
-    }
-    return UCCL_OK;
-}
-
-/* Map the peer's object; its size must be the handle's. */
-static uccl_status_t shm_map(const fake_ipc_handle_t *h, void **out)
-{
-    struct stat sb;
-    void *p;
-    int fd = shm_open(h->name, O_RDWR | O_CLOEXEC, 0);
-
-    if (fd < 0) {
-        uccl_error("fake GPU: IPC open of %s: %s", h->name, strerror(errno));
-        return errno == ENOENT ? UCCL_ERR_NOT_FOUND : UCCL_ERR_IO;
-    }
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_size != h->size) {
-        uccl_error("fake GPU: IPC open of %s: object is not the %llu bytes the handle says", h->name,
-                   (unsigned long long)h->size);
-        close(fd);
-        return UCCL_ERR_INVALID_PARAM;
-    }
-    p = mmap(NULL, (size_t)h->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        uccl_error("fake GPU: IPC open of %s: mmap: %s", h->name, strerror(errno));
-        return UCCL_ERR_NO_MEMORY;
-    }
-    *out = p;
-    return UCCL_OK;
-}
-
-/* Same handle already open on this device: one more reference. */
-static uccl_status_t open_known(const fake_ipc_handle_t *h, int device, void **base)
-{
-    uccl_status_t st = UCCL_ERR_NOT_FOUND;
-    fake_alloc_t *a;
-
-    pthread_mutex_lock(&fake_lock);
-    a = alloc_find_name_locked(h->name);
-    if (a != NULL && a->kind == FAKE_OWNED) {
-        st = UCCL_ERR_INVALID_PARAM;
-    } else if (a != NULL && a->device == device) {
-        a->refs++;
-        *base = a->base;
-        st = UCCL_OK;
-    }
-    pthread_mutex_unlock(&fake_lock);
-    if (st == UCCL_ERR_INVALID_PARAM)
-        uccl_error("fake GPU: IPC open of %s: an allocation of this process (CUDA refuses those too)",
-                   h->name);
-    return st;
-}
-
-uccl_status_t uccl_gpu_ipc_open(const uccl_gpu_ipc_handle_t *handle, void **base)
-{
-    fake_alloc_t a = {.kind = FAKE_MAPPED, .device = fake_cur_dev, .refs = 1};
-    fake_ipc_handle_t h;
-    uccl_status_t st;
-
-    if (handle == NULL || base == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    st = handle_parse(handle, &h);
-    if (st == UCCL_OK)
-        st = open_known(&h, a.device, base);
-    if (st != UCCL_ERR_NOT_FOUND)
-        return st;
-    st = shm_map(&h, (void **)&a.base);
-    if (st != UCCL_OK)
-        return st;
-    a.size = (size_t)h.size;
-    memcpy(a.name, h.name, sizeof(a.name));
-    if (!alloc_add(&a)) {
-        munmap(a.base, a.size);
-        return UCCL_ERR_NO_MEMORY;
-    }
-    uccl_fake_ctx_touch(a.device);
-    *base = a.base;
-    return UCCL_OK;
-}
-
-uccl_status_t uccl_gpu_ipc_close(void *base)
-{
-    fake_alloc_t a, *e;
-    bool last = false;
-    int queued;
-
-    uccl_fake_device_sync("uccl_gpu_ipc_close");
-    pthread_mutex_lock(&fake_lock);
-    e = alloc_at_locked(base, FAKE_MAPPED);
-    if (e != NULL) {
-        a = *e;
-        last = --e->refs == 0;
-        if (last)
-            *e = (fake_alloc_t){0};
-    }
-    pthread_mutex_unlock(&fake_lock);
-    if (e == NULL) {
-        uccl_error("fake GPU: IPC close of %p, which uccl_gpu_ipc_open did not return", base);
-        return UCCL_ERR_INVALID_PARAM;
-    }
-    if (!last)
-        return UCCL_OK;
-    queued = uccl_fake_streams_fault_range(a.base, a.size);
-    if (queued > 0)
-        uccl_error("fake GPU: IPC mapping %p closed while %d queued copies into it wait behind a wait not "
-                   "met: a GPU would block in this close until it is; here they fail", base, queued);
-    munmap(a.base, a.size);
-    return UCCL_OK;
 }
 
 /* The copy kernel (gpu.h): a queued copy like the others, once "loaded" on

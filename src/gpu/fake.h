@@ -1,8 +1,8 @@
 /* What the files of the test-only fake GPU backend share: fake.c
- * (devices, memory, IPC), fake_stream.c (streams, events, injected copy
- * faults) and fake_memop.c (host-flag waits, stream memory operations, the
- * injected sticky fault). Not part of gpu.h: nothing outside src/gpu/fake*.c
- * includes it. */
+ * (devices, memory), fake_ipc.c (IPC handles), fake_stream.c (streams,
+ * events, injected copy faults) and fake_memop.c (host-flag waits, stream
+ * memory operations, the injected sticky fault). Not part of gpu.h:
+ * nothing outside src/gpu/fake*.c includes it. */
 #ifndef UCCL_GPU_FAKE_H
 #define UCCL_GPU_FAKE_H
 
@@ -71,6 +71,35 @@ void uccl_fake_ctx_lost_set(void);
 uccl_status_t uccl_fake_ctx_err(const char *what);
 
 
+/* Device memory this process sees (fake.c): its own allocations and the
+ * peers' allocations it opened (fake_ipc.c); what uccl_gpu_ptr_attr reports
+ * as UCCL_MEM_CUDA. The table's entries are read and changed under
+ * uccl_fake_alloc_lock; the *_locked calls want it held. */
+#define FAKE_NAME_PREFIX "/uccl-fakegpu-"
+#define FAKE_NAME_MAX 48
+
+typedef enum { FAKE_SLOT_FREE = 0, FAKE_OWNED, FAKE_MAPPED } fake_kind_t;
+
+typedef struct fake_alloc {
+    fake_kind_t kind;
+    uint8_t *base;
+    size_t size;
+    int device;
+    int refs; /* FAKE_MAPPED: opens of the handle on that device */
+    char name[FAKE_NAME_MAX];
+} fake_alloc_t;
+
+extern pthread_mutex_t uccl_fake_alloc_lock;
+/* The allocation or mapping holding ptr, or NULL. */
+fake_alloc_t *uccl_fake_alloc_find_locked(const void *ptr);
+/* The entry of that shared-memory object's name, or NULL. */
+fake_alloc_t *uccl_fake_alloc_find_name_locked(const char *name);
+/* The entry of kind whose base is ptr, or NULL. */
+fake_alloc_t *uccl_fake_alloc_at_locked(const void *ptr, fake_kind_t kind);
+/* Record a new allocation or mapping (takes the lock); false, with an
+ * error line, when the table is full. */
+bool uccl_fake_alloc_add(const fake_alloc_t *a);
+
 /* The calling thread's current device (0 until uccl_gpu_set_device). */
 int uccl_fake_current_device(void);
 /* Mark device's primary context active: called by every fake call that a
@@ -91,6 +120,9 @@ int uccl_fake_streams_fault_range(const void *base, size_t len);
 
 /* UCCL_FAKE_GPU_SM_COPY: may uccl_gpu_sm_copy_load succeed? */
 int uccl_fake_sm_copy_on(void);
+/* UCCL_FAKE_GPU_FAIL_HOST_REGISTER: which uccl_gpu_host_register_mapped
+ * call of the process fails (from 1; 0 = none). */
+size_t uccl_fake_fail_host_register(void);
 /* UCCL_FAKE_GPU_COUNT: how many fake GPUs there are (2..FAKE_NDEV). */
 int uccl_fake_count(void);
 

@@ -85,12 +85,23 @@ uccl_status_t uccl_gpu_flags_free(uint32_t *host)
     return UCCL_OK;
 }
 
-/* Host memory the fake's streams store into as it is (its "device" address). */
+static uint64_t host_registers; /* calls of the process so far (atomic) */
+
+/* Host memory the fake's streams store into as it is (its "device" address).
+ * UCCL_FAKE_GPU_FAIL_HOST_REGISTER=N: the N-th call fails, with the error
+ * line the CUDA backend logs, and registers nothing. */
 uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
 {
+    size_t fail = uccl_fake_fail_host_register();
+
     if (ptr == NULL || dev == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
     uccl_fake_ctx_touch(uccl_fake_current_device());
+    if (fail > 0 && __atomic_add_fetch(&host_registers, 1, __ATOMIC_RELAXED) == fail) {
+        uccl_error("cudaHostRegister(ptr, len, cudaHostRegisterMapped | cudaHostRegisterPortable) failed: "
+                   "injected (fake GPU, UCCL_FAKE_GPU_FAIL_HOST_REGISTER=%zu)", fail);
+        return UCCL_ERR_IO;
+    }
     *dev = ptr;
     return UCCL_OK;
 }

@@ -26,6 +26,9 @@
  *     (fake_memop.c).
  *   UCCL_FAKE_GPU_FAIL_ISSUE=N: uccl_gpu_memcpy_async refuses the N-th copy
  *     with UCCL_ERR_IO, nothing queued.
+ *   UCCL_FAKE_GPU_FAIL_HOST_REGISTER=N: the N-th uccl_gpu_host_register_mapped
+ *     of the process fails (fake_memop.c); that call reads the table if no
+ *     copy did before it.
  * - uccl_gpu_stream_wait_value queues a wait: the stream's later copies
  *   stay queued until the host flag reaches the value. A query of an event
  *   behind an unmet wait says UCCL_INPROGRESS; a sync (stream or event)
@@ -67,6 +70,7 @@ struct uccl_gpu_event {
 typedef struct fake_cfg {
     size_t fail_copy; /* sizes: a count, never negative (-5 is refused) */
     size_t fail_issue;
+    size_t fail_register; /* a count, as fail_copy */
     int sm_copy;
     size_t count; /* a size: never negative (-5 is refused) */
 } fake_cfg_t;
@@ -79,6 +83,10 @@ static const uccl_cfg_field_t fake_cfg_fields[] = {
     {"FAIL_ISSUE", "0",
      "fake GPU, tests only: uccl_gpu_memcpy_async refuses the N-th async copy of the process (0 = never)",
      offsetof(fake_cfg_t, fail_issue), UCCL_CFG_SIZE},
+    {"FAIL_HOST_REGISTER", "0",
+     "fake GPU, tests only: the N-th uccl_gpu_host_register_mapped of the process fails, as a "
+     "cudaHostRegister can (0 = never)",
+     offsetof(fake_cfg_t, fail_register), UCCL_CFG_SIZE},
     {"SM_COPY", "1", "fake GPU, tests only: the fake has gpu.h's copy kernel (0 = as a build without nvcc)",
      offsetof(fake_cfg_t, sm_copy), UCCL_CFG_BOOL},
     {"COUNT", "2", "fake GPU, tests only: how many fake GPUs there are, 1..4 (1: every process on one GPU, "
@@ -112,6 +120,9 @@ static void cfg_load(void)
     if (fake_cfg.fail_issue > 0)
         uccl_warn("fake GPU: async copy %zu of this process will be refused (UCCL_FAKE_GPU_FAIL_ISSUE)",
                   fake_cfg.fail_issue);
+    if (fake_cfg.fail_register > 0)
+        uccl_warn("fake GPU: host registration %zu of this process will fail "
+                  "(UCCL_FAKE_GPU_FAIL_HOST_REGISTER)", fake_cfg.fail_register);
 }
 
 /* ------------------------------------------------------------ running copies */
@@ -367,6 +378,12 @@ int uccl_fake_sm_copy_on(void)
 {
     pthread_once(&cfg_once, cfg_load);
     return fake_cfg.sm_copy;
+}
+
+size_t uccl_fake_fail_host_register(void)
+{
+    pthread_once(&cfg_once, cfg_load);
+    return fake_cfg.fail_register;
 }
 
 /* Read on its own, at the first device query: the rest of the table is

@@ -245,6 +245,10 @@ uccl_status_t uccl_gpu_host_alloc_mapped(void **host, void **dev, size_t len)
     return UCCL_OK;
 }
 
+/* A failure is logged and returned, and cleared from the runtime's last
+ * error: gpu_ipc goes on without the page (PEER_DONE), possibly inside the
+ * caller's progress call, and the caller's next cudaGetLastError (after its
+ * own kernel launch) must not find our error there. */
 uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
 {
     uccl_status_t st;
@@ -252,11 +256,13 @@ uccl_status_t uccl_gpu_host_register_mapped(void *ptr, size_t len, void **dev)
     if (ptr == NULL || dev == NULL || len == 0)
         return UCCL_ERR_INVALID_PARAM;
     st = RT_CHECK(rtHostRegister(ptr, len, rtHostRegisterMapped | rtHostRegisterPortable));
+    if (st == UCCL_OK) {
+        st = RT_CHECK(rtHostGetDevicePointer(dev, ptr, 0));
+        if (st != UCCL_OK)
+            (void)rtHostUnregister(ptr);
+    }
     if (st != UCCL_OK)
-        return st;
-    st = RT_CHECK(rtHostGetDevicePointer(dev, ptr, 0));
-    if (st != UCCL_OK)
-        (void)rtHostUnregister(ptr);
+        (void)rtGetLastError();
     return st;
 }
 

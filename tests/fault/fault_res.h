@@ -1,12 +1,13 @@
-/* What a process holds, for the fault suite's leak checks (issue 20): open
- * file descriptors and bytes of heap in use. Header-only, shared by t_fault
- * and t_netfault. */
+/* What a process holds, for the fault suite's leak checks (issue 20): bytes
+ * of heap in use (open file descriptors: unit_fd_count, unit_proc.h).
+ * Header-only, shared by t_fault and t_netfault. */
 #ifndef UCCL_TESTS_FAULT_RES_H
 #define UCCL_TESTS_FAULT_RES_H
 
-#include <dirent.h>
 #include <malloc.h>
 #include <stddef.h>
+
+#include "../unit/unit_proc.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define FAULT_RES_ASAN 1
@@ -19,23 +20,6 @@
 /* libasan's (sanitizer/allocator_interface.h, which gcc does not ship) */
 size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
-
-/* Open file descriptors of this process (/proc/self/fd, less the one that
- * reads it); -1 when /proc cannot be read. */
-static inline int fault_fd_count(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *ent;
-    int n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((ent = readdir(d)) != NULL)
-        if (ent->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1;
-}
 
 /* Bytes of heap in use: malloc's arena and mmap'd blocks (mallinfo2), or
  * under ASan its allocator's count (ASan replaces malloc). */

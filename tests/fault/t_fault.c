@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../mpi/mpi_test.h"
+#include "fault_conn.h"
 #include "fault_res.h"
 
 #define MSG (8u << 20)
@@ -49,35 +50,6 @@ typedef struct side {
     uccl_rdesc_t peer_desc; /* rank 0: the victim's buffer */
 } side_t;
 
-static uccl_status_t send_recv_small(side_t *s, bool sending, void *p, size_t len, uint64_t tag)
-{
-    uccl_mr_t *mr = NULL;
-    uccl_req_t *req = NULL;
-    uccl_status_t st = uccl_mr_reg(s->e, p, len, 0, &mr);
-
-    if (st == UCCL_OK)
-        st = sending ? uccl_send(s->conn, mr, 0, len, tag, &req)
-                     : uccl_recv(s->conn, mr, 0, len, tag, &req);
-    if (st == UCCL_OK)
-        st = uccl_wait(req, -1);
-    if (req != NULL)
-        uccl_req_free(req);
-    if (mr != NULL)
-        uccl_mr_dereg(mr);
-    return st;
-}
-
-static uccl_status_t make_comm(side_t *s, int rank)
-{
-    uccl_conn_t *conns[2] = {NULL, NULL};
-    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
-                                          UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_CONNS,
-                            .engine = s->e, .rank = rank, .size = 2, .conns = conns};
-
-    conns[1 - rank] = s->conn;
-    return uccl_comm_create(&p, &s->comm);
-}
-
 /* ---- the victim (a child of rank 1; no MPI here) */
 
 static void victim(const uint8_t *addr, size_t len, int op, int ready_fd)
@@ -94,10 +66,10 @@ static void victim(const uint8_t *addr, size_t len, int op, int ready_fd)
         _exit(2);
     if (op == OP_WRITE || op == OP_READ || op == OP_WRITEV) {
         if (uccl_mr_pack(s.mr, 0, 2 * MSG, &desc) != UCCL_OK ||
-            send_recv_small(&s, true, &desc, sizeof(desc), TAG_DESC) != UCCL_OK)
+            fault_small(s.e, s.conn, true, &desc, sizeof(desc), TAG_DESC) != UCCL_OK)
             _exit(2);
     }
-    if (op == OP_ALLGATHER && make_comm(&s, 1) != UCCL_OK)
+    if (op == OP_ALLGATHER && fault_comm(s.e, s.conn, 1, &s.comm) != UCCL_OK)
         _exit(2);
     if (write(ready_fd, "r", 1) != 1)
         _exit(2);
@@ -231,7 +203,7 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     bool nic_serves = verbs && sig == SIGSTOP && one_sided;
     uint8_t addr[UCCL_ADDRESS_MAX];
     size_t len = sizeof(addr);
-    int fds0 = fault_fd_count(), fds = -1;
+    int fds0 = unit_fd_count(), fds = -1;
     side_t s = {.e = c->engine};
     uccl_status_t st = UCCL_OK;
     uint64_t t_go = 0, elapsed;
@@ -246,10 +218,10 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     mt_expect(c, uccl_accept(c->engine, 10 * timeout_ms, &s.conn), UCCL_OK, "accepting the victim");
     mt_expect(c, uccl_mr_reg(c->engine, s.buf, 2 * MSG, 0, &s.mr), UCCL_OK, "uccl_mr_reg");
     if (s.conn != NULL && (op == OP_WRITE || op == OP_READ || op == OP_WRITEV))
-        mt_expect(c, send_recv_small(&s, false, &s.peer_desc, sizeof(s.peer_desc), TAG_DESC),
+        mt_expect(c, fault_small(s.e, s.conn, false, &s.peer_desc, sizeof(s.peer_desc), TAG_DESC),
                   UCCL_OK, "the victim's descriptor");
     if (s.conn != NULL && op == OP_ALLGATHER)
-        mt_expect(c, make_comm(&s, 0), UCCL_OK, "a comm with the victim");
+        mt_expect(c, fault_comm(s.e, s.conn, 0, &s.comm), UCCL_OK, "a comm with the victim");
     while (s.conn != NULL && !c->failed && n_ok < 100000) {
         st = one_op(&s, op);
         if (st != UCCL_OK)
@@ -306,7 +278,7 @@ static void rank0(mt_ctx_t *c, int op, int sig, int timeout_ms)
     free(s.buf);
     /* what the connection held is given back: its fds (sockets, shm
      * segments, event fds) close with it (allowing 2 s of progress) */
-    for (uint64_t t0 = now_ms(); (fds = fault_fd_count()) != fds0 && now_ms() - t0 < 2000;) {
+    for (uint64_t t0 = now_ms(); (fds = unit_fd_count()) != fds0 && now_ms() - t0 < 2000;) {
         uccl_engine_progress(c->engine);
         usleep(10 * 1000);
     }

@@ -36,6 +36,7 @@
 #include <uccl/uccl.h>
 #include <uccl/uccl_coll.h>
 
+#include "fault_conn.h"
 #include "fault_res.h"
 
 #define REGION (16u << 20)
@@ -87,36 +88,6 @@ static int fail(const char *what, uccl_status_t st)
 {
     printf("FAIL: %s: %s\n", what, uccl_status_name(st));
     return 1;
-}
-
-static uccl_status_t small(uccl_engine_t *e, uccl_conn_t *conn, bool sending, void *p, size_t len)
-{
-    uccl_mr_t *mr = NULL;
-    uccl_req_t *req = NULL;
-    uccl_status_t st = uccl_mr_reg(e, p, len, 0, &mr);
-
-    if (st == UCCL_OK)
-        st = sending ? uccl_send(conn, mr, 0, len, TAG_DESC, &req)
-                     : uccl_recv(conn, mr, 0, len, TAG_DESC, &req);
-    if (st == UCCL_OK)
-        st = uccl_wait(req, -1);
-    if (req != NULL)
-        uccl_req_free(req);
-    if (mr != NULL)
-        uccl_mr_dereg(mr);
-    return st;
-}
-
-/* coll_comm := a 2-rank comm over CONN, this side RANK (it owns CONN). */
-static uccl_status_t make_comm(uccl_engine_t *e, uccl_conn_t *conn, int rank)
-{
-    uccl_conn_t *conns[2] = {NULL, NULL};
-    uccl_comm_params_t p = {.field_mask = UCCL_COMM_PARAM_ENGINE | UCCL_COMM_PARAM_RANK |
-                                          UCCL_COMM_PARAM_SIZE | UCCL_COMM_PARAM_CONNS,
-                            .engine = e, .rank = rank, .size = 2, .conns = conns};
-
-    conns[1 - rank] = conn;
-    return uccl_comm_create(&p, &coll_comm);
 }
 
 /* The server's echo on its newest connection: what a client sends with
@@ -191,9 +162,9 @@ static int server(void)
         if (uccl_accept(e, echo.req != NULL ? 1 : 100, &conn) != UCCL_OK)
             continue;
         if (!coll_mode) { /* old ones stay; they fail in time */
-            if (small(e, conn, true, &desc, sizeof(desc)) == UCCL_OK)
+            if (fault_small(e, conn, true, &desc, sizeof(desc), TAG_DESC) == UCCL_OK)
                 echo_on(conn);
-        } else if (make_comm(e, conn, 1) == UCCL_OK) { /* allgathers until one fails */
+        } else if (fault_comm(e, conn, 1, &coll_comm) == UCCL_OK) { /* allgathers until one fails */
             while (!exists("quit") && uccl_allgather(coll_comm, buf, buf + MSG, MSG / 2) == UCCL_OK)
                 ;
             uccl_comm_destroy(coll_comm);
@@ -236,9 +207,9 @@ static uccl_status_t connect_at(uccl_engine_t *e, const char *d, uccl_conn_t **c
     fclose(f);
     st = uccl_connect(e, blob, len, conn);
     if (st == UCCL_OK && coll_mode && d == NULL) /* DIR's server makes a comm, sends no descriptor */
-        return make_comm(e, *conn, 0);
+        return fault_comm(e, *conn, 0, &coll_comm);
     if (st == UCCL_OK)
-        st = small(e, *conn, false, desc, sizeof(*desc));
+        st = fault_small(e, *conn, false, desc, sizeof(*desc), TAG_DESC);
     return st;
 }
 
@@ -360,13 +331,13 @@ static int client_loss(int timeout_ms, const char *dir2)
 static int fds_back(uccl_engine_t *e, int want, uint64_t ms, const char *when)
 {
     uint64_t t0 = now_ms();
-    int n = fault_fd_count();
+    int n = unit_fd_count();
 
     while (n != want && now_ms() - t0 < ms) {
         if (e != NULL)
             uccl_engine_progress(e);
         usleep(10000);
-        n = fault_fd_count();
+        n = unit_fd_count();
     }
     printf("# open fds %s: %d (before: %d)\n", when, n, want);
     if (n != want) {
@@ -379,7 +350,7 @@ static int fds_back(uccl_engine_t *e, int want, uint64_t ms, const char *when)
 
 static int client(int timeout_ms)
 {
-    int fds0 = fault_fd_count(), fds1;
+    int fds0 = unit_fd_count(), fds1;
     uint8_t *buf = malloc(2 * REGION);
     uccl_engine_t *e;
     uccl_conn_t *conn = NULL;
@@ -391,7 +362,7 @@ static int client(int timeout_ms)
     if (buf == NULL || uccl_engine_create(NULL, &e) != UCCL_OK ||
         uccl_mr_reg(e, buf, 2 * REGION, 0, &mr) != UCCL_OK)
         return fail("client setup", UCCL_ERR_IO);
-    fds1 = fault_fd_count();
+    fds1 = unit_fd_count();
     st = connect_server(e, &conn, &desc);
     if (st != UCCL_OK)
         return fail("first connection", st);
@@ -427,7 +398,7 @@ static int client(int timeout_ms)
 static int client_lossy(void)
 {
     const char *env = getenv("NETFAULT_ROUNDS");
-    int rounds = env != NULL ? atoi(env) : 4, fds0 = fault_fd_count();
+    int rounds = env != NULL ? atoi(env) : 4, fds0 = unit_fd_count();
     uint8_t *buf = malloc(2 * REGION);
     uccl_engine_t *e;
     uccl_conn_t *conn = NULL;

@@ -14,7 +14,14 @@
 #   are within one GPU only): no word, FIN as before;
 # - the receiver's copy fails (the fake's 5th copy): the window fails with
 #   UCCL_ERR_TRANSPORT, never hangs (both sides' statuses: t_gpu_fault's
-#   PEER_DONE cases).
+#   PEER_DONE cases);
+# - a lazily connected comm (UCCL_LAZY_CONNECT=1, uccl_perf coll allgather,
+#   verified): the word page is registered inside the first collective (the
+#   accepting side in progress), and sends end by the word; when that
+#   registration fails (UCCL_FAKE_GPU_FAIL_HOST_REGISTER=1, both ranks) the
+#   failure is logged with a warning that PEER_DONE is off for that peer, no
+#   word is written, sends end with FIN and every call completes with the
+#   right bytes.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 . "$(dirname "$0")/prof-check.sh"
@@ -62,5 +69,41 @@ check off_w1 1 0 0 $one UCCL_GPU_IPC_PEER_DONE=0
 check no_flag_w1 1 0 0 $one $on UCCL_GPU_IPC_FLAG_DONE=0
 check two_gpus 1 0 0 $on
 expect_fail fault UCCL_ERR_TRANSPORT send 1 $one $on UCCL_FAKE_GPU_FAIL_COPY=5
+
+# lazy NAME VAR=VAL...: uccl_perf coll allgather at 64 KiB, 2 ranks on one
+# GPU, PEER_DONE on, lazily connected; sets $d and $p as check does, $wrong
+# (wrong bytes in the verified call, -1: no result row) and $regfail (the
+# failed registrations logged)
+lazy() {
+    name=$1
+    shift
+    env_on UCCL_GPU_IPC_PROF=1 UCCL_LAZY_CONNECT=1 $one $on "$@"
+    st=0
+    eval "timeout 60 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" coll --mem cuda --op allgather \
+        --min 64K --max 64K --iters 5 --warmup 1 --rounds 1 --no-ref" >"$tmp/$name" 2>&1 || st=$?
+    env_off UCCL_GPU_IPC_PROF=1 UCCL_LAZY_CONNECT=1 $one $on "$@"
+    d=$(count "$tmp/$name" "peer done")
+    p=$(count "$tmp/$name" "peer word")
+    wrong=$(awk '$1 ~ /^[0-9]+$/ && NF > 10 { w += $NF; r++ } END { print (r == 1 ? w : -1) }' "$tmp/$name")
+    regfail=$(grep -c 'cudaHostRegister.* failed' "$tmp/$name" || true)
+    fallback=$(grep -c "PEER_DONE=1, but .* end with FIN" "$tmp/$name" || true)
+    echo "$name (allgather, lazy connect $*): exit $st, $d sends ended by the word, $p fences wrote one," \
+        "$wrong wrong, $regfail failed registrations, $fallback warned"
+    [ $st -eq 0 ] || skip_no_gpu "$name"
+}
+lazy lazy_words
+if [ $st -ne 0 ] || [ "$wrong" != 0 ] || [ "$d" -lt 1 ] || [ "$d" -ne "$p" ]; then
+    cat "$tmp/lazy_words"
+    echo "FAIL: lazy_words: a lazily connected comm's sends should end by the word, bytes right"
+    fail=1
+fi
+lazy lazy_register_fails UCCL_FAKE_GPU_FAIL_HOST_REGISTER=1
+if [ $st -ne 0 ] || [ "$wrong" != 0 ] || [ "$d" -ne 0 ] || [ "$p" -ne 0 ] || [ "$regfail" -ne 2 ] ||
+    [ "$fallback" -ne 2 ]; then
+    cat "$tmp/lazy_register_fails"
+    echo "FAIL: lazy_register_fails: with the word page's registration failed (both ranks), sends" \
+        "must end with FIN, every call with the right bytes"
+    fail=1
+fi
 [ $fail = 0 ] || exit 1
 echo "PASS: gpu_ipc sends told done by the receiver's GPU"

@@ -4,42 +4,19 @@
  * a lazy comm's peers) and the second. Set UCCL_LAZY_CONNECT=0|1 around it:
  *   mpirun -np 64 --oversubscribe tests/perf/b_comm_init
  * tests/perf/comm-init.sh builds it and runs the table of the README. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <uccl/uccl_mpi.h>
 
+#include "../unit/unit_proc.h"
+
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static long rss_kib(void)
-{
-    char line[256];
-    long v = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return v;
-}
-
-static int open_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    while (d != NULL && readdir(d) != NULL)
-        n++;
-    if (d != NULL)
-        closedir(d);
-    return n - 3; /* ., .., the DIR's own */
 }
 
 int main(int argc, char **argv)
@@ -54,8 +31,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     rb = calloc((size_t)size, 8);
     MPI_Barrier(MPI_COMM_WORLD);
-    long rss0 = rss_kib();
-    int fd0 = open_fds();
+    long rss0 = unit_rss_kib();
+    int fd0 = unit_fd_count();
     t[0] = now();
     uccl_status_t st = uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm);
     if (st != UCCL_OK) {
@@ -63,8 +40,8 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     t[0] = now() - t[0];
-    mem[0] = rss_kib() - rss0;
-    mem[1] = open_fds() - fd0;
+    mem[0] = unit_rss_kib() - rss0;
+    mem[1] = unit_fd_count() - fd0;
     MPI_Barrier(MPI_COMM_WORLD);
     for (int i = 1; i < 3; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -75,8 +52,8 @@ int main(int argc, char **argv)
         }
         t[i] = now() - t[i];
     }
-    long after = rss_kib() - rss0;
-    int fds_after = open_fds() - fd0;
+    long after = unit_rss_kib() - rss0;
+    int fds_after = unit_fd_count() - fd0;
     long sums[2];
     long vals[2] = {after, fds_after};
     MPI_Reduce(t, tmax, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);

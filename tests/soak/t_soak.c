@@ -6,7 +6,6 @@
  * Operations in all: SOAK_OPS (default 3 x 10^5 in the ASan build, where CI
  * runs it for about two minutes, 2 x 10^4 in the others), split over the
  * transports; SOAK_SEED picks the sequence (printed). */
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,20 +106,6 @@ static size_t mismatches(const uint8_t *p, size_t len, uint64_t seed)
     for (; i < len; i++)
         bad += p[i] != byte_at(seed, i);
     return bad;
-}
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *de;
-    int n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((de = readdir(d)) != NULL)
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 /* Room for len bytes (64-byte aligned starts) in an arena; NULL = drain first. */
@@ -281,7 +266,7 @@ static void test_soak(void)
     for (int k = 0; k < NKINDS; k++)
         post(s, k, 4096, 0, rng());
     drain(s);
-    fds0 = open_fds();
+    fds0 = unit_fd_count();
     for (long i = 0; i < ops_per_suite; i++) {
         int kind = (int)(rng() % NKINDS);
         size_t len = pick_size();
@@ -299,13 +284,13 @@ static void test_soak(void)
     drain(s);
     CU_ASSERT_EQUAL(s->bad, 0);
     CU_ASSERT_EQUAL(s->failed, 0);
-    CU_ASSERT_EQUAL(open_fds(), fds0);
+    CU_ASSERT_EQUAL(unit_fd_count(), fds0);
     printf("\n# soak over %s: %ld operations (", unit_tp, ops_per_suite);
     for (int k = 0; k < NKINDS; k++)
         printf("%s%s %zu", k ? ", " : "", kind_names[k], s->per_kind[k]);
     printf("), %.1f GiB, %.1f s, %zu bytes wrong, %zu failed, fds %d -> %d\n",
            (double)s->bytes / (1 << 30), (double)(unit_now_ms() - t0) / 1000, s->bad, s->failed,
-           fds0, open_fds());
+           fds0, unit_fd_count());
     uccl_mr_dereg(s->as.mr);
     uccl_mr_dereg(s->ad.mr);
     uccl_mr_dereg(s->bs.mr);

@@ -27,35 +27,6 @@ static size_t conns_in_use(uccl_engine_t *e)
     return e->conn_pool.allocated - uccl_list_length(&e->conn_pool.free_list);
 }
 
-static uccl_status_t ping(unit_pair_t *p)
-{
-    uint64_t out = 0x0123456789abcdefull, in = 0;
-    uccl_mr_t *mo = NULL, *mi = NULL;
-    uccl_req_t *r[2] = {NULL, NULL};
-    uccl_status_t st = uccl_mr_reg(p->a, &out, sizeof(out), 0, &mo);
-
-    if (st == UCCL_OK)
-        st = uccl_mr_reg(p->b, &in, sizeof(in), 0, &mi);
-    if (st == UCCL_OK)
-        st = uccl_recv(p->ba, mi, 0, sizeof(in), 3, &r[0]);
-    if (st == UCCL_OK)
-        st = uccl_send(p->ab, mo, 0, sizeof(out), 3, &r[1]);
-    if (st == UCCL_OK)
-        st = unit_drive(p, r, 2, UNIT_TIMEOUT_MS);
-    for (int i = 0; i < 2 && st == UCCL_OK; i++)
-        st = uccl_wait(r[i], 0);
-    if (st == UCCL_OK && in != out)
-        st = UCCL_ERR_IO;
-    for (int i = 0; i < 2; i++)
-        if (r[i] != NULL)
-            uccl_req_free(r[i]);
-    if (mi != NULL)
-        uccl_mr_dereg(mi);
-    if (mo != NULL)
-        uccl_mr_dereg(mo);
-    return st;
-}
-
 /* b's progress while a connects from this thread: an accept that must time out. */
 static void *accept_none(void *arg)
 {
@@ -89,7 +60,7 @@ static void test_job_secret(void)
     UNIT_ASSERT_STATUS(uccl_engine_address(pair.b, blob, &len), UCCL_OK);
     UNIT_ASSERT_STATUS(uccl_address_parse(blob, len, &a), UCCL_OK);
     CU_ASSERT(memcmp(a.secret, p.secret, UCCL_SECRET_SIZE) == 0);
-    UNIT_ASSERT_STATUS(ping(&pair), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_ping(&pair, 3), UCCL_OK);
     unit_pair_close(&pair);
     /* an all-zero secret is no secret */
     memset(p.secret, 0, sizeof(p.secret));
@@ -149,7 +120,7 @@ static void test_wrong_secret(void)
     pair.b = b;
     UNIT_ASSERT_STATUS(unit_connect(a, b, &pair.ab, &pair.ba), UCCL_OK);
     if (pair.ab != NULL)
-        UNIT_ASSERT_STATUS(ping(&pair), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_ping(&pair, 3), UCCL_OK);
 out:
     if (a != NULL)
         uccl_engine_destroy(a);
@@ -389,7 +360,7 @@ static void test_slow_sender(void)
     pair.b = b;
     UNIT_ASSERT_STATUS(unit_connect(a, b, &pair.ab, &pair.ba), UCCL_OK);
     if (pair.ab != NULL)
-        UNIT_ASSERT_STATUS(ping(&pair), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_ping(&pair, 3), UCCL_OK);
 out:
     if (a != NULL)
         uccl_engine_destroy(a);

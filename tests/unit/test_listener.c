@@ -4,7 +4,6 @@
  * short of file descriptors gives an idle one up for a real peer, and a
  * real peer connects and exchanges a message meanwhile. The flooded engine runs in a child process with a
  * tight RLIMIT_NOFILE; the flood and the real peer come from this one. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,20 +22,6 @@
 
 #define SETUP_TIMEOUT_MS 500
 #define MAX_PENDING 16
-
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *de;
-    int n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((de = readdir(d)) != NULL)
-        n += de->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own fd */
-}
 
 static int full_io(int fd, void *buf, size_t len, bool writing)
 {
@@ -107,7 +92,7 @@ static int target_main(int sock, const char *transport, int spare)
         return 2;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 3;
-    rl.rlim_cur = (rlim_t)(open_fds() + spare);
+    rl.rlim_cur = (rlim_t)(unit_fd_count() + spare);
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 3;
     blob_len = len;

@@ -140,37 +140,6 @@ static uccl_status_t engine_of(uint8_t fill, uccl_engine_t **e)
     return uccl_engine_create(&p, e);
 }
 
-static uccl_status_t ping(uccl_engine_t *a, uccl_engine_t *b, uccl_conn_t *ab, uccl_conn_t *ba)
-{
-    unit_pair_t p = {a, b, ab, ba};
-    uint8_t out[4096], in[4096] = {0};
-    uccl_mr_t *mo = NULL, *mi = NULL;
-    uccl_req_t *r[2] = {NULL, NULL};
-    uccl_status_t st = uccl_mr_reg(a, out, sizeof(out), 0, &mo);
-
-    unit_fill(out, sizeof(out), 9);
-    if (st == UCCL_OK)
-        st = uccl_mr_reg(b, in, sizeof(in), 0, &mi);
-    if (st == UCCL_OK)
-        st = uccl_recv(ba, mi, 0, sizeof(in), 5, &r[0]);
-    if (st == UCCL_OK)
-        st = uccl_send(ab, mo, 0, sizeof(out), 5, &r[1]);
-    if (st == UCCL_OK)
-        st = unit_drive(&p, r, 2, UNIT_TIMEOUT_MS);
-    for (int i = 0; i < 2 && st == UCCL_OK; i++)
-        st = uccl_wait(r[i], 0);
-    if (st == UCCL_OK && unit_mismatches(in, sizeof(in), 9) != 0)
-        st = UCCL_ERR_IO;
-    for (int i = 0; i < 2; i++)
-        if (r[i] != NULL)
-            uccl_req_free(r[i]);
-    if (mi != NULL)
-        uccl_mr_dereg(mi);
-    if (mo != NULL)
-        uccl_mr_dereg(mo);
-    return st;
-}
-
 /* Send raw bytes to e's listener and collect the frames it answers (into
  * m, up to cap) until it closes or 2 s pass. */
 static size_t replay_to(uccl_engine_t *e, const uint8_t *bytes, size_t n, uint8_t *m, size_t cap)
@@ -366,7 +335,9 @@ static void test_capture(void)
     ba = acc.conn;
     if (ab != NULL && ba != NULL) {
         CU_ASSERT_STRING_EQUAL(a->tp[ab->host_tp]->ops->name, transport);
-        UNIT_ASSERT_STATUS(ping(a, b, ab, ba), UCCL_OK);
+        unit_pair_t p = {a, b, ab, ba};
+
+        UNIT_ASSERT_STATUS(unit_ping(&p, 5), UCCL_OK);
     }
     relay_stop(r);
     write_seed(r);

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <uccl/uccl.h>
 
+#include "unit_proc.h"
+
 /* automake's exit status for "skipped" */
 #define UNIT_EXIT_SKIP 77
 
@@ -91,21 +93,6 @@ static void unit_on_cleanup_failed(const CU_pSuite s) { printf("Suite %s: cleanu
 #define UNIT_SANITIZED 1
 #endif
 #endif
-
-/* This process's resident set in KiB (/proc/self/status VmRSS), -1 if unread. */
-static inline long unit_rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-
-    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, "VmRSS:", 6) == 0)
-            v = atol(line + 6);
-    if (f != NULL)
-        fclose(f);
-    return v;
-}
 
 /* UNIT_ONLY=TEXT (for repeating one case by hand): only the cases whose
  * name contains TEXT run; the others are neither run nor counted. */

@@ -194,6 +194,39 @@ static inline size_t unit_mismatches(const uint8_t *p, size_t len, unsigned seed
     return bad;
 }
 
+/* One 4 KiB message a -> b over p's connections (tag), bytes compared: a
+ * connection carries data. UCCL_OK, the first failed status,
+ * UCCL_ERR_TIMEOUT, or UCCL_ERR_IO when bytes differ. */
+static inline uccl_status_t unit_ping(unit_pair_t *p, uint64_t tag)
+{
+    uint8_t out[4096], in[4096] = {0};
+    uccl_mr_t *mo = NULL, *mi = NULL;
+    uccl_req_t *r[2] = {NULL, NULL};
+    uccl_status_t st = uccl_mr_reg(p->a, out, sizeof(out), 0, &mo);
+
+    unit_fill(out, sizeof(out), 9);
+    if (st == UCCL_OK)
+        st = uccl_mr_reg(p->b, in, sizeof(in), 0, &mi);
+    if (st == UCCL_OK)
+        st = uccl_recv(p->ba, mi, 0, sizeof(in), tag, &r[0]);
+    if (st == UCCL_OK)
+        st = uccl_send(p->ab, mo, 0, sizeof(out), tag, &r[1]);
+    if (st == UCCL_OK)
+        st = unit_drive(p, r, 2, UNIT_TIMEOUT_MS);
+    for (int i = 0; i < 2 && st == UCCL_OK; i++)
+        st = uccl_wait(r[i], 0);
+    if (st == UCCL_OK && unit_mismatches(in, sizeof(in), 9) != 0)
+        st = UCCL_ERR_IO;
+    for (int i = 0; i < 2; i++)
+        if (r[i] != NULL)
+            uccl_req_free(r[i]);
+    if (mi != NULL)
+        uccl_mr_dereg(mi);
+    if (mo != NULL)
+        uccl_mr_dereg(mo);
+    return st;
+}
+
 /* Which transports to run the live suites over; a suite is registered only
  * when an engine with that transport alone can be created here. */
 static const char *const unit_transports[] = {"shm", "tcp"};

@@ -39,16 +39,22 @@
 
 #include "tp/gpu_ipc/ipc.h"
 
+/* Runs where the connection is made: in uccl_connect, or in progress when
+ * accepted (a lazy comm's first collective, the progress thread), on a
+ * thread whose current GPU may be another: the registration runs on the
+ * engine's (elsewhere it would create a context on that GPU, and map the
+ * page for it). A failure only costs the word: sends end with FIN. */
 void uccl_gpu_ipc_done_setup(ipc_ep_t *ep)
 {
     ipc_tp_t *tp = ep->tp;
 
     if (!tp->cfg.peer_done || tp->device < 0 || ep->tx.shm == NULL || ep->done_dev != NULL)
         return;
-    if (uccl_gpu_host_register_mapped(ep->tx.shm->done, sizeof(ep->tx.shm->done), &ep->done_dev) != UCCL_OK) {
+    if (uccl_gpu_ipc_use_device(tp, -1) != UCCL_OK ||
+        uccl_gpu_host_register_mapped(ep->tx.shm->done, sizeof(ep->tx.shm->done), &ep->done_dev) != UCCL_OK) {
         ep->done_dev = NULL;
-        uccl_info("gpu_ipc: PEER_DONE: the peer's mailbox cannot be mapped for GPU %d: sends end with FIN",
-                  tp->device);
+        uccl_warn("gpu_ipc: UCCL_GPU_IPC_PEER_DONE=1, but pid %d's mailbox cannot be mapped for GPU %d: "
+                  "its sends here end with FIN", ep->peer_pid, tp->device);
     }
 }
 

@@ -243,6 +243,19 @@ typedef struct ofi_xfer {
 #define OFI_DDEPTH_MAX 16 /* a power of two */
 _Static_assert((OFI_DDEPTH_MAX & (OFI_DDEPTH_MAX - 1)) == 0, "OFI_DDEPTH_MAX: a power of two");
 #define OFI_DTAG_BITS 12 /* direct sends carry tags below 2^12 */
+/* A direct send's provider tag (the layout: ofi_direct.c's top). */
+#define OFI_DIRECT_BIT (1ull << 62)
+#define OFI_DSEQ_SHIFT 49
+#define OFI_DSEQ_MASK 0x1fffull
+#define OFI_DRUN_SHIFT 44
+#define OFI_DRUN_MASK 0x1full
+#define OFI_DTAG_SHIFT 32
+#define OFI_DTAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
+static inline uint64_t uccl_ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t run, uint64_t tag)
+{
+    return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | run << OFI_DRUN_SHIFT |
+           tag << OFI_DTAG_SHIFT | conn_id;
+}
 /* What the sender told of message seq (ofi_dhint.c): its tag and run. */
 #define OFI_DHINTS 8
 typedef struct ofi_dhint {
@@ -388,12 +401,18 @@ uccl_status_t uccl_ofi_tmsg_landed(ofi_op_t *op, uccl_status_t st);
 void uccl_ofi_op_free_bounce(ofi_op_t *op);
 void uccl_ofi_tmsg_done(tp_ofi_ep_t *ep, uccl_req_t *req);
 
-/* ---- ofi_direct.c: direct sends, one tagged message into the receive */
+/* ---- ofi_dsend.c: the sending side of direct sends */
 bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req);
 /* Every send, in message order: the run it carries (messages just before
  * it with its tag, 0-31). */
 unsigned uccl_ofi_direct_run(tp_ofi_ep_t *ep, const uccl_req_t *req);
 uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req, unsigned run);
+/* Post the sends that met -FI_EAGAIN, in order (progress). */
+void uccl_ofi_direct_retry(tp_ofi_ep_t *ep);
+
+/* ---- ofi_direct.c: direct sends, one tagged message into the receive */
+/* req's registered host pieces for one operation: how many, or -1. */
+int uccl_ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req);
 uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep);
 void uccl_ofi_direct_progress(tp_ofi_ep_t *ep);
 void uccl_ofi_direct_complete(tp_ofi_ep_t *ep, ofi_op_t *op, uccl_status_t st, size_t len,

@@ -44,28 +44,16 @@
  * and all the others up to slot k. Only a receive that failed can hold
  * bytes of a message it did not get. Control messages (the id alone) and
  * the tagged rendezvous (bit 63) take none of these bits. With exact tags
- * (OFI_QUIRK_EXACT_TAGS, shm) every receive has one run and tag: ofi_dhint.c. */
+ * (OFI_QUIRK_EXACT_TAGS, shm) every receive has one run and tag: ofi_dhint.c.
+ * This file holds the receiving side; the sending side is ofi_dsend.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ofi.h"
 
-#define OFI_DIRECT_BIT (1ull << 62)
-#define OFI_DSEQ_SHIFT 49
-#define OFI_DSEQ_MASK 0x1fffull
-#define OFI_DRUN_SHIFT 44
-#define OFI_DRUN_MASK 0x1full
-#define OFI_DTAG_SHIFT 32
-#define OFI_DTAG_MASK ((1ull << OFI_DTAG_BITS) - 1)
 #define OFI_DRUN_ANY (-1)     /* slot 0: any run */
 #define OFI_DRUN_UNKNOWN (-2) /* message n - 1 did not come directly: slot 0 only */
 #define OFI_DNO_TAG UINT64_MAX /* not a direct tag: the run before message 0 */
-
-static uint64_t ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t run, uint64_t tag)
-{
-    return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | run << OFI_DRUN_SHIFT |
-           tag << OFI_DTAG_SHIFT | conn_id;
-}
 
 /* The CQ data of a direct send: its run and its tag. */
 static uint64_t ofi_dtag_of(uint64_t data)
@@ -88,7 +76,7 @@ static unsigned ofi_drun_of(uint64_t data)
  * whose receive had ignore bits): without OFI_QUIRK_EXACT_TAGS t_p2p stalls
  * there every run, with it 160 of 160 runs (shm, tcp;ofi_rxm) and
  * test_ofi_direct_v passed (tests/perf/results/ofi/ofi16c-local). */
-static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
+int uccl_ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 {
     int n = 0;
 
@@ -105,118 +93,6 @@ static int ofi_direct_mem_pieces(const tp_ofi_ep_t *ep, const uccl_req_t *req)
         n++;
     }
     return n <= ep->tp->cfg.max_iov ? n : -1;
-}
-
-/* Not above tp->direct_min: an injected send completes at once, and its
- * hint (ofi_dhint.c) would never go (tests/perf/results/ofi/ofi19-local). */
-bool uccl_ofi_direct_ok(tp_ofi_ep_t *ep, const uccl_req_t *req)
-{
-    return ep->peer_direct_max > 0 && req->tag <= OFI_DTAG_MASK &&
-           req->len > ep->tp->cfg.eager && req->len > ep->tp->direct_min &&
-           req->len <= ep->peer_direct_max &&
-           ofi_direct_mem_pieces(ep, req) >= 0;
-}
-
-/* ------------------------------------------------------------------ sender */
-
-unsigned uccl_ofi_direct_run(tp_ofi_ep_t *ep, const uccl_req_t *req)
-{
-    unsigned run = 0;
-
-    if (req->msg_seq == ep->srun_next && req->tag == ep->srun_tag)
-        run = ep->srun < OFI_DRUN_MASK ? ep->srun + 1 : (unsigned)OFI_DRUN_MASK;
-    ep->srun_next = req->msg_seq + 1;
-    ep->srun_tag = req->tag;
-    ep->srun = run;
-    return run;
-}
-
-static int ofi_direct_post_send(tp_ofi_ep_t *ep, uccl_req_t *req)
-{
-    tp_ofi_t *tp = ep->tp;
-    struct iovec iov[OFI_IOV_MAX];
-    void *desc[OFI_IOV_MAX];
-    struct fi_msg_tagged msg;
-    ofi_op_t *op = uccl_ofi_op_get(tp);
-    int n = 0, rc;
-
-    if (op == NULL)
-        return -FI_ENOMEM;
-    rc = uccl_ofi_dhint_first(ep, req);
-    if (rc != 0) {
-        uccl_ofi_op_put(tp, op);
-        return rc;
-    }
-    if (uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov, &n) != req->len) {
-        uccl_ofi_op_put(tp, op);
-        return -FI_EINVAL; /* direct_ok took it: cannot happen */
-    }
-    op->kind = OFI_OP_DSEND;
-    op->ep = ep;
-    op->req = req;
-    msg = (struct fi_msg_tagged){
-        .msg_iov = iov,
-        .desc = desc,
-        .iov_count = (size_t)n,
-        .addr = ep->peer->addr,
-        .tag = ofi_dtag(ep->peer_id, req->msg_seq, req->tp_data[OFI_RD_DRUN], req->tag),
-        .context = &op->ctx,
-        .data = req->tp_data[OFI_RD_DRUN] << 32 | req->tag,
-    };
-    rc = (int)fi_tsendmsg(tp->ep, &msg, FI_REMOTE_CQ_DATA | FI_COMPLETION);
-    if (rc != 0) {
-        uccl_ofi_op_put(tp, op);
-        return rc;
-    }
-    tp->direct_sent++;
-    ep->dsent_next = req->msg_seq + 1;
-    ep->posted++;
-    uccl_list_push_back(&ep->data_ops, &op->link);
-    uccl_ofi_dhint_posted(ep, op);
-    uccl_list_push_back(&ep->inflight, &req->tp_link);
-    return 0;
-}
-
-uccl_status_t uccl_ofi_direct_send(tp_ofi_ep_t *ep, uccl_req_t *req, unsigned run)
-{
-    int rc;
-
-    req->tp_data[OFI_RD_DRUN] = run;
-    rc = uccl_list_empty(&ep->dpending) ? ofi_direct_post_send(ep, req) : -FI_EAGAIN;
-
-    if (rc == -FI_EAGAIN) { /* in order, by progress */
-        uccl_list_push_back(&ep->dpending, &req->tp_link);
-        return UCCL_OK;
-    }
-    if (rc != 0) {
-        uccl_error("ofi (%s): fi_tsendmsg of %zu bytes (direct): %s", ep->tp->prov, req->len,
-                   fi_strerror(-rc));
-        return rc == -FI_ENOMEM ? UCCL_ERR_NO_MEMORY : UCCL_ERR_TRANSPORT;
-    }
-    return UCCL_OK;
-}
-
-/* Sends that met -FI_EAGAIN, oldest first. A send accepted by post_send
- * must reach the peer: one that cannot fails the connection. */
-static void ofi_direct_retry(tp_ofi_ep_t *ep)
-{
-    while (!uccl_list_empty(&ep->dpending)) {
-        uccl_req_t *req = uccl_list_first(&ep->dpending, uccl_req_t, tp_link);
-        int rc;
-
-        uccl_list_del(&req->tp_link);
-        rc = ofi_direct_post_send(ep, req);
-        if (rc == 0)
-            continue;
-        if (rc == -FI_EAGAIN) {
-            uccl_list_push_front(&ep->dpending, &req->tp_link);
-            return;
-        }
-        uccl_error("ofi (%s): fi_tsendmsg (direct): %s", ep->tp->prov, fi_strerror(-rc));
-        uccl_req_complete(req, UCCL_ERR_TRANSPORT, 0);
-        uccl_ofi_conn_fail(ep, UCCL_ERR_TRANSPORT);
-        return;
-    }
 }
 
 /* ------------------------------------------------------------------ receiver */
@@ -254,7 +130,7 @@ static bool ofi_direct_into_ok(const tp_ofi_ep_t *ep, const uccl_req_t *req)
 
     if (req == NULL || req->op != UCCL_OP_RECV || req->tag > OFI_DTAG_MASK)
         return false;
-    n = ofi_direct_mem_pieces(ep, req);
+    n = uccl_ofi_direct_mem_pieces(ep, req);
     return n >= 0 && n < ep->tp->cfg.max_iov;
 }
 
@@ -275,12 +151,12 @@ ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *r
         return NULL;
     if (req != NULL) {
         uccl_ofi_gather(ep, req, 0, req->len, iov, desc, tp->cfg.max_iov - 1, &n);
-        msg.tag = ofi_dtag(ep->id, seq, run >= 0 ? (uint64_t)run : 0, req->tag);
+        msg.tag = uccl_ofi_dtag(ep->id, seq, run >= 0 ? (uint64_t)run : 0, req->tag);
         msg.ignore = run >= 0 ? 0 : OFI_DRUN_MASK << OFI_DRUN_SHIFT;
     } else if (hint != NULL) {
-        msg.tag = ofi_dtag(ep->id, seq, (uint64_t)hint->run, hint->tag);
+        msg.tag = uccl_ofi_dtag(ep->id, seq, (uint64_t)hint->run, hint->tag);
     } else {
-        msg.tag = ofi_dtag(ep->id, seq, 0, 0);
+        msg.tag = uccl_ofi_dtag(ep->id, seq, 0, 0);
         msg.ignore = OFI_DRUN_MASK << OFI_DRUN_SHIFT | OFI_DTAG_MASK << OFI_DTAG_SHIFT;
     }
     if (req == NULL || req->len < tp->direct_max) {
@@ -492,7 +368,7 @@ void uccl_ofi_direct_progress(tp_ofi_ep_t *ep)
     if (!ep->connected || !uccl_ofi_conn_ok(ep))
         return;
     if (!uccl_list_empty(&ep->dpending))
-        ofi_direct_retry(ep);
+        uccl_ofi_direct_retry(ep);
     if (uccl_ofi_dhint_pending(ep))
         uccl_ofi_dhint_progress(ep);
     if (ep->dbuf == NULL)
