@@ -22,7 +22,8 @@ static bool same_array(const size_t *a, const size_t *b, int n)
     return memcmp(a, b, (size_t)n * sizeof(*a)) == 0;
 }
 
-bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, const uccl_coll_args_t *a)
+static inline bool key_same(const coll_state_t *cs, const uccl_coll_args_t *k,
+                            const uccl_coll_args_t *a)
 {
     uint64_t mask = UCCL_COLL_ARG_ROOT | UCCL_COLL_ARG_ALGO;
     int n = cs->size;
@@ -40,6 +41,11 @@ bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, cons
            same_array(k->sendcounts, a->sendcounts, n) && same_array(k->sdispls, a->sdispls, n);
 }
 
+bool uccl_coll_args_same(const coll_state_t *cs, const uccl_coll_args_t *k, const uccl_coll_args_t *a)
+{
+    return key_same(cs, k, a);
+}
+
 static void entry_drop(coll_cached_t *c)
 {
     uccl_coll_sched_free(c->sched); /* unpins its buffers */
@@ -47,30 +53,43 @@ static void entry_drop(coll_cached_t *c)
     memset(c, 0, sizeof(*c));
 }
 
+static inline bool entry_fits(const coll_state_t *cs, const coll_cached_t *c,
+                              const uccl_coll_args_t *args, bool internal)
+{
+    return c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
+           c->sched->internal == internal && key_same(cs, &c->key, args);
+}
+
+/* Slot 0 and unregistered (-1) never go stale: no call for them. */
+static inline bool slot_stale(coll_state_t *cs, int slot)
+{
+    return slot > 0 && uccl_coll_buf_stale(cs, slot);
+}
+
 coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal)
 {
-    /* the last hit's entry first (a loop of calls repeats one) */
-    for (int k = -1, i; k < COLL_PLAN_CACHE; k++) {
-        if (k == cs->cache_last)
-            continue;
-        i = k < 0 ? cs->cache_last : k;
-        coll_cached_t *c = &cs->cache[i];
-        if (c->sched != NULL && c->sched->status != UCCL_INPROGRESS &&
-            c->sched->internal == internal && uccl_coll_args_same(cs, &c->key, args)) {
-            /* a buffer freed with uccl_mem_free (and maybe allocated again
-             * at the same address): the plan goes, the call builds anew */
-            if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
-                uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_RECV])) {
-                entry_drop(c);
-                return NULL;
-            }
-            c->last_use = ++cs->use_clock;
-            cs->cache_last = i;
-            cs->stats.plan_hits += !internal;
-            return c->sched;
-        }
+    int i = cs->cache_last; /* the last hit's entry first (a loop of calls repeats one) */
+    coll_cached_t *c;
+
+    if (!entry_fits(cs, &cs->cache[i], args, internal)) {
+        for (i = 0; i < COLL_PLAN_CACHE; i++)
+            if (i != cs->cache_last && entry_fits(cs, &cs->cache[i], args, internal))
+                break;
+        if (i == COLL_PLAN_CACHE)
+            return NULL;
     }
-    return NULL;
+    c = &cs->cache[i];
+    /* a buffer freed with uccl_mem_free (and maybe allocated again at the
+     * same address): the plan goes, the call builds anew */
+    if (slot_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
+        slot_stale(cs, c->sched->slot[COLL_BUF_RECV])) {
+        entry_drop(c);
+        return NULL;
+    }
+    c->last_use = ++cs->use_clock;
+    cs->cache_last = i;
+    cs->stats.plan_hits += !internal;
+    return c->sched;
 }
 
 bool uccl_coll_args_keep(const coll_state_t *cs, const uccl_coll_args_t *args, uccl_coll_args_t *key,

@@ -276,6 +276,60 @@ static uccl_status_t sched_new(coll_state_t *cs, const coll_args_t *a, bool inte
     return UCCL_OK;
 }
 
+/* The comm's state, locked, and the cached schedule of these arguments
+ * (NULL: none). */
+static uccl_status_t lock_find(uccl_comm_t *comm, const uccl_coll_args_t *args, bool internal,
+                               coll_state_t **cs, coll_sched_t **s)
+{
+    uccl_status_t st = uccl_coll_state_get(comm, cs);
+
+    if (st != UCCL_OK)
+        return st;
+    if (args == NULL)
+        return UCCL_ERR_INVALID_PARAM;
+    pthread_mutex_lock(&(*cs)->lock);
+    *s = uccl_coll_cache_find(*cs, args, internal);
+    return UCCL_OK;
+}
+
+/* After lock_find: on a miss, check, build and cache a new schedule. On
+ * success cs->lock is held and *cached says whether the cache keeps it
+ * (else it is the caller's to free); on failure it is released. */
+static uccl_status_t build_missing(coll_state_t *cs, const uccl_coll_args_t *args, bool internal,
+                                   coll_sched_t **s, bool *cached)
+{
+    coll_args_t a;
+    uccl_status_t st;
+
+    *cached = true;
+    if (*s != NULL)
+        return UCCL_OK;
+    pthread_mutex_unlock(&cs->lock);
+    if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
+        return st;
+    st = sched_new(cs, &a, internal, s);
+    uccl_coll_args_free(&a);
+    if (st != UCCL_OK)
+        return st;
+    pthread_mutex_lock(&cs->lock);
+    *cached = uccl_coll_cache_put(cs, args, *s);
+    return UCCL_OK; /* locked */
+}
+
+/* Start s (cs->lock held): on failure unlocked, and s freed unless
+ * cached. */
+static uccl_status_t start_found(coll_sched_t *s, bool cached)
+{
+    uccl_status_t st = uccl_coll_sched_start(s);
+
+    if (st != UCCL_OK) {
+        pthread_mutex_unlock(&s->cs->lock);
+        if (!cached)
+            uccl_coll_sched_free(s);
+    }
+    return st;
+}
+
 /* Take the cached schedule of these arguments, or check, build and cache
  * a new one; then start it. On success cs->lock is held (the caller posts
  * or runs the schedule, then unlocks) and *cached says whether the cache
@@ -284,37 +338,11 @@ static uccl_status_t start_plain(uccl_comm_t *comm, const uccl_coll_args_t *args
                                  coll_sched_t **out, bool *cached)
 {
     coll_state_t *cs;
-    coll_args_t a;
-    coll_sched_t *s;
-    uccl_status_t st = uccl_coll_state_get(comm, &cs);
+    uccl_status_t st = lock_find(comm, args, internal, &cs, out);
 
-    if (st != UCCL_OK)
-        return st;
-    if (args == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    pthread_mutex_lock(&cs->lock);
-    s = uccl_coll_cache_find(cs, args, internal);
-    if (s != NULL) {
-        *cached = true;
-    } else {
-        pthread_mutex_unlock(&cs->lock);
-        if ((st = uccl_coll_args_check(cs, args, &a)) != UCCL_OK)
-            return st;
-        st = sched_new(cs, &a, internal, &s);
-        uccl_coll_args_free(&a);
-        if (st != UCCL_OK)
-            return st;
-        pthread_mutex_lock(&cs->lock);
-        *cached = uccl_coll_cache_put(cs, args, s);
-    }
-    if ((st = uccl_coll_sched_start(s)) != UCCL_OK) {
-        pthread_mutex_unlock(&cs->lock);
-        if (!*cached)
-            uccl_coll_sched_free(s);
-        return st;
-    }
-    *out = s; /* locked */
-    return UCCL_OK;
+    if (st == UCCL_OK)
+        st = build_missing(cs, args, internal, out, cached);
+    return st != UCCL_OK ? st : start_found(*out, *cached);
 }
 
 /* Post a plain collective, gated on stream when it is set (stream form;
@@ -364,13 +392,26 @@ uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_args_t *a
     return post_plain(comm, args, true, stream, req);
 }
 
+/* Blocking. A hit whose schedule is MAPPED's op alone (small blocks on
+ * one host, called again on the same buffers) runs by
+ * uccl_coll_mapped_call: about half the instructions of the general
+ * start / run / end around the same flags (coll19-H200host). */
 static uccl_status_t run_plain(uccl_comm_t *comm, const uccl_coll_args_t *args, bool internal)
 {
+    coll_state_t *cs;
     coll_sched_t *s;
     bool cached;
-    uccl_status_t st = start_plain(comm, args, internal, &s, &cached);
+    uccl_status_t st = lock_find(comm, args, internal, &cs, &s);
 
     if (st != UCCL_OK)
+        return st;
+    if (s != NULL && s->pinned && !cs->trace && uccl_coll_mapped_only(s)) {
+        st = uccl_coll_mapped_call(s);
+        pthread_mutex_unlock(&cs->lock);
+        return st;
+    }
+    if ((st = build_missing(cs, args, internal, &s, &cached)) != UCCL_OK ||
+        (st = start_found(s, cached)) != UCCL_OK)
         return st;
     s->free_when_done = false;
     st = uccl_coll_sched_run_locked(s); /* unlocks */

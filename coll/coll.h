@@ -99,6 +99,7 @@ typedef struct coll_state {
     uccl_engine_t *engine;
     int rank, size;
     bool oversubscribed; /* this host runs more of the comm's ranks than it has CPUs */
+    bool trace;          /* UCCL_COLL_TRACE is on (read once at creation) */
     bool net;            /* some peer is reached over a network transport (not shm) */
     bool copy_helper;    /* large host copies go to the copy helper (helper.c) */
     size_t copy_min;     /* from this many bytes */
@@ -417,6 +418,17 @@ uccl_status_t uccl_coll_build_mapped(coll_sched_t *s, const coll_args_t *a);
 void uccl_coll_mapped_start(coll_sched_t *s);
 uccl_status_t uccl_coll_mapped_advance(coll_sched_t *s, coll_op_t *op);
 uccl_status_t uccl_coll_mapped_run(coll_sched_t *s);
+/* A blocking call of a finished schedule that is one MAPPED op alone
+ * (uccl_coll_mapped_only), without UCCL_COLL_TRACE: numbered, run and
+ * ended as uccl_coll_sched_start, _run_locked and their end would, less
+ * what such a schedule does not use (ops' requests, phases, the running
+ * list, the stream gate). With cs->lock held, as it returns. */
+static inline bool uccl_coll_mapped_only(const coll_sched_t *s)
+{
+    return s->mapped != NULL && s->nphases == 1 && s->nops == 1 &&
+           s->ops[0].kind == COLL_OP_MAPPED && s->gate == NULL && s->hold == NULL;
+}
+uccl_status_t uccl_coll_mapped_call(coll_sched_t *s);
 void uccl_coll_mapped_run_free(coll_mapped_run_t *run);
 /* s ended with st: a MAPPED call failing midway fails the later ones. */
 void uccl_coll_mapped_end(coll_sched_t *s, uccl_status_t st);

@@ -33,6 +33,7 @@ static uccl_status_t state_arrays(coll_state_t *cs)
     cs->net = !(uccl_engine_caps(cs->engine) & UCCL_CAP_SHM);
     cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cs->oversubscribed = cpus > 0 && local > cpus;
+    cs->trace = uccl_coll_trace_on();
     uccl_coll_helper_init(cs, cpus, local);
     return UCCL_OK;
 }

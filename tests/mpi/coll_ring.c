@@ -2,8 +2,10 @@
  * back to back with varying roots, sizes and ops, blocking and all in
  * flight at once, so that a root runs calls ahead of its readers and
  * every writer's ring wraps several times; scatters whose blocks cross
- * the bytes a writer prefetches of its next buffer; and a reader that
- * leaves while the root is calls ahead of it. */
+ * the bytes a writer prefetches of its next buffer; a few calls repeated
+ * on the same buffers (plan-cache hits: the blocking ones take
+ * uccl_coll_mapped_call) mixed with non-blocking ones in flight; and a
+ * reader that leaves while the root is calls ahead of it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,4 +219,169 @@ out:
     MPI_Barrier(MPI_COMM_WORLD);
     if (comm != NULL)
         uccl_comm_destroy(comm);
+}
+
+/* ------------------------------------------------------------------ hits */
+
+#define HIT_CASES 5
+#define HIT_ROUNDS 60
+
+/* Byte b of rank r's block in round t of case i (every rank computes any
+ * rank's: no reference collective needed per call). */
+static uint8_t hit_byte(int t, int i, int r, size_t b)
+{
+    return (uint8_t)(t * 131 + i * 37 + r * 71 + (int)(b * 13) + 1);
+}
+
+typedef struct {
+    uccl_coll_args_t a;
+    uint8_t *sb, *rb;
+    size_t count;
+    int root;
+} hit_case_t;
+
+static void hit_fill(const mt_ctx_t *c, hit_case_t *h, int t, int i)
+{
+    int n = c->size, r = c->rank;
+
+    memset(h->rb, 0xee, h->count * (size_t)n);
+    if (h->a.op == UCCL_COLL_BCAST) {
+        for (size_t b = 0; r == h->root && b < h->count; b++)
+            h->rb[b] = hit_byte(t, i, r, b);
+    } else if (h->a.op == UCCL_COLL_SCATTER) { /* block j: for rank j */
+        for (size_t b = 0; r == h->root && b < h->count * (size_t)n; b++)
+            h->sb[b] = hit_byte(t, i, (int)(b / h->count), b % h->count);
+    } else {
+        for (size_t b = 0; b < h->count; b++)
+            h->sb[b] = hit_byte(t, i, r, b);
+    }
+}
+
+/* 0 when case i of round t left the right bytes, else 1 (reported). */
+static int hit_check(mt_ctx_t *c, const hit_case_t *h, int t, int i)
+{
+    int n = c->size, r = c->rank;
+    bool all = h->a.op == UCCL_COLL_ALLGATHER || (h->a.op == UCCL_COLL_GATHER && r == h->root);
+    size_t len = all ? h->count * (size_t)n : h->a.op == UCCL_COLL_GATHER ? 0 : h->count;
+
+    for (size_t b = 0; b < len; b++) {
+        int from = all ? (int)(b / h->count) : h->a.op == UCCL_COLL_BCAST ? h->root : r;
+        uint8_t want = hit_byte(t, i, from, b % h->count);
+        if (h->rb[b] != want) {
+            mt_fail(c, "mapped hits: round %d, %s of %zu B (root %d): byte %zu is 0x%02x, "
+                    "not 0x%02x", t, uccl_coll_op_name(h->a.op), h->count, h->root, b,
+                    h->rb[b], want);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A bcast whose readers expect 48 of the root's 64 bytes, three times on
+ * the same buffer: UCCL_ERR_TRUNCATED each time on the readers, their 48
+ * bytes delivered; the comm goes on. */
+static void hit_truncated(mt_ctx_t *c)
+{
+    uint8_t buf[64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
+                          .op = UCCL_COLL_BCAST, .recvbuf = buf, .root = 0,
+                          .count = c->rank == 0 ? 64 : 48, .algo = UCCL_COLL_ALGO_MAPPED};
+
+    for (int t = 0; t < 3 && !c->failed; t++) {
+        for (size_t b = 0; b < sizeof(buf); b++)
+            buf[b] = c->rank == 0 ? hit_byte(t, 9, 0, b) : 0xee;
+        mt_expect(c, uccl_coll(c->comm, &a), c->rank == 0 ? UCCL_OK : UCCL_ERR_TRUNCATED,
+                  "mapped hits: a bcast of 64 B where the readers expect 48, repeated");
+        for (size_t b = 0; c->rank != 0 && b < sizeof(buf); b++)
+            if (buf[b] != (b < 48 ? hit_byte(t, 9, 0, b) : 0xee)) {
+                mt_fail(c, "mapped hits: truncated bcast %d, byte %zu is 0x%02x", t, b, buf[b]);
+                break;
+            }
+    }
+}
+
+/* Case i of ct_mapped_hits: its buffers and arguments (false: no memory). */
+static bool hit_setup(const mt_ctx_t *c, hit_case_t *h, int i)
+{
+    static const uccl_coll_op_t ops[HIT_CASES] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER,
+                                                  UCCL_COLL_SCATTER, UCCL_COLL_BCAST,
+                                                  UCCL_COLL_ALLGATHER};
+    static const size_t counts[HIT_CASES] = {8, 64, 337, 4096, 8};
+    size_t n = (size_t)c->size;
+
+    h->count = counts[i];
+    h->root = (i * 3) % c->size;
+    h->sb = malloc(counts[i] * n);
+    h->rb = malloc(counts[i] * n);
+    h->a = (uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
+                              .op = ops[i], .count = counts[i], .root = h->root,
+                              .algo = UCCL_COLL_ALGO_MAPPED, .recvbuf = h->rb,
+                              .sendbuf = ops[i] == UCCL_COLL_BCAST ? NULL : h->sb};
+    return h->sb != NULL && h->rb != NULL;
+}
+
+/* HIT_CASES calls (rooted ops of 8-4096 B, allgather of 8 B) repeated
+ * HIT_ROUNDS times on the same buffers, new bytes every round, every
+ * call checked: after the first round each is a plan-cache hit, which a
+ * blocking call runs by uccl_coll_mapped_call. Every third round posts
+ * every other case non-blocking first, the blocking ones run while those
+ * are in flight, and all are waited for at the round's end. The comm's
+ * counters: every call counted, every call after the first round a hit. */
+void ct_mapped_hits(mt_ctx_t *c)
+{
+    hit_case_t h[HIT_CASES];
+    uccl_req_t *req[HIT_CASES];
+    uccl_coll_stats_t s0, s1;
+    int calls = 0, bad = 0;
+
+    memset(h, 0, sizeof(h));
+    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
+        mt_skip(c, "mapped hits (%s)",
+                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+        return;
+    }
+    for (int i = 0; i < HIT_CASES; i++)
+        if (!hit_setup(c, &h[i], i)) {
+            mt_fail(c, "out of memory");
+            goto out;
+        }
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "uccl_comm_coll_stats");
+    for (int t = 0; t < HIT_ROUNDS && !c->failed && bad == 0; t++) {
+        bool mixed = t % 3 == 2;
+        for (int i = 0; i < HIT_CASES; i++) {
+            hit_fill(c, &h[i], t, i);
+            req[i] = NULL;
+        }
+        for (int i = 0; i < HIT_CASES && !c->failed; i++, calls++)
+            mt_expect(c, mixed && i % 2 == 0 ? uccl_coll_post(c->comm, &h[i].a, &req[i])
+                                             : uccl_coll(c->comm, &h[i].a),
+                      UCCL_OK, mixed && i % 2 == 0 ? "mapped hits: posting" : "mapped hits: a call");
+        for (int i = 0; i < HIT_CASES; i++) {
+            if (req[i] != NULL) {
+                mt_expect(c, uccl_wait(req[i], 60000), UCCL_OK, "mapped hits: a call in flight");
+                uccl_req_free(req[i]);
+            }
+        }
+        for (int i = 0; i < HIT_CASES && !c->failed && bad == 0; i++)
+            bad = hit_check(c, &h[i], t, i);
+    }
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s1), UCCL_OK, "uccl_comm_coll_stats");
+    if (!c->failed && s1.calls - s0.calls != (uint64_t)calls)
+        mt_fail(c, "mapped hits: %llu calls counted, %d made",
+                (unsigned long long)(s1.calls - s0.calls), calls);
+    if (!c->failed && s1.plan_hits - s0.plan_hits != (uint64_t)(calls - HIT_CASES))
+        mt_fail(c, "mapped hits: %llu plan-cache hits, want %d",
+                (unsigned long long)(s1.plan_hits - s0.plan_hits), calls - HIT_CASES);
+    if (!c->failed)
+        hit_truncated(c);
+    if (c->rank == 0)
+        printf("# mapped hits: %d calls of %d cases on the same buffers, a third of the rounds "
+               "with non-blocking ones in flight, byte-checked; %llu plan-cache hits\n", calls,
+               HIT_CASES, (unsigned long long)(s1.plan_hits - s0.plan_hits));
+out:
+    for (int i = 0; i < HIT_CASES; i++) {
+        free(h[i].sb);
+        free(h[i].rb);
+    }
 }

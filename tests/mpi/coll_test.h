@@ -80,5 +80,9 @@ void ct_mapped_ring(mt_ctx_t *c);
  * reader prefetch (1-8 KiB, a line short and over), in place or not. */
 void ct_mapped_scatter_edges(mt_ctx_t *c);
 void ct_mapped_ring_dead(mt_ctx_t *c);
+/* A few calls repeated on the same buffers (plan-cache hits), blocking
+ * and non-blocking in flight together, byte-checked; the counters; a
+ * repeated truncated bcast. */
+void ct_mapped_hits(mt_ctx_t *c);
 
 #endif

@@ -505,6 +505,8 @@ int main(int argc, char **argv)
     fails += mt_report(&c, "mapped ring: rooted calls back to back, varying roots and sizes");
     ct_mapped_scatter_edges(&c);
     fails += mt_report(&c, "mapped scatter: 1-8 KiB blocks across the prefetched bytes");
+    ct_mapped_hits(&c);
+    fails += mt_report(&c, "mapped hits: repeated calls, blocking and non-blocking mixed");
     ct_mapped_ring_dead(&c);
     fails += mt_report(&c, "mapped ring: a reader gone while the root runs ahead");
     mt_fini(&c);
