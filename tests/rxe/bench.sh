@@ -21,6 +21,10 @@
 #   BENCH_CPU=1 (each row also prints the CPU seconds, user+system, of every
 #   process: uccl_perf's ranks, each reference's client and server
 #   (tests/rxe/cputime.sh), and the guest's busy and idle vCPU seconds);
+#   BENCH_PIN="A B" (every tool's initiator on guest vCPU A, its target on
+#   vCPU B, by taskset: uccl_perf's rank 0 and 1 (rank-dev.sh), each
+#   reference's client and server; the same for all tools);
+#   BENCH_SAMPLE (seconds between wire_gbps's samples, default 0.2);
 #   for experiments: BENCH_WINDOW (uccl_perf's window, 16), BENCH_PT_ARGS
 #   (more perftest options), BENCH_LIB=1 (sourced in the VM: functions only)
 # Each row: the medians, each tool's min-max over the rounds, the ratios of
@@ -56,13 +60,26 @@ depth() { [ "${BENCH_SLIDING:-0}" = 1 ] && echo "$1 ${BENCH_WINDOW:-16}"; }
 # log its CPU seconds as LABEL to /tmp/cpu.log (cputime.sh)
 cpu() { [ "${BENCH_CPU:-0}" = 1 ] && echo "$here/cputime.sh /tmp/cpu.log $1"; }
 
+# pin 0|1: with BENCH_PIN="A B", the words that put the command after them on
+# guest vCPU A (0: the initiator, the client) or B (1: the target, the server);
+# uccl_perf's ranks are pinned the same way by rank-dev.sh
+# (any form but two words fails the run: the tool gets "false" in front)
+pin() {
+	local p; read -ra p <<<"${BENCH_PIN:-}"
+	case ${#p[@]} in
+	0) ;;
+	2) echo "taskset -c ${p[$1]}" ;;
+	*) echo "bench: BENCH_PIN='$BENCH_PIN': want two vCPUs, \"A B\"" >&2; echo false ;;
+	esac
+}
+
 perftest_gbps() {  # perftest_gbps OP SIZE: BW average in Gb/s, rxe0 -> rxe1 (the client's output in /tmp/pt.cli)
 	local n; n=$(count "$2")
-	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth, cpu: option words
-	$(cpu perftest-server) timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
+	# shellcheck disable=SC2086,SC2046 # BENCH_PT_ARGS, depth, cpu, pin: option words
+	$(cpu perftest-server) $(pin 1) timeout 120 ib_$1_bw -d "$RXE_DEV2" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} >/tmp/pt.srv 2>&1 &
 	sleep 1
 	# shellcheck disable=SC2086,SC2046
-	$(cpu perftest-client) timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
+	$(cpu perftest-client) $(pin 0) timeout 120 ib_$1_bw -d "$RXE_DEV" -x "$RXE_GID_INDEX" -s "$2" -n "$n" -F --report_gbits $(depth -t) ${BENCH_PT_ARGS:-} 127.0.0.1 2>&1 |
 		tee /tmp/pt.cli | awk -v s="$2" '$1 == s { print $4; ok = 1 } END { if (!ok) print 0 }'
 	wait
 }
@@ -92,11 +109,11 @@ ucx_gbps() {
 	esac
 	# shellcheck disable=SC2046 # cpu: command words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV2:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		$(cpu ucx-server) timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
+		$(cpu ucx-server) $(pin 1) timeout 120 ucx_perftest -p 13337 >/tmp/ucx.srv 2>&1 &
 	sleep 1
 	# shellcheck disable=SC2046 # depth, cpu: option words
 	UCX_TLS=$tls UCX_NET_DEVICES=$RXE_DEV:1 UCX_IB_GID_INDEX=$RXE_GID_INDEX UCX_UD_VERBS_ETH_DGID_CHECK=n \
-		$(cpu ucx-client) timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
+		$(cpu ucx-client) $(pin 0) timeout 120 ucx_perftest 127.0.0.1 -p 13337 -t $t -s "$2" -n "$n" -w 16 $(depth -O) >/tmp/ucx.out 2>&1
 	wait
 	awk -f "$here/ucx-final.awk" /tmp/ucx.out
 	grep -q "^Final:" /tmp/ucx.out || tail -n 3 /tmp/ucx.out /tmp/ucx.srv >&2
@@ -119,16 +136,17 @@ uccl_gbps() {  # uccl_gbps OP SIZE: uccl_perf's GB/s as Gb/s (rank 0 on rxe0, ra
 # wire_gbps FUNC OP SIZE: run FUNC (one of the above) and print, instead of
 # its own figure, the rate on the veth pair while it ran: both veths'
 # transmitted bytes (RoCE headers and acknowledgements included, the same
-# for every tool) sampled every 0.2 s, read by wire-rate.awk (over the time
-# between 5% and 95% of the run's bytes). The tool's own figure goes to
+# for every tool) sampled every BENCH_SAMPLE s (0.2), without a subshell per
+# sample, read by wire-rate.awk (over the time between 5% and 95% of the
+# run's bytes). The tool's own figure goes to
 # /tmp/own.log. 0 when the tool failed (no figure of its own) or too little
 # crossed the pair. A figure of its own that reads 0.000000 (ib_send_bw's
 # client, now and then, after a complete run: vm15c) is not a failure when
 # the pair carried the run's payload: its wire rate counts.
-wire_bytes() { local a b; read -r a </sys/class/net/veth0/statistics/tx_bytes; read -r b </sys/class/net/veth1/statistics/tx_bytes; echo $((a + b)); }
 wire_gbps() {
 	local own pid
-	(while :; do echo "$EPOCHREALTIME $(wire_bytes)"; sleep 0.2; done) >/tmp/wire.log &
+	(while :; do read -r a </sys/class/net/veth0/statistics/tx_bytes; read -r b </sys/class/net/veth1/statistics/tx_bytes
+		echo "$EPOCHREALTIME $((a + b))"; sleep "${BENCH_SAMPLE:-0.2}"; done) >/tmp/wire.log &
 	pid=$!
 	own=$("$@")
 	sleep 0.4
