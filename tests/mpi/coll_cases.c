@@ -358,9 +358,27 @@ bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm)
  * allgather of algo on it: each has an op with the leaver (DIRECT) or waits
  * on its flags (MAPPED: one call first, so that the segments are set up and
  * mapped), so each fails with UCCL_ERR_PEER_FAILED well within
- * UCCL_TIMEOUT_MS, and a second call on the broken comm fails too. */
-void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo)
+ * UCCL_TIMEOUT_MS, and a second call on the broken comm fails too.
+ * persistent: the same through a plan made (and started once) before the
+ * rank left: its start succeeds, its request fails. */
+static uccl_status_t gone_call(uccl_comm_t *comm, const uccl_coll_args_t *a,
+                               uccl_coll_plan_t *plan)
 {
+    uccl_req_t *req = NULL;
+    uccl_status_t st;
+
+    if (plan == NULL)
+        return uccl_coll(comm, a);
+    if ((st = uccl_coll_start(plan, &req)) != UCCL_OK)
+        return UCCL_ERR_IO; /* a start does not wait: it never sees the leaver */
+    st = uccl_wait(req, -1);
+    uccl_req_free(req);
+    return st;
+}
+
+void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo, bool persistent)
+{
+    uccl_coll_plan_t *plan = NULL;
     uccl_comm_t *comm = NULL;
     uint8_t sb[8] = {0}, rb[8 * 64];
     uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
@@ -381,14 +399,21 @@ void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo)
         if (!usable)
             mt_skip(c, "mapped, a rank gone (the ranks cannot map each other's memory)");
     }
+    if (usable && persistent && comm != NULL) {
+        mt_expect(c, uccl_coll_init(comm, &a, &plan), UCCL_OK, "a rank gone: uccl_coll_init");
+        mt_expect(c, gone_call(comm, &a, plan), UCCL_OK, "a rank gone: a start before");
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     if (usable && c->rank == c->size - 1) {
+        if (plan != NULL)
+            uccl_coll_plan_free(plan);
+        plan = NULL;
         if (comm != NULL)
             uccl_comm_destroy(comm);
         comm = NULL;
     } else if (usable && comm != NULL) {
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        st = uccl_coll(comm, &a);
+        st = gone_call(comm, &a, plan);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         mt_expect(c, st, UCCL_ERR_PEER_FAILED, "allgather with a rank gone");
         double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -396,10 +421,12 @@ void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo)
          * gave up on the leaver) learns of it when its accept times out. */
         if (ms > (mt_lazy() ? 2 * timeout_ms : timeout_ms))
             mt_fail(c, "the failure took %.0f ms (UCCL_TIMEOUT_MS %d)", ms, timeout_ms);
-        mt_expect(c, uccl_coll(comm, &a) < 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK,
+        mt_expect(c, gone_call(comm, &a, plan) < 0 ? UCCL_OK : UCCL_ERR_IO, UCCL_OK,
                   "a second call on the broken comm fails too");
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    if (plan != NULL)
+        mt_expect(c, uccl_coll_plan_free(plan), UCCL_OK, "a rank gone: uccl_coll_plan_free");
     if (comm != NULL)
         uccl_comm_destroy(comm);
 }

@@ -251,6 +251,9 @@ static void hit_fill(const mt_ctx_t *c, hit_case_t *h, int t, int i)
     } else if (h->a.op == UCCL_COLL_SCATTER) { /* block j: for rank j */
         for (size_t b = 0; r == h->root && b < h->count * (size_t)n; b++)
             h->sb[b] = hit_byte(t, i, (int)(b / h->count), b % h->count);
+    } else if (h->a.op == UCCL_COLL_ALLTOALL) { /* block j: from r for rank j */
+        for (size_t b = 0; b < h->count * (size_t)n; b++)
+            h->sb[b] = hit_byte(t, i, r + 16 * (int)(b / h->count), b % h->count);
     } else {
         for (size_t b = 0; b < h->count; b++)
             h->sb[b] = hit_byte(t, i, r, b);
@@ -261,15 +264,17 @@ static void hit_fill(const mt_ctx_t *c, hit_case_t *h, int t, int i)
 static int hit_check(mt_ctx_t *c, const hit_case_t *h, int t, int i)
 {
     int n = c->size, r = c->rank;
-    bool all = h->a.op == UCCL_COLL_ALLGATHER || (h->a.op == UCCL_COLL_GATHER && r == h->root);
+    bool a2a = h->a.op == UCCL_COLL_ALLTOALL;
+    bool all = a2a || h->a.op == UCCL_COLL_ALLGATHER || (h->a.op == UCCL_COLL_GATHER && r == h->root);
     size_t len = all ? h->count * (size_t)n : h->a.op == UCCL_COLL_GATHER ? 0 : h->count;
 
     for (size_t b = 0; b < len; b++) {
         int from = all ? (int)(b / h->count) : h->a.op == UCCL_COLL_BCAST ? h->root : r;
-        uint8_t want = hit_byte(t, i, from, b % h->count);
+        uint8_t want = hit_byte(t, i, from + (a2a ? 16 * r : 0), b % h->count);
         if (h->rb[b] != want) {
-            mt_fail(c, "mapped hits: round %d, %s of %zu B (root %d): byte %zu is 0x%02x, "
-                    "not 0x%02x", t, uccl_coll_op_name(h->a.op), h->count, h->root, b,
+            mt_fail(c, "mapped %s: round %d, %s of %zu B (root %d): byte %zu is 0x%02x, "
+                    "not 0x%02x", i >= HIT_CASES ? "plans" : "hits", t,
+                    uccl_coll_op_name(h->a.op), h->count, h->root, b,
                     h->rb[b], want);
             return 1;
         }
@@ -383,5 +388,194 @@ out:
     for (int i = 0; i < HIT_CASES; i++) {
         free(h[i].sb);
         free(h[i].rb);
+    }
+}
+
+/* ------------------------------------------------------------------ plans */
+
+#define PLAN_CASES 6
+#define PLAN_ROUNDS 60
+
+/* Plan k of ct_mapped_plans: case HIT_CASES + k of hit_byte's numbering. */
+static bool plan_setup(mt_ctx_t *c, hit_case_t *h, int k, uccl_coll_plan_t **plan)
+{
+    static const uccl_coll_op_t ops[PLAN_CASES] = {UCCL_COLL_BCAST, UCCL_COLL_GATHER,
+                                                   UCCL_COLL_SCATTER, UCCL_COLL_ALLGATHER,
+                                                   UCCL_COLL_ALLTOALL, UCCL_COLL_BCAST};
+    static const size_t counts[PLAN_CASES] = {8, 64, 337, 8, 8, 4096};
+    size_t n = (size_t)c->size;
+
+    h->count = counts[k];
+    h->root = (k * 5 + 1) % c->size;
+    h->sb = malloc(counts[k] * n);
+    h->rb = malloc(counts[k] * n);
+    if (h->sb == NULL || h->rb == NULL)
+        return false;
+    h->a = (uccl_coll_args_t){.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
+                              .op = ops[k], .count = counts[k], .root = h->root,
+                              .algo = UCCL_COLL_ALGO_MAPPED, .recvbuf = h->rb,
+                              .sendbuf = ops[k] == UCCL_COLL_BCAST ? NULL : h->sb};
+    mt_expect(c, uccl_coll_init(c->comm, &h->a, plan), UCCL_OK, "mapped plans: uccl_coll_init");
+    return *plan != NULL;
+}
+
+/* The plans' requests of a round: uccl_test until done (odd k) or
+ * uccl_wait_all (the rest); freed. */
+static void plan_finish(mt_ctx_t *c, uccl_req_t **r, int n)
+{
+    for (int k = 1; k < n && !c->failed; k += 2) {
+        uccl_status_t st;
+        int done = 0;
+        time_t t0 = time(NULL);
+        while ((st = uccl_test(r[k], &done)) == UCCL_INPROGRESS && time(NULL) - t0 < 60)
+            ;
+        mt_expect(c, st, UCCL_OK, "mapped plans: uccl_test of a start");
+        if (!done)
+            mt_fail(c, "mapped plans: a start not done after 60 s of uccl_test");
+    }
+    mt_expect(c, uccl_wait_all(r, (size_t)n, 60000), UCCL_OK, "mapped plans: uccl_wait_all");
+    for (int k = 0; k < n; k++) {
+        if (r[k] != NULL)
+            uccl_req_free(r[k]);
+        r[k] = NULL;
+    }
+}
+
+/* A persistent bcast of 64 B whose readers' plans expect 48, started
+ * three times: each start OK, its request UCCL_ERR_TRUNCATED on the
+ * readers, their 48 bytes delivered (a start that met the flags ready
+ * still reports it from the request). */
+static void plan_truncated(mt_ctx_t *c)
+{
+    uint8_t buf[64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO | UCCL_COLL_ARG_ROOT,
+                          .op = UCCL_COLL_BCAST, .recvbuf = buf, .root = c->size - 1,
+                          .count = c->rank == c->size - 1 ? 64 : 48,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    bool root = c->rank == c->size - 1;
+    uccl_coll_plan_t *p = NULL;
+
+    mt_expect(c, uccl_coll_init(c->comm, &a, &p), UCCL_OK, "mapped plans: init (truncated)");
+    for (int t = 0; t < 3 && p != NULL; t++) { /* every rank every turn: the barriers */
+        uccl_req_t *r = NULL;
+        for (size_t b = 0; b < sizeof(buf); b++)
+            buf[b] = root ? hit_byte(t, 19, c->rank, b) : 0xee;
+        if (!root) /* the root's flags up first: the readers' start reads them */
+            nanosleep(&(struct timespec){.tv_nsec = 2000000}, NULL);
+        mt_expect(c, uccl_coll_start(p, &r), UCCL_OK, "mapped plans: start (truncated)");
+        mt_expect(c, r != NULL ? uccl_wait(r, 60000) : UCCL_ERR_IO,
+                  root ? UCCL_OK : UCCL_ERR_TRUNCATED,
+                  "mapped plans: a bcast of 64 B where the readers expect 48, started again");
+        if (r != NULL)
+            uccl_req_free(r);
+        for (size_t b = 0; !root && b < sizeof(buf); b++)
+            if (buf[b] != (b < 48 ? hit_byte(t, 19, c->size - 1, b) : 0xee)) {
+                mt_fail(c, "mapped plans: truncated bcast %d, byte %zu is 0x%02x", t, b, buf[b]);
+                break;
+            }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (p != NULL)
+        mt_expect(c, uccl_coll_plan_free(p), UCCL_OK, "mapped plans: free (truncated)");
+}
+
+/* Round t of ct_mapped_plans (mode t % 3, see there); 0 when every
+ * call's bytes are right, else 1 (reported). */
+static int plan_round(mt_ctx_t *c, hit_case_t *h, hit_case_t *p, uccl_coll_plan_t **plan, int t,
+                      int *calls)
+{
+    uccl_req_t *req[HIT_CASES], *r[PLAN_CASES] = {NULL};
+    int mode = t % 3, bad = 0;
+
+    for (int i = 0; i < HIT_CASES; i++) {
+        hit_fill(c, &h[i], t, i);
+        req[i] = NULL;
+    }
+    for (int k = 0; k < PLAN_CASES; k++)
+        hit_fill(c, &p[k], t, HIT_CASES + k);
+    for (int i = 0; mode == 2 && i < HIT_CASES && !c->failed; i++, (*calls)++)
+        mt_expect(c, uccl_coll_post(c->comm, &h[i].a, &req[i]), UCCL_OK,
+                  "mapped plans: posting a plain call");
+    for (int k = 0; k < PLAN_CASES && !c->failed; k++, (*calls)++) {
+        mt_expect(c, uccl_coll_start(plan[k], &r[k]), UCCL_OK, "mapped plans: a start");
+        if (k == 0) {
+            uccl_req_t *extra = NULL;
+            mt_expect(c, uccl_coll_start(plan[0], &extra), UCCL_ERR_BUSY,
+                      "mapped plans: a second start while in flight");
+            mt_expect(c, uccl_coll_plan_free(plan[0]), UCCL_ERR_BUSY,
+                      "mapped plans: free while in flight");
+        }
+        if (mode == 0)
+            plan_finish(c, &r[k], 1);
+    }
+    for (int i = 0; mode == 1 && i < HIT_CASES && !c->failed; i++, (*calls)++)
+        mt_expect(c, uccl_coll(c->comm, &h[i].a), UCCL_OK, "mapped plans: a plain call");
+    if (mode != 0)
+        plan_finish(c, r, PLAN_CASES);
+    for (int i = 0; i < HIT_CASES; i++)
+        if (req[i] != NULL) {
+            mt_expect(c, uccl_wait(req[i], 60000), UCCL_OK, "mapped plans: a posted call");
+            uccl_req_free(req[i]);
+        }
+    for (int k = 0; k < PLAN_CASES && !c->failed && bad == 0; k++)
+        bad = hit_check(c, &p[k], t, HIT_CASES + k);
+    for (int i = 0; mode != 0 && i < HIT_CASES && !c->failed && bad == 0; i++)
+        bad = hit_check(c, &h[i], t, i);
+    return bad;
+}
+
+/* PLAN_CASES persistent MAPPED plans (rooted ops 8 B-4 KiB, allgather and
+ * alltoall of 8 B) started PLAN_ROUNDS times, new bytes every round, every
+ * start byte-checked: by turns each started and waited for at once; all
+ * started, then blocking plain calls (ct_mapped_hits' cases, on their own
+ * buffers) while they are in flight; the plain ones posted non-blocking,
+ * then all plans started. Each round, a second start of the first plan and
+ * its free while in flight: UCCL_ERR_BUSY. The comm counts every call. */
+void ct_mapped_plans(mt_ctx_t *c)
+{
+    hit_case_t h[HIT_CASES], p[PLAN_CASES];
+    uccl_coll_plan_t *plan[PLAN_CASES] = {NULL};
+    uccl_coll_stats_t s0, s1;
+    int calls = 0, bad = 0;
+
+    memset(h, 0, sizeof(h));
+    memset(p, 0, sizeof(p));
+    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
+        mt_skip(c, "mapped plans (%s)",
+                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+        return;
+    }
+    for (int i = 0; i < HIT_CASES; i++)
+        if (!hit_setup(c, &h[i], i)) {
+            mt_fail(c, "out of memory");
+            goto out;
+        }
+    for (int k = 0; k < PLAN_CASES; k++)
+        if (!plan_setup(c, &p[k], k, &plan[k]))
+            goto out;
+    mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "uccl_comm_coll_stats");
+    for (int t = 0; t < PLAN_ROUNDS && !c->failed && bad == 0; t++)
+        bad = plan_round(c, h, p, plan, t, &calls);
+    mt_expect(c, uccl_comm_coll_stats(c->comm, &s1), UCCL_OK, "uccl_comm_coll_stats");
+    if (!c->failed && s1.calls - s0.calls != (uint64_t)calls)
+        mt_fail(c, "mapped plans: %llu calls counted, %d made",
+                (unsigned long long)(s1.calls - s0.calls), calls);
+    if (!c->failed)
+        plan_truncated(c);
+    if (c->rank == 0)
+        printf("# mapped plans: %d calls (%d plans started %d times, plain calls blocking and "
+               "non-blocking between), byte-checked\n", calls, PLAN_CASES, PLAN_ROUNDS);
+out:
+    for (int k = 0; k < PLAN_CASES; k++)
+        if (plan[k] != NULL)
+            mt_expect(c, uccl_coll_plan_free(plan[k]), UCCL_OK, "mapped plans: uccl_coll_plan_free");
+    for (int i = 0; i < HIT_CASES; i++) {
+        free(h[i].sb);
+        free(h[i].rb);
+    }
+    for (int k = 0; k < PLAN_CASES; k++) {
+        free(p[k].sb);
+        free(p[k].rb);
     }
 }

@@ -69,7 +69,7 @@ void ct_inflight(mt_ctx_t *c);
 void ct_persistent(mt_ctx_t *c);
 void ct_bad_args(mt_ctx_t *c);
 void ct_mismatch(mt_ctx_t *c);
-void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo);
+void ct_peer_gone(mt_ctx_t *c, uccl_coll_algo_t algo, bool persistent);
 /* A mapped allgather on comm: true when it ran, false when the ranks
  * cannot map each other (UCCL_ERR_UNSUPPORTED, on every rank alike). */
 bool ct_mapped_usable(mt_ctx_t *c, uccl_comm_t *comm);
@@ -84,5 +84,10 @@ void ct_mapped_ring_dead(mt_ctx_t *c);
  * and non-blocking in flight together, byte-checked; the counters; a
  * repeated truncated bcast. */
 void ct_mapped_hits(mt_ctx_t *c);
+/* Persistent MAPPED plans started repeatedly, new bytes each time, plain
+ * calls (blocking and non-blocking) between and in flight, byte-checked;
+ * a second start and a free while in flight refused; the counters; a
+ * repeated truncated persistent bcast. */
+void ct_mapped_plans(mt_ctx_t *c);
 
 #endif
