@@ -110,12 +110,20 @@ out:
     free(req);
 }
 
+/* Skips case `what` where MAPPED cannot run (one rank, or ranks that cannot
+ * map each other's memory); true when skipped. */
+static bool mapped_skip(mt_ctx_t *c, const char *what)
+{
+    if (c->size >= 2 && ct_mapped_usable(c, c->comm))
+        return false;
+    mt_skip(c, "%s (%s)", what, c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    return true;
+}
+
 void ct_mapped_ring(mt_ctx_t *c)
 {
-    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
-        mt_skip(c, "mapped ring (%s)", c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    if (mapped_skip(c, "mapped ring"))
         return;
-    }
     double t0 = MPI_Wtime();
     ring_round(c, "mapped ring", ring_call, false, 4242);
     ring_round(c, "mapped ring", ring_call, true, 5353);
@@ -127,11 +135,8 @@ void ct_mapped_ring(mt_ctx_t *c)
 
 void ct_mapped_scatter_edges(mt_ctx_t *c)
 {
-    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
-        mt_skip(c, "mapped scatter edges (%s)",
-                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    if (mapped_skip(c, "mapped scatter edges"))
         return;
-    }
     ring_round(c, "mapped scatter edges", scatter_edge_call, false, 6464);
     ring_round(c, "mapped scatter edges", scatter_edge_call, true, 7575);
     if (c->rank == 0)
@@ -325,6 +330,17 @@ static bool hit_setup(const mt_ctx_t *c, hit_case_t *h, int i)
     return h->sb != NULL && h->rb != NULL;
 }
 
+/* Every case of ct_mapped_hits (false: out of memory, failed). */
+static bool hits_setup(mt_ctx_t *c, hit_case_t h[HIT_CASES])
+{
+    for (int i = 0; i < HIT_CASES; i++)
+        if (!hit_setup(c, &h[i], i)) {
+            mt_fail(c, "out of memory");
+            return false;
+        }
+    return true;
+}
+
 /* HIT_CASES calls (rooted ops of 8-4096 B, allgather of 8 B) repeated
  * HIT_ROUNDS times on the same buffers, new bytes every round, every
  * call checked: after the first round each is a plan-cache hit, which a
@@ -340,16 +356,10 @@ void ct_mapped_hits(mt_ctx_t *c)
     int calls = 0, bad = 0;
 
     memset(h, 0, sizeof(h));
-    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
-        mt_skip(c, "mapped hits (%s)",
-                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    if (mapped_skip(c, "mapped hits"))
         return;
-    }
-    for (int i = 0; i < HIT_CASES; i++)
-        if (!hit_setup(c, &h[i], i)) {
-            mt_fail(c, "out of memory");
-            goto out;
-        }
+    if (!hits_setup(c, h))
+        goto out;
     mt_expect(c, uccl_comm_coll_flush(c->comm), UCCL_OK, "uccl_comm_coll_flush");
     mt_expect(c, uccl_comm_coll_stats(c->comm, &s0), UCCL_OK, "uccl_comm_coll_stats");
     for (int t = 0; t < HIT_ROUNDS && !c->failed && bad == 0; t++) {
@@ -540,16 +550,10 @@ void ct_mapped_plans(mt_ctx_t *c)
 
     memset(h, 0, sizeof(h));
     memset(p, 0, sizeof(p));
-    if (c->size < 2 || !ct_mapped_usable(c, c->comm)) {
-        mt_skip(c, "mapped plans (%s)",
-                c->size < 2 ? "one rank" : "the ranks cannot map each other's memory");
+    if (mapped_skip(c, "mapped plans"))
         return;
-    }
-    for (int i = 0; i < HIT_CASES; i++)
-        if (!hit_setup(c, &h[i], i)) {
-            mt_fail(c, "out of memory");
-            goto out;
-        }
+    if (!hits_setup(c, h))
+        goto out;
     for (int k = 0; k < PLAN_CASES; k++)
         if (!plan_setup(c, &p[k], k, &plan[k]))
             goto out;
