@@ -52,13 +52,16 @@ export BENCH_SLIDING=1 BENCH_WIRE=1 BENCH_MIB=${BENCH_MIB:-32}
 # shellcheck source-path=SCRIPTDIR source=../../../../rxe/bench.sh
 BENCH_LIB=1 . "$top_srcdir/tests/rxe/bench.sh"
 # wire_gbps as bench.sh's, each sample also with the guest's CPU counters
-# (/proc/stat's cpu line, ticks: user+nice, system, irq+softirq, idle+iowait)
-# for cpu_window
+# (/proc/stat's cpu lines, all vCPUs then each, ticks: user+nice, system,
+# irq+softirq, idle+iowait) for cpu_window
 wire_gbps() {
 	local own pid
 	(while :; do read -r a </sys/class/net/veth0/statistics/tx_bytes; read -r b </sys/class/net/veth1/statistics/tx_bytes
-		read -r _ u n s i w q sq _ </proc/stat
-		echo "$EPOCHREALTIME $((a + b)) $((u + n)) $s $((q + sq)) $((i + w))"; sleep "${BENCH_SAMPLE:-0.2}"; done) >/tmp/wire.log &
+		l="$EPOCHREALTIME $((a + b))"
+		while read -r c u n s i w q sq _; do
+			case $c in cpu*) l+=" $((u + n)) $s $((q + sq)) $((i + w))" ;; *) break ;; esac
+		done </proc/stat
+		echo "$l"; sleep "${BENCH_SAMPLE:-0.2}"; done) >/tmp/wire.log &
 	pid=$!
 	own=$("$@")
 	sleep 0.4
@@ -68,15 +71,25 @@ wire_gbps() {
 }
 # cpu_window MSGS: the guest's CPU over the run's data phase (the samples
 # around 5 % and 95 % of its bytes on the pair: about 0.9 x MSGS messages),
-# in vCPU-ms per message, "user/system/softirq" (all processes and rxe alike)
+# "U/S/SI" in vCPU-ms per message (user, system, softirq; all processes and
+# rxe alike), then "K1,K2": the kernel's share (system + softirq) of the two
+# vCPUs where it was largest, in % of the window (with both sides of every
+# tool spinning, a vCPU near 100 % kernel is one that rxe's work saturates)
 cpu_window() {
-	awk -v n="$1" -v hz="$(getconf CLK_TCK)" '{ t[NR] = $1; b[NR] = $2; u[NR] = $3; s[NR] = $4; q[NR] = $5 }
+	awk -v n="$1" -v hz="$(getconf CLK_TCK)" '{ t[NR] = $1; b[NR] = $2; nf = NF; for (c = 3; c <= NF; c++) v[NR, c] = $c }
 		END { tot = NR ? b[NR] - b[1] : 0
-			if (tot <= 0 || n <= 0) { printf "-"; exit }
+			if (tot <= 0 || n <= 0 || nf < 6) { printf "-"; exit }
 			for (i = 1; i < NR && b[i + 1] <= b[1] + 0.05 * tot; i++);
 			for (j = NR; j > 1 && b[j - 1] >= b[1] + 0.95 * tot; j--);
 			f = (b[j] - b[i]) / tot * n; k = 1000 / hz
-			printf "%.2f/%.2f/%.2f", (u[j] - u[i]) * k / f, (s[j] - s[i]) * k / f, (q[j] - q[i]) * k / f }' /tmp/wire.log
+			if (f <= 0 || j <= i) { printf "-"; exit }
+			printf "%.2f/%.2f/%.2f", (v[j, 3] - v[i, 3]) * k / f, (v[j, 4] - v[i, 4]) * k / f, (v[j, 5] - v[i, 5]) * k / f
+			m1 = m2 = 0
+			for (c = 7; c + 3 <= nf; c += 4) { all = 0; for (x = 0; x < 4; x++) all += v[j, c + x] - v[i, c + x]
+				ker = v[j, c + 1] - v[i, c + 1] + v[j, c + 2] - v[i, c + 2]
+				p = all > 0 ? 100 * ker / all : 0
+				if (p > m1) { m2 = m1; m1 = p } else if (p > m2) m2 = p }
+			printf " ms/msg u/s/si, kernel %.0f,%.0f %%", m1, m2 }' /tmp/wire.log
 }
 start=$SECONDS
 veth_pkts() { local a b; read -r a </sys/class/net/veth0/statistics/tx_packets; read -r b </sys/class/net/veth1/statistics/tx_packets; echo $((a + b)); }
@@ -173,7 +186,7 @@ for r in $(seq "${AB_ROUNDS:-10}"); do
 			t=${tl[$(((r + k) % nt))]}
 			read -r "g[$t,$s,$r]" "p[$t,$s,$r]" "z[$t,$s,$r]" "o[$t,$s,$r]" "h[$t,$s,$r]" "d[$t,$s,$r]" "c[$t,$s,$r]" <<<"$(one "$t" "$s")"
 			echo "#   $(date -u +%T) size $s round $r $t: ${g[$t,$s,$r]} Gb/s, ${p[$t,$s,$r]} pkts/msg," \
-				"stall ${z[$t,$s,$r]} s, own ${o[$t,$s,$r]}, ${d[$t,$s,$r]} s, cpu u/s/si ${c[$t,$s,$r]} ms/msg," \
+				"stall ${z[$t,$s,$r]} s, own ${o[$t,$s,$r]}, ${d[$t,$s,$r]} s, cpu ${c[$t,$s,$r]}," \
 				"rxe ${h[$t,$s,$r]}"
 		done
 	done
@@ -191,15 +204,17 @@ for s in $sizes; do
 			cv = k > 1 ? sqrt((m2 - m1 * m1 / k) / (k - 1)) / (m1 / k) : 0
 			printf "%-8s median %6.4f CV %.2f  runs:%s\n", $1, m, cv, substr($0, length($1) + 1) }'
 		cpus=
-		for r in $(seq "$done_r"); do cpus+=" ${c[$t,$s,$r]} ${p[$t,$s,$r]}"; done
-		# the medians of the data phase's vCPU-ms per message and of the packets per message
-		echo "$t $cpus" | awk '{ k = 0; for (i = 2; i < NF; i += 2) if (split($i, x, "/") == 3) { k++; for (j = 1; j <= 3; j++) a[j, k] = x[j]; a[4, k] = $(i + 1) }
+		for r in $(seq "$done_r"); do read -r c1 _ _ _ c2 _ <<<"${c[$t,$s,$r]}" && cpus+=" $c1|$c2|${p[$t,$s,$r]}"; done
+		# medians over the runs: the data phase's vCPU-ms per message, the kernel's
+		# share of its busiest vCPU, and the packets per message
+		echo "$t $cpus" | awk '{ k = 0; for (i = 2; i <= NF; i++) if (split($i, w, "|") == 3 && split(w[1], x, "/") == 3) {
+				k++; for (j = 1; j <= 3; j++) a[j, k] = x[j]; split(w[2], y, ","); a[4, k] = y[1]; a[5, k] = w[3] }
 			if (!k) exit
-			for (j = 1; j <= 4; j++) { for (i = 1; i <= k; i++) v[i] = a[j, i]
-				for (i = 2; i <= k; i++) for (l = i; l > 1 && v[l - 1] > v[l]; l--) { y = v[l]; v[l] = v[l - 1]; v[l - 1] = y }
+			for (j = 1; j <= 5; j++) { for (i = 1; i <= k; i++) v[i] = a[j, i]
+				for (i = 2; i <= k; i++) for (l = i; l > 1 && v[l - 1] > v[l]; l--) { z = v[l]; v[l] = v[l - 1]; v[l - 1] = z }
 				m[j] = k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2 }
-			printf "#   %-8s data phase, medians of %d runs: vCPU-ms per message user %.2f system %.2f softirq %.2f (sum %.2f); %.1f pkts/msg\n",
-				$1, k, m[1], m[2], m[3], m[1] + m[2] + m[3], m[4] }'
+			printf "#   %-8s data phase, medians of %d runs: vCPU-ms per message user %.2f system %.2f softirq %.2f" \
+				" (kernel %.2f); busiest vCPU %.0f %% kernel; %.1f pkts/msg\n", $1, k, m[1], m[2], m[3], m[2] + m[3], m[4], m[5] }'
 	done
 	for t in $tools; do
 		tool=${t%%_*} suf=${t#"$tool"}
