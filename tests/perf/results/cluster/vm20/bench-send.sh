@@ -45,6 +45,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 top_srcdir=$(cd "$here/../../../../.." && pwd)
 builddir=$(cd "${top_builddir:-.}" && pwd)
+# shellcheck source-path=SCRIPTDIR source=../../../../rxe/reexec.sh
 . "$top_srcdir/tests/rxe/reexec.sh"
 rxe_reexec "$here/bench-send.sh" 3000
 [ -z "${RXE_SKIP:-}" ] || { echo "bench: $RXE_SKIP"; exit 77; }
