@@ -238,7 +238,7 @@ void uccl_coll_mapped_start(coll_sched_t *s)
     run->polls = 0;
     run->soft = UCCL_OK;
     for (int i = 0; i < run->nr; i++)
-        run->rs[i].done = run->rs[i].looked = false;
+        run->rs[i].done = false;
 }
 
 static bool peer_failed(coll_sched_t *s, int peer, int waited)
@@ -384,8 +384,7 @@ static uccl_status_t run_reads(coll_sched_t *s)
         if (rd->done)
             continue;
         h = slot_hdr(M, seg, n, p, rd->slot);
-        if (!slot_ready(h, run->m, rd->len, &wlen, rd->looked)) {
-            rd->looked = true;
+        if (!slot_ready(h, run->m, rd->len, &wlen)) {
             if (missing < 0)
                 missing = rd->from;
             continue;

@@ -31,7 +31,7 @@ struct coll_mapped {
 };
 
 typedef struct { int slot; uint8_t buf; size_t off, len; } mw_t;
-typedef struct { int from, slot; uint8_t buf; size_t off, len; bool done, looked; } mrd_t;
+typedef struct { int from, slot; uint8_t buf; size_t off, len; bool done; } mrd_t;
 typedef struct { uint8_t dbuf, sbuf; size_t doff, soff, len; } mcp_t;
 
 struct coll_mapped_run {

@@ -53,7 +53,7 @@ static void add_w(mb_t *b, int slot, int buf, size_t off, size_t len)
 
 static void add_r(mb_t *b, int from, int slot, int buf, size_t off, size_t len)
 {
-    b->run->rs[b->run->nr++] = (mrd_t){from, slot, (uint8_t)buf, off, len, false, false};
+    b->run->rs[b->run->nr++] = (mrd_t){from, slot, (uint8_t)buf, off, len, false};
 }
 
 static void add_c(mb_t *b, int dbuf, size_t doff, int sbuf, size_t soff, size_t len)

@@ -143,31 +143,18 @@ static inline void slot_write(char *h, char *big, const char *src, size_t len, u
     atomic_store_explicit(line_flag(h), w, memory_order_release);
 }
 
-/* A reader that looked once and waits again, for a block of more than
- * POLL_ALL_LINES lines, looks at its last line's flag before the others
- * (0: every look loads every line's): a look at every line takes each
- * line from its writer while it writes them. */
-#ifndef POLL_ALL_LINES
-#define POLL_ALL_LINES 0
-#endif
-
 /* Has call m's block in small slot h come whole? *len: the writer's
- * length; again: the reader looked before. The flags of the lines a block
- * of want bytes has are all loaded before any is tested, so that their
- * misses overlap; where line 0 says call m with another length, the
- * writer's lines are waited for. */
-static inline bool slot_ready(char *h, uint64_t m, size_t want, size_t *len, bool again)
+ * length. The flags of the lines a block of want bytes has are all loaded
+ * before any is tested, so that their misses overlap; where line 0 says
+ * call m with another length, the writer's lines are waited for. */
+static inline bool slot_ready(char *h, uint64_t m, size_t want, size_t *len)
 {
     uint64_t w = flag_word(m, want), w0;
     size_t nl = want <= SMALL_CAP ? small_lines(want) : 1, l;
     bool all = true;
 
-    if (POLL_ALL_LINES > 0 && again && nl > POLL_ALL_LINES &&
-        atomic_load_explicit(line_flag(h + (nl - 1) * LINE), memory_order_acquire) != w)
-        all = false;
-    else
-        for (size_t i = 0; i < nl; i++)
-            all &= atomic_load_explicit(line_flag(h + i * LINE), memory_order_acquire) == w;
+    for (size_t i = 0; i < nl; i++)
+        all &= atomic_load_explicit(line_flag(h + i * LINE), memory_order_acquire) == w;
     if (all) { /* a big block's flag says LEN_BIG whatever its length */
         *len = want > SMALL_CAP ? *(const uint64_t *)h : want;
         return true;
@@ -217,8 +204,7 @@ static inline void slot_prefetch(const coll_mapped_t *M, char *seg, int n, int p
         size_t cap = write ? PF_WRITE_MAX : PF_READ_MAX;
         end = d + (len < cap ? len : cap);
     } else {
-        size_t cap = write ? PF_WRITE_MAX : PF_READ_MAX;
-        end = h + small_lines(len < cap ? len : cap) * LINE;
+        end = h + small_lines(len) * LINE;
     }
     for (char *l = d - (uintptr_t)d % LINE; l < end; l += LINE)
         write ? prefetch_w(l) : __builtin_prefetch(l, 0, 3);

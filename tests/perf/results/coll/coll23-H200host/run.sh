@@ -1,6 +1,9 @@
 #!/bin/bash
 # coll23's device call (kind nvidia-h200, host cores only), run from
-# .dev/coll23 (this branch) beside .dev/coll23-base (git archive of main).
+# .dev/coll23 (this branch at 2cb733f: coll/ = main + variants.patch, the
+# POLL_ALL_LINES knob and the reader's prefetch cap on small slots, both
+# no-ops as built; to rerun on a later tree: git apply variants.patch)
+# beside .dev/coll23-base (git archive of main 9e08ac6).
 # Up to 6 rounds (none started after 80 s) of base (main), l74 (SMALL_LINES 74: per-line flags up to
 # 4144 B), l38 (SMALL_LINES 38: up to 2128 B) and l74p (l74, and a reader
 # that waits again looks at the last line's flag first: POLL_ALL_LINES 8),
