@@ -4,8 +4,9 @@
 # ofi-device-ab-prep.sh, after run.sh unpacked libfabric into .fab): one job
 # per variant and op (write, read), 64 KiB, --repeat 3 (4 x 1024 operations
 # a side). Raw: raw_wait's fi_cq_read calls (PERF_OFI_POLLS); uccl: the ofi
-# transport's progress calls and the polls between them (UCCL_LOG_LEVEL=debug,
-# the whole process's life: setup adds a few hundred).
+# transport's progress calls (UCCL_LOG_LEVEL=debug, the whole process's life:
+# setup adds a few hundred; branch ofi21-poll also prints its polls between
+# them). Results: tests/perf/results/ofi/ofi21-H200host/README.md.
 cd "$(dirname "$0")" || exit 1
 fab=$PWD/.fab
 fablib=$fab/usr/lib/x86_64-linux-gnu:$fab/lib/x86_64-linux-gnu
