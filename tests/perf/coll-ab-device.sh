@@ -6,9 +6,10 @@
 # tree's coll/*.c and coll/*.h in a copy; the diff goes into DIR/variant-NAME.txt).
 # Each is built once (CPU only: libuccl and uccl_perf); then AB_ROUNDS rounds
 # (default 4), each running the builds of AB_TABLE (default every build) on
-# every AB_OPS x AB_NP (uccl_perf coll 8 B .. AB_MAX, --rounds 3, ob1 in the
+# every AB_OPS x AB_NP (uccl_perf coll AB_MIN (8 B) .. AB_MAX, --rounds 3, ob1 in the
 # job; Open MPI over UCX too in round 1, or in every round with AB_UCX=every),
-# the builds' order rotated from one round to the next, ranks bound to cores.
+# the builds' order rotated from one round to the next, ranks bound to cores;
+# no round starts after AB_STOP_AT (seconds since the epoch).
 # JSON into DIR/BUILD/rR/coll_OP_shm_npN.json. Then AB_FOCUS ("OP NP MIN
 # ROUNDS", optional): that one op, np and MIN .. AB_MAX on every build,
 # ob1 only, ROUNDS more rounds, order rotated, into DIR/BUILD/fR/. Tables by
@@ -29,7 +30,10 @@ while IFS= read -r v; do
     diff -ru coll "/tmp/ab-$n/coll" >"$r/variant-$n.txt"
 done <<<"${AB_VARIANTS:-}"
 echo "builds: $builds" | tee "$r/builds.txt"
-for b in $builds; do
+# built: the builds that run (AB_TABLE's, and every build when AB_FOCUS is set)
+run_builds=${AB_TABLE:-$builds}
+[ -n "${AB_FOCUS:-}" ] && run_builds=$builds
+for b in $run_builds; do
     (cd "${dir[$b]}" && ./autogen.sh >/dev/null 2>&1 && mkdir -p build-ab && cd build-ab &&
         ../configure --without-cuda --enable-werror >configure.log 2>&1 &&
         make -j6 libuccl.la tools/uccl_perf >make.log 2>&1 || echo "build $b failed") &
@@ -56,6 +60,10 @@ job() {
         grep -v '^\[uccl' >>"$r/$1/coll-perf.txt"
 }
 for ((round = 1; round <= ${AB_ROUNDS:-4}; round++)); do
+    if [ -n "${AB_STOP_AT:-}" ] && [ "$(date +%s)" -ge "$AB_STOP_AT" ]; then
+        echo "=== AB_STOP_AT passed: no round $round"
+        break
+    fi
     rotate "$round" ${AB_TABLE:-$builds}
     ucx=--ucx-ref\ off
     [ "$round" = 1 ] || [ "${AB_UCX:-}" = every ] && ucx=
@@ -63,7 +71,7 @@ for ((round = 1; round <= ${AB_ROUNDS:-4}; round++)); do
     for np in ${AB_NP:-2 4}; do
         for op in ${AB_OPS:-allgather alltoall bcast gather scatter}; do
             for b in "${order[@]}"; do
-                job "$b" "r$round" "$np" "$op" 8 "$ucx"
+                job "$b" "r$round" "$np" "$op" "${AB_MIN:-8}" "$ucx"
             done
         done
     done
