@@ -579,6 +579,9 @@ int main(int argc, char **argv)
                    "/raw", "uccl", "/raw");
         depth_rows(&r, &u, window, rank, repeat);
     }
+    if (getenv("PERF_OFI_POLLS") != NULL)
+        fprintf(stderr, "#polls rank %d: raw_wait's fi_cq_read calls %ld, empty %ld\n", rank,
+                raw_cq_reads, phase_empty_polls);
     uccl_mr_dereg(u.mr);
     uccl_comm_destroy(u.comm);
     raw_close(&r);

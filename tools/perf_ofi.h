@@ -90,6 +90,10 @@ double raw_depth_run(raw_t *r, size_t len, int window, int depth, int iters);
 enum { PH_POST, PH_WAIT, PH_TAIL, PH_N };
 extern int phase_on;
 extern long phase_empty_polls, phase_eagain;
+/* raw_wait's fi_cq_read calls, all of them (PERF_OFI_POLLS=1 prints each
+ * rank's count at the end: the raw side of "how often does the loop look
+ * at the provider"; uccl's side: UCCL_LOG_LEVEL=debug's ofi line) */
+extern long raw_cq_reads;
 void phase_init(int on);
 void phase_begin(int side);
 void phase_mark(int side, int ph);

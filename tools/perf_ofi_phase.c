@@ -21,6 +21,7 @@
 int phase_on;
 long phase_empty_polls; /* raw_wait's empty fi_cq_read calls */
 long phase_eagain;      /* raw posts that met -FI_EAGAIN */
+long raw_cq_reads;
 
 static int leader = -1, nev;
 static double acc_t[2][PH_N], last_t;

@@ -93,6 +93,8 @@ void raw_wait(raw_t *r, int n)
 
     while (n > 0) {
         ssize_t got = fi_cq_read(r->cq, e, 16);
+
+        raw_cq_reads++;
         if (got == -FI_EAGAIN) {
             phase_empty_polls++;
             if (++idle >= 64) {
