@@ -13,20 +13,15 @@
 #   BATCH_SM_MAX (64M), but not with BATCH_SM_MAX=64K, nor on two GPUs;
 # - a fake without the kernel (UCCL_FAKE_GPU_SM_COPY=0): the copy engines,
 #   still correct;
-# - BATCH_SM out of range (65) fails engine creation naming the setting;
-# - window 1 (a lone copy, as a blocking bcast's one pull): by the kernel
-#   from SM_SINGLE_MIN on (write, and send: the receiver's pull), not below
-#   it, not with SM_SINGLE_MIN=0 or BATCH_SM=0, not between two GPUs;
-#   a blocking bcast of 1 MiB on one GPU (uccl_perf coll, every byte
-#   checked): each call's pull by the kernel with SM_SINGLE_MIN=512K.
+# - BATCH_SM out of range (65) fails engine creation naming the setting.
 # Skips where uccl_perf finds no GPU (a real-GPU build in CI) or no mpirun.
 set -e
 . "$(dirname "$0")/prof-check.sh"
 
-run() { # run NAME OP VAR=VAL...: OP, window $win (16), 64 KiB and 128 KiB (and an odd 4 KiB + 3), 2 ranks
+run() { # run NAME OP VAR=VAL...: OP, window 16, 64 KiB and 128 KiB (and an odd 4 KiB + 3), 2 ranks
     name=$1 op=$2
     shift 2
-    run_p2p "$name" "$op" "${win:-16}" 64K 128K 3 UCCL_GPU_IPC_PROF=1 "$@"
+    run_p2p "$name" "$op" 16 64K 128K 3 UCCL_GPU_IPC_PROF=1 "$@"
 }
 kstep="sm batch(per copy)"
 
@@ -46,42 +41,5 @@ expect sm_max_2gpus write 0 0 UCCL_GPU_IPC_BATCH_MAX=64K
 expect no_kernel send 0 0 $one UCCL_GPU_IPC_BATCH_SM=2 UCCL_FAKE_GPU_SM_COPY=0
 [ "$c" -ge 160 ] || { echo "FAIL: no_kernel: only $c copy-engine copies"; fail=1; }
 expect_fail range BATCH_SM write $one UCCL_GPU_IPC_BATCH_SM=65 # engine creation refuses it
-# window 1: 2 sizes x (warmup + 3 timed + 1 verified window) = 12 lone copies
-# (FLAG_KERNEL_MAX=0: else the 64 KiB ones go by the flag kernel, copy and word)
-win=1
-one="$one UCCL_GPU_IPC_FLAG_KERNEL_MAX=0"
-expect single_on write 12 12 $one UCCL_GPU_IPC_SM_SINGLE_MIN=64K
-[ "$c" = 0 ] || { echo "FAIL: single_on: $c copy-engine copies left"; fail=1; }
-expect single_send send 12 12 $one UCCL_GPU_IPC_SM_SINGLE_MIN=64K
-expect single_128k write 6 6 $one UCCL_GPU_IPC_SM_SINGLE_MIN=128K
-expect single_off write 0 0 $one UCCL_GPU_IPC_SM_SINGLE_MIN=0
-expect single_below write 0 0 $one UCCL_GPU_IPC_SM_SINGLE_MIN=256K
-expect single_no_sm write 0 0 $one UCCL_GPU_IPC_SM_SINGLE_MIN=64K UCCL_GPU_IPC_BATCH_SM=0
-expect single_2gpus write 0 0 UCCL_GPU_IPC_SM_SINGLE_MIN=64K UCCL_GPU_IPC_FLAG_KERNEL_MAX=0
-win=16 one="UCCL_FAKE_GPU_COUNT=1"
-bcast() { # bcast NAME VAR=VAL...: uccl_perf coll --op bcast --mem cuda, 1 MiB, 2 ranks on one GPU
-    name=$1
-    shift
-    env_on UCCL_GPU_IPC_PROF=1 UCCL_FAKE_GPU_COUNT=1 "$@"
-    eval "timeout 60 ${MPIEXEC:-mpirun --oversubscribe} -np 2 $xs \"\$perf\" coll --mem cuda --op bcast \
-        --min 1M --max 1M --iters 5 --warmup 1 --rounds 1 --no-ref" >"$tmp/$name" 2>&1 || echo "exit $?" >>"$tmp/$name"
-    env_off UCCL_GPU_IPC_PROF=1 UCCL_FAKE_GPU_COUNT=1 "$@"
-    skip_no_gpu "$name"
-    wrong=$(awk '$1 ~ /^[0-9]+$/ && NF > 10 { w += $NF; r++ } END { print (r == 1 ? w : -1) }' "$tmp/$name")
-    n=$(count "$tmp/$name" "$kstep")
-    echo "$name ($*): $n copies by $kstep, $wrong wrong"
-}
-bcast bcast_single UCCL_GPU_IPC_SM_SINGLE_MIN=512K
-if [ "$wrong" != 0 ] || [ "$n" -lt 6 ]; then
-    cat "$tmp/$name"
-    echo "FAIL: bcast_single: $wrong wrong (-1: no result row), $n pulls by the kernel (expected >= 6)"
-    fail=1
-fi
-bcast bcast_default
-if [ "$wrong" != 0 ] || [ "$n" != 0 ]; then
-    cat "$tmp/$name"
-    echo "FAIL: bcast_default: $wrong wrong (-1: no result row), $n pulls by the kernel (expected 0)"
-    fail=1
-fi
 [ $fail = 0 ] || exit 1
 echo "PASS: gpu_ipc batch kernel selection"

@@ -11,9 +11,7 @@ _Static_assert(IPC_BATCH_MAX <= UCCL_GPU_SM_BATCH_MAX, "a full batch must fit on
  * window. A kernel launch costs about one such call whatever it copies. */
 static bool kernel_wanted(const ipc_tp_t *tp, const ipc_batch_t *b)
 {
-    bool big_one = b->n == 1 && tp->cfg.sm_single_min > 0 && b->len[0] >= tp->cfg.sm_single_min;
-
-    return tp->batch_sm_on && !b->cross && (b->n >= tp->cfg.batch_sm || big_one) &&
+    return tp->batch_sm_on && !b->cross && b->n >= tp->cfg.batch_sm &&
            uccl_gpu_sm_batch_args_ok(b->dst, b->src, (size_t)b->n, tp->cfg.batch_sm_blocks);
 }
 

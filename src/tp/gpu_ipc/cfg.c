@@ -68,13 +68,6 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
      "with the batch kernel (see BATCH_SM), copies within this engine's GPU smaller than this are held "
      "back for it (BATCH_MAX still bounds the others; below BATCH_MAX it has no effect)",
      offsetof(ipc_cfg_t, batch_sm_max), UCCL_CFG_SIZE},
-    /* a lone large copy (a blocking bcast's one pull, window 1) by the
-     * kernel too: see tests/gpu/results/1xH200-gpu21 */
-    {"SM_SINGLE_MIN", "0",
-     "with the batch kernel (see BATCH_SM), a held-back copy within this engine's GPU of at least this "
-     "many bytes goes by the kernel even when it is the batch's only copy (0 = only batches of BATCH_SM "
-     "copies or more; copies of BATCH_SM_MAX and more are never held)",
-     offsetof(ipc_cfg_t, sm_single_min), UCCL_CFG_SIZE},
     {"BATCH_SM_BLOCKS", "1024", "thread blocks (of 512 threads) of one batch kernel (see BATCH_SM), "
      "shared by its copies, 1..65535", offsetof(ipc_cfg_t, batch_sm_blocks), UCCL_CFG_INT},
     {"LAZY_EVENT", "1",

@@ -173,7 +173,6 @@ typedef struct ipc_cfg {
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
     size_t batch_sm_max; /* BATCH_SM_MAX: with the batch kernel, copies within the GPU held below this */
-    size_t sm_single_min; /* SM_SINGLE_MIN: a lone held copy this large by the batch kernel too */
     char copy[UCCL_CFG_STRING_MAX]; /* auto | ce | sm (uccl_gpu_ipc_copy_mode) */
     size_t sm_min;
     int sm_pull;
