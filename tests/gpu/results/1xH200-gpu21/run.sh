@@ -6,6 +6,7 @@
 # alternation, allgather/alltoall at 16-64 MiB as a control, and a
 # trace + micro profile of 16 MiB calls. From the tree's root:
 #   bash tests/gpu/results/1xH200-gpu21/run.sh     (logs in $OUT)
+# The candidate UCCL_GPU_IPC_SM_SINGLE_MIN is commit d69c101 of branch gpu21 (reverted: no gain).
 # Rehearsal: B21_BUILT=build/fakegpu B21_MPI_ARGS=--oversubscribe UCCL_FAKE_GPU_COUNT=1
 # B21_MIN=64K B21_MAX=128K B21_CMIN=64K B21_ITERS=5 B21_PROF=128K.
 set -u
@@ -46,7 +47,9 @@ coll() { # tag op min max iters rounds [VAR=VAL...]: one uccl_perf coll job, its
     env "$@" timeout 40 $MPIRUN $xs $B/tools/uccl_perf coll --mem cuda --op $op --min $min --max $max \
         --iters $it --warmup 5 --rounds $rounds --ucx-ref off --json "$OUT/logs/$tag.json" >"$OUT/logs/$tag.txt" 2>&1
     echo "exit $?; size algo uccl-us plan-us copy-us x-copy(copy/uccl) #wrong"
-    awk '$1 ~ /^[0-9]+$/ && NF > 10 { printf "%s %s %s %s %s %.3f %s\n", $2, $3, $5, $8, $9, $9 / $5, $NF }' "$OUT/logs/$tag.txt"
+    awk '/^# +count/ { for (i = 2; i <= NF; i++) col[$i] = i - 1 } # the header names the columns (fake and real GPU differ)
+        $1 ~ /^[0-9]+$/ && NF > 10 { u = $col["uccl(us)"]; c = $col["copy(us)"]
+            printf "%s %s %s %s %s %.3f %s\n", $2, $3, u, $col["plan(us)"], c, c / u, $NF }' "$OUT/logs/$tag.txt"
 }
 coll bcast-main-1 bcast $MN $MX $IT 5
 coll bcast-single4M-1 bcast $MN $MX $IT 5 $CAND
