@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Per-call instructions inside uccl_coll, from cg.sh's files: OP.out.2 is
+"""Per-call instructions inside uccl_coll, from coll-callgrind.sh's files: OP.out.2 is
 callgrind's dump of the timed calls alone (between the first two
 MPI_Barrier calls: the setup and warm-up calls are in OP.out.1).
-  cg.py DIR CALLS [OPS]
+  coll-callgrind.py DIR CALLS [OPS]
 Per op: every function's exclusive instructions per call (>= 0.5), the
 total, and how often the flag poll went round (calls of
 uccl_coll_mapped_advance per call: 1 = the flags were ready at once; 0
-with cg.sh's EXCL=uccl_coll_mapped_run, which leaves the run out)."""
+with coll-callgrind.sh's EXCL=uccl_coll_mapped_run, which leaves the run out)."""
 import re, subprocess, sys
 
 # outside uccl_coll: callgrind charges them the calls' inclusive cost in a dump
