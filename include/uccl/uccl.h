@@ -469,7 +469,10 @@ UCCL_API uccl_status_t uccl_test(uccl_req_t *req, int *done);
 
 /* Progress until req finishes or timeout_ms passes (-1 = UCCL_TIMEOUT_MS,
  * 0 = poll once). Returns the request's final status or UCCL_ERR_TIMEOUT
- * (the request stays valid and may still complete). */
+ * (the request stays valid and may still complete). A timeout is never
+ * reported before timeout_ms has passed; from 100 ms on it is kept on the
+ * kernel's coarse clock, so it may come up to two ticks (2-20 ms) late
+ * (the same in uccl_wait_all and uccl_notif_wait). */
 UCCL_API uccl_status_t uccl_wait(uccl_req_t *req, int timeout_ms);
 
 /* Wait for all n requests (NULL entries are skipped), which must all belong to

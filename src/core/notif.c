@@ -59,7 +59,7 @@ uccl_status_t uccl_notif_wait(uccl_conn_t *conn, uint64_t *value, int timeout_ms
 {
     uccl_status_t st = uccl_conn_check(conn);
     uccl_engine_t *engine;
-    uint64_t deadline;
+    uccl_deadline_t deadline;
     unsigned idle = 0;
 
     if (st != UCCL_OK)
@@ -67,7 +67,7 @@ uccl_status_t uccl_notif_wait(uccl_conn_t *conn, uint64_t *value, int timeout_ms
     if (value == NULL)
         return UCCL_ERR_INVALID_PARAM;
     engine = conn->engine;
-    deadline = uccl_time_ms() + (uint64_t)(timeout_ms < 0 ? engine->cfg.timeout_ms : timeout_ms);
+    deadline = uccl_deadline_in((uint64_t)(timeout_ms < 0 ? engine->cfg.timeout_ms : timeout_ms));
     uccl_engine_lock(engine);
     /* progress first, the deadline after: a zero timeout polls once */
     for (;;) {
@@ -75,7 +75,7 @@ uccl_status_t uccl_notif_wait(uccl_conn_t *conn, uint64_t *value, int timeout_ms
         st = notif_pop(conn, value);
         if (st != UCCL_ERR_NOT_FOUND)
             break;
-        if (uccl_time_ms() >= deadline) {
+        if (uccl_deadline_passed(&deadline)) {
             st = UCCL_ERR_TIMEOUT;
             break;
         }

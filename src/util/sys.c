@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -34,6 +35,25 @@ uint64_t uccl_time_ms_coarse(void)
 
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t uccl_deadline_coarse_ms(uint64_t timeout_ms)
+{
+    /* the coarse clock's resolution rounded up, + 1 ms for the whole
+     * milliseconds: it lags the precise clock by less than a tick, and
+     * uccl_time_ms_coarse drops up to 1 ms more */
+    static _Atomic uint64_t tick_ms;
+    uint64_t tick = atomic_load_explicit(&tick_ms, memory_order_relaxed);
+
+    if (tick == 0) {
+        struct timespec res;
+
+        tick = 10; /* HZ=100, the coarsest Linux has, if the kernel cannot say */
+        if (clock_getres(CLOCK_MONOTONIC_COARSE, &res) == 0 && res.tv_sec == 0)
+            tick = ((uint64_t)res.tv_nsec + 999999u) / 1000000u + 1;
+        atomic_store_explicit(&tick_ms, tick, memory_order_relaxed);
+    }
+    return uccl_time_ms_coarse() + timeout_ms + tick;
 }
 
 uint32_t uccl_fnv1a32(const void *data, size_t len)

@@ -13,6 +13,37 @@ uint64_t uccl_time_ns(void);
 /* The same clock at the kernel tick's resolution (1-4 ms late at most), for
  * what runs on every progress round: a memory read, not a TSC read. */
 uint64_t uccl_time_ms_coarse(void);
+/* A deadline timeout_ms from now on the coarse clock: uccl_time_ms_coarse()
+ * >= it only once at least timeout_ms have passed (a tick and a millisecond
+ * of margin for the coarse clock's lag), at most about two ticks after. */
+uint64_t uccl_deadline_coarse_ms(uint64_t timeout_ms);
+
+/* The deadline of a wait that tests it in a loop. From UCCL_DEADLINE_COARSE_MS
+ * on it is kept on the coarse clock: a precise clock_gettime is a system
+ * call where the kernel does not trust the TSC (emulated and some virtual
+ * CPUs: HPET), the coarse clock a memory read everywhere; a shorter one on
+ * the precise clock, so that a wait of a few ms is not 2-20 ms late (at
+ * most 1 ms: whole milliseconds). */
+#define UCCL_DEADLINE_COARSE_MS 100
+typedef struct {
+    uint64_t at_ms;
+    bool coarse;
+} uccl_deadline_t;
+
+static inline uccl_deadline_t uccl_deadline_in(uint64_t timeout_ms)
+{
+    bool coarse = timeout_ms >= UCCL_DEADLINE_COARSE_MS;
+
+    /* + 1: uccl_time_ms drops up to 1 ms */
+    return (uccl_deadline_t){coarse ? uccl_deadline_coarse_ms(timeout_ms)
+                                    : uccl_time_ms() + timeout_ms + 1,
+                             coarse};
+}
+
+static inline bool uccl_deadline_passed(const uccl_deadline_t *d)
+{
+    return (d->coarse ? uccl_time_ms_coarse() : uccl_time_ms()) >= d->at_ms;
+}
 uint32_t uccl_fnv1a32(const void *data, size_t len);
 /* A non-zero random value (getrandom, else time and pid). */
 uint64_t uccl_random_u64(void);

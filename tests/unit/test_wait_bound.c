@@ -119,6 +119,85 @@ out:
     free(dst);
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A wait of UCCL_DEADLINE_COARSE_MS (100) or more keeps its deadline on the
+ * coarse clock (a memory read, where the precise one may be a system call),
+ * a shorter one on the precise clock: neither ends before its time has
+ * passed by the precise clock, nor long after. uccl_wait, uccl_wait_all and
+ * uccl_notif_wait on a receive nobody sends to and a notification that
+ * never comes, 3 times each at 1-8 ms and twice at 120 ms; timeout 0 polls
+ * once. */
+static void test_short_waits(void)
+{
+    static const int waits_ms[] = {1, 2, 3, 5, 8, 120};
+    unit_pair_t p = {0};
+    uint8_t buf[64], msg[64];
+    uccl_mr_t *mr = NULL, *smr = NULL;
+    uccl_req_t *req = NULL, *sreq = NULL;
+    uint64_t value = 0, t0, took, worst_early = 0, worst_late = 0;
+
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
+    if (p.a == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, buf, sizeof(buf), 0, &mr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv(p.ba, mr, 0, sizeof(buf), 77, &req), UCCL_OK);
+    for (int rep = 0; req != NULL && rep < 3; rep++) {
+        for (size_t i = 0; i < sizeof(waits_ms) / sizeof(waits_ms[0]); i++) {
+            uint64_t want = (uint64_t)waits_ms[i] * 1000000u;
+
+            if (waits_ms[i] >= 100 && rep == 2)
+                continue;
+
+            for (int how = 0; how < 3; how++) {
+                t0 = now_ns();
+                if (how == 0)
+                    UNIT_ASSERT_STATUS(uccl_wait(req, waits_ms[i]), UCCL_ERR_TIMEOUT);
+                else if (how == 1)
+                    UNIT_ASSERT_STATUS(uccl_wait_all(&req, 1, waits_ms[i]), UCCL_ERR_TIMEOUT);
+                else
+                    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &value, waits_ms[i]),
+                                       UCCL_ERR_TIMEOUT);
+                took = now_ns() - t0;
+                CU_ASSERT(took >= want);
+                CU_ASSERT(took < want + (uint64_t)OVERSHOOT_MS * 1000000u);
+                if (took < want && want - took > worst_early)
+                    worst_early = want - took;
+                if (took > want && took - want > worst_late)
+                    worst_late = took - want;
+            }
+        }
+    }
+    /* timeout 0: one poll, no waiting for a clock tick */
+    t0 = now_ns();
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_ERR_TIMEOUT);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &value, 0), UCCL_ERR_TIMEOUT);
+    CU_ASSERT(now_ns() - t0 < 1000000u);
+    printf(" [earliest %.3f ms early, latest %.3f ms late] ", (double)worst_early / 1e6,
+           (double)worst_late / 1e6);
+    /* the receive, timed out 35 times, still completes with its bytes */
+    memset(msg, 0x5a, sizeof(msg));
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, msg, sizeof(msg), 0, &smr), UCCL_OK);
+    if (smr != NULL && uccl_send(p.ab, smr, 0, sizeof(msg), 77, &sreq) == UCCL_OK) {
+        uccl_req_t *both[2] = {sreq, req};
+        UNIT_ASSERT_STATUS(unit_drive(&p, both, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+        CU_ASSERT_EQUAL(memcmp(buf, msg, sizeof(msg)), 0);
+        uccl_req_free(sreq);
+    }
+    if (req != NULL)
+        uccl_req_free(req);
+    if (smr != NULL)
+        uccl_mr_dereg(smr);
+    if (mr != NULL)
+        uccl_mr_dereg(mr);
+    unit_pair_close(&p);
+}
+
 static void test_recv(void) { run(OP_SENDRECV, false); }
 static void test_recv_split(void) { run(OP_SENDRECV, true); }
 static void test_write(void) { run(OP_WRITE, false); }
@@ -131,6 +210,7 @@ static CU_TestInfo tests[] = {
     {"32 MiB write, target copies", test_write},
     {"32 MiB write, split copy", test_write_split},
     {"32 MiB read, target copies", test_read},
+    {"short waits: never early, not long after", test_short_waits},
     CU_TEST_INFO_NULL,
 };
 
