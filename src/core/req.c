@@ -189,9 +189,9 @@ uccl_status_t uccl_wait_all(uccl_req_t **reqs, size_t n, int timeout_ms)
          * that round (a wait that one round finishes, the common case with a
          * window of one, reads none), then every 16th round. A long one (as
          * UCCL_TIMEOUT_MS) is on the coarse clock: in a Soft-RoCE guest's
-         * emulated CPU the precise one was a system call, ~10 a 64 KiB
-         * message at the receiver, half of its system time
-         * (tests/perf/results/cluster/vm20). */
+         * emulated CPU the precise one is a system call, ~10 a 64 KiB
+         * message at the receiver; without them its kernel time a message
+         * fell by 40 % (tests/perf/results/cluster/vm20). */
         if (polled && timeout_ms == 0)
             goto timeout;
         if (polled && deadline.at_ms == 0)

@@ -44,6 +44,7 @@ static inline bool uccl_deadline_passed(const uccl_deadline_t *d)
 {
     return (d->coarse ? uccl_time_ms_coarse() : uccl_time_ms()) >= d->at_ms;
 }
+
 uint32_t uccl_fnv1a32(const void *data, size_t len);
 /* A non-zero random value (getrandom, else time and pid). */
 uint64_t uccl_random_u64(void);
