@@ -13,11 +13,11 @@ static uccl_status_t remote_ptr_wait(uccl_conn_t *conn, uccl_tp_ep_t *ep, const 
                                      void **ptr)
 {
     uccl_engine_t *engine = conn->engine;
-    uint64_t deadline = uccl_time_ms() + (uint64_t)engine->cfg.timeout_ms;
+    uccl_deadline_t deadline = uccl_deadline_in((uint64_t)engine->cfg.timeout_ms);
     uccl_status_t st;
 
     while ((st = ep->tp->ops->remote_ptr(ep, remote, ptr)) == UCCL_INPROGRESS) {
-        if (uccl_time_ms() >= deadline)
+        if (uccl_deadline_passed(&deadline))
             return UCCL_ERR_TIMEOUT;
         if (uccl_engine_progress_locked(engine) == 0) {
             uccl_engine_unlock(engine);
