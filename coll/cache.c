@@ -60,12 +60,6 @@ static inline bool entry_fits(const coll_state_t *cs, const coll_cached_t *c,
            c->sched->internal == internal && key_same(cs, &c->key, args);
 }
 
-/* Slot 0 and unregistered (-1) never go stale: no call for them. */
-static inline bool slot_stale(coll_state_t *cs, int slot)
-{
-    return slot > 0 && uccl_coll_buf_stale(cs, slot);
-}
-
 coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *args, bool internal)
 {
     int i = cs->cache_last; /* the last hit's entry first (a loop of calls repeats one) */
@@ -81,8 +75,8 @@ coll_sched_t *uccl_coll_cache_find(coll_state_t *cs, const uccl_coll_args_t *arg
     c = &cs->cache[i];
     /* a buffer freed with uccl_mem_free (and maybe allocated again at the
      * same address): the plan goes, the call builds anew */
-    if (slot_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
-        slot_stale(cs, c->sched->slot[COLL_BUF_RECV])) {
+    if (uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_SEND]) ||
+        uccl_coll_buf_stale(cs, c->sched->slot[COLL_BUF_RECV])) {
         entry_drop(c);
         return NULL;
     }

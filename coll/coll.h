@@ -167,8 +167,14 @@ bool uccl_coll_args_keep(const coll_state_t *cs, const uccl_coll_args_t *args, u
 uccl_status_t uccl_coll_buf_get(coll_state_t *cs, const void *addr, size_t len, bool counted,
                                 int *slot);
 void uccl_coll_buf_unpin(coll_state_t *cs, int slot);
-/* Its memory was freed with uccl_mem_free (the registration is stale). */
-bool uccl_coll_buf_stale(coll_state_t *cs, int slot);
+/* Its memory was freed with uccl_mem_free (the registration is stale).
+ * Slot 0 and unregistered (-1) never are: inline, so that a plan-cache hit
+ * pays no call for them. */
+bool uccl_coll_buf_query_stale(coll_state_t *cs, int slot);
+static inline bool uccl_coll_buf_stale(coll_state_t *cs, int slot)
+{
+    return slot > 0 && uccl_coll_buf_query_stale(cs, slot);
+}
 /* Packs the entry's descriptor once. */
 uccl_status_t uccl_coll_buf_desc(coll_state_t *cs, int slot, const uccl_rdesc_t **desc);
 

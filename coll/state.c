@@ -149,11 +149,11 @@ void uccl_coll_state_destroy(coll_state_t *cs)
 
 /* ------------------------------------------------------------------ buffer cache */
 
-bool uccl_coll_buf_stale(coll_state_t *cs, int slot)
+bool uccl_coll_buf_query_stale(coll_state_t *cs, int slot)
 {
     uccl_mr_attr_t attr;
 
-    return slot > 0 && slot < cs->nbufs && cs->bufs[slot].mr != NULL &&
+    return slot < cs->nbufs && cs->bufs[slot].mr != NULL &&
            uccl_mr_query(cs->bufs[slot].mr, &attr) == UCCL_ERR_STALE;
 }
 
