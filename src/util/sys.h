@@ -34,9 +34,10 @@ static inline uccl_deadline_t uccl_deadline_in(uint64_t timeout_ms)
 {
     bool coarse = timeout_ms >= UCCL_DEADLINE_COARSE_MS;
 
-    /* + 1: uccl_time_ms drops up to 1 ms */
+    /* + 1: uccl_time_ms drops up to 1 ms; none for 0, passed at once (a
+     * zero timeout polls once) */
     return (uccl_deadline_t){coarse ? uccl_deadline_coarse_ms(timeout_ms)
-                                    : uccl_time_ms() + timeout_ms + 1,
+                                    : uccl_time_ms() + timeout_ms + (timeout_ms > 0),
                              coarse};
 }
 
