@@ -232,7 +232,7 @@ int uccl_fake_streams_fault_range(const void *base, size_t len)
  * waits). UCCL_ERR_TIMEOUT after 60 s. */
 static uccl_status_t run_blocking(uccl_gpu_stream_t s, uint64_t upto)
 {
-    uint64_t deadline = uccl_time_ms() + 60000;
+    uccl_deadline_t deadline = uccl_deadline_in(60000);
 
     for (;;) {
         run_until(s, upto);
@@ -240,7 +240,7 @@ static uccl_status_t run_blocking(uccl_gpu_stream_t s, uint64_t upto)
             return UCCL_OK;
         if (uccl_fake_ctx_lost())
             return uccl_fake_ctx_err("cudaStreamSynchronize");
-        if (uccl_time_ms() > deadline) {
+        if (uccl_deadline_passed(&deadline)) {
             uccl_error("fake GPU: stream %p waits on a host flag for 60 s", (void *)s);
             return UCCL_ERR_TIMEOUT;
         }

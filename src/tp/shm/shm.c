@@ -432,13 +432,13 @@ static void shm_close_fence(shm_ep_t *ep)
 {
     shm_seg_hdr_t *hdr = ep->seg;
     int me = ep->is_initiator ? 0 : 1;
-    uint64_t deadline = uccl_time_ms() + (uint64_t)ep->tp->base.params->timeout_ms;
+    uccl_deadline_t deadline = uccl_deadline_in((uint64_t)ep->tp->base.params->timeout_ms);
 
     atomic_store(&hdr->closed[me], 1);
     while (atomic_load(&hdr->cma_busy[1 - me])) {
         if (uccl_pid_gone(ep->peer_pid))
             return; /* gone or a zombie: it copies nothing any more */
-        if (uccl_time_ms() >= deadline) {
+        if (uccl_deadline_passed(&deadline)) {
             uccl_warn("shm: closing while pid %d is still copying (frozen?) after %d ms",
                       ep->peer_pid, ep->tp->base.params->timeout_ms);
             return;
