@@ -127,13 +127,6 @@ static int cmp_u64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A wait of UCCL_DEADLINE_COARSE_MS (100) or more keeps its deadline on the
  * coarse clock (a memory read, where the precise one may be a system call),
  * a shorter one on the precise clock: neither ends before its time has
@@ -163,7 +156,7 @@ static void test_short_waits(void)
                 continue;
 
             for (int how = 0; how < 3; how++) {
-                t0 = now_ns();
+                t0 = unit_now_ns();
                 if (how == 0)
                     UNIT_ASSERT_STATUS(uccl_wait(req, waits_ms[i]), UCCL_ERR_TIMEOUT);
                 else if (how == 1)
@@ -171,7 +164,7 @@ static void test_short_waits(void)
                 else
                     UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &value, waits_ms[i]),
                                        UCCL_ERR_TIMEOUT);
-                took = now_ns() - t0;
+                took = unit_now_ns() - t0;
                 CU_ASSERT(took >= want);
                 CU_ASSERT(took < want + (uint64_t)OVERSHOOT_MS * 1000000u);
                 if (took < want && want - took > worst_early)
@@ -185,12 +178,12 @@ static void test_short_waits(void)
      * (0-1 ms, 0.5 in the median); the median of 21 tries of each, so that
      * a try preempted on a loaded machine does not count */
     for (int i = 0; req != NULL && i < POLL_TRIES; i++) {
-        t0 = now_ns();
+        t0 = unit_now_ns();
         UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_ERR_TIMEOUT);
-        polls[0][i] = now_ns() - t0;
-        t0 = now_ns();
+        polls[0][i] = unit_now_ns() - t0;
+        t0 = unit_now_ns();
         UNIT_ASSERT_STATUS(uccl_notif_wait(p.ba, &value, 0), UCCL_ERR_TIMEOUT);
-        polls[1][i] = now_ns() - t0;
+        polls[1][i] = unit_now_ns() - t0;
     }
     for (int k = 0; req != NULL && k < 2; k++) {
         qsort(polls[k], POLL_TRIES, sizeof(polls[k][0]), cmp_u64);

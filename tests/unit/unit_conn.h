@@ -16,12 +16,14 @@
 #define UNIT_TIMEOUT_MS 3000
 #define UNIT_TIMEOUT_TEXT "3000"
 
-static inline uint64_t unit_now_ms(void)
+static inline uint64_t unit_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+static inline uint64_t unit_now_ms(void) { return unit_now_ns() / 1000000u; }
 
 static inline uccl_status_t unit_engine_create(const char *transport, uccl_engine_t **engine)
 {
