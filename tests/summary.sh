@@ -1,9 +1,10 @@
 #!/bin/sh
 # Summarize 'make check' runs from the .trs files automake's parallel test
-# harness leaves in build trees: one line per test that did not pass (with its
-# log), one per case skipped (tests/driver.sh: a test skipped whole, or a
-# "SKIP: " line of one that ran), then "N passed, N failed, N skipped" over all. Exit 1 when
-# anything failed or a build dir holds no results, 2 on bad usage.
+# harness leaves in build trees: one line per test that did not pass (its log
+# named, then the log's last SUMMARY_LOG_LINES lines, 25), one per case skipped
+# (tests/driver.sh: a test skipped whole, or a "SKIP: " line of one that ran),
+# then "N passed, N failed, N skipped" over all. Exit 1 when anything failed or
+# a build dir holds no results, 2 on bad usage.
 # Usage: tests/summary.sh BUILD_DIR...
 set -u
 
@@ -12,7 +13,7 @@ if [ $# -eq 0 ]; then
     exit 2
 fi
 
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 tail_lines=${SUMMARY_LOG_LINES:-25}
 for dir in "$@"; do
     list=$(find "$dir" -name '*.trs' -type f 2>/dev/null | sort)
     if [ -z "$list" ]; then
@@ -31,7 +32,9 @@ for dir in "$@"; do
             SKIP) skipped=$((skipped + 1)) ;;
             *) # FAIL, XPASS (an expected failure that passed), ERROR
                 failed=$((failed + 1))
-                echo "$r: ${trs%.trs} (log: ${trs%.trs}.log)" ;;
+                echo "$r: ${trs%.trs} (log: ${trs%.trs}.log)"
+                # its log's end, so that a run whose tree is gone (CI) still says why
+                [ -f "${trs%.trs}.log" ] && tail -n "$tail_lines" "${trs%.trs}.log" | sed 's/^/  | /' ;;
             esac
         done
     done <<EOF_LIST

@@ -37,29 +37,42 @@ wait_for() {
     done
 }
 
-# nf_veth NS_PREFIX: a network namespace with one end of a veth pair in it,
-# private addresses 10.231.X.1 (here, $ha) and 10.231.X.2 (in $ns, $hb) on
-# the pair only. SKIP where namespaces or veth pairs are not permitted.
+# nf_veth NS_PREFIX: two network namespaces joined by a veth pair: $ns_here
+# (the client's side: end $ha, address $ip_here) and $ns (the server's: end
+# $hb, $ip_ns). The addresses are loopback ones, 127.231.X.1 and .2 on a /30,
+# which route_localnet lets leave lo in those two namespaces only: nothing is
+# added to this machine's own network namespace, so no address ever reaches a
+# real network and two runs side by side (make check -j) never meet. Run the
+# client side with nf_here. SKIP where namespaces or veth pairs are not permitted.
 nf_veth() {
     [ "$(id -u)" = 0 ] || nf_skip "needs root to create a network namespace"
     command -v ip >/dev/null 2>&1 || nf_skip "no ip command (iproute2)"
-    ns=$1-$$ ha=unf$$a hb=unf$$b x=$(($$ % 250 + 1))
-    ip netns add "$ns" 2>/dev/null || { ns=; nf_skip "ip netns add is not permitted here"; }
-    ip link add "$ha" type veth peer name "$hb" 2>/dev/null || {
+    ns_here=$1-$$-a ns=$1-$$-b ha=unf$$a hb=unf$$b x=$(($$ % 250 + 1))
+    ip netns add "$ns_here" 2>/dev/null || { ns_here='' ns=''; nf_skip "ip netns add is not permitted here"; }
+    ip netns add "$ns" 2>/dev/null || { nf_veth_cleanup; nf_skip "ip netns add is not permitted here"; }
+    ip -n "$ns_here" link add "$ha" type veth peer name "$hb" netns "$ns" 2>/dev/null || {
         nf_veth_cleanup
         nf_skip "cannot create a veth pair"
     }
-    ip link set "$hb" netns "$ns" &&
-        ip addr add "10.231.$x.1/30" dev "$ha" && ip link set "$ha" up &&
-        ip -n "$ns" addr add "10.231.$x.2/30" dev "$hb" && ip -n "$ns" link set "$hb" up &&
-        ip -n "$ns" link set lo up || { echo "FAIL: setting up the veth pair"; exit 1; }
-    ip_here=10.231.$x.1 ip_ns=10.231.$x.2
+    ip_here=127.231.$x.1 ip_ns=127.231.$x.2
+    nf_veth_end "$ns_here" "$ha" "$ip_here" && nf_veth_end "$ns" "$hb" "$ip_ns" ||
+        { echo "FAIL: setting up the veth pair"; exit 1; }
 }
 
+# nf_veth_end NS DEV ADDR: lo and DEV up in NS, DEV with the loopback ADDR/30
+nf_veth_end() {
+    ip -n "$1" link set lo up &&
+        ip netns exec "$1" sysctl -qw net.ipv4.conf.all.route_localnet=1 \
+            "net.ipv4.conf.$2.route_localnet=1" &&
+        ip -n "$1" addr add "$3/30" dev "$2" && ip -n "$1" link set "$2" up
+}
+
+nf_here() { ip netns exec "$ns_here" "$@"; }
+
 nf_veth_cleanup() {
-    [ -n "${ns:-}" ] || return 0
-    ip link del "$ha" 2>/dev/null
-    ip netns del "$ns" 2>/dev/null
+    [ -n "${ns_here:-}" ] && ip netns del "$ns_here" 2>/dev/null # the pair goes with it
+    [ -n "${ns:-}" ] && ip netns del "$ns" 2>/dev/null
+    return 0
 }
 
 # nf_run SECONDS: server, client, the fault once the client's first operation

@@ -1,8 +1,8 @@
 #!/bin/sh
-# make check: packets dropped over tcp. The server runs in a network
-# namespace behind a veth pair this script creates (private addresses
-# 10.231.X.1/.2 on the pair only); nftables rules in that namespace drop
-# packets both ways:
+# make check: packets dropped over tcp. Client and server run in two network
+# namespaces this script creates, joined by a veth pair (loopback addresses
+# 127.231.X.1/.2 on the pair only: tests/fault/lib.sh); nftables rules in the
+# server's namespace drop packets both ways:
 #  1. NETLOSS_PCT % (default 5) at random, for the whole connection: every
 #     transfer (8 MiB written and read back, 1 MiB sent and echoed, 4 rounds)
 #     must complete byte for byte (tcp retransmits), and the rules' counters
@@ -37,7 +37,7 @@ dropped() { # packets the rules dropped so far
 pct=${NETLOSS_PCT:-5}
 UCCL_TRANSPORTS=tcp
 export UCCL_TRANSPORTS
-echo "# veth $ha ($ip_here) <-> $hb ($ip_ns, namespace $ns, nftables there)"
+echo "# veth $ha ($ip_here, namespace $ns_here) <-> $hb ($ip_ns, namespace $ns, nftables there)"
 
 nf_server() { UCCL_TIMEOUT_MS=5000 UCCL_OOB_IFADDR=$ip_ns ip netns exec "$ns" "$prog" server "$dir" & }
 nf_server
@@ -47,7 +47,7 @@ drop numgen random mod 100 '<' "$pct" || { echo "FAIL: installing the loss rules
 echo "# $pct % of the packets dropped both ways at random"
 # a lost SYN or tail costs a retransmission timeout (200 ms, doubling): the
 # bound on each wait is generous here, the transfers must simply complete
-UCCL_TIMEOUT_MS=30000 UCCL_OOB_IFADDR=$ip_here "$prog" client-lossy "$dir" ||
+UCCL_TIMEOUT_MS=30000 UCCL_OOB_IFADDR=$ip_here nf_here "$prog" client-lossy "$dir" ||
     { echo "FAIL: transfers under $pct % loss"; exit 1; }
 n=$(dropped)
 echo "# the rules dropped $n packets"
@@ -56,7 +56,7 @@ nft_ns flush chain inet uccl_loss in && nft_ns flush chain inet uccl_loss out
 
 UCCL_TIMEOUT_MS=1500 NETFAULT_EXPECT=timeout
 export UCCL_TIMEOUT_MS NETFAULT_EXPECT
-nf_client() { UCCL_OOB_IFADDR=$ip_here "$prog" client "$dir" & }
+nf_client() { UCCL_OOB_IFADDR=$ip_here nf_here "$prog" client "$dir" & }
 nf_fault() { drop meta l4proto tcp && echo "# every tcp packet dropped mid-transfer"; }
 nf_restore() {
     echo "# the rules dropped $(dropped) packets; rules removed"
