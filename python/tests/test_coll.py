@@ -279,6 +279,41 @@ def test_request_keeps_buffers_alive(cm, world):
         cm.allgather(send, recv)
 
 
+def test_region_held_while_a_collective_runs(cm, world):
+    """A MemoryRegion given to a collective stays registered until the
+    collective finishes: release() (a with block's exit, say) raises
+    uccl.BusyError, as for a Conn operation, instead of letting go of the
+    object's buffer while the collective still writes into it."""
+    if mem.GPU:
+        pytest.skip("host-memory lifetime check (bytearray)")
+    n = 1 << 16
+    buf = bytearray(n) if cm.rank else bytearray(blk(n, 23).tobytes())
+    mr = cm.engine.register(buf)
+    if cm.rank != 0:
+        req = cm.ibcast(mr, 0)  # the root posts only after the barrier
+        with pytest.raises(uccl.BusyError):
+            mr.release()
+        assert mr.obj is buf and not mr.released
+        del req  # dropped in flight: it still holds the region
+        gc.collect()
+        with pytest.raises(uccl.BusyError):
+            mr.release()
+        world.Barrier()
+        end = time.monotonic() + T
+        while time.monotonic() < end:
+            try:
+                mr.release()  # progress reaps the finished collective
+                break
+            except uccl.BusyError:
+                cm.engine.progress()
+    else:
+        world.Barrier()
+        cm.bcast(mr, 0)
+        mr.release()
+    assert mr.released
+    assert bytes(buf) == blk(n, 23).tobytes()
+
+
 def test_gil_released_and_one_call_at_a_time(cm, world):
     """Rank 0 blocks in a collective on a thread while its main thread runs
     Python (impossible if the wait held the GIL) and is refused a second
