@@ -87,6 +87,10 @@ typedef struct {
                            * Conn operation; dropped when done */
     PyObject *owner;      /* the Conn of a Conn operation (strong), else NULL */
     int done;
+    int waiting;          /* a wait runs on its libuccl requests (maybe without the
+                           * GIL): it alone finishes and frees them (test() from
+                           * another thread says False, a second wait raises
+                           * uccl.BusyError) */
     uccl_status_t status;
     size_t nbytes;
     const char *op;       /* for messages: "send", "write", ... */
