@@ -445,6 +445,47 @@ def test_comm_lifecycle(world):
     assert c2.closed and own.closed  # the Comm made it: closed with it
 
 
+def test_comm_close_refused_while_a_list_posts(world):
+    """Comm.close() while another thread posts a list of operations on one
+    of the comm's connections (without the GIL) raises uccl.BusyError, as
+    Conn.close() does, instead of closing the connection under the posting
+    (whose later entries then failed on a freed handle). A try where the
+    posting ended before the close is tried again on a fresh comm."""
+    from mpi4py import MPI
+    for _ in range(5):
+        c = uccl.Comm.from_mpi(world)
+        conn = c.conn((c.rank + 1) % c.size)
+        mr = c.engine.register(np.zeros(8, np.uint8))
+        out = {}
+
+        def post():
+            try:  # receives nobody sends: canceled by the close
+                out["req"] = conn.recv_many([mr] * 20000, group=True)
+            except uccl.Error as e:
+                out["err"] = e
+        before = uccl._uccl._fast_stats()["gil_released"]
+        t = threading.Thread(target=post)
+        t.start()
+        while uccl._uccl._fast_stats()["gil_released"] == before and t.is_alive():
+            pass  # until the thread posts without the GIL
+        try:
+            c.close()
+            refused = False
+        except uccl.BusyError:
+            refused = True
+        t.join(T)
+        assert not t.is_alive()
+        met = refused or "err" in out  # the close met the posting
+        if refused:
+            c.close()
+        assert c.closed and "err" not in out, out.get("err")
+        del conn, mr, out
+        if world.allreduce(met, op=MPI.LOR):
+            break
+    else:
+        pytest.skip("the close never met the posting in 5 tries")
+
+
 def test_bootstrap_errors(world):
     size, r = world.Get_size(), world.Get_rank()
     with pytest.raises(TypeError, match="callable"):
