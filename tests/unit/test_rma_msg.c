@@ -393,6 +393,41 @@ static void test_writemsg_joins_adjacent(void)
     write_counted(&one, 1, riov, N, apart);
 }
 
+/* A notified writemsg of two pieces (two descriptors) whose second piece
+ * reads a region of its own: that piece is posted only once the first
+ * finished, but its region is in use from the call on (uccl_mr_dereg: BUSY),
+ * and the bytes it sends are that region's. */
+static void test_writemsg_notify_tail_region_in_use(void)
+{
+    enum { LEN = 4096 };
+    uint8_t *other = malloc(LEN);
+    uccl_mr_t *other_mr = NULL;
+    uccl_iov_t iov[2];
+    uccl_riov_t riov[2] = {{&d1, 0, LEN}, {&d2, 0, LEN}};
+    uccl_rma_msg_t m = {.iov = iov, .iovcnt = 2, .riov = riov, .riovcnt = 2,
+                        .flags = UCCL_RMA_NOTIFY, .notif = 99};
+    uccl_req_t *req = NULL;
+    uint64_t v = 0;
+
+    CU_ASSERT_FATAL(other != NULL);
+    reset();
+    memset(other, 0x5a, LEN);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.a, other, LEN, 0, &other_mr), UCCL_OK);
+    iov[0] = (uccl_iov_t){F.src_mr, 0, LEN};
+    iov[1] = (uccl_iov_t){other_mr, 0, LEN};
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(other_mr), UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    CU_ASSERT(memcmp(F.dst, F.src, LEN) == 0);
+    CU_ASSERT(memcmp(dst2 + 4096, other, LEN) == 0);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(F.p.ba, &v, UNIT_TIMEOUT_MS), UCCL_OK);
+    CU_ASSERT_EQUAL(v, 99);
+    uccl_req_free(req);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(other_mr), UCCL_OK);
+    free(other);
+}
+
 static CU_TestInfo msg_tests[] = {
     {"writemsg: pieces in two regions, empty pieces", test_writemsg_pieces},
     {"readmsg: the same layout back", test_readmsg_pieces},
@@ -400,6 +435,7 @@ static CU_TestInfo msg_tests[] = {
     {"1024 remote pieces, freed in flight", test_many_remote_pieces_detached},
     {"refusals send nothing", test_writemsg_refusals},
     {"adjacent pieces join, others stay apart", test_writemsg_joins_adjacent},
+    {"writemsg notify: the last piece's region in use", test_writemsg_notify_tail_region_in_use},
     {"generalized requests: finish, wait_all, bytes", test_greq_lifecycle},
     {"generalized requests: detached, engine destroyed", test_greq_detached_and_destroy},
     CU_TEST_INFO_NULL,
