@@ -146,6 +146,11 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 
         if (r->rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
+        if (r->len > SIZE_MAX - rtotal) { /* only (forged) descriptors of huge ranges */
+            uccl_error("%s: remote pieces carry more than SIZE_MAX bytes",
+                       op == UCCL_OP_WRITE ? "uccl_writemsg" : "uccl_readmsg");
+            return UCCL_ERR_INVALID_PARAM;
+        }
         if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) { /* decoded once a run */
             st = uccl_remote_decode(conn, r->rdesc, r->roff, r->len, &remote, &fields);
             *one_run = k == 0;

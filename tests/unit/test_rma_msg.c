@@ -206,6 +206,31 @@ static void test_many_remote_pieces_detached(void)
 }
 
 /* Every bad call fails before anything is sent: the target stays as it was. */
+/* A forged descriptor (sound checksum, the peer's engine id, a huge
+ * length): remote pieces whose lengths add up past SIZE_MAX to the local
+ * total are refused as totals that differ, nothing sent. */
+static void test_writemsg_wrapping_total(uccl_iov_t *iov)
+{
+    uccl_rdesc_fields_t f;
+    uccl_rdesc_t big;
+    uccl_riov_t riov[5];
+    uccl_rma_msg_t m = {.iov = iov, .iovcnt = 1, .riov = riov, .riovcnt = 5};
+    uccl_req_t *req = NULL;
+
+    UNIT_ASSERT_STATUS(uccl_rdesc_decode(&d1, &f), UCCL_OK);
+    f.len = (uint64_t)1 << 62;
+    UNIT_ASSERT_STATUS(uccl_rdesc_encode(&f, &big), UCCL_OK);
+    for (int k = 0; k < 4; k++) /* 4 x 2^62: 0 once wrapped */
+        riov[k] = (uccl_riov_t){&big, 0, (size_t)1 << 62};
+    riov[4] = (uccl_riov_t){&big, 0, iov->len};
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_readmsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    for (int i = 0; i < 100; i++) {
+        uccl_engine_progress(F.p.a);
+        uccl_engine_progress(F.p.b);
+    }
+}
+
 static void test_writemsg_refusals(void)
 {
     uccl_iov_t iov = {F.src_mr, 0, 1000};
@@ -240,6 +265,7 @@ static void test_writemsg_refusals(void)
     UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_STALE);
     memset(&own, 0x5a, sizeof(own)); /* garbage */
     UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_BAD_DESC);
+    test_writemsg_wrapping_total(&iov);
     for (size_t i = 0; i < DST_SIZE; i++)
         if (F.dst[i] != 0xee || dst2[i] != 0xee) {
             CU_FAIL("a refused writemsg wrote to the target");
