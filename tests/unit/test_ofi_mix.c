@@ -6,9 +6,10 @@
  * some after them, each receive a little larger than its message. Every
  * receive must get its message whole, with the bytes past it untouched;
  * a round that does not complete in UNIT_TIMEOUT_MS fails and names the
- * messages left. MIX_SEED and MIX_ROUNDS (environment) replay other rounds;
- * with UCCL_OFI_EAGER below 4 KiB or UCCL_OFI_IMM=msg on shm some still
- * stall (session 20: not fixed, see the branch revofi's report). */
+ * messages left. MIX_SEED, MIX_ROUNDS and MIX_EAGER (UCCL_OFI_EAGER of the
+ * random rounds) replay other rounds;
+ * with UCCL_OFI_IMM=msg on shm some still stall (session 20: not fixed,
+ * see the branch revofi's report). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,12 +144,15 @@ static bool one_round(int round, const mix_msg_t *fixed, int nfixed)
     return true;
 }
 
-/* MIX_SEED and MIX_ROUNDS (environment) replay other random rounds. */
-static void run(const char *prov, const char *depth, const char *eager, const mix_msg_t *fixed,
-                int nfixed, int rounds)
+/* MIX_SEED, MIX_ROUNDS and MIX_EAGER (environment) replay other random rounds. */
+static void run_wait(const char *prov, const char *depth, const char *eager,
+                     const mix_msg_t *fixed, int nfixed, int rounds, const char *wait, int max_ms)
 {
     const char *env[] = {"UCCL_OFI_PROVIDER", prov, "UCCL_OFI_DIRECT_DEPTH", depth,
-                         "UCCL_OFI_EAGER", eager, NULL};
+                         "UCCL_OFI_DIRECT_WAIT", wait,
+                         "UCCL_OFI_EAGER",
+                         getenv("MIX_EAGER") != NULL && fixed == NULL ? getenv("MIX_EAGER") : eager,
+                         NULL};
     const char *rounds_env = getenv("MIX_ROUNDS"), *seed_env = getenv("MIX_SEED");
 
     rng = seed_env != NULL ? strtoull(seed_env, NULL, 0) | 1 : 0x9e3779b97f4a7c15ull;
@@ -156,9 +160,25 @@ static void run(const char *prov, const char *depth, const char *eager, const mi
         rounds = atoi(rounds_env);
     if (!ofi_pair_open(env))
         UNIT_SKIP("libfabric provider %s not usable here", prov);
-    for (int r = 0; r < rounds && one_round(r, fixed, nfixed); r++)
-        ;
+    for (int r = 0; r < rounds; r++) {
+        uint64_t t0 = unit_now_ms();
+
+        if (!one_round(r, fixed, nfixed))
+            break;
+        if (max_ms > 0 && unit_now_ms() - t0 > (uint64_t)max_ms) {
+            printf("round %d took %llu ms (at most %d)\n", r,
+                   (unsigned long long)(unit_now_ms() - t0), max_ms);
+            CU_FAIL("a round took too long");
+        }
+    }
     ofi_pair_close();
+}
+
+/* Rounds without a bound on their time, UCCL_OFI_DIRECT_WAIT left at 20 us. */
+static void run(const char *prov, const char *depth, const char *eager, const mix_msg_t *fixed,
+                int nfixed, int rounds)
+{
+    run_wait(prov, depth, eager, fixed, nfixed, rounds, "20", 0);
 }
 
 static void test_shm(void)
@@ -180,16 +200,27 @@ static void test_tcp(void)
  * one tag after rendezvous ones of it (4095, 4096 B: not direct, at most
  * shm's inject size) are hinted first (ofi_dhint.c), and the late hint of
  * message n - 8 (262145 B, tag 2) came after the first hint of message n
- * (262143 B, tag 3), in the receiver's table by seq % 8: n's was lost, its
- * late hint met -FI_EAGAIN for good (shm sends nothing more to a peer while
- * a large send to it is out), and the connection stalled. */
+ * (262143 B, tag 3), in the receiver's table by seq % 8: n's was lost and
+ * n waited for its own late hint, UCCL_OFI_DIRECT_WAIT more (400 ms here:
+ * a round took 2 waits, 1 with the fix), or for good while the small
+ * rendezvous sends took the push write (test_shm_eager_small). */
 static void test_shm_hints_8_apart(void)
 {
     static const mix_msg_t seq[] = {{65536, 2},  {4096, 3}, {64, 1},   {262145, 2}, {4096, 3},
                                     {1, 3},      {262145, 3}, {4095, 3}, {262143, 3}};
 
-    run("shm", "0", "256", seq, 9, 3);
-    run("shm", "1", "256", seq, 9, 3);
+    run_wait("shm", "0", "256", seq, 9, 3, "400000", 650);
+    run_wait("shm", "1", "256", seq, 9, 3, "400000", 650);
+}
+
+/* With UCCL_OFI_EAGER below shm's inject size (4 KiB), sends of at most
+ * 4 KiB above it took the push rendezvous, whose write of so few bytes
+ * never completed while direct sends were out, and the connection stalled
+ * (any seed of the random rounds); they take the tagged rendezvous now. */
+static void test_shm_eager_small(void)
+{
+    run("shm", "0", "256", NULL, 0, ROUNDS);
+    run("shm", "1", "2048", NULL, 0, ROUNDS);
 }
 
 static CU_TestInfo mix_tests[] = {
@@ -198,6 +229,7 @@ static CU_TestInfo mix_tests[] = {
     {"mixed sizes, tags, early and late receives: tcp;ofi_rxm", test_tcp},
     {"shm, UCCL_OFI_EAGER=256: direct-send hints of messages 8 apart both kept",
      test_shm_hints_8_apart},
+    {"shm, UCCL_OFI_EAGER=256 and 2048: random rounds", test_shm_eager_small},
     CU_TEST_INFO_NULL,
 };
 
