@@ -52,6 +52,16 @@ static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, in
     return UCCL_OK;
 }
 
+/* buf + displ + count stays inside the address space. A displacement that
+ * fits size_t but not the pointer (buf + SIZE_MAX - 16) would wrap to
+ * memory before buf: read or written as the caller's block. */
+static bool block_addressable(const void *buf, size_t displ, size_t count)
+{
+    uintptr_t room = UINTPTR_MAX - (uintptr_t)buf;
+
+    return displ <= room && count <= room - displ;
+}
+
 static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
 {
     int n = cs->size;
@@ -67,6 +77,13 @@ static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in,
         return st;
     if (ext > 0 && a->recvbuf == NULL)
         return UCCL_ERR_INVALID_PARAM;
+    for (int i = 0; i < n; i++)
+        if (a->recvcounts[i] > 0 && !block_addressable(a->recvbuf, a->rdispls[i],
+                                                        a->recvcounts[i])) {
+            coll_error("%s: receive block %d (%zu bytes at %zu) is past the address space",
+                       uccl_coll_op_name(a->op), i, a->recvcounts[i], a->rdispls[i]);
+            return UCCL_ERR_INVALID_PARAM;
+        }
     if (a->op == UCCL_COLL_ALLGATHERV) {
         if (!a->in_place && a->count != a->recvcounts[cs->rank]) {
             coll_error("allgatherv: rank %d sends %zu bytes, recvcounts[%d] = %zu", cs->rank,
@@ -83,8 +100,12 @@ static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in,
     for (int i = 0; i < n; i++) {
         if (a->sendcounts[i] > 0 && a->sendbuf == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        if (a->sdispls[i] + a->sendcounts[i] < a->sdispls[i])
+        if (a->sendcounts[i] > 0 &&
+            !block_addressable(a->sendbuf, a->sdispls[i], a->sendcounts[i])) {
+            coll_error("alltoallv: send block %d (%zu bytes at %zu) is past the address space",
+                       i, a->sendcounts[i], a->sdispls[i]);
             return UCCL_ERR_INVALID_PARAM;
+        }
     }
     return UCCL_OK;
 }

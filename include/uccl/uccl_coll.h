@@ -157,7 +157,8 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   (uccl_write_notify, UCCL_RMA_NOTIFY) on the comm's connections belong
  *   to the collectives: the caller must not send or poll its own there.
  * - Errors: UCCL_ERR_INVALID_PARAM (NULL buffer with a count > 0, root or
- *   op out of range, displacements making blocks overlap, UCCL_IN_PLACE
+ *   op out of range, displacements making blocks overlap or reach past the
+ *   end of the address space, UCCL_IN_PLACE
  *   where it is not allowed), UCCL_ERR_TRUNCATED (the counts of two ranks
  *   disagree, detected on both sides when the algorithm lets them meet),
  *   UCCL_ERR_PEER_FAILED and the peer errors (a rank died or its connection

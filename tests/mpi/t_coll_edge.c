@@ -1,0 +1,143 @@
+/* Edge cases of the collectives' contract found in review (issue 19):
+ * blocks of the v-variants whose displacement reaches past the end of the
+ * address space. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uccl/uccl_coll.h>
+
+#include "mpi_test.h"
+
+#define EDGE_BLOCK 8
+#define EDGE_POISON 0xa5
+
+static bool mapped_usable(uccl_comm_t *comm)
+{
+    uint8_t sb[8] = {0}, rb[8 * 64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                          .sendbuf = sb, .recvbuf = rb, .count = 8,
+                          .algo = UCCL_COLL_ALGO_MAPPED};
+    int ok = uccl_coll(comm, &a) == UCCL_OK;
+
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return ok;
+}
+
+/* One alltoallv or allgatherv of algo whose block for (or from) the last
+ * rank sits SIZE_MAX - 16 bytes past the buffer: the displacement and the
+ * count fit size_t, the address does not (it wraps to just before the
+ * buffer). Every rank gets UCCL_ERR_INVALID_PARAM at once and nothing lands
+ * in its receive buffer. */
+static void wrap_case(mt_ctx_t *c, uccl_coll_op_t op, uccl_coll_algo_t algo, bool send_side)
+{
+    int n = c->size, last = n - 1;
+    size_t sc[64], sd[64], rc[64], rd[64], len = (size_t)n * EDGE_BLOCK;
+    /* 32 bytes of room before each buffer: the wrapped block lies there */
+    uint8_t *sbase = malloc(len + 32), *rbase = malloc(len + 32), *sb = sbase + 32,
+            *rb = rbase + 32;
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = op, .sendbuf = sb,
+                          .recvbuf = rb, .count = EDGE_BLOCK, .sendcounts = sc, .sdispls = sd,
+                          .recvcounts = rc, .rdispls = rd, .algo = algo};
+    char what[128];
+    long bad = 0;
+
+    if (sbase == NULL || rbase == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        sc[i] = rc[i] = EDGE_BLOCK, sd[i] = rd[i] = (size_t)i * EDGE_BLOCK;
+    if (send_side)
+        sd[last] = SIZE_MAX - 16;
+    else
+        rd[last] = SIZE_MAX - 16;
+    memset(sbase, 0x3c, len + 32);
+    memset(rbase, EDGE_POISON, len + 32);
+    snprintf(what, sizeof(what), "%s/%s, %s block %d at SIZE_MAX - 16", uccl_coll_op_name(op),
+             uccl_coll_algo_name(algo), send_side ? "send" : "receive", last);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_ERR_INVALID_PARAM, what);
+    for (size_t i = 0; i < len + 32; i++)
+        bad += rbase[i] != EDGE_POISON;
+    if (bad)
+        mt_fail(c, "%s: %ld bytes of the receive buffer (or the 32 before it) written", what,
+                bad);
+out:
+    free(sbase);
+    free(rbase);
+}
+
+/* After the refused calls every rank still agrees on the sequence: an
+ * alltoallv of algo gives Open MPI's bytes. */
+static void wrap_after(mt_ctx_t *c, uccl_coll_algo_t algo)
+{
+    int n = c->size, sc[64], sd[64];
+    size_t usc[64], usd[64], len = (size_t)n * EDGE_BLOCK;
+    uint8_t *sb = malloc(len), *rb = calloc(len, 1), *ref = calloc(len, 1);
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLTOALLV,
+                          .sendbuf = sb, .recvbuf = rb, .sendcounts = usc, .sdispls = usd,
+                          .recvcounts = usc, .rdispls = usd, .algo = algo};
+
+    if (sb == NULL || rb == NULL || ref == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++)
+        sc[i] = EDGE_BLOCK, sd[i] = i * EDGE_BLOCK, usc[i] = EDGE_BLOCK,
+        usd[i] = (size_t)i * EDGE_BLOCK;
+    for (size_t i = 0; i < len; i++)
+        sb[i] = (uint8_t)(c->rank * 29 + (int)i * 3 + 1);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_OK, "alltoallv after the refused calls");
+    MPI_Alltoallv(sb, sc, sd, MPI_BYTE, ref, sc, sd, MPI_BYTE, MPI_COMM_WORLD);
+    if (memcmp(rb, ref, len) != 0)
+        mt_fail(c, "alltoallv/%s after the refused calls: not Open MPI's result",
+                uccl_coll_algo_name(algo));
+out:
+    free(sb);
+    free(rb);
+    free(ref);
+}
+
+static void ce_addr_wrap(mt_ctx_t *c)
+{
+    uccl_coll_algo_t algos[] = {UCCL_COLL_ALGO_AUTO, UCCL_COLL_ALGO_DIRECT,
+                                UCCL_COLL_ALGO_LINEAR, UCCL_COLL_ALGO_PAIRWISE,
+                                UCCL_COLL_ALGO_MAPPED};
+    bool mapped = mapped_usable(c->comm);
+
+    for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
+        if (algos[k] == UCCL_COLL_ALGO_MAPPED && !mapped)
+            continue;
+        wrap_case(c, UCCL_COLL_ALLTOALLV, algos[k], true);
+        wrap_case(c, UCCL_COLL_ALLTOALLV, algos[k], false);
+        if (algos[k] != UCCL_COLL_ALGO_PAIRWISE)
+            wrap_case(c, UCCL_COLL_ALLGATHERV, algos[k] == UCCL_COLL_ALGO_LINEAR ?
+                      UCCL_COLL_ALGO_RING : algos[k], false);
+        wrap_after(c, algos[k]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    mt_ctx_t c;
+    int rc, fails = 0;
+
+    MPI_Init(&argc, &argv);
+    rc = mt_init(&c, 64);
+    if (rc != 0) {
+        mt_fini(&c);
+        MPI_Finalize();
+        return rc;
+    }
+    if (c.size > 64) {
+        mt_skip(&c, "more than 64 ranks");
+    } else {
+        ce_addr_wrap(&c);
+        fails += mt_report(&c, "v-variants: a block past the address space is refused");
+    }
+    mt_fini(&c);
+    MPI_Finalize();
+    return fails ? 1 : 0;
+}
