@@ -100,6 +100,40 @@ out:
     free(ref);
 }
 
+/* alltoall of algo in place, on a receive buffer a first call registered,
+ * with a count whose n blocks wrap the address space to just before it:
+ * the buffer cache must not take the first registration as covering them
+ * (an in-place temporary of that size then looped forever). Refused on
+ * every rank (the registration fails), nothing written, no hang. */
+static void wrap_plain(mt_ctx_t *c, uccl_coll_algo_t algo)
+{
+    int n = c->size;
+    uint8_t *base = malloc((size_t)n * EDGE_BLOCK + 32), *rb = base + 32;
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLTOALL,
+                          .sendbuf = UCCL_IN_PLACE, .recvbuf = rb, .count = EDGE_BLOCK,
+                          .algo = algo};
+    char what[128];
+    long bad = 0;
+
+    if (base == NULL) {
+        mt_fail(c, "out of memory");
+        return;
+    }
+    memset(base, 0, (size_t)n * EDGE_BLOCK + 32);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_OK, "alltoall in place (registers the buffer)");
+    memset(base, EDGE_POISON, (size_t)n * EDGE_BLOCK + 32);
+    a.count = (SIZE_MAX - 32) / (size_t)n;
+    snprintf(what, sizeof(what), "alltoall/%s in place, %d blocks of %zu bytes",
+             uccl_coll_algo_name(algo), n, a.count);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_ERR_INVALID_PARAM, what);
+    for (size_t i = 0; i < (size_t)n * EDGE_BLOCK + 32; i++)
+        bad += base[i] != EDGE_POISON;
+    if (bad)
+        mt_fail(c, "%s: %ld bytes of the receive buffer (or the 32 before it) written", what,
+                bad);
+    free(base);
+}
+
 static void ce_addr_wrap(mt_ctx_t *c)
 {
     uccl_coll_algo_t algos[] = {UCCL_COLL_ALGO_AUTO, UCCL_COLL_ALGO_DIRECT,
@@ -115,8 +149,10 @@ static void ce_addr_wrap(mt_ctx_t *c)
         if (algos[k] != UCCL_COLL_ALGO_PAIRWISE)
             wrap_case(c, UCCL_COLL_ALLGATHERV, algos[k] == UCCL_COLL_ALGO_LINEAR ?
                       UCCL_COLL_ALGO_RING : algos[k], false);
+        wrap_plain(c, algos[k]);
         wrap_after(c, algos[k]);
     }
+    wrap_plain(c, UCCL_COLL_ALGO_BRUCK);
 }
 
 int main(int argc, char **argv)
