@@ -7,9 +7,10 @@
 #include "coll.h"
 
 struct uccl_coll_plan {
-    coll_state_t *cs;
+    coll_state_t *cs; /* NULL once the comm is destroyed (uccl_coll_plans_detach) */
     coll_args_t args;
     coll_sched_t *sched;
+    struct uccl_coll_plan *next, **pprev; /* on cs->plans */
 };
 
 /* ------------------------------------------------------------------ argument checks */
@@ -474,6 +475,13 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
         goto err_args;
     p->sched->plan = p;
     p->sched->keep = true;
+    pthread_mutex_lock(&cs->lock);
+    p->next = cs->plans;
+    p->pprev = &cs->plans;
+    if (cs->plans != NULL)
+        cs->plans->pprev = &p->next;
+    cs->plans = p;
+    pthread_mutex_unlock(&cs->lock);
     *plan = p;
     return UCCL_OK;
 
@@ -492,6 +500,10 @@ static uccl_status_t plan_start(uccl_coll_plan_t *plan, bool streamed, void *str
 
     if (plan == NULL || (req == NULL && !streamed))
         return UCCL_ERR_INVALID_PARAM;
+    if (plan->cs == NULL) {
+        coll_error("persistent collective: its communicator was destroyed (free the plan)");
+        return UCCL_ERR_INVALID_HANDLE;
+    }
     pthread_mutex_lock(&plan->cs->lock);
     if (plan->sched->status == UCCL_INPROGRESS) {
         st = UCCL_ERR_BUSY;
@@ -530,14 +542,36 @@ uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
     if (plan == NULL)
         return UCCL_ERR_INVALID_PARAM;
     s = plan->sched;
-    pthread_mutex_lock(&plan->cs->lock);
-    if (s->status == UCCL_INPROGRESS) {
+    if (plan->cs != NULL) { /* else detached: the comm freed the schedule */
+        pthread_mutex_lock(&plan->cs->lock);
+        if (s->status == UCCL_INPROGRESS) {
+            pthread_mutex_unlock(&plan->cs->lock);
+            return UCCL_ERR_BUSY;
+        }
+        *plan->pprev = plan->next;
+        if (plan->next != NULL)
+            plan->next->pprev = plan->pprev;
+        uccl_coll_sched_free(s); /* unpins its buffers */
         pthread_mutex_unlock(&plan->cs->lock);
-        return UCCL_ERR_BUSY;
     }
-    uccl_coll_sched_free(s); /* unpins its buffers */
-    pthread_mutex_unlock(&plan->cs->lock);
     uccl_coll_args_free(&plan->args);
     free(plan);
     return UCCL_OK;
+}
+
+/* The comm is being destroyed (cs->lock held, nothing in flight any more):
+ * every plan still alive loses its schedule and its comm, so that a later
+ * start fails with UCCL_ERR_INVALID_HANDLE instead of touching freed state,
+ * and uccl_coll_plan_free only frees the handle. */
+void uccl_coll_plans_detach(coll_state_t *cs)
+{
+    while (cs->plans != NULL) {
+        uccl_coll_plan_t *p = cs->plans;
+        cs->plans = p->next;
+        uccl_coll_sched_free(p->sched); /* unpins its buffers */
+        p->sched = NULL;
+        p->cs = NULL;
+        p->next = NULL;
+        p->pprev = NULL;
+    }
 }

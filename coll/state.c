@@ -117,6 +117,7 @@ void uccl_coll_state_destroy(coll_state_t *cs)
         coll_sched_t *s = cs->inflight;
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
+    uccl_coll_plans_detach(cs);
     pthread_mutex_unlock(&cs->lock);
     uccl_coll_helper_destroy(cs);
     uccl_coll_stream_destroy(cs);

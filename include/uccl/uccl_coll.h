@@ -170,7 +170,9 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   in flight progress from any thread that progresses the engine (the
  *   progress thread included).
  * - uccl_comm_destroy cancels the comm's collectives in flight (their
- *   requests finish with UCCL_ERR_CANCELED); free its plans before it. */
+ *   requests finish with UCCL_ERR_CANCELED); free its plans before it. A
+ *   plan left over is detached: its start fails with
+ *   UCCL_ERR_INVALID_HANDLE, uccl_coll_plan_free still frees it. */
 
 /* "Send from the receive buffer": allgather/gather (sendbuf), alltoall(v)
  * (sendbuf: the data is taken from recvbuf and replaced), scatter at the
@@ -337,8 +339,10 @@ UCCL_API uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_
  * its buffer is free again before a peer may write into it). Every rank builds its plans in the
  * same order and starts them in the same order; at most one start of a
  * plan is in flight. The plan keeps a copy of args (arrays included).
- * Errors: those of uccl_coll_post; uccl_coll_plan_free: UCCL_ERR_BUSY
- * while a start is in flight. */
+ * Errors: those of uccl_coll_post; uccl_coll_start: UCCL_ERR_BUSY while
+ * the plan's last start is in flight, UCCL_ERR_STALE (see above),
+ * UCCL_ERR_INVALID_HANDLE once the plan's comm is destroyed;
+ * uccl_coll_plan_free: UCCL_ERR_BUSY while a start is in flight. */
 typedef struct uccl_coll_plan uccl_coll_plan_t;
 UCCL_API uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
                                       uccl_coll_plan_t **plan);

@@ -1,6 +1,6 @@
 /* Edge cases of the collectives' contract found in review (issue 19):
  * blocks of the v-variants whose displacement reaches past the end of the
- * address space. */
+ * address space, and persistent plans that outlive their communicator. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -155,6 +155,50 @@ static void ce_addr_wrap(mt_ctx_t *c)
     wrap_plain(c, UCCL_COLL_ALGO_BRUCK);
 }
 
+/* Plans left over when their comm is destroyed: one started (and done),
+ * one never started. Their starts fail with UCCL_ERR_INVALID_HANDLE (not a
+ * hang on the freed comm's lock), their frees succeed. */
+static void ce_plan_detached(mt_ctx_t *c)
+{
+    uccl_comm_t *comm = NULL;
+    uint8_t sb[EDGE_BLOCK], rb[EDGE_BLOCK * 64];
+    uccl_coll_plan_t *done = NULL, *idle = NULL;
+    uccl_req_t *req = NULL;
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = sb, .recvbuf = rb,
+                          .count = EDGE_BLOCK};
+    uccl_coll_args_t b = {.op = UCCL_COLL_ALLTOALL, .sendbuf = rb, .recvbuf = rb + 8 * 32,
+                          .count = 4};
+
+    memset(sb, c->rank, sizeof(sb));
+    mt_expect(c, uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &comm), UCCL_OK, "second comm");
+    if (comm == NULL)
+        return;
+    mt_expect(c, uccl_coll_init(comm, &a, &done), UCCL_OK, "uccl_coll_init (allgather)");
+    mt_expect(c, uccl_coll_init(comm, &b, &idle), UCCL_OK, "uccl_coll_init (alltoall)");
+    if (done != NULL) {
+        mt_expect(c, uccl_coll_start(done, &req), UCCL_OK, "uccl_coll_start");
+        if (req != NULL) {
+            mt_expect(c, uccl_wait(req, -1), UCCL_OK, "persistent allgather");
+            uccl_req_free(req);
+            req = NULL;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "uccl_comm_destroy with two plans alive");
+    if (done != NULL) {
+        mt_expect(c, uccl_coll_start(done, &req), UCCL_ERR_INVALID_HANDLE,
+                  "start of a plan whose comm is destroyed");
+        mt_expect(c, uccl_coll_start_stream(done, NULL, NULL), UCCL_ERR_INVALID_HANDLE,
+                  "stream start of a plan whose comm is destroyed");
+        mt_expect(c, uccl_coll_plan_free(done), UCCL_OK, "free of a plan whose comm is gone");
+    }
+    if (idle != NULL) {
+        mt_expect(c, uccl_coll_start(idle, &req), UCCL_ERR_INVALID_HANDLE,
+                  "start of a never-started plan whose comm is destroyed");
+        mt_expect(c, uccl_coll_plan_free(idle), UCCL_OK, "free of a plan whose comm is gone");
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
@@ -172,6 +216,8 @@ int main(int argc, char **argv)
     } else {
         ce_addr_wrap(&c);
         fails += mt_report(&c, "v-variants: a block past the address space is refused");
+        ce_plan_detached(&c);
+        fails += mt_report(&c, "plans outliving their comm: start refused, free works");
     }
     mt_fini(&c);
     MPI_Finalize();
