@@ -231,7 +231,8 @@ uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in,
     if (a->count > SIZE_MAX / (size_t)cs->size)
         return UCCL_ERR_INVALID_PARAM;
     vec = a->op == UCCL_COLL_ALLGATHERV || a->op == UCCL_COLL_ALLTOALLV;
-    if (vec && (st = check_vectors(cs, in, a)) != UCCL_OK) {
+    if ((vec && (st = check_vectors(cs, in, a)) != UCCL_OK) ||
+        (st = uccl_coll_args_overlap(cs, a)) != UCCL_OK) {
         uccl_coll_args_free(a);
         return st;
     }

@@ -386,6 +386,9 @@ typedef struct coll_args {
 } coll_args_t;
 
 uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
+/* allgather(v), alltoall(v) not in place: UCCL_ERR_INVALID_PARAM when a
+ * send block overlaps a receive block other than its own (overlap.c). */
+uccl_status_t uccl_coll_args_overlap(const coll_state_t *cs, const coll_args_t *a);
 /* uccl_comm_destroy with plans not freed (cs->lock held, none in flight):
  * they let go of the comm; their start fails, their free only frees. */
 void uccl_coll_plans_detach(coll_state_t *cs);

@@ -158,7 +158,9 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   to the collectives: the caller must not send or poll its own there.
  * - Errors: UCCL_ERR_INVALID_PARAM (NULL buffer with a count > 0, root or
  *   op out of range, displacements making blocks overlap or reach past the
- *   end of the address space, UCCL_IN_PLACE
+ *   end of the address space, a send block of allgather(v) or alltoall(v)
+ *   overlapping a receive block without UCCL_IN_PLACE (only this rank's
+ *   own block may be read from where it lands), UCCL_IN_PLACE
  *   where it is not allowed), UCCL_ERR_TRUNCATED (the counts of two ranks
  *   disagree, detected on both sides when the algorithm lets them meet),
  *   UCCL_ERR_PEER_FAILED and the peer errors (a rank died or its connection

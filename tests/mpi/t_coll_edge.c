@@ -199,6 +199,73 @@ static void ce_plan_detached(mt_ctx_t *c)
     }
 }
 
+/* A send buffer that overlaps the receive buffer without UCCL_IN_PLACE:
+ * allgather sending from another rank's block, alltoall from the receive
+ * buffer itself. Refused with UCCL_ERR_INVALID_PARAM on every rank, nothing written. The
+ * one overlap allowed: the own block read from where it lands (allgather
+ * from recvbuf + rank * count), which gives Open MPI's result. */
+static void overlap_case(mt_ctx_t *c, uccl_coll_args_t a, uint8_t *rb, size_t rlen,
+                         uccl_status_t want, const char *what)
+{
+    uint8_t *before = malloc(rlen);
+    char msg[128];
+
+    if (before == NULL) {
+        mt_fail(c, "out of memory");
+        return;
+    }
+    memcpy(before, rb, rlen);
+    snprintf(msg, sizeof(msg), "%s/%s", what, uccl_coll_algo_name(a.algo));
+    mt_expect(c, uccl_coll(c->comm, &a), want, msg);
+    if (want != UCCL_OK && memcmp(before, rb, rlen) != 0)
+        mt_fail(c, "%s: the receive buffer changed", msg);
+    free(before);
+}
+
+static void ce_overlap(mt_ctx_t *c)
+{
+    uccl_coll_algo_t algos[] = {UCCL_COLL_ALGO_AUTO, UCCL_COLL_ALGO_DIRECT,
+                                UCCL_COLL_ALGO_LINEAR, UCCL_COLL_ALGO_MAPPED};
+    int n = c->size, r = c->rank, other = (r + 1) % n;
+    size_t cnt = 16, len = (size_t)n * cnt;
+    uint8_t *rb = malloc(len), *ref = malloc(len);
+    bool mapped = mapped_usable(c->comm);
+
+    if (rb == NULL || ref == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    if (n < 2) {
+        mt_skip(c, "overlapping buffers (one rank)");
+        goto out;
+    }
+    for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
+        uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .recvbuf = rb, .count = cnt,
+                              .algo = algos[k]};
+        if (algos[k] == UCCL_COLL_ALGO_MAPPED && !mapped)
+            continue;
+        for (size_t i = 0; i < len; i++)
+            rb[i] = (uint8_t)(r * 41 + (int)i);
+        a.op = UCCL_COLL_ALLGATHER;
+        a.sendbuf = rb + (size_t)other * cnt;
+        overlap_case(c, a, rb, len, UCCL_ERR_INVALID_PARAM, "allgather from another block");
+        a.op = UCCL_COLL_ALLTOALL;
+        a.sendbuf = rb;
+        overlap_case(c, a, rb, len, UCCL_ERR_INVALID_PARAM, "alltoall, sendbuf == recvbuf");
+        a.op = UCCL_COLL_ALLGATHER; /* allowed: the own block where it lands */
+        a.sendbuf = rb + (size_t)r * cnt;
+        MPI_Allgather(rb + (size_t)r * cnt, (int)cnt, MPI_BYTE, ref, (int)cnt, MPI_BYTE,
+                      MPI_COMM_WORLD);
+        overlap_case(c, a, rb, len, UCCL_OK, "allgather from the own block");
+        if (memcmp(rb, ref, len) != 0)
+            mt_fail(c, "allgather/%s from the own block: not Open MPI's result",
+                    uccl_coll_algo_name(algos[k]));
+    }
+out:
+    free(rb);
+    free(ref);
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
@@ -216,6 +283,8 @@ int main(int argc, char **argv)
     } else {
         ce_addr_wrap(&c);
         fails += mt_report(&c, "v-variants: a block past the address space is refused");
+        ce_overlap(&c);
+        fails += mt_report(&c, "send buffer overlapping the receive buffer: refused");
         ce_plan_detached(&c);
         fails += mt_report(&c, "plans outliving their comm: start refused, free works");
     }
