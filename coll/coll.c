@@ -31,18 +31,14 @@ static uccl_status_t copy_array(const size_t *in, int n, size_t **out)
     return UCCL_OK;
 }
 
-/* Blocks [displs[i], +counts[i]) must not overlap or wrap; *extent = end. */
-static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, int n,
-                                  size_t *extent)
+/* Blocks [displs[i], +counts[i]) must not overlap or wrap. */
+static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, int n)
 {
-    *extent = 0;
     for (int i = 0; i < n; i++) {
         if (counts[i] == 0)
             continue;
         if (displs[i] + counts[i] < displs[i])
             return UCCL_ERR_INVALID_PARAM;
-        if (displs[i] + counts[i] > *extent)
-            *extent = displs[i] + counts[i];
         for (int j = 0; j < i; j++)
             if (counts[j] > 0 && displs[i] < displs[j] + counts[j] &&
                 displs[j] < displs[i] + counts[i]) {
@@ -66,25 +62,25 @@ static bool block_addressable(const void *buf, size_t displ, size_t count)
 static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
 {
     int n = cs->size;
-    size_t ext;
     uccl_status_t st;
 
     if ((st = copy_array(in->recvcounts, n, &a->recvcounts)) != UCCL_OK ||
         (st = copy_array(in->rdispls, n, &a->rdispls)) != UCCL_OK)
         return st;
-    if (n > 64 && a->op == UCCL_COLL_ALLTOALLV) /* quadratic check: trust big comms */
-        ext = 0;
-    else if ((st = check_blocks(a->recvcounts, a->rdispls, n, &ext)) != UCCL_OK)
+    /* quadratic check: trust big comms (not for the linear checks below) */
+    if ((n <= 64 || a->op != UCCL_COLL_ALLTOALLV) &&
+        (st = check_blocks(a->recvcounts, a->rdispls, n)) != UCCL_OK)
         return st;
-    if (ext > 0 && a->recvbuf == NULL)
-        return UCCL_ERR_INVALID_PARAM;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (a->recvcounts[i] > 0 && a->recvbuf == NULL)
+            return UCCL_ERR_INVALID_PARAM;
         if (a->recvcounts[i] > 0 && !block_addressable(a->recvbuf, a->rdispls[i],
                                                         a->recvcounts[i])) {
             coll_error("%s: receive block %d (%zu bytes at %zu) is past the address space",
                        uccl_coll_op_name(a->op), i, a->recvcounts[i], a->rdispls[i]);
             return UCCL_ERR_INVALID_PARAM;
         }
+    }
     if (a->op == UCCL_COLL_ALLGATHERV) {
         if (!a->in_place && a->count != a->recvcounts[cs->rank]) {
             coll_error("allgatherv: rank %d sends %zu bytes, recvcounts[%d] = %zu", cs->rank,
