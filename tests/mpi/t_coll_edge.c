@@ -156,13 +156,16 @@ static void ce_addr_wrap(mt_ctx_t *c)
 }
 
 /* Plans left over when their comm is destroyed: one started (and done),
- * one never started. Their starts fail with UCCL_ERR_INVALID_HANDLE (not a
- * hang on the freed comm's lock), their frees succeed. */
+ * one never started, one whose start is still in flight (its request,
+ * an engine's the comm owned, goes with the engine). Their starts fail
+ * with UCCL_ERR_INVALID_HANDLE (not a hang on the freed comm's lock),
+ * their frees succeed. */
 static void ce_plan_detached(mt_ctx_t *c)
 {
     uccl_comm_t *comm = NULL;
     uint8_t sb[EDGE_BLOCK], rb[EDGE_BLOCK * 64];
-    uccl_coll_plan_t *done = NULL, *idle = NULL;
+    uccl_coll_plan_t *done = NULL, *idle = NULL, *flying = NULL;
+    uint8_t fsb[EDGE_BLOCK], frb[EDGE_BLOCK * 64];
     uccl_req_t *req = NULL;
     uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = sb, .recvbuf = rb,
                           .count = EDGE_BLOCK};
@@ -175,6 +178,11 @@ static void ce_plan_detached(mt_ctx_t *c)
         return;
     mt_expect(c, uccl_coll_init(comm, &a, &done), UCCL_OK, "uccl_coll_init (allgather)");
     mt_expect(c, uccl_coll_init(comm, &b, &idle), UCCL_OK, "uccl_coll_init (alltoall)");
+    mt_expect(c, uccl_coll_init(comm, &(uccl_coll_args_t){.op = UCCL_COLL_ALLGATHER,
+                                                          .sendbuf = fsb, .recvbuf = frb,
+                                                          .count = EDGE_BLOCK},
+                                &flying),
+              UCCL_OK, "uccl_coll_init (allgather in flight)");
     if (done != NULL) {
         mt_expect(c, uccl_coll_start(done, &req), UCCL_OK, "uccl_coll_start");
         if (req != NULL) {
@@ -184,7 +192,16 @@ static void ce_plan_detached(mt_ctx_t *c)
         }
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "uccl_comm_destroy with two plans alive");
+    if (flying != NULL && c->rank == 0) /* the others never start it: in flight */
+        mt_expect(c, uccl_coll_start(flying, &req), UCCL_OK, "uccl_coll_start (left in flight)");
+    req = NULL;
+    uccl_comm_destroy(comm); /* with a collective in flight on rank 0 */
+    if (flying != NULL) {
+        mt_expect(c, uccl_coll_start(flying, &req), UCCL_ERR_INVALID_HANDLE,
+                  "start of a plan that was in flight when its comm was destroyed");
+        mt_expect(c, uccl_coll_plan_free(flying), UCCL_OK,
+                  "free of a plan that was in flight when its comm was destroyed");
+    }
     if (done != NULL) {
         mt_expect(c, uccl_coll_start(done, &req), UCCL_ERR_INVALID_HANDLE,
                   "start of a plan whose comm is destroyed");
