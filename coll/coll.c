@@ -473,6 +473,13 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
     p->sched->plan = p;
     p->sched->keep = true;
     pthread_mutex_lock(&cs->lock);
+    /* registered now, as documented: a buffer freed before the first start
+     * is then seen as stale (UCCL_ERR_STALE), not registered anew there */
+    if ((st = uccl_coll_sched_pin(p->sched)) != UCCL_OK) {
+        pthread_mutex_unlock(&cs->lock);
+        uccl_coll_sched_free(p->sched);
+        goto err_args;
+    }
     p->next = cs->plans;
     p->pprev = &cs->plans;
     if (cs->plans != NULL)

@@ -283,6 +283,40 @@ out:
     free(ref);
 }
 
+/* A plan whose receive buffer is freed with uccl_mem_free before its
+ * first start: the plan registered it at uccl_coll_init, so the start
+ * sees the stale registration and fails with UCCL_ERR_STALE on every rank
+ * (it used to register the freed range there: UCCL_ERR_INVALID_PARAM, or
+ * whatever memory came back at that address). */
+static void ce_plan_freed_early(mt_ctx_t *c)
+{
+    uccl_engine_t *e = uccl_comm_engine(c->comm);
+    size_t len = (size_t)c->size * EDGE_BLOCK;
+    void *sb = NULL, *rb = NULL;
+    uccl_coll_plan_t *plan = NULL;
+    uccl_req_t *req = NULL;
+
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, EDGE_BLOCK, &sb), UCCL_OK, "uccl_mem_alloc");
+    mt_expect(c, uccl_mem_alloc(e, UCCL_MEM_HOST, len, &rb), UCCL_OK, "uccl_mem_alloc");
+    if (sb == NULL || rb == NULL)
+        return;
+    mt_expect(c, uccl_coll_init(c->comm, &(uccl_coll_args_t){.op = UCCL_COLL_ALLGATHER,
+                                                             .sendbuf = sb, .recvbuf = rb,
+                                                             .count = EDGE_BLOCK},
+                                &plan),
+              UCCL_OK, "uccl_coll_init");
+    mt_expect(c, uccl_mem_free(e, rb), UCCL_OK, "uccl_mem_free of the receive buffer");
+    if (plan != NULL) {
+        mt_expect(c, uccl_coll_start(plan, &req), UCCL_ERR_STALE,
+                  "first start of a plan whose receive buffer was freed");
+        if (req != NULL)
+            uccl_req_free(req);
+        mt_expect(c, uccl_coll_plan_free(plan), UCCL_OK, "uccl_coll_plan_free");
+    }
+    mt_expect(c, uccl_mem_free(e, sb), UCCL_OK, "uccl_mem_free");
+    wrap_after(c, UCCL_COLL_ALGO_AUTO); /* every rank still agrees on the sequence */
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
@@ -304,6 +338,8 @@ int main(int argc, char **argv)
         fails += mt_report(&c, "send buffer overlapping the receive buffer: refused");
         ce_plan_detached(&c);
         fails += mt_report(&c, "plans outliving their comm: start refused, free works");
+        ce_plan_freed_early(&c);
+        fails += mt_report(&c, "a plan's buffer freed before its first start: UCCL_ERR_STALE");
     }
     mt_fini(&c);
     MPI_Finalize();
