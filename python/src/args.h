@@ -78,6 +78,7 @@ typedef struct {
     int op;               /* UPY_OP_SEND... */
     int started;          /* a start() posted something */
     int starting;         /* a start() is posting without the GIL */
+    int waiting;          /* a wait runs on reqs: as upy_req_t's */
     Py_ssize_t n;         /* operations */
     upy_entry_t *ops;     /* n (PyMem); ops[].m borrowed from keep */
     PyObject *keep;       /* tuple (conn, the distinct regions...) */

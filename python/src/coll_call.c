@@ -45,10 +45,17 @@ int upy_coll_buf(coll_call_t *k, PyObject *o, int writable, int in_place_ok, col
         return 0;
     }
     if (PyObject_TypeCheck(o, &upy_mr_type)) {
+        PyObject *held;
+        int added;
         m = upy_mr_arg(o, k->c->engine, writable);
-        if (!m)
+        if (!m || !(held = upy_mr_hold(m)))
             return -1;
-        Py_INCREF(o);
+        b->addr = m->addr;
+        b->len = m->len;
+        k->gpu |= m->mem_type != UCCL_MEM_HOST;
+        added = PyList_Append(k->keep, held); /* dropped when the call finishes */
+        Py_DECREF(held);
+        return added;
     } else {
         unsigned long long t0 = UPY_T0();
         upy_mr_t tv;

@@ -168,14 +168,20 @@ static int comm_init(upy_comm_t *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-static PyObject *comm_close(upy_comm_t *self, PyObject *unused)
+/* dealloc: NULL called from Python, self from comm_dealloc */
+static PyObject *comm_close(upy_comm_t *self, PyObject *dealloc)
 {
     uccl_comm_t *comm = self->comm;
     uccl_status_t st;
-    (void)unused;
     if (comm) {
         if (self->busy)
             return upy_raise(UCCL_ERR_BUSY, "Comm.close (another thread is waiting on it)");
+        /* maybe on one of its connections, as Conn.close refuses; not in
+         * comm_dealloc: each Conn of the comm holds it, so none is alive
+         * to post on */
+        if (self->engine->posting && dealloc != (PyObject *)self)
+            return upy_raise(UCCL_ERR_BUSY, "Comm.close (another thread is posting a list of "
+                                            "operations on its engine)");
         self->comm = NULL; /* its Conn objects see a closed comm from now on */
         self->engine->n_comms--;
         st = uccl_comm_destroy(comm);
@@ -200,7 +206,7 @@ static void comm_dealloc(upy_comm_t *self)
         PyObject *r, *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb); /* a failed __init__'s exception, say */
         self->busy = 0; /* nobody can wait on an object being freed */
-        r = comm_close(self, NULL);
+        r = comm_close(self, (PyObject *)self);
         if (!r)
             PyErr_WriteUnraisable((PyObject *)self);
         Py_XDECREF(r);

@@ -116,6 +116,8 @@ PyMODINIT_FUNC PyInit__uccl(void)
     PyObject *m;
     if (upy_conn_type_init() < 0 || upy_comm_type_init() < 0)
         return PyErr_NoMemory();
+    if (PyType_Ready(&upy_mr_hold_type) < 0)
+        return NULL;
     m = PyModule_Create(&module_def);
     if (!m)
         return NULL;

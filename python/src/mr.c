@@ -373,6 +373,36 @@ upy_mr_t *upy_mr_arg(PyObject *obj, upy_engine_t *e, int need_writable)
     return m;
 }
 
+typedef struct {
+    PyObject_HEAD
+    upy_mr_t *m; /* strong */
+} upy_mr_hold_t;
+
+PyObject *upy_mr_hold(upy_mr_t *m)
+{
+    upy_mr_hold_t *h = PyObject_New(upy_mr_hold_t, &upy_mr_hold_type);
+    if (!h)
+        return NULL;
+    Py_INCREF(m);
+    h->m = m;
+    m->holds++;
+    return (PyObject *)h;
+}
+
+static void mr_hold_dealloc(upy_mr_hold_t *h)
+{
+    h->m->holds--;
+    Py_DECREF(h->m);
+    PyObject_Free(h);
+}
+
+PyTypeObject upy_mr_hold_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "uccl._uccl._RegionHold",
+    .tp_basicsize = sizeof(upy_mr_hold_t),
+    .tp_dealloc = (destructor)mr_hold_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+};
+
 /* ---------------------------------------------------------------- methods */
 
 static PyObject *mr_release(upy_mr_t *self, PyObject *unused)
@@ -380,6 +410,9 @@ static PyObject *mr_release(upy_mr_t *self, PyObject *unused)
     uccl_status_t st;
     (void)unused;
     if (self->mr && self->engine->engine) {
+        if (self->holds)
+            return upy_raise(UCCL_ERR_BUSY, "MemoryRegion.release (a collective in flight "
+                                            "uses it)");
         if (self->engine->posting)
             return upy_raise(UCCL_ERR_BUSY, "MemoryRegion.release (another thread is posting "
                                             "a list of operations on its engine)");

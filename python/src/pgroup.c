@@ -240,7 +240,18 @@ static int pgroup_wait_together(upy_pgroup_t *g, long long ms, int *alone)
     if (k > 0) {
         if (upy_engine_check(g->engine) < 0)
             return -1;
+        for (Py_ssize_t i = 0; i < g->cur; i++) {
+            if (MEMBER(g, i)->waiting) {
+                upy_raise(UCCL_ERR_BUSY, "PersistentGroup.wait (another thread is waiting on "
+                                         "a member)");
+                return -1;
+            }
+        }
+        for (Py_ssize_t i = 0; i < g->cur; i++)
+            MEMBER(g, i)->waiting++;
         st = upy_wait_many_alone(g->engine, reqs, k, ms, alone);
+        for (Py_ssize_t i = 0; i < g->cur; i++)
+            MEMBER(g, i)->waiting--;
         if (st == UPY_WAIT_INTERRUPTED)
             return -1;
         for (Py_ssize_t i = 0; i < g->cur; i++) {

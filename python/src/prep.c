@@ -72,7 +72,7 @@ PyObject *upy_prep_new(upy_conn_t *c, PyObject *ops, int op)
     p->keep = p->result = p->weakrefs = NULL;
     p->reqs = NULL;
     p->nposted = 0;
-    p->started = p->starting = 0;
+    p->started = p->starting = p->waiting = 0;
     p->status = UCCL_OK;
     p->nbytes = 0;
     p->op = op;
@@ -192,7 +192,13 @@ int upy_prep_wait_alone(upy_prep_t *p, long long ms, int *alone)
         return 1;
     if (upy_engine_check(p->conn->engine) < 0)
         return -1;
+    if (p->waiting) {
+        upy_raise(UCCL_ERR_BUSY, "PersistentRequest.wait (another thread is waiting on it)");
+        return -1;
+    }
+    p->waiting++;
     st = upy_wait_many_alone(p->conn->engine, p->reqs, (size_t)p->nposted, ms, alone);
+    p->waiting--;
     if (st == UPY_WAIT_INTERRUPTED)
         return -1;
     if (st == UCCL_ERR_TIMEOUT && !prep_all_done(p, &st))
@@ -359,6 +365,8 @@ static PyObject *prep_test(upy_prep_t *self, PyObject *unused)
     if (self->nposted > 0) {
         if (upy_engine_check(self->conn->engine) < 0)
             return NULL;
+        if (self->waiting) /* another thread's wait finishes it */
+            Py_RETURN_FALSE;
         if (!prep_all_done(self, &st))
             Py_RETURN_FALSE;
         prep_finish(self, st);
@@ -388,9 +396,9 @@ static PyObject *prep_enter(upy_prep_t *self, PyObject *unused)
 static PyObject *prep_exit(upy_prep_t *self, PyObject *args)
 {
     (void)args;
-    if (self->starting)
+    if (self->starting || self->waiting)
         return upy_raise(UCCL_ERR_BUSY, "PersistentRequest.__exit__ (another thread is "
-                                        "starting it)");
+                                        "starting or waiting on it)");
     if (self->nposted > 0) /* leaving early (an exception): let them finish */
         prep_orphan(self);
     Py_CLEAR(self->keep);

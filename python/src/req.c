@@ -45,6 +45,7 @@ PyObject *upy_req_new_of(upy_engine_t *e, uccl_req_t *req, PyObject *owner, PyOb
     Py_XINCREF(owner);
     r->owner = owner;
     r->done = 0;
+    r->waiting = 0;
     r->status = UCCL_INPROGRESS;
     r->nbytes = 0;
     r->op = op;
@@ -137,8 +138,14 @@ static int req_wait_ms(upy_req_t *r, long long ms)
         return 1;
     if (req_check(r) < 0)
         return -1;
+    if (r->waiting) {
+        upy_raise(UCCL_ERR_BUSY, "Request.wait (another thread is waiting on it)");
+        return -1;
+    }
+    r->waiting++;
     st = r->group ? upy_wait_many(r->engine, r->group, r->ngroup, ms)
                   : upy_wait(r->engine, r->req, ms);
+    r->waiting--;
     if (st == UPY_WAIT_INTERRUPTED)
         return -1;
     if (r->group && st == UCCL_ERR_TIMEOUT && !group_test(r, &st))
@@ -178,6 +185,8 @@ static PyObject *req_test(upy_req_t *self, PyObject *unused)
     if (!self->done) {
         if (req_check(self) < 0)
             return NULL;
+        if (self->waiting) /* another thread's wait finishes it */
+            Py_RETURN_FALSE;
         if (self->group)
             done = group_test(self, &st);
         else
@@ -237,45 +246,62 @@ static int item_pending(PyObject *o, upy_engine_t **e, uccl_req_t ***reqs, size_
     return 0;
 }
 
+/* The waits running on item o (upy_req_t's and upy_prep_t's waiting). */
+static int *item_waiting(PyObject *o)
+{
+    return Py_TYPE(o) == &upy_req_type ? &((upy_req_t *)o)->waiting
+                                       : &((upy_prep_t *)o)->waiting;
+}
+
 /* Requests of one open engine, several still in flight: one uccl_wait_all
  * for all of them (one GIL release, as uccl_perf waits for a window), then
  * each records its end. Anything else (one request, several engines, a
- * timeout) is left to the loop of wait_all, request by request. -1: a
- * signal handler raised. */
+ * timeout, an item another thread waits on) is left to the loop of
+ * wait_all, request by request. Only the items in flight here are marked
+ * waiting and finished after: one another thread starts meanwhile is not
+ * ours. -1: a signal handler raised. */
 static int wait_together(PyObject *seq, long long ms)
 {
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     upy_engine_t *e = NULL, *ie;
     uccl_req_t *stack[64], **reqs = stack, **ir;
-    size_t k = 0, in;
+    PyObject *stack_items[64], **items = stack_items; /* the items waited on */
+    size_t k = 0, m = 0, in;
     uccl_status_t st;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!item_pending(PySequence_Fast_GET_ITEM(seq, i), &ie, &ir, &in))
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        if (!item_pending(o, &ie, &ir, &in))
             return 0; /* the loop says what is wrong */
         if (in == 0)
             continue;
-        if ((e && ie != e) || !ie->engine)
+        if ((e && ie != e) || !ie->engine || *item_waiting(o))
             return 0;
         e = ie;
         k += in;
     }
     if (k < 2)
         return 0;
-    if (k > 64 && !(reqs = PyMem_Malloc(k * sizeof(*reqs))))
-        return 0;
+    if (k > 64) { /* k >= the items in flight: room for both */
+        if (!(reqs = PyMem_Malloc(k * (sizeof(*reqs) + sizeof(*items)))))
+            return 0;
+        items = (PyObject **)(reqs + k);
+    }
     k = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        item_pending(PySequence_Fast_GET_ITEM(seq, i), &ie, &ir, &in);
+        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+        item_pending(o, &ie, &ir, &in);
+        if (in == 0)
+            continue;
         memcpy(reqs + k, ir, in * sizeof(*reqs));
         k += in;
+        items[m++] = o;
+        ++*item_waiting(o);
     }
     st = upy_wait_many(e, reqs, k, ms);
-    if (reqs != stack)
-        PyMem_Free(reqs);
-    if (st == UPY_WAIT_INTERRUPTED)
-        return -1;
-    for (Py_ssize_t i = 0; st != UCCL_ERR_TIMEOUT && i < n; i++) {
-        PyObject *o = PySequence_Fast_GET_ITEM(seq, i);
+    for (size_t j = 0; j < m; j++)
+        --*item_waiting(items[j]);
+    for (size_t j = 0; st != UPY_WAIT_INTERRUPTED && st != UCCL_ERR_TIMEOUT && j < m; j++) {
+        PyObject *o = items[j];
         upy_req_t *r = (upy_req_t *)o;
         int done = 0;
         uccl_status_t rs;
@@ -283,7 +309,7 @@ static int wait_together(PyObject *seq, long long ms)
             upy_prep_after_wait((upy_prep_t *)o, st);
             continue;
         }
-        if (r->done)
+        if (r->done) /* an item listed twice */
             continue;
         if (st == UCCL_OK) { /* every one finished and succeeded: no need to ask */
             req_finish(r, UCCL_OK);
@@ -296,7 +322,9 @@ static int wait_together(PyObject *seq, long long ms)
         if (done)
             req_finish(r, rs);
     }
-    return 0;
+    if (reqs != stack)
+        PyMem_Free(reqs);
+    return st == UPY_WAIT_INTERRUPTED ? -1 : 0;
 }
 
 /* The result of a finished item: its byte count (an int object), or raise. */

@@ -72,6 +72,7 @@ typedef struct {
     int readonly;
     uccl_mem_type_t mem_type;
     int device;
+    int holds;            /* collectives in flight given this region (upy_mr_hold) */
     PyObject *weakrefs;
 } upy_mr_t;
 
@@ -86,6 +87,10 @@ typedef struct {
                            * Conn operation; dropped when done */
     PyObject *owner;      /* the Conn of a Conn operation (strong), else NULL */
     int done;
+    int waiting;          /* a wait runs on its libuccl requests (maybe without the
+                           * GIL): it alone finishes and frees them (test() from
+                           * another thread says False, a second wait raises
+                           * uccl.BusyError) */
     uccl_status_t status;
     size_t nbytes;
     const char *op;       /* for messages: "send", "write", ... */
@@ -170,6 +175,12 @@ PyObject *upy_mr_register(upy_engine_t *e, PyObject *obj, int local_only);
  * ord (may be NULL): a GPU object goes through DLPack's stream handshake
  * when it has one, and its producer stream is added to ord. */
 upy_mr_t *upy_mr_view(PyObject *obj, upy_order_t *ord);
+/* A collective's hold on region m (new reference): the collective reaches
+ * the memory by address, which libuccl cannot see in use, so release()
+ * raises uccl.BusyError until the last hold is dropped with what the call
+ * keeps. */
+extern PyTypeObject upy_mr_hold_type;
+PyObject *upy_mr_hold(upy_mr_t *m);
 
 /* req.c: wrap a posted request (steals req; keep is borrowed, may be NULL:
  * a tuple (owner, regions...) or one region). */

@@ -279,6 +279,41 @@ def test_request_keeps_buffers_alive(cm, world):
         cm.allgather(send, recv)
 
 
+def test_region_held_while_a_collective_runs(cm, world):
+    """A MemoryRegion given to a collective stays registered until the
+    collective finishes: release() (a with block's exit, say) raises
+    uccl.BusyError, as for a Conn operation, instead of letting go of the
+    object's buffer while the collective still writes into it."""
+    if mem.GPU:
+        pytest.skip("host-memory lifetime check (bytearray)")
+    n = 1 << 16
+    buf = bytearray(n) if cm.rank else bytearray(blk(n, 23).tobytes())
+    mr = cm.engine.register(buf)
+    if cm.rank != 0:
+        req = cm.ibcast(mr, 0)  # the root posts only after the barrier
+        with pytest.raises(uccl.BusyError):
+            mr.release()
+        assert mr.obj is buf and not mr.released
+        del req  # dropped in flight: it still holds the region
+        gc.collect()
+        with pytest.raises(uccl.BusyError):
+            mr.release()
+        world.Barrier()
+        end = time.monotonic() + T
+        while time.monotonic() < end:
+            try:
+                mr.release()  # progress reaps the finished collective
+                break
+            except uccl.BusyError:
+                cm.engine.progress()
+    else:
+        world.Barrier()
+        cm.bcast(mr, 0)
+        mr.release()
+    assert mr.released
+    assert bytes(buf) == blk(n, 23).tobytes()
+
+
 def test_gil_released_and_one_call_at_a_time(cm, world):
     """Rank 0 blocks in a collective on a thread while its main thread runs
     Python (impossible if the wait held the GIL) and is refused a second
@@ -408,6 +443,47 @@ def test_comm_lifecycle(world):
     with uccl.Comm.from_mpi(world, transports=None) as c2:
         own = c2.engine
     assert c2.closed and own.closed  # the Comm made it: closed with it
+
+
+def test_comm_close_refused_while_a_list_posts(world):
+    """Comm.close() while another thread posts a list of operations on one
+    of the comm's connections (without the GIL) raises uccl.BusyError, as
+    Conn.close() does, instead of closing the connection under the posting
+    (whose later entries then failed on a freed handle). A try where the
+    posting ended before the close is tried again on a fresh comm."""
+    from mpi4py import MPI
+    for _ in range(5):
+        c = uccl.Comm.from_mpi(world)
+        conn = c.conn((c.rank + 1) % c.size)
+        mr = c.engine.register(np.zeros(8, np.uint8))
+        out = {}
+
+        def post():
+            try:  # receives nobody sends: canceled by the close
+                out["req"] = conn.recv_many([mr] * 20000, group=True)
+            except uccl.Error as e:
+                out["err"] = e
+        before = uccl._uccl._fast_stats()["gil_released"]
+        t = threading.Thread(target=post)
+        t.start()
+        while uccl._uccl._fast_stats()["gil_released"] == before and t.is_alive():
+            pass  # until the thread posts without the GIL
+        try:
+            c.close()
+            refused = False
+        except uccl.BusyError:
+            refused = True
+        t.join(T)
+        assert not t.is_alive()
+        met = refused or "err" in out  # the close met the posting
+        if refused:
+            c.close()
+        assert c.closed and "err" not in out, out.get("err")
+        del conn, mr, out
+        if world.allreduce(met, op=MPI.LOR):
+            break
+    else:
+        pytest.skip("the close never met the posting in 5 tries")
 
 
 def test_bootstrap_errors(world):

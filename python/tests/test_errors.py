@@ -1,6 +1,8 @@
 """Error paths: exceptions mapped from uccl_status_t and clear Python errors
 for misuse (wrong types, non-contiguous or read-only memory, released or
 closed objects) — never a crash."""
+import time
+
 import numpy as np
 import pytest
 
@@ -284,6 +286,51 @@ def test_wait_all_timeout_and_gil_released(pair):
         pair.barrier()
         with e.register(np.full(8, 3, np.uint8)) as mr:
             c.send(mr, tag=321, block=True)
+
+
+@pytest.mark.parametrize("kind", ["request", "persistent", "wait_all"])
+def test_wait_and_test_on_two_threads(pair, kind):
+    """rank 1 waits on a receive in a thread (Request.wait,
+    PersistentRequest.wait, uccl.wait_all of it and another) while its main
+    thread polls test() on the same object: only the waiter finishes it
+    (test() says False until then, another wait() raises uccl.BusyError),
+    so both see the message's 8 bytes; a test() that freed the request
+    under the waiter left it 0 bytes, or a freed handle's error."""
+    import threading
+    e, c = pair.engine, pair.conn
+    if pair.rank == 1:
+        buf = np.zeros(64, np.uint8)
+        with e.register(buf) as mr:
+            if kind == "persistent":
+                req = c.recv_init([(mr, 0, None, 322)])
+                req.start()
+                wait = req.wait
+            else:
+                req = c.recv(mr, 0, 32, tag=322)
+                wait = req.wait
+            if kind == "wait_all":
+                other = c.recv(mr, 32, None, tag=323)
+                wait = lambda t: uccl.wait_all([req, other], t)[0]  # noqa: E731
+            out = {}
+            t = threading.Thread(target=lambda: out.setdefault("n", wait(T)))
+            t.start()
+            spins = 0
+            while spins < 100000:  # the thread is waiting by now
+                spins += 1
+            with pytest.raises(uccl.BusyError):
+                req.wait(0.01)
+            pair.barrier()  # the peer sends now
+            end = time.monotonic() + T
+            while not req.test() and time.monotonic() < end:
+                pass
+            t.join(T)
+            assert out["n"] == 8 and req.nbytes == 8 and list(buf[:8]) == [4] * 8
+    else:
+        pair.barrier()
+        with e.register(np.full(8, 4, np.uint8)) as mr:
+            c.send(mr, tag=322, block=True)
+            if kind == "wait_all":
+                c.send(mr, tag=323, block=True)
 
 
 def test_job_secret(world):
