@@ -7,9 +7,10 @@
 #include "coll.h"
 
 struct uccl_coll_plan {
-    coll_state_t *cs;
+    coll_state_t *cs; /* NULL once the comm is destroyed (uccl_coll_plans_detach) */
     coll_args_t args;
     coll_sched_t *sched;
+    struct uccl_coll_plan *next, **pprev; /* on cs->plans */
 };
 
 /* ------------------------------------------------------------------ argument checks */
@@ -30,18 +31,14 @@ static uccl_status_t copy_array(const size_t *in, int n, size_t **out)
     return UCCL_OK;
 }
 
-/* Blocks [displs[i], +counts[i]) must not overlap or wrap; *extent = end. */
-static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, int n,
-                                  size_t *extent)
+/* Blocks [displs[i], +counts[i]) must not overlap or wrap. */
+static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, int n)
 {
-    *extent = 0;
     for (int i = 0; i < n; i++) {
         if (counts[i] == 0)
             continue;
         if (displs[i] + counts[i] < displs[i])
             return UCCL_ERR_INVALID_PARAM;
-        if (displs[i] + counts[i] > *extent)
-            *extent = displs[i] + counts[i];
         for (int j = 0; j < i; j++)
             if (counts[j] > 0 && displs[i] < displs[j] + counts[j] &&
                 displs[j] < displs[i] + counts[i]) {
@@ -52,21 +49,38 @@ static uccl_status_t check_blocks(const size_t *counts, const size_t *displs, in
     return UCCL_OK;
 }
 
+/* buf + displ + count stays inside the address space. A displacement that
+ * fits size_t but not the pointer (buf + SIZE_MAX - 16) would wrap to
+ * memory before buf: read or written as the caller's block. */
+static bool block_addressable(const void *buf, size_t displ, size_t count)
+{
+    uintptr_t room = UINTPTR_MAX - (uintptr_t)buf;
+
+    return displ <= room && count <= room - displ;
+}
+
 static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *a)
 {
     int n = cs->size;
-    size_t ext;
     uccl_status_t st;
 
     if ((st = copy_array(in->recvcounts, n, &a->recvcounts)) != UCCL_OK ||
         (st = copy_array(in->rdispls, n, &a->rdispls)) != UCCL_OK)
         return st;
-    if (n > 64 && a->op == UCCL_COLL_ALLTOALLV) /* quadratic check: trust big comms */
-        ext = 0;
-    else if ((st = check_blocks(a->recvcounts, a->rdispls, n, &ext)) != UCCL_OK)
+    /* quadratic check: trust big comms (not for the linear checks below) */
+    if ((n <= 64 || a->op != UCCL_COLL_ALLTOALLV) &&
+        (st = check_blocks(a->recvcounts, a->rdispls, n)) != UCCL_OK)
         return st;
-    if (ext > 0 && a->recvbuf == NULL)
-        return UCCL_ERR_INVALID_PARAM;
+    for (int i = 0; i < n; i++) {
+        if (a->recvcounts[i] > 0 && a->recvbuf == NULL)
+            return UCCL_ERR_INVALID_PARAM;
+        if (a->recvcounts[i] > 0 && !block_addressable(a->recvbuf, a->rdispls[i],
+                                                        a->recvcounts[i])) {
+            coll_error("%s: receive block %d (%zu bytes at %zu) is past the address space",
+                       uccl_coll_op_name(a->op), i, a->recvcounts[i], a->rdispls[i]);
+            return UCCL_ERR_INVALID_PARAM;
+        }
+    }
     if (a->op == UCCL_COLL_ALLGATHERV) {
         if (!a->in_place && a->count != a->recvcounts[cs->rank]) {
             coll_error("allgatherv: rank %d sends %zu bytes, recvcounts[%d] = %zu", cs->rank,
@@ -83,8 +97,12 @@ static uccl_status_t check_vectors(coll_state_t *cs, const uccl_coll_args_t *in,
     for (int i = 0; i < n; i++) {
         if (a->sendcounts[i] > 0 && a->sendbuf == NULL)
             return UCCL_ERR_INVALID_PARAM;
-        if (a->sdispls[i] + a->sendcounts[i] < a->sdispls[i])
+        if (a->sendcounts[i] > 0 &&
+            !block_addressable(a->sendbuf, a->sdispls[i], a->sendcounts[i])) {
+            coll_error("alltoallv: send block %d (%zu bytes at %zu) is past the address space",
+                       i, a->sendcounts[i], a->sdispls[i]);
             return UCCL_ERR_INVALID_PARAM;
+        }
     }
     return UCCL_OK;
 }
@@ -209,7 +227,8 @@ uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in,
     if (a->count > SIZE_MAX / (size_t)cs->size)
         return UCCL_ERR_INVALID_PARAM;
     vec = a->op == UCCL_COLL_ALLGATHERV || a->op == UCCL_COLL_ALLTOALLV;
-    if (vec && (st = check_vectors(cs, in, a)) != UCCL_OK) {
+    if ((vec && (st = check_vectors(cs, in, a)) != UCCL_OK) ||
+        (st = uccl_coll_args_overlap(cs, a)) != UCCL_OK) {
         uccl_coll_args_free(a);
         return st;
     }
@@ -453,6 +472,20 @@ uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
         goto err_args;
     p->sched->plan = p;
     p->sched->keep = true;
+    pthread_mutex_lock(&cs->lock);
+    /* registered now, as documented: a buffer freed before the first start
+     * is then seen as stale (UCCL_ERR_STALE), not registered anew there */
+    if ((st = uccl_coll_sched_pin(p->sched)) != UCCL_OK) {
+        pthread_mutex_unlock(&cs->lock);
+        uccl_coll_sched_free(p->sched);
+        goto err_args;
+    }
+    p->next = cs->plans;
+    p->pprev = &cs->plans;
+    if (cs->plans != NULL)
+        cs->plans->pprev = &p->next;
+    cs->plans = p;
+    pthread_mutex_unlock(&cs->lock);
     *plan = p;
     return UCCL_OK;
 
@@ -471,6 +504,10 @@ static uccl_status_t plan_start(uccl_coll_plan_t *plan, bool streamed, void *str
 
     if (plan == NULL || (req == NULL && !streamed))
         return UCCL_ERR_INVALID_PARAM;
+    if (plan->cs == NULL) {
+        coll_error("persistent collective: its communicator was destroyed (free the plan)");
+        return UCCL_ERR_INVALID_HANDLE;
+    }
     pthread_mutex_lock(&plan->cs->lock);
     if (plan->sched->status == UCCL_INPROGRESS) {
         st = UCCL_ERR_BUSY;
@@ -509,14 +546,36 @@ uccl_status_t uccl_coll_plan_free(uccl_coll_plan_t *plan)
     if (plan == NULL)
         return UCCL_ERR_INVALID_PARAM;
     s = plan->sched;
-    pthread_mutex_lock(&plan->cs->lock);
-    if (s->status == UCCL_INPROGRESS) {
+    if (plan->cs != NULL) { /* else detached: the comm freed the schedule */
+        pthread_mutex_lock(&plan->cs->lock);
+        if (s->status == UCCL_INPROGRESS) {
+            pthread_mutex_unlock(&plan->cs->lock);
+            return UCCL_ERR_BUSY;
+        }
+        *plan->pprev = plan->next;
+        if (plan->next != NULL)
+            plan->next->pprev = plan->pprev;
+        uccl_coll_sched_free(s); /* unpins its buffers */
         pthread_mutex_unlock(&plan->cs->lock);
-        return UCCL_ERR_BUSY;
     }
-    uccl_coll_sched_free(s); /* unpins its buffers */
-    pthread_mutex_unlock(&plan->cs->lock);
     uccl_coll_args_free(&plan->args);
     free(plan);
     return UCCL_OK;
+}
+
+/* The comm is being destroyed (cs->lock held, nothing in flight any more):
+ * every plan still alive loses its schedule and its comm, so that a later
+ * start fails with UCCL_ERR_INVALID_HANDLE instead of touching freed state,
+ * and uccl_coll_plan_free only frees the handle. */
+void uccl_coll_plans_detach(coll_state_t *cs)
+{
+    while (cs->plans != NULL) {
+        uccl_coll_plan_t *p = cs->plans;
+        cs->plans = p->next;
+        uccl_coll_sched_free(p->sched); /* unpins its buffers */
+        p->sched = NULL;
+        p->cs = NULL;
+        p->next = NULL;
+        p->pprev = NULL;
+    }
 }

@@ -126,6 +126,7 @@ typedef struct coll_state {
     bool mapped_gpu;          /* every rank reaches every peer by gpu_ipc: AUTO leaves
                                * MAPPED out (GPU buffers would be staged through it) */
     struct uccl_coll_sflags *sf; /* direct stream path (stream.c), NULL until the first stream call */
+    struct uccl_coll_plan *plans; /* persistent plans not freed yet (coll.c) */
 } coll_state_t;
 
 /* The copy helper (helper.c): a thread per comm that runs large local host
@@ -385,6 +386,12 @@ typedef struct coll_args {
 } coll_args_t;
 
 uccl_status_t uccl_coll_args_check(coll_state_t *cs, const uccl_coll_args_t *in, coll_args_t *out);
+/* allgather(v), alltoall(v) not in place: UCCL_ERR_INVALID_PARAM when a
+ * send block overlaps a receive block other than its own (overlap.c). */
+uccl_status_t uccl_coll_args_overlap(const coll_state_t *cs, const coll_args_t *a);
+/* uccl_comm_destroy with plans not freed (cs->lock held, none in flight):
+ * they let go of the comm; their start fails, their free only frees. */
+void uccl_coll_plans_detach(coll_state_t *cs);
 
 /* Cache of plain calls' schedules (cache.c), under cs->lock: a finished
  * schedule built for these arguments, or NULL; keep s for them (true: s is

@@ -117,6 +117,7 @@ void uccl_coll_state_destroy(coll_state_t *cs)
         coll_sched_t *s = cs->inflight;
         uccl_coll_sched_abort(s, UCCL_ERR_CANCELED); /* unlinks s */
     }
+    uccl_coll_plans_detach(cs);
     pthread_mutex_unlock(&cs->lock);
     uccl_coll_helper_destroy(cs);
     uccl_coll_stream_destroy(cs);
@@ -163,7 +164,10 @@ static int find_entry(coll_state_t *cs, const char *addr, size_t len)
 {
     for (int i = 1; i < cs->nbufs; i++) {
         coll_buf_entry_t *e = &cs->bufs[i];
-        if (e->mr == NULL || addr < e->addr || addr + len > e->addr + e->len)
+        /* by lengths: addr + len may wrap (a count past the address space),
+         * and a wrapped end would look inside any entry starting at addr */
+        if (e->mr == NULL || addr < e->addr || len > e->len ||
+            (size_t)(addr - e->addr) > e->len - len)
             continue;
         if (!uccl_coll_buf_stale(cs, i))
             return i;

@@ -157,7 +157,10 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   (uccl_write_notify, UCCL_RMA_NOTIFY) on the comm's connections belong
  *   to the collectives: the caller must not send or poll its own there.
  * - Errors: UCCL_ERR_INVALID_PARAM (NULL buffer with a count > 0, root or
- *   op out of range, displacements making blocks overlap, UCCL_IN_PLACE
+ *   op out of range, displacements making blocks overlap or reach past the
+ *   end of the address space, a send block of allgather(v) or alltoall(v)
+ *   overlapping a receive block without UCCL_IN_PLACE (only this rank's
+ *   own block may be read from where it lands), UCCL_IN_PLACE
  *   where it is not allowed), UCCL_ERR_TRUNCATED (the counts of two ranks
  *   disagree, detected on both sides when the algorithm lets them meet),
  *   UCCL_ERR_PEER_FAILED and the peer errors (a rank died or its connection
@@ -169,7 +172,9 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   in flight progress from any thread that progresses the engine (the
  *   progress thread included).
  * - uccl_comm_destroy cancels the comm's collectives in flight (their
- *   requests finish with UCCL_ERR_CANCELED); free its plans before it. */
+ *   requests finish with UCCL_ERR_CANCELED); free its plans before it. A
+ *   plan left over is detached: its start fails with
+ *   UCCL_ERR_INVALID_HANDLE, uccl_coll_plan_free still frees it. */
 
 /* "Send from the receive buffer": allgather/gather (sendbuf), alltoall(v)
  * (sendbuf: the data is taken from recvbuf and replaced), scatter at the
@@ -336,8 +341,10 @@ UCCL_API uccl_status_t uccl_coll_post_stream(uccl_comm_t *comm, const uccl_coll_
  * its buffer is free again before a peer may write into it). Every rank builds its plans in the
  * same order and starts them in the same order; at most one start of a
  * plan is in flight. The plan keeps a copy of args (arrays included).
- * Errors: those of uccl_coll_post; uccl_coll_plan_free: UCCL_ERR_BUSY
- * while a start is in flight. */
+ * Errors: those of uccl_coll_post; uccl_coll_start: UCCL_ERR_BUSY while
+ * the plan's last start is in flight, UCCL_ERR_STALE (see above),
+ * UCCL_ERR_INVALID_HANDLE once the plan's comm is destroyed;
+ * uccl_coll_plan_free: UCCL_ERR_BUSY while a start is in flight. */
 typedef struct uccl_coll_plan uccl_coll_plan_t;
 UCCL_API uccl_status_t uccl_coll_init(uccl_comm_t *comm, const uccl_coll_args_t *args,
                                       uccl_coll_plan_t **plan);

@@ -13,7 +13,8 @@
  * before it, and over FAULT_CYCLES (default 12) more kill -9 send/recv
  * cases its heap (mallinfo2, or ASan's allocator count) must not grow
  * from the second cycle's end to the last's by more than FAULT_HEAP_SLACK
- * bytes (default 16 KiB; a connection's state is far more). */
+ * bytes (default 16 KiB; a connection's state is far more). FAULT_OPS (op
+ * names, comma-separated) and FAULT_SIGS (kill or stop) run some cases only. */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -320,6 +321,17 @@ static int cycles(mt_ctx_t *c, int timeout_ms)
     return mt_report(c, name);
 }
 
+/* Is name one of the comma-separated names of list? */
+static bool fault_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = list; p != NULL && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     const char *env = getenv("UCCL_TIMEOUT_MS");
@@ -337,8 +349,16 @@ int main(int argc, char **argv)
         rc = 1;
     }
     for (int op = 0; rc == 0 && op < NOPS; op++) {
+        const char *only = getenv("FAULT_OPS"); /* e.g. "write,read": those cases only */
+
+        if (only != NULL && !fault_listed(only, op_names[op]))
+            continue;
         for (int k = 0; k < 2; k++) {
+            const char *sig_only = getenv("FAULT_SIGS"); /* "kill" or "stop": those only */
             char name[96];
+
+            if (sig_only != NULL && strcmp(sig_only, k == 0 ? "kill" : "stop") != 0)
+                continue;
             if (c.rank == 0)
                 rank0(&c, op, sigs[k], timeout_ms);
             else

@@ -256,7 +256,11 @@ static inline uint64_t uccl_ofi_dtag(uint32_t conn_id, uint64_t seq, uint64_t ru
     return OFI_DIRECT_BIT | (seq & OFI_DSEQ_MASK) << OFI_DSEQ_SHIFT | run << OFI_DRUN_SHIFT |
            tag << OFI_DTAG_SHIFT | conn_id;
 }
-/* What the sender told of message seq (ofi_dhint.c): its tag and run. */
+/* What the sender told of message seq (ofi_dhint.c): its tag and run. The
+ * receiver keeps every hint of a message not taken yet (OFI_DHINTS at
+ * first, more as needed): a table indexed by seq % 8 lost the first hint of
+ * message n when the late hint of message n - 8 came after it, and on shm
+ * the late hint of n cannot go while n's send is out (-FI_EAGAIN): a stall */
 #define OFI_DHINTS 8
 typedef struct ofi_dhint {
     uint64_t seq; /* UINT64_MAX: none */
@@ -326,7 +330,8 @@ typedef struct tp_ofi_ep {
     uint64_t dsent_since;
     unsigned dsent_polls;
     bool dsent_hinted;
-    ofi_dhint_t dhint[OFI_DHINTS];
+    ofi_dhint_t *dhint; /* ndhint entries, seq UINT64_MAX: free */
+    int ndhint;
     uint8_t *dbuf;
     struct fid_mr *dbuf_mr;
     void *dbuf_desc;
@@ -428,7 +433,7 @@ ofi_op_t *uccl_ofi_direct_post_recv(tp_ofi_ep_t *ep, uint64_t seq, uccl_req_t *r
 /* ---- ofi_dhint.c: with exact tags, the sender tells a waiting direct
  * message's tag and run (a control message of no bytes whose CQ data has
  * its top 32 bits 0) */
-void uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
+uccl_status_t uccl_ofi_dhint_init(tp_ofi_ep_t *ep);
 void uccl_ofi_dhint_posted(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_done(tp_ofi_ep_t *ep, ofi_op_t *op);
 void uccl_ofi_dhint_progress(tp_ofi_ep_t *ep);

@@ -468,8 +468,11 @@ static void ofi_handle_error(tp_ofi_t *tp)
         return;
     op = err.op_context;
     st = uccl_ofi_status_of(err.err);
+    /* flushed by the provider, not by us: its link to the peer failed
+     * (tcp;ofi_rxm flushes a dead peer's operations so, prov_errno
+     * ENOTCONN), which is the peer's failure, as for FI_ENOTCONN */
     if (st == UCCL_ERR_CANCELED && op != NULL && !op->ep->dead && !op->cancelled)
-        st = UCCL_ERR_TRANSPORT; /* flushed by the provider, not by us: its link failed */
+        st = UCCL_ERR_PEER_FAILED;
     if (op == NULL || ((op->ep->dead || op->cancelled) && st == UCCL_ERR_CANCELED)) {
         if (op == NULL) {
             uccl_ofi_cq_error(tp, &err, text, sizeof(text));

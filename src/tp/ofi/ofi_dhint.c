@@ -13,6 +13,8 @@
  * receiver then posts exactly that message's receive: into the receive
  * the core gives it, or into the bounce (the message came with another
  * tag, or no receive is posted for it). */
+#include <stdlib.h>
+
 #include "ofi.h"
 
 #define OFI_HINT_SEQ_SHIFT 17
@@ -25,11 +27,16 @@
  * direct sends) */
 #define OFI_HINT_POLLS 16
 
-void uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
+uccl_status_t uccl_ofi_dhint_init(tp_ofi_ep_t *ep)
 {
     uccl_list_init(&ep->dsent);
+    ep->dhint = malloc(OFI_DHINTS * sizeof(*ep->dhint));
+    if (ep->dhint == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    ep->ndhint = OFI_DHINTS;
     for (int i = 0; i < OFI_DHINTS; i++)
         ep->dhint[i].seq = UINT64_MAX;
+    return UCCL_OK;
 }
 
 /* ------------------------------------------------------------------ sender */
@@ -139,6 +146,33 @@ bool uccl_ofi_dhint_is(uint64_t data)
     return data >> 32 == 0;
 }
 
+/* The entry for message seq's hint: its own, else one free or of a message
+ * taken already (below n), else a new one. NULL: out of memory. */
+static ofi_dhint_t *ofi_dhint_entry(tp_ofi_ep_t *ep, uint64_t n, uint64_t seq)
+{
+    ofi_dhint_t *free_h = NULL, *more;
+    int old = ep->ndhint, grown = old > 0 ? 2 * old : OFI_DHINTS;
+
+    for (int i = 0; i < old; i++) {
+        ofi_dhint_t *h = &ep->dhint[i];
+
+        if (h->seq == seq)
+            return h;
+        if (free_h == NULL && (h->seq == UINT64_MAX || h->seq < n))
+            free_h = h;
+    }
+    if (free_h != NULL)
+        return free_h;
+    more = realloc(ep->dhint, (size_t)grown * sizeof(*more));
+    if (more == NULL)
+        return NULL;
+    ep->dhint = more;
+    ep->ndhint = grown;
+    for (int i = old; i < ep->ndhint; i++)
+        more[i].seq = UINT64_MAX;
+    return &more[old];
+}
+
 void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data)
 {
     uccl_req_t *oldest;
@@ -148,7 +182,11 @@ void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data)
 
     if (ahead > OFI_HINT_SEQ_MASK / 2)
         return; /* a message already taken */
-    h = &ep->dhint[(n + ahead) % OFI_DHINTS];
+    h = ofi_dhint_entry(ep, n, n + ahead);
+    if (h == NULL) {
+        uccl_ofi_conn_fail(ep, UCCL_ERR_NO_MEMORY);
+        return;
+    }
     h->seq = n + ahead;
     h->tag = data & OFI_HINT_TAG_MASK;
     h->run = (int)(data >> OFI_HINT_RUN_SHIFT & OFI_HINT_RUN_MASK);
@@ -157,9 +195,10 @@ void uccl_ofi_dhint_arrived(tp_ofi_ep_t *ep, uint64_t data)
 
 const ofi_dhint_t *uccl_ofi_dhint_of(const tp_ofi_ep_t *ep, uint64_t seq)
 {
-    const ofi_dhint_t *h = &ep->dhint[seq % OFI_DHINTS];
-
-    return h->seq == seq ? h : NULL;
+    for (int i = 0; i < ep->ndhint; i++)
+        if (ep->dhint[i].seq == seq)
+            return &ep->dhint[i];
+    return NULL;
 }
 
 /* The bounce's receive for message n once the sender told its tag and run,

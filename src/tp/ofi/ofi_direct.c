@@ -105,7 +105,8 @@ uccl_status_t uccl_ofi_direct_setup(tp_ofi_ep_t *ep)
     ep->srun_next = UINT64_MAX; /* message 0 starts a run */
     ep->drun_seq = UINT64_MAX;  /* "message -1": no direct tag */
     ep->drun_tag = OFI_DNO_TAG;
-    uccl_ofi_dhint_init(ep);
+    if (uccl_ofi_dhint_init(ep) != UCCL_OK)
+        return UCCL_ERR_NO_MEMORY;
     if (tp->direct_max == 0)
         return UCCL_OK;
     ep->dbuf = aligned_alloc(4096, (len + 4095) & ~(size_t)4095);
@@ -486,4 +487,5 @@ void uccl_ofi_direct_free(tp_ofi_ep_t *ep)
     if (ep->dbuf_mr != NULL)
         fi_close(&ep->dbuf_mr->fid);
     free(ep->dbuf);
+    free(ep->dhint);
 }

@@ -154,7 +154,9 @@ static uccl_status_t ofi_ep_alloc_bufs(tp_ofi_ep_t *ep)
     if (uccl_rndv_init(&ep->rndv, &uccl_ofi_rndv_ops, &ep->base, &params) != UCCL_OK)
         return UCCL_ERR_NO_MEMORY;
     ep->rndv.pull = tp->pull;
-    ep->rndv.tmsg = tp->tmsg;
+    /* with exact tags (shm) sends above UCCL_OFI_EAGER up to the inject
+     * size take the tagged rendezvous too: ofi_tmsg.c, uccl_ofi_tmsg_ok */
+    ep->rndv.tmsg = tp->tmsg || tp->direct_min > tp->cfg.eager;
     if (tp->mr_mode & FI_MR_LOCAL)
         return uccl_ofi_reg_buf(tp, ep->bufs, size, &ep->bufs_mr, &ep->bufs_desc);
     return UCCL_OK;

@@ -41,9 +41,15 @@ static bool ofi_tmsg_fits(const tp_ofi_t *tp, const uccl_req_t *req, size_t len)
     return n <= tp->cfg.max_iov && len <= tp->max_msg;
 }
 
+/* UCCL_OFI_TAGGED, or with exact tags (shm) a send of at most the inject
+ * size (tp->direct_min) above UCCL_OFI_EAGER: its push write (or pull
+ * read) of so few bytes stalled shm 1.17 while direct sends were out
+ * (tests/unit/test_ofi_mix, UCCL_OFI_EAGER below 4 KiB) */
 bool uccl_ofi_tmsg_ok(uccl_rndv_t *r, const uccl_req_t *req)
 {
-    return ofi_tmsg_fits(ofi_tmsg_ep(r)->tp, req, req->len);
+    const tp_ofi_t *tp = ofi_tmsg_ep(r)->tp;
+
+    return (tp->tmsg || req->len <= tp->direct_min) && ofi_tmsg_fits(tp, req, req->len);
 }
 
 static void ofi_tmsg_start(tp_ofi_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
