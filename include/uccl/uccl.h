@@ -525,7 +525,8 @@ UCCL_API uccl_status_t uccl_req_free(uccl_req_t *req);
  * until uccl_req_free, which releases it (a started one when it finishes).
  * Free persistent requests before closing their connection.
  * Errors: UCCL_ERR_INVALID_HANDLE, UCCL_ERR_INVALID_PARAM (not a persistent
- * request, or requests of several engines), UCCL_ERR_BUSY (one is still
+ * request, requests of several engines, or one request listed twice: none
+ * starts), UCCL_ERR_BUSY (one is still
  * active: none starts), or the connection's error (e.g. PEER_FAILED), in
  * which case the requests before the failing one have started and the
  * failing one and those after have not. */

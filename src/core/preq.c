@@ -38,20 +38,40 @@ static uccl_status_t preq_check(uccl_req_t **reqs, size_t n, uccl_engine_t **eng
     return UCCL_OK;
 }
 
+/* Is reqs[n] among reqs[0..n)? */
+static bool preq_listed(uccl_req_t *const *reqs, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (reqs[j] == reqs[n])
+            return true;
+    return false;
+}
+
 uccl_status_t uccl_start_all(uccl_req_t **reqs, size_t n, const uint64_t *tags)
 {
     uccl_engine_t *engine;
     uccl_status_t st = preq_check(reqs, n, &engine);
+    size_t i;
 
     if (st != UCCL_OK || engine == NULL)
         return st;
     uccl_engine_lock(engine);
-    for (size_t i = 0; i < n; i++) /* none starts unless all can */
-        if (!reqs[i]->done) {
-            uccl_engine_unlock(engine);
-            return UCCL_ERR_BUSY;
-        }
+    /* None starts unless all can: each inactive, and named once (a request
+     * posted twice would be linked twice). Each is marked (done = false) as
+     * it is checked, so a second entry of it is seen; a refusal unmarks. */
     for (size_t i = 0; i < n; i++) {
+        if (!reqs[i]->done) {
+            st = preq_listed(reqs, i) ? UCCL_ERR_INVALID_PARAM : UCCL_ERR_BUSY;
+            if (st == UCCL_ERR_INVALID_PARAM)
+                uccl_error("uccl_start_all: request %p is in the list twice", (void *)reqs[i]);
+            while (i-- > 0)
+                reqs[i]->done = true;
+            uccl_engine_unlock(engine);
+            return st;
+        }
+        reqs[i]->done = false;
+    }
+    for (i = 0; i < n; i++) {
         uccl_req_t *req = reqs[i];
         if (uccl_conn_check(req->conn) != UCCL_OK) {
             st = UCCL_ERR_INVALID_HANDLE;
@@ -59,11 +79,12 @@ uccl_status_t uccl_start_all(uccl_req_t **reqs, size_t n, const uint64_t *tags)
         }
         preq_reset(req, tags != NULL ? tags[i] : req->tag);
         if ((st = uccl_xfer_restart_locked(req)) != UCCL_OK) {
-            req->done = true; /* inactive again; the ones before it run */
             req->status = st;
             break;
         }
     }
+    for (; i < n; i++) /* the failing one and those after: inactive again */
+        reqs[i]->done = true;
     uccl_engine_unlock(engine);
     return st;
 }

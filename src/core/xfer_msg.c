@@ -146,6 +146,11 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
 
         if (r->rdesc == NULL)
             return UCCL_ERR_INVALID_PARAM;
+        if (r->len > SIZE_MAX - rtotal) { /* only (forged) descriptors of huge ranges */
+            uccl_error("%s: remote pieces carry more than SIZE_MAX bytes",
+                       op == UCCL_OP_WRITE ? "uccl_writemsg" : "uccl_readmsg");
+            return UCCL_ERR_INVALID_PARAM;
+        }
         if (k == 0 || !msg_same_rdesc(r->rdesc, m->riov[k - 1].rdesc)) { /* decoded once a run */
             st = uccl_remote_decode(conn, r->rdesc, r->roff, r->len, &remote, &fields);
             *one_run = k == 0;
@@ -162,6 +167,25 @@ static uccl_status_t msg_check(const uccl_conn_t *conn, uccl_op_t op, const uccl
         return UCCL_ERR_INVALID_PARAM;
     }
     return st;
+}
+
+/* The regions of the tail's local pieces stay in use (uccl_mr_dereg: BUSY)
+ * from the call until the tail is posted (its request holds them then) or
+ * dropped: delta +1 / -1. */
+static void tail_hold(uccl_msg_tail_t *tail, int delta)
+{
+    for (int i = 0; i < tail->iovcnt; i++)
+        if (tail->iov[i].mr != NULL)
+            tail->iov[i].mr->inflight += delta;
+}
+
+/* Drop a tail (NULL: none), releasing its regions. */
+static void tail_free(uccl_msg_tail_t *tail)
+{
+    if (tail == NULL)
+        return;
+    tail_hold(tail, -1);
+    free(tail);
 }
 
 /* Walk the pieces; post each (parent != NULL) or just count them. With a
@@ -190,6 +214,7 @@ static uccl_status_t msg_walk(uccl_conn_t *conn, uccl_op_t op, const uccl_rma_ms
             memcpy(tail->rseg, p.rseg, sizeof(p.rseg[0]) * (size_t)p.nrseg);
             tail->nrseg = p.nrseg;
             tail->rdesc = *p.rdesc;
+            tail_hold(tail, 1);
             return UCCL_OK;
         }
         parent->children++;
@@ -269,13 +294,13 @@ static uccl_status_t rma_msg_locked(uccl_conn_t *conn, uccl_op_t op, const uccl_
     parent->children = 1; /* held while posting: no piece can finish it early */
     st = msg_walk(conn, op, m, parent, tail, &pieces);
     if (st != UCCL_OK && pieces == 0) { /* nothing went out: fail the call */
-        free(tail);
+        tail_free(tail);
         uccl_req_release(parent);
         return st;
     }
     if (st != UCCL_OK) { /* pieces in flight: the request reports it */
         parent->children_status = st;
-        free(tail);
+        tail_free(tail);
         parent->tail = NULL;
     }
     *out = parent;
@@ -295,7 +320,7 @@ void uccl_rma_msg_piece_done(uccl_req_t *parent, uccl_status_t status, size_t by
         uccl_list_push_back(&parent->engine->msg_tails, &parent->tail->link);
         return;
     }
-    free(parent->tail);
+    tail_free(parent->tail);
     parent->tail = NULL;
     uccl_req_complete(parent, parent->children_status, parent->bytes);
 }
@@ -316,7 +341,7 @@ int uccl_rma_msg_progress(uccl_engine_t *engine)
         parent->tail = NULL;
         parent->children = 1;
         st = uccl_xfer_post_locked(parent->conn, &a, &req); /* copies what it needs of a */
-        free(tail);
+        tail_free(tail); /* the posted piece holds its regions now */
         if (st != UCCL_OK) {
             parent->children = 0;
             uccl_req_complete(parent, st, parent->bytes);
@@ -335,7 +360,7 @@ void uccl_rma_msg_cancel_all(uccl_engine_t *engine)
         uccl_req_t *parent = tail->parent;
 
         parent->tail = NULL;
-        free(tail);
+        tail_free(tail);
         uccl_req_complete(parent, UCCL_ERR_CANCELED, parent->bytes);
     }
 }

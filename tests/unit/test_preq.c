@@ -174,10 +174,53 @@ static void test_errors(void)
     uccl_req_free(other);
 }
 
+/* One request twice in a uccl_start_all batch: refused, nothing starts
+ * (a second post of a posted request would link it twice and send it twice);
+ * the connection then works as before. */
+static void test_start_all_duplicate(void)
+{
+    uccl_req_t *ps, *pr, *batch[3], *both[2];
+    size_t bytes = 0;
+    int done = 0;
+
+    UNIT_ASSERT_STATUS(uccl_send_init(F.p.ab, F.src_mr, 0, 100, 7, &ps), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_recv_init(F.p.ba, F.dst_mr, 0, 100, 7, &pr), UCCL_OK);
+    batch[0] = ps;
+    batch[1] = ps;
+    UNIT_ASSERT_STATUS(uccl_start_all(batch, 2, NULL), UCCL_ERR_INVALID_PARAM);
+    batch[0] = pr; /* the duplicate after another request: that one stays inactive too */
+    batch[1] = ps;
+    batch[2] = ps;
+    UNIT_ASSERT_STATUS(uccl_start_all(batch, 3, NULL), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_test(pr, &done), UCCL_OK);
+    CU_ASSERT_EQUAL(done, 1); /* not started */
+    for (int i = 0; i < 100; i++) { /* nothing was sent */
+        uccl_engine_progress(F.p.a);
+        uccl_engine_progress(F.p.b);
+    }
+    unit_fill(F.src, 100, 11);
+    memset(F.dst, 0xee, 100);
+    UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_start(ps), UCCL_OK);
+    both[0] = ps;
+    both[1] = pr;
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, both, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(pr, 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_req_bytes(pr, &bytes), UCCL_OK);
+    CU_ASSERT_EQUAL(bytes, 100);
+    CU_ASSERT_EQUAL(unit_mismatches(F.dst, 100, 11), 0);
+    /* exactly one message: a second receive of tag 7 finds none */
+    UNIT_ASSERT_STATUS(uccl_start(pr), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &pr, 1, 50), UCCL_ERR_TIMEOUT);
+    uccl_req_free(pr); /* detached; finishes with the engines */
+    uccl_req_free(ps);
+}
+
 static CU_TestInfo preq_tests[] = {
     {"200 starts, new data and tags, 0 B to 40 KiB", test_many_starts},
     {"matching order with ordinary requests, truncation", test_order_and_truncation},
     {"errors, regions held, free while active", test_errors},
+    {"one request twice in a batch: refused", test_start_all_duplicate},
     CU_TEST_INFO_NULL,
 };
 

@@ -206,6 +206,31 @@ static void test_many_remote_pieces_detached(void)
 }
 
 /* Every bad call fails before anything is sent: the target stays as it was. */
+/* A forged descriptor (sound checksum, the peer's engine id, a huge
+ * length): remote pieces whose lengths add up past SIZE_MAX to the local
+ * total are refused as totals that differ, nothing sent. */
+static void test_writemsg_wrapping_total(uccl_iov_t *iov)
+{
+    uccl_rdesc_fields_t f;
+    uccl_rdesc_t big;
+    uccl_riov_t riov[5];
+    uccl_rma_msg_t m = {.iov = iov, .iovcnt = 1, .riov = riov, .riovcnt = 5};
+    uccl_req_t *req = NULL;
+
+    UNIT_ASSERT_STATUS(uccl_rdesc_decode(&d1, &f), UCCL_OK);
+    f.len = (uint64_t)1 << 62;
+    UNIT_ASSERT_STATUS(uccl_rdesc_encode(&f, &big), UCCL_OK);
+    for (int k = 0; k < 4; k++) /* 4 x 2^62: 0 once wrapped */
+        riov[k] = (uccl_riov_t){&big, 0, (size_t)1 << 62};
+    riov[4] = (uccl_riov_t){&big, 0, iov->len};
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    UNIT_ASSERT_STATUS(uccl_readmsg(F.p.ab, &m, &req), UCCL_ERR_INVALID_PARAM);
+    for (int i = 0; i < 100; i++) {
+        uccl_engine_progress(F.p.a);
+        uccl_engine_progress(F.p.b);
+    }
+}
+
 static void test_writemsg_refusals(void)
 {
     uccl_iov_t iov = {F.src_mr, 0, 1000};
@@ -240,6 +265,7 @@ static void test_writemsg_refusals(void)
     UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_STALE);
     memset(&own, 0x5a, sizeof(own)); /* garbage */
     UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_ERR_BAD_DESC);
+    test_writemsg_wrapping_total(&iov);
     for (size_t i = 0; i < DST_SIZE; i++)
         if (F.dst[i] != 0xee || dst2[i] != 0xee) {
             CU_FAIL("a refused writemsg wrote to the target");
@@ -393,6 +419,41 @@ static void test_writemsg_joins_adjacent(void)
     write_counted(&one, 1, riov, N, apart);
 }
 
+/* A notified writemsg of two pieces (two descriptors) whose second piece
+ * reads a region of its own: that piece is posted only once the first
+ * finished, but its region is in use from the call on (uccl_mr_dereg: BUSY),
+ * and the bytes it sends are that region's. */
+static void test_writemsg_notify_tail_region_in_use(void)
+{
+    enum { LEN = 4096 };
+    uint8_t *other = malloc(LEN);
+    uccl_mr_t *other_mr = NULL;
+    uccl_iov_t iov[2];
+    uccl_riov_t riov[2] = {{&d1, 0, LEN}, {&d2, 0, LEN}};
+    uccl_rma_msg_t m = {.iov = iov, .iovcnt = 2, .riov = riov, .riovcnt = 2,
+                        .flags = UCCL_RMA_NOTIFY, .notif = 99};
+    uccl_req_t *req = NULL;
+    uint64_t v = 0;
+
+    CU_ASSERT_FATAL(other != NULL);
+    reset();
+    memset(other, 0x5a, LEN);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(F.p.a, other, LEN, 0, &other_mr), UCCL_OK);
+    iov[0] = (uccl_iov_t){F.src_mr, 0, LEN};
+    iov[1] = (uccl_iov_t){other_mr, 0, LEN};
+    UNIT_ASSERT_STATUS(uccl_writemsg(F.p.ab, &m, &req), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(other_mr), UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(unit_drive(&F.p, &req, 1, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    CU_ASSERT(memcmp(F.dst, F.src, LEN) == 0);
+    CU_ASSERT(memcmp(dst2 + 4096, other, LEN) == 0);
+    UNIT_ASSERT_STATUS(uccl_notif_wait(F.p.ba, &v, UNIT_TIMEOUT_MS), UCCL_OK);
+    CU_ASSERT_EQUAL(v, 99);
+    uccl_req_free(req);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(other_mr), UCCL_OK);
+    free(other);
+}
+
 static CU_TestInfo msg_tests[] = {
     {"writemsg: pieces in two regions, empty pieces", test_writemsg_pieces},
     {"readmsg: the same layout back", test_readmsg_pieces},
@@ -400,6 +461,7 @@ static CU_TestInfo msg_tests[] = {
     {"1024 remote pieces, freed in flight", test_many_remote_pieces_detached},
     {"refusals send nothing", test_writemsg_refusals},
     {"adjacent pieces join, others stay apart", test_writemsg_joins_adjacent},
+    {"writemsg notify: the last piece's region in use", test_writemsg_notify_tail_region_in_use},
     {"generalized requests: finish, wait_all, bytes", test_greq_lifecycle},
     {"generalized requests: detached, engine destroyed", test_greq_detached_and_destroy},
     CU_TEST_INFO_NULL,
