@@ -18,6 +18,7 @@ typedef struct boot_entry {
     uint32_t addr_len;
     uint64_t engine_id;
     uint64_t host_id; /* uccl_engine_host_id: the host map without connections */
+    uint64_t caps;    /* uccl_engine_caps: a pair with no transport in common fails here */
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
 
@@ -133,6 +134,33 @@ static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_en
     me->addr_len = (uint32_t)len;
     me->engine_id = uccl_engine_id(b->engine);
     me->host_id = uccl_engine_host_id(b->engine);
+    me->caps = uccl_engine_caps(b->engine);
+    return UCCL_OK;
+}
+
+#define NET_CAPS (UCCL_CAP_TCP | UCCL_CAP_VERBS | UCCL_CAP_OFI)
+#define HOST_CAPS (UCCL_CAP_SHM | UCCL_CAP_GPU_IPC)
+
+/* A pair whose engines open no transport in common, or only host-local ones
+ * between hosts, could never connect: say so before anyone connects, or the
+ * other side of the failed connect waits UCCL_TIMEOUT_MS in its accept. */
+static uccl_status_t check_reach(const boot_t *b)
+{
+    const boot_entry_t *me = &b->entries[b->rank];
+
+    for (int r = 0; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
+        uint64_t common = me->caps & e->caps & (NET_CAPS | HOST_CAPS);
+        if (r == b->rank || (common & NET_CAPS) != 0 ||
+            (common != 0 && e->host_id == me->host_id))
+            continue;
+        boot_error(b->rank, b->size,
+                   "no transport reaches rank %d: its engine opens %#llx, this one %#llx%s "
+                   "(UCCL_TRANSPORTS or the engine params differ?)",
+                   r, (unsigned long long)e->caps, (unsigned long long)me->caps,
+                   common != 0 ? ", only host-local ones in common and the hosts differ" : "");
+        return UCCL_ERR_NO_TRANSPORT;
+    }
     return UCCL_OK;
 }
 
@@ -153,7 +181,7 @@ static uccl_status_t check_entries(const boot_t *b)
         if (b->entries[r].status != UCCL_OK)
             return UCCL_ERR_PEER_FAILED;
     }
-    return UCCL_OK;
+    return check_reach(b);
 }
 
 /* Set up locally and gather every rank's entry; a rank that failed locally

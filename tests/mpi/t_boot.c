@@ -118,6 +118,36 @@ static void check_misordered(mt_ctx_t *c)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
 }
 
+/* The last rank's engine opens only tcp, the others' only shm: no pair
+ * with the last rank has a transport in common. Every rank must learn it
+ * from the exchange (UCCL_ERR_NO_TRANSPORT on the ranks of such a pair),
+ * soon, not from an accept waiting UCCL_TIMEOUT_MS for a connect that
+ * failed on the other side. Both settings of UCCL_LAZY_CONNECT. */
+static void check_disjoint_transports(mt_ctx_t *c)
+{
+    uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS};
+    cb_ctx_t x;
+    uccl_comm_params_t p = boot_params(&x, c);
+    uccl_comm_t *comm = NULL;
+    double t0 = MPI_Wtime(), took;
+
+    ep.transports = c->rank == c->size - 1 ? "tcp" : "shm";
+    p.field_mask |= UCCL_COMM_PARAM_ENGINE_PARAMS;
+    p.engine_params = &ep;
+    mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_NO_TRANSPORT,
+              "init where the last rank shares no transport with the others");
+    took = MPI_Wtime() - t0;
+    if (x.calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm != NULL)
+        mt_fail(c, "a comm came back");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
+
 /* Each refused at once: the callback is never called. */
 static void expect_refused(mt_ctx_t *c, const uccl_comm_params_t *p, const cb_ctx_t *x,
                            const char *what)
@@ -244,6 +274,9 @@ int main(int argc, char **argv)
         if (c.size > 1) {
             check_misordered(&c);
             failures += mt_report(&c, "blocks out of rank order: every rank refuses");
+            check_disjoint_transports(&c);
+            failures += mt_report(&c, "no transport in common with one rank: every rank "
+                                      "refuses, fast");
         }
         check_bad_params(&c);
         failures += mt_report(&c, "bad params refused at once, no callback call");
