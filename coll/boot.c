@@ -22,6 +22,15 @@ typedef struct boot_entry {
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
 
+/* A vote: the setup status, and in the vote before connecting the digest of
+ * the address table, so that a callback that delivered different tables to
+ * different ranks is caught before anyone connects to garbage. */
+typedef struct boot_vote {
+    int32_t status;
+    uint32_t pad;
+    uint64_t digest;
+} boot_vote_t;
+
 typedef struct boot {
     int rank;
     int size;
@@ -30,7 +39,8 @@ typedef struct boot {
     uccl_engine_t *engine;
     int owns_engine;
     boot_entry_t *entries; /* one per rank */
-    int32_t *votes;        /* one per rank */
+    boot_vote_t *votes;    /* one per rank */
+    uint64_t digest;       /* of the entries as this rank received them */
     uccl_conn_t **conns;   /* conns[r], NULL for own rank */
 } boot_t;
 
@@ -88,24 +98,56 @@ static uccl_status_t call_allgather(const boot_t *b, const void *send, void *rec
     return UCCL_STATUS_IS_ERR(st) ? st : UCCL_ERR_INVALID_PARAM;
 }
 
-/* One agreement round. The verdict is this rank's own error, else
- * UCCL_ERR_PEER_FAILED when another rank voted an error. *cb_failed tells
- * that the callback failed here (the verdict is then its error). */
-static uccl_status_t agree(boot_t *b, uccl_status_t st, int *cb_failed)
+/* Did the callback deliver another table to some rank than to us? A zero
+ * digest has no say (the rank's callback failed in the exchange). */
+static int digest_differs(const boot_t *b, uint64_t digest)
 {
-    int32_t mine = (int32_t)st;
+    for (int r = 0; r < b->size && digest != 0; r++) {
+        if (b->votes[r].digest == 0 || b->votes[r].digest == digest)
+            continue;
+        boot_error(b->rank, b->size,
+                   "rank %d received another address table than this rank (digest %016llx, "
+                   "here %016llx): the callback must deliver the same data to every rank",
+                   r, (unsigned long long)b->votes[r].digest, (unsigned long long)digest);
+        return 1;
+    }
+    return 0;
+}
+
+/* One agreement round. The verdict is UCCL_ERR_INVALID_PARAM on every rank
+ * when the tables differ (digest: this rank's, 0 for no check), else this
+ * rank's own error, else UCCL_ERR_PEER_FAILED when another rank voted an
+ * error. *cb_failed tells that the callback failed here (the verdict is
+ * then its error). */
+static uccl_status_t agree(boot_t *b, uccl_status_t st, uint64_t digest, int *cb_failed)
+{
+    boot_vote_t mine = {.status = (int32_t)st, .digest = digest};
     uccl_status_t cb = call_allgather(b, &mine, b->votes, sizeof(mine), "the setup status");
 
     *cb_failed = cb != UCCL_OK;
+    if (cb != UCCL_OK)
+        return st != UCCL_OK ? st : cb;
+    if (digest_differs(b, digest))
+        return UCCL_ERR_INVALID_PARAM;
     if (st != UCCL_OK)
         return st;
-    if (cb != UCCL_OK)
-        return cb;
     for (int r = 0; r < b->size; r++) {
-        if (b->votes[r] != UCCL_OK)
+        if (b->votes[r].status != UCCL_OK)
             return UCCL_ERR_PEER_FAILED;
     }
     return UCCL_OK;
+}
+
+/* FNV-1a over the table as received, padding and unused address bytes
+ * included (every rank zeroes its block before filling it). */
+static uint64_t table_digest(const boot_entry_t *entries, int size)
+{
+    const uint8_t *p = (const uint8_t *)entries;
+    uint64_t h = 14695981039346656037ull;
+
+    for (size_t i = 0; i < (size_t)size * sizeof(*entries); i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
 }
 
 static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_entry_t *me)
@@ -196,6 +238,7 @@ static uccl_status_t exchange(boot_t *b, const uccl_comm_params_t *p)
     me.size = b->size;
     me.status = local_setup(b, p, &me);
     st = call_allgather(b, &me, b->entries, sizeof(me), "engine addresses");
+    b->digest = st == UCCL_OK ? table_digest(b->entries, b->size) : 0;
     if (me.status != UCCL_OK)
         return (uccl_status_t)me.status;
     return st != UCCL_OK ? st : check_entries(b);
@@ -351,7 +394,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
         st = exchange(&b, params);
     if (b.entries != NULL && b.votes != NULL && b.conns != NULL) {
         uccl_status_t mine = st;
-        st = agree(&b, mine, &cb_failed);
+        st = agree(&b, mine, b.digest, &cb_failed);
         /* The vote's callback failed here only: the others, seeing every vote
          * OK, will connect to us, so connect too and tell them in the last vote. */
         if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
@@ -359,7 +402,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
                                                                : connect_all(&b, &c);
             st = st != UCCL_OK ? st : cst;
         }
-        st = agree(&b, st, &cb_failed);
+        st = agree(&b, st, 0, &cb_failed);
     }
     if (st != UCCL_OK && c != NULL) {
         uccl_comm_destroy(c);

@@ -20,7 +20,12 @@ typedef struct cb_ctx {
     int fail_rank; /* this rank's callback fails... */
     int fail_call; /* ...on this call (1-based); 0 = never */
     int reverse;   /* deliver the blocks in reverse rank order */
+    int garble;    /* rank 0's first call: rank size-1's block garbled past its header */
 } cb_ctx_t;
+
+/* The bootstrap's block starts with four 32-bit fields (status, rank, size,
+ * address length); what follows is the engine's identity and address. */
+#define BLOCK_HEAD 16
 
 /* A store-like failure: this rank took its part, but what it received is
  * unusable (overwritten here, so that nothing can rely on it). */
@@ -41,6 +46,8 @@ static uccl_status_t test_allgather(const void *send, void *recv, size_t bytes, 
         }
         free(tmp);
     }
+    if (x->garble && x->rank == 0 && x->calls == 1 && bytes > BLOCK_HEAD)
+        memset(out + (size_t)(x->size - 1) * bytes + BLOCK_HEAD, 0xa5, bytes - BLOCK_HEAD);
     if (x->rank == x->fail_rank && x->calls == x->fail_call) {
         memset(recv, 0xa5, bytes * (size_t)x->size);
         return UCCL_ERR_TIMEOUT;
@@ -116,6 +123,33 @@ static void check_misordered(mt_ctx_t *c)
               "init with blocks in reverse rank order");
     if (x.calls != 3)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+}
+
+/* The callback reports success but rank 0 got rank size-1's block garbled
+ * (a store that mixed up its keys): the ranks saw different tables. Every
+ * rank must refuse, soon, with one error: rank 0 must not connect to the
+ * garbage (nor make a lazy comm that fails at first use) while rank size-1
+ * waits UCCL_TIMEOUT_MS in its accept. */
+static void check_garbled(mt_ctx_t *c)
+{
+    cb_ctx_t x;
+    uccl_comm_params_t p = boot_params(&x, c);
+    uccl_comm_t *comm = NULL;
+    double t0 = MPI_Wtime(), took;
+
+    x.garble = 1;
+    mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
+              "init where one rank received a garbled block");
+    took = MPI_Wtime() - t0;
+    if (x.calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm != NULL)
+        mt_fail(c, "a comm came back");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
 }
 
 /* The last rank's engine opens only tcp, the others' only shm: no pair
@@ -274,6 +308,9 @@ int main(int argc, char **argv)
         if (c.size > 1) {
             check_misordered(&c);
             failures += mt_report(&c, "blocks out of rank order: every rank refuses");
+            check_garbled(&c);
+            failures += mt_report(&c, "a block garbled on one rank only: every rank refuses, "
+                                      "fast");
             check_disjoint_transports(&c);
             failures += mt_report(&c, "no transport in common with one rank: every rank "
                                       "refuses, fast");
