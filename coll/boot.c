@@ -19,6 +19,7 @@ typedef struct boot_entry {
     uint64_t engine_id;
     uint64_t host_id; /* uccl_engine_host_id: the host map without connections */
     uint64_t caps;    /* uccl_engine_caps: a pair with no transport in common fails here */
+    uint64_t check;   /* block_check of the block: catches garbled or truncated blocks */
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
 
@@ -98,6 +99,32 @@ static uccl_status_t call_allgather(const boot_t *b, const void *send, void *rec
     return UCCL_STATUS_IS_ERR(st) ? st : UCCL_ERR_INVALID_PARAM;
 }
 
+static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
+{
+    const uint8_t *p = data;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* FNV-1a over the table as received, unused address bytes included (every
+ * rank zeroes its block before filling it). */
+static uint64_t table_digest(const boot_entry_t *entries, int size)
+{
+    return fnv1a(entries, (size_t)size * sizeof(*entries), 14695981039346656037ull);
+}
+
+/* A block's own check value, over the block with check zero; the seed names
+ * this layout, so a block of another libuccl version does not check. */
+static uint64_t block_check(const boot_entry_t *e)
+{
+    boot_entry_t copy = *e;
+
+    copy.check = 0;
+    return fnv1a(&copy, sizeof(copy), fnv1a("uccl-boot-entry-v1", 18, 14695981039346656037ull));
+}
+
 /* Did the callback deliver another table to some rank than to us? A zero
  * digest has no say (the rank's callback failed in the exchange). */
 static int digest_differs(const boot_t *b, uint64_t digest)
@@ -138,17 +165,6 @@ static uccl_status_t agree(boot_t *b, uccl_status_t st, uint64_t digest, int *cb
     return UCCL_OK;
 }
 
-/* FNV-1a over the table as received, padding and unused address bytes
- * included (every rank zeroes its block before filling it). */
-static uint64_t table_digest(const boot_entry_t *entries, int size)
-{
-    const uint8_t *p = (const uint8_t *)entries;
-    uint64_t h = 14695981039346656037ull;
-
-    for (size_t i = 0; i < (size_t)size * sizeof(*entries); i++)
-        h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
 
 static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_entry_t *me)
 {
@@ -211,6 +227,15 @@ static uccl_status_t check_entries(const boot_t *b)
 {
     for (int r = 0; r < b->size; r++) {
         const boot_entry_t *e = &b->entries[r];
+        if (e->check == block_check(e))
+            continue;
+        boot_error(b->rank, b->size,
+                   "allgather delivered a block at position %d that does not check: garbled, "
+                   "truncated, or from another libuccl version", r);
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    for (int r = 0; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
         if (e->rank == r && e->size == b->size && e->addr_len <= UCCL_ADDRESS_MAX)
             continue;
         boot_error(b->rank, b->size,
@@ -237,6 +262,7 @@ static uccl_status_t exchange(boot_t *b, const uccl_comm_params_t *p)
     me.rank = b->rank;
     me.size = b->size;
     me.status = local_setup(b, p, &me);
+    me.check = block_check(&me);
     st = call_allgather(b, &me, b->entries, sizeof(me), "engine addresses");
     b->digest = st == UCCL_OK ? table_digest(b->entries, b->size) : 0;
     if (me.status != UCCL_OK)

@@ -21,6 +21,7 @@ typedef struct cb_ctx {
     int fail_call; /* ...on this call (1-based); 0 = never */
     int reverse;   /* deliver the blocks in reverse rank order */
     int garble;    /* rank 0's first call: rank size-1's block garbled past its header */
+    size_t keep;   /* first call on every rank: only the first keep bytes of each block */
 } cb_ctx_t;
 
 /* The bootstrap's block starts with four 32-bit fields (status, rank, size,
@@ -46,6 +47,8 @@ static uccl_status_t test_allgather(const void *send, void *recv, size_t bytes, 
         }
         free(tmp);
     }
+    for (int r = 0; x->keep != 0 && x->calls == 1 && r < x->size && x->keep < bytes; r++)
+        memset(out + (size_t)r * bytes + x->keep, 0, bytes - x->keep);
     if (x->garble && x->rank == 0 && x->calls == 1 && bytes > BLOCK_HEAD)
         memset(out + (size_t)(x->size - 1) * bytes + BLOCK_HEAD, 0xa5, bytes - BLOCK_HEAD);
     if (x->rank == x->fail_rank && x->calls == x->fail_call) {
@@ -126,20 +129,23 @@ static void check_misordered(mt_ctx_t *c)
 }
 
 /* The callback reports success but rank 0 got rank size-1's block garbled
- * (a store that mixed up its keys): the ranks saw different tables. Every
- * rank must refuse, soon, with one error: rank 0 must not connect to the
- * garbage (nor make a lazy comm that fails at first use) while rank size-1
- * waits UCCL_TIMEOUT_MS in its accept. */
-static void check_garbled(mt_ctx_t *c)
+ * (a store that mixed up its keys): the ranks saw different tables. Or
+ * (keep > 0) every rank got every block cut after keep bytes (a store with
+ * a value size limit), zeros after. Every rank must refuse, soon, with one
+ * error: no rank may connect to garbage (nor make a lazy comm that fails at
+ * first use) while its peer waits UCCL_TIMEOUT_MS in its accept. */
+static void check_garbled(mt_ctx_t *c, size_t keep)
 {
     cb_ctx_t x;
     uccl_comm_params_t p = boot_params(&x, c);
     uccl_comm_t *comm = NULL;
     double t0 = MPI_Wtime(), took;
 
-    x.garble = 1;
+    x.garble = keep == 0;
+    x.keep = keep;
     mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
-              "init where one rank received a garbled block");
+              keep != 0 ? "init where every block arrived truncated"
+                        : "init where one rank received a garbled block");
     took = MPI_Wtime() - t0;
     if (x.calls != 3)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
@@ -308,8 +314,11 @@ int main(int argc, char **argv)
         if (c.size > 1) {
             check_misordered(&c);
             failures += mt_report(&c, "blocks out of rank order: every rank refuses");
-            check_garbled(&c);
+            check_garbled(&c, 0);
             failures += mt_report(&c, "a block garbled on one rank only: every rank refuses, "
+                                      "fast");
+            check_garbled(&c, 64);
+            failures += mt_report(&c, "every block truncated to 64 bytes: every rank refuses, "
                                       "fast");
             check_disjoint_transports(&c);
             failures += mt_report(&c, "no transport in common with one rank: every rank "
