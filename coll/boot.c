@@ -196,6 +196,7 @@ static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_en
     return UCCL_OK;
 }
 
+/* Every transport is in one of the two (a new one must be added here). */
 #define NET_CAPS (UCCL_CAP_TCP | UCCL_CAP_VERBS | UCCL_CAP_OFI)
 #define HOST_CAPS (UCCL_CAP_SHM | UCCL_CAP_GPU_IPC)
 
