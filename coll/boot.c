@@ -18,8 +18,19 @@ typedef struct boot_entry {
     uint32_t addr_len;
     uint64_t engine_id;
     uint64_t host_id; /* uccl_engine_host_id: the host map without connections */
+    uint64_t caps;    /* uccl_engine_caps: a pair with no transport in common fails here */
+    uint64_t check;   /* block_check of the block: catches garbled or truncated blocks */
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
+
+/* A vote: the setup status, and in the vote before connecting the digest of
+ * the address table, so that a callback that delivered different tables to
+ * different ranks is caught before anyone connects to garbage. */
+typedef struct boot_vote {
+    int32_t status;
+    uint32_t pad;
+    uint64_t digest;
+} boot_vote_t;
 
 typedef struct boot {
     int rank;
@@ -29,7 +40,8 @@ typedef struct boot {
     uccl_engine_t *engine;
     int owns_engine;
     boot_entry_t *entries; /* one per rank */
-    int32_t *votes;        /* one per rank */
+    boot_vote_t *votes;    /* one per rank */
+    uint64_t digest;       /* of the entries as this rank received them */
     uccl_conn_t **conns;   /* conns[r], NULL for own rank */
 } boot_t;
 
@@ -87,25 +99,72 @@ static uccl_status_t call_allgather(const boot_t *b, const void *send, void *rec
     return UCCL_STATUS_IS_ERR(st) ? st : UCCL_ERR_INVALID_PARAM;
 }
 
-/* One agreement round. The verdict is this rank's own error, else
- * UCCL_ERR_PEER_FAILED when another rank voted an error. *cb_failed tells
- * that the callback failed here (the verdict is then its error). */
-static uccl_status_t agree(boot_t *b, uccl_status_t st, int *cb_failed)
+static uint64_t fnv1a(const void *data, size_t len, uint64_t h)
 {
-    int32_t mine = (int32_t)st;
+    const uint8_t *p = data;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* FNV-1a over the table as received, unused address bytes included (every
+ * rank zeroes its block before filling it). */
+static uint64_t table_digest(const boot_entry_t *entries, int size)
+{
+    return fnv1a(entries, (size_t)size * sizeof(*entries), 14695981039346656037ull);
+}
+
+/* A block's own check value, over the block with check zero; the seed names
+ * this layout, so a block of another libuccl version does not check. */
+static uint64_t block_check(const boot_entry_t *e)
+{
+    boot_entry_t copy = *e;
+
+    copy.check = 0;
+    return fnv1a(&copy, sizeof(copy), fnv1a("uccl-boot-entry-v1", 18, 14695981039346656037ull));
+}
+
+/* Did the callback deliver another table to some rank than to us? A zero
+ * digest has no say (the rank's callback failed in the exchange). */
+static int digest_differs(const boot_t *b, uint64_t digest)
+{
+    for (int r = 0; r < b->size && digest != 0; r++) {
+        if (b->votes[r].digest == 0 || b->votes[r].digest == digest)
+            continue;
+        boot_error(b->rank, b->size,
+                   "rank %d received another address table than this rank (digest %016llx, "
+                   "here %016llx): the callback must deliver the same data to every rank",
+                   r, (unsigned long long)b->votes[r].digest, (unsigned long long)digest);
+        return 1;
+    }
+    return 0;
+}
+
+/* One agreement round. The verdict is UCCL_ERR_INVALID_PARAM on every rank
+ * when the tables differ (digest: this rank's, 0 for no check), else this
+ * rank's own error, else UCCL_ERR_PEER_FAILED when another rank voted an
+ * error. *cb_failed tells that the callback failed here (the verdict is
+ * then its error). */
+static uccl_status_t agree(boot_t *b, uccl_status_t st, uint64_t digest, int *cb_failed)
+{
+    boot_vote_t mine = {.status = (int32_t)st, .digest = digest};
     uccl_status_t cb = call_allgather(b, &mine, b->votes, sizeof(mine), "the setup status");
 
     *cb_failed = cb != UCCL_OK;
+    if (cb != UCCL_OK)
+        return st != UCCL_OK ? st : cb;
+    if (digest_differs(b, digest))
+        return UCCL_ERR_INVALID_PARAM;
     if (st != UCCL_OK)
         return st;
-    if (cb != UCCL_OK)
-        return cb;
     for (int r = 0; r < b->size; r++) {
-        if (b->votes[r] != UCCL_OK)
+        if (b->votes[r].status != UCCL_OK)
             return UCCL_ERR_PEER_FAILED;
     }
     return UCCL_OK;
 }
+
 
 static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_entry_t *me)
 {
@@ -133,12 +192,49 @@ static uccl_status_t local_setup(boot_t *b, const uccl_comm_params_t *p, boot_en
     me->addr_len = (uint32_t)len;
     me->engine_id = uccl_engine_id(b->engine);
     me->host_id = uccl_engine_host_id(b->engine);
+    me->caps = uccl_engine_caps(b->engine);
+    return UCCL_OK;
+}
+
+/* Every transport is in one of the two (a new one must be added here). */
+#define NET_CAPS (UCCL_CAP_TCP | UCCL_CAP_VERBS | UCCL_CAP_OFI)
+#define HOST_CAPS (UCCL_CAP_SHM | UCCL_CAP_GPU_IPC)
+
+/* A pair whose engines open no transport in common, or only host-local ones
+ * between hosts, could never connect: say so before anyone connects, or the
+ * other side of the failed connect waits UCCL_TIMEOUT_MS in its accept. */
+static uccl_status_t check_reach(const boot_t *b)
+{
+    const boot_entry_t *me = &b->entries[b->rank];
+
+    for (int r = 0; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
+        uint64_t common = me->caps & e->caps & (NET_CAPS | HOST_CAPS);
+        if (r == b->rank || (common & NET_CAPS) != 0 ||
+            (common != 0 && e->host_id == me->host_id))
+            continue;
+        boot_error(b->rank, b->size,
+                   "no transport reaches rank %d: its engine opens %#llx, this one %#llx%s "
+                   "(UCCL_TRANSPORTS or the engine params differ?)",
+                   r, (unsigned long long)e->caps, (unsigned long long)me->caps,
+                   common != 0 ? ", only host-local ones in common and the hosts differ" : "");
+        return UCCL_ERR_NO_TRANSPORT;
+    }
     return UCCL_OK;
 }
 
 /* A block out of place means the callback does not order ranks as we do. */
 static uccl_status_t check_entries(const boot_t *b)
 {
+    for (int r = 0; r < b->size; r++) {
+        const boot_entry_t *e = &b->entries[r];
+        if (e->check == block_check(e))
+            continue;
+        boot_error(b->rank, b->size,
+                   "allgather delivered a block at position %d that does not check: garbled, "
+                   "truncated, or from another libuccl version", r);
+        return UCCL_ERR_INVALID_PARAM;
+    }
     for (int r = 0; r < b->size; r++) {
         const boot_entry_t *e = &b->entries[r];
         if (e->rank == r && e->size == b->size && e->addr_len <= UCCL_ADDRESS_MAX)
@@ -153,7 +249,7 @@ static uccl_status_t check_entries(const boot_t *b)
         if (b->entries[r].status != UCCL_OK)
             return UCCL_ERR_PEER_FAILED;
     }
-    return UCCL_OK;
+    return check_reach(b);
 }
 
 /* Set up locally and gather every rank's entry; a rank that failed locally
@@ -167,7 +263,9 @@ static uccl_status_t exchange(boot_t *b, const uccl_comm_params_t *p)
     me.rank = b->rank;
     me.size = b->size;
     me.status = local_setup(b, p, &me);
+    me.check = block_check(&me);
     st = call_allgather(b, &me, b->entries, sizeof(me), "engine addresses");
+    b->digest = st == UCCL_OK ? table_digest(b->entries, b->size) : 0;
     if (me.status != UCCL_OK)
         return (uccl_status_t)me.status;
     return st != UCCL_OK ? st : check_entries(b);
@@ -323,7 +421,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
         st = exchange(&b, params);
     if (b.entries != NULL && b.votes != NULL && b.conns != NULL) {
         uccl_status_t mine = st;
-        st = agree(&b, mine, &cb_failed);
+        st = agree(&b, mine, b.digest, &cb_failed);
         /* The vote's callback failed here only: the others, seeing every vote
          * OK, will connect to us, so connect too and tell them in the last vote. */
         if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
@@ -331,7 +429,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
                                                                : connect_all(&b, &c);
             st = st != UCCL_OK ? st : cst;
         }
-        st = agree(&b, st, &cb_failed);
+        st = agree(&b, st, 0, &cb_failed);
     }
     if (st != UCCL_OK && c != NULL) {
         uccl_comm_destroy(c);

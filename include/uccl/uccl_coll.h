@@ -81,8 +81,13 @@ typedef struct uccl_comm_params {
  * UCCL_LAZY_CONNECT must be the same on every rank of the job.
  * Errors: UCCL_ERR_INVALID_PARAM (unknown field bit, missing field, rank
  * out of range, NULL callback or engine, a callback that puts blocks out of
- * rank order), those of uccl_engine_create / uccl_connect / uccl_accept,
- * those the callback returns, UCCL_ERR_NO_MEMORY. */
+ * rank order, blocks that do not check (garbled, truncated, another
+ * libuccl version), or another address table to some rank: every rank
+ * returns it then), UCCL_ERR_NO_TRANSPORT (on both ranks of a pair
+ * whose engines open no transport in common, or only shm/gpu_ipc on
+ * different hosts; found from the exchange, before anyone connects), those
+ * of uccl_engine_create / uccl_connect / uccl_accept, those the callback
+ * returns, UCCL_ERR_NO_MEMORY. */
 UCCL_API uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **comm);
 
 /* Build a communicator from connections the caller has made (not

@@ -20,7 +20,13 @@ typedef struct cb_ctx {
     int fail_rank; /* this rank's callback fails... */
     int fail_call; /* ...on this call (1-based); 0 = never */
     int reverse;   /* deliver the blocks in reverse rank order */
+    int garble;    /* rank 0's first call: rank size-1's block garbled past its header */
+    size_t keep;   /* first call on every rank: only the first keep bytes of each block */
 } cb_ctx_t;
+
+/* The bootstrap's block starts with four 32-bit fields (status, rank, size,
+ * address length); what follows is the engine's identity and address. */
+#define BLOCK_HEAD 16
 
 /* A store-like failure: this rank took its part, but what it received is
  * unusable (overwritten here, so that nothing can rely on it). */
@@ -41,6 +47,10 @@ static uccl_status_t test_allgather(const void *send, void *recv, size_t bytes, 
         }
         free(tmp);
     }
+    for (int r = 0; x->keep != 0 && x->calls == 1 && r < x->size && x->keep < bytes; r++)
+        memset(out + (size_t)r * bytes + x->keep, 0, bytes - x->keep);
+    if (x->garble && x->rank == 0 && x->calls == 1 && bytes > BLOCK_HEAD)
+        memset(out + (size_t)(x->size - 1) * bytes + BLOCK_HEAD, 0xa5, bytes - BLOCK_HEAD);
     if (x->rank == x->fail_rank && x->calls == x->fail_call) {
         memset(recv, 0xa5, bytes * (size_t)x->size);
         return UCCL_ERR_TIMEOUT;
@@ -116,6 +126,66 @@ static void check_misordered(mt_ctx_t *c)
               "init with blocks in reverse rank order");
     if (x.calls != 3)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+}
+
+/* The callback reports success but rank 0 got rank size-1's block garbled
+ * (a store that mixed up its keys): the ranks saw different tables. Or
+ * (keep > 0) every rank got every block cut after keep bytes (a store with
+ * a value size limit), zeros after. Every rank must refuse, soon, with one
+ * error: no rank may connect to garbage (nor make a lazy comm that fails at
+ * first use) while its peer waits UCCL_TIMEOUT_MS in its accept. */
+static void check_garbled(mt_ctx_t *c, size_t keep)
+{
+    cb_ctx_t x;
+    uccl_comm_params_t p = boot_params(&x, c);
+    uccl_comm_t *comm = NULL;
+    double t0 = MPI_Wtime(), took;
+
+    x.garble = keep == 0;
+    x.keep = keep;
+    mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
+              keep != 0 ? "init where every block arrived truncated"
+                        : "init where one rank received a garbled block");
+    took = MPI_Wtime() - t0;
+    if (x.calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm != NULL)
+        mt_fail(c, "a comm came back");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
+
+/* The last rank's engine opens only tcp, the others' only shm: no pair
+ * with the last rank has a transport in common. Every rank must learn it
+ * from the exchange (UCCL_ERR_NO_TRANSPORT on the ranks of such a pair),
+ * soon, not from an accept waiting UCCL_TIMEOUT_MS for a connect that
+ * failed on the other side. Both settings of UCCL_LAZY_CONNECT. */
+static void check_disjoint_transports(mt_ctx_t *c)
+{
+    uccl_engine_params_t ep = {.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS};
+    cb_ctx_t x;
+    uccl_comm_params_t p = boot_params(&x, c);
+    uccl_comm_t *comm = NULL;
+    double t0 = MPI_Wtime(), took;
+
+    ep.transports = c->rank == c->size - 1 ? "tcp" : "shm";
+    p.field_mask |= UCCL_COMM_PARAM_ENGINE_PARAMS;
+    p.engine_params = &ep;
+    mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_NO_TRANSPORT,
+              "init where the last rank shares no transport with the others");
+    took = MPI_Wtime() - t0;
+    if (x.calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm != NULL)
+        mt_fail(c, "a comm came back");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
 }
 
 /* Each refused at once: the callback is never called. */
@@ -244,6 +314,15 @@ int main(int argc, char **argv)
         if (c.size > 1) {
             check_misordered(&c);
             failures += mt_report(&c, "blocks out of rank order: every rank refuses");
+            check_garbled(&c, 0);
+            failures += mt_report(&c, "a block garbled on one rank only: every rank refuses, "
+                                      "fast");
+            check_garbled(&c, 64);
+            failures += mt_report(&c, "every block truncated to 64 bytes: every rank refuses, "
+                                      "fast");
+            check_disjoint_transports(&c);
+            failures += mt_report(&c, "no transport in common with one rank: every rank "
+                                      "refuses, fast");
         }
         check_bad_params(&c);
         failures += mt_report(&c, "bad params refused at once, no callback call");
