@@ -391,6 +391,76 @@ static void test_rail0_down_msg(void)
     CU_ASSERT(run_rail_down_msg(rail0_down, rail0_up));
 }
 
+/* A refused access with two rails: rank 1 describes a region and
+ * deregisters it; rank 0 writes there (small: rail 0, the control rail).
+ * The writer gets REMOTE_ACCESS; the RC error puts the target's QP in error
+ * too, and its flushed receives are no sign of a dead rail (a dead path
+ * shows first as a failed send of ours): the target's end resets with
+ * REMOTE_ACCESS as with one rail, within a bound (it did not: it took rail
+ * 0 for dead, moved its control channel and waited on). A second
+ * connection between the same engines, over both rails, moves bytes intact. */
+static void side_rkey(peer_t *p)
+{
+    uint8_t *buf = calloc(1, BIG), *gone = calloc(1, 65536);
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    uccl_conn_t *conn2 = NULL;
+    uccl_conn_attr_t attr;
+    uccl_mr_t *mr, *gmr;
+    uccl_rdesc_t rd, rd_gone;
+    uccl_req_t *req;
+    uint64_t v = 0;
+
+    if (p->rank == 1) { /* a second connection, opened first */
+        CHECK(p, uccl_engine_address(p->engine, blob, &len) == UCCL_OK);
+        sock_xfer(p->sock, &len, sizeof(len), true);
+        sock_xfer(p->sock, blob, len, true);
+        CHECK(p, uccl_accept(p->engine, -1, &conn2) == UCCL_OK);
+    } else {
+        sock_xfer(p->sock, &len, sizeof(len), false);
+        sock_xfer(p->sock, blob, len <= sizeof(blob) ? len : sizeof(blob), false);
+        CHECK(p, uccl_connect(p->engine, blob, len, &conn2) == UCCL_OK);
+    }
+    CHECK(p, uccl_mr_reg(p->engine, buf, BIG, 0, &mr) == UCCL_OK);
+    swap_rdesc(p, mr, BIG, &rd);
+    if (p->rank == 1) {
+        CHECK(p, uccl_mr_reg(p->engine, gone, 65536, 0, &gmr) == UCCL_OK);
+        CHECK(p, uccl_mr_pack(gmr, 0, 65536, &rd_gone) == UCCL_OK);
+        CHECK(p, uccl_mr_dereg(gmr) == UCCL_OK);
+        sock_xfer(p->sock, &rd_gone, sizeof(rd_gone), true);
+        CHECK(p, uccl_notif_wait(p->conn, &v, 10000) == UCCL_ERR_REMOTE_ACCESS);
+        CHECK(p, uccl_conn_query(p->conn, &attr) == UCCL_OK && attr.state == UCCL_ERR_REMOTE_ACCESS);
+        sync_peers(p);
+        CHECK(p, uccl_notif_wait(conn2, &v, 20000) == UCCL_OK && v == 0x7171u);
+        CHECK(p, check_fill(buf, BIG, 71));
+        for (size_t i = 0; i < 65536; i++)
+            if (gone[i] != 0) {
+                CHECK(p, !"the deregistered region was written");
+                break;
+            }
+    } else {
+        sock_xfer(p->sock, &rd_gone, sizeof(rd_gone), false);
+        fill(buf, BIG, 70);
+        CHECK(p, xfer_wait(uccl_write(p->conn, mr, 0, 65536, &rd_gone, 0, &req), &req, NULL) ==
+                     UCCL_ERR_REMOTE_ACCESS);
+        CHECK(p, uccl_conn_query(p->conn, &attr) == UCCL_OK && attr.state == UCCL_ERR_REMOTE_ACCESS);
+        sync_peers(p);
+        fill(buf, BIG, 71);
+        CHECK(p, xfer_wait(uccl_write_notify(conn2, mr, 0, BIG, &rd, 0, 0x7171u, &req), &req,
+                           NULL) == UCCL_OK);
+    }
+    sync_peers(p);
+    uccl_conn_close(p->conn);
+    p->conn = NULL;
+    if (conn2 != NULL)
+        uccl_conn_close(conn2);
+    uccl_mr_dereg(mr);
+    free(buf);
+    free(gone);
+}
+
+static void test_rkey_two_rails(void) { run_pair(side_rkey); }
+
 int main(void)
 {
     const char *d[4] = {getenv("RXE_DEV"), getenv("RXE_RAIL_DEV"), getenv("RXE_DEV2"),
@@ -406,6 +476,8 @@ int main(void)
         {"rail 0 (control) down under a send and a write_notify: the control channel moves to "
          "rail 1, both finish there, bytes intact, notified once",
          test_rail0_down_msg},
+        {"deregistered region's key with two rails: REMOTE_ACCESS at both ends, no rail taken "
+         "for dead, a second connection works", test_rkey_two_rails},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"verbs_rails", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

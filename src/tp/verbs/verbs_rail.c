@@ -146,6 +146,11 @@ bool uccl_verbs_rail_failover(tp_verbs_ep_t *ep, int rail, const struct ibv_wc *
 
     if (!verbs_path_error(wc->status) || uccl_conn_status(ep->base.conn) != UCCL_OK)
         return false;
+    /* a dead path shows first as a failed work request of ours (no ack);
+     * a flush on a rail still alive is our QP put in error by the peer's
+     * refused access (RC): verbs_cq.c resets the connection for it */
+    if (wc->status == IBV_WC_WR_FLUSH_ERR && !(ep->dead_rails >> rail & 1))
+        return false;
     if (rail == 0 && !uccl_verbs_ctrl_move(ep))
         return false;
     q = uccl_verbs_find_qp(ep, rail, wc->qp_num);
