@@ -355,6 +355,55 @@ static void t_reregister(gpu_test_side_t *me, unsigned seed)
         printf("%s regions released and registered again, 3 rounds\n", gpu_test.failures ? "after failures" : "ok");
 }
 
+/* uccl_mem_free of GPU memory whose regions are still registered (stale,
+ * uccl_mr_query says so; deregistered later, as uccl.h allows), then
+ * uccl_mem_alloc of the same size (the same address, often): the peer must
+ * map the new allocation, never reach the freed one through the old
+ * registration's IPC handle; after the stale regions are deregistered the
+ * new ones still work. Rank 0 sends and writes, rank 1 receives. */
+static void t_realloc_stale(gpu_test_side_t *me, unsigned seed)
+{
+    gpu_test_side_t s = *me;
+    uccl_gpu_ptr_attr_t attr;
+    uccl_mr_t *old1, *old2;
+    int same = 0;
+
+    s.buf = NULL;
+    CHECK_ST(uccl_gpu_ptr_attr(me->buf, &attr), UCCL_OK); /* CUDA or ROCm, as the build */
+    CHECK_ST(uccl_mem_alloc(gpu_test.eng, attr.type, s.size, (void **)&s.buf), UCCL_OK);
+    if (s.buf == NULL)
+        return;
+    CHECK_ST(uccl_mr_reg(gpu_test.eng, s.buf + OFF_A, s.half, 0, &s.mr1), UCCL_OK);
+    CHECK_ST(uccl_mr_reg(gpu_test.eng, s.buf + OFF_A + s.half, s.half, 0, &s.mr2), UCCL_OK);
+    gpu_test_sendrecv(&s, 70000, 3, seed);
+    t_rma(&s, 65536, 3, 5, 1, 0, seed + 1);
+    for (int round = 0; round < 3; round++) {
+        char *old = s.buf;
+        old1 = s.mr1;
+        old2 = s.mr2;
+        CHECK_ST(uccl_mem_free(gpu_test.eng, s.buf), UCCL_OK); /* regions stay, stale */
+        CHECK_ST(uccl_mem_alloc(gpu_test.eng, attr.type, s.size, (void **)&s.buf), UCCL_OK);
+        same += s.buf == old;
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, s.buf + OFF_A, s.half, 0, &s.mr1), UCCL_OK);
+        CHECK_ST(uccl_mr_reg(gpu_test.eng, s.buf + OFF_A + s.half, s.half, 0, &s.mr2), UCCL_OK);
+        boot_barrier(gpu_test.eng);
+        gpu_test_sendrecv(&s, 70000, 3, seed + 10 + (unsigned)round);
+        t_rma(&s, 65536, 3, 5, 1, 0, seed + 20 + (unsigned)round);
+        t_rma(&s, 65536, 1, 2, 0, 0, seed + 30 + (unsigned)round);
+        CHECK_ST(uccl_mr_dereg(old1), UCCL_OK);
+        CHECK_ST(uccl_mr_dereg(old2), UCCL_OK);
+        boot_barrier(gpu_test.eng);
+        gpu_test_sendrecv(&s, 70000, 3, seed + 40 + (unsigned)round);
+        t_rma(&s, 65536, 3, 5, 1, 0, seed + 50 + (unsigned)round);
+    }
+    CHECK_ST(uccl_mr_dereg(s.mr1), UCCL_OK);
+    CHECK_ST(uccl_mr_dereg(s.mr2), UCCL_OK);
+    CHECK_ST(uccl_mem_free(gpu_test.eng, s.buf), UCCL_OK);
+    if (gpu_test.rank == 0)
+        printf("%s uccl_mem_free under live registrations, allocated again, 3 rounds (%d at the "
+               "same address)\n", gpu_test.failures ? "after failures" : "ok", same);
+}
+
 static void run_sizes(gpu_test_side_t *me, const size_t *sizes, int n, int big_ops)
 {
     for (int i = 0; i < n; i++) {
@@ -440,6 +489,7 @@ static void run_mode(const char *name, int gpu, const gpu_test_mode_t *mode)
     t_sendrecv_order(&dev, &host, 1, 220);
     t_sendrecv_order(&dev, &host, 0, 230);
     t_reregister(&dev, 240);
+    t_realloc_stale(&dev, 260);
     if (gpu_test.rank == 0)
         printf("%s two-sided GPU<->host 1 B .. 16 MiB, and host/GPU/host messages in order\n",
                gpu_test.failures == f1 ? "ok" : "FAILED");

@@ -58,6 +58,7 @@ typedef struct ipc_alloc {
     uccl_gpu_ipc_handle_t handle;
     int refs; /* regions registered in it */
     uint64_t gen;
+    bool gone; /* freed: another allocation came at its base (mem.c); off tp->allocs */
     uccl_list_t link;
 } ipc_alloc_t;
 

@@ -9,44 +9,16 @@
 
 /* ------------------------------------------------------------ local allocations */
 
-static ipc_alloc_t *alloc_find(ipc_tp_t *tp, void *base, size_t size)
+static ipc_alloc_t *alloc_find(ipc_tp_t *tp, void *base)
 {
     uccl_list_t *pos;
 
     uccl_list_for_each(pos, &tp->allocs) {
         ipc_alloc_t *a = uccl_container_of(pos, ipc_alloc_t, link);
-        if (a->base == base && a->size == size)
+        if (a->base == base)
             return a;
     }
     return NULL;
-}
-
-static uccl_status_t alloc_get(ipc_tp_t *tp, void *addr, ipc_alloc_t **out)
-{
-    uccl_gpu_ptr_attr_t attr;
-    ipc_alloc_t *a;
-    uccl_status_t st = uccl_gpu_ptr_attr(addr, &attr);
-
-    if (st != UCCL_OK)
-        return st;
-    a = alloc_find(tp, attr.base, attr.size);
-    if (a == NULL) {
-        a = calloc(1, sizeof(*a));
-        if (a == NULL)
-            return UCCL_ERR_NO_MEMORY;
-        a->base = attr.base;
-        a->size = attr.size;
-        st = uccl_gpu_ipc_get(a->base, &a->handle);
-        if (st != UCCL_OK) {
-            free(a);
-            return st;
-        }
-        a->gen = ++tp->next_gen;
-        uccl_list_push_back(&tp->allocs, &a->link);
-    }
-    a->refs++;
-    *out = a;
-    return UCCL_OK;
 }
 
 static bool announced_has(ipc_ep_t *ep, uint64_t gen, bool remove)
@@ -61,20 +33,68 @@ static bool announced_has(ipc_ep_t *ep, uint64_t gen, bool remove)
     return false;
 }
 
-/* Last region of an allocation gone: tell the peers that mapped it. */
-static void alloc_put(ipc_tp_t *tp, ipc_alloc_t *a)
+/* Withdraw a from every peer it was announced to (ALLOC_GONE under its
+ * base): the peer drops that announcement's mapping before it meets the
+ * next allocation at the same base. */
+static void alloc_withdraw(ipc_tp_t *tp, ipc_alloc_t *a)
 {
     uccl_list_t *pos;
     msg_key_t m = {(uint64_t)(uintptr_t)a->base};
 
-    if (--a->refs > 0)
-        return;
     uccl_list_for_each(pos, &tp->eps) {
         ipc_ep_t *ep = uccl_container_of(pos, ipc_ep_t, link);
         if (announced_has(ep, a->gen, true))
             uccl_gpu_ipc_send_msg(ep, IPC_MSG_ALLOC_GONE, &m, sizeof(m), NULL, 0);
     }
-    uccl_list_del(&a->link);
+}
+
+/* The allocation under addr, announced under its base. A known entry at
+ * that base is reused only while it is the same allocation (size and IPC
+ * handle): memory freed under live registrations (uccl_mem_free, whose
+ * regions stay, stale, until deregistered) and allocated again at the same
+ * base must not go out under the freed one's handle. Such an entry is
+ * withdrawn from the peers first and left to its stale regions. */
+static uccl_status_t alloc_get(ipc_tp_t *tp, void *addr, ipc_alloc_t **out)
+{
+    uccl_gpu_ptr_attr_t attr;
+    uccl_gpu_ipc_handle_t handle;
+    ipc_alloc_t *a;
+    uccl_status_t st = uccl_gpu_ptr_attr(addr, &attr);
+
+    if (st != UCCL_OK || (st = uccl_gpu_ipc_get(attr.base, &handle)) != UCCL_OK)
+        return st;
+    a = alloc_find(tp, attr.base);
+    if (a != NULL && (a->size != attr.size || memcmp(&a->handle, &handle, sizeof(handle)) != 0)) {
+        alloc_withdraw(tp, a);
+        uccl_list_del(&a->link);
+        a->gone = true;
+        a = NULL;
+    }
+    if (a == NULL) {
+        a = calloc(1, sizeof(*a));
+        if (a == NULL)
+            return UCCL_ERR_NO_MEMORY;
+        a->base = attr.base;
+        a->size = attr.size;
+        a->handle = handle;
+        a->gen = ++tp->next_gen;
+        uccl_list_push_back(&tp->allocs, &a->link);
+    }
+    a->refs++;
+    *out = a;
+    return UCCL_OK;
+}
+
+/* Last region of an allocation gone: tell the peers that mapped it (a gone
+ * one was withdrawn already). */
+static void alloc_put(ipc_tp_t *tp, ipc_alloc_t *a)
+{
+    if (--a->refs > 0)
+        return;
+    if (!a->gone) {
+        alloc_withdraw(tp, a);
+        uccl_list_del(&a->link);
+    }
     free(a);
 }
 
@@ -124,6 +144,8 @@ uccl_status_t uccl_gpu_ipc_announce(ipc_ep_t *ep, ipc_alloc_t *a)
     msg_alloc_t m;
     uccl_status_t st;
 
+    if (a->gone) /* a stale region's: its memory was freed */
+        return UCCL_ERR_STALE;
     if (announced_has(ep, a->gen, false))
         return UCCL_OK;
     if (ep->nannounced == ep->cap_announced) {
@@ -263,7 +285,9 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     uccl_list_for_each_safe(pos, tmp, &ep->zombies) {
         ipc_map_t *map = uccl_container_of(pos, ipc_map_t, link);
         bool busy = map->ptr_refs > 0 || (map->ptr_used && !passed);
-        if (busy && !all)
+        /* refs: retired while a grant or an announcement still holds it
+         * (another allocation came at its key): closed once they let go */
+        if ((busy || map->refs > 0) && !all)
             continue;
         uccl_list_del(&map->link);
         if (busy) {
