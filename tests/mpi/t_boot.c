@@ -128,6 +128,23 @@ static void check_misordered(mt_ctx_t *c)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
 }
 
+/* After an init that had to fail before anyone connected: the callback
+ * ran its 3 rounds, it took less than FAST_FAIL_S, no comm came back. */
+static void fast_fail_after(mt_ctx_t *c, const cb_ctx_t *x, double t0, uccl_comm_t *comm)
+{
+    double took = MPI_Wtime() - t0;
+
+    if (x->calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x->calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm != NULL)
+        mt_fail(c, "a comm came back");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
+
 /* The callback reports success but rank 0 got rank size-1's block garbled
  * (a store that mixed up its keys): the ranks saw different tables. Or
  * (keep > 0) every rank got every block cut after keep bytes (a store with
@@ -139,23 +156,14 @@ static void check_garbled(mt_ctx_t *c, size_t keep)
     cb_ctx_t x;
     uccl_comm_params_t p = boot_params(&x, c);
     uccl_comm_t *comm = NULL;
-    double t0 = MPI_Wtime(), took;
+    double t0 = MPI_Wtime();
 
     x.garble = keep == 0;
     x.keep = keep;
     mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
               keep != 0 ? "init where every block arrived truncated"
                         : "init where one rank received a garbled block");
-    took = MPI_Wtime() - t0;
-    if (x.calls != 3)
-        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
-    if (took > FAST_FAIL_S)
-        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
-    if (comm != NULL)
-        mt_fail(c, "a comm came back");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
+    fast_fail_after(c, &x, t0, comm);
 }
 
 /* The last rank's engine opens only tcp, the others' only shm: no pair
@@ -169,23 +177,14 @@ static void check_disjoint_transports(mt_ctx_t *c)
     cb_ctx_t x;
     uccl_comm_params_t p = boot_params(&x, c);
     uccl_comm_t *comm = NULL;
-    double t0 = MPI_Wtime(), took;
+    double t0 = MPI_Wtime();
 
     ep.transports = c->rank == c->size - 1 ? "tcp" : "shm";
     p.field_mask |= UCCL_COMM_PARAM_ENGINE_PARAMS;
     p.engine_params = &ep;
     mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_NO_TRANSPORT,
               "init where the last rank shares no transport with the others");
-    took = MPI_Wtime() - t0;
-    if (x.calls != 3)
-        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
-    if (took > FAST_FAIL_S)
-        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
-    if (comm != NULL)
-        mt_fail(c, "a comm came back");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
+    fast_fail_after(c, &x, t0, comm);
 }
 
 /* Each refused at once: the callback is never called. */
