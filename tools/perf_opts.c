@@ -60,20 +60,22 @@ int perf_parse_size(const char *text, size_t *out)
 {
     char *end;
     unsigned long long v;
+    unsigned shift = 0;
 
     errno = 0;
     v = strtoull(text, &end, 10);
     if (errno != 0 || end == text)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
     default: break;
     }
-    if (*end != '\0' || v == 0 || v > PERF_MAX_SIZE)
+    /* compared before the shift: 17179869185G would wrap to 1G */
+    if (*end != '\0' || v == 0 || v > (PERF_MAX_SIZE >> shift))
         return -1;
-    *out = (size_t)v;
+    *out = (size_t)(v << shift);
     return 0;
 }
 

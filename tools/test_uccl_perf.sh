@@ -104,7 +104,8 @@ for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid
     "--bogus|unrecognized option '--bogus'" "extra|unexpected argument 'extra'" \
     "--min 8K --max 4K|--min 8192 is larger than --max 4096" \
     "--op write,bogus --no-ref|invalid value 'write,bogus' for --op" \
-    "--op write,read|a list of ops is for --no-ref"; do
+    "--op write,read|a list of ops is for --no-ref" \
+    "--min 1K --max 18014398509481985K --no-ref --iters 1|invalid value '18014398509481985K' for --max"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if perf2 ${bad%%|*}; then
         echo "uccl_perf accepted ${bad%%|*}"; exit 1
@@ -185,7 +186,8 @@ fi
 n=$((n + 1))
 for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K" \
     "--op allgather --ucx-ref maybe" \
-    "--op allgather --mem nosuch"; do
+    "--op allgather --mem nosuch" \
+    "--op allgather --max 18014398509481985K --iters 1 --warmup 0 --ucx-ref off"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if coll3 $bad; then
         echo "uccl_perf coll accepted $bad"; exit 1
