@@ -184,6 +184,25 @@ else:
 PY
 fi
 n=$((n + 1))
+# the UCX run's failure, its last line quoted in reference_ucx: the JSON
+# still parses when that line has quotes (Open MPI's: unknown option "--mca")
+cat >"$tmp/mpirun" <<'EOF'
+#!/bin/sh
+echo 'mpirun: Error: unknown option "--mca" \ here'
+exit 1
+EOF
+chmod +x "$tmp/mpirun"
+coll3 --op allgather --transport shm --min 1K --max 1K --iters 1 --warmup 0 \
+    --mpirun "$tmp/mpirun" --json "$tmp/coll.json" ||
+    { cat "$tmp/out"; echo "uccl_perf coll with a failing UCX run failed"; exit 1; }
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/coll.json" <<'PY' || { cat "$tmp/coll.json"; echo "coll JSON with a quoted failure"; exit 1; }
+import json, sys
+ref = json.load(open(sys.argv[1]))["reference_ucx"]
+assert ref == 'skipped: exit status 1: mpirun: Error: unknown option "--mca" \\ here', ref
+PY
+fi
+n=$((n + 1))
 for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K" \
     "--op allgather --ucx-ref maybe" \
     "--op allgather --mem nosuch" \
