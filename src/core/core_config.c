@@ -177,9 +177,31 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
+/* A switch read as "0 = off, anything else on": 0, 1 or empty, else refused. */
+static bool zero_or_one(const char *name, const char *value)
+{
+    if (value[0] == '\0' || strcmp(value, "0") == 0 || strcmp(value, "1") == 0)
+        return true;
+    uccl_error("%s=%s: expected 0 or 1", name, value);
+    return false;
+}
+
+/* The Python binding reads its switches itself, at its first tensor: a bad
+ * one is refused here, at engine creation, as the collectives' are. */
+static uccl_status_t py_env_check(void)
+{
+    uccl_py_env_t env;
+
+    if (uccl_cfg_parse(&uccl_py_env_table, &env) != UCCL_OK ||
+        !zero_or_one("UCCL_PY_TORCH_FAST", env.torch_fast) ||
+        !zero_or_one("UCCL_PY_TORCH_DESC", env.torch_desc))
+        return UCCL_ERR_INVALID_PARAM;
+    return UCCL_OK;
+}
+
 /* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT,
  * UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN, UCCL_COLL_MAPPED_DEPTH,
- * UCCL_COLL_TRACE and UCCL_COLL_GPU_COPY_LATE
+ * UCCL_COLL_TRACE, UCCL_COLL_GPU_COPY_LATE and UCCL_COLL_STREAM_CACHE
  * themselves (at their first use, where a bad value could only be warned
  * about): refuse a bad one here, at engine creation.
  * The names are coll/select.c's. */
@@ -226,7 +248,9 @@ static uccl_status_t coll_env_check(void)
         uccl_error("UCCL_COLL_STREAM_OPS=%s: expected batch, all or single", env.stream_ops);
         return UCCL_ERR_INVALID_PARAM;
     }
-    return UCCL_OK;
+    if (!zero_or_one("UCCL_COLL_STREAM_CACHE", env.stream_cache))
+        return UCCL_ERR_INVALID_PARAM;
+    return py_env_check();
 }
 
 /* UCCL_PORT_RANGE: "lo-hi" with 1 <= lo <= hi <= 65535, or empty. */
