@@ -177,7 +177,8 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
     opterr = verbose; /* getopt names an unknown option or a missing argument itself */
     if (argc < 2 || strcmp(argv[1], "p2p") != 0) {
         if (verbose)
-            fprintf(stderr, "uccl_perf: the first argument names the benchmark: p2p%s%s%s\n",
+            fprintf(stderr, "uccl_perf: the first argument names the benchmark: p2p (usage "
+                            "below) or coll (uccl_perf coll prints its own)%s%s%s\n",
                     argc < 2 ? "" : " (not '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "')");
         goto err_usage;
     }

@@ -67,6 +67,12 @@ if grep -q '"topology":{"status":"UCCL_ERR_UNSUPPORTED"' "$tmp/live.json"; then
     exit 0
 fi
 "$info" --topo-xml "$data/synth-dgx-h100.xml" --json >"$tmp/dgx.json"
+# a stray argument is named, not just answered with the usage
+if "$info" extra >"$tmp/extra.txt" 2>&1; then
+    echo "uccl_info accepted a stray argument"; exit 1
+fi
+grep -q "unexpected argument 'extra'" "$tmp/extra.txt" ||
+    { cat "$tmp/extra.txt"; echo "uccl_info extra: the argument is not named"; exit 1; }
 if "$info" --topo-xml "$data/does-not-exist.xml" >"$tmp/missing.txt" 2>&1; then
     echo "uccl_info accepted a missing XML file"; exit 1
 fi

@@ -115,6 +115,12 @@ for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid
         cat "$tmp/out"; echo "uccl_perf ${bad%%|*}: want '${bad#*|}' and the usage, once each"; exit 1
     fi
 done
+# a wrong benchmark name: both benchmarks are named
+if eval "timeout 60 ${MPIEXEC:-mpirun --oversubscribe} -np 2 \"\$perf\" pp2" >"$tmp/out" 2>&1; then
+    echo "uccl_perf accepted the benchmark pp2"; exit 1
+fi
+grep -q "names the benchmark: p2p .* or coll .*(not 'pp2')" "$tmp/out" ||
+    { cat "$tmp/out"; echo "uccl_perf pp2: want both benchmarks named"; exit 1; }
 # uccl_perf coll: every op on 3 ranks, data checked (#wrong 0, exit 0), JSON rows
 coll3() {  # coll3 ARGS...: uccl_perf coll on 3 ranks
     eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 \"\$perf\" coll \"\$@\"" >"$tmp/out" 2>&1
