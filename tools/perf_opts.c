@@ -420,9 +420,10 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
         fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"mem\": \"cuda\", \"gpu\": \"%s\", "
                    "\"op\": \"%s\", \"window\": %d, \"rounds\": %d,\n \"reference\": \"%s%s\",\n \"rows\": [\n",
                 machine, conn_transport, gpu, op_name(o->op), o->window, o->rounds,
-                gpu_ref_pattern(o->op),
-                o->op == PERF_OP_SEND ? "; copy_ack: the plain copy, then per window rank 0 sets a host flag "
-                                        "rank 1 waits for and waits for rank 1's ack flag" : "");
+                o->no_ref ? "none (--no-ref)" : gpu_ref_pattern(o->op),
+                o->op == PERF_OP_SEND && !o->no_ref
+                    ? "; copy_ack: the plain copy, then per window rank 0 sets a host flag "
+                      "rank 1 waits for and waits for rank 1's ack flag" : "");
         json_gpu_rows(f, rows, nrows);
         goto out;
     }

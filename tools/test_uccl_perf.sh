@@ -151,6 +151,15 @@ for op in write read; do
     fi
 done
 n=$((n + 1))
+# --mem cuda --no-ref: the JSON says no reference ran (it described the
+# copy and NCCL references, whose columns read 0)
+if perf2 --transport gpu_ipc --mem cuda --op send --min 4K --max 8K --iters 2 --no-ref \
+    --json "$tmp/gpu-noref.json"; then
+    grep -q '"reference": "none (--no-ref)"' "$tmp/gpu-noref.json" ||
+        { cat "$tmp/gpu-noref.json"; echo "p2p --mem cuda --no-ref: the JSON names references"; exit 1; }
+else
+    grep -q 'needs a GPU' "$tmp/out" || { cat "$tmp/out"; echo "p2p --mem cuda --no-ref failed"; exit 1; }
+fi
 # --mem cuda: GPU buffers (the fake GPU build's "GPUs" too), data checked, the
 # device-to-device copy as the reference; elsewhere it must say there is no GPU
 for op in allgather alltoallv bcast; do
