@@ -244,6 +244,8 @@ UCCL_DEVQ_FN void uccl_devq_write(const uccl_devq_handle_t *q, uint64_t ticket, 
 {
     volatile uccl_devq_cmd_t *e = &q->cmds[ticket & q->mask];
 
+    if (peer > 0xffffu || slot > 0xffffu) /* the ticket is taken: publish it, refused */
+        flags |= UCCL_DEVQ_CMD_BAD_INDEX;
     e->local_off = local_off;
     e->remote_off = remote_off;
     e->notif = notif;

@@ -28,6 +28,10 @@ extern "C" {
 
 enum {
     UCCL_DEVQ_CMD_NOTIFY = 1u << 0, /* deliver notif after the data landed */
+    /* set by the device API for a peer or slot index past the 16 bits of
+     * its field (never truncated to another index): the proxy refuses the
+     * command as malformed, as it does any flag it does not know */
+    UCCL_DEVQ_CMD_BAD_INDEX = 1u << 31,
 };
 
 /* One command, 48 bytes. The producer writes every field, makes them visible

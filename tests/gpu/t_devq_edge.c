@@ -8,7 +8,9 @@
  *  - a clean stop and restart still runs (bytes compared);
  *  - remote offsets past the descriptor or wrapping 2^64 fail the ring with
  *    UCCL_ERR_OUT_OF_BOUNDS and write nothing;
- *  - tickets across 2^32 (the 32-bit sequence words wrap): bytes compared. */
+ *  - tickets across 2^32 (the 32-bit sequence words wrap): bytes compared;
+ *  - a peer or slot index past the 16 bits of a command is refused (it
+ *    used to be truncated: peer 65536 wrote to peer 0). */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,6 +173,31 @@ static void ticket_wrap_check(void)
         printf("ok: tickets 0x%llx..0x%llx across 2^32\n", (unsigned long long)w, (unsigned long long)t);
 }
 
+static void index_checks(void)
+{
+    static const uint32_t bad[][2] = {{65536, 0}, {0, 65536}, {0x10001, 0x10000}};
+    int before = failures;
+
+    for (int k = 0; k < 3; k++) {
+        uccl_devq_handle_t h;
+        uccl_devq_t *q = ring(8, &h);
+        uint64_t t = 0;
+        int rc;
+
+        if (q == NULL)
+            return;
+        CHECK(uccl_devq_start(q) == UCCL_OK, "start");
+        rc = uccl_devq_put(&h, bad[k][0], bad[k][1], 0, 0, 8, 0, 0, &t);
+        if (rc == 0)
+            rc = uccl_devq_wait_done(&h, t + 1);
+        CHECK(rc == UCCL_ERR_INVALID_PARAM && untouched(), "peer %u slot %u: %d, bytes written: %s", bad[k][0],
+              bad[k][1], rc, untouched() ? "none" : "some");
+        uccl_devq_destroy(q);
+    }
+    if (failures == before)
+        printf("ok: peer and slot indices past 16 bits refused, nothing written\n");
+}
+
 int main(void)
 {
     uint8_t addr[UCCL_ADDRESS_MAX];
@@ -192,6 +219,7 @@ int main(void)
     restart_checks();
     remote_bounds_checks();
     ticket_wrap_check();
+    index_checks();
     uccl_conn_close(in);
     uccl_conn_close(conn);
     uccl_mr_dereg(dmr);
