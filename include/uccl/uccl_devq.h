@@ -31,7 +31,7 @@ enum {
     /* set by the device API for a peer or slot index past the 16 bits of
      * its field (never truncated to another index): the proxy refuses the
      * command as malformed, as it does any flag it does not know */
-    UCCL_DEVQ_CMD_BAD_INDEX = 1u << 31,
+    UCCL_DEVQ_CMD_BAD_INDEX = 1u << 30,
 };
 
 /* One command, 48 bytes. The producer writes every field, makes them visible
