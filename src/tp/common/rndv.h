@@ -378,6 +378,9 @@ bool uccl_rndv_pull_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_
 void uccl_rndv_pull_done(uccl_rndv_t *r, uccl_req_t *req);
 bool uccl_rndv_pull_fin(uccl_rndv_t *r, uint64_t send_id, uint64_t len, uccl_status_t st);
 uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
+/* rndv.c: receive req, matched to send id send_id's RTS, fails with st; a
+ * FIN tells the sender (its send fails too) */
+void uccl_rndv_recv_refuse(uccl_rndv_t *r, uccl_req_t *req, uint64_t send_id, uccl_status_t st);
 void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
 void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id);

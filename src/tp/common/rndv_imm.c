@@ -154,7 +154,7 @@ void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64
     if (st == UCCL_OK)
         st = uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]);
     if (st != UCCL_OK) {
-        r->ops->finish(r, req, st, 0);
+        uccl_rndv_recv_refuse(r, req, send_id, st);
         return;
     }
     req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;

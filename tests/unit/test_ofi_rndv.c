@@ -1,0 +1,114 @@
+/* The shared rendezvous protocol (src/tp/common/rndv.c) as ofi runs it, on
+ * shm and tcp;ofi_rxm, direct sends and the tagged rendezvous off (RTS,
+ * CTS, writes closed by immediates): a receive matched to an RTS that cannot
+ * take the message (here: every receive id of the receiver's endpoint in
+ * use, UCCL_RNDV_ID_INDEX_BITS) fails, and so does the send, which was left
+ * waiting for a CTS for ever before (a FIN naming its send id now tells
+ * it); the connection then still carries a rendezvous message byte for
+ * byte. Every wait is bounded (UNIT_TIMEOUT_MS): a stall fails the test. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp/ofi/ofi.h"
+#include "unit.h"
+#include "core/core.h"
+#include "unit_conn.h"
+
+#define AREA (1u << 20)
+#define MSG (64u * 1024 + 5) /* above the eager limit */
+
+#include "ofi_pair.h"
+
+static const char *const provs[] = {"shm", "tcp;ofi_rxm"};
+
+static bool open_rndv_pair(const char *prov)
+{
+    const char *env[] = {"UCCL_OFI_PROVIDER", prov, "UCCL_OFI_DIRECT", "0",
+                         "UCCL_OFI_TAGGED", "0", NULL};
+    return ofi_pair_open(env);
+}
+
+/* The receiver's one ofi endpoint. */
+static tp_ofi_ep_t *ep_b(void)
+{
+    tp_ofi_t *tb = ofi_of(P.b);
+
+    CU_ASSERT_FATAL(tb != NULL && !uccl_list_empty(&tb->eps));
+    return uccl_container_of(tb->eps.next, tp_ofi_ep_t, link);
+}
+
+/* One message of len bytes A -> B (receive posted after the send was
+ * progressed: the RTS waits in the core), both statuses returned. */
+static uccl_status_t one_msg(size_t len, uccl_status_t *send_st, uccl_status_t *recv_st)
+{
+    uccl_req_t *reqs[2];
+    uccl_status_t st;
+
+    unit_fill(pa, len, 77);
+    memset(pb, 0, len);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, len, 5, &reqs[0]), UCCL_OK);
+    ofi_pair_progress(200);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, len, 5, &reqs[1]), UCCL_OK);
+    st = unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS);
+    if (st != UCCL_OK)
+        return st; /* the pair is torn down with its requests */
+    *send_st = uccl_wait(reqs[0], 0);
+    *recv_st = uccl_wait(reqs[1], 0);
+    uccl_req_free(reqs[0]);
+    uccl_req_free(reqs[1]);
+    return UCCL_OK;
+}
+
+static void check_refused(void)
+{
+    static int dummy;
+    uccl_idmap_t *ids = &ep_b()->rndv.ids;
+    uint64_t *held = malloc(sizeof(uint64_t) << UCCL_RNDV_ID_INDEX_BITS);
+    uccl_status_t st, sst = UCCL_OK, rst = UCCL_OK;
+    size_t n = 0;
+
+    CU_ASSERT_FATAL(held != NULL);
+    /* what 2^17 receives waiting for their data would hold */
+    while (uccl_idmap_insert(ids, &dummy, &held[n]) == UCCL_OK)
+        n++;
+    CU_ASSERT_EQUAL(n, (size_t)1 << UCCL_RNDV_ID_INDEX_BITS);
+    st = one_msg(MSG, &sst, &rst);
+    UNIT_ASSERT_STATUS(st, UCCL_OK); /* UCCL_ERR_TIMEOUT: the send waited for a CTS */
+    for (size_t i = 0; i < n; i++)
+        uccl_idmap_remove(ids, held[i]);
+    free(held);
+    if (st != UCCL_OK)
+        return;
+    UNIT_ASSERT_STATUS(rst, UCCL_ERR_NO_MEMORY);
+    UNIT_ASSERT_STATUS(sst, UCCL_ERR_NO_MEMORY);
+    /* ids free again: the connection carries the next message */
+    UNIT_ASSERT_STATUS(one_msg(MSG, &sst, &rst), UCCL_OK);
+    UNIT_ASSERT_STATUS(sst, UCCL_OK);
+    UNIT_ASSERT_STATUS(rst, UCCL_OK);
+    CU_ASSERT(memcmp(pa, pb, MSG) == 0);
+}
+
+static void test_refused(void)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!open_rndv_pair(provs[i])) {
+            fprintf(stderr, "libfabric's %s provider is not usable here: skipped\n", provs[i]);
+            continue;
+        }
+        check_refused();
+        ofi_pair_close();
+    }
+}
+
+static CU_TestInfo rndv_tests[] = {
+    {"receive refused after its RTS: the send fails too (shm, tcp;ofi_rxm)", test_refused},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void)
+{
+    CU_SuiteInfo suites[] = {{"ofi_rndv", NULL, NULL, NULL, NULL, rndv_tests},
+                             CU_SUITE_INFO_NULL};
+
+    return unit_main(suites);
+}
