@@ -88,6 +88,99 @@ static void check_refused(void)
     CU_ASSERT(memcmp(pa, pb, MSG) == 0);
 }
 
+/* The id of B's first receive waiting for its data, after its CTS. */
+static uint64_t first_waiting_id(void)
+{
+    uccl_rndv_t *r = &ep_b()->rndv;
+
+    if (uccl_list_empty(&r->recv_wait_fin))
+        return 0;
+    return uccl_list_first(&r->recv_wait_fin, uccl_req_t, tp_link)->tp_data[UCCL_RNDV_RD_ID];
+}
+
+/* A late FIN (a verbs sender closes a write whose lane failed with FIN
+ * {receive id, len, UCCL_OK}, though its immediates may all have come and
+ * ended the receive) naming a receive that ended, after LATE_ROUNDS other
+ * rendezvous receives (B's ids in 64 slots, reused oldest first): it must not end the receive that now has that id
+ * (25-bit ids came round after 64 * 255), whose data is not there yet. */
+#define LATE_ROUNDS (64 * 255 - 1) /* the ids given in between */
+#define LATE_WIN 32
+#define LATE_LEN (8u * 1024 + 8) /* above the eager limit and shm's inject size */
+
+static void check_late_fin(void)
+{
+    uccl_req_t *reqs[2 * LATE_WIN];
+    uint64_t old_id = 0, id = 0;
+    int done = 0;
+    uccl_status_t st = UCCL_OK;
+
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, LATE_LEN, 5, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, LATE_LEN, 5, &reqs[0]), UCCL_OK);
+    for (int i = 0; i < 1000 && old_id == 0; i++) {
+        uccl_engine_progress(P.a);
+        uccl_engine_progress(P.b);
+        old_id = first_waiting_id();
+    }
+    CU_ASSERT_FATAL(old_id != 0);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    uccl_req_free(reqs[0]);
+    uccl_req_free(reqs[1]);
+    for (int left = LATE_ROUNDS, n; left > 0 && st == UCCL_OK; left -= n) {
+        n = left < LATE_WIN ? left : LATE_WIN;
+        ofi_pair_post_window(reqs, n, LATE_LEN, LATE_LEN, 6);
+        st = unit_drive(&P, reqs, 2 * (size_t)n, UNIT_TIMEOUT_MS);
+        for (int i = 0; i < 2 * n && st == UCCL_OK; i++) {
+            UNIT_ASSERT_STATUS(uccl_wait(reqs[i], 0), UCCL_OK);
+            uccl_req_free(reqs[i]);
+        }
+    }
+    UNIT_ASSERT_STATUS(st, UCCL_OK);
+    if (st != UCCL_OK)
+        return;
+    /* the next message: its RTS, B's CTS; A does not see the CTS yet */
+    unit_fill(pa, LATE_LEN, 91);
+    memset(pb, 0, LATE_LEN);
+    UNIT_ASSERT_STATUS(uccl_recv(P.ba, mb, 0, LATE_LEN, 7, &reqs[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(P.ab, ma, 0, LATE_LEN, 7, &reqs[0]), UCCL_OK);
+    uccl_engine_progress(P.a);
+    for (int i = 0; i < 1000 && id == 0; i++) {
+        uccl_engine_progress(P.b);
+        id = first_waiting_id();
+    }
+    CU_ASSERT_FATAL(id != 0);
+    /* the old receive's slot (with 25-bit ids: its very id) */
+    CU_ASSERT_EQUAL(id & ((1u << UCCL_RNDV_ID_INDEX_BITS) - 1),
+                    old_id & ((1u << UCCL_RNDV_ID_INDEX_BITS) - 1));
+    /* the late FIN, as A's rndv sends one */
+    UNIT_ASSERT_STATUS(uccl_rndv_ctrl_send(&uccl_container_of(ofi_of(P.a)->eps.next, tp_ofi_ep_t,
+                                                              link)->rndv,
+                                           UCCL_RNDV_MSG_FIN, UCCL_OK, old_id, LATE_LEN, 0, NULL),
+                       UCCL_OK);
+    /* B takes the FIN; its receive's data is not there (A has not seen the CTS) */
+    for (int i = 0; i < 1000 && !done; i++) {
+        uccl_engine_progress(P.b);
+        uccl_test(reqs[1], &done);
+    }
+    CU_ASSERT(!done);
+    UNIT_ASSERT_STATUS(unit_drive(&P, reqs, 2, UNIT_TIMEOUT_MS), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[0], 0), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(reqs[1], 0), UCCL_OK);
+    uccl_req_free(reqs[0]);
+    uccl_req_free(reqs[1]);
+    CU_ASSERT(memcmp(pa, pb, LATE_LEN) == 0); /* not ended before its data came */
+    UNIT_ASSERT_STATUS(uccl_conn_status(P.ba), UCCL_OK);
+}
+
+static void test_late_fin(void)
+{
+    if (!open_rndv_pair("shm")) {
+        fprintf(stderr, "libfabric's shm provider is not usable here: skipped\n");
+        return;
+    }
+    check_late_fin();
+    ofi_pair_close();
+}
+
 static void test_refused(void)
 {
     for (int i = 0; i < 2; i++) {
@@ -102,6 +195,7 @@ static void test_refused(void)
 
 static CU_TestInfo rndv_tests[] = {
     {"receive refused after its RTS: the send fails too (shm, tcp;ofi_rxm)", test_refused},
+    {"a late FIN for a receive id used again (shm)", test_late_fin},
     CU_TEST_INFO_NULL,
 };
 

@@ -426,6 +426,14 @@ uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool 
     return req;
 }
 
+uccl_req_t *uccl_rndv_imm_find(uccl_rndv_t *r, uint32_t id, uint64_t state)
+{
+    uint64_t full;
+    uccl_req_t *req = uccl_idmap_lookup_low(&r->ids, id, 25, &full);
+
+    return req != NULL && req->tp_data[UCCL_RNDV_RD_STATE] == state ? req : NULL;
+}
+
 /* The receiver's buffer for one of our rendezvous sends: write into it. */
 /* (segs and nseg as uccl_rndv_ctrl_parse checked them) */
 static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
@@ -458,6 +466,13 @@ static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, ucc
 
     if (req == NULL && uccl_rndv_pull_fin(r, recv_id, len, st))
         return;
+    if (req == NULL && uccl_idmap_stale(&r->ids, recv_id)) {
+        /* a late one: the receive already ended (its immediates all came
+         * before a lane failure made the sender close it with a FIN) */
+        uccl_debug("%s: FIN for finished receive %llu ignored", r->ep->tp->ops->name,
+                   (unsigned long long)recv_id);
+        return;
+    }
     if (req == NULL) {
         uccl_error("%s: FIN for unknown receive %llu", r->ep->tp->ops->name,
                    (unsigned long long)recv_id);
