@@ -5,7 +5,10 @@
  * use, UCCL_RNDV_ID_INDEX_BITS) fails, and so does the send, which was left
  * waiting for a CTS for ever before (a FIN naming its send id now tells
  * it); the connection then still carries a rendezvous message byte for
- * byte. Every wait is bounded (UNIT_TIMEOUT_MS): a stall fails the test. */
+ * byte; and a late FIN naming a receive id whose slot now serves another
+ * receive leaves that one alone (it ended it before its data came, with
+ * UCCL_OK, and the data's immediate then failed the connection). Every wait
+ * is bounded (UNIT_TIMEOUT_MS): a stall fails the test. */
 #include <stdlib.h>
 #include <string.h>
 
