@@ -104,8 +104,9 @@ static uint64_t first_waiting_id(void)
 /* A late FIN (a verbs sender closes a write whose lane failed with FIN
  * {receive id, len, UCCL_OK}, though its immediates may all have come and
  * ended the receive) naming a receive that ended, after LATE_ROUNDS other
- * rendezvous receives (B's ids in 64 slots, reused oldest first): it must not end the receive that now has that id
- * (25-bit ids came round after 64 * 255), whose data is not there yet. */
+ * rendezvous receives (B's ids in 64 slots, reused oldest first): it must
+ * not end the receive that now has that id (25-bit ids came round after
+ * 64 * 255), whose data is not there yet. */
 #define LATE_ROUNDS (64 * 255 - 1) /* the ids given in between */
 #define LATE_WIN 32
 #define LATE_LEN (8u * 1024 + 8) /* above the eager limit and shm's inject size */
