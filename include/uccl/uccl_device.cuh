@@ -228,12 +228,12 @@ UCCL_DEVQ_FN int uccl_devq_reserve(const uccl_devq_handle_t *q, uint32_t n, uint
         *cache = seen; /* any tail seen is a safe bound, even if older than the cache */
         return 0;
     }
-    if (err == UCCL_ERR_TIMEOUT) {
-        /* the tickets taken will never be published: the ring is dead */
-        if (q->ctrl->error == 0)
-            q->ctrl->error = UCCL_ERR_TIMEOUT;
-        uccl_devq_fence();
-    }
+    /* the tickets taken will never be published: the ring is dead, also
+     * for a start after the stop that canceled this put (ctrl->lost) */
+    if (err == UCCL_ERR_TIMEOUT && q->ctrl->error == 0)
+        q->ctrl->error = UCCL_ERR_TIMEOUT;
+    q->ctrl->lost = 1;
+    uccl_devq_fence();
     return err;
 }
 
@@ -244,6 +244,8 @@ UCCL_DEVQ_FN void uccl_devq_write(const uccl_devq_handle_t *q, uint64_t ticket, 
 {
     volatile uccl_devq_cmd_t *e = &q->cmds[ticket & q->mask];
 
+    if (peer > 0xffffu || slot > 0xffffu) /* the ticket is taken: publish it, refused */
+        flags |= UCCL_DEVQ_CMD_BAD_INDEX;
     e->local_off = local_off;
     e->remote_off = remote_off;
     e->notif = notif;

@@ -28,6 +28,10 @@ extern "C" {
 
 enum {
     UCCL_DEVQ_CMD_NOTIFY = 1u << 0, /* deliver notif after the data landed */
+    /* set by the device API for a peer or slot index past the 16 bits of
+     * its field (never truncated to another index): the proxy refuses the
+     * command as malformed, as it does any flag it does not know */
+    UCCL_DEVQ_CMD_BAD_INDEX = 1u << 30,
 };
 
 /* One command, 48 bytes. The producer writes every field, makes them visible
@@ -50,14 +54,19 @@ typedef struct uccl_devq_cmd {
  * tail: commands the proxy has taken (entries below it may be reused);
  * done: commands whose writes completed, in ticket order (command t is done
  *       when done > t);
- * error: 0, or the uccl_status_t that stopped the ring (negative). */
+ * error: 0, or the uccl_status_t that stopped the ring (negative);
+ * lost: set by a producer that gave up tickets it had taken (a put that
+ *       waited for room and saw the error word): they are never published,
+ *       so the proxy could never pass them and the ring never runs again
+ *       (not even after a clean stop). */
 typedef struct uccl_devq_ctrl {
     volatile uint64_t tail;
     uint8_t pad0[56];
     volatile uint64_t done;
     uint8_t pad1[56];
     volatile int32_t error;
-    uint8_t pad2[60];
+    volatile int32_t lost;
+    uint8_t pad2[56];
 } uccl_devq_ctrl_t;
 
 /* What a kernel (or a host thread standing in for one) needs, passed by
@@ -147,7 +156,8 @@ UCCL_API uccl_status_t uccl_devq_bind_rdesc(uccl_devq_t *q, uint32_t slot, const
  * local region; a command on a ring without one fails it). Errors:
  * UCCL_ERR_INVALID_PARAM, UCCL_ERR_BUSY (running), UCCL_ERR_NO_MEMORY, or
  * the ring's error word (a failed ring stays failed; a clean stop may be
- * followed by a start). */
+ * followed by a start, unless a put gave up tickets meanwhile: then
+ * UCCL_ERR_CANCELED and the ring stays stopped). */
 UCCL_API uccl_status_t uccl_devq_start(uccl_devq_t *q);
 /* Stop the proxy thread after it has taken every command published so far and
  * waited (up to timeout_ms) for their writes. The error word then becomes

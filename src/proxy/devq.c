@@ -290,6 +290,11 @@ uccl_status_t uccl_devq_start(uccl_devq_t *q)
     if (q->running)
         return UCCL_ERR_BUSY;
     if (q->canceled_by_stop) { /* a restart after a clean stop */
+        if (__atomic_load_n(&q->ctrl->lost, __ATOMIC_ACQUIRE)) {
+            uccl_error("uccl_devq_start: a put gave up tickets while the ring was stopped: they are "
+                       "never published, the ring cannot run again");
+            return UCCL_ERR_CANCELED;
+        }
         __atomic_store_n(&q->ctrl->error, 0, __ATOMIC_SEQ_CST);
         q->canceled_by_stop = 0;
     }

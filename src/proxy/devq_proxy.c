@@ -391,6 +391,14 @@ void *uccl_devq_proxy_main(void *arg)
         }
         if (!fail)
             fail = failed(q); /* set from outside (uccl_devq_fail) */
+        if (!fail && __atomic_load_n(&q->ctrl->lost, __ATOMIC_ACQUIRE)) {
+            /* a put canceled by the stop before this start gave up its
+             * tickets after the start's check: nothing passes them */
+            uccl_error("device queue %p: a producer gave up tickets it had taken at %llu or later",
+                       (void *)q, (unsigned long long)q->tail);
+            uccl_devq_set_error(q, UCCL_ERR_CANCELED);
+            fail = true;
+        }
         /* with writes in flight (or work just done) go round again at once;
          * the clock is read on idle rounds only (every 64th at first) */
         if (work > 0 || q->fifo_count > 0)

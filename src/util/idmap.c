@@ -113,3 +113,27 @@ void *uccl_idmap_remove(uccl_idmap_t *m, uint64_t id)
     m->count--;
     return obj;
 }
+
+void *uccl_idmap_lookup_low(const uccl_idmap_t *m, uint64_t low, unsigned bits, uint64_t *id)
+{
+    uint64_t index = low & ((1ull << m->index_bits) - 1);
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (1ull << bits) - 1;
+    const uccl_idmap_slot_t *s;
+
+    if (index >= m->cap)
+        return NULL;
+    s = &m->slots[index];
+    *id = (uint64_t)s->gen << m->index_bits | index;
+    return s->obj != NULL && (*id & mask) == (low & mask) ? s->obj : NULL;
+}
+
+bool uccl_idmap_stale(const uccl_idmap_t *m, uint64_t id)
+{
+    uint64_t index = id & ((1ull << m->index_bits) - 1), gen = id >> m->index_bits;
+    const uccl_idmap_slot_t *s;
+
+    if (index >= m->cap || gen == 0 || gen > idmap_gen_max(m))
+        return false;
+    s = &m->slots[index];
+    return gen < s->gen || (gen == s->gen && s->obj == NULL);
+}

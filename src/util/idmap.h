@@ -41,6 +41,13 @@ uccl_status_t uccl_idmap_insert(uccl_idmap_t *m, void *obj, uint64_t *id);
 void *uccl_idmap_lookup(const uccl_idmap_t *m, uint64_t id);
 /* Drop id; returns its object (NULL when id was not in use). */
 void *uccl_idmap_remove(uccl_idmap_t *m, uint64_t id);
+/* The object whose id in use has low as its low bits (bits > index_bits:
+ * a wire field that carries only part of an id), NULL when none; *id its
+ * whole id. */
+void *uccl_idmap_lookup_low(const uccl_idmap_t *m, uint64_t low, unsigned bits, uint64_t *id);
+/* id was given and is not in use any more (removed, or its slot given again
+ * since): a late message about something finished, not a forged id. */
+bool uccl_idmap_stale(const uccl_idmap_t *m, uint64_t id);
 
 static inline uint32_t uccl_idmap_count(const uccl_idmap_t *m)
 {

@@ -2,7 +2,8 @@
  * and never 0, lookups and removals are exact, a removed or older id finds
  * nothing even after its slot was reused, narrow ids (the rendezvous
  * immediate's 25 bits) stay within their bits, the table grows and reports
- * when it is full, and thousands of ids in flight are found without a scan. */
+ * when it is full, and thousands of ids in flight are found without a scan;
+ * an id's low bits find it, a finished id is told from one never given. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -123,6 +124,37 @@ static void test_depth(void)
     free(objs);
 }
 
+/* An id's low bits (what a narrow wire field carries) find it while it is
+ * in use; a removed id, or one whose slot was given again, is stale; one
+ * never given is not. */
+static void test_low_stale(void)
+{
+    uccl_idmap_t m;
+    int a, b;
+    uint64_t ia, ib, full = 0;
+
+    uccl_idmap_init(&m, 17 + 32, 17);
+    CU_ASSERT_EQUAL(uccl_idmap_insert(&m, &a, &ia), UCCL_OK);
+    CU_ASSERT_PTR_EQUAL(uccl_idmap_lookup_low(&m, ia & ((1u << 25) - 1), 25, &full), &a);
+    CU_ASSERT_EQUAL(full, ia);
+    CU_ASSERT_FALSE(uccl_idmap_stale(&m, ia));
+    CU_ASSERT_FALSE(uccl_idmap_stale(&m, ia + (1ull << 17))); /* a generation not given yet */
+    CU_ASSERT_FALSE(uccl_idmap_stale(&m, ia | 4000));         /* an index beyond the table */
+    uccl_idmap_remove(&m, ia);
+    CU_ASSERT_PTR_NULL(uccl_idmap_lookup_low(&m, ia & ((1u << 25) - 1), 25, &full));
+    CU_ASSERT(uccl_idmap_stale(&m, ia));
+    for (int i = 0; i < 64 * 300; i++) { /* the slot given again and again */
+        CU_ASSERT_EQUAL_FATAL(uccl_idmap_insert(&m, &b, &ib), UCCL_OK);
+        if (i < 64 * 300 - 1)
+            uccl_idmap_remove(&m, ib);
+    }
+    CU_ASSERT(ib != ia);
+    CU_ASSERT_PTR_NULL(uccl_idmap_lookup(&m, ia));
+    CU_ASSERT(uccl_idmap_stale(&m, ia));
+    CU_ASSERT_FALSE(uccl_idmap_stale(&m, ib));
+    uccl_idmap_fini(&m);
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {
@@ -131,6 +163,7 @@ int main(void)
         {"generation wrap skips 0", test_wrap},
         {"full table", test_full},
         {"20000 in flight", test_depth},
+        {"low bits, stale ids", test_low_stale},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {{"idmap", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};

@@ -287,6 +287,18 @@ uccl_status_t uccl_rndv_grant(uccl_rndv_t *r, uccl_req_t *req, int slot, uint64_
     return UCCL_OK;
 }
 
+/* Receive req, matched to the RTS of send id send_id, cannot take the
+ * message (st): it fails, and so does the send, which waits for a CTS: a
+ * FIN naming its send id finishes it (as after an RTS_PULL,
+ * uccl_rndv_pull_fin). Without room for that FIN the sender would wait for
+ * ever: the connection fails. */
+void uccl_rndv_recv_refuse(uccl_rndv_t *r, uccl_req_t *req, uint64_t send_id, uccl_status_t st)
+{
+    if (uccl_rndv_ctrl_send(r, UCCL_RNDV_MSG_FIN, st, send_id, 0, 0, NULL) != UCCL_OK)
+        uccl_conn_fail(rndv_conn(r), UCCL_ERR_NO_MEMORY);
+    r->ops->finish(r, req, st, 0);
+}
+
 /* Matched a receive to an RTS: advertise the receive buffer (CTS), or a
  * bounce when the receive is in GPU memory the NIC cannot reach. */
 static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id,
@@ -314,7 +326,7 @@ static void rndv_recv_match_rts(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, u
     if (p == NULL) {
         if (st == UCCL_OK)
             uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
-        r->ops->finish(r, req, st != UCCL_OK ? st : UCCL_ERR_NO_MEMORY, 0);
+        uccl_rndv_recv_refuse(r, req, send_id, st != UCCL_OK ? st : UCCL_ERR_NO_MEMORY);
         return;
     }
     req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;
@@ -414,6 +426,14 @@ uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool 
     return req;
 }
 
+uccl_req_t *uccl_rndv_imm_find(uccl_rndv_t *r, uint32_t id, uint64_t state)
+{
+    uint64_t full;
+    uccl_req_t *req = uccl_idmap_lookup_low(&r->ids, id, 25, &full);
+
+    return req != NULL && req->tp_data[UCCL_RNDV_RD_STATE] == state ? req : NULL;
+}
+
 /* The receiver's buffer for one of our rendezvous sends: write into it. */
 /* (segs and nseg as uccl_rndv_ctrl_parse checked them) */
 static void rndv_cts_arrived(uccl_rndv_t *r, uint64_t send_id, uint64_t recv_id,
@@ -446,6 +466,13 @@ static void rndv_fin_arrived(uccl_rndv_t *r, uint64_t recv_id, uint64_t len, ucc
 
     if (req == NULL && uccl_rndv_pull_fin(r, recv_id, len, st))
         return;
+    if (req == NULL && uccl_idmap_stale(&r->ids, recv_id)) {
+        /* a late one: the receive already ended (its immediates all came
+         * before a lane failure made the sender close it with a FIN) */
+        uccl_debug("%s: FIN for finished receive %llu ignored", r->ep->tp->ops->name,
+                   (unsigned long long)recv_id);
+        return;
+    }
     if (req == NULL) {
         uccl_error("%s: FIN for unknown receive %llu", r->ep->tp->ops->name,
                    (unsigned long long)recv_id);

@@ -274,8 +274,8 @@ struct uccl_rndv {
     uccl_hmap_t notif_ids;    /* the same by the peer's notify id */
     /* our ids of rendezvous sends waiting for their CTS and of receives
      * waiting for their data (UCCL_RNDV_RD_ID): what CTS, FIN and the
-     * immediates name, found without a scan; UCCL_RNDV_ID_BITS wide, as
-     * the immediate carries them */
+     * immediates name, found without a scan; UCCL_RNDV_ID_BITS wide in
+     * control messages, of which the immediate carries the low 25 */
     uccl_idmap_t ids;
     uint64_t next_notif_id;
     /* sends above eager (host memory) go as RTS_PULL: the receiver reads
@@ -286,7 +286,11 @@ struct uccl_rndv {
     bool tmsg;
     uint64_t next_tmsg_id;
 };
-#define UCCL_RNDV_ID_BITS 25 /* = the immediate's id field */
+/* An id's slot comes back every 2^17 or so ids at the least: its 32-bit
+ * generation keeps a late FIN (or CTS) for the slot's old use from naming
+ * the new one (8 bits of it, the most the immediate's 25 can carry, came
+ * round after 64 * 255 rendezvous). */
+#define UCCL_RNDV_ID_BITS (UCCL_RNDV_ID_INDEX_BITS + 32)
 #define UCCL_RNDV_ID_INDEX_BITS 17 /* up to 131072 in flight per endpoint */
 
 typedef struct uccl_rndv_params {
@@ -378,6 +382,11 @@ bool uccl_rndv_pull_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_
 void uccl_rndv_pull_done(uccl_rndv_t *r, uccl_req_t *req);
 bool uccl_rndv_pull_fin(uccl_rndv_t *r, uint64_t send_id, uint64_t len, uccl_status_t st);
 uccl_req_t *uccl_rndv_id_find(uccl_rndv_t *r, uint64_t id, uint64_t state, bool take);
+/* The receive in state that the low 25 bits of its id (an immediate's) name. */
+uccl_req_t *uccl_rndv_imm_find(uccl_rndv_t *r, uint32_t id, uint64_t state);
+/* rndv.c: receive req, matched to send id send_id's RTS, fails with st; a
+ * FIN tells the sender (its send fails too) */
+void uccl_rndv_recv_refuse(uccl_rndv_t *r, uccl_req_t *req, uint64_t send_id, uccl_status_t st);
 void uccl_rndv_notif_value(uccl_rndv_t *r, uint64_t id, uint64_t value, bool closed);
 void uccl_rndv_notif_release(uccl_rndv_t *r);
 void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64_t send_id);

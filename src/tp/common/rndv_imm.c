@@ -92,7 +92,7 @@ void uccl_rndv_write_close(uccl_rndv_t *r, uccl_req_t *req)
 /* One immediate of a rendezvous send: the receive completes with the last. */
 static void rndv_recv_part(uccl_rndv_t *r, uint32_t id, int nparts)
 {
-    uccl_req_t *req = uccl_rndv_id_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN, false);
+    uccl_req_t *req = uccl_rndv_imm_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN);
 
     if (req == NULL) {
         uccl_error("%s: immediate for unknown receive %u; connection fails", r->ep->tp->ops->name,
@@ -102,14 +102,14 @@ static void rndv_recv_part(uccl_rndv_t *r, uint32_t id, int nparts)
     }
     if ((int)++req->tp_data[UCCL_RNDV_RD_PARTS_GOT] < nparts)
         return;
-    uccl_idmap_remove(&r->ids, id);
+    uccl_idmap_remove(&r->ids, req->tp_data[UCCL_RNDV_RD_ID]);
     r->ops->finish(r, req, UCCL_OK, req->tp_data[UCCL_RNDV_RD_MSG_LEN]);
 }
 
 /* A granted window of a receive landed. */
 static void rndv_recv_chunk(uccl_rndv_t *r, uint32_t id, int slot)
 {
-    uccl_req_t *req = uccl_rndv_id_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN, false);
+    uccl_req_t *req = uccl_rndv_imm_find(r, id, UCCL_RNDV_RS_RECV_WAIT_FIN);
 
     if (req == NULL || r->ops->sink_landed == NULL) {
         uccl_error("%s: chunk immediate for unknown receive %u; connection fails",
@@ -154,7 +154,7 @@ void uccl_rndv_grant_start(uccl_rndv_t *r, uccl_req_t *req, uint64_t len, uint64
     if (st == UCCL_OK)
         st = uccl_idmap_insert(&r->ids, req, &req->tp_data[UCCL_RNDV_RD_ID]);
     if (st != UCCL_OK) {
-        r->ops->finish(r, req, st, 0);
+        uccl_rndv_recv_refuse(r, req, send_id, st);
         return;
     }
     req->tp_data[UCCL_RNDV_RD_MSG_LEN] = len;
