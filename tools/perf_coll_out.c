@@ -10,7 +10,6 @@
 
 #include "perf_coll.h"
 #include "perf_opts.h"
-#include "util/config.h" /* uccl_json_string */
 
 static void coll_usage(void)
 {
@@ -283,6 +282,21 @@ void perf_coll_print_row(const coll_ctx_t *c, const coll_row_t *r)
     fflush(stdout);
 }
 
+/* text as a JSON string: quoted; quotes, backslashes and control characters escaped */
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
 {
     FILE *f = fopen(c->o.json, "w");
@@ -300,10 +314,10 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
             sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : c->o.uccl_host ? "uccl" : "host");
     /* escaped: the MCA variables' values, and the UCX job's last line of
      * output (Open MPI's errors quote options: unknown option "--mca") */
-    uccl_json_string(f, c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
-                                  : c->o.no_ref ? "none" : mpi_path());
+    json_string(f, c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
+                             : c->o.no_ref ? "none" : mpi_path());
     fprintf(f, ", \"reference_ucx\": ");
-    uccl_json_string(f, ucx_text(c));
+    json_string(f, ucx_text(c));
     fprintf(f, ", \"rounds\": %d,\n"
                " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\", \"kern\": \"%s\",\n"
                " \"rows\": [\n",
