@@ -282,6 +282,21 @@ void perf_coll_print_row(const coll_ctx_t *c, const coll_row_t *r)
     fflush(stdout);
 }
 
+/* text as a JSON string: quoted; quotes, backslashes and control characters escaped */
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)text; *p != '\0'; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
 {
     FILE *f = fopen(c->o.json, "w");
@@ -294,13 +309,18 @@ int perf_coll_write_json(const coll_ctx_t *c, const coll_row_t *rows, int n)
     gethostname(host, sizeof(host) - 1);
     fprintf(f, "{\"benchmark\": \"uccl_perf coll\", \"op\": \"%s\", \"ranks\": %d, "
                "\"transport\": \"%s\", \"host\": \"%s\", \"cpus\": %ld, "
-               "\"mem\": \"%s\", \"reference\": \"%s\", \"reference_ucx\": \"%s\", \"rounds\": %d,\n"
+               "\"mem\": \"%s\", \"reference\": ",
+            uccl_coll_op_name(c->o.op), c->n, c->transport, host,
+            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : c->o.uccl_host ? "uccl" : "host");
+    /* escaped: the MCA variables' values, and the UCX job's last line of
+     * output (Open MPI's errors quote options: unknown option "--mca") */
+    json_string(f, c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
+                             : c->o.no_ref ? "none" : mpi_path());
+    fprintf(f, ", \"reference_ucx\": ");
+    json_string(f, ucx_text(c));
+    fprintf(f, ", \"rounds\": %d,\n"
                " \"gpus\": %d, \"nccl\": \"%s\", \"peer_mode\": \"%s\", \"kern\": \"%s\",\n"
                " \"rows\": [\n",
-            uccl_coll_op_name(c->o.op), c->n, c->transport, host,
-            sysconf(_SC_NPROCESSORS_ONLN), c->o.cuda ? "cuda" : c->o.uccl_host ? "uccl" : "host",
-            c->o.cuda ? "cuda d2d copy of the bytes each rank receives"
-                      : c->o.no_ref ? "none" : mpi_path(), ucx_text(c),
             c->o.rounds, c->o.cuda ? c->ngpu : 0, gpu_refs(c) ? c->nccl_why : "not run",
             perf_coll_gpu_peer_mode(), gpu_refs(c) ? perf_coll_gpu_kern_text(c) : "not run");
     for (int i = 0; i < n; i++) {

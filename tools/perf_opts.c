@@ -60,20 +60,22 @@ int perf_parse_size(const char *text, size_t *out)
 {
     char *end;
     unsigned long long v;
+    unsigned shift = 0;
 
     errno = 0;
     v = strtoull(text, &end, 10);
     if (errno != 0 || end == text)
         return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
     default: break;
     }
-    if (*end != '\0' || v == 0 || v > PERF_MAX_SIZE)
+    /* compared before the shift: 17179869185G would wrap to 1G */
+    if (*end != '\0' || v == 0 || v > (PERF_MAX_SIZE >> shift))
         return -1;
-    *out = (size_t)v;
+    *out = (size_t)(v << shift);
     return 0;
 }
 
@@ -175,7 +177,8 @@ int perf_parse_args(int argc, char **argv, perf_opts_t *o, int verbose)
     opterr = verbose; /* getopt names an unknown option or a missing argument itself */
     if (argc < 2 || strcmp(argv[1], "p2p") != 0) {
         if (verbose)
-            fprintf(stderr, "uccl_perf: the first argument names the benchmark: p2p%s%s%s\n",
+            fprintf(stderr, "uccl_perf: the first argument names the benchmark: p2p (usage "
+                            "below) or coll (uccl_perf coll prints its own)%s%s%s\n",
                     argc < 2 ? "" : " (not '", argc < 2 ? "" : argv[1], argc < 2 ? "" : "')");
         goto err_usage;
     }
@@ -417,9 +420,10 @@ int perf_write_json(const perf_opts_t *o, const char *conn_transport, const char
         fprintf(f, "{\"machine\": \"%s\", \"transport\": \"%s\", \"mem\": \"cuda\", \"gpu\": \"%s\", "
                    "\"op\": \"%s\", \"window\": %d, \"rounds\": %d,\n \"reference\": \"%s%s\",\n \"rows\": [\n",
                 machine, conn_transport, gpu, op_name(o->op), o->window, o->rounds,
-                gpu_ref_pattern(o->op),
-                o->op == PERF_OP_SEND ? "; copy_ack: the plain copy, then per window rank 0 sets a host flag "
-                                        "rank 1 waits for and waits for rank 1's ack flag" : "");
+                o->no_ref ? "none (--no-ref)" : gpu_ref_pattern(o->op),
+                o->op == PERF_OP_SEND && !o->no_ref
+                    ? "; copy_ack: the plain copy, then per window rank 0 sets a host flag "
+                      "rank 1 waits for and waits for rank 1's ack flag" : "");
         json_gpu_rows(f, rows, nrows);
         goto out;
     }

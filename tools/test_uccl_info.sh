@@ -30,6 +30,33 @@ assert cfg["UCCL_TIMEOUT_MX"]["hint"] == "UCCL_TIMEOUT_MS", cfg["UCCL_TIMEOUT_MX
 assert cfg["UCCL_LOG_LEVEL"]["state"] == "default", cfg["UCCL_LOG_LEVEL"]
 PY
 fi
+# every variable of the README's Configuration section is one the registry
+# knows (uccl_info -c documents it, and setting it warns of nothing)
+readme=${top_srcdir:-.}/README.md
+if [ -r "$readme" ] && command -v python3 >/dev/null 2>&1; then
+    "$info" -c --json >"$tmp/known.json"
+    python3 - "$readme" "$tmp/known.json" <<'PY'
+import json, re, sys
+section = open(sys.argv[1]).read().split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+doc = set(re.findall(r"^\| `(UCCL_[A-Z0-9_]+)`", section, re.M))
+known = {c["name"] for c in json.load(open(sys.argv[2]))["config"] if c["state"] != "unknown"}
+assert len(doc) > 10 and not doc - known, "README variables uccl_info -c does not know: %s" % sorted(doc - known)
+PY
+    # and every UCCL_* variable the library, the collectives and the Python
+    # binding read with getenv (the registry warns of any it does not know)
+    for d in src coll python/src; do
+        grep -rhoE 'getenv\("UCCL_[A-Z0-9_]+"' "${top_srcdir:-.}/$d" --include='*.c' || true
+    done | sed 's/getenv("//; s/"$//' | sort -u >"$tmp/getenv.txt"
+    python3 - "$tmp/getenv.txt" "$tmp/known.json" <<'PY'
+import json, sys
+read = set(open(sys.argv[1]).read().split())
+known = {c["name"] for c in json.load(open(sys.argv[2]))["config"] if c["state"] != "unknown"}
+assert len(read) > 10 and not read - known, "variables read that uccl_info -c does not know: %s" % sorted(read - known)
+PY
+    UCCL_COLL_STREAM_CACHE=0 "$info" -c >"$tmp/cache.txt"
+    grep -A1 '^UCCL_COLL_STREAM_CACHE=0$' "$tmp/cache.txt" | grep -q 'plan cache' ||
+        { grep -A1 COLL_STREAM_CACHE "$tmp/cache.txt"; echo "UCCL_COLL_STREAM_CACHE=0 not known"; exit 1; }
+fi
 if grep -q '"topology":{"status":"UCCL_ERR_UNSUPPORTED"' "$tmp/live.json"; then
     if command -v python3 >/dev/null 2>&1; then
         python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/live.json"
@@ -40,6 +67,12 @@ if grep -q '"topology":{"status":"UCCL_ERR_UNSUPPORTED"' "$tmp/live.json"; then
     exit 0
 fi
 "$info" --topo-xml "$data/synth-dgx-h100.xml" --json >"$tmp/dgx.json"
+# a stray argument is named, not just answered with the usage
+if "$info" extra >"$tmp/extra.txt" 2>&1; then
+    echo "uccl_info accepted a stray argument"; exit 1
+fi
+grep -q "unexpected argument 'extra'" "$tmp/extra.txt" ||
+    { cat "$tmp/extra.txt"; echo "uccl_info extra: the argument is not named"; exit 1; }
 if "$info" --topo-xml "$data/does-not-exist.xml" >"$tmp/missing.txt" 2>&1; then
     echo "uccl_info accepted a missing XML file"; exit 1
 fi

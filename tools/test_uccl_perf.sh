@@ -104,7 +104,8 @@ for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid
     "--bogus|unrecognized option '--bogus'" "extra|unexpected argument 'extra'" \
     "--min 8K --max 4K|--min 8192 is larger than --max 4096" \
     "--op write,bogus --no-ref|invalid value 'write,bogus' for --op" \
-    "--op write,read|a list of ops is for --no-ref"; do
+    "--op write,read|a list of ops is for --no-ref" \
+    "--min 1K --max 18014398509481985K --no-ref --iters 1|invalid value '18014398509481985K' for --max"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if perf2 ${bad%%|*}; then
         echo "uccl_perf accepted ${bad%%|*}"; exit 1
@@ -114,6 +115,12 @@ for bad in "--no-ref=1|'--no-ref' doesn't allow an argument" "--rounds 0|invalid
         cat "$tmp/out"; echo "uccl_perf ${bad%%|*}: want '${bad#*|}' and the usage, once each"; exit 1
     fi
 done
+# a wrong benchmark name: both benchmarks are named
+if eval "timeout 60 ${MPIEXEC:-mpirun --oversubscribe} -np 2 \"\$perf\" pp2" >"$tmp/out" 2>&1; then
+    echo "uccl_perf accepted the benchmark pp2"; exit 1
+fi
+grep -q "names the benchmark: p2p .* or coll .*(not 'pp2')" "$tmp/out" ||
+    { cat "$tmp/out"; echo "uccl_perf pp2: want both benchmarks named"; exit 1; }
 # uccl_perf coll: every op on 3 ranks, data checked (#wrong 0, exit 0), JSON rows
 coll3() {  # coll3 ARGS...: uccl_perf coll on 3 ranks
     eval "timeout 120 ${MPIEXEC:-mpirun --oversubscribe} -np 3 \"\$perf\" coll \"\$@\"" >"$tmp/out" 2>&1
@@ -144,6 +151,15 @@ for op in write read; do
     fi
 done
 n=$((n + 1))
+# --mem cuda --no-ref: the JSON says no reference ran (it described the
+# copy and NCCL references, whose columns read 0)
+if perf2 --transport gpu_ipc --mem cuda --op send --min 4K --max 8K --iters 2 --no-ref \
+    --json "$tmp/gpu-noref.json"; then
+    grep -q '"reference": "none (--no-ref)"' "$tmp/gpu-noref.json" ||
+        { cat "$tmp/gpu-noref.json"; echo "p2p --mem cuda --no-ref: the JSON names references"; exit 1; }
+else
+    grep -q 'needs a GPU' "$tmp/out" || { cat "$tmp/out"; echo "p2p --mem cuda --no-ref failed"; exit 1; }
+fi
 # --mem cuda: GPU buffers (the fake GPU build's "GPUs" too), data checked, the
 # device-to-device copy as the reference; elsewhere it must say there is no GPU
 for op in allgather alltoallv bcast; do
@@ -183,9 +199,29 @@ else:
 PY
 fi
 n=$((n + 1))
+# the UCX run's failure, its last line quoted in reference_ucx: the JSON
+# still parses when that line has quotes (Open MPI's: unknown option "--mca")
+cat >"$tmp/mpirun" <<'EOF'
+#!/bin/sh
+echo 'mpirun: Error: unknown option "--mca" \ here'
+exit 1
+EOF
+chmod +x "$tmp/mpirun"
+coll3 --op allgather --transport shm --min 1K --max 1K --iters 1 --warmup 0 \
+    --mpirun "$tmp/mpirun" --json "$tmp/coll.json" ||
+    { cat "$tmp/out"; echo "uccl_perf coll with a failing UCX run failed"; exit 1; }
+if command -v python3 >/dev/null 2>&1; then
+    python3 - "$tmp/coll.json" <<'PY' || { cat "$tmp/coll.json"; echo "coll JSON with a quoted failure"; exit 1; }
+import json, sys
+ref = json.load(open(sys.argv[1]))["reference_ucx"]
+assert ref == 'skipped: exit status 1: mpirun: Error: unknown option "--mca" \\ here', ref
+PY
+fi
+n=$((n + 1))
 for bad in "--op nosuch" "--op allgather --algo nosuch" "--op allgather --bogus" "--min 1K" \
     "--op allgather --ucx-ref maybe" \
-    "--op allgather --mem nosuch"; do
+    "--op allgather --mem nosuch" \
+    "--op allgather --max 18014398509481985K --iters 1 --warmup 0 --ucx-ref off"; do
     # shellcheck disable=SC2086 # the option and its value are two words
     if coll3 $bad; then
         echo "uccl_perf coll accepted $bad"; exit 1

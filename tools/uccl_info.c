@@ -350,6 +350,7 @@ static int parse_args(int argc, char **argv, info_opts_t *opts)
         }
     }
     if (optind != argc) {
+        fprintf(stderr, "uccl_info: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
         return -1;
     }

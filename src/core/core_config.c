@@ -74,6 +74,7 @@ typedef struct uccl_coll_env {
     char algo[UCCL_CFG_STRING_MAX];
     char lazy_connect[UCCL_CFG_STRING_MAX];
     char stream[UCCL_CFG_STRING_MAX];
+    char stream_cache[UCCL_CFG_STRING_MAX];
     size_t stream_seq0;
     char stream_ops[UCCL_CFG_STRING_MAX];
     size_t mapped_depth;
@@ -94,6 +95,9 @@ static const uccl_cfg_field_t coll_env_fields[] = {
      "over peer-mapped GPU memory, where every peer is reached by gpu_ipc) or hold (the engine's "
      "progress moves the data while the stream is held)", offsetof(uccl_coll_env_t, stream),
      UCCL_CFG_STRING},
+    {"COLL_STREAM_CACHE", "1", "direct stream path: 0 = the plan cache off, every call exchanges "
+     "a token with every peer (for comparisons); anything else = on (a call like an earlier one "
+     "reuses its plan)", offsetof(uccl_coll_env_t, stream_cache), UCCL_CFG_STRING},
     {"COLL_STREAM_SEQ0", "0", "tests only: the first sequence number of the direct stream path "
      "(every rank the same; near 4294967295 tests the wrap)", offsetof(uccl_coll_env_t, stream_seq0),
      UCCL_CFG_SIZE},
@@ -125,6 +129,26 @@ static const uccl_cfg_field_t coll_env_fields[] = {
 static const uccl_cfg_table_t uccl_coll_env_table = {
     .prefix = "", .fields = coll_env_fields, .struct_size = sizeof(uccl_coll_env_t)};
 
+/* Variables the Python binding (python/src/tensor.c) reads itself: listed
+ * so that the registry knows them; not parsed here. */
+typedef struct uccl_py_env {
+    char torch_fast[UCCL_CFG_STRING_MAX];
+    char torch_desc[UCCL_CFG_STRING_MAX];
+} uccl_py_env_t;
+
+static const uccl_cfg_field_t py_env_fields[] = {
+    {"PY_TORCH_FAST", "1", "Python binding: 0 = every torch tensor goes the general way "
+     "(DLPack), not the direct read of its data pointer, device and stream; anything else = on",
+     offsetof(uccl_py_env_t, torch_fast), UCCL_CFG_STRING},
+    {"PY_TORCH_DESC", "1", "Python binding: 0 = the direct path reads a tensor through the "
+     "generic attribute calls, not the type's descriptors (for comparison); anything else = on",
+     offsetof(uccl_py_env_t, torch_desc), UCCL_CFG_STRING},
+    {NULL, NULL, NULL, 0, 0},
+};
+
+static const uccl_cfg_table_t uccl_py_env_table = {
+    .prefix = "", .fields = py_env_fields, .struct_size = sizeof(uccl_py_env_t)};
+
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 static pthread_once_t check_once = PTHREAD_ONCE_INIT;
 
@@ -135,6 +159,7 @@ static void tables_register(void)
 
     uccl_cfg_register(&uccl_core_config_table);
     uccl_cfg_register(&uccl_coll_env_table);
+    uccl_cfg_register(&uccl_py_env_table);
     if (gpu != NULL)
         uccl_cfg_register(gpu);
     uccl_tp_config_register();
@@ -152,9 +177,31 @@ static void check_env(void)
     uccl_cfg_check_env(environ);
 }
 
+/* A switch read as "0 = off, anything else on": 0, 1 or empty, else refused. */
+static bool zero_or_one(const char *name, const char *value)
+{
+    if (value[0] == '\0' || strcmp(value, "0") == 0 || strcmp(value, "1") == 0)
+        return true;
+    uccl_error("%s=%s: expected 0 or 1", name, value);
+    return false;
+}
+
+/* The Python binding reads its switches itself, at its first tensor: a bad
+ * one is refused here, at engine creation, as the collectives' are. */
+static uccl_status_t py_env_check(void)
+{
+    uccl_py_env_t env;
+
+    if (uccl_cfg_parse(&uccl_py_env_table, &env) != UCCL_OK ||
+        !zero_or_one("UCCL_PY_TORCH_FAST", env.torch_fast) ||
+        !zero_or_one("UCCL_PY_TORCH_DESC", env.torch_desc))
+        return UCCL_ERR_INVALID_PARAM;
+    return UCCL_OK;
+}
+
 /* The collectives read UCCL_COLL_ALGO, UCCL_LAZY_CONNECT,
  * UCCL_COLL_COPY_THREAD, UCCL_COLL_COPY_MIN, UCCL_COLL_MAPPED_DEPTH,
- * UCCL_COLL_TRACE and UCCL_COLL_GPU_COPY_LATE
+ * UCCL_COLL_TRACE, UCCL_COLL_GPU_COPY_LATE and UCCL_COLL_STREAM_CACHE
  * themselves (at their first use, where a bad value could only be warned
  * about): refuse a bad one here, at engine creation.
  * The names are coll/select.c's. */
@@ -201,7 +248,9 @@ static uccl_status_t coll_env_check(void)
         uccl_error("UCCL_COLL_STREAM_OPS=%s: expected batch, all or single", env.stream_ops);
         return UCCL_ERR_INVALID_PARAM;
     }
-    return UCCL_OK;
+    if (!zero_or_one("UCCL_COLL_STREAM_CACHE", env.stream_cache))
+        return UCCL_ERR_INVALID_PARAM;
+    return py_env_check();
 }
 
 /* UCCL_PORT_RANGE: "lo-hi" with 1 <= lo <= hi <= 65535, or empty. */
