@@ -195,7 +195,8 @@ if ref.startswith("skipped: "):
     print("SKIP: Open MPI over UCX does not run here (%s)" % ref)
 else:
     assert ref.startswith("pml ucx"), ref
-    assert all(r["ucx_us"] > 0 and r["ucx_busbw_gbs"] > 0 for r in d["rows"]), d["rows"]
+    # busbw has 4 decimals: a loaded host's 3 KiB rows round to 0.0
+    assert all(r["ucx_us"] > 0 and r["ucx_busbw_gbs"] >= 0 for r in d["rows"]), d["rows"]
 PY
 fi
 n=$((n + 1))
