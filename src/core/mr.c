@@ -325,7 +325,9 @@ uccl_status_t uccl_engine_region_find(uccl_engine_t *engine, uint64_t region_id,
         return UCCL_ERR_STALE; /* a descriptor of another incarnation of this engine */
     key.id = region_id;
     found = tfind(&key, &engine->region_by_id, region_cmp_id);
-    if (found == NULL)
+    /* released: uccl_mem_free freed its memory (the region stays, stale,
+     * until deregistered): nothing reaches it any more */
+    if (found == NULL || (*found)->released)
         return UCCL_ERR_REMOTE_ACCESS;
     start = (uint64_t)(uintptr_t)(*found)->addr;
     end = start + (*found)->len;

@@ -379,8 +379,15 @@ static void t_realloc_stale(gpu_test_side_t *me, unsigned seed)
     t_rma(&s, 65536, 3, 5, 1, 0, seed + 1);
     for (int round = 0; round < 3; round++) {
         char *old = s.buf;
+        uccl_rdesc_t mine, stale; /* rank 1's second region, never granted before */
+        uccl_req_t *req = NULL;
+
         old1 = s.mr1;
         old2 = s.mr2;
+        memset(&mine, 0, sizeof(mine));
+        if (gpu_test.rank == 1)
+            CHECK_ST(uccl_mr_pack(old2, 0, s.half, &mine), UCCL_OK);
+        boot_xchg(gpu_test.eng, &mine, &stale, sizeof(stale));
         CHECK_ST(uccl_mem_free(gpu_test.eng, s.buf), UCCL_OK); /* regions stay, stale */
         CHECK_ST(uccl_mem_alloc(gpu_test.eng, attr.type, s.size, (void **)&s.buf), UCCL_OK);
         same += s.buf == old;
@@ -390,6 +397,12 @@ static void t_realloc_stale(gpu_test_side_t *me, unsigned seed)
         gpu_test_sendrecv(&s, 70000, 3, seed + 10 + (unsigned)round);
         t_rma(&s, 65536, 3, 5, 1, 0, seed + 20 + (unsigned)round);
         t_rma(&s, 65536, 1, 2, 0, 0, seed + 30 + (unsigned)round);
+        if (gpu_test.rank == 0) { /* a descriptor of freed memory: refused, nothing else hurt */
+            CHECK_ST(uccl_write(gpu_test.conn, s.mr1, 0, 4096, &stale, 0, &req), UCCL_OK);
+            CHECK_ST(gpu_test_wait_free(req, NULL), UCCL_ERR_REMOTE_ACCESS);
+        }
+        boot_barrier(gpu_test.eng);
+        t_rma(&s, 65536, 3, 5, 1, 0, seed + 35 + (unsigned)round);
         CHECK_ST(uccl_mr_dereg(old1), UCCL_OK);
         CHECK_ST(uccl_mr_dereg(old2), UCCL_OK);
         boot_barrier(gpu_test.eng);

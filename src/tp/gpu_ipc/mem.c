@@ -330,6 +330,8 @@ void uccl_gpu_ipc_on_grant_req(ipc_ep_t *ep, const msg_grant_req_t *m)
     memh = st == UCCL_OK ? uccl_region_memh(region, &ep->tp->base) : NULL;
     if (st == UCCL_OK && (memh == NULL || memh->alloc == NULL))
         st = UCCL_ERR_REMOTE_ACCESS; /* host memory is never mapped by peers */
+    if (st == UCCL_OK && memh->alloc->gone)
+        st = UCCL_ERR_REMOTE_ACCESS; /* stale: its memory was freed (alloc_get) */
     if (st == UCCL_OK) {
         memh->region_id = uccl_region_id(region);
         memh->granted = true;
