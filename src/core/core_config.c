@@ -182,7 +182,7 @@ static bool zero_or_one(const char *name, const char *value)
 {
     if (value[0] == '\0' || strcmp(value, "0") == 0 || strcmp(value, "1") == 0)
         return true;
-    uccl_error("%s=%s: expected 0 or 1", name, value);
+    uccl_error("%s=%s: expected 0, 1 or empty", name, value);
     return false;
 }
 
@@ -229,11 +229,8 @@ static uccl_status_t coll_env_check(void)
         uccl_error("UCCL_COLL_MAPPED_DEPTH=%zu: expected 2..16", env.mapped_depth);
         return UCCL_ERR_INVALID_PARAM;
     }
-    if (env.lazy_connect[0] != '\0' && strcmp(env.lazy_connect, "0") != 0 &&
-        strcmp(env.lazy_connect, "1") != 0) {
-        uccl_error("UCCL_LAZY_CONNECT=%s: expected 0, 1 or empty", env.lazy_connect);
+    if (!zero_or_one("UCCL_LAZY_CONNECT", env.lazy_connect))
         return UCCL_ERR_INVALID_PARAM;
-    }
     if (strcmp(env.copy_thread, "auto") != 0 && strcmp(env.copy_thread, "0") != 0 &&
         strcmp(env.copy_thread, "1") != 0) {
         uccl_error("UCCL_COLL_COPY_THREAD=%s: expected auto, 0 or 1", env.copy_thread);
