@@ -4,6 +4,7 @@
  * callback failing on one rank in each round, blocks out of rank order, bad
  * params. With --hosts-by-parity (run under host-by-parity.sh, which sets
  * UCCL_HOST_ID by rank parity): the host map against the conns. Any -np. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,25 @@ static void check_works(mt_ctx_t *c)
     mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "uccl_comm_destroy");
 }
 
+/* After an init that had to settle before anyone connected: the callback
+ * ran its 3 rounds, it took less than FAST_FAIL_S, a comm came back only
+ * where one was wanted. */
+static void settled_fast(mt_ctx_t *c, const cb_ctx_t *x, double t0, uccl_comm_t *comm,
+                         bool comm_wanted)
+{
+    double took = MPI_Wtime() - t0;
+
+    if (x->calls != 3)
+        mt_fail(c, "the callback was called %d times, the contract says 3", x->calls);
+    if (took > FAST_FAIL_S)
+        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
+    if (comm_wanted != (comm != NULL))
+        mt_fail(c, "init returned %s comm", comm != NULL ? "a" : "no");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+}
+
 /* The callback fails on rank fail_rank in round `call`. Rounds 1 and 2:
  * every rank fails, the failing one with the callback's error, soon. Round
  * 3 (the final vote) is the documented exception: only that rank knows. */
@@ -98,21 +118,12 @@ static void check_callback_fails(mt_ctx_t *c, int fail_rank, int call)
     uccl_comm_t *comm = NULL;
     int here = c->rank == fail_rank;
     uccl_status_t want = here ? UCCL_ERR_TIMEOUT : call < 3 ? UCCL_ERR_PEER_FAILED : UCCL_OK;
-    double t0 = MPI_Wtime(), took;
+    double t0 = MPI_Wtime();
 
     x.fail_rank = fail_rank;
     x.fail_call = call;
     mt_expect(c, uccl_comm_init(&p, &comm), want, "init with a failing callback");
-    took = MPI_Wtime() - t0;
-    if (x.calls != 3)
-        mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
-    if (took > FAST_FAIL_S)
-        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
-    if ((want == UCCL_OK) != (comm != NULL))
-        mt_fail(c, "init returned %s comm", comm != NULL ? "a" : "no");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
+    settled_fast(c, &x, t0, comm, want == UCCL_OK);
 }
 
 static void check_misordered(mt_ctx_t *c)
@@ -128,22 +139,6 @@ static void check_misordered(mt_ctx_t *c)
         mt_fail(c, "the callback was called %d times, the contract says 3", x.calls);
 }
 
-/* After an init that had to fail before anyone connected: the callback
- * ran its 3 rounds, it took less than FAST_FAIL_S, no comm came back. */
-static void fast_fail_after(mt_ctx_t *c, const cb_ctx_t *x, double t0, uccl_comm_t *comm)
-{
-    double took = MPI_Wtime() - t0;
-
-    if (x->calls != 3)
-        mt_fail(c, "the callback was called %d times, the contract says 3", x->calls);
-    if (took > FAST_FAIL_S)
-        mt_fail(c, "init took %.1f s: someone waited for a connection", took);
-    if (comm != NULL)
-        mt_fail(c, "a comm came back");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-}
 
 /* The callback reports success but rank 0 got rank size-1's block garbled
  * (a store that mixed up its keys): the ranks saw different tables. Or
@@ -163,7 +158,7 @@ static void check_garbled(mt_ctx_t *c, size_t keep)
     mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
               keep != 0 ? "init where every block arrived truncated"
                         : "init where one rank received a garbled block");
-    fast_fail_after(c, &x, t0, comm);
+    settled_fast(c, &x, t0, comm, false);
 }
 
 /* The last rank's engine opens only tcp, the others' only shm: no pair
@@ -184,7 +179,7 @@ static void check_disjoint_transports(mt_ctx_t *c)
     p.engine_params = &ep;
     mt_expect(c, uccl_comm_init(&p, &comm), UCCL_ERR_NO_TRANSPORT,
               "init where the last rank shares no transport with the others");
-    fast_fail_after(c, &x, t0, comm);
+    settled_fast(c, &x, t0, comm, false);
 }
 
 /* Each refused at once: the callback is never called. */
