@@ -196,6 +196,7 @@ static bool tcp_pending_evict(tcp_tp_t *tp, const char *why)
 
 static void tcp_accept_all(tcp_tp_t *tp)
 {
+    bool retrying = tp->accept_retry; /* EMFILE said already */
     int fd;
 
     tp->accept_retry = false;
@@ -229,7 +230,9 @@ static void tcp_accept_all(tcp_tp_t *tp)
         tp->accept_retry = true;
         if (tcp_pending_evict(tp, "out of file descriptors (EMFILE)"))
             return;
-        uccl_warn("tcp: accept: %s, and no idle incoming stream to drop", strerror(errno));
+        if (!retrying) /* every progress round tries again: say it once */
+            uccl_warn("tcp: accept: %s, and no idle incoming stream to drop; retrying",
+                      strerror(errno));
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         uccl_warn("tcp: accept: %s", strerror(errno));
     }
