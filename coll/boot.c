@@ -445,8 +445,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
         /* The vote's callback failed here only: the others, seeing every vote
          * OK, will connect to us, so connect too and tell them in the last vote. */
         if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
-            uccl_status_t cst = b.lazy ? connect_none(&b, &c)
-                                                               : connect_all(&b, &c);
+            uccl_status_t cst = b.lazy ? connect_none(&b, &c) : connect_all(&b, &c);
             st = st != UCCL_OK ? st : cst;
         }
         st = agree(&b, st, 0, &cb_failed);
