@@ -2,8 +2,11 @@
  * around the split threshold (UCCL_SHM_SPLIT_MIN, 1 MiB here), where the
  * receiver stops copying a message alone and both sides copy halves at once,
  * and many such split messages in flight at once both ways. And the close
- * fence's test of a peer that can no longer copy: a zombie counts as gone. */
+ * fence's test of a peer that can no longer copy: a zombie counts as gone.
+ * Suite tp_shm_pairs, each case on a pair of its own settings: engines whose
+ * CMA settings differ (one side UCCL_SHM_CMA=0). */
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +170,107 @@ static void test_pid_gone(void)
     CU_ASSERT_TRUE(uccl_pid_gone(live));
 }
 
+/* ------------------------------------------------------------------ tp_shm_pairs */
+
+#define BIG (4u << 20) /* above UCCL_SHM_SPLIT_MIN */
+
+/* Engine a created under the settings of env_a ("NAME=VALUE" words), b under
+ * env_b's, then connected (a connects). */
+static uccl_status_t pair_open_env(const char *env_a, const char *env_b, unit_pair_t *p)
+{
+    const char *env[2] = {env_a, env_b};
+    uccl_engine_t **engine[2] = {&p->a, &p->b};
+    uccl_status_t st = UCCL_OK;
+
+    memset(p, 0, sizeof(*p));
+    for (int side = 0; side < 2 && st == UCCL_OK; side++) {
+        char words[256], *save = NULL;
+        snprintf(words, sizeof(words), "%s", env[side]);
+        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+            putenv(strdup(w));
+        st = unit_engine_create("shm", engine[side]);
+        snprintf(words, sizeof(words), "%s", env[side]);
+        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            *strchr(w, '=') = '\0';
+            unsetenv(w);
+        }
+    }
+    if (st == UCCL_OK)
+        st = unit_connect(p->a, p->b, &p->ab, &p->ba);
+    if (st != UCCL_OK)
+        unit_pair_close(p);
+    return st;
+}
+
+/* One side pipelines through the ring (UCCL_SHM_CMA=0), the other copies
+ * with CMA and splits large transfers: it must not offer its peer a part
+ * (which that peer cannot copy: it failed the connection as a malformed
+ * OFFER). Sends, writes and reads of 4 MiB both ways, bytes compared. */
+static void test_cma_one_side(void)
+{
+    unit_pair_t p;
+    uccl_conn_t *conn[2];
+    uccl_engine_t *engine[2];
+    uint8_t *src[2], *dst[2];
+    uccl_mr_t *smr[2], *dmr[2];
+
+    UNIT_ASSERT_STATUS(pair_open_env("UCCL_SHM_CMA=0", "UCCL_SHM_SPLIT_MIN=1M", &p), UCCL_OK);
+    conn[0] = p.ab, conn[1] = p.ba, engine[0] = p.a, engine[1] = p.b;
+    for (int side = 0; side < 2; side++) {
+        src[side] = malloc(BIG);
+        dst[side] = malloc(BIG);
+        CU_ASSERT_FATAL(src[side] != NULL && dst[side] != NULL);
+        unit_fill(src[side], BIG, (unsigned)side + 11);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], src[side], BIG, 0, &smr[side]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], dst[side], BIG, 0, &dmr[side]), UCCL_OK);
+    }
+    for (int op = 0; op < 3; op++) {
+        for (int from = 0; from < 2; from++) {
+            int to = 1 - from;
+            uccl_req_t *reqs[2] = {NULL, NULL};
+            uccl_rdesc_t rd;
+
+            memset(dst[to], 0, BIG);
+            if (op == 0) {
+                UNIT_ASSERT_STATUS(uccl_recv(conn[to], dmr[to], 0, BIG, 40, &reqs[1]), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_send(conn[from], smr[from], 0, BIG, 40, &reqs[0]), UCCL_OK);
+            } else if (op == 1) { /* from writes its source into to's destination */
+                UNIT_ASSERT_STATUS(uccl_mr_pack(dmr[to], 0, BIG, &rd), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_write(conn[from], smr[from], 0, BIG, &rd, 0, &reqs[0]),
+                                   UCCL_OK);
+            } else { /* to reads from's source into its destination */
+                UNIT_ASSERT_STATUS(uccl_mr_pack(smr[from], 0, BIG, &rd), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_read(conn[to], dmr[to], 0, BIG, &rd, 0, &reqs[0]), UCCL_OK);
+            }
+            UNIT_ASSERT_STATUS(unit_drive(&p, reqs, 2, 30000), UCCL_OK);
+            for (int i = 0; i < 2; i++) {
+                if (reqs[i] == NULL)
+                    continue;
+                UNIT_ASSERT_STATUS(uccl_wait(reqs[i], 0), UCCL_OK);
+                uccl_req_free(reqs[i]);
+            }
+            CU_ASSERT_EQUAL(unit_mismatches(dst[to], BIG, (unsigned)from + 11), 0);
+        }
+    }
+    CU_ASSERT_EQUAL(unit_ping(&p, 41), UCCL_OK);
+    unit_pair_close(&p);
+    for (int side = 0; side < 2; side++) {
+        free(src[side]);
+        free(dst[side]);
+    }
+}
+
 int main(void)
 {
     CU_TestInfo tests[] = {{"send/recv around the split threshold, both ways", test_split_sizes},
                            {"12 split messages in flight each way", test_split_depth},
                            {"a zombie peer counts as gone", test_pid_gone},
                            CU_TEST_INFO_NULL};
+    CU_TestInfo pair_tests[] = {
+        {"CMA on one side only: send, write, read of 4 MiB both ways", test_cma_one_side},
+        CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
+                             {"tp_shm_pairs", NULL, NULL, NULL, NULL, pair_tests},
                              CU_SUITE_INFO_NULL};
 
     if (!unit_transport_usable("shm"))

@@ -406,6 +406,8 @@ static uccl_status_t shm_ep_connect(uccl_tp_ep_t *base, const void *peer_info, s
     st = shm_ep_decide_cma(ep);
     if (st != UCCL_OK)
         return st;
+    /* before anything of ours is in the ring: the peer reads it when our packets come */
+    atomic_store(&((shm_seg_hdr_t *)ep->seg)->cma_on[ep->is_initiator ? 0 : 1], ep->cma);
     ep->connected = true;
     return UCCL_OK;
 }

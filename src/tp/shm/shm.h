@@ -171,7 +171,11 @@ typedef struct shm_rx_pkt {
 } shm_rx_pkt_t;
 
 /* Segment: header, ring initiator->acceptor, ring acceptor->initiator.
- * The close fence, index 0 = initiator, 1 = acceptor: a side that closes
+ * Index 0 = initiator, 1 = acceptor. cma_on: the side decided at connect,
+ * before it put anything in its ring, that it copies with CMA, so that it
+ * can take the part of a split transfer offered to it (each side probes
+ * the other: one may have CMA and the other not, e.g. UCCL_SHM_CMA=0 on
+ * one side only). The close fence: a side that closes
  * sets its closed flag, then waits while the other's cma_busy is set; a
  * side sets its cma_busy around every CMA call and makes none once the
  * other's closed is set (sequentially consistent: one of the two sees the
@@ -181,7 +185,8 @@ typedef struct shm_seg_hdr {
     uint64_t ring_size;
     _Atomic uint32_t closed[2];
     _Atomic uint32_t cma_busy[2];
-    char pad[32];
+    _Atomic uint32_t cma_on[2];
+    char pad[24];
 } shm_seg_hdr_t;
 
 _Static_assert(sizeof(shm_seg_hdr_t) == 64, "the rings start on a cache line");

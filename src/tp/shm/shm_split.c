@@ -60,6 +60,15 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
     return true;
 }
 
+/* Does the peer copy with CMA, so that it can take an offered part? It said
+ * so at connect, before it put in the ring the packet we answer now. */
+static bool shm_split_peer_copies(const shm_ep_t *ep)
+{
+    shm_seg_hdr_t *hdr = ep->seg;
+
+    return atomic_load(&hdr->cma_on[ep->is_initiator ? 1 : 0]) != 0;
+}
+
 /* Record s, offer the peer [split, len) of local, copy [0, split) with the
  * peer's remote pieces ourselves. */
 static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct iovec *local,
@@ -102,7 +111,7 @@ bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t i
 {
     struct iovec local[UCCL_IOV_MAX];
 
-    if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min)
+    if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min || !shm_split_peer_copies(ep))
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = id, .req = req, .len = len}, local,
                            uccl_shm_req_iovec(req, local), iov, iovcnt);
@@ -113,7 +122,8 @@ bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_i
     /* the region was validated for exactly [addr, addr + len) */
     struct iovec local = {(void *)(uintptr_t)pkt->addr, pkt->len};
 
-    if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min)
+    if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min ||
+        !shm_split_peer_copies(ep))
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = pkt->id, .len = pkt->len,
                                               .region_id = pkt->region_id,
