@@ -242,7 +242,10 @@ UCCL_API uccl_status_t uccl_mr_reg(uccl_engine_t *engine, void *ptr, size_t len,
                                    unsigned flags, uccl_mr_t **mr);
 
 /* Release a region. Errors: UCCL_ERR_INVALID_HANDLE (already released),
- * UCCL_ERR_BUSY (requests on it still in flight; nothing is released). */
+ * UCCL_ERR_BUSY (requests on it still in flight, or, for the last handle of
+ * a range, a peer's write or read of it that shm copies with both processes
+ * at once still under way; nothing is released: progress and try again).
+ * Once it returns UCCL_OK, no peer's write or read touches the memory. */
 UCCL_API uccl_status_t uccl_mr_dereg(uccl_mr_t *mr);
 
 typedef struct uccl_mr_attr {

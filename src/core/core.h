@@ -43,6 +43,8 @@ struct uccl_region {
     size_t alloc_size;
     bool in_rcache;   /* in engine->rcache_by_range */
     bool released;    /* its memory was freed with uccl_mem_free: stale */
+    int held;         /* copies of a peer into or out of it under way that the
+                       * target cannot stop (uccl_region_hold) */
 };
 
 /* A user's registration handle. */

@@ -193,6 +193,12 @@ uccl_status_t uccl_mr_dereg(uccl_mr_t *mr)
         uccl_engine_unlock(engine);
         return UCCL_ERR_BUSY;
     }
+    if (mr->region->refcount == 1 && mr->region->held > 0) {
+        uccl_warn("uccl_mr_dereg: a peer's write or read of region %p is still being copied",
+                  mr->addr);
+        uccl_engine_unlock(engine);
+        return UCCL_ERR_BUSY;
+    }
     if (--mr->region->refcount == 0)
         region_destroy(engine, mr->region);
     mr->magic = UCCL_MAGIC_DEAD;

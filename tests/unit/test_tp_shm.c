@@ -4,7 +4,9 @@
  * and many such split messages in flight at once both ways. And the close
  * fence's test of a peer that can no longer copy: a zombie counts as gone.
  * Suite tp_shm_pairs, each case on a pair of its own settings: engines whose
- * CMA settings differ (one side UCCL_SHM_CMA=0). */
+ * CMA settings differ (one side UCCL_SHM_CMA=0), and a target region
+ * deregistered while a peer's write or read of it is copied outside the
+ * target's checks (the peer's part of a split, the CMA helper's piece). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -172,7 +174,7 @@ static void test_pid_gone(void)
 
 /* ------------------------------------------------------------------ tp_shm_pairs */
 
-#define BIG (4u << 20) /* above UCCL_SHM_SPLIT_MIN */
+#define BIG (4u << 20) /* above UCCL_SHM_SPLIT_MIN and UCCL_SHM_CMA_HELPER_MIN */
 
 /* Engine a created under the settings of env_a ("NAME=VALUE" words), b under
  * env_b's, then connected (a connects). */
@@ -260,6 +262,72 @@ static void test_cma_one_side(void)
     }
 }
 
+/* b's region is the target of a's write (or the source of a's read) of
+ * 4 MiB; after one progress call each the copy is under way, partly outside
+ * b's checks. b's uccl_mr_dereg must not succeed then (it did, and the rest
+ * landed in, or was read from, the memory b had taken back): BUSY; the
+ * transfer ends intact, and then the region goes. close_b: b closes its end
+ * instead; the hold goes with it (the region goes, a's request fails). */
+static void dereg_mid_copy(const char *env, int is_read, int close_b)
+{
+    unit_pair_t p;
+    uint8_t *mine = malloc(BIG), *target = malloc(BIG);
+    uccl_mr_t *mmr, *tmr;
+    uccl_req_t *req = NULL;
+    uccl_rdesc_t rd;
+
+    CU_ASSERT_FATAL(mine != NULL && target != NULL);
+    UNIT_ASSERT_STATUS(pair_open_env(env, env, &p), UCCL_OK);
+    unit_fill(mine, BIG, 21);
+    unit_fill(target, BIG, 22);
+    if (is_read)
+        memset(mine, 0, BIG);
+    else
+        memset(target, 0, BIG);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
+                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
+                       UCCL_OK);
+    uccl_engine_progress(p.a); /* the request into the ring */
+    uccl_engine_progress(p.b); /* checked; b offers a part or gives its helper one */
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_ERR_BUSY);
+    if (close_b) {
+        UNIT_ASSERT_STATUS(uccl_conn_close(p.ba), UCCL_OK);
+        p.ba = NULL;
+        UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+        CU_ASSERT_NOT_EQUAL(uccl_wait(req, 0), UCCL_OK);
+        uccl_req_free(req);
+        unit_pair_close(&p);
+        free(mine);
+        free(target);
+        return;
+    }
+    UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    CU_ASSERT_EQUAL(is_read ? unit_mismatches(mine, BIG, 22) : unit_mismatches(target, BIG, 21),
+                    0);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+    uccl_req_free(req);
+    CU_ASSERT_EQUAL(unit_ping(&p, 42), UCCL_OK);
+    unit_pair_close(&p);
+    free(mine);
+    free(target);
+}
+
+#define SPLIT_ENV "UCCL_SHM_SPLIT_MIN=1M UCCL_SHM_CMA_HELPER=off"
+/* the helper takes half of every job from 512K; progress copies 4 KiB a call */
+#define HELPER_ENV "UCCL_SHM_SPLIT_MIN=0 UCCL_SHM_CMA_HELPER=on UCCL_SHM_PROGRESS_BYTES=4096"
+
+static void test_dereg_split_write(void) { dereg_mid_copy(SPLIT_ENV, 0, 0); }
+static void test_dereg_split_read(void) { dereg_mid_copy(SPLIT_ENV, 1, 0); }
+static void test_dereg_helper_write(void) { dereg_mid_copy(HELPER_ENV, 0, 0); }
+static void test_dereg_helper_read(void) { dereg_mid_copy(HELPER_ENV, 1, 0); }
+static void test_dereg_split_closed(void) { dereg_mid_copy(SPLIT_ENV, 0, 1); }
+static void test_dereg_helper_closed(void) { dereg_mid_copy(HELPER_ENV, 1, 1); }
+
 int main(void)
 {
     CU_TestInfo tests[] = {{"send/recv around the split threshold, both ways", test_split_sizes},
@@ -268,6 +336,12 @@ int main(void)
                            CU_TEST_INFO_NULL};
     CU_TestInfo pair_tests[] = {
         {"CMA on one side only: send, write, read of 4 MiB both ways", test_cma_one_side},
+        {"dereg during a split write: BUSY, then intact", test_dereg_split_write},
+        {"dereg during a split read: BUSY, then intact", test_dereg_split_read},
+        {"dereg during a write shared with the CMA helper: BUSY", test_dereg_helper_write},
+        {"dereg during a read shared with the CMA helper: BUSY", test_dereg_helper_read},
+        {"a split write's hold ends when the target closes", test_dereg_split_closed},
+        {"a helper's hold ends when the target closes", test_dereg_helper_closed},
         CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
                              {"tp_shm_pairs", NULL, NULL, NULL, NULL, pair_tests},

@@ -461,7 +461,6 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);
     uccl_idmap_fini(&ep->split_ids);
-    shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
     if (ep->tp->stage != NULL)
@@ -470,6 +469,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
         shm_close_fence(ep);
         munmap(ep->seg, ep->seg_len);
     }
+    uccl_shm_splits_free(ep); /* the fence passed: their regions may go */
     if (ep->seg_named)
         shm_unlink(ep->seg_name);
     uccl_shm_map_release(ep);

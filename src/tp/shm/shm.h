@@ -201,6 +201,7 @@ typedef struct shm_split {
     uint64_t peer_id;   /* the peer's request id (FIN) */
     uccl_req_t *req;    /* the receive, or NULL: target of a write/read */
     uint64_t region_id; /* target: our region */
+    uccl_region_t *held; /* target: that region, held until the peer's DONE */
     uint64_t len;
     uccl_status_t st;   /* of our own part */
     uccl_status_t peer_st; /* of the peer's part (its DONE) */
@@ -287,6 +288,7 @@ typedef struct shm_cma_job {
     uccl_req_t *req;      /* RECV */
     uint64_t region_id;   /* target of a write/read: [region_addr, +len) of this */
     uint64_t region_addr; /* region is checked before every call (0 = not a target) */
+    uccl_region_t *held;  /* that region, held while the CMA helper has a piece */
     uint64_t peer_id;     /* RECV, RMA: the FIN's id; OFFER: the DONE's */
     shm_split_t *split;   /* SPLIT */
     bool has_notif;       /* RMA write */
@@ -437,10 +439,14 @@ void uccl_shm_map_close(shm_tp_t *tp);
  * room for the offer), then the caller copies it all as before. */
 bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
                     const shm_wire_iov_t *iov, uint32_t iovcnt);
-bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
+bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov,
+                        uccl_region_t *region);
 void uccl_shm_rx_offer(shm_ep_t *ep, const shm_pkt_offer_t *pkt, const shm_wire_iov_t *iov);
 void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 /* Our part of split s is copied (status st). */
 void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);
+/* Teardown (after the close fence: the peer copies nothing more): drop the
+ * splits (their receives are the core's) and their holds. */
+void uccl_shm_splits_free(shm_ep_t *ep);
 
 #endif
