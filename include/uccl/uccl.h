@@ -327,7 +327,10 @@ UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, in
 UCCL_API uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t len,
                                       void **ptr);
 /* Free memory of uccl_mem_alloc. Registrations over it (the caller's, the
- * collectives' cached ones) become stale: see uccl_mr_query. */
+ * collectives' cached ones) become stale: see uccl_mr_query. Errors:
+ * UCCL_ERR_BUSY (host memory: a peer's write or read of a registration over
+ * it is still being copied outside this engine's checks, as uccl_mr_dereg
+ * says; nothing is freed: progress and try again). */
 UCCL_API uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr);
 
 /* Copy len bytes from src to dst on this process, any memory types (host,

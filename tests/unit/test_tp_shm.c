@@ -5,8 +5,9 @@
  * fence's test of a peer that can no longer copy: a zombie counts as gone.
  * Suite tp_shm_pairs, each case on a pair of its own settings: engines whose
  * CMA settings differ (one side UCCL_SHM_CMA=0), and a target region
- * deregistered while a peer's write or read of it is copied outside the
- * target's checks (the peer's part of a split, the CMA helper's piece). */
+ * deregistered (or its memory freed) while a peer's write or read of it is
+ * copied outside the target's checks (the peer's part of a split, the CMA
+ * helper's piece). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -321,12 +322,57 @@ static void dereg_mid_copy(const char *env, int is_read, int close_b)
 /* the helper takes half of every job from 512K; progress copies 4 KiB a call */
 #define HELPER_ENV "UCCL_SHM_SPLIT_MIN=0 UCCL_SHM_CMA_HELPER=on UCCL_SHM_PROGRESS_BYTES=4096"
 
+/* The same with b's memory of uccl_mem_alloc freed instead: uccl_mem_free
+ * must not free it (it did, and a new allocation at the same address took
+ * the rest of the write): BUSY, then the transfer ends intact. */
+static void memfree_mid_copy(const char *env, int is_read)
+{
+    unit_pair_t p;
+    uint8_t *mine = malloc(BIG), *target = NULL;
+    uccl_mr_t *mmr, *tmr;
+    uccl_req_t *req = NULL;
+    uccl_rdesc_t rd;
+    uccl_status_t st;
+
+    CU_ASSERT_FATAL(mine != NULL);
+    UNIT_ASSERT_STATUS(pair_open_env(env, env, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mem_alloc(p.b, UCCL_MEM_HOST, BIG, (void **)&target), UCCL_OK);
+    CU_ASSERT_FATAL(target != NULL);
+    unit_fill(mine, BIG, 23);
+    unit_fill(target, BIG, 24);
+    memset(is_read ? mine : target, 0, BIG);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
+                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
+                       UCCL_OK);
+    uccl_engine_progress(p.a);
+    uccl_engine_progress(p.b);
+    st = uccl_mem_free(p.b, target);
+    UNIT_ASSERT_STATUS(st, UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+    if (st == UCCL_ERR_BUSY) { /* else target is gone */
+        UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+        CU_ASSERT_EQUAL(is_read ? unit_mismatches(mine, BIG, 24)
+                                : unit_mismatches(target, BIG, 23),
+                        0);
+        UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mem_free(p.b, target), UCCL_OK);
+    }
+    uccl_req_free(req);
+    unit_pair_close(&p);
+    free(mine);
+}
+
 static void test_dereg_split_write(void) { dereg_mid_copy(SPLIT_ENV, 0, 0); }
 static void test_dereg_split_read(void) { dereg_mid_copy(SPLIT_ENV, 1, 0); }
 static void test_dereg_helper_write(void) { dereg_mid_copy(HELPER_ENV, 0, 0); }
 static void test_dereg_helper_read(void) { dereg_mid_copy(HELPER_ENV, 1, 0); }
 static void test_dereg_split_closed(void) { dereg_mid_copy(SPLIT_ENV, 0, 1); }
 static void test_dereg_helper_closed(void) { dereg_mid_copy(HELPER_ENV, 1, 1); }
+static void test_memfree_split_write(void) { memfree_mid_copy(SPLIT_ENV, 0); }
+static void test_memfree_helper_read(void) { memfree_mid_copy(HELPER_ENV, 1); }
 
 int main(void)
 {
@@ -342,6 +388,8 @@ int main(void)
         {"dereg during a read shared with the CMA helper: BUSY", test_dereg_helper_read},
         {"a split write's hold ends when the target closes", test_dereg_split_closed},
         {"a helper's hold ends when the target closes", test_dereg_helper_closed},
+        {"uccl_mem_free during a split write: BUSY, then intact", test_memfree_split_write},
+        {"uccl_mem_free during a helper's read: BUSY, then intact", test_memfree_helper_read},
         CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
                              {"tp_shm_pairs", NULL, NULL, NULL, NULL, pair_tests},
