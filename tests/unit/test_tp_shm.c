@@ -189,8 +189,11 @@ static uccl_status_t pair_open_env(const char *env_a, const char *env_b, unit_pa
     for (int side = 0; side < 2 && st == UCCL_OK; side++) {
         char words[256], *save = NULL;
         snprintf(words, sizeof(words), "%s", env[side]);
-        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
-            putenv(strdup(w));
+        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(w, '=');
+            *eq = '\0';
+            setenv(w, eq + 1, 1);
+        }
         st = unit_engine_create("shm", engine[side]);
         snprintf(words, sizeof(words), "%s", env[side]);
         for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
