@@ -2,8 +2,9 @@
  * fails as it runs (the fake GPU backend's UCCL_FAKE_GPU_FAIL_COPY): the
  * fault shows on the first event recorded after the copy, often a pool
  * buffer's (a full sink buffer), not the completion's. The transfer must
- * then fail, never complete UCCL_OK with bytes missing: a send into GPU
- * memory, a write to a GPU region of the peer, a read into GPU memory.
+ * then fail with UCCL_ERR_TRANSPORT, never complete UCCL_OK with bytes
+ * missing: a send into GPU memory, a write to a GPU region of the peer (not
+ * REMOTE_ACCESS either: that says no byte landed), a read into GPU memory.
  * Two engines in one child process per case (the fault counts the
  * process's copies), GPU 0 and 1 of the fake backend. Exits 77 on any
  * other backend. */
@@ -85,7 +86,9 @@ static int child(stage_case_t kind)
     free(check);
     if (bad == 0)
         return 3; /* the fault missed this transfer: the case tests nothing */
-    return st == UCCL_OK ? 1 : 0; /* 1: completed OK with bytes missing */
+    if (st == UCCL_OK)
+        return 1; /* completed OK with bytes missing */
+    return st == UCCL_ERR_TRANSPORT ? 0 : 4; /* a write's too, not REMOTE_ACCESS ("none landed") */
 }
 
 static int run_case(stage_case_t kind)

@@ -307,8 +307,10 @@ static bool tcp_handle_ack(tcp_ep_t *ep, const tcp_hdr_t *h)
         uccl_tcp_ep_fail(ep, "reply that matches no operation in flight");
         return false;
     }
-    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE)
-        st = UCCL_ERR_REMOTE_ACCESS; /* the refusals the target sends */
+    /* the refusals the target sends, and TRANSPORT: its copies into GPU
+     * memory failed (bytes did land: not REMOTE_ACCESS, which says none) */
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE && st != UCCL_ERR_TRANSPORT)
+        st = UCCL_ERR_REMOTE_ACCESS;
     uccl_req_complete(op->req, st, st == UCCL_OK ? op->hdr.total : 0);
     uccl_tcp_op_free(op);
     return true;
