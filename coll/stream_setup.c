@@ -175,7 +175,7 @@ static uccl_status_t sf_create(coll_state_t *cs, coll_sflags_t **out)
     sf->sent_next = calloc((size_t)n, sizeof(int));
     sf->sent_key = calloc((size_t)n, sizeof(uint64_t));
     sf->ids = calloc(1 + (size_t)n, sizeof(uint64_t));
-    sf->ops = calloc(4 * (size_t)n + 4, sizeof(uccl_stream_op_t));
+    sf->ops = calloc(SOPS_MAX(n), sizeof(uccl_stream_op_t));
     if (!uccl_coll_splan_alloc(&sf->cur, n) || sf->peer_flags == NULL || sf->conns == NULL ||
         sf->tok == NULL || sf->sent == NULL || sf->sent_next == NULL || sf->sent_key == NULL || sf->ids == NULL ||
         sf->ops == NULL ||

@@ -460,7 +460,11 @@ int main(int argc, char **argv)
         fails += mt_report(&c, "copy helper used as UCCL_COLL_COPY_THREAD says");
     }
     if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
-        if (ct_mem() == CT_MEM_GPU) {
+        const char *only = getenv("T_COLL_STREAM_CASE"); /* wide: only that case */
+        if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "wide") == 0) {
+            ct_stream_wide(&c);
+            fails += mt_report(&c, "stream form: every peer written and waited for");
+        } else if (ct_mem() == CT_MEM_GPU) {
             ct_stream_order(&c);
             fails += mt_report(&c, "stream form: after the stream's work, before its later work");
             ct_stream_direct(&c);
