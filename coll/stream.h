@@ -18,8 +18,9 @@
 #define FLAGS_ALLOC ((size_t)2 << 20)
 /* The most stream operations one call enqueues on n ranks (coll/stream.c,
  * enqueue): per peer a ready write, a ready wait, a copy, a done write and
- * a done wait; the own block's copy and the host word's write. */
-#define SOPS_MAX(n) (5 * ((size_t)(n) - 1) + 2)
+ * a done wait; the wait for the comm's previous call, the own block's
+ * copy, the own flag's write and the host word's write. */
+#define SOPS_MAX(n) (5 * ((size_t)(n) - 1) + 4)
 
 typedef struct stok {
     uint32_t magic;

@@ -284,7 +284,11 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  *   ready flags into every peer, waits for theirs, copies straight into
  *   each peer's receive buffer, done flags, waits (a rank waits only for
  *   the ready flags of the peers it writes into and the done flags of
- *   those writing into it). The first call on given arguments (op,
+ *   those writing into it). A comm's direct calls run on the device in
+ *   call order, whatever streams they are queued on (each waits for the
+ *   comm's previous one): the later call's stream holds meanwhile, so a
+ *   stream may be synchronized only once every earlier call's stream can
+ *   run. The first call on given arguments (op,
  *   buffers, counts, root) exchanges one small message with every peer on
  *   the host (where each block goes); later calls on the same arguments
  *   reuse that plan when every rank does, agreed by one 8-byte host

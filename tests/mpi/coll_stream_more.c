@@ -1,8 +1,10 @@
 /* More cases of the direct stream path (coll/stream.c) in t_coll_gpu:
- * a wide comm. Stubs in t_coll. */
+ * two streams of one comm, and a wide comm. Stubs in t_coll. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "coll_test.h"
 #ifdef T_COLL_GPU
@@ -10,6 +12,7 @@
 #endif
 
 #ifndef T_COLL_GPU
+void ct_stream_two(mt_ctx_t *c) { (void)c; }
 void ct_stream_wide(mt_ctx_t *c) { (void)c; }
 #else
 
@@ -56,6 +59,115 @@ static void *send_buf(mt_ctx_t *c, size_t len, int call)
     }
     free(h);
     return d;
+}
+
+typedef struct {
+    uccl_gpu_stream_t s;
+    uccl_status_t st;
+    int done; /* atomic */
+} syncer_t;
+
+static void *sync_thread(void *arg)
+{
+    syncer_t *y = arg;
+
+    y->st = uccl_gpu_stream_sync(y->s);
+    __atomic_store_n(&y->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Two allgathers on one comm, every rank alike: call 1 on stream s1 held
+ * behind a gate (a wait on a device word nobody sets yet), call 2 on s2.
+ * A thread drives s2 (as a GPU runs every stream by itself) while s1 stays
+ * held: the comm's direct calls keep their order on the device (call 2
+ * runs after call 1), so call 1's request must not be done then: its
+ * stream never started it. Then the gate opens, s1 runs, and both
+ * requests and both results are checked. */
+#define TWO_LEN 2048
+void ct_stream_two(mt_ctx_t *c)
+{
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    int n = c->size;
+    size_t rlen = (size_t)n * TWO_LEN;
+    uccl_comm_t *comm = NULL;
+    uccl_gpu_stream_t s1 = NULL, s2 = NULL;
+    void *ds[3] = {NULL, NULL, NULL}, *dr[3] = {NULL, NULL, NULL}, *gate = NULL;
+    uint32_t zero = 0, one = 1;
+    uccl_req_t *r[3] = {NULL, NULL, NULL};
+    syncer_t y = {0};
+    pthread_t th;
+    bool started = false;
+
+    if (!ct_fake_direct(c, "stream form, two streams"))
+        return;
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || uccl_gpu_stream_create(&s1) != UCCL_OK ||
+        uccl_gpu_stream_create(&s2) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
+        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
+        mt_fail(c, "a second comm, two streams and a gate");
+        goto out;
+    }
+    for (int i = 0; i < 3; i++)
+        if ((ds[i] = send_buf(c, TWO_LEN, i)) == NULL ||
+            uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, rlen, &dr[i]) != UCCL_OK) {
+            mt_fail(c, "buffers");
+            goto out;
+        }
+    /* call 0 sets the path up (flags mapped both ways), run out on s1 */
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .sendbuf = ds[0], .recvbuf = dr[0], .count = TWO_LEN};
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s1, &r[0]), UCCL_OK, "call 0 (setup)");
+    mt_expect(c, uccl_gpu_stream_sync(s1), UCCL_OK, "s1 after call 0");
+    if (r[0] != NULL)
+        mt_expect(c, uccl_wait(r[0], -1), UCCL_OK, "call 0's request");
+    check_gather(c, dr[0], TWO_LEN, 0, "call 0");
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    mt_expect(c, uccl_stream_wait_value(c->engine, s1, gate, 1, 4), UCCL_OK, "the gate on s1");
+    a.sendbuf = ds[1];
+    a.recvbuf = dr[1];
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s1, &r[1]), UCCL_OK, "call 1 on s1");
+    a.sendbuf = ds[2];
+    a.recvbuf = dr[2];
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s2, &r[2]), UCCL_OK, "call 2 on s2");
+    y.s = s2;
+    started = pthread_create(&th, NULL, sync_thread, &y) == 0;
+    if (!started)
+        mt_fail(c, "a thread");
+    for (int i = 0; i < 50 && !__atomic_load_n(&y.done, __ATOMIC_ACQUIRE); i++)
+        usleep(10000);
+    int done1 = 0;
+    if (r[1] != NULL && uccl_test(r[1], &done1) != UCCL_INPROGRESS && done1)
+        mt_fail(c, "call 1's request is done while its stream s1 is held before the call "
+                   "(s2, driven meanwhile, ran call 2%s)", y.done ? " to its end" : "");
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank checked before any gate opens */
+    mt_expect(c, uccl_copy(c->engine, gate, &one, sizeof(one)), UCCL_OK, "the gate opens");
+    mt_expect(c, uccl_gpu_stream_sync(s1), UCCL_OK, "s1 after call 1");
+    if (started) {
+        pthread_join(th, NULL);
+        mt_expect(c, y.st, UCCL_OK, "s2 after call 2");
+    }
+    for (int i = 1; i < 3; i++)
+        if (r[i] != NULL)
+            mt_expect(c, uccl_wait(r[i], -1), UCCL_OK, i == 1 ? "call 1's request" : "call 2's request");
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank's streams ran out: the bytes are in */
+    check_gather(c, dr[1], TWO_LEN, 1, "call 1 (s1)");
+    check_gather(c, dr[2], TWO_LEN, 2, "call 2 (s2)");
+out:
+    for (int i = 0; i < 3; i++)
+        if (r[i] != NULL)
+            uccl_req_free(r[i]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    for (int i = 0; i < 3; i++) {
+        uccl_mem_free(c->engine, ds[i]);
+        uccl_mem_free(c->engine, dr[i]);
+    }
+    uccl_mem_free(c->engine, gate);
+    if (s1 != NULL)
+        uccl_gpu_stream_destroy(s1);
+    if (s2 != NULL)
+        uccl_gpu_stream_destroy(s2);
 }
 
 /* An allgather on the test's stream, every peer on the direct path, where
