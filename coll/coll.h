@@ -370,6 +370,8 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
 void uccl_coll_stream_destroy(coll_state_t *cs);
 /* Under cs->lock: drop the stream form's cached plans (their pins). */
 void uccl_coll_stream_flush(coll_state_t *cs);
+/* A direct stream call of the comm not passed by this rank's stream yet. */
+bool uccl_coll_stream_busy(coll_state_t *cs);
 
 /* ------------------------------------------------------------------ collectives */
 

@@ -424,7 +424,8 @@ UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_s
 /* Forget every cached buffer registration and cached plain-call plan of
  * the comm (buffers of persistent plans stay registered until the plan is
  * freed). Not while a collective is in
- * flight (UCCL_ERR_BUSY). */
+ * flight (UCCL_ERR_BUSY): a stream-ordered call counts until this rank's
+ * stream has passed it (its peers may still write into its buffers). */
 UCCL_API uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm);
 
 /* The algorithm AUTO picks for op with bytes per rank block on this comm

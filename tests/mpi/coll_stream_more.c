@@ -1,5 +1,6 @@
 /* More cases of the direct stream path (coll/stream.c) in t_coll_gpu:
- * two streams of one comm, and a wide comm. Stubs in t_coll. */
+ * two streams of one comm, a flush while a call is queued, and a wide
+ * comm. Stubs in t_coll. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #ifndef T_COLL_GPU
 void ct_stream_two(mt_ctx_t *c) { (void)c; }
 void ct_stream_wide(mt_ctx_t *c) { (void)c; }
+void ct_stream_flush(mt_ctx_t *c) { (void)c; }
 #else
 
 static uint8_t pat(int r, int call, size_t k)
@@ -168,6 +170,68 @@ out:
         uccl_gpu_stream_destroy(s1);
     if (s2 != NULL)
         uccl_gpu_stream_destroy(s2);
+}
+
+/* uccl_comm_coll_flush while a direct stream call is queued on every
+ * rank but held (its stream behind a gate): the call is in flight, so the
+ * flush is refused (UCCL_ERR_BUSY), and its receive buffer stays
+ * registered for the peers that still write into it through their
+ * mappings (a flush that deregistered it made a peer still in the call
+ * close its mapping, then enqueue its copies into the closed range). Once
+ * the stream ran the call: the flush works, the bytes are there. */
+#define FLUSH_LEN 4096
+void ct_stream_flush(mt_ctx_t *c)
+{
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    int n = c->size;
+    uccl_comm_t *comm = NULL;
+    void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
+    uint32_t zero = 0, one = 1;
+    uccl_req_t *req = NULL;
+    uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = FLUSH_LEN};
+
+    if (!ct_fake_direct(c, "stream form, a flush while a call is queued"))
+        return;
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, FLUSH_LEN, 7)) == NULL ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * FLUSH_LEN, &dr) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
+        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
+        mt_fail(c, "a second comm, buffers and a gate");
+        goto out;
+    }
+    a.sendbuf = ds;
+    a.recvbuf = dr;
+    for (int i = 0; i < 2; i++) { /* the second call a plan hit */
+        mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "a call run out");
+        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+        if (req != NULL)
+            mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+        uccl_req_free(req);
+        req = NULL;
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    mt_expect(c, uccl_gpu_memset(dr, 0, (size_t)n * FLUSH_LEN), UCCL_OK, "receive buffer cleared");
+    MPI_Barrier(MPI_COMM_WORLD);
+    mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the call behind the gate");
+    mt_expect(c, uccl_comm_coll_flush(comm), UCCL_ERR_BUSY, "flush while the call is queued");
+    MPI_Barrier(MPI_COMM_WORLD);
+    mt_expect(c, uccl_copy(c->engine, gate, &one, sizeof(one)), UCCL_OK, "the gate opens");
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream after the call");
+    if (req != NULL)
+        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+    mt_expect(c, uccl_comm_coll_flush(comm), UCCL_OK, "flush once the stream passed the call");
+    MPI_Barrier(MPI_COMM_WORLD);
+    check_gather(c, dr, FLUSH_LEN, 7, "the call behind the gate");
+out:
+    if (req != NULL)
+        uccl_req_free(req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    uccl_mem_free(c->engine, gate);
 }
 
 /* An allgather on the test's stream, every peer on the direct path, where

@@ -64,8 +64,10 @@ void ct_stream_fault(mt_ctx_t *c);
  * line naming the case and false (the same answer on every rank). */
 bool ct_fake_direct(mt_ctx_t *c, const char *name);
 /* coll_stream_more.c: direct stream calls on two streams of one comm, the
- * second's stream run first; calls on every rank of a wide comm (8+). */
+ * second's stream run first; a flush while a call is queued (refused);
+ * calls on every rank of a wide comm (8+). */
 void ct_stream_two(mt_ctx_t *c);
+void ct_stream_flush(mt_ctx_t *c);
 void ct_stream_wide(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
