@@ -1,6 +1,6 @@
 /* More cases of the direct stream path (coll/stream.c) in t_coll_gpu:
- * two streams of one comm, a flush while a call is queued, and a wide
- * comm. Stubs in t_coll. */
+ * two streams of one comm, a flush while a call is queued, a rank gone
+ * while its peers' hold-path calls are in flight, and a wide comm. Stubs in t_coll. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 void ct_stream_two(mt_ctx_t *c) { (void)c; }
 void ct_stream_wide(mt_ctx_t *c) { (void)c; }
 void ct_stream_flush(mt_ctx_t *c) { (void)c; }
+void ct_stream_hold_dead(mt_ctx_t *c) { (void)c; }
 #else
 
 static uint8_t pat(int r, int call, size_t k)
@@ -223,6 +224,80 @@ void ct_stream_flush(mt_ctx_t *c)
     mt_expect(c, uccl_comm_coll_flush(comm), UCCL_OK, "flush once the stream passed the call");
     MPI_Barrier(MPI_COMM_WORLD);
     check_gather(c, dr, FLUSH_LEN, 7, "the call behind the gate");
+out:
+    if (req != NULL)
+        uccl_req_free(req);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    uccl_mem_free(c->engine, ds);
+    uccl_mem_free(c->engine, dr);
+    uccl_mem_free(c->engine, gate);
+}
+
+/* A rank gone while its peers' stream calls on the hold path are in
+ * flight (a gather: the direct path leaves it to the hold path): their
+ * streams wait on a host flag that only their engines' progress releases,
+ * and the progress that sees the gone rank's connections fail closes the
+ * mappings of its memory (made by the first call, DIRECT into its receive
+ * buffer). Closing one synchronizes the device (cudaIpcCloseMemHandle), on
+ * a GPU forever while a stream is held: the fake backend aborts there. The
+ * survivors' requests must fail (UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT)
+ * and their streams go on. */
+#define HDEAD_LEN 8192
+void ct_stream_hold_dead(mt_ctx_t *c)
+{
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    int n = c->size, last = n - 1;
+    uccl_comm_t *comm = NULL;
+    void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
+    uint32_t zero = 0, one = 1;
+    uccl_req_t *req = NULL;
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ROOT | UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_GATHER,
+                          .algo = UCCL_COLL_ALGO_DIRECT, .root = last, .count = HDEAD_LEN};
+    uccl_status_t st;
+
+    if (!ct_fake_direct(c, "stream form (hold path), a rank gone"))
+        return;
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, HDEAD_LEN, 9)) == NULL ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * HDEAD_LEN, &dr) != UCCL_OK ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
+        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
+        mt_fail(c, "a second comm, buffers and a gate");
+        goto out;
+    }
+    a.sendbuf = ds;
+    a.recvbuf = dr;
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the first gather (maps the root's buffer)");
+    if (req != NULL)
+        mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+    uccl_req_free(req);
+    req = NULL;
+    mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+    if (c->rank == last)
+        check_gather(c, dr, HDEAD_LEN, 9, "the first gather, at the root");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (c->rank == last) /* its part never starts: its stream waits for a gate first */
+        mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the gather the root leaves");
+    MPI_Barrier(MPI_COMM_WORLD); /* every stream is held */
+    if (c->rank == last) {
+        for (int q = 0; q < n; q++)
+            if (q != last)
+                uccl_conn_close(uccl_comm_conn(comm, q));
+        MPI_Barrier(MPI_COMM_WORLD);
+        mt_expect(c, uccl_copy(c->engine, gate, &one, sizeof(one)), UCCL_OK, "the gate opens");
+        st = req != NULL ? uccl_wait(req, -1) : UCCL_ERR_INVALID_PARAM;
+        if (st == UCCL_OK)
+            mt_fail(c, "the gather of the rank that left succeeded");
+        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the leaver's stream after the failure");
+    } else {
+        st = req != NULL ? uccl_wait(req, -1) : UCCL_ERR_INVALID_PARAM;
+        if (st != UCCL_ERR_PEER_FAILED && st != UCCL_ERR_TIMEOUT)
+            mt_fail(c, "the request of a gather whose root is gone: %s", uccl_status_name(st));
+        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream goes on after the failure");
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
 out:
     if (req != NULL)
         uccl_req_free(req);

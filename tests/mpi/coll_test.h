@@ -65,9 +65,11 @@ void ct_stream_fault(mt_ctx_t *c);
 bool ct_fake_direct(mt_ctx_t *c, const char *name);
 /* coll_stream_more.c: direct stream calls on two streams of one comm, the
  * second's stream run first; a flush while a call is queued (refused);
- * calls on every rank of a wide comm (8+). */
+ * a rank gone while its peers' hold-path calls are in flight; calls on
+ * every rank of a wide comm (8+). */
 void ct_stream_two(mt_ctx_t *c);
 void ct_stream_flush(mt_ctx_t *c);
+void ct_stream_hold_dead(mt_ctx_t *c);
 void ct_stream_wide(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
