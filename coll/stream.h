@@ -86,6 +86,8 @@ typedef struct uccl_coll_sflags {
     uint64_t *ids;        /* [1 + size]: this rank's cached plan id for the call, then every rank's */
     scached_t cache[SCACHE];
     uint64_t use_clock;
+    uccl_mr_t **kept;     /* the comm's buffer registrations, when it went with a call queued */
+    int nkept;
 } coll_sflags_t;
 
 /* stream_setup.c */

@@ -177,7 +177,10 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   in flight progress from any thread that progresses the engine (the
  *   progress thread included).
  * - uccl_comm_destroy cancels the comm's collectives in flight (their
- *   requests finish with UCCL_ERR_CANCELED); free its plans before it. A
+ *   requests finish with UCCL_ERR_CANCELED), except the direct stream
+ *   calls already queued on a stream (uccl_coll_post_stream): those run
+ *   out there, the comm's buffers staying registered until this rank's
+ *   stream has passed them; free its plans before it. A
  *   plan left over is detached: its start fails with
  *   UCCL_ERR_INVALID_HANDLE, uccl_coll_plan_free still frees it. */
 

@@ -17,6 +17,7 @@ void ct_stream_two(mt_ctx_t *c) { (void)c; }
 void ct_stream_wide(mt_ctx_t *c) { (void)c; }
 void ct_stream_flush(mt_ctx_t *c) { (void)c; }
 void ct_stream_hold_dead(mt_ctx_t *c) { (void)c; }
+void ct_stream_destroy(mt_ctx_t *c) { (void)c; }
 #else
 
 static uint8_t pat(int r, int call, size_t k)
@@ -307,6 +308,64 @@ out:
     uccl_mem_free(c->engine, ds);
     uccl_mem_free(c->engine, dr);
     uccl_mem_free(c->engine, gate);
+}
+
+/* A rank that destroys its comm as soon as its direct stream call returns
+ * (a plan hit; its stream has not run the call): the peers may still be
+ * in the call, and they write into its receive buffer through their
+ * mappings, which its deregistration would close under them (a peer that
+ * saw the revoke before it enqueued the cached plan's copies wrote into
+ * a closed range: SIGSEGV on the fake backend, an illegal address on a
+ * GPU). Its registrations must outlive the comm until its stream passed
+ * the call. Every rank's request ends (any status: the comm is gone
+ * midway), every stream runs out. Several rounds: the window is narrow. */
+#define DESTROY_LEN 65536
+#define DESTROY_ROUNDS 6
+void ct_stream_destroy(mt_ctx_t *c)
+{
+    int n = c->size;
+
+    if (!ct_fake_direct(c, "stream form, a comm destroyed with its call queued"))
+        return;
+    for (int round = 0; round < DESTROY_ROUNDS; round++) {
+        uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+        uccl_comm_t *comm = NULL;
+        void *ds = NULL, *dr = NULL, *s = ct_stream();
+        uccl_req_t *req = NULL;
+        uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = DESTROY_LEN};
+        uccl_status_t st;
+
+        if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, DESTROY_LEN, round)) == NULL ||
+            uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * DESTROY_LEN, &dr) != UCCL_OK) {
+            mt_fail(c, "a second comm and buffers");
+            round = DESTROY_ROUNDS;
+        } else {
+            a.sendbuf = ds;
+            a.recvbuf = dr;
+            mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the first call");
+            mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
+            if (req != NULL)
+                mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
+            uccl_req_free(req);
+            req = NULL;
+            MPI_Barrier(MPI_COMM_WORLD);
+            mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the second call (a plan hit)");
+            if (c->rank == 0) {
+                mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "comm destroyed with the call queued");
+                comm = NULL;
+            }
+            st = req != NULL ? uccl_wait(req, -1) : UCCL_OK; /* any status, but an end */
+            (void)st;
+            mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream runs out");
+        }
+        if (req != NULL)
+            uccl_req_free(req);
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (comm != NULL)
+            uccl_comm_destroy(comm);
+        uccl_mem_free(c->engine, ds);
+        uccl_mem_free(c->engine, dr);
+    }
 }
 
 /* An allgather on the test's stream, every peer on the direct path, where

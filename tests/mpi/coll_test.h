@@ -70,6 +70,7 @@ bool ct_fake_direct(mt_ctx_t *c, const char *name);
 void ct_stream_two(mt_ctx_t *c);
 void ct_stream_flush(mt_ctx_t *c);
 void ct_stream_hold_dead(mt_ctx_t *c);
+void ct_stream_destroy(mt_ctx_t *c);
 void ct_stream_wide(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */

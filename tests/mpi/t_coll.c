@@ -460,7 +460,7 @@ int main(int argc, char **argv)
         fails += mt_report(&c, "copy helper used as UCCL_COLL_COPY_THREAD says");
     }
     if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
-        const char *only = getenv("T_COLL_STREAM_CASE"); /* wide, two, flush, holddead: that case alone */
+        const char *only = getenv("T_COLL_STREAM_CASE"); /* wide, two, flush, holddead, destroy: that case alone */
         if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "wide") == 0) {
             ct_stream_wide(&c);
             fails += mt_report(&c, "stream form: every peer written and waited for");
@@ -470,6 +470,9 @@ int main(int argc, char **argv)
         } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "holddead") == 0) {
             ct_stream_hold_dead(&c);
             fails += mt_report(&c, "stream form (hold path): a rank gone, the held streams go on");
+        } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "destroy") == 0) {
+            ct_stream_destroy(&c);
+            fails += mt_report(&c, "stream form: a comm destroyed with its call queued");
         } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "flush") == 0) {
             ct_stream_flush(&c);
             fails += mt_report(&c, "stream form: a flush while a call is queued is refused");
@@ -488,6 +491,8 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "stream form: a flush while a call is queued is refused");
             ct_stream_hold_dead(&c);
             fails += mt_report(&c, "stream form (hold path): a rank gone, the held streams go on");
+            ct_stream_destroy(&c);
+            fails += mt_report(&c, "stream form: a comm destroyed with its call queued");
             ct_stream_dead(&c);
             fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);
