@@ -12,6 +12,9 @@
 #   with FIN; every message still arrives (the counts only bounded);
 # - PEER_DONE=0, FLAG_DONE=0 (no flagged fence), two GPUs (flagged fences
 #   are within one GPU only): no word, FIN as before;
+# - the defaults (PEER_DONE=1, PEER_DONE_MIN=4M): 4-16 KiB sends end with
+#   FIN, 4-8 MiB sends by the word; PEER_DONE_MIN=8K: the 8 and 16 KiB
+#   sends by the word, the 4 KiB ones with FIN;
 # - the receiver's copy fails (the fake's 5th copy): the window fails with
 #   UCCL_ERR_TRANSPORT, never hangs (both sides' statuses: t_gpu_fault's
 #   PEER_DONE cases);
@@ -56,7 +59,7 @@ check() {
 }
 
 one="UCCL_FAKE_GPU_COUNT=1"
-on="UCCL_GPU_IPC_PEER_DONE=1"
+on="UCCL_GPU_IPC_PEER_DONE=1 UCCL_GPU_IPC_PEER_DONE_MIN=0" # every size (the default floor is 4 MiB)
 # 3 sizes x (warmup + 3 timed + 1 verified window) >= 15 windows of one message
 check kernel_w1 1 15 200 $one $on
 windows=$d
@@ -68,6 +71,13 @@ check window16 16 0 3200 $one $on
 check off_w1 1 0 0 $one UCCL_GPU_IPC_PEER_DONE=0
 check no_flag_w1 1 0 0 $one $on UCCL_GPU_IPC_FLAG_DONE=0
 check two_gpus 1 0 0 $on
+# the default floor: small sends keep the FIN, large ones end by the word
+check default_small 1 0 0 $one
+run() { run_p2p "$@"; }
+check default_large 1 5 200 4M 8M 3 UCCL_GPU_IPC_PROF=1 $one
+run() { run_small "$@"; }
+check min_8k 1 10 200 $one UCCL_GPU_IPC_PEER_DONE_MIN=8K
+[ "$d" -lt "$windows" ] || { echo "FAIL: min_8k: $d of $windows windows ended by the word, the 4 KiB ones too"; fail=1; }
 expect_fail fault UCCL_ERR_TRANSPORT send 1 $one $on UCCL_FAKE_GPU_FAIL_COPY=5
 
 # lazy NAME VAR=VAL...: uccl_perf coll allgather at 64 KiB, 2 ranks on one

@@ -72,10 +72,12 @@ static const fault_case_t cases[] = {
      * (src/tp/gpu_ipc/done.c); the failed copy never writes it: a FIN with the error */
     {.name = "pulled receive, the sender told by the receiver's GPU (PEER_DONE, copy kernel): the "
              "receiver's copy fails", .kind = CASE_MSG, .len = SMALL, .knob = COPY, .fail_rank = 1,
-     .env_name = "UCCL_GPU_IPC_PEER_DONE", .env_value = "1", .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
+     .env_name = "UCCL_GPU_IPC_PEER_DONE", .env_value = "1", .env2_name = "UCCL_GPU_IPC_PEER_DONE_MIN",
+     .env2_value = "0", .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "pulled receive, the sender told by the receiver's GPU (PEER_DONE, copy + stream write): the "
              "receiver's copy fails", .kind = CASE_MSG, .len = SMALL, .knob = COPY, .fail_rank = 1,
-     .env_name = "UCCL_GPU_IPC_PEER_DONE", .env_value = "1", .env2_name = "UCCL_GPU_IPC_FLAG_KERNEL_MAX",
+     .env_name = "UCCL_GPU_IPC_PEER_DONE_MIN", .env_value = "0", /* PEER_DONE is on by default */
+     .env2_name = "UCCL_GPU_IPC_FLAG_KERNEL_MAX",
      .env2_value = "0", .want = UCCL_ERR_TRANSPORT, .one_gpu_too = true},
     {.name = "split message: the sender's push of the head fails", .kind = CASE_MSG, .len = SPLIT,
      .knob = COPY, .fail_rank = 0, .want = UCCL_ERR_TRANSPORT},

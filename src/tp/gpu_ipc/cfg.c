@@ -105,20 +105,27 @@ static const uccl_cfg_field_t ipc_cfg_fields[] = {
     /* one H100, two processes on GPU 0, send at window 1, x a plain copy,
      * mean over 4 KiB-1 MiB of the medians of 3 rounds, three calls
      * (tests/gpu/results/1xH100-gpu15): 0.923 / 0.906 / 0.841 on, 0.892 /
-     * 0.870 / 0.848 off; write, read, window 16: within noise. Off by
-     * default: the gain is one call's noise; one H200 in session 17 (3
-     * rounds): send 0.82-0.92 on against 0.87-1.00 off. A survivor's
-     * teardown of a dead peer's registered page while its streams wait
-     * (done.c's done_orphans) passed t_gpu_stream_kill 3 of 3 there
-     * (tests/gpu/results/1xH200-s17-lead) */
-    {"PEER_DONE", "0",
-     "a message the receiver pulls under a fence told by a host word (see FLAG_DONE) has the receiver's "
-     "GPU write that word into the sender's mailbox, so that the sender sees its send done without the "
-     "receiver's FIN (which is then sent only on failure, or where the word cannot be used); 0 = FIN. "
-     "Experimental: its gain measured at noise level (a loss in session 17's call); its teardown "
-     "under a stream-ordered call whose peer died is deferred until the streams pass (it hung "
-     "before session 16's fix)",
+     * 0.870 / 0.848 off. One H200, two processes, on against off, six jobs
+     * each over two calls (tests/gpu/results/1xH200-s21): bcast x the copy
+     * ceiling 0.88-0.93 / 0.80-0.89 at 4 MiB, median 0.914 / 0.857 at 16
+     * MiB (the root's send ends one FIN hop sooner), 0.95-0.99 / 0.92-0.97
+     * at 64 MiB;
+     * send at window 1 (a ping-pong: the ack, not the FIN, ends a round)
+     * 0.70-0.89 on / 0.85-1.01 off at 4 KiB-1 MiB: hence on from
+     * PEER_DONE_MIN. A survivor's teardown of a dead peer's registered page
+     * while its streams wait (done.c's done_orphans) passed
+     * t_gpu_stream_kill 3 of 3 (tests/gpu/results/1xH200-s17-lead) */
+    {"PEER_DONE", "1",
+     "a message of at least PEER_DONE_MIN bytes that the receiver pulls under a fence told by a host "
+     "word (see FLAG_DONE) has the receiver's GPU write that word into the sender's mailbox, so that "
+     "the sender sees its send done without the receiver's FIN (which is then sent only on failure, "
+     "or where the word cannot be used); 0 = FIN always. A dead peer's word page is unregistered "
+     "only once this engine's streams have passed its stream-ordered calls",
      offsetof(ipc_cfg_t, peer_done), UCCL_CFG_BOOL},
+    {"PEER_DONE_MIN", "4M",
+     "PEER_DONE applies to sends of at least this many bytes (0 = every send); smaller ones end with "
+     "the receiver's FIN",
+     offsetof(ipc_cfg_t, peer_done_min), UCCL_CFG_SIZE},
     {"DTOD", "1",
      "issue device-to-device copies with the driver's cuMemcpyDtoDAsync instead of the runtime's "
      "cudaMemcpyAsync (0 = the runtime's)",

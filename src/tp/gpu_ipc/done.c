@@ -33,7 +33,11 @@
  * can go) and one of the sender's two records per transfer; send 0.02
  * closer to a plain copy on average over three calls (+0.031, +0.036,
  * -0.007: the size of one call's noise). The rest of the window-1 gap is
- * the RTS and ack hops and the mid-size copies (same README). */
+ * the RTS and ack hops and the mid-size copies (same README). On one H200
+ * (tests/gpu/results/1xH200-s21) it costs window-1 sends of 4 KiB-1 MiB
+ * 0.07-0.10x a plain copy, while a bcast of 4-64 MiB, whose root waits for its
+ * send to end before the next call, gains 0.03-0.07x: sends below
+ * PEER_DONE_MIN (4 MiB) keep the FIN. */
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -117,9 +121,10 @@ static uint32_t done_value(uint64_t seq)
     return (uint32_t)(seq + 1);
 }
 
-uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq)
+uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq, size_t len)
 {
-    if (!ep->tp->cfg.peer_done || ep->rx.shm == NULL || ep->done_busy == UINT64_MAX)
+    if (!ep->tp->cfg.peer_done || len == 0 || len < ep->tp->cfg.peer_done_min || ep->rx.shm == NULL ||
+        ep->done_busy == UINT64_MAX)
         return 0;
     for (unsigned k = 0; k < IPC_DONE_SLOTS; k++) {
         unsigned s = (ep->done_next + k) % IPC_DONE_SLOTS;

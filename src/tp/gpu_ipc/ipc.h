@@ -170,6 +170,7 @@ typedef struct ipc_cfg {
     int quiet_polls; /* QUIET_POLLS: busy stream queries of an unrecorded fence before its event */
     int flag_done;  /* fences of at most this many ops told by a host word (flag.c) */
     int peer_done;  /* PEER_DONE: a pulled send told done by the receiver's GPU (done.c) */
+    size_t peer_done_min; /* PEER_DONE_MIN: for sends of at least this many bytes */
     size_t flag_kernel_max; /* FLAG_KERNEL_MAX: a flagged fence's one copy and word by one launch */
     int batch_sm;        /* BATCH_SM: a batch of this many copies or more by kernel (0 = never) */
     int batch_sm_blocks; /* BATCH_SM_BLOCKS */
@@ -382,8 +383,9 @@ bool uccl_gpu_ipc_flag_passed(ipc_tp_t *tp, ipc_fence_t *f);
 void uccl_gpu_ipc_done_setup(ipc_ep_t *ep);
 void uccl_gpu_ipc_done_close(ipc_ep_t *ep);
 void uccl_gpu_ipc_done_orphans_close(ipc_tp_t *tp);
-/* A slot (1-based) of our mailbox for the send numbered seq, or 0. */
-uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq);
+/* A slot (1-based) of our mailbox for the send numbered seq of len bytes,
+ * or 0 (FIN: PEER_DONE off, len below PEER_DONE_MIN, no slot free). */
+uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq, size_t len);
 /* The send numbered seq no longer waits on a word (FIN, CTS, a failed post). */
 void uccl_gpu_ipc_done_release(ipc_ep_t *ep, uint64_t seq);
 /* Complete our sends whose words the peer's GPU wrote; returns how many. */

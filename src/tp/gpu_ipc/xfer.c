@@ -222,7 +222,7 @@ uccl_status_t uccl_gpu_ipc_post_send(uccl_tp_ep_t *base, uccl_req_t *req)
     m.tag = req->tag;
     m.len = req->len;
     m.msg_seq = req->msg_seq;
-    m.done_slot = req->len > 0 ? uccl_gpu_ipc_done_claim(ep, m.seq) : 0;
+    m.done_slot = uccl_gpu_ipc_done_claim(ep, m.seq, req->len);
     /* nothing for the peer to read in an empty message: no FIN comes */
     st = uccl_gpu_ipc_post_waiting(ep, req->len > 0 ? IPC_WAIT_SEND : -1, req, IPC_MSG_RTS, m.seq,
                                    &m, sizeof(m),
