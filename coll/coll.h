@@ -257,6 +257,7 @@ typedef struct coll_sched {
     /* generalized request of a non-blocking start */
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
+    bool dropped;        /* stream form, req NULL: nobody sees the status, an error is logged */
     struct uccl_coll_plan *plan;
     coll_mapped_run_t *mapped; /* MAPPED: its writes, reads and copies */
     /* UCCL_COLL_GPU_COPY_LATE: the phase's GPU copies held back (state

@@ -140,6 +140,9 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
 {
     int nops = s->nops;
 
+    if (s->dropped && st != UCCL_OK && st != UCCL_ERR_CANCELED) /* before the stream goes on */
+        coll_error("stream-ordered collective %u, its request dropped: %s", s->seq, uccl_strerror(st));
+
     for (int i = 0; i < nops; i++)
         op_release(s, &s->ops[i]);
     if (s->gate != NULL)
@@ -170,6 +173,7 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
         s->ops[i].helper_slot = -1;
     }
     s->seq = s->cs->seq++;
+    s->dropped = false;
     if (s->mapped != NULL)
         uccl_coll_mapped_start(s);
     s->cs->stats.calls += !s->internal;

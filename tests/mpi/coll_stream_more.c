@@ -236,6 +236,47 @@ out:
     uccl_mem_free(c->engine, gate);
 }
 
+/* The library's stderr while a case runs, in a file (its log lines). */
+typedef struct {
+    FILE *f;
+    int saved;
+} err_capture_t;
+
+static void capture_start(err_capture_t *e)
+{
+    fflush(stderr);
+    e->saved = -1;
+    e->f = tmpfile();
+    if (e->f != NULL && (e->saved = dup(2)) >= 0)
+        dup2(fileno(e->f), 2);
+}
+
+/* Stop capturing; true when an error line naming a collective came, the
+ * first copied into line. The lines go on to stderr. */
+static bool capture_end(err_capture_t *e, char *line, size_t len)
+{
+    char buf[512];
+    bool found = false;
+
+    fflush(stderr);
+    if (e->saved >= 0) {
+        dup2(e->saved, 2);
+        close(e->saved);
+    }
+    if (e->f == NULL)
+        return false;
+    rewind(e->f);
+    while (fgets(buf, sizeof(buf), e->f) != NULL) {
+        fputs(buf, stderr);
+        if (!found && strstr(buf, "] error ") != NULL && strstr(buf, "collective") != NULL) {
+            found = true;
+            snprintf(line, len, "%s", buf);
+        }
+    }
+    fclose(e->f);
+    return found;
+}
+
 /* A rank gone while its peers' stream calls on the hold path are in
  * flight (a gather: the direct path leaves it to the hold path): their
  * streams wait on a host flag that only their engines' progress releases,
@@ -244,7 +285,8 @@ out:
  * buffer). Closing one synchronizes the device (cudaIpcCloseMemHandle), on
  * a GPU forever while a stream is held: the fake backend aborts there. The
  * survivors' requests must fail (UCCL_ERR_PEER_FAILED or UCCL_ERR_TIMEOUT)
- * and their streams go on. */
+ * and their streams go on. Rank 0 drops its request (req NULL): its
+ * failure must then be logged as an error (uccl_coll.h). */
 #define HDEAD_LEN 8192
 void ct_stream_hold_dead(mt_ctx_t *c)
 {
@@ -254,6 +296,8 @@ void ct_stream_hold_dead(mt_ctx_t *c)
     void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
     uint32_t zero = 0, one = 1;
     uccl_req_t *req = NULL;
+    err_capture_t cap = {NULL, -1};
+    char line[512] = "";
     uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ROOT | UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_GATHER,
                           .algo = UCCL_COLL_ALGO_DIRECT, .root = last, .count = HDEAD_LEN};
     uccl_status_t st;
@@ -280,7 +324,10 @@ void ct_stream_hold_dead(mt_ctx_t *c)
     MPI_Barrier(MPI_COMM_WORLD);
     if (c->rank == last) /* its part never starts: its stream waits for a gate first */
         mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
-    mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the gather the root leaves");
+    if (c->rank == 0)
+        capture_start(&cap);
+    mt_expect(c, uccl_coll_post_stream(comm, &a, s, c->rank == 0 ? NULL : &req), UCCL_OK,
+              "the gather the root leaves");
     MPI_Barrier(MPI_COMM_WORLD); /* every stream is held */
     if (c->rank == last) {
         for (int q = 0; q < n; q++)
@@ -293,10 +340,14 @@ void ct_stream_hold_dead(mt_ctx_t *c)
             mt_fail(c, "the gather of the rank that left succeeded");
         mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the leaver's stream after the failure");
     } else {
-        st = req != NULL ? uccl_wait(req, -1) : UCCL_ERR_INVALID_PARAM;
+        st = req != NULL ? uccl_wait(req, -1) : UCCL_ERR_PEER_FAILED;
         if (st != UCCL_ERR_PEER_FAILED && st != UCCL_ERR_TIMEOUT)
             mt_fail(c, "the request of a gather whose root is gone: %s", uccl_status_name(st));
         mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream goes on after the failure");
+        if (c->rank == 0 && !capture_end(&cap, line, sizeof(line))) /* the hold went as the call ended */
+            mt_fail(c, "the failure of a stream call whose request was dropped logged no error");
+        else if (c->rank == 0)
+            printf("# rank 0, request dropped, logged: %s", line);
         MPI_Barrier(MPI_COMM_WORLD);
     }
 out:
