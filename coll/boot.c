@@ -23,12 +23,14 @@ typedef struct boot_entry {
     uint8_t addr[UCCL_ADDRESS_MAX];
 } boot_entry_t;
 
-/* A vote: the setup status, and in the vote before connecting the digest of
- * the address table, so that a callback that delivered different tables to
- * different ranks is caught before anyone connects to garbage. */
+/* A vote: the setup status, the rank's way of connecting (UCCL_LAZY_CONNECT:
+ * ranks that differ would wait on each other until UCCL_TIMEOUT_MS), and in
+ * the vote before connecting the digest of the address table, so that a
+ * callback that delivered different tables to different ranks is caught
+ * before anyone connects to garbage. */
 typedef struct boot_vote {
     int32_t status;
-    uint32_t pad;
+    uint32_t lazy; /* 1: connects on first use, 0: connects in uccl_comm_init */
     uint64_t digest;
 } boot_vote_t;
 
@@ -39,6 +41,7 @@ typedef struct boot {
     void *ctx;
     uccl_engine_t *engine;
     int owns_engine;
+    int lazy;              /* uccl_coll_lazy_connect: the same on every rank, or refused */
     boot_entry_t *entries; /* one per rank */
     boot_vote_t *votes;    /* one per rank */
     uint64_t digest;       /* of the entries as this rank received them */
@@ -141,20 +144,36 @@ static int digest_differs(const boot_t *b, uint64_t digest)
     return 0;
 }
 
+/* Does some rank connect otherwise (lazy or eager) than this one? */
+static int lazy_differs(const boot_t *b)
+{
+    for (int r = 0; r < b->size; r++) {
+        if ((int)b->votes[r].lazy == b->lazy)
+            continue;
+        boot_error(b->rank, b->size,
+                   "rank %d connects %s, this rank %s: UCCL_LAZY_CONNECT must be the same on "
+                   "every rank", r, b->votes[r].lazy ? "on first use (lazy)" : "in uccl_comm_init",
+                   b->lazy ? "on first use (lazy)" : "in uccl_comm_init");
+        return 1;
+    }
+    return 0;
+}
+
 /* One agreement round. The verdict is UCCL_ERR_INVALID_PARAM on every rank
- * when the tables differ (digest: this rank's, 0 for no check), else this
+ * when the tables differ (digest: this rank's, 0 for no check) or the ranks
+ * do not all connect the same way (lazy or eager), else this
  * rank's own error, else UCCL_ERR_PEER_FAILED when another rank voted an
  * error. *cb_failed tells that the callback failed here (the verdict is
  * then its error). */
 static uccl_status_t agree(boot_t *b, uccl_status_t st, uint64_t digest, int *cb_failed)
 {
-    boot_vote_t mine = {.status = (int32_t)st, .digest = digest};
+    boot_vote_t mine = {.status = (int32_t)st, .lazy = (uint32_t)b->lazy, .digest = digest};
     uccl_status_t cb = call_allgather(b, &mine, b->votes, sizeof(mine), "the setup status");
 
     *cb_failed = cb != UCCL_OK;
     if (cb != UCCL_OK)
         return st != UCCL_OK ? st : cb;
-    if (digest_differs(b, digest))
+    if (digest_differs(b, digest) || lazy_differs(b))
         return UCCL_ERR_INVALID_PARAM;
     if (st != UCCL_OK)
         return st;
@@ -381,6 +400,7 @@ static uccl_status_t boot_alloc(boot_t *b, const uccl_comm_params_t *p)
     b->size = p->size;
     b->allgather = p->allgather;
     b->ctx = p->allgather_ctx;
+    b->lazy = uccl_coll_lazy_connect(b->size);
     b->entries = calloc((size_t)b->size, sizeof(*b->entries));
     b->votes = calloc((size_t)b->size, sizeof(*b->votes));
     b->conns = calloc((size_t)b->size, sizeof(*b->conns));
@@ -425,8 +445,7 @@ uccl_status_t uccl_comm_init(const uccl_comm_params_t *params, uccl_comm_t **com
         /* The vote's callback failed here only: the others, seeing every vote
          * OK, will connect to us, so connect too and tell them in the last vote. */
         if (st == UCCL_OK || (cb_failed && mine == UCCL_OK)) {
-            uccl_status_t cst = uccl_coll_lazy_connect(b.size) ? connect_none(&b, &c)
-                                                               : connect_all(&b, &c);
+            uccl_status_t cst = b.lazy ? connect_none(&b, &c) : connect_all(&b, &c);
             st = st != UCCL_OK ? st : cst;
         }
         st = agree(&b, st, 0, &cb_failed);

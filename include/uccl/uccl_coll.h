@@ -78,12 +78,13 @@ typedef struct uccl_comm_params {
  * incoming connections then belong to the comm). So in lazy mode the first
  * use of a pair must happen on both ranks (two-sided traffic, collectives);
  * a one-sided transfer to a lower rank that never uses the pair waits for it.
- * UCCL_LAZY_CONNECT must be the same on every rank of the job.
+ * UCCL_LAZY_CONNECT must be the same on every rank of the job; where it is
+ * not, every rank returns UCCL_ERR_INVALID_PARAM before anyone connects.
  * Errors: UCCL_ERR_INVALID_PARAM (unknown field bit, missing field, rank
  * out of range, NULL callback or engine, a callback that puts blocks out of
  * rank order, blocks that do not check (garbled, truncated, another
- * libuccl version), or another address table to some rank: every rank
- * returns it then), UCCL_ERR_NO_TRANSPORT (on both ranks of a pair
+ * libuccl version), another address table to some rank, or ranks that
+ * differ in UCCL_LAZY_CONNECT: every rank returns it then), UCCL_ERR_NO_TRANSPORT (on both ranks of a pair
  * whose engines open no transport in common, or only shm/gpu_ipc on
  * different hosts; found from the exchange, before anyone connects), those
  * of uccl_engine_create / uccl_connect / uccl_accept, those the callback

@@ -21,7 +21,11 @@ extern "C" {
  * NULL; it may set only UCCL_COMM_PARAM_ENGINE or _ENGINE_PARAMS.
  * Every rank gets the same status: if any rank fails, all return an error
  * (the failing rank's own status there, UCCL_ERR_PEER_FAILED elsewhere).
- * Errors: those of uccl_comm_init, UCCL_ERR_IO (an MPI call failed). */
+ * mpi_comm is any intracommunicator (a split of MPI_COMM_WORLD too), used
+ * between MPI_Init and MPI_Finalize.
+ * Errors: those of uccl_comm_init, UCCL_ERR_IO (an MPI call failed),
+ * UCCL_ERR_INVALID_PARAM at once (no MPI call that could abort) when MPI is
+ * not initialized or finalized already, or mpi_comm is an intercommunicator. */
 UCCL_API uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *params,
                                           uccl_comm_t **comm);
 

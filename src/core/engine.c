@@ -275,13 +275,20 @@ static uccl_status_t apply_params(uccl_engine_t *engine, const uccl_engine_param
         engine->gpu_index = params->gpu_index;
     }
     if ((params->field_mask & UCCL_ENGINE_PARAM_TRANSPORTS) && params->transports != NULL) {
-        if (strlen(params->transports) >= tlen)
+        if (strlen(params->transports) >= tlen) {
+            uccl_error("uccl_engine_create: engine param transports is %zu characters long, "
+                       "at most %zu", strlen(params->transports), tlen - 1);
             return UCCL_ERR_INVALID_PARAM;
+        }
         snprintf(transports, tlen, "%s", params->transports);
     }
     if ((params->field_mask & UCCL_ENGINE_PARAM_NET_DEVICES) && params->net_devices != NULL) {
-        if (strlen(params->net_devices) >= sizeof(engine->cfg.net_devices))
+        if (strlen(params->net_devices) >= sizeof(engine->cfg.net_devices)) {
+            uccl_error("uccl_engine_create: engine param net_devices is %zu characters long, "
+                       "at most %zu", strlen(params->net_devices),
+                       sizeof(engine->cfg.net_devices) - 1);
             return UCCL_ERR_INVALID_PARAM;
+        }
         snprintf(engine->cfg.net_devices, sizeof(engine->cfg.net_devices), "%s", params->net_devices);
         *net_devices_set = true;
     }

@@ -71,6 +71,30 @@ static void with_secret(const uccl_engine_params_t *in, const uint8_t secret[UCC
     }
 }
 
+/* MPI calls abort the process before MPI_Init and after MPI_Finalize, and
+ * an intercommunicator's MPI_Bcast and MPI_Allgather reach the remote group
+ * (rank 0 as the root would have every rank wait): refused at once. */
+static uccl_status_t check_mpi_comm(MPI_Comm mpi_comm)
+{
+    int initialized = 0, finalized = 0, inter = 0;
+
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    if (!initialized || finalized) {
+        fprintf(stderr, "[uccl mpi-boot] uccl_comm_init_mpi: MPI is %s\n",
+                finalized ? "finalized already (MPI_Finalize)" : "not initialized (MPI_Init)");
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    if (MPI_Comm_test_inter(mpi_comm, &inter) != MPI_SUCCESS)
+        return UCCL_ERR_IO;
+    if (inter) {
+        fprintf(stderr, "[uccl mpi-boot] uccl_comm_init_mpi: an intercommunicator; give an "
+                        "intracommunicator (MPI_Intercomm_merge)\n");
+        return UCCL_ERR_INVALID_PARAM;
+    }
+    return UCCL_OK;
+}
+
 uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *params,
                                  uccl_comm_t **comm)
 {
@@ -81,9 +105,12 @@ uccl_status_t uccl_comm_init_mpi(MPI_Comm mpi_comm, const uccl_comm_params_t *pa
                                           UCCL_COMM_PARAM_ALLGATHER,
                             .allgather = mpi_allgather,
                             .allgather_ctx = &mpi_comm};
+    uccl_status_t st;
 
     if (comm == NULL || mpi_comm == MPI_COMM_NULL)
         return UCCL_ERR_INVALID_PARAM;
+    if ((st = check_mpi_comm(mpi_comm)) != UCCL_OK)
+        return st;
     if (params != NULL) {
         if (params->field_mask & ~engine_bits)
             return UCCL_ERR_INVALID_PARAM; /* rank, size and callback are ours to set */

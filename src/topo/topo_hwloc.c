@@ -317,12 +317,10 @@ static uint64_t busid_key(const char *busid)
     return uccl_topo_parse_busid(busid, &key) ? key : UINT64_MAX;
 }
 
-static const topo_scan_t *sort_scan; /* qsort has no context argument; load is serialized */
-
-static int compare_gpus(const void *a, const void *b)
+static int compare_gpus(const topo_scan_t *scan, int a, int b)
 {
-    const uccl_topo_gpu_t *x = &sort_scan->gpus[*(const int *)a];
-    const uccl_topo_gpu_t *y = &sort_scan->gpus[*(const int *)b];
+    const uccl_topo_gpu_t *x = &scan->gpus[a];
+    const uccl_topo_gpu_t *y = &scan->gpus[b];
     unsigned xo = (unsigned)x->device, yo = (unsigned)y->device; /* -1 sorts last */
     uint64_t xk = busid_key(x->busid), yk = busid_key(y->busid);
 
@@ -331,10 +329,10 @@ static int compare_gpus(const void *a, const void *b)
     return xk < yk ? -1 : xk > yk;
 }
 
-static int compare_nics(const void *a, const void *b)
+static int compare_nics(const topo_scan_t *scan, int a, int b)
 {
-    const uccl_topo_nic_t *x = &sort_scan->nics[*(const int *)a];
-    const uccl_topo_nic_t *y = &sort_scan->nics[*(const int *)b];
+    const uccl_topo_nic_t *x = &scan->nics[a];
+    const uccl_topo_nic_t *y = &scan->nics[b];
     uint64_t xk = busid_key(x->busid), yk = busid_key(y->busid);
 
     if (x->kind != y->kind)
@@ -342,6 +340,20 @@ static int compare_nics(const void *a, const void *b)
     if (xk != yk)
         return xk < yk ? -1 : 1;
     return strcmp(x->name, y->name);
+}
+
+/* Insertion sort of the scan's indices order[0..n) (n <= 64). qsort has no
+ * context argument, and a static one mixed up the scans of engines that load
+ * their topologies in two threads at once. */
+static void sort_order(const topo_scan_t *scan, int *order, int n,
+                       int (*cmp)(const topo_scan_t *, int, int))
+{
+    for (int i = 1; i < n; i++) {
+        int v = order[i], j = i;
+        for (; j > 0 && cmp(scan, order[j - 1], v) > 0; j--)
+            order[j] = order[j - 1];
+        order[j] = v;
+    }
 }
 
 static int process_numa_node(hwloc_topology_t hw)
@@ -372,9 +384,8 @@ static uccl_status_t build_topo(topo_scan_t *scan, uccl_topo_t **out)
         gorder[i] = i;
     for (int i = 0; i < scan->nnics; i++)
         norder[i] = i;
-    sort_scan = scan;
-    qsort(gorder, (size_t)scan->ngpus, sizeof(int), compare_gpus);
-    qsort(norder, (size_t)scan->nnics, sizeof(int), compare_nics);
+    sort_order(scan, gorder, scan->ngpus, compare_gpus);
+    sort_order(scan, norder, scan->nnics, compare_nics);
     for (int i = 0; i < scan->nnics; i++) {
         hwloc_obj_t obj = scan->nic_obj[norder[i]];
         topo->nics[i] = scan->nics[norder[i]];

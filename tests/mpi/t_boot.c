@@ -3,7 +3,8 @@
  * can inject), so the test sees every call. Cases: a working bootstrap, a
  * callback failing on one rank in each round, blocks out of rank order, bad
  * params. With --hosts-by-parity (run under host-by-parity.sh, which sets
- * UCCL_HOST_ID by rank parity): the host map against the conns. Any -np. */
+ * UCCL_HOST_ID by rank parity): the host map against the conns. With
+ * --lazy-mix (np >= 2): rank 1 alone sets UCCL_LAZY_CONNECT=1. Any -np. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,12 +287,39 @@ static int check_hosts(mt_ctx_t *c)
     return failures;
 }
 
+/* Rank 1 connects lazily, the others in uccl_comm_init (the variable is
+ * read once per process, at its first init: so before any other case). Each
+ * would wait for the other until UCCL_TIMEOUT_MS; every rank refuses. */
+static int check_lazy_mix(void)
+{
+    mt_ctx_t c = {.transport = "lazy on rank 1 only"};
+    uccl_comm_t *comm = NULL;
+    uccl_comm_params_t p;
+    cb_ctx_t x;
+    double t0;
+
+    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+    setenv("UCCL_LAZY_CONNECT", c.rank == 1 ? "1" : "0", 1);
+    p = boot_params(&x, &c);
+    t0 = MPI_Wtime();
+    mt_expect(&c, uccl_comm_init(&p, &comm), UCCL_ERR_INVALID_PARAM,
+              "init with UCCL_LAZY_CONNECT=1 on rank 1 only");
+    settled_fast(&c, &x, t0, comm, false);
+    return mt_report(&c, "UCCL_LAZY_CONNECT differing on one rank: every rank refuses, fast");
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
     int rc, failures = 0;
 
     MPI_Init(&argc, &argv);
+    if (argc > 1 && strcmp(argv[1], "--lazy-mix") == 0) {
+        failures = check_lazy_mix();
+        MPI_Finalize();
+        return failures != 0;
+    }
     rc = mt_init(&c, 64);
     if (rc == 0 && argc > 1 && strcmp(argv[1], "--hosts-by-parity") == 0) {
         failures += check_hosts(&c);

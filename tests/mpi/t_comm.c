@@ -156,6 +156,49 @@ static void check_init_mpi_args(mt_ctx_t *c)
         mt_fail(c, "a refused init_mpi returned a comm");
 }
 
+/* A split of MPI_COMM_WORLD (even/odd world ranks, reversed): the comm's
+ * ranks are the split's, and an allgather over it moves the right bytes. An
+ * intercommunicator between the halves is refused at once (its MPI_Bcast
+ * and MPI_Allgather reach the other half: every rank hung in the bootstrap). */
+static void check_split_comms(mt_ctx_t *c)
+{
+    MPI_Comm half = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+    uccl_comm_t *comm = NULL;
+    int hrank = -1, hsize = 0;
+    uint8_t mine[8], all[8 * 16];
+
+    MPI_Comm_split(MPI_COMM_WORLD, c->rank % 2, c->size - c->rank, &half);
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+    mt_expect(c, uccl_comm_init_mpi(half, NULL, &comm), UCCL_OK, "init_mpi on a split");
+    if (comm != NULL && (uccl_comm_rank(comm) != hrank || uccl_comm_size(comm) != hsize))
+        mt_fail(c, "comm on a split: rank/size %d/%d, the split's %d/%d", uccl_comm_rank(comm),
+                uccl_comm_size(comm), hrank, hsize);
+    memset(mine, 'a' + hrank, sizeof(mine));
+    if (comm != NULL && hsize <= 16) {
+        mt_expect(c, uccl_allgather(comm, mine, all, sizeof(mine)), UCCL_OK, "split allgather");
+        for (int r = 0; r < hsize * 8; r++)
+            if (all[r] != 'a' + r / 8) {
+                mt_fail(c, "split allgather: byte %d is %d, want %d", r, all[r], 'a' + r / 8);
+                break;
+            }
+    }
+    if (comm != NULL)
+        uccl_comm_destroy(comm);
+    comm = NULL;
+    if (c->size > 1) {
+        /* each half's leader (its rank 0) is its highest world rank */
+        int other = (c->size - 1) % 2 != c->rank % 2 ? c->size - 1 : c->size - 2;
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, other, 7, &inter);
+        mt_expect(c, uccl_comm_init_mpi(inter, NULL, &comm), UCCL_ERR_INVALID_PARAM,
+                  "init_mpi on an intercommunicator");
+        if (comm != NULL)
+            mt_fail(c, "a refused init_mpi returned a comm");
+        MPI_Comm_free(&inter);
+    }
+    MPI_Comm_free(&half);
+}
+
 /* A comm on an engine the caller owns: the comm uses it and leaves it. */
 static void check_given_engine(mt_ctx_t *c)
 {
@@ -239,12 +282,21 @@ static void check_agreed_failure(mt_ctx_t *c, int fail_rank)
 
 int main(int argc, char **argv)
 {
+    uccl_comm_t *early = NULL, *late = NULL;
+    /* MPI not initialized: a status, not MPI's abort of the process. */
+    uccl_status_t before = uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &early), after;
     mt_ctx_t c;
     int rc, failures = 0;
 
     MPI_Init(&argc, &argv);
     rc = mt_init(&c, 4096);
     if (rc == 0) {
+        mt_expect(&c, before, UCCL_ERR_INVALID_PARAM, "init_mpi before MPI_Init");
+        if (early != NULL)
+            mt_fail(&c, "init_mpi before MPI_Init returned a comm");
+        failures += mt_report(&c, "uccl_comm_init_mpi before MPI_Init: refused");
+        check_split_comms(&c);
+        failures += mt_report(&c, "init_mpi on a split works, on an intercommunicator refused");
         check_accessors(&c);
         failures += mt_report(&c, "comm accessors");
         check_mapping(&c);
@@ -268,5 +320,12 @@ int main(int argc, char **argv)
     }
     mt_fini(&c);
     MPI_Finalize();
+    after = uccl_comm_init_mpi(MPI_COMM_WORLD, NULL, &late);
+    if (rc == 0 && (after != UCCL_ERR_INVALID_PARAM || late != NULL)) {
+        fprintf(stderr, "FAIL: init_mpi after MPI_Finalize: %s\n", uccl_strerror(after));
+        failures++;
+    } else if (rc == 0 && c.rank == 0) {
+        printf("ok uccl_comm_init_mpi after MPI_Finalize: refused\n");
+    }
     return rc != 0 ? rc : failures != 0;
 }

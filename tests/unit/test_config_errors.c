@@ -204,6 +204,7 @@ static void test_every_string(void)
 
 static void test_engine_params(void)
 {
+    char too_long[UCCL_CFG_STRING_MAX + 8];
     uccl_engine_params_t p;
 
     p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_GPU_INDEX, .gpu_index = 12345};
@@ -213,6 +214,13 @@ static void test_engine_params(void)
     p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_NET_DEVICES,
                                .net_devices = "nosuchdev0:1"};
     expect_params_refused(&p, "net_devices");
+    /* Longer than the settings hold: refused, and said so (once silently). */
+    memset(too_long, 'x', sizeof(too_long) - 1);
+    too_long[sizeof(too_long) - 1] = '\0';
+    p.net_devices = too_long;
+    expect_params_refused(&p, "net_devices");
+    p = (uccl_engine_params_t){.field_mask = UCCL_ENGINE_PARAM_TRANSPORTS, .transports = too_long};
+    expect_params_refused(&p, "transports");
 }
 
 /* The checks refuse only what is wrong. */

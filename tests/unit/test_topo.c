@@ -1,9 +1,11 @@
 /* Unit tests of src/topo: recorded and synthetic hwloc XML topologies, the
  * NIC chosen for each GPU, host-memory NUMA preference, overrides, bad input. */
 #include <CUnit/Basic.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "topo/topo.h"
@@ -327,6 +329,77 @@ static void test_bad_xml(void)
     unsetenv("HWLOC_XMLFILE");
 }
 
+/* Two engines may load their topologies in two threads at once (handles of
+ * different engines are independent): each load must come out as it does
+ * alone. The loader's sort once kept its scan in a static, so a load sorted
+ * by the other thread's GPUs got its GPUs out of order (a few times a second
+ * with these two files). Each thread loads its file for a second. */
+typedef struct load_loop {
+    char path[768];
+    char order[16 * UCCL_TOPO_BUSID_MAX + UCCL_TOPO_CHOICE_MAX * UCCL_TOPO_NAME_MAX];
+    int loads, wrong;
+} load_loop_t;
+
+/* "busid,busid,...;nic,nic,..." of a topology. */
+static void topo_order(const uccl_topo_t *topo, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int g = 0; g < uccl_topo_gpu_count(topo) && used < len; g++)
+        used += (size_t)snprintf(buf + used, len - used, "%s,", uccl_topo_gpu(topo, g)->busid);
+    for (int i = 0; i < uccl_topo_nic_count(topo) && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, ";%s", uccl_topo_nic(topo, i)->name);
+}
+
+static void *load_loop(void *arg)
+{
+    load_loop_t *l = arg;
+    char order[sizeof(l->order)];
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        uccl_topo_t *topo = NULL;
+        if (uccl_topo_load(l->path, &topo) != UCCL_OK) {
+            l->wrong++;
+            break;
+        }
+        topo_order(topo, order, sizeof(order));
+        l->wrong += strcmp(order, l->order) != 0;
+        l->loads++;
+        uccl_topo_free(topo);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 1000000000L);
+    return NULL;
+}
+
+static void test_concurrent_loads(void)
+{
+    static const char *const names[2] = {"nvidiaDGX2.xml", "synth-dgx-h100.xml"};
+    load_loop_t loops[2];
+    pthread_t threads[2];
+
+    for (int i = 0; i < 2; i++) {
+        uccl_topo_t *topo = load(names[i]);
+        memset(&loops[i], 0, sizeof(loops[i]));
+        snprintf(loops[i].path, sizeof(loops[i].path), "%s/%s", data_dir, names[i]);
+        topo_order(topo, loops[i].order, sizeof(loops[i].order));
+        uccl_topo_free(topo);
+    }
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&threads[i], NULL, load_loop, &loops[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        if (loops[i].wrong != 0)
+            fprintf(stderr, "%s: %d of %d loads came out otherwise than alone\n", names[i],
+                    loops[i].wrong, loops[i].loads);
+        CU_ASSERT(loops[i].loads > 0);
+        CU_ASSERT_EQUAL(loops[i].wrong, 0);
+    }
+}
+
 /* The live machine loads; whatever it has, every GPU gets a choice or a
  * clear NO_DEVICE. */
 static void test_live_machine(void)
@@ -365,5 +438,6 @@ int main(void)
     CU_add_test(suite, "override errors", test_override_errors);
     CU_add_test(suite, "missing and malformed XML", test_bad_xml);
     CU_add_test(suite, "live machine", test_live_machine);
+    CU_add_test(suite, "two threads load at once", test_concurrent_loads);
     return unit_run_registered();
 }
