@@ -196,9 +196,11 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
     sched_end(s, st);
     if (s->greq != NULL) {
         uccl_req_t *greq = s->greq;
+        bool free_it = s->free_when_done; /* once finished, a persistent plan's owner may free s */
+
         s->greq = NULL;
         uccl_req_finish(greq, st, 0);
-        if (s->free_when_done)
+        if (free_it)
             uccl_coll_sched_free(s);
     }
 }
@@ -559,6 +561,7 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
 {
     coll_sched_t *s = arg;
     uccl_status_t st;
+    bool free_it;
 
     if (pthread_mutex_trylock(&s->cs->lock) != 0)
         return 0; /* the caller is in a collective call: next round */
@@ -569,9 +572,10 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
         return 0;
     }
     s->greq = NULL;
+    free_it = s->free_when_done; /* read before the finish: a persistent plan's owner may then free s */
     pthread_mutex_unlock(&s->cs->lock);
     uccl_req_finish(req, st, 0);
-    if (s->free_when_done)
+    if (free_it)
         uccl_coll_sched_free(s);
     return 1;
 }
