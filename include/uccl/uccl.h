@@ -568,6 +568,12 @@ typedef void (*uccl_log_sink_t)(void *arg, uccl_log_level_t level, const char *f
  * one, so keep the previous arg valid until no libuccl call is running. */
 UCCL_API void uccl_log_set_sink(uccl_log_sink_t sink, void *arg);
 
+/* One line from a layer built on this API (the collectives, a binding),
+ * written as the library's own: to the sink, else to stderr with the
+ * prefix above. file is a path or base name; the caller decides whether
+ * level passes UCCL_LOG_LEVEL. */
+UCCL_API void uccl_log_write(uccl_log_level_t level, const char *file, int line, const char *msg);
+
 /* Flags of uccl_config_dump. */
 enum {
     UCCL_CONFIG_DUMP_JSON = 1u << 0,     /* a JSON array instead of text */
