@@ -381,6 +381,7 @@ static uccl_status_t post_plain(uccl_comm_t *comm, const uccl_coll_args_t *args,
         return st;
     cs = s->cs;
     s->free_when_done = !cached;
+    s->dropped = req == NULL;
     if (streamed && (st = uccl_coll_sched_stream(s, stream)) != UCCL_OK)
         uccl_coll_sched_abort(s, st); /* no request yet: stays ours */
     else
@@ -516,6 +517,7 @@ static uccl_status_t plan_start(uccl_coll_plan_t *plan, bool streamed, void *str
         coll_error("persistent collective: a buffer of the plan was freed with uccl_mem_free");
         st = UCCL_ERR_STALE;
     } else if ((st = uccl_coll_sched_start(plan->sched)) == UCCL_OK) {
+        plan->sched->dropped = req == NULL;
         if (streamed && (st = uccl_coll_sched_stream(plan->sched, stream)) != UCCL_OK)
             uccl_coll_sched_abort(plan->sched, st);
         else

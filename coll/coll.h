@@ -257,6 +257,7 @@ typedef struct coll_sched {
     /* generalized request of a non-blocking start */
     uccl_req_t *greq;
     bool free_when_done; /* plain post: the schedule frees itself */
+    bool dropped;        /* stream form, req NULL: nobody sees the status, an error is logged */
     struct uccl_coll_plan *plan;
     coll_mapped_run_t *mapped; /* MAPPED: its writes, reads and copies */
     /* UCCL_COLL_GPU_COPY_LATE: the phase's GPU copies held back (state
@@ -370,6 +371,8 @@ uccl_status_t uccl_coll_stream_try(uccl_comm_t *comm, const uccl_coll_args_t *ar
 void uccl_coll_stream_destroy(coll_state_t *cs);
 /* Under cs->lock: drop the stream form's cached plans (their pins). */
 void uccl_coll_stream_flush(coll_state_t *cs);
+/* A direct stream call of the comm not passed by this rank's stream yet. */
+bool uccl_coll_stream_busy(coll_state_t *cs);
 
 /* ------------------------------------------------------------------ collectives */
 

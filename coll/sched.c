@@ -140,6 +140,9 @@ static void sched_end(coll_sched_t *s, uccl_status_t st)
 {
     int nops = s->nops;
 
+    if (s->dropped && st != UCCL_OK && st != UCCL_ERR_CANCELED) /* before the stream goes on */
+        coll_error("stream-ordered collective %u, its request dropped: %s", s->seq, uccl_strerror(st));
+
     for (int i = 0; i < nops; i++)
         op_release(s, &s->ops[i]);
     if (s->gate != NULL)
@@ -170,6 +173,7 @@ uccl_status_t uccl_coll_sched_start(coll_sched_t *s)
         s->ops[i].helper_slot = -1;
     }
     s->seq = s->cs->seq++;
+    s->dropped = false;
     if (s->mapped != NULL)
         uccl_coll_mapped_start(s);
     s->cs->stats.calls += !s->internal;
@@ -192,9 +196,11 @@ void uccl_coll_sched_abort(coll_sched_t *s, uccl_status_t st)
     sched_end(s, st);
     if (s->greq != NULL) {
         uccl_req_t *greq = s->greq;
+        bool free_it = s->free_when_done; /* once finished, a persistent plan's owner may free s */
+
         s->greq = NULL;
         uccl_req_finish(greq, st, 0);
-        if (s->free_when_done)
+        if (free_it)
             uccl_coll_sched_free(s);
     }
 }
@@ -555,6 +561,7 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
 {
     coll_sched_t *s = arg;
     uccl_status_t st;
+    bool free_it;
 
     if (pthread_mutex_trylock(&s->cs->lock) != 0)
         return 0; /* the caller is in a collective call: next round */
@@ -565,9 +572,10 @@ static int sched_progress_cb(uccl_req_t *req, void *arg)
         return 0;
     }
     s->greq = NULL;
+    free_it = s->free_when_done; /* read before the finish: a persistent plan's owner may then free s */
     pthread_mutex_unlock(&s->cs->lock);
     uccl_req_finish(req, st, 0);
-    if (s->free_when_done)
+    if (free_it)
         uccl_coll_sched_free(s);
     return 1;
 }

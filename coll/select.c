@@ -355,17 +355,15 @@ int uccl_coll_log_enabled(int level)
     return level <= env_log_level;
 }
 
+/* As the library's own lines: to the sink a caller set (uccl_log_set_sink),
+ * else to stderr. */
 void uccl_coll_log_emit(int level, const char *file, int line, const char *fmt, ...)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
-    char host[64] = "?", msg[1024];
-    const char *base = strrchr(file, '/');
+    char msg[1024];
     va_list ap;
 
-    gethostname(host, sizeof(host) - 1);
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "[uccl %s:%d %s:%d] %s %s\n", host, (int)getpid(), base ? base + 1 : file,
-            line, names[level & 3], msg);
+    uccl_log_write((uccl_log_level_t)(level & 3), file, line, msg);
 }

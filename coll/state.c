@@ -258,7 +258,7 @@ uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm)
     if (st != UCCL_OK)
         return st;
     pthread_mutex_lock(&cs->lock);
-    st = cs->inflight != NULL ? UCCL_ERR_BUSY : UCCL_OK;
+    st = cs->inflight != NULL || uccl_coll_stream_busy(cs) ? UCCL_ERR_BUSY : UCCL_OK;
     if (st == UCCL_OK)
         uccl_coll_cache_clear(cs); /* cached plans pin their buffers */
     if (st == UCCL_OK)

@@ -342,7 +342,13 @@ static void plan_fill(coll_sflags_t *sf, const sargs_t *sa, const coll_args_t *a
     }
 }
 
-/* Enqueue the protocol of call s on stream. Every flag is written every
+/* Enqueue the protocol of call s on stream, behind the comm's call s - 1
+ * (this rank's own flag word, mine[me], holds the last call its streams
+ * finished): the flags count the calls of the comm, not of a stream, so
+ * calls queued on two streams run in call order as on one (else the later
+ * call's flags, written first, passed the earlier call's waits: a done
+ * before the bytes, and its request finished before its stream started
+ * it). Every flag is written every
  * call (no word falls 2^31 calls behind: the waits compare cyclically),
  * but a rank waits only for what it needs: ready(s) of the peers it writes
  * into, done(s) of the peers writing into it (bcast: the root waits for
@@ -360,6 +366,8 @@ static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const 
     uccl_status_t st = UCCL_OK;
 
 #define OP(kd, a, sr, l, v) (o[k++] = (uccl_stream_op_t){.kind = (kd), .addr = (a), .src = (sr), .len = (l), .value = (v)})
+    /* after the comm's call s - 1, whatever stream it was queued on */
+    OP(UCCL_STREAM_OP_WAIT, mine + me, NULL, 4, s - 1);
     for (int q = 0; q < n; q++)
         if (q != me)
             OP(UCCL_STREAM_OP_WRITE, (uint32_t *)sf->peer_flags[q] + me, NULL, 4, s);
@@ -377,6 +385,7 @@ static uccl_status_t enqueue(coll_sflags_t *sf, void *stream, uint32_t s, const 
     for (int q = 0; q < n; q++) /* only the peers writing here */
         if (q != me && p->rlen[q] > 0)
             OP(UCCL_STREAM_OP_WAIT, mine + n + q, NULL, 4, s);
+    OP(UCCL_STREAM_OP_WRITE, mine + me, NULL, 4, s);
     OP(UCCL_STREAM_OP_WRITE, sf->word_dev, NULL, 4, s);
 #undef OP
     if (mode != STREAM_OPS_SINGLE)

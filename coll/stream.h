@@ -16,6 +16,11 @@
  * only once (cudaErrorAlreadyMapped for the user's buffers next to it, seen
  * on the H200) */
 #define FLAGS_ALLOC ((size_t)2 << 20)
+/* The most stream operations one call enqueues on n ranks (coll/stream.c,
+ * enqueue): per peer a ready write, a ready wait, a copy, a done write and
+ * a done wait; the wait for the comm's previous call, the own block's
+ * copy, the own flag's write and the host word's write. */
+#define SOPS_MAX(n) (5 * ((size_t)(n) - 1) + 4)
 
 typedef struct stok {
     uint32_t magic;
@@ -66,7 +71,7 @@ typedef struct uccl_coll_sflags {
     void *flags;          /* [2 * size] words, GPU memory of this rank */
     uint32_t *word;       /* host-mapped: the caller's stream writes each call's seq here last */
     void *word_dev;
-    uccl_stream_op_t *ops; /* [4 * size + 4]: one call's stream operations */
+    uccl_stream_op_t *ops; /* [SOPS_MAX(size)]: one call's stream operations */
     uccl_mr_t *flags_mr;
     void **peer_flags;    /* [size]: each peer's flag words, mapped here */
     uccl_conn_t **conns;  /* [size] */
@@ -81,6 +86,8 @@ typedef struct uccl_coll_sflags {
     uint64_t *ids;        /* [1 + size]: this rank's cached plan id for the call, then every rank's */
     scached_t cache[SCACHE];
     uint64_t use_clock;
+    uccl_mr_t **kept;     /* the comm's buffer registrations, when it went with a call queued */
+    int nkept;
 } coll_sflags_t;
 
 /* stream_setup.c */

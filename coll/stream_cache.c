@@ -124,6 +124,18 @@ void uccl_coll_stream_flush(coll_state_t *cs)
         uccl_coll_sc_clear(cs->sf, cs);
 }
 
+/* This rank's stream has not passed the comm's last direct call: the
+ * peers may still enqueue and run their copies into its receive buffer
+ * through their mappings, which its deregistration would close (a call
+ * that failed released its stream: not counted). */
+bool uccl_coll_stream_busy(coll_state_t *cs)
+{
+    coll_sflags_t *sf = cs->sf;
+
+    return sf != NULL && sf->state > 0 && __atomic_load_n(&sf->broken, __ATOMIC_ACQUIRE) == UCCL_OK &&
+           !uccl_stream_word_reached(sf->word, sf->seq);
+}
+
 /* The ids through one 8-byte allgather of the library's own: it does
  * not count in the comm's counters, while a non-blocking collective that
  * its progress advances meanwhile still does. */

@@ -43,6 +43,9 @@ void uccl_coll_sf_unref(coll_sflags_t *sf)
 {
     if (__atomic_sub_fetch(&sf->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
+    for (int i = 0; i < sf->nkept; i++)
+        uccl_mr_dereg(sf->kept[i]);
+    free(sf->kept);
     if (sf->tok_mr != NULL)
         uccl_mr_dereg(sf->tok_mr);
     if (sf->flags_mr != NULL)
@@ -63,11 +66,30 @@ void uccl_coll_sf_unref(coll_sflags_t *sf)
     free(sf);
 }
 
+/* The comm goes while this rank's stream has not passed its last direct
+ * call: its peers may still be in that call, and they write into its
+ * receive buffer through their mappings, which a deregistration would
+ * close under them (one that has not enqueued its copies yet would then
+ * enqueue them into a closed range). The registrations of the comm's
+ * buffers move to sf and go with its last reference: the last request,
+ * once the stream passed its call (or the call failed and released it). */
+static void keep_regs(coll_sflags_t *sf, coll_state_t *cs)
+{
+    sf->kept = calloc((size_t)cs->nbufs, sizeof(*sf->kept));
+    for (int i = 1; sf->kept != NULL && i < cs->nbufs; i++)
+        if (cs->bufs[i].mr != NULL) {
+            sf->kept[sf->nkept++] = cs->bufs[i].mr;
+            cs->bufs[i].mr = NULL;
+        }
+}
+
 void uccl_coll_stream_destroy(coll_state_t *cs)
 {
     if (cs->sf != NULL) {
         pthread_mutex_lock(&cs->lock);
         uccl_coll_sc_clear(cs->sf, cs); /* unpins the receive buffers */
+        if (uccl_coll_stream_busy(cs))
+            keep_regs(cs->sf, cs);
         pthread_mutex_unlock(&cs->lock);
         __atomic_store_n(&cs->sf->closed, 1, __ATOMIC_RELEASE);
         uccl_coll_sf_unref(cs->sf);
@@ -175,7 +197,7 @@ static uccl_status_t sf_create(coll_state_t *cs, coll_sflags_t **out)
     sf->sent_next = calloc((size_t)n, sizeof(int));
     sf->sent_key = calloc((size_t)n, sizeof(uint64_t));
     sf->ids = calloc(1 + (size_t)n, sizeof(uint64_t));
-    sf->ops = calloc(4 * (size_t)n + 4, sizeof(uccl_stream_op_t));
+    sf->ops = calloc(SOPS_MAX(n), sizeof(uccl_stream_op_t));
     if (!uccl_coll_splan_alloc(&sf->cur, n) || sf->peer_flags == NULL || sf->conns == NULL ||
         sf->tok == NULL || sf->sent == NULL || sf->sent_next == NULL || sf->sent_key == NULL || sf->ids == NULL ||
         sf->ops == NULL ||

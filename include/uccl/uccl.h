@@ -242,7 +242,10 @@ UCCL_API uccl_status_t uccl_mr_reg(uccl_engine_t *engine, void *ptr, size_t len,
                                    unsigned flags, uccl_mr_t **mr);
 
 /* Release a region. Errors: UCCL_ERR_INVALID_HANDLE (already released),
- * UCCL_ERR_BUSY (requests on it still in flight; nothing is released). */
+ * UCCL_ERR_BUSY (requests on it still in flight, or, for the last handle of
+ * a range, a peer's write or read of it that shm copies with both processes
+ * at once still under way; nothing is released: progress and try again).
+ * Once it returns UCCL_OK, no peer's write or read touches the memory. */
 UCCL_API uccl_status_t uccl_mr_dereg(uccl_mr_t *mr);
 
 typedef struct uccl_mr_attr {
@@ -324,7 +327,10 @@ UCCL_API uccl_status_t uccl_mem_query(const void *ptr, uccl_mem_type_t *type, in
 UCCL_API uccl_status_t uccl_mem_alloc(uccl_engine_t *engine, uccl_mem_type_t type, size_t len,
                                       void **ptr);
 /* Free memory of uccl_mem_alloc. Registrations over it (the caller's, the
- * collectives' cached ones) become stale: see uccl_mr_query. */
+ * collectives' cached ones) become stale: see uccl_mr_query. Errors:
+ * UCCL_ERR_BUSY (host memory: a peer's write or read of a registration over
+ * it is still being copied outside this engine's checks, as uccl_mr_dereg
+ * says; nothing is freed: progress and try again). */
 UCCL_API uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr);
 
 /* Copy len bytes from src to dst on this process, any memory types (host,
@@ -561,6 +567,12 @@ typedef void (*uccl_log_sink_t)(void *arg, uccl_log_level_t level, const char *f
  * a line being written while the sink changes may still reach the previous
  * one, so keep the previous arg valid until no libuccl call is running. */
 UCCL_API void uccl_log_set_sink(uccl_log_sink_t sink, void *arg);
+
+/* One line from a layer built on this API (the collectives, a binding),
+ * written as the library's own: to the sink, else to stderr with the
+ * prefix above. file is a path or base name; the caller decides whether
+ * level passes UCCL_LOG_LEVEL. */
+UCCL_API void uccl_log_write(uccl_log_level_t level, const char *file, int line, const char *msg);
 
 /* Flags of uccl_config_dump. */
 enum {

@@ -178,7 +178,10 @@ UCCL_API int uccl_comm_same_host(const uccl_comm_t *comm, int r);
  *   in flight progress from any thread that progresses the engine (the
  *   progress thread included).
  * - uccl_comm_destroy cancels the comm's collectives in flight (their
- *   requests finish with UCCL_ERR_CANCELED); free its plans before it. A
+ *   requests finish with UCCL_ERR_CANCELED), except the direct stream
+ *   calls already queued on a stream (uccl_coll_post_stream): those run
+ *   out there, the comm's buffers staying registered until this rank's
+ *   stream has passed them; free its plans before it. A
  *   plan left over is detached: its start fails with
  *   UCCL_ERR_INVALID_HANDLE, uccl_coll_plan_free still frees it. */
 
@@ -285,7 +288,11 @@ UCCL_API uccl_status_t uccl_coll(uccl_comm_t *comm, const uccl_coll_args_t *args
  *   ready flags into every peer, waits for theirs, copies straight into
  *   each peer's receive buffer, done flags, waits (a rank waits only for
  *   the ready flags of the peers it writes into and the done flags of
- *   those writing into it). The first call on given arguments (op,
+ *   those writing into it). A comm's direct calls run on the device in
+ *   call order, whatever streams they are queued on (each waits for the
+ *   comm's previous one): the later call's stream holds meanwhile, so a
+ *   stream may be synchronized only once every earlier call's stream can
+ *   run. The first call on given arguments (op,
  *   buffers, counts, root) exchanges one small message with every peer on
  *   the host (where each block goes); later calls on the same arguments
  *   reuse that plan when every rank does, agreed by one 8-byte host
@@ -421,7 +428,8 @@ UCCL_API uccl_status_t uccl_comm_coll_stats(const uccl_comm_t *comm, uccl_coll_s
 /* Forget every cached buffer registration and cached plain-call plan of
  * the comm (buffers of persistent plans stay registered until the plan is
  * freed). Not while a collective is in
- * flight (UCCL_ERR_BUSY). */
+ * flight (UCCL_ERR_BUSY): a stream-ordered call counts until this rank's
+ * stream has passed it (its peers may still write into its buffers). */
 UCCL_API uccl_status_t uccl_comm_coll_flush(uccl_comm_t *comm);
 
 /* The algorithm AUTO picks for op with bytes per rank block on this comm

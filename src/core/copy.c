@@ -151,6 +151,11 @@ uccl_status_t uccl_mem_free(uccl_engine_t *engine, void *ptr)
     /* registrations over it go stale (mr.c): none is reused for memory
      * mapped there later */
     uccl_engine_lock(engine);
+    if (attr.type == UCCL_MEM_HOST && uccl_mr_range_held(engine, ptr, size)) {
+        uccl_engine_unlock(engine);
+        uccl_warn("uccl_mem_free: a peer's write or read of %p is still being copied", ptr);
+        return UCCL_ERR_BUSY;
+    }
     if (attr.type == UCCL_MEM_HOST)
         uccl_mr_release_range(engine, ptr, size);
     else

@@ -43,6 +43,8 @@ struct uccl_region {
     size_t alloc_size;
     bool in_rcache;   /* in engine->rcache_by_range */
     bool released;    /* its memory was freed with uccl_mem_free: stale */
+    int held;         /* copies of a peer into or out of it under way that the
+                       * target cannot stop (uccl_region_hold) */
 };
 
 /* A user's registration handle. */
@@ -348,6 +350,8 @@ void uccl_mr_release_all(uccl_engine_t *engine);
 /* Mark the regions over [base, base+size) released (stale), out of the
  * range cache (engine lock held; uccl_mem_free). */
 void uccl_mr_release_range(uccl_engine_t *engine, const void *base, size_t size);
+/* Is a region over [base, base+size) held (uccl_region_hold)? Engine lock held. */
+bool uccl_mr_range_held(uccl_engine_t *engine, const void *base, size_t size);
 /* Host memory of uccl_mem_alloc (hostmem.c): shared memory peers can map
  * (else a private allocation); uccl_hostmem_size: mapped bytes of the
  * shared allocation starting at ptr (0, *shared false: not one of them);

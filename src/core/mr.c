@@ -193,6 +193,12 @@ uccl_status_t uccl_mr_dereg(uccl_mr_t *mr)
         uccl_engine_unlock(engine);
         return UCCL_ERR_BUSY;
     }
+    if (mr->region->refcount == 1 && mr->region->held > 0) {
+        uccl_warn("uccl_mr_dereg: a peer's write or read of region %p is still being copied",
+                  mr->addr);
+        uccl_engine_unlock(engine);
+        return UCCL_ERR_BUSY;
+    }
     if (--mr->region->refcount == 0)
         region_destroy(engine, mr->region);
     mr->magic = UCCL_MAGIC_DEAD;
@@ -224,15 +230,44 @@ uccl_status_t uccl_mr_query(const uccl_mr_t *mr, uccl_mr_attr_t *attr)
 static pthread_mutex_t released_lock = PTHREAD_MUTEX_INITIALIZER;
 static uccl_engine_t *released_engine;
 static uintptr_t released_start, released_end;
+static bool released_held; /* uccl_mr_range_held's answer */
+
+static bool region_over_range(const uccl_region_t *region)
+{
+    uintptr_t start = (uintptr_t)region->addr;
+
+    return start < released_end && start + region->len > released_start;
+}
+
+static void region_find_held(const void *node, VISIT which, int depth)
+{
+    const uccl_region_t *region = *(const uccl_region_t *const *)node;
+
+    (void)depth;
+    if ((which == postorder || which == leaf) && region->held > 0 && region_over_range(region))
+        released_held = true;
+}
+
+bool uccl_mr_range_held(uccl_engine_t *engine, const void *base, size_t size)
+{
+    bool held;
+
+    pthread_mutex_lock(&released_lock);
+    released_start = (uintptr_t)base;
+    released_end = (uintptr_t)base + (size ? size : 1);
+    released_held = false;
+    twalk(engine->region_by_id, region_find_held);
+    held = released_held;
+    pthread_mutex_unlock(&released_lock);
+    return held;
+}
 
 static void region_mark_released(const void *node, VISIT which, int depth)
 {
     uccl_region_t *region = *(uccl_region_t *const *)node;
-    uintptr_t start = (uintptr_t)region->addr;
 
     (void)depth;
-    if ((which != postorder && which != leaf) || start >= released_end ||
-        start + region->len <= released_start)
+    if ((which != postorder && which != leaf) || !region_over_range(region))
         return;
     region->released = true;
     if (region->in_rcache) {

@@ -41,3 +41,13 @@ uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *t
 {
     return region->memh[tp->index];
 }
+
+void uccl_region_hold(uccl_region_t *region)
+{
+    region->held++;
+}
+
+void uccl_region_unhold(uccl_region_t *region)
+{
+    region->held--;
+}

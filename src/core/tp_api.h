@@ -426,6 +426,13 @@ size_t uccl_region_len(const uccl_region_t *region);
 uccl_mem_type_t uccl_region_mem_type(const uccl_region_t *region);
 uint64_t uccl_region_id(const uccl_region_t *region);
 uccl_tp_memh_t *uccl_region_memh(const uccl_region_t *region, const uccl_tp_t *tp);
+/* A copy into or out of the region goes on outside the target's checks
+ * (shm: the peer's part of a split transfer, the CMA helper's piece): while
+ * held, uccl_mr_dereg of its last handle fails with UCCL_ERR_BUSY, so that
+ * nothing lands in (or is read from) memory the user took back. Every hold
+ * is released, at the latest when its connection's endpoint is destroyed. */
+void uccl_region_hold(uccl_region_t *region);
+void uccl_region_unhold(uccl_region_t *region);
 /* Is [addr, addr+len) inside host memory of uccl_mem_alloc that a peer on
  * this host may map? Then *fd is the memfd behind it (owned by the core,
  * open until uccl_mem_free), *base and *size the allocation's mapping, and

@@ -42,6 +42,12 @@ struct uccl_stage {
     uccl_list_t deferred; /* stage_deferred_t, issue order */
     uccl_stage_buf_t *fill; /* sink buffer being filled */
     size_t fill_off;
+    /* A copy of the stream failed, seen by whichever event was recorded
+     * first after it: often a pool buffer's (a full sink buffer, a source's
+     * chunk), whose pieces may be of any transfer. So it stays: every
+     * deferred work item that runs from then on fails with it, as all work
+     * does on a GPU whose context a copy fault poisoned. */
+    uccl_status_t fault;
     uccl_stage_reg_fn_t reg; /* NIC-registration hook (optional) */
     uccl_stage_dereg_fn_t dereg;
     void *reg_ctx;
@@ -172,6 +178,32 @@ bool uccl_stage_req_is_gpu(const uccl_req_t *req)
 
 /* ------------------------------------------------------------------ buffer pool */
 
+static void stage_fault(uccl_stage_t *stage, uccl_status_t st)
+{
+    if (stage->fault != UCCL_OK)
+        return;
+    uccl_error("staging: a copy between GPU and host memory failed (%s); every staged transfer "
+               "completing from now on fails", uccl_strerror(st));
+    stage->fault = UCCL_ERR_TRANSPORT;
+}
+
+/* Have the copies before buf's event ended (UCCL_OK: buf needs no wait any
+ * more; a fault they hit becomes the stage's)? wait: sync, not query. */
+static uccl_status_t stage_buf_done(uccl_stage_t *stage, uccl_stage_buf_t *buf, bool wait)
+{
+    uccl_status_t st;
+
+    if (!buf->recorded)
+        return UCCL_OK;
+    st = wait ? uccl_gpu_event_sync(buf->event) : uccl_gpu_event_query(buf->event);
+    if (st == UCCL_INPROGRESS || st == UCCL_ERR_TIMEOUT)
+        return st;
+    buf->recorded = false;
+    if (st != UCCL_OK)
+        stage_fault(stage, st);
+    return UCCL_OK;
+}
+
 static uccl_stage_buf_t *stage_buf_new(uccl_stage_t *stage)
 {
     uccl_stage_buf_t *buf = calloc(1, sizeof(*buf));
@@ -214,8 +246,8 @@ static uccl_stage_buf_t *stage_buf_get(uccl_stage_t *stage)
 
     if (!uccl_list_empty(&stage->free)) {
         uccl_stage_buf_t *oldest = uccl_list_first(&stage->free, uccl_stage_buf_t, link);
-        if (!oldest->recorded || uccl_gpu_event_query(oldest->event) == UCCL_OK ||
-            (stage->nbufs >= stage->max_bufs && uccl_gpu_event_sync(oldest->event) == UCCL_OK))
+        if (stage_buf_done(stage, oldest, false) == UCCL_OK ||
+            (stage->nbufs >= stage->max_bufs && stage_buf_done(stage, oldest, true) == UCCL_OK))
             buf = oldest;
     }
     if (buf != NULL)
@@ -319,6 +351,8 @@ uccl_status_t uccl_stage_src_peek(uccl_stage_src_t *src, const uint8_t **ptr, si
         return UCCL_INPROGRESS;
     buf = uccl_list_first(&src->queue, uccl_stage_buf_t, link);
     st = uccl_gpu_event_query(buf->event);
+    if (st != UCCL_OK && st != UCCL_INPROGRESS)
+        stage_fault(src->stage, st);
     if (st != UCCL_OK)
         return st;
     *ptr = buf->ptr + buf->taken;
@@ -514,9 +548,13 @@ int uccl_stage_progress(uccl_stage_t *stage)
         if (st == UCCL_INPROGRESS)
             break;
         if (st != UCCL_OK) {
-            uccl_error("staging copy failed: %s", uccl_strerror(st));
-            st = UCCL_ERR_TRANSPORT;
+            stage_fault(stage, st);
+        } else { /* the buffers' events before d's, done too: a fault there may be d's */
+            uccl_list_t *pos;
+            uccl_list_for_each(pos, &stage->all)
+                (void)stage_buf_done(stage, uccl_container_of(pos, uccl_stage_buf_t, all_link), false);
         }
+        st = stage->fault;
         uccl_list_del(&d->link);
         uccl_gpu_event_destroy(d->event);
         d->fn(d->arg, st, d->a, d->b, d->c);

@@ -32,7 +32,9 @@ typedef struct uccl_stage_src {
 
 /* Called once the copies issued before uccl_stage_defer are done;
  * copy_status is UCCL_OK or the error that a copy of the stream hit, so the
- * work that waited for the copies can fail instead of reporting success. */
+ * work that waited for the copies can fail instead of reporting success. A
+ * copy fault stays the stage's (as a GPU context's does): every work item
+ * that runs after it was seen gets the error. */
 typedef void (*uccl_stage_fn_t)(void *arg, uccl_status_t copy_status, uint64_t a, uint64_t b,
                                 uint64_t c);
 

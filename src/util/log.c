@@ -68,3 +68,8 @@ void uccl_log_emit(uccl_log_level_t level, const char *file, int line, const cha
     fprintf(stderr, "[uccl %s:%d %s:%d] %s %s\n", host, (int)getpid(), base ? base + 1 : file, line,
             level_names[level], msg);
 }
+
+void uccl_log_write(uccl_log_level_t level, const char *file, int line, const char *msg)
+{
+    uccl_log_emit(level, file != NULL ? file : "?", line, "%s", msg != NULL ? msg : "");
+}

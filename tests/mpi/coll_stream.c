@@ -342,7 +342,7 @@ static double ms_since(const struct timespec *t0)
 /* Every rank on the direct path and the fake backend (which alone can
  * hold a stream as a dead process's, or inject a fault); else one line
  * the case skipped (mt_skip: "SKIP: NAME (why)") and false. */
-static bool fake_direct(mt_ctx_t *c, const char *name)
+bool ct_fake_direct(mt_ctx_t *c, const char *name)
 {
     int n = c->size, direct = n > 1 && direct_expected(c), all = 0;
 
@@ -411,7 +411,7 @@ void ct_stream_dead(mt_ctx_t *c)
      * driven, which is what a dead process's do (a hold-path leaver would
      * close its connections while its stream waits on the engine: not this
      * test) */
-    if (!fake_direct(c, "stream form, a rank gone"))
+    if (!ct_fake_direct(c, "stream form, a rank gone"))
         return;
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, DEAD_LEN, &ds) != UCCL_OK ||
@@ -488,7 +488,7 @@ void ct_stream_fault(mt_ctx_t *c)
     uccl_status_t st;
     double ms;
 
-    if (!fake_direct(c, "stream form, a sticky fault"))
+    if (!ct_fake_direct(c, "stream form, a sticky fault"))
         return;
     if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || uccl_gpu_stream_create(&s) != UCCL_OK ||
         uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, FAULT_LEN, &ds) != UCCL_OK ||

@@ -60,6 +60,18 @@ void ct_stream_stats(mt_ctx_t *c);
 /* A sticky fault on every rank's stream: the fault's status at once (the
  * context stays lost: a run's last GPU case). */
 void ct_stream_fault(mt_ctx_t *c);
+/* Every rank on the direct path and the fake GPU backend, else one SKIP
+ * line naming the case and false (the same answer on every rank). */
+bool ct_fake_direct(mt_ctx_t *c, const char *name);
+/* coll_stream_more.c: direct stream calls on two streams of one comm, the
+ * second's stream run first; a flush while a call is queued (refused);
+ * a rank gone while its peers' hold-path calls are in flight; calls on
+ * every rank of a wide comm (8+). */
+void ct_stream_two(mt_ctx_t *c);
+void ct_stream_flush(mt_ctx_t *c);
+void ct_stream_hold_dead(mt_ctx_t *c);
+void ct_stream_destroy(mt_ctx_t *c);
+void ct_stream_wide(mt_ctx_t *c);
 
 /* coll_cases.c: plan reuse, several in flight, persistent, errors. */
 void ct_reuse(mt_ctx_t *c);

@@ -460,7 +460,23 @@ int main(int argc, char **argv)
         fails += mt_report(&c, "copy helper used as UCCL_COLL_COPY_THREAD says");
     }
     if (ct_mem() != CT_MEM_HOST) { /* the host-memory cases below run in t_coll */
-        if (ct_mem() == CT_MEM_GPU) {
+        const char *only = getenv("T_COLL_STREAM_CASE"); /* wide, two, flush, holddead, destroy: that case alone */
+        if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "wide") == 0) {
+            ct_stream_wide(&c);
+            fails += mt_report(&c, "stream form: every peer written and waited for");
+        } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "two") == 0) {
+            ct_stream_two(&c);
+            fails += mt_report(&c, "stream form: two streams, the second one's run first");
+        } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "holddead") == 0) {
+            ct_stream_hold_dead(&c);
+            fails += mt_report(&c, "stream form (hold path): a rank gone, the held streams go on");
+        } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "destroy") == 0) {
+            ct_stream_destroy(&c);
+            fails += mt_report(&c, "stream form: a comm destroyed with its call queued");
+        } else if (ct_mem() == CT_MEM_GPU && only != NULL && strcmp(only, "flush") == 0) {
+            ct_stream_flush(&c);
+            fails += mt_report(&c, "stream form: a flush while a call is queued is refused");
+        } else if (ct_mem() == CT_MEM_GPU) {
             ct_stream_order(&c);
             fails += mt_report(&c, "stream form: after the stream's work, before its later work");
             ct_stream_direct(&c);
@@ -469,6 +485,14 @@ int main(int argc, char **argv)
             fails += mt_report(&c, "stream form: plan cache, ranks disagreeing, a buffer freed");
             ct_stream_stats(&c);
             fails += mt_report(&c, "stream form: counters exact with a collective in flight during the agreement");
+            ct_stream_two(&c);
+            fails += mt_report(&c, "stream form: two streams, the second one's run first");
+            ct_stream_flush(&c);
+            fails += mt_report(&c, "stream form: a flush while a call is queued is refused");
+            ct_stream_hold_dead(&c);
+            fails += mt_report(&c, "stream form (hold path): a rank gone, the held streams go on");
+            ct_stream_destroy(&c);
+            fails += mt_report(&c, "stream form: a comm destroyed with its call queued");
             ct_stream_dead(&c);
             fails += mt_report(&c, "stream form: a rank gone with its part queued: the stream goes on");
             ct_gpu_refused(&c);

@@ -101,6 +101,40 @@ static inline bool inject_find_stream(const inject_fds_t *before, uint16_t port,
     return port != 0 && pairs == 1;
 }
 
+/* Every connected stream opened since before to the tcp listener at port,
+ * as inject_find_stream, for a connection of several streams: up to max of
+ * them, their initiator's ends in init[] (and acceptor's in acc[]); how many. */
+static inline int inject_find_streams(const inject_fds_t *before, uint16_t port, int *init, int *acc,
+                                      int max)
+{
+    inject_fds_t now;
+    int n = 0;
+
+    inject_fds_snap(&now);
+    for (int i = 3; i < INJECT_MAX_FD && n < max; i++) {
+        struct sockaddr_in li, pi, lj, pj;
+        socklen_t len = sizeof(li);
+
+        if (now.ino[i] == 0 || before->ino[i] == now.ino[i] ||
+            getsockname(i, (struct sockaddr *)&li, &len) != 0 || li.sin_family != AF_INET ||
+            (len = sizeof(pi), getpeername(i, (struct sockaddr *)&pi, &len)) != 0 || pi.sin_port != port)
+            continue;
+        for (int j = 3; j < INJECT_MAX_FD; j++) {
+            len = sizeof(lj);
+            if (j == i || now.ino[j] == 0 || before->ino[j] == now.ino[j] ||
+                getsockname(j, (struct sockaddr *)&lj, &len) != 0 || lj.sin_family != AF_INET ||
+                (len = sizeof(pj), getpeername(j, (struct sockaddr *)&pj, &len)) != 0)
+                continue;
+            if (inject_same(&li, &pj) && inject_same(&lj, &pi)) {
+                init[n] = i;
+                acc[n++] = j;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
 /* Write one frame (header, then clen bytes of payload when given) into fd
  * whole: true when every byte went. */
 static inline bool inject_frame(int fd, const tcp_hdr_t *h, const void *payload)

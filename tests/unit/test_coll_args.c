@@ -2,7 +2,9 @@
  * uccl_coll_args_check) on comm sizes no CI job runs: a state of 65 ranks
  * made by hand (no comm, no engine: the checks read only rank and size
  * when the algorithm is forced). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "coll/coll.h"
 #include "unit.h"
@@ -61,7 +63,38 @@ static void test_alltoallv_wrap_big(void)
     UNIT_ASSERT_STATUS(check(NBIG, &a), UCCL_ERR_INVALID_PARAM);
 }
 
+/* The collectives' log lines go where the library's go: to the sink set
+ * with uccl_log_set_sink (a binding's logger), not to stderr around it. */
+typedef struct {
+    int errors;
+    char msg[256];
+} sink_seen_t;
+
+static void sink(void *arg, uccl_log_level_t level, const char *file, int line, const char *msg)
+{
+    sink_seen_t *seen = arg;
+
+    (void)line;
+    if (level == UCCL_LOG_ERROR && strcmp(file, "coll.c") == 0 && seen->errors++ == 0)
+        snprintf(seen->msg, sizeof(seen->msg), "%s", msg);
+}
+
+static void test_log_sink(void)
+{
+    static char rb[64];
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ROOT, .op = UCCL_COLL_BCAST, .recvbuf = rb,
+                          .count = 8, .root = 5};
+    sink_seen_t seen = {0};
+
+    uccl_log_set_sink(sink, &seen);
+    UNIT_ASSERT_STATUS(check(3, &a), UCCL_ERR_INVALID_PARAM); /* "root 5 out of range" */
+    uccl_log_set_sink(NULL, NULL);
+    CU_ASSERT_EQUAL(seen.errors, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(seen.msg, "root 5 out of range"));
+}
+
 static CU_TestInfo args_tests[] = {
+    {"the collectives' log lines reach the log sink", test_log_sink},
     {"alltoallv, NULL receive buffer, 3 and 65 ranks", test_alltoallv_null_recvbuf},
     {"alltoallv, a block past the address space, 65 ranks", test_alltoallv_wrap_big},
     CU_TEST_INFO_NULL,

@@ -242,10 +242,126 @@ static void test_flood_emfile_shm(void) { run_flood("shm", MAX_PENDING / 2, 100,
  * socket gives its fd up to a real stream. */
 static void test_flood_tcp_streams(void) { run_flood("tcp", MAX_PENDING + 12, 120, true); }
 
+
+/* The tcp listener evicts the oldest socket that sent no hello when a new
+ * one comes at the cap (UCCL_SETUP_MAX_PENDING=1 here). One epoll batch
+ * holds the listener's event (socket b) and then a's (a's first byte):
+ * accepting b evicts a, and a's event must not reach a's freed record
+ * (a use after free: ASan and valgrind see it). a goes, b stays. */
+static void test_tcp_evict_in_batch(void)
+{
+    char text[16];
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    uccl_address_t addr;
+    struct sockaddr_in sa;
+    uccl_engine_t *e = NULL;
+    int a, b;
+    char c = 'h';
+
+    setenv("UCCL_SETUP_MAX_PENDING", "1", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create("tcp", &e), UCCL_OK);
+    snprintf(text, sizeof(text), "%d", MAX_PENDING);
+    setenv("UCCL_SETUP_MAX_PENDING", text, 1);
+    CU_ASSERT_FATAL(e != NULL);
+    UNIT_ASSERT_STATUS(uccl_engine_address(e, blob, &len), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_address_parse(blob, len, &addr), UCCL_OK);
+    sa = tcp_listener(&addr);
+    a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    b = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    CU_ASSERT_FATAL(a >= 0 && b >= 0);
+    CU_ASSERT_FATAL(connect(a, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    /* an idle engine polls its listener one round in 32: a is accepted */
+    for (int i = 0; i < 200; i++) {
+        uccl_engine_progress(e);
+        usleep(500);
+    }
+    /* the listener's edge, then a's: one batch, in that order */
+    CU_ASSERT_FATAL(connect(b, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+    usleep(20 * 1000);
+    CU_ASSERT_FATAL(send(a, &c, 1, MSG_NOSIGNAL) == 1);
+    usleep(20 * 1000);
+    for (int i = 0; i < 50; i++) {
+        uccl_engine_progress(e);
+        usleep(500);
+    }
+    /* a was evicted (end of file or reset), b waits for its hello */
+    errno = 0;
+    CU_ASSERT(recv(a, &c, 1, MSG_DONTWAIT) <= 0 && errno != EAGAIN);
+    CU_ASSERT(recv(b, &c, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN);
+    close(a);
+    close(b);
+    uccl_engine_destroy(e);
+}
+
+/* The tcp listener out of file descriptors with no idle socket to drop: a
+ * peer's stream waits in the backlog and every progress round tries accept
+ * again. That is said once, not once per round (was: a warning per round,
+ * thousands a second). Child process: its stderr into a file, its fd table
+ * full; exit status = the warnings about accept. */
+static int emfile_child(void)
+{
+    char path[] = "/tmp/uccl_test_emfile_XXXXXX";
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    uccl_address_t addr;
+    struct sockaddr_in sa;
+    struct rlimit rl;
+    uccl_engine_t *e;
+    char line[512];
+    int logfd = mkstemp(path), c, lowest, warnings = 0;
+    FILE *log;
+
+    if (logfd < 0 || unit_engine_create("tcp", &e) != UCCL_OK ||
+        uccl_engine_address(e, blob, &len) != UCCL_OK || uccl_address_parse(blob, len, &addr) != UCCL_OK)
+        return 100;
+    unlink(path);
+    sa = tcp_listener(&addr);
+    c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    lowest = dup(0); /* the lowest free descriptor: the limit leaves none */
+    if (c < 0 || lowest < 0 || close(lowest) != 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return 101;
+    fflush(stderr);
+    dup2(logfd, 2);
+    rl.rlim_cur = (rlim_t)lowest;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || connect(c, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+        return 102;
+    for (int i = 0; i < 2000; i++) {
+        uccl_engine_progress(e);
+        if (i % 20 == 0)
+            usleep(1000);
+    }
+    fflush(stderr);
+    log = fdopen(logfd, "r");
+    if (log == NULL || fseek(log, 0, SEEK_SET) != 0)
+        return 103;
+    while (fgets(line, sizeof(line), log) != NULL)
+        warnings += strstr(line, "tcp: accept") != NULL;
+    return warnings < 99 ? warnings : 99;
+}
+
+static void test_tcp_emfile_quiet(void)
+{
+    int wstatus = -1;
+    pid_t pid = fork();
+
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0)
+        _exit(emfile_child());
+    CU_ASSERT_EQUAL(waitpid(pid, &wstatus, 0), pid);
+    CU_ASSERT(WIFEXITED(wstatus));
+    /* one warning (the first EMFILE), not one per round */
+    CU_ASSERT_EQUAL(WEXITSTATUS(wstatus), 1);
+    if (WEXITSTATUS(wstatus) != 1)
+        fprintf(stderr, "\n  child: %d warnings about accept (100+: setup failed)\n", WEXITSTATUS(wstatus));
+}
+
 static CU_TestInfo tests[] = {
     {"120 idle sockets, cap, a real tcp peer", test_flood_cap_tcp},
     {"100 idle sockets, EMFILE, a real shm peer", test_flood_emfile_shm},
     {"120 idle sockets on the tcp transport's listener", test_flood_tcp_streams},
+    {"tcp listener: a socket evicted in the batch that has its event", test_tcp_evict_in_batch},
+    {"tcp listener out of fds, nothing to drop: warned once", test_tcp_emfile_quiet},
     CU_TEST_INFO_NULL,
 };
 

@@ -3,7 +3,8 @@
  * So large messages that arrive before their receives are held as headers
  * (never as UCCL_UNEXPECTED_MAX bytes of bounce buffers), their sends wait
  * for the receives, and every byte arrives intact, whatever the order in
- * which the receives are posted. Two engines in one process, tcp only. */
+ * which the receives are posted. Also: a UCCL_TCP_PROGRESS_BYTES whose send
+ * budget (times the streams) overflowed. Two engines in one process, tcp only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,12 +163,41 @@ static void test_bad_setting(void)
     setenv("UCCL_TCP_RNDV_MIN", "1M", 1);
 }
 
+/* UCCL_TCP_PROGRESS_BYTES is per stream; a progress call's send budget is
+ * that times the streams. 2^63 with 2 streams (a "no limit" value) wrapped
+ * it to 0: nothing went out, not even the streams' hello, and the peer
+ * dropped them (PEER_FAILED). Now the product saturates: a message goes. */
+static void test_huge_progress_bytes(void)
+{
+    unit_fixture_t f;
+    uccl_req_t *r[2] = {NULL, NULL};
+
+    setenv("UCCL_TCP_PROGRESS_BYTES", "8589934592G", 1);
+    setenv("UCCL_TCP_NUM_STREAMS", "2", 1);
+    UNIT_ASSERT_STATUS(unit_fixture_open("tcp", 4096, 4096, &f), UCCL_OK);
+    unsetenv("UCCL_TCP_PROGRESS_BYTES");
+    unsetenv("UCCL_TCP_NUM_STREAMS");
+    if (f.p.a == NULL)
+        return;
+    unit_fill(f.src, 4096, 9);
+    UNIT_ASSERT_STATUS(uccl_recv(f.p.ba, f.dst_mr, 0, 4096, 4, &r[0]), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_send(f.p.ab, f.src_mr, 0, 4096, 4, &r[1]), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_drive(&f.p, r, 2, 5000), UCCL_OK);
+    for (int i = 0; i < 2; i++) {
+        UNIT_ASSERT_STATUS(uccl_wait(r[i], 0), UCCL_OK);
+        uccl_req_free(r[i]);
+    }
+    CU_ASSERT_EQUAL(unit_mismatches(f.dst, 4096, 9), 0);
+    unit_fixture_close(&f);
+}
+
 static CU_TestInfo tests[] = {
     {"large messages before their receives: held as headers, intact", test_held_as_headers},
     {"receive posted first; a receive too small: TRUNCATED, then taken",
      test_posted_first_and_truncated},
     {"default threshold: 256 KiB before its receive is held as a header", test_default_threshold},
     {"UCCL_TCP_RNDV_MIN that is not a size: INVALID_PARAM", test_bad_setting},
+    {"UCCL_TCP_PROGRESS_BYTES 2^63, 2 streams: a message goes", test_huge_progress_bytes},
     CU_TEST_INFO_NULL,
 };
 

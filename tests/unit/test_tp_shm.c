@@ -2,8 +2,14 @@
  * around the split threshold (UCCL_SHM_SPLIT_MIN, 1 MiB here), where the
  * receiver stops copying a message alone and both sides copy halves at once,
  * and many such split messages in flight at once both ways. And the close
- * fence's test of a peer that can no longer copy: a zombie counts as gone. */
+ * fence's test of a peer that can no longer copy: a zombie counts as gone.
+ * Suite tp_shm_pairs, each case on a pair of its own settings: engines whose
+ * CMA settings differ (one side UCCL_SHM_CMA=0), and a target region
+ * deregistered (or its memory freed) while a peer's write or read of it is
+ * copied outside the target's checks (the peer's part of a split, the CMA
+ * helper's piece). */
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,13 +173,252 @@ static void test_pid_gone(void)
     CU_ASSERT_TRUE(uccl_pid_gone(live));
 }
 
+/* ------------------------------------------------------------------ tp_shm_pairs */
+
+#define BIG (4u << 20) /* above UCCL_SHM_SPLIT_MIN and UCCL_SHM_CMA_HELPER_MIN */
+
+/* Engine a created under the settings of env_a ("NAME=VALUE" words), b under
+ * env_b's, then connected (a connects). */
+static uccl_status_t pair_open_env(const char *env_a, const char *env_b, unit_pair_t *p)
+{
+    const char *env[2] = {env_a, env_b};
+    uccl_engine_t **engine[2] = {&p->a, &p->b};
+    uccl_status_t st = UCCL_OK;
+
+    memset(p, 0, sizeof(*p));
+    for (int side = 0; side < 2 && st == UCCL_OK; side++) {
+        char words[256], *save = NULL;
+        snprintf(words, sizeof(words), "%s", env[side]);
+        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            char *eq = strchr(w, '=');
+            *eq = '\0';
+            setenv(w, eq + 1, 1);
+        }
+        st = unit_engine_create("shm", engine[side]);
+        snprintf(words, sizeof(words), "%s", env[side]);
+        for (char *w = strtok_r(words, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save)) {
+            *strchr(w, '=') = '\0';
+            unsetenv(w);
+        }
+    }
+    if (st == UCCL_OK)
+        st = unit_connect(p->a, p->b, &p->ab, &p->ba);
+    if (st != UCCL_OK)
+        unit_pair_close(p);
+    return st;
+}
+
+/* One side pipelines through the ring (UCCL_SHM_CMA=0), the other copies
+ * with CMA and splits large transfers: it must not offer its peer a part
+ * (which that peer cannot copy: it failed the connection as a malformed
+ * OFFER). Sends, writes and reads of 4 MiB both ways, bytes compared. */
+static void test_cma_one_side(void)
+{
+    unit_pair_t p;
+    uccl_conn_t *conn[2];
+    uccl_engine_t *engine[2];
+    uint8_t *src[2], *dst[2];
+    uccl_mr_t *smr[2], *dmr[2];
+
+    UNIT_ASSERT_STATUS(pair_open_env("UCCL_SHM_CMA=0", "UCCL_SHM_SPLIT_MIN=1M", &p), UCCL_OK);
+    conn[0] = p.ab, conn[1] = p.ba, engine[0] = p.a, engine[1] = p.b;
+    for (int side = 0; side < 2; side++) {
+        src[side] = malloc(BIG);
+        dst[side] = malloc(BIG);
+        CU_ASSERT_FATAL(src[side] != NULL && dst[side] != NULL);
+        unit_fill(src[side], BIG, (unsigned)side + 11);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], src[side], BIG, 0, &smr[side]), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mr_reg(engine[side], dst[side], BIG, 0, &dmr[side]), UCCL_OK);
+    }
+    for (int op = 0; op < 3; op++) {
+        for (int from = 0; from < 2; from++) {
+            int to = 1 - from;
+            uccl_req_t *reqs[2] = {NULL, NULL};
+            uccl_rdesc_t rd;
+
+            memset(dst[to], 0, BIG);
+            if (op == 0) {
+                UNIT_ASSERT_STATUS(uccl_recv(conn[to], dmr[to], 0, BIG, 40, &reqs[1]), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_send(conn[from], smr[from], 0, BIG, 40, &reqs[0]), UCCL_OK);
+            } else if (op == 1) { /* from writes its source into to's destination */
+                UNIT_ASSERT_STATUS(uccl_mr_pack(dmr[to], 0, BIG, &rd), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_write(conn[from], smr[from], 0, BIG, &rd, 0, &reqs[0]),
+                                   UCCL_OK);
+            } else { /* to reads from's source into its destination */
+                UNIT_ASSERT_STATUS(uccl_mr_pack(smr[from], 0, BIG, &rd), UCCL_OK);
+                UNIT_ASSERT_STATUS(uccl_read(conn[to], dmr[to], 0, BIG, &rd, 0, &reqs[0]), UCCL_OK);
+            }
+            UNIT_ASSERT_STATUS(unit_drive(&p, reqs, 2, 30000), UCCL_OK);
+            for (int i = 0; i < 2; i++) {
+                if (reqs[i] == NULL)
+                    continue;
+                UNIT_ASSERT_STATUS(uccl_wait(reqs[i], 0), UCCL_OK);
+                uccl_req_free(reqs[i]);
+            }
+            CU_ASSERT_EQUAL(unit_mismatches(dst[to], BIG, (unsigned)from + 11), 0);
+        }
+    }
+    CU_ASSERT_EQUAL(unit_ping(&p, 41), UCCL_OK);
+    unit_pair_close(&p);
+    for (int side = 0; side < 2; side++) {
+        free(src[side]);
+        free(dst[side]);
+    }
+}
+
+/* A pair under env with CMA required: UCCL_ERR_UNSUPPORTED (the case
+ * skipped) where this host does not permit it. */
+static uccl_status_t pair_open_cma(const char *env, unit_pair_t *p)
+{
+    char words[256];
+    uccl_status_t st;
+
+    snprintf(words, sizeof(words), "UCCL_SHM_CMA=on %s", env);
+    st = pair_open_env(words, words, p);
+    if (st == UCCL_ERR_UNSUPPORTED)
+        unit_skip_note("CMA is not permitted here (UCCL_SHM_CMA=on: UNSUPPORTED)");
+    else
+        UNIT_ASSERT_STATUS(st, UCCL_OK);
+    return st;
+}
+
+/* b's region is the target of a's write (or the source of a's read) of
+ * 4 MiB; after one progress call each the copy is under way, partly outside
+ * b's checks. b's uccl_mr_dereg must not succeed then (it did, and the rest
+ * landed in, or was read from, the memory b had taken back): BUSY; the
+ * transfer ends intact, and then the region goes. close_b: b closes its end
+ * instead; the hold goes with it (the region goes, a's request fails). */
+static void dereg_mid_copy(const char *env, int is_read, int close_b)
+{
+    unit_pair_t p;
+    uint8_t *mine = malloc(BIG), *target = malloc(BIG);
+    uccl_mr_t *mmr, *tmr;
+    uccl_req_t *req = NULL;
+    uccl_rdesc_t rd;
+
+    CU_ASSERT_FATAL(mine != NULL && target != NULL);
+    if (pair_open_cma(env, &p) != UCCL_OK) {
+        free(mine);
+        free(target);
+        return;
+    }
+    unit_fill(mine, BIG, 21);
+    unit_fill(target, BIG, 22);
+    if (is_read)
+        memset(mine, 0, BIG);
+    else
+        memset(target, 0, BIG);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
+                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
+                       UCCL_OK);
+    uccl_engine_progress(p.a); /* the request into the ring */
+    uccl_engine_progress(p.b); /* checked; b offers a part or gives its helper one */
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_ERR_BUSY);
+    if (close_b) {
+        UNIT_ASSERT_STATUS(uccl_conn_close(p.ba), UCCL_OK);
+        p.ba = NULL;
+        UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+        UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+        CU_ASSERT_NOT_EQUAL(uccl_wait(req, 0), UCCL_OK);
+        uccl_req_free(req);
+        unit_pair_close(&p);
+        free(mine);
+        free(target);
+        return;
+    }
+    UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+    CU_ASSERT_EQUAL(is_read ? unit_mismatches(mine, BIG, 22) : unit_mismatches(target, BIG, 21),
+                    0);
+    UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+    uccl_req_free(req);
+    CU_ASSERT_EQUAL(unit_ping(&p, 42), UCCL_OK);
+    unit_pair_close(&p);
+    free(mine);
+    free(target);
+}
+
+#define SPLIT_ENV "UCCL_SHM_SPLIT_MIN=1M UCCL_SHM_CMA_HELPER=off"
+/* the helper takes half of every job from 512K; progress copies 4 KiB a call */
+#define HELPER_ENV "UCCL_SHM_SPLIT_MIN=0 UCCL_SHM_CMA_HELPER=on UCCL_SHM_PROGRESS_BYTES=4096"
+
+/* The same with b's memory of uccl_mem_alloc freed instead: uccl_mem_free
+ * must not free it (it did, and a new allocation at the same address took
+ * the rest of the write): BUSY, then the transfer ends intact. */
+static void memfree_mid_copy(const char *env, int is_read)
+{
+    unit_pair_t p;
+    uint8_t *mine = malloc(BIG), *target = NULL;
+    uccl_mr_t *mmr, *tmr;
+    uccl_req_t *req = NULL;
+    uccl_rdesc_t rd;
+    uccl_status_t st;
+
+    CU_ASSERT_FATAL(mine != NULL);
+    if (pair_open_cma(env, &p) != UCCL_OK) {
+        free(mine);
+        return;
+    }
+    UNIT_ASSERT_STATUS(uccl_mem_alloc(p.b, UCCL_MEM_HOST, BIG, (void **)&target), UCCL_OK);
+    CU_ASSERT_FATAL(target != NULL);
+    unit_fill(mine, BIG, 23);
+    unit_fill(target, BIG, 24);
+    memset(is_read ? mine : target, 0, BIG);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
+                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
+                       UCCL_OK);
+    uccl_engine_progress(p.a);
+    uccl_engine_progress(p.b);
+    st = uccl_mem_free(p.b, target);
+    UNIT_ASSERT_STATUS(st, UCCL_ERR_BUSY);
+    UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
+    if (st == UCCL_ERR_BUSY) { /* else target is gone */
+        UNIT_ASSERT_STATUS(uccl_wait(req, 0), UCCL_OK);
+        CU_ASSERT_EQUAL(is_read ? unit_mismatches(mine, BIG, 24)
+                                : unit_mismatches(target, BIG, 23),
+                        0);
+        UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_OK);
+        UNIT_ASSERT_STATUS(uccl_mem_free(p.b, target), UCCL_OK);
+    }
+    uccl_req_free(req);
+    unit_pair_close(&p);
+    free(mine);
+}
+
+static void test_dereg_split_write(void) { dereg_mid_copy(SPLIT_ENV, 0, 0); }
+static void test_dereg_split_read(void) { dereg_mid_copy(SPLIT_ENV, 1, 0); }
+static void test_dereg_helper_write(void) { dereg_mid_copy(HELPER_ENV, 0, 0); }
+static void test_dereg_helper_read(void) { dereg_mid_copy(HELPER_ENV, 1, 0); }
+static void test_dereg_split_closed(void) { dereg_mid_copy(SPLIT_ENV, 0, 1); }
+static void test_dereg_helper_closed(void) { dereg_mid_copy(HELPER_ENV, 1, 1); }
+static void test_memfree_split_write(void) { memfree_mid_copy(SPLIT_ENV, 0); }
+static void test_memfree_helper_read(void) { memfree_mid_copy(HELPER_ENV, 1); }
+
 int main(void)
 {
     CU_TestInfo tests[] = {{"send/recv around the split threshold, both ways", test_split_sizes},
                            {"12 split messages in flight each way", test_split_depth},
                            {"a zombie peer counts as gone", test_pid_gone},
                            CU_TEST_INFO_NULL};
+    CU_TestInfo pair_tests[] = {
+        {"CMA on one side only: send, write, read of 4 MiB both ways", test_cma_one_side},
+        {"dereg during a split write: BUSY, then intact", test_dereg_split_write},
+        {"dereg during a split read: BUSY, then intact", test_dereg_split_read},
+        {"dereg during a write shared with the CMA helper: BUSY", test_dereg_helper_write},
+        {"dereg during a read shared with the CMA helper: BUSY", test_dereg_helper_read},
+        {"a split write's hold ends when the target closes", test_dereg_split_closed},
+        {"a helper's hold ends when the target closes", test_dereg_helper_closed},
+        {"uccl_mem_free during a split write: BUSY, then intact", test_memfree_split_write},
+        {"uccl_mem_free during a helper's read: BUSY, then intact", test_memfree_helper_read},
+        CU_TEST_INFO_NULL};
     CU_SuiteInfo suites[] = {{"tp_shm", suite_init, suite_cleanup, NULL, NULL, tests},
+                             {"tp_shm_pairs", NULL, NULL, NULL, NULL, pair_tests},
                              CU_SUITE_INFO_NULL};
 
     if (!unit_transport_usable("shm"))

@@ -270,13 +270,16 @@ void uccl_gpu_ipc_map_put(ipc_ep_t *ep, ipc_map_t *map)
 void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
 {
     uccl_list_t *pos, *tmp;
-    bool passed;
+    bool passed, held = uccl_engine_stream_holds(ep->tp->base.engine) > 0;
 
     if (!all && !uccl_list_empty(&ep->ops))
         return;
     /* closing a mapping synchronizes the device: not while a caller's
-     * stream waits on this engine's progress (a stream hold) */
-    if (!all && uccl_engine_stream_holds(ep->tp->base.engine) > 0)
+     * stream waits on this engine's progress (a stream hold); at the ep's
+     * end (its peer gone) every mapping then goes to the orphans, closed
+     * once the holds are out (else this progress would wait forever for a
+     * stream that only it releases) */
+    if (!all && held)
         return;
     if (all)
         while (!uccl_list_empty(&ep->maps))
@@ -284,7 +287,7 @@ void uccl_gpu_ipc_maps_release(ipc_ep_t *ep, bool all)
     passed = uccl_engine_streams_passed(ep->tp->base.engine);
     uccl_list_for_each_safe(pos, tmp, &ep->zombies) {
         ipc_map_t *map = uccl_container_of(pos, ipc_map_t, link);
-        bool busy = map->ptr_refs > 0 || (map->ptr_used && !passed);
+        bool busy = map->ptr_refs > 0 || (map->ptr_used && !passed) || held;
         /* refs: retired while a grant or an announcement still holds it
          * (another allocation came at its key): closed once they let go */
         if ((busy || map->refs > 0) && !all)

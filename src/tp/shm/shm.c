@@ -406,6 +406,8 @@ static uccl_status_t shm_ep_connect(uccl_tp_ep_t *base, const void *peer_info, s
     st = shm_ep_decide_cma(ep);
     if (st != UCCL_OK)
         return st;
+    /* before anything of ours is in the ring: the peer reads it when our packets come */
+    atomic_store(&((shm_seg_hdr_t *)ep->seg)->cma_on[ep->is_initiator ? 0 : 1], ep->cma);
     ep->connected = true;
     return UCCL_OK;
 }
@@ -459,7 +461,6 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
     shm_free_list(&ep->ctrlq);
     uccl_shm_cma_jobs_free(ep);
     uccl_idmap_fini(&ep->split_ids);
-    shm_free_list(&ep->splits); /* their receives are the core's */
     while (!uccl_list_empty(&ep->streams))
         uccl_shm_stream_free(uccl_list_first(&ep->streams, shm_stream_t, link));
     if (ep->tp->stage != NULL)
@@ -468,6 +469,7 @@ static void shm_ep_destroy(uccl_tp_ep_t *base)
         shm_close_fence(ep);
         munmap(ep->seg, ep->seg_len);
     }
+    uccl_shm_splits_free(ep); /* the fence passed: their regions may go */
     if (ep->seg_named)
         shm_unlink(ep->seg_name);
     uccl_shm_map_release(ep);

@@ -171,7 +171,11 @@ typedef struct shm_rx_pkt {
 } shm_rx_pkt_t;
 
 /* Segment: header, ring initiator->acceptor, ring acceptor->initiator.
- * The close fence, index 0 = initiator, 1 = acceptor: a side that closes
+ * Index 0 = initiator, 1 = acceptor. cma_on: the side decided at connect,
+ * before it put anything in its ring, that it copies with CMA, so that it
+ * can take the part of a split transfer offered to it (each side probes
+ * the other: one may have CMA and the other not, e.g. UCCL_SHM_CMA=0 on
+ * one side only). The close fence: a side that closes
  * sets its closed flag, then waits while the other's cma_busy is set; a
  * side sets its cma_busy around every CMA call and makes none once the
  * other's closed is set (sequentially consistent: one of the two sees the
@@ -181,7 +185,8 @@ typedef struct shm_seg_hdr {
     uint64_t ring_size;
     _Atomic uint32_t closed[2];
     _Atomic uint32_t cma_busy[2];
-    char pad[32];
+    _Atomic uint32_t cma_on[2];
+    char pad[24];
 } shm_seg_hdr_t;
 
 _Static_assert(sizeof(shm_seg_hdr_t) == 64, "the rings start on a cache line");
@@ -196,6 +201,7 @@ typedef struct shm_split {
     uint64_t peer_id;   /* the peer's request id (FIN) */
     uccl_req_t *req;    /* the receive, or NULL: target of a write/read */
     uint64_t region_id; /* target: our region */
+    uccl_region_t *held; /* target: that region, held until the peer's DONE */
     uint64_t len;
     uccl_status_t st;   /* of our own part */
     uccl_status_t peer_st; /* of the peer's part (its DONE) */
@@ -282,6 +288,7 @@ typedef struct shm_cma_job {
     uccl_req_t *req;      /* RECV */
     uint64_t region_id;   /* target of a write/read: [region_addr, +len) of this */
     uint64_t region_addr; /* region is checked before every call (0 = not a target) */
+    uccl_region_t *held;  /* that region, held while the CMA helper has a piece */
     uint64_t peer_id;     /* RECV, RMA: the FIN's id; OFFER: the DONE's */
     shm_split_t *split;   /* SPLIT */
     bool has_notif;       /* RMA write */
@@ -432,10 +439,14 @@ void uccl_shm_map_close(shm_tp_t *tp);
  * room for the offer), then the caller copies it all as before. */
 bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t id,
                     const shm_wire_iov_t *iov, uint32_t iovcnt);
-bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov);
+bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov,
+                        uccl_region_t *region);
 void uccl_shm_rx_offer(shm_ep_t *ep, const shm_pkt_offer_t *pkt, const shm_wire_iov_t *iov);
 void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt);
 /* Our part of split s is copied (status st). */
 void uccl_shm_split_own_done(shm_ep_t *ep, shm_split_t *s, uccl_status_t st);
+/* Teardown (after the close fence: the peer copies nothing more): drop the
+ * splits (their receives are the core's) and their holds. */
+void uccl_shm_splits_free(shm_ep_t *ep);
 
 #endif

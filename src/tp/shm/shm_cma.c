@@ -148,6 +148,35 @@ static void shm_cma_job_put(shm_ep_t *ep, shm_cma_job_t *job)
     ep->ncma_spare++;
 }
 
+/* A large job's second half to the CMA helper (or none: own = len). The
+ * helper copies without the region check progress makes before every call:
+ * a target's region is held (no deregistration) until the piece is done. */
+static void shm_cma_job_share(shm_ep_t *ep, shm_cma_job_t *job)
+{
+    uccl_region_t *region = NULL;
+
+    job->held = NULL;
+    job->hslot = -1;
+    job->own = job->len;
+    if (job->region_id != 0 && uccl_engine_region_find(ep->tp->base.engine, job->region_id,
+                                                       job->region_addr, job->len,
+                                                       &region) != UCCL_OK)
+        return; /* gone already: refused at its first step */
+    uccl_shm_cma_helper_split(ep, job);
+    if (job->hslot >= 0 && region != NULL) {
+        uccl_region_hold(region);
+        job->held = region;
+    }
+}
+
+/* The helper let go of the job's piece (done or cancelled). */
+static void shm_cma_job_unhold(shm_cma_job_t *job)
+{
+    if (job->held != NULL)
+        uccl_region_unhold(job->held);
+    job->held = NULL;
+}
+
 uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const struct iovec *local,
                             int lcnt, size_t loff, const shm_wire_iov_t *remote, int rcnt)
 {
@@ -174,8 +203,7 @@ uccl_status_t uccl_shm_cma_start(shm_ep_t *ep, const shm_cma_job_t *init, const 
     }
     job->lcnt = shm_iov_trim(job->local, uccl_shm_iov_advance(job->local, lcnt, loff), job->len);
     job->rcnt = shm_iov_trim(job->remote, rcnt, job->len);
-    /* a large job's second half to the CMA helper (or none: own = len) */
-    uccl_shm_cma_helper_split(ep, job);
+    shm_cma_job_share(ep, job);
     job->lcnt = shm_iov_trim(job->local, job->lcnt, job->own);
     job->rcnt = shm_iov_trim(job->remote, job->rcnt, job->own);
     uccl_list_push_back(&ep->cma_jobs, &job->link);
@@ -286,7 +314,9 @@ int uccl_shm_cma_progress(shm_ep_t *ep, shm_cma_budget_t *budget)
         } else if (!uccl_shm_cma_helper_done(ep->tp, job, &st)) {
             pos = pos->next;
             continue;
-        } else if (st == UCCL_ERR_PEER_FAILED) {
+        }
+        shm_cma_job_unhold(job);
+        if (st == UCCL_ERR_PEER_FAILED) { /* the helper's piece */
             uccl_conn_fail(ep->base.conn, UCCL_ERR_PEER_FAILED);
             break;
         }
@@ -312,6 +342,7 @@ void uccl_shm_cma_jobs_free(shm_ep_t *ep)
     while ((link = uccl_list_pop_front(&ep->cma_jobs)) != NULL) {
         shm_cma_job_t *job = uccl_container_of(link, shm_cma_job_t, link);
         uccl_shm_cma_helper_cancel(ep->tp, job);
+        shm_cma_job_unhold(job);
         free(job);
     }
 }

@@ -201,7 +201,7 @@ static void shm_rx_rma(shm_ep_t *ep, const shm_rx_pkt_t *rx)
             uccl_shm_ctrl_send(ep, SHM_PKT_CTS, pkt.id, 0, UCCL_OK);
         return;
     }
-    if (uccl_shm_split_rma(ep, &pkt, iov))
+    if (uccl_shm_split_rma(ep, &pkt, iov, region))
         return;
     st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_RMA, .write = pkt.is_read != 0,
                                             .len = pkt.len, .region_id = pkt.region_id,

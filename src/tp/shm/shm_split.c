@@ -60,6 +60,15 @@ static bool shm_split_offer(shm_ep_t *ep, const shm_split_t *s, uint64_t split,
     return true;
 }
 
+/* Does the peer copy with CMA, so that it can take an offered part? It said
+ * so at connect, before it put in the ring the packet we answer now. */
+static bool shm_split_peer_copies(const shm_ep_t *ep)
+{
+    shm_seg_hdr_t *hdr = ep->seg;
+
+    return atomic_load(&hdr->cma_on[ep->is_initiator ? 1 : 0]) != 0;
+}
+
 /* Record s, offer the peer [split, len) of local, copy [0, split) with the
  * peer's remote pieces ourselves. */
 static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct iovec *local,
@@ -86,6 +95,9 @@ static bool shm_split_start(shm_ep_t *ep, const shm_split_t *init, const struct 
         return false;
     }
     uccl_list_push_back(&ep->splits, &s->link);
+    /* the peer copies its part whatever we check: no deregistration meanwhile */
+    if (s->held != NULL)
+        uccl_region_hold(s->held);
     /* a receive pulls, a write's target pulls, a read's target pushes */
     st = uccl_shm_cma_start(ep, &(shm_cma_job_t){.kind = SHM_CMA_SPLIT,
                                             .write = s->req == NULL && s->is_read, .len = split,
@@ -102,21 +114,23 @@ bool uccl_shm_split_recv(shm_ep_t *ep, uccl_req_t *req, uint64_t len, uint64_t i
 {
     struct iovec local[UCCL_IOV_MAX];
 
-    if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min)
+    if (ep->tp->cfg.split_min == 0 || len < ep->tp->cfg.split_min || !shm_split_peer_copies(ep))
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = id, .req = req, .len = len}, local,
                            uccl_shm_req_iovec(req, local), iov, iovcnt);
 }
 
-bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov)
+bool uccl_shm_split_rma(shm_ep_t *ep, const shm_pkt_rma_t *pkt, const shm_wire_iov_t *iov,
+                        uccl_region_t *region)
 {
     /* the region was validated for exactly [addr, addr + len) */
     struct iovec local = {(void *)(uintptr_t)pkt->addr, pkt->len};
 
-    if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min)
+    if (ep->tp->cfg.split_min == 0 || pkt->len < ep->tp->cfg.split_min ||
+        !shm_split_peer_copies(ep))
         return false;
     return shm_split_start(ep, &(shm_split_t){.peer_id = pkt->id, .len = pkt->len,
-                                              .region_id = pkt->region_id,
+                                              .region_id = pkt->region_id, .held = region,
                                               .is_read = pkt->is_read != 0,
                                               .has_notif = pkt->has_notif != 0,
                                               .notif = pkt->notif},
@@ -193,6 +207,22 @@ void uccl_shm_rx_done(shm_ep_t *ep, const shm_pkt_ctl_t *pkt)
         st = UCCL_ERR_TRANSPORT;
     s->peer_st = st;
     s->peer_done = true;
+    if (s->held != NULL) {
+        uccl_region_unhold(s->held);
+        s->held = NULL;
+    }
     if (s->own_done)
         shm_split_complete(ep, s);
+}
+
+void uccl_shm_splits_free(shm_ep_t *ep)
+{
+    uccl_list_t *link;
+
+    while ((link = uccl_list_pop_front(&ep->splits)) != NULL) {
+        shm_split_t *s = uccl_container_of(link, shm_split_t, link);
+        if (s->held != NULL)
+            uccl_region_unhold(s->held);
+        free(s);
+    }
 }

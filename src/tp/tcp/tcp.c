@@ -196,6 +196,7 @@ static bool tcp_pending_evict(tcp_tp_t *tp, const char *why)
 
 static void tcp_accept_all(tcp_tp_t *tp)
 {
+    bool retrying = tp->accept_retry; /* EMFILE said already */
     int fd;
 
     tp->accept_retry = false;
@@ -229,7 +230,9 @@ static void tcp_accept_all(tcp_tp_t *tp)
         tp->accept_retry = true;
         if (tcp_pending_evict(tp, "out of file descriptors (EMFILE)"))
             return;
-        uccl_warn("tcp: accept: %s, and no idle incoming stream to drop", strerror(errno));
+        if (!retrying) /* every progress round tries again: say it once */
+            uccl_warn("tcp: accept: %s, and no idle incoming stream to drop; retrying",
+                      strerror(errno));
     } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED) {
         uccl_warn("tcp: accept: %s", strerror(errno));
     }
@@ -280,9 +283,7 @@ static void tcp_handle_event(tcp_tp_t *tp, const struct epoll_event *ev)
 {
     tcp_poll_t *poll = ev->data.ptr;
 
-    if (poll->kind == TCP_POLL_LISTENER) {
-        tcp_accept_all(tp);
-    } else if (poll->kind == TCP_POLL_PENDING) {
+    if (poll->kind == TCP_POLL_PENDING) {
         tcp_pending_read(tp, uccl_container_of(poll, tcp_pending_t, poll));
     } else {
         tcp_stream_t *s = uccl_container_of(poll, tcp_stream_t, poll);
@@ -324,6 +325,7 @@ static int tcp_progress(uccl_tp_t *base)
     struct epoll_event evs[TCP_EVENTS_MAX];
     uccl_list_t *pos;
     int events = tp->stage != NULL ? uccl_stage_progress(tp->stage) : 0;
+    bool accept = false;
     int n = 0;
 
     /* With no connection and no socket being set up, only the listener
@@ -334,11 +336,16 @@ static int tcp_progress(uccl_tp_t *base)
         ++tp->idle_rounds % TCP_IDLE_POLL_EVERY == 0)
         n = epoll_wait(tp->epfd, evs, TCP_EVENTS_MAX, 0);
 
-    if (tp->accept_retry)
+    /* accepting may evict a socket still waiting for its hello, whose
+     * event can be in this batch: accept only once the batch is handled */
+    for (int i = 0; i < n; i++) {
+        if (((tcp_poll_t *)evs[i].data.ptr)->kind == TCP_POLL_LISTENER)
+            accept = true;
+        else
+            tcp_handle_event(tp, &evs[i]);
+    }
+    if (accept || tp->accept_retry)
         tcp_accept_all(tp);
-
-    for (int i = 0; i < n; i++)
-        tcp_handle_event(tp, &evs[i]);
     uccl_list_for_each(pos, &tp->eps)
         events += tcp_ep_progress(tp, uccl_container_of(pos, tcp_ep_t, link));
     tcp_pending_expire(tp);

@@ -82,6 +82,7 @@ typedef struct tcp_op {
     size_t next_off;       /* first byte not yet cut into a chunk */
     int frames;            /* chunks cut but not fully sent */
     int rx_busy;           /* read data chunks being received into req */
+    size_t rx_inflight;    /* their bytes: received + rx_inflight <= the read's length */
     size_t received;       /* read data bytes landed */
     bool waiting;          /* in rma_wait, hdr.id in ep->rma_ids */
     bool cut_done;         /* every chunk has been cut (a frame exists for each) */
@@ -144,6 +145,7 @@ typedef struct tcp_rx_rec {
     uccl_msg_t msg;      /* the core's view of a held message */
     uint8_t type;
     uint64_t id, tag, msg_seq, total, received;
+    uint64_t inflight; /* bytes of chunks begun on some stream, not ended: received + inflight <= total */
     bool presented, in_active;
     bool chunk_seen; /* a chunk ended (a zero-length message has one) */
     uint8_t *bounce;  /* message payload when no receive was there first */

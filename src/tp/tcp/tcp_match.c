@@ -190,11 +190,15 @@ static bool tcp_begin_msg(tcp_stream_t *s, const tcp_hdr_t *h)
         uccl_tcp_ep_fail(ep, "chunk of a rendezvous message before its clear to send");
         return false;
     }
+    /* chunks of one message on several streams: they may not add up past
+     * its length (the record goes when its bytes are in, while an
+     * overlapping chunk could still be arriving into it) */
     if (rec->tag != h->a || rec->msg_seq != h->b || rec->total != h->total ||
-        h->clen > rec->total - rec->received) {
+        h->clen > rec->total - rec->received - rec->inflight) {
         uccl_tcp_ep_fail(ep, "inconsistent chunk of a message");
         return false;
     }
+    rec->inflight += h->clen;
     s->target = rec;
     if (rts)
         return true; /* no bytes: the sink stays DISCARD */
@@ -232,10 +236,11 @@ static bool tcp_begin_write(tcp_stream_t *s, const tcp_hdr_t *h)
         rec->status = uccl_engine_region_find(engine, h->a, h->b, h->total, &region);
     }
     if (rec->region_id != h->a || rec->addr != h->b || rec->total != h->total ||
-        h->clen > rec->total - rec->received) {
+        h->clen > rec->total - rec->received - rec->inflight) {
         uccl_tcp_ep_fail(ep, "inconsistent chunk of a write");
         return false;
     }
+    rec->inflight += h->clen;
     if (rec->status == UCCL_OK)
         rec->status = uccl_engine_region_find(engine, h->a, h->b + h->off, h->clen, &region);
     if (rec->status == UCCL_OK && uccl_region_mem_type(region) != UCCL_MEM_HOST && tcp_tp_of(ep)->stage == NULL)
@@ -281,11 +286,12 @@ static bool tcp_begin_read_data(tcp_stream_t *s, const tcp_hdr_t *h)
     tcp_op_t *op = tcp_rma_find(s->ep, h->id);
 
     if (op == NULL || op->hdr.type != TCP_FRAME_READ_REQ || !op->sent || op->hdr.total != h->total ||
-        h->clen > op->hdr.total - op->received) {
+        h->clen > op->hdr.total - op->received - op->rx_inflight) {
         uccl_tcp_ep_fail(s->ep, "read data that matches no read in flight");
         return false;
     }
     op->rx_busy++;
+    op->rx_inflight += h->clen;
     s->target = op;
     s->sink = (tcp_sink_t){.kind = TCP_SINK_REQ, .req = op->req, .pos = h->off, .staged = op->gpu};
     return true;
@@ -301,8 +307,10 @@ static bool tcp_handle_ack(tcp_ep_t *ep, const tcp_hdr_t *h)
         uccl_tcp_ep_fail(ep, "reply that matches no operation in flight");
         return false;
     }
-    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE)
-        st = UCCL_ERR_REMOTE_ACCESS; /* the refusals the target sends */
+    /* the refusals the target sends, and TRANSPORT: its copies into GPU
+     * memory failed (bytes did land: not REMOTE_ACCESS, which says none) */
+    if (st != UCCL_OK && st != UCCL_ERR_REMOTE_ACCESS && st != UCCL_ERR_STALE && st != UCCL_ERR_TRANSPORT)
+        st = UCCL_ERR_REMOTE_ACCESS;
     uccl_req_complete(op->req, st, st == UCCL_OK ? op->hdr.total : 0);
     uccl_tcp_op_free(op);
     return true;
@@ -349,6 +357,7 @@ static void tcp_write_done_deferred(void *arg, uccl_status_t copy_status, uint64
 
 static void tcp_end_write(tcp_ep_t *ep, tcp_rx_rec_t *rec, uint32_t clen)
 {
+    rec->inflight -= clen;
     rec->received += clen;
     if (rec->received < rec->total)
         return;
@@ -372,6 +381,7 @@ void uccl_tcp_rx_chunk_end(tcp_stream_t *s)
         return;
     if (h->type == TCP_FRAME_MSG) {
         tcp_rx_rec_t *rec = s->target;
+        rec->inflight -= h->clen;
         rec->received += h->clen;
         rec->chunk_seen = true;
         tcp_rec_settle(s->ep, rec);
@@ -380,6 +390,7 @@ void uccl_tcp_rx_chunk_end(tcp_stream_t *s)
     } else if (h->type == TCP_FRAME_READ_DATA) {
         tcp_op_t *op = s->target;
         op->rx_busy--;
+        op->rx_inflight -= h->clen;
         op->received += h->clen;
         if (op->received == op->hdr.total) {
             tcp_req_done(s->ep, op->req, op->gpu, op->hdr.total);

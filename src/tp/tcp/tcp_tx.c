@@ -390,7 +390,9 @@ void uccl_tcp_stream_tx_release(tcp_stream_t *s)
 int uccl_tcp_ep_tx(tcp_ep_t *ep, size_t budget)
 {
     size_t chunk = tcp_tp_of(ep)->cfg.chunk;
-    size_t total = 0, limit = budget * (size_t)ep->nstreams;
+    size_t streams = (size_t)ep->nstreams; /* 0 until the peer's wiring info is in */
+    size_t total = 0;
+    size_t limit = streams > 0 && budget > SIZE_MAX / streams ? SIZE_MAX : budget * streams;
     int events = 0;
     bool moved = true;
 
