@@ -19,7 +19,8 @@
  * The value is the send's number + 1 (never the zero a fresh page holds),
  * compared cyclically: a slot is written only for the send that holds it,
  * and the numbers grow, so a word at or past the value says that send's
- * copy is done. Nobody but the receiver's GPU writes a word, so the
+ * copy is done. Nobody but the receiver's GPU writes a word (but a claim
+ * of a word 2^31 numbers behind: done_rebase), so the
  * receiver can still read it after the sender has seen it and claimed the
  * slot again (the next value lands only after the receiver saw this one:
  * one flagged fence at a time, flag.c). The side that attached a ring
@@ -121,6 +122,20 @@ static uint32_t done_value(uint64_t seq)
     return (uint32_t)(seq + 1);
 }
 
+/* The compare is cyclic: a word left 2^31 numbers or more behind the value
+ * (a slot idle that long; a connection's first large send after 2^31 small
+ * ones or writes, its word still the fresh page's 0) reads as at or past
+ * it, and the send would complete (and the receiver's fence pass) before
+ * its copy. Such a word is set just below the value first. A free slot has
+ * no write of the receiver's GPU to come (its last holder saw its word, or
+ * a FIN or CTS came instead), and the RTS that names it goes after this
+ * store (the ring's release). */
+static void done_rebase(uint32_t *word, uint32_t value)
+{
+    if ((int32_t)(__atomic_load_n(word, __ATOMIC_RELAXED) - value) >= 0)
+        __atomic_store_n(word, value - 1, __ATOMIC_RELAXED);
+}
+
 uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq, size_t len)
 {
     if (!ep->tp->cfg.peer_done || len == 0 || len < ep->tp->cfg.peer_done_min || ep->rx.shm == NULL ||
@@ -131,6 +146,7 @@ uint32_t uccl_gpu_ipc_done_claim(ipc_ep_t *ep, uint64_t seq, size_t len)
 
         if (ep->done_busy & (1ull << s))
             continue;
+        done_rebase(&ep->rx.shm->done[s], done_value(seq));
         ep->done_busy |= 1ull << s;
         ep->done_seq[s] = seq;
         ep->done_next = s + 1;
