@@ -371,8 +371,8 @@ static void path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a
 }
 
 /* The end of a case on its own comm: its request, then (every rank) the
- * comm and the two buffers. */
-static void case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr)
+ * comm and the two buffers (coll_test.h). */
+void ct_case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr)
 {
     if (req != NULL)
         uccl_req_free(req);
@@ -458,7 +458,7 @@ void ct_stream_dead(mt_ctx_t *c)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 out:
-    case_done(c, comm, req, ds, dr);
+    ct_case_done(c, comm, req, ds, dr);
     uccl_mem_free(c->engine, gate);
 }
 
@@ -529,7 +529,7 @@ void ct_stream_fault(mt_ctx_t *c)
             break;
         }
 out:
-    case_done(c, comm, req, ds, dr);
+    ct_case_done(c, comm, req, ds, dr);
     if (s != NULL)
         uccl_gpu_stream_destroy(s);
     free(hr);

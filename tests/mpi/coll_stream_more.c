@@ -65,6 +65,24 @@ static void *send_buf(mt_ctx_t *c, size_t len, int call)
     return d;
 }
 
+/* A comm of the case's own on the test's engine, a send buffer of len bytes
+ * (call's pattern), a receive buffer of n * len and, if gate is not NULL, a
+ * device word at 0 for the stream to wait on; false: a FAIL line. */
+static bool case_setup(mt_ctx_t *c, uccl_comm_t **comm, size_t len, int call, void **ds, void **dr, void **gate)
+{
+    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
+    uint32_t zero = 0;
+
+    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, comm) != UCCL_OK || (*ds = send_buf(c, len, call)) == NULL ||
+        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)c->size * len, dr) != UCCL_OK ||
+        (gate != NULL && (uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), gate) != UCCL_OK ||
+                          uccl_copy(c->engine, *gate, &zero, sizeof(zero)) != UCCL_OK))) {
+        mt_fail(c, "a second comm, buffers%s", gate != NULL ? " and a gate" : "");
+        return false;
+    }
+    return true;
+}
+
 typedef struct {
     uccl_gpu_stream_t s;
     uccl_status_t st;
@@ -184,23 +202,17 @@ out:
 #define FLUSH_LEN 4096
 void ct_stream_flush(mt_ctx_t *c)
 {
-    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
     int n = c->size;
     uccl_comm_t *comm = NULL;
     void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
-    uint32_t zero = 0, one = 1;
+    uint32_t one = 1;
     uccl_req_t *req = NULL;
     uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = FLUSH_LEN};
 
     if (!ct_fake_direct(c, "stream form, a flush while a call is queued"))
         return;
-    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, FLUSH_LEN, 7)) == NULL ||
-        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * FLUSH_LEN, &dr) != UCCL_OK ||
-        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
-        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
-        mt_fail(c, "a second comm, buffers and a gate");
+    if (!case_setup(c, &comm, FLUSH_LEN, 7, &ds, &dr, &gate))
         goto out;
-    }
     a.sendbuf = ds;
     a.recvbuf = dr;
     for (int i = 0; i < 2; i++) { /* the second call a plan hit */
@@ -226,13 +238,7 @@ void ct_stream_flush(mt_ctx_t *c)
     MPI_Barrier(MPI_COMM_WORLD);
     check_gather(c, dr, FLUSH_LEN, 7, "the call behind the gate");
 out:
-    if (req != NULL)
-        uccl_req_free(req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr);
+    ct_case_done(c, comm, req, ds, dr);
     uccl_mem_free(c->engine, gate);
 }
 
@@ -290,11 +296,10 @@ static bool capture_end(err_capture_t *e, char *line, size_t len)
 #define HDEAD_LEN 8192
 void ct_stream_hold_dead(mt_ctx_t *c)
 {
-    uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
     int n = c->size, last = n - 1;
     uccl_comm_t *comm = NULL;
     void *ds = NULL, *dr = NULL, *gate = NULL, *s = ct_stream();
-    uint32_t zero = 0, one = 1;
+    uint32_t one = 1;
     uccl_req_t *req = NULL;
     err_capture_t cap = {NULL, -1};
     char line[512] = "";
@@ -304,13 +309,8 @@ void ct_stream_hold_dead(mt_ctx_t *c)
 
     if (!ct_fake_direct(c, "stream form (hold path), a rank gone"))
         return;
-    if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, HDEAD_LEN, 9)) == NULL ||
-        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * HDEAD_LEN, &dr) != UCCL_OK ||
-        uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, sizeof(zero), &gate) != UCCL_OK ||
-        uccl_copy(c->engine, gate, &zero, sizeof(zero)) != UCCL_OK) {
-        mt_fail(c, "a second comm, buffers and a gate");
+    if (!case_setup(c, &comm, HDEAD_LEN, 9, &ds, &dr, &gate))
         goto out;
-    }
     a.sendbuf = ds;
     a.recvbuf = dr;
     mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the first gather (maps the root's buffer)");
@@ -351,13 +351,7 @@ void ct_stream_hold_dead(mt_ctx_t *c)
         MPI_Barrier(MPI_COMM_WORLD);
     }
 out:
-    if (req != NULL)
-        uccl_req_free(req);
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (comm != NULL)
-        uccl_comm_destroy(comm);
-    uccl_mem_free(c->engine, ds);
-    uccl_mem_free(c->engine, dr);
+    ct_case_done(c, comm, req, ds, dr);
     uccl_mem_free(c->engine, gate);
 }
 
@@ -374,21 +368,16 @@ out:
 #define DESTROY_ROUNDS 6
 void ct_stream_destroy(mt_ctx_t *c)
 {
-    int n = c->size;
-
     if (!ct_fake_direct(c, "stream form, a comm destroyed with its call queued"))
         return;
     for (int round = 0; round < DESTROY_ROUNDS; round++) {
-        uccl_comm_params_t cp = {.field_mask = UCCL_COMM_PARAM_ENGINE, .engine = c->engine};
         uccl_comm_t *comm = NULL;
         void *ds = NULL, *dr = NULL, *s = ct_stream();
         uccl_req_t *req = NULL;
         uccl_coll_args_t a = {.op = UCCL_COLL_ALLGATHER, .count = DESTROY_LEN};
         uccl_status_t st;
 
-        if (uccl_comm_init_mpi(MPI_COMM_WORLD, &cp, &comm) != UCCL_OK || (ds = send_buf(c, DESTROY_LEN, round)) == NULL ||
-            uccl_mem_alloc(c->engine, UCCL_MEM_CUDA, (size_t)n * DESTROY_LEN, &dr) != UCCL_OK) {
-            mt_fail(c, "a second comm and buffers");
+        if (!case_setup(c, &comm, DESTROY_LEN, round, &ds, &dr, NULL)) {
             round = DESTROY_ROUNDS;
         } else {
             a.sendbuf = ds;
@@ -409,13 +398,7 @@ void ct_stream_destroy(mt_ctx_t *c)
             (void)st;
             mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "the stream runs out");
         }
-        if (req != NULL)
-            uccl_req_free(req);
-        MPI_Barrier(MPI_COMM_WORLD);
-        if (comm != NULL)
-            uccl_comm_destroy(comm);
-        uccl_mem_free(c->engine, ds);
-        uccl_mem_free(c->engine, dr);
+        ct_case_done(c, comm, req, ds, dr);
     }
 }
 

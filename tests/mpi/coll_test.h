@@ -63,6 +63,9 @@ void ct_stream_fault(mt_ctx_t *c);
 /* Every rank on the direct path and the fake GPU backend, else one SKIP
  * line naming the case and false (the same answer on every rank). */
 bool ct_fake_direct(mt_ctx_t *c, const char *name);
+/* The end of a case on a comm of its own: its request freed (if any), every
+ * rank met, then the comm destroyed (if any) and ds, dr freed. */
+void ct_case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr);
 /* coll_stream_more.c: direct stream calls on two streams of one comm, the
  * second's stream run first; a flush while a call is queued (refused);
  * a rank gone while its peers' hold-path calls are in flight; calls on
