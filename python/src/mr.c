@@ -51,6 +51,21 @@ static int cai_contiguous(PyObject *shape, PyObject *strides, Py_ssize_t itemsiz
     return 1;
 }
 
+/* A buffer of Python objects (struct format 'O', e.g. a numpy object
+ * array, alone or as a field): its bytes are object pointers, which a
+ * receive would overwrite (the owner then dereferences garbage) and a send
+ * would hand to another process. Field names (":name:") are skipped. */
+static int format_has_objects(const char *f)
+{
+    for (int in_name = 0; f && *f; f++) {
+        if (*f == ':')
+            in_name = !in_name;
+        else if (*f == 'O' && !in_name)
+            return 1;
+    }
+    return 0;
+}
+
 static int from_cai(upy_mr_t *m, PyObject *cai)
 {
     PyObject *data, *shape, *typestr, *strides;
@@ -231,6 +246,10 @@ static int from_object(upy_mr_t *m, PyObject *obj, upy_order_t *ord)
             m->source = UPY_SRC_BUFFER;
             if (!PyBuffer_IsContiguous(&m->view, 'A'))
                 return set_err(PyExc_ValueError, "cannot register a non-contiguous buffer");
+            if (format_has_objects(m->view.format))
+                return set_err(PyExc_TypeError, "cannot register a buffer of Python objects "
+                                                "(format 'O', e.g. dtype=object): its bytes "
+                                                "are object pointers");
             m->addr = m->view.buf;
             m->len = (size_t)m->view.len;
             m->readonly = m->view.readonly;

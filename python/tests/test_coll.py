@@ -370,6 +370,12 @@ def test_bad_arguments(cm, world):
         cm.allgather(a, bytes(16 * size))
     with pytest.raises(TypeError, match="cannot register"):
         cm.allgather(a, 12)
+    # dtype=object: the bytes are pointers (sent: meaningless elsewhere;
+    # received: the array's owner dereferences them, a crash)
+    with pytest.raises(TypeError, match="Python objects"):
+        cm.allgather(np.empty(2, object), np.zeros(16 * size, np.uint8))
+    with pytest.raises(TypeError, match="Python objects"):
+        cm.allgather(a, np.empty(2 * size, object))
     with pytest.raises(TypeError):
         cm.allgather(a)
     # allgather/alltoall parse their own arguments (fast-call methods): the

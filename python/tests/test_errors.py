@@ -38,6 +38,12 @@ def test_register_misuse(pair):
         e.register(np.zeros((8, 8))[:, 1])
     with pytest.raises(ValueError, match="empty"):
         e.register(bytearray())
+    # object pointers, alone or as a field: a receive would overwrite them
+    for objs in (np.empty(4, object), np.zeros(2, [("a", "i8"), ("b", "O")])):
+        with pytest.raises(TypeError, match="Python objects"):
+            e.register(objs)
+    with e.register(np.zeros(2, [("OUT", "i8")])) as m:  # a field name, no objects
+        assert m.nbytes == 16
     with pytest.raises(TypeError):
         e.register()
 
