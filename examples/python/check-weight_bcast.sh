@@ -15,4 +15,19 @@ for args in "3 shm" "4 shm --root 3" "3 tcp --root 1" "4 tcp" "3 shm --mode p2p"
     [ $rc = 0 ] || exit $rc
     grep -q "rounds verified" wb.out || { echo "FAIL: no result line"; exit 1; }
 done
+# one rank's failure ends the job at once: the root's tensors are smaller
+# than the receivers' (their ibcast fails with TruncatedError, the root's
+# succeeds); the root waited for them in the next round's MPI bcast forever
+"$run" 3 shm numpy,mpi4py "${prog%/*}/rank_args.py" "$prog" --mib 1 --iters 2 -- --mib 2 \
+    --iters 2 >wb.out 2>&1
+rc=$?
+cat wb.out
+case $rc in 0 | 124) echo "FAIL: one rank failing: exit $rc"; exit 1 ;; esac
+grep -q "TruncatedError" wb.out || { echo "FAIL: no TruncatedError"; exit 1; }
+# bad arguments: a clear error on every rank, exit 2
+"$run" 3 shm numpy,mpi4py "$prog" --tensors 0 >wb.out 2>&1
+rc=$?
+cat wb.out
+[ $rc = 2 ] || { echo "FAIL: --tensors 0 exited $rc, not 2"; exit 1; }
+grep -q "error: --tensors must be at least 1" wb.out || { echo "FAIL: no message"; exit 1; }
 rm -f wb.out

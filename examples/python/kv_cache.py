@@ -15,7 +15,9 @@ memory (torch CUDA tensors; two processes on one GPU move it with gpu_ipc).
     mpirun -np 2 python3 examples/python/kv_cache.py [--op write|read] [...]
 """
 import argparse
+import sys
 import time
+import traceback
 
 import numpy as np
 from mpi4py import MPI
@@ -39,6 +41,11 @@ def parse():
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="where the caches live (cuda: torch CUDA tensors)")
     a = p.parse_args()
+    for name in ("layers", "block_bytes", "iters"):
+        if getattr(a, name) < 1:
+            p.error("--%s must be at least 1" % name.replace("_", "-"))
+    if a.warmup < 0:
+        p.error("--warmup must be at least 0")
     if not 1 <= a.blocks <= min(uccl.IOV_MAX // 2, a.pool_blocks):
         p.error("--blocks must be 1..%d and <= --pool-blocks" % (uccl.IOV_MAX // 2))
     return a
@@ -190,4 +197,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        # this rank failed: end the whole job, or the ranks waiting for it in
+        # MPI (a barrier, a bcast of the next round) would wait forever
+        traceback.print_exc()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

@@ -20,7 +20,9 @@ with point-to-point send/recv on the comm's connections (gpu_ipc).
     mpirun -np 4 python3 examples/python/moe.py [--tokens 512 --hidden 1024 --topk 2]
 """
 import argparse
+import sys
 import time
+import traceback
 
 import numpy as np
 from mpi4py import MPI
@@ -46,7 +48,13 @@ def parse():
     p.add_argument("--mode", choices=("auto", "coll", "p2p"), default="auto",
                    help="collectives, point-to-point, or collectives with a p2p fallback")
     p.add_argument("--numpy", action="store_true", help="numpy arrays even if torch imports")
-    return p.parse_args()
+    a = p.parse_args()
+    for name in ("tokens", "hidden", "experts_per_rank", "topk", "iters"):
+        if getattr(a, name) < 1:
+            p.error("--%s must be at least 1" % name.replace("_", "-"))
+    if a.warmup < 0:
+        p.error("--warmup must be at least 0")
+    return a
 
 
 class Backend:
@@ -137,6 +145,10 @@ def main():
     a = parse()
     world = MPI.COMM_WORLD
     a.size, rank = world.Get_size(), world.Get_rank()
+    if a.topk > a.experts_per_rank * a.size:
+        raise SystemExit("moe.py: --topk %d is more than the %d experts (%d ranks x "
+                         "--experts-per-rank %d)" % (a.topk, a.experts_per_rank * a.size,
+                                                     a.size, a.experts_per_rank))
     be = Backend(a)
     comm = uccl.Comm.from_mpi(world, gpu=0 if a.device == "cuda" else -1)
     x, experts, w, flat, counts = plan(a, rank)
@@ -262,4 +274,11 @@ def verify(a, rank, rx, re_, out, x, experts, w):
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        # this rank failed: end the whole job, or the ranks waiting for it in
+        # MPI (a barrier, a bcast of the next round) would wait forever
+        traceback.print_exc()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)

@@ -19,7 +19,9 @@ to every rank with point-to-point send/recv (gpu_ipc on one host).
 """
 import argparse
 import hashlib
+import sys
 import time
+import traceback
 
 import numpy as np
 from mpi4py import MPI
@@ -42,7 +44,13 @@ def parse():
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--mode", choices=("auto", "coll", "p2p"), default="auto")
     p.add_argument("--numpy", action="store_true", help="numpy arrays even if torch imports")
-    return p.parse_args()
+    a = p.parse_args()
+    for name in ("tensors", "iters"):
+        if getattr(a, name) < 1:
+            p.error("--%s must be at least 1" % name)
+    if not a.mib > 0:
+        p.error("--mib must be more than 0")
+    return a
 
 
 def manifest(a):
@@ -173,4 +181,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception:
+        # this rank failed: end the whole job, or the ranks waiting for it in
+        # MPI (a barrier, a bcast of the next round) would wait forever
+        traceback.print_exc()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
