@@ -42,8 +42,10 @@ UCCL_TRANSPORTS=$transports
 UCCL_TIMEOUT_MS=${UCCL_TIMEOUT_MS:-30000}
 export PYTHONPATH PYTHONDONTWRITEBYTECODE UCCL_TRANSPORTS UCCL_TIMEOUT_MS
 echo "# $np ranks, UCCL_TRANSPORTS=$transports: $py $*"
-# MPIEXEC holds a $(...) for the root check, hence eval
-eval "timeout 170 ${MPIEXEC:-mpirun --oversubscribe} -np \$np env LD_PRELOAD=\"\$preload\" \"\$py\" \"\$@\""
+# MPIEXEC holds a $(...) for the root check, hence eval. -k: an mpirun
+# whose ranks ended on the TERM may stay (seen with ranks that had waited in
+# MPI for a rank gone into MPI_Finalize: mpirun alive 500 s after the TERM)
+eval "timeout -k 10 170 ${MPIEXEC:-mpirun --oversubscribe} -np \$np env LD_PRELOAD=\"\$preload\" \"\$py\" \"\$@\""
 rc=$?
 [ $rc = 124 ] && echo "FAIL: $* timed out (170 s)"
 exit $rc

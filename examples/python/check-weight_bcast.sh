@@ -22,7 +22,7 @@ done
     --iters 2 >wb.out 2>&1
 rc=$?
 cat wb.out
-case $rc in 0 | 124) echo "FAIL: one rank failing: exit $rc"; exit 1 ;; esac
+case $rc in 0 | 124 | 137) echo "FAIL: one rank failing: exit $rc"; exit 1 ;; esac
 grep -q "TruncatedError" wb.out || { echo "FAIL: no TruncatedError"; exit 1; }
 # bad arguments: a clear error on every rank, exit 2
 "$run" 3 shm numpy,mpi4py "$prog" --tensors 0 >wb.out 2>&1
