@@ -139,10 +139,15 @@ static int from_dlpack(upy_mr_t *m, PyObject *capsule)
     }
     m->addr = (char *)d->data + d->byte_offset;
     m->len = n;
-    if (d->device.device_type == 2 /* kDLCUDA */ || d->device.device_type == 13 /* managed */)
-        m->mem_type = UCCL_MEM_CUDA;
-    else if (d->device.device_type == 10 /* kDLROCM */)
-        m->mem_type = UCCL_MEM_ROCM;
+    switch (d->device.device_type) {
+    case 1: case 3: case 11: break; /* CPU, CUDA host, ROCm host */
+    case 2: case 13: m->mem_type = UCCL_MEM_CUDA; break; /* kDLCUDA, managed */
+    case 10: m->mem_type = UCCL_MEM_ROCM; break;
+    default: /* OpenCL, Vulkan, Metal, oneAPI, ...: not memory libuccl can touch */
+        PyErr_Format(PyExc_TypeError, "cannot register DLPack memory of device type %d "
+                     "(host, CUDA or ROCm memory only)", (int)d->device.device_type);
+        return -1;
+    }
     return 0;
 }
 

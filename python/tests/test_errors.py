@@ -87,6 +87,43 @@ def test_register_cuda_array_interface_and_dlpack(pair):
         e.register(DLPackOnly(np.zeros((8, 8), np.float32)[:, :4]))
 
 
+class DLPackOn:
+    """__dlpack__ of arr's memory said to be on DLPack device type dev (a
+    capsule made by hand: 14 is oneAPI, an Intel GPU's memory)."""
+
+    def __init__(self, arr, dev):
+        import ctypes as C
+
+        class Tensor(C.Structure):
+            _fields_ = [("data", C.c_void_p), ("device_type", C.c_int32),
+                        ("device_id", C.c_int32), ("ndim", C.c_int32), ("code", C.c_uint8),
+                        ("bits", C.c_uint8), ("lanes", C.c_uint16),
+                        ("shape", C.POINTER(C.c_int64)), ("strides", C.c_void_p),
+                        ("byte_offset", C.c_uint64), ("ctx", C.c_void_p),
+                        ("deleter", C.c_void_p)]
+        self.arr, self.shape = arr, (C.c_int64 * 1)(arr.nbytes)
+        self.t = Tensor(arr.ctypes.data, dev, 0, 1, 1, 8, 1, self.shape, None, 0, None, None)
+        self.new = C.pythonapi.PyCapsule_New
+        self.new.restype, self.new.argtypes = C.py_object, [C.c_void_p, C.c_char_p, C.c_void_p]
+
+    def __dlpack__(self, stream=None):
+        import ctypes as C
+        return self.new(C.addressof(self.t), b"dltensor", None)
+
+
+def test_register_dlpack_device_types(pair, cm):
+    """Memory libuccl cannot touch (another GPU's, DLPack device type 14)
+    is refused, not read as host memory: register and a collective."""
+    a = np.arange(64, dtype=np.uint8)
+    for dev in (1, 3):  # CPU, CUDA host (pinned): host memory
+        with pair.engine.register(DLPackOn(a, dev)) as m:
+            assert m.nbytes == 64 and m.mem_type == "host"
+    with pytest.raises(TypeError, match="device type 14"):
+        pair.engine.register(DLPackOn(a, 14))
+    with pytest.raises(TypeError, match="device type 14"):
+        cm.allgather(DLPackOn(a, 14), np.zeros(64 * cm.size, np.uint8))
+
+
 def test_local_misuse(pair):
     e, c = pair.engine, pair.conn
     ro = e.register(b"read only bytes")
