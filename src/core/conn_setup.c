@@ -555,7 +555,7 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
             st = UCCL_ERR_TIMEOUT;
             break;
         }
-        uccl_oob_wait_readable(engine->listen_fd, 1);
+        (void)uccl_oob_poll_unlocked(engine, engine->listen_fd, POLLIN, 1);
     }
     uccl_engine_unlock(engine);
     return st;

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "unit.h"
 #include "unit_conn.h"
@@ -198,11 +199,61 @@ static void test_parallel_connects(void)
     uccl_engine_destroy(target);
 }
 
+/* Threads that wait in uccl_connect (to an engine nobody progresses, so no
+ * answer comes) and in uccl_accept (nothing comes) sleep without the engine
+ * lock (uccl.h): another thread's message over the same engine goes through
+ * at once, not after those waits' timeout (each alone held it 0.9 s here). */
+#define LONG_WAIT_MS 1000
+
+static void *accept_long_main(void *p)
+{
+    connect_arg_t *arg = p;
+    arg->status = uccl_accept(arg->engine, LONG_WAIT_MS, &arg->conn);
+    return NULL;
+}
+
+static void test_wait_leaves_lock(void)
+{
+    unit_pair_t p = {0};
+    uccl_engine_t *mute = NULL;
+    connect_arg_t ca = {.len = sizeof(ca.blob)}, aa = {0};
+    pthread_t tc, ta;
+    uint64_t t0, took;
+
+    setenv("UCCL_TIMEOUT_MS", "1000", 1); /* the connect's wait */
+    UNIT_ASSERT_STATUS(unit_pair_open(unit_tp, &p), UCCL_OK);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &mute), UCCL_OK);
+    setenv("UCCL_TIMEOUT_MS", UNIT_TIMEOUT_TEXT, 1);
+    if (p.a == NULL || mute == NULL)
+        goto out;
+    UNIT_ASSERT_STATUS(uccl_engine_address(mute, ca.blob, &ca.len), UCCL_OK);
+    ca.engine = aa.engine = p.a;
+    CU_ASSERT_FATAL(pthread_create(&tc, NULL, connect_main, &ca) == 0);
+    CU_ASSERT_FATAL(pthread_create(&ta, NULL, accept_long_main, &aa) == 0);
+    usleep(100 * 1000); /* both threads are in their waits */
+    t0 = unit_now_ms();
+    UNIT_ASSERT_STATUS(unit_ping(&p, 20), UCCL_OK);
+    took = unit_now_ms() - t0;
+    if (took >= 500)
+        fprintf(stderr, "\n  a ping beside threads in uccl_connect and uccl_accept took %llu ms\n",
+                (unsigned long long)took);
+    CU_ASSERT(took < 500);
+    pthread_join(tc, NULL);
+    pthread_join(ta, NULL);
+    UNIT_ASSERT_STATUS(ca.status, UCCL_ERR_TIMEOUT);
+    UNIT_ASSERT_STATUS(aa.status, UCCL_ERR_TIMEOUT);
+out:
+    if (mute != NULL)
+        uccl_engine_destroy(mute);
+    unit_pair_close(&p);
+}
+
 static CU_TestInfo cases[] = {
     {"accept polled with timeout 0", test_accept_poll},
     {"two engines connect to each other at once", test_cross_connect},
     {"an engine connects to itself", test_self_connect},
     {"threads connect to one engine at once", test_parallel_connects},
+    {"a thread waiting in connect or accept leaves the engine to others", test_wait_leaves_lock},
     CU_TEST_INFO_NULL,
 };
 
