@@ -27,7 +27,8 @@ static const uccl_cfg_field_t core_fields[] = {
                "dropped (a real peer sends it at once); > 0", setup_timeout_ms, UCCL_CFG_INT),
     CORE_FIELD("SETUP_MAX_PENDING", "64",
                "incoming connections whose setup request is not in yet; beyond this the oldest "
-               "is dropped (idle sockets cannot fill the fd table); >= 1",
+               "idle one is dropped (idle sockets cannot fill the fd table; peers under way wait "
+               "in the listen backlog instead); >= 1",
                setup_max_pending, UCCL_CFG_INT),
     CORE_FIELD("UNEXPECTED_MAX", "1G",
                "bytes of messages a connection keeps that no receive took yet; a peer that "

@@ -248,12 +248,76 @@ out:
     unit_pair_close(&p);
 }
 
+/* More peers connect at once than UCCL_SETUP_MAX_PENDING: every one is a
+ * real peer (its hello and request come at once), so none is dropped; the
+ * cap is for sockets that send nothing. */
+#define BURST 12
+
+typedef struct burst_arg {
+    connect_arg_t c;
+    pthread_barrier_t *start;
+} burst_arg_t;
+
+static void *burst_main(void *p)
+{
+    burst_arg_t *arg = p;
+
+    pthread_barrier_wait(arg->start);
+    return connect_main(&arg->c);
+}
+
+static void test_burst_over_cap(void)
+{
+    uccl_engine_t *target = NULL;
+    burst_arg_t args[BURST];
+    pthread_t th[BURST];
+    pthread_barrier_t start;
+    uint8_t blob[UCCL_ADDRESS_MAX];
+    size_t len = sizeof(blob);
+    int n = 0, ok = 0;
+    uccl_conn_t *in;
+
+    setenv("UCCL_SETUP_MAX_PENDING", "4", 1);
+    UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &target), UCCL_OK);
+    unsetenv("UCCL_SETUP_MAX_PENDING");
+    if (target == NULL)
+        return;
+    UNIT_ASSERT_STATUS(uccl_engine_address(target, blob, &len), UCCL_OK);
+    CU_ASSERT_FATAL(pthread_barrier_init(&start, NULL, BURST + 1) == 0);
+    for (int i = 0; i < BURST; i++) {
+        memset(&args[i], 0, sizeof(args[i]));
+        args[i].start = &start;
+        memcpy(args[i].c.blob, blob, len);
+        args[i].c.len = len;
+        UNIT_ASSERT_STATUS(unit_engine_create(unit_tp, &args[i].c.engine), UCCL_OK);
+        CU_ASSERT_FATAL(args[i].c.engine != NULL);
+        CU_ASSERT_FATAL(pthread_create(&th[i], NULL, burst_main, &args[i]) == 0);
+    }
+    pthread_barrier_wait(&start);
+    while (n < BURST && uccl_accept(target, UNIT_TIMEOUT_MS, &in) == UCCL_OK)
+        n++;
+    for (int i = 0; i < BURST; i++) {
+        pthread_join(th[i], NULL);
+        ok += args[i].c.status == UCCL_OK;
+        if (args[i].c.status != UCCL_OK)
+            fprintf(stderr, "\n  connect %d of the burst: %s\n", i,
+                    uccl_status_name(args[i].c.status));
+    }
+    CU_ASSERT_EQUAL(ok, BURST);
+    CU_ASSERT_EQUAL(n, BURST);
+    for (int i = 0; i < BURST; i++)
+        uccl_engine_destroy(args[i].c.engine);
+    pthread_barrier_destroy(&start);
+    uccl_engine_destroy(target);
+}
+
 static CU_TestInfo cases[] = {
     {"accept polled with timeout 0", test_accept_poll},
     {"two engines connect to each other at once", test_cross_connect},
     {"an engine connects to itself", test_self_connect},
     {"threads connect to one engine at once", test_parallel_connects},
     {"a thread waiting in connect or accept leaves the engine to others", test_wait_leaves_lock},
+    {"a burst of peers past UCCL_SETUP_MAX_PENDING: none dropped", test_burst_over_cap},
     CU_TEST_INFO_NULL,
 };
 
