@@ -179,6 +179,8 @@ static uccl_status_t resolve_algo(coll_state_t *cs, const uccl_coll_args_t *in, 
     if (algo == UCCL_COLL_ALGO_AUTO) {
         algo = uccl_coll_algo_forced();
         forced = uccl_coll_algo_supports(a->op, algo);
+        if (!forced && (st = uccl_coll_net_agree(cs)) != UCCL_OK)
+            return st;
         if (!forced)
             algo = uccl_coll_select(cs, a->op, select_bytes(cs, in));
     } else if (!uccl_coll_algo_supports(a->op, algo)) {

@@ -101,6 +101,7 @@ typedef struct coll_state {
     bool oversubscribed; /* this host runs more of the comm's ranks than it has CPUs */
     bool trace;          /* UCCL_COLL_TRACE is on (read once at creation) */
     bool net;            /* some peer is reached over a network transport (not shm) */
+    bool net_agreed;     /* net is every rank's (uccl_coll_net_agree), not this engine's */
     bool copy_helper;    /* large host copies go to the copy helper (helper.c) */
     size_t copy_min;     /* from this many bytes */
     struct coll_helper *helper; /* its thread, started on first use */
@@ -453,6 +454,10 @@ void uccl_coll_mapped_destroy(coll_state_t *cs);
 /* Whether algo implements op; the table's choice; UCCL_COLL_ALGO. */
 bool uccl_coll_algo_supports(uccl_coll_op_t op, uccl_coll_algo_t algo);
 uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes);
+/* Collective, before the table first decides on a comm whose ranks share
+ * one host: cs->net becomes true on every rank where some rank's engine
+ * has no shm (select.c). */
+uccl_status_t uccl_coll_net_agree(coll_state_t *cs);
 uccl_coll_algo_t uccl_coll_algo_forced(void);
 /* UCCL_LAZY_CONNECT: 1 = lazy, 0 = eager, unset = lazy above
  * COLL_LAZY_AUTO_RANKS ranks. */

@@ -172,6 +172,39 @@ static coll_layout_t layout(const coll_state_t *cs)
     return shared ? LAYOUT_SHARED : LAYOUT_SPREAD;
 }
 
+/* The ranks of one host tell each other whether their engines have shm:
+ * each knows only its own (UCCL_TRANSPORTS is a rank's setting), and the
+ * table picks MAPPED or LINEAR by it. Ranks that differed decided apart:
+ * MAPPED's setup allgather on the ranks with shm met the first LINEAR call
+ * of those without (same sequence number), which completed UCCL_OK with
+ * the setup's bytes in the receive buffer while the others timed out.
+ * Once per comm, at the first call the table decides (every rank gets
+ * there at the same call), by a LINEAR allgather of one byte. */
+uccl_status_t uccl_coll_net_agree(coll_state_t *cs)
+{
+    uint8_t mine = cs->net, *all;
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ALGO, .op = UCCL_COLL_ALLGATHER,
+                          .algo = UCCL_COLL_ALGO_LINEAR, .sendbuf = &mine, .count = 1};
+    coll_layout_t lay = layout(cs);
+    uccl_status_t st;
+
+    if (cs->net_agreed || (lay != LAYOUT_SHM && lay != LAYOUT_ONE_HOST))
+        return UCCL_OK; /* agreed, or one rank, or several hosts: shm plays no part */
+    if ((all = calloc((size_t)cs->size, 1)) == NULL)
+        return UCCL_ERR_NO_MEMORY;
+    a.recvbuf = all;
+    if ((st = uccl_coll_internal(cs->comm, &a)) == UCCL_OK) {
+        for (int r = 0; r < cs->size; r++)
+            cs->net = cs->net || all[r] != 0;
+        if (cs->net && !mine)
+            coll_debug("rank %d: some rank of this host has no shm; the comm's peers talk "
+                       "over the network", cs->rank);
+        cs->net_agreed = true;
+    }
+    free(all);
+    return st;
+}
+
 uccl_coll_algo_t uccl_coll_select(const coll_state_t *cs, uccl_coll_op_t op, size_t bytes)
 {
     coll_layout_t lay = layout(cs);

@@ -195,9 +195,10 @@ UCCL_API int uccl_engine_progress(uccl_engine_t *engine);
 UCCL_API uccl_status_t uccl_connect(uccl_engine_t *engine, const void *addr, size_t len,
                                     uccl_conn_t **conn);
 
-/* Wait up to timeout_ms (-1 = UCCL_TIMEOUT_MS) for the next incoming
- * connection and return it. Incoming connections are set up by progress,
- * so peers never block on us calling accept.
+/* Wait up to timeout_ms (-1 = UCCL_TIMEOUT_MS; 0 = progress once and
+ * look) for the next incoming connection and return it. Incoming
+ * connections are set up by progress, so peers never block on us calling
+ * accept.
  * Errors: UCCL_ERR_TIMEOUT. */
 UCCL_API uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **conn);
 

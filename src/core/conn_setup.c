@@ -538,8 +538,13 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
         return UCCL_ERR_INVALID_PARAM;
     deadline = uccl_time_ms() + (uint64_t)(timeout_ms < 0 ? engine->cfg.timeout_ms : timeout_ms);
     uccl_engine_lock(engine);
+    /* progress first, the deadline after: a zero timeout polls once */
     for (;;) {
-        uccl_list_t *link = uccl_list_pop_front(&engine->accept_q);
+        uccl_list_t *link;
+
+        engine->next_liveness_ms = 0; /* look at the listener now */
+        uccl_engine_progress_locked(engine);
+        link = uccl_list_pop_front(&engine->accept_q);
         if (link != NULL) {
             uccl_conn_t *conn = uccl_container_of(link, uccl_conn_t, link);
             uccl_list_push_back(&engine->conns, &conn->link);
@@ -550,9 +555,7 @@ uccl_status_t uccl_accept(uccl_engine_t *engine, int timeout_ms, uccl_conn_t **o
             st = UCCL_ERR_TIMEOUT;
             break;
         }
-        engine->next_liveness_ms = 0; /* look at the listener now */
-        uccl_engine_progress_locked(engine);
-        uccl_oob_wait_readable(engine->listen_fd, 1);
+        (void)uccl_oob_poll_unlocked(engine, engine->listen_fd, POLLIN, 1);
     }
     uccl_engine_unlock(engine);
     return st;

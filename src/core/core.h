@@ -150,7 +150,7 @@ typedef struct uccl_handshake {
     int fd;
     bool challenged;
     uccl_setup_auth_t auth;
-    uint64_t deadline_ms;
+    uint64_t accepted_ms, deadline_ms;
     uint8_t *buf;
     size_t have, need;
     uccl_list_t link;

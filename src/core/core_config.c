@@ -1,5 +1,6 @@
 /* The core configuration table, the registry of every table of this build,
  * the once-per-process unknown-variable warning and uccl_config_dump. */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@ static const uccl_cfg_field_t core_fields[] = {
                "dropped (a real peer sends it at once); > 0", setup_timeout_ms, UCCL_CFG_INT),
     CORE_FIELD("SETUP_MAX_PENDING", "64",
                "incoming connections whose setup request is not in yet; beyond this the oldest "
-               "is dropped (idle sockets cannot fill the fd table); >= 1",
+               "idle one is dropped (idle sockets cannot fill the fd table; peers under way wait "
+               "in the listen backlog instead); >= 1",
                setup_max_pending, UCCL_CFG_INT),
     CORE_FIELD("UNEXPECTED_MAX", "1G",
                "bytes of messages a connection keeps that no receive took yet; a peer that "
@@ -253,14 +255,18 @@ static uccl_status_t coll_env_check(void)
 /* UCCL_PORT_RANGE: "lo-hi" with 1 <= lo <= hi <= 65535, or empty. */
 static uccl_status_t parse_port_range(uccl_config_t *cfg)
 {
+    const char *text = cfg->port_range;
+    size_t digits_lo = strspn(text, "0123456789");
     unsigned lo, hi;
     int end = -1;
 
     cfg->port_lo = cfg->port_hi = 0;
-    if (cfg->port_range[0] == '\0')
+    if (text[0] == '\0')
         return UCCL_OK;
-    if (sscanf(cfg->port_range, "%5u-%5u%n", &lo, &hi, &end) != 2 ||
-        cfg->port_range[end] != '\0' || lo < 1 || lo > hi || hi > 65535) {
+    /* digits, '-', digits: sscanf's %u alone would skip blanks and take a sign */
+    if (digits_lo == 0 || text[digits_lo] != '-' || !isdigit((unsigned char)text[digits_lo + 1]) ||
+        sscanf(text, "%5u-%5u%n", &lo, &hi, &end) != 2 || text[end] != '\0' || lo < 1 ||
+        lo > hi || hi > 65535) {
         uccl_error("UCCL_PORT_RANGE=%s: expected lo-hi with 1 <= lo <= hi <= 65535, e.g. "
                    "50000-50100", cfg->port_range);
         return UCCL_ERR_INVALID_PARAM;

@@ -103,20 +103,26 @@ uint64_t uccl_oob_get_u64(oob_reader_t *r)
     return p ? uccl_get_u64(p) : 0;
 }
 
-void uccl_oob_wait_readable(int fd, int timeout_ms)
+int uccl_oob_poll_unlocked(uccl_engine_t *engine, int fd, short events, int timeout_ms)
 {
-    struct pollfd pfd = {.fd = fd, .events = POLLIN};
-    (void)poll(&pfd, 1, timeout_ms);
+    struct pollfd pfd = {.fd = fd, .events = events};
+    bool release = !engine->in_progress;
+    int r;
+
+    if (release)
+        uccl_engine_unlock(engine);
+    r = poll(&pfd, 1, timeout_ms);
+    if (release)
+        uccl_engine_lock(engine);
+    return r;
 }
 
 static bool wait_fd(uccl_engine_t *engine, int fd, short events, uint64_t deadline_ms)
 {
-    struct pollfd pfd = {.fd = fd, .events = events};
-
     while (uccl_time_ms() < deadline_ms) {
         engine->next_liveness_ms = 0; /* a peer may be connecting to us meanwhile */
         uccl_engine_progress_locked(engine);
-        if (poll(&pfd, 1, 1) > 0)
+        if (uccl_oob_poll_unlocked(engine, fd, events, 1) > 0)
             return true;
     }
     return false;

@@ -39,7 +39,13 @@ uint64_t uccl_oob_get_u64(oob_reader_t *r);
 bool uccl_oob_get_bytes(oob_reader_t *r, void *dst, size_t n);
 const uint8_t *uccl_oob_get_ptr(oob_reader_t *r, size_t n);
 
-/* Blocking-with-deadline socket steps; each progresses engine while it waits. */
+/* poll(fd, events, timeout_ms) with the engine lock released, so that no
+ * call holds it while it sleeps (uccl.h); kept inside progress, whose walk
+ * of the engine's lists is half done. The engine lock is held on entry. */
+int uccl_oob_poll_unlocked(uccl_engine_t *engine, int fd, short events, int timeout_ms);
+
+/* Blocking-with-deadline socket steps; each progresses engine while it
+ * waits, and sleeps without the engine lock (uccl_oob_poll_unlocked). */
 uccl_status_t uccl_oob_connect(uccl_engine_t *engine, const struct sockaddr_in *sa, uint64_t deadline_ms,
                           int *fd_out);
 uccl_status_t uccl_oob_send_frame(uccl_engine_t *engine, int fd, const void *body, size_t len,
@@ -52,7 +58,6 @@ uccl_status_t uccl_oob_recv_frame(uccl_engine_t *engine, int fd, size_t max, uin
  * EOF, error or a frame over max. */
 int uccl_oob_frame_read_some(int fd, size_t max, uint8_t **buf, size_t *have, size_t *need);
 
-void uccl_oob_wait_readable(int fd, int timeout_ms);
 /* The peer closed its end (EOF or error) of an idle setup socket. */
 bool uccl_oob_peer_closed(int fd);
 

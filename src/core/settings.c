@@ -81,7 +81,8 @@ static uccl_status_t check_net_device(const char *entry, size_t len, const char 
     }
     memcpy(name, entry, name_len);
     name[name_len] = '\0';
-    if (!net_device_exists(name)) {
+    /* "." and ".." are the class directory and its parent, no device */
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || !net_device_exists(name)) {
         uccl_error("%s=%s: '%s' is no RDMA device or network interface of this host", what, list, name);
         return UCCL_ERR_INVALID_PARAM;
     }

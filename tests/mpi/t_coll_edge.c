@@ -1,6 +1,7 @@
 /* Edge cases of the collectives' contract found in review (issue 19):
  * blocks of the v-variants whose displacement reaches past the end of the
- * address space, and persistent plans that outlive their communicator. */
+ * address space, and persistent plans that outlive their communicator;
+ * (T_COLL_EDGE_MIXED) ranks of one host of which some have no shm. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -317,6 +318,76 @@ static void ce_plan_freed_early(mt_ctx_t *c)
     wrap_after(c, UCCL_COLL_ALGO_AUTO); /* every rank still agrees on the sequence */
 }
 
+/* ------------------------------------------------------------------ shm on some ranks only */
+
+#define MIXED_BLOCK 64
+#define MIXED_ROUNDS 3
+
+static uint8_t mixed_byte(int op, int round, int from, int to, size_t b)
+{
+    return (uint8_t)(op * 59 + round * 31 + from * 7 + to * 13 + (int)b + 1);
+}
+
+/* One AUTO call of op (MIXED_BLOCK bytes per block, root the last rank):
+ * OK, and every byte as the op defines. */
+static void mixed_call(mt_ctx_t *c, uccl_coll_op_t op, int round)
+{
+    int n = c->size, r = c->rank, root = n - 1;
+    size_t blk = MIXED_BLOCK, len = blk * (size_t)n, cnt[64], dsp[64];
+    uint8_t *sb = malloc(len), *rb = malloc(len);
+    uccl_coll_args_t a = {.field_mask = UCCL_COLL_ARG_ROOT, .op = op, .sendbuf = sb,
+                          .recvbuf = rb, .count = blk, .sendcounts = cnt, .sdispls = dsp,
+                          .recvcounts = cnt, .rdispls = dsp, .root = root};
+    bool all_to = op == UCCL_COLL_ALLTOALL || op == UCCL_COLL_ALLTOALLV;
+    size_t want_len = op == UCCL_COLL_GATHER ? (r == root ? len : 0)
+                      : op == UCCL_COLL_BCAST || op == UCCL_COLL_SCATTER ? blk : len;
+    long bad = 0;
+
+    if (sb == NULL || rb == NULL) {
+        mt_fail(c, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < n; j++) {
+        cnt[j] = blk;
+        dsp[j] = (size_t)j * blk;
+        for (size_t b = 0; b < blk; b++) /* block j: to rank j (all-to-all, scatter) */
+            sb[dsp[j] + b] = mixed_byte(op, round, r, all_to || op == UCCL_COLL_SCATTER ? j : 0, b);
+    }
+    memset(rb, EDGE_POISON, len);
+    if (op == UCCL_COLL_BCAST && r == root)
+        memcpy(rb, sb, blk);
+    mt_expect(c, uccl_coll(c->comm, &a), UCCL_OK, "shm on some ranks: an AUTO call");
+    for (size_t b = 0; b < want_len && !c->failed; b++) {
+        int from = op == UCCL_COLL_BCAST || op == UCCL_COLL_SCATTER ? root : (int)(b / blk);
+        int to = all_to || op == UCCL_COLL_SCATTER ? r : 0;
+        bad += rb[b] != mixed_byte(op, round, from, to, b % blk);
+    }
+    if (bad > 0)
+        mt_fail(c, "shm on some ranks: %s round %d, %ld of %zu bytes wrong",
+                uccl_coll_op_name(op), round, bad, want_len);
+out:
+    free(sb);
+    free(rb);
+}
+
+/* Ranks of one host of which some have no shm (UCCL_TRANSPORTS=tcp on
+ * rank 1, shm-off-rank1.sh): they talk over tcp, and the table must pick
+ * the same algorithm on every rank, not MAPPED on the ranks with shm and
+ * LINEAR on the others. Each op by AUTO at 64 B, byte-checked. */
+static void ce_mixed_shm(mt_ctx_t *c)
+{
+    if (c->size < 2 || c->size > 64) {
+        mt_skip(c, "shm on some ranks (2 to 64 ranks)");
+        return;
+    }
+    for (int round = 0; round < MIXED_ROUNDS && !c->failed; round++)
+        for (int op = 0; op < UCCL_COLL_OP_COUNT && !c->failed; op++)
+            mixed_call(c, (uccl_coll_op_t)op, round);
+    if (c->rank == 0)
+        printf("# shm on some ranks: %d AUTO calls of every op at %d B, byte-checked\n",
+               MIXED_ROUNDS * UCCL_COLL_OP_COUNT, MIXED_BLOCK);
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t c;
@@ -329,7 +400,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc;
     }
-    if (c.size > 64) {
+    if (getenv("T_COLL_EDGE_MIXED") != NULL) { /* shm-off-rank1.sh: that case alone */
+        ce_mixed_shm(&c);
+        fails += mt_report(&c, "shm on some ranks: every rank picks the same algorithm");
+    } else if (c.size > 64) {
         mt_skip(&c, "more than 64 ranks");
     } else {
         ce_addr_wrap(&c);

@@ -115,6 +115,10 @@ static void test_core_variables(void)
     expect_env_refused("UCCL_NET_DEVICES", "lo,");
     expect_env_refused("UCCL_NET_DEVICES", "lo,,lo");
     expect_env_refused("UCCL_NET_DEVICES", "../lo");
+    /* the class directories' own entries: /sys/class/net/.. exists */
+    expect_env_refused("UCCL_NET_DEVICES", "..");
+    expect_env_refused("UCCL_NET_DEVICES", ".");
+    expect_env_refused("UCCL_NET_DEVICES", "lo,..:1");
     expect_env_refused("UCCL_TIMEOUT_MS", " 5000");
     expect_env_refused("UCCL_SETUP_TIMEOUT_MS", "0");
     expect_env_refused("UCCL_SETUP_MAX_PENDING", "0");

@@ -424,6 +424,11 @@ int main(void)
 
     snprintf(data_dir, sizeof(data_dir), "%s/tests/data", srcdir != NULL ? srcdir : ".");
     unsetenv("HWLOC_XMLFILE");
+    /* hwloc's own XML reader, not libxml2's (hwloc picks it once): libxml2
+     * keeps state per thread that LeakSanitizer reports after the case of
+     * two loading threads (11-28 blocks of ~1 KiB in the ASan builds);
+     * what these cases check is the loader's result, not the XML library */
+    setenv("HWLOC_LIBXML_IMPORT", "0", 1);
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     suite = CU_add_suite("topo", NULL, NULL);
