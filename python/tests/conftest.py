@@ -90,12 +90,12 @@ class Pair:
         with self.engine.register(np.ones(1, np.uint8)) as mr:
             self.conn.send(mr, tag=0xdead).wait(T)
 
-    def token_recv(self):
+    def token_recv(self, timeout=T):
         """Progress until the peer's token_send (one-sided ops need that on tcp)."""
         import numpy as np
         buf = np.zeros(1, np.uint8)
         with self.engine.register(buf) as mr:
-            assert self.conn.recv(mr, tag=0xdead).wait(T) == 1
+            assert self.conn.recv(mr, tag=0xdead).wait(timeout) == 1
 
 
 @pytest.fixture
