@@ -356,9 +356,8 @@ bool ct_fake_direct(mt_ctx_t *c, const char *name)
     return false;
 }
 
-/* A first stream call on comm sets the direct path up (flags mapped both
- * ways); its request and the stream run out, then every rank meets. */
-static void path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a, void *s)
+/* coll_test.h */
+void ct_path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a, void *s)
 {
     uccl_req_t *req = NULL;
 
@@ -423,7 +422,7 @@ void ct_stream_dead(mt_ctx_t *c)
     }
     a.sendbuf = ds;
     a.recvbuf = dr;
-    path_setup(c, comm, &a, s);
+    ct_path_setup(c, comm, &a, s);
     if (c->rank == last) /* nothing after this runs until the gate opens */
         mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
     st = uccl_coll_post_stream(comm, &a, s, c->rank == last ? NULL : &req);
@@ -499,7 +498,7 @@ void ct_stream_fault(mt_ctx_t *c)
     }
     a.sendbuf = ds;
     a.recvbuf = dr;
-    path_setup(c, comm, &a, s);
+    ct_path_setup(c, comm, &a, s);
     mt_expect(c, uccl_gpu_fault_inject(s), UCCL_OK, "the fault queued on the stream");
     mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the call behind the fault");
     clock_gettime(CLOCK_MONOTONIC, &t0);

@@ -215,15 +215,8 @@ void ct_stream_flush(mt_ctx_t *c)
         goto out;
     a.sendbuf = ds;
     a.recvbuf = dr;
-    for (int i = 0; i < 2; i++) { /* the second call a plan hit */
-        mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "a call run out");
-        mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
-        if (req != NULL)
-            mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
-        uccl_req_free(req);
-        req = NULL;
-        MPI_Barrier(MPI_COMM_WORLD);
-    }
+    for (int i = 0; i < 2; i++) /* the second call a plan hit */
+        ct_path_setup(c, comm, &a, s);
     mt_expect(c, uccl_gpu_memset(dr, 0, (size_t)n * FLUSH_LEN), UCCL_OK, "receive buffer cleared");
     MPI_Barrier(MPI_COMM_WORLD);
     mt_expect(c, uccl_stream_wait_value(c->engine, s, gate, 1, 4), UCCL_OK, "the gate");
@@ -382,13 +375,7 @@ void ct_stream_destroy(mt_ctx_t *c)
         } else {
             a.sendbuf = ds;
             a.recvbuf = dr;
-            mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the first call");
-            mt_expect(c, uccl_gpu_stream_sync(s), UCCL_OK, "stream");
-            if (req != NULL)
-                mt_expect(c, uccl_wait(req, -1), UCCL_OK, "its request");
-            uccl_req_free(req);
-            req = NULL;
-            MPI_Barrier(MPI_COMM_WORLD);
+            ct_path_setup(c, comm, &a, s);
             mt_expect(c, uccl_coll_post_stream(comm, &a, s, &req), UCCL_OK, "the second call (a plan hit)");
             if (c->rank == 0) {
                 mt_expect(c, uccl_comm_destroy(comm), UCCL_OK, "comm destroyed with the call queued");

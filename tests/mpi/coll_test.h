@@ -66,6 +66,10 @@ bool ct_fake_direct(mt_ctx_t *c, const char *name);
 /* The end of a case on a comm of its own: its request freed (if any), every
  * rank met, then the comm destroyed (if any) and ds, dr freed. */
 void ct_case_done(mt_ctx_t *c, uccl_comm_t *comm, uccl_req_t *req, void *ds, void *dr);
+/* A stream call on comm run out (its request waited for and freed, the
+ * stream synchronized), then every rank meets: the first call sets the
+ * direct path up (flags mapped both ways), a later one is a plan hit. */
+void ct_path_setup(mt_ctx_t *c, uccl_comm_t *comm, const uccl_coll_args_t *a, void *s);
 /* coll_stream_more.c: direct stream calls on two streams of one comm, the
  * second's stream run first; a flush while a call is queued (refused);
  * a rank gone while its peers' hold-path calls are in flight; calls on
