@@ -282,9 +282,31 @@ static uccl_status_t pair_open_cma(const char *env, unit_pair_t *p)
     return st;
 }
 
+/* a writes BIG bytes into b's target (or reads them from it): mine filled
+ * with seed, target with seed + 1, the destination zeroed, both registered,
+ * the request posted and one progress call on each side, after which the
+ * copy is under way, partly outside b's checks. */
+static void copy_begin(unit_pair_t *p, uint8_t *mine, uint8_t *target, int is_read, int seed,
+                       uccl_mr_t **tmr, uccl_req_t **req)
+{
+    uccl_mr_t *mmr;
+    uccl_rdesc_t rd;
+
+    unit_fill(mine, BIG, seed);
+    unit_fill(target, BIG, seed + 1);
+    memset(is_read ? mine : target, 0, BIG);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p->a, mine, BIG, 0, &mmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_reg(p->b, target, BIG, 0, tmr), UCCL_OK);
+    UNIT_ASSERT_STATUS(uccl_mr_pack(*tmr, 0, BIG, &rd), UCCL_OK);
+    UNIT_ASSERT_STATUS(is_read ? uccl_read(p->ab, mmr, 0, BIG, &rd, 0, req)
+                               : uccl_write(p->ab, mmr, 0, BIG, &rd, 0, req),
+                       UCCL_OK);
+    uccl_engine_progress(p->a); /* the request into the ring */
+    uccl_engine_progress(p->b); /* checked; b offers a part or gives its helper one */
+}
+
 /* b's region is the target of a's write (or the source of a's read) of
- * 4 MiB; after one progress call each the copy is under way, partly outside
- * b's checks. b's uccl_mr_dereg must not succeed then (it did, and the rest
+ * 4 MiB (copy_begin). b's uccl_mr_dereg must not succeed then (it did, and the rest
  * landed in, or was read from, the memory b had taken back): BUSY; the
  * transfer ends intact, and then the region goes. close_b: b closes its end
  * instead; the hold goes with it (the region goes, a's request fails). */
@@ -292,9 +314,8 @@ static void dereg_mid_copy(const char *env, int is_read, int close_b)
 {
     unit_pair_t p;
     uint8_t *mine = malloc(BIG), *target = malloc(BIG);
-    uccl_mr_t *mmr, *tmr;
+    uccl_mr_t *tmr;
     uccl_req_t *req = NULL;
-    uccl_rdesc_t rd;
 
     CU_ASSERT_FATAL(mine != NULL && target != NULL);
     if (pair_open_cma(env, &p) != UCCL_OK) {
@@ -302,20 +323,7 @@ static void dereg_mid_copy(const char *env, int is_read, int close_b)
         free(target);
         return;
     }
-    unit_fill(mine, BIG, 21);
-    unit_fill(target, BIG, 22);
-    if (is_read)
-        memset(mine, 0, BIG);
-    else
-        memset(target, 0, BIG);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
-    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
-                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
-                       UCCL_OK);
-    uccl_engine_progress(p.a); /* the request into the ring */
-    uccl_engine_progress(p.b); /* checked; b offers a part or gives its helper one */
+    copy_begin(&p, mine, target, is_read, 21, &tmr, &req);
     UNIT_ASSERT_STATUS(uccl_mr_dereg(tmr), UCCL_ERR_BUSY);
     if (close_b) {
         UNIT_ASSERT_STATUS(uccl_conn_close(p.ba), UCCL_OK);
@@ -352,9 +360,8 @@ static void memfree_mid_copy(const char *env, int is_read)
 {
     unit_pair_t p;
     uint8_t *mine = malloc(BIG), *target = NULL;
-    uccl_mr_t *mmr, *tmr;
+    uccl_mr_t *tmr;
     uccl_req_t *req = NULL;
-    uccl_rdesc_t rd;
     uccl_status_t st;
 
     CU_ASSERT_FATAL(mine != NULL);
@@ -364,17 +371,7 @@ static void memfree_mid_copy(const char *env, int is_read)
     }
     UNIT_ASSERT_STATUS(uccl_mem_alloc(p.b, UCCL_MEM_HOST, BIG, (void **)&target), UCCL_OK);
     CU_ASSERT_FATAL(target != NULL);
-    unit_fill(mine, BIG, 23);
-    unit_fill(target, BIG, 24);
-    memset(is_read ? mine : target, 0, BIG);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(p.a, mine, BIG, 0, &mmr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_reg(p.b, target, BIG, 0, &tmr), UCCL_OK);
-    UNIT_ASSERT_STATUS(uccl_mr_pack(tmr, 0, BIG, &rd), UCCL_OK);
-    UNIT_ASSERT_STATUS(is_read ? uccl_read(p.ab, mmr, 0, BIG, &rd, 0, &req)
-                               : uccl_write(p.ab, mmr, 0, BIG, &rd, 0, &req),
-                       UCCL_OK);
-    uccl_engine_progress(p.a);
-    uccl_engine_progress(p.b);
+    copy_begin(&p, mine, target, is_read, 23, &tmr, &req);
     st = uccl_mem_free(p.b, target);
     UNIT_ASSERT_STATUS(st, UCCL_ERR_BUSY);
     UNIT_ASSERT_STATUS(unit_drive(&p, &req, 1, 30000), UCCL_OK);
